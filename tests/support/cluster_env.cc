@@ -1,0 +1,181 @@
+#include "tests/support/cluster_env.h"
+
+#include <fcntl.h>
+#include <poll.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cerrno>
+#include <chrono>
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <iostream>
+#include <sstream>
+
+#include <gtest/gtest.h>
+
+#ifndef LOCKSTEP_SOURCE_DIR
+#error "LOCKSTEP_SOURCE_DIR must be defined by the build"
+#endif
+
+namespace lockstep::testing {
+namespace {
+
+struct State {
+  std::string kubeconfig;
+  std::string tools;
+  std::string dir;
+  bool owned = false;  // we started the cluster and must stop it
+};
+
+State& state() {
+  static State s;
+  return s;
+}
+
+std::string scriptPath() { return std::string(LOCKSTEP_SOURCE_DIR) + "/tests/cluster/cluster.sh"; }
+
+std::string trim(std::string s) {
+  while (!s.empty() && (s.back() == '\n' || s.back() == ' ')) s.pop_back();
+  return s;
+}
+
+// Starts a private cluster for this binary unless LOCKSTEP_KUBECONFIG names one.
+class ClusterEnvironment : public ::testing::Environment {
+ public:
+  void SetUp() override {
+    State& s = state();
+    if (const char* kc = std::getenv("LOCKSTEP_KUBECONFIG"); kc && *kc) {
+      s.kubeconfig = kc;
+      const char* tb = std::getenv("LOCKSTEP_TOOLS_BIN");
+      const char* cd = std::getenv("LOCKSTEP_CLUSTER_DIR");
+      s.tools = tb ? tb : "";
+      s.dir = cd ? cd : "";
+      return;
+    }
+    s.dir = "/tmp/lockstep-test-" + std::to_string(getpid());
+    auto r = run({scriptPath(), "up", "--dir", s.dir});
+    if (r.exitCode != 0) {
+      std::cerr << "cluster.sh up failed:\n" << r.out << r.err << std::endl;
+      std::abort();
+    }
+    s.owned = true;
+    s.kubeconfig = s.dir + "/kubeconfig";
+    std::ifstream bin(s.dir + "/tools-bin");
+    std::getline(bin, s.tools);
+  }
+  void TearDown() override {
+    State& s = state();
+    if (s.owned) (void)run({scriptPath(), "down", "--dir", s.dir});
+  }
+};
+
+}  // namespace
+
+const std::string& kubeconfigPath() { return state().kubeconfig; }
+const std::string& toolsBin() { return state().tools; }
+const std::string& clusterDir() { return state().dir; }
+
+CommandResult run(const std::vector<std::string>& argv, const std::string& input) {
+  CommandResult result;
+  int in[2], out[2], err[2];
+  if (pipe(in) != 0 || pipe(out) != 0 || pipe(err) != 0) {
+    result.err = std::strerror(errno);
+    return result;
+  }
+  pid_t pid = fork();
+  if (pid == 0) {
+    dup2(in[0], 0);
+    dup2(out[1], 1);
+    dup2(err[1], 2);
+    for (int fd : {in[0], in[1], out[0], out[1], err[0], err[1]}) close(fd);
+    std::vector<char*> args;
+    for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
+    args.push_back(nullptr);
+    execvp(args[0], args.data());
+    _exit(127);
+  }
+  close(in[0]);
+  close(out[1]);
+  close(err[1]);
+  // Write stdin and read both outputs together so a large output cannot deadlock.
+  size_t written = 0;
+  int inFd = in[1];
+  if (input.empty()) {
+    close(inFd);
+    inFd = -1;
+  } else {
+    fcntl(inFd, F_SETFL, O_NONBLOCK);
+  }
+  bool outOpen = true, errOpen = true;
+  char buf[65536];
+  while (outOpen || errOpen || inFd >= 0) {
+    pollfd fds[3];
+    int n = 0;
+    if (outOpen) fds[n++] = {out[0], POLLIN, 0};
+    if (errOpen) fds[n++] = {err[0], POLLIN, 0};
+    if (inFd >= 0) fds[n++] = {inFd, POLLOUT, 0};
+    if (poll(fds, n, -1) < 0 && errno != EINTR) break;
+    for (int i = 0; i < n; ++i) {
+      if (fds[i].revents == 0) continue;
+      if (fds[i].fd == inFd) {
+        ssize_t w = write(inFd, input.data() + written, input.size() - written);
+        if (w > 0) written += static_cast<size_t>(w);
+        if (w < 0 || written == input.size()) {
+          close(inFd);
+          inFd = -1;
+        }
+        continue;
+      }
+      ssize_t r = read(fds[i].fd, buf, sizeof buf);
+      bool isOut = fds[i].fd == out[0];
+      if (r <= 0) {
+        (isOut ? outOpen : errOpen) = false;
+      } else {
+        (isOut ? result.out : result.err).append(buf, static_cast<size_t>(r));
+      }
+    }
+  }
+  close(out[0]);
+  close(err[0]);
+  int status = 0;
+  waitpid(pid, &status, 0);
+  result.exitCode = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+  return result;
+}
+
+CommandResult kubectl(const std::vector<std::string>& args, const std::string& input) {
+  std::vector<std::string> argv{toolsBin().empty() ? "kubectl" : toolsBin() + "/kubectl",
+                                "--kubeconfig", kubeconfigPath()};
+  argv.insert(argv.end(), args.begin(), args.end());
+  return run(argv, input);
+}
+
+CommandResult clusterScript(const std::vector<std::string>& args) {
+  std::vector<std::string> argv{scriptPath()};
+  argv.insert(argv.end(), args.begin(), args.end());
+  argv.push_back("--dir");
+  argv.push_back(clusterDir());
+  return run(argv);
+}
+
+std::string uniqueName(const std::string& prefix) {
+  static std::atomic<int> counter{0};
+  auto now = std::chrono::steady_clock::now().time_since_epoch().count();
+  std::ostringstream os;
+  os << prefix << "-" << getpid() % 10000 << "-" << (now / 1000) % 100000 << "-" << counter++;
+  return trim(os.str());
+}
+
+}  // namespace lockstep::testing
+
+int main(int argc, char** argv) {
+  ::testing::InitGoogleTest(&argc, argv);
+  // --gtest_list_tests (ctest discovery) must not start a cluster.
+  if (!::testing::GTEST_FLAG(list_tests)) {
+    ::testing::AddGlobalTestEnvironment(new lockstep::testing::ClusterEnvironment);
+  }
+  return RUN_ALL_TESTS();
+}

@@ -1,0 +1,37 @@
+// Test access to a real local Kubernetes control plane (tests/cluster/cluster.sh).
+//
+// Integration test binaries link `lockstep_cluster_env`, which provides main():
+// it reuses the cluster named by LOCKSTEP_KUBECONFIG (and LOCKSTEP_TOOLS_BIN for
+// kubectl/helm) when set, and otherwise starts a private cluster once for the
+// binary and stops it at exit. Thread-safety: call from test bodies only.
+#pragma once
+
+#include <string>
+#include <vector>
+
+namespace lockstep::testing {
+
+struct CommandResult {
+  int exitCode = -1;
+  std::string out;
+  std::string err;
+};
+
+// Path of the admin kubeconfig of the running test cluster.
+const std::string& kubeconfigPath();
+// Directory holding kubectl, helm, kwok, ... built from tests/tools.
+const std::string& toolsBin();
+// The cluster's state directory (certs, logs); unique per cluster.
+const std::string& clusterDir();
+
+// Runs a program with arguments (no shell), optional stdin, captures output.
+CommandResult run(const std::vector<std::string>& argv, const std::string& input = "");
+// Runs kubectl against the test cluster: kubectl({"get", "nodes"}).
+CommandResult kubectl(const std::vector<std::string>& args, const std::string& input = "");
+// Runs the cluster script verb (e.g. "restart-apiserver", "compact-etcd").
+CommandResult clusterScript(const std::vector<std::string>& args);
+
+// A fresh namespace name for one test (lowercase, unique within the run).
+std::string uniqueName(const std::string& prefix);
+
+}  // namespace lockstep::testing

@@ -1,0 +1,35 @@
+#!/usr/bin/env bash
+# Installs every Debian package that building and testing Lockstep needs.
+# Idempotent: packages already present are skipped by apt-get.
+set -euo pipefail
+
+packages=(
+  build-essential cmake ninja-build pkg-config git ca-certificates openssl curl
+  # design-card libraries
+  libcpprest-dev libyaml-cpp-dev nlohmann-json3-dev libssl-dev prometheus-cpp-dev
+  libspdlog-dev libfmt-dev libgtest-dev libgmock-dev libboost-dev libboost-system-dev
+  # toml++: uv.lock, poetry.lock and Flox/pixi helpers read TOML; a real parser beats hand-written code
+  libtomlplusplus-dev
+  # fuzzing (libFuzzer + sanitizers) and lint
+  clang-14 libclang-rt-14-dev clang-format clang-tidy
+  # test world: Argo CD health script interpreter, metrics, registry, load generator
+  lua5.1 prometheus docker-registry wrk
+)
+
+SUDO=""
+if [ "$(id -u)" -ne 0 ]; then SUDO="sudo"; fi
+
+missing=()
+for p in "${packages[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if [ ${#missing[@]} -eq 0 ]; then
+  echo "install-deps: all ${#packages[@]} packages present"
+  exit 0
+fi
+echo "install-deps: installing ${missing[*]}"
+export DEBIAN_FRONTEND=noninteractive
+$SUDO apt-get update -qq
+# Debian's prometheus and docker-registry packages start services on install when
+# systemd is around; the tests start their own instances, so keep the packaged ones off.
+$SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}"
