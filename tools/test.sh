@@ -1,0 +1,55 @@
+#!/usr/bin/env bash
+# The test command: installs what is missing, builds, and runs every test.
+#
+#   tools/test.sh            unit tests, integration tests on a real local cluster, short fuzz runs
+#   tools/test.sh unit       unit tests only (no cluster)
+#
+# Heavy builds are cached outside the source tree in $LOCKSTEP_CACHE
+# (default ~/.cache/lockstep): the Go-built control plane, ccache objects.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+root=$(pwd)
+what=${1:-all}
+export LOCKSTEP_CACHE=${LOCKSTEP_CACHE:-$HOME/.cache/lockstep}
+export CCACHE_DIR=${CCACHE_DIR:-$LOCKSTEP_CACHE/ccache}
+build=${LOCKSTEP_BUILD_DIR:-$root/build}
+jobs=${LOCKSTEP_JOBS:-2}
+t0=$SECONDS
+step() { echo "==> [$((SECONDS - t0))s] $*"; }
+
+step "Debian packages"
+tools/install-deps.sh
+
+if [ "$what" != unit ]; then
+  step "control plane binaries (cached after the first build)"
+  # Build the Go tools beside the C++ build: both are long on a cold machine.
+  tests/cluster/build-tools.sh >"$LOCKSTEP_CACHE.tools-build.log" 2>&1 &
+  tools_pid=$!
+fi
+
+step "C++ build"
+cmake -S . -B "$build" -G Ninja -DCMAKE_CXX_COMPILER_LAUNCHER=ccache >/dev/null
+cmake --build "$build" -j "$jobs"
+
+step "unit tests"
+ctest --test-dir "$build" -L unit --output-on-failure -j "$jobs"
+
+[ "$what" = unit ] && exit 0
+
+step "waiting for the control plane build"
+if ! wait "$tools_pid"; then cat "$LOCKSTEP_CACHE.tools-build.log"; exit 1; fi
+tail -n 1 "$LOCKSTEP_CACHE.tools-build.log"
+
+step "local cluster"
+cluster_dir=$(mktemp -d /tmp/lockstep-ci.XXXXXX)
+trap 'tests/cluster/cluster.sh down --dir "$cluster_dir"' EXIT
+eval "$(tests/cluster/cluster.sh up --dir "$cluster_dir")"
+
+step "integration tests"
+ctest --test-dir "$build" -L integration --output-on-failure
+
+if [ -x tools/fuzz.sh ]; then
+  step "short fuzz runs"
+  tools/fuzz.sh "${LOCKSTEP_FUZZ_SECONDS:-20}"
+fi
+step "all tests passed"
