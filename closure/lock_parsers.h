@@ -1,0 +1,76 @@
+// Internal: the per-format parsers behind computeClosure() and their shared helpers.
+//
+// A parser turns text into RawPackages (names not yet normalized, digests already
+// in canonical "sha256:<hex>" / "git:<commit>" / store-path form) plus the selected
+// platform; computeClosure() normalizes, checks for unhashed packages, sorts and
+// hashes. Thread-safety: pure functions.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "closure/closure.h"
+
+namespace lockstep::closure::internal {
+
+struct RawPackage {
+  std::string ecosystem;
+  std::string name;
+  std::string version;
+  std::vector<std::string> digests;
+  std::string where;  // "uv.lock:12", for errors about this package
+};
+
+struct ParsedLock {
+  std::vector<RawPackage> packages;
+  std::string platform;
+  std::string environment;
+};
+
+// Error context: source name for messages.
+struct Ctx {
+  const ClosureOptions& options;
+  std::string source;  // never empty
+  std::string at(int line) const {
+    return line > 0 ? source + ":" + std::to_string(line) : source;
+  }
+  // "<source>:<line>: <field>: <reason>"
+  Status error(int line, std::string_view field, std::string_view reason) const;
+};
+
+StatusOr<ParsedLock> parseUvLock(std::string_view text, const Ctx& ctx);
+StatusOr<ParsedLock> parsePoetryLock(std::string_view text, const Ctx& ctx);
+StatusOr<ParsedLock> parsePipRequirements(std::string_view text, const Ctx& ctx);
+StatusOr<ParsedLock> parseCondaLock(std::string_view text, const Ctx& ctx);
+StatusOr<ParsedLock> parsePixiLock(std::string_view text, const Ctx& ctx);
+StatusOr<ParsedLock> parseFloxLock(std::string_view text, const Ctx& ctx);
+StatusOr<ParsedLock> parseNixPathInfo(std::string_view text, const Ctx& ctx);
+
+// "sha256:<hex>", "sha256=<hex>" or bare 64-hex -> "sha256:<lowercase hex>";
+// nullopt when it is not a well-formed sha256.
+std::optional<std::string> canonicalSha256(std::string_view raw);
+// True for a "sha256:"/"sha256=" prefixed string (well-formed or not).
+bool hasSha256Prefix(std::string_view raw);
+// A full (40 or 64 hex) commit id pinned in a VCS URL: the fragment after '#',
+// else "@<commit>" at the end of the path, else "rev=<commit>"; lowercase.
+std::optional<std::string> gitCommitFromUrl(std::string_view url);
+bool isFullCommit(std::string_view s);
+
+// Platform selection. `available` in lock order. Requested may use the conda or
+// Nix spelling. Empty request: the only platform, else the first of `defaults`
+// present, else an error listing what is available.
+StatusOr<std::string> selectPlatform(const Ctx& ctx, const std::string& requested,
+                                     const std::vector<std::string>& available,
+                                     const std::vector<std::string>& defaults);
+
+// The other spelling of a platform ("linux-64" <-> "x86_64-linux"), or "".
+std::string platformAlias(std::string_view platform);
+
+// Line (1-based) of byte offset `pos` in `text`.
+int lineOfOffset(std::string_view text, size_t pos);
+
+std::string joinComma(const std::vector<std::string>& items);
+
+}  // namespace lockstep::closure::internal

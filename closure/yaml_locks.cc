@@ -1,0 +1,325 @@
+// conda-lock (v1 and v2 layouts) and pixi.lock: the YAML adapter. yaml-cpp
+// exceptions stop here.
+#include <yaml-cpp/yaml.h>
+
+#include <map>
+
+#include "closure/lock_parsers.h"
+
+namespace lockstep::closure::internal {
+namespace {
+
+// yaml-cpp recurses per nesting level; locks nest a handful of levels. Bound it
+// before parsing so hostile input cannot exhaust the stack.
+constexpr int kMaxFlowDepth = 64;
+constexpr size_t kMaxIndentNesting = 200;
+
+int lineOf(const YAML::Node& n) { return n.Mark().line >= 0 ? n.Mark().line + 1 : 0; }
+
+Status checkNesting(std::string_view text, const Ctx& ctx) {
+  int depth = 0;
+  int line = 1;
+  size_t lineStart = 0;
+  size_t blockRun = 0;  // "- - - -" / "? ? ?" chains on one line nest too
+  bool atIndent = true;
+  for (size_t i = 0; i < text.size(); ++i) {
+    char c = text[i];
+    if (c == '\n') {
+      ++line;
+      lineStart = i + 1;
+      blockRun = 0;
+      atIndent = true;
+      continue;
+    }
+    if (c == '[' || c == '{') {
+      if (++depth > kMaxFlowDepth) return ctx.error(line, "yaml", "nesting too deep");
+    } else if (c == ']' || c == '}') {
+      if (depth > 0) --depth;
+    }
+    if (atIndent) {
+      if (c == ' ' || c == '-' || c == '?' || c == ':' || c == '\t') {
+        if (c != ' ' && c != '\t') ++blockRun;
+        if (i - lineStart > kMaxIndentNesting * 2 || blockRun > kMaxIndentNesting / 4) {
+          return ctx.error(line, "yaml", "nesting too deep");
+        }
+      } else {
+        atIndent = false;
+      }
+    }
+  }
+  return Status::ok();
+}
+
+StatusOr<YAML::Node> parseYaml(std::string_view text, const Ctx& ctx) {
+  LOCKSTEP_RETURN_IF_ERROR(checkNesting(text, ctx));
+  try {
+    YAML::Node root = YAML::Load(std::string(text));
+    return root;
+  } catch (const YAML::Exception& e) {
+    return ctx.error(e.mark.line >= 0 ? e.mark.line + 1 : 0, "yaml", e.msg);
+  } catch (const std::exception& e) {
+    return ctx.error(0, "yaml", e.what());
+  }
+}
+
+// The scalar at key, or nullopt when absent / null / not a scalar.
+std::optional<std::string> scalar(const YAML::Node& map, const char* key) {
+  if (!map.IsMap()) return std::nullopt;
+  YAML::Node v = map[key];
+  if (!v || !v.IsScalar()) return std::nullopt;
+  return v.Scalar();
+}
+
+bool isConda(std::string_view url) {
+  return url.size() >= 6 && (url.substr(url.size() - 6) == ".conda" ||
+                             (url.size() >= 8 && url.substr(url.size() - 8) == ".tar.bz2"));
+}
+
+// "name-version-build.conda" -> name, version.
+bool splitCondaArchive(std::string_view url, std::string& name, std::string& version) {
+  size_t slash = url.rfind('/');
+  std::string_view file = slash == std::string_view::npos ? url : url.substr(slash + 1);
+  if (file.size() > 6 && file.substr(file.size() - 6) == ".conda") file.remove_suffix(6);
+  else if (file.size() > 8 && file.substr(file.size() - 8) == ".tar.bz2") file.remove_suffix(8);
+  else return false;
+  size_t b = file.rfind('-');
+  if (b == std::string_view::npos || b == 0) return false;
+  size_t v = file.rfind('-', b - 1);
+  if (v == std::string_view::npos || v == 0) return false;
+  name = std::string(file.substr(0, v));
+  version = std::string(file.substr(v + 1, b - v - 1));
+  return !name.empty() && !version.empty();
+}
+
+// sha256 from `sha256:` or `hash: {sha256: ...}`; error when present but malformed.
+Status sha256Of(const YAML::Node& entry, const Ctx& ctx, std::vector<std::string>& digests) {
+  std::optional<std::string> raw = scalar(entry, "sha256");
+  int line = lineOf(entry);
+  if (!raw) {
+    YAML::Node h = entry["hash"];
+    if (h && h.IsMap()) {
+      raw = scalar(h, "sha256");
+      line = lineOf(h);
+    }
+  }
+  if (!raw || raw->empty() || *raw == "null" || *raw == "~") return Status::ok();
+  auto d = canonicalSha256(*raw);
+  if (!d) return ctx.error(line, "sha256", "malformed sha256 \"" + *raw + "\"");
+  digests.push_back(*d);
+  return Status::ok();
+}
+
+const std::vector<std::string> kCondaDefaults = {"linux-64"};
+
+}  // namespace
+
+StatusOr<ParsedLock> parseCondaLock(std::string_view text, const Ctx& ctx) {
+  auto rootOr = parseYaml(text, ctx);
+  if (!rootOr.isOk()) return rootOr.status();
+  try {
+    const YAML::Node& root = *rootOr;
+    if (!root.IsMap()) return ctx.error(1, "", "a conda-lock file is a YAML mapping");
+    if (auto v = scalar(root, "version"); v && *v != "1" && *v != "2") {
+      return ctx.error(lineOf(root["version"]), "version", "unsupported conda-lock version " + *v);
+    }
+    YAML::Node pkgs = root["package"];
+    if (!pkgs || !pkgs.IsSequence()) return ctx.error(lineOf(root), "package", "missing or not a list");
+
+    std::vector<std::string> platforms;
+    auto addPlatform = [&](const std::string& p) {
+      if (std::find(platforms.begin(), platforms.end(), p) == platforms.end()) platforms.push_back(p);
+    };
+    if (YAML::Node md = root["metadata"]; md && md.IsMap()) {
+      if (YAML::Node pl = md["platforms"]; pl && pl.IsSequence()) {
+        for (const auto& p : pl) {
+          if (p.IsScalar()) addPlatform(p.Scalar());
+        }
+      }
+    }
+    for (const auto& e : pkgs) {
+      if (auto p = scalar(e, "platform")) addPlatform(*p);
+    }
+    auto platform = selectPlatform(ctx, ctx.options.platform, platforms, kCondaDefaults);
+    if (!platform.isOk()) return platform.status();
+
+    ParsedLock out;
+    out.platform = *platform;
+    for (const auto& e : pkgs) {
+      if (!e.IsMap()) return ctx.error(lineOf(e), "package", "expected a mapping");
+      auto name = scalar(e, "name");
+      auto version = scalar(e, "version");
+      auto plat = scalar(e, "platform");
+      if (!name) return ctx.error(lineOf(e), "package.name", "missing");
+      if (!version) return ctx.error(lineOf(e), "package.version", "missing for \"" + *name + "\"");
+      if (!plat) return ctx.error(lineOf(e), "package.platform", "missing for \"" + *name + "\"");
+      if (*plat != out.platform) continue;
+      std::string manager = scalar(e, "manager").value_or("conda");
+      RawPackage p;
+      if (manager == "conda") {
+        p.ecosystem = "conda";
+      } else if (manager == "pip") {
+        p.ecosystem = "pypi";
+      } else {
+        return ctx.error(lineOf(e), "package.manager", "unknown manager \"" + manager + "\"");
+      }
+      p.name = *name;
+      p.version = *version;
+      p.where = ctx.at(lineOf(e));
+      LOCKSTEP_RETURN_IF_ERROR(sha256Of(e, ctx, p.digests));
+      if (p.digests.empty()) {
+        if (auto url = scalar(e, "url")) {
+          if (auto c = gitCommitFromUrl(*url); c && url->rfind("git+", 0) == 0) p.digests.push_back("git:" + *c);
+        }
+      }
+      out.packages.push_back(std::move(p));
+    }
+    return out;
+  } catch (const YAML::Exception& e) {
+    return ctx.error(e.mark.line >= 0 ? e.mark.line + 1 : 0, "yaml", e.msg);
+  }
+}
+
+StatusOr<ParsedLock> parsePixiLock(std::string_view text, const Ctx& ctx) {
+  auto rootOr = parseYaml(text, ctx);
+  if (!rootOr.isOk()) return rootOr.status();
+  try {
+    const YAML::Node& root = *rootOr;
+    if (!root.IsMap()) return ctx.error(1, "", "a pixi.lock file is a YAML mapping");
+    YAML::Node envs = root["environments"];
+    if (!envs || !envs.IsMap()) return ctx.error(lineOf(root), "environments", "missing or not a mapping");
+    std::string envName = ctx.options.environment.empty() ? "default" : ctx.options.environment;
+    YAML::Node env = envs[envName];
+    if (!env) {
+      std::vector<std::string> names;
+      for (const auto& kv : envs) {
+        if (kv.first.IsScalar()) names.push_back(kv.first.Scalar());
+      }
+      return ctx.error(lineOf(envs), "environments",
+                       "environment \"" + envName + "\" is not in the lock; available: " + joinComma(names));
+    }
+    if (!env.IsMap()) return ctx.error(lineOf(env), "environments." + envName, "expected a mapping");
+    YAML::Node byPlatform = env["packages"];
+    std::vector<std::string> platforms;
+    if (byPlatform && byPlatform.IsMap()) {
+      for (const auto& kv : byPlatform) {
+        if (kv.first.IsScalar()) platforms.push_back(kv.first.Scalar());
+      }
+    } else if (byPlatform && !byPlatform.IsNull()) {
+      return ctx.error(lineOf(byPlatform), "environments." + envName + ".packages", "expected a mapping");
+    }
+    if (platforms.empty()) {
+      return ctx.error(lineOf(env), "environments." + envName + ".packages",
+                       "environment \"" + envName + "\" lists no platforms");
+    }
+    auto platform = selectPlatform(ctx, ctx.options.platform, platforms, kCondaDefaults);
+    if (!platform.isOk()) return platform.status();
+
+    // Index the top-level package list by (kind, location). v6 writes
+    // "- conda: <url>" / "- pypi: <url>"; v4/v5 write "kind:" plus "url:".
+    std::multimap<std::pair<std::string, std::string>, YAML::Node> index;
+    YAML::Node pkgs = root["packages"];
+    if (pkgs && !pkgs.IsNull() && !pkgs.IsSequence()) {
+      return ctx.error(lineOf(pkgs), "packages", "expected a list");
+    }
+    if (pkgs) {
+      for (const auto& e : pkgs) {
+        if (!e.IsMap()) return ctx.error(lineOf(e), "packages", "expected a mapping");
+        std::string kind, loc;
+        if (auto c = scalar(e, "conda")) {
+          kind = "conda";
+          loc = *c;
+        } else if (auto p = scalar(e, "pypi")) {
+          kind = "pypi";
+          loc = *p;
+        } else if (auto k = scalar(e, "kind")) {
+          kind = *k;
+          loc = scalar(e, "url").value_or(scalar(e, "path").value_or(""));
+        }
+        if (kind.empty() || loc.empty()) {
+          return ctx.error(lineOf(e), "packages", "entry has neither conda/pypi location nor kind+url");
+        }
+        index.emplace(std::make_pair(kind, loc), e);
+      }
+    }
+
+    ParsedLock out;
+    out.platform = *platform;
+    out.environment = envName;
+    YAML::Node list = byPlatform[out.platform];
+    if (!list.IsSequence()) {
+      if (list.IsNull()) return out;
+      return ctx.error(lineOf(list), "environments." + envName + ".packages." + out.platform,
+                       "expected a list");
+    }
+    for (const auto& ref : list) {
+      if (!ref.IsMap()) return ctx.error(lineOf(ref), "environments." + envName + ".packages", "expected a mapping");
+      std::string kind, loc;
+      if (auto c = scalar(ref, "conda")) {
+        kind = "conda";
+        loc = *c;
+      } else if (auto p = scalar(ref, "pypi")) {
+        kind = "pypi";
+        loc = *p;
+      } else {
+        return ctx.error(lineOf(ref), "environments." + envName + ".packages", "entry is neither conda nor pypi");
+      }
+      // Match by location, then by any other key the reference gives (e.g. build).
+      std::vector<YAML::Node> candidates;
+      auto range = index.equal_range({kind, loc});
+      for (auto it = range.first; it != range.second; ++it) {
+        bool ok = true;
+        for (const auto& kv : ref) {
+          if (!kv.first.IsScalar() || !kv.second.IsScalar()) continue;
+          const std::string& key = kv.first.Scalar();
+          if (key == kind) continue;
+          auto have = scalar(it->second, key.c_str());
+          if (!have || *have != kv.second.Scalar()) ok = false;
+        }
+        if (ok) candidates.push_back(it->second);
+      }
+      if (candidates.empty()) {
+        return ctx.error(lineOf(ref), "environments." + envName + ".packages",
+                         "\"" + loc + "\" has no matching entry in packages");
+      }
+      if (candidates.size() > 1) {
+        return ctx.error(lineOf(ref), "environments." + envName + ".packages",
+                         "\"" + loc + "\" matches several entries in packages; give its build");
+      }
+      const YAML::Node& e = candidates.front();
+      RawPackage p;
+      p.ecosystem = kind;
+      p.where = ctx.at(lineOf(e));
+      bool remote = loc.find("://") != std::string::npos;
+      if (kind == "pypi" && scalar(e, "editable").value_or("false") == "true") continue;
+      LOCKSTEP_RETURN_IF_ERROR(sha256Of(e, ctx, p.digests));
+      // A local source tree without a digest is the workspace itself.
+      if (!remote && p.digests.empty() && !isConda(loc) &&
+          loc.find(".whl") == std::string::npos && loc.find(".tar.gz") == std::string::npos) {
+        continue;
+      }
+      auto name = scalar(e, "name");
+      auto version = scalar(e, "version");
+      if (kind == "conda" && (!name || !version)) {
+        std::string n, v;
+        if (!splitCondaArchive(loc, n, v)) {
+          return ctx.error(lineOf(e), "packages", "cannot read name-version-build from \"" + loc + "\"");
+        }
+        if (!name) name = n;
+        if (!version) version = v;
+      }
+      if (!name) return ctx.error(lineOf(e), "packages.name", "missing for \"" + loc + "\"");
+      if (!version) return ctx.error(lineOf(e), "packages.version", "missing for \"" + loc + "\"");
+      p.name = *name;
+      p.version = *version;
+      if (p.digests.empty() && kind == "pypi" && loc.rfind("git+", 0) == 0) {
+        if (auto c = gitCommitFromUrl(loc)) p.digests.push_back("git:" + *c);
+      }
+      out.packages.push_back(std::move(p));
+    }
+    return out;
+  } catch (const YAML::Exception& e) {
+    return ctx.error(e.mark.line >= 0 ? e.mark.line + 1 : 0, "yaml", e.msg);
+  }
+}
+
+}  // namespace lockstep::closure::internal

@@ -1,0 +1,69 @@
+// lockstep: the Lockstep command-line tool (also `kubectl lockstep`).
+// Wiring only: picks a verb from the table and runs it.
+#include <iostream>
+#include <string>
+
+#include "cmd/lockstep/verbs.h"
+
+namespace lockstep::cli {
+namespace {
+
+int runVersion(const VerbContext& ctx) {
+  ctx.out << "lockstep " << LOCKSTEP_VERSION << " (closure hash v1)\n";
+  return kExitOk;
+}
+
+int runHelp(const VerbContext& ctx);
+
+const Verb kVerbs[] = {
+    {"closure-hash", "print the closure hash v1 of a lock file (or runtime.json with --json)",
+     runClosureHash},
+    {"version", "print the version", runVersion},
+    {"help", "show this help (help VERB for a verb's flags)", runHelp},
+};
+
+void usage(std::ostream& os, const std::string& program) {
+  os << "usage: " << program << " VERB [flags]\n\nverbs:\n";
+  for (const Verb& v : kVerbs) {
+    std::string name = v.name;
+    name.resize(14, ' ');
+    os << "  " << name << v.summary << "\n";
+  }
+}
+
+int runHelp(const VerbContext& ctx) {
+  if (!ctx.args.empty() && ctx.args[0] == "closure-hash") {
+    closureHashUsage(ctx.out, ctx.programName);
+  } else {
+    usage(ctx.out, ctx.programName);
+  }
+  return kExitOk;
+}
+
+}  // namespace
+}  // namespace lockstep::cli
+
+int main(int argc, char** argv) {
+  using namespace lockstep::cli;
+  std::string argv0 = argc > 0 ? argv[0] : "lockstep";
+  std::string base = argv0.substr(argv0.rfind('/') == std::string::npos ? 0 : argv0.rfind('/') + 1);
+  std::string program = base.rfind("kubectl-", 0) == 0 ? "kubectl lockstep" : "lockstep";
+  if (argc < 2) {
+    usage(std::cerr, program);
+    return kExitUsage;
+  }
+  std::string verb = argv[1];
+  if (verb == "-h" || verb == "--help") verb = "help";
+  if (verb == "--version") verb = "version";
+  for (const Verb& v : kVerbs) {
+    if (verb == v.name) {
+      VerbContext ctx{std::vector<std::string>(argv + 2, argv + argc), std::cout, std::cerr, program};
+      int rc = v.run(ctx);
+      std::cout.flush();
+      return rc;
+    }
+  }
+  std::cerr << program << ": unknown verb \"" << verb << "\"\n";
+  usage(std::cerr, program);
+  return kExitUsage;
+}

@@ -1,0 +1,35 @@
+// The verb table of the `lockstep` CLI: one entry per subcommand.
+//
+// A verb gets its arguments (after the verb name) and the streams to write to,
+// and returns the process exit code. Later issues add release verbs here.
+// Thread-safety: run from main only.
+#pragma once
+
+#include <iosfwd>
+#include <string>
+#include <vector>
+
+namespace lockstep::cli {
+
+struct VerbContext {
+  std::vector<std::string> args;
+  std::ostream& out;
+  std::ostream& err;
+  std::string programName;  // "lockstep" or "kubectl lockstep"
+};
+
+struct Verb {
+  const char* name;
+  const char* summary;
+  int (*run)(const VerbContext&);
+};
+
+// Exit codes shared by verbs.
+inline constexpr int kExitOk = 0;
+inline constexpr int kExitFailure = 1;  // the input was rejected (bad lock, ...)
+inline constexpr int kExitUsage = 2;    // bad flags
+
+int runClosureHash(const VerbContext& ctx);
+void closureHashUsage(std::ostream& os, const std::string& program);
+
+}  // namespace lockstep::cli
