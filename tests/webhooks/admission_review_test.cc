@@ -1,0 +1,124 @@
+#include "webhooks/admission/admission_review.h"
+
+#include <gtest/gtest.h>
+
+#include "tests/webhooks/builders.h"
+
+namespace lockstep::webhooks {
+namespace {
+
+using nlohmann::json;
+using testing::PodBuilder;
+
+TEST(AdmissionReviewDecode, ReadsRequestFields) {
+  auto body = testing::review("UPDATE", PodBuilder::good().json(), PodBuilder::good().json(),
+                              /*dryRun=*/true, "8f3c-uid", "ephemeralcontainers");
+  StatusOr<AdmissionRequest> r = decodeAdmissionReview(body);
+  ASSERT_TRUE(r.isOk()) << r.status().toString();
+  EXPECT_EQ(r->uid, "8f3c-uid");
+  EXPECT_EQ(r->operation, Operation::kUpdate);
+  EXPECT_EQ(r->ns, "ml");
+  EXPECT_EQ(r->name, "web-1");
+  EXPECT_EQ(r->resource, "pods");
+  EXPECT_EQ(r->subResource, "ephemeralcontainers");
+  EXPECT_EQ(r->kind.kind, "Pod");
+  EXPECT_EQ(r->userName, "alice");
+  EXPECT_TRUE(r->dryRun);
+  EXPECT_TRUE(r->object.is_object());
+  EXPECT_TRUE(r->oldObject.is_object());
+}
+
+TEST(AdmissionReviewDecode, RejectsMalformedBodies) {
+  const std::string okRequest = R"("request":{"uid":"u","operation":"CREATE"})";
+  const std::pair<std::string, std::string> cases[] = {
+      {"", "empty"},
+      {"not json", "not valid JSON"},
+      {"{\"apiVersion\":", "not valid JSON"},
+      {"[1,2]", "not a JSON object"},
+      {"\"AdmissionReview\"", "not a JSON object"},
+      {R"({"apiVersion":"admission.k8s.io/v1","kind":"Pod",)" + okRequest + "}", "kind"},
+      {R"({"apiVersion":"admission.k8s.io/v1beta1","kind":"AdmissionReview",)" + okRequest + "}", "apiVersion"},
+      {R"({"apiVersion":"admission.k8s.io/v1","kind":"AdmissionReview"})", "no request"},
+      {R"({"apiVersion":"admission.k8s.io/v1","kind":"AdmissionReview","request":[]})", "no request"},
+      {R"({"apiVersion":"admission.k8s.io/v1","kind":"AdmissionReview","request":{"operation":"CREATE"}})", "uid"},
+      {R"({"apiVersion":"admission.k8s.io/v1","kind":"AdmissionReview","request":{"uid":"","operation":"CREATE"}})", "uid"},
+      {R"({"apiVersion":"admission.k8s.io/v1","kind":"AdmissionReview","request":{"uid":7,"operation":"CREATE"}})", "uid"},
+      {R"({"apiVersion":"admission.k8s.io/v1","kind":"AdmissionReview","request":{"uid":"u"}})", "operation"},
+      {R"({"apiVersion":"admission.k8s.io/v1","kind":"AdmissionReview","request":{"uid":"u","operation":"CREATE","object":"x"}})", "object"},
+      {R"({"apiVersion":"admission.k8s.io/v1","kind":"AdmissionReview","request":{"uid":"u","operation":"CREATE","oldObject":[1]}})", "oldObject"},
+      {std::string(200, '[') + std::string(200, ']'), "deeper"},
+      {"{\"a\":" + std::string(100000, '[') , "deeper"},
+  };
+  for (const auto& [body, mention] : cases) {
+    StatusOr<AdmissionRequest> r = decodeAdmissionReview(body);
+    ASSERT_FALSE(r.isOk()) << body.substr(0, 80);
+    EXPECT_EQ(r.status().code(), Code::kInvalidArgument);
+    EXPECT_NE(r.status().message().find(mention), std::string::npos)
+        << body.substr(0, 80) << " → " << r.status().message();
+  }
+}
+
+TEST(AdmissionReviewDecode, ToleratesOddButValidFields) {
+  auto r = decodeAdmissionReview(
+      R"({"apiVersion":"admission.k8s.io/v1","kind":"AdmissionReview","request":{"uid":"u",
+          "operation":"PATCH","dryRun":"yes","object":null,"namespace":5,"kind":"x"}})");
+  ASSERT_TRUE(r.isOk());
+  EXPECT_EQ(r->operation, Operation::kUnknown);
+  EXPECT_FALSE(r->dryRun);
+  EXPECT_TRUE(r->object.is_null());
+  EXPECT_EQ(r->ns, "");
+}
+
+TEST(AdmissionReviewEncode, AllowedEchoesUid) {
+  AdmissionResponse resp;
+  resp.uid = "abc";
+  json out = json::parse(encodeAdmissionReview(resp));
+  EXPECT_EQ(out["apiVersion"], "admission.k8s.io/v1");
+  EXPECT_EQ(out["kind"], "AdmissionReview");
+  EXPECT_EQ(out["response"]["uid"], "abc");
+  EXPECT_EQ(out["response"]["allowed"], true);
+  EXPECT_FALSE(out["response"].contains("status"));
+  EXPECT_FALSE(out["response"].contains("warnings"));
+}
+
+TEST(AdmissionReviewEncode, DeniedCarriesStatusAndWarnings) {
+  Verdict v;
+  v.decision = Decision::kDenied;
+  v.code = 403;
+  v.reason = "Forbidden";
+  v.message = "lockstep: no";
+  v.warnings = {"w1", std::string(5000, 'x')};
+  json out = json::parse(encodeAdmissionReview(responseFromVerdict("u1", v)));
+  const json& r = out["response"];
+  EXPECT_EQ(r["uid"], "u1");
+  EXPECT_EQ(r["allowed"], false);
+  EXPECT_EQ(r["status"]["code"], 403);
+  EXPECT_EQ(r["status"]["reason"], "Forbidden");
+  EXPECT_EQ(r["status"]["message"], "lockstep: no");
+  EXPECT_EQ(r["status"]["status"], "Failure");
+  ASSERT_EQ(r["warnings"].size(), 2u);
+  EXPECT_LE(r["warnings"][1].get<std::string>().size(), 1024u);
+}
+
+TEST(AdmissionReviewEncode, AuditedAddsAuditAnnotation) {
+  Verdict v;
+  v.decision = Decision::kAudited;
+  v.message = "lockstep: pod \"ml/x\": bad";
+  json out = json::parse(encodeAdmissionReview(responseFromVerdict("u", v)));
+  EXPECT_EQ(out["response"]["allowed"], true);
+  EXPECT_EQ(out["response"]["auditAnnotations"]["closure-violation"], v.message);
+}
+
+TEST(AdmissionReviewEncode, InvalidUtf8IsReplacedNotThrown) {
+  AdmissionResponse resp;
+  resp.uid = "u";
+  resp.allowed = false;
+  resp.code = 403;
+  resp.message = std::string("bad \xff\xfe bytes");
+  std::string out;
+  ASSERT_NO_THROW(out = encodeAdmissionReview(resp));
+  EXPECT_TRUE(json::accept(out));
+}
+
+}  // namespace
+}  // namespace lockstep::webhooks

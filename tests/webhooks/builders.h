@@ -1,0 +1,137 @@
+// Builders for admission test objects: pods, ModelReleases, AdmissionReviews.
+// Thread-safety: values.
+#pragma once
+
+#include <nlohmann/json.hpp>
+#include <string>
+#include <utility>
+
+namespace lockstep::webhooks::testing {
+
+inline std::string hexOf(char c) { return std::string(64, c); }
+inline std::string sha(char c) { return "sha256:" + hexOf(c); }
+
+inline const std::string kEnvImage = "registry.example/runtimes/torch@" + sha('a');
+inline const std::string kEnvHash = sha('c');
+
+class PodBuilder {
+ public:
+  explicit PodBuilder(std::string name = "web-1") {
+    pod_ = {{"apiVersion", "v1"}, {"kind", "Pod"}, {"metadata", {{"namespace", "ml"}}},
+            {"spec", {{"containers", nlohmann::json::array()}}}};
+    if (!name.empty()) pod_["metadata"]["name"] = std::move(name);
+  }
+  // A pod that passes against the default RuntimeEnv "torch".
+  static PodBuilder good(std::string name = "web-1") {
+    return PodBuilder(std::move(name)).env("torch").hash(kEnvHash).container("app", kEnvImage);
+  }
+  PodBuilder& generateName(const std::string& g) {
+    pod_["metadata"].erase("name");
+    pod_["metadata"]["generateName"] = g;
+    return *this;
+  }
+  PodBuilder& env(const std::string& name) {
+    pod_["metadata"]["labels"]["lockstep.dev/runtime-env"] = name;
+    return *this;
+  }
+  PodBuilder& noEnv() {
+    pod_["metadata"].erase("labels");
+    return *this;
+  }
+  PodBuilder& hash(const std::string& h) {
+    pod_["metadata"]["annotations"]["lockstep.dev/closure-hash"] = h;
+    return *this;
+  }
+  PodBuilder& noHash() {
+    pod_["metadata"].erase("annotations");
+    return *this;
+  }
+  PodBuilder& container(const std::string& name, const std::string& image) {
+    return add("containers", name, image);
+  }
+  PodBuilder& init(const std::string& name, const std::string& image) {
+    return add("initContainers", name, image);
+  }
+  PodBuilder& ephemeral(const std::string& name, const std::string& image) {
+    return add("ephemeralContainers", name, image);
+  }
+  PodBuilder& clearContainers() {
+    pod_["spec"]["containers"] = nlohmann::json::array();
+    return *this;
+  }
+  nlohmann::json json() const { return pod_; }
+
+ private:
+  PodBuilder& add(const char* field, const std::string& name, const std::string& image) {
+    pod_["spec"][field].push_back({{"name", name}, {"image", image}});
+    return *this;
+  }
+  nlohmann::json pod_;
+};
+
+class ReleaseBuilder {
+ public:
+  explicit ReleaseBuilder(std::string name = "gpt2-v7") {
+    mr_ = {{"apiVersion", "lockstep.dev/v1alpha1"},
+           {"kind", "ModelRelease"},
+           {"metadata", {{"name", std::move(name)}, {"namespace", "ml"}}},
+           {"spec",
+            {{"model", "gpt2"},
+             {"package", "registry.example/models/gpt2@" + sha('b')},
+             {"runtimeEnvRef", {{"name", "torch"}}},
+             {"closureHash", kEnvHash},
+             {"stages", nlohmann::json::array()}}}};
+  }
+  // eval → ci → prod, valid against the default RuntimeEnv.
+  static ReleaseBuilder good() { return ReleaseBuilder().gate("eval").gate("ci").serving("prod"); }
+  ReleaseBuilder& set(const std::string& field, nlohmann::json v) {
+    mr_["spec"][field] = std::move(v);
+    return *this;
+  }
+  ReleaseBuilder& erase(const std::string& field) {
+    mr_["spec"].erase(field);
+    return *this;
+  }
+  ReleaseBuilder& gate(const std::string& name) {
+    mr_["spec"]["stages"].push_back(
+        {{"name", name}, {"gate", {{"template", {{"spec", {{"containers", {{{"name", "eval"}}}}}}}}}}});
+    return *this;
+  }
+  ReleaseBuilder& serving(const std::string& name, nlohmann::json steps = nullptr) {
+    nlohmann::json stage = {{"name", name}, {"serving", {{"replicas", 2}, {"port", 8080}}}};
+    if (!steps.is_null()) stage["canary"]["steps"] = std::move(steps);
+    mr_["spec"]["stages"].push_back(std::move(stage));
+    return *this;
+  }
+  ReleaseBuilder& rawStage(nlohmann::json stage) {
+    mr_["spec"]["stages"].push_back(std::move(stage));
+    return *this;
+  }
+  nlohmann::json json() const { return mr_; }
+
+ private:
+  nlohmann::json mr_;
+};
+
+// An AdmissionReview request body around an object.
+inline std::string review(const std::string& op, const nlohmann::json& object,
+                          const nlohmann::json& oldObject = nullptr, bool dryRun = false,
+                          const std::string& uid = "uid-1", const std::string& subResource = "") {
+  nlohmann::json req = {{"uid", uid},
+                        {"kind", {{"group", ""}, {"version", "v1"}, {"kind", "Pod"}}},
+                        {"resource", {{"group", ""}, {"version", "v1"}, {"resource", "pods"}}},
+                        {"namespace", "ml"},
+                        {"operation", op},
+                        {"userInfo", {{"username", "alice"}}},
+                        {"dryRun", dryRun},
+                        {"object", object},
+                        {"oldObject", oldObject}};
+  if (object.is_object() && object.contains("metadata") && object["metadata"].contains("name")) {
+    req["name"] = object["metadata"]["name"];
+  }
+  if (!subResource.empty()) req["subResource"] = subResource;
+  return nlohmann::json{{"apiVersion", "admission.k8s.io/v1"}, {"kind", "AdmissionReview"}, {"request", req}}
+      .dump();
+}
+
+}  // namespace lockstep::webhooks::testing

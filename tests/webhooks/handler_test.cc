@@ -1,0 +1,142 @@
+#include "webhooks/admission/handler.h"
+
+#include <gtest/gtest.h>
+
+#include "tests/webhooks/builders.h"
+#include "tests/webhooks/fakes.h"
+#include "webhooks/admission/static_lookups.h"
+
+namespace lockstep::webhooks {
+namespace {
+
+using nlohmann::json;
+using testing::FakeRecorder;
+using testing::kEnvHash;
+using testing::kEnvImage;
+using testing::ManualClock;
+using testing::PodBuilder;
+using testing::ReleaseBuilder;
+using testing::sha;
+
+class HandlerTest : public ::testing::Test {
+ protected:
+  HandlerTest() {
+    envs_.put({"torch", "ml", kEnvHash, kEnvImage, true});
+    modes_.set("ml", NamespaceMode::kEnforce);
+    modes_.set("soft", NamespaceMode::kWarn);
+    modes_.set("quiet", NamespaceMode::kAudit);
+  }
+  StaticRuntimeEnvs envs_;
+  StaticNamespaceModes modes_;
+  FakeRecorder recorder_;
+  ManualClock clock_;
+  PodWebhook pods_{envs_, modes_, recorder_, clock_};
+  ModelReleaseWebhook releases_{envs_, recorder_, clock_};
+};
+
+json response(const HttpReply& r) { return json::parse(r.body)["response"]; }
+
+TEST_F(HandlerTest, AdmitsGoodPodAndRecords) {
+  HttpReply r = pods_.handle(testing::review("CREATE", PodBuilder::good().json(), nullptr, false, "u-1"));
+  ASSERT_EQ(r.status, 200);
+  EXPECT_EQ(r.contentType, "application/json");
+  EXPECT_EQ(response(r)["uid"], "u-1");
+  EXPECT_EQ(response(r)["allowed"], true);
+  auto o = recorder_.outcomes();
+  ASSERT_EQ(o.size(), 1u);
+  EXPECT_EQ(o[0].webhook, "pods");
+  EXPECT_EQ(o[0].operation, Operation::kCreate);
+  EXPECT_EQ(o[0].decision, Decision::kAllowed);
+  EXPECT_EQ(o[0].name, "web-1");
+  EXPECT_TRUE(o[0].checked);
+  EXPECT_GT(o[0].duration.count(), 0);
+}
+
+TEST_F(HandlerTest, DeniesWrongHashWithMessage) {
+  HttpReply r = pods_.handle(testing::review("CREATE", PodBuilder::good().hash(sha('d')).json()));
+  ASSERT_EQ(r.status, 200);
+  json resp = response(r);
+  EXPECT_EQ(resp["allowed"], false);
+  EXPECT_EQ(resp["status"]["code"], 403);
+  EXPECT_NE(resp["status"]["message"].get<std::string>().find(kEnvHash), std::string::npos);
+  EXPECT_EQ(recorder_.outcomes().at(0).decision, Decision::kDenied);
+}
+
+TEST_F(HandlerTest, WarnAndAuditNamespaces) {
+  auto pod = PodBuilder::good().hash(sha('d')).json();
+  pod["metadata"]["namespace"] = "soft";
+  auto body = json::parse(testing::review("CREATE", pod));
+  body["request"]["namespace"] = "soft";
+  envs_.put({"torch", "soft", kEnvHash, kEnvImage, true});
+  json resp = response(pods_.handle(body.dump()));
+  EXPECT_EQ(resp["allowed"], true);
+  EXPECT_EQ(resp["warnings"].size(), 1u);
+
+  body["request"]["namespace"] = "quiet";
+  envs_.put({"torch", "quiet", kEnvHash, kEnvImage, true});
+  resp = response(pods_.handle(body.dump()));
+  EXPECT_EQ(resp["allowed"], true);
+  EXPECT_TRUE(resp["auditAnnotations"].contains("closure-violation"));
+  auto o = recorder_.outcomes();
+  ASSERT_EQ(o.size(), 2u);
+  EXPECT_EQ(o[0].decision, Decision::kWarned);
+  EXPECT_EQ(o[1].decision, Decision::kAudited);
+}
+
+TEST_F(HandlerTest, DryRunIsAnsweredTheSameAndFlagged) {
+  json resp = response(pods_.handle(testing::review("CREATE", PodBuilder::good().hash(sha('d')).json(), nullptr, true)));
+  EXPECT_EQ(resp["allowed"], false);
+  EXPECT_TRUE(recorder_.outcomes().at(0).dryRun);
+}
+
+TEST_F(HandlerTest, GenerateNamePodIsNamedInOutcome) {
+  pods_.handle(testing::review("CREATE", PodBuilder::good().generateName("web-7d9f-").json()));
+  EXPECT_EQ(recorder_.outcomes().at(0).name, "web-7d9f-*");
+}
+
+TEST_F(HandlerTest, GarbageIs400AndCountedAsError) {
+  for (std::string body : {std::string(), std::string("garbage"), std::string("{}"), std::string("\x00\x01", 2)}) {
+    HttpReply r = pods_.handle(body);
+    EXPECT_EQ(r.status, 400) << body;
+    EXPECT_EQ(r.contentType.rfind("text/plain", 0), 0u);
+  }
+  for (const auto& o : recorder_.outcomes()) EXPECT_EQ(o.decision, Decision::kError);
+}
+
+TEST_F(HandlerTest, ModelReleaseWebhook) {
+  HttpReply ok = releases_.handle(testing::review("CREATE", ReleaseBuilder::good().json()));
+  EXPECT_EQ(response(ok)["allowed"], true);
+  HttpReply bad = releases_.handle(
+      testing::review("CREATE", ReleaseBuilder::good().set("package", "registry.example/m:latest").json()));
+  json resp = response(bad);
+  EXPECT_EQ(resp["allowed"], false);
+  EXPECT_EQ(resp["status"]["code"], 422);
+  envs_.erase("ml", "torch");
+  json warned = response(releases_.handle(testing::review("CREATE", ReleaseBuilder::good().json())));
+  EXPECT_EQ(warned["allowed"], true);
+  EXPECT_EQ(warned["warnings"].size(), 1u);
+  auto o = recorder_.outcomes();
+  ASSERT_EQ(o.size(), 3u);
+  EXPECT_EQ(o[0].webhook, "modelreleases");
+  EXPECT_EQ(o[1].decision, Decision::kDenied);
+  EXPECT_EQ(o[2].decision, Decision::kWarned);
+}
+
+TEST(StaticLookups, LoadsDocument) {
+  auto l = loadStaticLookups(R"({"runtimeEnvs":[{"namespace":"ml","name":"t","ready":true,
+      "closureHash":"h","image":"i"}],"namespaces":{"ml":"warn","x":"off"}})");
+  ASSERT_TRUE(l.isOk()) << l.status().toString();
+  auto env = l->envs->find("ml", "t");
+  ASSERT_TRUE(env.has_value());
+  EXPECT_TRUE(env->ready);
+  EXPECT_EQ(env->image, "i");
+  EXPECT_EQ(l->namespaces->modeOf("ml"), NamespaceMode::kWarn);
+  EXPECT_EQ(l->namespaces->modeOf("x"), NamespaceMode::kOff);
+  EXPECT_EQ(l->namespaces->modeOf("y"), NamespaceMode::kUnset);
+  EXPECT_FALSE(loadStaticLookups("[").isOk());
+  EXPECT_FALSE(loadStaticLookups(R"({"runtimeEnvs":[{"name":"t"}]})").isOk());
+  EXPECT_FALSE(loadStaticLookups(R"({"namespaces":{"a":1}})").isOk());
+}
+
+}  // namespace
+}  // namespace lockstep::webhooks

@@ -1,0 +1,228 @@
+#include "webhooks/admission/pod_validator.h"
+
+#include <gtest/gtest.h>
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "tests/webhooks/builders.h"
+
+namespace lockstep::webhooks {
+namespace {
+
+using testing::kEnvHash;
+using testing::kEnvImage;
+using testing::PodBuilder;
+using testing::sha;
+
+RuntimeEnvView torch() { return {"torch", "ml", kEnvHash, kEnvImage, true}; }
+
+struct Case {
+  std::string name;
+  Operation op = Operation::kCreate;
+  nlohmann::json pod;
+  nlohmann::json oldPod = nullptr;
+  NamespaceMode mode = NamespaceMode::kUnset;
+  std::optional<RuntimeEnvView> env = torch();
+  Decision want = Decision::kAllowed;
+  bool checked = true;
+  std::vector<std::string> mentions = {};  // substrings of the message (or warnings)
+};
+
+std::vector<Case> cases() {
+  RuntimeEnvView notReady = torch();
+  notReady.ready = false;
+  RuntimeEnvView unpinned = torch();
+  unpinned.image = "registry.example/runtimes/torch:2.5";
+  RuntimeEnvView hub = torch();
+  hub.image = "docker.io/library/python@" + sha('e');
+  RuntimeEnvView movedOn = torch();
+  movedOn.closureHash = sha('9');
+  const std::string tagged = "registry.example/runtimes/torch:2.5";
+  const std::string otherDigest = "registry.example/runtimes/torch@" + sha('f');
+  const std::string foreign = "busybox@" + sha('a');
+
+  return {
+      {"good pod admitted", Operation::kCreate, PodBuilder::good().json()},
+      {"unlabelled pod in unlabelled namespace not checked", Operation::kCreate,
+       PodBuilder().container("app", "nginx").json(), nullptr, NamespaceMode::kUnset, torch(),
+       Decision::kAllowed, false},
+      {"unlabelled pod in enforce namespace denied", Operation::kCreate,
+       PodBuilder().container("app", "nginx").json(), nullptr, NamespaceMode::kEnforce, std::nullopt,
+       Decision::kDenied, true, {"requires label lockstep.dev/runtime-env", "pod \"ml/web-1\""}},
+      {"missing RuntimeEnv denied", Operation::kCreate, PodBuilder::good().json(), nullptr,
+       NamespaceMode::kUnset, std::nullopt, Decision::kDenied, true,
+       {"RuntimeEnv \"ml/torch\"", "does not exist"}},
+      {"RuntimeEnv not Ready denied", Operation::kCreate, PodBuilder::good().json(), nullptr,
+       NamespaceMode::kUnset, notReady, Decision::kDenied, true, {"\"ml/torch\" is not Ready"}},
+      {"missing closure-hash annotation denied", Operation::kCreate,
+       PodBuilder::good().noHash().json(), nullptr, NamespaceMode::kUnset, torch(), Decision::kDenied,
+       true, {"annotation lockstep.dev/closure-hash is missing", "expected \"" + kEnvHash + "\""}},
+      {"wrong closure hash denied", Operation::kCreate, PodBuilder::good().hash(sha('d')).json(),
+       nullptr, NamespaceMode::kUnset, torch(), Decision::kDenied, true,
+       {"is \"" + sha('d') + "\"", "expected \"" + kEnvHash + "\""}},
+      {"image by tag denied", Operation::kCreate,
+       PodBuilder::good().clearContainers().container("app", tagged).json(), nullptr,
+       NamespaceMode::kUnset, torch(), Decision::kDenied, true,
+       {"container \"app\" image \"" + tagged + "\" is not pinned by digest",
+        "expected \"" + kEnvImage + "\""}},
+      {"other digest denied", Operation::kCreate,
+       PodBuilder::good().clearContainers().container("app", otherDigest).json(), nullptr,
+       NamespaceMode::kUnset, torch(), Decision::kDenied, true, {"has digest \"" + sha('f') + "\""}},
+      {"foreign repository with the same digest denied", Operation::kCreate,
+       PodBuilder::good().container("side", foreign).json(), nullptr, NamespaceMode::kUnset, torch(),
+       Decision::kDenied, true, {"container \"side\"", "is not the image of RuntimeEnv \"torch\""}},
+      {"init container with foreign image denied", Operation::kCreate,
+       PodBuilder::good().init("setup", foreign).json(), nullptr, NamespaceMode::kUnset, torch(),
+       Decision::kDenied, true, {"init container \"setup\""}},
+      {"ephemeral container with foreign image on create denied", Operation::kCreate,
+       PodBuilder::good().ephemeral("debug", foreign).json(), nullptr, NamespaceMode::kUnset, torch(),
+       Decision::kDenied, true, {"ephemeral container \"debug\""}},
+      {"container without image denied", Operation::kCreate,
+       PodBuilder::good().container("empty", "").json(), nullptr, NamespaceMode::kUnset, torch(),
+       Decision::kDenied, true, {"container \"empty\" has no image"}},
+      {"invalid image reference denied", Operation::kCreate,
+       PodBuilder::good().container("bad", "Registry.Example/UPPER@" + sha('a')).json(), nullptr,
+       NamespaceMode::kUnset, torch(), Decision::kDenied, true, {"container \"bad\"", "is invalid"}},
+      {"docker hub short name matches normalized RuntimeEnv image", Operation::kCreate,
+       PodBuilder::good().clearContainers().container("py", "python@" + sha('e'))
+           .init("init", "index.docker.io/library/python@" + sha('e')).json(),
+       nullptr, NamespaceMode::kUnset, hub},
+      {"tag alongside the right digest admitted", Operation::kCreate,
+       PodBuilder::good().clearContainers()
+           .container("app", "registry.example/runtimes/torch:2.5@" + sha('a')).json()},
+      {"RuntimeEnv image not pinned: nothing can match", Operation::kCreate,
+       PodBuilder::good().json(), nullptr, NamespaceMode::kUnset, unpinned, Decision::kDenied, true,
+       {"spec.image \"" + tagged + "\" is not pinned by digest"}},
+      {"several violations are all reported", Operation::kCreate,
+       PodBuilder::good().hash(sha('d')).init("setup", tagged).json(), nullptr,
+       NamespaceMode::kEnforce, torch(), Decision::kDenied, true,
+       {"closure-hash is \"" + sha('d'), "init container \"setup\""}},
+      {"warn mode admits with warnings", Operation::kCreate, PodBuilder::good().hash(sha('d')).json(),
+       nullptr, NamespaceMode::kWarn, torch(), Decision::kWarned, true,
+       {"closure-hash is \"" + sha('d')}},
+      {"audit mode admits and records", Operation::kCreate, PodBuilder::good().hash(sha('d')).json(),
+       nullptr, NamespaceMode::kAudit, torch(), Decision::kAudited, true,
+       {"closure-hash is \"" + sha('d')}},
+      {"off mode checks nothing", Operation::kCreate, PodBuilder::good().hash(sha('d')).json(),
+       nullptr, NamespaceMode::kOff, torch(), Decision::kAllowed, false},
+      {"generateName pod is named by its prefix", Operation::kCreate,
+       PodBuilder::good().generateName("web-7d9f-").hash(sha('d')).json(), nullptr,
+       NamespaceMode::kUnset, torch(), Decision::kDenied, true,
+       {"pod \"ml/web-7d9f-*\" (generateName)"}},
+      {"update adding a foreign ephemeral container denied", Operation::kUpdate,
+       PodBuilder::good().ephemeral("debug", "busybox:1.36").json(), PodBuilder::good().json(),
+       NamespaceMode::kUnset, torch(), Decision::kDenied, true,
+       {"ephemeral container \"debug\" image \"busybox:1.36\" is not pinned by digest"}},
+      {"update adding a pinned ephemeral container admitted", Operation::kUpdate,
+       PodBuilder::good().ephemeral("debug", kEnvImage).json(), PodBuilder::good().json()},
+      {"update keeping existing ephemeral containers checks only new ones", Operation::kUpdate,
+       PodBuilder::good().ephemeral("old", "busybox").ephemeral("new", kEnvImage).json(),
+       PodBuilder::good().ephemeral("old", "busybox").json()},
+      {"metadata-only update of a pod whose RuntimeEnv moved on admitted", Operation::kUpdate,
+       PodBuilder::good().json(), PodBuilder::good().json(), NamespaceMode::kEnforce, movedOn,
+       Decision::kAllowed, false},
+      {"metadata-only update with the RuntimeEnv gone admitted", Operation::kUpdate,
+       PodBuilder::good().json(), PodBuilder::good().json(), NamespaceMode::kEnforce, std::nullopt,
+       Decision::kAllowed, false},
+      {"update changing an image to a tag denied", Operation::kUpdate,
+       PodBuilder::good().clearContainers().container("app", tagged).json(), PodBuilder::good().json(),
+       NamespaceMode::kUnset, torch(), Decision::kDenied, true, {"is not pinned by digest"}},
+      {"update changing the closure hash annotation denied", Operation::kUpdate,
+       PodBuilder::good().hash(sha('d')).json(), PodBuilder::good().json(), NamespaceMode::kUnset,
+       torch(), Decision::kDenied, true, {"closure-hash is \"" + sha('d')}},
+      {"update re-labelling the pod re-validates everything", Operation::kUpdate,
+       PodBuilder::good().env("other").json(), PodBuilder::good().json(), NamespaceMode::kUnset,
+       std::nullopt, Decision::kDenied, true, {"RuntimeEnv \"ml/other\""}},
+      {"ephemeral container on an unlabelled pod in an enforce namespace denied", Operation::kUpdate,
+       PodBuilder().container("app", "nginx").ephemeral("debug", "busybox").json(),
+       PodBuilder().container("app", "nginx").json(), NamespaceMode::kEnforce, std::nullopt,
+       Decision::kDenied, true, {"requires label"}},
+      {"delete not checked", Operation::kDelete, PodBuilder::good().hash(sha('d')).json(), nullptr,
+       NamespaceMode::kEnforce, torch(), Decision::kAllowed, false},
+  };
+}
+
+class PodValidatorTest : public ::testing::TestWithParam<Case> {};
+
+TEST_P(PodValidatorTest, Decides) {
+  const Case& c = GetParam();
+  PodReview r;
+  r.operation = c.op;
+  r.ns = "ml";
+  r.pod = &c.pod;
+  r.oldPod = c.oldPod.is_null() ? nullptr : &c.oldPod;
+  r.mode = c.mode;
+  r.runtimeEnv = c.env;
+  Verdict v = validatePod(r);
+  std::string all = v.message;
+  for (const auto& w : v.warnings) all += "\n" + w;
+  EXPECT_EQ(decisionName(v.decision), decisionName(c.want)) << all;
+  EXPECT_EQ(v.checked, c.checked);
+  for (const auto& m : c.mentions) EXPECT_NE(all.find(m), std::string::npos) << "want: " << m << "\ngot: " << all;
+  switch (c.want) {
+    case Decision::kDenied:
+      EXPECT_EQ(v.code, 403);
+      EXPECT_EQ(v.reason, "Forbidden");
+      EXPECT_TRUE(v.warnings.empty());
+      break;
+    case Decision::kWarned:
+      EXPECT_TRUE(v.allowed());
+      EXPECT_EQ(v.warnings.size(), v.violations.size());
+      break;
+    case Decision::kAudited:
+      EXPECT_TRUE(v.allowed());
+      EXPECT_FALSE(v.message.empty());
+      break;
+    default:
+      EXPECT_TRUE(v.violations.empty()) << all;
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Table, PodValidatorTest, ::testing::ValuesIn(cases()),
+                         [](const ::testing::TestParamInfo<Case>& info) {
+                           std::string n;
+                           for (char ch : info.param.name) n += std::isalnum(static_cast<unsigned char>(ch)) ? ch : '_';
+                           return n;
+                         });
+
+TEST(PodValidator, RuntimeEnvNameFromLabel) {
+  EXPECT_EQ(podRuntimeEnvName(PodBuilder::good().json()), "torch");
+  EXPECT_EQ(podRuntimeEnvName(PodBuilder().json()), std::nullopt);
+  EXPECT_EQ(podRuntimeEnvName(nlohmann::json::parse(R"({"metadata":{"labels":[1]}})")), std::nullopt);
+}
+
+TEST(PodValidator, NonObjectPodIsNotChecked) {
+  nlohmann::json notAPod = nlohmann::json::array({1, 2});
+  PodReview r;
+  r.pod = &notAPod;
+  r.mode = NamespaceMode::kEnforce;
+  EXPECT_FALSE(validatePod(r).checked);
+}
+
+TEST(PodValidator, WrongTypesAreViolationsNotCrashes) {
+  auto pod = nlohmann::json::parse(R"({"metadata":{"name":7,"labels":{"lockstep.dev/runtime-env":"torch"},
+      "annotations":{"lockstep.dev/closure-hash":5}},"spec":{"containers":[{"name":1,"image":2}, 3],
+      "initContainers":"x"}})");
+  PodReview r;
+  r.ns = "ml";
+  r.pod = &pod;
+  r.runtimeEnv = torch();
+  Verdict v = validatePod(r);
+  EXPECT_EQ(v.decision, Decision::kDenied);
+  EXPECT_GE(v.violations.size(), 3u);
+}
+
+TEST(NamespaceMode, ParsesLabelValuesAndFailsClosed) {
+  EXPECT_EQ(parseNamespaceMode(std::nullopt), NamespaceMode::kUnset);
+  EXPECT_EQ(parseNamespaceMode(""), NamespaceMode::kUnset);
+  EXPECT_EQ(parseNamespaceMode("enforce"), NamespaceMode::kEnforce);
+  EXPECT_EQ(parseNamespaceMode("warn"), NamespaceMode::kWarn);
+  EXPECT_EQ(parseNamespaceMode("audit"), NamespaceMode::kAudit);
+  EXPECT_EQ(parseNamespaceMode("off"), NamespaceMode::kOff);
+  EXPECT_EQ(parseNamespaceMode("enforced"), NamespaceMode::kEnforce);
+}
+
+}  // namespace
+}  // namespace lockstep::webhooks

@@ -1,0 +1,63 @@
+// AdmissionReview admission.k8s.io/v1: decoding requests and encoding responses.
+// Pure: no I/O. Malformed input yields a Status (the server answers 400), never
+// an exception. Thread-safety: pure functions and values.
+#pragma once
+
+#include <cstddef>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "operator/common/status.h"
+#include "webhooks/admission/types.h"
+
+namespace lockstep::webhooks {
+
+// Deeper JSON than this is rejected before it is materialized (Kubernetes
+// objects are shallow; deep nesting only serves to exhaust the stack).
+inline constexpr int kMaxJsonDepth = 64;
+
+struct GroupVersionKind {
+  std::string group;
+  std::string version;
+  std::string kind;
+};
+
+struct AdmissionRequest {
+  std::string uid;
+  GroupVersionKind kind;        // request.kind
+  std::string resource;         // request.resource.resource, e.g. "pods"
+  std::string subResource;      // e.g. "ephemeralcontainers", "status"
+  std::string name;             // empty on CREATE with generateName
+  std::string ns;               // request.namespace
+  Operation operation = Operation::kUnknown;
+  std::string userName;         // request.userInfo.username (for logs)
+  bool dryRun = false;
+  nlohmann::json object;        // null when absent (DELETE)
+  nlohmann::json oldObject;     // null when absent (CREATE)
+};
+
+struct AdmissionResponse {
+  std::string uid;
+  bool allowed = true;
+  int code = 0;                 // status.code; 0 = no status block
+  std::string reason;           // status.reason
+  std::string message;          // status.message
+  std::vector<std::string> warnings;
+  std::map<std::string, std::string> auditAnnotations;
+};
+
+// Parses a request body. Errors (kInvalidArgument): empty body, not JSON,
+// too deep, not an AdmissionReview admission.k8s.io/v1, missing request or uid,
+// non-object `object`/`oldObject`.
+StatusOr<AdmissionRequest> decodeAdmissionReview(std::string_view body);
+
+// Builds the response AdmissionReview (apiVersion/kind echo v1, uid echoed).
+std::string encodeAdmissionReview(const AdmissionResponse& response);
+
+// Maps a validator verdict to a response for `uid`.
+AdmissionResponse responseFromVerdict(std::string uid, const Verdict& verdict);
+
+}  // namespace lockstep::webhooks

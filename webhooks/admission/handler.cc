@@ -1,0 +1,94 @@
+#include "webhooks/admission/handler.h"
+
+#include <exception>
+#include <functional>
+#include <optional>
+
+#include "webhooks/admission/admission_review.h"
+#include "webhooks/admission/json_access.h"
+#include "webhooks/admission/model_release_validator.h"
+#include "webhooks/admission/pod_validator.h"
+
+namespace lockstep::webhooks {
+namespace {
+
+namespace ja = json_access;
+
+std::string objectName(const AdmissionRequest& req) {
+  if (!req.name.empty()) return req.name;
+  std::string gen = ja::strOr(ja::at(&req.object, {"metadata", "generateName"}));
+  return gen.empty() ? std::string() : gen + "*";
+}
+
+// The shared decode → validate → encode → record pipeline.
+HttpReply serve(std::string_view webhook, std::string_view body, AdmissionRecorder& recorder,
+                const MonotonicClock& clock,
+                const std::function<Verdict(const AdmissionRequest&)>& validate) {
+  const auto start = clock.now();
+  AdmissionOutcome outcome;
+  outcome.webhook = std::string(webhook);
+  HttpReply reply;
+  try {
+    StatusOr<AdmissionRequest> req = decodeAdmissionReview(body);
+    if (!req.isOk()) {
+      outcome.decision = Decision::kError;
+      outcome.message = req.status().message();
+      reply = {400, "text/plain; charset=utf-8", req.status().message() + "\n"};
+    } else {
+      outcome.operation = req->operation;
+      outcome.uid = req->uid;
+      outcome.ns = req->ns;
+      outcome.name = objectName(*req);
+      outcome.userName = req->userName;
+      outcome.dryRun = req->dryRun;
+      Verdict v = validate(*req);
+      outcome.decision = v.decision;
+      outcome.checked = v.checked;
+      outcome.message = v.message;
+      outcome.warnings = v.warnings;
+      reply.body = encodeAdmissionReview(responseFromVerdict(req->uid, v));
+    }
+  } catch (const std::exception& e) {
+    // A bug, not bad input: answer 500 so the API server applies failurePolicy.
+    outcome.decision = Decision::kError;
+    outcome.message = std::string("internal error: ") + e.what();
+    reply = {500, "text/plain; charset=utf-8", "internal error\n"};
+  }
+  outcome.duration = clock.now() - start;
+  recorder.record(outcome);
+  return reply;
+}
+
+}  // namespace
+
+HttpReply PodWebhook::handle(std::string_view body) {
+  return serve(name(), body, recorder_, clock_, [this](const AdmissionRequest& req) {
+    PodReview review;
+    review.operation = req.operation;
+    review.ns = req.ns;
+    review.pod = &req.object;
+    review.oldPod = req.oldObject.is_null() ? nullptr : &req.oldObject;
+    review.mode = namespaces_.modeOf(req.ns);
+    if (review.mode != NamespaceMode::kOff) {
+      if (auto env = podRuntimeEnvName(req.object); env && !env->empty()) {
+        review.runtimeEnv = envs_.find(req.ns, *env);
+      }
+    }
+    return validatePod(review);
+  });
+}
+
+HttpReply ModelReleaseWebhook::handle(std::string_view body) {
+  return serve(name(), body, recorder_, clock_, [this](const AdmissionRequest& req) {
+    ModelReleaseReview review;
+    review.operation = req.operation;
+    review.ns = req.ns;
+    review.subResource = req.subResource;
+    review.release = &req.object;
+    review.oldRelease = req.oldObject.is_null() ? nullptr : &req.oldObject;
+    if (auto env = modelReleaseRuntimeEnvName(req.object)) review.runtimeEnv = envs_.find(req.ns, *env);
+    return validateModelRelease(review);
+  });
+}
+
+}  // namespace lockstep::webhooks

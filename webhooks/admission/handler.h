@@ -1,0 +1,70 @@
+// Admission webhooks as request-body → response functions: decode the
+// AdmissionReview, look up what the validator needs (from caller-provided,
+// cache-backed lookups; no network), validate, encode, record.
+// Independent of any HTTP library: the server adapter maps HttpReply to HTTP.
+// Thread-safety: handle() may be called concurrently if the lookups and the
+// recorder are thread-safe (their contract).
+#pragma once
+
+#include <string>
+#include <string_view>
+
+#include "webhooks/admission/recorder.h"
+#include "webhooks/admission/types.h"
+
+namespace lockstep::webhooks {
+
+inline constexpr std::string_view kPodWebhookPath = "/validate/pods";
+inline constexpr std::string_view kModelReleaseWebhookPath = "/validate/modelreleases";
+
+// An HTTP answer without an HTTP library.
+struct HttpReply {
+  int status = 200;
+  std::string contentType = "application/json";
+  std::string body;
+};
+
+class AdmissionWebhook {
+ public:
+  virtual ~AdmissionWebhook() = default;
+  // Metric label and log name: "pods" | "modelreleases".
+  virtual std::string_view name() const = 0;
+  // URL path the API server posts to.
+  virtual std::string_view path() const = 0;
+  // 200 + AdmissionReview for every decodable review (denials included);
+  // 400 + text for an empty/non-JSON/non-AdmissionReview body; never throws.
+  virtual HttpReply handle(std::string_view body) = 0;
+};
+
+class PodWebhook final : public AdmissionWebhook {
+ public:
+  PodWebhook(const RuntimeEnvLookup& envs, const NamespaceModeLookup& namespaces,
+             AdmissionRecorder& recorder, const MonotonicClock& clock)
+      : envs_(envs), namespaces_(namespaces), recorder_(recorder), clock_(clock) {}
+  std::string_view name() const override { return "pods"; }
+  std::string_view path() const override { return kPodWebhookPath; }
+  HttpReply handle(std::string_view body) override;
+
+ private:
+  const RuntimeEnvLookup& envs_;
+  const NamespaceModeLookup& namespaces_;
+  AdmissionRecorder& recorder_;
+  const MonotonicClock& clock_;
+};
+
+class ModelReleaseWebhook final : public AdmissionWebhook {
+ public:
+  ModelReleaseWebhook(const RuntimeEnvLookup& envs, AdmissionRecorder& recorder,
+                      const MonotonicClock& clock)
+      : envs_(envs), recorder_(recorder), clock_(clock) {}
+  std::string_view name() const override { return "modelreleases"; }
+  std::string_view path() const override { return kModelReleaseWebhookPath; }
+  HttpReply handle(std::string_view body) override;
+
+ private:
+  const RuntimeEnvLookup& envs_;
+  AdmissionRecorder& recorder_;
+  const MonotonicClock& clock_;
+};
+
+}  // namespace lockstep::webhooks

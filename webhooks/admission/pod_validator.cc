@@ -1,0 +1,217 @@
+#include "webhooks/admission/pod_validator.h"
+
+#include <set>
+#include <string_view>
+#include <vector>
+
+#include "webhooks/admission/image_ref.h"
+#include "webhooks/admission/json_access.h"
+
+namespace lockstep::webhooks {
+namespace {
+
+namespace ja = json_access;
+using nlohmann::json;
+
+struct ContainerKind {
+  std::string_view field;  // spec field
+  std::string_view noun;   // in messages
+};
+constexpr ContainerKind kContainerKinds[] = {
+    {"initContainers", "init container"},
+    {"containers", "container"},
+    {"ephemeralContainers", "ephemeral container"},
+};
+
+struct ContainerImage {
+  std::string_view noun;
+  std::string name;
+  std::string image;
+};
+
+std::string quote(std::string_view s) { return "\"" + std::string(s) + "\""; }
+
+const std::string* label(const json* obj, std::string_view key) {
+  return ja::str(ja::child(ja::at(obj, {"metadata", "labels"}), key));
+}
+
+const std::string* annotation(const json* obj, std::string_view key) {
+  return ja::str(ja::child(ja::at(obj, {"metadata", "annotations"}), key));
+}
+
+std::vector<ContainerImage> containersOf(const json* pod, const ContainerKind& kind) {
+  std::vector<ContainerImage> out;
+  const json* list = ja::at(pod, {"spec", kind.field});
+  if (!ja::isArray(list)) return out;
+  for (const json& c : *list) {
+    out.push_back({kind.noun, ja::strOr(ja::child(&c, "name")), ja::strOr(ja::child(&c, "image"))});
+  }
+  return out;
+}
+
+std::vector<ContainerImage> allContainers(const json* pod) {
+  std::vector<ContainerImage> out;
+  for (const ContainerKind& k : kContainerKinds) {
+    auto part = containersOf(pod, k);
+    out.insert(out.end(), part.begin(), part.end());
+  }
+  return out;
+}
+
+// What an UPDATE introduces: new containers (by name, per kind) and changed images.
+std::vector<ContainerImage> introducedContainers(const json* pod, const json* oldPod) {
+  std::vector<ContainerImage> out;
+  for (const ContainerKind& k : kContainerKinds) {
+    std::set<std::pair<std::string, std::string>> old;  // (name, image)
+    for (auto& c : containersOf(oldPod, k)) old.emplace(std::move(c.name), std::move(c.image));
+    for (auto& c : containersOf(pod, k)) {
+      if (old.count({c.name, c.image}) == 0) out.push_back(std::move(c));
+    }
+  }
+  return out;
+}
+
+// `pod "ns/name"`, or `pod "ns/<generateName>…"` for controller-created pods.
+std::string podIdentity(const PodReview& r) {
+  std::string ns = r.ns.empty() ? ja::strOr(ja::at(r.pod, {"metadata", "namespace"})) : r.ns;
+  std::string name = ja::strOr(ja::at(r.pod, {"metadata", "name"}));
+  if (!name.empty()) return "pod " + quote(ns + "/" + name);
+  std::string generateName = ja::strOr(ja::at(r.pod, {"metadata", "generateName"}));
+  if (!generateName.empty()) return "pod " + quote(ns + "/" + generateName + "*") + " (generateName)";
+  return "pod in namespace " + quote(ns);
+}
+
+void checkImage(const ContainerImage& c, const RuntimeEnvView& env, const ImageRef& expected,
+                std::vector<std::string>& violations) {
+  std::string who = std::string(c.noun) + " " + quote(c.name);
+  std::string want = "expected " + quote(expected.repository() + "@" + expected.digest);
+  if (c.image.empty()) {
+    violations.push_back(who + " has no image; " + want);
+    return;
+  }
+  StatusOr<ImageRef> found = parseImageRef(c.image);
+  if (!found.isOk()) {
+    violations.push_back(who + " image " + quote(c.image) + " is invalid (" +
+                         found.status().message() + "); " + want);
+  } else if (!found->pinned()) {
+    violations.push_back(who + " image " + quote(c.image) + " is not pinned by digest; " + want);
+  } else if (found->repository() != expected.repository()) {
+    violations.push_back(who + " image " + quote(c.image) + " is not the image of RuntimeEnv " +
+                         quote(env.name) + "; " + want);
+  } else if (found->digest != expected.digest) {
+    violations.push_back(who + " image " + quote(c.image) + " has digest " + quote(found->digest) +
+                         "; " + want);
+  }
+}
+
+// Checks the runtime env itself plus the annotation (when asked) and images.
+void checkAgainstEnv(const PodReview& r, const std::string& envName, bool checkAnnotation,
+                     const std::vector<ContainerImage>& containers,
+                     std::vector<std::string>& violations) {
+  std::string envId = quote(r.ns + "/" + envName);
+  if (!r.runtimeEnv) {
+    violations.push_back("RuntimeEnv " + envId + " (label " + std::string(kRuntimeEnvLabel) +
+                         ") does not exist");
+    return;
+  }
+  const RuntimeEnvView& env = *r.runtimeEnv;
+  if (!env.ready || env.closureHash.empty()) {
+    violations.push_back("RuntimeEnv " + envId + " is not Ready");
+    return;
+  }
+  if (checkAnnotation) {
+    const std::string* hash = annotation(r.pod, kClosureHashAnnotation);
+    if (hash == nullptr || hash->empty()) {
+      violations.push_back("annotation " + std::string(kClosureHashAnnotation) +
+                           " is missing; expected " + quote(env.closureHash) + " (RuntimeEnv " +
+                           envId + " status.closureHash)");
+    } else if (*hash != env.closureHash) {
+      violations.push_back("annotation " + std::string(kClosureHashAnnotation) + " is " +
+                           quote(*hash) + "; expected " + quote(env.closureHash) +
+                           " (RuntimeEnv " + envId + " status.closureHash)");
+    }
+  }
+  StatusOr<ImageRef> expected = parseImageRef(env.image);
+  if (!expected.isOk() || !expected->pinned()) {
+    violations.push_back("RuntimeEnv " + envId + " spec.image " + quote(env.image) +
+                         " is not pinned by digest; no container image can match it");
+    return;
+  }
+  for (const ContainerImage& c : containers) checkImage(c, env, *expected, violations);
+}
+
+Verdict notChecked() { return Verdict{}; }
+
+}  // namespace
+
+std::optional<std::string> podRuntimeEnvName(const json& pod) {
+  const std::string* name = label(&pod, kRuntimeEnvLabel);
+  if (name == nullptr) return std::nullopt;
+  return *name;
+}
+
+Verdict validatePod(const PodReview& r) {
+  if (r.pod == nullptr || !r.pod->is_object()) return notChecked();
+  if (r.operation != Operation::kCreate && r.operation != Operation::kUpdate) return notChecked();
+  if (r.mode == NamespaceMode::kOff) return notChecked();
+
+  const std::string* envName = label(r.pod, kRuntimeEnvLabel);
+  bool namespaceEnforces = r.mode == NamespaceMode::kEnforce || r.mode == NamespaceMode::kWarn ||
+                           r.mode == NamespaceMode::kAudit;
+  if (envName == nullptr && !namespaceEnforces) return notChecked();
+
+  bool fullCheck = r.operation == Operation::kCreate;
+  std::vector<ContainerImage> containers;
+  bool checkAnnotation = true;
+  if (r.operation == Operation::kUpdate) {
+    const std::string* oldEnvName = label(r.oldPod, kRuntimeEnvLabel);
+    bool labelChanged = (envName == nullptr) != (oldEnvName == nullptr) ||
+                        (envName != nullptr && *envName != *oldEnvName);
+    fullCheck = labelChanged || r.oldPod == nullptr;
+    if (!fullCheck) {
+      containers = introducedContainers(r.pod, r.oldPod);
+      const std::string* hash = annotation(r.pod, kClosureHashAnnotation);
+      const std::string* oldHash = annotation(r.oldPod, kClosureHashAnnotation);
+      checkAnnotation = (hash == nullptr) != (oldHash == nullptr) ||
+                        (hash != nullptr && *hash != *oldHash);
+      if (containers.empty() && !checkAnnotation) return notChecked();
+    }
+  }
+  if (fullCheck) containers = allContainers(r.pod);
+
+  Verdict v;
+  v.checked = true;
+  if (envName == nullptr || envName->empty()) {
+    v.violations.push_back("namespace " + quote(r.ns) + " requires label " +
+                           std::string(kRuntimeEnvLabel) + " naming the pod's RuntimeEnv (mode " +
+                           std::string(namespaceModeName(r.mode)) + ")");
+  } else {
+    checkAgainstEnv(r, *envName, checkAnnotation, containers, v.violations);
+  }
+  if (v.violations.empty()) return v;
+
+  std::string id = podIdentity(r);
+  std::string joined;
+  for (const std::string& s : v.violations) joined += (joined.empty() ? "" : "; ") + s;
+  std::string prefix = "lockstep: " + id + ": ";
+  NamespaceMode mode = r.mode == NamespaceMode::kUnset ? NamespaceMode::kEnforce : r.mode;
+  switch (mode) {
+    case NamespaceMode::kWarn:
+      v.decision = Decision::kWarned;
+      for (const std::string& s : v.violations) v.warnings.push_back(prefix + s);
+      break;
+    case NamespaceMode::kAudit:
+      v.decision = Decision::kAudited;
+      v.message = prefix + joined;
+      break;
+    default:
+      v.decision = Decision::kDenied;
+      v.code = 403;
+      v.reason = "Forbidden";
+      v.message = prefix + joined;
+      break;
+  }
+  return v;
+}
+
+}  // namespace lockstep::webhooks

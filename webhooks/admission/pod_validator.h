@@ -1,0 +1,46 @@
+// Pod admission policy: a pod runs only on the runtime closure it declares.
+//
+// Pure function of the pod (and its old version on UPDATE), the RuntimeEnv the
+// pod names (looked up by the caller), and the namespace mode. Rules:
+//  - Subject pods: pods labelled lockstep.dev/runtime-env, and every pod in a
+//    namespace whose mode is enforce|warn|audit (a pod there without the label
+//    is a violation: it must declare a RuntimeEnv). Mode off: nothing checked.
+//  - CREATE: the RuntimeEnv exists and is Ready; annotation
+//    lockstep.dev/closure-hash equals its status.closureHash; every container,
+//    init container and ephemeral container image is pinned by digest to the
+//    RuntimeEnv's image (same normalized repository and same digest).
+//  - UPDATE (including the ephemeralcontainers subresource): a running pod was
+//    admitted already, so only what the update introduces is checked: ephemeral
+//    containers that are new (by name), containers whose image changed, a
+//    changed closure-hash annotation. A changed runtime-env label re-validates
+//    the whole pod as on CREATE. Updates that introduce nothing (status,
+//    labels, finalizers) are never blocked, even if the RuntimeEnv moved on.
+//  - DELETE / CONNECT: not checked.
+// Modes: enforce → deny (403 Forbidden); warn → allow with one warning per
+// violation; audit → allow, decision kAudited, message kept for the audit log.
+// Thread-safety: pure function.
+#pragma once
+
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
+
+#include "webhooks/admission/types.h"
+
+namespace lockstep::webhooks {
+
+struct PodReview {
+  Operation operation = Operation::kCreate;
+  std::string ns;                            // request.namespace
+  const nlohmann::json* pod = nullptr;       // request.object
+  const nlohmann::json* oldPod = nullptr;    // request.oldObject (UPDATE)
+  NamespaceMode mode = NamespaceMode::kUnset;
+  std::optional<RuntimeEnvView> runtimeEnv;  // the RuntimeEnv named by the pod's label
+};
+
+// The RuntimeEnv name a pod declares (its lockstep.dev/runtime-env label).
+std::optional<std::string> podRuntimeEnvName(const nlohmann::json& pod);
+
+Verdict validatePod(const PodReview& review);
+
+}  // namespace lockstep::webhooks

@@ -1,0 +1,71 @@
+#include "webhooks/admission/static_lookups.h"
+
+#include <nlohmann/json.hpp>
+
+#include "webhooks/admission/json_access.h"
+
+namespace lockstep::webhooks {
+
+namespace ja = json_access;
+
+std::optional<RuntimeEnvView> StaticRuntimeEnvs::find(std::string_view ns, std::string_view name) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = envs_.find(std::pair{std::string(ns), std::string(name)});
+  if (it == envs_.end()) return std::nullopt;
+  return it->second;
+}
+
+void StaticRuntimeEnvs::put(RuntimeEnvView env) {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto key = std::pair{env.ns, env.name};
+  envs_[std::move(key)] = std::move(env);
+}
+
+void StaticRuntimeEnvs::erase(std::string_view ns, std::string_view name) {
+  std::lock_guard<std::mutex> lock(mu_);
+  envs_.erase(std::pair{std::string(ns), std::string(name)});
+}
+
+NamespaceMode StaticNamespaceModes::modeOf(std::string_view ns) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = modes_.find(ns);
+  return it == modes_.end() ? NamespaceMode::kUnset : it->second;
+}
+
+void StaticNamespaceModes::set(std::string ns, NamespaceMode mode) {
+  std::lock_guard<std::mutex> lock(mu_);
+  modes_[std::move(ns)] = mode;
+}
+
+StatusOr<StaticLookups> loadStaticLookups(std::string_view text) {
+  nlohmann::json doc = nlohmann::json::parse(text.begin(), text.end(), nullptr, false);
+  if (doc.is_discarded() || !doc.is_object()) return invalidArgument("lookups: not a JSON object");
+  StaticLookups out;
+  if (const auto* envs = ja::child(&doc, "runtimeEnvs")) {
+    if (!envs->is_array()) return invalidArgument("lookups: runtimeEnvs must be a list");
+    for (std::size_t i = 0; i < envs->size(); ++i) {
+      const nlohmann::json* e = &(*envs)[i];
+      RuntimeEnvView v;
+      v.ns = ja::strOr(ja::child(e, "namespace"));
+      v.name = ja::strOr(ja::child(e, "name"));
+      v.closureHash = ja::strOr(ja::child(e, "closureHash"));
+      v.image = ja::strOr(ja::child(e, "image"));
+      const nlohmann::json* ready = ja::child(e, "ready");
+      v.ready = ready != nullptr && ready->is_boolean() && ready->get<bool>();
+      if (v.ns.empty() || v.name.empty()) {
+        return invalidArgument("lookups: runtimeEnvs[" + std::to_string(i) + "] needs namespace and name");
+      }
+      out.envs->put(std::move(v));
+    }
+  }
+  if (const auto* nss = ja::child(&doc, "namespaces")) {
+    if (!nss->is_object()) return invalidArgument("lookups: namespaces must be an object");
+    for (const auto& [ns, mode] : nss->items()) {
+      if (!mode.is_string()) return invalidArgument("lookups: namespaces." + ns + " must be a string");
+      out.namespaces->set(ns, parseNamespaceMode(mode.get<std::string>()));
+    }
+  }
+  return out;
+}
+
+}  // namespace lockstep::webhooks

@@ -1,0 +1,82 @@
+// Shared vocabulary of the admission webhooks: labels, namespace modes,
+// the RuntimeEnv view read from the informer cache, operations and verdicts.
+// Thread-safety: plain values; copy freely.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace lockstep::webhooks {
+
+// Pod label naming the RuntimeEnv (same namespace) the pod runs on.
+inline constexpr std::string_view kRuntimeEnvLabel = "lockstep.dev/runtime-env";
+// Pod annotation carrying the closure hash the workload was validated with.
+inline constexpr std::string_view kClosureHashAnnotation = "lockstep.dev/closure-hash";
+// Namespace label selecting the admission mode: enforce | warn | audit | off.
+inline constexpr std::string_view kEnforceLabel = "lockstep.dev/enforce";
+
+// How a namespace wants pod violations handled.
+//   kUnset:   namespace not labelled; only pods that declare a RuntimeEnv are
+//             checked, in enforce mode (declaring a runtime is opting in).
+//   kEnforce: every pod is checked; violations are denied.
+//   kWarn:    every pod is checked; violations are admitted with warnings.
+//   kAudit:   every pod is checked; violations are admitted and recorded.
+//   kOff:     nothing is checked in this namespace (admin escape hatch).
+enum class NamespaceMode { kUnset, kEnforce, kWarn, kAudit, kOff };
+
+// Maps the value of the lockstep.dev/enforce label. An empty/absent value is
+// kUnset; an unknown value (a typo such as "enforced") fails closed to kEnforce.
+NamespaceMode parseNamespaceMode(std::optional<std::string_view> labelValue);
+std::string_view namespaceModeName(NamespaceMode m);
+
+// What admission needs to know about a RuntimeEnv, as held by the informer cache.
+struct RuntimeEnvView {
+  std::string name;
+  std::string ns;
+  std::string closureHash;  // status.closureHash, "sha256:<hex>" (empty until resolved)
+  std::string image;        // spec.image, expected "repo@sha256:<hex>"
+  bool ready = false;       // condition Ready == True
+};
+
+// Looks up RuntimeEnvs by namespace and name. Implementations must be safe to
+// call concurrently from the webhook server threads and must not block on the
+// network (the operator backs it with its informer cache).
+class RuntimeEnvLookup {
+ public:
+  virtual ~RuntimeEnvLookup() = default;
+  virtual std::optional<RuntimeEnvView> find(std::string_view ns, std::string_view name) const = 0;
+};
+
+// Looks up the admission mode of a namespace (from its lockstep.dev/enforce
+// label). Same thread-safety and no-network contract as RuntimeEnvLookup.
+class NamespaceModeLookup {
+ public:
+  virtual ~NamespaceModeLookup() = default;
+  virtual NamespaceMode modeOf(std::string_view ns) const = 0;
+};
+
+enum class Operation { kCreate, kUpdate, kDelete, kConnect, kUnknown };
+Operation parseOperation(std::string_view s);
+// "CREATE", "UPDATE", ... "UNKNOWN" (bounded set: safe as a metrics label).
+std::string_view operationName(Operation op);
+
+// Outcome of one admission request, also the `decision` metrics label.
+enum class Decision { kAllowed, kDenied, kWarned, kAudited, kError };
+std::string_view decisionName(Decision d);
+
+// The result of a validator: what to answer and why.
+struct Verdict {
+  Decision decision = Decision::kAllowed;
+  int code = 200;                     // status.code when denied (403 / 422 / 400)
+  std::string reason;                 // status.reason when denied (Forbidden / Invalid / BadRequest)
+  std::string message;                // status.message (denied) or audit annotation (audited)
+  std::vector<std::string> warnings;  // AdmissionReview warnings
+  std::vector<std::string> violations;  // the individual problems, for tests and logs
+  bool checked = false;  // false when the policy did not apply to the object
+
+  bool allowed() const { return decision != Decision::kDenied && decision != Decision::kError; }
+};
+
+}  // namespace lockstep::webhooks
