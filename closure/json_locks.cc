@@ -36,8 +36,14 @@ std::optional<std::string> storeName(std::string_view path) {
   size_t slash = path.rfind('/');
   if (slash == std::string_view::npos || slash == 0) return std::nullopt;
   std::string_view base = path.substr(slash + 1);
+  // The store hash: 32 characters of Nix's base-32 alphabet (no e, o, u, t).
   size_t dash = base.find('-');
-  if (dash == std::string_view::npos || dash == 0 || dash + 1 >= base.size()) return std::nullopt;
+  if (dash != 32 || dash + 1 >= base.size()) return std::nullopt;
+  for (char c : base.substr(0, 32)) {
+    bool digit = c >= '0' && c <= '9';
+    bool letter = c >= 'a' && c <= 'z' && c != 'e' && c != 'o' && c != 'u' && c != 't';
+    if (!digit && !letter) return std::nullopt;
+  }
   return std::string(base.substr(dash + 1));
 }
 
@@ -66,9 +72,18 @@ StatusOr<ParsedLock> parseFloxLock(std::string_view text, const Ctx& ctx) {
   for (size_t i = 0; i < pk->size(); ++i) {
     const json& e = (*pk)[i];
     const json& src = e.is_object() && e.contains("locked_installable") ? e["locked_installable"] : e;
+    const std::string field = "packages[" + std::to_string(i) + "]";
     auto sys = str(src, "system");
-    if (!sys) return ctx.error(0, "packages[" + std::to_string(i) + "].system", "missing or not a string");
+    if (!sys) return ctx.error(0, field + ".system", "missing or not a string");
     addPlatform(*sys);
+    // Outputs of every system are checked, so damage elsewhere is still an error.
+    if (auto o = src.find("outputs"); o != src.end() && o->is_object()) {
+      for (const auto& [k, v] : o->items()) {
+        if (!v.is_string() || !isStorePath(v.get<std::string>())) {
+          return ctx.error(0, field + ".outputs." + k, "expected a store path");
+        }
+      }
+    }
   }
   if (platforms.empty()) {
     // Nothing installed: the manifest's systems still name the platforms.

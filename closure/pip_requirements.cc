@@ -33,34 +33,45 @@ struct LogicalLine {
   int line;  // first physical line
 };
 
-// Joins backslash continuations after stripping comments, as pip does.
+// Joins backslash continuations the way pip does: a physical line that carries a
+// comment ends the logical line even when it ends with '\\'; comments are
+// stripped after joining.
 std::vector<LogicalLine> logicalLines(std::string_view text) {
   std::vector<LogicalLine> out;
   std::string cur;
+  bool open = false;
   int curLine = 0;
   int lineNo = 0;
   size_t pos = 0;
+  auto flush = [&]() {
+    std::string_view body = trim(stripComment(cur));
+    if (!body.empty()) out.push_back({std::string(body), curLine});
+    cur.clear();
+    open = false;
+  };
   while (pos <= text.size()) {
     size_t nl = text.find('\n', pos);
     std::string_view raw = text.substr(pos, nl == std::string_view::npos ? std::string_view::npos : nl - pos);
     ++lineNo;
     if (!raw.empty() && raw.back() == '\r') raw.remove_suffix(1);
-    std::string_view body = stripComment(raw);
-    std::string_view right = body;
+    if (!open) curLine = lineNo;
+    bool hasComment = stripComment(raw).size() != raw.size();
+    std::string_view right = raw;
     while (!right.empty() && isSpace(right.back())) right.remove_suffix(1);
-    bool cont = !right.empty() && right.back() == '\\';
-    if (cont) right.remove_suffix(1);
-    if (cur.empty()) curLine = lineNo;
-    if (!cur.empty()) cur += ' ';
-    cur.append(right);
-    if (!cont) {
-      if (!trim(cur).empty()) out.push_back({cur, curLine});
-      cur.clear();
+    if (!hasComment && !right.empty() && right.back() == '\\') {
+      right.remove_suffix(1);
+      if (open) cur += ' ';
+      cur.append(right);
+      open = true;
+    } else {
+      if (open) cur += ' ';
+      cur.append(raw);
+      flush();
     }
     if (nl == std::string_view::npos) break;
     pos = nl + 1;
   }
-  if (!trim(cur).empty()) out.push_back({cur, curLine});
+  if (open) flush();
   return out;
 }
 
@@ -158,6 +169,9 @@ class PipParser {
     if (first == "-e" || first == "--editable" || startsWith(first, "--editable=") ||
         startsWith(first, "-e")) {
       return Status::ok();  // the project's own tree: not part of the runtime
+    }
+    if (first == "--hash" || startsWith(first, "--hash=")) {
+      return err(file, ll.line, "--hash", "hash outside a requirement (a broken line continuation?)");
     }
     if (first.front() == '-') return Status::ok();  // global options: index URLs, --require-hashes, ...
 

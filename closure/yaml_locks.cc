@@ -65,7 +65,7 @@ StatusOr<YAML::Node> parseYaml(std::string_view text, const Ctx& ctx) {
 // The scalar at key, or nullopt when absent / null / not a scalar.
 std::optional<std::string> scalar(const YAML::Node& map, const char* key) {
   if (!map.IsMap()) return std::nullopt;
-  YAML::Node v = map[key];
+  const YAML::Node v = map[key];
   if (!v || !v.IsScalar()) return std::nullopt;
   return v.Scalar();
 }
@@ -93,18 +93,21 @@ bool splitCondaArchive(std::string_view url, std::string& name, std::string& ver
 
 // sha256 from `sha256:` or `hash: {sha256: ...}`; error when present but malformed.
 Status sha256Of(const YAML::Node& entry, const Ctx& ctx, std::vector<std::string>& digests) {
-  std::optional<std::string> raw = scalar(entry, "sha256");
-  int line = lineOf(entry);
-  if (!raw) {
-    YAML::Node h = entry["hash"];
-    if (h && h.IsMap()) {
-      raw = scalar(h, "sha256");
-      line = lineOf(h);
+  // Node::operator= assigns content (it does not rebind), so pick by returning.
+  auto pick = [&entry]() -> YAML::Node {
+    if (const YAML::Node direct = entry["sha256"]) return direct;
+    if (const YAML::Node h = entry["hash"]; h && h.IsMap()) {
+      if (const YAML::Node nested = h["sha256"]) return nested;
     }
-  }
-  if (!raw || raw->empty() || *raw == "null" || *raw == "~") return Status::ok();
-  auto d = canonicalSha256(*raw);
-  if (!d) return ctx.error(line, "sha256", "malformed sha256 \"" + *raw + "\"");
+    return YAML::Node();
+  };
+  const YAML::Node node = pick();
+  if (!node || node.IsNull()) return Status::ok();
+  if (!node.IsScalar()) return ctx.error(lineOf(node), "sha256", "expected a string");
+  const std::string& raw = node.Scalar();
+  if (raw.empty()) return Status::ok();
+  auto d = canonicalSha256(raw);
+  if (!d) return ctx.error(lineOf(node), "sha256", "malformed sha256 \"" + raw + "\"");
   digests.push_back(*d);
   return Status::ok();
 }
@@ -122,15 +125,15 @@ StatusOr<ParsedLock> parseCondaLock(std::string_view text, const Ctx& ctx) {
     if (auto v = scalar(root, "version"); v && *v != "1" && *v != "2") {
       return ctx.error(lineOf(root["version"]), "version", "unsupported conda-lock version " + *v);
     }
-    YAML::Node pkgs = root["package"];
+    const YAML::Node pkgs = root["package"];
     if (!pkgs || !pkgs.IsSequence()) return ctx.error(lineOf(root), "package", "missing or not a list");
 
     std::vector<std::string> platforms;
     auto addPlatform = [&](const std::string& p) {
       if (std::find(platforms.begin(), platforms.end(), p) == platforms.end()) platforms.push_back(p);
     };
-    if (YAML::Node md = root["metadata"]; md && md.IsMap()) {
-      if (YAML::Node pl = md["platforms"]; pl && pl.IsSequence()) {
+    if (const YAML::Node md = root["metadata"]; md && md.IsMap()) {
+      if (const YAML::Node pl = md["platforms"]; pl && pl.IsSequence()) {
         for (const auto& p : pl) {
           if (p.IsScalar()) addPlatform(p.Scalar());
         }
@@ -146,6 +149,10 @@ StatusOr<ParsedLock> parseCondaLock(std::string_view text, const Ctx& ctx) {
     out.platform = *platform;
     for (const auto& e : pkgs) {
       if (!e.IsMap()) return ctx.error(lineOf(e), "package", "expected a mapping");
+      // Digests of every platform are checked, so a damaged entry is an error
+      // even when another platform is selected.
+      std::vector<std::string> unused;
+      LOCKSTEP_RETURN_IF_ERROR(sha256Of(e, ctx, unused));
       auto name = scalar(e, "name");
       auto version = scalar(e, "version");
       auto plat = scalar(e, "platform");
@@ -185,10 +192,10 @@ StatusOr<ParsedLock> parsePixiLock(std::string_view text, const Ctx& ctx) {
   try {
     const YAML::Node& root = *rootOr;
     if (!root.IsMap()) return ctx.error(1, "", "a pixi.lock file is a YAML mapping");
-    YAML::Node envs = root["environments"];
+    const YAML::Node envs = root["environments"];
     if (!envs || !envs.IsMap()) return ctx.error(lineOf(root), "environments", "missing or not a mapping");
     std::string envName = ctx.options.environment.empty() ? "default" : ctx.options.environment;
-    YAML::Node env = envs[envName];
+    const YAML::Node env = envs[envName];
     if (!env) {
       std::vector<std::string> names;
       for (const auto& kv : envs) {
@@ -198,7 +205,7 @@ StatusOr<ParsedLock> parsePixiLock(std::string_view text, const Ctx& ctx) {
                        "environment \"" + envName + "\" is not in the lock; available: " + joinComma(names));
     }
     if (!env.IsMap()) return ctx.error(lineOf(env), "environments." + envName, "expected a mapping");
-    YAML::Node byPlatform = env["packages"];
+    const YAML::Node byPlatform = env["packages"];
     std::vector<std::string> platforms;
     if (byPlatform && byPlatform.IsMap()) {
       for (const auto& kv : byPlatform) {
@@ -217,7 +224,7 @@ StatusOr<ParsedLock> parsePixiLock(std::string_view text, const Ctx& ctx) {
     // Index the top-level package list by (kind, location). v6 writes
     // "- conda: <url>" / "- pypi: <url>"; v4/v5 write "kind:" plus "url:".
     std::multimap<std::pair<std::string, std::string>, YAML::Node> index;
-    YAML::Node pkgs = root["packages"];
+    const YAML::Node pkgs = root["packages"];
     if (pkgs && !pkgs.IsNull() && !pkgs.IsSequence()) {
       return ctx.error(lineOf(pkgs), "packages", "expected a list");
     }
@@ -238,6 +245,8 @@ StatusOr<ParsedLock> parsePixiLock(std::string_view text, const Ctx& ctx) {
         if (kind.empty() || loc.empty()) {
           return ctx.error(lineOf(e), "packages", "entry has neither conda/pypi location nor kind+url");
         }
+        std::vector<std::string> unused;
+        LOCKSTEP_RETURN_IF_ERROR(sha256Of(e, ctx, unused));
         index.emplace(std::make_pair(kind, loc), e);
       }
     }
@@ -245,7 +254,7 @@ StatusOr<ParsedLock> parsePixiLock(std::string_view text, const Ctx& ctx) {
     ParsedLock out;
     out.platform = *platform;
     out.environment = envName;
-    YAML::Node list = byPlatform[out.platform];
+    const YAML::Node list = byPlatform[out.platform];
     if (!list.IsSequence()) {
       if (list.IsNull()) return out;
       return ctx.error(lineOf(list), "environments." + envName + ".packages." + out.platform,
