@@ -183,7 +183,7 @@ start_controllers() {
     --authorization-kubeconfig="$dir/controller-manager.kubeconfig" \
     --bind-address=127.0.0.1 --secure-port="$CM_PORT" --leader-elect=false \
     --service-account-private-key-file="$c/sa.key" --root-ca-file="$c/ca.crt" \
-    --use-service-account-credentials=false \
+    --use-service-account-credentials=true \
     --controllers='*,-nodeipam,-service-lb-controller,-cloud-node-lifecycle,-persistentvolume-binder,-attachdetach' \
     --concurrent-gc-syncs=5
   start kube-scheduler "$bin/kube-scheduler" \

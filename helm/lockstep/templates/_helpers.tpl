@@ -1,0 +1,36 @@
+{{- define "lockstep.fullname" -}}
+{{- if contains .Chart.Name .Release.Name -}}{{ .Release.Name | trunc 63 | trimSuffix "-" }}
+{{- else -}}{{ printf "%s-%s" .Release.Name .Chart.Name | trunc 63 | trimSuffix "-" }}{{- end -}}
+{{- end -}}
+
+{{- define "lockstep.labels" -}}
+app.kubernetes.io/name: {{ .Chart.Name }}
+app.kubernetes.io/instance: {{ .Release.Name }}
+app.kubernetes.io/version: {{ .Chart.AppVersion | quote }}
+app.kubernetes.io/managed-by: {{ .Release.Service }}
+helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version }}
+{{- end -}}
+
+{{- define "lockstep.selectorLabels" -}}
+app.kubernetes.io/name: {{ .Chart.Name }}
+app.kubernetes.io/instance: {{ .Release.Name }}
+{{- end -}}
+
+{{- define "lockstep.image" -}}
+{{- if .Values.image.digest -}}{{ .Values.image.repository }}@{{ .Values.image.digest }}
+{{- else -}}{{ .Values.image.repository }}:{{ .Values.image.tag }}{{- end -}}
+{{- end -}}
+
+{{/* Namespaces admission never applies to, so the webhook cannot lock the cluster. */}}
+{{- define "lockstep.namespaceSelector" -}}
+namespaceSelector:
+  matchExpressions:
+  - key: kubernetes.io/metadata.name
+    operator: NotIn
+    values:
+    - kube-system
+    - {{ .Release.Namespace }}
+    {{- range .Values.webhook.excludeNamespaces }}
+    - {{ . }}
+    {{- end }}
+{{- end -}}
