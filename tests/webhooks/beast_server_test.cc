@@ -1,0 +1,283 @@
+// The Beast HTTPS server over real TLS on 127.0.0.1, port 0.
+#include "webhooks/server/beast_server.h"
+
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <chrono>
+#include <thread>
+#include <vector>
+
+#include "tests/webhooks/builders.h"
+#include "tests/webhooks/fakes.h"
+#include "tests/webhooks/tls_client.h"
+#include "webhooks/admission/static_lookups.h"
+#include "webhooks/certs/x509.h"
+#include "webhooks/webhook_routes.h"
+
+namespace lockstep::webhooks {
+namespace {
+
+using testing::ClientReply;
+using testing::TlsClient;
+
+struct Pki {
+  CertKeyPair ca;
+  TlsCertificate serving(const std::string& cn = "lockstep-webhook") const {
+    ServingOptions o;
+    o.commonName = cn;
+    o.dnsNames = serviceDnsNames("lockstep-webhook", "lockstep-system");
+    o.ipAddresses = {"127.0.0.1"};
+    o.now = std::chrono::system_clock::now();
+    auto pair = generateServingCert(ca, o);
+    EXPECT_TRUE(pair.isOk()) << pair.status().toString();
+    return {pair->certPem, pair->keyPem};
+  }
+  static Pki make() {
+    CaOptions o;
+    o.now = std::chrono::system_clock::now();
+    auto ca = generateCa(o);
+    EXPECT_TRUE(ca.isOk());
+    return Pki{*ca};
+  }
+};
+
+class BeastServerTest : public ::testing::Test {
+ protected:
+  void startServer(ServerOptions opts = {}) {
+    opts.address = "127.0.0.1";
+    opts.port = 0;
+    envs_.put({"torch", "ml", testing::kEnvHash, testing::kEnvImage, true});
+    auto s = makeBeastServer(opts, pki_.serving());
+    ASSERT_TRUE(s.isOk()) << s.status().toString();
+    server_ = std::move(s).value();
+    mountWebhook(*server_, pods_);
+    server_->route("/echo", "POST", [](const HttpRequest& r) { return HttpResponse{200, "text/plain", r.body}; });
+    ASSERT_TRUE(server_->start().isOk());
+    ASSERT_NE(server_->port(), 0);
+  }
+  void TearDown() override {
+    if (server_) server_->stop();
+  }
+  TlsClient client(int minV = TLS1_2_VERSION, int maxV = 0) {
+    return TlsClient(server_->port(), pki_.ca.certPem, minV, maxV);
+  }
+
+  Pki pki_ = Pki::make();
+  StaticRuntimeEnvs envs_;
+  StaticNamespaceModes modes_;
+  testing::FakeRecorder recorder_;
+  SteadyClock clock_;
+  PodWebhook pods_{envs_, modes_, recorder_, clock_};
+  std::unique_ptr<Server> server_;
+};
+
+TEST_F(BeastServerTest, HealthAndReadiness) {
+  startServer();
+  TlsClient c = client();
+  ASSERT_EQ(c.connect(), "");
+  EXPECT_EQ(c.request("GET", "/healthz", "")->status, 200);
+  EXPECT_EQ(c.request("GET", "/readyz", "")->status, 200);
+  server_->setReady(false);
+  EXPECT_EQ(c.request("GET", "/readyz", "")->status, 503);
+  EXPECT_EQ(c.request("GET", "/healthz", "")->status, 200);
+}
+
+TEST_F(BeastServerTest, RoutesMethodsAndQueryStrings) {
+  startServer();
+  TlsClient c = client();
+  ASSERT_EQ(c.connect(), "");
+  EXPECT_EQ(c.request("POST", "/nope", "{}")->status, 404);
+  EXPECT_EQ(c.request("GET", "/validate/pods", "")->status, 405);
+  auto r = c.request("POST", "/validate/pods?timeout=5s", testing::review("CREATE", testing::PodBuilder::good().json()));
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->status, 200);
+  EXPECT_EQ(nlohmann::json::parse(r->body)["response"]["allowed"], true);
+  EXPECT_EQ(c.request("POST", "/validate/pods", "{}", nullptr, "text/plain")->status, 415);
+}
+
+TEST_F(BeastServerTest, KeepAliveServesManyRequestsOnOneConnection) {
+  startServer();
+  TlsClient c = client();
+  ASSERT_EQ(c.connect(), "");
+  const std::string body = testing::review("CREATE", testing::PodBuilder::good().json());
+  for (int i = 0; i < 200; ++i) {
+    auto r = c.request("POST", "/validate/pods", body);
+    ASSERT_TRUE(r) << "request " << i;
+    ASSERT_EQ(r->status, 200);
+    ASSERT_TRUE(r->keepAlive);
+    ASSERT_TRUE(c.connected()) << "connection dropped at request " << i;
+  }
+  EXPECT_EQ(recorder_.outcomes().size(), 200u);
+}
+
+TEST_F(BeastServerTest, BodyCapAnswers413AndCloses) {
+  ServerOptions o;
+  o.maxBodyBytes = 4096;
+  startServer(o);
+  TlsClient c = client();
+  ASSERT_EQ(c.connect(), "");
+  EXPECT_EQ(c.request("POST", "/echo", std::string(4096, 'x'))->status, 200);
+  auto r = c.request("POST", "/echo", std::string(4097, 'x'));
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->status, 413);
+  EXPECT_FALSE(r->keepAlive);
+}
+
+TEST_F(BeastServerTest, DefaultCapIsThreeMiB) {
+  startServer();
+  TlsClient c = client();
+  ASSERT_EQ(c.connect(), "");
+  // Announced too large: answered from the headers, before any body is read.
+  std::string out = c.raw("POST /validate/pods HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+                          "Content-Length: " + std::to_string(3 * 1024 * 1024 + 1) + "\r\n\r\n");
+  EXPECT_NE(out.find("HTTP/1.1 413"), std::string::npos) << out;
+  // Chunked (no Content-Length): cut by the parser's body limit.
+  ASSERT_EQ(c.connect(), "");
+  std::string chunk(1024 * 1024, 'x');
+  std::string chunked = "POST /validate/pods HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n";
+  for (int i = 0; i < 4; ++i) chunked += "100000\r\n" + chunk + "\r\n";
+  chunked += "0\r\n\r\n";
+  out = c.raw(chunked);
+  EXPECT_NE(out.find("HTTP/1.1 413"), std::string::npos) << out.substr(0, 200);
+}
+
+TEST_F(BeastServerTest, GarbageAnswers400) {
+  startServer();
+  TlsClient c = client();
+  ASSERT_EQ(c.connect(), "");
+  for (const std::string body : {"", "garbage", "{\"apiVersion\":", "[]"}) {
+    auto r = c.request("POST", "/validate/pods", body);
+    ASSERT_TRUE(r);
+    EXPECT_EQ(r->status, 400) << body;
+    EXPECT_TRUE(r->keepAlive) << "a bad AdmissionReview need not cost the connection";
+  }
+  // Not even HTTP.
+  ASSERT_EQ(c.connect(), "");
+  std::string out = c.raw("\x16\x03 this is not http\r\n\r\n");
+  EXPECT_NE(out.find("400"), std::string::npos) << out;
+}
+
+TEST_F(BeastServerTest, RefusesTls11AndAcceptsTls12And13) {
+  startServer();
+  TlsClient old = client(TLS1_VERSION, TLS1_1_VERSION);
+  EXPECT_NE(old.connect(), "") << "TLS 1.1 must be refused";
+  TlsClient old10 = client(TLS1_VERSION, TLS1_VERSION);
+  EXPECT_NE(old10.connect(), "");
+  TlsClient v12 = client(TLS1_2_VERSION, TLS1_2_VERSION);
+  EXPECT_EQ(v12.connect(), "");
+  EXPECT_EQ(v12.request("GET", "/healthz", "")->status, 200);
+  TlsClient v13 = client(TLS1_3_VERSION, TLS1_3_VERSION);
+  EXPECT_EQ(v13.connect(), "");
+  EXPECT_EQ(v13.request("GET", "/healthz", "")->status, 200);
+}
+
+TEST_F(BeastServerTest, SlowRequestIsCutAtTheRequestTimeout) {
+  ServerOptions o;
+  o.requestTimeout = std::chrono::milliseconds(300);
+  startServer(o);
+  TlsClient c = client();
+  ASSERT_EQ(c.connect(), "");
+  auto start = std::chrono::steady_clock::now();
+  // Headers promise a body that never comes: the server must give up.
+  std::string out = c.raw("POST /echo HTTP/1.1\r\nHost: x\r\nContent-Length: 100\r\n\r\npartial");
+  auto elapsed = std::chrono::steady_clock::now() - start;
+  EXPECT_LT(elapsed, std::chrono::seconds(3));
+  EXPECT_EQ(out.find("200 OK"), std::string::npos);
+}
+
+TEST_F(BeastServerTest, RejectsMismatchedCertificateAndKeepsServing) {
+  startServer();
+  TlsCertificate a = pki_.serving(), b = pki_.serving();
+  Status st = server_->setCertificate({a.certChainPem, b.keyPem});
+  EXPECT_EQ(st.code(), Code::kInvalidArgument);
+  EXPECT_FALSE(server_->setCertificate({"not pem", "x"}).isOk());
+  TlsClient c = client();
+  ASSERT_EQ(c.connect(), "");
+  EXPECT_EQ(c.request("GET", "/healthz", "")->status, 200);
+}
+
+TEST_F(BeastServerTest, StartFailsWhenThePortIsTaken) {
+  startServer();
+  ServerOptions o;
+  o.address = "127.0.0.1";
+  o.port = server_->port();
+  auto other = makeBeastServer(o, pki_.serving());
+  ASSERT_TRUE(other.isOk());
+  // SO_REUSEADDR does not allow two listeners on one port.
+  EXPECT_EQ((*other)->start().code(), Code::kUnavailable);
+}
+
+// Certificates swap while clients keep sending over keep-alive connections and
+// keep opening new ones: no request may fail, and new handshakes get the new cert.
+TEST_F(BeastServerTest, CertificateRotationUnderLoadFailsNoRequest) {
+  startServer();
+  const std::string body = testing::review("CREATE", testing::PodBuilder::good().json());
+  std::atomic<bool> stop{false};
+  std::atomic<int> ok{0}, failed{0}, handshakes{0};
+  std::vector<std::string> errors(4);
+  std::vector<std::thread> clients;
+  for (int t = 0; t < 4; ++t) {
+    clients.emplace_back([&, t] {
+      TlsClient c = client();
+      const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+      int i = 0;
+      while (!stop.load() && std::chrono::steady_clock::now() < deadline) {
+        // Every 25th request on a fresh connection, so handshakes straddle swaps.
+        if (!c.connected() || ++i % 25 == 0) {
+          std::string e = c.connect();
+          if (!e.empty()) {
+            ++failed;
+            errors[t] = e;
+            continue;
+          }
+          ++handshakes;
+        }
+        std::string err;
+        auto r = c.request("POST", "/validate/pods", body, &err);
+        if (r && r->status == 200) {
+          ++ok;
+        } else {
+          ++failed;
+          errors[t] = r ? "status " + std::to_string(r->status) : err;
+        }
+      }
+    });
+  }
+  std::vector<TlsCertificate> issued;
+  for (int swap = 0; swap < 6; ++swap) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(150));
+    issued.push_back(pki_.serving("rotation-" + std::to_string(swap)));
+    ASSERT_TRUE(server_->setCertificate(issued.back()).isOk());
+  }
+  std::this_thread::sleep_for(std::chrono::milliseconds(150));
+  stop = true;
+  for (auto& t : clients) t.join();
+
+  EXPECT_EQ(failed.load(), 0) << errors[0] << errors[1] << errors[2] << errors[3];
+  EXPECT_GT(ok.load(), 100);
+  EXPECT_GT(handshakes.load(), 12);
+  TlsClient fresh = client();
+  ASSERT_EQ(fresh.connect(), "");
+  EXPECT_EQ(fresh.peerCertificatePem(), issued.back().certChainPem);
+  auto info = parseCertificate(fresh.peerCertificatePem());
+  ASSERT_TRUE(info.isOk());
+  EXPECT_EQ(info->commonName, "rotation-5");
+}
+
+// A connection established before a swap keeps working on the old certificate.
+TEST_F(BeastServerTest, OpenConnectionSurvivesSwap) {
+  startServer();
+  TlsClient c = client();
+  ASSERT_EQ(c.connect(), "");
+  std::string before = c.peerCertificatePem();
+  ASSERT_TRUE(server_->setCertificate(pki_.serving("next")).isOk());
+  for (int i = 0; i < 10; ++i) ASSERT_EQ(c.request("GET", "/healthz", "")->status, 200);
+  EXPECT_EQ(c.peerCertificatePem(), before);
+  TlsClient n = client();
+  ASSERT_EQ(n.connect(), "");
+  EXPECT_NE(n.peerCertificatePem(), before);
+}
+
+}  // namespace
+}  // namespace lockstep::webhooks

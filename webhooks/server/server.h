@@ -1,0 +1,69 @@
+// The webhook HTTPS server interface: a route table of exact paths to
+// synchronous handlers, TLS with an in-memory certificate that can be swapped
+// at any time, and built-in /healthz and /readyz.
+// Thread-safety: route() before start() only; everything else from any thread.
+#pragma once
+
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+
+#include "operator/common/status.h"
+#include "webhooks/certs/tls_certificate.h"
+
+namespace lockstep::webhooks {
+
+struct HttpRequest {
+  std::string method;       // "POST"
+  std::string path;         // target without the query string
+  std::string contentType;  // Content-Type header, may be empty
+  std::string body;
+};
+
+struct HttpResponse {
+  int status = 200;
+  std::string contentType = "application/json";
+  std::string body;
+};
+
+// Runs on a server thread; must be quick and must not block on I/O.
+using RequestHandler = std::function<HttpResponse(const HttpRequest&)>;
+
+struct ServerOptions {
+  std::string address = "0.0.0.0";
+  uint16_t port = 9443;  // 0 picks a free port; see Server::port()
+  int threads = 2;
+  // Larger bodies get 413 (Kubernetes objects are at most ~1.5 MiB in etcd).
+  std::size_t maxBodyBytes = 3 * 1024 * 1024;
+  std::size_t maxHeaderBytes = 16 * 1024;
+  // Budget from the first byte of a request (or the TLS handshake) to the last
+  // byte of its response; keep it well under the webhook's timeoutSeconds.
+  std::chrono::milliseconds requestTimeout{2000};
+  // How long a keep-alive connection may wait for its next request.
+  std::chrono::milliseconds idleTimeout{60000};
+};
+
+class Server : public CertificateSink {
+ public:
+  virtual ~Server() = default;
+  // Exact-path route for one method. Other methods on the path answer 405,
+  // unknown paths 404. /healthz and /readyz are built in.
+  virtual void route(std::string path, std::string method, RequestHandler handler) = 0;
+  // Binds, listens and starts the thread pool. kUnavailable if the address is taken.
+  virtual Status start() = 0;
+  // The bound port (after start()).
+  virtual uint16_t port() const = 0;
+  // Swaps the serving certificate: new TLS handshakes use it, connections
+  // already established finish undisturbed. kInvalidArgument when the PEM is
+  // unusable or the key does not match; the old certificate then stays.
+  Status setCertificate(const TlsCertificate& cert) override = 0;
+  // /readyz answers 200 only when ready (default true once started).
+  virtual void setReady(bool ready) = 0;
+  // Stops accepting, drops connections, joins the threads. Idempotent.
+  virtual void stop() = 0;
+};
+
+}  // namespace lockstep::webhooks
