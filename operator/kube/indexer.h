@@ -1,0 +1,67 @@
+// Indexer: the informer's thread-safe cache of objects keyed by "ns/name",
+// with named secondary indexes (namespace, owner UID, label values, or any
+// function of the object). Objects are immutable shared pointers: readers get
+// a snapshot that later writes never change.
+// Thread-safety: safe for concurrent use; add indexes before the first write.
+#pragma once
+
+#include <functional>
+#include <map>
+#include <memory>
+#include <set>
+#include <shared_mutex>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "operator/kube/object.h"
+
+namespace lockstep::kube {
+
+using ObjectPtr = std::shared_ptr<const Object>;
+// Values an object is indexed under (none, one or many).
+using IndexFunc = std::function<std::vector<std::string>(const Object&)>;
+
+inline constexpr const char* kNamespaceIndex = "namespace";
+inline constexpr const char* kOwnerUidIndex = "owner-uid";
+// "label:<key>": the index addLabelIndex(key) creates.
+std::string labelIndexName(const std::string& labelKey);
+IndexFunc namespaceIndexFunc();
+IndexFunc ownerUidIndexFunc();
+IndexFunc labelIndexFunc(const std::string& labelKey);
+
+class Indexer {
+ public:
+  // Every Indexer has the namespace and owner-UID indexes.
+  Indexer();
+
+  void addIndex(const std::string& name, IndexFunc fn);
+  void addLabelIndex(const std::string& labelKey) { addIndex(labelIndexName(labelKey), labelIndexFunc(labelKey)); }
+  bool hasIndex(const std::string& name) const;
+
+  ObjectPtr get(const std::string& key) const;
+  ObjectPtr get(const std::string& ns, const std::string& name) const { return get(objectKey(ns, name)); }
+  std::vector<ObjectPtr> list() const;
+  std::vector<std::string> keys() const;
+  size_t size() const;
+  // Objects whose index `index` contains `value`; empty if the index is unknown.
+  std::vector<ObjectPtr> byIndex(const std::string& index, const std::string& value) const;
+
+  // Writers (the informer). Return the previous object, if any.
+  ObjectPtr upsert(ObjectPtr obj);
+  ObjectPtr erase(const std::string& key);
+  // Replaces the whole content; returns the previous content.
+  std::map<std::string, ObjectPtr> replace(std::vector<ObjectPtr> objects);
+
+ private:
+  void indexLocked(const std::string& key, const Object& obj);
+  void unindexLocked(const std::string& key, const Object& obj);
+
+  mutable std::shared_mutex mu_;
+  std::map<std::string, ObjectPtr> items_;
+  std::map<std::string, IndexFunc> indexFuncs_;
+  // index name -> value -> keys
+  std::map<std::string, std::unordered_map<std::string, std::set<std::string>>> indexes_;
+};
+
+}  // namespace lockstep::kube

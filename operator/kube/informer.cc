@@ -1,0 +1,132 @@
+#include "operator/kube/informer.h"
+
+#include <spdlog/spdlog.h>
+
+namespace lockstep::kube {
+namespace {
+
+ReflectorOptions reflectorOptions(const InformerOptions& o) {
+  ReflectorOptions r;
+  r.resource = o.resource;
+  r.ns = o.ns;
+  r.labelSelector = o.labelSelector;
+  r.fieldSelector = o.fieldSelector;
+  r.minWatchTimeout = o.minWatchTimeout;
+  r.backoff = o.backoff;
+  r.name = o.resource.id() + (o.ns.empty() ? "" : "/" + o.ns);
+  return r;
+}
+
+}  // namespace
+
+Informer::Informer(std::shared_ptr<Client> client, InformerOptions options, Clock& clock)
+    : client_(std::move(client)),
+      options_(std::move(options)),
+      clock_(clock),
+      reflector_(*client_, reflectorOptions(options_), *this, clock) {}
+
+Informer::~Informer() { stop(); }
+
+template <typename F>
+void Informer::dispatch(F&& f) {
+  for (const auto& h : handlers_) {
+    try {
+      f(h);
+    } catch (const std::exception& e) {
+      spdlog::error("informer {}: event handler threw: {}", options_.resource.id(), e.what());
+    }
+  }
+}
+
+void Informer::addEventHandler(EventHandler handler) {
+  std::lock_guard<std::mutex> lock(handlersMu_);
+  if (synced_.load() || cache_.size() > 0) {
+    for (const auto& obj : cache_.list()) {
+      if (handler.onAdd) handler.onAdd(*obj, false);
+    }
+  }
+  handlers_.push_back(std::move(handler));
+}
+
+void Informer::start() {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (started_ || stopped_) return;
+  started_ = true;
+  thread_ = std::thread([this] { reflector_.run(); });
+}
+
+void Informer::stop() {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (stopped_) return;
+    stopped_ = true;
+    syncedCv_.notify_all();
+  }
+  reflector_.stop();
+  if (thread_.joinable()) thread_.join();
+}
+
+bool Informer::waitForSync(Clock::Duration timeout) {
+  std::unique_lock<std::mutex> lock(mu_);
+  auto deadline = clock_.now() + timeout;
+  while (!synced_.load() && !stopped_ && clock_.now() < deadline) {
+    clock_.waitUntil(lock, syncedCv_, deadline);
+  }
+  return synced_.load();
+}
+
+void Informer::replace(std::vector<Object> items, const std::string& resourceVersion) {
+  std::vector<ObjectPtr> fresh;
+  fresh.reserve(items.size());
+  for (auto& o : items) fresh.push_back(std::make_shared<const Object>(std::move(o)));
+  std::lock_guard<std::mutex> lock(handlersMu_);
+  bool initial = !synced_.load();
+  auto previous = cache_.replace(fresh);
+  for (const auto& obj : fresh) {
+    auto it = previous.find(objectKey(*obj));
+    if (it == previous.end()) {
+      dispatch([&](const EventHandler& h) { if (h.onAdd) h.onAdd(*obj, initial); });
+    } else {
+      ObjectPtr old = it->second;
+      previous.erase(it);
+      dispatch([&](const EventHandler& h) { if (h.onUpdate) h.onUpdate(*old, *obj); });
+    }
+  }
+  // Whatever the new list lacks was deleted while we were not watching.
+  for (const auto& [key, old] : previous) {
+    dispatch([&](const EventHandler& h) { if (h.onDelete) h.onDelete(*old); });
+  }
+  if (initial) {
+    std::lock_guard<std::mutex> l(mu_);
+    synced_ = true;
+    syncedCv_.notify_all();
+  }
+}
+
+void Informer::apply(const WatchEvent& event) {
+  auto obj = std::make_shared<const Object>(event.object);
+  std::lock_guard<std::mutex> lock(handlersMu_);
+  switch (event.type) {
+    case WatchEvent::Type::kAdded:
+    case WatchEvent::Type::kModified: {
+      ObjectPtr old = cache_.upsert(obj);
+      if (old) {
+        dispatch([&](const EventHandler& h) { if (h.onUpdate) h.onUpdate(*old, *obj); });
+      } else {
+        dispatch([&](const EventHandler& h) { if (h.onAdd) h.onAdd(*obj, false); });
+      }
+      break;
+    }
+    case WatchEvent::Type::kDeleted: {
+      ObjectPtr old = cache_.erase(objectKey(*obj));
+      // The event carries the final state; report it even if we never cached it.
+      dispatch([&](const EventHandler& h) { if (h.onDelete) h.onDelete(*obj); });
+      (void)old;
+      break;
+    }
+    case WatchEvent::Type::kBookmark:
+      break;
+  }
+}
+
+}  // namespace lockstep::kube

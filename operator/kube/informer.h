@@ -1,0 +1,93 @@
+// Informer: a reflector feeding an indexed cache, with event handlers called
+// after the cache changes. Controllers read objects from cache() (no API call)
+// and enqueue work from handlers.
+//
+// Handlers run one at a time on the informer's thread, in event order; keep
+// them short (enqueue, don't reconcile). A relist reports objects that
+// vanished meanwhile as deletes and every surviving object as an update, so
+// a handler sees the same end state the server has.
+// Thread-safety: all methods are safe from any thread; add indexes before start().
+#pragma once
+
+#include <atomic>
+#include <condition_variable>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+#include "operator/kube/client.h"
+#include "operator/kube/clock.h"
+#include "operator/kube/indexer.h"
+#include "operator/kube/reflector.h"
+
+namespace lockstep::kube {
+
+struct EventHandler {
+  // `initialList` is true for objects of the first list, before the informer synced.
+  std::function<void(const Object& obj, bool initialList)> onAdd;
+  std::function<void(const Object& oldObj, const Object& newObj)> onUpdate;
+  // The last state the informer knew.
+  std::function<void(const Object& obj)> onDelete;
+};
+
+struct InformerOptions {
+  Resource resource;
+  std::string ns;  // "" = all namespaces
+  std::string labelSelector;
+  std::string fieldSelector;
+  std::chrono::seconds minWatchTimeout{300};
+  BackoffOptions backoff;
+};
+
+class Informer : private ReflectorSink {
+ public:
+  Informer(std::shared_ptr<Client> client, InformerOptions options,
+           Clock& clock = SystemClock::instance());
+  ~Informer() override;
+  Informer(const Informer&) = delete;
+  Informer& operator=(const Informer&) = delete;
+
+  // Secondary indexes: namespace and owner-uid exist already.
+  void addIndex(const std::string& name, IndexFunc fn) { cache_.addIndex(name, std::move(fn)); }
+  void addLabelIndex(const std::string& labelKey) { cache_.addLabelIndex(labelKey); }
+  // Registers a handler; one added after the informer started first receives every
+  // cached object as an add.
+  void addEventHandler(EventHandler handler);
+
+  void start();  // idempotent
+  void stop();   // idempotent; joins the thread
+  bool hasSynced() const { return synced_.load(); }
+  // Blocks until the first list was applied, stop(), or the timeout.
+  bool waitForSync(Clock::Duration timeout);
+
+  const Indexer& cache() const { return cache_; }
+  const InformerOptions& options() const { return options_; }
+  std::string lastSyncResourceVersion() const { return reflector_.lastSyncResourceVersion(); }
+  int listCount() const { return reflector_.listCount(); }
+
+ private:
+  void replace(std::vector<Object> items, const std::string& resourceVersion) override;
+  void apply(const WatchEvent& event) override;
+  template <typename F>
+  void dispatch(F&& f);
+
+  std::shared_ptr<Client> client_;
+  InformerOptions options_;
+  Clock& clock_;
+  Indexer cache_;
+  Reflector reflector_;
+
+  std::mutex handlersMu_;  // serializes dispatch and handler registration
+  std::vector<EventHandler> handlers_;
+
+  std::mutex mu_;
+  std::condition_variable syncedCv_;
+  std::atomic<bool> synced_{false};
+  bool started_ = false;
+  bool stopped_ = false;
+  std::thread thread_;
+};
+
+}  // namespace lockstep::kube

@@ -1,0 +1,162 @@
+#include "operator/kube/reflector.h"
+
+#include <spdlog/spdlog.h>
+
+namespace lockstep::kube {
+
+Reflector::Reflector(Client& client, ReflectorOptions options, ReflectorSink& sink, Clock& clock)
+    : client_(client),
+      options_(std::move(options)),
+      sink_(sink),
+      clock_(clock),
+      backoff_(options_.backoff, clock),
+      rng_(std::random_device{}()) {
+  if (options_.name.empty()) options_.name = options_.resource.id();
+}
+
+std::string Reflector::lastSyncResourceVersion() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return lastSyncRv_;
+}
+
+void Reflector::setLastSync(const std::string& rv) {
+  if (rv.empty()) return;
+  std::lock_guard<std::mutex> lock(mu_);
+  lastSyncRv_ = rv;
+}
+
+std::string Reflector::relistResourceVersion() const {
+  if (rvUnavailable_.load()) return "";  // quorum read: the last version is gone
+  std::lock_guard<std::mutex> lock(mu_);
+  return lastSyncRv_.empty() ? "0" : lastSyncRv_;
+}
+
+void Reflector::stop() {
+  std::lock_guard<std::mutex> lock(mu_);
+  stopped_ = true;
+  if (current_) current_->cancel();
+  cv_.notify_all();
+}
+
+bool Reflector::sleep(Clock::Duration d) {
+  std::unique_lock<std::mutex> lock(mu_);
+  auto deadline = clock_.now() + d;
+  while (!stopped_ && clock_.now() < deadline) clock_.waitUntil(lock, cv_, deadline);
+  return !stopped_;
+}
+
+void Reflector::run() {
+  while (true) {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      if (stopped_) return;
+    }
+    Status st = listAndWatch();
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      if (stopped_) return;
+    }
+    if (!st.isOk()) spdlog::warn("reflector {}: {}", options_.name, st.toString());
+    if (!sleep(backoff_.next())) return;
+  }
+}
+
+Status Reflector::list() {
+  std::string rv = relistResourceVersion();
+  auto doList = [&](const std::string& version) -> StatusOr<ObjectList> {
+    ListOptions o;
+    o.labelSelector = options_.labelSelector;
+    o.fieldSelector = options_.fieldSelector;
+    o.resourceVersion = version;
+    if (version == "0") {
+      // Served from the watch cache, which ignores paging: one request.
+      return client_.listPage(options_.resource, options_.ns, o, nullptr);
+    }
+    o.limit = options_.pageSize;
+    return client_.list(options_.resource, options_.ns, o);
+  };
+  auto result = doList(rv);
+  if (!result.isOk() && result.status().code() == Code::kGone) {
+    spdlog::info("reflector {}: resourceVersion {} is gone; relisting from a quorum read",
+                 options_.name, rv);
+    rvUnavailable_ = true;
+    result = doList("");
+  }
+  if (!result.isOk()) return result.status().withContext("list");
+  std::string listRv = result->resourceVersion;
+  sink_.replace(std::move(result->items), listRv);
+  setLastSync(listRv);
+  rvUnavailable_ = false;
+  ++listCount_;
+  return Status::ok();
+}
+
+Status Reflector::listAndWatch() {
+  LOCKSTEP_RETURN_IF_ERROR(list());
+  std::uniform_real_distribution<double> spread(0.0, 1.0);
+  while (true) {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      if (stopped_) return Status::ok();
+    }
+    WatchOptions wo;
+    wo.labelSelector = options_.labelSelector;
+    wo.fieldSelector = options_.fieldSelector;
+    wo.resourceVersion = lastSyncResourceVersion();
+    wo.allowWatchBookmarks = true;
+    wo.timeoutSeconds =
+        static_cast<int>(options_.minWatchTimeout.count() * (1.0 + spread(rng_)));
+    auto start = clock_.now();
+    auto opened = client_.watch(options_.resource, options_.ns, wo);
+    if (!opened.isOk()) {
+      const Status& st = opened.status();
+      if (st.code() == Code::kUnavailable || st.code() == Code::kDeadlineExceeded) {
+        // The server is unreachable or overloaded: keep our state, retry the watch.
+        spdlog::warn("reflector {}: watch: {}; retrying", options_.name, st.toString());
+        if (!sleep(backoff_.next())) return Status::ok();
+        continue;
+      }
+      return st.withContext("watch");  // Gone and the rest: relist
+    }
+    std::unique_ptr<Watcher> watcher = std::move(opened).value();
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      if (stopped_) return Status::ok();
+      current_ = watcher.get();
+    }
+    int events = 0;
+    Status ended;
+    while (true) {
+      auto ev = watcher->next();
+      if (!ev.isOk()) {
+        ended = ev.status();
+        break;
+      }
+      if (!ev->has_value()) break;  // the server closed the watch
+      WatchEvent& e = **ev;
+      ++events;
+      if (e.type != WatchEvent::Type::kBookmark) sink_.apply(e);
+      setLastSync(resourceVersion(e.object));
+    }
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      current_ = nullptr;
+      if (stopped_) return Status::ok();
+    }
+    if (ended.code() == Code::kGone) {
+      // The watch fell behind compaction: relist from the last version (a list may still
+      // serve it; if not, list() falls back to a quorum read).
+      spdlog::info("reflector {}: watch expired ({}); relisting", options_.name, ended.message());
+      return Status::ok();
+    }
+    if (!ended.isOk() && ended.code() != Code::kUnavailable) return ended.withContext("watch");
+    if (events == 0 && clock_.now() - start < std::chrono::seconds(1)) {
+      // A watch that closes at once with nothing in it would spin: back off and relist.
+      return unavailable("very short watch with no events" +
+                         (ended.isOk() ? std::string() : ": " + ended.message()));
+    }
+    // Ended by the server's timeout or a dropped connection: resume from the last version.
+  }
+}
+
+}  // namespace lockstep::kube

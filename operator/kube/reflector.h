@@ -1,0 +1,85 @@
+// Reflector: keeps a sink in step with the server by list-then-watch, with
+// client-go's resourceVersion rules:
+//  - the first list reads from the watch cache (resourceVersion "0"); later
+//    relists use the last synced resourceVersion;
+//  - a list answered 410 Gone / Expired marks that version unavailable and is
+//    retried at once as a quorum read (resourceVersion "");
+//  - a watch resumes from the last resourceVersion seen (events and
+//    BOOKMARKs advance it); a watch the server ends (timeoutSeconds) or a
+//    dropped connection is re-opened from there, not relisted;
+//  - a watch answered 410 Gone ends the cycle: relist (after backoff);
+//  - connection refused / 429 / 5xx on opening a watch backs off (jittered,
+//    800 ms doubling to 30 s) and retries the watch;
+//  - each watch asks the server for a timeout in [minWatchTimeout, 2x).
+// Thread-safety: run() on one thread; stop() and the accessors from any.
+#pragma once
+
+#include <atomic>
+#include <condition_variable>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "operator/kube/backoff.h"
+#include "operator/kube/client.h"
+#include "operator/kube/clock.h"
+
+namespace lockstep::kube {
+
+// Receives the reflector's view of the collection.
+class ReflectorSink {
+ public:
+  virtual ~ReflectorSink() = default;
+  // A complete list: the new content of the collection.
+  virtual void replace(std::vector<Object> items, const std::string& resourceVersion) = 0;
+  // One ADDED, MODIFIED or DELETED event.
+  virtual void apply(const WatchEvent& event) = 0;
+};
+
+struct ReflectorOptions {
+  Resource resource;
+  std::string ns;  // "" = all namespaces
+  std::string labelSelector;
+  std::string fieldSelector;
+  int64_t pageSize = 500;
+  std::chrono::seconds minWatchTimeout{300};
+  BackoffOptions backoff;
+  std::string name;  // for logs; defaults to the resource id
+};
+
+class Reflector {
+ public:
+  Reflector(Client& client, ReflectorOptions options, ReflectorSink& sink, Clock& clock);
+  // Lists and watches until stop(); never returns early on errors.
+  void run();
+  void stop();
+  std::string lastSyncResourceVersion() const;
+  bool lastSyncResourceVersionUnavailable() const { return rvUnavailable_.load(); }
+  // How many lists have completed (observability and tests).
+  int listCount() const { return listCount_.load(); }
+
+ private:
+  Status listAndWatch();
+  Status list();
+  // Waits `d` unless stopped; returns false when stopped.
+  bool sleep(Clock::Duration d);
+  std::string relistResourceVersion() const;
+  void setLastSync(const std::string& rv);
+
+  Client& client_;
+  ReflectorOptions options_;
+  ReflectorSink& sink_;
+  Clock& clock_;
+  Backoff backoff_;
+  std::mt19937_64 rng_;
+
+  mutable std::mutex mu_;
+  std::condition_variable cv_;
+  bool stopped_ = false;
+  Watcher* current_ = nullptr;  // the open watch, cancelled by stop()
+  std::string lastSyncRv_;
+  std::atomic<bool> rvUnavailable_{false};
+  std::atomic<int> listCount_{0};
+};
+
+}  // namespace lockstep::kube

@@ -1,0 +1,49 @@
+// FakeClock: simulated time for unit tests. Time moves only when a test calls
+// advance() (which wakes every waiter whose deadline passed), or, in
+// auto-advance mode, whenever someone waits (the wait returns at once with the
+// clock moved to its deadline) — so backoff loops run instantly.
+// Thread-safety: safe for concurrent use.
+#pragma once
+
+#include <chrono>
+#include <condition_variable>
+#include <list>
+#include <mutex>
+
+#include "operator/kube/clock.h"
+
+namespace lockstep::testing {
+
+class FakeClock final : public kube::Clock {
+ public:
+  FakeClock();
+  TimePoint now() const override;
+  WallTime wallNow() const override;
+  void waitUntil(std::unique_lock<std::mutex>& lock, std::condition_variable& cv,
+                 TimePoint deadline) override;
+
+  void advance(Duration d);
+  void setAutoAdvance(bool on);
+  // Threads currently blocked in waitUntil.
+  int waiters() const;
+  // Blocks (real time, bounded) until at least `n` threads wait on this clock.
+  bool waitForWaiters(int n, std::chrono::milliseconds timeout = std::chrono::seconds(10)) const;
+  // Total time waited in auto-advance mode (for asserting backoff lengths).
+  Duration autoAdvanced() const;
+
+ private:
+  struct Waiter {
+    std::mutex* mu;
+    std::condition_variable* cv;
+  };
+  mutable std::mutex mu_;
+  mutable std::condition_variable changed_;
+  TimePoint now_;
+  WallTime wallBase_;
+  TimePoint steadyBase_;
+  bool auto_ = false;
+  Duration autoAdvanced_{0};
+  std::list<Waiter> waiters_;
+};
+
+}  // namespace lockstep::testing

@@ -1,0 +1,75 @@
+#include "operator/kube/api_error.h"
+
+#include <gtest/gtest.h>
+
+namespace lockstep::kube {
+namespace {
+
+std::string statusBody(int code, const std::string& reason, const std::string& message) {
+  return nlohmann::json{{"kind", "Status"}, {"apiVersion", "v1"}, {"status", "Failure"},
+                        {"reason", reason}, {"message", message}, {"code", code}}
+      .dump();
+}
+
+TEST(ApiErrorTest, SuccessIsOk) {
+  EXPECT_TRUE(statusFromResponse(200, "{}").isOk());
+  EXPECT_TRUE(statusFromResponse(201, "").isOk());
+}
+
+TEST(ApiErrorTest, MapsCodesAndReasons) {
+  struct Case {
+    int http;
+    std::string reason;
+    Code want;
+  } cases[] = {
+      {404, "NotFound", Code::kNotFound},
+      {409, "AlreadyExists", Code::kAlreadyExists},
+      {409, "Conflict", Code::kConflict},
+      {410, "Gone", Code::kGone},
+      {410, "Expired", Code::kGone},
+      {422, "Invalid", Code::kInvalid},
+      {403, "Forbidden", Code::kForbidden},
+      {401, "Unauthorized", Code::kUnauthorized},
+      {429, "TooManyRequests", Code::kUnavailable},
+      {500, "InternalError", Code::kUnavailable},
+      {503, "ServiceUnavailable", Code::kUnavailable},
+      {504, "Timeout", Code::kUnavailable},
+      {400, "BadRequest", Code::kInvalidArgument},
+      {415, "UnsupportedMediaType", Code::kInvalidArgument},
+  };
+  for (const auto& c : cases) {
+    Status st = statusFromResponse(c.http, statusBody(c.http, c.reason, "msg " + c.reason));
+    EXPECT_EQ(st.code(), c.want) << c.http << " " << c.reason;
+    EXPECT_EQ(st.message(), "msg " + c.reason);
+  }
+}
+
+TEST(ApiErrorTest, ExpiredReasonWinsOverCode) {
+  // A list with an expired continue token: 410 reason Expired; some paths answer 500 with it.
+  EXPECT_EQ(statusFromResponse(500, statusBody(500, "Expired", "too old")).code(), Code::kGone);
+}
+
+TEST(ApiErrorTest, TooLargeResourceVersionIsGone) {
+  nlohmann::json st = {{"kind", "Status"}, {"code", 504}, {"reason", "Timeout"},
+                       {"message", "Too large resource version"},
+                       {"details", {{"causes", {{{"reason", "ResourceVersionTooLarge"}}}}}}};
+  EXPECT_EQ(statusFromResponse(504, st.dump()).code(), Code::kGone);
+}
+
+TEST(ApiErrorTest, NonStatusBodyUsesHttpCode) {
+  Status st = statusFromResponse(404, "404 page not found");
+  EXPECT_EQ(st.code(), Code::kNotFound);
+  EXPECT_NE(st.message().find("404 page not found"), std::string::npos);
+  EXPECT_EQ(statusFromResponse(502, "").code(), Code::kUnavailable);
+}
+
+TEST(ApiErrorTest, WatchErrorObject) {
+  nlohmann::json st = {{"kind", "Status"}, {"code", 410}, {"reason", "Expired"},
+                       {"message", "too old resource version: 1 (2)"}};
+  EXPECT_EQ(statusFromStatusObject(st).code(), Code::kGone);
+  EXPECT_TRUE(isRetryable(unavailable("x")));
+  EXPECT_FALSE(isRetryable(Status(Code::kConflict, "x")));
+}
+
+}  // namespace
+}  // namespace lockstep::kube
