@@ -75,7 +75,7 @@ TEST_F(ClusterSmokeTest, FiveKwokNodesAreReadyWithGpuLabels) {
     if (labels.contains("nvidia.com/cuda.driver.major")) {
       ++gpu;
       EXPECT_EQ(n["status"]["allocatable"]["nvidia.com/gpu"], "8");
-      if (labels["nvidia.com/cuda.driver.major"] == "525") ++oldDriver;
+      if (labels["nvidia.com/cuda.driver.major"] == "535") ++oldDriver;
     }
   }
   EXPECT_EQ(gpu, 3);
