@@ -61,11 +61,14 @@ for t in ${targets}; do
       [[ -z "${pattern// }" || "${pattern}" == \#* ]] && continue
       # shellcheck disable=SC2086
       for f in "${root}"/${pattern}; do
-        [[ -f "${f}" ]] && cp "${f}" "${seeds}/$(echo "${f#"${root}"/}" | tr '/' '_')"
+        [[ -f "${f}" ]] || continue
+        name="${f#"${root}"/}"
+        name="${name//..\//up_}"
+        cp "${f}" "${seeds}/${name//\//_}"
       done
     done <"${seedfile}"
   fi
-  echo "fuzz.sh: ${t}: ${seconds}s, $(ls "${seeds}" | wc -l) seeds"
+  echo "fuzz.sh: ${t}: ${seconds}s, $(find "${seeds}" -type f | wc -l) seeds"
   if "${exe}" -max_total_time="${seconds}" -timeout=10 -rss_limit_mb=2048 -max_len=131072 \
       -print_final_stats=1 -artifact_prefix="${artifacts}/" "${corpus}" "${seeds}" \
       >"${build}/logs/${t}.log" 2>&1; then
