@@ -1,0 +1,174 @@
+#include "operator/runtime/manager.h"
+
+#include <csignal>
+
+#include <spdlog/spdlog.h>
+
+namespace lockstep::runtime {
+
+void blockTerminationSignals() {
+  sigset_t set;
+  sigemptyset(&set);
+  sigaddset(&set, SIGINT);
+  sigaddset(&set, SIGTERM);
+  pthread_sigmask(SIG_BLOCK, &set, nullptr);
+}
+
+Manager::Manager(std::shared_ptr<kube::Client> client, ManagerOptions options)
+    : client_(std::move(client)),
+      options_(std::move(options)),
+      clock_(options_.clock ? *options_.clock : kube::SystemClock::instance()),
+      events_(std::make_unique<kube::EventRecorder>(client_, options_.name, clock_)) {
+  health_.addHealthCheck("ping", [] { return Status::ok(); });
+  health_.addReadyCheck("informers-synced", [this] {
+    return synced_.load() ? Status::ok() : unavailable("informer caches not synced");
+  });
+}
+
+Manager::~Manager() {
+  stop();
+  if (signalThread_.joinable()) signalThread_.join();
+  stopControllers();
+  for (auto& i : informers_) i->stop();
+  health_.stop();
+}
+
+kube::Informer& Manager::informer(const kube::InformerOptions& o) {
+  std::lock_guard<std::mutex> lock(mu_);
+  for (auto& i : informers_) {
+    const auto& e = i->options();
+    if (e.resource == o.resource && e.ns == o.ns && e.labelSelector == o.labelSelector &&
+        e.fieldSelector == o.fieldSelector) {
+      return *i;
+    }
+  }
+  informers_.push_back(std::make_unique<kube::Informer>(client_, o, clock_));
+  return *informers_.back();
+}
+
+kube::Informer& Manager::informer(const kube::Resource& resource, const std::string& ns) {
+  kube::InformerOptions o;
+  o.resource = resource;
+  o.ns = ns;
+  return informer(o);
+}
+
+Controller& Manager::addController(ControllerOptions options, std::shared_ptr<Reconciler> reconciler) {
+  std::string name = options.name;
+  auto c = std::make_unique<Controller>(std::move(options), std::move(reconciler), clock_,
+                                        metrics_.queueMetrics(name), metrics_.reconcileMetrics(name));
+  std::lock_guard<std::mutex> lock(mu_);
+  controllers_.push_back(std::move(c));
+  return *controllers_.back();
+}
+
+bool Manager::isLeader() const {
+  if (!options_.leaderElection) return true;
+  return elector_ && elector_->isLeader();
+}
+
+void Manager::startControllers() {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (controllersRunning_ || stopRequested_) return;
+  controllersRunning_ = true;
+  for (auto& c : controllers_) c->start();
+}
+
+void Manager::stopControllers() {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (!controllersRunning_) return;
+  for (auto& c : controllers_) c->stop();
+  controllersRunning_ = false;
+}
+
+void Manager::stop() {
+  std::lock_guard<std::mutex> lock(mu_);
+  stopRequested_ = true;
+  if (elector_) elector_->stop();
+  cv_.notify_all();
+}
+
+void Manager::stopOnSignals() {
+  blockTerminationSignals();
+  signalThread_ = std::thread([this] {
+    sigset_t set;
+    sigemptyset(&set);
+    sigaddset(&set, SIGINT);
+    sigaddset(&set, SIGTERM);
+    int sig = 0;
+    while (true) {
+      if (sigwait(&set, &sig) != 0) continue;
+      spdlog::info("received signal {}; shutting down", sig);
+      stop();
+      return;
+    }
+  });
+  signalThread_.detach();
+}
+
+Status Manager::run() {
+  if (!options_.metricsAddress.empty()) LOCKSTEP_RETURN_IF_ERROR(metrics_.serve(options_.metricsAddress));
+  if (!options_.healthAddress.empty()) LOCKSTEP_RETURN_IF_ERROR(health_.start(options_.healthAddress));
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    for (auto& i : informers_) i->start();
+  }
+  auto deadline = clock_.now() + options_.cacheSyncTimeout;
+  for (auto& i : informers_) {
+    auto left = deadline - clock_.now();
+    if (!i->waitForSync(left)) {
+      {
+        std::lock_guard<std::mutex> lock(mu_);
+        if (stopRequested_) return Status::ok();
+      }
+      return Status(Code::kDeadlineExceeded,
+                    "informer cache for " + i->options().resource.id() + " did not sync");
+    }
+  }
+  synced_ = true;
+  spdlog::info("manager: {} informer caches synced", informers_.size());
+
+  Status result;
+  if (options_.leaderElection) {
+    auto cfg = options_.leaderElectionConfig;
+    if (cfg.identity.empty()) cfg.identity = defaultIdentity();
+    std::string lease = cfg.ns + "/" + cfg.name;
+    LeaderCallbacks cb;
+    cb.onStartedLeading = [this, lease] {
+      metrics_.setLeader(lease, true);
+      startControllers();
+    };
+    cb.onStoppedLeading = [this, lease] {
+      metrics_.setLeader(lease, false);
+      // Stop acting at once; run() then returns the loss.
+      std::lock_guard<std::mutex> lock(mu_);
+      cv_.notify_all();
+    };
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      if (stopRequested_) return Status::ok();
+      elector_ = std::make_unique<LeaderElector>(client_, cfg, cb, clock_);
+    }
+    metrics_.setLeader(lease, false);
+    // Controllers stop before the lease is released: stopping drains in-flight reconciles.
+    std::thread electorThread([this, &result] { result = elector_->run(); });
+    {
+      std::unique_lock<std::mutex> lock(mu_);
+      cv_.wait(lock, [&] { return stopRequested_ || (elector_ && !elector_->isLeader() && controllersRunning_); });
+    }
+    stopControllers();
+    elector_->stop();
+    electorThread.join();
+  } else {
+    startControllers();
+    std::unique_lock<std::mutex> lock(mu_);
+    cv_.wait(lock, [&] { return stopRequested_; });
+    lock.unlock();
+    stopControllers();
+  }
+  for (auto& i : informers_) i->stop();
+  health_.stop();
+  return result;
+}
+
+}  // namespace lockstep::runtime

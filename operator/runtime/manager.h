@@ -1,0 +1,90 @@
+// Manager: owns what a controller process shares — the client, one informer
+// per watched collection, the controllers, leader election, the event
+// recorder, metrics (/metrics) and health probes (/healthz, /readyz).
+//
+// run(): starts the servers and informers, waits for the caches to sync
+// (readyz fails until then), then — once elected, when leader election is on —
+// starts the controllers. It returns when stop() is called (controllers
+// drained, lease released) or with an error when the caches do not sync or the
+// lease is lost (the process should exit non-zero, as controller-runtime does).
+// Thread-safety: register informers/controllers before run(); stop() from any
+// thread (stopOnSignals() wires SIGINT/SIGTERM to it).
+#pragma once
+
+#include <atomic>
+#include <condition_variable>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "operator/kube/client.h"
+#include "operator/kube/event_recorder.h"
+#include "operator/kube/informer.h"
+#include "operator/runtime/controller.h"
+#include "operator/runtime/health_server.h"
+#include "operator/runtime/leader_election.h"
+#include "operator/runtime/metrics.h"
+
+namespace lockstep::runtime {
+
+struct ManagerOptions {
+  std::string name = "lockstep-operator";  // event source, leader-election identity prefix
+  bool leaderElection = false;
+  LeaderElectionConfig leaderElectionConfig;  // identity defaults to defaultIdentity()
+  std::string healthAddress = "0.0.0.0:8081";   // "" disables; port 0 picks one
+  std::string metricsAddress = "0.0.0.0:8080";  // "" disables; port 0 picks one
+  Clock::Duration cacheSyncTimeout = std::chrono::minutes(2);
+  Clock* clock = nullptr;  // SystemClock when null
+};
+
+class Manager {
+ public:
+  Manager(std::shared_ptr<kube::Client> client, ManagerOptions options);
+  ~Manager();
+
+  kube::Client& client() { return *client_; }
+  std::shared_ptr<kube::Client> sharedClient() { return client_; }
+  // The shared informer for a collection; the same options give the same informer.
+  kube::Informer& informer(const kube::InformerOptions& options);
+  kube::Informer& informer(const kube::Resource& resource, const std::string& ns = "");
+  Controller& addController(ControllerOptions options, std::shared_ptr<Reconciler> reconciler);
+  kube::EventRecorder& events() { return *events_; }
+  Metrics& metrics() { return metrics_; }
+  HealthServer& health() { return health_; }
+  bool isLeader() const;
+
+  Status run();
+  void stop();
+  // Blocks SIGINT/SIGTERM in this thread (call first thing in main, before any thread
+  // starts) and starts a thread that calls stop() when one arrives.
+  void stopOnSignals();
+  int healthPort() const { return health_.port(); }
+  int metricsPort() const { return metrics_.port(); }
+
+ private:
+  void startControllers();
+  void stopControllers();
+
+  std::shared_ptr<kube::Client> client_;
+  ManagerOptions options_;
+  Clock& clock_;
+  Metrics metrics_;
+  HealthServer health_;
+  std::unique_ptr<kube::EventRecorder> events_;
+  std::vector<std::unique_ptr<kube::Informer>> informers_;
+  std::vector<std::unique_ptr<Controller>> controllers_;
+  std::unique_ptr<LeaderElector> elector_;
+
+  std::mutex mu_;
+  std::condition_variable cv_;
+  bool stopRequested_ = false;
+  bool controllersRunning_ = false;
+  std::atomic<bool> synced_{false};
+  std::thread signalThread_;
+};
+
+// Blocks SIGINT and SIGTERM for the calling thread and the threads it creates later.
+void blockTerminationSignals();
+
+}  // namespace lockstep::runtime
