@@ -1,0 +1,45 @@
+// Kubernetes-backed certificate storage for self-managed webhook certificates:
+// the bundle lives in a Secret of the operator's namespace, and the CA bundle
+// is patched into the operator's own ValidatingWebhookConfiguration.
+// Thread-safety: each call is independent; load()/save() share the last seen
+// resourceVersion under a mutex (optimistic concurrency between replicas).
+#pragma once
+
+#include <memory>
+#include <mutex>
+#include <string>
+
+#include "operator/kube/client.h"
+#include "webhooks/certs/self_managed.h"
+
+namespace lockstep::webhooks {
+
+// Secret keys: ca.crt, ca.key, tls.crt, tls.key, ca-previous.crt (type kubernetes.io/tls).
+class SecretCertStore final : public CertStore {
+ public:
+  SecretCertStore(std::shared_ptr<kube::Client> client, std::string ns, std::string name)
+      : client_(std::move(client)), ns_(std::move(ns)), name_(std::move(name)) {}
+  StatusOr<std::optional<CertBundle>> load() override;
+  Status save(const CertBundle& bundle) override;
+
+ private:
+  std::shared_ptr<kube::Client> client_;
+  std::string ns_;
+  std::string name_;
+  std::mutex mu_;
+  std::string resourceVersion_;  // "" = we saw no Secret: save() creates
+};
+
+// Sets clientConfig.caBundle on every webhook of one ValidatingWebhookConfiguration.
+class WebhookConfigCaBundlePatcher final : public CaBundlePatcher {
+ public:
+  WebhookConfigCaBundlePatcher(std::shared_ptr<kube::Client> client, std::string configName)
+      : client_(std::move(client)), configName_(std::move(configName)) {}
+  Status patchCaBundle(const std::string& caBundlePem) override;
+
+ private:
+  std::shared_ptr<kube::Client> client_;
+  std::string configName_;
+};
+
+}  // namespace lockstep::webhooks
