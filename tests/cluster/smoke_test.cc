@@ -1,9 +1,6 @@
 // Smoke tests of the local test world itself: the real kube-apiserver,
 // controller-manager, scheduler and KWOK nodes behave like a cluster.
-#include <chrono>
-#include <functional>
 #include <string>
-#include <thread>
 
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
@@ -15,25 +12,7 @@ namespace {
 
 using nlohmann::json;
 
-// Polls `probe` until it returns true or `timeout` passes.
-bool eventually(const std::function<bool()>& probe,
-                std::chrono::seconds timeout = std::chrono::seconds(60)) {
-  auto deadline = std::chrono::steady_clock::now() + timeout;
-  while (std::chrono::steady_clock::now() < deadline) {
-    if (probe()) return true;
-    std::this_thread::sleep_for(std::chrono::milliseconds(250));
-  }
-  return probe();
-}
-
-json getJson(const std::vector<std::string>& args) {
-  std::vector<std::string> a = args;
-  a.push_back("-o");
-  a.push_back("json");
-  auto r = kubectl(a);
-  if (r.exitCode != 0) return json();
-  return json::parse(r.out, nullptr, false);
-}
+json getJson(const std::vector<std::string>& args) { return kubectlJson(args); }
 
 class ClusterSmokeTest : public ::testing::Test {
  protected:

@@ -1,6 +1,9 @@
 #include "tests/support/cluster_env.h"
 
+#include <arpa/inet.h>
 #include <fcntl.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
 #include <poll.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -13,6 +16,7 @@
 #include <fstream>
 #include <iostream>
 #include <sstream>
+#include <thread>
 
 #include <gtest/gtest.h>
 
@@ -159,6 +163,40 @@ CommandResult clusterScript(const std::vector<std::string>& args) {
   argv.push_back("--dir");
   argv.push_back(clusterDir());
   return run(argv);
+}
+
+nlohmann::json kubectlJson(const std::vector<std::string>& args) {
+  std::vector<std::string> a = args;
+  a.push_back("-o");
+  a.push_back("json");
+  auto r = kubectl(a);
+  if (r.exitCode != 0) return nlohmann::json(nlohmann::json::value_t::discarded);
+  return nlohmann::json::parse(r.out, nullptr, false);
+}
+
+bool eventually(const std::function<bool()>& probe, std::chrono::milliseconds timeout) {
+  auto deadline = std::chrono::steady_clock::now() + timeout;
+  while (std::chrono::steady_clock::now() < deadline) {
+    if (probe()) return true;
+    std::this_thread::sleep_for(std::chrono::milliseconds(250));
+  }
+  return probe();
+}
+
+int freePort() {
+  int fd = socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  addr.sin_port = 0;
+  socklen_t len = sizeof addr;
+  int port = -1;
+  if (bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0 &&
+      getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len) == 0) {
+    port = ntohs(addr.sin_port);
+  }
+  close(fd);
+  return port;
 }
 
 std::string uniqueName(const std::string& prefix) {

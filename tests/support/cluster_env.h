@@ -6,8 +6,12 @@
 // binary and stops it at exit. Thread-safety: call from test bodies only.
 #pragma once
 
+#include <chrono>
+#include <functional>
 #include <string>
 #include <vector>
+
+#include <nlohmann/json.hpp>
 
 namespace lockstep::testing {
 
@@ -30,6 +34,17 @@ CommandResult run(const std::vector<std::string>& argv, const std::string& input
 CommandResult kubectl(const std::vector<std::string>& args, const std::string& input = "");
 // Runs the cluster script verb (e.g. "restart-apiserver", "compact-etcd").
 CommandResult clusterScript(const std::vector<std::string>& args);
+
+// kubectl ARGS -o json, parsed; a discarded (null) value when kubectl fails.
+nlohmann::json kubectlJson(const std::vector<std::string>& args);
+
+// Polls `probe` every 250 ms until it returns true or `timeout` passes.
+// (Integration tests only: they wait on a real cluster. Unit tests never sleep.)
+bool eventually(const std::function<bool()>& probe,
+                std::chrono::milliseconds timeout = std::chrono::seconds(60));
+
+// A free TCP port on 127.0.0.1 (bound, then released).
+int freePort();
 
 // A fresh namespace name for one test (lowercase, unique within the run).
 std::string uniqueName(const std::string& prefix);

@@ -1,0 +1,181 @@
+#include "tests/support/operator_process.h"
+
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdio>
+#include <fstream>
+#include <sstream>
+#include <thread>
+
+#include <nlohmann/json.hpp>
+
+#include "tests/support/cluster_env.h"
+
+#ifndef LOCKSTEP_OPERATOR_BIN
+#error "LOCKSTEP_OPERATOR_BIN must name the lockstep-operator binary"
+#endif
+
+namespace lockstep::testing {
+namespace {
+
+using nlohmann::json;
+
+std::string slurp(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+std::string chartDir() { return std::string(LOCKSTEP_SOURCE_DIR) + "/helm/lockstep"; }
+
+// helm template --show-only FILE, as JSON objects (via kubectl's client-side conversion).
+std::vector<json> renderChart(const std::string& showOnly) {
+  auto r = run({toolsBin() + "/helm", "template", kReleaseName, chartDir(), "--namespace",
+                kOperatorNamespace, "--show-only", showOnly});
+  if (r.exitCode != 0) throw std::runtime_error("helm template: " + r.err);
+  auto j = kubectl({"create", "--dry-run=client", "-n", kOperatorNamespace, "-o", "json", "-f", "-"}, r.out);
+  if (j.exitCode != 0) throw std::runtime_error("kubectl convert: " + j.err);
+  // One JSON document per object, concatenated.
+  std::vector<json> out;
+  std::istringstream in(j.out);
+  while (in >> std::ws && in.peek() != EOF) {
+    json parsed;
+    in >> parsed;
+    out.push_back(std::move(parsed));
+  }
+  return out;
+}
+
+void mustKubectl(const std::vector<std::string>& args, const std::string& input = "") {
+  auto r = kubectl(args, input);
+  if (r.exitCode != 0) throw std::runtime_error("kubectl failed: " + r.err);
+}
+
+}  // namespace
+
+int sharedWebhookPort() {
+  static int port = freePort();
+  return port;
+}
+
+void OperatorProcess::installClusterPieces(int webhookPort) {
+  mustKubectl({"apply", "-f", std::string(LOCKSTEP_SOURCE_DIR) + "/crds"});
+  mustKubectl({"wait", "--for", "condition=Established", "crd/runtimeenvs.lockstep.dev",
+               "crd/modelreleases.lockstep.dev", "--timeout=60s"});
+  kubectl({"create", "namespace", kOperatorNamespace});
+  for (const char* t : {"templates/serviceaccount.yaml", "templates/rbac.yaml"}) {
+    for (const auto& o : renderChart(t)) mustKubectl({"apply", "-n", kOperatorNamespace, "-f", "-"}, o.dump());
+  }
+  for (auto vwc : renderChart("templates/webhooks.yaml")) {
+    for (auto& w : vwc["webhooks"]) {
+      std::string path = w["clientConfig"]["service"]["path"];
+      w["clientConfig"] = {{"url", "https://127.0.0.1:" + std::to_string(webhookPort) + path}};
+    }
+    mustKubectl({"apply", "-f", "-"}, vwc.dump());
+  }
+}
+
+void OperatorProcess::uninstallWebhooks() {
+  kubectl({"delete", "validatingwebhookconfiguration", kReleaseName, "--ignore-not-found"});
+}
+
+std::string OperatorProcess::start(const std::vector<std::string>& extraArgs) {
+  char tmpl[] = "/tmp/lockstep-operator-XXXXXX";
+  dir_ = mkdtemp(tmpl);
+  webhookPort_ = sharedWebhookPort();
+  metricsPort_ = freePort();
+  healthPort_ = freePort();
+
+  // Authenticate as the chart's ServiceAccount.
+  auto token = kubectl({"create", "token", kReleaseName, "-n", kOperatorNamespace, "--duration=2h"});
+  if (token.exitCode != 0) return "create token: " + token.err;
+  std::string tok = token.out;
+  while (!tok.empty() && (tok.back() == '\n' || tok.back() == ' ')) tok.pop_back();
+  json admin = json::parse(kubectl({"config", "view", "--raw", "-o", "json"}).out);
+  const json& cluster = admin["clusters"][0]["cluster"];
+  std::ofstream(dir_ + "/kubeconfig")
+      << "apiVersion: v1\nkind: Config\nclusters:\n- name: c\n  cluster:\n    server: "
+      << cluster["server"].get<std::string>() << "\n    certificate-authority-data: "
+      << cluster["certificate-authority-data"].get<std::string>()
+      << "\nusers:\n- name: lockstep\n  user:\n    token: " << tok
+      << "\ncontexts:\n- name: c\n  context: {cluster: c, user: lockstep}\ncurrent-context: c\n";
+
+  std::vector<std::string> args = {LOCKSTEP_OPERATOR_BIN,
+                                   "--kubeconfig=" + dir_ + "/kubeconfig",
+                                   "--namespace=" + std::string(kOperatorNamespace),
+                                   "--bind-address=127.0.0.1",
+                                   "--webhook-port=" + std::to_string(webhookPort_),
+                                   "--metrics-port=" + std::to_string(metricsPort_),
+                                   "--health-port=" + std::to_string(healthPort_),
+                                   "--webhook-ip=127.0.0.1",
+                                   "--webhook-service=" + std::string(kReleaseName),
+                                   "--webhook-config=" + std::string(kReleaseName),
+                                   "--port-file=" + dir_ + "/port",
+                                   "--log-format=json"};
+  args.insert(args.end(), extraArgs.begin(), extraArgs.end());
+  pid_ = fork();
+  if (pid_ == 0) {
+    std::string log = dir_ + "/operator.log";
+    if (!freopen(log.c_str(), "w", stderr) || !freopen(log.c_str(), "a", stdout)) _exit(126);
+    std::vector<char*> argv;
+    for (auto& a : args) argv.push_back(a.data());
+    argv.push_back(nullptr);
+    execv(argv[0], argv.data());
+    _exit(127);
+  }
+  bool up = eventually([&] {
+    int status = 0;
+    if (waitpid(pid_, &status, WNOHANG) == pid_) {
+      pid_ = -1;
+      return true;
+    }
+    return !slurp(dir_ + "/port").empty();
+  }, std::chrono::seconds(60));
+  if (pid_ < 0) return "operator exited:\n" + log();
+  if (!up) return "operator did not start serving:\n" + log();
+  // The API server must see the caBundle the operator patched in.
+  bool patched = eventually([&] {
+    json vwc = kubectlJson({"get", "validatingwebhookconfiguration", kReleaseName});
+    return !vwc.is_discarded() && !vwc["webhooks"][0]["clientConfig"].value("caBundle", "").empty();
+  }, std::chrono::seconds(30));
+  if (!patched) return "caBundle never patched:\n" + log();
+  return "";
+}
+
+OperatorProcess::~OperatorProcess() {
+  stop();
+  if (!dir_.empty()) run({"rm", "-rf", dir_});
+}
+
+void OperatorProcess::stop(int sig) {
+  if (pid_ <= 0) return;
+  kill(pid_, sig);
+  int status = 0;
+  for (int i = 0; i < 200; ++i) {
+    if (waitpid(pid_, &status, WNOHANG) == pid_) {
+      pid_ = -1;
+      break;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  if (pid_ > 0) {
+    kill(pid_, SIGKILL);
+    waitpid(pid_, &status, 0);
+    pid_ = -1;
+  }
+  std::remove((dir_ + "/port").c_str());
+}
+
+std::string OperatorProcess::scrapeMetrics() const {
+  return run({"curl", "-s", "http://127.0.0.1:" + std::to_string(metricsPort_) + "/metrics"}).out;
+}
+
+std::string OperatorProcess::log() const {
+  std::string l = slurp(dir_ + "/operator.log");
+  return l.size() > 6000 ? l.substr(l.size() - 6000) : l;
+}
+
+}  // namespace lockstep::testing

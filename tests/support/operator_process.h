@@ -1,0 +1,55 @@
+// Runs the real lockstep-operator binary against the test cluster the way the
+// Helm chart deploys it: CRDs applied, the chart's RBAC and webhook
+// configuration rendered by helm (clientConfig switched from the Service to
+// https://127.0.0.1:<port>, since a Service cannot reach loopback), and the
+// operator authenticating as the chart's ServiceAccount (a token from the
+// TokenRequest API), so least-privilege RBAC is exercised for real.
+// Thread-safety: test-body use only.
+#pragma once
+
+#include <signal.h>
+#include <sys/types.h>
+
+#include <string>
+#include <vector>
+
+namespace lockstep::testing {
+
+inline constexpr const char* kOperatorNamespace = "lockstep-system";
+inline constexpr const char* kReleaseName = "lockstep";  // helm fullname == "lockstep"
+
+class OperatorProcess {
+ public:
+  OperatorProcess() = default;
+  ~OperatorProcess();
+  OperatorProcess(const OperatorProcess&) = delete;
+  OperatorProcess& operator=(const OperatorProcess&) = delete;
+
+  // Installs CRDs, namespace, RBAC and webhook configuration (once per process).
+  static void installClusterPieces(int webhookPort);
+  // Deletes the webhook configuration (so a stopped operator cannot block other tests).
+  static void uninstallWebhooks();
+
+  // Starts the operator and waits until its webhook is serving. Empty on success,
+  // else a message with the operator's log tail.
+  std::string start(const std::vector<std::string>& extraArgs = {});
+  void stop(int sig = SIGTERM);
+  bool running() const { return pid_ > 0; }
+
+  int webhookPort() const { return webhookPort_; }
+  int metricsPort() const { return metricsPort_; }
+  std::string scrapeMetrics() const;
+  std::string log() const;
+
+ private:
+  pid_t pid_ = -1;
+  int webhookPort_ = 0;
+  int metricsPort_ = 0;
+  int healthPort_ = 0;
+  std::string dir_;
+};
+
+// The webhook port every test in this binary registers (chosen once).
+int sharedWebhookPort();
+
+}  // namespace lockstep::testing
