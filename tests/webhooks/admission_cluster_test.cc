@@ -1,0 +1,287 @@
+// Admission policy against the real control plane: the operator binary serves
+// the chart's ValidatingWebhookConfiguration (URL on 127.0.0.1, caBundle
+// patched in by the operator) and reads its informer caches.
+#include <regex>
+#include <string>
+
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include "tests/support/cluster_env.h"
+#include "tests/support/operator_process.h"
+
+namespace lockstep::testing {
+namespace {
+
+using nlohmann::json;
+
+const std::string kDigest = "sha256:4f1c000000000000000000000000000000000000000000000000000000000001";
+const std::string kOtherDigest = "sha256:" + std::string(64, '9');
+const std::string kImage = "registry.example/runtimes/torch@" + kDigest;
+const std::string kLock = "numpy==1.26.4 --hash=sha256:" + std::string(64, 'a') + "\n";
+
+// Builder for pod manifests under test.
+class PodBuilder {
+ public:
+  explicit PodBuilder(std::string name) {
+    pod_ = {{"apiVersion", "v1"},
+            {"kind", "Pod"},
+            {"metadata", {{"name", std::move(name)}, {"labels", {{"lockstep.dev/runtime-env", "torch"}}}}},
+            {"spec", {{"containers", json::array({{{"name", "main"}, {"image", kImage}}})}}}};
+  }
+  PodBuilder& hash(const std::string& h) {
+    pod_["metadata"]["annotations"]["lockstep.dev/closure-hash"] = h;
+    return *this;
+  }
+  PodBuilder& image(const std::string& i) {
+    pod_["spec"]["containers"][0]["image"] = i;
+    return *this;
+  }
+  PodBuilder& initContainer(const std::string& image) {
+    pod_["spec"]["initContainers"] = json::array({{{"name", "setup"}, {"image", image}}});
+    return *this;
+  }
+  PodBuilder& noRuntimeLabel() {
+    pod_["metadata"].erase("labels");
+    return *this;
+  }
+  std::string yaml() const { return pod_.dump(); }
+
+ private:
+  json pod_;
+};
+
+class AdmissionClusterTest : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    OperatorProcess::installClusterPieces(sharedWebhookPort());
+    op_ = new OperatorProcess();
+    ASSERT_EQ(op_->start(), "");
+  }
+  static void TearDownTestSuite() {
+    delete op_;
+    op_ = nullptr;
+    OperatorProcess::uninstallWebhooks();
+  }
+  void TearDown() override {
+    if (HasFailure() && op_) std::cerr << "operator log tail:\n" << op_->log() << std::endl;
+    for (const auto& ns : namespaces_) kubectl({"delete", "namespace", ns, "--wait=false"});
+  }
+
+  // A namespace in `mode` with a Ready RuntimeEnv "torch"; returns its closure hash.
+  std::string namespaceWithRuntime(const std::string& mode, std::string& ns) {
+    ns = uniqueName("adm-" + mode);
+    namespaces_.push_back(ns);
+    EXPECT_EQ(kubectl({"create", "namespace", ns}).exitCode, 0);
+    if (mode != "unset") {
+      EXPECT_EQ(kubectl({"label", "namespace", ns, "lockstep.dev/enforce=" + mode}).exitCode, 0);
+    }
+    json rte = {{"apiVersion", "lockstep.dev/v1alpha1"},
+                {"kind", "RuntimeEnv"},
+                {"metadata", {{"name", "torch"}, {"namespace", ns}}},
+                {"spec", {{"image", kImage}, {"lock", {{"inline", kLock}}}}}};
+    auto r = kubectl({"apply", "-f", "-"}, rte.dump());
+    EXPECT_EQ(r.exitCode, 0) << r.err;
+    EXPECT_EQ(kubectl({"wait", "--for=condition=Ready", "rte/torch", "-n", ns, "--timeout=30s"}).exitCode, 0);
+    json o = kubectlJson({"get", "rte", "torch", "-n", ns});
+    return o["status"].value("closureHash", "");
+  }
+
+  CommandResult create(const std::string& ns, const std::string& manifest) {
+    return kubectl({"create", "-n", ns, "-f", "-"}, manifest);
+  }
+
+  double metric(const std::string& decision) {
+    std::regex re("lockstep_admission_requests_total\\{([^}]*)\\} ([0-9.e+]+)");
+    std::string text = op_->scrapeMetrics();
+    double total = 0;
+    for (std::sregex_iterator it(text.begin(), text.end(), re), end; it != end; ++it) {
+      std::string labels = (*it)[1];
+      if (labels.find("webhook=\"pods\"") != std::string::npos &&
+          labels.find("decision=\"" + decision + "\"") != std::string::npos) {
+        total += std::stod((*it)[2]);
+      }
+    }
+    return total;
+  }
+
+  static OperatorProcess* op_;
+  std::vector<std::string> namespaces_;
+};
+
+OperatorProcess* AdmissionClusterTest::op_ = nullptr;
+
+TEST_F(AdmissionClusterTest, MatchingPodIsAdmitted) {
+  std::string ns;
+  std::string hash = namespaceWithRuntime("enforce", ns);
+  ASSERT_FALSE(hash.empty());
+  auto r = create(ns, PodBuilder("good").hash(hash).yaml());
+  EXPECT_EQ(r.exitCode, 0) << r.err;
+  EXPECT_EQ(r.err.find("Warning"), std::string::npos) << r.err;
+  // kubectl run too, the way a user would.
+  r = kubectl({"run", "good-run", "-n", ns, "--image=" + kImage, "--restart=Never",
+               "--labels=lockstep.dev/runtime-env=torch", "--annotations=lockstep.dev/closure-hash=" + hash});
+  EXPECT_EQ(r.exitCode, 0) << r.err;
+}
+
+struct Violation {
+  std::string what;
+  std::function<PodBuilder(const std::string& hash)> pod;
+  std::string message;  // must appear in kubectl's error
+};
+
+std::vector<Violation> violations() {
+  return {
+      {"wrong hash", [](const std::string&) { return PodBuilder("p").hash("sha256:" + std::string(64, '0')); },
+       "lockstep.dev/closure-hash is \"sha256:0000"},
+      {"missing annotation", [](const std::string&) { return PodBuilder("p"); },
+       "lockstep.dev/closure-hash is missing; expected \"sha256:"},
+      {"image by tag",
+       [](const std::string& h) { return PodBuilder("p").hash(h).image("registry.example/runtimes/torch:2.5"); },
+       "is not pinned by digest"},
+      {"different digest",
+       [](const std::string& h) { return PodBuilder("p").hash(h).image("registry.example/runtimes/torch@" + kOtherDigest); },
+       "has digest \"" + kOtherDigest + "\""},
+      {"foreign init container",
+       [](const std::string& h) { return PodBuilder("p").hash(h).initContainer("registry.example/tools/setup@" + kDigest); },
+       "init container \"setup\""},
+      {"undeclared runtime in enforce namespace",
+       [](const std::string&) { return PodBuilder("p").noRuntimeLabel(); }, "lockstep.dev/runtime-env"},
+  };
+}
+
+TEST_F(AdmissionClusterTest, EnforceDeniesEachViolationWithAMessage) {
+  std::string ns;
+  std::string hash = namespaceWithRuntime("enforce", ns);
+  for (const auto& v : violations()) {
+    SCOPED_TRACE(v.what);
+    auto r = create(ns, v.pod(hash).yaml());
+    EXPECT_NE(r.exitCode, 0) << "admitted: " << v.what;
+    EXPECT_NE(r.err.find("admission webhook \"pods.lockstep.dev\" denied the request"), std::string::npos) << r.err;
+    EXPECT_NE(r.err.find(v.message), std::string::npos) << r.err;
+  }
+}
+
+TEST_F(AdmissionClusterTest, EphemeralContainerWithForeignImageIsDenied) {
+  std::string ns;
+  std::string hash = namespaceWithRuntime("enforce", ns);
+  ASSERT_EQ(create(ns, PodBuilder("target").hash(hash).yaml()).exitCode, 0);
+  json patch = {{"spec", {{"ephemeralContainers", json::array({{{"name", "debug"},
+                                                                {"image", "registry.example/busybox:1.36"},
+                                                                {"targetContainerName", "main"}}})}}}};
+  auto r = kubectl({"patch", "pod", "target", "-n", ns, "--subresource=ephemeralcontainers",
+                    "--type=strategic", "-p", patch.dump()});
+  EXPECT_NE(r.exitCode, 0);
+  EXPECT_NE(r.err.find("ephemeral container \"debug\""), std::string::npos) << r.err;
+  // The runtime's own image is allowed as a debug container.
+  patch["spec"]["ephemeralContainers"][0]["image"] = kImage;
+  r = kubectl({"patch", "pod", "target", "-n", ns, "--subresource=ephemeralcontainers", "--type=strategic",
+               "-p", patch.dump()});
+  EXPECT_EQ(r.exitCode, 0) << r.err;
+}
+
+TEST_F(AdmissionClusterTest, WarnNamespaceAdmitsWithWarnings) {
+  std::string ns;
+  std::string hash = namespaceWithRuntime("warn", ns);
+  int i = 0;
+  for (const auto& v : violations()) {
+    SCOPED_TRACE(v.what);
+    json pod = json::parse(v.pod(hash).yaml());
+    pod["metadata"]["name"] = "w" + std::to_string(i++);
+    auto r = create(ns, pod.dump());
+    EXPECT_EQ(r.exitCode, 0) << r.err;
+    EXPECT_NE(r.err.find("Warning:"), std::string::npos) << r.err;
+    EXPECT_NE(r.err.find(v.message), std::string::npos) << r.err;
+  }
+}
+
+TEST_F(AdmissionClusterTest, AuditNamespaceAdmitsAndCounts) {
+  std::string ns;
+  std::string hash = namespaceWithRuntime("audit", ns);
+  double before = metric("audited");
+  auto r = create(ns, PodBuilder("a1").hash("sha256:" + std::string(64, '0')).yaml());
+  EXPECT_EQ(r.exitCode, 0) << r.err;
+  r = create(ns, PodBuilder("a2").hash(hash).image("registry.example/runtimes/torch:2.5").yaml());
+  EXPECT_EQ(r.exitCode, 0) << r.err;
+  EXPECT_EQ(metric("audited") - before, 2.0) << op_->scrapeMetrics();
+}
+
+TEST_F(AdmissionClusterTest, DeploymentWithWrongHashShowsFailedCreateOnReplicaSet) {
+  std::string ns;
+  namespaceWithRuntime("enforce", ns);
+  json deploy = {{"apiVersion", "apps/v1"},
+                 {"kind", "Deployment"},
+                 {"metadata", {{"name", "serve"}}},
+                 {"spec",
+                  {{"replicas", 2},
+                   {"selector", {{"matchLabels", {{"app", "serve"}}}}},
+                   {"template",
+                    {{"metadata",
+                      {{"labels", {{"app", "serve"}, {"lockstep.dev/runtime-env", "torch"}}},
+                       {"annotations", {{"lockstep.dev/closure-hash", "sha256:" + std::string(64, '1')}}}}},
+                     {"spec", {{"containers", json::array({{{"name", "s"}, {"image", kImage}}})}}}}}}}};
+  ASSERT_EQ(create(ns, deploy.dump()).exitCode, 0);
+  std::string events;
+  EXPECT_TRUE(eventually([&] {
+    events = kubectl({"get", "events", "-n", ns, "--field-selector", "reason=FailedCreate"}).out;
+    return events.find("denied the request") != std::string::npos;
+  })) << events;
+  EXPECT_NE(events.find("replicaset/serve-"), std::string::npos) << events;
+  EXPECT_NE(events.find("lockstep.dev/closure-hash is \"sha256:1111"), std::string::npos) << events;
+  json rs = kubectlJson({"get", "rs", "-n", ns, "-l", "app=serve"});
+  ASSERT_EQ(rs["items"].size(), 1u);
+  EXPECT_EQ(rs["items"][0]["status"].value("readyReplicas", 0), 0);
+}
+
+TEST_F(AdmissionClusterTest, ModelReleaseWebhookChecksTheRuntimeEnv) {
+  std::string ns;
+  std::string hash = namespaceWithRuntime("enforce", ns);
+  auto release = [&](const std::string& name, const std::string& rte, const std::string& h) {
+    json mr = {{"apiVersion", "lockstep.dev/v1alpha1"},
+               {"kind", "ModelRelease"},
+               {"metadata", {{"name", name}}},
+               {"spec",
+                {{"model", "gpt2"},
+                 {"package", "registry.example/models/gpt2@sha256:" + std::string(64, 'c')},
+                 {"runtimeEnvRef", {{"name", rte}}},
+                 {"closureHash", h},
+                 {"stages", json::array({{{"name", "eval"}, {"gate", {{"template", json::object()}}}}})}}}};
+    return create(ns, mr.dump());
+  };
+  auto r = release("ok", "torch", hash);
+  EXPECT_EQ(r.exitCode, 0) << r.err;
+  r = release("mismatch", "torch", "sha256:" + std::string(64, '2'));
+  EXPECT_NE(r.exitCode, 0);
+  EXPECT_NE(r.err.find("modelreleases.lockstep.dev"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find(hash), std::string::npos) << r.err;
+  r = release("early", "not-yet", "sha256:" + std::string(64, '2'));
+  EXPECT_EQ(r.exitCode, 0) << r.err;
+  EXPECT_NE(r.err.find("Warning:"), std::string::npos) << r.err;
+}
+
+// Runs last in this binary (gtest keeps declaration order): it stops the operator.
+TEST_F(AdmissionClusterTest, StoppedWebhookCannotLockSystemNamespaces) {
+  std::string ns;
+  namespaceWithRuntime("enforce", ns);
+  op_->stop();
+  // failurePolicy Fail: an ordinary namespace is blocked while the webhook is down ...
+  auto r = create(ns, PodBuilder("blocked").noRuntimeLabel().yaml());
+  EXPECT_NE(r.exitCode, 0);
+  EXPECT_NE(r.err.find("failed calling webhook"), std::string::npos) << r.err;
+  // ... but kube-system and the operator's own namespace are never matched.
+  for (const std::string& sys : {std::string("kube-system"), std::string(kOperatorNamespace)}) {
+    std::string name = uniqueName("sys");
+    r = kubectl({"run", name, "-n", sys, "--image=registry.example/pause:3.9", "--restart=Never"});
+    EXPECT_EQ(r.exitCode, 0) << sys << ": " << r.err;
+    kubectl({"delete", "pod", name, "-n", sys, "--wait=false"});
+  }
+  // Back up: the operator restarts with the certificate it stored in its Secret.
+  ASSERT_EQ(op_->start(), "");
+  EXPECT_TRUE(eventually([&] {
+    auto again = create(ns, PodBuilder("after").noRuntimeLabel().yaml());
+    return again.err.find("denied the request") != std::string::npos;
+  }));
+}
+
+}  // namespace
+}  // namespace lockstep::testing
