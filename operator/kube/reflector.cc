@@ -68,11 +68,13 @@ Status Reflector::list() {
     o.labelSelector = options_.labelSelector;
     o.fieldSelector = options_.fieldSelector;
     o.resourceVersion = version;
-    if (version == "0") {
-      // Served from the watch cache, which ignores paging: one request.
+    if (!version.empty()) {
+      // As client-go: a list at a resourceVersion goes unpaginated. With a limit the
+      // server would answer at exactly that (possibly stale) version; without one it
+      // answers from its watch cache with data at least that fresh ("0": anything cached).
       return client_.listPage(options_.resource, options_.ns, o, nullptr);
     }
-    o.limit = options_.pageSize;
+    o.limit = options_.pageSize;  // a quorum read pages through etcd
     return client_.list(options_.resource, options_.ns, o);
   };
   auto result = doList(rv);
@@ -84,10 +86,11 @@ Status Reflector::list() {
   }
   if (!result.isOk()) return result.status().withContext("list");
   std::string listRv = result->resourceVersion;
-  sink_.replace(std::move(result->items), listRv);
+  // Bookkeeping first, so whoever observes the sink's handlers also sees it.
   setLastSync(listRv);
   rvUnavailable_ = false;
   ++listCount_;
+  sink_.replace(std::move(result->items), listRv);
   return Status::ok();
 }
 
@@ -135,8 +138,8 @@ Status Reflector::listAndWatch() {
       if (!ev->has_value()) break;  // the server closed the watch
       WatchEvent& e = **ev;
       ++events;
-      if (e.type != WatchEvent::Type::kBookmark) sink_.apply(e);
       setLastSync(resourceVersion(e.object));
+      if (e.type != WatchEvent::Type::kBookmark) sink_.apply(e);
     }
     {
       std::lock_guard<std::mutex> lock(mu_);

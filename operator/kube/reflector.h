@@ -1,9 +1,10 @@
 // Reflector: keeps a sink in step with the server by list-then-watch, with
 // client-go's resourceVersion rules:
 //  - the first list reads from the watch cache (resourceVersion "0"); later
-//    relists use the last synced resourceVersion;
+//    relists use the last synced resourceVersion ("not older than"), both
+//    unpaginated so the server answers from its cache with fresh data;
 //  - a list answered 410 Gone / Expired marks that version unavailable and is
-//    retried at once as a quorum read (resourceVersion "");
+//    retried at once as a quorum read (resourceVersion "", paged by pageSize);
 //  - a watch resumes from the last resourceVersion seen (events and
 //    BOOKMARKs advance it); a watch the server ends (timeoutSeconds) or a
 //    dropped connection is re-opened from there, not relisted;
