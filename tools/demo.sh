@@ -1,29 +1,103 @@
 #!/usr/bin/env bash
-# The local demo: installs what is missing, builds, starts a real local cluster
-# (kube-apiserver, controller-manager, scheduler, KWOK CPU and GPU nodes),
-# installs Lockstep's CRDs and shows the cluster and the API.
+# The local demo, from a fresh machine:
+#   1. installs Debian packages, builds Lockstep and the control plane (cached),
+#   2. starts a real local cluster (kube-apiserver, controller-manager,
+#      scheduler, KWOK CPU and GPU nodes),
+#   3. installs the CRDs and the chart's RBAC and webhook configuration, and
+#      runs lockstep-operator as the chart's ServiceAccount,
+#   4. applies a RuntimeEnv whose lock is in a ConfigMap, shows its closure
+#      hash next to the CLI's, and shows admission admitting a matching pod and
+#      denying a mismatched one.
 #
-#   tools/demo.sh          run the demo, leave the cluster up (stop: tools/demo.sh down)
-#   tools/demo.sh down     stop the demo cluster
+#   tools/demo.sh          run the demo; the cluster and operator stay up
+#   tools/demo.sh down     stop the operator and the cluster
 set -euo pipefail
 cd "$(dirname "$0")/.."
+root=$(pwd)
 export LOCKSTEP_CACHE=${LOCKSTEP_CACHE:-$HOME/.cache/lockstep}
 export CCACHE_DIR=${CCACHE_DIR:-$LOCKSTEP_CACHE/ccache}
 dir=${LOCKSTEP_CLUSTER_DIR:-/tmp/lockstep-demo}
-if [ "${1:-}" = down ]; then exec tests/cluster/cluster.sh down --dir "$dir"; fi
+build=${LOCKSTEP_BUILD_DIR:-$root/build}
+opns=lockstep-system
 
+if [ "${1:-}" = down ]; then
+  [ -f "$dir/operator.pid" ] && kill "$(cat "$dir/operator.pid")" 2>/dev/null || true
+  exec tests/cluster/cluster.sh down --dir "$dir"
+fi
+
+say() { printf '\n\033[1m== %s\033[0m\n' "$*"; }
+
+say "packages and build"
 tools/install-deps.sh
+cmake -S . -B "$build" -G Ninja -DCMAKE_CXX_COMPILER_LAUNCHER=ccache >/dev/null
+cmake --build "$build" -j "${LOCKSTEP_JOBS:-2}" --target lockstep-operator lockstep
+
+say "local cluster"
 eval "$(tests/cluster/cluster.sh up --dir "$dir")"
 k() { "$LOCKSTEP_TOOLS_BIN/kubectl" "$@"; }
-
-echo "== cluster"
 k version
 k get nodes -L nvidia.com/cuda.driver.major,nvidia.com/gpu.product
-echo "== Lockstep CRDs"
+
+say "Lockstep: CRDs, RBAC, webhook configuration"
 k apply -f crds/ >/dev/null
-k wait --for condition=Established crd/runtimeenvs.lockstep.dev crd/modelreleases.lockstep.dev
-k api-resources --api-group=lockstep.dev
+k wait --for condition=Established crd/runtimeenvs.lockstep.dev crd/modelreleases.lockstep.dev >/dev/null
+k create namespace "$opns" --dry-run=client -o yaml | k apply -f - >/dev/null
+"$LOCKSTEP_TOOLS_BIN/helm" template lockstep helm/lockstep -n "$opns" \
+  --show-only templates/serviceaccount.yaml --show-only templates/rbac.yaml \
+  --show-only templates/webhooks.yaml | k apply -n "$opns" -f - >/dev/null
+# A Service cannot reach 127.0.0.1: point the webhooks at the local operator by URL.
+port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
+k patch validatingwebhookconfiguration lockstep --type=json -p "[
+  {\"op\":\"replace\",\"path\":\"/webhooks/0/clientConfig\",\"value\":{\"url\":\"https://127.0.0.1:$port/validate/pods\"}},
+  {\"op\":\"replace\",\"path\":\"/webhooks/1/clientConfig\",\"value\":{\"url\":\"https://127.0.0.1:$port/validate/modelreleases\"}}]" >/dev/null
+
+say "lockstep-operator (as ServiceAccount lockstep-system/lockstep)"
+[ -f "$dir/operator.pid" ] && kill "$(cat "$dir/operator.pid")" 2>/dev/null || true
+token=$(k create token lockstep -n "$opns" --duration=24h)
+server=$(k config view --raw -o jsonpath='{.clusters[0].cluster.server}')
+ca=$(k config view --raw -o jsonpath='{.clusters[0].cluster.certificate-authority-data}')
+umask 077
+cat >"$dir/operator.kubeconfig" <<EOF
+apiVersion: v1
+kind: Config
+clusters: [{name: local, cluster: {server: $server, certificate-authority-data: $ca}}]
+users: [{name: lockstep, user: {token: $token}}]
+contexts: [{name: local, context: {cluster: local, user: lockstep}}]
+current-context: local
+EOF
+rm -f "$dir/operator.port"
+"$build/operator/lockstep-operator" --kubeconfig "$dir/operator.kubeconfig" --namespace "$opns" \
+  --bind-address 127.0.0.1 --webhook-port "$port" --metrics-port 0 --health-port 0 \
+  --webhook-ip 127.0.0.1 --webhook-service lockstep --webhook-config lockstep \
+  --port-file "$dir/operator.port" >"$dir/operator.log" 2>&1 &
+echo $! >"$dir/operator.pid"
+for _ in $(seq 1 120); do [ -s "$dir/operator.port" ] && break; sleep 0.25; done
+[ -s "$dir/operator.port" ] || { tail -n 20 "$dir/operator.log"; exit 1; }
+echo "serving admission on 127.0.0.1:$port; log: $dir/operator.log"
+
+say "a RuntimeEnv from a lock in a ConfigMap"
+k create namespace ml --dry-run=client -o yaml | k apply -f - >/dev/null
+k label namespace ml lockstep.dev/enforce=enforce --overwrite >/dev/null
+k -n ml create configmap torch-2-5-cu124-lock --from-file=requirements.txt=examples/locks/requirements.txt \
+  --dry-run=client -o yaml | k apply -f - >/dev/null
+k apply -f examples/runtimeenv.yaml
+k -n ml wait --for=condition=Ready rte/torch-2-5-cu124 --timeout=60s >/dev/null
+k -n ml get rte -o wide
+hash=$(k -n ml get rte torch-2-5-cu124 -o jsonpath='{.status.closureHash}')
+image=$(k -n ml get rte torch-2-5-cu124 -o jsonpath='{.spec.image}')
+echo "operator:  $hash"
+echo "CLI:       $("$build/cmd/lockstep/lockstep" closure-hash examples/locks/requirements.txt | tail -n 1)"
+
+say "admission: a pod on the validated runtime is admitted"
+k -n ml delete pod trainer impostor --ignore-not-found >/dev/null
+k -n ml run trainer --image="$image" --restart=Never \
+  --labels=lockstep.dev/runtime-env=torch-2-5-cu124 --annotations=lockstep.dev/closure-hash="$hash"
+
+say "admission: a pod on another image is refused"
+k -n ml run impostor --image=registry.example/runtimes/torch:2.5 --restart=Never \
+  --labels=lockstep.dev/runtime-env=torch-2-5-cu124 --annotations=lockstep.dev/closure-hash="$hash" || true
+
 echo
-echo "The cluster stays up. Use it with:"
+echo "The cluster and operator stay up. Use them with:"
 echo "  export KUBECONFIG=$LOCKSTEP_KUBECONFIG PATH=$LOCKSTEP_TOOLS_BIN:\$PATH"
-echo "Stop it with: tools/demo.sh down"
+echo "Stop with: tools/demo.sh down"
