@@ -112,10 +112,10 @@ TEST(Pip, AllowUnhashedIsWeak) {
 TEST(Pip, OtherAlgorithmsAreNotDigestsAndVcsPinsAreCommits) {
   ClosureOptions o = opts(LockFormat::kPip);
   Closure c = mustCompute("six==1.16.0 --hash=sha512:00 --hash=sha256:" + kA + "\n"
-                          "tqdm @ git+https://github.com/tqdm/tqdm.git@" + kCommit + "\n",
+                          "tqdm @ git+https://git.example/tqdm/tqdm.git@" + kCommit + "\n",
                           o);
   EXPECT_EQ(c.canonicalText, "pypi\tsix\t1.16.0\tsha256:" + kA + "\npypi\ttqdm\t\tgit:" + kCommit + "\n");
-  EXPECT_NE(errorOf("tqdm @ git+https://github.com/tqdm/tqdm.git@v4.0\n", o).message().find("not pinned"),
+  EXPECT_NE(errorOf("tqdm @ git+https://git.example/tqdm/tqdm.git@v4.0\n", o).message().find("not pinned"),
             std::string::npos);
 }
 
@@ -126,8 +126,8 @@ TEST(Uv, RootGitAndArtifacts) {
       "version = 1\nrevision = 3\n\n"
       "[[package]]\nname = \"app\"\nversion = \"0.1.0\"\nsource = { editable = \".\" }\n\n"
       "[[package]]\nname = \"dep\"\nversion = \"1.0\"\n"
-      "source = { git = \"https://github.com/x/dep?rev=main#" + kCommit + "\" }\n\n"
-      "[[package]]\nname = \"Six\"\nversion = \"1.16.0\"\nsource = { registry = \"https://pypi.org/simple\" }\n"
+      "source = { git = \"https://git.example/x/dep?rev=main#" + kCommit + "\" }\n\n"
+      "[[package]]\nname = \"Six\"\nversion = \"1.16.0\"\nsource = { registry = \"https://pypi.example/simple\" }\n"
       "sdist = { url = \"https://x/six.tar.gz\", hash = \"sha256:" + kA + "\" }\n"
       "wheels = [{ url = \"https://x/six.whl\", hash = \"SHA256:" + std::string(64, 'B') + "\" }]\n";
   Closure c = mustCompute(t, opts());
@@ -145,7 +145,7 @@ TEST(Poetry, V1MetadataFilesAndV2FilesAndGit) {
       "[[package]]\nname = \"Six\"\nversion = \"1.16.0\"\ndescription = \"\"\ncategory = \"main\"\n"
       "optional = false\npython-versions = \"*\"\n\n"
       "[[package]]\nname = \"tqdm\"\nversion = \"4.67.1\"\noptional = false\ndevelop = false\n\n"
-      "[package.source]\ntype = \"git\"\nurl = \"https://github.com/tqdm/tqdm.git\"\nreference = \"HEAD\"\n"
+      "[package.source]\ntype = \"git\"\nurl = \"https://git.example/tqdm/tqdm.git\"\nreference = \"HEAD\"\n"
       "resolved_reference = \"" + kCommit + "\"\n\n"
       "[[package]]\nname = \"mine\"\nversion = \"0.1\"\n\n[package.source]\ntype = \"directory\"\nurl = \"../mine\"\n\n"
       "[metadata]\nlock-version = \"1.1\"\ncontent-hash = \"x\"\n\n"
@@ -213,7 +213,7 @@ TEST(CondaLock, YamlSyntaxErrorHasLine) {
 std::string pixiV6() {
   return "version: 6\nenvironments:\n  default:\n    packages:\n      linux-64:\n"
          "      - conda: https://x/linux-64/python-3.12.7-h1_0.conda\n"
-         "      - pypi: git+https://github.com/tqdm/tqdm.git#" + kCommit + "\n"
+         "      - pypi: git+https://git.example/tqdm/tqdm.git#" + kCommit + "\n"
          "  cuda:\n    packages:\n      linux-64:\n"
          "      - conda: https://x/noarch/cuda-version-12.4-h3_3.conda\n"
          "      - conda: https://x/linux-64/python-3.12.7-h1_0.conda\n"
@@ -222,7 +222,7 @@ std::string pixiV6() {
          "- conda: https://x/linux-64/python-3.12.7-h1_0.conda\n  sha256: " + kA + "\n  md5: 00\n"
          "- conda: https://x/osx-arm64/python-3.12.7-h2_0.conda\n  sha256: " + kB + "\n"
          "- conda: https://x/noarch/cuda-version-12.4-h3_3.conda\n  sha256: " + kC + "\n"
-         "- pypi: git+https://github.com/tqdm/tqdm.git#" + kCommit + "\n  name: tqdm\n  version: 4.67.1\n"
+         "- pypi: git+https://git.example/tqdm/tqdm.git#" + kCommit + "\n  name: tqdm\n  version: 4.67.1\n"
          "- pypi: ./\n  name: myproject\n  version: 0.1.0\n  editable: true\n";
 }
 
