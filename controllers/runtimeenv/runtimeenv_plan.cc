@@ -1,9 +1,11 @@
 #include "controllers/runtimeenv/runtimeenv_plan.h"
 
 #include <cctype>
+#include <map>
 
 #include "closure/closure.h"
 #include "closure/cuda.h"
+#include "closure/include_reader.h"
 
 namespace lockstep::controllers {
 namespace {
@@ -46,6 +48,8 @@ Resolution resolve(const RuntimeEnvObserved& o) {
   }
   std::string text;
   std::string source;
+  // pip `-r other.txt` resolves to other keys of the same ConfigMap.
+  std::map<std::string, std::string> siblings;
   if (lock.contains("inline") && lock["inline"].is_string()) {
     text = lock["inline"].get<std::string>();
     source = "spec.lock.inline";
@@ -68,6 +72,9 @@ Resolution resolve(const RuntimeEnvObserved& o) {
       return r;
     }
     text = data[key].get<std::string>();
+    for (const auto& [k, v] : data.items()) {
+      if (v.is_string()) siblings[k] = v.get<std::string>();
+    }
   } else {
     r.reason = kReasonLockParseError;
     r.message = "spec.lock needs inline or configMapRef";
@@ -88,10 +95,12 @@ Resolution resolve(const RuntimeEnvObserved& o) {
   options.environment = lock.value("environment", "");
   options.allowUnhashed = spec.value("allowUnhashed", false);
   options.sourceName = source;
+  closure::MapIncludeReader includes(std::move(siblings));
+  options.includes = &includes;
   auto c = closure::computeClosure(text, options);
   if (!c.isOk()) {
-    // The closure library words a missing digest as "<where>: digest: package ...".
-    bool unhashed = c.status().message().find(": digest: package ") != std::string::npos;
+    // The closure library words a missing digest as "... package X has no artifact digest ...".
+    bool unhashed = c.status().message().find("has no artifact digest") != std::string::npos;
     r.reason = unhashed ? kReasonUnhashedPackage : kReasonLockParseError;
     r.message = c.status().message();
     return r;

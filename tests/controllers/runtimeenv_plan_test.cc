@@ -213,6 +213,26 @@ TEST(RuntimeEnvPlan, ParseErrorNamesTheLineAndSource) {
   EXPECT_NE(m.find("configmap/locks[requirements.txt]:1"), std::string::npos) << m;
 }
 
+TEST(RuntimeEnvPlan, PipIncludesResolveToOtherConfigMapKeys) {
+  std::string base = "numpy==1.26.4 --hash=sha256:" + hex64('a') + "\n";
+  std::string cuda = "nvidia-cuda-runtime-cu12==12.8.90 --hash=sha256:" + hex64('b') + "\n";
+  json cm = {{"data", {{"requirements.txt", "-r base.txt\n" + cuda}, {"base.txt", base}}}};
+  RuntimeEnvObserved o{RteBuilder("t").configMapLock("locks", "requirements.txt").build(), cm,
+                       testNodes(), {}};
+  RuntimeEnvPlan withInclude = planRuntimeEnv(o, kNow);
+  ASSERT_EQ(readyCondition(withInclude)["status"], "True") << withInclude.status.dump(2);
+  RuntimeEnvObserved flat{RteBuilder("t").inlineLock(pipLock("12.8.90")).build(), std::nullopt,
+                          testNodes(), {}};
+  EXPECT_EQ(withInclude.status["closureHash"], planRuntimeEnv(flat, kNow).status["closureHash"]);
+
+  // A missing include is a parse error naming it, not a crash.
+  cm["data"].erase("base.txt");
+  o.configMap = cm;
+  json ready = readyCondition(planRuntimeEnv(o, kNow));
+  EXPECT_EQ(ready["reason"], kReasonLockParseError);
+  EXPECT_NE(ready["message"].get<std::string>().find("base.txt"), std::string::npos) << ready;
+}
+
 TEST(RuntimeEnvPlan, AllowUnhashedMarksWeak) {
   RuntimeEnvObserved o{RteBuilder("t").inlineLock("numpy==1.26.4\n").allowUnhashed().build(),
                        std::nullopt, testNodes(), {}};
