@@ -14,6 +14,8 @@ packages=(
   clang-14 libclang-rt-14-dev clang-format clang-tidy
   # test world: Argo CD health script interpreter, metrics, registry, load generator
   lua5.1 prometheus docker-registry wrk
+  # admission benchmark ceiling (PEERS=1 bench/admission_bench.sh): static 200 over TLS
+  nginx
 )
 
 SUDO=""
