@@ -151,10 +151,20 @@ Status Manager::run() {
     }
     metrics_.setLeader(lease, false);
     // Controllers stop before the lease is released: stopping drains in-flight reconciles.
-    std::thread electorThread([this, &result] { result = elector_->run(); });
+    bool electorDone = false;
+    std::thread electorThread([this, &result, &electorDone] {
+      Status st = elector_->run();
+      std::lock_guard<std::mutex> lock(mu_);
+      result = st;
+      electorDone = true;
+      cv_.notify_all();
+    });
     {
       std::unique_lock<std::mutex> lock(mu_);
-      cv_.wait(lock, [&] { return stopRequested_ || (elector_ && !elector_->isLeader() && controllersRunning_); });
+      cv_.wait(lock, [&] {
+        return stopRequested_ || electorDone ||
+               (elector_ && !elector_->isLeader() && controllersRunning_);
+      });
     }
     stopControllers();
     elector_->stop();
