@@ -25,8 +25,10 @@ root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 build="${root}/build-fuzz"
 jobs="${LOCKSTEP_FUZZ_JOBS:-2}"
 
+launcher=()
+if command -v ccache >/dev/null; then launcher=(-DCMAKE_CXX_COMPILER_LAUNCHER=ccache); fi
 CC=clang-14 CXX=clang++-14 cmake -S "${root}" -B "${build}" -G Ninja \
-  -DLOCKSTEP_FUZZ=ON -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
+  -DLOCKSTEP_FUZZ=ON -DCMAKE_BUILD_TYPE=RelWithDebInfo "${launcher[@]}" >/dev/null
 
 if [[ -n "${LOCKSTEP_FUZZ_TARGETS:-}" ]]; then
   targets="${LOCKSTEP_FUZZ_TARGETS}"
