@@ -37,7 +37,28 @@ free_port() {
 }
 
 pidfile() { echo "$dir/pids/$1.pid"; }
-is_running() { local f; f=$(pidfile "$1"); [ -f "$f" ] && kill -0 "$(cat "$f")" 2>/dev/null; }
+# Alive and not a zombie: a killed component can linger as a zombie until its
+# reaper collects it, and kill -0 still succeeds on a zombie.
+is_running() {
+  local f pid state
+  f=$(pidfile "$1")
+  [ -f "$f" ] || return 1
+  pid=$(cat "$f")
+  kill -0 "$pid" 2>/dev/null || return 1
+  state=$(awk '{print $3}' "/proc/$pid/stat" 2>/dev/null) || return 1
+  [ -n "$state" ] && [ "$state" != Z ]
+}
+
+# ready SECONDS: the API server answers /readyz within SECONDS.
+ready() {
+  local c=$dir/certs i
+  for i in $(seq 1 $(($1 * 2))); do
+    curl -s --fail --max-time 2 --cacert "$c/ca.crt" --cert "$c/admin.crt" --key "$c/admin.key" \
+      "https://127.0.0.1:$API_PORT/readyz" >/dev/null 2>&1 && return 0
+    sleep 0.5
+  done
+  return 1
+}
 
 # start NAME BINARY ARGS... : runs a component in its own session, logs to logs/NAME.log
 start() {
@@ -244,10 +265,12 @@ do_up() {
     # shellcheck disable=SC1091
     . "$dir/ports.env"
     bin=$(cat "$dir/tools-bin")
-    wait_ready
-    log "reusing the running cluster in $dir"
-    print_env
-    return 0
+    if ready 15; then
+      log "reusing the running cluster in $dir"
+      print_env
+      return 0
+    fi
+    log "the cluster in $dir does not answer; starting a new one"
   fi
   do_down   # stale state from a crash: start clean
   bin=$("$here/build-tools.sh")
