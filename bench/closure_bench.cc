@@ -60,7 +60,8 @@ int main(int argc, char** argv) {
   std::map<std::string, size_t> formatBytes;
   for (const auto& t : texts) {
     auto f = lockstep::closure::detectFormat(t);
-    formatBytes[std::string(lockstep::closure::formatName(f.isOk() ? *f : lockstep::closure::LockFormat::kAuto))] += t.size();
+    formatBytes[std::string(lockstep::closure::formatName(
+        f.isOk() ? *f : lockstep::closure::LockFormat::kAuto))] += t.size();
   }
   size_t sink = 0;
   for (int r = 0; r < reps; ++r) {
@@ -86,12 +87,14 @@ int main(int argc, char** argv) {
     shaMBs.push_back(mb / std::chrono::duration<double>(t2 - t1).count());
   }
   const double p = median(parseMBs), s = median(shaMBs);
-  std::printf("files: %zu, bytes: %zu, repetitions: %d (checksum %zu)\n", texts.size(), bytes, reps, sink);
+  std::printf("files: %zu, bytes: %zu, repetitions: %d (checksum %zu)\n", texts.size(), bytes, reps,
+              sink);
   std::printf("parse+hash (computeClosure): median %.2f MB/s (min %.2f, max %.2f)\n", p,
               *std::min_element(parseMBs.begin(), parseMBs.end()),
               *std::max_element(parseMBs.begin(), parseMBs.end()));
   std::printf("raw SHA-256 of the same bytes: median %.2f MB/s (min %.2f, max %.2f)\n", s,
-              *std::min_element(shaMBs.begin(), shaMBs.end()), *std::max_element(shaMBs.begin(), shaMBs.end()));
+              *std::min_element(shaMBs.begin(), shaMBs.end()),
+              *std::max_element(shaMBs.begin(), shaMBs.end()));
   std::printf("ratio raw SHA-256 / parse+hash: %.1fx\n", s / p);
   for (const auto& [f, secs] : formatSeconds) {
     std::printf("  %-10s %7zu bytes  parse+hash median %.2f MB/s\n", f.c_str(), formatBytes[f],

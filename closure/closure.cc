@@ -15,7 +15,9 @@ using internal::Ctx;
 using internal::ParsedLock;
 using internal::RawPackage;
 
-bool isHex(char c) { return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f') || (c >= 'A' && c <= 'F'); }
+bool isHex(char c) {
+  return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f') || (c >= 'A' && c <= 'F');
+}
 
 char lower(char c) { return (c >= 'A' && c <= 'Z') ? static_cast<char>(c - 'A' + 'a') : c; }
 
@@ -54,14 +56,22 @@ std::string lineOf(const Package& p) {
 
 std::string_view formatName(LockFormat f) {
   switch (f) {
-    case LockFormat::kAuto: return "auto";
-    case LockFormat::kUv: return "uv";
-    case LockFormat::kPip: return "pip";
-    case LockFormat::kCondaLock: return "conda-lock";
-    case LockFormat::kPixi: return "pixi";
-    case LockFormat::kPoetry: return "poetry";
-    case LockFormat::kFlox: return "flox";
-    case LockFormat::kNix: return "nix";
+    case LockFormat::kAuto:
+      return "auto";
+    case LockFormat::kUv:
+      return "uv";
+    case LockFormat::kPip:
+      return "pip";
+    case LockFormat::kCondaLock:
+      return "conda-lock";
+    case LockFormat::kPixi:
+      return "pixi";
+    case LockFormat::kPoetry:
+      return "poetry";
+    case LockFormat::kFlox:
+      return "flox";
+    case LockFormat::kNix:
+      return "nix";
   }
   return "auto";
 }
@@ -146,14 +156,29 @@ StatusOr<Closure> computeClosure(std::string_view text, const ClosureOptions& op
 
   StatusOr<ParsedLock> parsed = internal::ParsedLock{};
   switch (format) {
-    case LockFormat::kUv: parsed = internal::parseUvLock(text, ctx); break;
-    case LockFormat::kPoetry: parsed = internal::parsePoetryLock(text, ctx); break;
-    case LockFormat::kPip: parsed = internal::parsePipRequirements(text, ctx); break;
-    case LockFormat::kCondaLock: parsed = internal::parseCondaLock(text, ctx); break;
-    case LockFormat::kPixi: parsed = internal::parsePixiLock(text, ctx); break;
-    case LockFormat::kFlox: parsed = internal::parseFloxLock(text, ctx); break;
-    case LockFormat::kNix: parsed = internal::parseNixPathInfo(text, ctx); break;
-    case LockFormat::kAuto: return internalError("format not resolved");
+    case LockFormat::kUv:
+      parsed = internal::parseUvLock(text, ctx);
+      break;
+    case LockFormat::kPoetry:
+      parsed = internal::parsePoetryLock(text, ctx);
+      break;
+    case LockFormat::kPip:
+      parsed = internal::parsePipRequirements(text, ctx);
+      break;
+    case LockFormat::kCondaLock:
+      parsed = internal::parseCondaLock(text, ctx);
+      break;
+    case LockFormat::kPixi:
+      parsed = internal::parsePixiLock(text, ctx);
+      break;
+    case LockFormat::kFlox:
+      parsed = internal::parseFloxLock(text, ctx);
+      break;
+    case LockFormat::kNix:
+      parsed = internal::parseNixPathInfo(text, ctx);
+      break;
+    case LockFormat::kAuto:
+      return internalError("format not resolved");
   }
   if (!parsed.isOk()) return parsed.status();
 
@@ -172,10 +197,11 @@ StatusOr<Closure> computeClosure(std::string_view text, const ClosureOptions& op
       p.name = raw.name;
     }
     p.version = raw.version;
-    if (p.name.empty()) return Status(Code::kInvalidArgument, raw.where + ": name: empty package name");
+    if (p.name.empty())
+      return Status(Code::kInvalidArgument, raw.where + ": name: empty package name");
     if (!cleanField(p.name)) {
-      return Status(Code::kInvalidArgument,
-                    raw.where + ": name: package name \"" + p.name + "\" contains whitespace or control characters");
+      return Status(Code::kInvalidArgument, raw.where + ": name: package name \"" + p.name +
+                                                "\" contains whitespace or control characters");
     }
     if (!cleanField(p.version)) {
       return Status(Code::kInvalidArgument, raw.where + ": version: version of \"" + p.name +
@@ -202,9 +228,8 @@ StatusOr<Closure> computeClosure(std::string_view text, const ClosureOptions& op
     }
     out.packages.push_back(std::move(p));
   }
-  std::sort(out.packages.begin(), out.packages.end(), [](const Package& a, const Package& b) {
-    return lineOf(a) < lineOf(b);
-  });
+  std::sort(out.packages.begin(), out.packages.end(),
+            [](const Package& a, const Package& b) { return lineOf(a) < lineOf(b); });
   out.packages.erase(std::unique(out.packages.begin(), out.packages.end()), out.packages.end());
   std::sort(out.unhashed.begin(), out.unhashed.end());
   out.unhashed.erase(std::unique(out.unhashed.begin(), out.unhashed.end()), out.unhashed.end());
@@ -272,7 +297,8 @@ std::optional<std::string> gitCommitFromUrl(std::string_view url) {
     size_t pos = 0;
     while (pos <= query.size()) {
       size_t amp = query.find('&', pos);
-      std::string_view kv = query.substr(pos, amp == std::string_view::npos ? std::string_view::npos : amp - pos);
+      std::string_view kv =
+          query.substr(pos, amp == std::string_view::npos ? std::string_view::npos : amp - pos);
       if (kv.substr(0, 4) == "rev=" && isFullCommit(kv.substr(4))) return toLower(kv.substr(4));
       if (amp == std::string_view::npos) break;
       pos = amp + 1;
@@ -283,9 +309,12 @@ std::optional<std::string> gitCommitFromUrl(std::string_view url) {
 
 namespace {
 const std::pair<const char*, const char*> kPlatformAliases[] = {
-    {"linux-64", "x86_64-linux"},       {"linux-aarch64", "aarch64-linux"},
-    {"osx-64", "x86_64-darwin"},        {"osx-arm64", "aarch64-darwin"},
-    {"linux-ppc64le", "powerpc64le-linux"}, {"win-64", "x86_64-windows"},
+    {"linux-64", "x86_64-linux"},
+    {"linux-aarch64", "aarch64-linux"},
+    {"osx-64", "x86_64-darwin"},
+    {"osx-arm64", "aarch64-darwin"},
+    {"linux-ppc64le", "powerpc64le-linux"},
+    {"win-64", "x86_64-windows"},
 };
 }  // namespace
 
@@ -317,20 +346,23 @@ StatusOr<std::string> selectPlatform(const Ctx& ctx, const std::string& requeste
     if (has(requested)) return requested;
     std::string alias = platformAlias(requested);
     if (!alias.empty() && has(alias)) return alias;
-    return ctx.error(0, "platform", "platform \"" + requested +
-                                        "\" is not in the lock; available: " + joinComma(available));
+    return ctx.error(
+        0, "platform",
+        "platform \"" + requested + "\" is not in the lock; available: " + joinComma(available));
   }
   if (available.size() == 1) return available.front();
   for (const auto& d : defaults) {
     if (has(d)) return d;
   }
-  return ctx.error(0, "platform", "the lock has several platforms and none is the default (" +
-                                      joinComma(defaults) + "); choose one of: " + joinComma(available));
+  return ctx.error(0, "platform",
+                   "the lock has several platforms and none is the default (" +
+                       joinComma(defaults) + "); choose one of: " + joinComma(available));
 }
 
 int lineOfOffset(std::string_view text, size_t pos) {
   if (pos > text.size()) pos = text.size();
-  return 1 + static_cast<int>(std::count(text.begin(), text.begin() + static_cast<long>(pos), '\n'));
+  return 1 +
+         static_cast<int>(std::count(text.begin(), text.begin() + static_cast<long>(pos), '\n'));
 }
 
 }  // namespace internal

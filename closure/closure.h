@@ -53,15 +53,15 @@ struct ClosureOptions {
 
 struct Closure {
   LockFormat format = LockFormat::kAuto;  // the format actually parsed
-  std::string platform;                   // selected platform as the lock spells it ("" if universal)
-  std::string environment;                // pixi environment ("" otherwise)
-  std::vector<Package> packages;          // sorted by canonical line, de-duplicated
-  std::string canonicalText;              // one line per package, LF-terminated
-  std::string closureHash;                // "sha256:<64 hex>"
-  bool weak = false;                      // some package kept without digest
-  std::vector<std::string> unhashed;      // "name version" of those packages
-  std::string cuda;                       // "12.4" when the lock pins a CUDA runtime, else ""
-  std::string minDriver;                  // minimum Linux x86_64 driver for `cuda`, else ""
+  std::string platform;               // selected platform as the lock spells it ("" if universal)
+  std::string environment;            // pixi environment ("" otherwise)
+  std::vector<Package> packages;      // sorted by canonical line, de-duplicated
+  std::string canonicalText;          // one line per package, LF-terminated
+  std::string closureHash;            // "sha256:<64 hex>"
+  bool weak = false;                  // some package kept without digest
+  std::vector<std::string> unhashed;  // "name version" of those packages
+  std::string cuda;                   // "12.4" when the lock pins a CUDA runtime, else ""
+  std::string minDriver;              // minimum Linux x86_64 driver for `cuda`, else ""
   size_t packageCount() const { return packages.size(); }
 };
 
@@ -79,6 +79,6 @@ std::string closureHashOfCanonicalText(std::string_view canonicalText);
 
 // Helpers exposed for tests and other callers.
 std::string normalizePypiName(std::string_view name);  // PEP 503
-std::string sha256Hex(std::string_view bytes);          // lowercase hex
+std::string sha256Hex(std::string_view bytes);         // lowercase hex
 
 }  // namespace lockstep::closure

@@ -28,7 +28,8 @@ std::optional<std::vector<long>> components(std::string_view v) {
   size_t pos = 0;
   while (true) {
     size_t dot = v.find('.', pos);
-    std::string_view part = v.substr(pos, dot == std::string_view::npos ? std::string_view::npos : dot - pos);
+    std::string_view part =
+        v.substr(pos, dot == std::string_view::npos ? std::string_view::npos : dot - pos);
     if (part.empty() || part.size() > 9) return std::nullopt;
     long n = 0;
     for (char c : part) {
@@ -69,7 +70,8 @@ std::string fromTorchLocal(std::string_view version) {
   while (n < digits.size() && digits[n] >= '0' && digits[n] <= '9') ++n;
   digits = digits.substr(0, n);
   if (digits.size() < 2 || digits.size() > 4) return "";
-  return std::string(digits.substr(0, digits.size() - 1)) + "." + std::string(digits.substr(digits.size() - 1));
+  return std::string(digits.substr(0, digits.size() - 1)) + "." +
+         std::string(digits.substr(digits.size() - 1));
 }
 
 bool lessVersion(const std::string& a, const std::string& b) {
@@ -91,7 +93,8 @@ std::string detectCuda(const std::vector<Package>& packages) {
   for (const auto& p : packages) {
     const std::string& n = p.name;
     if (p.ecosystem == "pypi") {
-      if (n == "nvidia-cuda-runtime" || startsWith(n, "nvidia-cuda-runtime-cu") || n == "cuda-toolkit") {
+      if (n == "nvidia-cuda-runtime" || startsWith(n, "nvidia-cuda-runtime-cu") ||
+          n == "cuda-toolkit") {
         keepMax(runtime, majorMinor(p.version));
       } else if (n == "torch" || n == "torchvision" || n == "torchaudio") {
         keepMax(framework, fromTorchLocal(p.version));
@@ -104,7 +107,8 @@ std::string detectCuda(const std::vector<Package>& packages) {
     } else if (p.ecosystem == "nix") {
       // Nix names carry the version: "cuda_cudart-12.4.127", "cudatoolkit-12.4.1".
       for (std::string_view prefix : {"cuda_cudart-", "cudatoolkit-"}) {
-        if (startsWith(n, prefix)) keepMax(runtime, majorMinor(std::string_view(n).substr(prefix.size())));
+        if (startsWith(n, prefix))
+          keepMax(runtime, majorMinor(std::string_view(n).substr(prefix.size())));
       }
     }
   }

@@ -47,7 +47,9 @@ std::optional<std::string> storeName(std::string_view path) {
   return std::string(base.substr(dash + 1));
 }
 
-bool isStorePath(std::string_view p) { return !p.empty() && p.front() == '/' && storeName(p).has_value(); }
+bool isStorePath(std::string_view p) {
+  return !p.empty() && p.front() == '/' && storeName(p).has_value();
+}
 
 const std::vector<std::string> kNixDefaults = {"x86_64-linux"};
 
@@ -63,7 +65,8 @@ StatusOr<ParsedLock> parseFloxLock(std::string_view text, const Ctx& ctx) {
     return ctx.error(0, "lockfile-version", "unsupported Flox lockfile version " + lv->dump());
   }
   auto pk = root.find("packages");
-  if (pk == root.end() || !pk->is_array()) return ctx.error(0, "packages", "missing or not an array");
+  if (pk == root.end() || !pk->is_array())
+    return ctx.error(0, "packages", "missing or not an array");
 
   std::vector<std::string> platforms;
   auto addPlatform = [&](const std::string& p) {
@@ -71,7 +74,8 @@ StatusOr<ParsedLock> parseFloxLock(std::string_view text, const Ctx& ctx) {
   };
   for (size_t i = 0; i < pk->size(); ++i) {
     const json& e = (*pk)[i];
-    const json& src = e.is_object() && e.contains("locked_installable") ? e["locked_installable"] : e;
+    const json& src =
+        e.is_object() && e.contains("locked_installable") ? e["locked_installable"] : e;
     const std::string field = "packages[" + std::to_string(i) + "]";
     auto sys = str(src, "system");
     if (!sys) return ctx.error(0, field + ".system", "missing or not a string");
@@ -133,13 +137,15 @@ StatusOr<ParsedLock> parseFloxLock(std::string_view text, const Ctx& ctx) {
     }
     auto storePath = str(src, "store_path");
     if (storePath) {
-      if (!isStorePath(*storePath)) return ctx.error(0, field + ".store_path", "expected a store path");
+      if (!isStorePath(*storePath))
+        return ctx.error(0, field + ".store_path", "expected a store path");
       if (p.digests.empty()) p.digests.push_back(*storePath);
     }
     std::optional<std::string> name = str(src, "pname");
     if (!name) name = str(e, "install_id");
     if (!name && storePath) name = storeName(*storePath);
-    if (!name) return ctx.error(0, field + ".pname", "missing (no pname, install_id or store_path)");
+    if (!name)
+      return ctx.error(0, field + ".pname", "missing (no pname, install_id or store_path)");
     p.name = *name;
     p.version = str(src, "version").value_or("");
     out.packages.push_back(std::move(p));
@@ -156,7 +162,8 @@ StatusOr<ParsedLock> parseNixPathInfo(std::string_view text, const Ctx& ctx) {
   out.platform = ctx.options.platform;
   auto add = [&](const std::string& path, const std::string& field) -> Status {
     auto name = storeName(path);
-    if (!name || path.front() != '/') return ctx.error(0, field, "\"" + path + "\" is not a store path");
+    if (!name || path.front() != '/')
+      return ctx.error(0, field, "\"" + path + "\" is not a store path");
     out.packages.push_back(RawPackage{"nix", *name, "", {path}, ctx.source + ": " + field});
     return Status::ok();
   };
@@ -165,7 +172,8 @@ StatusOr<ParsedLock> parseNixPathInfo(std::string_view text, const Ctx& ctx) {
       const std::string field = "[" + std::to_string(i) + "].path";
       auto path = str(root[i], "path");
       if (!path) return ctx.error(0, field, "missing or not a string");
-      if (root[i].contains("valid") && root[i]["valid"].is_boolean() && !root[i]["valid"].get<bool>()) {
+      if (root[i].contains("valid") && root[i]["valid"].is_boolean() &&
+          !root[i]["valid"].get<bool>()) {
         return ctx.error(0, field, "\"" + *path + "\" is not valid in the store");
       }
       LOCKSTEP_RETURN_IF_ERROR(add(*path, field));

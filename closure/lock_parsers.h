@@ -33,9 +33,7 @@ struct ParsedLock {
 struct Ctx {
   const ClosureOptions& options;
   std::string source;  // never empty
-  std::string at(int line) const {
-    return line > 0 ? source + ":" + std::to_string(line) : source;
-  }
+  std::string at(int line) const { return line > 0 ? source + ":" + std::to_string(line) : source; }
   // "<source>:<line>: <field>: <reason>"
   Status error(int line, std::string_view field, std::string_view reason) const;
 };

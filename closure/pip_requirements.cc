@@ -51,7 +51,8 @@ std::vector<LogicalLine> logicalLines(std::string_view text) {
   };
   while (pos <= text.size()) {
     size_t nl = text.find('\n', pos);
-    std::string_view raw = text.substr(pos, nl == std::string_view::npos ? std::string_view::npos : nl - pos);
+    std::string_view raw =
+        text.substr(pos, nl == std::string_view::npos ? std::string_view::npos : nl - pos);
     ++lineNo;
     if (!raw.empty() && raw.back() == '\r') raw.remove_suffix(1);
     if (!open) curLine = lineNo;
@@ -96,10 +97,20 @@ bool isNameChar(char c) {
 
 // Options that take a value as the next token when not written with '='.
 bool optionTakesValue(std::string_view opt) {
-  static const std::set<std::string_view> kOpts = {
-      "-i", "--index-url", "--extra-index-url", "-f", "--find-links", "--trusted-host",
-      "--no-binary", "--only-binary", "-c", "--constraint", "--use-feature", "--config-settings",
-      "--global-option", "--hash"};
+  static const std::set<std::string_view> kOpts = {"-i",
+                                                   "--index-url",
+                                                   "--extra-index-url",
+                                                   "-f",
+                                                   "--find-links",
+                                                   "--trusted-host",
+                                                   "--no-binary",
+                                                   "--only-binary",
+                                                   "-c",
+                                                   "--constraint",
+                                                   "--use-feature",
+                                                   "--config-settings",
+                                                   "--global-option",
+                                                   "--hash"};
   return kOpts.count(opt) > 0;
 }
 
@@ -117,18 +128,19 @@ class PipParser {
   ParsedLock take() { return std::move(out_); }
 
  private:
-  Status err(const std::string& file, int line, std::string_view field, std::string_view reason) const {
-    return Status(Code::kInvalidArgument,
-                  file + ":" + std::to_string(line) + ": " + std::string(field) + ": " + std::string(reason));
+  Status err(const std::string& file, int line, std::string_view field,
+             std::string_view reason) const {
+    return Status(Code::kInvalidArgument, file + ":" + std::to_string(line) + ": " +
+                                              std::string(field) + ": " + std::string(reason));
   }
 
   Status include(std::string_view target, const std::string& file, int line, int depth) {
     std::string name(target);
     while (startsWith(name, "./")) name.erase(0, 2);
-    if (name.empty() || name.find('/') != std::string::npos || name.find('\\') != std::string::npos ||
-        name == "." || name == "..") {
-      return err(file, line, "-r", "include \"" + std::string(target) +
-                                       "\" is not a file in the same directory");
+    if (name.empty() || name.find('/') != std::string::npos ||
+        name.find('\\') != std::string::npos || name == "." || name == "..") {
+      return err(file, line, "-r",
+                 "include \"" + std::string(target) + "\" is not a file in the same directory");
     }
     if (!ctx_.options.includes) {
       return err(file, line, "-r", "include \"" + name + "\" needs a file reader (none given)");
@@ -138,7 +150,8 @@ class PipParser {
     }
     auto text = ctx_.options.includes->read(name);
     if (!text.isOk()) {
-      return err(file, line, "-r", "cannot read include \"" + name + "\": " + text.status().message());
+      return err(file, line, "-r",
+                 "cannot read include \"" + name + "\": " + text.status().message());
     }
     active_.insert(name);
     Status st = parseFile(*text, name, depth + 1);
@@ -171,9 +184,11 @@ class PipParser {
       return Status::ok();  // the project's own tree: not part of the runtime
     }
     if (first == "--hash" || startsWith(first, "--hash=")) {
-      return err(file, ll.line, "--hash", "hash outside a requirement (a broken line continuation?)");
+      return err(file, ll.line, "--hash",
+                 "hash outside a requirement (a broken line continuation?)");
     }
-    if (first.front() == '-') return Status::ok();  // global options: index URLs, --require-hashes, ...
+    if (first.front() == '-')
+      return Status::ok();  // global options: index URLs, --require-hashes, ...
 
     // Requirement: everything up to the first " --option", markers after ';'.
     std::string_view req = s;
@@ -206,7 +221,8 @@ class PipParser {
       }
       if (!hasSha256Prefix(value)) {
         if (value.find(':') == std::string_view::npos) {
-          return err(file, ll.line, "--hash", "malformed hash \"" + std::string(value) + "\" (want algo:hex)");
+          return err(file, ll.line, "--hash",
+                     "malformed hash \"" + std::string(value) + "\" (want algo:hex)");
         }
         continue;  // sha384/sha512: not a digest of the contract
       }
@@ -222,19 +238,22 @@ class PipParser {
     if (spec.empty()) return err(file, ll.line, "requirement", "empty requirement before ';'");
 
     // Local paths and archives are the project's own trees, left out.
-    if (spec.front() == '.' || spec.front() == '/' || startsWith(spec, "file:")) return Status::ok();
+    if (spec.front() == '.' || spec.front() == '/' || startsWith(spec, "file:"))
+      return Status::ok();
 
     size_t n = 0;
     while (n < spec.size() && isNameChar(spec[n])) ++n;
     std::string name(spec.substr(0, n));
     if (name.empty()) {
-      return err(file, ll.line, "requirement", "cannot read a package name in \"" + std::string(spec) + "\"");
+      return err(file, ll.line, "requirement",
+                 "cannot read a package name in \"" + std::string(spec) + "\"");
     }
     std::string_view rest = trim(spec.substr(n));
     if (!rest.empty() && rest.front() == '[') {  // extras are dropped
       size_t close = rest.find(']');
       if (close == std::string_view::npos) {
-        return err(file, ll.line, "requirement", "unclosed extras in \"" + std::string(spec) + "\"");
+        return err(file, ll.line, "requirement",
+                   "unclosed extras in \"" + std::string(spec) + "\"");
       }
       rest = trim(rest.substr(close + 1));
     }
@@ -244,7 +263,8 @@ class PipParser {
       if (startsWith(url, "file:") || url.empty() || url.front() == '.' || url.front() == '/') {
         return Status::ok();  // local tree
       }
-      if (startsWith(url, "git+") || startsWith(url, "hg+") || startsWith(url, "svn+") || startsWith(url, "bzr+")) {
+      if (startsWith(url, "git+") || startsWith(url, "hg+") || startsWith(url, "svn+") ||
+          startsWith(url, "bzr+")) {
         auto commit = gitCommitFromUrl(url);
         if (!commit) {
           return err(file, ll.line, "requirement",
@@ -255,7 +275,8 @@ class PipParser {
         size_t frag = url.find("#sha256=");
         if (frag != std::string_view::npos) {
           auto d = canonicalSha256(url.substr(frag + 8));
-          if (!d) return err(file, ll.line, "requirement", "malformed #sha256= in \"" + name + "\" URL");
+          if (!d)
+            return err(file, ll.line, "requirement", "malformed #sha256= in \"" + name + "\" URL");
           digests.push_back(*d);
         }
       }
@@ -267,7 +288,8 @@ class PipParser {
       }
     } else {
       return err(file, ll.line, "requirement",
-                 "\"" + name + "\" is not pinned with == (" + (rest.empty() ? std::string("no version") : std::string(rest)) + ")");
+                 "\"" + name + "\" is not pinned with == (" +
+                     (rest.empty() ? std::string("no version") : std::string(rest)) + ")");
     }
     out_.packages.push_back(RawPackage{"pypi", name, version, std::move(digests),
                                        file + ":" + std::to_string(ll.line)});

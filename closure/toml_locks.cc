@@ -14,8 +14,7 @@ StatusOr<toml::table> parseToml(std::string_view text, const Ctx& ctx) {
   try {
     return toml::parse(text, ctx.source);
   } catch (const toml::parse_error& e) {
-    return ctx.error(static_cast<int>(e.source().begin.line), "toml",
-                     std::string(e.description()));
+    return ctx.error(static_cast<int>(e.source().begin.line), "toml", std::string(e.description()));
   } catch (const std::exception& e) {
     return ctx.error(0, "toml", e.what());
   }
@@ -77,8 +76,7 @@ StatusOr<NameVersion> nameVersion(const toml::table& t, const Ctx& ctx, bool ver
   if (!name) return ctx.error(lineOf(t), "package.name", "missing or not a string");
   auto version = str(t, "version");
   if (!version && (versionRequired || t.contains("version"))) {
-    return ctx.error(lineOf(t), "package.version",
-                     "missing or not a string for \"" + *name + "\"");
+    return ctx.error(lineOf(t), "package.version", "missing or not a string for \"" + *name + "\"");
   }
   return NameVersion{*name, version.value_or("")};
 }
@@ -97,7 +95,8 @@ StatusOr<ParsedLock> parseUvLock(std::string_view text, const Ctx& ctx) {
     if (!t) return ctx.error(lineOf(node), "package", "expected a table");
     const toml::node* srcNode = t->get("source");
     const toml::table* source = srcNode ? srcNode->as_table() : nullptr;
-    if (srcNode && !source) return ctx.error(lineOf(*srcNode), "package.source", "expected an inline table");
+    if (srcNode && !source)
+      return ctx.error(lineOf(*srcNode), "package.source", "expected an inline table");
     // The project itself and other local trees are not part of the runtime.
     if (source && (source->contains("editable") || source->contains("virtual") ||
                    source->contains("directory"))) {
@@ -112,8 +111,9 @@ StatusOr<ParsedLock> parseUvLock(std::string_view text, const Ctx& ctx) {
       if (auto git = str(*source, "git")) {
         auto commit = gitCommitFromUrl(*git);
         if (!commit) {
-          return ctx.error(lineOf(*srcNode), "package.source.git",
-                           "git source of \"" + nv->name + "\" is not pinned to a full commit (#<sha>)");
+          return ctx.error(
+              lineOf(*srcNode), "package.source.git",
+              "git source of \"" + nv->name + "\" is not pinned to a full commit (#<sha>)");
         }
         p.digests.push_back("git:" + *commit);
       }

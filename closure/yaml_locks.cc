@@ -79,9 +79,12 @@ bool isConda(std::string_view url) {
 bool splitCondaArchive(std::string_view url, std::string& name, std::string& version) {
   size_t slash = url.rfind('/');
   std::string_view file = slash == std::string_view::npos ? url : url.substr(slash + 1);
-  if (file.size() > 6 && file.substr(file.size() - 6) == ".conda") file.remove_suffix(6);
-  else if (file.size() > 8 && file.substr(file.size() - 8) == ".tar.bz2") file.remove_suffix(8);
-  else return false;
+  if (file.size() > 6 && file.substr(file.size() - 6) == ".conda")
+    file.remove_suffix(6);
+  else if (file.size() > 8 && file.substr(file.size() - 8) == ".tar.bz2")
+    file.remove_suffix(8);
+  else
+    return false;
   size_t b = file.rfind('-');
   if (b == std::string_view::npos || b == 0) return false;
   size_t v = file.rfind('-', b - 1);
@@ -126,11 +129,13 @@ StatusOr<ParsedLock> parseCondaLock(std::string_view text, const Ctx& ctx) {
       return ctx.error(lineOf(root["version"]), "version", "unsupported conda-lock version " + *v);
     }
     const YAML::Node pkgs = root["package"];
-    if (!pkgs || !pkgs.IsSequence()) return ctx.error(lineOf(root), "package", "missing or not a list");
+    if (!pkgs || !pkgs.IsSequence())
+      return ctx.error(lineOf(root), "package", "missing or not a list");
 
     std::vector<std::string> platforms;
     auto addPlatform = [&](const std::string& p) {
-      if (std::find(platforms.begin(), platforms.end(), p) == platforms.end()) platforms.push_back(p);
+      if (std::find(platforms.begin(), platforms.end(), p) == platforms.end())
+        platforms.push_back(p);
     };
     if (const YAML::Node md = root["metadata"]; md && md.IsMap()) {
       if (const YAML::Node pl = md["platforms"]; pl && pl.IsSequence()) {
@@ -175,7 +180,8 @@ StatusOr<ParsedLock> parseCondaLock(std::string_view text, const Ctx& ctx) {
       LOCKSTEP_RETURN_IF_ERROR(sha256Of(e, ctx, p.digests));
       if (p.digests.empty()) {
         if (auto url = scalar(e, "url")) {
-          if (auto c = gitCommitFromUrl(*url); c && url->rfind("git+", 0) == 0) p.digests.push_back("git:" + *c);
+          if (auto c = gitCommitFromUrl(*url); c && url->rfind("git+", 0) == 0)
+            p.digests.push_back("git:" + *c);
         }
       }
       out.packages.push_back(std::move(p));
@@ -193,7 +199,8 @@ StatusOr<ParsedLock> parsePixiLock(std::string_view text, const Ctx& ctx) {
     const YAML::Node& root = *rootOr;
     if (!root.IsMap()) return ctx.error(1, "", "a pixi.lock file is a YAML mapping");
     const YAML::Node envs = root["environments"];
-    if (!envs || !envs.IsMap()) return ctx.error(lineOf(root), "environments", "missing or not a mapping");
+    if (!envs || !envs.IsMap())
+      return ctx.error(lineOf(root), "environments", "missing or not a mapping");
     std::string envName = ctx.options.environment.empty() ? "default" : ctx.options.environment;
     const YAML::Node env = envs[envName];
     if (!env) {
@@ -201,10 +208,12 @@ StatusOr<ParsedLock> parsePixiLock(std::string_view text, const Ctx& ctx) {
       for (const auto& kv : envs) {
         if (kv.first.IsScalar()) names.push_back(kv.first.Scalar());
       }
-      return ctx.error(lineOf(envs), "environments",
-                       "environment \"" + envName + "\" is not in the lock; available: " + joinComma(names));
+      return ctx.error(
+          lineOf(envs), "environments",
+          "environment \"" + envName + "\" is not in the lock; available: " + joinComma(names));
     }
-    if (!env.IsMap()) return ctx.error(lineOf(env), "environments." + envName, "expected a mapping");
+    if (!env.IsMap())
+      return ctx.error(lineOf(env), "environments." + envName, "expected a mapping");
     const YAML::Node byPlatform = env["packages"];
     std::vector<std::string> platforms;
     if (byPlatform && byPlatform.IsMap()) {
@@ -212,7 +221,8 @@ StatusOr<ParsedLock> parsePixiLock(std::string_view text, const Ctx& ctx) {
         if (kv.first.IsScalar()) platforms.push_back(kv.first.Scalar());
       }
     } else if (byPlatform && !byPlatform.IsNull()) {
-      return ctx.error(lineOf(byPlatform), "environments." + envName + ".packages", "expected a mapping");
+      return ctx.error(lineOf(byPlatform), "environments." + envName + ".packages",
+                       "expected a mapping");
     }
     if (platforms.empty()) {
       return ctx.error(lineOf(env), "environments." + envName + ".packages",
@@ -243,7 +253,8 @@ StatusOr<ParsedLock> parsePixiLock(std::string_view text, const Ctx& ctx) {
           loc = scalar(e, "url").value_or(scalar(e, "path").value_or(""));
         }
         if (kind.empty() || loc.empty()) {
-          return ctx.error(lineOf(e), "packages", "entry has neither conda/pypi location nor kind+url");
+          return ctx.error(lineOf(e), "packages",
+                           "entry has neither conda/pypi location nor kind+url");
         }
         std::vector<std::string> unused;
         LOCKSTEP_RETURN_IF_ERROR(sha256Of(e, ctx, unused));
@@ -261,7 +272,9 @@ StatusOr<ParsedLock> parsePixiLock(std::string_view text, const Ctx& ctx) {
                        "expected a list");
     }
     for (const auto& ref : list) {
-      if (!ref.IsMap()) return ctx.error(lineOf(ref), "environments." + envName + ".packages", "expected a mapping");
+      if (!ref.IsMap())
+        return ctx.error(lineOf(ref), "environments." + envName + ".packages",
+                         "expected a mapping");
       std::string kind, loc;
       if (auto c = scalar(ref, "conda")) {
         kind = "conda";
@@ -270,7 +283,8 @@ StatusOr<ParsedLock> parsePixiLock(std::string_view text, const Ctx& ctx) {
         kind = "pypi";
         loc = *p;
       } else {
-        return ctx.error(lineOf(ref), "environments." + envName + ".packages", "entry is neither conda nor pypi");
+        return ctx.error(lineOf(ref), "environments." + envName + ".packages",
+                         "entry is neither conda nor pypi");
       }
       // Match by location, then by any other key the reference gives (e.g. build).
       std::vector<YAML::Node> candidates;
@@ -302,8 +316,8 @@ StatusOr<ParsedLock> parsePixiLock(std::string_view text, const Ctx& ctx) {
       if (kind == "pypi" && scalar(e, "editable").value_or("false") == "true") continue;
       LOCKSTEP_RETURN_IF_ERROR(sha256Of(e, ctx, p.digests));
       // A local source tree without a digest is the workspace itself.
-      if (!remote && p.digests.empty() && !isConda(loc) &&
-          loc.find(".whl") == std::string::npos && loc.find(".tar.gz") == std::string::npos) {
+      if (!remote && p.digests.empty() && !isConda(loc) && loc.find(".whl") == std::string::npos &&
+          loc.find(".tar.gz") == std::string::npos) {
         continue;
       }
       auto name = scalar(e, "name");
@@ -311,7 +325,8 @@ StatusOr<ParsedLock> parsePixiLock(std::string_view text, const Ctx& ctx) {
       if (kind == "conda" && (!name || !version)) {
         std::string n, v;
         if (!splitCondaArchive(loc, n, v)) {
-          return ctx.error(lineOf(e), "packages", "cannot read name-version-build from \"" + loc + "\"");
+          return ctx.error(lineOf(e), "packages",
+                           "cannot read name-version-build from \"" + loc + "\"");
         }
         if (!name) name = n;
         if (!version) version = v;

@@ -59,7 +59,8 @@ bool Flags::getBool(const std::string& name) const { return get(name) == "true";
 
 StatusOr<int> Flags::getInt(const std::string& name) const {
   const std::string v = get(name);
-  if (v.empty() || v.size() > 9) return invalidArgument("flag --" + name + ": want an integer, got \"" + v + "\"");
+  if (v.empty() || v.size() > 9)
+    return invalidArgument("flag --" + name + ": want an integer, got \"" + v + "\"");
   for (char c : v) {
     if (!std::isdigit(static_cast<unsigned char>(c))) {
       return invalidArgument("flag --" + name + ": want an integer, got \"" + v + "\"");
@@ -93,18 +94,26 @@ StatusOr<std::chrono::milliseconds> parseDuration(const std::string& text) {
   size_t i = 0;
   while (i < text.size()) {
     size_t start = i;
-    while (i < text.size() && (std::isdigit(static_cast<unsigned char>(text[i])) || text[i] == '.')) ++i;
-    if (start == i) return invalidArgument("bad duration \"" + text + "\": want e.g. 15s, 2m, 1h30m");
+    while (i < text.size() && (std::isdigit(static_cast<unsigned char>(text[i])) || text[i] == '.'))
+      ++i;
+    if (start == i)
+      return invalidArgument("bad duration \"" + text + "\": want e.g. 15s, 2m, 1h30m");
     double n = std::stod(text.substr(start, i - start));
     size_t unitStart = i;
     while (i < text.size() && std::isalpha(static_cast<unsigned char>(text[i]))) ++i;
     std::string unit = text.substr(unitStart, i - unitStart);
     double scale = 0;
-    if (unit == "ms") scale = 1;
-    else if (unit == "s") scale = 1000;
-    else if (unit == "m") scale = 60 * 1000;
-    else if (unit == "h") scale = 3600 * 1000;
-    else return invalidArgument("bad duration \"" + text + "\": unit \"" + unit + "\" (want ms, s, m, h)");
+    if (unit == "ms")
+      scale = 1;
+    else if (unit == "s")
+      scale = 1000;
+    else if (unit == "m")
+      scale = 60 * 1000;
+    else if (unit == "h")
+      scale = 3600 * 1000;
+    else
+      return invalidArgument("bad duration \"" + text + "\": unit \"" + unit +
+                             "\" (want ms, s, m, h)");
     totalMs += n * scale;
   }
   return std::chrono::milliseconds(static_cast<int64_t>(totalMs));

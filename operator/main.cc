@@ -40,18 +40,23 @@ namespace lr = lockstep::runtime;
 std::vector<lockstep::FlagSpec> flagSpecs() {
   const char* podNs = std::getenv("POD_NAMESPACE");
   return {
-      {"kubeconfig", "", "kubeconfig file; default $KUBECONFIG, then in-cluster, then ~/.kube/config"},
+      {"kubeconfig", "",
+       "kubeconfig file; default $KUBECONFIG, then in-cluster, then ~/.kube/config"},
       {"context", "", "kubeconfig context; default the current context"},
-      {"namespace", podNs ? podNs : "lockstep-system", "the operator's namespace (lease, certificate Secret)"},
+      {"namespace", podNs ? podNs : "lockstep-system",
+       "the operator's namespace (lease, certificate Secret)"},
       {"bind-address", "0.0.0.0", "address for the metrics, health and webhook servers"},
       {"metrics-port", "8080", "Prometheus /metrics port (0 picks one)"},
       {"health-port", "8081", "/healthz and /readyz port (0 picks one)"},
       {"webhook-port", "9443", "admission webhook HTTPS port (0 picks one)"},
       {"webhook-threads", "2", "admission server threads"},
       {"webhook-service", "lockstep", "Service name the serving certificate is issued for"},
-      {"webhook-config", "", "ValidatingWebhookConfiguration whose caBundle the operator keeps (self mode)"},
-      {"webhook-ip", "", "extra IP SAN for the serving certificate (e.g. 127.0.0.1 for local runs)"},
-      {"cert-mode", "self", "self: make and rotate certificates; file: read --cert-dir, reload on change"},
+      {"webhook-config", "",
+       "ValidatingWebhookConfiguration whose caBundle the operator keeps (self mode)"},
+      {"webhook-ip", "",
+       "extra IP SAN for the serving certificate (e.g. 127.0.0.1 for local runs)"},
+      {"cert-mode", "self",
+       "self: make and rotate certificates; file: read --cert-dir, reload on change"},
       {"cert-secret", "lockstep-webhook-tls", "Secret holding self-managed certificates"},
       {"cert-dir", "/etc/lockstep/tls", "directory with tls.crt and tls.key (file mode)"},
       {"port-file", "", "write the bound webhook port to this file once serving (tests)"},
@@ -94,7 +99,8 @@ int main(int argc, char** argv) {
     std::cout << flags.usage("lockstep-operator");
     return 0;
   }
-  if (Status s = lr::configureLogging({flags.get("log-format") == "json", flags.get("log-level")}); !s.isOk()) {
+  if (Status s = lr::configureLogging({flags.get("log-format") == "json", flags.get("log-level")});
+      !s.isOk()) {
     return fail(s.toString());
   }
   const std::string ns = flags.get("namespace");
@@ -206,7 +212,9 @@ int main(int argc, char** argv) {
         std::unique_lock<std::mutex> lock(mu);
         if (stopping) return;
       }
-      if (rteInformer.waitForSync(std::chrono::seconds(1)) && nsInformer.waitForSync(std::chrono::seconds(1))) break;
+      if (rteInformer.waitForSync(std::chrono::seconds(1)) &&
+          nsInformer.waitForSync(std::chrono::seconds(1)))
+        break;
     }
     if (Status s = server->start(); !s.isOk()) {
       spdlog::critical("webhook server: {}", s.toString());
@@ -229,12 +237,16 @@ int main(int argc, char** argv) {
       if (stopping) break;
       if (watcher) {
         auto r = watcher->poll(std::chrono::steady_clock::now());
-        if (!r.isOk()) spdlog::warn("certificate reload: {}", r.status().toString());
-        else if (*r) spdlog::info("serving certificate reloaded from {}", flags.get("cert-dir"));
+        if (!r.isOk())
+          spdlog::warn("certificate reload: {}", r.status().toString());
+        else if (*r)
+          spdlog::info("serving certificate reloaded from {}", flags.get("cert-dir"));
       } else {
         auto r = selfManaged->reconcile(std::chrono::system_clock::now());
-        if (!r.isOk()) spdlog::warn("certificate renewal: {}", r.status().toString());
-        else if (r->action != lw::CertAction::kKeep) spdlog::info("serving certificate renewed: {}", r->reason);
+        if (!r.isOk())
+          spdlog::warn("certificate renewal: {}", r.status().toString());
+        else if (r->action != lw::CertAction::kKeep)
+          spdlog::info("serving certificate renewed: {}", r->reason);
       }
     }
   });

@@ -34,8 +34,11 @@ StatusOr<std::optional<CertBundle>> SecretCertStore::load() {
   struct {
     const char* key;
     std::string* out;
-  } fields[] = {{"ca.crt", &b.caCertPem}, {"ca.key", &b.caKeyPem}, {"tls.crt", &b.certPem},
-                {"tls.key", &b.keyPem}, {"ca-previous.crt", &b.previousCaCertPem}};
+  } fields[] = {{"ca.crt", &b.caCertPem},
+                {"ca.key", &b.caKeyPem},
+                {"tls.crt", &b.certPem},
+                {"tls.key", &b.keyPem},
+                {"ca-previous.crt", &b.previousCaCertPem}};
   for (auto& f : fields) {
     auto v = field(data, f.key);
     if (!v.isOk()) return v.status();
@@ -49,15 +52,17 @@ Status SecretCertStore::save(const CertBundle& b) {
                {"ca.key", kube::base64Encode(b.caKeyPem)},
                {"tls.crt", kube::base64Encode(b.certPem)},
                {"tls.key", kube::base64Encode(b.keyPem)}};
-  if (!b.previousCaCertPem.empty()) data["ca-previous.crt"] = kube::base64Encode(b.previousCaCertPem);
+  if (!b.previousCaCertPem.empty())
+    data["ca-previous.crt"] = kube::base64Encode(b.previousCaCertPem);
   json secret = {{"apiVersion", "v1"},
                  {"kind", "Secret"},
                  {"type", "kubernetes.io/tls"},
                  {"metadata",
                   {{"name", name_},
                    {"namespace", ns_},
-                   {"labels", {{"app.kubernetes.io/part-of", "lockstep"},
-                               {"app.kubernetes.io/component", "webhook-certificates"}}}}},
+                   {"labels",
+                    {{"app.kubernetes.io/part-of", "lockstep"},
+                     {"app.kubernetes.io/component", "webhook-certificates"}}}}},
                  {"data", data}};
   std::lock_guard<std::mutex> lock(mu_);
   StatusOr<kube::Object> written = Status(Code::kInternal, "unset");
@@ -65,7 +70,8 @@ Status SecretCertStore::save(const CertBundle& b) {
     written = client_->create(kube::resources::kSecrets, secret, ns_);
     // Another replica created it first: theirs wins (the caller reloads).
     if (!written.isOk() && written.status().code() == Code::kAlreadyExists) {
-      return Status(Code::kConflict, "Secret " + ns_ + "/" + name_ + " was created by another writer");
+      return Status(Code::kConflict,
+                    "Secret " + ns_ + "/" + name_ + " was created by another writer");
     }
   } else {
     secret["metadata"]["resourceVersion"] = resourceVersion_;

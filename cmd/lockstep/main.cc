@@ -57,7 +57,8 @@ int main(int argc, char** argv) {
   if (verb == "--version") verb = "version";
   for (const Verb& v : kVerbs) {
     if (verb == v.name) {
-      VerbContext ctx{std::vector<std::string>(argv + 2, argv + argc), std::cout, std::cerr, program};
+      VerbContext ctx{std::vector<std::string>(argv + 2, argv + argc), std::cout, std::cerr,
+                      program};
       int rc = v.run(ctx);
       std::cout.flush();
       return rc;

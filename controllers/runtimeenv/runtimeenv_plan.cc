@@ -119,7 +119,8 @@ bool isDigestPinned(const std::string& image) {
   std::string hex = image.substr(at + 8);
   if (hex.size() != 64) return false;
   for (char ch : hex) {
-    if (!std::isxdigit(static_cast<unsigned char>(ch)) || std::isupper(static_cast<unsigned char>(ch))) {
+    if (!std::isxdigit(static_cast<unsigned char>(ch)) ||
+        std::isupper(static_cast<unsigned char>(ch))) {
       return false;
     }
   }
@@ -191,7 +192,8 @@ RuntimeEnvPlan planRuntimeEnv(const RuntimeEnvObserved& o, const std::string& no
         std::string m = "no schedulable node reports an NVIDIA driver >= " +
                         (minDriver.empty() ? std::string("any") : minDriver) + " (CUDA " + cuda +
                         "); GPU feature discovery labels nvidia.com/cuda.driver.* are read";
-        setCondition(conditions, {"Degraded", "True", kReasonNoCompatibleNodes, m}, generation, now);
+        setCondition(conditions, {"Degraded", "True", kReasonNoCompatibleNodes, m}, generation,
+                     now);
       } else {
         setCondition(conditions,
                      {"Degraded", "False", "CompatibleNodesFound",
@@ -223,7 +225,8 @@ RuntimeEnvPlan planRuntimeEnv(const RuntimeEnvObserved& o, const std::string& no
         want.reason = kReasonClosureHashMatches;
         want.message = "RuntimeEnv " + name + " resolves to the validated closure";
       }
-      auto have = findCondition(mr.value("/status/conditions"_json_pointer, json::array()), "Stale");
+      auto have =
+          findCondition(mr.value("/status/conditions"_json_pointer, json::array()), "Stale");
       bool same = have && have->value("status", "") == want.status &&
                   have->value("reason", "") == want.reason &&
                   have->value("message", "") == want.message;

@@ -70,10 +70,12 @@ Result RuntimeEnvReconciler::reconcile(const Request& request) {
 
   // Execute: dependants first, the RuntimeEnv's own status last.
   for (const auto& rc : plan.releaseConditions) {
-    json patch = {{"apiVersion", kModelReleases.apiVersion()},
-                  {"kind", kModelReleases.kind},
-                  {"metadata", {{"name", rc.release}, {"namespace", request.ns}}},
-                  {"status", {{"conditions", json::array({conditionJson(rc.condition, rc.generation, now)})}}}};
+    json patch = {
+        {"apiVersion", kModelReleases.apiVersion()},
+        {"kind", kModelReleases.kind},
+        {"metadata", {{"name", rc.release}, {"namespace", request.ns}}},
+        {"status",
+         {{"conditions", json::array({conditionJson(rc.condition, rc.generation, now)})}}}};
     auto applied = releaseClient_->applyStatus(kModelReleases, patch);
     if (!applied.isOk() && applied.status().code() != Code::kNotFound) {
       return Result::failed(applied.status().withContext("marking ModelRelease " + rc.release));
@@ -87,7 +89,8 @@ Result RuntimeEnvReconciler::reconcile(const Request& request) {
       s = events_.record(*mr, e.type, e.reason, e.message);
     }
     // Events are best effort: never fail a reconcile for one.
-    if (!s.isOk()) spdlog::warn("runtimeenv {}: event {}: {}", request.key(), e.reason, s.toString());
+    if (!s.isOk())
+      spdlog::warn("runtimeenv {}: event {}: {}", request.key(), e.reason, s.toString());
   }
   if (plan.statusChanged) {
     json apply = {{"apiVersion", kRuntimeEnvs.apiVersion()},
@@ -99,7 +102,8 @@ Result RuntimeEnvReconciler::reconcile(const Request& request) {
       if (applied.status().code() == Code::kNotFound) return Result::done();
       if (transient(applied.status())) return Result::failed(applied.status());
       // A rejected status is our bug or a schema mismatch: log loudly, back off.
-      spdlog::error("runtimeenv {}: status rejected: {}", request.key(), applied.status().toString());
+      spdlog::error("runtimeenv {}: status rejected: {}", request.key(),
+                    applied.status().toString());
       return Result::failed(applied.status());
     }
     auto ready = findCondition(plan.status["conditions"], "Ready");
@@ -152,27 +156,35 @@ void setupRuntimeEnvController(runtime::Manager& manager, int workers) {
     return out;
   });
   // Node driver labels decide compatibleNodes: any node change re-counts for all.
-  c.watch(nodes, [rteCache](const kube::Object&) {
-    std::vector<Request> out;
-    for (const auto& r : rteCache->list()) out.push_back({kube::namespaceOf(*r), kube::name(*r)});
-    return out;
-  }, [](const kube::Object& a, const kube::Object& b) {
-    return a.value("/metadata/labels"_json_pointer, json::object()) !=
-               b.value("/metadata/labels"_json_pointer, json::object()) ||
-           a.value("/spec/unschedulable"_json_pointer, false) !=
-               b.value("/spec/unschedulable"_json_pointer, false);
-  });
+  c.watch(
+      nodes,
+      [rteCache](const kube::Object&) {
+        std::vector<Request> out;
+        for (const auto& r : rteCache->list())
+          out.push_back({kube::namespaceOf(*r), kube::name(*r)});
+        return out;
+      },
+      [](const kube::Object& a, const kube::Object& b) {
+        return a.value("/metadata/labels"_json_pointer, json::object()) !=
+                   b.value("/metadata/labels"_json_pointer, json::object()) ||
+               a.value("/spec/unschedulable"_json_pointer, false) !=
+                   b.value("/spec/unschedulable"_json_pointer, false);
+      });
   // A release (new, or its validated hash recorded) needs its Stale condition computed.
-  c.watch(releases, [](const kube::Object& mr) {
-    std::vector<Request> out;
-    std::string k = runtimeEnvKeyOf(mr);
-    if (!k.empty()) out.push_back(Request::fromKey(k));
-    return out;
-  }, [](const kube::Object& a, const kube::Object& b) {
-    return a.value("/status/validatedClosureHash"_json_pointer, std::string()) !=
-               b.value("/status/validatedClosureHash"_json_pointer, std::string()) ||
-           a.value("/metadata/generation"_json_pointer, 0) != b.value("/metadata/generation"_json_pointer, 0);
-  });
+  c.watch(
+      releases,
+      [](const kube::Object& mr) {
+        std::vector<Request> out;
+        std::string k = runtimeEnvKeyOf(mr);
+        if (!k.empty()) out.push_back(Request::fromKey(k));
+        return out;
+      },
+      [](const kube::Object& a, const kube::Object& b) {
+        return a.value("/status/validatedClosureHash"_json_pointer, std::string()) !=
+                   b.value("/status/validatedClosureHash"_json_pointer, std::string()) ||
+               a.value("/metadata/generation"_json_pointer, 0) !=
+                   b.value("/metadata/generation"_json_pointer, 0);
+      });
 }
 
 }  // namespace lockstep::controllers

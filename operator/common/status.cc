@@ -4,19 +4,32 @@ namespace lockstep {
 
 std::string_view codeName(Code c) {
   switch (c) {
-    case Code::kOk: return "OK";
-    case Code::kInvalidArgument: return "InvalidArgument";
-    case Code::kNotFound: return "NotFound";
-    case Code::kAlreadyExists: return "AlreadyExists";
-    case Code::kConflict: return "Conflict";
-    case Code::kInvalid: return "Invalid";
-    case Code::kForbidden: return "Forbidden";
-    case Code::kUnauthorized: return "Unauthorized";
-    case Code::kGone: return "Gone";
-    case Code::kUnavailable: return "Unavailable";
-    case Code::kDeadlineExceeded: return "DeadlineExceeded";
-    case Code::kCancelled: return "Cancelled";
-    case Code::kInternal: return "Internal";
+    case Code::kOk:
+      return "OK";
+    case Code::kInvalidArgument:
+      return "InvalidArgument";
+    case Code::kNotFound:
+      return "NotFound";
+    case Code::kAlreadyExists:
+      return "AlreadyExists";
+    case Code::kConflict:
+      return "Conflict";
+    case Code::kInvalid:
+      return "Invalid";
+    case Code::kForbidden:
+      return "Forbidden";
+    case Code::kUnauthorized:
+      return "Unauthorized";
+    case Code::kGone:
+      return "Gone";
+    case Code::kUnavailable:
+      return "Unavailable";
+    case Code::kDeadlineExceeded:
+      return "DeadlineExceeded";
+    case Code::kCancelled:
+      return "Cancelled";
+    case Code::kInternal:
+      return "Internal";
   }
   return "Unknown";
 }

@@ -62,7 +62,7 @@ inline Status internalError(std::string m) { return {Code::kInternal, std::move(
 template <typename T>
 class [[nodiscard]] StatusOr {
  public:
-  StatusOr(T value) : v_(std::move(value)) {}  // NOLINT(google-explicit-constructor)
+  StatusOr(T value) : v_(std::move(value)) {}        // NOLINT(google-explicit-constructor)
   StatusOr(Status status) : v_(std::move(status)) {  // NOLINT(google-explicit-constructor)
     assert(!std::get<Status>(v_).isOk() && "StatusOr built from an OK status");
   }
@@ -87,8 +87,8 @@ class [[nodiscard]] StatusOr {
 }  // namespace lockstep
 
 // Propagates a non-OK Status from an expression returning Status.
-#define LOCKSTEP_RETURN_IF_ERROR(expr)           \
-  do {                                           \
-    ::lockstep::Status _st = (expr);             \
-    if (!_st.isOk()) return _st;                 \
+#define LOCKSTEP_RETURN_IF_ERROR(expr) \
+  do {                                 \
+    ::lockstep::Status _st = (expr);   \
+    if (!_st.isOk()) return _st;       \
   } while (0)

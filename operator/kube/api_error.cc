@@ -8,7 +8,8 @@ Status statusFromStatusObject(const nlohmann::json& st, int httpStatus) {
   if (st.is_object()) {
     if (auto it = st.find("reason"); it != st.end() && it->is_string()) reason = *it;
     if (auto it = st.find("message"); it != st.end() && it->is_string()) message = *it;
-    if (auto it = st.find("code"); it != st.end() && it->is_number_integer() && code == 0) code = *it;
+    if (auto it = st.find("code"); it != st.end() && it->is_number_integer() && code == 0)
+      code = *it;
     if (st.value("status", "") == "Success" && (code == 0 || (code >= 200 && code < 300))) {
       return Status::ok();
     }
@@ -34,15 +35,24 @@ Status statusFromStatusObject(const nlohmann::json& st, int httpStatus) {
     }
   }
   switch (code) {
-    case 400: return {Code::kInvalidArgument, message};
-    case 401: return {Code::kUnauthorized, message};
-    case 403: return {Code::kForbidden, message};
-    case 404: return {Code::kNotFound, message};
-    case 409: return {Code::kConflict, message};
-    case 410: return {Code::kGone, message};
-    case 422: return {Code::kInvalid, message};
-    case 429: return {Code::kUnavailable, message};
-    default: break;
+    case 400:
+      return {Code::kInvalidArgument, message};
+    case 401:
+      return {Code::kUnauthorized, message};
+    case 403:
+      return {Code::kForbidden, message};
+    case 404:
+      return {Code::kNotFound, message};
+    case 409:
+      return {Code::kConflict, message};
+    case 410:
+      return {Code::kGone, message};
+    case 422:
+      return {Code::kInvalid, message};
+    case 429:
+      return {Code::kUnavailable, message};
+    default:
+      break;
   }
   if (code >= 500) return {Code::kUnavailable, message};
   if (code >= 400) return {Code::kInvalidArgument, message};

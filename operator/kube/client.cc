@@ -26,10 +26,14 @@ std::string nsOf(const Resource& r, const Object& obj, const std::string& ns) {
 
 std::string_view watchEventTypeName(WatchEvent::Type t) {
   switch (t) {
-    case WatchEvent::Type::kAdded: return "ADDED";
-    case WatchEvent::Type::kModified: return "MODIFIED";
-    case WatchEvent::Type::kDeleted: return "DELETED";
-    case WatchEvent::Type::kBookmark: return "BOOKMARK";
+    case WatchEvent::Type::kAdded:
+      return "ADDED";
+    case WatchEvent::Type::kModified:
+      return "MODIFIED";
+    case WatchEvent::Type::kDeleted:
+      return "DELETED";
+    case WatchEvent::Type::kBookmark:
+      return "BOOKMARK";
   }
   return "UNKNOWN";
 }

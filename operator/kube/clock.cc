@@ -36,8 +36,8 @@ std::string formatTime(Clock::WallTime t, bool micro) {
 bool parseTime(const std::string& text, Clock::WallTime* out) {
   int y, mo, d, h, mi, s;
   int consumed = 0;
-  if (std::sscanf(text.c_str(), "%4d-%2d-%2dT%2d:%2d:%2d%n", &y, &mo, &d, &h, &mi, &s,
-                  &consumed) != 6) {
+  if (std::sscanf(text.c_str(), "%4d-%2d-%2dT%2d:%2d:%2d%n", &y, &mo, &d, &h, &mi, &s, &consumed) !=
+      6) {
     return false;
   }
   size_t pos = static_cast<size_t>(consumed);

@@ -7,7 +7,8 @@
 namespace lockstep::kube {
 
 StatusOr<KubeConfig> resolveConfig(const ConnectOptions& options) {
-  if (!options.kubeconfigPath.empty()) return loadKubeConfig(options.kubeconfigPath, options.context);
+  if (!options.kubeconfigPath.empty())
+    return loadKubeConfig(options.kubeconfigPath, options.context);
   if (const char* env = std::getenv("KUBECONFIG"); env && *env) {
     std::string first(env);
     // Only the first file of a KUBECONFIG list is read; merging is not supported.

@@ -6,7 +6,10 @@ namespace lockstep::kube {
 
 EventRecorder::EventRecorder(std::shared_ptr<Client> client, std::string component, Clock& clock,
                              size_t maxCached)
-    : client_(std::move(client)), component_(std::move(component)), clock_(clock), maxCached_(maxCached) {}
+    : client_(std::move(client)),
+      component_(std::move(component)),
+      clock_(clock),
+      maxCached_(maxCached) {}
 
 Status EventRecorder::record(const Object& involved, const std::string& type,
                              const std::string& reason, const std::string& message) {
@@ -43,16 +46,18 @@ Status EventRecorder::create(const Object& involved, const std::string& type,
   std::string ns = namespaceOf(involved);
   if (ns.empty()) ns = "default";  // events about cluster-scoped objects
   char suffix[32];
-  std::snprintf(suffix, sizeof suffix, ".%llx",
-                static_cast<unsigned long long>(
-                    std::chrono::duration_cast<std::chrono::nanoseconds>(wall.time_since_epoch()).count()));
+  std::snprintf(
+      suffix, sizeof suffix, ".%llx",
+      static_cast<unsigned long long>(
+          std::chrono::duration_cast<std::chrono::nanoseconds>(wall.time_since_epoch()).count()));
   std::string evName = name(involved) + suffix;
   nlohmann::json involvedRef = {{"apiVersion", apiVersionOf(involved)},
                                 {"kind", kindOf(involved)},
                                 {"name", name(involved)},
                                 {"uid", uid(involved)}};
   if (!namespaceOf(involved).empty()) involvedRef["namespace"] = namespaceOf(involved);
-  if (!resourceVersion(involved).empty()) involvedRef["resourceVersion"] = resourceVersion(involved);
+  if (!resourceVersion(involved).empty())
+    involvedRef["resourceVersion"] = resourceVersion(involved);
   nlohmann::json ev = {
       {"apiVersion", "v1"},
       {"kind", "Event"},

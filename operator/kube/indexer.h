@@ -36,11 +36,15 @@ class Indexer {
   Indexer();
 
   void addIndex(const std::string& name, IndexFunc fn);
-  void addLabelIndex(const std::string& labelKey) { addIndex(labelIndexName(labelKey), labelIndexFunc(labelKey)); }
+  void addLabelIndex(const std::string& labelKey) {
+    addIndex(labelIndexName(labelKey), labelIndexFunc(labelKey));
+  }
   bool hasIndex(const std::string& name) const;
 
   ObjectPtr get(const std::string& key) const;
-  ObjectPtr get(const std::string& ns, const std::string& name) const { return get(objectKey(ns, name)); }
+  ObjectPtr get(const std::string& ns, const std::string& name) const {
+    return get(objectKey(ns, name));
+  }
   std::vector<ObjectPtr> list() const;
   std::vector<std::string> keys() const;
   size_t size() const;

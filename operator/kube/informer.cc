@@ -85,16 +85,22 @@ void Informer::replace(std::vector<Object> items, const std::string& resourceVer
   for (const auto& obj : fresh) {
     auto it = previous.find(objectKey(*obj));
     if (it == previous.end()) {
-      dispatch([&](const EventHandler& h) { if (h.onAdd) h.onAdd(*obj, initial); });
+      dispatch([&](const EventHandler& h) {
+        if (h.onAdd) h.onAdd(*obj, initial);
+      });
     } else {
       ObjectPtr old = it->second;
       previous.erase(it);
-      dispatch([&](const EventHandler& h) { if (h.onUpdate) h.onUpdate(*old, *obj); });
+      dispatch([&](const EventHandler& h) {
+        if (h.onUpdate) h.onUpdate(*old, *obj);
+      });
     }
   }
   // Whatever the new list lacks was deleted while we were not watching.
   for (const auto& [key, old] : previous) {
-    dispatch([&](const EventHandler& h) { if (h.onDelete) h.onDelete(*old); });
+    dispatch([&](const EventHandler& h) {
+      if (h.onDelete) h.onDelete(*old);
+    });
   }
   if (initial) {
     std::lock_guard<std::mutex> l(mu_);
@@ -111,16 +117,22 @@ void Informer::apply(const WatchEvent& event) {
     case WatchEvent::Type::kModified: {
       ObjectPtr old = cache_.upsert(obj);
       if (old) {
-        dispatch([&](const EventHandler& h) { if (h.onUpdate) h.onUpdate(*old, *obj); });
+        dispatch([&](const EventHandler& h) {
+          if (h.onUpdate) h.onUpdate(*old, *obj);
+        });
       } else {
-        dispatch([&](const EventHandler& h) { if (h.onAdd) h.onAdd(*obj, false); });
+        dispatch([&](const EventHandler& h) {
+          if (h.onAdd) h.onAdd(*obj, false);
+        });
       }
       break;
     }
     case WatchEvent::Type::kDeleted: {
       ObjectPtr old = cache_.erase(objectKey(*obj));
       // The event carries the final state; report it even if we never cached it.
-      dispatch([&](const EventHandler& h) { if (h.onDelete) h.onDelete(*obj); });
+      dispatch([&](const EventHandler& h) {
+        if (h.onDelete) h.onDelete(*obj);
+      });
       (void)old;
       break;
     }

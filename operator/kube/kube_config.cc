@@ -92,13 +92,13 @@ StatusOr<std::string> base64Decode(const std::string& in) {
 }
 
 std::string base64Encode(const std::string& in) {
-  static const char* kAlphabet =
-      "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+  static const char* kAlphabet = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
   std::string out;
   size_t i = 0;
   while (i + 2 < in.size()) {
     unsigned n = (static_cast<unsigned char>(in[i]) << 16) |
-                 (static_cast<unsigned char>(in[i + 1]) << 8) | static_cast<unsigned char>(in[i + 2]);
+                 (static_cast<unsigned char>(in[i + 1]) << 8) |
+                 static_cast<unsigned char>(in[i + 2]);
     out += kAlphabet[(n >> 18) & 63];
     out += kAlphabet[(n >> 12) & 63];
     out += kAlphabet[(n >> 6) & 63];
@@ -111,7 +111,8 @@ std::string base64Encode(const std::string& in) {
     out += kAlphabet[(n >> 12) & 63];
     out += "==";
   } else if (i + 2 == in.size()) {
-    unsigned n = (static_cast<unsigned char>(in[i]) << 16) | (static_cast<unsigned char>(in[i + 1]) << 8);
+    unsigned n =
+        (static_cast<unsigned char>(in[i]) << 16) | (static_cast<unsigned char>(in[i + 1]) << 8);
     out += kAlphabet[(n >> 18) & 63];
     out += kAlphabet[(n >> 12) & 63];
     out += kAlphabet[(n >> 6) & 63];
@@ -155,7 +156,8 @@ StatusOr<KubeConfig> parseKubeConfig(const std::string& yaml, const std::string&
     if (auto ns = scalar(ctxBody, "namespace"); !ns.empty()) cfg.defaultNamespace = ns;
 
     YAML::Node cluster = findNamed(root["clusters"], clusterName);
-    if (!cluster) return fail("cluster \"" + clusterName + "\" (of context \"" + ctxName + "\") not found");
+    if (!cluster)
+      return fail("cluster \"" + clusterName + "\" (of context \"" + ctxName + "\") not found");
     YAML::Node c = cluster["cluster"];
     cfg.server = scalar(c, "server");
     if (cfg.server.empty()) return fail("cluster \"" + clusterName + "\" has no server");
@@ -168,16 +170,22 @@ StatusOr<KubeConfig> parseKubeConfig(const std::string& yaml, const std::string&
 
     if (!userName.empty()) {
       YAML::Node user = findNamed(root["users"], userName);
-      if (!user) return fail("user \"" + userName + "\" (of context \"" + ctxName + "\") not found");
+      if (!user)
+        return fail("user \"" + userName + "\" (of context \"" + ctxName + "\") not found");
       YAML::Node u = user["user"];
       std::string what = origin + ": user \"" + userName + "\"";
       if (u && u.IsMap()) {
-        if (u["exec"]) return fail("user \"" + userName + "\" uses an exec credential plugin, which is not supported");
-        if (u["auth-provider"]) return fail("user \"" + userName + "\" uses an auth-provider, which is not supported");
-        LOCKSTEP_RETURN_IF_ERROR(loadPem(u, "client-certificate", baseDir, what, &cfg.clientCertPem));
+        if (u["exec"])
+          return fail("user \"" + userName +
+                      "\" uses an exec credential plugin, which is not supported");
+        if (u["auth-provider"])
+          return fail("user \"" + userName + "\" uses an auth-provider, which is not supported");
+        LOCKSTEP_RETURN_IF_ERROR(
+            loadPem(u, "client-certificate", baseDir, what, &cfg.clientCertPem));
         LOCKSTEP_RETURN_IF_ERROR(loadPem(u, "client-key", baseDir, what, &cfg.clientKeyPem));
         if (cfg.clientCertPem.empty() != cfg.clientKeyPem.empty()) {
-          return fail("user \"" + userName + "\" has a client certificate without a key or a key without a certificate");
+          return fail("user \"" + userName +
+                      "\" has a client certificate without a key or a key without a certificate");
         }
         cfg.token = scalar(u, "token");
         std::string tokenFile = scalar(u, "tokenFile");
@@ -191,7 +199,8 @@ StatusOr<KubeConfig> parseKubeConfig(const std::string& yaml, const std::string&
       }
     }
     if (cfg.server.rfind("https://", 0) != 0 && cfg.server.rfind("http://", 0) != 0) {
-      return fail("cluster \"" + clusterName + "\" server \"" + cfg.server + "\" is not an http(s) URL");
+      return fail("cluster \"" + clusterName + "\" server \"" + cfg.server +
+                  "\" is not an http(s) URL");
     }
     return cfg;
   } catch (const YAML::Exception& e) {

@@ -17,11 +17,11 @@ struct KubeConfig {
   std::string caPem;          // trusted CA bundle; empty means the system roots
   std::string clientCertPem;  // client certificate chain (PEM), with clientKeyPem
   std::string clientKeyPem;
-  std::string token;          // static bearer token
-  std::string tokenFile;      // bearer token re-read when the file changes
-  std::string username;       // basic auth (rare; kept for completeness)
+  std::string token;      // static bearer token
+  std::string tokenFile;  // bearer token re-read when the file changes
+  std::string username;   // basic auth (rare; kept for completeness)
   std::string password;
-  std::string tlsServerName;  // SNI / verification name override
+  std::string tlsServerName;           // SNI / verification name override
   bool insecureSkipTlsVerify = false;  // only when the kubeconfig says so
   std::string defaultNamespace = "default";
   std::string origin;  // for messages: "kubeconfig <path>, context <name>" or "in-cluster"

@@ -75,9 +75,9 @@ std::string Request::uri() const {
 
 std::string Request::header(const std::string& name) const {
   for (const auto& [k, v] : headers) {
-    if (k.size() == name.size() &&
-        std::equal(k.begin(), k.end(), name.begin(),
-                   [](char a, char b) { return std::tolower(a) == std::tolower(b); })) {
+    if (k.size() == name.size() && std::equal(k.begin(), k.end(), name.begin(), [](char a, char b) {
+          return std::tolower(a) == std::tolower(b);
+        })) {
       return v;
     }
   }
@@ -88,9 +88,9 @@ std::string Request::describe() const { return method + " " + uri(); }
 
 std::string resourcePath(const Resource& r, const std::string& ns, const std::string& name,
                          const std::string& subresource) {
-  std::string p = r.group.empty() ? "/api/" + escapePathSegment(r.version)
-                                  : "/apis/" + escapePathSegment(r.group) + "/" +
-                                        escapePathSegment(r.version);
+  std::string p = r.group.empty()
+                      ? "/api/" + escapePathSegment(r.version)
+                      : "/apis/" + escapePathSegment(r.group) + "/" + escapePathSegment(r.version);
   if (r.namespaced && !ns.empty()) p += "/namespaces/" + escapePathSegment(ns);
   p += "/" + escapePathSegment(r.resource);
   if (!name.empty()) {
@@ -123,7 +123,8 @@ Request listRequest(const Resource& r, const std::string& ns, const ListOptions&
       req.query.emplace_back("resourceVersionMatch", o.resourceVersionMatch);
   }
   if (o.limit > 0) req.query.emplace_back("limit", std::to_string(o.limit));
-  if (o.timeoutSeconds > 0) req.query.emplace_back("timeoutSeconds", std::to_string(o.timeoutSeconds));
+  if (o.timeoutSeconds > 0)
+    req.query.emplace_back("timeoutSeconds", std::to_string(o.timeoutSeconds));
   return withJsonHeaders(std::move(req));
 }
 
@@ -137,7 +138,8 @@ Request watchRequest(const Resource& r, const std::string& ns, const WatchOption
   if (!o.fieldSelector.empty()) req.query.emplace_back("fieldSelector", o.fieldSelector);
   if (!o.resourceVersion.empty()) req.query.emplace_back("resourceVersion", o.resourceVersion);
   if (o.allowWatchBookmarks) req.query.emplace_back("allowWatchBookmarks", "true");
-  if (o.timeoutSeconds > 0) req.query.emplace_back("timeoutSeconds", std::to_string(o.timeoutSeconds));
+  if (o.timeoutSeconds > 0)
+    req.query.emplace_back("timeoutSeconds", std::to_string(o.timeoutSeconds));
   return withJsonHeaders(std::move(req));
 }
 

@@ -35,12 +35,11 @@ inline const Resource kEvents{"", "v1", "events", "Event", true};
 inline const Resource kDeployments{"apps", "v1", "deployments", "Deployment", true};
 inline const Resource kJobs{"batch", "v1", "jobs", "Job", true};
 inline const Resource kLeases{"coordination.k8s.io", "v1", "leases", "Lease", true};
-inline const Resource kCustomResourceDefinitions{"apiextensions.k8s.io", "v1",
-                                                 "customresourcedefinitions",
-                                                 "CustomResourceDefinition", false};
-inline const Resource kValidatingWebhookConfigurations{
-    "admissionregistration.k8s.io", "v1", "validatingwebhookconfigurations",
-    "ValidatingWebhookConfiguration", false};
+inline const Resource kCustomResourceDefinitions{
+    "apiextensions.k8s.io", "v1", "customresourcedefinitions", "CustomResourceDefinition", false};
+inline const Resource kValidatingWebhookConfigurations{"admissionregistration.k8s.io", "v1",
+                                                       "validatingwebhookconfigurations",
+                                                       "ValidatingWebhookConfiguration", false};
 }  // namespace resources
 
 }  // namespace lockstep::kube

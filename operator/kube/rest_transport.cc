@@ -173,8 +173,8 @@ RestTransport::RestTransport(std::unique_ptr<Impl> impl) : impl_(std::move(impl)
 RestTransport::~RestTransport() = default;
 
 StatusOr<std::shared_ptr<RestTransport>> RestTransport::create(const KubeConfig& config,
-                                                                const RestOptions& options,
-                                                                Clock& clock) {
+                                                               const RestOptions& options,
+                                                               Clock& clock) {
   // Load the TLS material once up front so a bad PEM fails at startup, not per connection.
   try {
     boost::asio::ssl::context probe(boost::asio::ssl::context::tls_client);
@@ -200,8 +200,10 @@ StatusOr<std::shared_ptr<RestTransport>> RestTransport::create(const KubeConfig&
       return c;
     };
     web::uri base(utility::conversions::to_string_t(config.server));
-    impl->requests = std::make_unique<client::http_client>(base, makeConfig(options.requestTimeout));
-    impl->watches = std::make_unique<client::http_client>(base, makeConfig(options.watchIdleTimeout));
+    impl->requests =
+        std::make_unique<client::http_client>(base, makeConfig(options.requestTimeout));
+    impl->watches =
+        std::make_unique<client::http_client>(base, makeConfig(options.watchIdleTimeout));
   } catch (const std::exception& e) {
     return invalidArgument(config.origin + ": server \"" + config.server + "\": " + e.what());
   }
@@ -256,7 +258,8 @@ StatusOr<std::unique_ptr<LineStream>> RestTransport::openStream(const Request& r
         body += '\n';
       }
       Status st = statusFromResponse(resp.status_code(), body);
-      if (st.isOk()) st = internalError("watch: unexpected status " + std::to_string(resp.status_code()));
+      if (st.isOk())
+        st = internalError("watch: unexpected status " + std::to_string(resp.status_code()));
       return st.withContext(request.describe());
     }
     return std::unique_ptr<LineStream>(std::move(stream));

@@ -22,7 +22,8 @@ TokenSource::TokenSource(const KubeConfig& config, Clock& clock)
 std::string TokenSource::refreshLocked() {
   struct stat st {};
   bool statOk = ::stat(tokenFile_.c_str(), &st) == 0;
-  bool changed = statOk && (st.st_mtim.tv_sec != mtime_.tv_sec || st.st_mtim.tv_nsec != mtime_.tv_nsec);
+  bool changed =
+      statOk && (st.st_mtim.tv_sec != mtime_.tv_sec || st.st_mtim.tv_nsec != mtime_.tv_nsec);
   if (read_ && !changed && clock_.now() - readAt_ < kMaxTokenAge) return cached_;
   auto content = readFile(tokenFile_);
   if (content.isOk()) {

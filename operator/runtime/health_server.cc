@@ -34,8 +34,8 @@ class Session : public std::enable_shared_from_this<Session> {
   }
   void respond() {
     auto [code, body] = server_.handle(std::string(req_.target()));
-    auto res = std::make_shared<http::response<http::string_body>>(
-        static_cast<http::status>(code), req_.version());
+    auto res = std::make_shared<http::response<http::string_body>>(static_cast<http::status>(code),
+                                                                   req_.version());
     res->set(http::field::content_type, "text/plain; charset=utf-8");
     res->set(http::field::cache_control, "no-store");
     res->keep_alive(req_.keep_alive());
@@ -123,12 +123,14 @@ std::pair<int, std::string> HealthServer::handle(const std::string& target) cons
     }
   }
   if (ok && !verbose) return {200, "ok\n"};
-  return {ok ? 200 : 500, report + (ok ? base.substr(1) + " check passed\n" : base.substr(1) + " check failed\n")};
+  return {ok ? 200 : 500,
+          report + (ok ? base.substr(1) + " check passed\n" : base.substr(1) + " check failed\n")};
 }
 
 Status HealthServer::start(const std::string& address) {
   auto colon = address.rfind(':');
-  if (colon == std::string::npos) return invalidArgument("health address \"" + address + "\" is not host:port");
+  if (colon == std::string::npos)
+    return invalidArgument("health address \"" + address + "\" is not host:port");
   std::string host = address.substr(0, colon);
   if (host.empty()) host = "0.0.0.0";
   impl_ = std::make_unique<Impl>();

@@ -18,9 +18,11 @@ int64_t seconds(Clock::Duration d) {
 }  // namespace
 
 Status validate(const LeaderElectionConfig& c) {
-  if (c.ns.empty() || c.name.empty()) return invalidArgument("leader election: lease namespace and name are required");
+  if (c.ns.empty() || c.name.empty())
+    return invalidArgument("leader election: lease namespace and name are required");
   if (c.identity.empty()) return invalidArgument("leader election: identity is required");
-  if (c.retryPeriod <= Clock::Duration::zero()) return invalidArgument("leader election: retryPeriod must be > 0");
+  if (c.retryPeriod <= Clock::Duration::zero())
+    return invalidArgument("leader election: retryPeriod must be > 0");
   if (c.leaseDuration <= c.renewDeadline) {
     return invalidArgument("leader election: leaseDuration must be greater than renewDeadline");
   }
@@ -57,7 +59,8 @@ std::string LeaderElector::leader() const {
 bool LeaderElector::sleep(Clock::Duration d) {
   std::unique_lock<std::mutex> lock(mu_);
   auto deadline = clock_.now() + d;
-  while (!stopped_ && !lost_.load() && clock_.now() < deadline) clock_.waitUntil(lock, cv_, deadline);
+  while (!stopped_ && !lost_.load() && clock_.now() < deadline)
+    clock_.waitUntil(lock, cv_, deadline);
   return !stopped_ && !lost_.load();
 }
 
@@ -197,7 +200,8 @@ Status LeaderElector::run() {
     if (holder != reportedLeader_) {
       reportedLeader_ = holder;
       if (!holder.empty()) {
-        spdlog::info("leader election: lease {}/{} is held by {}", config_.ns, config_.name, holder);
+        spdlog::info("leader election: lease {}/{} is held by {}", config_.ns, config_.name,
+                     holder);
         if (callbacks_.onNewLeader) callbacks_.onNewLeader(holder);
       }
     }
@@ -233,7 +237,8 @@ Status LeaderElector::run() {
   } else {
     leading_ = false;
     if (config_.releaseOnStop) release();
-    if (!stoppedCalled_.exchange(true) && callbacks_.onStoppedLeading) callbacks_.onStoppedLeading();
+    if (!stoppedCalled_.exchange(true) && callbacks_.onStoppedLeading)
+      callbacks_.onStoppedLeading();
   }
   {
     std::lock_guard<std::mutex> lock(mu_);

@@ -14,11 +14,21 @@ void appendEscaped(spdlog::memory_buf_t& dest, spdlog::string_view_t s) {
   for (char ch : s) {
     auto c = static_cast<unsigned char>(ch);
     switch (c) {
-      case '"': dest.append(std::string_view("\\\"")); break;
-      case '\\': dest.append(std::string_view("\\\\")); break;
-      case '\n': dest.append(std::string_view("\\n")); break;
-      case '\r': dest.append(std::string_view("\\r")); break;
-      case '\t': dest.append(std::string_view("\\t")); break;
+      case '"':
+        dest.append(std::string_view("\\\""));
+        break;
+      case '\\':
+        dest.append(std::string_view("\\\\"));
+        break;
+      case '\n':
+        dest.append(std::string_view("\\n"));
+        break;
+      case '\r':
+        dest.append(std::string_view("\\r"));
+        break;
+      case '\t':
+        dest.append(std::string_view("\\t"));
+        break;
       default:
         if (c < 0x20) {
           char esc[7] = {'\\', 'u', '0', '0', kHex[c >> 4], kHex[c & 15], 0};
@@ -66,8 +76,8 @@ Status configureLogging(const LogOptions& options) {
   if (level == spdlog::level::off && options.level != "off") {
     return invalidArgument("unknown log level \"" + options.level + "\"");
   }
-  auto logger = std::make_shared<spdlog::logger>(
-      "lockstep", std::make_shared<spdlog::sinks::stderr_sink_mt>());
+  auto logger = std::make_shared<spdlog::logger>("lockstep",
+                                                 std::make_shared<spdlog::sinks::stderr_sink_mt>());
   if (options.json) {
     logger->set_formatter(makeJsonFormatter());
   } else {

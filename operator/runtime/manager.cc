@@ -53,10 +53,12 @@ kube::Informer& Manager::informer(const kube::Resource& resource, const std::str
   return informer(o);
 }
 
-Controller& Manager::addController(ControllerOptions options, std::shared_ptr<Reconciler> reconciler) {
+Controller& Manager::addController(ControllerOptions options,
+                                   std::shared_ptr<Reconciler> reconciler) {
   std::string name = options.name;
-  auto c = std::make_unique<Controller>(std::move(options), std::move(reconciler), clock_,
-                                        metrics_.queueMetrics(name), metrics_.reconcileMetrics(name));
+  auto c =
+      std::make_unique<Controller>(std::move(options), std::move(reconciler), clock_,
+                                   metrics_.queueMetrics(name), metrics_.reconcileMetrics(name));
   std::lock_guard<std::mutex> lock(mu_);
   controllers_.push_back(std::move(c));
   return *controllers_.back();
@@ -107,8 +109,10 @@ void Manager::stopOnSignals() {
 }
 
 Status Manager::run() {
-  if (!options_.metricsAddress.empty()) LOCKSTEP_RETURN_IF_ERROR(metrics_.serve(options_.metricsAddress));
-  if (!options_.healthAddress.empty()) LOCKSTEP_RETURN_IF_ERROR(health_.start(options_.healthAddress));
+  if (!options_.metricsAddress.empty())
+    LOCKSTEP_RETURN_IF_ERROR(metrics_.serve(options_.metricsAddress));
+  if (!options_.healthAddress.empty())
+    LOCKSTEP_RETURN_IF_ERROR(health_.start(options_.healthAddress));
   {
     std::lock_guard<std::mutex> lock(mu_);
     for (auto& i : informers_) i->start();

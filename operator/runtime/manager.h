@@ -31,7 +31,7 @@ namespace lockstep::runtime {
 struct ManagerOptions {
   std::string name = "lockstep-operator";  // event source, leader-election identity prefix
   bool leaderElection = false;
-  LeaderElectionConfig leaderElectionConfig;  // identity defaults to defaultIdentity()
+  LeaderElectionConfig leaderElectionConfig;    // identity defaults to defaultIdentity()
   std::string healthAddress = "0.0.0.0:8081";   // "" disables; port 0 picks one
   std::string metricsAddress = "0.0.0.0:8080";  // "" disables; port 0 picks one
   Clock::Duration cacheSyncTimeout = std::chrono::minutes(2);

@@ -36,7 +36,8 @@ Clock::Duration BucketRateLimiter::when(const std::string&) {
   tokens_ = std::min(burst_, tokens_ + elapsed * qps_);
   tokens_ -= 1.0;
   if (tokens_ >= 0) return Clock::Duration::zero();
-  return std::chrono::duration_cast<Clock::Duration>(std::chrono::duration<double>(-tokens_ / qps_));
+  return std::chrono::duration_cast<Clock::Duration>(
+      std::chrono::duration<double>(-tokens_ / qps_));
 }
 
 Clock::Duration MaxOfRateLimiter::when(const std::string& item) {

@@ -28,9 +28,9 @@ struct Request {
 };
 
 struct Result {
-  bool requeue = false;                                  // again, rate-limited
-  kube::Clock::Duration requeueAfter{0};                 // again after this delay (wins over requeue)
-  Status error;                                          // non-OK: logged, rate-limited requeue
+  bool requeue = false;                   // again, rate-limited
+  kube::Clock::Duration requeueAfter{0};  // again after this delay (wins over requeue)
+  Status error;                           // non-OK: logged, rate-limited requeue
 
   static Result done() { return {}; }
   static Result requeueNow() { return {true, {}, {}}; }

@@ -76,8 +76,8 @@ std::optional<std::string> WorkQueue::get() {
     if (!queue_.empty()) break;
     if (shuttingDown_) return std::nullopt;
     // Sleep until the next delayed item is due, or an add/shutdown notifies.
-    auto deadline = waiting_.empty() ? clock_.now() + std::chrono::minutes(10)
-                                     : waiting_.begin()->first;
+    auto deadline =
+        waiting_.empty() ? clock_.now() + std::chrono::minutes(10) : waiting_.begin()->first;
     clock_.waitUntil(lock, cv_, deadline);
   }
   std::string item = std::move(queue_.front());

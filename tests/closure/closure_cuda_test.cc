@@ -29,7 +29,8 @@ TEST(Cuda, DetectionSources) {
   EXPECT_EQ(detect({{"pypi", "torch", "2.1.0+cu118", {}}}), "11.8");
   EXPECT_EQ(detect({{"pypi", "torch", "2.14.0+cpu", {}}}), "");
   // The runtime package wins over the framework's local version.
-  EXPECT_EQ(detect({{"pypi", "torch", "2.5.1+cu124", {}}, {"pypi", "nvidia-cuda-runtime-cu12", "12.4.127", {}}}),
+  EXPECT_EQ(detect({{"pypi", "torch", "2.5.1+cu124", {}},
+                    {"pypi", "nvidia-cuda-runtime-cu12", "12.4.127", {}}}),
             "12.4");
   EXPECT_EQ(detect({{"conda", "cuda-version", "12.6", {}}}), "12.6");
   EXPECT_EQ(detect({{"conda", "pytorch-cuda", "11.8", {}}}), "11.8");
@@ -69,7 +70,8 @@ TEST(Driver, FromGfdLabels) {
                                  {"nvidia.com/cuda.driver.rev", "02"}}),
             "530.30.02");
   EXPECT_EQ(driverFromGfdLabels({{"nvidia.com/cuda.driver.major", "530"}}), std::nullopt);
-  EXPECT_EQ(driverFromGfdLabels({{"nvidia.com/cuda.driver.major", "x"}, {"nvidia.com/cuda.driver.minor", "1"}}),
+  EXPECT_EQ(driverFromGfdLabels(
+                {{"nvidia.com/cuda.driver.major", "x"}, {"nvidia.com/cuda.driver.minor", "1"}}),
             std::nullopt);
   // A 12.8 lock runs on the recent driver only; a 12.1 lock on both.
   const std::string recent = *driverFromGfdLabels({{"nvidia.com/cuda.driver.major", "570"},

@@ -38,45 +38,125 @@ struct Fixture {
 // closure leaves out the project's own root and selects one platform.
 const std::vector<Fixture>& fixtures() {
   static const std::vector<Fixture> kFixtures = {
-      {"conda-lock/condalock-tool-env-hachimaki98-docker-pytorch.conda-lock.yml", LockFormat::kCondaLock,
-       false, 101, "sha256:dfba487e504ba5dc6290c121fe6d3d6c8bf0793915d6969bf20f67b20aadc605", "", {"linux-64"}},
+      {"conda-lock/condalock-tool-env-hachimaki98-docker-pytorch.conda-lock.yml",
+       LockFormat::kCondaLock,
+       false,
+       101,
+       "sha256:dfba487e504ba5dc6290c121fe6d3d6c8bf0793915d6969bf20f67b20aadc605",
+       "",
+       {"linux-64"}},
       {"conda-lock/multiplatform-4-defaults-channel-chenguangyang96ucr-rift.conda-lock.yml",
-       LockFormat::kCondaLock, false, 28,
-       "sha256:e4f515bbd659e717ed94bf4e70a0035cbe6c9c9f17ba3f5c9145b1eb5b0c7f6b", "",
+       LockFormat::kCondaLock,
+       false,
+       28,
+       "sha256:e4f515bbd659e717ed94bf4e70a0035cbe6c9c9f17ba3f5c9145b1eb5b0c7f6b",
+       "",
        {"linux-64", "osx-arm64", "osx-64", "win-64"}},
-      {"conda-lock/pytorch-cu118-01ai-yi.conda-lock.yml", LockFormat::kCondaLock, false, 195,
-       "sha256:f522c84c06a577fe7b083c05d6d6c06cf69fc399eae476fa71944f29ceae3b43", "11.8", {"linux-64"}},
-      {"flox/cuda-ollama-barstoolbluz-ollama-cuda.manifest.lock", LockFormat::kFlox, false, 1,
-       "sha256:bcfa5d27095ffa7402cbc8b3dcc2ec4f15d850607e59fa55e25c5676ae9a5c73", "",
+      {"conda-lock/pytorch-cu118-01ai-yi.conda-lock.yml",
+       LockFormat::kCondaLock,
+       false,
+       195,
+       "sha256:f522c84c06a577fe7b083c05d6d6c06cf69fc399eae476fa71944f29ceae3b43",
+       "11.8",
+       {"linux-64"}},
+      {"flox/cuda-ollama-barstoolbluz-ollama-cuda.manifest.lock",
+       LockFormat::kFlox,
+       false,
+       1,
+       "sha256:bcfa5d27095ffa7402cbc8b3dcc2ec4f15d850607e59fa55e25c5676ae9a5c73",
+       "",
        {"aarch64-linux", "x86_64-linux"}},
-      {"flox/hello-build-flox-flox.manifest.lock", LockFormat::kFlox, false, 1,
-       "sha256:f7f9f8dbd32ee0f199ac5e270b49fe356bb44cb413bfd382327c0a60b61adeed", "",
+      {"flox/hello-build-flox-flox.manifest.lock",
+       LockFormat::kFlox,
+       false,
+       1,
+       "sha256:f7f9f8dbd32ee0f199ac5e270b49fe356bb44cb413bfd382327c0a60b61adeed",
+       "",
        {"aarch64-darwin", "aarch64-linux", "x86_64-darwin", "x86_64-linux"}},
-      {"flox/nvidia-nemo-helix.manifest.lock", LockFormat::kFlox, false, 16,
-       "sha256:d1863444d04c64a7051e1f68eca17a89431689b1b133ad410c123f5379f745d2", "",
+      {"flox/nvidia-nemo-helix.manifest.lock",
+       LockFormat::kFlox,
+       false,
+       16,
+       "sha256:d1863444d04c64a7051e1f68eca17a89431689b1b133ad410c123f5379f745d2",
+       "",
        {"aarch64-darwin", "aarch64-linux", "x86_64-linux"}},
-      {"pip/jax-0.7-cuda12-plugin-jax-ml-jax.requirements_lock_3_13.txt", LockFormat::kPip, false, 66,
-       "sha256:9e52674f3aa5de72a0c40745b10870f133036ce3b35c7ffc513ece973dc81ee4", "12.9", {}},
-      {"pip/requests-only-mozilla-translations-splitter.requirements.txt", LockFormat::kPip, false, 5,
-       "sha256:71b6f29df6cd9596bd2a7bc9d6d364a1015c213f52c4c324d70fcf29f1042832", "", {}},
-      {"pip/torch-2.1-cu12-tensorflow-sigstore-model-transparency.requirements.txt", LockFormat::kPip, false,
-       78, "sha256:60c184b96a07bdb2b25319764f3cd9729b4881907ca5a8cf4b31950a13098000", "12.1", {}},
-      {"pip/torch-2.14-cpu-only-antaeusio-nli-server.requirements-torch.lock", LockFormat::kPip, false, 1,
-       "sha256:0dad34f1d211e4cd7d7b62fa92b291719a096b8ed311b3e8d69840684ce88b5e", "", {}},
-      {"pixi/cuda-nvcc-12.6-wolfv-pixi-cuda.pixi.lock", LockFormat::kPixi, false, 47,
-       "sha256:6316f4ba83ca8ccbd1d9c661250b18e979482434bbb6b6b30a93a95227e1c686", "12.6", {"linux-64"}},
-      {"pixi/pypi-git-source-prefix-dev-pixi-examples-tqdm-git.pixi.lock", LockFormat::kPixi, false, 26,
-       "sha256:afc7b0e46c7406cd947cef30313ac1eae9514baf983dfcf91b266f9417bbcb01", "", {"osx-arm64"}},
-      {"poetry/torch-1.13.1-cu11-lockv2.0-poetry1.7-rreece-poetry-torch.poetry.lock", LockFormat::kPoetry,
-       false, 33, "sha256:b85567fade30b6cf507351065f425f680b981b614a4bdc2340e7ba356b921fdf", "11.7", {}},
-      {"uv/git-sources-upload-time-astral-uv-check-cache-changes.uv.lock", LockFormat::kUv, false, 8,
-       "sha256:2a57fcbbd079cbb66d6c24e630dca626b98cd7b9b79e0ceb558da57af0f678f8", "", {}},
-      {"uv/local-registry-no-hashes-variants-astral-uv-cpu_user.uv.lock", LockFormat::kUv, true, 4,
-       "sha256:dcce0526b78650880bfcf7c0000e14a7af3e7f5c6fb60b305c06b258c6f2670e", "", {}},
-      {"uv/torch-cu121-yyhhenry-uv-torch-env.uv.lock", LockFormat::kUv, false, 30,
-       "sha256:f6640ce493bcff3ce9c92deb00710e642435b7b63b8b58a69e13f906c87fd1c1", "12.1", {}},
-      {"uv/torch-cu13-rabago85-pytorch-uv-demo.uv.lock", LockFormat::kUv, false, 29,
-       "sha256:4221667eda004e8df22f55ce91267a6ca55985043b1b3e6aeb7cb482680277ca", "13.0", {}},
+      {"pip/jax-0.7-cuda12-plugin-jax-ml-jax.requirements_lock_3_13.txt",
+       LockFormat::kPip,
+       false,
+       66,
+       "sha256:9e52674f3aa5de72a0c40745b10870f133036ce3b35c7ffc513ece973dc81ee4",
+       "12.9",
+       {}},
+      {"pip/requests-only-mozilla-translations-splitter.requirements.txt",
+       LockFormat::kPip,
+       false,
+       5,
+       "sha256:71b6f29df6cd9596bd2a7bc9d6d364a1015c213f52c4c324d70fcf29f1042832",
+       "",
+       {}},
+      {"pip/torch-2.1-cu12-tensorflow-sigstore-model-transparency.requirements.txt",
+       LockFormat::kPip,
+       false,
+       78,
+       "sha256:60c184b96a07bdb2b25319764f3cd9729b4881907ca5a8cf4b31950a13098000",
+       "12.1",
+       {}},
+      {"pip/torch-2.14-cpu-only-antaeusio-nli-server.requirements-torch.lock",
+       LockFormat::kPip,
+       false,
+       1,
+       "sha256:0dad34f1d211e4cd7d7b62fa92b291719a096b8ed311b3e8d69840684ce88b5e",
+       "",
+       {}},
+      {"pixi/cuda-nvcc-12.6-wolfv-pixi-cuda.pixi.lock",
+       LockFormat::kPixi,
+       false,
+       47,
+       "sha256:6316f4ba83ca8ccbd1d9c661250b18e979482434bbb6b6b30a93a95227e1c686",
+       "12.6",
+       {"linux-64"}},
+      {"pixi/pypi-git-source-prefix-dev-pixi-examples-tqdm-git.pixi.lock",
+       LockFormat::kPixi,
+       false,
+       26,
+       "sha256:afc7b0e46c7406cd947cef30313ac1eae9514baf983dfcf91b266f9417bbcb01",
+       "",
+       {"osx-arm64"}},
+      {"poetry/torch-1.13.1-cu11-lockv2.0-poetry1.7-rreece-poetry-torch.poetry.lock",
+       LockFormat::kPoetry,
+       false,
+       33,
+       "sha256:b85567fade30b6cf507351065f425f680b981b614a4bdc2340e7ba356b921fdf",
+       "11.7",
+       {}},
+      {"uv/git-sources-upload-time-astral-uv-check-cache-changes.uv.lock",
+       LockFormat::kUv,
+       false,
+       8,
+       "sha256:2a57fcbbd079cbb66d6c24e630dca626b98cd7b9b79e0ceb558da57af0f678f8",
+       "",
+       {}},
+      {"uv/local-registry-no-hashes-variants-astral-uv-cpu_user.uv.lock",
+       LockFormat::kUv,
+       true,
+       4,
+       "sha256:dcce0526b78650880bfcf7c0000e14a7af3e7f5c6fb60b305c06b258c6f2670e",
+       "",
+       {}},
+      {"uv/torch-cu121-yyhhenry-uv-torch-env.uv.lock",
+       LockFormat::kUv,
+       false,
+       30,
+       "sha256:f6640ce493bcff3ce9c92deb00710e642435b7b63b8b58a69e13f906c87fd1c1",
+       "12.1",
+       {}},
+      {"uv/torch-cu13-rabago85-pytorch-uv-demo.uv.lock",
+       LockFormat::kUv,
+       false,
+       29,
+       "sha256:4221667eda004e8df22f55ce91267a6ca55985043b1b3e6aeb7cb482680277ca",
+       "13.0",
+       {}},
   };
   return kFixtures;
 }
@@ -168,7 +248,8 @@ Blocks pipBlocks(const std::string& text) {
   return splitBlocks(
       text,
       [](const std::string& l) {
-        return !l.empty() && l[0] != ' ' && l[0] != '\t' && l[0] != '#' && l[0] != '-' && l[0] != '\n';
+        return !l.empty() && l[0] != ' ' && l[0] != '\t' && l[0] != '#' && l[0] != '-' &&
+               l[0] != '\n';
       },
       [](const std::string&) { return false; });
 }
@@ -222,7 +303,8 @@ std::string reorder(LockFormat format, const std::string& text) {
       for (auto& blk : b.blocks) {
         std::vector<std::string> hashes;
         for (auto& l : blk) {
-          if (startsWith(l, "    --hash=")) hashes.push_back(l.substr(0, l.find_first_of(" \\\n", 4)));
+          if (startsWith(l, "    --hash="))
+            hashes.push_back(l.substr(0, l.find_first_of(" \\\n", 4)));
         }
         std::reverse(hashes.begin(), hashes.end());
         size_t k = 0;
@@ -277,7 +359,8 @@ std::string reorder(LockFormat format, const std::string& text) {
       for (const auto& k : keys) r[k] = j[k];
       return r.dump();
     }
-    case LockFormat::kAuto: break;
+    case LockFormat::kAuto:
+      break;
   }
   return text;
 }
@@ -303,7 +386,8 @@ std::string reformat(LockFormat format, const std::string& text) {
       for (auto& blk : b.blocks) {
         blk.insert(blk.begin(), "\n#   a comment line\n");
         for (auto& l : blk) {
-          if (l.size() >= 3 && l.substr(l.size() - 3) == " \\\n") l = l.substr(0, l.size() - 3) + "   \\\n";
+          if (l.size() >= 3 && l.substr(l.size() - 3) == " \\\n")
+            l = l.substr(0, l.size() - 3) + "   \\\n";
           if (startsWith(l, "    --hash")) l = "\t  " + l.substr(4);
         }
       }
@@ -324,7 +408,8 @@ std::string reformat(LockFormat format, const std::string& text) {
     case LockFormat::kFlox:
     case LockFormat::kNix:
       return ordered_json::parse(text).dump(7) + "\n\n";
-    case LockFormat::kAuto: break;
+    case LockFormat::kAuto:
+      break;
   }
   return text;
 }
@@ -338,7 +423,8 @@ std::string changeVersion(LockFormat format, const std::string& text, const Clos
       Blocks b = tomlBlocks(text);
       for (auto& blk : b.blocks) {
         std::string all = join(blk);
-        if (all.find("editable =") != std::string::npos || all.find("virtual =") != std::string::npos ||
+        if (all.find("editable =") != std::string::npos ||
+            all.find("virtual =") != std::string::npos ||
             all.find("directory =") != std::string::npos)
           continue;
         for (auto& l : blk) {
@@ -390,9 +476,11 @@ std::string changeVersion(LockFormat format, const std::string& text, const Clos
       std::regex re("- conda: (\\S+/)([^/\\s]+)-([^-/\\s]+)-([^-/\\s]+)\\.conda");
       if (!std::regex_search(text, m, re)) return "";
       std::string from = m[1].str() + m[2].str() + "-" + m[3].str() + "-" + m[4].str() + ".conda";
-      std::string to = m[1].str() + m[2].str() + "-" + m[3].str() + ".post9-" + m[4].str() + ".conda";
+      std::string to =
+          m[1].str() + m[2].str() + "-" + m[3].str() + ".post9-" + m[4].str() + ".conda";
       std::string out = text;
-      for (size_t pos = out.find(from); pos != std::string::npos; pos = out.find(from, pos + to.size())) {
+      for (size_t pos = out.find(from); pos != std::string::npos;
+           pos = out.find(from, pos + to.size())) {
         out.replace(pos, from.size(), to);
       }
       return out;
@@ -419,9 +507,12 @@ std::string changeDigest(const std::string& text, const Closure& c) {
   for (const auto& p : c.packages) {
     for (const auto& d : p.digests) {
       std::string raw;
-      if (startsWith(d, "sha256:")) raw = d.substr(7);
-      else if (startsWith(d, "git:")) raw = d.substr(4);
-      else raw = d;
+      if (startsWith(d, "sha256:"))
+        raw = d.substr(7);
+      else if (startsWith(d, "git:"))
+        raw = d.substr(4);
+      else
+        raw = d;
       if (text.find(raw) == std::string::npos) continue;
       std::string changed = raw;
       size_t at = startsWith(d, "/") ? raw.rfind('/') + 1 : 0;  // store hash, first char
@@ -541,9 +632,12 @@ TEST_P(HashedFixtureTest, TruncatedInsideADigestIsAnErrorWithLine) {
   size_t cut = std::string::npos;
   for (const auto& p : base.packages) {
     for (const auto& d : p.digests) {
-      std::string raw = startsWith(d, "sha256:") ? d.substr(7) : startsWith(d, "git:") ? d.substr(4) : d;
+      std::string raw = startsWith(d, "sha256:") ? d.substr(7)
+                        : startsWith(d, "git:")  ? d.substr(4)
+                                                 : d;
       size_t pos = t.find(raw, t.size() / 2);
-      if (pos != std::string::npos && (cut == std::string::npos || pos < cut)) cut = pos + raw.size() / 2;
+      if (pos != std::string::npos && (cut == std::string::npos || pos < cut))
+        cut = pos + raw.size() / 2;
     }
   }
   if (cut == std::string::npos) cut = t.size() / 2;
@@ -599,14 +693,16 @@ TEST(FixtureSet, EveryFixtureFileIsCovered) {
 }
 
 TEST(FixtureSet, UnhashedUvFixtureIsAnErrorNamingThePackage) {
-  std::string t = readFileOrDie(fixturesDir() + "/uv/local-registry-no-hashes-variants-astral-uv-cpu_user.uv.lock");
+  std::string t = readFileOrDie(fixturesDir() +
+                                "/uv/local-registry-no-hashes-variants-astral-uv-cpu_user.uv.lock");
   ClosureOptions o;
   o.sourceName = "uv.lock";
   auto r = computeClosure(t, o);
   ASSERT_FALSE(r.isOk());
   EXPECT_EQ(r.status().code(), Code::kInvalidArgument);
   EXPECT_NE(r.status().message().find("uv.lock:5:"), std::string::npos) << r.status().message();
-  EXPECT_NE(r.status().message().find("\"anyio 4.9.0\""), std::string::npos) << r.status().message();
+  EXPECT_NE(r.status().message().find("\"anyio 4.9.0\""), std::string::npos)
+      << r.status().message();
 }
 
 TEST(FixtureSet, NixPathInfoArrayAndObjectFormsAgree) {
@@ -617,7 +713,8 @@ TEST(FixtureSet, NixPathInfoArrayAndObjectFormsAgree) {
   EXPECT_EQ(a.packageCount(), 5u);
   EXPECT_EQ(a.closureHash, b.closureHash);
   // Invariants for nix too (no fixture in the shared set).
-  for (const std::string file : {"hello-closure.path-info.array.json", "hello-closure.path-info.object.json"}) {
+  for (const std::string file :
+       {"hello-closure.path-info.array.json", "hello-closure.path-info.object.json"}) {
     std::string t = readFileOrDie(dir + file);
     EXPECT_EQ(mustCompute(reorder(LockFormat::kNix, t), {}).closureHash, a.closureHash);
     EXPECT_EQ(mustCompute(reformat(LockFormat::kNix, t), {}).closureHash, a.closureHash);

@@ -37,9 +37,9 @@ TEST(Canonical, LinesSortedDedupedTabSeparated) {
       {"conda", "a", "2", {"sha256:" + kC}},
       {"pypi", "b", "1", {"sha256:" + kA, "sha256:" + kB}},
   };
-  EXPECT_EQ(canonicalText(ps), "conda\ta\t2\tsha256:" + kC + "\npypi\tb\t1\tsha256:" + kA + ",sha256:" + kB + "\n");
-  EXPECT_EQ(closureHashOfCanonicalText(""),
-            "sha256:" + sha256Hex("lockstep-closure-v1\n"));
+  EXPECT_EQ(canonicalText(ps),
+            "conda\ta\t2\tsha256:" + kC + "\npypi\tb\t1\tsha256:" + kA + ",sha256:" + kB + "\n");
+  EXPECT_EQ(closureHashOfCanonicalText(""), "sha256:" + sha256Hex("lockstep-closure-v1\n"));
 }
 
 TEST(Canonical, Pep503Names) {
@@ -55,21 +55,29 @@ TEST(Pip, ContinuationsMarkersExtrasAndLocalVersions) {
       "# header\n"
       "--index-url https://example.invalid/simple\n"
       "Torch==2.3.1+cu121 ; sys_platform == \"linux\" \\\n"
-      "    --hash=sha256:" + kA + " \\\n"
-      "    --hash=sha256:" + kB + "\n"
+      "    --hash=sha256:" +
+      kA +
+      " \\\n"
+      "    --hash=sha256:" +
+      kB +
+      "\n"
       "    # via -r requirements.in\n"
-      "etils[epath,epy]==1.13.0 --hash sha256:" + kC + "\n"
+      "etils[epath,epy]==1.13.0 --hash sha256:" +
+      kC +
+      "\n"
       "-e ./local\n"
       "./some/dir\n";
   Closure c = mustCompute(t, opts());
   EXPECT_EQ(c.format, LockFormat::kPip);
-  EXPECT_EQ(c.canonicalText, "pypi\tetils\t1.13.0\tsha256:" + kC + "\npypi\ttorch\t2.3.1+cu121\tsha256:" + kA +
-                                 ",sha256:" + kB + "\n");
+  EXPECT_EQ(c.canonicalText, "pypi\tetils\t1.13.0\tsha256:" + kC +
+                                 "\npypi\ttorch\t2.3.1+cu121\tsha256:" + kA + ",sha256:" + kB +
+                                 "\n");
   EXPECT_EQ(c.cuda, "12.1");
 }
 
 TEST(Pip, IncludesResolveThroughTheReader) {
-  MapIncludeReader reader(std::map<std::string, std::string>{{"base.txt", "numpy==1.26.4 --hash=sha256:" + kA + "\n"}});
+  MapIncludeReader reader(
+      std::map<std::string, std::string>{{"base.txt", "numpy==1.26.4 --hash=sha256:" + kA + "\n"}});
   ClosureOptions o = opts(LockFormat::kPip);
   o.includes = &reader;
   Closure c = mustCompute("-r base.txt\nsix==1.16.0 --hash=sha256:" + kB + "\n", o);
@@ -84,20 +92,24 @@ TEST(Pip, IncludeErrors) {
   o.includes = &reader;
   EXPECT_NE(errorOf("-r ../x.txt\n", o).message().find("same directory"), std::string::npos);
   EXPECT_NE(errorOf("-r sub/x.txt\n", o).message().find("same directory"), std::string::npos);
-  EXPECT_NE(errorOf("-r missing.txt\n", o).message().find("lock:1: -r: cannot read"), std::string::npos);
+  EXPECT_NE(errorOf("-r missing.txt\n", o).message().find("lock:1: -r: cannot read"),
+            std::string::npos);
   EXPECT_NE(errorOf("-r self.txt\n", o).message().find("self.txt:1: -r:"), std::string::npos);
 }
 
 TEST(Pip, UnpinnedAndUnhashedAreErrorsWithLine) {
   Status s = errorOf("six==1.16.0 --hash=sha256:" + kA + "\nrequests>=2\n", opts(LockFormat::kPip));
   EXPECT_EQ(s.code(), Code::kInvalidArgument);
-  EXPECT_NE(s.message().find("lock:2: requirement: \"requests\" is not pinned"), std::string::npos) << s.message();
+  EXPECT_NE(s.message().find("lock:2: requirement: \"requests\" is not pinned"), std::string::npos)
+      << s.message();
   s = errorOf("six==1.16.0\n", opts(LockFormat::kPip));
-  EXPECT_NE(s.message().find("lock:1: digest: package \"six 1.16.0\""), std::string::npos) << s.message();
+  EXPECT_NE(s.message().find("lock:1: digest: package \"six 1.16.0\""), std::string::npos)
+      << s.message();
   s = errorOf("six==1.16.0 --hash=sha256:abc\n", opts(LockFormat::kPip));
   EXPECT_NE(s.message().find("lock:1: --hash: malformed sha256"), std::string::npos) << s.message();
   s = errorOf("six==1.16.0\n    --hash=sha256:" + kA + "\n", opts(LockFormat::kPip));
-  EXPECT_NE(s.message().find("lock:2: --hash: hash outside a requirement"), std::string::npos) << s.message();
+  EXPECT_NE(s.message().find("lock:2: --hash: hash outside a requirement"), std::string::npos)
+      << s.message();
 }
 
 TEST(Pip, AllowUnhashedIsWeak) {
@@ -111,11 +123,16 @@ TEST(Pip, AllowUnhashedIsWeak) {
 
 TEST(Pip, OtherAlgorithmsAreNotDigestsAndVcsPinsAreCommits) {
   ClosureOptions o = opts(LockFormat::kPip);
-  Closure c = mustCompute("six==1.16.0 --hash=sha512:00 --hash=sha256:" + kA + "\n"
-                          "tqdm @ git+https://git.example/tqdm/tqdm.git@" + kCommit + "\n",
+  Closure c = mustCompute("six==1.16.0 --hash=sha512:00 --hash=sha256:" + kA +
+                              "\n"
+                              "tqdm @ git+https://git.example/tqdm/tqdm.git@" +
+                              kCommit + "\n",
                           o);
-  EXPECT_EQ(c.canonicalText, "pypi\tsix\t1.16.0\tsha256:" + kA + "\npypi\ttqdm\t\tgit:" + kCommit + "\n");
-  EXPECT_NE(errorOf("tqdm @ git+https://git.example/tqdm/tqdm.git@v4.0\n", o).message().find("not pinned"),
+  EXPECT_EQ(c.canonicalText,
+            "pypi\tsix\t1.16.0\tsha256:" + kA + "\npypi\ttqdm\t\tgit:" + kCommit + "\n");
+  EXPECT_NE(errorOf("tqdm @ git+https://git.example/tqdm/tqdm.git@v4.0\n", o)
+                .message()
+                .find("not pinned"),
             std::string::npos);
 }
 
@@ -126,17 +143,25 @@ TEST(Uv, RootGitAndArtifacts) {
       "version = 1\nrevision = 3\n\n"
       "[[package]]\nname = \"app\"\nversion = \"0.1.0\"\nsource = { editable = \".\" }\n\n"
       "[[package]]\nname = \"dep\"\nversion = \"1.0\"\n"
-      "source = { git = \"https://git.example/x/dep?rev=main#" + kCommit + "\" }\n\n"
-      "[[package]]\nname = \"Six\"\nversion = \"1.16.0\"\nsource = { registry = \"https://pypi.example/simple\" }\n"
-      "sdist = { url = \"https://x/six.tar.gz\", hash = \"sha256:" + kA + "\" }\n"
-      "wheels = [{ url = \"https://x/six.whl\", hash = \"SHA256:" + std::string(64, 'B') + "\" }]\n";
+      "source = { git = \"https://git.example/x/dep?rev=main#" +
+      kCommit +
+      "\" }\n\n"
+      "[[package]]\nname = \"Six\"\nversion = \"1.16.0\"\nsource = { registry = "
+      "\"https://pypi.example/simple\" }\n"
+      "sdist = { url = \"https://x/six.tar.gz\", hash = \"sha256:" +
+      kA +
+      "\" }\n"
+      "wheels = [{ url = \"https://x/six.whl\", hash = \"SHA256:" +
+      std::string(64, 'B') + "\" }]\n";
   Closure c = mustCompute(t, opts());
   EXPECT_EQ(c.format, LockFormat::kUv);
-  EXPECT_EQ(c.canonicalText, "pypi\tdep\t1.0\tgit:" + kCommit + "\npypi\tsix\t1.16.0\tsha256:" + kA + ",sha256:" + kB + "\n");
+  EXPECT_EQ(c.canonicalText, "pypi\tdep\t1.0\tgit:" + kCommit +
+                                 "\npypi\tsix\t1.16.0\tsha256:" + kA + ",sha256:" + kB + "\n");
 }
 
 TEST(Uv, TomlSyntaxErrorHasLine) {
-  Status s = errorOf("version = 1\n\n[[package]]\nname = \"x\nversion = \"1\"\n", opts(LockFormat::kUv));
+  Status s =
+      errorOf("version = 1\n\n[[package]]\nname = \"x\nversion = \"1\"\n", opts(LockFormat::kUv));
   EXPECT_NE(s.message().find("lock:4: toml: "), std::string::npos) << s.message();
 }
 
@@ -145,17 +170,25 @@ TEST(Poetry, V1MetadataFilesAndV2FilesAndGit) {
       "[[package]]\nname = \"Six\"\nversion = \"1.16.0\"\ndescription = \"\"\ncategory = \"main\"\n"
       "optional = false\npython-versions = \"*\"\n\n"
       "[[package]]\nname = \"tqdm\"\nversion = \"4.67.1\"\noptional = false\ndevelop = false\n\n"
-      "[package.source]\ntype = \"git\"\nurl = \"https://git.example/tqdm/tqdm.git\"\nreference = \"HEAD\"\n"
-      "resolved_reference = \"" + kCommit + "\"\n\n"
-      "[[package]]\nname = \"mine\"\nversion = \"0.1\"\n\n[package.source]\ntype = \"directory\"\nurl = \"../mine\"\n\n"
+      "[package.source]\ntype = \"git\"\nurl = \"https://git.example/tqdm/tqdm.git\"\nreference = "
+      "\"HEAD\"\n"
+      "resolved_reference = \"" +
+      kCommit +
+      "\"\n\n"
+      "[[package]]\nname = \"mine\"\nversion = \"0.1\"\n\n[package.source]\ntype = "
+      "\"directory\"\nurl = \"../mine\"\n\n"
       "[metadata]\nlock-version = \"1.1\"\ncontent-hash = \"x\"\n\n"
-      "[metadata.files]\nsix = [\n    {file = \"six.whl\", hash = \"sha256:" + kA + "\"},\n]\ntqdm = []\n";
+      "[metadata.files]\nsix = [\n    {file = \"six.whl\", hash = \"sha256:" +
+      kA + "\"},\n]\ntqdm = []\n";
   Closure c = mustCompute(v1, opts());
   EXPECT_EQ(c.format, LockFormat::kPoetry);
-  EXPECT_EQ(c.canonicalText, "pypi\tsix\t1.16.0\tsha256:" + kA + "\npypi\ttqdm\t4.67.1\tgit:" + kCommit + "\n");
+  EXPECT_EQ(c.canonicalText,
+            "pypi\tsix\t1.16.0\tsha256:" + kA + "\npypi\ttqdm\t4.67.1\tgit:" + kCommit + "\n");
   std::string v2 =
       "[[package]]\nname = \"six\"\nversion = \"1.16.0\"\nfiles = [\n"
-      "    {file = \"six.whl\", hash = \"sha256:" + kA + "\"},\n]\n\n"
+      "    {file = \"six.whl\", hash = \"sha256:" +
+      kA +
+      "\"},\n]\n\n"
       "[metadata]\nlock-version = \"2.0\"\ncontent-hash = \"x\"\n";
   EXPECT_EQ(mustCompute(v2, opts()).canonicalText, "pypi\tsix\t1.16.0\tsha256:" + kA + "\n");
 }
@@ -165,8 +198,8 @@ TEST(Poetry, V1MetadataFilesAndV2FilesAndGit) {
 std::string condaEntry(const std::string& name, const std::string& platform, const std::string& sha,
                        const std::string& extra = "  category: main\n") {
   return "- name: " + name + "\n  version: 1.0\n  manager: conda\n  platform: " + platform +
-         "\n  url: https://x/" + platform + "/" + name + "-1.0-0.conda\n  hash:\n    md5: 00\n    sha256: " + sha +
-         "\n" + extra;
+         "\n  url: https://x/" + platform + "/" + name +
+         "-1.0-0.conda\n  hash:\n    md5: 00\n    sha256: " + sha + "\n" + extra;
 }
 
 TEST(CondaLock, PlatformSelectionAndAliases) {
@@ -180,8 +213,9 @@ TEST(CondaLock, PlatformSelectionAndAliases) {
   EXPECT_EQ(mustCompute(t, o).platform, "osx-arm64");
   o.platform = "win-64";
   Status s = errorOf(t, o);
-  EXPECT_NE(s.message().find("platform \"win-64\" is not in the lock; available: linux-64, osx-arm64"),
-            std::string::npos)
+  EXPECT_NE(
+      s.message().find("platform \"win-64\" is not in the lock; available: linux-64, osx-arm64"),
+      std::string::npos)
       << s.message();
 }
 
@@ -193,9 +227,11 @@ TEST(CondaLock, V2LayoutWithCategories) {
 
 TEST(CondaLock, Md5OnlyIsUnhashedAndBadShaIsAnError) {
   std::string md5only =
-      "version: 1\npackage:\n- name: zlib\n  version: '1.0'\n  manager: conda\n  platform: linux-64\n"
+      "version: 1\npackage:\n- name: zlib\n  version: '1.0'\n  manager: conda\n  platform: "
+      "linux-64\n"
       "  url: https://x/zlib-1.0-0.conda\n  hash:\n    md5: 0123\n";
-  EXPECT_NE(errorOf(md5only, opts()).message().find("lock:3: digest: package \"zlib 1.0\""), std::string::npos);
+  EXPECT_NE(errorOf(md5only, opts()).message().find("lock:3: digest: package \"zlib 1.0\""),
+            std::string::npos);
   std::string bad = "version: 1\npackage:\n" + condaEntry("zlib", "osx-arm64", "abc");
   Status s = errorOf(bad, opts());
   EXPECT_NE(s.message().find("malformed sha256"), std::string::npos) << s.message();
@@ -213,16 +249,26 @@ TEST(CondaLock, YamlSyntaxErrorHasLine) {
 std::string pixiV6() {
   return "version: 6\nenvironments:\n  default:\n    packages:\n      linux-64:\n"
          "      - conda: https://x/linux-64/python-3.12.7-h1_0.conda\n"
-         "      - pypi: git+https://git.example/tqdm/tqdm.git#" + kCommit + "\n"
+         "      - pypi: git+https://git.example/tqdm/tqdm.git#" +
+         kCommit +
+         "\n"
          "  cuda:\n    packages:\n      linux-64:\n"
          "      - conda: https://x/noarch/cuda-version-12.4-h3_3.conda\n"
          "      - conda: https://x/linux-64/python-3.12.7-h1_0.conda\n"
          "      osx-arm64:\n      - conda: https://x/osx-arm64/python-3.12.7-h2_0.conda\n"
          "packages:\n"
-         "- conda: https://x/linux-64/python-3.12.7-h1_0.conda\n  sha256: " + kA + "\n  md5: 00\n"
-         "- conda: https://x/osx-arm64/python-3.12.7-h2_0.conda\n  sha256: " + kB + "\n"
-         "- conda: https://x/noarch/cuda-version-12.4-h3_3.conda\n  sha256: " + kC + "\n"
-         "- pypi: git+https://git.example/tqdm/tqdm.git#" + kCommit + "\n  name: tqdm\n  version: 4.67.1\n"
+         "- conda: https://x/linux-64/python-3.12.7-h1_0.conda\n  sha256: " +
+         kA +
+         "\n  md5: 00\n"
+         "- conda: https://x/osx-arm64/python-3.12.7-h2_0.conda\n  sha256: " +
+         kB +
+         "\n"
+         "- conda: https://x/noarch/cuda-version-12.4-h3_3.conda\n  sha256: " +
+         kC +
+         "\n"
+         "- pypi: git+https://git.example/tqdm/tqdm.git#" +
+         kCommit +
+         "\n  name: tqdm\n  version: 4.67.1\n"
          "- pypi: ./\n  name: myproject\n  version: 0.1.0\n  editable: true\n";
 }
 
@@ -230,12 +276,14 @@ TEST(Pixi, DefaultAndNamedEnvironments) {
   Closure c = mustCompute(pixiV6(), opts());
   EXPECT_EQ(c.format, LockFormat::kPixi);
   EXPECT_EQ(c.environment, "default");
-  EXPECT_EQ(c.canonicalText, "conda\tpython\t3.12.7\tsha256:" + kA + "\npypi\ttqdm\t4.67.1\tgit:" + kCommit + "\n");
+  EXPECT_EQ(c.canonicalText,
+            "conda\tpython\t3.12.7\tsha256:" + kA + "\npypi\ttqdm\t4.67.1\tgit:" + kCommit + "\n");
   ClosureOptions o = opts();
   o.environment = "cuda";  // two platforms, none requested: linux-64 is the default
   EXPECT_EQ(mustCompute(pixiV6(), o).platform, "linux-64");
   o.platform = "win-64";
-  EXPECT_NE(errorOf(pixiV6(), o).message().find("available: linux-64, osx-arm64"), std::string::npos);
+  EXPECT_NE(errorOf(pixiV6(), o).message().find("available: linux-64, osx-arm64"),
+            std::string::npos);
 }
 
 TEST(Pixi, NamedEnvironmentPlatformAndCuda) {
@@ -247,15 +295,19 @@ TEST(Pixi, NamedEnvironmentPlatformAndCuda) {
   EXPECT_EQ(c.cuda, "12.4");
   EXPECT_EQ(c.minDriver, "550.54.14");
   o.environment = "gpu";
-  EXPECT_NE(errorOf(pixiV6(), o).message().find("environment \"gpu\" is not in the lock; available: default, cuda"),
+  EXPECT_NE(errorOf(pixiV6(), o)
+                .message()
+                .find("environment \"gpu\" is not in the lock; available: default, cuda"),
             std::string::npos);
 }
 
 TEST(Pixi, UnknownReferenceIsAnError) {
   std::string t = pixiV6();
-  t.replace(t.find("- conda: https://x/linux-64/python-3.12.7-h1_0.conda\n  sha256"), 9, "- conda: https://y");
+  t.replace(t.find("- conda: https://x/linux-64/python-3.12.7-h1_0.conda\n  sha256"), 9,
+            "- conda: https://y");
   Status s = errorOf(t, opts());
-  EXPECT_NE(s.message().find("has no matching entry in packages"), std::string::npos) << s.message();
+  EXPECT_NE(s.message().find("has no matching entry in packages"), std::string::npos)
+      << s.message();
 }
 
 TEST(Pixi, V5KindEntriesMatchedByUrlAndBuild) {
@@ -264,7 +316,8 @@ TEST(Pixi, V5KindEntriesMatchedByUrlAndBuild) {
       "      - conda: https://x/linux-64/zlib-1.3-h1_0.conda\n"
       "packages:\n"
       "- kind: conda\n  name: zlib\n  version: '1.3'\n  build: h1_0\n  subdir: linux-64\n"
-      "  url: https://x/linux-64/zlib-1.3-h1_0.conda\n  sha256: " + kA + "\n";
+      "  url: https://x/linux-64/zlib-1.3-h1_0.conda\n  sha256: " +
+      kA + "\n";
   EXPECT_EQ(mustCompute(t, opts()).canonicalText, "conda\tzlib\t1.3\tsha256:" + kA + "\n");
 }
 
@@ -289,8 +342,9 @@ TEST(Flox, SystemSelectionAndOutputs) {
 }
 
 TEST(Nix, BadStorePathAndInvalidPathAreErrors) {
-  EXPECT_NE(errorOf(R"([{"path": "/nix/store/short-x"}])", opts()).message().find("is not a store path"),
-            std::string::npos);
+  EXPECT_NE(
+      errorOf(R"([{"path": "/nix/store/short-x"}])", opts()).message().find("is not a store path"),
+      std::string::npos);
   EXPECT_NE(errorOf(R"({"/nix/store/wv9sgsqvmn1kfa3jdj7xkz4k4dz0m0c1-hello-2.12.1": null})", opts())
                 .message()
                 .find("not valid in the store"),
@@ -302,8 +356,10 @@ TEST(Nix, BadStorePathAndInvalidPathAreErrors) {
 // ---- detection --------------------------------------------------------------
 
 TEST(Detect, ByContent) {
-  EXPECT_EQ(*detectFormat("version = 1\nrevision = 3\n[[package]]\nname = \"x\"\n"), LockFormat::kUv);
-  EXPECT_EQ(*detectFormat("[[package]]\nname = \"x\"\n[metadata]\nlock-version = \"2.0\"\n"), LockFormat::kPoetry);
+  EXPECT_EQ(*detectFormat("version = 1\nrevision = 3\n[[package]]\nname = \"x\"\n"),
+            LockFormat::kUv);
+  EXPECT_EQ(*detectFormat("[[package]]\nname = \"x\"\n[metadata]\nlock-version = \"2.0\"\n"),
+            LockFormat::kPoetry);
   EXPECT_EQ(*detectFormat("six==1.0 --hash=sha256:" + kA + "\n"), LockFormat::kPip);
   EXPECT_EQ(*detectFormat("# only comments\n--require-hashes\n"), LockFormat::kPip);
   EXPECT_EQ(*detectFormat("version: 1\nmetadata: {}\npackage: []\n"), LockFormat::kCondaLock);
@@ -328,7 +384,8 @@ TEST(Detect, FormatNames) {
 TEST(Options, EnvironmentOnlyForPixi) {
   ClosureOptions o = opts();
   o.environment = "cuda";
-  EXPECT_NE(errorOf("six==1.0 --hash=sha256:" + kA + "\n", o).message().find("only pixi"), std::string::npos);
+  EXPECT_NE(errorOf("six==1.0 --hash=sha256:" + kA + "\n", o).message().find("only pixi"),
+            std::string::npos);
 }
 
 }  // namespace

@@ -50,10 +50,14 @@ TEST(DocVectors, DocumentedCanonicalTextAndHashAreWhatTheCodeComputes) {
     std::istringstream flags(v.options);
     std::string flag;
     while (flags >> flag) {
-      if (flag == "--allow-unhashed") o.allowUnhashed = true;
-      else if (flag == "--platform") flags >> o.platform;
-      else if (flag == "--environment") flags >> o.environment;
-      else ADD_FAILURE() << "unknown option in doc vector: " << flag;
+      if (flag == "--allow-unhashed")
+        o.allowUnhashed = true;
+      else if (flag == "--platform")
+        flags >> o.platform;
+      else if (flag == "--environment")
+        flags >> o.environment;
+      else
+        ADD_FAILURE() << "unknown option in doc vector: " << flag;
     }
     auto r = computeClosure(readFileOrDie(testing::testdataDir() + "/" + v.file), o);
     ASSERT_TRUE(r.isOk()) << v.file << ": " << r.status().toString();
@@ -85,7 +89,8 @@ TEST(FuzzRegressions, KeptCrashersAreHandled) {
       o.format = f;
       auto r = computeClosure(text, o);
       if (!r.isOk()) {
-        EXPECT_EQ(r.status().code(), Code::kInvalidArgument) << file << ": " << r.status().toString();
+        EXPECT_EQ(r.status().code(), Code::kInvalidArgument)
+            << file << ": " << r.status().toString();
       }
     }
     ++n;

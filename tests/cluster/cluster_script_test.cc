@@ -19,7 +19,7 @@ namespace {
 const std::string kScript = std::string(LOCKSTEP_SOURCE_DIR) + "/tests/cluster/cluster.sh";
 
 bool exists(const std::string& path) {
-  struct stat st{};
+  struct stat st {};
   return stat(path.c_str(), &st) == 0;
 }
 
@@ -35,7 +35,8 @@ TEST(ClusterScript, UpTwiceReusesUpAfterCrashRecoversDownCleansUp) {
   const std::string dir = "/tmp/" + uniqueName("lockstep-script");
   auto up = run({kScript, "up", "--dir", dir});
   ASSERT_EQ(up.exitCode, 0) << up.err;
-  EXPECT_NE(up.out.find("export LOCKSTEP_KUBECONFIG=" + dir + "/kubeconfig"), std::string::npos) << up.out;
+  EXPECT_NE(up.out.find("export LOCKSTEP_KUBECONFIG=" + dir + "/kubeconfig"), std::string::npos)
+      << up.out;
   EXPECT_EQ(run({kScript, "status", "--dir", dir}).exitCode, 0);
 
   // Twice: the running cluster is reused, not restarted.
@@ -49,10 +50,13 @@ TEST(ClusterScript, UpTwiceReusesUpAfterCrashRecoversDownCleansUp) {
   auto recovered = run({kScript, "up", "--dir", dir});
   ASSERT_EQ(recovered.exitCode, 0) << recovered.err;
   EXPECT_EQ(recovered.err.find("reusing"), std::string::npos) << recovered.err;
-  auto nodes = run({toolsBin() + "/kubectl", "--kubeconfig", dir + "/kubeconfig", "get", "nodes", "--no-headers"});
+  auto nodes = run({toolsBin() + "/kubectl", "--kubeconfig", dir + "/kubeconfig", "get", "nodes",
+                    "--no-headers"});
   EXPECT_EQ(nodes.exitCode, 0) << nodes.err;
   int ready = 0;
-  for (size_t p = nodes.out.find(" Ready "); p != std::string::npos; p = nodes.out.find(" Ready ", p + 1)) ++ready;
+  for (size_t p = nodes.out.find(" Ready "); p != std::string::npos;
+       p = nodes.out.find(" Ready ", p + 1))
+    ++ready;
   EXPECT_EQ(ready, 5) << nodes.out;
 
   // Down: nothing left.

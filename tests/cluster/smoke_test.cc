@@ -103,9 +103,10 @@ TEST_F(ClusterSmokeTest, GpuPodLandsOnlyOnGpuNodes) {
           "}\nspec:\n  containers:\n  - name: c\n    image: registry.example/train:1\n"
           "    resources: {limits: {nvidia.com/gpu: 1}}\n");
   }
-  apply("apiVersion: v1\nkind: Pod\nmetadata: {name: too-big}\nspec:\n  containers:\n"
-        "  - name: c\n    image: registry.example/train:1\n"
-        "    resources: {limits: {nvidia.com/gpu: 9}}\n");
+  apply(
+      "apiVersion: v1\nkind: Pod\nmetadata: {name: too-big}\nspec:\n  containers:\n"
+      "  - name: c\n    image: registry.example/train:1\n"
+      "    resources: {limits: {nvidia.com/gpu: 9}}\n");
   ASSERT_TRUE(eventually([&] {
     json pods = getJson({"get", "pods", "-n", ns_});
     int running = 0;

@@ -47,8 +47,8 @@ class WebhookProcess {
       freopen(log.c_str(), "w", stderr);
       freopen(log.c_str(), "a", stdout);
       std::string lookups = dir + "/lookups.json";
-      execl(LOCKSTEP_WEBHOOK_DEV_BIN, LOCKSTEP_WEBHOOK_DEV_BIN, "--config", lookups.c_str(), "--port",
-            "0", "--port-file", portFile_.c_str(), "--ca-out", caFile_.c_str(), nullptr);
+      execl(LOCKSTEP_WEBHOOK_DEV_BIN, LOCKSTEP_WEBHOOK_DEV_BIN, "--config", lookups.c_str(),
+            "--port", "0", "--port-file", portFile_.c_str(), "--ca-out", caFile_.c_str(), nullptr);
       _exit(127);
     }
     for (int i = 0; i < 200 && port_.empty(); ++i) {
@@ -85,7 +85,8 @@ TEST(WebhookSmokeTest, ApiServerCallsUrlWebhookAndDenialReachesKubectl) {
   std::string vwc = R"(
 apiVersion: admissionregistration.k8s.io/v1
 kind: ValidatingWebhookConfiguration
-metadata: {name: )" + config + R"(}
+metadata: {name: )" +
+                    config + R"(}
 webhooks:
 - name: pods.smoke.lockstep.dev
   admissionReviewVersions: [v1]
@@ -93,12 +94,15 @@ webhooks:
   timeoutSeconds: 5
   failurePolicy: Fail
   clientConfig:
-    url: https://127.0.0.1:)" + webhook.port() + R"(/validate/pods
-    caBundle: )" + webhook.caBundle() + R"(
+    url: https://127.0.0.1:)" +
+                    webhook.port() + R"(/validate/pods
+    caBundle: )" + webhook.caBundle() +
+                    R"(
   rules:
   - {apiGroups: [""], apiVersions: [v1], operations: [CREATE], resources: [pods]}
   namespaceSelector:
-    matchLabels: {kubernetes.io/metadata.name: )" + ns + R"(}
+    matchLabels: {kubernetes.io/metadata.name: )" +
+                    ns + R"(}
 )";
   auto applied = kubectl({"apply", "-f", "-"}, vwc);
   ASSERT_EQ(applied.exitCode, 0) << applied.err;

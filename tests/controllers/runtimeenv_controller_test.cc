@@ -23,7 +23,8 @@ namespace {
 using nlohmann::json;
 
 const std::string kImage =
-    "registry.example/runtimes/torch@sha256:4f1c000000000000000000000000000000000000000000000000000000000001";
+    "registry.example/runtimes/"
+    "torch@sha256:4f1c000000000000000000000000000000000000000000000000000000000001";
 const std::string kUvFixture =
     std::string(LOCKSTEP_FIXTURES_DIR) + "/uv/torch-cu121-yyhhenry-uv-torch-env.uv.lock";
 
@@ -44,7 +45,8 @@ std::string cliHash(const std::string& file) {
 // A pip --require-hashes lock pinning one CUDA runtime release.
 std::string pipLock(const std::string& cudaRuntime, const std::string& numpy = "1.26.4") {
   return "numpy==" + numpy + " --hash=sha256:" + std::string(64, 'a') + "\n" +
-         "nvidia-cuda-runtime-cu12==" + cudaRuntime + " --hash=sha256:" + std::string(64, 'b') + "\n";
+         "nvidia-cuda-runtime-cu12==" + cudaRuntime + " --hash=sha256:" + std::string(64, 'b') +
+         "\n";
 }
 
 class RuntimeEnvControllerTest : public ::testing::Test {
@@ -69,7 +71,9 @@ class RuntimeEnvControllerTest : public ::testing::Test {
     kubectl({"delete", "namespace", ns_, "--wait=false"});
   }
 
-  CommandResult apply(const std::string& yaml) { return kubectl({"apply", "-n", ns_, "-f", "-"}, yaml); }
+  CommandResult apply(const std::string& yaml) {
+    return kubectl({"apply", "-n", ns_, "-f", "-"}, yaml);
+  }
 
   void applyRte(const std::string& name, const std::string& lockSpec) {
     auto r = apply("apiVersion: lockstep.dev/v1alpha1\nkind: RuntimeEnv\nmetadata: {name: " + name +
@@ -85,7 +89,8 @@ class RuntimeEnvControllerTest : public ::testing::Test {
     bool ok = eventually([&] {
       out = rte(name);
       if (out.is_discarded() || !out.contains("status")) return false;
-      if (out["status"].value("observedGeneration", -1) != out["metadata"].value("generation", 0)) return false;
+      if (out["status"].value("observedGeneration", -1) != out["metadata"].value("generation", 0))
+        return false;
       for (const auto& c : out["status"].value("conditions", json::array())) {
         if (c["type"] == "Ready") return c["status"] == wantReady;
       }
@@ -102,7 +107,8 @@ class RuntimeEnvControllerTest : public ::testing::Test {
 OperatorProcess* RuntimeEnvControllerTest::op_ = nullptr;
 
 TEST_F(RuntimeEnvControllerTest, ConfigMapLockResolvesToTheCliHash) {
-  auto cm = kubectl({"create", "configmap", "torch-lock", "-n", ns_, "--from-file=uv.lock=" + kUvFixture});
+  auto cm = kubectl(
+      {"create", "configmap", "torch-lock", "-n", ns_, "--from-file=uv.lock=" + kUvFixture});
   ASSERT_EQ(cm.exitCode, 0) << cm.err;
   applyRte("torch", "{configMapRef: {name: torch-lock, key: uv.lock}}");
   json o = waitObserved("torch");
@@ -132,10 +138,11 @@ TEST_F(RuntimeEnvControllerTest, EditingTheConfigMapChangesTheHashAndMarksReleas
   json v1 = waitObserved("torch");
   std::string h1 = v1["status"]["closureHash"];
 
-  auto mr = apply("apiVersion: lockstep.dev/v1alpha1\nkind: ModelRelease\nmetadata: {name: gpt2-v7}\nspec:\n"
-                  "  model: gpt2\n  package: registry.example/models/gpt2@sha256:" + std::string(64, 'c') +
-                  "\n  runtimeEnvRef: {name: torch}\n  closureHash: " + h1 +
-                  "\n  stages:\n  - {name: eval, gate: {template: {spec: {containers: [{name: e}]}}}}\n");
+  auto mr = apply(
+      "apiVersion: lockstep.dev/v1alpha1\nkind: ModelRelease\nmetadata: {name: gpt2-v7}\nspec:\n"
+      "  model: gpt2\n  package: registry.example/models/gpt2@sha256:" +
+      std::string(64, 'c') + "\n  runtimeEnvRef: {name: torch}\n  closureHash: " + h1 +
+      "\n  stages:\n  - {name: eval, gate: {template: {spec: {containers: [{name: e}]}}}}\n");
   ASSERT_EQ(mr.exitCode, 0) << mr.err;
 
   // Edit the lock: numpy moves.
@@ -171,7 +178,10 @@ TEST_F(RuntimeEnvControllerTest, EditingTheConfigMapChangesTheHashAndMarksReleas
 TEST_F(RuntimeEnvControllerTest, CompatibleNodesFollowTheCudaRelease) {
   applyRte("cu128", "{inline: " + json(pipLock("12.8.90")).dump() + "}");
   applyRte("cu121", "{configMapRef: {name: cu121, key: uv.lock}}");
-  ASSERT_EQ(kubectl({"create", "configmap", "cu121", "-n", ns_, "--from-file=uv.lock=" + kUvFixture}).exitCode, 0);
+  ASSERT_EQ(
+      kubectl({"create", "configmap", "cu121", "-n", ns_, "--from-file=uv.lock=" + kUvFixture})
+          .exitCode,
+      0);
   json a = waitObserved("cu128");
   json b = waitObserved("cu121");
   EXPECT_EQ(a["status"]["cuda"], "12.8");
@@ -180,7 +190,10 @@ TEST_F(RuntimeEnvControllerTest, CompatibleNodesFollowTheCudaRelease) {
   EXPECT_EQ(b["status"]["compatibleNodes"], 3) << "driver 570 and 535 nodes run CUDA 12.1";
 
   // A node's driver label change is seen: the old node upgrades to 570.
-  ASSERT_EQ(kubectl({"label", "node", "gpu-old-0", "--overwrite", "nvidia.com/cuda.driver.major=570"}).exitCode, 0);
+  ASSERT_EQ(
+      kubectl({"label", "node", "gpu-old-0", "--overwrite", "nvidia.com/cuda.driver.major=570"})
+          .exitCode,
+      0);
   bool seen = eventually([&] { return rte("cu128")["status"].value("compatibleNodes", 0) == 3; });
   kubectl({"label", "node", "gpu-old-0", "--overwrite", "nvidia.com/cuda.driver.major=535"});
   EXPECT_TRUE(seen);
@@ -188,7 +201,9 @@ TEST_F(RuntimeEnvControllerTest, CompatibleNodesFollowTheCudaRelease) {
 }
 
 TEST_F(RuntimeEnvControllerTest, PrinterColumns) {
-  ASSERT_EQ(kubectl({"create", "configmap", "l", "-n", ns_, "--from-file=uv.lock=" + kUvFixture}).exitCode, 0);
+  ASSERT_EQ(kubectl({"create", "configmap", "l", "-n", ns_, "--from-file=uv.lock=" + kUvFixture})
+                .exitCode,
+            0);
   applyRte("torch", "{configMapRef: {name: l, key: uv.lock}}");
   json o = waitObserved("torch");
   auto r = kubectl({"get", "rte", "-n", ns_});
@@ -213,42 +228,55 @@ TEST_F(RuntimeEnvControllerTest, BadLocksGiveConditionsNotCrashes) {
     const char* reason;
     const char* inMessage;
   };
-  for (const Want& w : {Want{"unhashed", "UnhashedPackage", "numpy"}, Want{"garbage", "LockParseError", ":"},
-                        Want{"missing", "LockNotFound", "nope"}}) {
+  for (const Want& w :
+       {Want{"unhashed", "UnhashedPackage", "numpy"}, Want{"garbage", "LockParseError", ":"},
+        Want{"missing", "LockNotFound", "nope"}}) {
     json o = waitObserved(w.name, "False");
     for (const auto& c : o["status"]["conditions"]) {
       if (c["type"] != "Ready") continue;
       EXPECT_EQ(c["reason"], w.reason) << w.name;
-      EXPECT_NE(c["message"].get<std::string>().find(w.inMessage), std::string::npos) << c["message"];
+      EXPECT_NE(c["message"].get<std::string>().find(w.inMessage), std::string::npos)
+          << c["message"];
     }
   }
   // Creating the missing ConfigMap later resolves the RuntimeEnv.
-  ASSERT_EQ(kubectl({"create", "configmap", "nope", "-n", ns_, "--from-file=uv.lock=" + kUvFixture}).exitCode, 0);
+  ASSERT_EQ(kubectl({"create", "configmap", "nope", "-n", ns_, "--from-file=uv.lock=" + kUvFixture})
+                .exitCode,
+            0);
   waitObserved("missing", "True");
 }
 
 TEST_F(RuntimeEnvControllerTest, SchemaAndCelRejectInvalidObjectsReadably) {
-  auto r = apply("apiVersion: lockstep.dev/v1alpha1\nkind: RuntimeEnv\nmetadata: {name: bad}\nspec:\n"
-                 "  image: registry.example/runtimes/torch:2.5\n  lock: {inline: x, configMapRef: {name: a, key: b}}\n");
+  auto r = apply(
+      "apiVersion: lockstep.dev/v1alpha1\nkind: RuntimeEnv\nmetadata: {name: bad}\nspec:\n"
+      "  image: registry.example/runtimes/torch:2.5\n  lock: {inline: x, configMapRef: {name: a, "
+      "key: b}}\n");
   EXPECT_NE(r.exitCode, 0);
   EXPECT_NE(r.err.find("spec.image must be pinned by digest"), std::string::npos) << r.err;
-  EXPECT_NE(r.err.find("exactly one of spec.lock.inline or spec.lock.configMapRef"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("exactly one of spec.lock.inline or spec.lock.configMapRef"),
+            std::string::npos)
+      << r.err;
 
-  r = apply("apiVersion: lockstep.dev/v1alpha1\nkind: ModelRelease\nmetadata: {name: bad}\nspec:\n"
-            "  model: gpt2\n  package: registry.example/models/gpt2:latest\n  runtimeEnvRef: {name: torch}\n"
-            "  closureHash: sha256:abc\n  stages:\n  - {name: prod, serving: {template: {}}}\n"
-            "  - {name: eval, gate: {template: {}}}\n");
+  r = apply(
+      "apiVersion: lockstep.dev/v1alpha1\nkind: ModelRelease\nmetadata: {name: bad}\nspec:\n"
+      "  model: gpt2\n  package: registry.example/models/gpt2:latest\n  runtimeEnvRef: {name: "
+      "torch}\n"
+      "  closureHash: sha256:abc\n  stages:\n  - {name: prod, serving: {template: {}}}\n"
+      "  - {name: eval, gate: {template: {}}}\n");
   EXPECT_NE(r.exitCode, 0);
-  EXPECT_NE(r.err.find("spec.package must be an OCI reference by digest"), std::string::npos) << r.err;
-  EXPECT_NE(r.err.find("spec.closureHash must be sha256:<64 lowercase hex>"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("spec.package must be an OCI reference by digest"), std::string::npos)
+      << r.err;
+  EXPECT_NE(r.err.find("spec.closureHash must be sha256:<64 lowercase hex>"), std::string::npos)
+      << r.err;
   EXPECT_NE(r.err.find("must be the last stage"), std::string::npos) << r.err;
 
   // Immutability (CEL transition rules): the package cannot be re-pointed.
   const std::string hash = "sha256:" + std::string(64, 'd');
-  std::string good = "apiVersion: lockstep.dev/v1alpha1\nkind: ModelRelease\nmetadata: {name: ok}\nspec:\n"
-                     "  model: gpt2\n  package: registry.example/models/gpt2@sha256:" + std::string(64, 'e') +
-                     "\n  runtimeEnvRef: {name: later}\n  closureHash: " + hash +
-                     "\n  stages:\n  - {name: eval, gate: {template: {}}}\n";
+  std::string good =
+      "apiVersion: lockstep.dev/v1alpha1\nkind: ModelRelease\nmetadata: {name: ok}\nspec:\n"
+      "  model: gpt2\n  package: registry.example/models/gpt2@sha256:" +
+      std::string(64, 'e') + "\n  runtimeEnvRef: {name: later}\n  closureHash: " + hash +
+      "\n  stages:\n  - {name: eval, gate: {template: {}}}\n";
   r = apply(good);
   ASSERT_EQ(r.exitCode, 0) << r.err;
   std::string moved = good;

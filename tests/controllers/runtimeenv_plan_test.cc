@@ -12,7 +12,8 @@ namespace {
 using nlohmann::json;
 
 const std::string kImage =
-    "registry.example/runtimes/torch@sha256:4f1c000000000000000000000000000000000000000000000000000000000001";
+    "registry.example/runtimes/"
+    "torch@sha256:4f1c000000000000000000000000000000000000000000000000000000000001";
 const std::string kNow = "2026-11-29T10:00:00Z";
 const std::string kLater = "2026-11-29T11:00:00Z";
 
@@ -115,11 +116,12 @@ TEST(RuntimeEnvPlan, CountsCompatibleNodesByCudaRelease) {
     std::string minDriver;
     int nodes;
   };
-  for (const Case& c : {Case{"12.8.90", "12.8", "570.26", 2}, Case{"12.1.105", "12.1", "530.30.02", 3},
-                        Case{"12.9.79", "12.9", "575.51.03", 0}}) {
+  for (const Case& c :
+       {Case{"12.8.90", "12.8", "570.26", 2}, Case{"12.1.105", "12.1", "530.30.02", 3},
+        Case{"12.9.79", "12.9", "575.51.03", 0}}) {
     SCOPED_TRACE(c.runtime);
-    RuntimeEnvObserved o{RteBuilder("torch").inlineLock(pipLock(c.runtime)).build(), std::nullopt,
-                         testNodes(), {}};
+    RuntimeEnvObserved o{
+        RteBuilder("torch").inlineLock(pipLock(c.runtime)).build(), std::nullopt, testNodes(), {}};
     RuntimeEnvPlan p = planRuntimeEnv(o, kNow);
     EXPECT_EQ(p.status["cuda"], c.cuda);
     EXPECT_EQ(p.status["minDriver"], c.minDriver);
@@ -185,8 +187,8 @@ TEST(RuntimeEnvPlan, ClassifiesFailures) {
        json{{"binaryData", {{"uv.lock", "eA=="}}}}, kReasonLockNotFound, "binaryData"},
       {"unhashed", RteBuilder("t").inlineLock("numpy==1.26.4\n").build(), std::nullopt,
        kReasonUnhashedPackage, "numpy"},
-      {"garbage", RteBuilder("t").inlineLock("version = 1\n[[package]\nname=").build(), std::nullopt,
-       kReasonLockParseError, ""},
+      {"garbage", RteBuilder("t").inlineLock("version = 1\n[[package]\nname=").build(),
+       std::nullopt, kReasonLockParseError, ""},
   };
   for (const Case& c : cases) {
     SCOPED_TRACE(c.what);
@@ -207,7 +209,8 @@ TEST(RuntimeEnvPlan, ClassifiesFailures) {
 TEST(RuntimeEnvPlan, ParseErrorNamesTheLineAndSource) {
   RuntimeEnvObserved o{RteBuilder("t").configMapLock("locks", "requirements.txt").build(),
                        json{{"data", {{"requirements.txt", "numpy==1.26.4 --hash=sha256:zz\n"}}}},
-                       {}, {}};
+                       {},
+                       {}};
   json ready = readyCondition(planRuntimeEnv(o, kNow));
   std::string m = ready["message"];
   EXPECT_NE(m.find("configmap/locks[requirements.txt]:1"), std::string::npos) << m;
@@ -217,12 +220,12 @@ TEST(RuntimeEnvPlan, PipIncludesResolveToOtherConfigMapKeys) {
   std::string base = "numpy==1.26.4 --hash=sha256:" + hex64('a') + "\n";
   std::string cuda = "nvidia-cuda-runtime-cu12==12.8.90 --hash=sha256:" + hex64('b') + "\n";
   json cm = {{"data", {{"requirements.txt", "-r base.txt\n" + cuda}, {"base.txt", base}}}};
-  RuntimeEnvObserved o{RteBuilder("t").configMapLock("locks", "requirements.txt").build(), cm,
-                       testNodes(), {}};
+  RuntimeEnvObserved o{
+      RteBuilder("t").configMapLock("locks", "requirements.txt").build(), cm, testNodes(), {}};
   RuntimeEnvPlan withInclude = planRuntimeEnv(o, kNow);
   ASSERT_EQ(readyCondition(withInclude)["status"], "True") << withInclude.status.dump(2);
-  RuntimeEnvObserved flat{RteBuilder("t").inlineLock(pipLock("12.8.90")).build(), std::nullopt,
-                          testNodes(), {}};
+  RuntimeEnvObserved flat{
+      RteBuilder("t").inlineLock(pipLock("12.8.90")).build(), std::nullopt, testNodes(), {}};
   EXPECT_EQ(withInclude.status["closureHash"], planRuntimeEnv(flat, kNow).status["closureHash"]);
 
   // A missing include is a parse error naming it, not a crash.
@@ -235,7 +238,9 @@ TEST(RuntimeEnvPlan, PipIncludesResolveToOtherConfigMapKeys) {
 
 TEST(RuntimeEnvPlan, AllowUnhashedMarksWeak) {
   RuntimeEnvObserved o{RteBuilder("t").inlineLock("numpy==1.26.4\n").allowUnhashed().build(),
-                       std::nullopt, testNodes(), {}};
+                       std::nullopt,
+                       testNodes(),
+                       {}};
   RuntimeEnvPlan p = planRuntimeEnv(o, kNow);
   EXPECT_EQ(readyCondition(p)["status"], "True");
   EXPECT_EQ(p.status["weak"], true);
@@ -255,7 +260,8 @@ TEST(RuntimeEnvPlan, SteadyStateWritesNothing) {
 TEST(RuntimeEnvPlan, FailureKeepsLastResolvedHashButIsNotReady) {
   RuntimeEnvObserved o{RteBuilder("torch").build(), std::nullopt, testNodes(), {}};
   RuntimeEnvPlan good = planRuntimeEnv(o, kNow);
-  o.runtimeEnv = RteBuilder("torch").inlineLock("numpy==1\n").generation(2).status(good.status).build();
+  o.runtimeEnv =
+      RteBuilder("torch").inlineLock("numpy==1\n").generation(2).status(good.status).build();
   RuntimeEnvPlan bad = planRuntimeEnv(o, kLater);
   EXPECT_EQ(bad.status["closureHash"], good.status["closureHash"]);
   EXPECT_EQ(bad.status["observedGeneration"], 2);
@@ -269,7 +275,8 @@ TEST(RuntimeEnvPlan, HashChangeMarksValidatedReleasesStale) {
   std::string h1 = v1.status["closureHash"];
 
   // The lock moves: numpy 1.26.4 -> 2.0.0.
-  o.runtimeEnv = RteBuilder("torch").inlineLock(pipLock("12.8.90", "2.0.0")).status(v1.status).build();
+  o.runtimeEnv =
+      RteBuilder("torch").inlineLock(pipLock("12.8.90", "2.0.0")).status(v1.status).build();
   json fresh = release("v8", "");
   o.releases = {release("v7", h1), release("v6", "sha256:" + hex64('0'))};
   RuntimeEnvPlan v2 = planRuntimeEnv(o, kLater);
@@ -289,9 +296,11 @@ TEST(RuntimeEnvPlan, HashChangeMarksValidatedReleasesStale) {
   // A release packaged on the new closure needs no condition; a stale one whose
   // RuntimeEnv moves back is cleared.
   json staleV7 = release("v7", h1);
-  staleV7["status"]["conditions"] = json::array(
-      {{{"type", "Stale"}, {"status", "True"}, {"reason", kReasonClosureHashChanged},
-        {"message", "x"}, {"lastTransitionTime", kNow}}});
+  staleV7["status"]["conditions"] = json::array({{{"type", "Stale"},
+                                                  {"status", "True"},
+                                                  {"reason", kReasonClosureHashChanged},
+                                                  {"message", "x"},
+                                                  {"lastTransitionTime", kNow}}});
   o.runtimeEnv = RteBuilder("torch").status(v2.status).build();
   o.releases = {fresh, staleV7};
   RuntimeEnvPlan back = planRuntimeEnv(o, kLater);

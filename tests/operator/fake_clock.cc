@@ -1,6 +1,5 @@
 #include "tests/operator/fake_clock.h"
 
-
 namespace lockstep::testing {
 
 FakeClock::FakeClock()

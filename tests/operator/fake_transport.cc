@@ -23,8 +23,10 @@ class FakeLineStream final : public kube::LineStream {
     if (state_->cancelled) return Status(Code::kCancelled, "cancelled");
     if (next_ < script_.lines.size()) return std::optional<std::string>(script_.lines[next_++]);
     switch (script_.end) {
-      case FakeStream::End::kClose: return std::optional<std::string>();
-      case FakeStream::End::kError: return script_.error;
+      case FakeStream::End::kClose:
+        return std::optional<std::string>();
+      case FakeStream::End::kError:
+        return script_.error;
       case FakeStream::End::kHang:
         state_->cv.wait(lock, [&] { return state_->cancelled || state_->closed; });
         if (state_->cancelled) return Status(Code::kCancelled, "cancelled");
@@ -112,7 +114,8 @@ StatusOr<kube::Response> FakeTransport::send(const kube::Request& request) {
   return internalError("fake transport: a stream scripted for " + request.describe());
 }
 
-StatusOr<std::unique_ptr<kube::LineStream>> FakeTransport::openStream(const kube::Request& request) {
+StatusOr<std::unique_ptr<kube::LineStream>> FakeTransport::openStream(
+    const kube::Request& request) {
   FakeReply r = next(request);
   if (auto* st = std::get_if<Status>(&r)) return *st;
   if (auto* resp = std::get_if<kube::Response>(&r)) {
@@ -146,8 +149,10 @@ kube::Response FakeTransport::status(int code, const std::string& reason,
 
 kube::Response FakeTransport::list(const std::vector<nlohmann::json>& items, const std::string& rv,
                                    const std::string& continueToken) {
-  nlohmann::json body = {{"kind", "List"}, {"apiVersion", "v1"},
-                         {"metadata", {{"resourceVersion", rv}}}, {"items", items}};
+  nlohmann::json body = {{"kind", "List"},
+                         {"apiVersion", "v1"},
+                         {"metadata", {{"resourceVersion", rv}}},
+                         {"items", items}};
   if (!continueToken.empty()) body["metadata"]["continue"] = continueToken;
   return ok(body);
 }
@@ -157,23 +162,27 @@ std::string FakeTransport::event(const std::string& type, const nlohmann::json& 
 }
 
 std::string FakeTransport::bookmark(const std::string& rv) {
-  return event("BOOKMARK", {{"kind", "ConfigMap"},
-                            {"apiVersion", "v1"},
-                            {"metadata", {{"resourceVersion", rv}}}});
+  return event(
+      "BOOKMARK",
+      {{"kind", "ConfigMap"}, {"apiVersion", "v1"}, {"metadata", {{"resourceVersion", rv}}}});
 }
 
 std::string FakeTransport::errorEvent(int code, const std::string& reason,
                                       const std::string& message) {
-  return event("ERROR", {{"kind", "Status"}, {"apiVersion", "v1"}, {"status", "Failure"},
-                         {"reason", reason}, {"message", message}, {"code", code}});
+  return event("ERROR", {{"kind", "Status"},
+                         {"apiVersion", "v1"},
+                         {"status", "Failure"},
+                         {"reason", reason},
+                         {"message", message},
+                         {"code", code}});
 }
 
 nlohmann::json testObject(const std::string& ns, const std::string& name, const std::string& rv,
                           const std::string& kind) {
   return {{"apiVersion", "v1"},
           {"kind", kind},
-          {"metadata", {{"namespace", ns}, {"name", name}, {"resourceVersion", rv},
-                        {"uid", "uid-" + name}}}};
+          {"metadata",
+           {{"namespace", ns}, {"name", name}, {"resourceVersion", rv}, {"uid", "uid-" + name}}}};
 }
 
 }  // namespace lockstep::testing

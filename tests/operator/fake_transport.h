@@ -44,7 +44,8 @@ class FakeTransport final : public kube::Transport {
   std::vector<kube::Request> requests() const;
   size_t requestCount() const;
   // Waits (real time, bounded) until at least n requests arrived.
-  bool waitForRequests(size_t n, std::chrono::milliseconds timeout = std::chrono::seconds(10)) const;
+  bool waitForRequests(size_t n,
+                       std::chrono::milliseconds timeout = std::chrono::seconds(10)) const;
   // Unblocks every hanging stream (as if the server closed them).
   void closeStreams();
 

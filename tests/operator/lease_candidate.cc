@@ -25,13 +25,20 @@ int main(int argc, char** argv) {
   for (int i = 1; i + 1 < argc; i += 2) {
     std::string flag = argv[i];
     std::string value = argv[i + 1];
-    if (flag == "--kubeconfig") kubeconfig = value;
-    else if (flag == "--namespace") ns = value;
-    else if (flag == "--name") name = value;
-    else if (flag == "--identity") identity = value;
-    else if (flag == "--lease-ms") leaseMs = std::stol(value);
-    else if (flag == "--renew-ms") renewMs = std::stol(value);
-    else if (flag == "--retry-ms") retryMs = std::stol(value);
+    if (flag == "--kubeconfig")
+      kubeconfig = value;
+    else if (flag == "--namespace")
+      ns = value;
+    else if (flag == "--name")
+      name = value;
+    else if (flag == "--identity")
+      identity = value;
+    else if (flag == "--lease-ms")
+      leaseMs = std::stol(value);
+    else if (flag == "--renew-ms")
+      renewMs = std::stol(value);
+    else if (flag == "--retry-ms")
+      retryMs = std::stol(value);
     else {
       std::fprintf(stderr, "lease_candidate: unknown flag %s\n", flag.c_str());
       return 2;

@@ -36,7 +36,8 @@ std::vector<json> renderChart(const std::string& showOnly) {
   auto r = run({toolsBin() + "/helm", "template", kReleaseName, chartDir(), "--namespace",
                 kOperatorNamespace, "--show-only", showOnly});
   if (r.exitCode != 0) throw std::runtime_error("helm template: " + r.err);
-  auto j = kubectl({"create", "--dry-run=client", "-n", kOperatorNamespace, "-o", "json", "-f", "-"}, r.out);
+  auto j = kubectl(
+      {"create", "--dry-run=client", "-n", kOperatorNamespace, "-o", "json", "-f", "-"}, r.out);
   if (j.exitCode != 0) throw std::runtime_error("kubectl convert: " + j.err);
   // One JSON document per object, concatenated.
   std::vector<json> out;
@@ -67,7 +68,8 @@ void OperatorProcess::installClusterPieces(int webhookPort) {
                "crd/modelreleases.lockstep.dev", "--timeout=60s"});
   kubectl({"create", "namespace", kOperatorNamespace});
   for (const char* t : {"templates/serviceaccount.yaml", "templates/rbac.yaml"}) {
-    for (const auto& o : renderChart(t)) mustKubectl({"apply", "-n", kOperatorNamespace, "-f", "-"}, o.dump());
+    for (const auto& o : renderChart(t))
+      mustKubectl({"apply", "-n", kOperatorNamespace, "-f", "-"}, o.dump());
   }
   for (auto vwc : renderChart("templates/webhooks.yaml")) {
     for (auto& w : vwc["webhooks"]) {
@@ -90,7 +92,8 @@ std::string OperatorProcess::start(const std::vector<std::string>& extraArgs) {
   healthPort_ = freePort();
 
   // Authenticate as the chart's ServiceAccount.
-  auto token = kubectl({"create", "token", kReleaseName, "-n", kOperatorNamespace, "--duration=2h"});
+  auto token =
+      kubectl({"create", "token", kReleaseName, "-n", kOperatorNamespace, "--duration=2h"});
   if (token.exitCode != 0) return "create token: " + token.err;
   std::string tok = token.out;
   while (!tok.empty() && (tok.back() == '\n' || tok.back() == ' ')) tok.pop_back();
@@ -126,21 +129,26 @@ std::string OperatorProcess::start(const std::vector<std::string>& extraArgs) {
     execv(argv[0], argv.data());
     _exit(127);
   }
-  bool up = eventually([&] {
-    int status = 0;
-    if (waitpid(pid_, &status, WNOHANG) == pid_) {
-      pid_ = -1;
-      return true;
-    }
-    return !slurp(dir_ + "/port").empty();
-  }, std::chrono::seconds(60));
+  bool up = eventually(
+      [&] {
+        int status = 0;
+        if (waitpid(pid_, &status, WNOHANG) == pid_) {
+          pid_ = -1;
+          return true;
+        }
+        return !slurp(dir_ + "/port").empty();
+      },
+      std::chrono::seconds(60));
   if (pid_ < 0) return "operator exited:\n" + log();
   if (!up) return "operator did not start serving:\n" + log();
   // The API server must see the caBundle the operator patched in.
-  bool patched = eventually([&] {
-    json vwc = kubectlJson({"get", "validatingwebhookconfiguration", kReleaseName});
-    return !vwc.is_discarded() && !vwc["webhooks"][0]["clientConfig"].value("caBundle", "").empty();
-  }, std::chrono::seconds(30));
+  bool patched = eventually(
+      [&] {
+        json vwc = kubectlJson({"get", "validatingwebhookconfiguration", kReleaseName});
+        return !vwc.is_discarded() &&
+               !vwc["webhooks"][0]["clientConfig"].value("caBundle", "").empty();
+      },
+      std::chrono::seconds(30));
   if (!patched) return "caBundle never patched:\n" + log();
   return "";
 }

@@ -15,7 +15,8 @@ namespace {
 
 using nlohmann::json;
 
-const std::string kDigest = "sha256:4f1c000000000000000000000000000000000000000000000000000000000001";
+const std::string kDigest =
+    "sha256:4f1c000000000000000000000000000000000000000000000000000000000001";
 const std::string kOtherDigest = "sha256:" + std::string(64, '9');
 const std::string kImage = "registry.example/runtimes/torch@" + kDigest;
 const std::string kLock = "numpy==1.26.4 --hash=sha256:" + std::string(64, 'a') + "\n";
@@ -26,7 +27,8 @@ class PodBuilder {
   explicit PodBuilder(std::string name) {
     pod_ = {{"apiVersion", "v1"},
             {"kind", "Pod"},
-            {"metadata", {{"name", std::move(name)}, {"labels", {{"lockstep.dev/runtime-env", "torch"}}}}},
+            {"metadata",
+             {{"name", std::move(name)}, {"labels", {{"lockstep.dev/runtime-env", "torch"}}}}},
             {"spec", {{"containers", json::array({{{"name", "main"}, {"image", kImage}}})}}}};
   }
   PodBuilder& hash(const std::string& h) {
@@ -82,7 +84,9 @@ class AdmissionClusterTest : public ::testing::Test {
                 {"spec", {{"image", kImage}, {"lock", {{"inline", kLock}}}}}};
     auto r = kubectl({"apply", "-f", "-"}, rte.dump());
     EXPECT_EQ(r.exitCode, 0) << r.err;
-    EXPECT_EQ(kubectl({"wait", "--for=condition=Ready", "rte/torch", "-n", ns, "--timeout=30s"}).exitCode, 0);
+    EXPECT_EQ(
+        kubectl({"wait", "--for=condition=Ready", "rte/torch", "-n", ns, "--timeout=30s"}).exitCode,
+        0);
     json o = kubectlJson({"get", "rte", "torch", "-n", ns});
     return o["status"].value("closureHash", "");
   }
@@ -120,7 +124,8 @@ TEST_F(AdmissionClusterTest, MatchingPodIsAdmitted) {
   EXPECT_EQ(r.err.find("Warning"), std::string::npos) << r.err;
   // kubectl run too, the way a user would.
   r = kubectl({"run", "good-run", "-n", ns, "--image=" + kImage, "--restart=Never",
-               "--labels=lockstep.dev/runtime-env=torch", "--annotations=lockstep.dev/closure-hash=" + hash});
+               "--labels=lockstep.dev/runtime-env=torch",
+               "--annotations=lockstep.dev/closure-hash=" + hash});
   EXPECT_EQ(r.exitCode, 0) << r.err;
 }
 
@@ -132,21 +137,29 @@ struct Violation {
 
 std::vector<Violation> violations() {
   return {
-      {"wrong hash", [](const std::string&) { return PodBuilder("p").hash("sha256:" + std::string(64, '0')); },
+      {"wrong hash",
+       [](const std::string&) { return PodBuilder("p").hash("sha256:" + std::string(64, '0')); },
        "lockstep.dev/closure-hash is \"sha256:0000"},
       {"missing annotation", [](const std::string&) { return PodBuilder("p"); },
        "lockstep.dev/closure-hash is missing; expected \"sha256:"},
       {"image by tag",
-       [](const std::string& h) { return PodBuilder("p").hash(h).image("registry.example/runtimes/torch:2.5"); },
+       [](const std::string& h) {
+         return PodBuilder("p").hash(h).image("registry.example/runtimes/torch:2.5");
+       },
        "is not pinned by digest"},
       {"different digest",
-       [](const std::string& h) { return PodBuilder("p").hash(h).image("registry.example/runtimes/torch@" + kOtherDigest); },
+       [](const std::string& h) {
+         return PodBuilder("p").hash(h).image("registry.example/runtimes/torch@" + kOtherDigest);
+       },
        "has digest \"" + kOtherDigest + "\""},
       {"foreign init container",
-       [](const std::string& h) { return PodBuilder("p").hash(h).initContainer("registry.example/tools/setup@" + kDigest); },
+       [](const std::string& h) {
+         return PodBuilder("p").hash(h).initContainer("registry.example/tools/setup@" + kDigest);
+       },
        "init container \"setup\""},
       {"undeclared runtime in enforce namespace",
-       [](const std::string&) { return PodBuilder("p").noRuntimeLabel(); }, "lockstep.dev/runtime-env"},
+       [](const std::string&) { return PodBuilder("p").noRuntimeLabel(); },
+       "lockstep.dev/runtime-env"},
   };
 }
 
@@ -157,7 +170,9 @@ TEST_F(AdmissionClusterTest, EnforceDeniesEachViolationWithAMessage) {
     SCOPED_TRACE(v.what);
     auto r = create(ns, v.pod(hash).yaml());
     EXPECT_NE(r.exitCode, 0) << "admitted: " << v.what;
-    EXPECT_NE(r.err.find("admission webhook \"pods.lockstep.dev\" denied the request"), std::string::npos) << r.err;
+    EXPECT_NE(r.err.find("admission webhook \"pods.lockstep.dev\" denied the request"),
+              std::string::npos)
+        << r.err;
     EXPECT_NE(r.err.find(v.message), std::string::npos) << r.err;
   }
 }
@@ -166,17 +181,18 @@ TEST_F(AdmissionClusterTest, EphemeralContainerWithForeignImageIsDenied) {
   std::string ns;
   std::string hash = namespaceWithRuntime("enforce", ns);
   ASSERT_EQ(create(ns, PodBuilder("target").hash(hash).yaml()).exitCode, 0);
-  json patch = {{"spec", {{"ephemeralContainers", json::array({{{"name", "debug"},
-                                                                {"image", "registry.example/busybox:1.36"},
-                                                                {"targetContainerName", "main"}}})}}}};
+  json patch = {{"spec",
+                 {{"ephemeralContainers", json::array({{{"name", "debug"},
+                                                        {"image", "registry.example/busybox:1.36"},
+                                                        {"targetContainerName", "main"}}})}}}};
   auto r = kubectl({"patch", "pod", "target", "-n", ns, "--subresource=ephemeralcontainers",
                     "--type=strategic", "-p", patch.dump()});
   EXPECT_NE(r.exitCode, 0);
   EXPECT_NE(r.err.find("ephemeral container \"debug\""), std::string::npos) << r.err;
   // The runtime's own image is allowed as a debug container.
   patch["spec"]["ephemeralContainers"][0]["image"] = kImage;
-  r = kubectl({"patch", "pod", "target", "-n", ns, "--subresource=ephemeralcontainers", "--type=strategic",
-               "-p", patch.dump()});
+  r = kubectl({"patch", "pod", "target", "-n", ns, "--subresource=ephemeralcontainers",
+               "--type=strategic", "-p", patch.dump()});
   EXPECT_EQ(r.exitCode, 0) << r.err;
 }
 
@@ -209,17 +225,18 @@ TEST_F(AdmissionClusterTest, AuditNamespaceAdmitsAndCounts) {
 TEST_F(AdmissionClusterTest, DeploymentWithWrongHashShowsFailedCreateOnReplicaSet) {
   std::string ns;
   namespaceWithRuntime("enforce", ns);
-  json deploy = {{"apiVersion", "apps/v1"},
-                 {"kind", "Deployment"},
-                 {"metadata", {{"name", "serve"}}},
-                 {"spec",
-                  {{"replicas", 2},
-                   {"selector", {{"matchLabels", {{"app", "serve"}}}}},
-                   {"template",
-                    {{"metadata",
-                      {{"labels", {{"app", "serve"}, {"lockstep.dev/runtime-env", "torch"}}},
-                       {"annotations", {{"lockstep.dev/closure-hash", "sha256:" + std::string(64, '1')}}}}},
-                     {"spec", {{"containers", json::array({{{"name", "s"}, {"image", kImage}}})}}}}}}}};
+  json deploy = {
+      {"apiVersion", "apps/v1"},
+      {"kind", "Deployment"},
+      {"metadata", {{"name", "serve"}}},
+      {"spec",
+       {{"replicas", 2},
+        {"selector", {{"matchLabels", {{"app", "serve"}}}}},
+        {"template",
+         {{"metadata",
+           {{"labels", {{"app", "serve"}, {"lockstep.dev/runtime-env", "torch"}}},
+            {"annotations", {{"lockstep.dev/closure-hash", "sha256:" + std::string(64, '1')}}}}},
+          {"spec", {{"containers", json::array({{{"name", "s"}, {"image", kImage}}})}}}}}}}};
   ASSERT_EQ(create(ns, deploy.dump()).exitCode, 0);
   std::string events;
   EXPECT_TRUE(eventually([&] {
@@ -245,7 +262,8 @@ TEST_F(AdmissionClusterTest, ModelReleaseWebhookChecksTheRuntimeEnv) {
                  {"package", "registry.example/models/gpt2@sha256:" + std::string(64, 'c')},
                  {"runtimeEnvRef", {{"name", rte}}},
                  {"closureHash", h},
-                 {"stages", json::array({{{"name", "eval"}, {"gate", {{"template", json::object()}}}}})}}}};
+                 {"stages",
+                  json::array({{{"name", "eval"}, {"gate", {{"template", json::object()}}}}})}}}};
     return create(ns, mr.dump());
   };
   auto r = release("ok", "torch", hash);

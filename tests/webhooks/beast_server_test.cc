@@ -52,7 +52,9 @@ class BeastServerTest : public ::testing::Test {
     ASSERT_TRUE(s.isOk()) << s.status().toString();
     server_ = std::move(s).value();
     mountWebhook(*server_, pods_);
-    server_->route("/echo", "POST", [](const HttpRequest& r) { return HttpResponse{200, "text/plain", r.body}; });
+    server_->route("/echo", "POST", [](const HttpRequest& r) {
+      return HttpResponse{200, "text/plain", r.body};
+    });
     ASSERT_TRUE(server_->start().isOk());
     ASSERT_NE(server_->port(), 0);
   }
@@ -89,7 +91,8 @@ TEST_F(BeastServerTest, RoutesMethodsAndQueryStrings) {
   ASSERT_EQ(c.connect(), "");
   EXPECT_EQ(c.request("POST", "/nope", "{}")->status, 404);
   EXPECT_EQ(c.request("GET", "/validate/pods", "")->status, 405);
-  auto r = c.request("POST", "/validate/pods?timeout=5s", testing::review("CREATE", testing::PodBuilder::good().json()));
+  auto r = c.request("POST", "/validate/pods?timeout=5s",
+                     testing::review("CREATE", testing::PodBuilder::good().json()));
   ASSERT_TRUE(r);
   EXPECT_EQ(r->status, 200);
   EXPECT_EQ(nlohmann::json::parse(r->body)["response"]["allowed"], true);
@@ -129,13 +132,16 @@ TEST_F(BeastServerTest, DefaultCapIsThreeMiB) {
   TlsClient c = client();
   ASSERT_EQ(c.connect(), "");
   // Announced too large: answered from the headers, before any body is read.
-  std::string out = c.raw("POST /validate/pods HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
-                          "Content-Length: " + std::to_string(3 * 1024 * 1024 + 1) + "\r\n\r\n");
+  std::string out = c.raw(
+      "POST /validate/pods HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+      "Content-Length: " +
+      std::to_string(3 * 1024 * 1024 + 1) + "\r\n\r\n");
   EXPECT_NE(out.find("HTTP/1.1 413"), std::string::npos) << out;
   // Chunked (no Content-Length): cut by the parser's body limit.
   ASSERT_EQ(c.connect(), "");
   std::string chunk(1024 * 1024, 'x');
-  std::string chunked = "POST /validate/pods HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n";
+  std::string chunked =
+      "POST /validate/pods HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n";
   for (int i = 0; i < 4; ++i) chunked += "100000\r\n" + chunk + "\r\n";
   chunked += "0\r\n\r\n";
   out = c.raw(chunked);

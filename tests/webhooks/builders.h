@@ -17,7 +17,9 @@ inline const std::string kEnvHash = sha('c');
 class PodBuilder {
  public:
   explicit PodBuilder(std::string name = "web-1") {
-    pod_ = {{"apiVersion", "v1"}, {"kind", "Pod"}, {"metadata", {{"namespace", "ml"}}},
+    pod_ = {{"apiVersion", "v1"},
+            {"kind", "Pod"},
+            {"metadata", {{"namespace", "ml"}}},
             {"spec", {{"containers", nlohmann::json::array()}}}};
     if (!name.empty()) pod_["metadata"]["name"] = std::move(name);
   }
@@ -94,7 +96,8 @@ class ReleaseBuilder {
   }
   ReleaseBuilder& gate(const std::string& name) {
     mr_["spec"]["stages"].push_back(
-        {{"name", name}, {"gate", {{"template", {{"spec", {{"containers", {{{"name", "eval"}}}}}}}}}}});
+        {{"name", name},
+         {"gate", {{"template", {{"spec", {{"containers", {{{"name", "eval"}}}}}}}}}}});
     return *this;
   }
   ReleaseBuilder& serving(const std::string& name, nlohmann::json steps = nullptr) {
@@ -130,7 +133,8 @@ inline std::string review(const std::string& op, const nlohmann::json& object,
     req["name"] = object["metadata"]["name"];
   }
   if (!subResource.empty()) req["subResource"] = subResource;
-  return nlohmann::json{{"apiVersion", "admission.k8s.io/v1"}, {"kind", "AdmissionReview"}, {"request", req}}
+  return nlohmann::json{
+      {"apiVersion", "admission.k8s.io/v1"}, {"kind", "AdmissionReview"}, {"request", req}}
       .dump();
 }
 

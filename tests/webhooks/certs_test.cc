@@ -87,7 +87,8 @@ TEST(X509, RejectsBadInputs) {
   so.ipAddresses.clear();
   EXPECT_FALSE(generateServingCert(ca, so).isOk());
   EXPECT_FALSE(generateServingCert({"junk", ca.keyPem}, servingOpts()).isOk());
-  EXPECT_FALSE(parseCertificate("-----BEGIN CERTIFICATE-----\nAAAA\n-----END CERTIFICATE-----\n").isOk());
+  EXPECT_FALSE(
+      parseCertificate("-----BEGIN CERTIFICATE-----\nAAAA\n-----END CERTIFICATE-----\n").isOk());
   EXPECT_FALSE(parseCertificate("").isOk());
   so = servingOpts();
   so.ipAddresses = {"::1"};
@@ -103,10 +104,18 @@ TEST(Rotation, ShouldRotateTable) {
     double fraction;
     bool want;
   } cases[] = {
-      {nb, 2.0 / 3, false},           {nb + hours(59), 2.0 / 3, false}, {nb + hours(60), 2.0 / 3, true},
-      {na, 2.0 / 3, true},            {na + hours(1), 2.0 / 3, true},   {nb - hours(1), 2.0 / 3, true},
-      {nb + hours(44), 0.5, false},   {nb + hours(45), 0.5, true},      {nb, 0.0, true},
-      {na - 1s, 1.0, false},          {na - 1s, 7.0, false},            {nb + hours(1), -1.0, true},
+      {nb, 2.0 / 3, false},
+      {nb + hours(59), 2.0 / 3, false},
+      {nb + hours(60), 2.0 / 3, true},
+      {na, 2.0 / 3, true},
+      {na + hours(1), 2.0 / 3, true},
+      {nb - hours(1), 2.0 / 3, true},
+      {nb + hours(44), 0.5, false},
+      {nb + hours(45), 0.5, true},
+      {nb, 0.0, true},
+      {na - 1s, 1.0, false},
+      {na - 1s, 7.0, false},
+      {nb + hours(1), -1.0, true},
   };
   for (const Case& c : cases) {
     EXPECT_EQ(shouldRotate(c.now, nb, na, c.fraction), c.want)
@@ -136,16 +145,23 @@ TEST(Rotation, PlanTable) {
       {"all good", kNow + hours(1), good, CertAction::kKeep},
       {"no CA", kNow, with([](auto& f) { f.ca.reset(); }), CertAction::kIssueAll},
       {"CA flag missing", kNow, with([](auto& f) { f.ca->isCa = false; }), CertAction::kIssueAll},
-      {"CA key mismatch", kNow, with([](auto& f) { f.caKeyMatches = false; }), CertAction::kIssueAll},
+      {"CA key mismatch", kNow, with([](auto& f) { f.caKeyMatches = false; }),
+       CertAction::kIssueAll},
       {"CA at renewal time", kNow + hours(2000), good, CertAction::kIssueAll},
       {"serving at renewal time", kNow + hours(200), good, CertAction::kIssueServing},
       {"serving expired", kNow + hours(301), good, CertAction::kIssueServing},
-      {"serving missing", kNow, with([](auto& f) { f.serving.reset(); }), CertAction::kIssueServing},
-      {"serving key mismatch", kNow, with([](auto& f) { f.servingKeyMatches = false; }), CertAction::kIssueServing},
-      {"serving from another CA", kNow, with([](auto& f) { f.servingIssuedByCa = false; }), CertAction::kIssueServing},
-      {"serving lacks a DNS name", kNow, with([](auto& f) { f.serving->dnsNames = {"svc"}; }), CertAction::kIssueServing},
-      {"serving lacks the IP", kNow, with([](auto& f) { f.serving->ipAddresses.clear(); }), CertAction::kIssueServing},
-      {"extra names are fine", kNow, with([](auto& f) { f.serving->dnsNames.push_back("x"); }), CertAction::kKeep},
+      {"serving missing", kNow, with([](auto& f) { f.serving.reset(); }),
+       CertAction::kIssueServing},
+      {"serving key mismatch", kNow, with([](auto& f) { f.servingKeyMatches = false; }),
+       CertAction::kIssueServing},
+      {"serving from another CA", kNow, with([](auto& f) { f.servingIssuedByCa = false; }),
+       CertAction::kIssueServing},
+      {"serving lacks a DNS name", kNow, with([](auto& f) { f.serving->dnsNames = {"svc"}; }),
+       CertAction::kIssueServing},
+      {"serving lacks the IP", kNow, with([](auto& f) { f.serving->ipAddresses.clear(); }),
+       CertAction::kIssueServing},
+      {"extra names are fine", kNow, with([](auto& f) { f.serving->dnsNames.push_back("x"); }),
+       CertAction::kKeep},
   };
   for (const Case& c : cases) {
     CertPlan p = planCertificates(c.now, c.stored, req);
@@ -305,7 +321,9 @@ class TempDir {
     path_ = mkdtemp(tmpl.data());
   }
   ~TempDir() { std::filesystem::remove_all(path_); }
-  std::string file(const std::string& name) const { return (std::filesystem::path(path_) / name).string(); }
+  std::string file(const std::string& name) const {
+    return (std::filesystem::path(path_) / name).string();
+  }
 
  private:
   std::string path_;

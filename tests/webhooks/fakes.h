@@ -30,8 +30,11 @@ class FakeRecorder final : public AdmissionRecorder {
 // Advances by `step` on every read, so durations are deterministic and > 0.
 class ManualClock final : public MonotonicClock {
  public:
-  explicit ManualClock(std::chrono::nanoseconds step = std::chrono::microseconds(250)) : step_(step) {}
-  std::chrono::nanoseconds now() const override { return std::chrono::nanoseconds(t_ += step_.count()); }
+  explicit ManualClock(std::chrono::nanoseconds step = std::chrono::microseconds(250))
+      : step_(step) {}
+  std::chrono::nanoseconds now() const override {
+    return std::chrono::nanoseconds(t_ += step_.count());
+  }
 
  private:
   std::chrono::nanoseconds step_;

@@ -37,7 +37,8 @@ class HandlerTest : public ::testing::Test {
 json response(const HttpReply& r) { return json::parse(r.body)["response"]; }
 
 TEST_F(HandlerTest, AdmitsGoodPodAndRecords) {
-  HttpReply r = pods_.handle(testing::review("CREATE", PodBuilder::good().json(), nullptr, false, "u-1"));
+  HttpReply r =
+      pods_.handle(testing::review("CREATE", PodBuilder::good().json(), nullptr, false, "u-1"));
   ASSERT_EQ(r.status, 200);
   EXPECT_EQ(r.contentType, "application/json");
   EXPECT_EQ(response(r)["uid"], "u-1");
@@ -84,7 +85,8 @@ TEST_F(HandlerTest, WarnAndAuditNamespaces) {
 }
 
 TEST_F(HandlerTest, DryRunIsAnsweredTheSameAndFlagged) {
-  json resp = response(pods_.handle(testing::review("CREATE", PodBuilder::good().hash(sha('d')).json(), nullptr, true)));
+  json resp = response(pods_.handle(
+      testing::review("CREATE", PodBuilder::good().hash(sha('d')).json(), nullptr, true)));
   EXPECT_EQ(resp["allowed"], false);
   EXPECT_TRUE(recorder_.outcomes().at(0).dryRun);
 }
@@ -95,7 +97,8 @@ TEST_F(HandlerTest, GenerateNamePodIsNamedInOutcome) {
 }
 
 TEST_F(HandlerTest, GarbageIs400AndCountedAsError) {
-  for (std::string body : {std::string(), std::string("garbage"), std::string("{}"), std::string("\x00\x01", 2)}) {
+  for (std::string body :
+       {std::string(), std::string("garbage"), std::string("{}"), std::string("\x00\x01", 2)}) {
     HttpReply r = pods_.handle(body);
     EXPECT_EQ(r.status, 400) << body;
     EXPECT_EQ(r.contentType.rfind("text/plain", 0), 0u);
@@ -106,13 +109,14 @@ TEST_F(HandlerTest, GarbageIs400AndCountedAsError) {
 TEST_F(HandlerTest, ModelReleaseWebhook) {
   HttpReply ok = releases_.handle(testing::review("CREATE", ReleaseBuilder::good().json()));
   EXPECT_EQ(response(ok)["allowed"], true);
-  HttpReply bad = releases_.handle(
-      testing::review("CREATE", ReleaseBuilder::good().set("package", "registry.example/m:latest").json()));
+  HttpReply bad = releases_.handle(testing::review(
+      "CREATE", ReleaseBuilder::good().set("package", "registry.example/m:latest").json()));
   json resp = response(bad);
   EXPECT_EQ(resp["allowed"], false);
   EXPECT_EQ(resp["status"]["code"], 422);
   envs_.erase("ml", "torch");
-  json warned = response(releases_.handle(testing::review("CREATE", ReleaseBuilder::good().json())));
+  json warned =
+      response(releases_.handle(testing::review("CREATE", ReleaseBuilder::good().json())));
   EXPECT_EQ(warned["allowed"], true);
   EXPECT_EQ(warned["warnings"].size(), 1u);
   auto o = recorder_.outcomes();

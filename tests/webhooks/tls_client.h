@@ -26,13 +26,15 @@ struct ClientReply {
 
 class TlsClient {
  public:
-  TlsClient(uint16_t port, const std::string& caPem, int minVersion = TLS1_2_VERSION, int maxVersion = 0)
+  TlsClient(uint16_t port, const std::string& caPem, int minVersion = TLS1_2_VERSION,
+            int maxVersion = 0)
       : port_(port), ctx_(boost::asio::ssl::context::tls_client) {
     SSL_CTX* c = ctx_.native_handle();
     SSL_CTX_set_security_level(c, 0);  // let the client *offer* legacy versions
     SSL_CTX_set_min_proto_version(c, minVersion);
     SSL_CTX_set_max_proto_version(c, maxVersion);
-    if (maxVersion != 0 && maxVersion < TLS1_2_VERSION) SSL_CTX_set_cipher_list(c, "DEFAULT:@SECLEVEL=0");
+    if (maxVersion != 0 && maxVersion < TLS1_2_VERSION)
+      SSL_CTX_set_cipher_list(c, "DEFAULT:@SECLEVEL=0");
     ctx_.add_certificate_authority(boost::asio::buffer(caPem));
     ctx_.set_verify_mode(boost::asio::ssl::verify_peer);
     X509_VERIFY_PARAM_set1_ip_asc(SSL_CTX_get0_param(c), "127.0.0.1");

@@ -34,7 +34,8 @@ StatusOr<AdmissionRequest> decodeAdmissionReview(std::string_view body) {
     return !tooDeep;
   };
   json doc = json::parse(body.begin(), body.end(), limitDepth, /*allow_exceptions=*/false);
-  if (tooDeep) return invalidArgument("request body nested deeper than " + std::to_string(kMaxJsonDepth));
+  if (tooDeep)
+    return invalidArgument("request body nested deeper than " + std::to_string(kMaxJsonDepth));
   if (doc.is_discarded()) return invalidArgument("request body is not valid JSON");
   if (!doc.is_object()) return invalidArgument("request body is not a JSON object");
 
@@ -67,10 +68,12 @@ StatusOr<AdmissionRequest> decodeAdmissionReview(std::string_view body) {
   if (const json* dry = ja::child(request, "dryRun"); dry != nullptr && dry->is_boolean()) {
     out.dryRun = dry->get<bool>();
   }
-  for (auto [key, field] : {std::pair{"object", &out.object}, std::pair{"oldObject", &out.oldObject}}) {
+  for (auto [key, field] :
+       {std::pair{"object", &out.object}, std::pair{"oldObject", &out.oldObject}}) {
     auto it = request->find(key);
     if (it == request->end() || it->is_null()) continue;
-    if (!it->is_object()) return invalidArgument(std::string("request.") + key + " is not an object");
+    if (!it->is_object())
+      return invalidArgument(std::string("request.") + key + " is not an object");
     *field = std::move(*it);  // avoids copying the (possibly large) object
   }
   return out;

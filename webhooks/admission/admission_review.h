@@ -27,24 +27,24 @@ struct GroupVersionKind {
 
 struct AdmissionRequest {
   std::string uid;
-  GroupVersionKind kind;        // request.kind
-  std::string resource;         // request.resource.resource, e.g. "pods"
-  std::string subResource;      // e.g. "ephemeralcontainers", "status"
-  std::string name;             // empty on CREATE with generateName
-  std::string ns;               // request.namespace
+  GroupVersionKind kind;    // request.kind
+  std::string resource;     // request.resource.resource, e.g. "pods"
+  std::string subResource;  // e.g. "ephemeralcontainers", "status"
+  std::string name;         // empty on CREATE with generateName
+  std::string ns;           // request.namespace
   Operation operation = Operation::kUnknown;
-  std::string userName;         // request.userInfo.username (for logs)
+  std::string userName;  // request.userInfo.username (for logs)
   bool dryRun = false;
-  nlohmann::json object;        // null when absent (DELETE)
-  nlohmann::json oldObject;     // null when absent (CREATE)
+  nlohmann::json object;     // null when absent (DELETE)
+  nlohmann::json oldObject;  // null when absent (CREATE)
 };
 
 struct AdmissionResponse {
   std::string uid;
   bool allowed = true;
-  int code = 0;                 // status.code; 0 = no status block
-  std::string reason;           // status.reason
-  std::string message;          // status.message
+  int code = 0;         // status.code; 0 = no status block
+  std::string reason;   // status.reason
+  std::string message;  // status.message
   std::vector<std::string> warnings;
   std::map<std::string, std::string> auditAnnotations;
 };

@@ -86,7 +86,8 @@ HttpReply ModelReleaseWebhook::handle(std::string_view body) {
     review.subResource = req.subResource;
     review.release = &req.object;
     review.oldRelease = req.oldObject.is_null() ? nullptr : &req.oldObject;
-    if (auto env = modelReleaseRuntimeEnvName(req.object)) review.runtimeEnv = envs_.find(req.ns, *env);
+    if (auto env = modelReleaseRuntimeEnvName(req.object))
+      review.runtimeEnv = envs_.find(req.ns, *env);
     return validateModelRelease(review);
   });
 }

@@ -57,9 +57,11 @@ StatusOr<ImageRef> parseImageRef(std::string_view ref) {
   // A tag is a ':' after the last '/', so "host:5000/repo" keeps its port.
   auto lastSlash = rest.rfind('/');
   auto colon = rest.rfind(':');
-  if (colon != std::string_view::npos && (lastSlash == std::string_view::npos || colon > lastSlash)) {
+  if (colon != std::string_view::npos &&
+      (lastSlash == std::string_view::npos || colon > lastSlash)) {
     std::string_view tag = rest.substr(colon + 1);
-    if (tag.empty() || tag.size() > 128) return invalidArgument("invalid tag in \"" + std::string(ref) + "\"");
+    if (tag.empty() || tag.size() > 128)
+      return invalidArgument("invalid tag in \"" + std::string(ref) + "\"");
     for (char c : tag) {
       if (!isTagChar(c)) return invalidArgument("invalid tag in \"" + std::string(ref) + "\"");
     }
@@ -76,15 +78,18 @@ StatusOr<ImageRef> parseImageRef(std::string_view ref) {
   std::string_view path = rest;
   if (hasDomain) {
     for (char c : first) {
-      if (!isDomainChar(c)) return invalidArgument("invalid registry in \"" + std::string(ref) + "\"");
+      if (!isDomainChar(c))
+        return invalidArgument("invalid registry in \"" + std::string(ref) + "\"");
     }
     // A port, when present, is numeric ("app:bad/x" is not a registry).
-    if (auto portAt = first.rfind(':'); portAt != std::string_view::npos &&
-                                        first.find(']', portAt) == std::string_view::npos) {
+    if (auto portAt = first.rfind(':');
+        portAt != std::string_view::npos && first.find(']', portAt) == std::string_view::npos) {
       std::string_view port = first.substr(portAt + 1);
-      if (port.empty() || port.size() > 5) return invalidArgument("invalid registry port in \"" + std::string(ref) + "\"");
+      if (port.empty() || port.size() > 5)
+        return invalidArgument("invalid registry port in \"" + std::string(ref) + "\"");
       for (char c : port) {
-        if (c < '0' || c > '9') return invalidArgument("invalid registry port in \"" + std::string(ref) + "\"");
+        if (c < '0' || c > '9')
+          return invalidArgument("invalid registry port in \"" + std::string(ref) + "\"");
       }
     }
     out.domain = lower(first);

@@ -38,8 +38,8 @@ void checkPackage(const json* spec, std::vector<std::string>& out) {
   }
   StatusOr<ImageRef> ref = parseImageRef(*s);
   if (!ref.isOk()) {
-    out.push_back("spec.package: " + quote(*s) + " is not a valid OCI reference: " +
-                  ref.status().message());
+    out.push_back("spec.package: " + quote(*s) +
+                  " is not a valid OCI reference: " + ref.status().message());
   } else if (!ref->pinned() || !ref->tag.empty()) {
     out.push_back("spec.package: " + quote(*s) +
                   " must be a reference by digest only (repo@sha256:<64 hex>), without a tag");
@@ -49,7 +49,8 @@ void checkPackage(const json* spec, std::vector<std::string>& out) {
 void checkClosureHash(const json* spec, std::vector<std::string>& out) {
   const std::string* s = ja::str(ja::child(spec, "closureHash"));
   if (s == nullptr || s->empty()) {
-    out.push_back("spec.closureHash: required: sha256:<64 lowercase hex> from the package's runtime.json");
+    out.push_back(
+        "spec.closureHash: required: sha256:<64 lowercase hex> from the package's runtime.json");
   } else if (!isSha256Digest(*s)) {
     out.push_back("spec.closureHash: " + quote(*s) + " is not sha256:<64 lowercase hex>");
   }
@@ -93,8 +94,8 @@ void checkCanary(const json* stage, const std::string& path, std::vector<std::st
     if (weight < 1 || weight > 100) {
       out.push_back(p + ": " + std::to_string(weight) + " is not in 1..100");
     } else if (weight <= previous) {
-      out.push_back(p + ": " + std::to_string(weight) + " must be greater than the previous step's " +
-                    std::to_string(previous));
+      out.push_back(p + ": " + std::to_string(weight) +
+                    " must be greater than the previous step's " + std::to_string(previous));
     }
     if (weight > previous) previous = weight;
   }
@@ -123,21 +124,24 @@ void checkStages(const json* spec, std::vector<std::string>& out) {
       out.push_back(path + ".name: " + quote(*name) +
                     " must be a DNS label (lowercase alphanumerics and '-', at most 63)");
     } else if (auto [it, inserted] = seen.emplace(*name, i); !inserted) {
-      out.push_back(path + ".name: duplicate stage name " + quote(*name) + " (first at spec.stages[" +
-                    std::to_string(it->second) + "].name)");
+      out.push_back(path + ".name: duplicate stage name " + quote(*name) +
+                    " (first at spec.stages[" + std::to_string(it->second) + "].name)");
     }
     bool gate = ja::child(&stage, "gate") != nullptr;
     bool serving = ja::child(&stage, "serving") != nullptr;
     if (gate == serving) {
-      out.push_back(path + ": must have exactly one of gate (eval/ci stages) or serving (prod stage)");
+      out.push_back(path +
+                    ": must have exactly one of gate (eval/ci stages) or serving (prod stage)");
       continue;
     }
     std::string nm = name != nullptr ? *name : "";
     if (serving && (nm == "eval" || nm == "ci")) {
-      out.push_back(path + ".name: " + quote(nm) + " is reserved for a gate stage, but the stage has serving");
+      out.push_back(path + ".name: " + quote(nm) +
+                    " is reserved for a gate stage, but the stage has serving");
     }
     if (gate && nm == "prod") {
-      out.push_back(path + ".name: \"prod\" is reserved for the serving stage, but the stage has gate");
+      out.push_back(path +
+                    ".name: \"prod\" is reserved for the serving stage, but the stage has gate");
     }
     if (serving) {
       if (servingAt) {

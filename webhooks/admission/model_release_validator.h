@@ -29,10 +29,10 @@ namespace lockstep::webhooks {
 struct ModelReleaseReview {
   Operation operation = Operation::kCreate;
   std::string ns;
-  std::string subResource;                      // "status" updates are not checked
-  const nlohmann::json* release = nullptr;      // request.object
-  const nlohmann::json* oldRelease = nullptr;   // request.oldObject (UPDATE)
-  std::optional<RuntimeEnvView> runtimeEnv;     // the RuntimeEnv named by spec.runtimeEnvRef
+  std::string subResource;                     // "status" updates are not checked
+  const nlohmann::json* release = nullptr;     // request.object
+  const nlohmann::json* oldRelease = nullptr;  // request.oldObject (UPDATE)
+  std::optional<RuntimeEnvView> runtimeEnv;    // the RuntimeEnv named by spec.runtimeEnvRef
 };
 
 // spec.runtimeEnvRef.name, when set.

@@ -77,7 +77,8 @@ std::string podIdentity(const PodReview& r) {
   std::string name = ja::strOr(ja::at(r.pod, {"metadata", "name"}));
   if (!name.empty()) return "pod " + quote(ns + "/" + name);
   std::string generateName = ja::strOr(ja::at(r.pod, {"metadata", "generateName"}));
-  if (!generateName.empty()) return "pod " + quote(ns + "/" + generateName + "*") + " (generateName)";
+  if (!generateName.empty())
+    return "pod " + quote(ns + "/" + generateName + "*") + " (generateName)";
   return "pod in namespace " + quote(ns);
 }
 
@@ -127,8 +128,8 @@ void checkAgainstEnv(const PodReview& r, const std::string& envName, bool checkA
                            envId + " status.closureHash)");
     } else if (*hash != env.closureHash) {
       violations.push_back("annotation " + std::string(kClosureHashAnnotation) + " is " +
-                           quote(*hash) + "; expected " + quote(env.closureHash) +
-                           " (RuntimeEnv " + envId + " status.closureHash)");
+                           quote(*hash) + "; expected " + quote(env.closureHash) + " (RuntimeEnv " +
+                           envId + " status.closureHash)");
     }
   }
   StatusOr<ImageRef> expected = parseImageRef(env.image);
@@ -172,8 +173,8 @@ Verdict validatePod(const PodReview& r) {
       containers = introducedContainers(r.pod, r.oldPod);
       const std::string* hash = annotation(r.pod, kClosureHashAnnotation);
       const std::string* oldHash = annotation(r.oldPod, kClosureHashAnnotation);
-      checkAnnotation = (hash == nullptr) != (oldHash == nullptr) ||
-                        (hash != nullptr && *hash != *oldHash);
+      checkAnnotation =
+          (hash == nullptr) != (oldHash == nullptr) || (hash != nullptr && *hash != *oldHash);
       if (containers.empty() && !checkAnnotation) return notChecked();
     }
   }

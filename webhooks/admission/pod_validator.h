@@ -31,9 +31,9 @@ namespace lockstep::webhooks {
 
 struct PodReview {
   Operation operation = Operation::kCreate;
-  std::string ns;                            // request.namespace
-  const nlohmann::json* pod = nullptr;       // request.object
-  const nlohmann::json* oldPod = nullptr;    // request.oldObject (UPDATE)
+  std::string ns;                          // request.namespace
+  const nlohmann::json* pod = nullptr;     // request.object
+  const nlohmann::json* oldPod = nullptr;  // request.oldObject (UPDATE)
   NamespaceMode mode = NamespaceMode::kUnset;
   std::optional<RuntimeEnvView> runtimeEnv;  // the RuntimeEnv named by the pod's label
 };

@@ -20,7 +20,7 @@ struct AdmissionOutcome {
   Decision decision = Decision::kAllowed;
   std::string uid;
   std::string ns;
-  std::string name;     // request.name, or metadata.generateName + "*"
+  std::string name;  // request.name, or metadata.generateName + "*"
   std::string userName;
   bool dryRun = false;
   bool checked = false;  // the policy applied to the object

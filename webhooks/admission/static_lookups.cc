@@ -8,7 +8,8 @@ namespace lockstep::webhooks {
 
 namespace ja = json_access;
 
-std::optional<RuntimeEnvView> StaticRuntimeEnvs::find(std::string_view ns, std::string_view name) const {
+std::optional<RuntimeEnvView> StaticRuntimeEnvs::find(std::string_view ns,
+                                                      std::string_view name) const {
   std::lock_guard<std::mutex> lock(mu_);
   auto it = envs_.find(std::pair{std::string(ns), std::string(name)});
   if (it == envs_.end()) return std::nullopt;
@@ -53,7 +54,8 @@ StatusOr<StaticLookups> loadStaticLookups(std::string_view text) {
       const nlohmann::json* ready = ja::child(e, "ready");
       v.ready = ready != nullptr && ready->is_boolean() && ready->get<bool>();
       if (v.ns.empty() || v.name.empty()) {
-        return invalidArgument("lookups: runtimeEnvs[" + std::to_string(i) + "] needs namespace and name");
+        return invalidArgument("lookups: runtimeEnvs[" + std::to_string(i) +
+                               "] needs namespace and name");
       }
       out.envs->put(std::move(v));
     }
@@ -61,7 +63,8 @@ StatusOr<StaticLookups> loadStaticLookups(std::string_view text) {
   if (const auto* nss = ja::child(&doc, "namespaces")) {
     if (!nss->is_object()) return invalidArgument("lookups: namespaces must be an object");
     for (const auto& [ns, mode] : nss->items()) {
-      if (!mode.is_string()) return invalidArgument("lookups: namespaces." + ns + " must be a string");
+      if (!mode.is_string())
+        return invalidArgument("lookups: namespaces." + ns + " must be a string");
       out.namespaces->set(ns, parseNamespaceMode(mode.get<std::string>()));
     }
   }

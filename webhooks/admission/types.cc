@@ -13,11 +13,16 @@ NamespaceMode parseNamespaceMode(std::optional<std::string_view> labelValue) {
 
 std::string_view namespaceModeName(NamespaceMode m) {
   switch (m) {
-    case NamespaceMode::kUnset: return "unset";
-    case NamespaceMode::kEnforce: return "enforce";
-    case NamespaceMode::kWarn: return "warn";
-    case NamespaceMode::kAudit: return "audit";
-    case NamespaceMode::kOff: return "off";
+    case NamespaceMode::kUnset:
+      return "unset";
+    case NamespaceMode::kEnforce:
+      return "enforce";
+    case NamespaceMode::kWarn:
+      return "warn";
+    case NamespaceMode::kAudit:
+      return "audit";
+    case NamespaceMode::kOff:
+      return "off";
   }
   return "unset";
 }
@@ -32,22 +37,32 @@ Operation parseOperation(std::string_view s) {
 
 std::string_view operationName(Operation op) {
   switch (op) {
-    case Operation::kCreate: return "CREATE";
-    case Operation::kUpdate: return "UPDATE";
-    case Operation::kDelete: return "DELETE";
-    case Operation::kConnect: return "CONNECT";
-    case Operation::kUnknown: return "UNKNOWN";
+    case Operation::kCreate:
+      return "CREATE";
+    case Operation::kUpdate:
+      return "UPDATE";
+    case Operation::kDelete:
+      return "DELETE";
+    case Operation::kConnect:
+      return "CONNECT";
+    case Operation::kUnknown:
+      return "UNKNOWN";
   }
   return "UNKNOWN";
 }
 
 std::string_view decisionName(Decision d) {
   switch (d) {
-    case Decision::kAllowed: return "allowed";
-    case Decision::kDenied: return "denied";
-    case Decision::kWarned: return "warned";
-    case Decision::kAudited: return "audited";
-    case Decision::kError: return "error";
+    case Decision::kAllowed:
+      return "allowed";
+    case Decision::kDenied:
+      return "denied";
+    case Decision::kWarned:
+      return "warned";
+    case Decision::kAudited:
+      return "audited";
+    case Decision::kError:
+      return "error";
   }
   return "error";
 }

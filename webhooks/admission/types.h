@@ -69,12 +69,12 @@ std::string_view decisionName(Decision d);
 // The result of a validator: what to answer and why.
 struct Verdict {
   Decision decision = Decision::kAllowed;
-  int code = 200;                     // status.code when denied (403 / 422 / 400)
-  std::string reason;                 // status.reason when denied (Forbidden / Invalid / BadRequest)
-  std::string message;                // status.message (denied) or audit annotation (audited)
-  std::vector<std::string> warnings;  // AdmissionReview warnings
+  int code = 200;       // status.code when denied (403 / 422 / 400)
+  std::string reason;   // status.reason when denied (Forbidden / Invalid / BadRequest)
+  std::string message;  // status.message (denied) or audit annotation (audited)
+  std::vector<std::string> warnings;    // AdmissionReview warnings
   std::vector<std::string> violations;  // the individual problems, for tests and logs
-  bool checked = false;  // false when the policy did not apply to the object
+  bool checked = false;                 // false when the policy did not apply to the object
 
   bool allowed() const { return decision != Decision::kDenied && decision != Decision::kError; }
 };

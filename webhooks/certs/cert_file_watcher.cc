@@ -47,7 +47,8 @@ StatusOr<bool> CertFileWatcher::poll(TimePoint now) {
   lastCheck_ = now;
   auto certStamp = fileStamp(certPath_);
   auto keyStamp = fileStamp(keyPath_);
-  if (!certStamp || !keyStamp) return notFound("certificate files " + certPath_ + ", " + keyPath_ + " not found");
+  if (!certStamp || !keyStamp)
+    return notFound("certificate files " + certPath_ + ", " + keyPath_ + " not found");
   std::string fingerprint = *certStamp + "|" + *keyStamp;
   if (fingerprint == lastFingerprint_) return false;
   StatusOr<bool> r = reload();

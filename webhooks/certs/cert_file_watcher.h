@@ -23,7 +23,10 @@ class CertFileWatcher {
 
   CertFileWatcher(std::string certPath, std::string keyPath, CertificateSink& sink,
                   std::chrono::milliseconds interval = std::chrono::seconds(10))
-      : certPath_(std::move(certPath)), keyPath_(std::move(keyPath)), sink_(sink), interval_(interval) {}
+      : certPath_(std::move(certPath)),
+        keyPath_(std::move(keyPath)),
+        sink_(sink),
+        interval_(interval) {}
 
   // True when a new certificate was installed; false when not due or unchanged.
   // Errors: files missing/unreadable, PEM invalid, key not matching (the

@@ -30,7 +30,8 @@ bool covers(const std::vector<std::string>& have, const std::vector<std::string>
 CertPlan planCertificates(SystemTime now, const std::optional<StoredCertFacts>& stored,
                           const CertRequirements& req) {
   if (!stored) return {CertAction::kIssueAll, "no stored certificates", {}};
-  if (!stored->ca || !stored->ca->isCa) return {CertAction::kIssueAll, "stored CA missing or not a CA", {}};
+  if (!stored->ca || !stored->ca->isCa)
+    return {CertAction::kIssueAll, "stored CA missing or not a CA", {}};
   if (!stored->caKeyMatches) return {CertAction::kIssueAll, "stored CA key does not match", {}};
   const CertInfo& ca = *stored->ca;
   if (shouldRotate(now, ca.notBefore, ca.notAfter, req.renewFraction)) {
@@ -38,8 +39,10 @@ CertPlan planCertificates(SystemTime now, const std::optional<StoredCertFacts>& 
   }
   if (!stored->serving) return {CertAction::kIssueServing, "serving certificate missing", {}};
   const CertInfo& s = *stored->serving;
-  if (!stored->servingKeyMatches) return {CertAction::kIssueServing, "serving key does not match", {}};
-  if (!stored->servingIssuedByCa) return {CertAction::kIssueServing, "serving certificate not issued by the CA", {}};
+  if (!stored->servingKeyMatches)
+    return {CertAction::kIssueServing, "serving key does not match", {}};
+  if (!stored->servingIssuedByCa)
+    return {CertAction::kIssueServing, "serving certificate not issued by the CA", {}};
   if (!covers(s.dnsNames, req.dnsNames) || !covers(s.ipAddresses, req.ipAddresses)) {
     return {CertAction::kIssueServing, "serving certificate lacks required names", {}};
   }

@@ -23,7 +23,7 @@ bool shouldRotate(SystemTime now, SystemTime notBefore, SystemTime notAfter, dou
 
 // What is stored (e.g. in the Secret), already parsed by the caller.
 struct StoredCertFacts {
-  std::optional<CertInfo> ca;       // absent: missing or unparsable
+  std::optional<CertInfo> ca;  // absent: missing or unparsable
   bool caKeyMatches = false;
   std::optional<CertInfo> serving;  // absent: missing or unparsable
   bool servingKeyMatches = false;

@@ -46,9 +46,9 @@ StatusOr<SelfManagedCertificates::Result> SelfManagedCertificates::reconcile(Sys
       StatusOr<CertKeyPair> ca = generateCa(caOpts);
       if (!ca.isOk()) return ca.status();
       // The old CA stays trusted while certificates it issued may be served.
-      bundle.previousCaCertPem = (facts && facts->ca && facts->ca->isCa && facts->ca->notAfter > now)
-                                     ? bundle.caCertPem
-                                     : std::string();
+      bundle.previousCaCertPem =
+          (facts && facts->ca && facts->ca->isCa && facts->ca->notAfter > now) ? bundle.caCertPem
+                                                                               : std::string();
       bundle.caCertPem = ca->certPem;
       bundle.caKeyPem = ca->keyPem;
       caChanged = true;
@@ -69,14 +69,16 @@ StatusOr<SelfManagedCertificates::Result> SelfManagedCertificates::reconcile(Sys
       bundle.certPem = serving->certPem;
       bundle.keyPem = serving->keyPem;
       Status saved = store_.save(bundle);
-      if (saved.code() == Code::kConflict && attempt == 0) continue;  // someone else renewed: use theirs
+      if (saved.code() == Code::kConflict && attempt == 0)
+        continue;  // someone else renewed: use theirs
       if (!saved.isOk()) return saved.withContext("saving webhook certificates");
     }
 
     // Publish trust first, then serve.
     std::string caBundle = bundle.caCertPem;
     if (!bundle.previousCaCertPem.empty()) {
-      if (auto prev = parseCertificate(bundle.previousCaCertPem); prev.isOk() && prev->notAfter > now) {
+      if (auto prev = parseCertificate(bundle.previousCaCertPem);
+          prev.isOk() && prev->notAfter > now) {
         caBundle += bundle.previousCaCertPem;
       }
     }
@@ -86,20 +88,23 @@ StatusOr<SelfManagedCertificates::Result> SelfManagedCertificates::reconcile(Sys
     }
     Result result{plan.action, plan.reason, plan.renewCheck};
     TlsCertificate serving{bundle.certPem, bundle.keyPem};
-    bool oldStillGood = applied_.has_value() && facts && facts->serving && facts->serving->notAfter > now;
+    bool oldStillGood =
+        applied_.has_value() && facts && facts->serving && facts->serving->notAfter > now;
     if (caChanged && oldStillGood) {
       // Let the API server see the new caBundle before presenting the new chain.
       result.nextCheck = now + options_.caPropagationDelay;
       return result;
     }
     if (!applied_ || !(*applied_ == serving)) {
-      LOCKSTEP_RETURN_IF_ERROR(sink_.setCertificate(serving).withContext("installing serving certificate"));
+      LOCKSTEP_RETURN_IF_ERROR(
+          sink_.setCertificate(serving).withContext("installing serving certificate"));
       applied_ = serving;
     }
     if (plan.action != CertAction::kKeep) {
       StoredCertFacts now2 = inspectBundle(bundle);
-      result.nextCheck = std::min(renewAt(now2.ca->notBefore, now2.ca->notAfter, options_.renewFraction),
-                                  renewAt(now2.serving->notBefore, now2.serving->notAfter, options_.renewFraction));
+      result.nextCheck = std::min(
+          renewAt(now2.ca->notBefore, now2.ca->notAfter, options_.renewFraction),
+          renewAt(now2.serving->notBefore, now2.serving->notAfter, options_.renewFraction));
     }
     return result;
   }

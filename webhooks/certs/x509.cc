@@ -41,8 +41,9 @@ std::string sslError(std::string_view what) {
 }
 
 StatusOr<PkeyPtr> generateKey(KeyType type) {
-  EVP_PKEY* k = type == KeyType::kEcdsaP256 ? EVP_PKEY_Q_keygen(nullptr, nullptr, "EC", "P-256")
-                                            : EVP_PKEY_Q_keygen(nullptr, nullptr, "RSA", size_t{2048});
+  EVP_PKEY* k = type == KeyType::kEcdsaP256
+                    ? EVP_PKEY_Q_keygen(nullptr, nullptr, "EC", "P-256")
+                    : EVP_PKEY_Q_keygen(nullptr, nullptr, "RSA", size_t{2048});
   if (k == nullptr) return internalError(sslError("generating key"));
   return PkeyPtr(k);
 }
@@ -94,7 +95,8 @@ SystemTime fromAsn1(const ASN1_TIME* t) {
 bool validDnsName(std::string_view s) {
   if (s.empty() || s.size() > 253) return false;
   for (char c : s) {
-    if (!((c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '-' || c == '.' || c == '*')) return false;
+    if (!((c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '-' || c == '.' || c == '*'))
+      return false;
   }
   return true;
 }
@@ -113,7 +115,7 @@ Status addExt(X509* cert, X509V3_CTX* ctx, int nid, const std::string& value) {
 }
 
 struct Issuer {
-  X509* cert;      // nullptr: self-signed
+  X509* cert;  // nullptr: self-signed
   EVP_PKEY* key;
 };
 
@@ -144,11 +146,14 @@ StatusOr<X509Ptr> issue(EVP_PKEY* key, const std::string& cn, SystemTime now,
 
   X509V3_CTX ctx;
   X509V3_set_ctx_nodb(&ctx);
-  X509V3_set_ctx(&ctx, issuer.cert != nullptr ? issuer.cert : x.get(), x.get(), nullptr, nullptr, 0);
-  for (const auto& [nid, value] : extensions) LOCKSTEP_RETURN_IF_ERROR(addExt(x.get(), &ctx, nid, value));
+  X509V3_set_ctx(&ctx, issuer.cert != nullptr ? issuer.cert : x.get(), x.get(), nullptr, nullptr,
+                 0);
+  for (const auto& [nid, value] : extensions)
+    LOCKSTEP_RETURN_IF_ERROR(addExt(x.get(), &ctx, nid, value));
   LOCKSTEP_RETURN_IF_ERROR(addExt(x.get(), &ctx, NID_subject_key_identifier, "hash"));
   LOCKSTEP_RETURN_IF_ERROR(addExt(x.get(), &ctx, NID_authority_key_identifier, "keyid:always"));
-  if (X509_sign(x.get(), issuer.key, EVP_sha256()) == 0) return internalError(sslError("signing certificate"));
+  if (X509_sign(x.get(), issuer.key, EVP_sha256()) == 0)
+    return internalError(sslError("signing certificate"));
   return x;
 }
 
@@ -164,9 +169,10 @@ StatusOr<CertKeyPair> generateCa(const CaOptions& o) {
   try {
     StatusOr<PkeyPtr> key = generateKey(o.keyType);
     if (!key.isOk()) return key.status();
-    StatusOr<X509Ptr> cert = issue(key->get(), o.commonName, o.now, o.validity, Issuer{nullptr, key->get()},
-                                   {{NID_basic_constraints, "critical,CA:TRUE,pathlen:0"},
-                                    {NID_key_usage, "critical,keyCertSign,cRLSign"}});
+    StatusOr<X509Ptr> cert =
+        issue(key->get(), o.commonName, o.now, o.validity, Issuer{nullptr, key->get()},
+              {{NID_basic_constraints, "critical,CA:TRUE,pathlen:0"},
+               {NID_key_usage, "critical,keyCertSign,cRLSign"}});
     if (!cert.isOk()) return cert.status();
     return CertKeyPair{toPem(cert->get()), toPem(key->get())};
   } catch (const std::exception& e) {
@@ -175,13 +181,15 @@ StatusOr<CertKeyPair> generateCa(const CaOptions& o) {
 }
 
 StatusOr<CertKeyPair> generateServingCert(const CertKeyPair& ca, const ServingOptions& o) {
-  if (o.validity.count() <= 0) return invalidArgument("serving certificate validity must be positive");
+  if (o.validity.count() <= 0)
+    return invalidArgument("serving certificate validity must be positive");
   if (o.dnsNames.empty() && o.ipAddresses.empty()) {
     return invalidArgument("serving certificate needs at least one DNS name or IP address");
   }
   std::string san;
   for (const std::string& d : o.dnsNames) {
-    if (!validDnsName(d)) return invalidArgument("invalid DNS name \"" + d + "\" for a certificate");
+    if (!validDnsName(d))
+      return invalidArgument("invalid DNS name \"" + d + "\" for a certificate");
     san += (san.empty() ? "DNS:" : ",DNS:") + d;
   }
   for (const std::string& ip : o.ipAddresses) {
@@ -222,7 +230,8 @@ StatusOr<CertInfo> parseCertificate(std::string_view pem) {
     info.commonName = cn;
   }
   info.isCa = X509_check_ca(x) > 0;
-  NamesPtr names(static_cast<GENERAL_NAMES*>(X509_get_ext_d2i(x, NID_subject_alt_name, nullptr, nullptr)));
+  NamesPtr names(
+      static_cast<GENERAL_NAMES*>(X509_get_ext_d2i(x, NID_subject_alt_name, nullptr, nullptr)));
   if (names) {
     for (int i = 0; i < sk_GENERAL_NAME_num(names.get()); ++i) {
       const GENERAL_NAME* n = sk_GENERAL_NAME_value(names.get(), i);
@@ -235,7 +244,8 @@ StatusOr<CertInfo> parseCertificate(std::string_view pem) {
         char buf[INET6_ADDRSTRLEN] = {0};
         int len = ASN1_STRING_length(s);
         if ((len == 4 || len == 16) &&
-            inet_ntop(len == 4 ? AF_INET : AF_INET6, ASN1_STRING_get0_data(s), buf, sizeof buf) != nullptr) {
+            inet_ntop(len == 4 ? AF_INET : AF_INET6, ASN1_STRING_get0_data(s), buf, sizeof buf) !=
+                nullptr) {
           info.ipAddresses.emplace_back(buf);
         }
       }

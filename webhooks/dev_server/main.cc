@@ -137,7 +137,8 @@ int main(int argc, char** argv) {
   } else {
     lw::SelfManagedOptions so;
     so.ipAddresses = {"127.0.0.1"};
-    if (opts.address != "127.0.0.1" && opts.address != "0.0.0.0") so.ipAddresses.push_back(opts.address);
+    if (opts.address != "127.0.0.1" && opts.address != "0.0.0.0")
+      so.ipAddresses.push_back(opts.address);
     so.servingValidity = std::chrono::hours(std::stoi(flags.get("cert-validity-hours", "2160")));
     selfManaged = std::make_unique<lw::SelfManagedCertificates>(so, store, caOut, forward);
     auto r = selfManaged->reconcile(std::chrono::system_clock::now());
@@ -187,12 +188,16 @@ int main(int argc, char** argv) {
       if (stopping) break;
       if (watcher) {
         auto r = watcher->poll(std::chrono::steady_clock::now());
-        if (!r.isOk()) spdlog::warn("certificate reload: {}", r.status().toString());
-        else if (*r) spdlog::info("certificate reloaded from {}", certFile);
+        if (!r.isOk())
+          spdlog::warn("certificate reload: {}", r.status().toString());
+        else if (*r)
+          spdlog::info("certificate reloaded from {}", certFile);
       } else {
         auto r = selfManaged->reconcile(std::chrono::system_clock::now());
-        if (!r.isOk()) spdlog::warn("certificate renewal: {}", r.status().toString());
-        else if (r->action != lw::CertAction::kKeep) spdlog::info("certificate renewed: {}", r->reason);
+        if (!r.isOk())
+          spdlog::warn("certificate renewal: {}", r.status().toString());
+        else if (r->action != lw::CertAction::kKeep)
+          spdlog::info("certificate renewed: {}", r->reason);
       }
     }
   });

@@ -33,9 +33,14 @@ void PrometheusRecorder::record(const AdmissionOutcome& o) {
 void LogRecorder::record(const AdmissionOutcome& o) {
   auto level = spdlog::level::info;
   switch (o.decision) {
-    case Decision::kAllowed: level = spdlog::level::debug; break;
-    case Decision::kError: level = spdlog::level::warn; break;
-    default: break;
+    case Decision::kAllowed:
+      level = spdlog::level::debug;
+      break;
+    case Decision::kError:
+      level = spdlog::level::warn;
+      break;
+    default:
+      break;
   }
   if (!spdlog::should_log(level)) return;
   std::string detail = o.message;

@@ -62,11 +62,13 @@ HttpResponse dispatchRequest(const Shared& shared, const HttpRequest& req) {
 
 class Session : public std::enable_shared_from_this<Session> {
  public:
-  Session(tcp::socket&& socket, std::shared_ptr<ssl::context> ctx, std::shared_ptr<const Shared> shared)
+  Session(tcp::socket&& socket, std::shared_ptr<ssl::context> ctx,
+          std::shared_ptr<const Shared> shared)
       : ctx_(std::move(ctx)), shared_(std::move(shared)), stream_(std::move(socket), *ctx_) {}
 
   void run() {
-    net::dispatch(stream_.get_executor(), beast::bind_front_handler(&Session::onRun, shared_from_this()));
+    net::dispatch(stream_.get_executor(),
+                  beast::bind_front_handler(&Session::onRun, shared_from_this()));
   }
 
  private:
@@ -101,7 +103,8 @@ class Session : public std::enable_shared_from_this<Session> {
     // The request has started: from now on the per-request budget applies.
     lowest().expires_after(opts().requestTimeout);
     if (auto len = parser_->content_length(); len && *len > opts().maxBodyBytes) {
-      return fail(413, "request body larger than " + std::to_string(opts().maxBodyBytes) + " bytes\n");
+      return fail(413,
+                  "request body larger than " + std::to_string(opts().maxBodyBytes) + " bytes\n");
     }
     http::async_read(stream_, buffer_, *parser_,
                      beast::bind_front_handler(&Session::onRead, shared_from_this()));
@@ -109,13 +112,14 @@ class Session : public std::enable_shared_from_this<Session> {
 
   void onReadError(beast::error_code ec) {
     if (ec == http::error::end_of_stream || ec == net::ssl::error::stream_truncated ||
-        ec == net::error::eof || ec == beast::error::timeout || ec == net::error::connection_reset ||
-        ec == net::error::operation_aborted) {
+        ec == net::error::eof || ec == beast::error::timeout ||
+        ec == net::error::connection_reset || ec == net::error::operation_aborted) {
       return shutdown();
     }
     if (ec == http::error::body_limit) return fail(413, "request body too large\n");
     if (ec == http::error::header_limit) return fail(431, "request header too large\n");
-    if (ec.category() == http::make_error_code(http::error::bad_method).category()) return fail(400, "bad request\n");
+    if (ec.category() == http::make_error_code(http::error::bad_method).category())
+      return fail(400, "bad request\n");
     spdlog::debug("webhook read failed: {}", ec.message());
     shutdown();
   }
@@ -145,12 +149,13 @@ class Session : public std::enable_shared_from_this<Session> {
     res->body() = out.body;
     res->prepare_payload();
     lowest().expires_after(opts().requestTimeout);
-    http::async_write(stream_, *res,
-                      [self = shared_from_this(), res, keepAlive](beast::error_code ec, std::size_t) {
-                        if (ec) return;
-                        if (keepAlive) return self->readHeader();
-                        self->shutdown();
-                      });
+    http::async_write(
+        stream_, *res,
+        [self = shared_from_this(), res, keepAlive](beast::error_code ec, std::size_t) {
+          if (ec) return;
+          if (keepAlive) return self->readHeader();
+          self->shutdown();
+        });
   }
 
   void shutdown() {
@@ -194,8 +199,8 @@ class BeastServer final : public Server {
       port_ = acceptor_->local_endpoint().port();
     } catch (const boost::system::system_error& e) {
       acceptor_.reset();
-      return unavailable("webhook server: listening on " + o.address + ":" + std::to_string(o.port) +
-                         ": " + e.what());
+      return unavailable("webhook server: listening on " + o.address + ":" +
+                         std::to_string(o.port) + ": " + e.what());
     }
     started_ = true;
     doAccept();
@@ -235,17 +240,18 @@ class BeastServer final : public Server {
   }
 
   void doAccept() {
-    acceptor_->async_accept(net::make_strand(ioc_), [this](beast::error_code ec, tcp::socket socket) {
-      if (ec == net::error::operation_aborted || !acceptor_->is_open()) return;
-      if (ec) {
-        spdlog::warn("webhook accept failed: {}", ec.message());
-      } else {
-        beast::error_code ignored;
-        socket.set_option(tcp::no_delay(true), ignored);
-        std::make_shared<Session>(std::move(socket), currentContext(), shared_)->run();
-      }
-      doAccept();
-    });
+    acceptor_->async_accept(
+        net::make_strand(ioc_), [this](beast::error_code ec, tcp::socket socket) {
+          if (ec == net::error::operation_aborted || !acceptor_->is_open()) return;
+          if (ec) {
+            spdlog::warn("webhook accept failed: {}", ec.message());
+          } else {
+            beast::error_code ignored;
+            socket.set_option(tcp::no_delay(true), ignored);
+            std::make_shared<Session>(std::move(socket), currentContext(), shared_)->run();
+          }
+          doAccept();
+        });
   }
 
   std::shared_ptr<Shared> shared_;
@@ -261,10 +267,12 @@ class BeastServer final : public Server {
 
 }  // namespace
 
-StatusOr<std::unique_ptr<Server>> makeBeastServer(ServerOptions options, const TlsCertificate& cert) {
+StatusOr<std::unique_ptr<Server>> makeBeastServer(ServerOptions options,
+                                                  const TlsCertificate& cert) {
   StatusOr<std::shared_ptr<ssl::context>> ctx = makeServerTlsContext(cert);
   if (!ctx.isOk()) return ctx.status();
-  return std::unique_ptr<Server>(std::make_unique<BeastServer>(std::move(options), std::move(ctx).value()));
+  return std::unique_ptr<Server>(
+      std::make_unique<BeastServer>(std::move(options), std::move(ctx).value()));
 }
 
 }  // namespace lockstep::webhooks

@@ -13,6 +13,7 @@
 namespace lockstep::webhooks {
 
 // Validates the certificate now, so a bad one fails at construction.
-StatusOr<std::unique_ptr<Server>> makeBeastServer(ServerOptions options, const TlsCertificate& cert);
+StatusOr<std::unique_ptr<Server>> makeBeastServer(ServerOptions options,
+                                                  const TlsCertificate& cert);
 
 }  // namespace lockstep::webhooks

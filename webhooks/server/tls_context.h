@@ -11,6 +11,7 @@
 
 namespace lockstep::webhooks {
 
-StatusOr<std::shared_ptr<boost::asio::ssl::context>> makeServerTlsContext(const TlsCertificate& cert);
+StatusOr<std::shared_ptr<boost::asio::ssl::context>> makeServerTlsContext(
+    const TlsCertificate& cert);
 
 }  // namespace lockstep::webhooks

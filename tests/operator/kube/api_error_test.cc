@@ -50,7 +50,9 @@ TEST(ApiErrorTest, ExpiredReasonWinsOverCode) {
 }
 
 TEST(ApiErrorTest, TooLargeResourceVersionIsGone) {
-  nlohmann::json st = {{"kind", "Status"}, {"code", 504}, {"reason", "Timeout"},
+  nlohmann::json st = {{"kind", "Status"},
+                       {"code", 504},
+                       {"reason", "Timeout"},
                        {"message", "Too large resource version"},
                        {"details", {{"causes", {{{"reason", "ResourceVersionTooLarge"}}}}}}};
   EXPECT_EQ(statusFromResponse(504, st.dump()).code(), Code::kGone);
@@ -64,7 +66,9 @@ TEST(ApiErrorTest, NonStatusBodyUsesHttpCode) {
 }
 
 TEST(ApiErrorTest, WatchErrorObject) {
-  nlohmann::json st = {{"kind", "Status"}, {"code", 410}, {"reason", "Expired"},
+  nlohmann::json st = {{"kind", "Status"},
+                       {"code", 410},
+                       {"reason", "Expired"},
                        {"message", "too old resource version: 1 (2)"}};
   EXPECT_EQ(statusFromStatusObject(st).code(), Code::kGone);
   EXPECT_TRUE(isRetryable(unavailable("x")));

@@ -109,7 +109,8 @@ TEST_F(ClientTest, DeleteSendsOptions) {
   ASSERT_TRUE(client_.remove(resources::kJobs, "ml", "j", o).isOk());
   auto body = nlohmann::json::parse(fake_->requests()[0].body);
   EXPECT_EQ(body["propagationPolicy"], "Background");
-  fake_->push(FakeTransport::status(409, "Conflict", "Precondition failed: UID in precondition: u"));
+  fake_->push(
+      FakeTransport::status(409, "Conflict", "Precondition failed: UID in precondition: u"));
   EXPECT_EQ(client_.remove(resources::kJobs, "ml", "j", o).code(), Code::kConflict);
 }
 
@@ -153,11 +154,21 @@ TEST(RetryOnConflictTest, RetriesOnlyConflicts) {
   EXPECT_TRUE(st.isOk());
   EXPECT_EQ(calls, 3);
   calls = 0;
-  st = retryOnConflict([&] { ++calls; return Status(Code::kConflict, "stale"); }, o);
+  st = retryOnConflict(
+      [&] {
+        ++calls;
+        return Status(Code::kConflict, "stale");
+      },
+      o);
   EXPECT_EQ(st.code(), Code::kConflict);
   EXPECT_EQ(calls, 5);
   calls = 0;
-  st = retryOnConflict([&] { ++calls; return notFound("gone"); }, o);
+  st = retryOnConflict(
+      [&] {
+        ++calls;
+        return notFound("gone");
+      },
+      o);
   EXPECT_EQ(st.code(), Code::kNotFound);
   EXPECT_EQ(calls, 1);
 }

@@ -14,7 +14,8 @@ using testing::FakeTransport;
 Object release() {
   return {{"apiVersion", "lockstep.dev/v1alpha1"},
           {"kind", "ModelRelease"},
-          {"metadata", {{"name", "gpt2"}, {"namespace", "ml"}, {"uid", "u-1"}, {"resourceVersion", "7"}}}};
+          {"metadata",
+           {{"name", "gpt2"}, {"namespace", "ml"}, {"uid", "u-1"}, {"resourceVersion", "7"}}}};
 }
 
 TEST(EventRecorderTest, CreatesThenFoldsRepeatsIntoCount) {
@@ -76,7 +77,8 @@ TEST(EventRecorderTest, ClusterScopedObjectsGoToDefault) {
   FakeClock clock;
   EventRecorder rec(std::make_shared<Client>(fake), "c", clock);
   fake->push(FakeTransport::ok({}));
-  Object node = {{"apiVersion", "v1"}, {"kind", "Node"}, {"metadata", {{"name", "gpu-1"}, {"uid", "n"}}}};
+  Object node = {
+      {"apiVersion", "v1"}, {"kind", "Node"}, {"metadata", {{"name", "gpu-1"}, {"uid", "n"}}}};
   ASSERT_TRUE(rec.normal(node, "Seen", "x").isOk());
   EXPECT_EQ(fake->requests()[0].path, "/api/v1/namespaces/default/events");
 }

@@ -82,8 +82,8 @@ TEST_F(InformerTest, SyncsAndDispatchesWatchEventsInOrder) {
   informer->start();
   ASSERT_TRUE(informer->waitForSync(std::chrono::seconds(10)));
   ASSERT_TRUE(rec.waitFor(4));
-  EXPECT_EQ(rec.snapshot(), (std::vector<std::string>{"add a (initial)", "add b",
-                                                      "update a 5->12", "delete b"}));
+  EXPECT_EQ(rec.snapshot(),
+            (std::vector<std::string>{"add a (initial)", "add b", "update a 5->12", "delete b"}));
   EXPECT_EQ(informer->cache().size(), 1u);
   EXPECT_EQ(resourceVersion(*informer->cache().get("ns", "a")), "12");
   EXPECT_EQ(informer->cache().byIndex(kOwnerUidIndex, "u2").size(), 1u);

@@ -51,10 +51,10 @@ std::string kubeconfig(const std::string& userBlock, const std::string& clusterE
 TEST(KubeConfigTest, InlineDataAndCurrentContext) {
   TempDir dir;
   std::string ca = base64Encode(kCertPem);
-  std::string path = dir.write(
-      "config", kubeconfig("    client-certificate-data: " + base64Encode("CERT") +
-                               "\n    client-key-data: " + base64Encode("KEY") + "\n",
-                           "    certificate-authority-data: " + ca + "\n"));
+  std::string path =
+      dir.write("config", kubeconfig("    client-certificate-data: " + base64Encode("CERT") +
+                                         "\n    client-key-data: " + base64Encode("KEY") + "\n",
+                                     "    certificate-authority-data: " + ca + "\n"));
   auto cfg = loadKubeConfig(path);
   ASSERT_TRUE(cfg.isOk()) << cfg.status().toString();
   EXPECT_EQ(cfg->server, "https://127.0.0.1:6443");
@@ -165,7 +165,8 @@ TEST(KubeConfigTest, BadBase64AndHalfAKeyPair) {
   ASSERT_FALSE(cfg.isOk());
   EXPECT_NE(cfg.status().message().find("client-certificate-data is not valid base64"),
             std::string::npos);
-  cfg = parseKubeConfig(kubeconfig("    client-certificate-data: " + base64Encode("C") + "\n"), "", "k");
+  cfg = parseKubeConfig(kubeconfig("    client-certificate-data: " + base64Encode("C") + "\n"), "",
+                        "k");
   ASSERT_FALSE(cfg.isOk());
   EXPECT_NE(cfg.status().message().find("without a key"), std::string::npos);
 }

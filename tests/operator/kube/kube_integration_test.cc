@@ -51,7 +51,8 @@ class PausableTransport final : public Transport {
  private:
   class Tracked final : public LineStream {
    public:
-    Tracked(std::unique_ptr<LineStream> s, PausableTransport* owner) : s_(std::move(s)), owner_(owner) {
+    Tracked(std::unique_ptr<LineStream> s, PausableTransport* owner)
+        : s_(std::move(s)), owner_(owner) {
       std::lock_guard<std::mutex> l(owner_->mu_);
       owner_->open_.insert(this);
     }
@@ -93,7 +94,8 @@ class KubeIntegrationTest : public ::testing::Test {
     rest.requestTimeout = 20s;
     auto transport = RestTransport::create(*cfg, rest);
     ASSERT_TRUE(transport.isOk()) << transport.status().toString();
-    transport_ = new std::shared_ptr<PausableTransport>(std::make_shared<PausableTransport>(*transport));
+    transport_ =
+        new std::shared_ptr<PausableTransport>(std::make_shared<PausableTransport>(*transport));
     client_ = new std::shared_ptr<Client>(std::make_shared<Client>(*transport_));
     ensureCrd();
   }
@@ -114,7 +116,8 @@ class KubeIntegrationTest : public ::testing::Test {
     auto applied = client().apply(resources::kCustomResourceDefinitions, crd);
     ASSERT_TRUE(applied.isOk()) << applied.status().toString();
     for (int i = 0; i < 100; ++i) {
-      auto got = client().get(resources::kCustomResourceDefinitions, "", "widgets.test.lockstep.dev");
+      auto got =
+          client().get(resources::kCustomResourceDefinitions, "", "widgets.test.lockstep.dev");
       if (got.isOk()) {
         for (const auto& c : (*got)["status"].value("conditions", nlohmann::json::array())) {
           if (c.value("type", "") == "Established" && c.value("status", "") == "True") {
@@ -136,7 +139,8 @@ class KubeIntegrationTest : public ::testing::Test {
 
   std::string makeNamespace() {
     std::string ns = uniqueName("kube-it");
-    auto created = client().create(resources::kNamespaces, newObject(resources::kNamespaces, "", ns));
+    auto created =
+        client().create(resources::kNamespaces, newObject(resources::kNamespaces, "", ns));
     EXPECT_TRUE(created.isOk()) << created.status().toString();
     namespaces_.push_back(ns);
     return ns;
@@ -197,7 +201,8 @@ TEST_F(KubeIntegrationTest, CrudAndStatusOfACustomResource) {
   EXPECT_EQ(client().update(kWidgets, bad).status().code(), Code::kInvalid);
 
   // Status through the subresource: merge patch, then a full update.
-  auto patched = client().patchStatus(kWidgets, ns, "w1", {{"phase", "Ready"}, {"observedGeneration", 2}});
+  auto patched =
+      client().patchStatus(kWidgets, ns, "w1", {{"phase", "Ready"}, {"observedGeneration", 2}});
   ASSERT_TRUE(patched.isOk()) << patched.status().toString();
   EXPECT_EQ((*patched)["status"]["phase"], "Ready");
   EXPECT_EQ(generation(*patched), 2);  // status writes do not bump the generation
@@ -223,7 +228,8 @@ TEST_F(KubeIntegrationTest, CrudAndStatusOfACustomResource) {
   right.preconditions.uid = uid(*created);
   right.propagationPolicy = "Background";
   ASSERT_TRUE(client().remove(kWidgets, ns, "w1", right).isOk());
-  EXPECT_TRUE(eventually([&] { return client().get(kWidgets, ns, "w1").status().code() == Code::kNotFound; }));
+  EXPECT_TRUE(eventually(
+      [&] { return client().get(kWidgets, ns, "w1").status().code() == Code::kNotFound; }));
   EXPECT_EQ(client().remove(kWidgets, ns, "w1").code(), Code::kNotFound);
 }
 
@@ -234,8 +240,8 @@ TEST_F(KubeIntegrationTest, ServerSideApplyOwnsFieldsAndForceTakesThem) {
   ASSERT_TRUE(first.isOk()) << first.status().toString();
   EXPECT_EQ((*first)["spec"]["size"], 1);
   // Another manager takes spec.size ...
-  auto r = lockstep::testing::kubectl({"-n", ns, "patch", "widget", "applied", "--type=merge",
-                                       "-p", R"({"spec":{"size":7}})", "--field-manager=someone-else"});
+  auto r = lockstep::testing::kubectl({"-n", ns, "patch", "widget", "applied", "--type=merge", "-p",
+                                       R"({"spec":{"size":7}})", "--field-manager=someone-else"});
   ASSERT_EQ(r.exitCode, 0) << r.err;
   // ... so a non-forced apply of a different value conflicts, and a forced one wins.
   desired["spec"]["size"] = 2;
@@ -419,7 +425,8 @@ TEST_F(KubeIntegrationTest, InformerSurvivesAnApiserverRestartMidWatch) {
   auto restart = clusterScript({"restart-apiserver"});
   ASSERT_EQ(restart.exitCode, 0) << restart.err;
   // Writes after the restart reach the cache: the informer re-established its watch.
-  ASSERT_TRUE(eventually([&] { return client().create(kWidgets, widget(ns, "after-restart", 1)).isOk(); }));
+  ASSERT_TRUE(
+      eventually([&] { return client().create(kWidgets, widget(ns, "after-restart", 1)).isOk(); }));
   ASSERT_TRUE(client().remove(kWidgets, ns, "before").isOk());
   EXPECT_TRUE(eventually([&] { return cacheState(informer) == serverState(client(), ns); }, 90s))
       << "cache never matched the server after the restart";
@@ -451,8 +458,10 @@ TEST_F(KubeIntegrationTest, ErrorsFromTheRealServerMap) {
             Code::kNotFound);
   Object bad = newObject(resources::kConfigMaps, "default", "Invalid_Name");
   EXPECT_EQ(client().create(resources::kConfigMaps, bad).status().code(), Code::kInvalid);
-  EXPECT_EQ(client().get(Resource{"nope.lockstep.dev", "v1", "things", "Thing"}, "default", "x")
-                .status().code(),
+  EXPECT_EQ(client()
+                .get(Resource{"nope.lockstep.dev", "v1", "things", "Thing"}, "default", "x")
+                .status()
+                .code(),
             Code::kNotFound);
 }
 

@@ -38,7 +38,8 @@ TEST(ObjectTest, AccessorsReadMetadataAndToleratesMissingFields) {
 }
 
 TEST(ObjectTest, BuildersAndOwnerReferences) {
-  Object owner = newObject(Resource{"lockstep.dev", "v1alpha1", "modelreleases", "ModelRelease"}, "ml", "mr");
+  Object owner =
+      newObject(Resource{"lockstep.dev", "v1alpha1", "modelreleases", "ModelRelease"}, "ml", "mr");
   owner["metadata"]["uid"] = "ou";
   Object child = newObject(resources::kJobs, "ml", "gate");
   EXPECT_EQ(child["apiVersion"], "batch/v1");

@@ -96,8 +96,8 @@ TEST_F(ReflectorTest, FirstListFromCacheThenWatchFromListVersion) {
 
 TEST_F(ReflectorTest, BookmarksAdvanceAndAnEndedWatchResumesWithoutRelist) {
   fake_->push(FakeTransport::list({testObject("ns", "a", "5")}, "10"));
-  fake_->push(stream({FakeTransport::event("ADDED", testObject("ns", "b", "11")),
-                      FakeTransport::bookmark("15")}));
+  fake_->push(stream(
+      {FakeTransport::event("ADDED", testObject("ns", "b", "11")), FakeTransport::bookmark("15")}));
   auto reqs = runUntil(3);
   ASSERT_GE(reqs.size(), 3u);
   EXPECT_TRUE(reqs[2].watch) << reqs[2].describe();
@@ -135,10 +135,12 @@ TEST_F(ReflectorTest, WatchOpenFailureBacksOffAndRetriesTheWatch) {
 
 TEST_F(ReflectorTest, ExpiredWatchRelistsFromLastVersionThenFromQuorum) {
   fake_->push(FakeTransport::list({testObject("ns", "a", "5")}, "10"));
-  fake_->push(stream({FakeTransport::event("ADDED", testObject("ns", "b", "11")),
-                      FakeTransport::errorEvent(410, "Expired", "too old resource version: 11 (40)")}));
+  fake_->push(
+      stream({FakeTransport::event("ADDED", testObject("ns", "b", "11")),
+              FakeTransport::errorEvent(410, "Expired", "too old resource version: 11 (40)")}));
   fake_->push(FakeTransport::status(410, "Expired", "too old resource version: 11 (40)"));
-  fake_->push(FakeTransport::list({testObject("ns", "b", "11"), testObject("ns", "c", "39")}, "40"));
+  fake_->push(
+      FakeTransport::list({testObject("ns", "b", "11"), testObject("ns", "c", "39")}, "40"));
   auto reqs = runUntil(5);
   ASSERT_GE(reqs.size(), 5u);
   // The relist first asks for the last version it saw ...

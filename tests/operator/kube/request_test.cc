@@ -47,9 +47,10 @@ TEST(RequestTest, ListGoldenWithSelectorsAndPaging) {
   o.continueToken = "eyJ2IjoibWV0YS5rOHMuaW8vdjEifQ==";
   r = listRequest(resources::kPods, "ml", o);
   // A continuation carries no resourceVersion (the server rejects both together).
-  EXPECT_EQ(r.uri(),
-            "/api/v1/namespaces/ml/pods?continue=eyJ2IjoibWV0YS5rOHMuaW8vdjEifQ%3D%3D"
-            "&fieldSelector=metadata.name%3Dx&labelSelector=app%3Dweb%2Ctier+in+%28a%2Cb%29&limit=500");
+  EXPECT_EQ(
+      r.uri(),
+      "/api/v1/namespaces/ml/pods?continue=eyJ2IjoibWV0YS5rOHMuaW8vdjEifQ%3D%3D"
+      "&fieldSelector=metadata.name%3Dx&labelSelector=app%3Dweb%2Ctier+in+%28a%2Cb%29&limit=500");
 }
 
 TEST(RequestTest, WatchGolden) {
@@ -97,7 +98,8 @@ TEST(RequestTest, MergePatchGolden) {
   Request r = mergePatchRequest(kWidgets, "ns", "w", {{"status", {{"phase", "Ready"}}}}, "status",
                                 {"lockstep"});
   EXPECT_EQ(r.method, "PATCH");
-  EXPECT_EQ(r.uri(), "/apis/test.lockstep.dev/v1/namespaces/ns/widgets/w/status?fieldManager=lockstep");
+  EXPECT_EQ(r.uri(),
+            "/apis/test.lockstep.dev/v1/namespaces/ns/widgets/w/status?fieldManager=lockstep");
   EXPECT_EQ(r.header("Content-Type"), "application/merge-patch+json");
   EXPECT_EQ(r.body, R"({"status":{"phase":"Ready"}})");
 }
@@ -109,12 +111,14 @@ TEST(RequestTest, ServerSideApplyGolden) {
   Request r = applyRequest(resources::kDeployments, "ml", "serve",
                            {{"apiVersion", "apps/v1"}, {"kind", "Deployment"}}, o);
   EXPECT_EQ(r.method, "PATCH");
-  EXPECT_EQ(r.uri(), "/apis/apps/v1/namespaces/ml/deployments/serve?fieldManager=lockstep&force=true");
+  EXPECT_EQ(r.uri(),
+            "/apis/apps/v1/namespaces/ml/deployments/serve?fieldManager=lockstep&force=true");
   EXPECT_EQ(r.header("Content-Type"), "application/apply-patch+yaml");
   o.force = false;
   o.dryRun = true;
   r = applyRequest(resources::kDeployments, "ml", "serve", {}, o);
-  EXPECT_EQ(r.uri(), "/apis/apps/v1/namespaces/ml/deployments/serve?dryRun=All&fieldManager=lockstep");
+  EXPECT_EQ(r.uri(),
+            "/apis/apps/v1/namespaces/ml/deployments/serve?dryRun=All&fieldManager=lockstep");
 }
 
 TEST(RequestTest, DescribeNeverIncludesHeaders) {

@@ -52,7 +52,8 @@ class ControllerTest : public ::testing::Test {
     ControllerOptions o;
     o.name = "widgets";
     o.workers = 2;
-    controller_ = std::make_unique<Controller>(std::move(o), reconciler_, clock_, nullptr, metrics_);
+    controller_ =
+        std::make_unique<Controller>(std::move(o), reconciler_, clock_, nullptr, metrics_);
   }
   FakeClock clock_;
   std::shared_ptr<ScriptedReconciler> reconciler_ = std::make_shared<ScriptedReconciler>();

@@ -69,15 +69,15 @@ TEST(MetricsTest, ExposesLockstepFamilies) {
   r->observe("error", 0.5);
   m.setLeader("ns/lock", true);
   std::string text = m.scrape();
-  for (const char* want : {
-           "lockstep_workqueue_depth{name=\"modelrelease\"} 3",
-           "lockstep_workqueue_adds_total{name=\"modelrelease\"} 1",
-           "lockstep_workqueue_retries_total{name=\"modelrelease\"} 1",
-           "lockstep_reconcile_total{controller=\"modelrelease\",result=\"success\"} 1",
-           "lockstep_reconcile_total{controller=\"modelrelease\",result=\"error\"} 1",
-           "lockstep_reconcile_errors_total{controller=\"modelrelease\"} 1",
-           "lockstep_reconcile_duration_seconds_count{controller=\"modelrelease\"} 2",
-           "lockstep_leader_election_is_leader{lease=\"ns/lock\"} 1"}) {
+  for (const char* want :
+       {"lockstep_workqueue_depth{name=\"modelrelease\"} 3",
+        "lockstep_workqueue_adds_total{name=\"modelrelease\"} 1",
+        "lockstep_workqueue_retries_total{name=\"modelrelease\"} 1",
+        "lockstep_reconcile_total{controller=\"modelrelease\",result=\"success\"} 1",
+        "lockstep_reconcile_total{controller=\"modelrelease\",result=\"error\"} 1",
+        "lockstep_reconcile_errors_total{controller=\"modelrelease\"} 1",
+        "lockstep_reconcile_duration_seconds_count{controller=\"modelrelease\"} 2",
+        "lockstep_leader_election_is_leader{lease=\"ns/lock\"} 1"}) {
     EXPECT_NE(text.find(want), std::string::npos) << want << "\n" << text;
   }
   ASSERT_TRUE(m.serve("127.0.0.1:0").isOk());

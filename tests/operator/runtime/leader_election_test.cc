@@ -45,8 +45,10 @@ class LeaseServer {
     std::lock_guard<std::mutex> l(mu);
     lease = kube::newObject(kube::resources::kLeases, "ns", "lock");
     lease["metadata"]["resourceVersion"] = std::to_string(++rv);
-    lease["spec"] = {{"holderIdentity", holder}, {"leaseDurationSeconds", 15},
-                     {"renewTime", "2024-05-01T10:00:00.000000Z"}, {"leaseTransitions", 3}};
+    lease["spec"] = {{"holderIdentity", holder},
+                     {"leaseDurationSeconds", 15},
+                     {"renewTime", "2024-05-01T10:00:00.000000Z"},
+                     {"leaseTransitions", 3}};
   }
   std::mutex mu;
   nlohmann::json lease;

@@ -57,7 +57,8 @@ class Candidate {
   bool waitForLine(const std::string& line, SteadyTime deadline) {
     while (true) {
       if (buffer_.find(line + "\n") != std::string::npos) return true;
-      auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
+      auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
+          deadline - std::chrono::steady_clock::now());
       if (left.count() <= 0) return false;
       pollfd p{fd_, POLLIN, 0};
       if (poll(&p, 1, static_cast<int>(left.count())) <= 0) continue;
@@ -94,7 +95,8 @@ std::shared_ptr<kube::Client> adminClient() {
 
 std::string makeNamespace(kube::Client& c) {
   std::string ns = uniqueName("rt-it");
-  auto created = c.create(kube::resources::kNamespaces, kube::newObject(kube::resources::kNamespaces, "", ns));
+  auto created =
+      c.create(kube::resources::kNamespaces, kube::newObject(kube::resources::kNamespaces, "", ns));
   EXPECT_TRUE(created.isOk()) << created.status().toString();
   return ns;
 }
@@ -122,7 +124,8 @@ TEST(LeaseIntegrationTest, ExactlyOneLeadsAndTheOtherTakesOverAfterSigkill) {
   Candidate& follower = a.leading() ? b : a;
   EXPECT_EQ(holder(*client, ns, lease), leader.id());
   // For several lease durations the follower stays a follower.
-  EXPECT_FALSE(follower.waitForLine("LEADING " + follower.id(), std::chrono::steady_clock::now() + 6s));
+  EXPECT_FALSE(
+      follower.waitForLine("LEADING " + follower.id(), std::chrono::steady_clock::now() + 6s));
   EXPECT_EQ(holder(*client, ns, lease), leader.id());
 
   // SIGKILL: no release. The follower takes over once the lease it last saw renewed
@@ -133,8 +136,9 @@ TEST(LeaseIntegrationTest, ExactlyOneLeadsAndTheOtherTakesOverAfterSigkill) {
   leader.wait();
   ASSERT_TRUE(follower.waitForLine("LEADING " + follower.id(), killedAt + 10s));
   auto takeover = std::chrono::steady_clock::now() - killedAt;
-  EXPECT_LE(takeover, 4s + 2 * 500ms + 500ms) << "took "
-      << std::chrono::duration_cast<std::chrono::milliseconds>(takeover).count() << " ms";
+  EXPECT_LE(takeover, 4s + 2 * 500ms + 500ms)
+      << "took " << std::chrono::duration_cast<std::chrono::milliseconds>(takeover).count()
+      << " ms";
   EXPECT_GE(takeover, 2s) << "took over before the lease could have expired";
   EXPECT_EQ(holder(*client, ns, lease), follower.id());
 
@@ -186,8 +190,8 @@ TEST(ManagerIntegrationTest, ReconcilesThroughInformersWithLeaderElectionHealthA
   ControllerOptions co;
   co.name = "echo";
   co.workers = 2;
-  auto& controller = mgr.addController(std::move(co),
-      std::make_shared<EchoReconciler>(client, informer, mgr.events()));
+  auto& controller = mgr.addController(
+      std::move(co), std::make_shared<EchoReconciler>(client, informer, mgr.events()));
   controller.watch(informer);
   Status result;
   std::thread runner([&] { result = mgr.run(); });
@@ -207,7 +211,8 @@ TEST(ManagerIntegrationTest, ReconcilesThroughInformersWithLeaderElectionHealthA
   EXPECT_TRUE(mgr.isLeader());
   EXPECT_FALSE(holder(*client, ns, "manager-test").empty());
   std::string metrics = mgr.metrics().scrape();
-  EXPECT_NE(metrics.find("lockstep_reconcile_total{controller=\"echo\",result=\"success\"}"), std::string::npos);
+  EXPECT_NE(metrics.find("lockstep_reconcile_total{controller=\"echo\",result=\"success\"}"),
+            std::string::npos);
   EXPECT_NE(metrics.find("lockstep_leader_election_is_leader{lease=\"" + ns + "/manager-test\"} 1"),
             std::string::npos);
   EXPECT_GT(mgr.healthPort(), 0);

@@ -127,7 +127,7 @@ TEST_F(WorkQueueTest, ShutDownHandsOutQueuedItemsThenStops) {
   q_.add("b");
   q_.addAfter("later", 1s);
   q_.shutDown();
-  q_.add("c");  // ignored
+  q_.add("c");             // ignored
   q_.addRateLimited("d");  // ignored
   EXPECT_TRUE(q_.shuttingDown());
   EXPECT_EQ(q_.get(), "a");

@@ -21,7 +21,8 @@ class FixedClock final : public lw::MonotonicClock {
 struct World {
   World() {
     const std::string hex(64, 'a');
-    envs.put({"torch", "ml", "sha256:" + std::string(64, 'c'), "registry.example/runtimes/torch@sha256:" + hex, true});
+    envs.put({"torch", "ml", "sha256:" + std::string(64, 'c'),
+              "registry.example/runtimes/torch@sha256:" + hex, true});
     envs.put({"torch", "soft", "sha256:" + std::string(64, 'c'), "python@sha256:" + hex, true});
     envs.put({"pending", "ml", "", "", false});
     modes.set("ml", lw::NamespaceMode::kEnforce);
@@ -41,7 +42,8 @@ void check(const lw::HttpReply& r) {
   // Every 200 must be a well-formed AdmissionReview response.
   if (r.status == 200) {
     auto doc = nlohmann::json::parse(r.body, nullptr, false);
-    if (doc.is_discarded() || !doc.contains("response") || !doc["response"].contains("uid")) __builtin_trap();
+    if (doc.is_discarded() || !doc.contains("response") || !doc["response"].contains("uid"))
+      __builtin_trap();
   } else if (r.status != 400) {
     __builtin_trap();  // 500 means an exception escaped a validator: a bug
   }
