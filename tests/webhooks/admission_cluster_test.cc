@@ -281,6 +281,19 @@ TEST_F(AdmissionClusterTest, ModelReleaseWebhookChecksTheRuntimeEnv) {
 TEST_F(AdmissionClusterTest, StoppedWebhookCannotLockSystemNamespaces) {
   std::string ns;
   namespaceWithRuntime("enforce", ns);
+  // Self-managed certificates live in a Secret of the operator's namespace.
+  json secret = kubectlJson({"get", "secret", "lockstep-webhook-tls", "-n", kOperatorNamespace});
+  ASSERT_FALSE(secret.is_discarded());
+  EXPECT_EQ(secret["type"], "kubernetes.io/tls");
+  for (const char* key : {"ca.crt", "ca.key", "tls.crt", "tls.key"}) {
+    EXPECT_TRUE(secret["data"].contains(key)) << key;
+  }
+  auto caBundle = [] {
+    json vwc = kubectlJson({"get", "validatingwebhookconfiguration", kReleaseName});
+    return vwc["webhooks"][0]["clientConfig"].value("caBundle", "");
+  };
+  const std::string bundleBefore = caBundle();
+  EXPECT_EQ(bundleBefore, secret["data"]["ca.crt"].get<std::string>());
   op_->stop();
   // failurePolicy Fail: an ordinary namespace is blocked while the webhook is down ...
   auto r = create(ns, PodBuilder("blocked").noRuntimeLabel().yaml());
@@ -295,6 +308,7 @@ TEST_F(AdmissionClusterTest, StoppedWebhookCannotLockSystemNamespaces) {
   }
   // Back up: the operator restarts with the certificate it stored in its Secret.
   ASSERT_EQ(op_->start(), "");
+  EXPECT_EQ(caBundle(), bundleBefore) << "a restart must not re-issue the CA";
   EXPECT_TRUE(eventually([&] {
     auto again = create(ns, PodBuilder("after").noRuntimeLabel().yaml());
     return again.err.find("denied the request") != std::string::npos;
