@@ -112,7 +112,7 @@ std::string sha256Hex(std::string_view bytes) {
   EVP_Digest(bytes.data(), bytes.size(), md, &len, EVP_sha256(), nullptr);
   static const char* kHex = "0123456789abcdef";
   std::string out;
-  out.reserve(len * 2);
+  out.reserve(static_cast<size_t>(len) * 2);
   for (unsigned int i = 0; i < len; ++i) {
     out += kHex[md[i] >> 4];
     out += kHex[md[i] & 0xf];

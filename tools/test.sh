@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # The test command: installs what is missing, builds, and runs every test.
 #
-#   tools/test.sh            unit tests, integration tests on a real local cluster, short fuzz runs
-#   tools/test.sh unit       unit tests only (no cluster)
+#   tools/test.sh            unit tests, lint, integration tests on a real local cluster, short fuzz runs
+#   tools/test.sh unit       unit tests and lint only (no cluster)
 #
 # Heavy builds are cached outside the source tree in $LOCKSTEP_CACHE
 # (default ~/.cache/lockstep): the Go-built control plane, ccache objects.
@@ -33,6 +33,9 @@ cmake --build "$build" -j "$jobs"
 
 step "unit tests"
 ctest --test-dir "$build" -L unit --output-on-failure -j "$jobs"
+
+step "lint (clang-format, clang-tidy)"
+tools/lint.sh "$build"
 
 [ "$what" = unit ] && exit 0
 

@@ -13,7 +13,7 @@ SystemClock& SystemClock::instance() {
 std::string formatTime(Clock::WallTime t, bool micro) {
   using namespace std::chrono;
   auto us = duration_cast<microseconds>(t.time_since_epoch()).count();
-  std::time_t secs = static_cast<std::time_t>(us / 1000000);
+  auto secs = static_cast<std::time_t>(us / 1000000);
   long frac = static_cast<long>(us % 1000000);
   if (frac < 0) {
     frac += 1000000;
@@ -40,7 +40,7 @@ bool parseTime(const std::string& text, Clock::WallTime* out) {
       6) {
     return false;
   }
-  size_t pos = static_cast<size_t>(consumed);
+  auto pos = static_cast<size_t>(consumed);
   long long micros = 0;
   if (pos < text.size() && text[pos] == '.') {
     ++pos;

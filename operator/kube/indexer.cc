@@ -103,7 +103,7 @@ void Indexer::unindexLocked(const std::string& key, const Object& obj) {
   }
 }
 
-ObjectPtr Indexer::upsert(ObjectPtr obj) {
+ObjectPtr Indexer::upsert(const ObjectPtr& obj) {
   std::unique_lock lock(mu_);
   std::string key = objectKey(*obj);
   ObjectPtr old;
@@ -127,7 +127,7 @@ ObjectPtr Indexer::erase(const std::string& key) {
   return old;
 }
 
-std::map<std::string, ObjectPtr> Indexer::replace(std::vector<ObjectPtr> objects) {
+std::map<std::string, ObjectPtr> Indexer::replace(const std::vector<ObjectPtr>& objects) {
   std::unique_lock lock(mu_);
   std::map<std::string, ObjectPtr> previous;
   previous.swap(items_);

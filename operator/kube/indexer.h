@@ -52,10 +52,10 @@ class Indexer {
   std::vector<ObjectPtr> byIndex(const std::string& index, const std::string& value) const;
 
   // Writers (the informer). Return the previous object, if any.
-  ObjectPtr upsert(ObjectPtr obj);
+  ObjectPtr upsert(const ObjectPtr& obj);
   ObjectPtr erase(const std::string& key);
   // Replaces the whole content; returns the previous content.
-  std::map<std::string, ObjectPtr> replace(std::vector<ObjectPtr> objects);
+  std::map<std::string, ObjectPtr> replace(const std::vector<ObjectPtr>& objects);
 
  private:
   void indexLocked(const std::string& key, const Object& obj);

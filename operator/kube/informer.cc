@@ -97,9 +97,10 @@ void Informer::replace(std::vector<Object> items, const std::string& resourceVer
     }
   }
   // Whatever the new list lacks was deleted while we were not watching.
-  for (const auto& [key, old] : previous) {
+  for (const auto& entry : previous) {
+    const auto& gone = entry.second;
     dispatch([&](const EventHandler& h) {
-      if (h.onDelete) h.onDelete(*old);
+      if (h.onDelete) h.onDelete(*gone);
     });
   }
   if (initial) {

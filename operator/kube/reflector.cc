@@ -107,7 +107,8 @@ Status Reflector::listAndWatch() {
     wo.fieldSelector = options_.fieldSelector;
     wo.resourceVersion = lastSyncResourceVersion();
     wo.allowWatchBookmarks = true;
-    wo.timeoutSeconds = static_cast<int>(options_.minWatchTimeout.count() * (1.0 + spread(rng_)));
+    wo.timeoutSeconds = static_cast<int>(static_cast<double>(options_.minWatchTimeout.count()) *
+                                         (1.0 + spread(rng_)));
     auto start = clock_.now();
     auto opened = client_.watch(options_.resource, options_.ns, wo);
     if (!opened.isOk()) {

@@ -236,7 +236,7 @@ StatusOr<std::unique_ptr<LineStream>> RestTransport::openStream(const Request& r
     http::http_response resp = impl_->watches->request(req, cts->get_token()).get();
     // Close the write side when the body ends so the reader sees EOF. The continuation
     // only inspects an already-finished task: it never blocks.
-    resp.content_ready().then([buf, shared](pplx::task<http::http_response> t) mutable {
+    resp.content_ready().then([buf, shared](const pplx::task<http::http_response>& t) mutable {
       try {
         t.get();
       } catch (const std::exception& e) {

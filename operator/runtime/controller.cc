@@ -38,8 +38,9 @@ Controller::Controller(ControllerOptions options, std::shared_ptr<Reconciler> re
 
 Controller::~Controller() { stop(); }
 
-void Controller::watch(kube::Informer& informer, MapFunc map,
-                       std::function<bool(const kube::Object&, const kube::Object&)> filter) {
+void Controller::watch(
+    kube::Informer& informer, const MapFunc& map,
+    const std::function<bool(const kube::Object&, const kube::Object&)>& filter) {
   kube::EventHandler h;
   h.onAdd = [this, map](const kube::Object& o, bool) {
     for (const auto& r : map(o)) queue_.add(r.key());

@@ -54,9 +54,9 @@ class Controller {
 
   // Enqueues map(obj) on every add/update/delete the informer reports.
   // `filter`, when set, drops updates it returns false for (e.g. status-only changes).
-  void watch(
-      kube::Informer& informer, MapFunc map = requestForObject(),
-      std::function<bool(const kube::Object& oldObj, const kube::Object& newObj)> filter = nullptr);
+  void watch(kube::Informer& informer, const MapFunc& map = requestForObject(),
+             const std::function<bool(const kube::Object& oldObj, const kube::Object& newObj)>&
+                 filter = nullptr);
   void enqueue(const Request& r) { queue_.add(r.key()); }
 
   void start();  // spawns the workers

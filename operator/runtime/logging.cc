@@ -45,7 +45,7 @@ class JsonFormatter final : public spdlog::formatter {
   void format(const spdlog::details::log_msg& msg, spdlog::memory_buf_t& dest) override {
     using namespace std::chrono;
     auto us = duration_cast<microseconds>(msg.time.time_since_epoch()).count();
-    std::time_t secs = static_cast<std::time_t>(us / 1000000);
+    auto secs = static_cast<std::time_t>(us / 1000000);
     std::tm tm{};
     gmtime_r(&secs, &tm);
     char ts[64];

@@ -33,7 +33,7 @@ void checkPackage(const json* spec, std::vector<std::string>& out) {
   const json* pkg = ja::child(spec, "package");
   const std::string* s = ja::str(pkg);
   if (s == nullptr || s->empty()) {
-    out.push_back("spec.package: required: an OCI reference by digest (repo@sha256:<64 hex>)");
+    out.emplace_back("spec.package: required: an OCI reference by digest (repo@sha256:<64 hex>)");
     return;
   }
   StatusOr<ImageRef> ref = parseImageRef(*s);
@@ -49,7 +49,7 @@ void checkPackage(const json* spec, std::vector<std::string>& out) {
 void checkClosureHash(const json* spec, std::vector<std::string>& out) {
   const std::string* s = ja::str(ja::child(spec, "closureHash"));
   if (s == nullptr || s->empty()) {
-    out.push_back(
+    out.emplace_back(
         "spec.closureHash: required: sha256:<64 lowercase hex> from the package's runtime.json");
   } else if (!isSha256Digest(*s)) {
     out.push_back("spec.closureHash: " + quote(*s) + " is not sha256:<64 lowercase hex>");
@@ -104,7 +104,7 @@ void checkCanary(const json* stage, const std::string& path, std::vector<std::st
 void checkStages(const json* spec, std::vector<std::string>& out) {
   const json* stages = ja::child(spec, "stages");
   if (stages == nullptr || !stages->is_array() || stages->empty()) {
-    out.push_back("spec.stages: at least one stage is required");
+    out.emplace_back("spec.stages: at least one stage is required");
     return;
   }
   std::map<std::string, std::size_t> seen;
@@ -176,7 +176,7 @@ Verdict validateModelRelease(const ModelReleaseReview& r) {
   v.checked = true;
   const json* spec = ja::child(r.release, "spec");
   if (spec == nullptr || !spec->is_object()) {
-    v.violations.push_back("spec: required");
+    v.violations.emplace_back("spec: required");
   } else {
     const bool update = r.operation == Operation::kUpdate;
     const json* oldSpec = ja::child(r.oldRelease, "spec");
@@ -184,7 +184,7 @@ Verdict validateModelRelease(const ModelReleaseReview& r) {
     checkClosureHash(spec, v.violations);
     const std::string* envName = ja::str(ja::at(spec, {"runtimeEnvRef", "name"}));
     if (envName == nullptr || envName->empty()) {
-      v.violations.push_back("spec.runtimeEnvRef.name: required");
+      v.violations.emplace_back("spec.runtimeEnvRef.name: required");
     }
     if (update && r.oldRelease != nullptr) checkImmutable(spec, oldSpec, v.violations);
     const json* stages = ja::child(spec, "stages");

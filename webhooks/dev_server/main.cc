@@ -6,8 +6,8 @@
 // wires the same pieces to the informer cache.
 #include <prometheus/exposer.h>
 #include <prometheus/registry.h>
-#include <signal.h>
 #include <spdlog/spdlog.h>
+#include <csignal>
 
 #include <chrono>
 #include <condition_variable>

@@ -37,8 +37,8 @@ struct ServerOptions {
   uint16_t port = 9443;  // 0 picks a free port; see Server::port()
   int threads = 2;
   // Larger bodies get 413 (Kubernetes objects are at most ~1.5 MiB in etcd).
-  std::size_t maxBodyBytes = 3 * 1024 * 1024;
-  std::size_t maxHeaderBytes = 16 * 1024;
+  std::size_t maxBodyBytes = std::size_t{3} * 1024 * 1024;
+  std::size_t maxHeaderBytes = std::size_t{16} * 1024;
   // Budget from the first byte of a request (or the TLS handshake) to the last
   // byte of its response; keep it well under the webhook's timeoutSeconds.
   std::chrono::milliseconds requestTimeout{2000};
@@ -48,7 +48,7 @@ struct ServerOptions {
 
 class Server : public CertificateSink {
  public:
-  virtual ~Server() = default;
+  ~Server() override = default;
   // Exact-path route for one method. Other methods on the path answer 405,
   // unknown paths 404. /healthz and /readyz are built in.
   virtual void route(std::string path, std::string method, RequestHandler handler) = 0;
