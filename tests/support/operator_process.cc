@@ -117,6 +117,7 @@ std::string OperatorProcess::start(const std::vector<std::string>& extraArgs) {
                                    "--webhook-service=" + std::string(kReleaseName),
                                    "--webhook-config=" + std::string(kReleaseName),
                                    "--port-file=" + dir_ + "/port",
+                                   "--leader-elect",
                                    "--log-format=json"};
   args.insert(args.end(), extraArgs.begin(), extraArgs.end());
   pid_ = fork();
