@@ -87,6 +87,11 @@ struct CertificateForwarder final : lw::CertificateSink {
   }
 };
 
+// Keeps no caBundle anywhere: for runs without a webhook configuration to patch.
+struct NoCaBundlePatcher final : lw::CaBundlePatcher {
+  Status patchCaBundle(const std::string&) override { return Status::ok(); }
+};
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -169,8 +174,10 @@ int main(int argc, char** argv) {
     if (std::string vwc = flags.get("webhook-config"); !vwc.empty()) {
       patcher = std::make_unique<lw::WebhookConfigCaBundlePatcher>(*client, vwc);
     } else {
-      // No configuration to keep: the CA goes to a file beside nothing. Local runs only.
-      patcher = std::make_unique<lw::CaBundleFile>("/dev/null");
+      // No webhook configuration to keep (local runs): the CA stays in the Secret only.
+      patcher = std::make_unique<NoCaBundlePatcher>();
+      spdlog::warn("--webhook-config not set: the CA bundle is kept in Secret {}/{} only",
+                   ns, flags.get("cert-secret"));
     }
     lw::SelfManagedOptions so;
     so.service = flags.get("webhook-service");

@@ -386,3 +386,17 @@ TEST(CaBundleFile, WritesAtomically) {
 
 }  // namespace
 }  // namespace lockstep::webhooks
+
+TEST(CaBundleFile, NeverReplacesAnythingButARegularFile) {
+  // Renaming over a device as root would replace it: /dev/null must survive.
+  lockstep::webhooks::CaBundleFile devNull("/dev/null");
+  lockstep::Status s = devNull.patchCaBundle("-----BEGIN CERTIFICATE-----\n");
+  EXPECT_EQ(s.code(), lockstep::Code::kInvalidArgument) << s.toString();
+  EXPECT_TRUE(std::filesystem::is_character_file("/dev/null"));
+  EXPECT_FALSE(std::filesystem::exists("/dev/null.tmp"));
+  // A directory is refused too.
+  auto dir = std::filesystem::temp_directory_path() / ("lockstep-cabundle-" + std::to_string(getpid()));
+  std::filesystem::create_directories(dir);
+  EXPECT_FALSE(lockstep::webhooks::CaBundleFile(dir.string()).patchCaBundle("x").isOk());
+  std::filesystem::remove_all(dir);
+}

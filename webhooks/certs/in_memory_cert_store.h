@@ -5,6 +5,8 @@
 // Thread-safety: InMemoryCertStore is thread-safe; CaBundleFile is not.
 #pragma once
 
+#include <sys/stat.h>
+
 #include <fstream>
 #include <mutex>
 #include <optional>
@@ -50,6 +52,12 @@ class CaBundleFile final : public CaBundlePatcher {
  public:
   explicit CaBundleFile(std::string path) : path_(std::move(path)) {}
   Status patchCaBundle(const std::string& pem) override {
+    // The file is replaced by rename: never do that to a device, a directory or
+    // a link (renaming over /dev/null as root would replace the device).
+    struct stat st {};
+    if (lstat(path_.c_str(), &st) == 0 && !S_ISREG(st.st_mode)) {
+      return invalidArgument("CA bundle path " + path_ + " exists and is not a regular file");
+    }
     std::string tmp = path_ + ".tmp";
     {
       std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
