@@ -1,5 +1,7 @@
 #include "operator/kube/api_error.h"
 
+#include <cctype>
+
 namespace lockstep::kube {
 
 Status statusFromStatusObject(const nlohmann::json& st, int httpStatus) {
@@ -64,6 +66,8 @@ Status statusFromResponse(int httpStatus, const std::string& body) {
   nlohmann::json st = nlohmann::json::parse(body, nullptr, /*allow_exceptions=*/false);
   if (st.is_discarded() || !st.is_object() || st.value("kind", "") != "Status") {
     std::string snippet = body.substr(0, 200);
+    while (!snippet.empty() && std::isspace(static_cast<unsigned char>(snippet.back())))
+      snippet.pop_back();
     st = nlohmann::json{{"message", "HTTP " + std::to_string(httpStatus) +
                                         (snippet.empty() ? "" : ": " + snippet)}};
   }

@@ -56,7 +56,15 @@ void Reflector::run() {
       std::lock_guard<std::mutex> lock(mu_);
       if (stopped_) return;
     }
-    if (!st.isOk()) spdlog::warn("reflector {}: {}", options_.name, st.toString());
+    if (st.code() == Code::kNotFound) {
+      // The collection itself is missing: a CRD not installed, or the wrong version.
+      spdlog::warn(
+          "reflector {}: the API server does not serve {} (is its CustomResourceDefinition "
+          "installed?): {}",
+          options_.name, options_.resource.id(), st.message());
+    } else if (!st.isOk()) {
+      spdlog::warn("reflector {}: {}", options_.name, st.toString());
+    }
     if (!sleep(backoff_.next())) return;
   }
 }
