@@ -23,6 +23,7 @@
 #include "webhooks/admission/handler.h"
 #include "webhooks/admission/recorder.h"
 #include "webhooks/certs/cert_file_watcher.h"
+#include "webhooks/certs/cert_upkeep.h"
 #include "webhooks/certs/in_memory_cert_store.h"
 #include "webhooks/certs/self_managed.h"
 #include "webhooks/informer_lookups.h"
@@ -176,8 +177,8 @@ int main(int argc, char** argv) {
     } else {
       // No webhook configuration to keep (local runs): the CA stays in the Secret only.
       patcher = std::make_unique<NoCaBundlePatcher>();
-      spdlog::warn("--webhook-config not set: the CA bundle is kept in Secret {}/{} only",
-                   ns, flags.get("cert-secret"));
+      spdlog::warn("--webhook-config not set: the CA bundle is kept in Secret {}/{} only", ns,
+                   flags.get("cert-secret"));
     }
     lw::SelfManagedOptions so;
     so.service = flags.get("webhook-service");
@@ -238,23 +239,14 @@ int main(int argc, char** argv) {
       std::rename((pf + ".tmp").c_str(), pf.c_str());
     }
     // Certificate upkeep: renew (self) or reload changed files (file mode).
+    lw::CertificateUpkeep upkeep = watcher ? lw::CertificateUpkeep(*watcher, flags.get("cert-dir"))
+                                           : lw::CertificateUpkeep(*selfManaged);
     std::unique_lock<std::mutex> lock(mu);
+    auto wait = std::chrono::seconds(10);
     while (!stopping) {
-      cv.wait_for(lock, std::chrono::seconds(10));
+      cv.wait_for(lock, wait);
       if (stopping) break;
-      if (watcher) {
-        auto r = watcher->poll(std::chrono::steady_clock::now());
-        if (!r.isOk())
-          spdlog::warn("certificate reload: {}", r.status().toString());
-        else if (*r)
-          spdlog::info("serving certificate reloaded from {}", flags.get("cert-dir"));
-      } else {
-        auto r = selfManaged->reconcile(std::chrono::system_clock::now());
-        if (!r.isOk())
-          spdlog::warn("certificate renewal: {}", r.status().toString());
-        else if (r->action != lw::CertAction::kKeep)
-          spdlog::info("serving certificate renewed: {}", r->reason);
-      }
+      wait = upkeep.tick(std::chrono::system_clock::now(), std::chrono::steady_clock::now());
     }
   });
 

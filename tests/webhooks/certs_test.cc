@@ -8,6 +8,7 @@
 #include <fstream>
 
 #include "webhooks/certs/cert_file_watcher.h"
+#include "webhooks/certs/cert_upkeep.h"
 #include "webhooks/certs/in_memory_cert_store.h"
 #include "webhooks/certs/rotation.h"
 #include "webhooks/certs/self_managed.h"
@@ -395,8 +396,35 @@ TEST(CaBundleFile, NeverReplacesAnythingButARegularFile) {
   EXPECT_TRUE(std::filesystem::is_character_file("/dev/null"));
   EXPECT_FALSE(std::filesystem::exists("/dev/null.tmp"));
   // A directory is refused too.
-  auto dir = std::filesystem::temp_directory_path() / ("lockstep-cabundle-" + std::to_string(getpid()));
+  auto dir =
+      std::filesystem::temp_directory_path() / ("lockstep-cabundle-" + std::to_string(getpid()));
   std::filesystem::create_directories(dir);
   EXPECT_FALSE(lockstep::webhooks::CaBundleFile(dir.string()).patchCaBundle("x").isOk());
   std::filesystem::remove_all(dir);
 }
+
+namespace lockstep::webhooks {
+namespace {
+
+TEST_F(SelfManagedTest, UpkeepIssuesThenWaitsAtMostTheCap) {
+  SelfManagedCertificates m(opts_, store_, patcher_, sink_);
+  CertificateUpkeep upkeep(m);
+  auto steady = std::chrono::steady_clock::time_point{};
+  auto wait = upkeep.tick(kNow, steady);
+  ASSERT_EQ(sink_.certs.size(), 1u);  // issued and served
+  EXPECT_GE(wait, std::chrono::seconds(1));
+  EXPECT_LE(wait, CertificateUpkeep::kMaxSelfManagedWait);
+  // Nothing due: keeps the certificate, still polls within the cap.
+  wait = upkeep.tick(kNow + std::chrono::seconds(30), steady);
+  EXPECT_EQ(sink_.certs.size(), 1u);
+  EXPECT_EQ(wait, CertificateUpkeep::kMaxSelfManagedWait);
+  // The patcher failing is logged and retried soon, the old certificate kept.
+  patcher_.fail = true;
+  store_.save({});  // another writer emptied the store: a new bundle must be issued
+  wait = upkeep.tick(kNow + std::chrono::minutes(2), steady);
+  EXPECT_EQ(wait, CertificateUpkeep::kRetryWait);
+  EXPECT_EQ(sink_.certs.size(), 1u);
+}
+
+}  // namespace
+}  // namespace lockstep::webhooks

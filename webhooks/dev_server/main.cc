@@ -23,6 +23,7 @@
 #include "webhooks/admission/handler.h"
 #include "webhooks/admission/static_lookups.h"
 #include "webhooks/certs/cert_file_watcher.h"
+#include "webhooks/certs/cert_upkeep.h"
 #include "webhooks/certs/in_memory_cert_store.h"
 #include "webhooks/certs/self_managed.h"
 #include "webhooks/metrics/prometheus_recorder.h"
@@ -181,24 +182,15 @@ int main(int argc, char** argv) {
   std::mutex mu;
   std::condition_variable cv;
   bool stopping = false;
+  lw::CertificateUpkeep certUpkeep =
+      watcher ? lw::CertificateUpkeep(*watcher, certFile) : lw::CertificateUpkeep(*selfManaged);
   std::thread upkeep([&] {
     std::unique_lock<std::mutex> lock(mu);
+    auto wait = std::chrono::seconds(10);
     while (!stopping) {
-      cv.wait_for(lock, std::chrono::seconds(10));
+      cv.wait_for(lock, wait);
       if (stopping) break;
-      if (watcher) {
-        auto r = watcher->poll(std::chrono::steady_clock::now());
-        if (!r.isOk())
-          spdlog::warn("certificate reload: {}", r.status().toString());
-        else if (*r)
-          spdlog::info("certificate reloaded from {}", certFile);
-      } else {
-        auto r = selfManaged->reconcile(std::chrono::system_clock::now());
-        if (!r.isOk())
-          spdlog::warn("certificate renewal: {}", r.status().toString());
-        else if (r->action != lw::CertAction::kKeep)
-          spdlog::info("certificate renewed: {}", r->reason);
-      }
+      wait = certUpkeep.tick(std::chrono::system_clock::now(), std::chrono::steady_clock::now());
     }
   });
 
