@@ -22,13 +22,6 @@
 namespace lockstep::testing {
 namespace {
 
-std::string slurp(const std::string& path) {
-  std::ifstream in(path);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
-
 std::string base64(const std::string& s) {
   auto r = run({"base64", "-w0"}, s);
   return r.out;
@@ -53,9 +46,9 @@ class WebhookProcess {
     }
     for (int i = 0; i < 200 && port_.empty(); ++i) {
       std::this_thread::sleep_for(std::chrono::milliseconds(50));
-      std::string p = slurp(portFile_);
+      std::string p = readFile(portFile_);
       if (!p.empty() && p.back() == '\n') p.pop_back();
-      if (!p.empty() && !slurp(caFile_).empty()) port_ = p;
+      if (!p.empty() && !readFile(caFile_).empty()) port_ = p;
     }
   }
   ~WebhookProcess() {
@@ -65,7 +58,7 @@ class WebhookProcess {
     }
   }
   const std::string& port() const { return port_; }
-  std::string caBundle() const { return base64(slurp(caFile_)); }
+  std::string caBundle() const { return base64(readFile(caFile_)); }
 
  private:
   pid_t pid_ = -1;
@@ -78,7 +71,7 @@ TEST(WebhookSmokeTest, ApiServerCallsUrlWebhookAndDenialReachesKubectl) {
   std::string dir = mkdtemp(tmpl);
   // Namespace in enforce mode: a pod without a RuntimeEnv label is denied.
   WebhookProcess webhook(dir, R"({"runtimeEnvs": [], "namespaces": {")" + ns + R"(": "enforce"}})");
-  ASSERT_FALSE(webhook.port().empty()) << slurp(dir + "/webhook.log");
+  ASSERT_FALSE(webhook.port().empty()) << readFile(dir + "/webhook.log");
 
   ASSERT_EQ(kubectl({"create", "namespace", ns}).exitCode, 0);
   std::string config = uniqueName("lockstep-smoke");

@@ -28,13 +28,6 @@ const std::string kImage =
 const std::string kUvFixture =
     std::string(LOCKSTEP_FIXTURES_DIR) + "/uv/torch-cu121-yyhhenry-uv-torch-env.uv.lock";
 
-std::string slurp(const std::string& path) {
-  std::ifstream in(path);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
-
 std::string cliHash(const std::string& file) {
   auto r = run({LOCKSTEP_CLI_BIN, "closure-hash", file});
   std::string out = r.out;

@@ -183,6 +183,13 @@ bool eventually(const std::function<bool()>& probe, std::chrono::milliseconds ti
   return probe();
 }
 
+std::string readFile(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
 int freePort() {
   int fd = socket(AF_INET, SOCK_STREAM, 0);
   sockaddr_in addr{};

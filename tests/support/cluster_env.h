@@ -43,6 +43,9 @@ nlohmann::json kubectlJson(const std::vector<std::string>& args);
 bool eventually(const std::function<bool()>& probe,
                 std::chrono::milliseconds timeout = std::chrono::seconds(60));
 
+// The whole content of a file ("" when it cannot be read).
+std::string readFile(const std::string& path);
+
 // A free TCP port on 127.0.0.1 (bound, then released).
 int freePort();
 

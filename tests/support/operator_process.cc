@@ -22,13 +22,6 @@ namespace {
 
 using nlohmann::json;
 
-std::string slurp(const std::string& path) {
-  std::ifstream in(path);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
-
 std::string chartDir() { return std::string(LOCKSTEP_SOURCE_DIR) + "/helm/lockstep"; }
 
 // helm template --show-only FILE, as JSON objects (via kubectl's client-side conversion).
@@ -137,7 +130,7 @@ std::string OperatorProcess::start(const std::vector<std::string>& extraArgs) {
           pid_ = -1;
           return true;
         }
-        return !slurp(dir_ + "/port").empty();
+        return !readFile(dir_ + "/port").empty();
       },
       std::chrono::seconds(60));
   if (pid_ < 0) return "operator exited:\n" + log();
@@ -183,7 +176,7 @@ std::string OperatorProcess::scrapeMetrics() const {
 }
 
 std::string OperatorProcess::log() const {
-  std::string l = slurp(dir_ + "/operator.log");
+  std::string l = readFile(dir_ + "/operator.log");
   return l.size() > 6000 ? l.substr(l.size() - 6000) : l;
 }
 
