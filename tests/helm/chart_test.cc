@@ -32,10 +32,12 @@ TEST(HelmChart, BothCertModesRenderObjectsTheApiServerAccepts) {
     std::vector<std::string> set;
     std::string mustContain;
   };
-  for (const Mode& m : {Mode{{}, "--cert-secret=lockstep-webhook-tls"},
-                        Mode{{"--set", "webhook.certMode=file", "--set", "webhook.certSecretName=lockstep-tls"},
-                             "cert-manager.io/inject-ca-from: " + ns + "/lockstep-tls"}}) {
-    std::vector<std::string> args = {"template", "lockstep", kChart, "--namespace", ns, "--include-crds"};
+  for (const Mode& m :
+       {Mode{{}, "--cert-secret=lockstep-webhook-tls"},
+        Mode{{"--set", "webhook.certMode=file", "--set", "webhook.certSecretName=lockstep-tls"},
+             "cert-manager.io/inject-ca-from: " + ns + "/lockstep-tls"}}) {
+    std::vector<std::string> args = {"template",    "lockstep", kChart,
+                                     "--namespace", ns,         "--include-crds"};
     args.insert(args.end(), m.set.begin(), m.set.end());
     auto rendered = helm(args);
     ASSERT_EQ(rendered.exitCode, 0) << rendered.err;
