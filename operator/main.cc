@@ -24,7 +24,6 @@
 #include "webhooks/admission/recorder.h"
 #include "webhooks/certs/cert_file_watcher.h"
 #include "webhooks/certs/cert_upkeep.h"
-#include "webhooks/certs/in_memory_cert_store.h"
 #include "webhooks/certs/self_managed.h"
 #include "webhooks/informer_lookups.h"
 #include "webhooks/kube_cert_store.h"
