@@ -12,6 +12,9 @@ root=$(pwd)
 what=${1:-all}
 export LOCKSTEP_CACHE=${LOCKSTEP_CACHE:-$HOME/.cache/lockstep}
 export CCACHE_DIR=${CCACHE_DIR:-$LOCKSTEP_CACHE/ccache}
+# ccache keys on absolute paths: relative to the clone, a second clone elsewhere hits the cache.
+export CCACHE_BASEDIR=${CCACHE_BASEDIR:-$root}
+mkdir -p "$LOCKSTEP_CACHE" "$CCACHE_DIR"
 build=${LOCKSTEP_BUILD_DIR:-$root/build}
 jobs=${LOCKSTEP_JOBS:-2}
 t0=$SECONDS
