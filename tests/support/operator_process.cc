@@ -24,7 +24,13 @@ using nlohmann::json;
 
 std::string chartDir() { return std::string(LOCKSTEP_SOURCE_DIR) + "/helm/lockstep"; }
 
-// helm template --show-only FILE, as JSON objects (via kubectl's client-side conversion).
+void mustKubectl(const std::vector<std::string>& args, const std::string& input = "") {
+  auto r = kubectl(args, input);
+  if (r.exitCode != 0) throw std::runtime_error("kubectl failed: " + r.err);
+}
+
+}  // namespace
+
 std::vector<json> renderChart(const std::string& showOnly) {
   auto r = run({toolsBin() + "/helm", "template", kReleaseName, chartDir(), "--namespace",
                 kOperatorNamespace, "--show-only", showOnly});
@@ -42,13 +48,6 @@ std::vector<json> renderChart(const std::string& showOnly) {
   }
   return out;
 }
-
-void mustKubectl(const std::vector<std::string>& args, const std::string& input = "") {
-  auto r = kubectl(args, input);
-  if (r.exitCode != 0) throw std::runtime_error("kubectl failed: " + r.err);
-}
-
-}  // namespace
 
 int sharedWebhookPort() {
   static int port = freePort();

@@ -13,6 +13,8 @@
 #include <string>
 #include <vector>
 
+#include <nlohmann/json.hpp>
+
 namespace lockstep::testing {
 
 inline constexpr const char* kOperatorNamespace = "lockstep-system";
@@ -48,6 +50,10 @@ class OperatorProcess {
   int healthPort_ = 0;
   std::string dir_;
 };
+
+// `helm template --show-only FILE` of the chart (release "lockstep" in
+// kOperatorNamespace), as JSON objects. Throws on a helm or kubectl failure.
+std::vector<nlohmann::json> renderChart(const std::string& showOnly);
 
 // The webhook port every test in this binary registers (chosen once).
 int sharedWebhookPort();

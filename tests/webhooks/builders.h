@@ -61,6 +61,11 @@ class PodBuilder {
     pod_["spec"]["containers"] = nlohmann::json::array();
     return *this;
   }
+  PodBuilder& imageVolume(const std::string& name, const std::string& reference) {
+    pod_["spec"]["volumes"].push_back(
+        {{"name", name}, {"image", {{"reference", reference}, {"pullPolicy", "IfNotPresent"}}}});
+    return *this;
+  }
   nlohmann::json json() const { return pod_; }
 
  private:

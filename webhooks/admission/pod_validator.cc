@@ -141,6 +141,31 @@ void checkAgainstEnv(const PodReview& r, const std::string& envName, bool checkA
   for (const ContainerImage& c : containers) checkImage(c, env, *expected, violations);
 }
 
+// Image volumes (`volumes[].image.reference`) mount OCI artifacts such as the
+// checkpoint package: in a pod under policy each one must be pinned by digest.
+void checkImageVolumes(const json* pod, std::vector<std::string>& violations) {
+  const json* volumes = ja::at(pod, {"spec", "volumes"});
+  if (!ja::isArray(volumes)) return;
+  for (const json& v : *volumes) {
+    const json* image = ja::child(&v, "image");
+    if (image == nullptr) continue;
+    std::string who = "image volume " + quote(ja::strOr(ja::child(&v, "name")));
+    std::string ref = ja::strOr(ja::child(image, "reference"));
+    if (ref.empty()) {
+      violations.push_back(who + " has no reference; it must be pinned by digest");
+      continue;
+    }
+    StatusOr<ImageRef> parsed = parseImageRef(ref);
+    if (!parsed.isOk()) {
+      violations.push_back(who + " reference " + quote(ref) + " is invalid (" +
+                           parsed.status().message() + ")");
+    } else if (!parsed->pinned()) {
+      violations.push_back(who + " reference " + quote(ref) +
+                           " is not pinned by digest; expected <repository>@sha256:<digest>");
+    }
+  }
+}
+
 Verdict notChecked() { return Verdict{}; }
 
 }  // namespace
@@ -159,13 +184,24 @@ Verdict validatePod(const PodReview& r) {
   const std::string* envName = label(r.pod, kRuntimeEnvLabel);
   bool namespaceEnforces = r.mode == NamespaceMode::kEnforce || r.mode == NamespaceMode::kWarn ||
                            r.mode == NamespaceMode::kAudit;
-  if (envName == nullptr && !namespaceEnforces) return notChecked();
+  bool droppedLabel = false;
+  if (r.operation == Operation::kUpdate) {
+    const std::string* oldEnvName = label(r.oldPod, kRuntimeEnvLabel);
+    droppedLabel =
+        oldEnvName != nullptr && !oldEnvName->empty() && (envName == nullptr || envName->empty());
+  }
+  if (envName == nullptr && !namespaceEnforces && !droppedLabel) return notChecked();
 
   bool fullCheck = r.operation == Operation::kCreate;
   std::vector<ContainerImage> containers;
   bool checkAnnotation = true;
+  // A running pod that declared a RuntimeEnv cannot shed the declaration: once
+  // the label is gone, nothing would check its next image swap.
+  std::string droppedEnv;
   if (r.operation == Operation::kUpdate) {
     const std::string* oldEnvName = label(r.oldPod, kRuntimeEnvLabel);
+    if (oldEnvName != nullptr && !oldEnvName->empty() && (envName == nullptr || envName->empty()))
+      droppedEnv = *oldEnvName;
     bool labelChanged = (envName == nullptr) != (oldEnvName == nullptr) ||
                         (envName != nullptr && *envName != *oldEnvName);
     fullCheck = labelChanged || r.oldPod == nullptr;
@@ -182,13 +218,18 @@ Verdict validatePod(const PodReview& r) {
 
   Verdict v;
   v.checked = true;
-  if (envName == nullptr || envName->empty()) {
+  if (!droppedEnv.empty()) {
+    v.violations.push_back("label " + std::string(kRuntimeEnvLabel) +
+                           " cannot be removed from a running pod (it was " + quote(droppedEnv) +
+                           "); delete the pod and create it again instead");
+  } else if (envName == nullptr || envName->empty()) {
     v.violations.push_back("namespace " + quote(r.ns) + " requires label " +
                            std::string(kRuntimeEnvLabel) + " naming the pod's RuntimeEnv (mode " +
                            std::string(namespaceModeName(r.mode)) + ")");
   } else {
     checkAgainstEnv(r, *envName, checkAnnotation, containers, v.violations);
   }
+  if (fullCheck && droppedEnv.empty()) checkImageVolumes(r.pod, v.violations);
   if (v.violations.empty()) return v;
 
   std::string id = podIdentity(r);

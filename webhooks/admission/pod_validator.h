@@ -8,12 +8,15 @@
 //  - CREATE: the RuntimeEnv exists and is Ready; annotation
 //    lockstep.dev/closure-hash equals its status.closureHash; every container,
 //    init container and ephemeral container image is pinned by digest to the
-//    RuntimeEnv's image (same normalized repository and same digest).
+//    RuntimeEnv's image (same normalized repository and same digest); every
+//    image volume (volumes[].image.reference, e.g. the checkpoint package) is
+//    pinned by digest.
 //  - UPDATE (including the ephemeralcontainers subresource): a running pod was
 //    admitted already, so only what the update introduces is checked: ephemeral
 //    containers that are new (by name), containers whose image changed, a
 //    changed closure-hash annotation. A changed runtime-env label re-validates
-//    the whole pod as on CREATE. Updates that introduce nothing (status,
+//    the whole pod as on CREATE; removing it is a violation (the pod would
+//    escape the policy for its next image swap). Updates that introduce nothing (status,
 //    labels, finalizers) are never blocked, even if the RuntimeEnv moved on.
 //  - DELETE / CONNECT: not checked.
 // Modes: enforce → deny (403 Forbidden); warn → allow with one warning per
