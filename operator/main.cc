@@ -15,6 +15,7 @@
 #include <spdlog/spdlog.h>
 
 #include "controllers/shell/lockstep_resources.h"
+#include "controllers/shell/modelrelease_controller.h"
 #include "controllers/shell/runtimeenv_controller.h"
 #include "operator/flags.h"
 #include "operator/kube/connect.h"
@@ -65,6 +66,12 @@ std::vector<lockstep::FlagSpec> flagSpecs() {
       {"leader-elect-renew-deadline", "10s", "renew deadline"},
       {"leader-elect-retry-period", "2s", "retry period"},
       {"workers", "2", "reconcile workers per controller"},
+      {"package-mount", "auto",
+       "how gate pods mount the checkpoint package: image-volume, init-container, or auto "
+       "(a server-side dry run at start-up tells whether the API server keeps image volumes)"},
+      {"package-fetch-command", "oras pull \"$LOCKSTEP_PACKAGE\" -o \"$LOCKSTEP_MODEL_DIR\"",
+       "init-container mode: shell command, run by sh -c on the runtime image, that fetches "
+       "$LOCKSTEP_PACKAGE (by digest) into $LOCKSTEP_MODEL_DIR"},
       {"log-format", "text", "text or json"},
       {"log-level", "info", "trace, debug, info, warn, error"},
   };
@@ -150,6 +157,28 @@ int main(int argc, char** argv) {
   lr::Manager manager(*client, mo);
 
   lockstep::controllers::setupRuntimeEnvController(manager, *workers);
+
+  lockstep::controllers::ModelReleaseOptions releaseOptions;
+  releaseOptions.fetchCommand = {"sh", "-c", flags.get("package-fetch-command")};
+  if (std::string mount = flags.get("package-mount"); mount == "image-volume") {
+    releaseOptions.mount = lockstep::controllers::PackageMount::kImageVolume;
+  } else if (mount == "init-container") {
+    releaseOptions.mount = lockstep::controllers::PackageMount::kInitContainer;
+  } else if (mount == "auto") {
+    auto probed = lockstep::controllers::probePackageMount(**client, ns);
+    if (probed.isOk()) {
+      releaseOptions.mount = *probed;
+    } else {
+      spdlog::warn("{}; assuming image volumes are kept (Kubernetes >= 1.35)",
+                   probed.status().toString());
+    }
+  } else {
+    return fail("--package-mount must be auto, image-volume or init-container, got \"" + mount +
+                "\"");
+  }
+  spdlog::info("gate pods mount the package as {}",
+               lockstep::controllers::packageMountName(releaseOptions.mount));
+  lockstep::controllers::setupModelReleaseController(manager, releaseOptions, *workers);
 
   // Admission reads the caches the controllers share.
   lockstep::kube::Informer& rteInformer = manager.informer(lockstep::controllers::kRuntimeEnvs);

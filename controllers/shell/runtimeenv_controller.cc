@@ -60,9 +60,8 @@ Result RuntimeEnvReconciler::reconcile(const Request& request) {
     if (auto cm = caches_.configMaps.get(cmKey)) observed.configMap = *cm;
   }
   for (const auto& n : caches_.nodes.list()) observed.nodes.push_back(*n);
-  for (const auto& mr : caches_.releases.byIndex(kReleaseByRuntimeEnvIndex, request.key())) {
-    observed.releases.push_back(*mr);
-  }
+  // ModelReleases compute their own Stale condition from the cached RuntimeEnv
+  // (controllers/modelrelease): this controller writes only RuntimeEnv status.
 
   // Plan: pure.
   const std::string now = kube::formatTime(clock_.wallNow(), false);
@@ -169,21 +168,6 @@ void setupRuntimeEnvController(runtime::Manager& manager, int workers) {
                    b.value("/metadata/labels"_json_pointer, json::object()) ||
                a.value("/spec/unschedulable"_json_pointer, false) !=
                    b.value("/spec/unschedulable"_json_pointer, false);
-      });
-  // A release (new, or its validated hash recorded) needs its Stale condition computed.
-  c.watch(
-      releases,
-      [](const kube::Object& mr) {
-        std::vector<Request> out;
-        std::string k = runtimeEnvKeyOf(mr);
-        if (!k.empty()) out.push_back(Request::fromKey(k));
-        return out;
-      },
-      [](const kube::Object& a, const kube::Object& b) {
-        return a.value("/status/validatedClosureHash"_json_pointer, std::string()) !=
-                   b.value("/status/validatedClosureHash"_json_pointer, std::string()) ||
-               a.value("/metadata/generation"_json_pointer, 0) !=
-                   b.value("/metadata/generation"_json_pointer, 0);
       });
 }
 

@@ -1,6 +1,7 @@
 -- Argo CD health check for lockstep.dev/ModelRelease.
 -- Install under resource.customizations.health.lockstep.dev_ModelRelease (docs/argocd.md).
--- Maps status.phase: Promoted and Superseded are Healthy; Failed and RolledBack
+-- Maps status.phase: Promoted, Validated (every gate passed, no prod stage) and
+-- Superseded are Healthy; Failed and RolledBack
 -- are Degraded; a stage waiting for manual approval is Suspended; the rest are
 -- Progressing. A release whose runtime closure moved on (Stale=True) is Degraded
 -- unless it has been superseded.
@@ -30,7 +31,7 @@ if stale ~= nil and stale.status == "True" and phase ~= "Superseded" then
   return hs
 end
 
-if phase == "Promoted" or phase == "Superseded" then
+if phase == "Promoted" or phase == "Superseded" or phase == "Validated" then
   hs.status = "Healthy"
   hs.message = phase
   return hs

@@ -137,8 +137,9 @@ StatusOr<ObjectList> Client::list(const Resource& r, const std::string& ns, List
   return all;
 }
 
-StatusOr<Object> Client::create(const Resource& r, const Object& obj, const std::string& ns) {
-  return call(createRequest(r, nsOf(r, obj, ns), obj, {options_.fieldManager}));
+StatusOr<Object> Client::create(const Resource& r, const Object& obj, const std::string& ns,
+                                bool dryRun) {
+  return call(createRequest(r, nsOf(r, obj, ns), obj, {options_.fieldManager, dryRun}));
 }
 
 StatusOr<Object> Client::update(const Resource& r, const Object& obj) {

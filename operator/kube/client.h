@@ -65,7 +65,9 @@ class Client {
   StatusOr<ObjectList> listPage(const Resource& r, const std::string& ns,
                                 const ListOptions& options, std::string* continueToken);
   // Namespace comes from the object's metadata (or `ns` when given).
-  StatusOr<Object> create(const Resource& r, const Object& obj, const std::string& ns = "");
+  // `dryRun`: the server validates and admits (webhooks included) but stores nothing.
+  StatusOr<Object> create(const Resource& r, const Object& obj, const std::string& ns = "",
+                          bool dryRun = false);
   // PUT with the object's resourceVersion: Conflict when stale.
   StatusOr<Object> update(const Resource& r, const Object& obj);
   StatusOr<Object> updateStatus(const Resource& r, const Object& obj);

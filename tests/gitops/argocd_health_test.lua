@@ -72,6 +72,7 @@ local function mr(phase, extra)
 end
 check("mr without status is progressing", M, {metadata = {generation = 1}}, "Progressing", nil)
 check("mr promoted is healthy", M, mr("Promoted"), "Healthy", "Promoted")
+check("mr validated (gates passed, no prod stage) is healthy", M, mr("Validated"), "Healthy", "Validated")
 check("mr superseded is healthy even when stale", M,
       mr("Superseded", {conditions = {cond("Stale", "True", "ClosureHashChanged", "moved")}}), "Healthy", nil)
 check("mr rolled back is degraded", M,

@@ -1,0 +1,105 @@
+// ModelRelease reconcile planning (pure): from what the controller observed
+// (the release, its RuntimeEnv, the Jobs it owns and their pods) to the
+// status it must write, the Jobs to create or delete, Events and stage
+// outcomes. The contract is docs/modelrelease.md.
+//
+// All state lives in the release's status and in owned objects with
+// deterministic names (`<release>-<stage>-<attempt>`), so a restarted operator
+// re-plans from the same inputs and neither repeats, skips nor duplicates a
+// stage. No I/O and no clock: `now` is an input. Thread-safety: pure functions.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+namespace lockstep::controllers {
+
+// How the checkpoint package is mounted into gate pods (docs/modelrelease.md).
+enum class PackageMount { kImageVolume, kInitContainer };
+const char* packageMountName(PackageMount m);
+
+struct ReleaseObserved {
+  nlohmann::json release;
+  std::optional<nlohmann::json> runtimeEnv;  // spec.runtimeEnvRef, from the cache
+  std::vector<nlohmann::json> jobs;          // Jobs controlled by this release
+  std::vector<nlohmann::json> pods;          // pods of those Jobs
+  PackageMount mount = PackageMount::kImageVolume;
+  // InitContainer mode: the command that fetches $LOCKSTEP_PACKAGE into /model.
+  std::vector<std::string> fetchCommand;
+  std::string now;      // RFC 3339, for status timestamps
+  int64_t nowUnix = 0;  // the same instant, seconds since the epoch
+};
+
+struct ReleaseEvent {
+  std::string type;  // Normal | Warning
+  std::string reason;
+  std::string message;
+};
+
+// A stage that reached a final result in this plan (for metrics).
+struct StageOutcome {
+  std::string stage;
+  std::string result;            // succeeded | failed | timed_out | aborted
+  double durationSeconds = 0.0;  // startedAt → finishedAt; 0 when unknown
+};
+
+struct ReleasePlan {
+  nlohmann::json status;  // the complete desired status
+  bool statusChanged = false;
+  std::vector<nlohmann::json> jobsToCreate;  // create; AlreadyExists means done
+  std::vector<std::string> jobsToDelete;     // names; NotFound means done
+  std::vector<ReleaseEvent> events;
+  std::vector<StageOutcome> outcomes;
+  // Look again after this many seconds even if nothing changes (0 = no).
+  int64_t requeueAfterSeconds = 0;
+};
+
+// Phases (status.phase) and stage phases (status.stages[].phase).
+inline constexpr const char* kPhasePending = "Pending";
+inline constexpr const char* kPhaseEvaluating = "Evaluating";
+inline constexpr const char* kPhaseTesting = "Testing";
+inline constexpr const char* kPhaseValidated = "Validated";
+inline constexpr const char* kPhaseFailed = "Failed";
+inline constexpr const char* kStageWaitingForApproval = "WaitingForApproval";
+inline constexpr const char* kStageRunning = "Running";
+inline constexpr const char* kStageSucceeded = "Succeeded";
+inline constexpr const char* kStageFailed = "Failed";
+
+// Condition reasons of a release (stable API for users' alerts).
+inline constexpr const char* kReasonValidated = "Validated";
+inline constexpr const char* kReasonGateRunning = "GateRunning";
+inline constexpr const char* kReasonWaitingForApproval = "WaitingForApproval";
+inline constexpr const char* kReasonGateFailed = "GateFailed";
+inline constexpr const char* kReasonGateTimedOut = "GateTimedOut";
+inline constexpr const char* kReasonAborted = "Aborted";
+inline constexpr const char* kReasonInvalidSpec = "InvalidSpec";
+inline constexpr const char* kReasonRuntimeEnvNotFound = "RuntimeEnvNotFound";
+inline constexpr const char* kReasonRuntimeEnvNotReady = "RuntimeEnvNotReady";
+inline constexpr const char* kReasonRuntimeStale = "RuntimeStale";
+inline constexpr const char* kReasonServingNotSupported = "ServingNotSupported";
+inline constexpr const char* kReasonWaitingForMetrics = "WaitingForMetrics";
+
+// Annotations users (through the webhook's RBAC check) write on a release.
+inline constexpr const char* kApprovePrefix = "approve.lockstep.dev/";  // + stage
+inline constexpr const char* kAbortAnnotation = "lockstep.dev/abort";
+
+// The largest termination message a gate may report (the kubelet keeps 4 KiB).
+inline constexpr size_t kMaxTerminationMessage = 4096;
+
+ReleasePlan planRelease(const ReleaseObserved& observed);
+
+// `<release>-<stage>-<attempt>`, at most 63 characters (a label value): longer
+// names keep a prefix and end in 8 hex digits of a hash of the full name.
+std::string gateJobName(const std::string& release, const std::string& stage, int attempt);
+
+// Parses a Go-style duration of whole units ("30m", "1h30m", "45s") to seconds.
+std::optional<int64_t> parseStageDuration(const std::string& text);
+
+// Seconds since the epoch of an RFC 3339 UTC timestamp ("2026-11-30T09:00:00Z").
+std::optional<int64_t> parseRfc3339(const std::string& text);
+
+}  // namespace lockstep::controllers

@@ -1,0 +1,670 @@
+// Table tests of the ModelRelease planner (controllers/modelrelease/release_plan.h)
+// and a simulated world that restarts the operator at every step.
+#include "controllers/modelrelease/release_plan.h"
+
+#include <map>
+#include <string>
+
+#include <gtest/gtest.h>
+
+namespace lockstep::controllers {
+namespace {
+
+using nlohmann::json;
+
+const std::string kHash = "sha256:" + std::string(64, 'a');
+const std::string kOtherHash = "sha256:" + std::string(64, 'b');
+const std::string kImage = "registry.example/runtimes/torch@sha256:" + std::string(64, '1');
+const std::string kPackage = "registry.example/models/gpt2@sha256:" + std::string(64, 'c');
+const std::string kNow = "2026-11-30T10:00:00Z";
+const int64_t kNowUnix = 1796032800;  // 2026-11-30T10:00:00Z
+
+// ---- builders ---------------------------------------------------------------
+
+class ReleaseBuilder {
+ public:
+  explicit ReleaseBuilder(std::string name = "gpt2-v7") {
+    o_ = {{"apiVersion", "lockstep.dev/v1alpha1"},
+          {"kind", "ModelRelease"},
+          {"metadata", {{"name", name}, {"namespace", "ml"}, {"uid", "uid-1"}, {"generation", 1}}},
+          {"spec",
+           {{"model", "gpt2"},
+            {"package", kPackage},
+            {"runtimeEnvRef", {{"name", "torch"}}},
+            {"closureHash", kHash},
+            {"stages", json::array()}}}};
+  }
+  ReleaseBuilder& gate(const std::string& name, json metrics = json::array(),
+                       const std::string& timeout = "30m") {
+    json tmpl = {
+        {"spec",
+         {{"containers", json::array({{{"name", name}, {"command", {"python", "run.py"}}}})}}}};
+    o_["spec"]["stages"].push_back(
+        {{"name", name},
+         {"gate", {{"template", tmpl}, {"metrics", metrics}, {"timeout", timeout}}}});
+    return *this;
+  }
+  ReleaseBuilder& manual() {
+    o_["spec"]["stages"].back()["approval"] = "Manual";
+    return *this;
+  }
+  ReleaseBuilder& containerImage(const std::string& image) {
+    o_["spec"]["stages"].back()["gate"]["template"]["spec"]["containers"][0]["image"] = image;
+    return *this;
+  }
+  ReleaseBuilder& serving(const std::string& name) {
+    o_["spec"]["stages"].push_back(
+        {{"name", name},
+         {"serving",
+          {{"template", {{"spec", {{"containers", json::array({{{"name", "s"}}})}}}}}}}});
+    return *this;
+  }
+  ReleaseBuilder& annotate(const std::string& k, const std::string& v) {
+    o_["metadata"]["annotations"][k] = v;
+    return *this;
+  }
+  ReleaseBuilder& status(const json& s) {
+    o_["status"] = s;
+    return *this;
+  }
+  json build() const { return o_; }
+
+ private:
+  json o_;
+};
+
+json runtimeEnv(const std::string& hash = kHash, bool ready = true, int generation = 1,
+                int observed = 1) {
+  return {{"metadata", {{"name", "torch"}, {"namespace", "ml"}, {"generation", generation}}},
+          {"spec", {{"image", kImage}}},
+          {"status",
+           {{"closureHash", hash},
+            {"observedGeneration", observed},
+            {"conditions", json::array({{{"type", "Ready"},
+                                         {"status", ready ? "True" : "False"},
+                                         {"reason", ready ? "Resolved" : "LockParseError"},
+                                         {"message", "m"}}})}}}};
+}
+
+json metric(const std::string& name, std::optional<double> min, std::optional<double> max = {}) {
+  json m = {{"name", name}};
+  if (min) m["min"] = *min;
+  if (max) m["max"] = *max;
+  return m;
+}
+
+// A Job as the planner would have created it, with final conditions added by `finish`.
+json jobFor(const ReleasePlan& plan, size_t i = 0) { return plan.jobsToCreate.at(i); }
+
+json withUid(json job, const std::string& uid = "job-uid") {
+  job["metadata"]["uid"] = uid;
+  return job;
+}
+
+json finished(json job, const std::string& type, const std::string& reason = "",
+              const std::string& when = "2026-11-30T10:05:00Z") {
+  job = withUid(std::move(job));
+  job["status"]["conditions"] = json::array(
+      {{{"type", type == "Complete" ? "SuccessCriteriaMet" : "FailureTarget"}, {"status", "True"}},
+       {{"type", type},
+        {"status", "True"},
+        {"reason", reason},
+        {"message", "m"},
+        {"lastTransitionTime", when}}});
+  if (type == "Complete") job["status"]["completionTime"] = when;
+  return job;
+}
+
+json podOf(const json& job, const std::string& phase, const std::string& message,
+           int exitCode = 0) {
+  std::string container = job["spec"]["template"]["spec"]["containers"][0]["name"];
+  return {
+      {"metadata",
+       {{"name", job["metadata"]["name"].get<std::string>() + "-x"},
+        {"labels", {{"batch.kubernetes.io/job-name", job["metadata"]["name"]}}}}},
+      {"status",
+       {{"phase", phase},
+        {"containerStatuses",
+         json::array(
+             {{{"name", container},
+               {"state", {{"terminated", {{"exitCode", exitCode}, {"message", message}}}}}}})}}}};
+}
+
+ReleaseObserved observed(const json& release, std::optional<json> env = runtimeEnv()) {
+  ReleaseObserved o;
+  o.release = release;
+  o.runtimeEnv = std::move(env);
+  o.now = kNow;
+  o.nowUnix = kNowUnix;
+  o.fetchCommand = {"sh", "-c", "fetch"};
+  return o;
+}
+
+// The release with the plan's status written (as the shell does, status last).
+json applied(json release, const ReleasePlan& plan) {
+  release["status"] = plan.status;
+  return release;
+}
+
+const json& stage(const ReleasePlan& p, const std::string& name) {
+  for (const json& s : p.status["stages"]) {
+    if (s["name"] == name) return s;
+  }
+  static json none;
+  return none;
+}
+
+std::string condition(const ReleasePlan& p, const std::string& type, const char* field = "status") {
+  for (const json& c : p.status["conditions"]) {
+    if (c["type"] == type) return c.value(field, "");
+  }
+  return "";
+}
+
+bool hasEvent(const ReleasePlan& p, const std::string& reason, const std::string& text = "") {
+  for (const auto& e : p.events) {
+    if (e.reason == reason && e.message.find(text) != std::string::npos) return true;
+  }
+  return false;
+}
+
+// ---- first steps --------------------------------------------------------------
+
+TEST(ReleasePlan, NewReleaseStartsTheFirstGateJob) {
+  auto plan = planRelease(observed(ReleaseBuilder().gate("eval").gate("ci").build()));
+  ASSERT_EQ(plan.jobsToCreate.size(), 1u);
+  EXPECT_EQ(plan.jobsToCreate[0]["metadata"]["name"], "gpt2-v7-eval-1");
+  EXPECT_EQ(plan.status["phase"], "Evaluating");
+  EXPECT_EQ(plan.status["currentStage"], "eval");
+  EXPECT_EQ(stage(plan, "eval")["phase"], "Running");
+  EXPECT_EQ(stage(plan, "eval")["startedAt"], kNow);
+  EXPECT_EQ(stage(plan, "ci")["phase"], "Pending");
+  EXPECT_EQ(condition(plan, "Reconciling"), "True");
+  EXPECT_EQ(condition(plan, "Ready"), "False");
+  EXPECT_EQ(condition(plan, "Ready", "reason"), "GateRunning");
+  EXPECT_EQ(condition(plan, "Stalled"), "False");
+  EXPECT_EQ(condition(plan, "Stale"), "False");
+  EXPECT_EQ(plan.status["observedGeneration"], 1);
+  EXPECT_TRUE(plan.statusChanged);
+  EXPECT_TRUE(hasEvent(plan, "StageStarted", "gpt2-v7-eval-1"));
+}
+
+TEST(ReleasePlan, GateJobRunsThePackageByReferenceOnTheRuntimeImage) {
+  auto plan = planRelease(observed(ReleaseBuilder().gate("eval").build()));
+  ASSERT_EQ(plan.jobsToCreate.size(), 1u);
+  const json& job = plan.jobsToCreate[0];
+  EXPECT_EQ(job["metadata"]["namespace"], "ml");
+  EXPECT_EQ(job["metadata"]["ownerReferences"][0]["kind"], "ModelRelease");
+  EXPECT_EQ(job["metadata"]["ownerReferences"][0]["uid"], "uid-1");
+  EXPECT_EQ(job["metadata"]["ownerReferences"][0]["controller"], true);
+  EXPECT_EQ(job["spec"]["backoffLimit"], 0);
+  EXPECT_EQ(job["spec"]["activeDeadlineSeconds"], 1800);
+  const json& pod = job["spec"]["template"];
+  EXPECT_EQ(pod["metadata"]["labels"]["lockstep.dev/runtime-env"], "torch");
+  EXPECT_EQ(pod["metadata"]["labels"]["lockstep.dev/release"], "gpt2-v7");
+  EXPECT_EQ(pod["metadata"]["labels"]["lockstep.dev/stage"], "eval");
+  EXPECT_EQ(pod["metadata"]["annotations"]["lockstep.dev/closure-hash"], kHash);
+  EXPECT_EQ(pod["spec"]["restartPolicy"], "Never");
+  const json& c = pod["spec"]["containers"][0];
+  EXPECT_EQ(c["image"], kImage);
+  std::map<std::string, std::string> env;
+  for (const json& e : c["env"]) env[e["name"]] = e["value"];
+  EXPECT_EQ(env["LOCKSTEP_PACKAGE"], kPackage);
+  EXPECT_EQ(env["LOCKSTEP_CLOSURE_HASH"], kHash);
+  EXPECT_EQ(env["LOCKSTEP_RELEASE"], "gpt2-v7");
+  EXPECT_EQ(env["LOCKSTEP_STAGE"], "eval");
+  EXPECT_EQ(env["LOCKSTEP_MODEL_DIR"], "/model");
+  EXPECT_EQ(c["volumeMounts"][0]["mountPath"], "/model");
+  EXPECT_EQ(c["volumeMounts"][0]["readOnly"], true);
+  const json& vol = pod["spec"]["volumes"][0];
+  EXPECT_EQ(vol["name"], "lockstep-package");
+  EXPECT_EQ(vol["image"]["reference"], kPackage);
+  EXPECT_EQ(stage(plan, "eval")["packageMount"], "ImageVolume");
+}
+
+TEST(ReleasePlan, InitContainerModeFetchesThePackageIntoAnEmptyDir) {
+  auto o = observed(ReleaseBuilder().gate("eval").build());
+  o.mount = PackageMount::kInitContainer;
+  auto plan = planRelease(o);
+  ASSERT_EQ(plan.jobsToCreate.size(), 1u);
+  const json& spec = plan.jobsToCreate[0]["spec"]["template"]["spec"];
+  EXPECT_TRUE(spec["volumes"][0].contains("emptyDir"));
+  EXPECT_FALSE(spec["volumes"][0].contains("image"));
+  const json& fetch = spec["initContainers"][0];
+  EXPECT_EQ(fetch["name"], "lockstep-fetch-package");
+  EXPECT_EQ(fetch["image"], kImage);
+  EXPECT_EQ(fetch["command"], json({"sh", "-c", "fetch"}));
+  EXPECT_EQ(fetch["env"][0]["value"], kPackage);
+  EXPECT_EQ(stage(plan, "eval")["packageMount"], "InitContainer");
+}
+
+TEST(ReleasePlan, TemplateNamingAnotherImageFailsTheStage) {
+  auto plan = planRelease(
+      observed(ReleaseBuilder().gate("eval").containerImage("busybox:1.36").gate("ci").build()));
+  EXPECT_TRUE(plan.jobsToCreate.empty());
+  EXPECT_EQ(plan.status["phase"], "Failed");
+  EXPECT_EQ(condition(plan, "Stalled", "reason"), "InvalidSpec");
+  EXPECT_NE(stage(plan, "eval")["message"].get<std::string>().find(
+                "container \"eval\" of stage \"eval\" names image \"busybox:1.36\""),
+            std::string::npos);
+}
+
+TEST(ReleasePlan, LongNamesGiveShortDeterministicJobNames) {
+  std::string longName(80, 'r');
+  std::string a = gateJobName(longName, "eval", 1);
+  EXPECT_LE(a.size(), 63u);
+  EXPECT_EQ(a, gateJobName(longName, "eval", 1));
+  EXPECT_NE(a, gateJobName(longName, "eval", 2));
+  EXPECT_NE(a, gateJobName(longName + "x", "eval", 1));
+  EXPECT_EQ(gateJobName("gpt2", "ci", 3), "gpt2-ci-3");
+}
+
+TEST(ReleasePlan, DurationsAndTimes) {
+  EXPECT_EQ(parseStageDuration("30m"), 1800);
+  EXPECT_EQ(parseStageDuration("1h30m15s"), 5415);
+  EXPECT_EQ(parseStageDuration("45"), std::nullopt);
+  EXPECT_EQ(parseStageDuration("m"), std::nullopt);
+  EXPECT_EQ(parseStageDuration("10d"), std::nullopt);
+  EXPECT_EQ(parseStageDuration(""), std::nullopt);
+  EXPECT_EQ(parseRfc3339(kNow), kNowUnix);
+  EXPECT_EQ(parseRfc3339("2026-11-30T10:00:00.123Z"), kNowUnix);
+  EXPECT_EQ(parseRfc3339("yesterday"), std::nullopt);
+}
+
+// ---- gate results -------------------------------------------------------------
+
+struct GateCase {
+  std::string name;
+  std::string jobType;  // Complete | Failed | "" (running)
+  std::string jobReason;
+  std::string podPhase;
+  std::string message;
+  std::string wantStage;  // eval's phase after
+  std::string wantPhase;  // release phase after
+  std::string wantText;   // substring of eval's message
+  bool wantCiJob = false;
+  std::string wantReason;  // Ready reason
+};
+
+void PrintTo(const GateCase& c, std::ostream* os) { *os << c.name; }
+
+std::vector<GateCase> gateCases() {
+  return {
+      {"metrics above thresholds", "Complete", "", "Succeeded", R"({"accuracy":0.84,"loss":1.9})",
+       "Succeeded", "Testing", "accuracy 0.84 >= 0.82", true, "GateRunning"},
+      {"metric below threshold", "Complete", "", "Succeeded", R"({"accuracy":0.71})", "Failed",
+       "Failed", "metric \"accuracy\" is 0.71, below the minimum 0.82", false, "GateFailed"},
+      {"metric above maximum", "Complete", "", "Succeeded", R"({"accuracy":0.9,"loss":7.5})",
+       "Failed", "Failed", "metric \"loss\" is 7.5, above the maximum 5", false, "GateFailed"},
+      {"metric missing", "Complete", "", "Succeeded", R"({"loss":1.0})", "Failed", "Failed",
+       "metric \"accuracy\" is missing from the termination message of container \"eval\"", false,
+       "GateFailed"},
+      {"metric not a number", "Complete", "", "Succeeded", R"({"accuracy":"high"})", "Failed",
+       "Failed", "metric \"accuracy\" is \"high\", not a number", false, "GateFailed"},
+      {"message not JSON", "Complete", "", "Succeeded", "done, accuracy=0.9", "Failed", "Failed",
+       "is not a JSON object: \"done, accuracy=0.9\"", false, "GateFailed"},
+      {"message is a JSON array", "Complete", "", "Succeeded", "[0.9]", "Failed", "Failed",
+       "is not a JSON object", false, "GateFailed"},
+      {"empty message with thresholds", "Complete", "", "Succeeded", "", "Failed", "Failed",
+       "is empty; expected a JSON object with \"accuracy\"", false, "GateFailed"},
+      {"message over 4 KiB", "Complete", "", "Succeeded",
+       R"({"accuracy":0.9,"pad":")" + std::string(4100, 'x') + "\"}", "Failed", "Failed",
+       "bytes; at most 4096 are allowed", false, "GateFailed"},
+      {"deadline exceeded", "Failed", "DeadlineExceeded", "Failed", "", "Failed", "Failed",
+       "timed out after 1800s (Job gpt2-v7-eval-1: DeadlineExceeded)", false, "GateTimedOut"},
+      {"pod failed", "Failed", "BackoffLimitExceeded", "Failed", "CUDA error: no kernel image",
+       "Failed", "Failed", "container \"eval\" exited 1: CUDA error: no kernel image", false,
+       "GateFailed"},
+      {"success criteria met is not final", "", "", "Running", "", "Running", "Evaluating", "",
+       false, "GateRunning"},
+  };
+}
+
+class GateResults : public ::testing::TestWithParam<GateCase> {};
+
+TEST_P(GateResults, DecideTheStage) {
+  const GateCase& c = GetParam();
+  json release = ReleaseBuilder()
+                     .gate("eval", json::array({metric("accuracy", 0.82), metric("loss", {}, 5.0)}))
+                     .gate("ci")
+                     .build();
+  auto first = planRelease(observed(release));
+  ASSERT_EQ(first.jobsToCreate.size(), 1u);
+  json job = jobFor(first);
+  if (c.jobType.empty()) {
+    job = withUid(job);
+    job["status"]["conditions"] =
+        json::array({{{"type", "SuccessCriteriaMet"}, {"status", "True"}}});
+  } else {
+    job = finished(job, c.jobType, c.jobReason);
+  }
+  auto o = observed(applied(release, first));
+  o.jobs = {job};
+  o.pods = {podOf(job, c.podPhase, c.message, c.jobType == "Failed" ? 1 : 0)};
+  auto plan = planRelease(o);
+  EXPECT_EQ(stage(plan, "eval")["phase"], c.wantStage) << stage(plan, "eval").dump();
+  EXPECT_EQ(plan.status["phase"], c.wantPhase);
+  EXPECT_NE(stage(plan, "eval").value("message", "").find(c.wantText), std::string::npos)
+      << stage(plan, "eval").dump();
+  EXPECT_EQ(condition(plan, "Ready", "reason"), c.wantReason);
+  bool ciJob =
+      !plan.jobsToCreate.empty() && plan.jobsToCreate[0]["metadata"]["name"] == "gpt2-v7-ci-1";
+  EXPECT_EQ(ciJob, c.wantCiJob);
+  if (c.wantStage == "Failed") {
+    EXPECT_EQ(condition(plan, "Stalled"), "True");
+    EXPECT_TRUE(plan.jobsToCreate.empty());
+    EXPECT_TRUE(hasEvent(plan, "StageFailed"));
+    ASSERT_EQ(plan.outcomes.size(), 1u);
+    EXPECT_EQ(plan.outcomes[0].result, c.wantReason == "GateTimedOut" ? "timed_out" : "failed");
+    EXPECT_EQ(plan.outcomes[0].durationSeconds, 300);
+  }
+  if (c.wantStage == "Succeeded") {
+    const json& eval = stage(plan, "eval");
+    EXPECT_EQ(eval["metrics"]["accuracy"], 0.84);
+    EXPECT_EQ(eval["evidence"]["package"], kPackage);
+    EXPECT_EQ(eval["evidence"]["closureHash"], kHash);
+    EXPECT_EQ(eval["evidence"]["image"], kImage);
+    EXPECT_EQ(eval["evidence"]["jobUID"], "job-uid");
+    EXPECT_EQ(eval["finishedAt"], "2026-11-30T10:05:00Z");
+    EXPECT_EQ(plan.status["validatedClosureHash"], kHash);
+    EXPECT_EQ(stage(plan, "ci")["phase"], "Running");
+    EXPECT_TRUE(hasEvent(plan, "StageSucceeded", "accuracy 0.84"));
+    ASSERT_EQ(plan.outcomes.size(), 1u);
+    EXPECT_EQ(plan.outcomes[0].result, "succeeded");
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(All, GateResults, ::testing::ValuesIn(gateCases()), [](const auto& info) {
+  std::string n = info.param.name;
+  for (char& ch : n)
+    if (!isalnum(static_cast<unsigned char>(ch))) ch = '_';
+  return n;
+});
+
+TEST(ReleasePlan, CompleteJobWithoutItsPodInTheCacheWaits) {
+  json release = ReleaseBuilder().gate("eval", json::array({metric("accuracy", 0.5)})).build();
+  auto first = planRelease(observed(release));
+  auto o = observed(applied(release, first));
+  o.jobs = {finished(jobFor(first), "Complete", "", "2026-11-30T09:59:30Z")};
+  auto plan = planRelease(o);
+  EXPECT_EQ(stage(plan, "eval")["phase"], "Running");
+  EXPECT_EQ(plan.requeueAfterSeconds, 2);
+  EXPECT_EQ(condition(plan, "Ready", "reason"), "WaitingForMetrics");
+  // Long after completion with no pod left: a clear failure, not a hang.
+  o.jobs = {finished(jobFor(first), "Complete", "", "2026-11-30T09:50:00Z")};
+  plan = planRelease(o);
+  EXPECT_EQ(stage(plan, "eval")["phase"], "Failed");
+  EXPECT_NE(stage(plan, "eval")["message"].get<std::string>().find("no succeeded pod"),
+            std::string::npos);
+}
+
+TEST(ReleasePlan, NoThresholdsAndNoMessagePasses) {
+  json release = ReleaseBuilder().gate("eval").build();
+  auto first = planRelease(observed(release));
+  auto o = observed(applied(release, first));
+  json job = finished(jobFor(first), "Complete");
+  o.jobs = {job};
+  o.pods = {podOf(job, "Succeeded", "")};
+  auto plan = planRelease(o);
+  EXPECT_EQ(plan.status["phase"], "Validated");
+  EXPECT_EQ(condition(plan, "Ready"), "True");
+  EXPECT_EQ(condition(plan, "Reconciling"), "False");
+  EXPECT_EQ(condition(plan, "Stalled"), "False");
+  EXPECT_TRUE(hasEvent(plan, "Validated"));
+  EXPECT_FALSE(plan.status.contains("currentStage"));
+}
+
+// ---- approvals and abort ------------------------------------------------------------
+
+TEST(ReleasePlan, ManualStageWaitsForApprovalThenRecordsTheApprover) {
+  json release = ReleaseBuilder().gate("eval").gate("ci").manual().build();
+  json eval = finished(jobFor(planRelease(observed(release))), "Complete");
+  auto o = observed(applied(release, planRelease(observed(release))));
+  o.jobs = {eval};
+  o.pods = {podOf(eval, "Succeeded", "")};
+  auto waiting = planRelease(o);
+  EXPECT_EQ(stage(waiting, "eval")["phase"], "Succeeded");
+  EXPECT_EQ(stage(waiting, "ci")["phase"], "WaitingForApproval");
+  EXPECT_TRUE(waiting.jobsToCreate.empty());
+  EXPECT_EQ(waiting.status["phase"], "Testing");
+  EXPECT_EQ(condition(waiting, "Ready", "reason"), "WaitingForApproval");
+  EXPECT_EQ(condition(waiting, "Reconciling"), "False");
+  EXPECT_TRUE(hasEvent(waiting, "WaitingForApproval", "\"ci\""));
+
+  // Nothing changes on a re-plan: no churn, no repeated event.
+  auto o2 = observed(applied(release, waiting));
+  o2.jobs = o.jobs;
+  o2.pods = o.pods;
+  auto again = planRelease(o2);
+  EXPECT_FALSE(again.statusChanged);
+  EXPECT_TRUE(again.events.empty());
+
+  // Approved (the webhook checked the user and the RBAC verb).
+  json approved = applied(release, waiting);
+  approved["metadata"]["annotations"]["approve.lockstep.dev/ci"] = "alice";
+  auto o3 = observed(approved);
+  o3.jobs = o.jobs;
+  o3.pods = o.pods;
+  auto go = planRelease(o3);
+  ASSERT_EQ(go.jobsToCreate.size(), 1u);
+  EXPECT_EQ(go.jobsToCreate[0]["metadata"]["name"], "gpt2-v7-ci-1");
+  EXPECT_EQ(stage(go, "ci")["approvedBy"], "alice");
+  EXPECT_EQ(stage(go, "ci")["phase"], "Running");
+  EXPECT_TRUE(hasEvent(go, "StageApproved", "alice"));
+}
+
+TEST(ReleasePlan, AbortDeletesTheRunningJobAndFailsTheRelease) {
+  json release = ReleaseBuilder().gate("eval").gate("ci").build();
+  auto first = planRelease(observed(release));
+  json running = applied(release, first);
+  running["metadata"]["annotations"]["lockstep.dev/abort"] = "bob";
+  auto o = observed(running);
+  o.jobs = {withUid(jobFor(first))};
+  auto plan = planRelease(o);
+  EXPECT_EQ(plan.jobsToDelete, std::vector<std::string>{"gpt2-v7-eval-1"});
+  EXPECT_TRUE(plan.jobsToCreate.empty());
+  EXPECT_EQ(plan.status["phase"], "Failed");
+  EXPECT_EQ(stage(plan, "eval")["phase"], "Failed");
+  EXPECT_EQ(stage(plan, "eval")["message"], "aborted by bob");
+  EXPECT_EQ(condition(plan, "Stalled", "reason"), "Aborted");
+  EXPECT_EQ(condition(plan, "Ready", "reason"), "Aborted");
+  EXPECT_TRUE(hasEvent(plan, "Aborted", "bob"));
+  ASSERT_EQ(plan.outcomes.size(), 1u);
+  EXPECT_EQ(plan.outcomes[0].result, "aborted");
+
+  // After a crash that lost the delete, the terminal release still removes its Job.
+  auto o2 = observed(applied(running, plan));
+  o2.jobs = o.jobs;
+  auto after = planRelease(o2);
+  EXPECT_EQ(after.jobsToDelete, std::vector<std::string>{"gpt2-v7-eval-1"});
+  EXPECT_FALSE(after.statusChanged);
+}
+
+// ---- the runtime ------------------------------------------------------------------------
+
+TEST(ReleasePlan, StaleRuntimeStartsNothing) {
+  json release = ReleaseBuilder().gate("eval").build();
+  auto plan = planRelease(observed(release, runtimeEnv(kOtherHash)));
+  EXPECT_TRUE(plan.jobsToCreate.empty());
+  EXPECT_EQ(plan.status["phase"], "Pending");
+  EXPECT_EQ(condition(plan, "Stale"), "True");
+  EXPECT_NE(condition(plan, "Stale", "message").find(kOtherHash), std::string::npos);
+  EXPECT_NE(condition(plan, "Stale", "message").find(kHash), std::string::npos);
+  EXPECT_EQ(condition(plan, "Stalled", "reason"), "RuntimeStale");
+  EXPECT_TRUE(hasEvent(plan, "RuntimeStale"));
+}
+
+TEST(ReleasePlan, RuntimeMovingOnDuringEvalRecordsEvalButStartsNoCi) {
+  json release =
+      ReleaseBuilder().gate("eval", json::array({metric("accuracy", 0.5)})).gate("ci").build();
+  auto first = planRelease(observed(release));
+  json job = finished(jobFor(first), "Complete");
+  auto o = observed(applied(release, first), runtimeEnv(kOtherHash, true, 2, 2));
+  o.jobs = {job};
+  o.pods = {podOf(job, "Succeeded", R"({"accuracy":0.9})")};
+  auto plan = planRelease(o);
+  EXPECT_EQ(stage(plan, "eval")["phase"], "Succeeded");
+  EXPECT_EQ(stage(plan, "eval")["evidence"]["closureHash"], kHash);  // what it ran on
+  EXPECT_EQ(stage(plan, "ci")["phase"], "Pending");
+  EXPECT_TRUE(plan.jobsToCreate.empty());
+  EXPECT_EQ(condition(plan, "Stale"), "True");
+  EXPECT_EQ(condition(plan, "Stalled", "reason"), "RuntimeStale");
+  EXPECT_EQ(plan.status["phase"], "Testing");
+}
+
+TEST(ReleasePlan, MissingOrUnreadyRuntimeWaits) {
+  json release = ReleaseBuilder().gate("eval").build();
+  auto plan = planRelease(observed(release, std::nullopt));
+  EXPECT_TRUE(plan.jobsToCreate.empty());
+  EXPECT_EQ(condition(plan, "Ready", "reason"), "RuntimeEnvNotFound");
+  EXPECT_EQ(condition(plan, "Stale"), "Unknown");
+  EXPECT_EQ(condition(plan, "Stalled"), "False");
+  plan = planRelease(observed(release, runtimeEnv(kHash, false)));
+  EXPECT_TRUE(plan.jobsToCreate.empty());
+  EXPECT_EQ(condition(plan, "Ready", "reason"), "RuntimeEnvNotReady");
+  // Ready, but for an older generation (its spec was just edited): not trusted.
+  plan = planRelease(observed(release, runtimeEnv(kHash, true, 3, 2)));
+  EXPECT_TRUE(plan.jobsToCreate.empty());
+  EXPECT_NE(condition(plan, "Ready", "message").find("not for generation 3"), std::string::npos);
+}
+
+TEST(ReleasePlan, ServingStageIsReportedNotRun) {
+  json release = ReleaseBuilder().gate("eval").serving("prod").build();
+  auto first = planRelease(observed(release));
+  json job = finished(jobFor(first), "Complete");
+  auto o = observed(applied(release, first));
+  o.jobs = {job};
+  o.pods = {podOf(job, "Succeeded", "")};
+  auto plan = planRelease(o);
+  EXPECT_EQ(stage(plan, "eval")["phase"], "Succeeded");
+  EXPECT_EQ(plan.status["currentStage"], "prod");
+  EXPECT_EQ(condition(plan, "Ready"), "False");
+  EXPECT_EQ(condition(plan, "Stalled", "reason"), "ServingNotSupported");
+  EXPECT_TRUE(plan.jobsToCreate.empty());
+}
+
+TEST(ReleasePlan, InvalidTimeoutIsAnInvalidSpec) {
+  auto plan = planRelease(observed(ReleaseBuilder().gate("eval", json::array(), "soon").build()));
+  EXPECT_EQ(plan.status["phase"], "Failed");
+  EXPECT_EQ(condition(plan, "Stalled", "reason"), "InvalidSpec");
+  EXPECT_NE(condition(plan, "Stalled", "message").find("spec.stages[0].gate.timeout \"soon\""),
+            std::string::npos);
+}
+
+// ---- a simulated world with a restart at every step ---------------------------------------
+
+// Holds the API server's state; `reconcile` is one controller pass that may
+// "crash" after creating Jobs and before writing status.
+struct World {
+  json release;
+  std::vector<json> jobs;
+  std::vector<json> pods;
+  int creates = 0;
+  int uid = 0;
+
+  void reconcile(bool crashBeforeStatus) {
+    auto o = observed(release);
+    o.jobs = jobs;
+    o.pods = pods;
+    ReleasePlan p = planRelease(o);
+    for (const json& j : p.jobsToCreate) {
+      bool exists = false;
+      for (const json& have : jobs)
+        exists = exists || have["metadata"]["name"] == j["metadata"]["name"];
+      if (exists) continue;  // AlreadyExists: done
+      ++creates;
+      jobs.push_back(withUid(j, "uid-" + std::to_string(++uid)));
+    }
+    if (crashBeforeStatus) return;
+    if (p.statusChanged) release["status"] = p.status;
+  }
+  // The Job controller and KWOK: every running Job completes with `message`.
+  void runJobs(const std::map<std::string, std::string>& messages) {
+    for (json& j : jobs) {
+      if (j["status"].contains("conditions")) continue;
+      std::string stage = j["metadata"]["labels"]["lockstep.dev/stage"];
+      j = finished(j, "Complete");
+      pods.push_back(podOf(j, "Succeeded", messages.count(stage) ? messages.at(stage) : ""));
+    }
+  }
+  std::string phase() const {
+    return release.contains("status") ? release["status"].value("phase", "") : "";
+  }
+};
+
+TEST(ReleasePlan, RestartAtEveryStepReachesTheSameEndWithOneJobPerStage) {
+  json spec = ReleaseBuilder()
+                  .gate("eval", json::array({metric("accuracy", 0.8)}))
+                  .gate("ci")
+                  .manual()
+                  .gate("bench")
+                  .build();
+  const std::map<std::string, std::string> messages = {{"eval", R"({"accuracy":0.9})"}};
+
+  // Uninterrupted run.
+  World clean;
+  clean.release = spec;
+  for (int i = 0; i < 20 && clean.phase() != "Validated"; ++i) {
+    clean.reconcile(false);
+    clean.runJobs(messages);
+    if (clean.phase() == "Testing" && !clean.release["metadata"].contains("annotations"))
+      clean.release["metadata"]["annotations"]["approve.lockstep.dev/ci"] = "alice";
+  }
+  ASSERT_EQ(clean.phase(), "Validated");
+  EXPECT_EQ(clean.creates, 3);
+
+  // Every step is followed by a crash (Jobs created, status lost) and a fresh operator.
+  for (int crashAt = 0; crashAt < 8; ++crashAt) {
+    SCOPED_TRACE("crash at step " + std::to_string(crashAt));
+    World w;
+    w.release = spec;
+    for (int i = 0; i < 30 && w.phase() != "Validated"; ++i) {
+      w.reconcile(i == crashAt);
+      w.reconcile(false);  // the restarted operator
+      if (i % 2 == 0) w.runJobs(messages);
+      if (w.phase() == "Testing" && !w.release["metadata"].contains("annotations"))
+        w.release["metadata"]["annotations"]["approve.lockstep.dev/ci"] = "alice";
+    }
+    EXPECT_EQ(w.phase(), "Validated");
+    EXPECT_EQ(w.creates, 3) << "a stage ran twice or was skipped";
+    for (const char* s : {"eval", "ci", "bench"}) {
+      const json* st = nullptr;
+      for (const json& x : w.release["status"]["stages"])
+        if (x["name"] == s) st = &x;
+      ASSERT_NE(st, nullptr);
+      EXPECT_EQ((*st)["phase"], "Succeeded") << s;
+    }
+    // A final re-plan changes nothing (the terminal state is stable).
+    auto o = observed(w.release);
+    o.jobs = w.jobs;
+    o.pods = w.pods;
+    auto last = planRelease(o);
+    EXPECT_FALSE(last.statusChanged);
+    EXPECT_TRUE(last.jobsToCreate.empty());
+  }
+}
+
+TEST(ReleasePlan, TerminalReleaseIgnoresReapplyAndLateApprovals) {
+  json release =
+      ReleaseBuilder().gate("eval", json::array({metric("accuracy", 0.8)})).gate("ci").build();
+  auto first = planRelease(observed(release));
+  json job = finished(jobFor(first), "Complete");
+  auto o = observed(applied(release, first));
+  o.jobs = {job};
+  o.pods = {podOf(job, "Succeeded", R"({"accuracy":0.1})")};
+  auto failed = planRelease(o);
+  ASSERT_EQ(failed.status["phase"], "Failed");
+  json again = applied(release, failed);
+  again["metadata"]["annotations"]["approve.lockstep.dev/ci"] = "alice";
+  again["metadata"]["generation"] = 2;  // a GitOps re-apply with an edit
+  auto o2 = observed(again);
+  o2.jobs = o.jobs;
+  o2.pods = o.pods;
+  auto plan = planRelease(o2);
+  EXPECT_TRUE(plan.jobsToCreate.empty());
+  EXPECT_EQ(plan.status["phase"], "Failed");
+  EXPECT_EQ(plan.status["observedGeneration"], 2);
+}
+
+}  // namespace
+}  // namespace lockstep::controllers
