@@ -1,0 +1,908 @@
+// Table tests of the prod-stage planner (controllers/modelrelease/canary_plan.h)
+// and a simulated world (Deployments, pods, Prometheus) that restarts the
+// operator at every step.
+#include "controllers/modelrelease/canary_plan.h"
+
+#include <ctime>
+#include <functional>
+#include <map>
+#include <string>
+
+#include <gtest/gtest.h>
+
+namespace lockstep::controllers {
+namespace {
+
+using nlohmann::json;
+
+const std::string kHash = "sha256:" + std::string(64, 'a');
+const std::string kOldHash = "sha256:" + std::string(64, 'd');
+const std::string kImage = "registry.example/runtimes/torch@sha256:" + std::string(64, '1');
+const std::string kPackage = "registry.example/models/gpt2@sha256:" + std::string(64, 'c');
+const std::string kOldPackage = "registry.example/models/gpt2@sha256:" + std::string(64, 'e');
+const int64_t kT0 = 1796032800;  // 2026-11-30T10:00:00Z
+
+std::string rfc(int64_t unix) {
+  std::time_t t = static_cast<std::time_t>(unix);
+  std::tm tm{};
+  gmtime_r(&t, &tm);
+  char buf[32];
+  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
+  return buf;
+}
+
+// ---- replica math --------------------------------------------------------------------------
+
+// Argo Rollouts' own vectors (utils/replicaset/canary_test.go,
+// TestApproximateWeightedNewStableReplicaCounts): {replicas, weight, maxSurge, canary, stable}.
+TEST(CanaryReplicas, TargetCountsMatchArgoRollouts) {
+  struct Row {
+    int replicas, weight, maxSurge, canary, stable;
+  };
+  const Row rows[] = {
+      {1, 0, 0, 0, 1},     {1, 1, 0, 0, 1},   {1, 49, 0, 0, 1},  {1, 50, 0, 1, 0},
+      {1, 99, 0, 1, 0},    {1, 100, 0, 1, 0}, {1, 0, 1, 0, 1},   {1, 1, 1, 1, 1},
+      {1, 49, 1, 1, 1},    {1, 50, 1, 1, 1},  {1, 99, 1, 1, 1},  {1, 100, 1, 1, 0},
+      {2, 0, 0, 0, 2},     {2, 1, 0, 1, 1},   {2, 50, 0, 1, 1},  {2, 99, 0, 1, 1},
+      {2, 100, 0, 2, 0},   {2, 0, 1, 0, 2},   {2, 1, 1, 1, 2},   {2, 50, 1, 1, 1},
+      {2, 99, 1, 2, 1},    {2, 100, 1, 2, 0}, {3, 10, 0, 1, 2},  {3, 25, 0, 1, 2},
+      {3, 33, 0, 1, 2},    {3, 34, 0, 1, 2},  {3, 49, 0, 1, 2},  {3, 50, 0, 2, 1},
+      {3, 10, 1, 1, 3},    {3, 25, 1, 1, 3},  {3, 33, 1, 1, 2},  {3, 34, 1, 1, 2},
+      {3, 49, 1, 2, 2},    {3, 50, 1, 2, 2},  {10, 0, 1, 0, 10}, {10, 1, 0, 1, 9},
+      {10, 14, 0, 1, 9},   {10, 15, 0, 2, 8}, {10, 16, 0, 2, 8}, {10, 99, 0, 9, 1},
+      {10, 1, 1, 1, 10},   {10, 18, 1, 2, 9}, {10, 19, 1, 2, 9}, {10, 20, 1, 2, 8},
+      {10, 23, 1, 2, 8},   {10, 24, 1, 3, 8}, {10, 25, 1, 3, 8}, {10, 99, 1, 10, 1},
+      {10, 100, 1, 10, 0},
+  };
+  for (const Row& r : rows) {
+    auto got = targetReplicaCounts(r.replicas, r.weight,
+                                   r.maxSurge ? CapacityMode::kSurge : CapacityMode::kDrain);
+    EXPECT_EQ(got.canary, r.canary)
+        << r.replicas << " replicas at " << r.weight << "% surge " << r.maxSurge;
+    EXPECT_EQ(got.stable, r.stable)
+        << r.replicas << " replicas at " << r.weight << "% surge " << r.maxSurge;
+  }
+}
+
+// Drives nextReplicaCounts with pods that become Ready one tick after they are
+// requested; returns the spec counts seen, checking the surge/unavailable bounds.
+std::vector<ReplicaCounts> progression(int total, ReplicaCounts from, ReplicaCounts target,
+                                       CapacityMode mode) {
+  std::vector<ReplicaCounts> seen;
+  TrackObserved canary{from.canary, from.canary}, stable{from.stable, from.stable};
+  for (int tick = 0; tick < 100; ++tick) {
+    ReplicaCounts next = nextReplicaCounts(total, target, canary, stable, mode);
+    EXPECT_LE(next.canary + next.stable, total + (mode == CapacityMode::kSurge ? 1 : 0));
+    // Pods removed are gone at once; pods added become Ready next tick.
+    int readyNow =
+        std::min(canary.readyReplicas, next.canary) + std::min(stable.readyReplicas, next.stable);
+    EXPECT_GE(readyNow, total - (mode == CapacityMode::kSurge ? 0 : 1))
+        << "tick " << tick << ": availability broken";
+    if (seen.empty() || !(seen.back() == next)) seen.push_back(next);
+    canary = {next.canary, std::min(canary.readyReplicas, next.canary)};
+    stable = {next.stable, std::min(stable.readyReplicas, next.stable)};
+    if (next == ReplicaCounts{canary.specReplicas, stable.specReplicas} &&
+        canary.readyReplicas == next.canary && stable.readyReplicas == next.stable &&
+        next == target)
+      break;
+    canary.readyReplicas = canary.specReplicas;  // Ready by the next tick
+    stable.readyReplicas = stable.specReplicas;
+  }
+  return seen;
+}
+
+TEST(CanaryReplicas, SurgeAddsOneCanaryThenRemovesOneStable) {
+  auto seen = progression(4, {0, 4}, {2, 2}, CapacityMode::kSurge);
+  std::vector<ReplicaCounts> want = {{1, 4}, {1, 3}, {2, 3}, {2, 2}};
+  ASSERT_EQ(seen.size(), want.size());
+  for (size_t i = 0; i < want.size(); ++i) {
+    EXPECT_EQ(seen[i].canary, want[i].canary) << i;
+    EXPECT_EQ(seen[i].stable, want[i].stable) << i;
+  }
+}
+
+TEST(CanaryReplicas, DrainRemovesOneStableThenAddsOneCanary) {
+  auto seen = progression(4, {0, 4}, {2, 2}, CapacityMode::kDrain);
+  std::vector<ReplicaCounts> want = {{0, 3}, {1, 3}, {1, 2}, {2, 2}};
+  ASSERT_EQ(seen.size(), want.size());
+  for (size_t i = 0; i < want.size(); ++i) {
+    EXPECT_EQ(seen[i].canary, want[i].canary) << i;
+    EXPECT_EQ(seen[i].stable, want[i].stable) << i;
+  }
+}
+
+TEST(CanaryReplicas, BoundsHoldForEveryWeightAndBothDirections) {
+  for (CapacityMode mode : {CapacityMode::kSurge, CapacityMode::kDrain}) {
+    for (int total : {1, 2, 3, 5, 10}) {
+      for (int w : {0, 10, 33, 50, 90, 100}) {
+        SCOPED_TRACE(std::to_string(total) + " at " + std::to_string(w));
+        ReplicaCounts target = targetReplicaCounts(total, w, mode);
+        auto up = progression(total, {0, total}, target, mode);
+        ASSERT_FALSE(up.empty());
+        EXPECT_TRUE(up.back() == target);
+        auto back = progression(total, target, {0, total}, mode);  // abort from there
+        EXPECT_TRUE(back.back() == (ReplicaCounts{0, total}));
+      }
+    }
+  }
+}
+
+TEST(CanaryReplicas, NotReadyCanaryHoldsTheStable) {
+  // A canary pod requested but not Ready: the stable keeps all its pods.
+  auto next = nextReplicaCounts(4, {2, 2}, {1, 0}, {4, 4}, CapacityMode::kSurge);
+  EXPECT_EQ(next.canary, 1);
+  EXPECT_EQ(next.stable, 4);
+}
+
+json pod(const std::string& name, const std::string& track, const std::string& release,
+         const std::string& node, bool ready, bool deleting = false) {
+  json p = {
+      {"metadata",
+       {{"name", name},
+        {"labels", {{"lockstep.dev/track", track}, {"lockstep.dev/release", release}}}}},
+      {"spec", {{"nodeName", node}}},
+      {"status",
+       {{"conditions", json::array({{{"type", "Ready"}, {"status", ready ? "True" : "False"}}})}}}};
+  if (deleting) p["metadata"]["deletionTimestamp"] = "2026-11-30T10:00:00Z";
+  return p;
+}
+
+TEST(CanaryReplicas, WeightCountsOnlyReadyCanaryPodsWhoseGpuIsFree) {
+  std::vector<json> pods = {
+      pod("c1", "canary", "v2", "gpu-1", true),
+      pod("c2", "canary", "v2", "gpu-2", false),  // warming up
+      pod("c3", "canary", "v2", "gpu-3", true),   // but the old pod on gpu-3 still terminates
+      pod("s1", "stable", "v1", "gpu-3", true, true),
+      pod("c4", "canary", "v1", "gpu-4", true),  // another release's canary
+      pod("s2", "stable", "v1", "gpu-5", true),
+  };
+  EXPECT_EQ(countReadyPods(pods, "canary", "v2"), 1);
+  EXPECT_EQ(countReadyPods(pods, "stable", "v1"), 1);
+}
+
+// ---- analysis -------------------------------------------------------------------------------
+
+PrometheusAnalysis analysis(int failureLimit = 0, int errorLimit = 4) {
+  PrometheusAnalysis a;
+  a.address = "http://prometheus:9090";
+  a.query = "q";
+  a.max = 0.01;
+  a.intervalSeconds = 30;
+  a.failureLimit = failureLimit;
+  a.consecutiveErrorLimit = errorLimit;
+  return a;
+}
+
+Measurement value(int64_t at, double v) { return {at, v, ""}; }
+Measurement error(int64_t at, const std::string& e = "empty result") { return {at, {}, e}; }
+
+TEST(CanaryAnalysis, Table) {
+  struct Row {
+    const char* name;
+    int failureLimit, errorLimit, count;
+    std::vector<Measurement> ms;
+    AnalysisPhase want;
+    const char* reason;
+    int64_t nextAt;  // when running
+  };
+  const std::vector<Row> rows = {
+      {"no measurement yet: due at the start", 0, 4, 3, {}, AnalysisPhase::kRunning, "", kT0},
+      {"one pass of three: next after interval",
+       0,
+       4,
+       3,
+       {value(kT0, 0.001)},
+       AnalysisPhase::kRunning,
+       "",
+       kT0 + 30},
+      {"count reached",
+       0,
+       4,
+       2,
+       {value(kT0, 0.001), value(kT0 + 30, 0.0)},
+       AnalysisPhase::kPassed,
+       "",
+       0},
+      {"one failure with failureLimit 0 fails",
+       0,
+       4,
+       3,
+       {value(kT0, 0.5)},
+       AnalysisPhase::kFailed,
+       kReasonAnalysisFailed,
+       0},
+      {"failures up to failureLimit are tolerated",
+       1,
+       4,
+       3,
+       {value(kT0, 0.5), value(kT0 + 30, 0.0), value(kT0 + 60, 0.0)},
+       AnalysisPhase::kPassed,
+       "",
+       0},
+      {"failed > failureLimit fails",
+       1,
+       4,
+       5,
+       {value(kT0, 0.5), value(kT0 + 30, 0.7)},
+       AnalysisPhase::kFailed,
+       kReasonAnalysisFailed,
+       0},
+      {"an error is not a failure and retries after 10s",
+       0,
+       4,
+       1,
+       {error(kT0)},
+       AnalysisPhase::kRunning,
+       "",
+       kT0 + 10},
+      {"errors do not count toward count",
+       0,
+       4,
+       1,
+       {error(kT0), error(kT0 + 10)},
+       AnalysisPhase::kRunning,
+       "",
+       kT0 + 20},
+      {"consecutive errors up to the limit are tolerated",
+       0,
+       2,
+       1,
+       {error(kT0), error(kT0 + 10)},
+       AnalysisPhase::kRunning,
+       "",
+       kT0 + 20},
+      {"consecutive errors > limit fail: never a silent pass",
+       0,
+       2,
+       1,
+       {error(kT0), error(kT0 + 10), error(kT0 + 20)},
+       AnalysisPhase::kFailed,
+       kReasonAnalysisError,
+       0},
+      {"a value resets the consecutive errors",
+       0,
+       2,
+       3,
+       {error(kT0), error(kT0 + 10), value(kT0 + 20, 0.0), error(kT0 + 50), error(kT0 + 60)},
+       AnalysisPhase::kRunning,
+       "",
+       kT0 + 70},
+      {"NaN is an error",
+       0,
+       0,
+       1,
+       {value(kT0, std::nan(""))},
+       AnalysisPhase::kFailed,
+       kReasonAnalysisError,
+       0},
+  };
+  for (const Row& r : rows) {
+    SCOPED_TRACE(r.name);
+    PrometheusAnalysis a = analysis(r.failureLimit, r.errorLimit);
+    AnalysisCounters c;
+    for (const Measurement& m : r.ms) recordMeasurement(c, a, m);
+    AnalysisVerdict v = assessAnalysis(c, a, r.count, kT0);
+    EXPECT_EQ(v.phase, r.want) << v.message;
+    EXPECT_EQ(v.reason, r.reason);
+    if (r.want == AnalysisPhase::kRunning) {
+      EXPECT_EQ(v.nextMeasurementAtUnix, r.nextAt);
+    }
+  }
+}
+
+TEST(CanaryAnalysis, MinBoundAndDerivedCount) {
+  PrometheusAnalysis a = analysis();
+  a.max.reset();
+  a.min = 0.9;
+  AnalysisCounters c;
+  recordMeasurement(c, a, value(kT0, 0.95));
+  recordMeasurement(c, a, value(kT0 + 30, 0.5));
+  EXPECT_EQ(c.successful, 1);
+  EXPECT_EQ(c.failed, 1);
+  CanaryStep s;
+  s.analysis = analysis();
+  EXPECT_EQ(effectiveCount(s), 1);
+  s.pause = CanaryStep::Pause::kDuration;
+  s.pauseSeconds = 300;
+  EXPECT_EQ(effectiveCount(s), 10);  // one per 30s interval over a 5m pause
+  s.analysis->count = 4;
+  EXPECT_EQ(effectiveCount(s), 4);
+}
+
+// ---- GPU capacity -----------------------------------------------------------------------------
+
+TEST(CanaryGpu, PreCheckFitsNodeByNode) {
+  EXPECT_TRUE(gpuPreCheck({2, {1, 1, 1}}, 1).go == false);  // 3 free, but no node has 2
+  EXPECT_TRUE(gpuPreCheck({2, {1, 2}}, 1).go);
+  EXPECT_FALSE(gpuPreCheck({2, {2, 1}}, 2).go);
+  EXPECT_TRUE(gpuPreCheck({1, {0, 0}}, 0).go);
+  EXPECT_TRUE(gpuPreCheck({0, {}}, 3).go);  // no GPU requested
+  auto check = gpuPreCheck({1, {0, 0}}, 1);
+  EXPECT_FALSE(check.go);
+  EXPECT_NE(check.message.find("2 compatible node(s) have 0 free GPU(s)"), std::string::npos)
+      << check.message;
+}
+
+// ---- decoding ---------------------------------------------------------------------------------
+
+json prodStage(json canary) {
+  return {{"name", "prod"},
+          {"serving",
+           {{"template", {{"spec", {{"containers", json::array({{{"name", "server"}}})}}}}},
+            {"replicas", 4},
+            {"port", 8080}}},
+          {"canary", canary}};
+}
+
+json promAnalysis(int count = 1, int failureLimit = 0) {
+  return {{"prometheus",
+           {{"address", "http://prometheus:9090"},
+            {"query", "error_rate"},
+            {"max", 0.01},
+            {"interval", "30s"},
+            {"count", count},
+            {"failureLimit", failureLimit},
+            {"consecutiveErrorLimit", 2}}}};
+}
+
+TEST(CanarySpecDecode, StepsPausesAnalysisAndErrors) {
+  CanarySpec spec;
+  json canary = {
+      {"capacity", "drain"},
+      {"progressDeadline", "5m"},
+      {"analysis", promAnalysis(3)},
+      {"steps",
+       json::array(
+           {{{"weight", 25}, {"pause", "2m"}},
+            {{"weight", 50}, {"pause", "Indefinite"}},
+            {{"weight", 100}, {"progressDeadline", "20m"}, {"analysis", promAnalysis(1, 2)}}})}};
+  ASSERT_EQ(decodeCanarySpec(prodStage(canary), spec), std::nullopt);
+  EXPECT_EQ(spec.replicas, 4);
+  EXPECT_EQ(spec.capacity, CapacityMode::kDrain);
+  ASSERT_EQ(spec.steps.size(), 3u);
+  EXPECT_EQ(spec.steps[0].pause, CanaryStep::Pause::kDuration);
+  EXPECT_EQ(spec.steps[0].pauseSeconds, 120);
+  EXPECT_EQ(spec.steps[0].progressDeadlineSeconds, 300);
+  EXPECT_EQ(spec.steps[0].analysis->count, 3);
+  EXPECT_EQ(spec.steps[1].pause, CanaryStep::Pause::kIndefinite);
+  EXPECT_EQ(spec.steps[2].progressDeadlineSeconds, 1200);
+  EXPECT_EQ(spec.steps[2].analysis->failureLimit, 2);
+  EXPECT_EQ(spec.steps[2].analysis->consecutiveErrorLimit, 2);
+
+  CanarySpec bad;
+  auto err = decodeCanarySpec(prodStage({{"capacity", "steal"}}), bad);
+  ASSERT_TRUE(err);
+  EXPECT_NE(err->find("capacity \"steal\""), std::string::npos);
+  CanarySpec none;
+  ASSERT_EQ(decodeCanarySpec(prodStage(json::object()), none), std::nullopt);
+  ASSERT_EQ(none.steps.size(), 1u);  // no steps: one step at 100%
+  EXPECT_EQ(none.steps[0].weight, 100);
+}
+
+// ---- the decision ------------------------------------------------------------------------------
+
+CanarySpec specOf(json canary) {
+  CanarySpec s;
+  auto err = decodeCanarySpec(prodStage(std::move(canary)), s);
+  EXPECT_EQ(err, std::nullopt);
+  return s;
+}
+
+CanaryObserved observed(const CanarySpec& spec, int64_t now = kT0) {
+  CanaryObserved o;
+  o.spec = spec;
+  o.release = "gpt2-v2";
+  o.model = "gpt2";
+  o.package = kPackage;
+  o.closureHash = kHash;
+  o.knownGood = KnownGood{"gpt2-v1", kOldPackage, kHash};
+  o.stableRelease = "gpt2-v1";
+  o.stable = {spec.replicas, spec.replicas};
+  o.now = rfc(now);
+  o.nowUnix = now;
+  return o;
+}
+
+// Re-plans with the plan's status as the previous one, as after a status write.
+CanaryObserved after(CanaryObserved o, const CanaryPlan& p, int64_t now) {
+  o.previous = p.status;
+  o.now = rfc(now);
+  o.nowUnix = now;
+  o.measurement.reset();
+  return o;
+}
+
+TEST(CanaryPlan, FirstPlanStartsStepOneAndFixesTheKnownGood) {
+  auto o = observed(specOf({{"steps", json::array({{{"weight", 50}}})}}));
+  auto p = planCanary(o);
+  EXPECT_EQ(p.action, CanaryAction::kProgress);
+  EXPECT_EQ(p.status["phase"], "Progressing");
+  EXPECT_EQ(p.status["step"], 0);
+  EXPECT_EQ(p.status["stepStartedAt"], rfc(kT0));
+  EXPECT_EQ(p.status["knownGood"]["release"], "gpt2-v1");
+  EXPECT_EQ(p.status["knownGood"]["package"], kOldPackage);
+  EXPECT_EQ(p.replicas.canary, 1);  // one surge pod first
+  EXPECT_EQ(p.replicas.stable, 4);
+  EXPECT_EQ(p.stableRelease, "gpt2-v1");
+  EXPECT_EQ(p.reason, kReasonCanaryProgressing);
+  // A later known-good (another release promoted meanwhile) does not move the target.
+  auto o2 = after(o, p, kT0 + 5);
+  o2.knownGood = KnownGood{"gpt2-v9", kPackage, kHash};
+  EXPECT_EQ(planCanary(o2).status["knownGood"]["release"], "gpt2-v1");
+}
+
+// Puts the step's weight in place (spec and Ready counts at the target).
+CanaryObserved atWeight(CanaryObserved o, int weight) {
+  auto t = targetReplicaCounts(o.spec.replicas, weight, o.spec.capacity);
+  o.canary = {t.canary, t.canary};
+  o.stable = {t.stable, t.stable};
+  return o;
+}
+
+TEST(CanaryPlan, DurationPauseStartsWhenTheWeightIsReadyThenTheNextStepStarts) {
+  auto spec =
+      specOf({{"steps", json::array({{{"weight", 50}, {"pause", "5m"}}, {{"weight", 75}}})}});
+  auto p0 = planCanary(observed(spec));
+  auto o = atWeight(after(observed(spec), p0, kT0 + 60), 50);
+  auto p1 = planCanary(o);
+  EXPECT_EQ(p1.reason, kReasonCanaryPaused);
+  EXPECT_EQ(p1.status["weightReachedAt"], rfc(kT0 + 60));
+  EXPECT_EQ(p1.requeueAfterSeconds, 300);
+  auto p2 = planCanary(after(o, p1, kT0 + 200));
+  EXPECT_EQ(p2.status["step"], 0);
+  EXPECT_EQ(p2.requeueAfterSeconds, 160);
+  auto p3 = planCanary(after(o, p2, kT0 + 360));
+  EXPECT_EQ(p3.status["step"], 1);
+  EXPECT_EQ(p3.status["stepStartedAt"], rfc(kT0 + 360));
+  EXPECT_FALSE(p3.status.contains("weightReachedAt"));
+  EXPECT_EQ(p3.reason, kReasonCanaryProgressing);
+  EXPECT_EQ(p3.replicas.canary, 3);  // 50% → 75% of 4 with one surge pod
+}
+
+TEST(CanaryPlan, IndefinitePauseWaitsForPromoteOfThatStep) {
+  auto spec = specOf({{"steps", json::array({{{"weight", 50}, {"pause", "Indefinite"}},
+                                             {{"weight", 100}, {"pause", "Indefinite"}}})}});
+  auto p0 = planCanary(observed(spec));
+  auto o = atWeight(after(observed(spec), p0, kT0 + 10), 50);
+  auto p1 = planCanary(o);
+  EXPECT_EQ(p1.reason, kReasonCanaryPaused);
+  EXPECT_EQ(p1.requeueAfterSeconds, 0);  // nothing to wait for but the user
+  auto p2 = planCanary(after(o, p1, kT0 + 86400));
+  EXPECT_EQ(p2.status["step"], 0);
+  auto o3 = after(o, p2, kT0 + 86401);
+  o3.promoteStepBy = "alice";
+  auto p3 = planCanary(o3);
+  EXPECT_EQ(p3.status["step"], 1);
+  // The next step's promote annotation is a different one: it still pauses.
+  auto o4 = atWeight(after(o3, p3, kT0 + 86500), 100);
+  o4.promoteStepBy.clear();
+  auto p4 = planCanary(o4);
+  EXPECT_EQ(p4.status["step"], 1);
+  EXPECT_EQ(p4.reason, kReasonCanaryPaused);
+}
+
+TEST(CanaryPlan, PromoteFullSkipsRemainingStepsAndAnalysis) {
+  auto spec = specOf({{"analysis", promAnalysis(10)},
+                      {"steps", json::array({{{"weight", 25}}, {{"weight", 50}}})}});
+  auto p0 = planCanary(observed(spec));
+  auto o = after(observed(spec), p0, kT0 + 10);
+  o.promoteFullBy = "alice";
+  auto p = planCanary(o);
+  EXPECT_EQ(p.action, CanaryAction::kPromoting);
+  EXPECT_EQ(p.status["phase"], "Promoting");
+  EXPECT_EQ(p.status["promotedBy"], "alice");
+  EXPECT_EQ(p.stableRelease, "gpt2-v1");  // stable keeps serving until the canary holds all
+}
+
+struct RollbackCase {
+  const char* name;
+  std::function<void(CanaryObserved&)> world;
+  int64_t at;
+  const char* reason;
+};
+
+TEST(CanaryPlan, AutomaticRollbackTable) {
+  auto spec = specOf({{"progressDeadline", "10m"},
+                      {"analysis", promAnalysis(3)},
+                      {"steps", json::array({{{"weight", 50}}})}});
+  const std::vector<RollbackCase> cases = {
+      {"abort", [](CanaryObserved& o) { o.abortBy = "bob"; }, kT0 + 10, kReasonAborted},
+      {"admission refused a canary pod",
+       [](CanaryObserved& o) {
+         o.admissionRefusals = {"admission webhook denied the request: closure hash mismatch"};
+       },
+       kT0 + 10, kReasonAdmissionRefused},
+      {"canary container restarted", [](CanaryObserved& o) { o.canaryRestarts = 2; }, kT0 + 10,
+       kReasonCanaryRestarting},
+      {"canary not Ready by the deadline",
+       [](CanaryObserved& o) {
+         o.canary = {1, 0};
+       },
+       kT0 + 601, kReasonProgressDeadlineExceeded},
+      {"canary Pending past the deadline",
+       [](CanaryObserved& o) {
+         o.canary = {1, 0};
+         o.canaryPendingUnschedulable = 1;
+       },
+       kT0 + 601, kReasonInsufficientGPUCapacity},
+      {"no spare GPU past the deadline",
+       [](CanaryObserved& o) {
+         o.stable = {3, 3};  // one surge pod done; the second finds no GPU
+         o.gpu = GpuCapacity{1, {0, 0}};
+       },
+       kT0 + 601, kReasonInsufficientGPUCapacity},
+      {"bad metric",
+       [](CanaryObserved& o) {
+         o = atWeight(o, 50);
+         o.measurement = value(o.nowUnix, 0.2);
+       },
+       kT0 + 30, kReasonAnalysisFailed},
+  };
+  for (const auto& c : cases) {
+    SCOPED_TRACE(c.name);
+    auto p0 = planCanary(observed(spec));
+    auto o = after(observed(spec), p0, c.at);
+    o.canary = {1, 1};  // the first surge pod runs
+    c.world(o);
+    auto p = planCanary(o);
+    EXPECT_EQ(p.action, CanaryAction::kRollingBack);
+    EXPECT_EQ(p.status["phase"], "RollingBack");
+    EXPECT_EQ(p.status["reason"], c.reason);
+    EXPECT_EQ(p.rollbackReason, c.reason);
+    EXPECT_EQ(p.replicas.canary, 0);
+    EXPECT_EQ(p.replicas.stable, 4);
+    EXPECT_EQ(p.stableRelease, "gpt2-v1");
+    ASSERT_FALSE(p.events.empty());
+    EXPECT_EQ(p.events.back().type, "Warning");
+    // Once the canary is gone: RolledBack, terminal, and the reason is kept.
+    auto o2 = after(o, p, c.at + 5);
+    o2.canary = {0, 0};
+    o2.measurement.reset();
+    auto done = planCanary(o2);
+    EXPECT_EQ(done.action, CanaryAction::kRolledBack);
+    EXPECT_EQ(done.status["phase"], "RolledBack");
+    EXPECT_EQ(done.status["reason"], c.reason);
+    EXPECT_TRUE(done.rollbackReason.empty()) << "counted once, on the transition";
+    // Terminal: a later promote or a healthy world changes nothing.
+    auto o3 = after(o2, done, c.at + 100);
+    o3.promoteFullBy = "alice";
+    auto again = planCanary(o3);
+    EXPECT_EQ(again.status, done.status);
+    EXPECT_EQ(again.replicas.canary, 0);
+  }
+}
+
+TEST(CanaryPlan, WaitsForGpuCapacityWithAClearReasonAndLeavesStableAlone) {
+  auto spec = specOf({{"steps", json::array({{{"weight", 50}}})}});
+  auto o = observed(spec);
+  o.gpu = GpuCapacity{1, {0, 0}};
+  auto p = planCanary(o);
+  EXPECT_EQ(p.action, CanaryAction::kWait);
+  EXPECT_EQ(p.reason, kReasonWaitingForGPUCapacity);
+  EXPECT_NE(p.message.find("waits for GPU capacity"), std::string::npos) << p.message;
+  EXPECT_EQ(p.replicas.canary, 0);
+  EXPECT_EQ(p.replicas.stable, 4);
+  EXPECT_GT(p.requeueAfterSeconds, 0);
+  // A GPU frees up: the surge pod is requested.
+  auto o2 = after(o, p, kT0 + 60);
+  o2.gpu = GpuCapacity{1, {0, 1}};
+  EXPECT_EQ(planCanary(o2).replicas.canary, 1);
+}
+
+TEST(CanaryPlan, DrainRollbackRestoresStableBeforeRemovingTheCanary) {
+  auto spec = specOf({{"capacity", "drain"}, {"steps", json::array({{{"weight", 50}}})}});
+  auto p0 = planCanary(observed(spec));
+  auto o = atWeight(after(observed(spec), p0, kT0 + 10), 50);  // canary 2, stable 2
+  o.abortBy = "bob";
+  auto p = planCanary(o);
+  EXPECT_EQ(p.action, CanaryAction::kRollingBack);
+  EXPECT_EQ(p.replicas.stable, 4);
+  EXPECT_EQ(p.replicas.canary, 2) << "the canary keeps serving until stable is back";
+  auto o2 = after(o, p, kT0 + 20);
+  o2.stable = {4, 3};
+  EXPECT_EQ(planCanary(o2).replicas.canary, 2);
+  o2.stable = {4, 4};
+  auto p3 = planCanary(o2);
+  EXPECT_EQ(p3.replicas.canary, 0);
+  EXPECT_EQ(p3.replicas.stable, 4);
+}
+
+TEST(CanaryPlan, AnalysisAsksForMeasurementsAndRecordsThem) {
+  auto spec = specOf({{"analysis", promAnalysis(2)}, {"steps", json::array({{{"weight", 50}}})}});
+  auto p0 = planCanary(observed(spec));
+  auto o = atWeight(after(observed(spec), p0, kT0 + 10), 50);
+  auto p1 = planCanary(o);
+  EXPECT_TRUE(p1.measureNow);
+  EXPECT_EQ(p1.reason, kReasonAnalysisRunning);
+  o.measurement = value(kT0 + 10, 0.001);
+  auto p2 = planCanary(o);  // the same pass, with the measurement taken
+  EXPECT_FALSE(p2.measureNow);
+  EXPECT_EQ(p2.requeueAfterSeconds, 30);
+  EXPECT_EQ(p2.status["analysis"]["count"], 1);
+  EXPECT_EQ(p2.status["analysis"]["measurements"][0]["value"], 0.001);
+  // A measurement taken too early (a duplicate reconcile) is not recorded.
+  auto o3 = after(o, p2, kT0 + 20);
+  o3.measurement = value(kT0 + 20, 0.5);
+  auto p3 = planCanary(o3);
+  EXPECT_EQ(p3.status["analysis"]["count"], 1);
+  EXPECT_EQ(p3.status["analysis"]["failed"], 0);
+  // Prometheus unreachable: errors, retried, then the step fails.
+  auto oe = after(o, p2, kT0 + 40);
+  CanaryPlan pe = p2;
+  for (int i = 0; i < 3; ++i) {
+    oe = after(oe, pe, kT0 + 40 + 10 * i);
+    oe.measurement = error(kT0 + 40 + 10 * i, "connection refused");
+    pe = planCanary(oe);
+  }
+  EXPECT_EQ(pe.action, CanaryAction::kRollingBack);
+  EXPECT_EQ(pe.status["reason"], kReasonAnalysisError);
+  EXPECT_EQ(pe.status["analysis"]["errors"], 3);
+}
+
+TEST(CanaryPlan, PromotionMovesTrafficThenHandsStableTheNewReleaseAndSupersedes) {
+  auto spec = specOf({{"steps", json::array({{{"weight", 50}}})}});
+  auto p0 = planCanary(observed(spec));
+  auto o = atWeight(after(observed(spec), p0, kT0 + 10), 50);
+  auto p1 = planCanary(o);
+  ASSERT_EQ(p1.action, CanaryAction::kPromoting);
+  EXPECT_EQ(p1.status["promotion"], "FullWeight");
+  EXPECT_EQ(p1.stableRelease, "gpt2-v1");
+  // All on the canary: the stable Deployment, now empty, takes the new template.
+  auto o2 = after(o, p1, kT0 + 100);
+  o2.canary = {4, 4};
+  o2.stable = {0, 0};
+  auto p2 = planCanary(o2);
+  EXPECT_EQ(p2.status["promotion"], "Handover");
+  EXPECT_EQ(p2.stableRelease, "gpt2-v2");
+  EXPECT_EQ(p2.replicas.stable, 1);
+  EXPECT_EQ(p2.replicas.canary, 4);
+  auto o3 = after(o2, p2, kT0 + 200);
+  o3.stableRelease = "gpt2-v2";
+  o3.canary = {0, 0};
+  o3.stable = {4, 4};
+  auto p3 = planCanary(o3);
+  EXPECT_EQ(p3.action, CanaryAction::kPromoted);
+  EXPECT_EQ(p3.status["phase"], "Promoted");
+  EXPECT_EQ(p3.supersede, "gpt2-v1");
+  EXPECT_EQ(p3.replicas.canary, 0);
+  EXPECT_EQ(p3.replicas.stable, 4);
+  // Abort after promotion changes nothing (rollback of a model is `model rollback`).
+  auto o4 = after(o3, p3, kT0 + 300);
+  o4.abortBy = "bob";
+  EXPECT_EQ(planCanary(o4).action, CanaryAction::kPromoted);
+}
+
+TEST(CanaryPlan, FirstReleaseOfAModelHasNoStable) {
+  auto spec = specOf({{"steps", json::array({{{"weight", 50}}})}});
+  auto o = observed(spec);
+  o.knownGood.reset();
+  o.stableRelease.clear();
+  o.stable = {0, 0};
+  auto p = planCanary(o);
+  EXPECT_EQ(p.replicas.stable, 0);
+  EXPECT_EQ(p.replicas.canary, 2) << "no stable to protect: the step's pods at once";
+  auto o2 = after(o, p, kT0 + 10);
+  o2.abortBy = "bob";
+  auto rb = planCanary(o2);
+  EXPECT_EQ(rb.replicas.canary, 0);
+  EXPECT_EQ(rb.replicas.stable, 0);
+}
+
+TEST(CanaryPlan, ModelRollbackRefusesAStaleTarget) {
+  auto stale = planModelRollback(KnownGood{"gpt2-v1", kOldPackage, kOldHash}, true, kHash);
+  EXPECT_FALSE(stale.allowed);
+  EXPECT_EQ(stale.reason, kReasonRollbackTargetStale);
+  EXPECT_NE(stale.message.find(kOldHash), std::string::npos);
+  EXPECT_NE(stale.message.find(kHash), std::string::npos);
+  EXPECT_FALSE(planModelRollback(std::nullopt, false, kHash).allowed);
+  auto ok = planModelRollback(KnownGood{"gpt2-v1", kOldPackage, kHash}, false, kHash);
+  EXPECT_TRUE(ok.allowed);
+  EXPECT_NE(ok.message.find("without re-running gates"), std::string::npos);
+}
+
+// ---- desired objects ---------------------------------------------------------------------------
+
+ServingRelease servingRelease() {
+  return {"gpt2-v2",
+          kPackage,
+          kHash,
+          "torch",
+          kImage,
+          {{"spec",
+            {{"containers", json::array({{{"name", "server"}, {"args", {"--port", "8080"}}}})}}}}};
+}
+
+TEST(CanaryObjects, DeploymentRunsThePackageByDigestOnTheValidatedRuntime) {
+  ServingObjectsInput in{
+      "gpt2", "ml", 8080, CapacityMode::kSurge, PackageMount::kImageVolume, {}, "anchor-uid"};
+  auto built = buildServingDeployment(in, kTrackCanary, servingRelease(), 3);
+  ASSERT_EQ(built.error, "");
+  const json& d = built.deployment;
+  EXPECT_EQ(d["metadata"]["name"], "gpt2-canary");
+  EXPECT_EQ(d["metadata"]["labels"]["lockstep.dev/track"], "canary");
+  EXPECT_EQ(d["metadata"]["ownerReferences"][0]["kind"], "ConfigMap");
+  EXPECT_EQ(d["metadata"]["ownerReferences"][0]["name"], "lockstep-model-gpt2");
+  EXPECT_EQ(d["spec"]["replicas"], 3);
+  EXPECT_EQ(d["spec"]["strategy"]["rollingUpdate"]["maxSurge"], 1);
+  EXPECT_EQ(d["spec"]["strategy"]["rollingUpdate"]["maxUnavailable"], 0);
+  EXPECT_EQ(d["spec"]["selector"]["matchLabels"]["lockstep.dev/track"], "canary");
+  const json& t = d["spec"]["template"];
+  EXPECT_EQ(t["metadata"]["labels"]["lockstep.dev/model"], "gpt2");
+  EXPECT_EQ(t["metadata"]["labels"]["lockstep.dev/release"], "gpt2-v2");
+  EXPECT_EQ(t["metadata"]["labels"]["lockstep.dev/runtime-env"], "torch");
+  EXPECT_EQ(t["metadata"]["annotations"]["lockstep.dev/closure-hash"], kHash);
+  const json& c = t["spec"]["containers"][0];
+  EXPECT_EQ(c["image"], kImage);
+  EXPECT_EQ(c["volumeMounts"][0]["readOnly"], true);
+  EXPECT_EQ(t["spec"]["volumes"][0]["image"]["reference"], kPackage);
+  // Every selector label is on the pods.
+  for (const auto& [k, v] : d["spec"]["selector"]["matchLabels"].items())
+    EXPECT_EQ(t["metadata"]["labels"][k], v) << k;
+  json svc = buildModelService(in);
+  EXPECT_EQ(svc["metadata"]["name"], "gpt2");
+  for (const auto& [k, v] : svc["spec"]["selector"].items())
+    EXPECT_EQ(t["metadata"]["labels"][k], v) << k;
+  EXPECT_FALSE(svc["spec"]["selector"].contains("lockstep.dev/track")) << "both tracks serve";
+}
+
+TEST(CanaryObjects, DrainStrategyInitContainerModeAndForeignImage) {
+  ServingObjectsInput in{
+      "gpt2", "ml", 8080, CapacityMode::kDrain, PackageMount::kInitContainer, {"sh", "-c", "fetch"},
+      ""};
+  auto built = buildServingDeployment(in, kTrackStable, servingRelease(), 4);
+  ASSERT_EQ(built.error, "");
+  const json& d = built.deployment;
+  EXPECT_EQ(d["spec"]["strategy"]["rollingUpdate"]["maxSurge"], 0);
+  EXPECT_EQ(d["spec"]["strategy"]["rollingUpdate"]["maxUnavailable"], 1);
+  EXPECT_TRUE(d["metadata"]["ownerReferences"].empty());
+  EXPECT_EQ(d["spec"]["template"]["spec"]["initContainers"][0]["name"], "lockstep-fetch-package");
+  EXPECT_EQ(d["spec"]["template"]["spec"]["initContainers"][0]["image"], kImage);
+  auto r = servingRelease();
+  r.podTemplate["spec"]["containers"][0]["image"] = "docker.io/library/python:3.12";
+  auto bad = buildServingDeployment(in, kTrackStable, r, 4);
+  EXPECT_NE(bad.error.find("names image"), std::string::npos) << bad.error;
+}
+
+// ---- a simulated world with a restart at every step -----------------------------------------
+
+// The API server (status.canary and two Deployments' replica counts), the
+// Deployment controller and kubelet (pods become Ready one tick after they are
+// requested), Prometheus (the error rate the test sets) and a clock. A
+// reconcile may "crash" after scaling and measuring but before writing status.
+struct World {
+  CanarySpec spec;
+  json status;  // status.canary
+  ReplicaCounts specCounts{0, 4};
+  ReplicaCounts ready{0, 4};
+  std::string stableRelease = "gpt2-v1";
+  int64_t now = kT0;
+  double errorRate = 0.001;
+  int badFromStep = -1;  // the canary's error rate rises from this step
+  bool promServes = true;
+  std::vector<int> stepsSeen;  // status.canary.step after every reconcile
+  int measurements = 0;
+  int maxPods = 0;
+
+  std::string phase() const { return status.is_object() ? status.value("phase", "") : ""; }
+
+  CanaryObserved observe() const {
+    CanaryObserved o = observed(spec, now);
+    o.previous = status;
+    o.canary = {specCounts.canary, ready.canary};
+    o.stable = {specCounts.stable, ready.stable};
+    o.stableRelease = stableRelease;
+    return o;
+  }
+
+  void reconcile(bool crashBeforeStatus) {
+    CanaryObserved o = observe();
+    CanaryPlan p = planCanary(o);
+    if (p.measureNow) {
+      ++measurements;
+      int step = static_cast<int>(p.status.value("step", 0));
+      double v = badFromStep >= 0 && step >= badFromStep ? 0.5 : errorRate;
+      o.measurement = promServes ? Measurement{now, v, ""} : Measurement{now, {}, "unreachable"};
+      p = planCanary(o);
+    }
+    // Execute: the stable template first (it is empty when it changes), then counts.
+    if (p.stableRelease != stableRelease) {
+      EXPECT_EQ(specCounts.stable, 0) << "the stable template changes only without pods";
+      stableRelease = p.stableRelease;
+      ready.stable = 0;
+    }
+    specCounts = p.replicas;
+    ready.canary = std::min(ready.canary, specCounts.canary);
+    ready.stable = std::min(ready.stable, specCounts.stable);
+    maxPods = std::max(maxPods, specCounts.canary + specCounts.stable);
+    if (crashBeforeStatus) return;
+    status = p.status;
+    stepsSeen.push_back(static_cast<int>(status.value("step", 0)));
+  }
+  void tick(int64_t seconds) {
+    now += seconds;
+    ready = specCounts;  // pods requested last tick are Ready now
+  }
+};
+
+struct RunResult {
+  std::string phase, reason, stableRelease;
+  ReplicaCounts specCounts;
+  int maxPods;
+};
+
+RunResult runWorld(World w, int crashAt) {
+  for (int i = 0; i < 400 && w.phase() != "Promoted" && w.phase() != "RolledBack"; ++i) {
+    w.reconcile(i == crashAt);
+    if (i == crashAt) w.reconcile(false);  // the restarted operator, same instant
+    // Steps never go back and never jump by more than one between writes.
+    for (size_t k = 1; k < w.stepsSeen.size(); ++k) {
+      EXPECT_GE(w.stepsSeen[k], w.stepsSeen[k - 1]);
+      EXPECT_LE(w.stepsSeen[k], w.stepsSeen[k - 1] + 1) << "a step was skipped";
+    }
+    w.tick(10);
+  }
+  return {w.phase(), w.status.value("reason", ""), w.stableRelease, w.specCounts, w.maxPods};
+}
+
+World world() {
+  World w;
+  w.spec = specOf({{"analysis", promAnalysis(2)},
+                   {"steps", json::array({{{"weight", 25}, {"pause", "1m"}},
+                                          {{"weight", 50}, {"pause", "1m"}},
+                                          {{"weight", 75}}})}});
+  return w;
+}
+
+TEST(CanaryWorld, RestartAtEveryStepEndsPromotedLikeAnUninterruptedRun) {
+  RunResult clean = runWorld(world(), -1);
+  ASSERT_EQ(clean.phase, "Promoted");
+  EXPECT_EQ(clean.stableRelease, "gpt2-v2");
+  EXPECT_TRUE(clean.specCounts == (ReplicaCounts{0, 4}));
+  EXPECT_LE(clean.maxPods, 5) << "never more than one surge pod";
+  for (int crashAt = 0; crashAt < 80; ++crashAt) {
+    SCOPED_TRACE("crash at reconcile " + std::to_string(crashAt));
+    RunResult r = runWorld(world(), crashAt);
+    EXPECT_EQ(r.phase, clean.phase);
+    EXPECT_EQ(r.stableRelease, clean.stableRelease);
+    EXPECT_TRUE(r.specCounts == clean.specCounts);
+    EXPECT_LE(r.maxPods, 5);
+  }
+}
+
+TEST(CanaryWorld, EveryStepIsAnalysedBeforeTheNext) {
+  World w = world();
+  for (int i = 0; i < 400 && w.phase() != "Promoted"; ++i) {
+    w.reconcile(false);
+    w.tick(10);
+  }
+  ASSERT_EQ(w.phase(), "Promoted");
+  EXPECT_GE(w.measurements, 6) << "3 steps × count 2";
+}
+
+TEST(CanaryWorld, BadMetricAtStepTwoRollsBackWithOrWithoutRestarts) {
+  World bad = world();
+  bad.badFromStep = 1;
+  RunResult clean = runWorld(bad, -1);
+  ASSERT_EQ(clean.phase, "RolledBack");
+  EXPECT_EQ(clean.reason, kReasonAnalysisFailed);
+  EXPECT_EQ(clean.stableRelease, "gpt2-v1");
+  EXPECT_TRUE(clean.specCounts == (ReplicaCounts{0, 4}));
+  for (int crashAt = 0; crashAt < 60; ++crashAt) {
+    SCOPED_TRACE("crash at reconcile " + std::to_string(crashAt));
+    RunResult r = runWorld(bad, crashAt);
+    EXPECT_EQ(r.phase, "RolledBack");
+    EXPECT_EQ(r.reason, kReasonAnalysisFailed);
+    EXPECT_EQ(r.stableRelease, "gpt2-v1");
+  }
+}
+
+TEST(CanaryWorld, PrometheusUnreachableFailsAfterTheErrorLimitNeverPasses) {
+  World w = world();
+  w.promServes = false;
+  RunResult r = runWorld(w, -1);
+  EXPECT_EQ(r.phase, "RolledBack");
+  EXPECT_EQ(r.reason, kReasonAnalysisError);
+}
+
+}  // namespace
+}  // namespace lockstep::controllers
