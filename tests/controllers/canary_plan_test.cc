@@ -66,8 +66,9 @@ TEST(CanaryReplicas, TargetCountsMatchArgoRollouts) {
 
 // Drives nextReplicaCounts with pods that become Ready one tick after they are
 // requested; returns the spec counts seen, checking the surge/unavailable bounds.
+// With `slow`, pods become Ready only every other tick (a slow warm-up).
 std::vector<ReplicaCounts> progression(int total, ReplicaCounts from, ReplicaCounts target,
-                                       CapacityMode mode) {
+                                       CapacityMode mode, bool slow = false) {
   std::vector<ReplicaCounts> seen;
   TrackObserved canary{from.canary, from.canary}, stable{from.stable, from.stable};
   for (int tick = 0; tick < 100; ++tick) {
@@ -85,6 +86,7 @@ std::vector<ReplicaCounts> progression(int total, ReplicaCounts from, ReplicaCou
         canary.readyReplicas == next.canary && stable.readyReplicas == next.stable &&
         next == target)
       break;
+    if (slow && tick % 2 == 0) continue;
     canary.readyReplicas = canary.specReplicas;  // Ready by the next tick
     stable.readyReplicas = stable.specReplicas;
   }
@@ -117,11 +119,13 @@ TEST(CanaryReplicas, BoundsHoldForEveryWeightAndBothDirections) {
       for (int w : {0, 10, 33, 50, 90, 100}) {
         SCOPED_TRACE(std::to_string(total) + " at " + std::to_string(w));
         ReplicaCounts target = targetReplicaCounts(total, w, mode);
-        auto up = progression(total, {0, total}, target, mode);
-        ASSERT_FALSE(up.empty());
-        EXPECT_TRUE(up.back() == target);
-        auto back = progression(total, target, {0, total}, mode);  // abort from there
-        EXPECT_TRUE(back.back() == (ReplicaCounts{0, total}));
+        for (bool slow : {false, true}) {
+          auto up = progression(total, {0, total}, target, mode, slow);
+          ASSERT_FALSE(up.empty());
+          EXPECT_TRUE(up.back() == target);
+          auto back = progression(total, target, {0, total}, mode, slow);  // abort from there
+          EXPECT_TRUE(back.back() == (ReplicaCounts{0, total}));
+        }
       }
     }
   }
@@ -457,6 +461,18 @@ TEST(CanaryPlan, DurationPauseStartsWhenTheWeightIsReadyThenTheNextStepStarts) {
   EXPECT_FALSE(p3.status.contains("weightReachedAt"));
   EXPECT_EQ(p3.reason, kReasonCanaryProgressing);
   EXPECT_EQ(p3.replicas.canary, 3);  // 50% → 75% of 4 with one surge pod
+}
+
+TEST(CanaryPlan, RequestedButNotReadyCanaryPodsDoNotCountTowardTheWeight) {
+  auto spec = specOf(
+      {{"analysis", promAnalysis(1)}, {"steps", json::array({{{"weight", 50}, {"pause", "1m"}}})}});
+  auto p0 = planCanary(observed(spec));
+  auto o = atWeight(after(observed(spec), p0, kT0 + 10), 50);
+  o.canary.readyReplicas = 1;  // 2 requested, 1 warm
+  auto p = planCanary(o);
+  EXPECT_EQ(p.reason, kReasonCanaryProgressing);
+  EXPECT_FALSE(p.measureNow) << "no analysis before the weight is Ready";
+  EXPECT_FALSE(p.status.contains("weightReachedAt")) << "the pause has not started";
 }
 
 TEST(CanaryPlan, IndefinitePauseWaitsForPromoteOfThatStep) {
