@@ -826,6 +826,10 @@ struct World {
       stableRelease = p.stableRelease;
       ready.stable = 0;
     }
+    if (p.action == CanaryAction::kRollingBack && spec.capacity == CapacityMode::kDrain &&
+        p.replicas.canary < specCounts.canary) {
+      EXPECT_GE(ready.stable, spec.replicas) << "drain: canary removed before stable is back";
+    }
     specCounts = p.replicas;
     ready.canary = std::min(ready.canary, specCounts.canary);
     ready.stable = std::min(ready.stable, specCounts.stable);
@@ -860,9 +864,10 @@ RunResult runWorld(World w, int crashAt) {
   return {w.phase(), w.status.value("reason", ""), w.stableRelease, w.specCounts, w.maxPods};
 }
 
-World world() {
+World world(const char* capacity = "surge") {
   World w;
-  w.spec = specOf({{"analysis", promAnalysis(2)},
+  w.spec = specOf({{"capacity", capacity},
+                   {"analysis", promAnalysis(2)},
                    {"steps", json::array({{{"weight", 25}, {"pause", "1m"}},
                                           {{"weight", 50}, {"pause", "1m"}},
                                           {{"weight", 75}}})}});
@@ -918,6 +923,30 @@ TEST(CanaryWorld, PrometheusUnreachableFailsAfterTheErrorLimitNeverPasses) {
   RunResult r = runWorld(w, -1);
   EXPECT_EQ(r.phase, "RolledBack");
   EXPECT_EQ(r.reason, kReasonAnalysisError);
+}
+
+}  // namespace
+}  // namespace lockstep::controllers
+
+namespace lockstep::controllers {
+namespace {
+
+TEST(CanaryWorld, DrainNeverRunsMorePodsThanReplicasAndRollsBackStableFirst) {
+  RunResult clean = runWorld(world("drain"), -1);
+  ASSERT_EQ(clean.phase, "Promoted");
+  EXPECT_LE(clean.maxPods, 4);
+  for (int crashAt = 0; crashAt < 80; crashAt += 3) {
+    SCOPED_TRACE("crash at reconcile " + std::to_string(crashAt));
+    RunResult r = runWorld(world("drain"), crashAt);
+    EXPECT_EQ(r.phase, "Promoted");
+    EXPECT_LE(r.maxPods, 4);
+  }
+  World bad = world("drain");
+  bad.badFromStep = 1;
+  RunResult rb = runWorld(bad, -1);
+  EXPECT_EQ(rb.phase, "RolledBack");
+  EXPECT_TRUE(rb.specCounts == (ReplicaCounts{0, 4}));
+  EXPECT_EQ(rb.stableRelease, "gpt2-v1");
 }
 
 }  // namespace
