@@ -798,6 +798,8 @@ struct World {
   std::vector<int> stepsSeen;  // status.canary.step after every reconcile
   int measurements = 0;
   int maxPods = 0;
+  std::optional<GpuCapacity> gpu;  // free GPUs the scheduler would see
+  int minStableSpec = 1 << 30;
 
   std::string phase() const { return status.is_object() ? status.value("phase", "") : ""; }
 
@@ -807,6 +809,7 @@ struct World {
     o.canary = {specCounts.canary, ready.canary};
     o.stable = {specCounts.stable, ready.stable};
     o.stableRelease = stableRelease;
+    o.gpu = gpu;
     return o;
   }
 
@@ -834,6 +837,7 @@ struct World {
     ready.canary = std::min(ready.canary, specCounts.canary);
     ready.stable = std::min(ready.stable, specCounts.stable);
     maxPods = std::max(maxPods, specCounts.canary + specCounts.stable);
+    minStableSpec = std::min(minStableSpec, specCounts.stable);
     if (crashBeforeStatus) return;
     status = p.status;
     stepsSeen.push_back(static_cast<int>(status.value("step", 0)));
@@ -947,6 +951,31 @@ TEST(CanaryWorld, DrainNeverRunsMorePodsThanReplicasAndRollsBackStableFirst) {
   EXPECT_EQ(rb.phase, "RolledBack");
   EXPECT_TRUE(rb.specCounts == (ReplicaCounts{0, 4}));
   EXPECT_EQ(rb.stableRelease, "gpt2-v1");
+}
+
+}  // namespace
+}  // namespace lockstep::controllers
+
+namespace lockstep::controllers {
+namespace {
+
+TEST(CanaryWorld, FullClusterSurgeWaitsThenAbortsWithStableUntouched) {
+  World w = world();
+  w.gpu = GpuCapacity{1, {0, 0}};  // compatible GPU nodes filled by other pods
+  std::vector<std::string> reasons;
+  for (int i = 0; i < 200 && w.phase() != "RolledBack"; ++i) {
+    w.reconcile(i % 7 == 3);  // and a restart now and then
+    reasons.push_back(w.status.value("reason", ""));
+    w.tick(10);
+  }
+  EXPECT_EQ(w.phase(), "RolledBack");
+  EXPECT_EQ(w.status.value("reason", ""), kReasonInsufficientGPUCapacity);
+  EXPECT_EQ(reasons.front(), kReasonWaitingForGPUCapacity);
+  EXPECT_EQ(w.minStableSpec, 4) << "the stable track never gave up a pod";
+  EXPECT_EQ(w.maxPods, 4) << "no canary pod was ever requested";
+  // The wait lasted the step's progress deadline (10m default), not forever.
+  EXPECT_GE(w.now - kT0, 600);
+  EXPECT_LE(w.now - kT0, 700);
 }
 
 }  // namespace
