@@ -7,7 +7,7 @@
 #   DURATION=5s CONNS="1 32" bench/admission_bench.sh
 #   BUILD=build-x SKIP_BUILD=1 bench/admission_bench.sh
 #
-# PEERS=1: the side-by-side comparison that DESIGN.md §7 asks to keep. In one
+# PEERS=1: the side-by-side comparison that docs/contracts.md asks to keep. In one
 # run, with the same wrk settings, pod AdmissionReview body, certificate
 # (an ECDSA P-256 CA + serving cert made here with openssl, given to every
 # server) and TLS settings, it measures
@@ -38,7 +38,7 @@ if [[ -z "${SKIP_BUILD:-}" ]]; then
   [[ -n "${PEERS:-}" ]] && targets+=(bench_cpprest_admission_server)
   cmake --build "$BUILD" --target "${targets[@]}" -j2 >/dev/null
 fi
-DEV="$BUILD/webhooks/lockstep-webhook-dev"
+DEV="$BUILD/cmd/lockstep-webhook-dev"
 PEER="$BUILD/bench/bench_cpprest_admission_server"
 
 tmp=$(mktemp -d)

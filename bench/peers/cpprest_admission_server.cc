@@ -2,7 +2,7 @@
 // Serves the same admission handlers (PodWebhook / ModelReleaseWebhook over
 // static lookups, Prometheus + log recorders, exactly as the dev server wires
 // them) on cpprestsdk's http_listener instead of the Boost.Beast server, so a
-// side-by-side run differs only in the HTTP/TLS layer (DESIGN.md §7).
+// side-by-side run differs only in the HTTP/TLS layer (docs/contracts.md, "Library choices").
 // Same TLS setup as webhooks/server/tls_context.cc (TLS 1.2+, the same cipher
 // list, no renegotiation), keep-alive (cpprestsdk's default), a fixed pool of
 // --threads threads. Not for production: it exists to keep the comparison.
@@ -134,7 +134,7 @@ int main(int argc, char** argv) {
   lw::PrometheusRecorder prom(*registry);
   lw::LogRecorder logs;
   lw::FanoutRecorder recorder{&prom, &logs};
-  lw::SteadyClock clock;
+  lockstep::kube::SystemClock clock;
   lw::PodWebhook pods(*lookups.envs, *lookups.namespaces, recorder, clock);
   lw::ModelReleaseWebhook releases(*lookups.envs, recorder, clock);
   std::map<std::string, lw::AdmissionWebhook*, std::less<>> routes{
