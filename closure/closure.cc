@@ -142,7 +142,23 @@ std::string closureHashOfCanonicalText(std::string_view text) {
   return "sha256:" + sha256Hex(input);
 }
 
-StatusOr<Closure> computeClosure(std::string_view text, const ClosureOptions& options) {
+namespace {
+StatusOr<Closure> compute(std::string_view text, const ClosureOptions& options,
+                          RejectReason* reason);
+}  // namespace
+
+StatusOr<Closure> computeClosure(std::string_view text, const ClosureOptions& options,
+                                 RejectReason* reason) {
+  RejectReason why = RejectReason::kNone;
+  auto c = compute(text, options, &why);
+  if (!c.isOk() && why == RejectReason::kNone) why = RejectReason::kUnparsable;
+  if (reason != nullptr) *reason = why;
+  return c;
+}
+
+namespace {
+StatusOr<Closure> compute(std::string_view text, const ClosureOptions& options,
+                          RejectReason* reason) {
   Ctx ctx{options, options.sourceName.empty() ? std::string("lock") : options.sourceName};
   LockFormat format = options.format;
   if (format == LockFormat::kAuto) {
@@ -218,6 +234,7 @@ StatusOr<Closure> computeClosure(std::string_view text, const ClosureOptions& op
     if (p.digests.empty()) {
       const std::string who = "\"" + p.name + (p.version.empty() ? "" : " " + p.version) + "\"";
       if (!options.allowUnhashed) {
+        *reason = RejectReason::kUnhashedPackage;
         return Status(Code::kInvalidArgument,
                       raw.where + ": digest: package " + who +
                           " has no artifact digest (no sha256, commit or store path); "
@@ -241,6 +258,7 @@ StatusOr<Closure> computeClosure(std::string_view text, const ClosureOptions& op
   }
   return out;
 }
+}  // namespace
 
 namespace internal {
 

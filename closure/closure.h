@@ -12,7 +12,7 @@
 #include <vector>
 
 #include "closure/include_reader.h"
-#include "operator/common/status.h"
+#include "common/status.h"
 
 namespace lockstep::closure {
 
@@ -65,9 +65,14 @@ struct Closure {
   size_t packageCount() const { return packages.size(); }
 };
 
+// Why a lock was rejected, as a type for callers that act on it (the
+// RuntimeEnv controller's condition reason), so none parses a message.
+enum class RejectReason { kNone, kUnparsable, kUnhashedPackage };
+
 // Parses `text` and computes the closure. Errors are kInvalidArgument with
-// "<source>:<line>: <field>: <reason>" messages.
-StatusOr<Closure> computeClosure(std::string_view text, const ClosureOptions& options);
+// "<source>:<line>: <field>: <reason>" messages; `reason`, when given, says why.
+StatusOr<Closure> computeClosure(std::string_view text, const ClosureOptions& options,
+                                 RejectReason* reason = nullptr);
 
 // Guesses the format from the content (not the file name).
 StatusOr<LockFormat> detectFormat(std::string_view text);

@@ -9,7 +9,7 @@
 #include <map>
 #include <string>
 
-#include "operator/common/status.h"
+#include "common/status.h"
 
 namespace lockstep::closure {
 

@@ -66,7 +66,7 @@ contexts: [{name: local, context: {cluster: local, user: lockstep}}]
 current-context: local
 EOF
 rm -f "$dir/operator.port"
-"$build/operator/lockstep-operator" --kubeconfig "$dir/operator.kubeconfig" --namespace "$opns" \
+"$build/cmd/lockstep-operator" --kubeconfig "$dir/operator.kubeconfig" --namespace "$opns" \
   --bind-address 127.0.0.1 --webhook-port "$port" --metrics-port 0 --health-port 0 \
   --webhook-ip 127.0.0.1 --webhook-service lockstep --webhook-config lockstep \
   --port-file "$dir/operator.port" >"$dir/operator.log" 2>&1 &

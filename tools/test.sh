@@ -13,7 +13,10 @@ what=${1:-all}
 export LOCKSTEP_CACHE=${LOCKSTEP_CACHE:-$HOME/.cache/lockstep}
 export CCACHE_DIR=${CCACHE_DIR:-$LOCKSTEP_CACHE/ccache}
 # ccache keys on absolute paths: relative to the clone, a second clone elsewhere hits the cache.
+# With debug info it also hashes the build folder unless told not to; the objects
+# carry no absolute path (-ffile-prefix-map in CMakeLists.txt), so that is safe.
 export CCACHE_BASEDIR=${CCACHE_BASEDIR:-$root}
+export CCACHE_NOHASHDIR=${CCACHE_NOHASHDIR:-1}
 mkdir -p "$LOCKSTEP_CACHE" "$CCACHE_DIR"
 build=${LOCKSTEP_BUILD_DIR:-$root/build}
 jobs=${LOCKSTEP_JOBS:-2}

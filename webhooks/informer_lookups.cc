@@ -2,24 +2,14 @@
 
 #include <string>
 
+#include "api/v1alpha1/runtime_env.h"
+
 namespace lockstep::webhooks {
 
-RuntimeEnvView runtimeEnvView(const kube::Object& rte) {
-  using nlohmann::json;
-  RuntimeEnvView v;
-  v.name = kube::name(rte);
-  v.ns = kube::namespaceOf(rte);
-  const json status = rte.value("status", json::object());
-  v.closureHash = status.value("closureHash", "");
-  v.image = rte.value("/spec/image"_json_pointer, std::string());
-  const auto generation = rte.value("/metadata/generation"_json_pointer, int64_t{0});
-  const auto observed = status.value("observedGeneration", int64_t{-1});
-  bool ready = false;
-  for (const auto& c : status.value("conditions", json::array())) {
-    if (c.is_object() && c.value("type", "") == "Ready") ready = c.value("status", "") == "True";
-  }
-  v.ready = ready && observed == generation && !v.closureHash.empty();
-  return v;
+RuntimeEnvView runtimeEnvView(const kube::Object& object) {
+  const api::v1alpha1::RuntimeEnv rte = api::v1alpha1::decodeRuntimeEnv(object);
+  return RuntimeEnvView{rte.meta.name, rte.meta.ns, rte.status.closureHash, rte.spec.image,
+                        rte.ready()};
 }
 
 std::optional<RuntimeEnvView> InformerRuntimeEnvs::find(std::string_view ns,

@@ -129,7 +129,7 @@ int main(int argc, char** argv) {
   // every pplx continuation run on it).
   crossplat::threadpool::initialize_with_threads(static_cast<size_t>(threads));
 
-  // The handler wiring of webhooks/dev_server/main.cc.
+  // The handler wiring of cmd/lockstep-webhook-dev/main.cc.
   auto registry = std::make_shared<prometheus::Registry>();
   lw::PrometheusRecorder prom(*registry);
   lw::LogRecorder logs;

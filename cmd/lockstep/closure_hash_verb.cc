@@ -6,6 +6,7 @@
 #include "closure/closure.h"
 #include "cmd/lockstep/file_include_reader.h"
 #include "cmd/lockstep/verbs.h"
+#include "common/flags.h"
 
 namespace lockstep::cli {
 namespace {
@@ -41,68 +42,46 @@ void closureHashUsage(std::ostream& os, const std::string& program) {
 }
 
 int runClosureHash(const VerbContext& ctx) {
-  closure::ClosureOptions options;
-  bool json = false, explain = false;
-  std::string file;
-  const auto& a = ctx.args;
-  for (size_t i = 0; i < a.size(); ++i) {
-    const std::string& arg = a[i];
-    auto value = [&](const std::string& flag, std::string& dst) -> bool {
-      if (arg == flag) {
-        if (i + 1 >= a.size()) return false;
-        dst = a[++i];
-        return true;
-      }
-      dst = arg.substr(flag.size() + 1);
-      return true;
-    };
-    auto is = [&](const std::string& flag) { return arg == flag || arg.rfind(flag + "=", 0) == 0; };
-    if (arg == "-h" || arg == "--help") {
-      closureHashUsage(ctx.out, ctx.programName);
-      return kExitOk;
-    } else if (is("--format")) {
-      std::string f;
-      if (!value("--format", f)) {
-        ctx.err << "closure-hash: --format needs a value\n";
-        return kExitUsage;
-      }
-      auto fmt = closure::parseFormatName(f);
-      if (!fmt.isOk()) {
-        ctx.err << "closure-hash: " << fmt.status().message() << "\n";
-        return kExitUsage;
-      }
-      options.format = *fmt;
-    } else if (is("--platform")) {
-      if (!value("--platform", options.platform)) {
-        ctx.err << "closure-hash: --platform needs a value\n";
-        return kExitUsage;
-      }
-    } else if (is("--environment")) {
-      if (!value("--environment", options.environment)) {
-        ctx.err << "closure-hash: --environment needs a value\n";
-        return kExitUsage;
-      }
-    } else if (arg == "--allow-unhashed") {
-      options.allowUnhashed = true;
-    } else if (arg == "--json") {
-      json = true;
-    } else if (arg == "--explain") {
-      explain = true;
-    } else if (arg.size() > 1 && arg[0] == '-') {
-      ctx.err << "closure-hash: unknown flag " << arg << "\n";
-      closureHashUsage(ctx.err, ctx.programName);
-      return kExitUsage;
-    } else if (file.empty()) {
-      file = arg;
-    } else {
-      ctx.err << "closure-hash: one FILE only (got " << file << " and " << arg << ")\n";
-      return kExitUsage;
-    }
-  }
-  if (file.empty()) {
+  Flags flags(
+      {
+          {"format", "", "lock format (default: detect)"},
+          {"platform", "", "per-platform locks: the platform"},
+          {"environment", "", "pixi environment"},
+          {"allow-unhashed", "false", "keep packages without digests", FlagType::kBool},
+          {"json", "false", "print runtime.json", FlagType::kBool},
+          {"explain", "false", "print the canonical lines", FlagType::kBool},
+      },
+      /*maxPositional=*/1);
+  std::vector<const char*> argv{"closure-hash"};
+  for (const auto& a : ctx.args) argv.push_back(a.c_str());
+  if (Status s = flags.parse(static_cast<int>(argv.size()), argv.data()); !s.isOk()) {
+    ctx.err << "closure-hash: " << s.message() << "\n";
     closureHashUsage(ctx.err, ctx.programName);
     return kExitUsage;
   }
+  if (flags.helpRequested()) {
+    closureHashUsage(ctx.out, ctx.programName);
+    return kExitOk;
+  }
+  closure::ClosureOptions options;
+  if (std::string f = flags.get("format"); !f.empty()) {
+    auto fmt = closure::parseFormatName(f);
+    if (!fmt.isOk()) {
+      ctx.err << "closure-hash: " << fmt.status().message() << "\n";
+      return kExitUsage;
+    }
+    options.format = *fmt;
+  }
+  options.platform = flags.get("platform");
+  options.environment = flags.get("environment");
+  options.allowUnhashed = flags.getBool("allow-unhashed");
+  const bool json = flags.getBool("json");
+  const bool explain = flags.getBool("explain");
+  if (flags.positional().empty()) {
+    closureHashUsage(ctx.err, ctx.programName);
+    return kExitUsage;
+  }
+  const std::string file = flags.positional()[0];
   if (json && explain) {
     ctx.err << "closure-hash: --json and --explain are exclusive\n";
     return kExitUsage;

@@ -8,11 +8,15 @@
 #include <map>
 #include <set>
 
-#include "controllers/common/conditions.h"
+#include "operator/kube/conditions.h"
 
 namespace lockstep::controllers {
 namespace {
 
+using kube::Condition;
+using kube::conditionTrue;
+using kube::findCondition;
+using kube::setCondition;
 using nlohmann::json;
 
 const json kEmptyObject = json::object();

@@ -1,30 +1,25 @@
 #include "controllers/runtimeenv/runtimeenv_plan.h"
 
-#include <cctype>
 #include <map>
 
+#include "api/image_ref.h"
+#include "api/v1alpha1/conditions.h"
+#include "api/v1alpha1/keys.h"
+#include "api/v1alpha1/model_release.h"
+#include "api/v1alpha1/resources.h"
+#include "api/v1alpha1/runtime_env.h"
 #include "closure/closure.h"
 #include "closure/cuda.h"
 #include "closure/include_reader.h"
+#include "operator/kube/event_sink.h"
 
 namespace lockstep::controllers {
 namespace {
 
 using nlohmann::json;
-
-std::string str(const json& j, const json::json_pointer& p) {
-  return j.contains(p) && j.at(p).is_string() ? j.at(p).get<std::string>() : std::string();
-}
-
-std::map<std::string, std::string> labelsOf(const json& o) {
-  std::map<std::string, std::string> out;
-  const json::json_pointer p("/metadata/labels");
-  if (!o.contains(p) || !o.at(p).is_object()) return out;
-  for (const auto& [k, v] : o.at(p).items()) {
-    if (v.is_string()) out[k] = v.get<std::string>();
-  }
-  return out;
-}
+using namespace api::v1alpha1;  // NOLINT(google-build-using-namespace): the kinds' vocabulary
+using kube::findCondition;
+using kube::setCondition;
 
 // The outcome of resolving the lock: a closure or a classified failure.
 struct Resolution {
@@ -34,11 +29,10 @@ struct Resolution {
   closure::Closure closure;
 };
 
-Resolution resolve(const RuntimeEnvObserved& o) {
-  const json& spec = o.runtimeEnv.value("spec", json::object());
-  const json lock = spec.value("lock", json::object());
+Resolution resolve(const RuntimeEnv& rte, const kube::ObjectPtr& configMap) {
+  const LockSource& lock = rte.spec.lock;
   Resolution r;
-  std::string image = spec.value("image", "");
+  const std::string& image = rte.spec.image;
   if (!isDigestPinned(image)) {
     r.reason = kReasonImageNotPinned;
     r.message = "spec.image \"" + image +
@@ -50,23 +44,23 @@ Resolution resolve(const RuntimeEnvObserved& o) {
   std::string source;
   // pip `-r other.txt` resolves to other keys of the same ConfigMap.
   std::map<std::string, std::string> siblings;
-  if (lock.contains("inline") && lock["inline"].is_string()) {
-    text = lock["inline"].get<std::string>();
+  if (lock.inlineText) {
+    text = *lock.inlineText;
     source = "spec.lock.inline";
-  } else if (lock.contains("configMapRef")) {
-    std::string cm = lock["configMapRef"].value("name", "");
-    std::string key = lock["configMapRef"].value("key", "");
+  } else if (lock.configMapRef) {
+    const std::string& cm = lock.configMapRef->name;
+    const std::string& key = lock.configMapRef->key;
     source = "configmap/" + cm + "[" + key + "]";
-    if (!o.configMap) {
+    if (!configMap) {
       r.reason = kReasonLockNotFound;
       r.message = "ConfigMap \"" + cm + "\" named by spec.lock.configMapRef does not exist";
       return r;
     }
-    const json data = o.configMap->value("data", json::object());
+    const json& data = decode::object(*configMap, "data");
     if (!data.contains(key) || !data[key].is_string()) {
       r.reason = kReasonLockNotFound;
       r.message = "ConfigMap \"" + cm + "\" has no key \"" + key + "\" in data";
-      if (o.configMap->contains("binaryData") && (*o.configMap)["binaryData"].contains(key)) {
+      if (decode::object(*configMap, "binaryData").contains(key)) {
         r.message += " (it is in binaryData; a lock file is text: put it in data)";
       }
       return r;
@@ -82,8 +76,8 @@ Resolution resolve(const RuntimeEnvObserved& o) {
   }
 
   closure::ClosureOptions options;
-  if (lock.contains("format") && lock["format"].is_string()) {
-    auto f = closure::parseFormatName(lock["format"].get<std::string>());
+  if (lock.format) {
+    auto f = closure::parseFormatName(*lock.format);
     if (!f.isOk()) {
       r.reason = kReasonLockParseError;
       r.message = "spec.lock.format: " + f.status().message();
@@ -91,17 +85,17 @@ Resolution resolve(const RuntimeEnvObserved& o) {
     }
     options.format = *f;
   }
-  options.platform = lock.value("platform", "");
-  options.environment = lock.value("environment", "");
-  options.allowUnhashed = spec.value("allowUnhashed", false);
+  options.platform = lock.platform;
+  options.environment = lock.environment;
+  options.allowUnhashed = rte.spec.allowUnhashed;
   options.sourceName = source;
   closure::MapIncludeReader includes(std::move(siblings));
   options.includes = &includes;
-  auto c = closure::computeClosure(text, options);
+  closure::RejectReason why = closure::RejectReason::kNone;
+  auto c = closure::computeClosure(text, options, &why);
   if (!c.isOk()) {
-    // The closure library words a missing digest as "... package X has no artifact digest ...".
-    bool unhashed = c.status().message().find("has no artifact digest") != std::string::npos;
-    r.reason = unhashed ? kReasonUnhashedPackage : kReasonLockParseError;
+    r.reason = why == closure::RejectReason::kUnhashedPackage ? kReasonUnhashedPackage
+                                                              : kReasonLockParseError;
     r.message = c.status().message();
     return r;
   }
@@ -114,49 +108,38 @@ Resolution resolve(const RuntimeEnvObserved& o) {
 }  // namespace
 
 bool isDigestPinned(const std::string& image) {
-  auto at = image.find("@sha256:");
-  if (at == std::string::npos || at == 0) return false;
-  std::string hex = image.substr(at + 8);
-  if (hex.size() != 64) return false;
-  for (char ch : hex) {
-    if (!std::isxdigit(static_cast<unsigned char>(ch)) ||
-        std::isupper(static_cast<unsigned char>(ch))) {
-      return false;
-    }
-  }
-  for (char ch : image.substr(0, at)) {
-    if (std::isspace(static_cast<unsigned char>(ch)) || ch == '@') return false;
-  }
-  return true;
+  auto ref = api::parseImageRef(image);
+  return ref.isOk() && ref->pinned();
 }
 
 RuntimeEnvPlan planRuntimeEnv(const RuntimeEnvObserved& o, const std::string& now) {
   RuntimeEnvPlan plan;
-  const json& rte = o.runtimeEnv;
-  const int64_t generation = rte.value("/metadata/generation"_json_pointer, int64_t{0});
-  const std::string name = str(rte, "/metadata/name"_json_pointer);
-  const json oldStatus = rte.value("status", json::object());
+  const RuntimeEnv rte = decodeRuntimeEnv(*o.runtimeEnv);
+  const int64_t generation = rte.meta.generation;
+  const std::string& name = rte.meta.name;
+  const json& oldStatus = decode::object(*o.runtimeEnv, "status");
   json status = oldStatus;
   status["observedGeneration"] = generation;
   json& conditions = status["conditions"];
   if (!conditions.is_array()) conditions = json::array();
 
-  Resolution r = resolve(o);
-  const std::string oldHash = oldStatus.value("closureHash", "");
-  const auto oldReady = findCondition(oldStatus.value("conditions", json::array()), "Ready");
-  const std::string oldReason = oldReady ? oldReady->value("reason", "") : "";
+  Resolution r = resolve(rte, o.configMap);
+  const std::string& oldHash = rte.status.closureHash;
+  const auto oldReady = findCondition(rte.status.conditions, kConditionReady);
+  const std::string oldReason = oldReady ? decode::string(*oldReady, "reason") : "";
 
   if (!r.ok) {
     // Keep the last resolved closure for reference; Ready=False stops admission using it.
-    setCondition(conditions, {"Ready", "False", r.reason, r.message}, generation, now);
-    setCondition(conditions, {"Stalled", "True", r.reason, r.message}, generation, now);
-    if (oldReason != r.reason) plan.events.push_back({"", "Warning", r.reason, r.message});
+    setCondition(conditions, {kConditionReady, kStatusFalse, r.reason, r.message}, generation, now);
+    setCondition(conditions, {kConditionStalled, kStatusTrue, r.reason, r.message}, generation,
+                 now);
+    if (oldReason != r.reason) {
+      plan.events.push_back({"", kube::kEventTypeWarning, r.reason, r.message});
+    }
   } else {
     const closure::Closure& c = r.closure;
-    const json spec = rte.value("spec", json::object());
-    const json accel = spec.value("accelerator", json::object());
-    std::string cuda = accel.value("cuda", c.cuda);
-    std::string minDriver = accel.value("minDriver", "");
+    std::string cuda = rte.spec.accelerator.cuda.value_or(c.cuda);
+    std::string minDriver = rte.spec.accelerator.minDriver;
     if (minDriver.empty() && !cuda.empty()) {
       minDriver = closure::minDriverForCuda(cuda).value_or("");
     }
@@ -166,7 +149,7 @@ RuntimeEnvPlan planRuntimeEnv(const RuntimeEnvObserved& o, const std::string& no
     status["platform"] = c.platform;
     status["packageCount"] = c.packageCount();
     status["weak"] = c.weak;
-    status["image"] = spec.value("image", "");
+    status["image"] = rte.spec.image;
     status.erase("cuda");
     status.erase("minDriver");
     status.erase("compatibleNodes");
@@ -175,16 +158,18 @@ RuntimeEnvPlan planRuntimeEnv(const RuntimeEnvObserved& o, const std::string& no
                                std::string(closure::formatName(c.format)) +
                                (c.platform.empty() ? "" : ", " + c.platform) + ")";
     if (c.weak) readyMessage += "; weak: " + std::to_string(c.unhashed.size()) + " unhashed";
-    setCondition(conditions, {"Ready", "True", kReasonResolved, readyMessage}, generation, now);
-    setCondition(conditions, {"Stalled", "False", kReasonResolved, ""}, generation, now);
+    setCondition(conditions, {kConditionReady, kStatusTrue, kReasonResolved, readyMessage},
+                 generation, now);
+    setCondition(conditions, {kConditionStalled, kStatusFalse, kReasonResolved, ""}, generation,
+                 now);
 
     if (!cuda.empty()) {
       status["cuda"] = cuda;
       if (!minDriver.empty()) status["minDriver"] = minDriver;
       int64_t compatible = 0;
       for (const auto& node : o.nodes) {
-        if (node.value("/spec/unschedulable"_json_pointer, false)) continue;
-        auto driver = closure::driverFromGfdLabels(labelsOf(node));
+        if (decode::boolean(decode::object(*node, "spec"), "unschedulable", false)) continue;
+        auto driver = closure::driverFromGfdLabels(kube::labels(*node));
         if (driver && closure::driverSatisfies(*driver, minDriver)) ++compatible;
       }
       status["compatibleNodes"] = compatible;
@@ -192,57 +177,90 @@ RuntimeEnvPlan planRuntimeEnv(const RuntimeEnvObserved& o, const std::string& no
         std::string m = "no schedulable node reports an NVIDIA driver >= " +
                         (minDriver.empty() ? std::string("any") : minDriver) + " (CUDA " + cuda +
                         "); GPU feature discovery labels nvidia.com/cuda.driver.* are read";
-        setCondition(conditions, {"Degraded", "True", kReasonNoCompatibleNodes, m}, generation,
-                     now);
+        setCondition(conditions, {kConditionDegraded, kStatusTrue, kReasonNoCompatibleNodes, m},
+                     generation, now);
       } else {
         setCondition(conditions,
-                     {"Degraded", "False", "CompatibleNodesFound",
+                     {kConditionDegraded, kStatusFalse, kReasonCompatibleNodesFound,
                       std::to_string(compatible) + " GPU node(s) satisfy driver >= " + minDriver},
                      generation, now);
       }
     } else {
-      setCondition(conditions, {"Degraded", "False", "NoAcceleratorRequired", ""}, generation, now);
+      setCondition(conditions, {kConditionDegraded, kStatusFalse, kReasonNoAcceleratorRequired, ""},
+                   generation, now);
     }
 
     if (c.closureHash != oldHash) {
-      plan.events.push_back({"", "Normal", kReasonResolved, readyMessage});
+      plan.events.push_back({"", kube::kEventTypeNormal, kReasonResolved, readyMessage});
     }
 
     // Releases validated on another closure are stale; never re-pointed silently.
-    for (const auto& mr : o.releases) {
-      const std::string mrName = str(mr, "/metadata/name"_json_pointer);
-      std::string validated = str(mr, "/status/validatedClosureHash"_json_pointer);
-      if (validated.empty()) validated = str(mr, "/spec/closureHash"_json_pointer);
-      Condition want;
-      want.type = "Stale";
+    for (const auto& object : o.releases) {
+      const ModelRelease mr = decodeModelRelease(*object);
+      const std::string validated = mr.validatedClosureHash();
+      kube::Condition want;
+      want.type = kConditionStale;
       if (validated != c.closureHash) {
-        want.status = "True";
+        want.status = kStatusTrue;
         want.reason = kReasonClosureHashChanged;
         want.message = "RuntimeEnv " + name + " now resolves to " + c.closureHash +
                        "; this release was validated on " + validated;
       } else {
-        want.status = "False";
+        want.status = kStatusFalse;
         want.reason = kReasonClosureHashMatches;
         want.message = "RuntimeEnv " + name + " resolves to the validated closure";
       }
-      auto have =
-          findCondition(mr.value("/status/conditions"_json_pointer, json::array()), "Stale");
-      bool same = have && have->value("status", "") == want.status &&
-                  have->value("reason", "") == want.reason &&
-                  have->value("message", "") == want.message;
+      auto have = findCondition(mr.status.conditions, kConditionStale);
+      bool same = have && decode::string(*have, "status") == want.status &&
+                  decode::string(*have, "reason") == want.reason &&
+                  decode::string(*have, "message") == want.message;
       if (same) continue;
       // A fresh release that matches needs no condition written at all.
-      if (!have && want.status == "False") continue;
-      plan.releaseConditions.push_back(
-          {mrName, mr.value("/metadata/generation"_json_pointer, int64_t{0}), want});
-      if (want.status == "True") {
-        plan.events.push_back({mrName, "Warning", "Stale", want.message});
+      if (!have && want.status == kStatusFalse) continue;
+      plan.releaseConditions.push_back({mr.meta.name, mr.meta.generation, want});
+      if (want.status == kStatusTrue) {
+        plan.events.push_back(
+            {mr.meta.name, kube::kEventTypeWarning, kEventReasonStale, want.message});
       }
     }
   }
   plan.statusChanged = status != oldStatus;
   plan.status = std::move(status);
   return plan;
+}
+
+ExecutionPlan executionPlan(const RuntimeEnvPlan& plan, const RuntimeEnvObserved& o,
+                            const std::string& now) {
+  ExecutionPlan out;
+  const std::string ns = kube::namespaceOf(*o.runtimeEnv);
+  auto releaseNamed = [&o](const std::string& name) -> kube::ObjectPtr {
+    for (const auto& mr : o.releases) {
+      if (kube::name(*mr) == name) return mr;
+    }
+    return nullptr;
+  };
+  for (const auto& rc : plan.releaseConditions) {
+    json conditions = json::array();
+    setCondition(conditions, rc.condition, rc.generation, now);
+    PlannedApply a;
+    a.resource = kModelReleases;
+    a.object = statusApply(kModelReleases, ns, rc.release, {{"conditions", conditions}});
+    a.fieldManager = kRuntimeEnvControllerFieldManager;
+    a.ignoreNotFound = true;
+    a.what = "marking ModelRelease " + rc.release;
+    out.applyStatus.push_back(std::move(a));
+  }
+  for (const auto& e : plan.events) {
+    kube::ObjectPtr involved = e.release.empty() ? o.runtimeEnv : releaseNamed(e.release);
+    if (involved) out.events.push_back({involved, e.type, e.reason, e.message});
+  }
+  if (plan.statusChanged) {
+    PlannedApply a;
+    a.resource = kRuntimeEnvs;
+    a.object = statusApply(kRuntimeEnvs, ns, kube::name(*o.runtimeEnv), plan.status);
+    out.status = std::move(a);
+  }
+  return out;
 }
 
 }  // namespace lockstep::controllers

@@ -9,7 +9,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "operator/common/status.h"
+#include "common/status.h"
 
 namespace lockstep::kube {
 

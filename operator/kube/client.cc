@@ -168,18 +168,21 @@ StatusOr<Object> Client::patchStatus(const Resource& r, const std::string& ns,
   return mergePatch(r, ns, name, nlohmann::json{{"status", status}}, "status");
 }
 
-StatusOr<Object> Client::apply(const Resource& r, const Object& obj, bool force) {
+ApplyOptions Client::applyOptions(const PatchParams& params) const {
   ApplyOptions o;
-  o.fieldManager = options_.fieldManager;
-  o.force = force;
-  return call(applyRequest(r, nsOf(r, obj, ""), name(obj), obj, o));
+  o.fieldManager = params.fieldManager.empty() ? options_.fieldManager : params.fieldManager;
+  o.force = params.force;
+  o.dryRun = params.dryRun;
+  return o;
 }
 
-StatusOr<Object> Client::applyStatus(const Resource& r, const Object& obj, bool force) {
-  ApplyOptions o;
-  o.fieldManager = options_.fieldManager;
-  o.force = force;
-  return call(applyRequest(r, nsOf(r, obj, ""), name(obj), obj, o, "status"));
+StatusOr<Object> Client::apply(const Resource& r, const Object& obj, const PatchParams& params) {
+  return call(applyRequest(r, nsOf(r, obj, ""), name(obj), obj, applyOptions(params)));
+}
+
+StatusOr<Object> Client::applyStatus(const Resource& r, const Object& obj,
+                                     const PatchParams& params) {
+  return call(applyRequest(r, nsOf(r, obj, ""), name(obj), obj, applyOptions(params), "status"));
 }
 
 StatusOr<std::unique_ptr<Watcher>> Client::watch(const Resource& r, const std::string& ns,

@@ -13,7 +13,7 @@
 #include <string>
 #include <vector>
 
-#include "operator/common/status.h"
+#include "common/status.h"
 #include "operator/kube/clock.h"
 #include "operator/kube/object.h"
 #include "operator/kube/request.h"
@@ -49,8 +49,20 @@ class Watcher {
 };
 
 struct ClientOptions {
-  std::string fieldManager = "lockstep";  // used for create/update/patch/apply
+  std::string fieldManager = "lockstep";  // default for create/update/patch/apply
   int64_t pageSize = 500;                 // list page size when ListOptions.limit is 0
+};
+
+// Per-call parameters of a server-side apply, as kube-rs's PatchParams: the
+// field manager the applied fields are recorded under ("" = the client's
+// default), so one client writes for several owners; `force` takes over
+// fields other managers own.
+struct PatchParams {
+  std::string fieldManager;
+  bool force = true;
+  bool dryRun = false;
+
+  static PatchParams apply(std::string manager) { return {std::move(manager), true, false}; }
 };
 
 class Client {
@@ -78,10 +90,10 @@ class Client {
   // Merge-patches `{"status": status}` through the status subresource.
   StatusOr<Object> patchStatus(const Resource& r, const std::string& ns, const std::string& name,
                                const nlohmann::json& status);
-  // Server-side apply of `obj` (apiVersion, kind, metadata.name required) with the
-  // client's field manager; `force` takes over fields other managers own.
-  StatusOr<Object> apply(const Resource& r, const Object& obj, bool force = true);
-  StatusOr<Object> applyStatus(const Resource& r, const Object& obj, bool force = true);
+  // Server-side apply of `obj` (apiVersion, kind, metadata.name required).
+  StatusOr<Object> apply(const Resource& r, const Object& obj, const PatchParams& params = {});
+  StatusOr<Object> applyStatus(const Resource& r, const Object& obj,
+                               const PatchParams& params = {});
   StatusOr<std::unique_ptr<Watcher>> watch(const Resource& r, const std::string& ns,
                                            const WatchOptions& options);
 
@@ -90,6 +102,7 @@ class Client {
 
  private:
   StatusOr<Object> call(const Request& req);
+  ApplyOptions applyOptions(const PatchParams& params) const;
 
   std::shared_ptr<Transport> transport_;
   ClientOptions options_;

@@ -1,5 +1,5 @@
 // Clock: the one source of time for the client and runtime, so tests can
-// replace it with a fake clock (tests/operator/fake_clock.h) and never sleep.
+// replace it with a fake clock (tests/support/fake_clock.h) and never sleep.
 //
 // `now()` is monotonic (timeouts, backoff, rate limits); `wallNow()` is UTC
 // wall time (Lease and Event timestamps). `waitUntil` blocks the caller on its

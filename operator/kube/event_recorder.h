@@ -14,13 +14,11 @@
 
 #include "operator/kube/client.h"
 #include "operator/kube/clock.h"
+#include "operator/kube/event_sink.h"
 
 namespace lockstep::kube {
 
-inline constexpr const char* kEventTypeNormal = "Normal";
-inline constexpr const char* kEventTypeWarning = "Warning";
-
-class EventRecorder {
+class EventRecorder final : public EventSink {
  public:
   // `component` is the source/reportingController, e.g. "lockstep-operator".
   EventRecorder(std::shared_ptr<Client> client, std::string component,
@@ -28,7 +26,7 @@ class EventRecorder {
 
   // Records an Event about `involved` (which needs kind, apiVersion, metadata.name/uid).
   Status record(const Object& involved, const std::string& type, const std::string& reason,
-                const std::string& message);
+                const std::string& message) override;
   Status normal(const Object& involved, const std::string& reason, const std::string& message) {
     return record(involved, kEventTypeNormal, reason, message);
   }

@@ -18,7 +18,6 @@
 
 namespace lockstep::kube {
 
-using ObjectPtr = std::shared_ptr<const Object>;
 // Values an object is indexed under (none, one or many).
 using IndexFunc = std::function<std::vector<std::string>(const Object&)>;
 

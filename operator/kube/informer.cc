@@ -19,6 +19,15 @@ ReflectorOptions reflectorOptions(const InformerOptions& o) {
 
 }  // namespace
 
+ObjectFilter matchLabels(std::map<std::string, std::string> want) {
+  return [want = std::move(want)](const Object& o) {
+    for (const auto& [k, v] : want) {
+      if (label(o, k) != v) return false;
+    }
+    return true;
+  };
+}
+
 Informer::Informer(std::shared_ptr<Client> client, InformerOptions options, Clock& clock)
     : client_(std::move(client)),
       options_(std::move(options)),
@@ -75,10 +84,17 @@ bool Informer::waitForSync(Clock::Duration timeout) {
   return synced_.load();
 }
 
+bool Informer::admit(Object& o) const {
+  if (options_.transform) options_.transform(o);
+  return !options_.filter || options_.filter(o);
+}
+
 void Informer::replace(std::vector<Object> items, const std::string& resourceVersion) {
   std::vector<ObjectPtr> fresh;
   fresh.reserve(items.size());
-  for (auto& o : items) fresh.push_back(std::make_shared<const Object>(std::move(o)));
+  for (auto& o : items) {
+    if (admit(o)) fresh.push_back(std::make_shared<const Object>(std::move(o)));
+  }
   std::lock_guard<std::mutex> lock(handlersMu_);
   bool initial = !synced_.load();
   auto previous = cache_.replace(fresh);
@@ -111,8 +127,20 @@ void Informer::replace(std::vector<Object> items, const std::string& resourceVer
 }
 
 void Informer::apply(const WatchEvent& event) {
-  auto obj = std::make_shared<const Object>(event.object);
+  if (event.type == WatchEvent::Type::kBookmark) return;
+  Object copy = event.object;
+  const bool kept = admit(copy);
+  auto obj = std::make_shared<const Object>(std::move(copy));
   std::lock_guard<std::mutex> lock(handlersMu_);
+  if (!kept) {
+    // Filtered out: whatever the cache held under this key is gone for its readers.
+    if (ObjectPtr old = cache_.erase(objectKey(*obj))) {
+      dispatch([&](const EventHandler& h) {
+        if (h.onDelete) h.onDelete(*old);
+      });
+    }
+    return;
+  }
   switch (event.type) {
     case WatchEvent::Type::kAdded:
     case WatchEvent::Type::kModified: {

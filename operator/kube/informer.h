@@ -12,6 +12,7 @@
 #include <atomic>
 #include <condition_variable>
 #include <functional>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <thread>
@@ -32,11 +33,22 @@ struct EventHandler {
   std::function<void(const Object& obj)> onDelete;
 };
 
+// Changes an object before it is cached (client-go's SetTransform).
+using ObjectTransform = std::function<void(Object&)>;
+// Keeps an object in the cache when true; others are treated as absent.
+using ObjectFilter = std::function<bool(const Object&)>;
+// A filter keeping objects whose labels include all of `labels`.
+ObjectFilter matchLabels(std::map<std::string, std::string> labels);
+
 struct InformerOptions {
   Resource resource;
-  std::string ns;  // "" = all namespaces
-  std::string labelSelector;
+  std::string ns;             // "" = all namespaces
+  std::string labelSelector;  // server-side
   std::string fieldSelector;
+  // Applied to every listed or watched object before caching: cached objects are
+  // shared by every reader and never copied per reconcile, so keep them small.
+  ObjectTransform transform = stripManagedFields;
+  ObjectFilter filter;  // client-side; empty keeps everything
   std::chrono::seconds minWatchTimeout{300};
   BackoffOptions backoff;
 };
@@ -69,6 +81,8 @@ class Informer : private ReflectorSink {
 
  private:
   void replace(std::vector<Object> items, const std::string& resourceVersion) override;
+  // Transforms `o`; false when the filter drops it.
+  bool admit(Object& o) const;
   void apply(const WatchEvent& event) override;
   template <typename F>
   void dispatch(F&& f);

@@ -8,7 +8,7 @@
 
 #include <string>
 
-#include "operator/common/status.h"
+#include "common/status.h"
 
 namespace lockstep::kube {
 

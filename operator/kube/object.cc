@@ -161,4 +161,10 @@ void setOwnerReference(Object& o, const OwnerReference& ref) {
   refs.push_back(ref.toJson());
 }
 
+void stripManagedFields(Object& o) {
+  if (o.is_object() && o.contains("metadata") && o["metadata"].is_object()) {
+    o["metadata"].erase("managedFields");
+  }
+}
+
 }  // namespace lockstep::kube

@@ -6,6 +6,7 @@
 
 #include <cstdint>
 #include <map>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -17,6 +18,9 @@
 namespace lockstep::kube {
 
 using Object = nlohmann::json;
+// A cached object: immutable and shared between the cache and its readers,
+// so a reconcile reads what the informer holds without a deep copy.
+using ObjectPtr = std::shared_ptr<const Object>;
 
 struct OwnerReference {
   std::string apiVersion;
@@ -57,5 +61,8 @@ void setLabel(Object& o, const std::string& key, const std::string& value);
 void setAnnotation(Object& o, const std::string& key, const std::string& value);
 // Adds or replaces (by uid) an owner reference.
 void setOwnerReference(Object& o, const OwnerReference& ref);
+// Drops metadata.managedFields: the default informer transform (the field is
+// large and no reader of the cache needs it), as client-go's SetTransform.
+void stripManagedFields(Object& o);
 
 }  // namespace lockstep::kube

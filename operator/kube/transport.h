@@ -13,7 +13,7 @@
 #include <optional>
 #include <string>
 
-#include "operator/common/status.h"
+#include "common/status.h"
 #include "operator/kube/request.h"
 
 namespace lockstep::kube {

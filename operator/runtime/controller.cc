@@ -4,6 +4,18 @@
 
 namespace lockstep::runtime {
 
+Result resultFor(const Status& s) {
+  switch (s.code()) {
+    case Code::kOk:
+    case Code::kNotFound:
+      return Result::done();
+    case Code::kInvalidArgument:
+      return Result::terminalError(s);
+    default:
+      return Result::failed(s);
+  }
+}
+
 MapFunc requestForObject() {
   return [](const kube::Object& o) {
     return std::vector<Request>{{kube::namespaceOf(o), kube::name(o)}};
@@ -90,7 +102,12 @@ void Controller::processOne(const std::string& key) {
   }
   double seconds = std::chrono::duration<double>(clock_.now() - start).count();
   std::string label;
-  if (!result.error.isOk()) {
+  if (!result.error.isOk() && result.terminal) {
+    label = "error";
+    spdlog::error("controller {}: reconcile {} failed (terminal, not requeued): {}", name_, key,
+                  result.error.toString());
+    queue_.forget(key);
+  } else if (!result.error.isOk()) {
     label = "error";
     spdlog::error("controller {}: reconcile {} failed: {}", name_, key, result.error.toString());
     queue_.addRateLimited(key);

@@ -12,7 +12,7 @@
 #include <string>
 #include <thread>
 
-#include "operator/common/status.h"
+#include "common/status.h"
 
 namespace lockstep::runtime {
 

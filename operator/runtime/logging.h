@@ -10,7 +10,7 @@
 
 #include <spdlog/formatter.h>
 
-#include "operator/common/status.h"
+#include "common/status.h"
 
 namespace lockstep::runtime {
 

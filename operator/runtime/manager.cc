@@ -14,6 +14,23 @@ void blockTerminationSignals() {
   pthread_sigmask(SIG_BLOCK, &set, nullptr);
 }
 
+Status runUntilSignal(const std::shared_ptr<Runnable>& runnable) {
+  blockTerminationSignals();
+  // Detached: it holds the runnable alive and exits with the process.
+  std::thread([runnable] {
+    sigset_t set;
+    sigemptyset(&set);
+    sigaddset(&set, SIGINT);
+    sigaddset(&set, SIGTERM);
+    int sig = 0;
+    while (sigwait(&set, &sig) != 0) {
+    }
+    spdlog::info("received signal {}; shutting down", sig);
+    runnable->stop();
+  }).detach();
+  return runnable->start();
+}
+
 Manager::Manager(std::shared_ptr<kube::Client> client, ManagerOptions options)
     : client_(std::move(client)),
       options_(std::move(options)),
@@ -29,6 +46,7 @@ Manager::~Manager() {
   stop();
   if (signalThread_.joinable()) signalThread_.join();
   stopControllers();
+  stopRunnables(false);
   for (auto& i : informers_) i->stop();
   health_.stop();
 }
@@ -64,6 +82,47 @@ Controller& Manager::addController(ControllerOptions options,
   return *controllers_.back();
 }
 
+void Manager::add(std::shared_ptr<Runnable> runnable, bool needsLeaderElection) {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto e = std::make_unique<RunnableEntry>();
+  e->runnable = std::move(runnable);
+  e->needsLeaderElection = needsLeaderElection;
+  runnables_.push_back(std::move(e));
+}
+
+void Manager::startRunnables(bool leaderOnly) {
+  // With mu_ held.
+  for (auto& e : runnables_) {
+    if (e->needsLeaderElection != leaderOnly || e->thread.joinable()) continue;
+    Runnable* r = e->runnable.get();
+    e->thread = std::thread([this, r] {
+      Status s = r->start();
+      if (s.isOk()) return;
+      spdlog::critical("manager: runnable failed: {}", s.toString());
+      std::lock_guard<std::mutex> lock(mu_);
+      if (runnableError_.isOk()) runnableError_ = s;
+      stopRequested_ = true;
+      if (elector_) elector_->stop();
+      cv_.notify_all();
+    });
+  }
+}
+
+void Manager::stopRunnables(bool leaderOnly) {
+  std::vector<RunnableEntry*> stopping;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    for (auto& e : runnables_) {
+      // Stopping every Runnable (leaderOnly false) includes the leader's.
+      if (leaderOnly && !e->needsLeaderElection) continue;
+      if (e->thread.joinable()) stopping.push_back(e.get());
+    }
+  }
+  // Joined without mu_: a failing Runnable takes it to report.
+  for (auto* e : stopping) e->runnable->stop();
+  for (auto* e : stopping) e->thread.join();
+}
+
 bool Manager::isLeader() const {
   if (!options_.leaderElection) return true;
   return elector_ && elector_->isLeader();
@@ -74,9 +133,11 @@ void Manager::startControllers() {
   if (controllersRunning_ || stopRequested_) return;
   controllersRunning_ = true;
   for (auto& c : controllers_) c->start();
+  startRunnables(true);
 }
 
 void Manager::stopControllers() {
+  stopRunnables(true);
   std::lock_guard<std::mutex> lock(mu_);
   if (!controllersRunning_) return;
   for (auto& c : controllers_) c->stop();
@@ -131,6 +192,10 @@ Status Manager::run() {
   }
   synced_ = true;
   spdlog::info("manager: {} informer caches synced", informers_.size());
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (!stopRequested_) startRunnables(false);
+  }
 
   Status result;
   if (options_.leaderElection) {
@@ -148,31 +213,34 @@ Status Manager::run() {
       std::lock_guard<std::mutex> lock(mu_);
       cv_.notify_all();
     };
+    bool stoppedEarly = false;
     {
       std::lock_guard<std::mutex> lock(mu_);
-      if (stopRequested_) return Status::ok();
-      elector_ = std::make_unique<LeaderElector>(client_, cfg, cb, clock_);
+      stoppedEarly = stopRequested_;
+      if (!stoppedEarly) elector_ = std::make_unique<LeaderElector>(client_, cfg, cb, clock_);
     }
-    metrics_.setLeader(lease, false);
-    // Controllers stop before the lease is released: stopping drains in-flight reconciles.
-    bool electorDone = false;
-    std::thread electorThread([this, &result, &electorDone] {
-      Status st = elector_->run();
-      std::lock_guard<std::mutex> lock(mu_);
-      result = st;
-      electorDone = true;
-      cv_.notify_all();
-    });
-    {
-      std::unique_lock<std::mutex> lock(mu_);
-      cv_.wait(lock, [&] {
-        return stopRequested_ || electorDone ||
-               (elector_ && !elector_->isLeader() && controllersRunning_);
+    if (!stoppedEarly) {
+      metrics_.setLeader(lease, false);
+      // Controllers stop before the lease is released: stopping drains in-flight reconciles.
+      bool electorDone = false;
+      std::thread electorThread([this, &result, &electorDone] {
+        Status st = elector_->run();
+        std::lock_guard<std::mutex> lock(mu_);
+        result = st;
+        electorDone = true;
+        cv_.notify_all();
       });
+      {
+        std::unique_lock<std::mutex> lock(mu_);
+        cv_.wait(lock, [&] {
+          return stopRequested_ || electorDone ||
+                 (elector_ && !elector_->isLeader() && controllersRunning_);
+        });
+      }
+      stopControllers();
+      elector_->stop();
+      electorThread.join();
     }
-    stopControllers();
-    elector_->stop();
-    electorThread.join();
   } else {
     startControllers();
     std::unique_lock<std::mutex> lock(mu_);
@@ -180,9 +248,11 @@ Status Manager::run() {
     lock.unlock();
     stopControllers();
   }
+  stopRunnables(false);
   for (auto& i : informers_) i->stop();
   health_.stop();
-  return result;
+  std::lock_guard<std::mutex> lock(mu_);
+  return result.isOk() ? runnableError_ : result;
 }
 
 }  // namespace lockstep::runtime

@@ -3,12 +3,14 @@
 // recorder, metrics (/metrics) and health probes (/healthz, /readyz).
 //
 // run(): starts the servers and informers, waits for the caches to sync
-// (readyz fails until then), then — once elected, when leader election is on —
-// starts the controllers. It returns when stop() is called (controllers
-// drained, lease released) or with an error when the caches do not sync or the
-// lease is lost (the process should exit non-zero, as controller-runtime does).
-// Thread-safety: register informers/controllers before run(); stop() from any
-// thread (stopOnSignals() wires SIGINT/SIGTERM to it).
+// (readyz fails until then), starts the Runnables that run on every replica
+// (the webhook server), then — once elected, when leader election is on —
+// starts the controllers and the Runnables that need leadership. A Runnable
+// that fails stops the manager, and run() returns its error. It returns when stop() is called
+// (controllers drained, lease released) or with an error when the caches do not sync or the lease
+// is lost (the process should exit non-zero, as controller-runtime does). Thread-safety: register
+// informers/controllers before run(); stop() from any thread (stopOnSignals() wires SIGINT/SIGTERM
+// to it).
 #pragma once
 
 #include <atomic>
@@ -25,6 +27,7 @@
 #include "operator/runtime/health_server.h"
 #include "operator/runtime/leader_election.h"
 #include "operator/runtime/metrics.h"
+#include "operator/runtime/runnable.h"
 
 namespace lockstep::runtime {
 
@@ -49,7 +52,12 @@ class Manager {
   kube::Informer& informer(const kube::InformerOptions& options);
   kube::Informer& informer(const kube::Resource& resource, const std::string& ns = "");
   Controller& addController(ControllerOptions options, std::shared_ptr<Reconciler> reconciler);
+  // Adds a Runnable: started once the caches synced, on every replica, or only
+  // on the leader when `needsLeaderElection` (stopped when leadership is lost).
+  void add(std::shared_ptr<Runnable> runnable, bool needsLeaderElection);
   kube::EventRecorder& events() { return *events_; }
+  // The one clock of the process: controllers, informers and Runnables take it from here.
+  Clock& clock() { return clock_; }
   Metrics& metrics() { return metrics_; }
   HealthServer& health() { return health_; }
   bool isLeader() const;
@@ -65,6 +73,13 @@ class Manager {
  private:
   void startControllers();
   void stopControllers();
+  void startRunnables(bool leaderOnly);
+  void stopRunnables(bool leaderOnly);
+  struct RunnableEntry {
+    std::shared_ptr<Runnable> runnable;
+    bool needsLeaderElection = false;
+    std::thread thread;
+  };
 
   std::shared_ptr<kube::Client> client_;
   ManagerOptions options_;
@@ -74,6 +89,8 @@ class Manager {
   std::unique_ptr<kube::EventRecorder> events_;
   std::vector<std::unique_ptr<kube::Informer>> informers_;
   std::vector<std::unique_ptr<Controller>> controllers_;
+  std::vector<std::unique_ptr<RunnableEntry>> runnables_;
+  Status runnableError_;
   std::unique_ptr<LeaderElector> elector_;
 
   std::mutex mu_;
@@ -86,5 +103,8 @@ class Manager {
 
 // Blocks SIGINT and SIGTERM for the calling thread and the threads it creates later.
 void blockTerminationSignals();
+// For binaries without a Manager: blocks SIGINT/SIGTERM, runs `runnable` on the
+// calling thread and stops it on the first signal; returns what start() returned.
+Status runUntilSignal(const std::shared_ptr<Runnable>& runnable);
 
 }  // namespace lockstep::runtime

@@ -20,7 +20,7 @@
 #include <prometheus/histogram.h>
 #include <prometheus/registry.h>
 
-#include "operator/common/status.h"
+#include "common/status.h"
 #include "operator/runtime/controller.h"
 #include "operator/runtime/work_queue.h"
 

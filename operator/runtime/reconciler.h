@@ -8,7 +8,7 @@
 #include <chrono>
 #include <string>
 
-#include "operator/common/status.h"
+#include "common/status.h"
 #include "operator/kube/clock.h"
 
 namespace lockstep::runtime {
@@ -30,13 +30,24 @@ struct Request {
 struct Result {
   bool requeue = false;                   // again, rate-limited
   kube::Clock::Duration requeueAfter{0};  // again after this delay (wins over requeue)
-  Status error;                           // non-OK: logged, rate-limited requeue
+  Status error;                           // non-OK: logged, rate-limited requeue...
+  bool terminal = false;                  // ...unless terminal: retrying cannot help
 
   static Result done() { return {}; }
   static Result requeueNow() { return {true, {}, {}}; }
   static Result after(kube::Clock::Duration d) { return {false, d, {}}; }
   static Result failed(Status s) { return {false, {}, std::move(s)}; }
+  // An error a retry cannot fix (controller-runtime's TerminalError): logged and
+  // counted, not requeued; the next change of a watched object reconciles again.
+  static Result terminalError(Status s) { return {false, {}, std::move(s), true}; }
 };
+
+// The one mapping from the Status of a reconcile's I/O to what happens next:
+//   OK, NotFound (the object is gone: nothing left to do)  -> done
+//   InvalidArgument (our own input is wrong)               -> terminal
+//   anything else (Unavailable, Conflict, Gone, Invalid, Forbidden, ...)
+//                                                          -> failed: backoff requeue
+Result resultFor(const Status& s);
 
 class Reconciler {
  public:

@@ -69,7 +69,7 @@ class BeastServerTest : public ::testing::Test {
   StaticRuntimeEnvs envs_;
   StaticNamespaceModes modes_;
   testing::FakeRecorder recorder_;
-  SteadyClock clock_;
+  kube::SystemClock clock_;
   PodWebhook pods_{envs_, modes_, recorder_, clock_};
   std::unique_ptr<Server> server_;
 };

@@ -1,9 +1,7 @@
-// Test doubles for the admission path: a recorder that keeps outcomes and a
-// manual clock. Thread-safety: FakeRecorder is thread-safe; ManualClock is not
-// meant to be advanced concurrently with reads.
+// Test doubles for the admission path: a recorder that keeps outcomes (the
+// clock is tests/support/fake_clock.h). Thread-safety: FakeRecorder is thread-safe.
 #pragma once
 
-#include <atomic>
 #include <mutex>
 #include <vector>
 
@@ -25,20 +23,6 @@ class FakeRecorder final : public AdmissionRecorder {
  private:
   mutable std::mutex mu_;
   std::vector<AdmissionOutcome> outcomes_;
-};
-
-// Advances by `step` on every read, so durations are deterministic and > 0.
-class ManualClock final : public MonotonicClock {
- public:
-  explicit ManualClock(std::chrono::nanoseconds step = std::chrono::microseconds(250))
-      : step_(step) {}
-  std::chrono::nanoseconds now() const override {
-    return std::chrono::nanoseconds(t_ += step_.count());
-  }
-
- private:
-  std::chrono::nanoseconds step_;
-  mutable std::atomic<long long> t_{0};
 };
 
 }  // namespace lockstep::webhooks::testing

@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include "tests/support/fake_clock.h"
 #include "tests/webhooks/builders.h"
 #include "tests/webhooks/fakes.h"
 #include "webhooks/admission/static_lookups.h"
@@ -13,7 +14,6 @@ using nlohmann::json;
 using testing::FakeRecorder;
 using testing::kEnvHash;
 using testing::kEnvImage;
-using testing::ManualClock;
 using testing::PodBuilder;
 using testing::ReleaseBuilder;
 using testing::sha;
@@ -21,6 +21,7 @@ using testing::sha;
 class HandlerTest : public ::testing::Test {
  protected:
   HandlerTest() {
+    clock_.setTickOnRead(std::chrono::microseconds(250));
     envs_.put({"torch", "ml", kEnvHash, kEnvImage, true});
     modes_.set("ml", NamespaceMode::kEnforce);
     modes_.set("soft", NamespaceMode::kWarn);
@@ -29,7 +30,7 @@ class HandlerTest : public ::testing::Test {
   StaticRuntimeEnvs envs_;
   StaticNamespaceModes modes_;
   FakeRecorder recorder_;
-  ManualClock clock_;
+  lockstep::testing::FakeClock clock_;
   PodWebhook pods_{envs_, modes_, recorder_, clock_};
   ModelReleaseWebhook releases_{envs_, recorder_, clock_};
 };

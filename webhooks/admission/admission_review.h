@@ -10,7 +10,7 @@
 #include <string_view>
 #include <vector>
 
-#include "operator/common/status.h"
+#include "common/status.h"
 #include "webhooks/admission/types.h"
 
 namespace lockstep::webhooks {

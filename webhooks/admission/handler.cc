@@ -22,7 +22,7 @@ std::string objectName(const AdmissionRequest& req) {
 
 // The shared decode → validate → encode → record pipeline.
 HttpReply serve(std::string_view webhook, std::string_view body, AdmissionRecorder& recorder,
-                const MonotonicClock& clock,
+                const kube::Clock& clock,
                 const std::function<Verdict(const AdmissionRequest&)>& validate) {
   const auto start = clock.now();
   AdmissionOutcome outcome;

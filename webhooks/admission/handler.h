@@ -9,6 +9,7 @@
 #include <string>
 #include <string_view>
 
+#include "operator/kube/clock.h"
 #include "webhooks/admission/recorder.h"
 #include "webhooks/admission/types.h"
 
@@ -39,7 +40,7 @@ class AdmissionWebhook {
 class PodWebhook final : public AdmissionWebhook {
  public:
   PodWebhook(const RuntimeEnvLookup& envs, const NamespaceModeLookup& namespaces,
-             AdmissionRecorder& recorder, const MonotonicClock& clock)
+             AdmissionRecorder& recorder, const kube::Clock& clock)
       : envs_(envs), namespaces_(namespaces), recorder_(recorder), clock_(clock) {}
   std::string_view name() const override { return "pods"; }
   std::string_view path() const override { return kPodWebhookPath; }
@@ -49,13 +50,13 @@ class PodWebhook final : public AdmissionWebhook {
   const RuntimeEnvLookup& envs_;
   const NamespaceModeLookup& namespaces_;
   AdmissionRecorder& recorder_;
-  const MonotonicClock& clock_;
+  const kube::Clock& clock_;
 };
 
 class ModelReleaseWebhook final : public AdmissionWebhook {
  public:
   ModelReleaseWebhook(const RuntimeEnvLookup& envs, AdmissionRecorder& recorder,
-                      const MonotonicClock& clock)
+                      const kube::Clock& clock)
       : envs_(envs), recorder_(recorder), clock_(clock) {}
   std::string_view name() const override { return "modelreleases"; }
   std::string_view path() const override { return kModelReleaseWebhookPath; }
@@ -64,7 +65,7 @@ class ModelReleaseWebhook final : public AdmissionWebhook {
  private:
   const RuntimeEnvLookup& envs_;
   AdmissionRecorder& recorder_;
-  const MonotonicClock& clock_;
+  const kube::Clock& clock_;
 };
 
 }  // namespace lockstep::webhooks

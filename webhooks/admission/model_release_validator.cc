@@ -4,13 +4,16 @@
 #include <string_view>
 #include <vector>
 
-#include "webhooks/admission/image_ref.h"
+#include "api/image_ref.h"
 #include "webhooks/admission/json_access.h"
 
 namespace lockstep::webhooks {
 namespace {
 
 namespace ja = json_access;
+using api::ImageRef;
+using api::isSha256Digest;
+using api::parseImageRef;
 using nlohmann::json;
 
 std::string quote(std::string_view s) { return "\"" + std::string(s) + "\""; }

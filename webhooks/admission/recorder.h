@@ -41,19 +41,4 @@ class NullRecorder final : public AdmissionRecorder {
   void record(const AdmissionOutcome&) override {}
 };
 
-// Monotonic time source, injected so tests and fuzzing are deterministic.
-class MonotonicClock {
- public:
-  virtual ~MonotonicClock() = default;
-  virtual std::chrono::nanoseconds now() const = 0;
-};
-
-// std::chrono::steady_clock.
-class SteadyClock final : public MonotonicClock {
- public:
-  std::chrono::nanoseconds now() const override {
-    return std::chrono::steady_clock::now().time_since_epoch();
-  }
-};
-
 }  // namespace lockstep::webhooks

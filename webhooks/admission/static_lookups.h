@@ -15,7 +15,7 @@
 #include <string_view>
 #include <utility>
 
-#include "operator/common/status.h"
+#include "common/status.h"
 #include "webhooks/admission/types.h"
 
 namespace lockstep::webhooks {

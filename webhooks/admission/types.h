@@ -8,14 +8,14 @@
 #include <string_view>
 #include <vector>
 
+#include "api/v1alpha1/keys.h"
+
 namespace lockstep::webhooks {
 
-// Pod label naming the RuntimeEnv (same namespace) the pod runs on.
-inline constexpr std::string_view kRuntimeEnvLabel = "lockstep.dev/runtime-env";
-// Pod annotation carrying the closure hash the workload was validated with.
-inline constexpr std::string_view kClosureHashAnnotation = "lockstep.dev/closure-hash";
-// Namespace label selecting the admission mode: enforce | warn | audit | off.
-inline constexpr std::string_view kEnforceLabel = "lockstep.dev/enforce";
+// The label and annotation keys admission reads (api/v1alpha1/keys.h).
+using api::v1alpha1::kClosureHashAnnotation;
+using api::v1alpha1::kEnforceLabel;
+using api::v1alpha1::kRuntimeEnvLabel;
 
 // How a namespace wants pod violations handled.
 //   kUnset:   namespace not labelled; only pods that declare a RuntimeEnv are

@@ -12,7 +12,7 @@
 #include <optional>
 #include <string>
 
-#include "operator/common/status.h"
+#include "common/status.h"
 #include "webhooks/certs/tls_certificate.h"
 
 namespace lockstep::webhooks {

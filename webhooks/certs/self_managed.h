@@ -16,7 +16,7 @@
 #include <string>
 #include <vector>
 
-#include "operator/common/status.h"
+#include "common/status.h"
 #include "webhooks/certs/rotation.h"
 #include "webhooks/certs/tls_certificate.h"
 #include "webhooks/certs/x509.h"

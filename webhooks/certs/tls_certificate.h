@@ -5,7 +5,7 @@
 
 #include <string>
 
-#include "operator/common/status.h"
+#include "common/status.h"
 
 namespace lockstep::webhooks {
 

@@ -7,7 +7,7 @@
 
 #include <memory>
 
-#include "operator/common/status.h"
+#include "common/status.h"
 #include "webhooks/server/server.h"
 
 namespace lockstep::webhooks {

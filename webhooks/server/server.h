@@ -11,7 +11,7 @@
 #include <memory>
 #include <string>
 
-#include "operator/common/status.h"
+#include "common/status.h"
 #include "webhooks/certs/tls_certificate.h"
 
 namespace lockstep::webhooks {

@@ -6,7 +6,7 @@
 #include <boost/asio/ssl/context.hpp>
 #include <memory>
 
-#include "operator/common/status.h"
+#include "common/status.h"
 #include "webhooks/server/server.h"
 
 namespace lockstep::webhooks {

@@ -3,8 +3,8 @@
 
 #include <gtest/gtest.h>
 
-#include "tests/operator/fake_clock.h"
-#include "tests/operator/fake_transport.h"
+#include "tests/support/fake_clock.h"
+#include "tests/support/fake_transport.h"
 
 namespace lockstep::kube {
 namespace {
@@ -99,6 +99,27 @@ TEST_F(ClientTest, PatchStatusAndApply) {
   req = fake_->requests()[1];
   EXPECT_EQ(req.uri(), "/api/v1/namespaces/ml/configmaps/c?fieldManager=lockstep&force=true");
   EXPECT_EQ(req.header("Content-Type"), "application/apply-patch+yaml");
+}
+
+TEST_F(ClientTest, FieldManagerIsChosenPerCall) {
+  fake_->push(FakeTransport::ok(testObject("ml", "c", "5")));
+  fake_->push(FakeTransport::ok(testObject("ml", "c", "6")));
+  fake_->push(FakeTransport::ok(testObject("ml", "c", "7")));
+  ASSERT_TRUE(client_
+                  .applyStatus(resources::kConfigMaps, testObject("ml", "c", ""),
+                               PatchParams::apply("lockstep-runtimeenv-controller"))
+                  .isOk());
+  ASSERT_TRUE(client_
+                  .apply(resources::kConfigMaps, testObject("ml", "c", ""),
+                         PatchParams{.fieldManager = "", .force = false, .dryRun = true})
+                  .isOk());
+  ASSERT_TRUE(client_.applyStatus(resources::kConfigMaps, testObject("ml", "c", "")).isOk());
+  auto reqs = fake_->requests();
+  EXPECT_EQ(reqs[0].uri(),
+            "/api/v1/namespaces/ml/configmaps/c/status"
+            "?fieldManager=lockstep-runtimeenv-controller&force=true");
+  EXPECT_EQ(reqs[1].uri(), "/api/v1/namespaces/ml/configmaps/c?dryRun=All&fieldManager=lockstep");
+  EXPECT_EQ(reqs[2].uri(), "/api/v1/namespaces/ml/configmaps/c/status?fieldManager=lockstep&force=true");
 }
 
 TEST_F(ClientTest, DeleteSendsOptions) {

@@ -3,8 +3,8 @@
 
 #include <gtest/gtest.h>
 
-#include "tests/operator/fake_clock.h"
-#include "tests/operator/fake_transport.h"
+#include "tests/support/fake_clock.h"
+#include "tests/support/fake_transport.h"
 
 namespace lockstep::kube {
 namespace {
@@ -92,6 +92,39 @@ TEST_F(InformerTest, SyncsAndDispatchesWatchEventsInOrder) {
   EXPECT_EQ(informer->cache().byIndex(kNamespaceIndex, "ns").size(), 1u);
   EXPECT_EQ(informer->lastSyncResourceVersion(), "13");
   informer->stop();
+}
+
+TEST_F(InformerTest, TransformsBeforeCachingAndFiltersByLabel) {
+  Object a = owned("a", "5", "u", "web");
+  a["metadata"]["managedFields"] = nlohmann::json::array({{{"manager", "kubectl"}}});
+  fake_->push(FakeTransport::list({a, owned("b", "6", "u", "db")}, "10"));
+  FakeStream s;
+  // a leaves the selected set: its readers see a delete; b joins it: an add.
+  s.lines = {FakeTransport::event("MODIFIED", owned("a", "11", "u", "batch")),
+             FakeTransport::event("MODIFIED", owned("b", "12", "u", "web"))};
+  s.end = FakeStream::End::kHang;
+  fake_->push(s);
+  InformerOptions o;
+  o.resource = resources::kConfigMaps;
+  o.ns = "ns";
+  o.filter = matchLabels({{"app", "web"}});
+  Informer informer(client_, o, clock_);
+  Recorder rec;
+  informer.addEventHandler(rec.handler());
+  informer.start();
+  ASSERT_TRUE(informer.waitForSync(std::chrono::seconds(10)));
+  ASSERT_TRUE(rec.waitFor(3));
+  EXPECT_EQ(rec.snapshot(), (std::vector<std::string>{"add a (initial)", "delete a", "add b"}));
+  EXPECT_EQ(informer.cache().keys(), (std::vector<std::string>{"ns/b"}));
+  informer.stop();
+
+  // The default transform strips managedFields: cached objects are shared, keep them small.
+  Object copy = a;
+  InformerOptions defaults;
+  ASSERT_TRUE(defaults.transform);
+  defaults.transform(copy);
+  EXPECT_FALSE(copy["metadata"].contains("managedFields"));
+  EXPECT_EQ(name(copy), "a");
 }
 
 TEST_F(InformerTest, RelistReportsVanishedObjectsAsDeletesAndKeepsNoPhantoms) {

@@ -11,7 +11,7 @@
 #include <gtest/gtest.h>
 
 #include "operator/kube/token_source.h"
-#include "tests/operator/fake_clock.h"
+#include "tests/support/fake_clock.h"
 
 namespace lockstep::kube {
 namespace {

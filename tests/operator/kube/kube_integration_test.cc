@@ -236,7 +236,7 @@ TEST_F(KubeIntegrationTest, CrudAndStatusOfACustomResource) {
 TEST_F(KubeIntegrationTest, ServerSideApplyOwnsFieldsAndForceTakesThem) {
   std::string ns = makeNamespace();
   Object desired = widget(ns, "applied", 1);
-  auto first = client().apply(kWidgets, desired, false);
+  auto first = client().apply(kWidgets, desired, PatchParams{.fieldManager = "", .force = false});
   ASSERT_TRUE(first.isOk()) << first.status().toString();
   EXPECT_EQ((*first)["spec"]["size"], 1);
   // Another manager takes spec.size ...
@@ -245,8 +245,12 @@ TEST_F(KubeIntegrationTest, ServerSideApplyOwnsFieldsAndForceTakesThem) {
   ASSERT_EQ(r.exitCode, 0) << r.err;
   // ... so a non-forced apply of a different value conflicts, and a forced one wins.
   desired["spec"]["size"] = 2;
-  EXPECT_EQ(client().apply(kWidgets, desired, false).status().code(), Code::kConflict);
-  auto forced = client().apply(kWidgets, desired, true);
+  EXPECT_EQ(client()
+                .apply(kWidgets, desired, PatchParams{.fieldManager = "", .force = false})
+                .status()
+                .code(),
+            Code::kConflict);
+  auto forced = client().apply(kWidgets, desired, PatchParams{.fieldManager = "", .force = true});
   ASSERT_TRUE(forced.isOk()) << forced.status().toString();
   EXPECT_EQ((*forced)["spec"]["size"], 2);
   // Status by apply through the subresource.

@@ -5,8 +5,8 @@
 
 #include <gtest/gtest.h>
 
-#include "tests/operator/fake_clock.h"
-#include "tests/operator/fake_transport.h"
+#include "tests/support/fake_clock.h"
+#include "tests/support/fake_transport.h"
 
 namespace lockstep::runtime {
 namespace {
@@ -121,6 +121,33 @@ TEST_F(ControllerTest, ThrowingReconcilerIsAnError) {
   ASSERT_TRUE(metrics_->waitFor(1));
   EXPECT_EQ(metrics_->results[0], "error");
   c.stop();
+}
+
+TEST_F(ControllerTest, TerminalErrorsAreCountedButNotRequeued) {
+  reconciler_->script = {Result::terminalError(invalidArgument("spec.lock needs inline"))};
+  controller_->start();
+  controller_->enqueue({"ns", "w"});
+  ASSERT_TRUE(metrics_->waitFor(1));
+  EXPECT_EQ(metrics_->results[0], "error");
+  EXPECT_EQ(controller_->queue().numRequeues("ns/w"), 0);
+  EXPECT_EQ(controller_->queue().waitingLen(), 0u);
+  clock_.advance(1h);
+  EXPECT_EQ(reconciler_->calls.size(), 1u);
+  controller_->stop();
+}
+
+TEST(ResultFor, OneMappingFromStatusToWhatHappensNext) {
+  EXPECT_TRUE(resultFor(Status::ok()).error.isOk());
+  EXPECT_TRUE(resultFor(notFound("gone")).error.isOk());  // nothing left to do
+  Result invalid = resultFor(invalidArgument("bad input"));
+  EXPECT_FALSE(invalid.error.isOk());
+  EXPECT_TRUE(invalid.terminal);
+  for (Code c : {Code::kUnavailable, Code::kConflict, Code::kDeadlineExceeded, Code::kGone,
+                 Code::kInternal, Code::kForbidden, Code::kInvalid}) {
+    Result r = resultFor(Status(c, "x"));
+    EXPECT_EQ(r.error.code(), c);
+    EXPECT_FALSE(r.terminal) << codeName(c);  // requeued with backoff
+  }
 }
 
 TEST(RequestTest, KeysRoundTrip) {

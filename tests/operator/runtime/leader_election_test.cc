@@ -5,8 +5,8 @@
 
 #include <gtest/gtest.h>
 
-#include "tests/operator/fake_clock.h"
-#include "tests/operator/fake_transport.h"
+#include "tests/support/fake_clock.h"
+#include "tests/support/fake_transport.h"
 
 namespace lockstep::runtime {
 namespace {

@@ -6,17 +6,13 @@
 
 #include <nlohmann/json.hpp>
 
+#include "tests/support/fake_clock.h"
 #include "webhooks/admission/handler.h"
 #include "webhooks/admission/static_lookups.h"
 
 namespace lw = lockstep::webhooks;
 
 namespace {
-
-class FixedClock final : public lw::MonotonicClock {
- public:
-  std::chrono::nanoseconds now() const override { return std::chrono::nanoseconds(1); }
-};
 
 struct World {
   World() {
@@ -33,7 +29,7 @@ struct World {
   lw::StaticRuntimeEnvs envs;
   lw::StaticNamespaceModes modes;
   lw::NullRecorder recorder;
-  FixedClock clock;
+  lockstep::testing::FakeClock clock;
   lw::PodWebhook pods{envs, modes, recorder, clock};
   lw::ModelReleaseWebhook releases{envs, recorder, clock};
 };

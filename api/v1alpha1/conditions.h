@@ -1,0 +1,38 @@
+// Condition types and reasons Lockstep writes (metav1.Condition form): a
+// stable API that users' alerts, Argo CD health checks and `kubectl wait`
+// rely on; change none of them within v1alpha1.
+// Thread-safety: constants.
+#pragma once
+
+namespace lockstep::api::v1alpha1 {
+
+// Types.
+inline constexpr const char* kConditionReady = "Ready";
+inline constexpr const char* kConditionStalled = "Stalled";
+inline constexpr const char* kConditionDegraded = "Degraded";
+inline constexpr const char* kConditionProgressing = "Progressing";
+// On a ModelRelease: its runtime's closure moved away from the validated one.
+inline constexpr const char* kConditionStale = "Stale";
+
+inline constexpr const char* kStatusTrue = "True";
+inline constexpr const char* kStatusFalse = "False";
+inline constexpr const char* kStatusUnknown = "Unknown";
+
+// RuntimeEnv reasons (Ready, Stalled, Degraded).
+inline constexpr const char* kReasonResolved = "Resolved";
+inline constexpr const char* kReasonLockParseError = "LockParseError";
+inline constexpr const char* kReasonUnhashedPackage = "UnhashedPackage";
+inline constexpr const char* kReasonImageNotPinned = "ImageNotPinned";
+inline constexpr const char* kReasonLockNotFound = "LockNotFound";
+inline constexpr const char* kReasonNoCompatibleNodes = "NoCompatibleNodes";
+inline constexpr const char* kReasonCompatibleNodesFound = "CompatibleNodesFound";
+inline constexpr const char* kReasonNoAcceleratorRequired = "NoAcceleratorRequired";
+
+// ModelRelease reasons (Stale).
+inline constexpr const char* kReasonClosureHashChanged = "ClosureHashChanged";
+inline constexpr const char* kReasonClosureHashMatches = "ClosureHashMatches";
+
+// Event reasons that are not condition reasons.
+inline constexpr const char* kEventReasonStale = "Stale";
+
+}  // namespace lockstep::api::v1alpha1

@@ -1,0 +1,25 @@
+// Label and annotation keys under lockstep.dev/, the field managers Lockstep
+// writes with, and the names of the cache indexes both controllers and
+// webhooks share: the vocabulary that crosses process and component lines.
+// Thread-safety: constants.
+#pragma once
+
+#include <string_view>
+
+namespace lockstep::api::v1alpha1 {
+
+// Pod label naming the RuntimeEnv (same namespace) the pod runs on.
+inline constexpr std::string_view kRuntimeEnvLabel = "lockstep.dev/runtime-env";
+// Pod annotation carrying the closure hash the workload was validated with.
+inline constexpr std::string_view kClosureHashAnnotation = "lockstep.dev/closure-hash";
+// Namespace label selecting the admission mode: enforce | warn | audit | off.
+inline constexpr std::string_view kEnforceLabel = "lockstep.dev/enforce";
+
+// Server-side apply field managers (managedFields). The operator's own
+// objects and statuses are written as kOperatorFieldManager; the RuntimeEnv
+// controller owns only the Stale condition of ModelRelease status, under its
+// own manager, so it merges with the conditions the ModelRelease controller owns.
+inline constexpr const char* kOperatorFieldManager = "lockstep-operator";
+inline constexpr const char* kRuntimeEnvControllerFieldManager = "lockstep-runtimeenv-controller";
+
+}  // namespace lockstep::api::v1alpha1

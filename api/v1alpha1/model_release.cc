@@ -1,0 +1,132 @@
+#include "api/v1alpha1/model_release.h"
+
+#include "api/v1alpha1/conditions.h"
+#include "common/flags.h"
+
+namespace lockstep::api::v1alpha1 {
+namespace {
+
+using nlohmann::json;
+
+DurationField durationField(const json& j, std::string_view key, DurationField fallback = {}) {
+  auto text = decode::optionalString(j, key);
+  if (!text) return fallback;
+  DurationField d;
+  d.text = *text;
+  if (auto v = parseDuration(*text); v.isOk()) d.value = *v;
+  return d;
+}
+
+Gate decodeGate(const json& g) {
+  Gate out;
+  out.podTemplate = decode::object(g, "template");
+  for (const auto& m : decode::array(g, "metrics")) {
+    out.metrics.push_back(
+        {decode::string(m, "name"), decode::number(m, "min"), decode::number(m, "max")});
+  }
+  out.timeout = durationField(g, "timeout");
+  return out;
+}
+
+Canary decodeCanary(const json& c) {
+  Canary out;
+  for (const auto& s : decode::array(c, "steps")) {
+    out.steps.push_back({decode::integer(s, "weight", 0), durationField(s, "pause")});
+  }
+  const json& analysis = decode::object(c, "analysis");
+  if (decode::member(analysis, "prometheus") != nullptr) {
+    const json& p = decode::object(analysis, "prometheus");
+    PrometheusAnalysis a;
+    a.address = decode::string(p, "address");
+    a.query = decode::string(p, "query");
+    a.min = decode::number(p, "min");
+    a.max = decode::number(p, "max");
+    a.interval = durationField(p, "interval", a.interval);
+    a.failureLimit = decode::integer(p, "failureLimit", 1);
+    out.prometheus = std::move(a);
+  }
+  return out;
+}
+
+}  // namespace
+
+ModelRelease decodeModelRelease(const json& object) {
+  ModelRelease r;
+  r.meta = decodeMeta(object);
+  const json& spec = decode::object(object, "spec");
+  r.spec.model = decode::string(spec, "model");
+  r.spec.package = decode::string(spec, "package");
+  r.spec.runtimeEnvName = decode::string(decode::object(spec, "runtimeEnvRef"), "name");
+  r.spec.closureHash = decode::string(spec, "closureHash");
+  for (const auto& s : decode::array(spec, "stages")) {
+    Stage st;
+    st.name = decode::string(s, "name");
+    st.approval =
+        decode::string(s, "approval") == "Manual" ? Approval::kManual : Approval::kAutomatic;
+    if (decode::member(s, "gate") != nullptr) st.gate = decodeGate(decode::object(s, "gate"));
+    if (decode::member(s, "serving") != nullptr) {
+      const json& sv = decode::object(s, "serving");
+      st.serving = Serving{decode::object(sv, "template"), decode::integer(sv, "replicas", 1),
+                           decode::integer(sv, "port", 8080)};
+    }
+    if (decode::member(s, "canary") != nullptr)
+      st.canary = decodeCanary(decode::object(s, "canary"));
+    r.spec.stages.push_back(std::move(st));
+  }
+
+  const json& status = decode::object(object, "status");
+  r.status.observedGeneration = decode::integer(status, "observedGeneration", -1);
+  r.status.phase = decode::string(status, "phase");
+  r.status.currentStage = decode::string(status, "currentStage");
+  r.status.canaryStep = decode::integer(status, "canaryStep", 0);
+  r.status.promotedPackage = decode::string(status, "promotedPackage");
+  r.status.previousRelease = decode::string(status, "previousRelease");
+  r.status.validatedClosureHash = decode::string(status, "validatedClosureHash");
+  for (const auto& s : decode::array(status, "stages")) {
+    StageStatus st;
+    st.name = decode::string(s, "name");
+    st.phase = decode::string(s, "phase");
+    st.jobName = decode::string(s, "jobName");
+    st.message = decode::string(s, "message");
+    st.approvedBy = decode::string(s, "approvedBy");
+    st.startedAt = decode::string(s, "startedAt");
+    st.finishedAt = decode::string(s, "finishedAt");
+    for (const auto& [k, v] : decode::object(s, "metrics").items()) {
+      if (v.is_number()) st.metrics[k] = v.get<double>();
+    }
+    r.status.stages.push_back(std::move(st));
+  }
+  r.status.conditions = decode::array(status, "conditions");
+  return r;
+}
+
+bool ModelRelease::ready() const {
+  bool readyTrue = false;
+  for (const auto& c : status.conditions) {
+    if (c.is_object() && decode::string(c, "type") == kConditionReady) {
+      readyTrue = decode::string(c, "status") == kStatusTrue;
+    }
+  }
+  return readyTrue && status.observedGeneration == meta.generation;
+}
+
+std::string ModelRelease::runtimeEnvKey() const {
+  if (spec.runtimeEnvName.empty()) return "";
+  return ObjectMeta{spec.runtimeEnvName, meta.ns, "", 0}.key();
+}
+
+std::string ModelRelease::validatedClosureHash() const {
+  return status.validatedClosureHash.empty() ? spec.closureHash : status.validatedClosureHash;
+}
+
+std::vector<std::string> indexByRuntimeEnv(const json& modelRelease) {
+  // Only the reference is needed: skip decoding templates for every cache write.
+  json slim = {
+      {"metadata", decode::object(modelRelease, "metadata")},
+      {"spec",
+       {{"runtimeEnvRef", decode::object(decode::object(modelRelease, "spec"), "runtimeEnvRef")}}}};
+  std::string k = decodeModelRelease(slim).runtimeEnvKey();
+  return k.empty() ? std::vector<std::string>{} : std::vector<std::string>{k};
+}
+
+}  // namespace lockstep::api::v1alpha1

@@ -1,0 +1,30 @@
+// The API resources Lockstep serves (group lockstep.dev, version v1alpha1)
+// and the core resources its controllers and webhooks read: one place for
+// every side (controllers, webhooks, CLI) to name a kind.
+// Thread-safety: constants.
+#pragma once
+
+#include "operator/kube/resource.h"
+
+namespace lockstep::api::v1alpha1 {
+
+inline constexpr const char* kGroup = "lockstep.dev";
+inline constexpr const char* kVersion = "v1alpha1";
+
+inline const kube::Resource kRuntimeEnvs{kGroup, kVersion, "runtimeenvs", "RuntimeEnv", true};
+inline const kube::Resource kModelReleases{kGroup, kVersion, "modelreleases", "ModelRelease", true};
+
+// Core kinds Lockstep reads or writes.
+using kube::resources::kConfigMaps;
+using kube::resources::kDeployments;
+using kube::resources::kEvents;
+using kube::resources::kJobs;
+using kube::resources::kLeases;
+using kube::resources::kNamespaces;
+using kube::resources::kNodes;
+using kube::resources::kPods;
+using kube::resources::kSecrets;
+using kube::resources::kServices;
+using kube::resources::kValidatingWebhookConfigurations;
+
+}  // namespace lockstep::api::v1alpha1

@@ -1,0 +1,55 @@
+#include "cmd/lockstep-operator/flags.h"
+
+namespace lockstep::operator_main {
+
+std::vector<FlagSpec> operatorFlagSpecs(const std::string& podNamespace) {
+  using T = FlagType;
+  return {
+      {"kubeconfig", "",
+       "kubeconfig file; default $KUBECONFIG, then in-cluster, then ~/.kube/config"},
+      {"context", "", "kubeconfig context; default the current context"},
+      {"namespace", podNamespace.empty() ? "lockstep-system" : podNamespace,
+       "the operator's namespace (lease, certificate Secret)"},
+      {"bind-address", "0.0.0.0", "address for the metrics, health and webhook servers"},
+      {"metrics-port", "8080", "Prometheus /metrics port (0 picks one)", T::kInt},
+      {"health-port", "8081", "/healthz and /readyz port (0 picks one)", T::kInt},
+      {"webhook-port", "9443", "admission webhook HTTPS port (0 picks one)", T::kInt},
+      {"webhook-threads", "2", "admission server threads", T::kInt},
+      {"webhook-service", "lockstep", "Service name the serving certificate is issued for"},
+      {"webhook-config", "",
+       "ValidatingWebhookConfiguration whose caBundle the operator keeps (self mode)"},
+      {"webhook-ip", "",
+       "extra IP SAN for the serving certificate (e.g. 127.0.0.1 for local runs)"},
+      {"cert-mode",
+       "self",
+       "self: make and rotate certificates; file: read --cert-dir, reload on change",
+       T::kChoice,
+       {"self", "file"}},
+      {"cert-secret", "lockstep-webhook-tls", "Secret holding self-managed certificates"},
+      {"cert-dir", "/etc/lockstep/tls", "directory with tls.crt and tls.key (file mode)"},
+      {"port-file", "", "write the bound webhook port to this file once serving (tests)"},
+      {"leader-elect", "false", "elect a leader through a Lease before running controllers",
+       T::kBool},
+      {"leader-elect-lease-duration", "15s", "lease duration", T::kDuration},
+      {"leader-elect-renew-deadline", "10s", "renew deadline", T::kDuration},
+      {"leader-elect-retry-period", "2s", "retry period", T::kDuration},
+      {"workers", "2", "reconcile workers per controller", T::kInt},
+      {"package-mount",
+       "auto",
+       "how gate pods mount the checkpoint package: image-volume, init-container, or auto "
+       "(a server-side dry run at start-up tells whether the API server keeps image volumes)",
+       T::kChoice,
+       {"auto", "image-volume", "init-container"}},
+      {"package-fetch-command", "oras pull \"$LOCKSTEP_PACKAGE\" -o \"$LOCKSTEP_MODEL_DIR\"",
+       "init-container mode: shell command, run by sh -c on the runtime image, that fetches "
+       "$LOCKSTEP_PACKAGE (by digest) into $LOCKSTEP_MODEL_DIR"},
+      {"log-format", "text", "text or json", T::kChoice, {"text", "json"}},
+      {"log-level",
+       "info",
+       "trace, debug, info, warn, error, critical, off",
+       T::kChoice,
+       {"trace", "debug", "info", "warn", "warning", "error", "err", "critical", "off"}},
+  };
+}
+
+}  // namespace lockstep::operator_main

@@ -1,0 +1,175 @@
+// lockstep-operator: flags and wiring only.
+//
+// One process runs the controllers (on the elected leader) and the admission
+// webhooks (on every replica, a Runnable of the Manager). Admission reads the
+// same informer caches the controllers use: no API call on the admission
+// path. A bad flag exits 2; any other setup failure exits 1 with a message
+// naming what was wrong.
+#include <cstdlib>
+#include <iostream>
+#include <memory>
+
+#include <spdlog/spdlog.h>
+
+#include "api/v1alpha1/keys.h"
+#include "api/v1alpha1/resources.h"
+#include "cmd/lockstep-operator/flags.h"
+#include "controllers/modelrelease/modelrelease_controller.h"
+#include "controllers/runtimeenv/runtimeenv_controller.h"
+#include "operator/kube/connect.h"
+#include "operator/runtime/logging.h"
+#include "operator/runtime/manager.h"
+#include "webhooks/admission/handler.h"
+#include "webhooks/admission/recorder.h"
+#include "webhooks/certs/cert_file_watcher.h"
+#include "webhooks/certs/cert_upkeep.h"
+#include "webhooks/certs/self_managed.h"
+#include "webhooks/informer_lookups.h"
+#include "webhooks/kube_cert_store.h"
+#include "webhooks/metrics/prometheus_recorder.h"
+#include "webhooks/webhook_server.h"
+
+namespace {
+
+using lockstep::Status;
+namespace lw = lockstep::webhooks;
+namespace lr = lockstep::runtime;
+namespace v1 = lockstep::api::v1alpha1;
+
+int fail(const std::string& message) {
+  std::cerr << "lockstep-operator: " << message << std::endl;
+  return 1;
+}
+
+// Keeps no caBundle anywhere: for runs without a webhook configuration to patch.
+struct NoCaBundlePatcher final : lw::CaBundlePatcher {
+  Status patchCaBundle(const std::string&) override { return Status::ok(); }
+};
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  const char* podNs = std::getenv("POD_NAMESPACE");
+  lockstep::Flags flags(lockstep::operator_main::operatorFlagSpecs(podNs ? podNs : ""));
+  if (auto rc = flags.parseCommandLine(argc, argv, "lockstep-operator", std::cout, std::cerr)) {
+    return *rc;
+  }
+  if (Status s = lr::configureLogging({flags.get("log-format") == "json", flags.get("log-level")});
+      !s.isOk()) {
+    return fail(s.toString());
+  }
+  const std::string ns = flags.get("namespace");
+  const std::string bind = flags.get("bind-address");
+
+  // Signals go to the manager's handler thread; block them before any thread starts.
+  lr::blockTerminationSignals();
+
+  lockstep::kube::ConnectOptions connect;
+  connect.kubeconfigPath = flags.get("kubeconfig");
+  connect.context = flags.get("context");
+  connect.client.fieldManager = v1::kOperatorFieldManager;
+  auto client = lockstep::kube::connect(connect);
+  if (!client.isOk()) return fail(client.status().toString());
+
+  lr::ManagerOptions mo;
+  mo.leaderElection = flags.getBool("leader-elect");
+  mo.leaderElectionConfig.name = "lockstep-operator";
+  mo.leaderElectionConfig.ns = ns;
+  mo.leaderElectionConfig.leaseDuration = flags.getDuration("leader-elect-lease-duration");
+  mo.leaderElectionConfig.renewDeadline = flags.getDuration("leader-elect-renew-deadline");
+  mo.leaderElectionConfig.retryPeriod = flags.getDuration("leader-elect-retry-period");
+  mo.healthAddress = bind + ":" + std::to_string(flags.getInt("health-port"));
+  mo.metricsAddress = bind + ":" + std::to_string(flags.getInt("metrics-port"));
+  lr::Manager manager(*client, mo);
+
+  lockstep::controllers::setupRuntimeEnvController(manager, flags.getInt("workers"));
+
+  lockstep::controllers::ModelReleaseOptions releaseOptions;
+  releaseOptions.fetchCommand = {"sh", "-c", flags.get("package-fetch-command")};
+  if (std::string mount = flags.get("package-mount"); mount == "image-volume") {
+    releaseOptions.mount = lockstep::controllers::PackageMount::kImageVolume;
+  } else if (mount == "init-container") {
+    releaseOptions.mount = lockstep::controllers::PackageMount::kInitContainer;
+  } else {
+    auto probed = lockstep::controllers::probePackageMount(**client, ns);
+    if (probed.isOk()) {
+      releaseOptions.mount = *probed;
+    } else {
+      spdlog::warn("{}; assuming image volumes are kept (Kubernetes >= 1.35)",
+                   probed.status().toString());
+    }
+  }
+  spdlog::info("gate pods mount the package as {}",
+               lockstep::controllers::packageMountName(releaseOptions.mount));
+  lockstep::controllers::setupModelReleaseController(manager, releaseOptions,
+                                                     flags.getInt("workers"));
+
+  // Admission reads the caches the controllers share.
+  lockstep::kube::Informer& rteInformer = manager.informer(v1::kRuntimeEnvs);
+  lockstep::kube::Informer& nsInformer = manager.informer(v1::kNamespaces);
+  lw::InformerRuntimeEnvs envs(rteInformer.cache());
+  lw::InformerNamespaceModes modes(nsInformer.cache());
+  lw::PrometheusRecorder promRecorder(*manager.metrics().registry());
+  lw::LogRecorder logRecorder;
+  lw::FanoutRecorder recorder{&promRecorder, &logRecorder};
+  lw::PodWebhook podWebhook(envs, modes, recorder, manager.clock());
+  lw::ModelReleaseWebhook releaseWebhook(envs, recorder, manager.clock());
+
+  lw::ServerOptions so;
+  so.address = bind;
+  so.port = static_cast<uint16_t>(flags.getInt("webhook-port"));
+  so.threads = flags.getInt("webhook-threads");
+  auto webhooks = std::make_shared<lw::WebhookServer>(so, manager.clock());
+  webhooks->mount(podWebhook);
+  webhooks->mount(releaseWebhook);
+  webhooks->setPortFile(flags.get("port-file"));
+
+  // Serving certificate: the first one now (a failure is a setup error), then
+  // kept current by the server's upkeep rounds.
+  std::unique_ptr<lw::SecretCertStore> store;
+  std::unique_ptr<lw::CaBundlePatcher> patcher;
+  std::unique_ptr<lw::SelfManagedCertificates> selfManaged;
+  std::unique_ptr<lw::CertFileWatcher> watcher;
+  if (flags.get("cert-mode") == "self") {
+    store = std::make_unique<lw::SecretCertStore>(*client, ns, flags.get("cert-secret"));
+    if (std::string vwc = flags.get("webhook-config"); !vwc.empty()) {
+      patcher = std::make_unique<lw::WebhookConfigCaBundlePatcher>(*client, vwc);
+    } else {
+      // No webhook configuration to keep (local runs): the CA stays in the Secret only.
+      patcher = std::make_unique<NoCaBundlePatcher>();
+      spdlog::warn("--webhook-config not set: the CA bundle is kept in Secret {}/{} only", ns,
+                   flags.get("cert-secret"));
+    }
+    lw::SelfManagedOptions smo;
+    smo.service = flags.get("webhook-service");
+    smo.ns = ns;
+    if (std::string ip = flags.get("webhook-ip"); !ip.empty()) smo.ipAddresses = {ip};
+    selfManaged = std::make_unique<lw::SelfManagedCertificates>(smo, *store, *patcher,
+                                                                webhooks->certificates());
+    auto r = selfManaged->reconcile(manager.clock().wallNow());
+    if (!r.isOk()) return fail("webhook certificates: " + r.status().toString());
+    webhooks->setUpkeep(lw::CertificateUpkeep(*selfManaged));
+  } else {
+    const std::string dir = flags.get("cert-dir");
+    watcher = std::make_unique<lw::CertFileWatcher>(dir + "/tls.crt", dir + "/tls.key",
+                                                    webhooks->certificates());
+    auto r = watcher->poll(manager.clock().now());
+    if (!r.isOk()) return fail("webhook certificates: " + r.status().toString());
+    webhooks->setUpkeep(lw::CertificateUpkeep(*watcher, dir));
+  }
+  manager.health().addReadyCheck("informers", [&]() -> Status {
+    return rteInformer.hasSynced() && nsInformer.hasSynced()
+               ? Status::ok()
+               : Status(lockstep::Code::kUnavailable, "informer caches not synced");
+  });
+  // Every replica serves admission, once the caches it reads have synced (the
+  // Manager starts Runnables after the sync): an empty cache would deny every
+  // pod whose RuntimeEnv it has not seen yet.
+  manager.add(webhooks, /*needsLeaderElection=*/false);
+
+  manager.stopOnSignals();
+  Status result = manager.run();
+  if (!result.isOk()) return fail(result.toString());
+  spdlog::info("stopped");
+  return 0;
+}

@@ -1,0 +1,100 @@
+#include "controllers/runtimeenv/runtimeenv_controller.h"
+
+#include <spdlog/spdlog.h>
+
+#include "api/v1alpha1/conditions.h"
+#include "api/v1alpha1/resources.h"
+#include "api/v1alpha1/runtime_env.h"
+#include "controllers/common/execute.h"
+#include "operator/kube/conditions.h"
+#include "operator/kube/object.h"
+#include "operator/runtime/builder.h"
+
+namespace lockstep::controllers {
+namespace {
+
+namespace v1 = api::v1alpha1;
+using nlohmann::json;
+using runtime::Request;
+using runtime::Result;
+
+std::vector<Request> requestsFor(const std::vector<kube::ObjectPtr>& objects) {
+  std::vector<Request> out;
+  out.reserve(objects.size());
+  for (const auto& o : objects) out.push_back({kube::namespaceOf(*o), kube::name(*o)});
+  return out;
+}
+
+}  // namespace
+
+RuntimeEnvReconciler::RuntimeEnvReconciler(std::shared_ptr<kube::Client> client, Caches caches,
+                                           kube::EventSink& events, kube::Clock& clock)
+    : client_(std::move(client)), caches_(caches), events_(events), clock_(clock) {}
+
+std::optional<RuntimeEnvObserved> RuntimeEnvReconciler::observe(const Request& request) const {
+  auto rte = caches_.runtimeEnvs.get(request.ns, request.name);
+  if (!rte || kube::isBeingDeleted(*rte)) return std::nullopt;
+  RuntimeEnvObserved observed;
+  observed.runtimeEnv = rte;
+  if (std::string cmKey = v1::decodeRuntimeEnv(*rte).configMapKey(); !cmKey.empty()) {
+    observed.configMap = caches_.configMaps.get(cmKey);
+  }
+  observed.nodes = caches_.nodes.list();
+  // ModelReleases compute their own Stale condition from the cached RuntimeEnv
+  // (controllers/modelrelease): this controller writes only RuntimeEnv status.
+  return observed;
+}
+
+Result RuntimeEnvReconciler::reconcile(const Request& request) {
+  // Observe: caches only.
+  std::optional<RuntimeEnvObserved> observed = observe(request);
+  if (!observed) return Result::done();
+  // Plan: pure.
+  const std::string now = kube::formatTime(clock_.wallNow(), false);
+  RuntimeEnvPlan plan = planRuntimeEnv(*observed, now);
+  // Execute: dependants first, the RuntimeEnv's own status last.
+  ExecutionOutcome outcome =
+      execute(executionPlan(plan, *observed, now), *client_, events_, "runtimeenv");
+  if (outcome.statusWritten) {
+    auto ready = kube::findCondition(plan.status["conditions"], v1::kConditionReady);
+    spdlog::info("runtimeenv {}: {} {} ({})", request.key(), plan.status.value("closureHash", ""),
+                 ready ? ready->value("reason", "") : "", ready ? ready->value("message", "") : "");
+  }
+  return outcome.result;
+}
+
+void setupRuntimeEnvController(runtime::Manager& manager, int workers) {
+  kube::Informer& rtes = manager.informer(v1::kRuntimeEnvs);
+  kube::Informer& cms = manager.informer(v1::kConfigMaps);
+  kube::Informer& nodes = manager.informer(v1::kNodes);
+  rtes.addIndex(v1::kRuntimeEnvByConfigMapIndex, v1::indexByConfigMap);
+
+  auto reconciler = std::make_shared<RuntimeEnvReconciler>(
+      manager.sharedClient(),
+      RuntimeEnvReconciler::Caches{rtes.cache(), cms.cache(), nodes.cache()}, manager.events(),
+      manager.clock());
+
+  const kube::Indexer* rteCache = &rtes.cache();
+  runtime::ControllerBuilder(manager, "runtimeenv")
+      .workers(workers)
+      // The RuntimeEnv itself: spec changes only (its status is ours).
+      .forKind(v1::kRuntimeEnvs)
+      // A ConfigMap change re-resolves every RuntimeEnv reading its lock from it.
+      .watches(v1::kConfigMaps,
+               [rteCache](const kube::Object& cm) {
+                 return requestsFor(
+                     rteCache->byIndex(v1::kRuntimeEnvByConfigMapIndex, kube::objectKey(cm)));
+               })
+      // Node driver labels decide compatibleNodes: any node change re-counts for all.
+      .watches(
+          v1::kNodes, [rteCache](const kube::Object&) { return requestsFor(rteCache->list()); },
+          [](const kube::Object& a, const kube::Object& b) {
+            return a.value("/metadata/labels"_json_pointer, json::object()) !=
+                       b.value("/metadata/labels"_json_pointer, json::object()) ||
+                   a.value("/spec/unschedulable"_json_pointer, false) !=
+                       b.value("/spec/unschedulable"_json_pointer, false);
+          })
+      .complete(reconciler);
+}
+
+}  // namespace lockstep::controllers

@@ -1,0 +1,50 @@
+// The RuntimeEnv controller's shell: observe (informer caches) -> plan
+// (runtimeenv_plan.h, pure) -> execute (controllers/common/execute.h: Events,
+// then the RuntimeEnv's status last, by server-side apply on /status). It
+// writes only RuntimeEnv status: ModelReleases compute their own Stale
+// condition from the cached RuntimeEnv (controllers/modelrelease).
+//
+// It watches RuntimeEnvs (spec changes), the ConfigMaps they read their lock
+// from and Nodes (driver labels decide compatibleNodes).
+// Thread-safety: reconcile() may run on several workers for different keys.
+#pragma once
+
+#include <memory>
+#include <optional>
+
+#include "controllers/runtimeenv/runtimeenv_plan.h"
+#include "operator/kube/client.h"
+#include "operator/kube/clock.h"
+#include "operator/kube/event_sink.h"
+#include "operator/kube/indexer.h"
+#include "operator/runtime/manager.h"
+#include "operator/runtime/reconciler.h"
+
+namespace lockstep::controllers {
+
+class RuntimeEnvReconciler final : public runtime::Reconciler {
+ public:
+  struct Caches {
+    const kube::Indexer& runtimeEnvs;
+    const kube::Indexer& configMaps;
+    const kube::Indexer& nodes;
+  };
+  // One client for every write: the field manager is chosen per call.
+  RuntimeEnvReconciler(std::shared_ptr<kube::Client> client, Caches caches, kube::EventSink& events,
+                       kube::Clock& clock);
+
+  runtime::Result reconcile(const runtime::Request& request) override;
+  // The observe step alone: nullopt when there is nothing to reconcile.
+  std::optional<RuntimeEnvObserved> observe(const runtime::Request& request) const;
+
+ private:
+  std::shared_ptr<kube::Client> client_;
+  Caches caches_;
+  kube::EventSink& events_;
+  kube::Clock& clock_;
+};
+
+// Registers the informers, indexes, watches and the controller on `manager`.
+void setupRuntimeEnvController(runtime::Manager& manager, int workers = 2);
+
+}  // namespace lockstep::controllers

@@ -1,0 +1,117 @@
+#include "api/v1alpha1/model_release.h"
+
+#include <gtest/gtest.h>
+
+namespace lockstep::api::v1alpha1 {
+namespace {
+
+using nlohmann::json;
+
+// The sketch of docs/contracts.md, as a user writes it.
+const char* kRelease = R"json({
+  "apiVersion": "lockstep.dev/v1alpha1", "kind": "ModelRelease",
+  "metadata": {"name": "gpt2-small-v7", "namespace": "ml", "generation": 1, "uid": "u1"},
+  "spec": {
+    "model": "gpt2-small",
+    "package": "registry.example/models/gpt2-small@sha256:ab12",
+    "runtimeEnvRef": {"name": "torch-2-5-cu124"},
+    "closureHash": "sha256:9c0e",
+    "stages": [
+      {"name": "eval",
+       "gate": {"template": {"spec": {"containers": [{"name": "eval"}]}},
+                "metrics": [{"name": "accuracy", "min": 0.82}, {"name": "loss", "max": 1.5}],
+                "timeout": "30m"}},
+      {"name": "ci", "approval": "Manual", "gate": {"template": {}, "timeout": "20m"}},
+      {"name": "prod",
+       "serving": {"template": {"spec": {}}, "replicas": 10, "port": 8080},
+       "canary": {"steps": [{"weight": 10, "pause": "5m"}, {"weight": 50, "pause": "10m"},
+                            {"weight": 100}],
+                  "analysis": {"prometheus": {"address": "http://prometheus:9090",
+                                              "query": "sum(x)", "max": 0.01,
+                                              "interval": "30s", "failureLimit": 2}}}}
+    ]
+  },
+  "status": {
+    "observedGeneration": 1, "phase": "Canary", "currentStage": "prod", "canaryStep": 1,
+    "previousRelease": "gpt2-small-v6", "validatedClosureHash": "sha256:9c0e",
+    "stages": [{"name": "eval", "phase": "Succeeded", "metrics": {"accuracy": 0.84},
+                "startedAt": "2026-11-29T10:00:00Z", "finishedAt": "2026-11-29T10:20:00Z"},
+               {"name": "ci", "phase": "Succeeded", "approvedBy": "alice"}],
+    "conditions": [{"type": "Ready", "status": "False", "reason": "CanaryInProgress"}]
+  }
+})json";
+
+TEST(ModelReleaseView, DecodesTheWholeSpec) {
+  ModelRelease r = decodeModelRelease(json::parse(kRelease));
+  EXPECT_EQ(r.spec.model, "gpt2-small");
+  EXPECT_EQ(r.spec.runtimeEnvName, "torch-2-5-cu124");
+  EXPECT_EQ(r.runtimeEnvKey(), "ml/torch-2-5-cu124");
+  ASSERT_EQ(r.spec.stages.size(), 3u);
+
+  const Stage& eval = r.spec.stages[0];
+  ASSERT_TRUE(eval.gate.has_value());
+  EXPECT_EQ(eval.approval, Approval::kAutomatic);
+  ASSERT_EQ(eval.gate->metrics.size(), 2u);
+  EXPECT_EQ(eval.gate->metrics[0].name, "accuracy");
+  EXPECT_EQ(eval.gate->metrics[0].min, 0.82);
+  EXPECT_FALSE(eval.gate->metrics[0].max.has_value());
+  EXPECT_EQ(eval.gate->metrics[1].max, 1.5);
+  EXPECT_EQ(eval.gate->timeout.text, "30m");
+  EXPECT_EQ(eval.gate->timeout.value, std::chrono::minutes(30));
+  EXPECT_EQ(eval.gate->podTemplate["spec"]["containers"][0]["name"], "eval");
+
+  EXPECT_EQ(r.spec.stages[1].approval, Approval::kManual);
+
+  const Stage& prod = r.spec.stages[2];
+  EXPECT_FALSE(prod.gate.has_value());
+  ASSERT_TRUE(prod.serving.has_value());
+  EXPECT_EQ(prod.serving->replicas, 10);
+  ASSERT_TRUE(prod.canary.has_value());
+  ASSERT_EQ(prod.canary->steps.size(), 3u);
+  EXPECT_EQ(prod.canary->steps[1].weight, 50);
+  EXPECT_EQ(prod.canary->steps[1].pause.value, std::chrono::minutes(10));
+  EXPECT_FALSE(prod.canary->steps[2].pause.value.has_value());
+  ASSERT_TRUE(prod.canary->prometheus.has_value());
+  EXPECT_EQ(prod.canary->prometheus->max, 0.01);
+  EXPECT_EQ(prod.canary->prometheus->failureLimit, 2);
+  EXPECT_EQ(prod.canary->prometheus->interval.value, std::chrono::seconds(30));
+}
+
+TEST(ModelReleaseView, DecodesStatus) {
+  ModelRelease r = decodeModelRelease(json::parse(kRelease));
+  EXPECT_EQ(r.status.phase, kPhaseCanary);
+  EXPECT_EQ(r.status.canaryStep, 1);
+  ASSERT_EQ(r.status.stages.size(), 2u);
+  EXPECT_EQ(r.status.stages[0].metrics.at("accuracy"), 0.84);
+  EXPECT_EQ(r.status.stages[1].approvedBy, "alice");
+  EXPECT_EQ(r.validatedClosureHash(), "sha256:9c0e");
+  EXPECT_FALSE(r.ready());
+}
+
+TEST(ModelReleaseView, DefaultsAndFallbacks) {
+  json o = {{"metadata", {{"name", "m"}, {"namespace", "ml"}}},
+            {"spec",
+             {{"closureHash", "sha256:aa"},
+              {"stages",
+               {{{"name", "prod"},
+                 {"serving", json::object()},
+                 {"canary", {{"analysis", {{"prometheus", {{"interval", "soon"}}}}}}}}}}}}};
+  ModelRelease r = decodeModelRelease(o);
+  EXPECT_EQ(r.validatedClosureHash(), "sha256:aa");  // nothing validated yet: the spec's
+  EXPECT_EQ(r.runtimeEnvKey(), "");
+  EXPECT_EQ(indexByRuntimeEnv(o), std::vector<std::string>{});
+  EXPECT_EQ(r.spec.stages[0].serving->replicas, 1);
+  EXPECT_EQ(r.spec.stages[0].serving->port, 8080);
+  EXPECT_EQ(r.spec.stages[0].canary->prometheus->failureLimit, 1);
+  EXPECT_EQ(r.spec.stages[0].canary->prometheus->interval.text, "soon");
+  EXPECT_FALSE(r.spec.stages[0].canary->prometheus->interval.value.has_value());
+  EXPECT_EQ(r.status.observedGeneration, -1);
+}
+
+TEST(ModelReleaseView, IndexByRuntimeEnv) {
+  EXPECT_EQ(indexByRuntimeEnv(json::parse(kRelease)),
+            std::vector<std::string>{"ml/torch-2-5-cu124"});
+}
+
+}  // namespace
+}  // namespace lockstep::api::v1alpha1

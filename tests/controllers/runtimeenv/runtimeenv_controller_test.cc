@@ -1,0 +1,165 @@
+// The RuntimeEnv controller's shell without a cluster: caches are real
+// Indexers filled by the test, writes go through a Client over FakeTransport,
+// Events to FakeEventSink, time from FakeClock. Observe -> plan -> execute,
+// with the RuntimeEnv's status written last (controllers/common/execute_test.cc
+// covers the order of a plan with dependants).
+#include "controllers/runtimeenv/runtimeenv_controller.h"
+
+#include <gtest/gtest.h>
+
+#include "api/v1alpha1/conditions.h"
+#include "api/v1alpha1/keys.h"
+#include "api/v1alpha1/runtime_env.h"
+#include "tests/support/builders.h"
+#include "tests/support/fake_clock.h"
+#include "tests/support/fake_event_sink.h"
+#include "tests/support/fake_transport.h"
+
+namespace lockstep::controllers {
+namespace {
+
+namespace v1 = api::v1alpha1;
+using nlohmann::json;
+using testing::FakeTransport;
+
+const std::string kImage =
+    "registry.example/runtimes/"
+    "torch@sha256:4f1c000000000000000000000000000000000000000000000000000000000001";
+const std::string kLock =
+    "numpy==1.26.4 --hash=sha256:" + std::string(64, 'a') + "\n" +
+    "nvidia-cuda-runtime-cu12==12.8.90 --hash=sha256:" + std::string(64, 'b') + "\n";
+
+class RuntimeEnvControllerTest : public ::testing::Test {
+ protected:
+  RuntimeEnvControllerTest() {
+    runtimeEnvs_.addIndex(v1::kRuntimeEnvByConfigMapIndex, v1::indexByConfigMap);
+    nodes_.upsert(testing::share(testing::gpuNode("gpu-0", "570", "124", "06")));
+  }
+  static std::shared_ptr<kube::Client> operatorClient(std::shared_ptr<FakeTransport> t) {
+    kube::ClientOptions o;
+    o.fieldManager = v1::kOperatorFieldManager;
+    return std::make_shared<kube::Client>(std::move(t), o);
+  }
+
+  void put(kube::Indexer& cache, const kube::Object& o) { cache.upsert(testing::share(o)); }
+  runtime::Result reconcile(const std::string& name = "torch") {
+    return reconciler_.reconcile({"ml", name});
+  }
+  // Answers every write with its body, as the API server answers an apply.
+  void serveWrites() {
+    transport_->setHandler([](const kube::Request& r) -> std::optional<testing::FakeReply> {
+      return FakeTransport::ok(json::parse(r.body));
+    });
+  }
+
+  kube::Indexer runtimeEnvs_, configMaps_, nodes_;
+  std::shared_ptr<FakeTransport> transport_ = std::make_shared<FakeTransport>();
+  std::shared_ptr<kube::Client> client_ = operatorClient(transport_);
+  testing::FakeEventSink events_;
+  testing::FakeClock clock_;
+  RuntimeEnvReconciler reconciler_{client_, {runtimeEnvs_, configMaps_, nodes_}, events_, clock_};
+};
+
+TEST_F(RuntimeEnvControllerTest, ObservePlanExecuteWritesOnlyItsOwnStatus) {
+  put(runtimeEnvs_, testing::runtimeEnv("torch").image(kImage).inlineLock(kLock).build());
+  serveWrites();
+
+  runtime::Result r = reconcile();
+  EXPECT_TRUE(r.error.isOk()) << r.error.toString();
+  EXPECT_FALSE(r.requeue);
+
+  // One write: the RuntimeEnv's status, by server-side apply on /status under the
+  // operator's field manager. ModelReleases compute their own Stale condition.
+  auto requests = transport_->requests();
+  ASSERT_EQ(requests.size(), 1u);
+  EXPECT_EQ(requests[0].method, "PATCH");
+  EXPECT_EQ(requests[0].uri(),
+            "/apis/lockstep.dev/v1alpha1/namespaces/ml/runtimeenvs/torch/status"
+            "?fieldManager=lockstep-operator&force=true");
+  json body = json::parse(requests[0].body);
+  EXPECT_EQ(body["kind"], "RuntimeEnv");
+  EXPECT_FALSE(body.contains("spec"));  // status only: GitOps sees no drift
+  json status = body["status"];
+  EXPECT_EQ(status["compatibleNodes"], 1);
+  EXPECT_EQ(status["conditions"][0]["lastTransitionTime"], "2024-05-01T10:00:00Z");  // FakeClock
+
+  auto recorded = events_.events();
+  ASSERT_EQ(recorded.size(), 1u);
+  EXPECT_EQ(recorded[0].involvedKind, "RuntimeEnv");
+  EXPECT_EQ(recorded[0].involvedName, "torch");
+  EXPECT_EQ(recorded[0].reason, v1::kReasonResolved);
+}
+
+TEST_F(RuntimeEnvControllerTest, ReadsTheLockFromTheCachedConfigMap) {
+  put(runtimeEnvs_,
+      testing::runtimeEnv("torch").image(kImage).configMapLock("locks", "req.txt").build());
+  serveWrites();
+  EXPECT_TRUE(reconcile().error.isOk());
+  json status = json::parse(transport_->requests().back().body)["status"];
+  EXPECT_EQ(status["conditions"][0]["reason"], v1::kReasonLockNotFound);
+
+  put(configMaps_, testing::configMap("locks", {{"req.txt", kLock}}));
+  EXPECT_TRUE(reconcile().error.isOk());
+  status = json::parse(transport_->requests().back().body)["status"];
+  EXPECT_EQ(status["conditions"][0]["reason"], v1::kReasonResolved);
+  EXPECT_EQ(status["packageCount"], 2);
+}
+
+TEST_F(RuntimeEnvControllerTest, SteadyStateWritesNothing) {
+  put(runtimeEnvs_, testing::runtimeEnv("torch").image(kImage).inlineLock(kLock).build());
+  serveWrites();
+  ASSERT_TRUE(reconcile().error.isOk());
+  // The informer delivers what was applied; the next reconcile has nothing to do.
+  json written = json::parse(transport_->requests().back().body);
+  put(runtimeEnvs_, testing::runtimeEnv("torch")
+                        .image(kImage)
+                        .inlineLock(kLock)
+                        .status(written["status"])
+                        .build());
+  size_t before = transport_->requestCount();
+  clock_.advance(std::chrono::hours(1));
+  EXPECT_TRUE(reconcile().error.isOk());
+  EXPECT_EQ(transport_->requestCount(), before);
+  EXPECT_EQ(events_.events().size(), 1u);
+}
+
+TEST_F(RuntimeEnvControllerTest, ConflictOnStatusRequeuesWithBackoff) {
+  put(runtimeEnvs_, testing::runtimeEnv("torch").image(kImage).inlineLock(kLock).build());
+  transport_->push(FakeTransport::status(409, "Conflict", "the object has been modified"));
+  runtime::Result r = reconcile();
+  EXPECT_EQ(r.error.code(), Code::kConflict);
+  EXPECT_FALSE(r.terminal);  // rate-limited requeue
+}
+
+TEST_F(RuntimeEnvControllerTest, FailingEventsNeverFailTheReconcile) {
+  put(runtimeEnvs_, testing::runtimeEnv("torch").image(kImage).inlineLock(kLock).build());
+  events_.failWith(unavailable("events API down"));
+  serveWrites();
+  EXPECT_TRUE(reconcile().error.isOk());
+  EXPECT_EQ(transport_->requestCount(), 1u);
+}
+
+TEST_F(RuntimeEnvControllerTest, AbsentOrDeletingObjectIsDone) {
+  EXPECT_TRUE(reconcile("missing").error.isOk());
+  kube::Object deleting = testing::runtimeEnv("torch").image(kImage).inlineLock(kLock).build();
+  deleting["metadata"]["deletionTimestamp"] = "2024-05-01T10:00:00Z";
+  put(runtimeEnvs_, deleting);
+  EXPECT_TRUE(reconcile().error.isOk());
+  EXPECT_EQ(transport_->requestCount(), 0u);
+}
+
+TEST_F(RuntimeEnvControllerTest, ObserveSharesTheCachedObjects) {
+  put(runtimeEnvs_,
+      testing::runtimeEnv("torch").image(kImage).configMapLock("locks", "req.txt").build());
+  put(configMaps_, testing::configMap("locks", {{"req.txt", kLock}}));
+  auto observed = reconciler_.observe({"ml", "torch"});
+  ASSERT_TRUE(observed.has_value());
+  EXPECT_EQ(observed->runtimeEnv, runtimeEnvs_.get("ml", "torch"));  // the same pointer
+  EXPECT_EQ(observed->configMap, configMaps_.get("ml", "locks"));
+  ASSERT_EQ(observed->nodes.size(), 1u);
+  EXPECT_EQ(observed->nodes[0], nodes_.get("gpu-0"));
+  EXPECT_TRUE(observed->releases.empty());
+}
+
+}  // namespace
+}  // namespace lockstep::controllers

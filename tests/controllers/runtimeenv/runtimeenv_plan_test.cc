@@ -1,0 +1,370 @@
+#include "controllers/runtimeenv/runtimeenv_plan.h"
+
+#include <string>
+
+#include <gtest/gtest.h>
+
+#include "api/v1alpha1/conditions.h"
+#include "api/v1alpha1/keys.h"
+#include "api/v1alpha1/resources.h"
+#include "closure/closure.h"
+#include "tests/support/builders.h"
+
+namespace lockstep::controllers {
+namespace {
+
+using nlohmann::json;
+using namespace api::v1alpha1;  // NOLINT(google-build-using-namespace): reasons and types
+using kube::conditionTrue;
+using kube::findCondition;
+
+const std::string kImage =
+    "registry.example/runtimes/"
+    "torch@sha256:4f1c000000000000000000000000000000000000000000000000000000000001";
+const std::string kNow = "2026-11-29T10:00:00Z";
+const std::string kLater = "2026-11-29T11:00:00Z";
+
+std::string hex64(char c) { return std::string(64, c); }
+
+// A pip --require-hashes lock pinning a CUDA runtime release.
+std::string pipLock(const std::string& cudaRuntime, const std::string& numpy = "1.26.4") {
+  return "numpy==" + numpy + " --hash=sha256:" + hex64('a') + "\n" +
+         "nvidia-cuda-runtime-cu12==" + cudaRuntime + " --hash=sha256:" + hex64('b') + "\n";
+}
+
+// A RuntimeEnv under test: pinned image, an inline lock with CUDA 12.8.
+testing::RuntimeEnvBuilder RteBuilder(const std::string& name) {
+  return testing::runtimeEnv(name).image(kImage).inlineLock(pipLock("12.8.90"));
+}
+
+std::vector<json> testNodes() {
+  return {testing::cpuNode("cpu-0"), testing::gpuNode("gpu-0", "570", "124", "06"),
+          testing::gpuNode("gpu-1", "570", "124", "06"),
+          testing::gpuNode("gpu-old-0", "535", "183", "01")};
+}
+
+json release(const std::string& name, const std::string& closureHash) {
+  return testing::modelRelease(name)
+      .runtimeEnv("torch")
+      .closureHash(closureHash)
+      .generation(2)
+      .build();
+}
+
+// The observed state as values, for tables; the planner reads the caches'
+// shared objects, as the shell hands them over.
+struct Observed {
+  json runtimeEnv;
+  std::optional<json> configMap;
+  std::vector<json> nodes;
+  std::vector<json> releases;
+
+  RuntimeEnvObserved shared() const {
+    RuntimeEnvObserved o;
+    o.runtimeEnv = testing::share(runtimeEnv);
+    if (configMap) o.configMap = testing::share(*configMap);
+    for (const auto& n : nodes) o.nodes.push_back(testing::share(n));
+    for (const auto& r : releases) o.releases.push_back(testing::share(r));
+    return o;
+  }
+};
+
+RuntimeEnvPlan plan(const Observed& o, const std::string& now) {
+  return planRuntimeEnv(o.shared(), now);
+}
+
+json readyCondition(const RuntimeEnvPlan& p) {
+  return findCondition(p.status["conditions"], "Ready").value_or(json());
+}
+
+TEST(RuntimeEnvPlan, ResolvesInlineLockAndMatchesTheCliHash) {
+  Observed o{RteBuilder("torch").build(), std::nullopt, testNodes(), {}};
+  RuntimeEnvPlan p = plan(o, kNow);
+
+  closure::ClosureOptions opts;
+  auto expected = closure::computeClosure(pipLock("12.8.90"), opts);
+  ASSERT_TRUE(expected.isOk()) << expected.status().toString();
+  EXPECT_EQ(p.status["closureHash"], expected->closureHash);
+  EXPECT_EQ(p.status["shortHash"], expected->closureHash.substr(7, 12));
+  EXPECT_EQ(p.status["packageCount"], 2);
+  EXPECT_EQ(p.status["format"], "pip");
+  EXPECT_EQ(p.status["observedGeneration"], 1);
+  EXPECT_EQ(p.status["image"], kImage);
+  EXPECT_EQ(readyCondition(p)["status"], "True");
+  EXPECT_EQ(readyCondition(p)["reason"], kReasonResolved);
+  EXPECT_TRUE(p.statusChanged);
+  ASSERT_EQ(p.events.size(), 1u);
+  EXPECT_EQ(p.events[0].reason, kReasonResolved);
+}
+
+TEST(RuntimeEnvPlan, CountsCompatibleNodesByCudaRelease) {
+  struct Case {
+    std::string runtime;
+    std::string cuda;
+    std::string minDriver;
+    int nodes;
+  };
+  for (const Case& c :
+       {Case{"12.8.90", "12.8", "570.26", 2}, Case{"12.1.105", "12.1", "530.30.02", 3},
+        Case{"12.9.79", "12.9", "575.51.03", 0}}) {
+    SCOPED_TRACE(c.runtime);
+    Observed o{
+        RteBuilder("torch").inlineLock(pipLock(c.runtime)).build(), std::nullopt, testNodes(), {}};
+    RuntimeEnvPlan p = plan(o, kNow);
+    EXPECT_EQ(p.status["cuda"], c.cuda);
+    EXPECT_EQ(p.status["minDriver"], c.minDriver);
+    EXPECT_EQ(p.status["compatibleNodes"], c.nodes);
+    auto degraded = findCondition(p.status["conditions"], "Degraded");
+    ASSERT_TRUE(degraded);
+    EXPECT_EQ((*degraded)["status"], c.nodes == 0 ? "True" : "False");
+    if (c.nodes == 0) EXPECT_EQ((*degraded)["reason"], kReasonNoCompatibleNodes);
+    // No compatible nodes is degraded, not unready: admission keeps working.
+    EXPECT_EQ(readyCondition(p)["status"], "True");
+  }
+}
+
+TEST(RuntimeEnvPlan, UnschedulableNodesAreNotCounted) {
+  auto nodes = testNodes();
+  nodes[1]["spec"]["unschedulable"] = true;
+  Observed o{RteBuilder("torch").build(), std::nullopt, nodes, {}};
+  EXPECT_EQ(plan(o, kNow).status["compatibleNodes"], 1);
+}
+
+TEST(RuntimeEnvPlan, AcceleratorSpecOverridesDetection) {
+  json rte = RteBuilder("torch").build();
+  rte["spec"]["accelerator"] = {{"cuda", "12.1"}};
+  Observed o{rte, std::nullopt, testNodes(), {}};
+  RuntimeEnvPlan p = plan(o, kNow);
+  EXPECT_EQ(p.status["cuda"], "12.1");
+  EXPECT_EQ(p.status["minDriver"], "530.30.02");
+  EXPECT_EQ(p.status["compatibleNodes"], 3);
+  rte["spec"]["accelerator"] = {{"cuda", "12.1"}, {"minDriver", "571"}};
+  o.runtimeEnv = rte;
+  p = plan(o, kNow);
+  EXPECT_EQ(p.status["minDriver"], "571");
+  EXPECT_EQ(p.status["compatibleNodes"], 0);
+}
+
+TEST(RuntimeEnvPlan, CpuOnlyLockHasNoCudaFields) {
+  std::string lock = "requests==2.32.3 --hash=sha256:" + hex64('c') + "\n";
+  Observed o{RteBuilder("cpu").inlineLock(lock).build(), std::nullopt, testNodes(), {}};
+  RuntimeEnvPlan p = plan(o, kNow);
+  EXPECT_FALSE(p.status.contains("cuda"));
+  EXPECT_FALSE(p.status.contains("compatibleNodes"));
+  EXPECT_EQ(readyCondition(p)["status"], "True");
+}
+
+TEST(RuntimeEnvPlan, ClassifiesFailures) {
+  struct Case {
+    std::string what;
+    json rte;
+    std::optional<json> configMap;
+    std::string reason;
+    std::string inMessage;
+  };
+  std::vector<Case> cases = {
+      {"tag image", RteBuilder("t").image("registry.example/runtimes/torch:2.5").build(),
+       std::nullopt, kReasonImageNotPinned, "registry.example/runtimes/torch:2.5"},
+      {"uppercase digest", RteBuilder("t").image("r/x@sha256:" + std::string(64, 'A')).build(),
+       std::nullopt, kReasonImageNotPinned, "not pinned by digest"},
+      {"missing configmap", RteBuilder("t").configMapLock("locks", "uv.lock").build(), std::nullopt,
+       kReasonLockNotFound, "\"locks\""},
+      {"missing key", RteBuilder("t").configMapLock("locks", "uv.lock").build(),
+       json{{"data", {{"other", "x"}}}}, kReasonLockNotFound, "no key \"uv.lock\""},
+      {"binaryData key", RteBuilder("t").configMapLock("locks", "uv.lock").build(),
+       json{{"binaryData", {{"uv.lock", "eA=="}}}}, kReasonLockNotFound, "binaryData"},
+      {"unhashed", RteBuilder("t").inlineLock("numpy==1.26.4\n").build(), std::nullopt,
+       kReasonUnhashedPackage, "numpy"},
+      {"garbage", RteBuilder("t").inlineLock("version = 1\n[[package]\nname=").build(),
+       std::nullopt, kReasonLockParseError, ""},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.what);
+    Observed o{c.rte, c.configMap, testNodes(), {}};
+    RuntimeEnvPlan p = plan(o, kNow);
+    json ready = readyCondition(p);
+    EXPECT_EQ(ready["status"], "False");
+    EXPECT_EQ(ready["reason"], c.reason);
+    EXPECT_NE(ready["message"].get<std::string>().find(c.inMessage), std::string::npos)
+        << ready["message"];
+    EXPECT_TRUE(conditionTrue(p.status["conditions"], "Stalled"));
+    ASSERT_EQ(p.events.size(), 1u);
+    EXPECT_EQ(p.events[0].type, "Warning");
+    EXPECT_EQ(p.events[0].reason, c.reason);
+  }
+}
+
+TEST(RuntimeEnvPlan, ParseErrorNamesTheLineAndSource) {
+  Observed o{RteBuilder("t").configMapLock("locks", "requirements.txt").build(),
+             json{{"data", {{"requirements.txt", "numpy==1.26.4 --hash=sha256:zz\n"}}}},
+             {},
+             {}};
+  json ready = readyCondition(plan(o, kNow));
+  std::string m = ready["message"];
+  EXPECT_NE(m.find("configmap/locks[requirements.txt]:1"), std::string::npos) << m;
+}
+
+TEST(RuntimeEnvPlan, PipIncludesResolveToOtherConfigMapKeys) {
+  std::string base = "numpy==1.26.4 --hash=sha256:" + hex64('a') + "\n";
+  std::string cuda = "nvidia-cuda-runtime-cu12==12.8.90 --hash=sha256:" + hex64('b') + "\n";
+  json cm = {{"data", {{"requirements.txt", "-r base.txt\n" + cuda}, {"base.txt", base}}}};
+  Observed o{
+      RteBuilder("t").configMapLock("locks", "requirements.txt").build(), cm, testNodes(), {}};
+  RuntimeEnvPlan withInclude = plan(o, kNow);
+  ASSERT_EQ(readyCondition(withInclude)["status"], "True") << withInclude.status.dump(2);
+  Observed flat{
+      RteBuilder("t").inlineLock(pipLock("12.8.90")).build(), std::nullopt, testNodes(), {}};
+  EXPECT_EQ(withInclude.status["closureHash"], plan(flat, kNow).status["closureHash"]);
+
+  // A missing include is a parse error naming it, not a crash.
+  cm["data"].erase("base.txt");
+  o.configMap = cm;
+  json ready = readyCondition(plan(o, kNow));
+  EXPECT_EQ(ready["reason"], kReasonLockParseError);
+  EXPECT_NE(ready["message"].get<std::string>().find("base.txt"), std::string::npos) << ready;
+}
+
+TEST(RuntimeEnvPlan, AllowUnhashedMarksWeak) {
+  Observed o{RteBuilder("t").inlineLock("numpy==1.26.4\n").allowUnhashed().build(),
+             std::nullopt,
+             testNodes(),
+             {}};
+  RuntimeEnvPlan p = plan(o, kNow);
+  EXPECT_EQ(readyCondition(p)["status"], "True");
+  EXPECT_EQ(p.status["weak"], true);
+}
+
+TEST(RuntimeEnvPlan, SteadyStateWritesNothing) {
+  Observed o{RteBuilder("torch").build(), std::nullopt, testNodes(), {}};
+  RuntimeEnvPlan first = plan(o, kNow);
+  o.runtimeEnv["status"] = first.status;
+  RuntimeEnvPlan second = plan(o, kLater);
+  EXPECT_FALSE(second.statusChanged);
+  EXPECT_TRUE(second.events.empty());
+  // lastTransitionTime kept from the first transition.
+  EXPECT_EQ(readyCondition(second)["lastTransitionTime"], kNow);
+}
+
+TEST(RuntimeEnvPlan, FailureKeepsLastResolvedHashButIsNotReady) {
+  Observed o{RteBuilder("torch").build(), std::nullopt, testNodes(), {}};
+  RuntimeEnvPlan good = plan(o, kNow);
+  o.runtimeEnv =
+      RteBuilder("torch").inlineLock("numpy==1\n").generation(2).status(good.status).build();
+  RuntimeEnvPlan bad = plan(o, kLater);
+  EXPECT_EQ(bad.status["closureHash"], good.status["closureHash"]);
+  EXPECT_EQ(bad.status["observedGeneration"], 2);
+  EXPECT_EQ(readyCondition(bad)["status"], "False");
+  EXPECT_EQ(readyCondition(bad)["lastTransitionTime"], kLater);
+}
+
+TEST(RuntimeEnvPlan, HashChangeMarksValidatedReleasesStale) {
+  Observed o{RteBuilder("torch").build(), std::nullopt, testNodes(), {}};
+  RuntimeEnvPlan v1 = plan(o, kNow);
+  std::string h1 = v1.status["closureHash"];
+
+  // The lock moves: numpy 1.26.4 -> 2.0.0.
+  o.runtimeEnv =
+      RteBuilder("torch").inlineLock(pipLock("12.8.90", "2.0.0")).status(v1.status).build();
+  json fresh = release("v8", "");
+  o.releases = {release("v7", h1), release("v6", "sha256:" + hex64('0'))};
+  RuntimeEnvPlan v2 = plan(o, kLater);
+  std::string h2 = v2.status["closureHash"];
+  ASSERT_NE(h1, h2);
+  fresh["spec"]["closureHash"] = h2;
+  ASSERT_EQ(v2.releaseConditions.size(), 2u);
+  for (const auto& rc : v2.releaseConditions) {
+    EXPECT_EQ(rc.condition.type, "Stale");
+    EXPECT_EQ(rc.condition.status, "True");
+    EXPECT_EQ(rc.condition.reason, kReasonClosureHashChanged);
+    EXPECT_EQ(rc.generation, 2);
+  }
+  EXPECT_NE(v2.releaseConditions[0].condition.message.find(h2), std::string::npos);
+  EXPECT_NE(v2.releaseConditions[0].condition.message.find(h1), std::string::npos);
+
+  // A release packaged on the new closure needs no condition; a stale one whose
+  // RuntimeEnv moves back is cleared.
+  json staleV7 = release("v7", h1);
+  staleV7["status"]["conditions"] = json::array({{{"type", "Stale"},
+                                                  {"status", "True"},
+                                                  {"reason", kReasonClosureHashChanged},
+                                                  {"message", "x"},
+                                                  {"lastTransitionTime", kNow}}});
+  o.runtimeEnv = RteBuilder("torch").status(v2.status).build();
+  o.releases = {fresh, staleV7};
+  RuntimeEnvPlan back = plan(o, kLater);
+  ASSERT_EQ(back.releaseConditions.size(), 2u);  // fresh (h2 != h1 now) and v7 cleared
+  for (const auto& rc : back.releaseConditions) {
+    if (rc.release == "v7") {
+      EXPECT_EQ(rc.condition.status, "False");
+      EXPECT_EQ(rc.condition.reason, kReasonClosureHashMatches);
+    } else {
+      EXPECT_EQ(rc.condition.status, "True");
+    }
+  }
+}
+
+TEST(RuntimeEnvPlan, ValidatedHashInStatusWinsOverSpec) {
+  Observed o{RteBuilder("torch").build(), std::nullopt, testNodes(), {}};
+  std::string h = plan(o, kNow).status["closureHash"];
+  json mr = release("v7", "sha256:" + hex64('0'));
+  mr["status"]["validatedClosureHash"] = h;
+  o.releases = {mr};
+  EXPECT_TRUE(plan(o, kNow).releaseConditions.empty());
+}
+
+TEST(IsDigestPinned, AcceptsOnlyRepoAtSha256) {
+  EXPECT_TRUE(isDigestPinned(kImage));
+  EXPECT_TRUE(isDigestPinned("localhost:5000/x@sha256:" + hex64('f')));
+  EXPECT_FALSE(isDigestPinned("x:1"));
+  EXPECT_FALSE(isDigestPinned("@sha256:" + hex64('f')));
+  EXPECT_FALSE(isDigestPinned("x@sha256:" + hex64('f') + "0"));
+  EXPECT_FALSE(isDigestPinned("x@sha512:" + hex64('f')));
+  EXPECT_FALSE(isDigestPinned("x y@sha256:" + hex64('f')));
+}
+
+TEST(RuntimeEnvExecutionPlan, StaleConditionsUnderOwnManagerThenStatusLast) {
+  Observed o{RteBuilder("torch").build(), std::nullopt, testNodes(), {}};
+  std::string h1 = plan(o, kNow).status["closureHash"];
+  o.releases = {release("v7", "sha256:" + hex64('0'))};
+  RuntimeEnvObserved shared = o.shared();
+  RuntimeEnvPlan p = planRuntimeEnv(shared, kNow);
+  ExecutionPlan e = executionPlan(p, shared, kNow);
+
+  ASSERT_EQ(e.applyStatus.size(), 1u);
+  const PlannedApply& stale = e.applyStatus[0];
+  EXPECT_EQ(stale.resource, kModelReleases);
+  EXPECT_EQ(stale.fieldManager, kRuntimeEnvControllerFieldManager);
+  EXPECT_TRUE(stale.ignoreNotFound);
+  EXPECT_EQ(stale.object["metadata"]["name"], "v7");
+  EXPECT_EQ(stale.object["metadata"]["namespace"], "ml");
+  EXPECT_EQ(stale.object["kind"], "ModelRelease");
+  ASSERT_EQ(stale.object["status"]["conditions"].size(), 1u);
+  EXPECT_EQ(stale.object["status"]["conditions"][0]["type"], kConditionStale);
+  EXPECT_EQ(stale.object["status"]["conditions"][0]["observedGeneration"], 2);
+
+  // Events name the object they are about: the RuntimeEnv, or the stale release.
+  ASSERT_EQ(e.events.size(), 2u);
+  EXPECT_EQ(e.events[0].involved, shared.runtimeEnv);
+  EXPECT_EQ(e.events[1].involved, shared.releases[0]);
+  EXPECT_EQ(e.events[1].reason, kEventReasonStale);
+
+  ASSERT_TRUE(e.status.has_value());
+  EXPECT_EQ(e.status->resource, kRuntimeEnvs);
+  EXPECT_EQ(e.status->fieldManager, "");  // the client's: lockstep-operator
+  EXPECT_EQ(e.status->object["status"]["closureHash"], h1);
+  EXPECT_TRUE(e.apply.empty());
+  EXPECT_TRUE(e.prune.empty());
+}
+
+TEST(RuntimeEnvExecutionPlan, SteadyStateExecutesNothing) {
+  Observed o{RteBuilder("torch").build(), std::nullopt, testNodes(), {}};
+  o.runtimeEnv["status"] = plan(o, kNow).status;
+  RuntimeEnvObserved shared = o.shared();
+  ExecutionPlan e = executionPlan(planRuntimeEnv(shared, kLater), shared, kLater);
+  EXPECT_TRUE(e.applyStatus.empty());
+  EXPECT_TRUE(e.events.empty());
+  EXPECT_FALSE(e.status.has_value());
+}
+
+}  // namespace
+}  // namespace lockstep::controllers

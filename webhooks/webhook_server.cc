@@ -1,0 +1,87 @@
+#include "webhooks/webhook_server.h"
+
+#include <cstdio>
+#include <fstream>
+
+#include <spdlog/spdlog.h>
+
+#include "webhooks/server/beast_server.h"
+#include "webhooks/webhook_routes.h"
+
+namespace lockstep::webhooks {
+
+Status WebhookServer::Forward::setCertificate(const TlsCertificate& c) {
+  std::lock_guard<std::mutex> lock(mu);
+  latest = c;
+  return server != nullptr ? server->setCertificate(c) : Status::ok();
+}
+
+WebhookServer::WebhookServer(ServerOptions options, kube::Clock& clock)
+    : options_(std::move(options)), clock_(clock) {}
+
+WebhookServer::~WebhookServer() { stop(); }
+
+bool WebhookServer::hasCertificate() const {
+  std::lock_guard<std::mutex> lock(forward_.mu);
+  return forward_.latest.has_value();
+}
+
+uint16_t WebhookServer::port() const {
+  std::lock_guard<std::mutex> lock(forward_.mu);
+  return forward_.server != nullptr ? forward_.server->port() : 0;
+}
+
+Status WebhookServer::start() {
+  TlsCertificate initial;
+  {
+    std::lock_guard<std::mutex> lock(forward_.mu);
+    if (!forward_.latest) return Status(Code::kInternal, "webhook server: no certificate yet");
+    initial = *forward_.latest;
+  }
+  auto made = makeBeastServer(options_, initial);
+  if (!made.isOk()) return made.status().withContext("webhook server");
+  server_ = std::move(made).value();
+  for (AdmissionWebhook* w : webhooks_) mountWebhook(*server_, *w);
+  if (Status s = server_->start(); !s.isOk()) return s.withContext("webhook server");
+  {
+    std::lock_guard<std::mutex> lock(forward_.mu);
+    forward_.server = server_.get();
+    // A certificate renewed while the server was being built.
+    if (forward_.latest && !(*forward_.latest == initial)) {
+      (void)server_->setCertificate(*forward_.latest);
+    }
+  }
+  spdlog::info("admission webhooks serving on {}:{}", options_.address, server_->port());
+  if (!portFile_.empty()) {
+    std::ofstream(portFile_ + ".tmp") << server_->port() << "\n";
+    std::rename((portFile_ + ".tmp").c_str(), portFile_.c_str());
+  }
+
+  // Certificate upkeep: renew (self-managed) or reload changed files (mounted).
+  {
+    std::unique_lock<std::mutex> lock(stop_.mutex());
+    kube::Clock::Duration wait = std::chrono::seconds(10);
+    while (!stop_.requestedLocked()) {
+      const auto deadline = clock_.now() + wait;
+      while (!stop_.requestedLocked() && clock_.now() < deadline) {
+        clock_.waitUntil(lock, stop_.cv(), deadline);
+      }
+      if (stop_.requestedLocked()) break;
+      if (upkeep_) {
+        lock.unlock();
+        wait = upkeep_->tick(clock_.wallNow(), clock_.now());
+        lock.lock();
+      }
+    }
+  }
+  {
+    std::lock_guard<std::mutex> lock(forward_.mu);
+    forward_.server = nullptr;
+  }
+  server_->stop();
+  return Status::ok();
+}
+
+void WebhookServer::stop() { stop_.request(); }
+
+}  // namespace lockstep::webhooks
