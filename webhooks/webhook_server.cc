@@ -59,14 +59,12 @@ Status WebhookServer::start() {
 
   // Certificate upkeep: renew (self-managed) or reload changed files (mounted).
   {
-    std::unique_lock<std::mutex> lock(stop_.mutex());
+    std::unique_lock<std::mutex> lock(stopMu_);
     kube::Clock::Duration wait = std::chrono::seconds(10);
-    while (!stop_.requestedLocked()) {
+    while (!stopping_) {
       const auto deadline = clock_.now() + wait;
-      while (!stop_.requestedLocked() && clock_.now() < deadline) {
-        clock_.waitUntil(lock, stop_.cv(), deadline);
-      }
-      if (stop_.requestedLocked()) break;
+      while (!stopping_ && clock_.now() < deadline) clock_.waitUntil(lock, stopCv_, deadline);
+      if (stopping_) break;
       if (upkeep_) {
         lock.unlock();
         wait = upkeep_->tick(clock_.wallNow(), clock_.now());
@@ -82,6 +80,10 @@ Status WebhookServer::start() {
   return Status::ok();
 }
 
-void WebhookServer::stop() { stop_.request(); }
+void WebhookServer::stop() noexcept {
+  std::lock_guard<std::mutex> lock(stopMu_);
+  stopping_ = true;
+  stopCv_.notify_all();
+}
 
 }  // namespace lockstep::webhooks

@@ -8,6 +8,7 @@
 // certificate sink from any thread.
 #pragma once
 
+#include <condition_variable>
 #include <functional>
 #include <memory>
 #include <mutex>
@@ -38,7 +39,7 @@ class WebhookServer final : public runtime::Runnable {
   void mount(AdmissionWebhook& webhook) { webhooks_.push_back(&webhook); }
 
   Status start() override;
-  void stop() override;
+  void stop() noexcept override;
   // The bound port once serving, else 0.
   uint16_t port() const;
 
@@ -57,7 +58,9 @@ class WebhookServer final : public runtime::Runnable {
   std::string portFile_;
   std::vector<AdmissionWebhook*> webhooks_;
   std::unique_ptr<Server> server_;
-  runtime::StopFlag stop_;
+  std::mutex stopMu_;
+  std::condition_variable stopCv_;
+  bool stopping_ = false;
 };
 
 }  // namespace lockstep::webhooks

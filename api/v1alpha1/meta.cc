@@ -1,5 +1,7 @@
 #include "api/v1alpha1/meta.h"
 
+#include "api/v1alpha1/conditions.h"
+
 namespace lockstep::api::v1alpha1 {
 
 namespace decode {
@@ -49,6 +51,19 @@ const nlohmann::json& array(const nlohmann::json& j, std::string_view key) {
 }
 
 }  // namespace decode
+
+bool readyForGeneration(const nlohmann::json& conditions, int64_t observedGeneration,
+                        int64_t generation) {
+  bool ready = false;
+  if (conditions.is_array()) {
+    for (const auto& c : conditions) {
+      if (c.is_object() && decode::string(c, "type") == kConditionReady) {
+        ready = decode::string(c, "status") == kStatusTrue;
+      }
+    }
+  }
+  return ready && observedGeneration == generation;
+}
 
 ObjectMeta decodeMeta(const nlohmann::json& object) {
   const nlohmann::json& m = decode::object(object, "metadata");

@@ -26,6 +26,11 @@ struct ObjectMeta {
 
 ObjectMeta decodeMeta(const nlohmann::json& object);
 
+// Ready=True among `conditions`, written for `generation` (status.observedGeneration):
+// a status computed for an older spec does not say the object is ready.
+bool readyForGeneration(const nlohmann::json& conditions, int64_t observedGeneration,
+                        int64_t generation);
+
 namespace decode {
 // The member `key` of `j` when `j` is an object that has it; else nullptr.
 const nlohmann::json* member(const nlohmann::json& j, std::string_view key);

@@ -8,6 +8,19 @@ namespace {
 
 using nlohmann::json;
 
+constexpr std::string_view kPhaseNames[] = {"Pending",  "Evaluating", "Testing", "Canary",
+                                            "Promoted", "RolledBack", "Failed",  "Superseded"};
+constexpr std::string_view kStagePhaseNames[] = {"Pending", "WaitingForApproval", "Running",
+                                                 "Succeeded", "Failed"};
+
+template <typename E, size_t N>
+std::optional<E> parseName(std::string_view name, const std::string_view (&names)[N]) {
+  for (size_t i = 0; i < N; ++i) {
+    if (names[i] == name) return static_cast<E>(i);
+  }
+  return std::nullopt;
+}
+
 DurationField durationField(const json& j, std::string_view key, DurationField fallback = {}) {
   auto text = decode::optionalString(j, key);
   if (!text) return fallback;
@@ -50,6 +63,15 @@ Canary decodeCanary(const json& c) {
 
 }  // namespace
 
+std::string_view phaseName(Phase p) { return kPhaseNames[static_cast<size_t>(p)]; }
+std::optional<Phase> parsePhase(std::string_view name) {
+  return parseName<Phase>(name, kPhaseNames);
+}
+std::string_view stagePhaseName(StagePhase p) { return kStagePhaseNames[static_cast<size_t>(p)]; }
+std::optional<StagePhase> parseStagePhase(std::string_view name) {
+  return parseName<StagePhase>(name, kStagePhaseNames);
+}
+
 ModelRelease decodeModelRelease(const json& object) {
   ModelRelease r;
   r.meta = decodeMeta(object);
@@ -76,7 +98,7 @@ ModelRelease decodeModelRelease(const json& object) {
 
   const json& status = decode::object(object, "status");
   r.status.observedGeneration = decode::integer(status, "observedGeneration", -1);
-  r.status.phase = decode::string(status, "phase");
+  r.status.phase = parsePhase(decode::string(status, "phase"));
   r.status.currentStage = decode::string(status, "currentStage");
   r.status.canaryStep = decode::integer(status, "canaryStep", 0);
   r.status.promotedPackage = decode::string(status, "promotedPackage");
@@ -85,7 +107,7 @@ ModelRelease decodeModelRelease(const json& object) {
   for (const auto& s : decode::array(status, "stages")) {
     StageStatus st;
     st.name = decode::string(s, "name");
-    st.phase = decode::string(s, "phase");
+    st.phase = parseStagePhase(decode::string(s, "phase"));
     st.jobName = decode::string(s, "jobName");
     st.message = decode::string(s, "message");
     st.approvedBy = decode::string(s, "approvedBy");
@@ -101,13 +123,7 @@ ModelRelease decodeModelRelease(const json& object) {
 }
 
 bool ModelRelease::ready() const {
-  bool readyTrue = false;
-  for (const auto& c : status.conditions) {
-    if (c.is_object() && decode::string(c, "type") == kConditionReady) {
-      readyTrue = decode::string(c, "status") == kStatusTrue;
-    }
-  }
-  return readyTrue && status.observedGeneration == meta.generation;
+  return readyForGeneration(status.conditions, status.observedGeneration, meta.generation);
 }
 
 std::string ModelRelease::runtimeEnvKey() const {

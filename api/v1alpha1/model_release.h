@@ -13,6 +13,7 @@
 #include <map>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -21,21 +22,23 @@
 
 namespace lockstep::api::v1alpha1 {
 
-// status.phase
-inline constexpr const char* kPhasePending = "Pending";
-inline constexpr const char* kPhaseEvaluating = "Evaluating";
-inline constexpr const char* kPhaseTesting = "Testing";
-inline constexpr const char* kPhaseCanary = "Canary";
-inline constexpr const char* kPhasePromoted = "Promoted";
-inline constexpr const char* kPhaseRolledBack = "RolledBack";
-inline constexpr const char* kPhaseFailed = "Failed";
-inline constexpr const char* kPhaseSuperseded = "Superseded";
-// status.stages[].phase
-inline constexpr const char* kStagePending = "Pending";
-inline constexpr const char* kStageWaitingForApproval = "WaitingForApproval";
-inline constexpr const char* kStageRunning = "Running";
-inline constexpr const char* kStageSucceeded = "Succeeded";
-inline constexpr const char* kStageFailed = "Failed";
+// status.phase, and the phase of each stage in status.stages[].phase.
+enum class Phase {
+  kPending,
+  kEvaluating,
+  kTesting,
+  kCanary,
+  kPromoted,
+  kRolledBack,
+  kFailed,
+  kSuperseded
+};
+enum class StagePhase { kPending, kWaitingForApproval, kRunning, kSucceeded, kFailed };
+// The names the CRD's enums spell ("RolledBack"); parse* is nullopt for anything else.
+std::string_view phaseName(Phase p);
+std::optional<Phase> parsePhase(std::string_view name);
+std::string_view stagePhaseName(StagePhase p);
+std::optional<StagePhase> parseStagePhase(std::string_view name);
 
 // A duration field as written ("30m") and decoded (nullopt when absent or malformed).
 struct DurationField {
@@ -100,7 +103,7 @@ struct ModelReleaseSpec {
 
 struct StageStatus {
   std::string name;
-  std::string phase;
+  std::optional<StagePhase> phase;
   std::string jobName;
   std::string message;
   std::string approvedBy;
@@ -111,7 +114,7 @@ struct StageStatus {
 
 struct ModelReleaseStatus {
   int64_t observedGeneration = -1;
-  std::string phase;
+  std::optional<Phase> phase;  // nullopt: not written yet
   std::string currentStage;
   int64_t canaryStep = 0;
   std::string promotedPackage;

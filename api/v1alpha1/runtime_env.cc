@@ -1,7 +1,5 @@
 #include "api/v1alpha1/runtime_env.h"
 
-#include "api/v1alpha1/conditions.h"
-
 namespace lockstep::api::v1alpha1 {
 
 RuntimeEnv decodeRuntimeEnv(const nlohmann::json& object) {
@@ -42,13 +40,8 @@ RuntimeEnv decodeRuntimeEnv(const nlohmann::json& object) {
 }
 
 bool RuntimeEnv::ready() const {
-  bool readyTrue = false;
-  for (const auto& c : status.conditions) {
-    if (c.is_object() && decode::string(c, "type") == kConditionReady) {
-      readyTrue = decode::string(c, "status") == kStatusTrue;
-    }
-  }
-  return readyTrue && status.observedGeneration == meta.generation && !status.closureHash.empty();
+  return readyForGeneration(status.conditions, status.observedGeneration, meta.generation) &&
+         !status.closureHash.empty();
 }
 
 std::string RuntimeEnv::configMapKey() const {

@@ -6,9 +6,6 @@
 // after start(), and more than once.
 #pragma once
 
-#include <condition_variable>
-#include <mutex>
-
 #include "common/status.h"
 
 namespace lockstep::runtime {
@@ -17,30 +14,8 @@ class Runnable {
  public:
   virtual ~Runnable() = default;
   virtual Status start() = 0;
-  virtual void stop() = 0;
-};
-
-// The stop flag of a Runnable that sleeps between rounds of work.
-class StopFlag {
- public:
-  void request() {
-    std::lock_guard<std::mutex> lock(mu_);
-    stopped_ = true;
-    cv_.notify_all();
-  }
-  bool requested() {
-    std::lock_guard<std::mutex> lock(mu_);
-    return stopped_;
-  }
-  std::mutex& mutex() { return mu_; }
-  std::condition_variable& cv() { return cv_; }
-  // With mutex() held.
-  bool requestedLocked() const { return stopped_; }
-
- private:
-  std::mutex mu_;
-  std::condition_variable cv_;
-  bool stopped_ = false;
+  // Must not throw: it runs on signal and shutdown paths.
+  virtual void stop() noexcept = 0;
 };
 
 }  // namespace lockstep::runtime

@@ -79,7 +79,8 @@ TEST(ModelReleaseView, DecodesTheWholeSpec) {
 
 TEST(ModelReleaseView, DecodesStatus) {
   ModelRelease r = decodeModelRelease(json::parse(kRelease));
-  EXPECT_EQ(r.status.phase, kPhaseCanary);
+  EXPECT_EQ(r.status.phase, Phase::kCanary);
+  EXPECT_EQ(r.status.stages[0].phase, StagePhase::kSucceeded);
   EXPECT_EQ(r.status.canaryStep, 1);
   ASSERT_EQ(r.status.stages.size(), 2u);
   EXPECT_EQ(r.status.stages[0].metrics.at("accuracy"), 0.84);
@@ -106,6 +107,17 @@ TEST(ModelReleaseView, DefaultsAndFallbacks) {
   EXPECT_EQ(r.spec.stages[0].canary->prometheus->interval.text, "soon");
   EXPECT_FALSE(r.spec.stages[0].canary->prometheus->interval.value.has_value());
   EXPECT_EQ(r.status.observedGeneration, -1);
+}
+
+TEST(ModelReleaseView, PhaseNamesRoundTrip) {
+  for (Phase p : {Phase::kPending, Phase::kRolledBack, Phase::kSuperseded}) {
+    EXPECT_EQ(parsePhase(phaseName(p)), p);
+  }
+  EXPECT_EQ(phaseName(Phase::kRolledBack), "RolledBack");
+  EXPECT_EQ(stagePhaseName(StagePhase::kWaitingForApproval), "WaitingForApproval");
+  EXPECT_EQ(parseStagePhase("Failed"), StagePhase::kFailed);
+  EXPECT_FALSE(parsePhase("rolledback").has_value());
+  EXPECT_FALSE(parsePhase("").has_value());
 }
 
 TEST(ModelReleaseView, IndexByRuntimeEnv) {

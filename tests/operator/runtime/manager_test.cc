@@ -29,7 +29,7 @@ class TestRunnable final : public Runnable {
     cv_.wait(lock, [this] { return stopped_; });
     return Status::ok();
   }
-  void stop() override {
+  void stop() noexcept override {
     std::lock_guard<std::mutex> lock(mu_);
     stopped_ = true;
     cv_.notify_all();
