@@ -4,10 +4,10 @@
 
 #include <cmath>
 #include <cstdio>
-#include <ctime>
 #include <map>
 #include <set>
 
+#include "operator/kube/clock.h"
 #include "operator/kube/conditions.h"
 
 namespace lockstep::controllers {
@@ -453,19 +453,9 @@ std::optional<int64_t> parseStageDuration(const std::string& text) {
 }
 
 std::optional<int64_t> parseRfc3339(const std::string& text) {
-  int y, mo, d, h, mi, s;
-  char z = 0;
-  if (std::sscanf(text.c_str(), "%4d-%2d-%2dT%2d:%2d:%2d%c", &y, &mo, &d, &h, &mi, &s, &z) != 7)
-    return std::nullopt;
-  if (z != 'Z' && z != '.') return std::nullopt;
-  std::tm tm{};
-  tm.tm_year = y - 1900;
-  tm.tm_mon = mo - 1;
-  tm.tm_mday = d;
-  tm.tm_hour = h;
-  tm.tm_min = mi;
-  tm.tm_sec = s;
-  return static_cast<int64_t>(timegm(&tm));
+  kube::Clock::WallTime t;
+  if (!kube::parseTime(text, &t)) return std::nullopt;
+  return std::chrono::duration_cast<std::chrono::seconds>(t.time_since_epoch()).count();
 }
 
 std::string gateJobName(const std::string& release, const std::string& stage, int attempt) {
