@@ -119,7 +119,8 @@ TEST_F(ClientTest, FieldManagerIsChosenPerCall) {
             "/api/v1/namespaces/ml/configmaps/c/status"
             "?fieldManager=lockstep-runtimeenv-controller&force=true");
   EXPECT_EQ(reqs[1].uri(), "/api/v1/namespaces/ml/configmaps/c?dryRun=All&fieldManager=lockstep");
-  EXPECT_EQ(reqs[2].uri(), "/api/v1/namespaces/ml/configmaps/c/status?fieldManager=lockstep&force=true");
+  EXPECT_EQ(reqs[2].uri(),
+            "/api/v1/namespaces/ml/configmaps/c/status?fieldManager=lockstep&force=true");
 }
 
 TEST_F(ClientTest, DeleteSendsOptions) {

@@ -119,9 +119,10 @@ TEST_F(ManagerTest, BuilderRegistersOneControllerOnTheSharedInformers) {
                       .workers(3)
                       .forKind(kube::resources::kConfigMaps)
                       .owns(kube::resources::kJobs)
-                      .watches(kube::resources::kNodes, [](const kube::Object&) {
-                        return std::vector<Request>{{"ns", "all"}};
-                      })
+                      .watches(kube::resources::kNodes,
+                               [](const kube::Object&) {
+                                 return std::vector<Request>{{"ns", "all"}};
+                               })
                       .complete(std::make_shared<NoopReconciler>());
   EXPECT_EQ(c.name(), "widgets");
   // The builder reuses the informer already made for Jobs.
