@@ -4,6 +4,7 @@
 // webhooks (on every replica). Admission reads the same informer caches the
 // controllers use: no API call on the admission path. Any setup failure exits
 // non-zero with a message naming what was wrong.
+#include <algorithm>
 #include <condition_variable>
 #include <cstdio>
 #include <fstream>
@@ -27,6 +28,7 @@
 #include "webhooks/certs/cert_upkeep.h"
 #include "webhooks/certs/self_managed.h"
 #include "webhooks/informer_lookups.h"
+#include "webhooks/kube_authorizer.h"
 #include "webhooks/kube_cert_store.h"
 #include "webhooks/metrics/prometheus_recorder.h"
 #include "webhooks/server/beast_server.h"
@@ -51,6 +53,9 @@ std::vector<lockstep::FlagSpec> flagSpecs() {
       {"health-port", "8081", "/healthz and /readyz port (0 picks one)"},
       {"webhook-port", "9443", "admission webhook HTTPS port (0 picks one)"},
       {"webhook-threads", "2", "admission server threads"},
+      {"authorization-timeout", "3s",
+       "deadline of the SubjectAccessReview behind an approve/abort (whole seconds; keep it "
+       "under the webhook's timeoutSeconds); past it the write is refused"},
       {"webhook-service", "lockstep", "Service name the serving certificate is issued for"},
       {"webhook-config", "",
        "ValidatingWebhookConfiguration whose caBundle the operator keeps (self mode)"},
@@ -125,9 +130,10 @@ int main(int argc, char** argv) {
   auto lease = flags.getDuration("leader-elect-lease-duration");
   auto renew = flags.getDuration("leader-elect-renew-deadline");
   auto retry = flags.getDuration("leader-elect-retry-period");
+  auto authzTimeout = flags.getDuration("authorization-timeout");
   for (const Status* s : {&metricsPort.status(), &healthPort.status(), &webhookPort.status(),
                           &webhookThreads.status(), &workers.status(), &lease.status(),
-                          &renew.status(), &retry.status()}) {
+                          &renew.status(), &retry.status(), &authzTimeout.status()}) {
     if (!s->isOk()) return fail(s->message());
   }
   const std::string certMode = flags.get("cert-mode");
@@ -142,8 +148,17 @@ int main(int argc, char** argv) {
   connect.kubeconfigPath = flags.get("kubeconfig");
   connect.context = flags.get("context");
   connect.client.fieldManager = "lockstep-operator";
-  auto client = lockstep::kube::connect(connect);
+  auto kubeConfig = lockstep::kube::resolveConfig(connect);
+  if (!kubeConfig.isOk()) return fail(kubeConfig.status().toString());
+  auto client = lockstep::kube::connect(*kubeConfig, connect.rest, connect.client);
   if (!client.isOk()) return fail(client.status().toString());
+  // The webhook's SubjectAccessReviews: same identity, a short deadline (fail closed).
+  lockstep::kube::RestOptions authzRest = connect.rest;
+  authzRest.requestTimeout = std::max(
+      std::chrono::seconds(1), std::chrono::duration_cast<std::chrono::seconds>(*authzTimeout));
+  auto authzClient = lockstep::kube::connect(*kubeConfig, authzRest, connect.client);
+  if (!authzClient.isOk()) return fail(authzClient.status().toString());
+  lw::SubjectAccessReviewAuthorizer authorizer(*authzClient);
 
   lr::ManagerOptions mo;
   mo.leaderElection = flags.getBool("leader-elect");
@@ -190,7 +205,7 @@ int main(int argc, char** argv) {
   lw::FanoutRecorder recorder{&promRecorder, &logRecorder};
   lw::SteadyClock admissionClock;
   lw::PodWebhook podWebhook(envs, modes, recorder, admissionClock);
-  lw::ModelReleaseWebhook releaseWebhook(envs, recorder, admissionClock);
+  lw::ModelReleaseWebhook releaseWebhook(envs, authorizer, recorder, admissionClock);
 
   // Serving certificate.
   CertificateForwarder forward;

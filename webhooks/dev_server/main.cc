@@ -35,7 +35,8 @@ namespace lw = lockstep::webhooks;
 namespace {
 
 constexpr const char* kUsage = R"(usage: lockstep-webhook-dev [flags]
-  --config FILE        lookups JSON {"runtimeEnvs":[...],"namespaces":{...}} (default: empty)
+  --config FILE        lookups JSON {"runtimeEnvs":[...],"namespaces":{...},
+                       "authorization":{...}} (default: empty; approvals allowed)
   --address ADDR       listen address (default 127.0.0.1)
   --port N             listen port, 0 = any (default 9443)
   --port-file FILE     write the bound port here once listening
@@ -153,7 +154,7 @@ int main(int argc, char** argv) {
   lw::FanoutRecorder recorder{&prom, &logs};
   lw::SteadyClock clock;
   lw::PodWebhook pods(*lookups.envs, *lookups.namespaces, recorder, clock);
-  lw::ModelReleaseWebhook releases(*lookups.envs, recorder, clock);
+  lw::ModelReleaseWebhook releases(*lookups.envs, *lookups.authorizer, recorder, clock);
 
   std::unique_ptr<prometheus::Exposer> exposer;
   if (int mp = std::stoi(flags.get("metrics-port", "0")); mp > 0) {
