@@ -232,5 +232,131 @@ TEST(Limits, ErrorMessagesAreBounded) {
   EXPECT_NE(s.message().find("... (1000"), std::string::npos) << s.message().substr(1000);
 }
 
+// ---- YAML (item 6) ---------------------------------------------------------
+
+// Nine levels of nine aliases stand for 9^9 (387 million) nodes in 400 bytes.
+std::string billionLaughs(const std::string& prefix) {
+  std::string t = prefix + "l0: &l0 [lol, lol, lol, lol, lol, lol, lol, lol, lol]\n";
+  for (int i = 1; i <= 9; ++i) {
+    const std::string p = "*l" + std::to_string(i - 1);
+    t += "l" + std::to_string(i) + ": &l" + std::to_string(i) + " [" + p;
+    for (int k = 1; k < 9; ++k) t += ", " + p;
+    t += "]\n";
+  }
+  return t;
+}
+
+TEST(Yaml, BillionLaughsIsRefusedQuickly) {
+  for (LockFormat f : {LockFormat::kCondaLock, LockFormat::kPixi}) {
+    ClosureOptions o;
+    o.format = f;
+    o.sourceName = "lock.yml";
+    auto start = std::chrono::steady_clock::now();
+    Status s = errorOf(billionLaughs("version: 1\npackage: []\n"), o);
+    EXPECT_LT(secondsSince(start), 2.0);
+    EXPECT_EQ(s.code(), Code::kResourceExhausted);
+    EXPECT_NE(s.message().find("lock.yml:9: yaml: more than 2000000 nodes"), std::string::npos)
+        << s.message();
+  }
+}
+
+TEST(Yaml, AliasesWithinTheLimitStillParse) {
+  // PyYAML writes anchors for shared objects; a lock that uses a few is read as
+  // if they were written out.
+  const std::string t =
+      "version: 1\nmetadata:\n  platforms: &p [linux-64]\npackage:\n"
+      "- &e {name: zlib, version: '1.3', manager: conda, platform: linux-64,"
+      " hash: {sha256: " +
+      kA + "}}\n- *e\n";
+  Closure c = mustCompute(t, {});
+  EXPECT_EQ(c.canonicalText, "conda\tzlib\t1.3\tsha256:" + kA + "\n");
+}
+
+TEST(Yaml, AliasToAnEnclosingNodeIsAnError) {
+  Status s = errorOf("version: 1\npackage: &p [*p]\n", {});
+  EXPECT_EQ(s.code(), Code::kInvalidArgument);
+  EXPECT_NE(s.message().find("cycle"), std::string::npos) << s.message();
+}
+
+TEST(Yaml, NodeCountIsCapped) {
+  ClosureOptions o;
+  o.format = LockFormat::kCondaLock;
+  o.limits.maxYamlNodes = 100;
+  Status s = errorOf("version: 1\npackage: [" + repeat("1, ", 200) + "1]\n", o);
+  EXPECT_EQ(s.code(), Code::kResourceExhausted);
+}
+
+// Platforms were collected with a linear search per entry: quadratic in the
+// number of distinct platforms (100,000 took 40 s; now about a second).
+TEST(Yaml, ManyPlatformsStayLinear) {
+  const size_t n = 100000;
+  std::string t = "version: 1\nmetadata:\n  platforms:\n";
+  for (size_t i = 0; i < n; ++i) t += "  - p" + std::to_string(i) + "\n";
+  t += "package:\n- {name: a, version: '1', manager: conda, platform: p7, hash: {sha256: " + kA +
+       "}}\n";
+  ClosureOptions o;
+  o.platform = "p7";
+  auto start = std::chrono::steady_clock::now();
+  Closure c = mustCompute(t, o);
+  EXPECT_LT(secondsSince(start), 5.0);
+  EXPECT_EQ(c.packageCount(), 1u);
+}
+
+// ---- TOML (item 6) ---------------------------------------------------------
+
+// toml++ 3.3 reaches __builtin_unreachable() classifying U+FEBF (and other
+// non-ASCII characters) as whitespace; found by fuzz_closure_toml.
+TEST(Toml, NonAsciiOutsideStringsIsRefusedBeforeTomlpp) {
+  ClosureOptions o;
+  o.format = LockFormat::kUv;
+  o.sourceName = "uv.lock";
+  const std::string crasher =
+      testing::readFileOrDie(testing::testdataDir() + "/crashers/toml-unicode-whitespace.lock");
+  EXPECT_EQ(errorOf(crasher, o).message(),
+            "uv.lock:1: toml: non-ASCII character outside a string or comment (TOML allows none "
+            "there)");
+  EXPECT_NE(errorOf(R"(a = "x\é")"
+                    "\n",
+                    o)
+                .message()
+                .find("after a backslash"),
+            std::string::npos);
+  EXPECT_NE(
+      errorOf("a = \"\"\"x \\\n  \xc3\xa9\"\"\"\n", o).message().find("line-ending backslash"),
+      std::string::npos);
+}
+
+TEST(Toml, NonAsciiInStringsAndCommentsStillParses) {
+  ClosureOptions o;
+  o.format = LockFormat::kPoetry;
+  const std::string t = R"(# café ﺿ
+[[package]]
+name = "naïve"
+version = "1"
+description = "ﺿ \" é"
+notes = '''é
+ﺿ'''
+more = """é \
+  x ﺿ"""""
+files = [{file = "x.whl", hash = "sha256:)" +
+                        kA + R"("}]
+)";
+  Closure c = mustCompute(t, o);
+  EXPECT_EQ(c.canonicalText, "pypi\tnaïve\t1\tsha256:" + kA + "\n");
+}
+
+TEST(Pixi, EntriesSharingOneLocationAreCapped) {
+  std::string t =
+      "version: 6\nenvironments:\n  default:\n    packages:\n      linux-64:\n"
+      "      - conda: .\n        build: b0\npackages:\n";
+  for (int i = 0; i < 65; ++i) {
+    t += "- conda: .\n  name: p\n  version: '1'\n  build: b" + std::to_string(i) + "\n";
+  }
+  Status s = errorOf(t, {});
+  EXPECT_EQ(s.code(), Code::kResourceExhausted);
+  EXPECT_NE(s.message().find("more than 64 entries share the location \".\""), std::string::npos)
+      << s.message();
+}
+
 }  // namespace
 }  // namespace lockstep::closure
