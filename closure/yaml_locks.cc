@@ -351,7 +351,10 @@ StatusOr<ParsedLock> parsePixiLock(std::string_view text, const Ctx& ctx) {
     if (!version) return ctx.error(lineOf(e), "packages.version", "missing for \"" + loc + "\"");
     p.name = *name;
     p.version = *version;
-    if (p.digests.empty() && kind == "pypi" && isGitUrl(loc)) {
+    if (p.digests.empty() && isGitUrl(loc)) {
+      // Built from a git source (a conda source package or a pypi package): the
+      // commit pinned in the location's fragment is its digest. Unpinned, it has
+      // none and counts as unhashed.
       if (auto c = gitCommitFromUrl(loc)) p.digests.push_back("git:" + *c);
     }
     out.packages.push_back(std::move(p));
