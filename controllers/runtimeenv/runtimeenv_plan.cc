@@ -101,7 +101,11 @@ Resolution resolve(const RuntimeEnvObserved& o) {
   if (!c.isOk()) {
     // The closure library words a missing digest as "... package X has no artifact digest ...".
     bool unhashed = c.status().message().find("has no artifact digest") != std::string::npos;
-    r.reason = unhashed ? kReasonUnhashedPackage : kReasonLockParseError;
+    if (c.status().code() == Code::kResourceExhausted) {
+      r.reason = kReasonLockTooLarge;
+    } else {
+      r.reason = unhashed ? kReasonUnhashedPackage : kReasonLockParseError;
+    }
     r.message = c.status().message();
     return r;
   }
