@@ -389,6 +389,17 @@ BuiltJob buildGateJob(const ReleaseSpec& r, const StageSpec& s, const RuntimeEnv
   return out;
 }
 
+// How a gate Job (as created by buildGateJob) mounts the package.
+std::string jobMount(const json& job) {
+  const json& volumes =
+      member(member(member(member(job, "spec"), "template"), "spec"), "volumes", kEmptyArray);
+  for (const json& v : volumes.is_array() ? volumes : kEmptyArray) {
+    if (str(v, "name") == kPackageVolume && member(v, "image", json()).is_object())
+      return "ImageVolume";
+  }
+  return "InitContainer";
+}
+
 // ---- status helpers ---------------------------------------------------------
 
 bool isTerminalPhase(const std::string& p) {
@@ -644,6 +655,15 @@ ReleasePlan planRelease(const ReleaseObserved& o) {
       st["jobName"] = jobName;
       st["attempt"] = attempt;
       if (!st.contains("startedAt")) st["startedAt"] = o.now;
+      // Re-derived from the Job and the release, never only remembered: the cached
+      // status may predate our last write (a stale cache after create), and the
+      // status is applied whole.
+      st["packageMount"] = jobMount(*job);
+      status["packageMount"] = st["packageMount"];
+      if (s.manual) {
+        std::string approver = annotation(o.release, std::string(kApprovePrefix) + s.name);
+        if (!approver.empty()) st["approvedBy"] = approver;
+      }
       std::string jobUid = str(member(*job, "metadata"), "uid");
       if (jobConditionTrue(*job, "Complete")) {
         std::string container = mainContainerOf(*job);
