@@ -71,6 +71,8 @@ std::vector<lockstep::FlagSpec> flagSpecs() {
       {"leader-elect-renew-deadline", "10s", "renew deadline"},
       {"leader-elect-retry-period", "2s", "retry period"},
       {"workers", "2", "reconcile workers per controller"},
+      {"controllers", "runtimeenv,modelrelease",
+       "controllers to run, comma-separated (the webhooks always run)"},
       {"package-mount", "auto",
        "how gate pods mount the checkpoint package: image-volume, init-container, or auto "
        "(a server-side dry run at start-up tells whether the API server keeps image volumes)"},
@@ -193,7 +195,12 @@ int main(int argc, char** argv) {
   }
   spdlog::info("gate pods mount the package as {}",
                lockstep::controllers::packageMountName(releaseOptions.mount));
-  lockstep::controllers::setupModelReleaseController(manager, releaseOptions, *workers);
+  const std::string controllers = "," + flags.get("controllers") + ",";
+  if (controllers.find(",modelrelease,") != std::string::npos) {
+    lockstep::controllers::setupModelReleaseController(manager, releaseOptions, *workers);
+  } else {
+    spdlog::warn("--controllers: the ModelRelease controller is off");
+  }
 
   // Admission reads the caches the controllers share.
   lockstep::kube::Informer& rteInformer = manager.informer(lockstep::controllers::kRuntimeEnvs);
