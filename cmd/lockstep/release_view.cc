@@ -129,11 +129,12 @@ std::string formatAge(const std::string& rfc3339, kube::Clock::WallTime now) {
   kube::Clock::WallTime t;
   if (rfc3339.empty() || !kube::parseTime(rfc3339, &t)) return "<unknown>";
   long long s = std::chrono::duration_cast<std::chrono::seconds>(now - t).count();
+  constexpr long long kMinute = 60, kHour = 60 * kMinute, kDay = 24 * kHour;
   if (s < 0) s = 0;
-  if (s < 120) return std::to_string(s) + "s";
-  if (s < 120 * 60) return std::to_string(s / 60) + "m";
-  if (s < 48 * 3600) return std::to_string(s / 3600) + "h";
-  return std::to_string(s / 86400) + "d";
+  if (s < 2 * kMinute) return std::to_string(s) + "s";
+  if (s < 2 * kHour) return std::to_string(s / kMinute) + "m";
+  if (s < 2 * kDay) return std::to_string(s / kHour) + "h";
+  return std::to_string(s / kDay) + "d";
 }
 
 std::string releaseId(const json& release) {
