@@ -1,10 +1,10 @@
 // `lockstep release` against the real control plane, with the operator binary
-// serving the chart's webhooks and RBAC: who may approve and abort, as users
-// the API server really authenticates (ServiceAccounts with bound tokens,
-// each given its own kubeconfig, as a person would have).
-//
-// Until the ModelRelease controller runs in the operator, a stage waiting for
-// approval is produced by writing the status the controller would write.
+// (ModelRelease controller, the chart's webhooks and RBAC) running gate Jobs
+// on KWOK nodes: who may approve and abort, as users the API server really
+// authenticates (ServiceAccounts with bound tokens, each given its own
+// kubeconfig, as a person would have). KWOK ends gate pods with the
+// termination message and after the duration the template's annotations ask
+// for (tests/cluster/kwok/stages.yaml).
 #include <cstdlib>
 #include <fstream>
 #include <string>
@@ -40,9 +40,9 @@ class ReleaseCliClusterTest : public ::testing::Test {
   static void SetUpTestSuite() {
     OperatorProcess::installClusterPieces(sharedWebhookPort());
     op_ = new OperatorProcess();
-    // Webhook only: these tests write release status by hand to stage each case,
-    // which a running ModelRelease controller would overwrite.
-    ASSERT_EQ(op_->start({"--controllers=runtimeenv"}), "");
+    // Every controller: the ModelRelease controller runs the gates these tests
+    // approve and abort (no status is written by hand).
+    ASSERT_EQ(op_->start(), "");
     char tmpl[] = "/tmp/lockstep-cli-test-XXXXXX";
     dir_ = mkdtemp(tmpl);
   }
@@ -70,7 +70,11 @@ class ReleaseCliClusterTest : public ::testing::Test {
     kubectl({"delete", "namespace", ns_, "--wait=false"});
   }
 
-  json releaseManifest(const std::string& name, const std::string& evalImage = "") {
+  // eval (ends after `evalDuration` reporting `evalMessage`, accuracy must be
+  // >= 0.5) then ci, which needs manual approval. `evalImage` sets eval's image.
+  json releaseManifest(const std::string& name, const std::string& evalImage = "",
+                       const std::string& evalDuration = "1s",
+                       const std::string& evalMessage = R"({"accuracy":0.84})") {
     json mr = {{"apiVersion", "lockstep.dev/v1alpha1"},
                {"kind", "ModelRelease"},
                {"metadata", {{"name", name}, {"namespace", ns_}}},
@@ -79,28 +83,55 @@ class ReleaseCliClusterTest : public ::testing::Test {
                  {"package", kPackage},
                  {"runtimeEnvRef", {{"name", "torch"}}},
                  {"closureHash", hash_}}}};
-    json eval = {{"name", "eval"}};
+    json eval = {{"name", "eval"}, {"command", {"python", "eval.py"}}};
     if (!evalImage.empty()) eval["image"] = evalImage;
     json evalStage = {{"name", "eval"}};
+    evalStage["gate"]["template"]["metadata"]["annotations"] = {
+        {"lockstep.dev/test-termination-message", evalMessage},
+        {"lockstep.dev/test-duration", evalDuration}};
     evalStage["gate"]["template"]["spec"]["containers"] = json::array({eval});
+    evalStage["gate"]["metrics"] = json::array({{{"name", "accuracy"}, {"min", 0.5}}});
+    evalStage["gate"]["timeout"] = "10m";
     json ciStage = {{"name", "ci"}, {"approval", "Manual"}};
-    ciStage["gate"]["template"]["spec"]["containers"] = json::array({{{"name", "ci"}}});
+    ciStage["gate"]["template"]["spec"]["containers"] =
+        json::array({{{"name", "ci"}, {"command", {"make", "test"}}}});
     mr["spec"]["stages"] = json::array({evalStage, ciStage});
     return mr;
   }
 
-  // What the controller writes once eval passed and ci waits for approval.
-  void markWaiting(const std::string& name) {
-    json status = {
-        {"status",
-         {{"phase", "Testing"},
-          {"currentStage", "ci"},
-          {"stages",
-           {{{"name", "eval"}, {"phase", "Succeeded"}, {"metrics", {{"accuracy", 0.84}}}},
-            {{"name", "ci"}, {"phase", "WaitingForApproval"}}}}}}};
-    auto r = kubectl({"patch", "mr", name, "-n", ns_, "--subresource=status", "--type=merge", "-p",
-                      status.dump()});
+  json release(const std::string& name) { return kubectlJson({"get", "mr", name, "-n", ns_}); }
+
+  static json stageOf(const json& mr, const std::string& name) {
+    if (mr.is_discarded() || !mr.contains("status")) return json::object();
+    for (const json& s : mr["status"].value("stages", json::array())) {
+      if (s["name"] == name) return s;
+    }
+    return json::object();
+  }
+
+  // Creates the release and waits until the controller ran eval and ci waits.
+  void createWaiting(const std::string& name) {
+    auto r = kubectl({"create", "-f", "-"}, releaseManifest(name).dump());
     ASSERT_EQ(r.exitCode, 0) << r.err;
+    json mr;
+    ASSERT_TRUE(eventually([&] {
+      mr = release(name);
+      return stageOf(mr, "ci").value("phase", "") == "WaitingForApproval";
+    })) << mr.dump(2);
+  }
+
+  json waitPhase(const std::string& name, const std::string& phase) {
+    json mr;
+    EXPECT_TRUE(eventually([&] {
+      mr = release(name);
+      return !mr.is_discarded() && mr.value("status", json::object()).value("phase", "") == phase;
+    })) << "phase "
+        << phase << " not reached: " << mr.dump(2);
+    return mr;
+  }
+
+  json jobs(const std::string& release) {
+    return kubectlJson({"get", "jobs", "-n", ns_, "-l", "lockstep.dev/release=" + release});
   }
 
   // A ServiceAccount `user` of the test namespace, bound to `clusterRole` (or to
@@ -169,8 +200,7 @@ const json kReadPatchNoVerbs = json::array({{{"apiGroups", {"lockstep.dev"}},
                                              {"verbs", {"get", "list", "watch", "patch"}}}});
 
 TEST_F(ReleaseCliClusterTest, ApproverApprovesOthersAreRefusedWithAReason) {
-  ASSERT_EQ(kubectl({"apply", "-f", "-"}, releaseManifest("gpt2").dump()).exitCode, 0);
-  markWaiting("gpt2");
+  createWaiting("gpt2");
   std::string alice = user("alice", "lockstep-release-approver");
   std::string bob = user("bob", "", kReadPatchNoVerbs);
   std::string carol = user("carol", "lockstep-release-viewer");
@@ -179,8 +209,8 @@ TEST_F(ReleaseCliClusterTest, ApproverApprovesOthersAreRefusedWithAReason) {
   auto r = cli(bob, {"approve", "gpt2"});
   EXPECT_EQ(r.exitCode, 1) << r.out << r.err;
   EXPECT_NE(r.err.find("approving stage \"ci\" of release \"" + ns_ +
-                       "/gpt2\": admission webhook "
-                       "\"modelreleases.lockstep.dev\" denied the request"),
+                       "/gpt2\": admission webhook \"modelreleases.lockstep.dev\" denied the "
+                       "request"),
             std::string::npos)
       << r.err;
   EXPECT_NE(r.err.find("user \"" + userName("bob") + "\" may not approve ModelRelease \"" + ns_ +
@@ -204,49 +234,72 @@ TEST_F(ReleaseCliClusterTest, ApproverApprovesOthersAreRefusedWithAReason) {
                             userName("alice") + "\""),
             std::string::npos)
       << forged.err;
+  EXPECT_EQ(stageOf(release("gpt2"), "ci")["phase"], "WaitingForApproval");
 
-  // alice approves (stage chosen: the waiting one); her name is what is recorded.
+  // alice approves (by default the waiting stage); her name is what is recorded,
+  // and the controller moves the stage on.
   r = cli(alice, {"approve", "gpt2"});
   EXPECT_EQ(r.exitCode, 0) << r.err;
   EXPECT_EQ(r.out,
             "stage \"ci\" of release \"" + ns_ + "/gpt2\" approved by " + userName("alice") + "\n");
   EXPECT_EQ(annotation("gpt2", "approve.lockstep.dev/ci"), userName("alice"));
-  // Again: nothing to write.
-  r = cli(alice, {"approve", "gpt2"});
+  r = cli(carol, {"wait", "gpt2", "--for=phase=Validated", "--timeout=90s"});
   EXPECT_EQ(r.exitCode, 0) << r.err;
-  EXPECT_NE(r.out.find("already approved by " + userName("alice")), std::string::npos) << r.out;
+  json mr = release("gpt2");
+  EXPECT_EQ(stageOf(mr, "ci")["approvedBy"], userName("alice")) << mr["status"].dump(2);
+  EXPECT_EQ(stageOf(mr, "ci")["phase"], "Succeeded");
+  r = cli(carol, {"status", "gpt2"});
+  EXPECT_NE(r.out.find("approved by " + userName("alice")), std::string::npos) << r.out;
+  // Nothing is waiting any more.
+  r = cli(alice, {"approve", "gpt2"});
+  EXPECT_EQ(r.exitCode, 1);
+  EXPECT_NE(r.err.find("no stage of release \"" + ns_ +
+                       "/gpt2\" is waiting for approval (phase: Validated"),
+            std::string::npos)
+      << r.err;
 }
 
-TEST_F(ReleaseCliClusterTest, AbortNeedsTheAbortVerb) {
-  ASSERT_EQ(kubectl({"apply", "-f", "-"}, releaseManifest("gpt2").dump()).exitCode, 0);
-  markWaiting("gpt2");
+TEST_F(ReleaseCliClusterTest, AbortNeedsTheAbortVerbAndStopsARunningEval) {
+  auto created = kubectl({"create", "-f", "-"}, releaseManifest("stopme", "", "300s").dump());
+  ASSERT_EQ(created.exitCode, 0) << created.err;
+  ASSERT_TRUE(eventually([&] { return jobs("stopme")["items"].size() == 1; }));
   std::string alice = user("alice", "lockstep-release-approver");
   json approveOnly = kReadPatchNoVerbs;
   approveOnly[0]["verbs"].push_back("approve");
   std::string dave = user("dave", "", approveOnly);
 
-  auto r = cli(dave, {"abort", "gpt2"});
+  auto r = cli(dave, {"abort", "stopme"});
   EXPECT_EQ(r.exitCode, 1);
   EXPECT_NE(r.err.find("may not abort"), std::string::npos) << r.err;
   EXPECT_NE(r.err.find("RBAC verb \"abort\""), std::string::npos) << r.err;
-  EXPECT_EQ(annotation("gpt2", "lockstep.dev/abort"), "");
+  EXPECT_EQ(annotation("stopme", "lockstep.dev/abort"), "");
 
-  r = cli(alice, {"abort", "gpt2"});
+  r = cli(alice, {"abort", "stopme"});
   EXPECT_EQ(r.exitCode, 0) << r.err;
-  EXPECT_EQ(annotation("gpt2", "lockstep.dev/abort"), userName("alice"));
-  r = cli(alice, {"status", "gpt2"});
+  EXPECT_EQ(annotation("stopme", "lockstep.dev/abort"), userName("alice"));
+  r = cli(alice, {"wait", "stopme", "--for=phase=Failed", "--timeout=90s"});
+  EXPECT_EQ(r.exitCode, 0) << r.err;
+  json mr = release("stopme");
+  EXPECT_EQ(stageOf(mr, "eval")["message"], "aborted by " + userName("alice"));
+  EXPECT_TRUE(eventually([&] { return jobs("stopme")["items"].empty(); })) << jobs("stopme").dump();
+  r = cli(alice, {"status", "stopme"});
   EXPECT_NE(r.out.find("Abort requested by: " + userName("alice")), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("Aborted"), std::string::npos) << r.out;
+  // An ended release cannot be aborted again.
+  r = cli(alice, {"abort", "stopme"});
+  EXPECT_EQ(r.exitCode, 1);
+  EXPECT_NE(r.err.find("already ended (phase: Failed)"), std::string::npos) << r.err;
 }
 
 TEST_F(ReleaseCliClusterTest, ReadsListsAndWaits) {
-  ASSERT_EQ(kubectl({"apply", "-f", "-"}, releaseManifest("gpt2").dump()).exitCode, 0);
-  markWaiting("gpt2");
+  createWaiting("gpt2");
   std::string carol = user("carol", "lockstep-release-viewer");
 
   auto r = cli(carol, {"status", "gpt2"});
   ASSERT_EQ(r.exitCode, 0) << r.err;
   EXPECT_NE(r.out.find("ci     WaitingForApproval"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("eval   accuracy  0.84"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("Evidence:"), std::string::npos) << r.out;
   r = cli(carol, {"status", "gpt2", "-o", "json"});
   ASSERT_EQ(r.exitCode, 0) << r.err;
   EXPECT_EQ(json::parse(r.out)["phase"], "Testing");
@@ -269,28 +322,28 @@ TEST_F(ReleaseCliClusterTest, ReadsListsAndWaits) {
   EXPECT_EQ(r.exitCode, 1);
   EXPECT_NE(r.err.find("release \"" + ns_ + "/nope\" not found"), std::string::npos) << r.err;
 
-  // wait: times out while testing, fails fast once the release failed.
+  // wait: times out while ci waits; fails fast on a release that failed its gate.
   r = cli(carol, {"wait", "gpt2", "--for=phase=Validated", "--timeout=2s"});
   EXPECT_EQ(r.exitCode, 1);
   EXPECT_NE(r.err.find("timed out after 2s"), std::string::npos) << r.err;
-  ASSERT_EQ(kubectl({"patch", "mr", "gpt2", "-n", ns_, "--subresource=status", "--type=merge", "-p",
-                     R"({"status":{"phase":"Failed"}})"})
-                .exitCode,
-            0);
-  r = cli(carol, {"wait", "gpt2", "--for=phase=Validated", "--timeout=30s"});
+  auto created = kubectl({"create", "-f", "-"},
+                         releaseManifest("weak", "", "1s", R"({"accuracy":0.1})").dump());
+  ASSERT_EQ(created.exitCode, 0) << created.err;
+  waitPhase("weak", "Failed");
+  r = cli(carol, {"wait", "weak", "--for=phase=Validated", "--timeout=30s"});
   EXPECT_EQ(r.exitCode, 1);
   EXPECT_NE(r.err.find("it will never reach Validated"), std::string::npos) << r.err;
-  r = cli(carol, {"wait", "gpt2", "--for=phase=failed"});
+  EXPECT_NE(r.err.find("accuracy"), std::string::npos) << r.err;
+  r = cli(carol, {"wait", "weak", "--for=phase=failed"});
   EXPECT_EQ(r.exitCode, 0) << r.err;
 
-  // As a kubectl plugin.
+  // As a kubectl plugin (kubectl finds a plugin only when no flag comes before its name).
   std::string cliDir = LOCKSTEP_CLI_BIN;
   cliDir = cliDir.substr(0, cliDir.rfind('/'));
-  // (kubectl finds a plugin only when no flag comes before its name.)
   r = run({"env", "PATH=" + cliDir + ":" + std::getenv("PATH"), toolsBin() + "/kubectl", "lockstep",
            "release", "list", "--kubeconfig=" + carol});
   EXPECT_EQ(r.exitCode, 0) << r.err;
-  EXPECT_NE(r.out.find("gpt2"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("weak"), std::string::npos) << r.out;
 }
 
 TEST_F(ReleaseCliClusterTest, GateTemplateOnAnotherImageIsRefused) {
