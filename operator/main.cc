@@ -2,7 +2,8 @@
 //
 // One process runs the controllers (on the elected leader) and the admission
 // webhooks (on every replica). Admission reads the same informer caches the
-// controllers use: no API call on the admission path. Any setup failure exits
+// controllers use: no API call on the admission path, except the
+// SubjectAccessReview behind an approval or abort. Any setup failure exits
 // non-zero with a message naming what was wrong.
 #include <algorithm>
 #include <condition_variable>
