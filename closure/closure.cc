@@ -143,23 +143,22 @@ std::string closureHashOfCanonicalText(std::string_view text) {
 }
 
 namespace {
-StatusOr<Closure> compute(std::string_view text, const ClosureOptions& options,
-                          RejectReason* reason);
-}  // namespace
 
-StatusOr<Closure> computeClosure(std::string_view text, const ClosureOptions& options,
-                                 RejectReason* reason) {
-  RejectReason why = RejectReason::kNone;
-  auto c = compute(text, options, &why);
-  if (!c.isOk() && why == RejectReason::kNone) why = RejectReason::kUnparsable;
-  if (reason != nullptr) *reason = why;
-  return c;
-}
-
-namespace {
-StatusOr<Closure> compute(std::string_view text, const ClosureOptions& options,
-                          RejectReason* reason) {
+StatusOr<Closure> computeUnbounded(std::string_view text, const ClosureOptions& options,
+                                   RejectReason* reason) {
   Ctx ctx{options, options.sourceName.empty() ? std::string("lock") : options.sourceName};
+  const Limits& limits = options.limits;
+  // Size checks come first: a lock over a limit is refused before any parser runs.
+  if (text.size() > limits.maxBytes) {
+    return ctx.tooLarge(0, "size",
+                        "the lock is " + std::to_string(text.size()) + " bytes; the limit is " +
+                            std::to_string(limits.maxBytes));
+  }
+  if (size_t lines = internal::countLines(text); lines > limits.maxLines) {
+    return ctx.tooLarge(0, "size",
+                        "the lock has " + std::to_string(lines) + " lines; the limit is " +
+                            std::to_string(limits.maxLines));
+  }
   LockFormat format = options.format;
   if (format == LockFormat::kAuto) {
     auto detected = detectFormat(text);
@@ -197,6 +196,11 @@ StatusOr<Closure> compute(std::string_view text, const ClosureOptions& options,
       return internalError("format not resolved");
   }
   if (!parsed.isOk()) return parsed.status();
+  if (parsed->packages.size() > limits.maxEntries) {
+    return ctx.tooLarge(0, "packages",
+                        "the lock installs " + std::to_string(parsed->packages.size()) +
+                            " packages; the limit is " + std::to_string(limits.maxEntries));
+  }
 
   Closure out;
   out.format = format;
@@ -245,9 +249,18 @@ StatusOr<Closure> compute(std::string_view text, const ClosureOptions& options,
     }
     out.packages.push_back(std::move(p));
   }
-  std::sort(out.packages.begin(), out.packages.end(),
-            [](const Package& a, const Package& b) { return lineOf(a) < lineOf(b); });
-  out.packages.erase(std::unique(out.packages.begin(), out.packages.end()), out.packages.end());
+  {
+    // Sort by canonical line, each line built once (not once per comparison).
+    std::vector<std::pair<std::string, Package>> keyed;
+    keyed.reserve(out.packages.size());
+    for (Package& p : out.packages) keyed.emplace_back(lineOf(p), std::move(p));
+    std::sort(keyed.begin(), keyed.end(),
+              [](const auto& a, const auto& b) { return a.first < b.first; });
+    out.packages.clear();
+    for (auto& [line, p] : keyed) {
+      if (out.packages.empty() || !(out.packages.back() == p)) out.packages.push_back(std::move(p));
+    }
+  }
   std::sort(out.unhashed.begin(), out.unhashed.end());
   out.unhashed.erase(std::unique(out.unhashed.begin(), out.unhashed.end()), out.unhashed.end());
   out.canonicalText = canonicalText(out.packages);
@@ -258,19 +271,71 @@ StatusOr<Closure> compute(std::string_view text, const ClosureOptions& options,
   }
   return out;
 }
+
 }  // namespace
+
+StatusOr<Closure> computeClosure(std::string_view text, const ClosureOptions& options,
+                                 RejectReason* reason) {
+  RejectReason why = RejectReason::kNone;
+  auto c = computeUnbounded(text, options, &why);
+  if (!c.isOk()) {
+    if (c.status().code() == Code::kResourceExhausted) {
+      why = RejectReason::kTooLarge;
+    } else if (why == RejectReason::kNone) {
+      why = RejectReason::kUnparsable;
+    }
+  }
+  if (reason != nullptr) *reason = why;
+  if (!c.isOk()) return internal::boundedMessage(c.status());
+  return c;
+}
 
 namespace internal {
 
-Status Ctx::error(int line, std::string_view field, std::string_view reason) const {
-  std::string m = at(line);
+Status errorAt(std::string_view file, int line, std::string_view field, std::string_view reason,
+               Code code) {
+  std::string m(file);
+  if (line > 0) {
+    m += ':';
+    m += std::to_string(line);
+  }
   m += ": ";
   if (!field.empty()) {
     m += field;
     m += ": ";
   }
   m += reason;
-  return Status(Code::kInvalidArgument, std::move(m));
+  return Status(code, std::move(m));
+}
+
+Status Ctx::error(int line, std::string_view field, std::string_view reason) const {
+  return errorAt(source, line, field, reason);
+}
+
+Status Ctx::tooLarge(int line, std::string_view field, std::string_view reason) const {
+  return errorAt(source, line, field, reason, Code::kResourceExhausted);
+}
+
+Status boundedMessage(const Status& s) {
+  if (s.message().size() <= kMaxErrorMessageBytes) return s;
+  std::string m = s.message().substr(0, kMaxErrorMessageBytes);
+  // Do not end inside a UTF-8 sequence.
+  while (!m.empty() && (static_cast<unsigned char>(m.back()) & 0xC0) == 0x80) m.pop_back();
+  if (!m.empty() && (static_cast<unsigned char>(m.back()) & 0x80)) m.pop_back();
+  m += "... (" + std::to_string(s.message().size()) + " bytes)";
+  return Status(s.code(), std::move(m));
+}
+
+size_t countLines(std::string_view text) {
+  size_t n = static_cast<size_t>(std::count(text.begin(), text.end(), '\n'));
+  if (!text.empty() && text.back() != '\n') ++n;
+  return n;
+}
+
+std::string joinCommaBounded(const std::vector<std::string>& items, size_t max) {
+  if (items.size() <= max) return joinComma(items);
+  std::vector<std::string> head(items.begin(), items.begin() + static_cast<long>(max));
+  return joinComma(head) + ", ... and " + std::to_string(items.size() - max) + " more";
 }
 
 bool hasSha256Prefix(std::string_view raw) {
@@ -364,9 +429,9 @@ StatusOr<std::string> selectPlatform(const Ctx& ctx, const std::string& requeste
     if (has(requested)) return requested;
     std::string alias = platformAlias(requested);
     if (!alias.empty() && has(alias)) return alias;
-    return ctx.error(
-        0, "platform",
-        "platform \"" + requested + "\" is not in the lock; available: " + joinComma(available));
+    return ctx.error(0, "platform",
+                     "platform \"" + requested +
+                         "\" is not in the lock; available: " + joinCommaBounded(available));
   }
   if (available.size() == 1) return available.front();
   for (const auto& d : defaults) {
@@ -374,7 +439,7 @@ StatusOr<std::string> selectPlatform(const Ctx& ctx, const std::string& requeste
   }
   return ctx.error(0, "platform",
                    "the lock has several platforms and none is the default (" +
-                       joinComma(defaults) + "); choose one of: " + joinComma(available));
+                       joinComma(defaults) + "); choose one of: " + joinCommaBounded(available));
 }
 
 int lineOfOffset(std::string_view text, size_t pos) {

@@ -26,6 +26,26 @@ std::string_view formatName(LockFormat f);
 // Accepts the names above plus common aliases ("requirements", "conda", "nix-path-info").
 StatusOr<LockFormat> parseFormatName(std::string_view name);
 
+// Bounds on the work one lock may cause, whatever its content (docs/limits.md).
+// A lock over a limit is refused with Code::kResourceExhausted, never parsed
+// partially. Real locks stay far below: the largest shared fixture is 90 KB,
+// 2,000 lines and 400 entries.
+inline constexpr size_t kMaxLockBytes = size_t{16} << 20;  // the text plus every distinct include
+inline constexpr size_t kMaxLockLines = 1'000'000;         // lines, the text plus every include
+inline constexpr size_t kMaxLockEntries = 100'000;         // package entries, all platforms
+inline constexpr size_t kMaxIncludeFiles = 256;            // distinct pip `-r` files
+inline constexpr int kMaxIncludeDepth = 8;                 // pip `-r` nesting
+inline constexpr size_t kMaxYamlNodes = 2'000'000;         // YAML nodes (scalars, lists, maps)
+
+struct Limits {
+  size_t maxBytes = kMaxLockBytes;
+  size_t maxLines = kMaxLockLines;
+  size_t maxEntries = kMaxLockEntries;
+  size_t maxIncludeFiles = kMaxIncludeFiles;
+  int maxIncludeDepth = kMaxIncludeDepth;
+  size_t maxYamlNodes = kMaxYamlNodes;
+};
+
 // One canonical entry: (ecosystem, name, version, digests).
 struct Package {
   std::string ecosystem;             // "pypi", "conda", "nix"
@@ -49,6 +69,8 @@ struct ClosureOptions {
   const IncludeReader* includes = nullptr;
   // Used in error messages only ("uv.lock:12: ..."). Defaults to "lock".
   std::string sourceName;
+  // Tests lower these; callers keep the documented defaults.
+  Limits limits;
 };
 
 struct Closure {
@@ -67,10 +89,12 @@ struct Closure {
 
 // Why a lock was rejected, as a type for callers that act on it (the
 // RuntimeEnv controller's condition reason), so none parses a message.
-enum class RejectReason { kNone, kUnparsable, kUnhashedPackage };
+enum class RejectReason { kNone, kUnparsable, kUnhashedPackage, kTooLarge };
 
 // Parses `text` and computes the closure. Errors are kInvalidArgument with
-// "<source>:<line>: <field>: <reason>" messages; `reason`, when given, says why.
+// "<source>:<line>: <field>: <reason>" messages, or kResourceExhausted (same
+// message form) when the lock is over one of `options.limits`; `reason`, when
+// given, says why.
 StatusOr<Closure> computeClosure(std::string_view text, const ClosureOptions& options,
                                  RejectReason* reason = nullptr);
 

@@ -3,6 +3,8 @@
 // errors name the JSON path (packages[3].outputs); syntax errors give the line.
 #include <nlohmann/json.hpp>
 
+#include <set>
+
 #include "closure/lock_parsers.h"
 
 namespace lockstep::closure::internal {
@@ -10,7 +12,38 @@ namespace {
 
 using nlohmann::json;
 
+// Locks nest a handful of levels. nlohmann's parser keeps its own stack, but a
+// value nested millions deep costs memory per level and would overflow the
+// stack of anything that recurses over it (dump, comparison): refuse it first.
+constexpr int kMaxJsonDepth = 64;
+
+Status checkJsonNesting(std::string_view text, const Ctx& ctx) {
+  int depth = 0;
+  bool inString = false;
+  for (size_t i = 0; i < text.size(); ++i) {
+    const char c = text[i];
+    if (inString) {
+      if (c == '\\') {
+        ++i;
+      } else if (c == '"') {
+        inString = false;
+      }
+    } else if (c == '"') {
+      inString = true;
+    } else if (c == '[' || c == '{') {
+      if (++depth > kMaxJsonDepth) {
+        return ctx.error(lineOfOffset(text, i), "json",
+                         "nesting deeper than " + std::to_string(kMaxJsonDepth) + " levels");
+      }
+    } else if ((c == ']' || c == '}') && depth > 0) {
+      --depth;
+    }
+  }
+  return Status::ok();
+}
+
 StatusOr<json> parseJson(std::string_view text, const Ctx& ctx) {
+  LOCKSTEP_RETURN_IF_ERROR(checkJsonNesting(text, ctx));
   try {
     return json::parse(text.begin(), text.end());
   } catch (const json::parse_error& e) {
@@ -62,15 +95,23 @@ StatusOr<ParsedLock> parseFloxLock(std::string_view text, const Ctx& ctx) {
   if (!root.is_object()) return ctx.error(1, "", "a Flox manifest.lock is a JSON object");
   auto lv = root.find("lockfile-version");
   if (lv != root.end() && !(lv->is_number_integer() && lv->get<long long>() == 1)) {
-    return ctx.error(0, "lockfile-version", "unsupported Flox lockfile version " + lv->dump());
+    return ctx.error(0, "lockfile-version",
+                     "unsupported Flox lockfile version " +
+                         (lv->is_primitive() ? lv->dump() : "(not a number)"));
   }
   auto pk = root.find("packages");
   if (pk == root.end() || !pk->is_array())
     return ctx.error(0, "packages", "missing or not an array");
+  if (pk->size() > ctx.limits().maxEntries) {
+    return ctx.tooLarge(0, "packages",
+                        std::to_string(pk->size()) + " entries; the limit is " +
+                            std::to_string(ctx.limits().maxEntries));
+  }
 
-  std::vector<std::string> platforms;
+  std::vector<std::string> platforms;  // in lock order
+  std::set<std::string> seen;
   auto addPlatform = [&](const std::string& p) {
-    if (std::find(platforms.begin(), platforms.end(), p) == platforms.end()) platforms.push_back(p);
+    if (seen.insert(p).second) platforms.push_back(p);
   };
   for (size_t i = 0; i < pk->size(); ++i) {
     const json& e = (*pk)[i];
@@ -160,6 +201,11 @@ StatusOr<ParsedLock> parseNixPathInfo(std::string_view text, const Ctx& ctx) {
   ParsedLock out;
   // path-info carries no system: the requested platform is recorded as given.
   out.platform = ctx.options.platform;
+  if ((root.is_array() || root.is_object()) && root.size() > ctx.limits().maxEntries) {
+    return ctx.tooLarge(0, "paths",
+                        std::to_string(root.size()) + " entries; the limit is " +
+                            std::to_string(ctx.limits().maxEntries));
+  }
   auto add = [&](const std::string& path, const std::string& field) -> Status {
     auto name = storeName(path);
     if (!name || path.front() != '/')

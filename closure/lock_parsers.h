@@ -36,7 +36,25 @@ struct Ctx {
   std::string at(int line) const { return line > 0 ? source + ":" + std::to_string(line) : source; }
   // "<source>:<line>: <field>: <reason>"
   Status error(int line, std::string_view field, std::string_view reason) const;
+  // The same message with Code::kResourceExhausted: the lock is over a limit.
+  Status tooLarge(int line, std::string_view field, std::string_view reason) const;
+  const Limits& limits() const { return options.limits; }
 };
+
+// "<file>:<line>: <field>: <reason>" with a code (kInvalidArgument unless given).
+Status errorAt(std::string_view file, int line, std::string_view field, std::string_view reason,
+               Code code = Code::kInvalidArgument);
+
+// Error messages quote input; a message is cut to this many bytes so a hostile
+// lock cannot put megabytes into a status condition or a log line.
+inline constexpr size_t kMaxErrorMessageBytes = 1024;
+Status boundedMessage(const Status& s);
+
+// Lines of `text` (LF count, plus one for a last line without LF).
+size_t countLines(std::string_view text);
+
+// "a, b, c" of the first `max` names, then "... and N more".
+std::string joinCommaBounded(const std::vector<std::string>& items, size_t max = 20);
 
 StatusOr<ParsedLock> parseUvLock(std::string_view text, const Ctx& ctx);
 StatusOr<ParsedLock> parsePoetryLock(std::string_view text, const Ctx& ctx);

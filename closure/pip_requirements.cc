@@ -8,8 +8,6 @@
 namespace lockstep::closure::internal {
 namespace {
 
-constexpr int kMaxIncludeDepth = 8;
-
 bool isSpace(char c) { return c == ' ' || c == '\t' || c == '\r' || c == '\f' || c == '\v'; }
 
 std::string_view trim(std::string_view s) {
@@ -116,7 +114,9 @@ bool optionTakesValue(std::string_view opt) {
 
 class PipParser {
  public:
-  PipParser(const Ctx& ctx) : ctx_(ctx) {}
+  // `text` is the lock itself: it counts against the byte and line budgets.
+  PipParser(const Ctx& ctx, std::string_view text)
+      : ctx_(ctx), bytes_(text.size()), lines_(countLines(text)) {}
 
   Status parseFile(std::string_view text, const std::string& fileName, int depth) {
     for (const LogicalLine& ll : logicalLines(text)) {
@@ -130,10 +130,16 @@ class PipParser {
  private:
   Status err(const std::string& file, int line, std::string_view field,
              std::string_view reason) const {
-    return Status(Code::kInvalidArgument, file + ":" + std::to_string(line) + ": " +
-                                              std::string(field) + ": " + std::string(reason));
+    return errorAt(file, line, field, reason);
+  }
+  Status tooLarge(const std::string& file, int line, std::string_view reason) const {
+    return errorAt(file, line, "-r", reason, Code::kResourceExhausted);
   }
 
+  // Each file is read and parsed once, however often it is included: a second
+  // `-r` of a file adds the same packages again, which the canonical text
+  // de-duplicates anyway. Without this, 3,000 lines of `-r a.txt` in a file
+  // whose a.txt has 3,000 lines of `-r b.txt` parse b.txt nine million times.
   Status include(std::string_view target, const std::string& file, int line, int depth) {
     std::string name(target);
     while (startsWith(name, "./")) name.erase(0, 2);
@@ -145,17 +151,43 @@ class PipParser {
     if (!ctx_.options.includes) {
       return err(file, line, "-r", "include \"" + name + "\" needs a file reader (none given)");
     }
-    if (depth >= kMaxIncludeDepth || active_.count(name)) {
-      return err(file, line, "-r", "include \"" + name + "\" is recursive or nested too deeply");
+    if (active_.count(name)) {
+      return err(file, line, "-r", "include \"" + name + "\" is recursive");
     }
-    auto text = ctx_.options.includes->read(name);
-    if (!text.isOk()) {
+    if (done_.count(name)) return Status::ok();
+    const Limits& limits = ctx_.limits();
+    if (depth >= limits.maxIncludeDepth) {
+      return err(file, line, "-r",
+                 "include \"" + name + "\" is nested too deeply (more than " +
+                     std::to_string(limits.maxIncludeDepth) + " levels)");
+    }
+    if (done_.size() + active_.size() >= limits.maxIncludeFiles) {
+      return tooLarge(file, line,
+                      "include \"" + name + "\" is one file too many; the limit is " +
+                          std::to_string(limits.maxIncludeFiles) + " included files");
+    }
+    const size_t budget = limits.maxBytes > bytes_ ? limits.maxBytes - bytes_ : 0;
+    auto text = ctx_.options.includes->read(name, budget);
+    if (!text.isOk() || text->size() > budget) {
+      if (text.isOk() || text.status().code() == Code::kResourceExhausted) {
+        return tooLarge(file, line,
+                        "include \"" + name + "\" takes the lock and its includes over " +
+                            std::to_string(limits.maxBytes) + " bytes");
+      }
       return err(file, line, "-r",
                  "cannot read include \"" + name + "\": " + text.status().message());
+    }
+    bytes_ += text->size();
+    lines_ += countLines(*text);
+    if (lines_ > limits.maxLines) {
+      return tooLarge(file, line,
+                      "include \"" + name + "\" takes the lock and its includes over " +
+                          std::to_string(limits.maxLines) + " lines");
     }
     active_.insert(name);
     Status st = parseFile(*text, name, depth + 1);
     active_.erase(name);
+    done_.insert(name);
     return st;
   }
 
@@ -291,6 +323,12 @@ class PipParser {
                  "\"" + name + "\" is not pinned with == (" +
                      (rest.empty() ? std::string("no version") : std::string(rest)) + ")");
     }
+    if (out_.packages.size() >= ctx_.limits().maxEntries) {
+      return errorAt(file, ll.line, "requirement",
+                     "more than " + std::to_string(ctx_.limits().maxEntries) +
+                         " requirements in the lock and its includes",
+                     Code::kResourceExhausted);
+    }
     out_.packages.push_back(RawPackage{"pypi", name, version, std::move(digests),
                                        file + ":" + std::to_string(ll.line)});
     return Status::ok();
@@ -298,13 +336,16 @@ class PipParser {
 
   const Ctx& ctx_;
   ParsedLock out_;
-  std::set<std::string> active_;
+  std::set<std::string> active_;  // files being parsed (the include stack)
+  std::set<std::string> done_;    // files parsed completely
+  size_t bytes_;                  // the lock plus every distinct include read so far
+  size_t lines_;
 };
 
 }  // namespace
 
 StatusOr<ParsedLock> parsePipRequirements(std::string_view text, const Ctx& ctx) {
-  PipParser parser(ctx);
+  PipParser parser(ctx, text);
   LOCKSTEP_RETURN_IF_ERROR(parser.parseFile(text, ctx.source, 0));
   return parser.take();
 }

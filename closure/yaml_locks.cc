@@ -1,10 +1,10 @@
-// conda-lock (v1 and v2 layouts) and pixi.lock: the YAML adapter. yaml-cpp
-// exceptions stop here.
-#include <yaml-cpp/yaml.h>
-
+// conda-lock (v1 and v2 layouts) and pixi.lock over a YamlTree (closure/yaml_tree.h),
+// which bounds what a document may make us do and keeps yaml-cpp behind it.
 #include <map>
+#include <set>
 
 #include "closure/lock_parsers.h"
+#include "closure/yaml_tree.h"
 
 namespace lockstep::closure::internal {
 namespace {
@@ -13,8 +13,11 @@ namespace {
 // before parsing so hostile input cannot exhaust the stack.
 constexpr int kMaxFlowDepth = 64;
 constexpr size_t kMaxIndentNesting = 200;
+// pixi: entries of `packages` that may share one location (source packages
+// with variants share theirs); more would make matching quadratic.
+constexpr size_t kMaxEntriesPerLocation = 64;
 
-int lineOf(const YAML::Node& n) { return n.Mark().line >= 0 ? n.Mark().line + 1 : 0; }
+int lineOf(const YamlNode& n) { return n.line(); }
 
 Status checkNesting(std::string_view text, const Ctx& ctx) {
   int depth = 0;
@@ -50,22 +53,15 @@ Status checkNesting(std::string_view text, const Ctx& ctx) {
   return Status::ok();
 }
 
-StatusOr<YAML::Node> parseYaml(std::string_view text, const Ctx& ctx) {
+StatusOr<YamlTree> parseYaml(std::string_view text, const Ctx& ctx) {
   LOCKSTEP_RETURN_IF_ERROR(checkNesting(text, ctx));
-  try {
-    YAML::Node root = YAML::Load(std::string(text));
-    return root;
-  } catch (const YAML::Exception& e) {
-    return ctx.error(e.mark.line >= 0 ? e.mark.line + 1 : 0, "yaml", e.msg);
-  } catch (const std::exception& e) {
-    return ctx.error(0, "yaml", e.what());
-  }
+  return YamlTree::parse(text, ctx.source, ctx.limits().maxYamlNodes);
 }
 
 // The scalar at key, or nullopt when absent / null / not a scalar.
-std::optional<std::string> scalar(const YAML::Node& map, const char* key) {
+std::optional<std::string> scalar(const YamlNode& map, const char* key) {
   if (!map.IsMap()) return std::nullopt;
-  const YAML::Node v = map[key];
+  const YamlNode v = map[key];
   if (!v || !v.IsScalar()) return std::nullopt;
   return v.Scalar();
 }
@@ -95,16 +91,15 @@ bool splitCondaArchive(std::string_view url, std::string& name, std::string& ver
 }
 
 // sha256 from `sha256:` or `hash: {sha256: ...}`; error when present but malformed.
-Status sha256Of(const YAML::Node& entry, const Ctx& ctx, std::vector<std::string>& digests) {
-  // Node::operator= assigns content (it does not rebind), so pick by returning.
-  auto pick = [&entry]() -> YAML::Node {
-    if (const YAML::Node direct = entry["sha256"]) return direct;
-    if (const YAML::Node h = entry["hash"]; h && h.IsMap()) {
-      if (const YAML::Node nested = h["sha256"]) return nested;
+Status sha256Of(const YamlNode& entry, const Ctx& ctx, std::vector<std::string>& digests) {
+  auto pick = [&entry]() -> YamlNode {
+    if (const YamlNode direct = entry["sha256"]) return direct;
+    if (const YamlNode h = entry["hash"]; h && h.IsMap()) {
+      if (const YamlNode nested = h["sha256"]) return nested;
     }
-    return YAML::Node();
+    return YamlNode();
   };
-  const YAML::Node node = pick();
+  const YamlNode node = pick();
   if (!node || node.IsNull()) return Status::ok();
   if (!node.IsScalar()) return ctx.error(lineOf(node), "sha256", "expected a string");
   const std::string& raw = node.Scalar();
@@ -117,233 +112,254 @@ Status sha256Of(const YAML::Node& entry, const Ctx& ctx, std::vector<std::string
 
 const std::vector<std::string> kCondaDefaults = {"linux-64"};
 
+// A list of package entries longer than the limit is refused before it is read.
+Status checkEntryCount(const YamlNode& list, const Ctx& ctx, std::string_view field) {
+  if (list.childCount() > ctx.limits().maxEntries) {
+    return ctx.tooLarge(lineOf(list), field,
+                        std::to_string(list.childCount()) + " entries; the limit is " +
+                            std::to_string(ctx.limits().maxEntries));
+  }
+  return Status::ok();
+}
+
 }  // namespace
 
 StatusOr<ParsedLock> parseCondaLock(std::string_view text, const Ctx& ctx) {
-  auto rootOr = parseYaml(text, ctx);
-  if (!rootOr.isOk()) return rootOr.status();
-  try {
-    const YAML::Node& root = *rootOr;
-    if (!root.IsMap()) return ctx.error(1, "", "a conda-lock file is a YAML mapping");
-    if (auto v = scalar(root, "version"); v && *v != "1" && *v != "2") {
-      return ctx.error(lineOf(root["version"]), "version", "unsupported conda-lock version " + *v);
-    }
-    const YAML::Node pkgs = root["package"];
-    if (!pkgs || !pkgs.IsSequence())
-      return ctx.error(lineOf(root), "package", "missing or not a list");
-
-    std::vector<std::string> platforms;
-    auto addPlatform = [&](const std::string& p) {
-      if (std::find(platforms.begin(), platforms.end(), p) == platforms.end())
-        platforms.push_back(p);
-    };
-    if (const YAML::Node md = root["metadata"]; md && md.IsMap()) {
-      if (const YAML::Node pl = md["platforms"]; pl && pl.IsSequence()) {
-        for (const auto& p : pl) {
-          if (p.IsScalar()) addPlatform(p.Scalar());
-        }
-      }
-    }
-    for (const auto& e : pkgs) {
-      if (auto p = scalar(e, "platform")) addPlatform(*p);
-    }
-    auto platform = selectPlatform(ctx, ctx.options.platform, platforms, kCondaDefaults);
-    if (!platform.isOk()) return platform.status();
-
-    ParsedLock out;
-    out.platform = *platform;
-    for (const auto& e : pkgs) {
-      if (!e.IsMap()) return ctx.error(lineOf(e), "package", "expected a mapping");
-      // Digests of every platform are checked, so a damaged entry is an error
-      // even when another platform is selected.
-      std::vector<std::string> unused;
-      LOCKSTEP_RETURN_IF_ERROR(sha256Of(e, ctx, unused));
-      auto name = scalar(e, "name");
-      auto version = scalar(e, "version");
-      auto plat = scalar(e, "platform");
-      if (!name) return ctx.error(lineOf(e), "package.name", "missing");
-      if (!version) return ctx.error(lineOf(e), "package.version", "missing for \"" + *name + "\"");
-      if (!plat) return ctx.error(lineOf(e), "package.platform", "missing for \"" + *name + "\"");
-      if (*plat != out.platform) continue;
-      std::string manager = scalar(e, "manager").value_or("conda");
-      RawPackage p;
-      if (manager == "conda") {
-        p.ecosystem = "conda";
-      } else if (manager == "pip") {
-        p.ecosystem = "pypi";
-      } else {
-        return ctx.error(lineOf(e), "package.manager", "unknown manager \"" + manager + "\"");
-      }
-      p.name = *name;
-      p.version = *version;
-      p.where = ctx.at(lineOf(e));
-      LOCKSTEP_RETURN_IF_ERROR(sha256Of(e, ctx, p.digests));
-      if (p.digests.empty()) {
-        if (auto url = scalar(e, "url")) {
-          if (auto c = gitCommitFromUrl(*url); c && url->rfind("git+", 0) == 0)
-            p.digests.push_back("git:" + *c);
-        }
-      }
-      out.packages.push_back(std::move(p));
-    }
-    return out;
-  } catch (const YAML::Exception& e) {
-    return ctx.error(e.mark.line >= 0 ? e.mark.line + 1 : 0, "yaml", e.msg);
+  auto tree = parseYaml(text, ctx);
+  if (!tree.isOk()) return tree.status();
+  const YamlNode root = tree->root();
+  if (!root.IsMap()) return ctx.error(1, "", "a conda-lock file is a YAML mapping");
+  if (auto v = scalar(root, "version"); v && *v != "1" && *v != "2") {
+    return ctx.error(lineOf(root["version"]), "version", "unsupported conda-lock version " + *v);
   }
+  const YamlNode pkgs = root["package"];
+  if (!pkgs || !pkgs.IsSequence())
+    return ctx.error(lineOf(root), "package", "missing or not a list");
+  LOCKSTEP_RETURN_IF_ERROR(checkEntryCount(pkgs, ctx, "package"));
+
+  std::vector<std::string> platforms;  // in lock order
+  std::set<std::string> seen;
+  auto addPlatform = [&](const std::string& p) {
+    if (seen.insert(p).second) platforms.push_back(p);
+  };
+  if (const YamlNode md = root["metadata"]; md && md.IsMap()) {
+    if (const YamlNode pl = md["platforms"]; pl && pl.IsSequence()) {
+      for (const YamlNode& p : items(pl)) {
+        if (p.IsScalar()) addPlatform(p.Scalar());
+      }
+    }
+  }
+  for (const YamlNode& e : items(pkgs)) {
+    if (auto p = scalar(e, "platform")) addPlatform(*p);
+  }
+  auto platform = selectPlatform(ctx, ctx.options.platform, platforms, kCondaDefaults);
+  if (!platform.isOk()) return platform.status();
+
+  ParsedLock out;
+  out.platform = *platform;
+  for (const YamlNode& e : items(pkgs)) {
+    if (!e.IsMap()) return ctx.error(lineOf(e), "package", "expected a mapping");
+    // Digests of every platform are checked, so a damaged entry is an error
+    // even when another platform is selected.
+    std::vector<std::string> unused;
+    LOCKSTEP_RETURN_IF_ERROR(sha256Of(e, ctx, unused));
+    auto name = scalar(e, "name");
+    auto version = scalar(e, "version");
+    auto plat = scalar(e, "platform");
+    if (!name) return ctx.error(lineOf(e), "package.name", "missing");
+    if (!version) return ctx.error(lineOf(e), "package.version", "missing for \"" + *name + "\"");
+    if (!plat) return ctx.error(lineOf(e), "package.platform", "missing for \"" + *name + "\"");
+    if (*plat != out.platform) continue;
+    std::string manager = scalar(e, "manager").value_or("conda");
+    RawPackage p;
+    if (manager == "conda") {
+      p.ecosystem = "conda";
+    } else if (manager == "pip") {
+      p.ecosystem = "pypi";
+    } else {
+      return ctx.error(lineOf(e), "package.manager", "unknown manager \"" + manager + "\"");
+    }
+    p.name = *name;
+    p.version = *version;
+    p.where = ctx.at(lineOf(e));
+    LOCKSTEP_RETURN_IF_ERROR(sha256Of(e, ctx, p.digests));
+    if (p.digests.empty()) {
+      if (auto url = scalar(e, "url")) {
+        if (auto c = gitCommitFromUrl(*url); c && url->rfind("git+", 0) == 0)
+          p.digests.push_back("git:" + *c);
+      }
+    }
+    out.packages.push_back(std::move(p));
+  }
+  return out;
 }
 
+namespace {
+
+bool isGitUrl(std::string_view loc) { return loc.rfind("git+", 0) == 0; }
+
+}  // namespace
+
 StatusOr<ParsedLock> parsePixiLock(std::string_view text, const Ctx& ctx) {
-  auto rootOr = parseYaml(text, ctx);
-  if (!rootOr.isOk()) return rootOr.status();
-  try {
-    const YAML::Node& root = *rootOr;
-    if (!root.IsMap()) return ctx.error(1, "", "a pixi.lock file is a YAML mapping");
-    const YAML::Node envs = root["environments"];
-    if (!envs || !envs.IsMap())
-      return ctx.error(lineOf(root), "environments", "missing or not a mapping");
-    std::string envName = ctx.options.environment.empty() ? "default" : ctx.options.environment;
-    const YAML::Node env = envs[envName];
-    if (!env) {
-      std::vector<std::string> names;
-      for (const auto& kv : envs) {
-        if (kv.first.IsScalar()) names.push_back(kv.first.Scalar());
-      }
-      return ctx.error(
-          lineOf(envs), "environments",
-          "environment \"" + envName + "\" is not in the lock; available: " + joinComma(names));
+  auto tree = parseYaml(text, ctx);
+  if (!tree.isOk()) return tree.status();
+  const YamlNode root = tree->root();
+  if (!root.IsMap()) return ctx.error(1, "", "a pixi.lock file is a YAML mapping");
+  const YamlNode envs = root["environments"];
+  if (!envs || !envs.IsMap())
+    return ctx.error(lineOf(root), "environments", "missing or not a mapping");
+  std::string envName = ctx.options.environment.empty() ? "default" : ctx.options.environment;
+  const YamlNode env = envs[envName];
+  if (!env) {
+    std::vector<std::string> names;
+    for (const auto& [k, v] : entries(envs)) {
+      if (k.IsScalar()) names.push_back(k.Scalar());
     }
-    if (!env.IsMap())
-      return ctx.error(lineOf(env), "environments." + envName, "expected a mapping");
-    const YAML::Node byPlatform = env["packages"];
-    std::vector<std::string> platforms;
-    if (byPlatform && byPlatform.IsMap()) {
-      for (const auto& kv : byPlatform) {
-        if (kv.first.IsScalar()) platforms.push_back(kv.first.Scalar());
-      }
-    } else if (byPlatform && !byPlatform.IsNull()) {
-      return ctx.error(lineOf(byPlatform), "environments." + envName + ".packages",
-                       "expected a mapping");
-    }
-    if (platforms.empty()) {
-      return ctx.error(lineOf(env), "environments." + envName + ".packages",
-                       "environment \"" + envName + "\" lists no platforms");
-    }
-    auto platform = selectPlatform(ctx, ctx.options.platform, platforms, kCondaDefaults);
-    if (!platform.isOk()) return platform.status();
-
-    // Index the top-level package list by (kind, location). v6 writes
-    // "- conda: <url>" / "- pypi: <url>"; v4/v5 write "kind:" plus "url:".
-    std::multimap<std::pair<std::string, std::string>, YAML::Node> index;
-    const YAML::Node pkgs = root["packages"];
-    if (pkgs && !pkgs.IsNull() && !pkgs.IsSequence()) {
-      return ctx.error(lineOf(pkgs), "packages", "expected a list");
-    }
-    if (pkgs) {
-      for (const auto& e : pkgs) {
-        if (!e.IsMap()) return ctx.error(lineOf(e), "packages", "expected a mapping");
-        std::string kind, loc;
-        if (auto c = scalar(e, "conda")) {
-          kind = "conda";
-          loc = *c;
-        } else if (auto p = scalar(e, "pypi")) {
-          kind = "pypi";
-          loc = *p;
-        } else if (auto k = scalar(e, "kind")) {
-          kind = *k;
-          loc = scalar(e, "url").value_or(scalar(e, "path").value_or(""));
-        }
-        if (kind.empty() || loc.empty()) {
-          return ctx.error(lineOf(e), "packages",
-                           "entry has neither conda/pypi location nor kind+url");
-        }
-        std::vector<std::string> unused;
-        LOCKSTEP_RETURN_IF_ERROR(sha256Of(e, ctx, unused));
-        index.emplace(std::make_pair(kind, loc), e);
-      }
-    }
-
-    ParsedLock out;
-    out.platform = *platform;
-    out.environment = envName;
-    const YAML::Node list = byPlatform[out.platform];
-    if (!list.IsSequence()) {
-      if (list.IsNull()) return out;
-      return ctx.error(lineOf(list), "environments." + envName + ".packages." + out.platform,
-                       "expected a list");
-    }
-    for (const auto& ref : list) {
-      if (!ref.IsMap())
-        return ctx.error(lineOf(ref), "environments." + envName + ".packages",
-                         "expected a mapping");
-      std::string kind, loc;
-      if (auto c = scalar(ref, "conda")) {
-        kind = "conda";
-        loc = *c;
-      } else if (auto p = scalar(ref, "pypi")) {
-        kind = "pypi";
-        loc = *p;
-      } else {
-        return ctx.error(lineOf(ref), "environments." + envName + ".packages",
-                         "entry is neither conda nor pypi");
-      }
-      // Match by location, then by any other key the reference gives (e.g. build).
-      std::vector<YAML::Node> candidates;
-      auto range = index.equal_range({kind, loc});
-      for (auto it = range.first; it != range.second; ++it) {
-        bool ok = true;
-        for (const auto& kv : ref) {
-          if (!kv.first.IsScalar() || !kv.second.IsScalar()) continue;
-          const std::string& key = kv.first.Scalar();
-          if (key == kind) continue;
-          auto have = scalar(it->second, key.c_str());
-          if (!have || *have != kv.second.Scalar()) ok = false;
-        }
-        if (ok) candidates.push_back(it->second);
-      }
-      if (candidates.empty()) {
-        return ctx.error(lineOf(ref), "environments." + envName + ".packages",
-                         "\"" + loc + "\" has no matching entry in packages");
-      }
-      if (candidates.size() > 1) {
-        return ctx.error(lineOf(ref), "environments." + envName + ".packages",
-                         "\"" + loc + "\" matches several entries in packages; give its build");
-      }
-      const YAML::Node& e = candidates.front();
-      RawPackage p;
-      p.ecosystem = kind;
-      p.where = ctx.at(lineOf(e));
-      bool remote = loc.find("://") != std::string::npos;
-      if (kind == "pypi" && scalar(e, "editable").value_or("false") == "true") continue;
-      LOCKSTEP_RETURN_IF_ERROR(sha256Of(e, ctx, p.digests));
-      // A local source tree without a digest is the workspace itself.
-      if (!remote && p.digests.empty() && !isConda(loc) && loc.find(".whl") == std::string::npos &&
-          loc.find(".tar.gz") == std::string::npos) {
-        continue;
-      }
-      auto name = scalar(e, "name");
-      auto version = scalar(e, "version");
-      if (kind == "conda" && (!name || !version)) {
-        std::string n, v;
-        if (!splitCondaArchive(loc, n, v)) {
-          return ctx.error(lineOf(e), "packages",
-                           "cannot read name-version-build from \"" + loc + "\"");
-        }
-        if (!name) name = n;
-        if (!version) version = v;
-      }
-      if (!name) return ctx.error(lineOf(e), "packages.name", "missing for \"" + loc + "\"");
-      if (!version) return ctx.error(lineOf(e), "packages.version", "missing for \"" + loc + "\"");
-      p.name = *name;
-      p.version = *version;
-      if (p.digests.empty() && kind == "pypi" && loc.rfind("git+", 0) == 0) {
-        if (auto c = gitCommitFromUrl(loc)) p.digests.push_back("git:" + *c);
-      }
-      out.packages.push_back(std::move(p));
-    }
-    return out;
-  } catch (const YAML::Exception& e) {
-    return ctx.error(e.mark.line >= 0 ? e.mark.line + 1 : 0, "yaml", e.msg);
+    return ctx.error(lineOf(envs), "environments",
+                     "environment \"" + envName +
+                         "\" is not in the lock; available: " + joinCommaBounded(names));
   }
+  if (!env.IsMap()) return ctx.error(lineOf(env), "environments." + envName, "expected a mapping");
+  const YamlNode byPlatform = env["packages"];
+  std::vector<std::string> platforms;
+  if (byPlatform && byPlatform.IsMap()) {
+    for (const auto& [k, v] : entries(byPlatform)) {
+      if (k.IsScalar()) platforms.push_back(k.Scalar());
+    }
+  } else if (byPlatform && !byPlatform.IsNull()) {
+    return ctx.error(lineOf(byPlatform), "environments." + envName + ".packages",
+                     "expected a mapping");
+  }
+  if (platforms.empty()) {
+    return ctx.error(lineOf(env), "environments." + envName + ".packages",
+                     "environment \"" + envName + "\" lists no platforms");
+  }
+  auto platform = selectPlatform(ctx, ctx.options.platform, platforms, kCondaDefaults);
+  if (!platform.isOk()) return platform.status();
+
+  // Index the top-level package list by (kind, location). v6 writes
+  // "- conda: <url>" / "- pypi: <url>"; v4/v5 write "kind:" plus "url:".
+  std::map<std::pair<std::string, std::string>, std::vector<YamlNode>> index;
+  const YamlNode pkgs = root["packages"];
+  if (pkgs && !pkgs.IsNull() && !pkgs.IsSequence()) {
+    return ctx.error(lineOf(pkgs), "packages", "expected a list");
+  }
+  LOCKSTEP_RETURN_IF_ERROR(checkEntryCount(pkgs, ctx, "packages"));
+  for (const YamlNode& e : items(pkgs)) {
+    if (!e.IsMap()) return ctx.error(lineOf(e), "packages", "expected a mapping");
+    std::string kind, loc;
+    if (auto c = scalar(e, "conda")) {
+      kind = "conda";
+      loc = *c;
+    } else if (auto p = scalar(e, "pypi")) {
+      kind = "pypi";
+      loc = *p;
+    } else if (auto k = scalar(e, "kind")) {
+      kind = *k;
+      loc = scalar(e, "url").value_or(scalar(e, "path").value_or(""));
+    }
+    if (kind.empty() || loc.empty()) {
+      return ctx.error(lineOf(e), "packages", "entry has neither conda/pypi location nor kind+url");
+    }
+    std::vector<std::string> unused;
+    LOCKSTEP_RETURN_IF_ERROR(sha256Of(e, ctx, unused));
+    auto& same = index[{kind, loc}];
+    if (same.size() >= kMaxEntriesPerLocation) {
+      return ctx.tooLarge(lineOf(e), "packages",
+                          "more than " + std::to_string(kMaxEntriesPerLocation) +
+                              " entries share the location \"" + loc + "\"");
+    }
+    same.push_back(e);
+  }
+
+  ParsedLock out;
+  out.platform = *platform;
+  out.environment = envName;
+  const YamlNode list = byPlatform[out.platform];
+  if (!list.IsSequence()) {
+    if (list.IsNull()) return out;
+    return ctx.error(lineOf(list), "environments." + envName + ".packages." + out.platform,
+                     "expected a list");
+  }
+  LOCKSTEP_RETURN_IF_ERROR(
+      checkEntryCount(list, ctx, "environments." + envName + ".packages." + out.platform));
+  for (const YamlNode& ref : items(list)) {
+    if (!ref.IsMap())
+      return ctx.error(lineOf(ref), "environments." + envName + ".packages", "expected a mapping");
+    std::string kind, loc;
+    if (auto c = scalar(ref, "conda")) {
+      kind = "conda";
+      loc = *c;
+    } else if (auto p = scalar(ref, "pypi")) {
+      kind = "pypi";
+      loc = *p;
+    } else {
+      return ctx.error(lineOf(ref), "environments." + envName + ".packages",
+                       "entry is neither conda nor pypi");
+    }
+    // Match by location, then by any other key the reference gives (e.g. build).
+    std::vector<YamlNode> candidates;
+    auto found = index.find({kind, loc});
+    if (found != index.end()) {
+      const auto refEntries = entries(ref);
+      for (const YamlNode& candidate : found->second) {
+        bool ok = true;
+        for (const auto& [k, v] : refEntries) {
+          if (!k.IsScalar() || !v.IsScalar()) continue;
+          const std::string& key = k.Scalar();
+          if (key == kind) continue;
+          auto have = scalar(candidate, key.c_str());
+          if (!have || *have != v.Scalar()) ok = false;
+        }
+        if (ok) candidates.push_back(candidate);
+      }
+    }
+    if (candidates.empty()) {
+      return ctx.error(lineOf(ref), "environments." + envName + ".packages",
+                       "\"" + loc + "\" has no matching entry in packages");
+    }
+    if (candidates.size() > 1) {
+      return ctx.error(lineOf(ref), "environments." + envName + ".packages",
+                       "\"" + loc + "\" matches several entries in packages; give its build");
+    }
+    const YamlNode& e = candidates.front();
+    RawPackage p;
+    p.ecosystem = kind;
+    p.where = ctx.at(lineOf(e));
+    if (kind == "pypi" && scalar(e, "editable").value_or("false") == "true") continue;
+    LOCKSTEP_RETURN_IF_ERROR(sha256Of(e, ctx, p.digests));
+    const bool remote = loc.find("://") != std::string::npos;
+    // A local source tree without a digest is the workspace itself (or a path
+    // dependency built from the same tree): not part of the runtime. A local
+    // archive (.conda, .whl, .tar.gz) is an artifact and needs its sha256.
+    if (!remote && p.digests.empty() && !isConda(loc) && loc.find(".whl") == std::string::npos &&
+        loc.find(".tar.gz") == std::string::npos) {
+      continue;
+    }
+    auto name = scalar(e, "name");
+    auto version = scalar(e, "version");
+    if (kind == "conda" && (!name || !version)) {
+      std::string n, v;
+      if (!splitCondaArchive(loc, n, v)) {
+        return ctx.error(lineOf(e), "packages",
+                         "cannot read name-version-build from \"" + loc + "\"");
+      }
+      if (!name) name = n;
+      if (!version) version = v;
+    }
+    if (!name) return ctx.error(lineOf(e), "packages.name", "missing for \"" + loc + "\"");
+    if (!version) return ctx.error(lineOf(e), "packages.version", "missing for \"" + loc + "\"");
+    p.name = *name;
+    p.version = *version;
+    if (p.digests.empty() && isGitUrl(loc)) {
+      // Built from a git source (a conda source package or a pypi package): the
+      // commit pinned in the location's fragment is its digest. Unpinned, it has
+      // none and counts as unhashed.
+      if (auto c = gitCommitFromUrl(loc)) p.digests.push_back("git:" + *c);
+    }
+    out.packages.push_back(std::move(p));
+  }
+  return out;
 }
 
 }  // namespace lockstep::closure::internal

@@ -26,6 +26,8 @@ std::string_view codeName(Code c) {
       return "Unavailable";
     case Code::kDeadlineExceeded:
       return "DeadlineExceeded";
+    case Code::kResourceExhausted:
+      return "ResourceExhausted";
     case Code::kCancelled:
       return "Cancelled";
     case Code::kInternal:

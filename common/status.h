@@ -16,18 +16,19 @@ namespace lockstep {
 
 enum class Code {
   kOk = 0,
-  kInvalidArgument,   // bad input from a user: lock file, CR field, flag, kubeconfig
-  kNotFound,          // 404
-  kAlreadyExists,     // 409 with reason AlreadyExists
-  kConflict,          // 409 resourceVersion conflict
-  kInvalid,           // 422 rejected by the API server's validation
-  kForbidden,         // 403
-  kUnauthorized,      // 401
-  kGone,              // 410: resourceVersion too old / expired
-  kUnavailable,       // 5xx, 429, connection errors: retry with backoff
-  kDeadlineExceeded,  // a timeout we imposed
-  kCancelled,         // shutdown
-  kInternal,          // a bug or an unexpected library failure
+  kInvalidArgument,    // bad input from a user: lock file, CR field, flag, kubeconfig
+  kNotFound,           // 404
+  kAlreadyExists,      // 409 with reason AlreadyExists
+  kConflict,           // 409 resourceVersion conflict
+  kInvalid,            // 422 rejected by the API server's validation
+  kForbidden,          // 403
+  kUnauthorized,       // 401
+  kGone,               // 410: resourceVersion too old / expired
+  kUnavailable,        // 5xx, 429, connection errors: retry with backoff
+  kDeadlineExceeded,   // a timeout we imposed
+  kResourceExhausted,  // input over a documented limit (docs/limits.md): bytes, lines, entries
+  kCancelled,          // shutdown
+  kInternal,           // a bug or an unexpected library failure
 };
 
 std::string_view codeName(Code c);
@@ -58,6 +59,7 @@ inline Status invalidArgument(std::string m) { return {Code::kInvalidArgument, s
 inline Status notFound(std::string m) { return {Code::kNotFound, std::move(m)}; }
 inline Status unavailable(std::string m) { return {Code::kUnavailable, std::move(m)}; }
 inline Status internalError(std::string m) { return {Code::kInternal, std::move(m)}; }
+inline Status resourceExhausted(std::string m) { return {Code::kResourceExhausted, std::move(m)}; }
 
 template <typename T>
 class [[nodiscard]] StatusOr {

@@ -17,13 +17,20 @@
 #   Keep a fixed crasher as a regression input under the owning tests' testdata.
 #
 # Environment: LOCKSTEP_FUZZ_JOBS (build parallelism, default 2),
-#              LOCKSTEP_FUZZ_TARGETS (space-separated subset to run).
+#              LOCKSTEP_FUZZ_TARGETS (space-separated subset to run),
+#              LOCKSTEP_FUZZ_MAX_LEN (largest input, default 4096 bytes: the parsers'
+#                limits are tested by unit tests at full size; the fuzzers look for
+#                crashes in small inputs, where they run fastest),
+#              LOCKSTEP_FUZZ_RUNS (stop a target after this many inputs; default: time only).
 set -euo pipefail
 
 seconds="${1:-30}"
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 build="${root}/build-fuzz"
 jobs="${LOCKSTEP_FUZZ_JOBS:-2}"
+max_len="${LOCKSTEP_FUZZ_MAX_LEN:-4096}"
+runs=()
+if [[ -n "${LOCKSTEP_FUZZ_RUNS:-}" ]]; then runs=(-runs="${LOCKSTEP_FUZZ_RUNS}"); fi
 
 launcher=()
 if command -v ccache >/dev/null; then launcher=(-DCMAKE_CXX_COMPILER_LAUNCHER=ccache); fi
@@ -71,10 +78,12 @@ for t in ${targets}; do
     done <"${seedfile}"
   fi
   echo "fuzz.sh: ${t}: ${seconds}s, $(find "${seeds}" -type f | wc -l) seeds"
-  if "${exe}" -max_total_time="${seconds}" -timeout=10 -rss_limit_mb=2048 -max_len=131072 \
-      -print_final_stats=1 -artifact_prefix="${artifacts}/" "${corpus}" "${seeds}" \
+  # -entropic_feature_frequency_threshold=16: libFuzzer's default (255) spent more
+  # than half of each run in its rare-feature bookkeeping (docs/fuzzing.md).
+  if "${exe}" -max_total_time="${seconds}" "${runs[@]}" -timeout=10 -rss_limit_mb=2048 \
+      -max_len="${max_len}" -entropic_feature_frequency_threshold=16 -print_final_stats=1 -artifact_prefix="${artifacts}/" "${corpus}" "${seeds}" \
       >"${build}/logs/${t}.log" 2>&1; then
-    echo "fuzz.sh: ${t}: ok ($(grep -oE 'stat::number_of_executed_units: *[0-9]+' "${build}/logs/${t}.log" | grep -oE '[0-9]+$' || echo '?') runs)"
+    echo "fuzz.sh: ${t}: ok ($(grep -oE 'stat::number_of_executed_units: *[0-9]+' "${build}/logs/${t}.log" | grep -oE '[0-9]+$' || echo '?') runs, $(grep -oE 'stat::average_exec_per_sec: *[0-9]+' "${build}/logs/${t}.log" | grep -oE '[0-9]+$' || echo '?')/s)"
   else
     echo "fuzz.sh: ${t}: FAILED, see ${build}/logs/${t}.log and ${artifacts}/" >&2
     grep -E 'ERROR: |SUMMARY: |Test unit written' "${build}/logs/${t}.log" | head -5 >&2 || true

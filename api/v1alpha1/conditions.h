@@ -22,6 +22,8 @@ inline constexpr const char* kStatusUnknown = "Unknown";
 inline constexpr const char* kReasonResolved = "Resolved";
 inline constexpr const char* kReasonLockParseError = "LockParseError";
 inline constexpr const char* kReasonUnhashedPackage = "UnhashedPackage";
+// The lock is over a limit of docs/limits.md (size, lines, entries, includes, YAML nodes).
+inline constexpr const char* kReasonLockTooLarge = "LockTooLarge";
 inline constexpr const char* kReasonImageNotPinned = "ImageNotPinned";
 inline constexpr const char* kReasonLockNotFound = "LockNotFound";
 inline constexpr const char* kReasonNoCompatibleNodes = "NoCompatibleNodes";

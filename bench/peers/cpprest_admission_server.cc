@@ -136,7 +136,7 @@ int main(int argc, char** argv) {
   lw::FanoutRecorder recorder{&prom, &logs};
   lockstep::kube::SystemClock clock;
   lw::PodWebhook pods(*lookups.envs, *lookups.namespaces, recorder, clock);
-  lw::ModelReleaseWebhook releases(*lookups.envs, recorder, clock);
+  lw::ModelReleaseWebhook releases(*lookups.envs, *lookups.authorizer, recorder, clock);
   std::map<std::string, lw::AdmissionWebhook*, std::less<>> routes{
       {std::string(pods.path()), &pods}, {std::string(releases.path()), &releases}};
 

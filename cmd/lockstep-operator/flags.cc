@@ -15,6 +15,10 @@ std::vector<FlagSpec> operatorFlagSpecs(const std::string& podNamespace) {
       {"health-port", "8081", "/healthz and /readyz port (0 picks one)", T::kInt},
       {"webhook-port", "9443", "admission webhook HTTPS port (0 picks one)", T::kInt},
       {"webhook-threads", "2", "admission server threads", T::kInt},
+      {"authorization-timeout", "3s",
+       "deadline of the SubjectAccessReview behind an approve/abort (whole seconds; keep it "
+       "under the webhook's timeoutSeconds); past it the write is refused",
+       T::kDuration},
       {"webhook-service", "lockstep", "Service name the serving certificate is issued for"},
       {"webhook-config", "",
        "ValidatingWebhookConfiguration whose caBundle the operator keeps (self mode)"},
@@ -34,6 +38,8 @@ std::vector<FlagSpec> operatorFlagSpecs(const std::string& podNamespace) {
       {"leader-elect-renew-deadline", "10s", "renew deadline", T::kDuration},
       {"leader-elect-retry-period", "2s", "retry period", T::kDuration},
       {"workers", "2", "reconcile workers per controller", T::kInt},
+      {"controllers", "runtimeenv,modelrelease",
+       "controllers to run, comma-separated (the webhooks always run)"},
       {"package-mount",
        "auto",
        "how gate pods mount the checkpoint package: image-volume, init-container, or auto "

@@ -3,8 +3,10 @@
 // One process runs the controllers (on the elected leader) and the admission
 // webhooks (on every replica, a Runnable of the Manager). Admission reads the
 // same informer caches the controllers use: no API call on the admission
-// path. A bad flag exits 2; any other setup failure exits 1 with a message
-// naming what was wrong.
+// path, except the SubjectAccessReview behind an approval or abort. A bad flag exits 2; any other
+// setup failure exits 1 with a message naming what was wrong.
+#include <algorithm>
+#include <chrono>
 #include <cstdlib>
 #include <iostream>
 #include <memory>
@@ -25,6 +27,7 @@
 #include "webhooks/certs/cert_upkeep.h"
 #include "webhooks/certs/self_managed.h"
 #include "webhooks/informer_lookups.h"
+#include "webhooks/kube_authorizer.h"
 #include "webhooks/kube_cert_store.h"
 #include "webhooks/metrics/prometheus_recorder.h"
 #include "webhooks/webhook_server.h"
@@ -68,8 +71,18 @@ int main(int argc, char** argv) {
   connect.kubeconfigPath = flags.get("kubeconfig");
   connect.context = flags.get("context");
   connect.client.fieldManager = v1::kOperatorFieldManager;
-  auto client = lockstep::kube::connect(connect);
+  auto kubeConfig = lockstep::kube::resolveConfig(connect);
+  if (!kubeConfig.isOk()) return fail(kubeConfig.status().toString());
+  auto client = lockstep::kube::connect(*kubeConfig, connect.rest, connect.client);
   if (!client.isOk()) return fail(client.status().toString());
+  // The webhook's SubjectAccessReviews: same identity, a short deadline (fail closed).
+  lockstep::kube::RestOptions authzRest = connect.rest;
+  authzRest.requestTimeout = std::max(
+      std::chrono::seconds(1),
+      std::chrono::duration_cast<std::chrono::seconds>(flags.getDuration("authorization-timeout")));
+  auto authzClient = lockstep::kube::connect(*kubeConfig, authzRest, connect.client);
+  if (!authzClient.isOk()) return fail(authzClient.status().toString());
+  lw::SubjectAccessReviewAuthorizer authorizer(*authzClient);
 
   lr::ManagerOptions mo;
   mo.leaderElection = flags.getBool("leader-elect");
@@ -101,8 +114,13 @@ int main(int argc, char** argv) {
   }
   spdlog::info("gate pods mount the package as {}",
                lockstep::controllers::packageMountName(releaseOptions.mount));
-  lockstep::controllers::setupModelReleaseController(manager, releaseOptions,
-                                                     flags.getInt("workers"));
+  const std::string controllers = "," + flags.get("controllers") + ",";
+  if (controllers.find(",modelrelease,") != std::string::npos) {
+    lockstep::controllers::setupModelReleaseController(manager, releaseOptions,
+                                                       flags.getInt("workers"));
+  } else {
+    spdlog::warn("--controllers: the ModelRelease controller is off");
+  }
 
   // Admission reads the caches the controllers share.
   lockstep::kube::Informer& rteInformer = manager.informer(v1::kRuntimeEnvs);
@@ -113,7 +131,7 @@ int main(int argc, char** argv) {
   lw::LogRecorder logRecorder;
   lw::FanoutRecorder recorder{&promRecorder, &logRecorder};
   lw::PodWebhook podWebhook(envs, modes, recorder, manager.clock());
-  lw::ModelReleaseWebhook releaseWebhook(envs, recorder, manager.clock());
+  lw::ModelReleaseWebhook releaseWebhook(envs, authorizer, recorder, manager.clock());
 
   lw::ServerOptions so;
   so.address = bind;

@@ -33,7 +33,9 @@ namespace {
 
 std::vector<lockstep::FlagSpec> flagSpecs() {
   return {
-      {"config", "", "lookups JSON {\"runtimeEnvs\":[...],\"namespaces\":{...}} (default: empty)"},
+      {"config", "",
+       "lookups JSON {\"runtimeEnvs\":[...],\"namespaces\":{...},\"authorization\":{...}} "
+       "(default: empty; approvals allowed)"},
       {"address", "127.0.0.1", "listen address"},
       {"port", "9443", "listen port, 0 = any", FlagType::kInt},
       {"port-file", "", "write the bound port here once listening"},
@@ -113,7 +115,7 @@ int main(int argc, char** argv) {
   lw::LogRecorder logs;
   lw::FanoutRecorder recorder{&prom, &logs};
   lw::PodWebhook pods(*lookups.envs, *lookups.namespaces, recorder, clock);
-  lw::ModelReleaseWebhook releases(*lookups.envs, recorder, clock);
+  lw::ModelReleaseWebhook releases(*lookups.envs, *lookups.authorizer, recorder, clock);
   server->mount(pods);
   server->mount(releases);
 

@@ -87,7 +87,7 @@ int runClosureHash(const VerbContext& ctx) {
     return kExitUsage;
   }
 
-  auto text = readFile(file);
+  auto text = readFile(file, options.limits.maxBytes);
   if (!text.isOk()) {
     ctx.err << "closure-hash: " << text.status().message() << "\n";
     return kExitFailure;

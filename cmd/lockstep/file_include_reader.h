@@ -13,13 +13,17 @@ namespace lockstep::cli {
 class FileIncludeReader : public closure::IncludeReader {
  public:
   explicit FileIncludeReader(std::string directory) : directory_(std::move(directory)) {}
-  StatusOr<std::string> read(const std::string& name) const override;
+  // Regular files only (a FIFO or device beside the lock would block or never end),
+  // at most maxBytes.
+  StatusOr<std::string> read(const std::string& name, size_t maxBytes) const override;
 
  private:
   std::string directory_;
 };
 
-// Reads a whole file ("-" is standard input).
-StatusOr<std::string> readFile(const std::string& path);
+// Reads a whole file ("-" is standard input); ResourceExhausted when it is longer
+// than maxBytes (at most maxBytes + 1 bytes are read). Files other than standard
+// input must be regular files.
+StatusOr<std::string> readFile(const std::string& path, size_t maxBytes);
 
 }  // namespace lockstep::cli

@@ -3,6 +3,7 @@
 #include <iostream>
 #include <string>
 
+#include "cmd/lockstep/release_args.h"
 #include "cmd/lockstep/verbs.h"
 
 namespace lockstep::cli {
@@ -18,6 +19,7 @@ int runHelp(const VerbContext& ctx);
 const Verb kVerbs[] = {
     {"closure-hash", "print the closure hash v1 of a lock file (or runtime.json with --json)",
      runClosureHash},
+    {"release", "list, inspect, approve, abort and wait for ModelReleases", runRelease},
     {"version", "print the version", runVersion},
     {"help", "show this help (help VERB for a verb's flags)", runHelp},
 };
@@ -34,6 +36,8 @@ void usage(std::ostream& os, const std::string& program) {
 int runHelp(const VerbContext& ctx) {
   if (!ctx.args.empty() && ctx.args[0] == "closure-hash") {
     closureHashUsage(ctx.out, ctx.programName);
+  } else if (!ctx.args.empty() && ctx.args[0] == "release") {
+    releaseUsage(ctx.out, ctx.programName);
   } else {
     usage(ctx.out, ctx.programName);
   }

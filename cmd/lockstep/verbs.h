@@ -1,7 +1,7 @@
 // The verb table of the `lockstep` CLI: one entry per subcommand.
 //
 // A verb gets its arguments (after the verb name) and the streams to write to,
-// and returns the process exit code. Later issues add release verbs here.
+// and returns the process exit code.
 // Thread-safety: run from main only.
 #pragma once
 
@@ -30,6 +30,7 @@ inline constexpr int kExitFailure = 1;  // the input was rejected (bad lock, ...
 inline constexpr int kExitUsage = 2;    // bad flags
 
 int runClosureHash(const VerbContext& ctx);
+int runRelease(const VerbContext& ctx);
 void closureHashUsage(std::ostream& os, const std::string& program);
 
 }  // namespace lockstep::cli

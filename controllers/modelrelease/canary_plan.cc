@@ -32,7 +32,7 @@ int64_t integer(const json& o, const char* key, int64_t fallback = 0) {
 std::string quote(const std::string& s) { return "\"" + s + "\""; }
 
 std::string formatRfc3339(int64_t unix) {
-  std::time_t t = static_cast<std::time_t>(unix);
+  auto t = static_cast<std::time_t>(unix);
   std::tm tm{};
   gmtime_r(&t, &tm);
   char buf[32];
@@ -817,13 +817,6 @@ ModelRollbackDecision planModelRollback(const std::optional<KnownGood>& target, 
 
 namespace {
 
-constexpr const char* kPackageVolume = "lockstep-package";
-constexpr const char* kModelDir = "/model";
-
-json envVar(const std::string& name, const std::string& value) {
-  return {{"name", name}, {"value", value}};
-}
-
 json modelOwnerRefs(const ServingObjectsInput& in) {
   if (in.anchorUid.empty()) return json::array();
   // Not `controller`: a ConfigMap has no controller; GC still deletes the
@@ -867,74 +860,23 @@ BuiltDeployment buildServingDeployment(const ServingObjectsInput& in, const std:
                                        const ServingRelease& r, int replicas) {
   BuiltDeployment out;
   json tmpl = r.podTemplate.is_object() ? r.podTemplate : json::object();
-  json& meta = tmpl["metadata"];
-  if (!meta.is_object()) meta = json::object();
-  json& labels = meta["labels"];
-  if (!labels.is_object()) labels = json::object();
+  RuntimePod pod;
+  pod.owner = "the serving template of release " + r.release;
+  pod.runtimeEnv = r.runtimeEnv;
+  pod.runtimeImage = r.runtimeImage;
+  pod.closureHash = r.closureHash;
+  pod.package = r.package;
   const json selectorLabels = servingSelector(in.model);
-  for (const auto& [k, v] : selectorLabels.items()) labels[k] = v;
-  labels[kTrackLabel] = track;
-  labels["lockstep.dev/release"] = r.release;
-  labels["lockstep.dev/runtime-env"] = r.runtimeEnv;
-  json& annotations = meta["annotations"];
-  if (!annotations.is_object()) annotations = json::object();
-  annotations["lockstep.dev/closure-hash"] = r.closureHash;
-  annotations["lockstep.dev/package"] = r.package;
-
-  json& spec = tmpl["spec"];
-  if (!spec.is_object()) spec = json::object();
-  json& containers = spec["containers"];
-  if (!containers.is_array() || containers.empty()) {
-    out.error = "the serving template of release " + r.release + " has no containers";
+  for (const auto& [k, v] : selectorLabels.items()) pod.labels[k] = v.get<std::string>();
+  pod.labels[kTrackLabel] = track;
+  pod.labels["lockstep.dev/release"] = r.release;
+  pod.env = {
+      {"LOCKSTEP_RELEASE", r.release}, {"LOCKSTEP_MODEL", in.model}, {"LOCKSTEP_TRACK", track}};
+  pod.mount = in.mount;
+  pod.fetchCommand = in.fetchCommand;
+  if (auto err = prepareRuntimePod(tmpl, pod)) {
+    out.error = *err;
     return out;
-  }
-  auto prepare = [&](json& c) -> bool {
-    std::string image = str(c, "image");
-    if (image.empty()) {
-      c["image"] = r.runtimeImage;
-    } else if (image != r.runtimeImage) {
-      out.error = "serving container " + quote(str(c, "name")) + " of release " + r.release +
-                  " names image " + quote(image) + "; serving pods run the RuntimeEnv's image " +
-                  quote(r.runtimeImage) + " (leave image empty)";
-      return false;
-    }
-    json& envs = c["env"];
-    if (!envs.is_array()) envs = json::array();
-    for (const json& e :
-         {envVar("LOCKSTEP_PACKAGE", r.package), envVar("LOCKSTEP_CLOSURE_HASH", r.closureHash),
-          envVar("LOCKSTEP_RELEASE", r.release), envVar("LOCKSTEP_MODEL", in.model),
-          envVar("LOCKSTEP_TRACK", track), envVar("LOCKSTEP_MODEL_DIR", kModelDir)})
-      envs.push_back(e);
-    json& mounts = c["volumeMounts"];
-    if (!mounts.is_array()) mounts = json::array();
-    mounts.push_back({{"name", kPackageVolume}, {"mountPath", kModelDir}, {"readOnly", true}});
-    return true;
-  };
-  for (json& c : containers) {
-    if (!prepare(c)) return out;
-  }
-  if (spec.contains("initContainers") && spec["initContainers"].is_array()) {
-    for (json& c : spec["initContainers"]) {
-      if (!prepare(c)) return out;
-    }
-  }
-  json& volumes = spec["volumes"];
-  if (!volumes.is_array()) volumes = json::array();
-  if (in.mount == PackageMount::kImageVolume) {
-    volumes.push_back({{"name", kPackageVolume},
-                       {"image", {{"reference", r.package}, {"pullPolicy", "IfNotPresent"}}}});
-  } else {
-    volumes.push_back({{"name", kPackageVolume}, {"emptyDir", json::object()}});
-    json fetch = {
-        {"name", "lockstep-fetch-package"},
-        {"image", r.runtimeImage},
-        {"command", in.fetchCommand},
-        {"env", json::array({envVar("LOCKSTEP_PACKAGE", r.package),
-                             envVar("LOCKSTEP_MODEL_DIR", kModelDir)})},
-        {"volumeMounts", json::array({{{"name", kPackageVolume}, {"mountPath", kModelDir}}})}};
-    json& inits = spec["initContainers"];
-    if (!inits.is_array()) inits = json::array();
-    inits.insert(inits.begin(), fetch);
   }
   bool surge = in.capacity == CapacityMode::kSurge;
   json selector = servingSelector(in.model);

@@ -273,41 +273,6 @@ GateVerdict checkMetrics(const StageSpec& stage, const std::string& container,
 
 // ---- the Job of a gate stage -----------------------------------------------
 
-json envVar(const std::string& name, const std::string& value) {
-  return {{"name", name}, {"value", value}};
-}
-
-constexpr const char* kPackageVolume = "lockstep-package";
-constexpr const char* kModelDir = "/model";
-
-// Adds Lockstep's environment and the package mount to a container; fills a
-// missing image. Returns an error when the container names another image.
-std::optional<std::string> prepareContainer(json& c, const ReleaseSpec& r, const StageSpec& s,
-                                            const RuntimeEnvState& env, bool mountPackage) {
-  std::string image = str(c, "image");
-  if (image.empty()) {
-    c["image"] = env.image;
-  } else if (image != env.image) {
-    return "container " + quote(str(c, "name")) + " of stage " + quote(s.name) + " names image " +
-           quote(image) + "; gate containers run the RuntimeEnv's image " + quote(env.image) +
-           " (leave image empty)";
-  }
-  json& envs = c["env"];
-  if (!envs.is_array()) envs = json::array();
-  for (const json& e :
-       {envVar("LOCKSTEP_PACKAGE", r.package), envVar("LOCKSTEP_CLOSURE_HASH", env.closureHash),
-        envVar("LOCKSTEP_RELEASE", r.name), envVar("LOCKSTEP_STAGE", s.name),
-        envVar("LOCKSTEP_MODEL", r.model), envVar("LOCKSTEP_MODEL_DIR", kModelDir)}) {
-    envs.push_back(e);
-  }
-  if (mountPackage) {
-    json& mounts = c["volumeMounts"];
-    if (!mounts.is_array()) mounts = json::array();
-    mounts.push_back({{"name", kPackageVolume}, {"mountPath", kModelDir}, {"readOnly", true}});
-  }
-  return std::nullopt;
-}
-
 struct BuiltJob {
   json job;
   std::string error;  // non-empty: the template cannot run
@@ -317,59 +282,23 @@ BuiltJob buildGateJob(const ReleaseSpec& r, const StageSpec& s, const RuntimeEnv
                       const ReleaseObserved& o, const std::string& jobName, int attempt) {
   BuiltJob out;
   json tmpl = s.podTemplate.is_object() ? s.podTemplate : json::object();
-  json& meta = tmpl["metadata"];
-  if (!meta.is_object()) meta = json::object();
-  json& labels = meta["labels"];
-  if (!labels.is_object()) labels = json::object();
-  labels["lockstep.dev/runtime-env"] = r.runtimeEnv;
-  labels["lockstep.dev/release"] = r.name;
-  labels["lockstep.dev/stage"] = s.name;
-  labels["lockstep.dev/model"] = r.model;
-  json& annotations = meta["annotations"];
-  if (!annotations.is_object()) annotations = json::object();
-  annotations["lockstep.dev/closure-hash"] = env.closureHash;
-  annotations["lockstep.dev/package"] = r.package;
-
-  json& spec = tmpl["spec"];
-  if (!spec.is_object()) spec = json::object();
-  spec["restartPolicy"] = "Never";
-  json& containers = spec["containers"];
-  if (!containers.is_array() || containers.empty()) {
-    out.error = "stage " + quote(s.name) + " has a pod template without containers";
+  RuntimePod pod;
+  pod.owner = "stage " + quote(s.name);
+  pod.runtimeEnv = r.runtimeEnv;
+  pod.runtimeImage = env.image;
+  pod.closureHash = env.closureHash;
+  pod.package = r.package;
+  pod.labels = {{"lockstep.dev/release", r.name},
+                {"lockstep.dev/stage", s.name},
+                {"lockstep.dev/model", r.model}};
+  pod.env = {{"LOCKSTEP_RELEASE", r.name}, {"LOCKSTEP_STAGE", s.name}, {"LOCKSTEP_MODEL", r.model}};
+  pod.mount = o.mount;
+  pod.fetchCommand = o.fetchCommand;
+  if (auto err = prepareRuntimePod(tmpl, pod)) {
+    out.error = *err;
     return out;
   }
-  for (json& c : containers) {
-    if (auto err = prepareContainer(c, r, s, env, true)) {
-      out.error = *err;
-      return out;
-    }
-  }
-  if (spec.contains("initContainers") && spec["initContainers"].is_array()) {
-    for (json& c : spec["initContainers"]) {
-      if (auto err = prepareContainer(c, r, s, env, true)) {
-        out.error = *err;
-        return out;
-      }
-    }
-  }
-  json& volumes = spec["volumes"];
-  if (!volumes.is_array()) volumes = json::array();
-  if (o.mount == PackageMount::kImageVolume) {
-    volumes.push_back({{"name", kPackageVolume},
-                       {"image", {{"reference", r.package}, {"pullPolicy", "IfNotPresent"}}}});
-  } else {
-    volumes.push_back({{"name", kPackageVolume}, {"emptyDir", json::object()}});
-    json fetch = {
-        {"name", "lockstep-fetch-package"},
-        {"image", env.image},
-        {"command", o.fetchCommand},
-        {"env", json::array({envVar("LOCKSTEP_PACKAGE", r.package),
-                             envVar("LOCKSTEP_MODEL_DIR", kModelDir)})},
-        {"volumeMounts", json::array({{{"name", kPackageVolume}, {"mountPath", kModelDir}}})}};
-    json& inits = spec["initContainers"];
-    if (!inits.is_array()) inits = json::array();
-    inits.insert(inits.begin(), fetch);
-  }
+  tmpl["spec"]["restartPolicy"] = "Never";
 
   json jobLabels = {{"lockstep.dev/release", r.name},
                     {"lockstep.dev/stage", s.name},
@@ -391,6 +320,17 @@ BuiltJob buildGateJob(const ReleaseSpec& r, const StageSpec& s, const RuntimeEnv
       {"spec",
        {{"backoffLimit", 0}, {"activeDeadlineSeconds", s.timeoutSeconds}, {"template", tmpl}}}};
   return out;
+}
+
+// How a gate Job (as created by buildGateJob) mounts the package.
+std::string jobMount(const json& job) {
+  const json& volumes =
+      member(member(member(member(job, "spec"), "template"), "spec"), "volumes", kEmptyArray);
+  for (const json& v : volumes.is_array() ? volumes : kEmptyArray) {
+    if (str(v, "name") == kPackageVolume && member(v, "image", json()).is_object())
+      return "ImageVolume";
+  }
+  return "InitContainer";
 }
 
 // ---- status helpers ---------------------------------------------------------
@@ -425,10 +365,6 @@ struct Summary {
 };
 
 }  // namespace
-
-const char* packageMountName(PackageMount m) {
-  return m == PackageMount::kImageVolume ? "ImageVolume" : "InitContainer";
-}
 
 std::optional<int64_t> parseStageDuration(const std::string& text) {
   if (text.empty()) return std::nullopt;
@@ -638,6 +574,15 @@ ReleasePlan planRelease(const ReleaseObserved& o) {
       st["jobName"] = jobName;
       st["attempt"] = attempt;
       if (!st.contains("startedAt")) st["startedAt"] = o.now;
+      // Re-derived from the Job and the release, never only remembered: the cached
+      // status may predate our last write (a stale cache after create), and the
+      // status is applied whole.
+      st["packageMount"] = jobMount(*job);
+      status["packageMount"] = st["packageMount"];
+      if (s.manual) {
+        std::string approver = annotation(o.release, std::string(kApprovePrefix) + s.name);
+        if (!approver.empty()) st["approvedBy"] = approver;
+      }
       std::string jobUid = str(member(*job, "metadata"), "uid");
       if (jobConditionTrue(*job, "Complete")) {
         std::string container = mainContainerOf(*job);

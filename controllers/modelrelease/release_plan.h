@@ -16,11 +16,9 @@
 
 #include <nlohmann/json.hpp>
 
-namespace lockstep::controllers {
+#include "controllers/modelrelease/runtime_pod.h"
 
-// How the checkpoint package is mounted into gate pods (docs/modelrelease.md).
-enum class PackageMount { kImageVolume, kInitContainer };
-const char* packageMountName(PackageMount m);
+namespace lockstep::controllers {
 
 struct ReleaseObserved {
   nlohmann::json release;

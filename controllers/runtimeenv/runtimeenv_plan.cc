@@ -94,8 +94,17 @@ Resolution resolve(const RuntimeEnv& rte, const kube::ObjectPtr& configMap) {
   closure::RejectReason why = closure::RejectReason::kNone;
   auto c = closure::computeClosure(text, options, &why);
   if (!c.isOk()) {
-    r.reason = why == closure::RejectReason::kUnhashedPackage ? kReasonUnhashedPackage
-                                                              : kReasonLockParseError;
+    switch (why) {
+      case closure::RejectReason::kUnhashedPackage:
+        r.reason = kReasonUnhashedPackage;
+        break;
+      case closure::RejectReason::kTooLarge:
+        r.reason = kReasonLockTooLarge;
+        break;
+      default:
+        r.reason = kReasonLockParseError;
+        break;
+    }
     r.message = c.status().message();
     return r;
   }

@@ -321,6 +321,81 @@ TEST(Pixi, V5KindEntriesMatchedByUrlAndBuild) {
   EXPECT_EQ(mustCompute(t, opts()).canonicalText, "conda\tzlib\t1.3\tsha256:" + kA + "\n");
 }
 
+// pixi v6 writes one location per package: `conda:` or `pypi:`, each a URL, a
+// path or a git URL pinned to a commit (`#<sha>`). One test per kind.
+std::string pixiOne(const std::string& kind, const std::string& loc, const std::string& fields) {
+  return "version: 6\nenvironments:\n  default:\n    packages:\n      linux-64:\n"
+         "      - " +
+         kind + ": " + loc + "\npackages:\n- " + kind + ": " + loc + "\n" + fields;
+}
+
+TEST(PixiSources, CondaUrlArchiveUsesItsSha256) {
+  Closure c = mustCompute(
+      pixiOne("conda", "https://x/linux-64/zlib-1.3-h1_0.conda", "  sha256: " + kA + "\n"), opts());
+  EXPECT_EQ(c.canonicalText, "conda\tzlib\t1.3\tsha256:" + kA + "\n");
+}
+
+TEST(PixiSources, CondaPathArchiveUsesItsSha256) {
+  Closure c = mustCompute(
+      pixiOne("conda", "./channel/linux-64/tool-1.0-h0_0.conda", "  sha256: " + kB + "\n"), opts());
+  EXPECT_EQ(c.canonicalText, "conda\ttool\t1.0\tsha256:" + kB + "\n");
+}
+
+TEST(PixiSources, CondaPathSourceIsTheProjectAndLeftOut) {
+  Closure c = mustCompute(
+      pixiOne("conda", ".", "  name: myproject\n  version: 0.1.0\n  build: h1_0\n"), opts());
+  EXPECT_EQ(c.packageCount(), 0u);
+  EXPECT_FALSE(c.weak);
+}
+
+TEST(PixiSources, CondaGitSourceUsesItsCommit) {
+  // pixi-build: a conda package built from a git checkout has name/version/build
+  // and no sha256; the commit pinned in the location is its digest (issue 13).
+  const std::string loc = "git+https://git.example/org/pkg.git?subdirectory=recipe#" + kCommit;
+  Closure c = mustCompute(
+      pixiOne("conda", loc, "  name: Pkg\n  version: 0.2.0\n  build: h0_0\n  subdir: linux-64\n"),
+      opts());
+  EXPECT_EQ(c.canonicalText, "conda\tpkg\t0.2.0\tgit:" + kCommit + "\n");
+  // Not pinned to a full commit: no digest, so unhashed.
+  Status s = errorOf(pixiOne("conda", "git+https://git.example/org/pkg.git?branch=main",
+                             "  name: pkg\n  version: 0.2.0\n"),
+                     opts());
+  EXPECT_NE(s.message().find("\"pkg 0.2.0\" has no artifact digest"), std::string::npos)
+      << s.message();
+}
+
+TEST(PixiSources, PypiUrlUsesItsSha256) {
+  Closure c = mustCompute(pixiOne("pypi", "https://files.example/idna-3.7-py3-none-any.whl",
+                                  "  name: idna\n  version: '3.7'\n  sha256: " + kA + "\n"),
+                          opts());
+  EXPECT_EQ(c.canonicalText, "pypi\tidna\t3.7\tsha256:" + kA + "\n");
+}
+
+TEST(PixiSources, PypiPathArchiveUsesItsSha256) {
+  Closure c = mustCompute(pixiOne("pypi", "./dist/my_lib-0.1-py3-none-any.whl",
+                                  "  name: my_lib\n  version: '0.1'\n  sha256: " + kB + "\n"),
+                          opts());
+  EXPECT_EQ(c.canonicalText, "pypi\tmy-lib\t0.1\tsha256:" + kB + "\n");
+}
+
+TEST(PixiSources, PypiPathDirectoryAndEditableAreLeftOut) {
+  EXPECT_EQ(mustCompute(pixiOne("pypi", "./", "  name: myproject\n  version: 0.1.0\n"), opts())
+                .packageCount(),
+            0u);
+  EXPECT_EQ(
+      mustCompute(pixiOne("pypi", "./", "  name: myproject\n  version: 0.1.0\n  editable: true\n"),
+                  opts())
+          .packageCount(),
+      0u);
+}
+
+TEST(PixiSources, PypiGitUsesItsCommit) {
+  Closure c = mustCompute(pixiOne("pypi", "git+https://git.example/tqdm/tqdm.git#" + kCommit,
+                                  "  name: tqdm\n  version: 4.67.1\n"),
+                          opts());
+  EXPECT_EQ(c.canonicalText, "pypi\ttqdm\t4.67.1\tgit:" + kCommit + "\n");
+}
+
 // ---- flox / nix -----------------------------------------------------------
 
 TEST(Flox, SystemSelectionAndOutputs) {

@@ -49,6 +49,20 @@ std::vector<json> renderChart(const std::string& showOnly) {
   return out;
 }
 
+std::string applyReadyRuntimeEnv(const std::string& ns, const std::string& name,
+                                 const std::string& image, const std::string& lock) {
+  json rte = {{"apiVersion", "lockstep.dev/v1alpha1"},
+              {"kind", "RuntimeEnv"},
+              {"metadata", {{"name", name}, {"namespace", ns}}},
+              {"spec", {{"image", image}, {"lock", {{"inline", lock}}}}}};
+  if (kubectl({"apply", "-f", "-"}, rte.dump()).exitCode != 0) return "";
+  if (kubectl({"wait", "--for=condition=Ready", "rte/" + name, "-n", ns, "--timeout=60s"})
+          .exitCode != 0)
+    return "";
+  json o = kubectlJson({"get", "rte", name, "-n", ns});
+  return o.is_discarded() ? "" : o["status"].value("closureHash", "");
+}
+
 int sharedWebhookPort() {
   static int port = freePort();
   return port;

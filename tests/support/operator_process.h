@@ -55,6 +55,11 @@ class OperatorProcess {
 // kOperatorNamespace), as JSON objects. Throws on a helm or kubectl failure.
 std::vector<nlohmann::json> renderChart(const std::string& showOnly);
 
+// Applies RuntimeEnv `name` in `ns` (image by digest, inline lock), waits for
+// Ready and returns its status.closureHash ("" when it never became Ready).
+std::string applyReadyRuntimeEnv(const std::string& ns, const std::string& name,
+                                 const std::string& image, const std::string& lock);
+
 // The webhook port every test in this binary registers (chosen once).
 int sharedWebhookPort();
 

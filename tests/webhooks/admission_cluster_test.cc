@@ -78,17 +78,9 @@ class AdmissionClusterTest : public ::testing::Test {
     if (mode != "unset") {
       EXPECT_EQ(kubectl({"label", "namespace", ns, "lockstep.dev/enforce=" + mode}).exitCode, 0);
     }
-    json rte = {{"apiVersion", "lockstep.dev/v1alpha1"},
-                {"kind", "RuntimeEnv"},
-                {"metadata", {{"name", "torch"}, {"namespace", ns}}},
-                {"spec", {{"image", kImage}, {"lock", {{"inline", kLock}}}}}};
-    auto r = kubectl({"apply", "-f", "-"}, rte.dump());
-    EXPECT_EQ(r.exitCode, 0) << r.err;
-    EXPECT_EQ(
-        kubectl({"wait", "--for=condition=Ready", "rte/torch", "-n", ns, "--timeout=30s"}).exitCode,
-        0);
-    json o = kubectlJson({"get", "rte", "torch", "-n", ns});
-    return o["status"].value("closureHash", "");
+    std::string hash = applyReadyRuntimeEnv(ns, "torch", kImage, kLock);
+    EXPECT_FALSE(hash.empty()) << "RuntimeEnv " << ns << "/torch never became Ready";
+    return hash;
   }
 
   CommandResult create(const std::string& ns, const std::string& manifest) {

@@ -5,6 +5,7 @@
 #include <nlohmann/json.hpp>
 #include <string>
 #include <utility>
+#include <vector>
 
 namespace lockstep::webhooks::testing {
 
@@ -111,6 +112,46 @@ class ReleaseBuilder {
     mr_["spec"]["stages"].push_back(std::move(stage));
     return *this;
   }
+  // A gate stage whose template has `containers` [{name, image?}] ("" = no image).
+  ReleaseBuilder& gateWith(const std::string& name,
+                           const std::vector<std::pair<std::string, std::string>>& containers,
+                           const std::vector<std::pair<std::string, std::string>>& inits = {}) {
+    nlohmann::json spec = nlohmann::json::object();
+    for (auto [field, list] :
+         {std::pair{"containers", &containers}, std::pair{"initContainers", &inits}}) {
+      for (const auto& [cname, image] : *list) {
+        nlohmann::json c = {{"name", cname}};
+        if (!image.empty()) c["image"] = image;
+        spec[field].push_back(std::move(c));
+      }
+    }
+    mr_["spec"]["stages"].push_back({{"name", name}, {"gate", {{"template", {{"spec", spec}}}}}});
+    return *this;
+  }
+  // A serving stage whose template has one container with `image`.
+  ReleaseBuilder& servingWith(const std::string& name, const std::string& image) {
+    nlohmann::json stage = {{"name", name}, {"serving", {{"replicas", 2}, {"port", 8080}}}};
+    stage["serving"]["template"]["spec"]["containers"] =
+        nlohmann::json::array({{{"name", "server"}, {"image", image}}});
+    mr_["spec"]["stages"].push_back(std::move(stage));
+    return *this;
+  }
+  ReleaseBuilder& manual(const std::string& stage) {
+    for (auto& s : mr_["spec"]["stages"]) {
+      if (s["name"] == stage) s["approval"] = "Manual";
+    }
+    return *this;
+  }
+  ReleaseBuilder& annotate(const std::string& key, const std::string& value) {
+    mr_["metadata"]["annotations"][key] = value;
+    return *this;
+  }
+  ReleaseBuilder& approvedBy(const std::string& stage, const std::string& user) {
+    return annotate("approve.lockstep.dev/" + stage, user);
+  }
+  ReleaseBuilder& abortedBy(const std::string& user) {
+    return annotate("lockstep.dev/abort", user);
+  }
   ReleaseBuilder& rawStage(nlohmann::json stage) {
     mr_["spec"]["stages"].push_back(std::move(stage));
     return *this;
@@ -124,13 +165,14 @@ class ReleaseBuilder {
 // An AdmissionReview request body around an object.
 inline std::string review(const std::string& op, const nlohmann::json& object,
                           const nlohmann::json& oldObject = nullptr, bool dryRun = false,
-                          const std::string& uid = "uid-1", const std::string& subResource = "") {
+                          const std::string& uid = "uid-1", const std::string& subResource = "",
+                          const nlohmann::json& userInfo = {{"username", "alice"}}) {
   nlohmann::json req = {{"uid", uid},
                         {"kind", {{"group", ""}, {"version", "v1"}, {"kind", "Pod"}}},
                         {"resource", {{"group", ""}, {"version", "v1"}, {"resource", "pods"}}},
                         {"namespace", "ml"},
                         {"operation", op},
-                        {"userInfo", {{"username", "alice"}}},
+                        {"userInfo", userInfo},
                         {"dryRun", dryRun},
                         {"object", object},
                         {"oldObject", oldObject}};

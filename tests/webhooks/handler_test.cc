@@ -11,6 +11,7 @@ namespace lockstep::webhooks {
 namespace {
 
 using nlohmann::json;
+using testing::FakeAuthorizer;
 using testing::FakeRecorder;
 using testing::kEnvHash;
 using testing::kEnvImage;
@@ -31,8 +32,9 @@ class HandlerTest : public ::testing::Test {
   StaticNamespaceModes modes_;
   FakeRecorder recorder_;
   lockstep::testing::FakeClock clock_;
+  FakeAuthorizer authorizer_;
   PodWebhook pods_{envs_, modes_, recorder_, clock_};
-  ModelReleaseWebhook releases_{envs_, recorder_, clock_};
+  ModelReleaseWebhook releases_{envs_, authorizer_, recorder_, clock_};
 };
 
 json response(const HttpReply& r) { return json::parse(r.body)["response"]; }
@@ -127,6 +129,67 @@ TEST_F(HandlerTest, ModelReleaseWebhook) {
   EXPECT_EQ(o[2].decision, Decision::kWarned);
 }
 
+TEST_F(HandlerTest, ApprovalAsksTheAuthorizerAsTheRequestingUser) {
+  json userInfo = {{"username", "alice"},
+                   {"uid", "u-42"},
+                   {"groups", {"team-a", "system:authenticated"}},
+                   {"extra", {{"scopes", {"read", "write"}}}}};
+  json before = ReleaseBuilder::good().manual("ci").json();
+  json after = ReleaseBuilder::good().manual("ci").approvedBy("ci", "alice").json();
+  json denied = response(
+      releases_.handle(testing::review("UPDATE", after, before, false, "u-1", "", userInfo)));
+  EXPECT_EQ(denied["allowed"], false);
+  EXPECT_EQ(denied["status"]["code"], 403);
+  EXPECT_EQ(denied["status"]["reason"], "Forbidden");
+  EXPECT_NE(denied["status"]["message"].get<std::string>().find(
+                "user \"alice\" may not approve ModelRelease \"ml/gpt2-v7\": RBAC verb "
+                "\"approve\""),
+            std::string::npos)
+      << denied.dump();
+  auto asked = authorizer_.asked();
+  ASSERT_EQ(asked.size(), 1u);
+  EXPECT_EQ(asked[0].user.username, "alice");
+  EXPECT_EQ(asked[0].user.uid, "u-42");
+  EXPECT_EQ(asked[0].user.groups, (std::vector<std::string>{"team-a", "system:authenticated"}));
+  EXPECT_EQ(asked[0].user.extra.at("scopes"), (std::vector<std::string>{"read", "write"}));
+  EXPECT_EQ(asked[0].verb, "approve");
+  EXPECT_EQ(asked[0].group, "lockstep.dev");
+  EXPECT_EQ(asked[0].resource, "modelreleases");
+  EXPECT_EQ(asked[0].ns, "ml");
+  EXPECT_EQ(asked[0].name, "gpt2-v7");
+
+  authorizer_.allow("alice", "approve");
+  json allowed = response(
+      releases_.handle(testing::review("UPDATE", after, before, false, "u-2", "", userInfo)));
+  EXPECT_EQ(allowed["allowed"], true) << allowed.dump();
+}
+
+TEST_F(HandlerTest, OrdinaryWritesNeverAskTheAuthorizer) {
+  json mr = ReleaseBuilder::good().approvedBy("ci", "bob").json();
+  json labelled = mr;
+  labelled["metadata"]["labels"]["team"] = "a";
+  EXPECT_EQ(response(releases_.handle(testing::review("UPDATE", labelled, mr)))["allowed"], true);
+  // Forged names are refused before any question is asked.
+  json forged = ReleaseBuilder::good().abortedBy("bob").json();
+  EXPECT_EQ(response(releases_.handle(testing::review("UPDATE", forged, mr)))["allowed"], false);
+  EXPECT_TRUE(authorizer_.asked().empty());
+}
+
+TEST_F(HandlerTest, AuthorizerFailureFailsClosedWithTheReason) {
+  authorizer_.allow("alice", "abort")
+      .failWith(Status(Code::kDeadlineExceeded, "POST subjectaccessreviews: timed out"));
+  json before = ReleaseBuilder::good().json();
+  json after = ReleaseBuilder::good().abortedBy("alice").json();
+  json r = response(releases_.handle(testing::review("UPDATE", after, before)));
+  EXPECT_EQ(r["allowed"], false);
+  EXPECT_EQ(r["status"]["code"], 403);
+  EXPECT_NE(r["status"]["message"].get<std::string>().find(
+                "cannot check whether user \"alice\" may abort ModelRelease \"ml/gpt2-v7\" "
+                "(SubjectAccessReview failed: POST subjectaccessreviews: timed out); refused"),
+            std::string::npos)
+      << r.dump();
+}
+
 TEST(StaticLookups, LoadsDocument) {
   auto l = loadStaticLookups(R"({"runtimeEnvs":[{"namespace":"ml","name":"t","ready":true,
       "closureHash":"h","image":"i"}],"namespaces":{"ml":"warn","x":"off"}})");
@@ -141,6 +204,23 @@ TEST(StaticLookups, LoadsDocument) {
   EXPECT_FALSE(loadStaticLookups("[").isOk());
   EXPECT_FALSE(loadStaticLookups(R"({"runtimeEnvs":[{"name":"t"}]})").isOk());
   EXPECT_FALSE(loadStaticLookups(R"({"namespaces":{"a":1}})").isOk());
+}
+
+TEST(StaticLookups, Authorization) {
+  AccessRequest q;
+  q.user.username = "bob";
+  q.verb = "approve";
+  auto open = loadStaticLookups("{}");
+  ASSERT_TRUE(open.isOk());
+  EXPECT_TRUE(open->authorizer->authorize(q)->allowed);  // the dev server allows by default
+  auto l = loadStaticLookups(
+      R"({"authorization":{"default":"deny","rules":[{"user":"bob","verb":"approve","allowed":true}]}})");
+  ASSERT_TRUE(l.isOk()) << l.status().toString();
+  EXPECT_TRUE(l->authorizer->authorize(q)->allowed);
+  q.verb = "abort";
+  EXPECT_FALSE(l->authorizer->authorize(q)->allowed);
+  EXPECT_FALSE(loadStaticLookups(R"({"authorization":{"default":"maybe"}})").isOk());
+  EXPECT_FALSE(loadStaticLookups(R"({"authorization":{"rules":[{"user":"bob"}]}})").isOk());
 }
 
 }  // namespace

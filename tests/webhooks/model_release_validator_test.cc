@@ -2,11 +2,14 @@
 
 #include <gtest/gtest.h>
 
+#include <map>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
 #include "tests/webhooks/builders.h"
+#include "webhooks/admission/release_actions.h"
 
 namespace lockstep::webhooks {
 namespace {
@@ -264,6 +267,89 @@ std::vector<Case> cases() {
        {},
        "status"},
       {"delete not checked", Operation::kDelete, ReleaseBuilder().json()},
+      {"template containers without an image admitted", Operation::kCreate,
+       ReleaseBuilder().gateWith("eval", {{"eval", ""}}, {{"setup", ""}}).json()},
+      {"template image equal to the RuntimeEnv's admitted", Operation::kCreate,
+       ReleaseBuilder()
+           .gateWith("eval", {{"eval", kEnvImage}}, {{"setup", kEnvImage}})
+           .servingWith("prod", kEnvImage)
+           .json()},
+      {"template image in another spelling of the same repository admitted", Operation::kCreate,
+       ReleaseBuilder().gateWith("eval", {{"eval", "python@" + sha('a')}}).json(), nullptr,
+       RuntimeEnvView{"torch", "ml", kEnvHash, "docker.io/library/python@" + sha('a'), true}},
+      {"template image of another repository denied, naming stage and container",
+       Operation::kCreate,
+       ReleaseBuilder()
+           .gate("eval")
+           .gateWith("ci", {{"main", ""}, {"tests", "python@" + sha('a')}})
+           .json(),
+       nullptr,
+       torch(),
+       Decision::kDenied,
+       {"spec.stages[1].gate.template.spec.containers[1]: stage \"ci\" container \"tests\" image "
+        "\"python@" +
+        sha('a') + "\" is not the image of RuntimeEnv \"ml/torch\"; expected \"" + kEnvImage +
+        "\" (RuntimeEnv \"ml/torch\" spec.image) or no image"}},
+      {"template init container with another digest denied",
+       Operation::kCreate,
+       ReleaseBuilder()
+           .gateWith("eval", {{"eval", ""}},
+                     {{"fetch", "registry.example/runtimes/torch@" + sha('e')}})
+           .json(),
+       nullptr,
+       torch(),
+       Decision::kDenied,
+       {"spec.stages[0].gate.template.spec.initContainers[0]: stage \"eval\" init container "
+        "\"fetch\" image",
+        "has digest \"" + sha('e') + "\""}},
+      {"template image by tag denied",
+       Operation::kCreate,
+       ReleaseBuilder().gateWith("eval", {{"eval", "registry.example/runtimes/torch:2.5"}}).json(),
+       nullptr,
+       torch(),
+       Decision::kDenied,
+       {"container \"eval\" image \"registry.example/runtimes/torch:2.5\" is not pinned by "
+        "digest"}},
+      {"serving template image checked too",
+       Operation::kCreate,
+       ReleaseBuilder().gate("eval").servingWith("prod", "nginx:1.27").json(),
+       nullptr,
+       torch(),
+       Decision::kDenied,
+       {"spec.stages[1].serving.template.spec.containers[0]: stage \"prod\" container \"server\""}},
+      {"template image invalid denied",
+       Operation::kCreate,
+       ReleaseBuilder().gateWith("eval", {{"eval", "Not/A Valid:ref"}}).json(),
+       nullptr,
+       torch(),
+       Decision::kDenied,
+       {"container \"eval\" image \"Not/A Valid:ref\" is invalid"}},
+      {"template image pinned but RuntimeEnv missing warns",
+       Operation::kCreate,
+       ReleaseBuilder().gateWith("eval", {{"eval", kEnvImage}}).json(),
+       nullptr,
+       std::nullopt,
+       Decision::kWarned,
+       {"container \"eval\" image \"" + kEnvImage +
+        "\" is not checked: RuntimeEnv \"ml/torch\" "
+        "does not exist yet"}},
+      {"template image by tag with RuntimeEnv missing denied",
+       Operation::kCreate,
+       ReleaseBuilder().gateWith("eval", {{"eval", "python:3.12"}}).json(),
+       nullptr,
+       std::nullopt,
+       Decision::kDenied,
+       {"is not pinned by digest, so it can never be the RuntimeEnv's image"}},
+      {"template image on update with unchanged stages not re-checked", Operation::kUpdate,
+       ReleaseBuilder().gateWith("eval", {{"eval", "python:3.12"}}).json(),
+       ReleaseBuilder().gateWith("eval", {{"eval", "python:3.12"}}).json()},
+      {"template image changed on update checked",
+       Operation::kUpdate,
+       ReleaseBuilder().gateWith("eval", {{"eval", "python:3.12"}}).json(),
+       ReleaseBuilder().gateWith("eval", {{"eval", ""}}).json(),
+       torch(),
+       Decision::kDenied,
+       {"container \"eval\" image \"python:3.12\" is not pinned by digest"}},
       {"spec missing denied",
        Operation::kCreate,
        json{{"metadata", {{"name", "x"}}}},
@@ -305,6 +391,252 @@ INSTANTIATE_TEST_SUITE_P(Table, ModelReleaseValidatorTest, ::testing::ValuesIn(c
                              n += std::isalnum(static_cast<unsigned char>(ch)) ? ch : '_';
                            return n;
                          });
+
+// --- Approvals and abort: the authorizer's answers are inputs of the pure validator.
+
+enum class Access { kAllowed, kDenied, kError };
+
+struct ActionCase {
+  std::string name;
+  json release;
+  json oldRelease = nullptr;  // null: CREATE
+  std::map<std::string, Access> access = {};
+  std::set<std::string> wantVerbs = {};  // verbsToAuthorize
+  Decision want = Decision::kAllowed;
+  int code = 200;
+  std::vector<std::string> mentions = {};
+  std::string user = "alice";
+};
+
+ReleaseBuilder waiting() { return ReleaseBuilder().gate("eval").gate("ci").manual("ci"); }
+
+std::vector<ActionCase> actionCases() {
+  const std::string need =
+      "RBAC verb \"approve\" on resource \"modelreleases\" in API group \"lockstep.dev\" is "
+      "required (the ClusterRole lockstep-release-approver grants it)";
+  return {
+      {"approve by the user with the verb admitted",
+       waiting().approvedBy("ci", "alice").json(),
+       waiting().json(),
+       {{"approve", Access::kAllowed}},
+       {"approve"}},
+      {"approve without the verb forbidden",
+       waiting().approvedBy("ci", "alice").json(),
+       waiting().json(),
+       {{"approve", Access::kDenied}},
+       {"approve"},
+       Decision::kDenied,
+       403,
+       {"lockstep: ModelRelease \"ml/gpt2-v7\": metadata.annotations[\"approve.lockstep.dev/ci\"]: "
+        "user \"alice\" may not approve ModelRelease \"ml/gpt2-v7\": " +
+        need}},
+      {"approve naming another user forbidden, without asking the authorizer",
+       waiting().approvedBy("ci", "bob").json(),
+       waiting().json(),
+       {},
+       {},
+       Decision::kDenied,
+       403,
+       {"metadata.annotations[\"approve.lockstep.dev/ci\"]: value \"bob\" must be your own user "
+        "name \"alice\" (it records the approver of stage \"ci\")"}},
+      {"approve with an empty value forbidden",
+       waiting().approvedBy("ci", "").json(),
+       waiting().json(),
+       {},
+       {},
+       Decision::kDenied,
+       403,
+       {"value \"\" must be your own user name \"alice\""}},
+      {"approve of an unknown stage invalid",
+       waiting().approvedBy("qa", "alice").json(),
+       waiting().json(),
+       {},
+       {},
+       Decision::kDenied,
+       422,
+       {"metadata.annotations[\"approve.lockstep.dev/qa\"]: \"qa\" is not a stage of this release "
+        "(stages: \"eval\", \"ci\")"}},
+      {"approve with an empty stage name invalid",
+       waiting().approvedBy("", "alice").json(),
+       waiting().json(),
+       {},
+       {},
+       Decision::kDenied,
+       422,
+       {"\"\" is not a stage of this release"}},
+      {"approve when the check fails is refused (fail closed)",
+       waiting().approvedBy("ci", "alice").json(),
+       waiting().json(),
+       {{"approve", Access::kError}},
+       {"approve"},
+       Decision::kDenied,
+       403,
+       {"cannot check whether user \"alice\" may approve ModelRelease \"ml/gpt2-v7\" "
+        "(SubjectAccessReview failed: deadline exceeded); refused, try again"}},
+      {"approve without an answer is refused (fail closed)",
+       waiting().approvedBy("ci", "alice").json(),
+       waiting().json(),
+       {},
+       {"approve"},
+       Decision::kDenied,
+       403,
+       {"permission to approve was not checked"}},
+      {"abort by the user with the verb admitted",
+       waiting().abortedBy("alice").json(),
+       waiting().json(),
+       {{"abort", Access::kAllowed}},
+       {"abort"}},
+      {"abort without the verb forbidden, naming the verb",
+       waiting().abortedBy("alice").json(),
+       waiting().json(),
+       {{"abort", Access::kDenied}},
+       {"abort"},
+       Decision::kDenied,
+       403,
+       {"metadata.annotations[\"lockstep.dev/abort\"]: user \"alice\" may not abort",
+        "RBAC verb \"abort\""}},
+      {"abort naming another user forbidden",
+       waiting().abortedBy("bob").json(),
+       waiting().json(),
+       {},
+       {},
+       Decision::kDenied,
+       403,
+       {"value \"bob\" must be your own user name \"alice\" (it records who aborted)"}},
+      {"approve allowed but abort denied: only abort refused",
+       waiting().approvedBy("ci", "alice").abortedBy("alice").json(),
+       waiting().json(),
+       {{"approve", Access::kAllowed}, {"abort", Access::kDenied}},
+       {"abort", "approve"},
+       Decision::kDenied,
+       403,
+       {"may not abort"}},
+      {"unchanged approval by someone else not re-checked",
+       waiting().approvedBy("ci", "bob").json(), waiting().approvedBy("ci", "bob").json()},
+      {"changed approval value checked",
+       waiting().approvedBy("ci", "bob").json(),
+       waiting().approvedBy("ci", "carol").json(),
+       {},
+       {},
+       Decision::kDenied,
+       403,
+       {"value \"bob\" must be your own user name"}},
+      {"removing an approval is not an action", waiting().json(),
+       waiting().approvedBy("ci", "bob").json()},
+      {"approval on CREATE checked",
+       waiting().approvedBy("ci", "alice").json(),
+       nullptr,
+       {{"approve", Access::kDenied}},
+       {"approve"},
+       Decision::kDenied,
+       403,
+       {"may not approve"}},
+      {"other annotations ignored", waiting().annotate("approve.example.com/ci", "bob").json(),
+       waiting().json()},
+      {"anonymous request cannot approve",
+       waiting().approvedBy("ci", "").json(),
+       waiting().json(),
+       {},
+       {},
+       Decision::kDenied,
+       403,
+       {"the request has no authenticated user name"},
+       ""},
+  };
+}
+
+void PrintTo(const ActionCase& c, std::ostream* os) { *os << c.name; }
+
+class ModelReleaseActionTest : public ::testing::TestWithParam<ActionCase> {};
+
+TEST_P(ModelReleaseActionTest, Decides) {
+  const ActionCase& c = GetParam();
+  ModelReleaseReview r;
+  r.operation = c.oldRelease.is_null() ? Operation::kCreate : Operation::kUpdate;
+  r.ns = "ml";
+  r.name = "gpt2-v7";
+  r.release = &c.release;
+  r.oldRelease = c.oldRelease.is_null() ? nullptr : &c.oldRelease;
+  r.runtimeEnv = torch();
+  r.user.username = c.user;
+  EXPECT_EQ(verbsToAuthorize(r), c.wantVerbs);
+  for (const auto& [verb, a] : c.access) {
+    if (a == Access::kError) {
+      r.access.emplace(verb, Status(Code::kDeadlineExceeded, "deadline exceeded"));
+    } else {
+      r.access.emplace(verb, AccessDecision{a == Access::kAllowed, "", ""});
+    }
+  }
+  Verdict v = validateModelRelease(r);
+  EXPECT_EQ(decisionName(v.decision), decisionName(c.want)) << v.message;
+  for (const auto& m : c.mentions)
+    EXPECT_NE(v.message.find(m), std::string::npos) << "want: " << m << "\ngot: " << v.message;
+  if (c.want == Decision::kDenied) {
+    EXPECT_EQ(v.code, c.code) << v.message;
+    EXPECT_EQ(v.reason, c.code == 403 ? "Forbidden" : "Invalid");
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Table, ModelReleaseActionTest, ::testing::ValuesIn(actionCases()),
+                         [](const ::testing::TestParamInfo<ActionCase>& info) {
+                           std::string n;
+                           for (char ch : info.param.name)
+                             n += std::isalnum(static_cast<unsigned char>(ch)) ? ch : '_';
+                           return n;
+                         });
+
+TEST(ModelReleaseActions, InvalidSpecAndForgedApprovalReportsBoth) {
+  json release = waiting().approvedBy("ci", "bob").set("closureHash", "x").json();
+  ModelReleaseReview r;
+  r.operation = Operation::kCreate;
+  r.ns = "ml";
+  r.release = &release;
+  r.runtimeEnv = torch();
+  r.user.username = "alice";
+  Verdict v = validateModelRelease(r);
+  EXPECT_EQ(v.code, 422);
+  EXPECT_NE(v.message.find("spec.closureHash"), std::string::npos) << v.message;
+  EXPECT_NE(v.message.find("must be your own user name"), std::string::npos) << v.message;
+}
+
+TEST(ModelReleaseActions, AccessRequestCarriesTheUserAndTheRelease) {
+  json release = waiting().json();
+  ModelReleaseReview r;
+  r.ns = "ml";
+  r.release = &release;
+  r.user = {"alice", "u-1", {"team-a", "system:authenticated"}, {{"scopes", {"x"}}}};
+  AccessRequest q = accessRequestFor(r, "approve");
+  EXPECT_EQ(q.user.username, "alice");
+  EXPECT_EQ(q.user.uid, "u-1");
+  EXPECT_EQ(q.user.groups.size(), 2u);
+  EXPECT_EQ(q.user.extra.at("scopes"), std::vector<std::string>{"x"});
+  EXPECT_EQ(q.verb, "approve");
+  EXPECT_EQ(q.group, "lockstep.dev");
+  EXPECT_EQ(q.resource, "modelreleases");
+  EXPECT_EQ(q.ns, "ml");
+  EXPECT_EQ(q.name, "gpt2-v7");  // from metadata when the request has no name
+}
+
+TEST(ModelReleaseActions, ChangedActions) {
+  json now = waiting().approvedBy("ci", "a").approvedBy("eval", "b").abortedBy("c").json();
+  json old = waiting().approvedBy("eval", "b").json();
+  auto changed = changedReleaseActions(&now, &old);
+  ASSERT_EQ(changed.size(), 2u);
+  EXPECT_EQ(changed[0].annotation, "approve.lockstep.dev/ci");
+  EXPECT_EQ(changed[0].stage, "ci");
+  EXPECT_EQ(changed[0].value, "a");
+  EXPECT_EQ(changed[0].verb(), "approve");
+  EXPECT_EQ(changed[1].annotation, "lockstep.dev/abort");
+  EXPECT_EQ(changed[1].kind, ReleaseActionKind::kAbort);
+  EXPECT_EQ(changed[1].verb(), "abort");
+  EXPECT_EQ(changedReleaseActions(&now, nullptr).size(), 3u);
+  EXPECT_EQ(approveAnnotation("ci"), "approve.lockstep.dev/ci");
+  EXPECT_FALSE(parseReleaseAction("lockstep.dev/closure-hash", "x").has_value());
+  // A value of the wrong type reads as empty (and then fails the user check).
+  auto a = parseReleaseAction("lockstep.dev/abort", 42);
+  ASSERT_TRUE(a.has_value());
+  EXPECT_EQ(a->value, "");
+}
 
 TEST(ModelReleaseValidator, RuntimeEnvName) {
   EXPECT_EQ(modelReleaseRuntimeEnvName(ReleaseBuilder().json()), "torch");

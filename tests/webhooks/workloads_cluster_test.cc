@@ -59,16 +59,9 @@ class WorkloadsClusterTest : public ::testing::Test {
       EXPECT_EQ(kubectl({"label", "namespace", ns, "lockstep.dev/enforce=" + mode}).exitCode, 0);
     }
     if (!withRuntime) return "";
-    json rte = {{"apiVersion", "lockstep.dev/v1alpha1"},
-                {"kind", "RuntimeEnv"},
-                {"metadata", {{"name", "torch"}, {"namespace", ns}}},
-                {"spec", {{"image", kImage}, {"lock", {{"inline", kLock}}}}}};
-    auto r = kubectl({"apply", "-f", "-"}, rte.dump());
-    EXPECT_EQ(r.exitCode, 0) << r.err;
-    EXPECT_EQ(
-        kubectl({"wait", "--for=condition=Ready", "rte/torch", "-n", ns, "--timeout=60s"}).exitCode,
-        0);
-    return kubectlJson({"get", "rte", "torch", "-n", ns})["status"].value("closureHash", "");
+    std::string hash = applyReadyRuntimeEnv(ns, "torch", kImage, kLock);
+    EXPECT_FALSE(hash.empty()) << "RuntimeEnv " << ns << "/torch never became Ready";
+    return hash;
   }
 
   // Pod template metadata + spec that passes the policy for RuntimeEnv "torch".

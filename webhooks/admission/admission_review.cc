@@ -24,6 +24,29 @@ std::string truncate(std::string s, std::size_t max) {
   return s + "...";
 }
 
+// request.userInfo; fields of the wrong type read as absent (the API server
+// always sends them well-formed; this input is still untrusted).
+UserInfo decodeUserInfo(const json* info) {
+  UserInfo u;
+  u.username = ja::strOr(ja::child(info, "username"));
+  u.uid = ja::strOr(ja::child(info, "uid"));
+  if (const json* groups = ja::child(info, "groups"); ja::isArray(groups)) {
+    for (const json& g : *groups) {
+      if (g.is_string()) u.groups.push_back(g.get<std::string>());
+    }
+  }
+  if (const json* extra = ja::child(info, "extra"); extra != nullptr && extra->is_object()) {
+    for (const auto& [key, values] : extra->items()) {
+      std::vector<std::string>& out = u.extra[key];
+      if (!values.is_array()) continue;
+      for (const json& v : values) {
+        if (v.is_string()) out.push_back(v.get<std::string>());
+      }
+    }
+  }
+  return u;
+}
+
 }  // namespace
 
 StatusOr<AdmissionRequest> decodeAdmissionReview(std::string_view body) {
@@ -62,6 +85,7 @@ StatusOr<AdmissionRequest> decodeAdmissionReview(std::string_view body) {
   out.name = ja::strOr(ja::child(request, "name"));
   out.ns = ja::strOr(ja::child(request, "namespace"));
   out.userName = ja::strOr(ja::at(request, {"userInfo", "username"}));
+  out.user = decodeUserInfo(ja::child(request, "userInfo"));
   const std::string* op = ja::str(ja::child(request, "operation"));
   if (op == nullptr) return invalidArgument("request.operation is missing");
   out.operation = parseOperation(*op);

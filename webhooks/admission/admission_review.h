@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "common/status.h"
+#include "webhooks/admission/authorizer.h"
 #include "webhooks/admission/types.h"
 
 namespace lockstep::webhooks {
@@ -34,6 +35,7 @@ struct AdmissionRequest {
   std::string ns;           // request.namespace
   Operation operation = Operation::kUnknown;
   std::string userName;  // request.userInfo.username (for logs)
+  UserInfo user;         // request.userInfo: username, uid, groups, extra
   bool dryRun = false;
   nlohmann::json object;     // null when absent (DELETE)
   nlohmann::json oldObject;  // null when absent (CREATE)

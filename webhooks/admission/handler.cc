@@ -83,11 +83,15 @@ HttpReply ModelReleaseWebhook::handle(std::string_view body) {
     ModelReleaseReview review;
     review.operation = req.operation;
     review.ns = req.ns;
+    review.name = req.name;
     review.subResource = req.subResource;
     review.release = &req.object;
     review.oldRelease = req.oldObject.is_null() ? nullptr : &req.oldObject;
+    review.user = req.user;
     if (auto env = modelReleaseRuntimeEnvName(req.object))
       review.runtimeEnv = envs_.find(req.ns, *env);
+    for (const std::string& verb : verbsToAuthorize(review))
+      review.access.emplace(verb, authorizer_.authorize(accessRequestFor(review, verb)));
     return validateModelRelease(review);
   });
 }

@@ -10,6 +10,7 @@
 #include <string_view>
 
 #include "operator/kube/clock.h"
+#include "webhooks/admission/authorizer.h"
 #include "webhooks/admission/recorder.h"
 #include "webhooks/admission/types.h"
 
@@ -53,17 +54,21 @@ class PodWebhook final : public AdmissionWebhook {
   const kube::Clock& clock_;
 };
 
+// ModelReleases. Unlike the pod webhook this one may call out: a write that
+// approves or aborts asks `authorizer` (a SubjectAccessReview, at most one per
+// verb), so its latency is bounded by the authorizer's deadline.
 class ModelReleaseWebhook final : public AdmissionWebhook {
  public:
-  ModelReleaseWebhook(const RuntimeEnvLookup& envs, AdmissionRecorder& recorder,
-                      const kube::Clock& clock)
-      : envs_(envs), recorder_(recorder), clock_(clock) {}
+  ModelReleaseWebhook(const RuntimeEnvLookup& envs, const Authorizer& authorizer,
+                      AdmissionRecorder& recorder, const kube::Clock& clock)
+      : envs_(envs), authorizer_(authorizer), recorder_(recorder), clock_(clock) {}
   std::string_view name() const override { return "modelreleases"; }
   std::string_view path() const override { return kModelReleaseWebhookPath; }
   HttpReply handle(std::string_view body) override;
 
  private:
   const RuntimeEnvLookup& envs_;
+  const Authorizer& authorizer_;
   AdmissionRecorder& recorder_;
   const kube::Clock& clock_;
 };

@@ -1,11 +1,13 @@
 #include "webhooks/admission/model_release_validator.h"
 
+#include <algorithm>
 #include <map>
 #include <string_view>
 #include <vector>
 
 #include "api/image_ref.h"
 #include "webhooks/admission/json_access.h"
+#include "webhooks/admission/release_actions.h"
 
 namespace lockstep::webhooks {
 namespace {
@@ -162,7 +164,198 @@ void checkStages(const json* spec, std::vector<std::string>& out) {
   }
 }
 
+// --- Pod templates: a container that names an image must name the RuntimeEnv's.
+
+struct ContainerList {
+  std::string_view field;  // in the pod spec
+  std::string_view noun;   // in messages
+};
+constexpr ContainerList kTemplateContainers[] = {{"initContainers", "init container"},
+                                                 {"containers", "container"}};
+
+void checkTemplateImage(const std::string& path, const std::string& who, const std::string& image,
+                        const ModelReleaseReview& r, const std::string& envId,
+                        std::vector<std::string>& out, std::vector<std::string>& warnings) {
+  const std::string unset = "leave image unset (the controller sets the RuntimeEnv's image)";
+  StatusOr<ImageRef> found = parseImageRef(image);
+  if (!found.isOk()) {
+    out.push_back(path + ": " + who + " image " + quote(image) + " is invalid (" +
+                  found.status().message() + "); " + unset);
+    return;
+  }
+  if (!r.runtimeEnv) {
+    if (!found->pinned()) {
+      out.push_back(path + ": " + who + " image " + quote(image) +
+                    " is not pinned by digest, so it can never be the RuntimeEnv's image; " +
+                    unset);
+    } else {
+      warnings.push_back("lockstep: " + path + ": " + who + " image " + quote(image) +
+                         " is not checked: RuntimeEnv " + envId + " does not exist yet");
+    }
+    return;
+  }
+  StatusOr<ImageRef> expected = parseImageRef(r.runtimeEnv->image);
+  if (!expected.isOk() || !expected->pinned()) {
+    out.push_back(path + ": " + who + " image " + quote(image) + " cannot match RuntimeEnv " +
+                  envId + " spec.image " + quote(r.runtimeEnv->image) +
+                  ", which is not pinned by digest; " + unset);
+    return;
+  }
+  std::string want = "; expected " + quote(expected->repository() + "@" + expected->digest) +
+                     " (RuntimeEnv " + envId + " spec.image) or no image";
+  if (!found->pinned()) {
+    out.push_back(path + ": " + who + " image " + quote(image) + " is not pinned by digest" + want);
+  } else if (found->repository() != expected->repository()) {
+    out.push_back(path + ": " + who + " image " + quote(image) +
+                  " is not the image of RuntimeEnv " + envId + want);
+  } else if (found->digest != expected->digest) {
+    out.push_back(path + ": " + who + " image " + quote(image) + " has digest " +
+                  quote(found->digest) + want);
+  }
+}
+
+void checkTemplateImages(const json* spec, const ModelReleaseReview& r,
+                         std::vector<std::string>& out, std::vector<std::string>& warnings) {
+  const json* stages = ja::child(spec, "stages");
+  if (!ja::isArray(stages)) return;
+  std::string envName = ja::strOr(ja::at(spec, {"runtimeEnvRef", "name"}));
+  std::string envId = quote(r.ns + "/" + envName);
+  for (std::size_t i = 0; i < stages->size(); ++i) {
+    const json* stage = &(*stages)[i];
+    std::string stageName = ja::strOr(ja::child(stage, "name"));
+    for (std::string_view kind : {"gate", "serving"}) {
+      const json* podSpec = ja::at(stage, {kind, "template", "spec"});
+      for (const ContainerList& list : kTemplateContainers) {
+        const json* containers = ja::child(podSpec, list.field);
+        if (!ja::isArray(containers)) continue;
+        for (std::size_t j = 0; j < containers->size(); ++j) {
+          const json* c = &(*containers)[j];
+          const json* image = ja::child(c, "image");
+          if (image == nullptr || image->is_null()) continue;
+          std::string path = "spec.stages[" + std::to_string(i) + "]." + std::string(kind) +
+                             ".template.spec." + std::string(list.field) + "[" + std::to_string(j) +
+                             "]";
+          std::string who = "stage " + quote(stageName) + " " + std::string(list.noun) + " " +
+                            quote(ja::strOr(ja::child(c, "name")));
+          if (!image->is_string()) {
+            out.push_back(path + ".image: " + who + ": must be a string");
+          } else if (!image->get_ref<const std::string&>().empty()) {
+            checkTemplateImage(path, who, image->get<std::string>(), r, envId, out, warnings);
+          }
+        }
+      }
+    }
+  }
+}
+
+// --- Approvals and abort.
+
+std::string releaseId(const ModelReleaseReview& r) {
+  std::string name = r.name;
+  if (name.empty()) name = ja::strOr(ja::at(r.release, {"metadata", "name"}));
+  if (name.empty()) name = ja::strOr(ja::at(r.release, {"metadata", "generateName"})) + "*";
+  return quote(r.ns + "/" + name);
+}
+
+std::vector<std::string> stageNames(const json* release) {
+  std::vector<std::string> names;
+  const json* stages = ja::at(release, {"spec", "stages"});
+  if (!ja::isArray(stages)) return names;
+  for (const json& s : *stages) {
+    if (const std::string* n = ja::str(ja::child(&s, "name")); n != nullptr) names.push_back(*n);
+  }
+  return names;
+}
+
+std::string annotationPath(const ReleaseAction& a) {
+  return "metadata.annotations[" + quote(a.annotation) + "]";
+}
+
+// The checks that need no authorizer. Problems go to `invalid` (the write is
+// wrong) or `forbidden` (the user may not do this); true when there are none.
+bool precheckAction(const ModelReleaseReview& r, const ReleaseAction& a,
+                    const std::vector<std::string>& stages, std::vector<std::string>& invalid,
+                    std::vector<std::string>& forbidden) {
+  bool ok = true;
+  if (a.kind == ReleaseActionKind::kApprove &&
+      std::find(stages.begin(), stages.end(), a.stage) == stages.end()) {
+    std::string known;
+    for (const std::string& s : stages) known += (known.empty() ? "" : ", ") + quote(s);
+    invalid.push_back(
+        annotationPath(a) + ": " + quote(a.stage) +
+        " is not a stage of this release (stages: " + (known.empty() ? "none" : known) + ")");
+    ok = false;
+  }
+  if (r.user.username.empty()) {
+    forbidden.push_back(annotationPath(a) +
+                        ": the request has no authenticated user name to record");
+    ok = false;
+  } else if (a.value != r.user.username) {
+    std::string recorded = a.kind == ReleaseActionKind::kAbort
+                               ? "who aborted"
+                               : "the approver of stage " + quote(a.stage);
+    forbidden.push_back(annotationPath(a) + ": value " + quote(a.value) +
+                        " must be your own user name " + quote(r.user.username) + " (it records " +
+                        recorded + ")");
+    ok = false;
+  }
+  return ok;
+}
+
+void checkActionAccess(const ModelReleaseReview& r, const ReleaseAction& a,
+                       std::vector<std::string>& forbidden) {
+  const std::string verb(a.verb());
+  const std::string user = quote(r.user.username);
+  const std::string need = "RBAC verb " + quote(verb) + " on resource " +
+                           quote(kModelReleasesResource) + " in API group " +
+                           quote(kLockstepGroup) + " is required (the ClusterRole " +
+                           std::string(kApproverClusterRole) + " grants it)";
+  auto it = r.access.find(verb);
+  if (it == r.access.end()) {
+    forbidden.push_back(annotationPath(a) + ": permission to " + verb + " was not checked; " +
+                        need);
+  } else if (!it->second.isOk()) {
+    forbidden.push_back(annotationPath(a) + ": cannot check whether user " + user + " may " + verb +
+                        " ModelRelease " + releaseId(r) + " (SubjectAccessReview failed: " +
+                        it->second.status().message() + "); refused, try again");
+  } else if (!it->second->allowed) {
+    std::string said;
+    if (!it->second->reason.empty()) said += "; authorizer: " + it->second->reason;
+    if (!it->second->evaluationError.empty())
+      said += "; evaluation error: " + it->second->evaluationError;
+    forbidden.push_back(annotationPath(a) + ": user " + user + " may not " + verb +
+                        " ModelRelease " + releaseId(r) + ": " + need + said);
+  }
+}
+
+bool reviewed(const ModelReleaseReview& r) {
+  return r.release != nullptr && r.release->is_object() &&
+         (r.operation == Operation::kCreate || r.operation == Operation::kUpdate) &&
+         r.subResource.empty();
+}
+
 }  // namespace
+
+std::set<std::string> verbsToAuthorize(const ModelReleaseReview& r) {
+  std::set<std::string> verbs;
+  if (!reviewed(r)) return verbs;
+  std::vector<std::string> stages = stageNames(r.release), scratch;
+  for (const ReleaseAction& a : changedReleaseActions(r.release, r.oldRelease)) {
+    if (precheckAction(r, a, stages, scratch, scratch)) verbs.emplace(a.verb());
+  }
+  return verbs;
+}
+
+AccessRequest accessRequestFor(const ModelReleaseReview& r, std::string_view verb) {
+  AccessRequest q;
+  q.user = r.user;
+  q.verb = std::string(verb);
+  q.group = std::string(kLockstepGroup);
+  q.resource = std::string(kModelReleasesResource);
+  q.ns = r.ns;
+  q.name = r.name.empty() ? ja::strOr(ja::at(r.release, {"metadata", "name"})) : r.name;
+  return q;
+}
 
 std::optional<std::string> modelReleaseRuntimeEnvName(const json& release) {
   const std::string* s = ja::str(ja::at(&release, {"spec", "runtimeEnvRef", "name"}));
@@ -171,9 +364,8 @@ std::optional<std::string> modelReleaseRuntimeEnvName(const json& release) {
 }
 
 Verdict validateModelRelease(const ModelReleaseReview& r) {
-  if (r.release == nullptr || !r.release->is_object()) return Verdict{};
-  if (r.operation != Operation::kCreate && r.operation != Operation::kUpdate) return Verdict{};
-  if (!r.subResource.empty()) return Verdict{};  // status is the operator's, not the user's
+  // The status subresource is the operator's, not the user's.
+  if (!reviewed(r)) return Verdict{};
 
   Verdict v;
   v.checked = true;
@@ -194,7 +386,10 @@ Verdict validateModelRelease(const ModelReleaseReview& r) {
     const json* oldStages = ja::child(oldSpec, "stages");
     bool stagesChanged = !update || r.oldRelease == nullptr || stages == nullptr ||
                          oldStages == nullptr || *stages != *oldStages;
-    if (stagesChanged) checkStages(spec, v.violations);
+    if (stagesChanged) {
+      checkStages(spec, v.violations);
+      checkTemplateImages(spec, r, v.violations, v.warnings);
+    }
 
     const std::string* hash = ja::str(ja::child(spec, "closureHash"));
     if (envName != nullptr && !envName->empty()) {
@@ -217,15 +412,26 @@ Verdict validateModelRelease(const ModelReleaseReview& r) {
       }
     }
   }
+  std::vector<std::string> forbidden;
+  std::vector<std::string> stages = stageNames(r.release);
+  for (const ReleaseAction& a : changedReleaseActions(r.release, r.oldRelease)) {
+    if (precheckAction(r, a, stages, v.violations, forbidden)) checkActionAccess(r, a, forbidden);
+  }
+  const bool invalid = !v.violations.empty();
+  v.violations.insert(v.violations.end(), forbidden.begin(), forbidden.end());
   if (!v.violations.empty()) {
-    std::string name = ja::strOr(ja::at(r.release, {"metadata", "name"}));
-    if (name.empty()) name = ja::strOr(ja::at(r.release, {"metadata", "generateName"})) + "*";
     std::string joined;
     for (const std::string& s : v.violations) joined += (joined.empty() ? "" : "; ") + s;
     v.decision = Decision::kDenied;
-    v.code = 422;
-    v.reason = "Invalid";
-    v.message = "lockstep: ModelRelease " + quote(r.ns + "/" + name) + " is invalid: " + joined;
+    if (invalid) {
+      v.code = 422;
+      v.reason = "Invalid";
+      v.message = "lockstep: ModelRelease " + releaseId(r) + " is invalid: " + joined;
+    } else {
+      v.code = 403;
+      v.reason = "Forbidden";
+      v.message = "lockstep: ModelRelease " + releaseId(r) + ": " + joined;
+    }
   } else if (!v.warnings.empty()) {
     v.decision = Decision::kWarned;
   }

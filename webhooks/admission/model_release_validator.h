@@ -12,16 +12,34 @@
 //    names eval/ci are reserved for gate stages and prod for the serving
 //    stage; at most one serving stage and it comes last; canary step weights
 //    are in 1..100 and strictly increasing.
+//  - Pod templates (spec.stages[].gate.template, .serving.template): a
+//    container or init container that sets `image` must name the RuntimeEnv's
+//    spec.image (same normalized repository and digest); one without an image
+//    is fine (the controller fills it in). Checked with the stage list (so
+//    only when it changed on UPDATE). Without the RuntimeEnv a pinned image
+//    is admitted with a warning, an unpinned one denied (it can never match).
 //  - RuntimeEnv: absent or not Ready → allowed with a warning; Ready with a
 //    different status.closureHash → denied on CREATE, a warning on UPDATE
 //    (an existing release whose RuntimeEnv moved on is stale, not invalid).
-// Denials are 422 Invalid. Thread-safety: pure function.
+//  - Approvals and abort (release_actions.h): every approve.lockstep.dev/<stage>
+//    or lockstep.dev/abort annotation the write adds or changes must have the
+//    requesting user's name as value, name a stage of the release (approve),
+//    and be allowed by the authorizer for the verb approve/abort on
+//    modelreleases.lockstep.dev. The caller asks the authorizer for
+//    verbsToAuthorize() and passes the answers in `access`; a verb without an
+//    answer, or whose check failed, is refused (fail closed).
+// Denials are 422 Invalid, or 403 Forbidden when the only problems are
+// approval/abort permissions (forged name, RBAC verb missing, check failed).
+// Thread-safety: pure functions.
 #pragma once
 
+#include <map>
 #include <nlohmann/json.hpp>
 #include <optional>
+#include <set>
 #include <string>
 
+#include "webhooks/admission/authorizer.h"
 #include "webhooks/admission/types.h"
 
 namespace lockstep::webhooks {
@@ -29,14 +47,25 @@ namespace lockstep::webhooks {
 struct ModelReleaseReview {
   Operation operation = Operation::kCreate;
   std::string ns;
+  std::string name;                            // request.name (empty with generateName)
   std::string subResource;                     // "status" updates are not checked
   const nlohmann::json* release = nullptr;     // request.object
   const nlohmann::json* oldRelease = nullptr;  // request.oldObject (UPDATE)
   std::optional<RuntimeEnvView> runtimeEnv;    // the RuntimeEnv named by spec.runtimeEnvRef
+  UserInfo user;                               // request.userInfo
+  // Authorizer answers by verb ("approve", "abort") for verbsToAuthorize().
+  std::map<std::string, StatusOr<AccessDecision>, std::less<>> access;
 };
 
 // spec.runtimeEnvRef.name, when set.
 std::optional<std::string> modelReleaseRuntimeEnvName(const nlohmann::json& release);
+
+// The RBAC verbs the write needs: those of added/changed action annotations
+// that pass the other checks (value is the user's name, the stage exists).
+std::set<std::string> verbsToAuthorize(const ModelReleaseReview& review);
+
+// The SubjectAccessReview question for `verb` on the reviewed release.
+AccessRequest accessRequestFor(const ModelReleaseReview& review, std::string_view verb);
 
 Verdict validateModelRelease(const ModelReleaseReview& review);
 

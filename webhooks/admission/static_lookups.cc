@@ -38,6 +38,23 @@ void StaticNamespaceModes::set(std::string ns, NamespaceMode mode) {
   modes_[std::move(ns)] = mode;
 }
 
+StatusOr<AccessDecision> StaticAuthorizer::authorize(const AccessRequest& q) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = rules_.find({q.user.username, q.verb});
+  bool allowed = it == rules_.end() ? default_ : it->second;
+  return AccessDecision{allowed, it == rules_.end() ? "default rule" : "static rule", ""};
+}
+
+void StaticAuthorizer::setDefault(bool allowed) {
+  std::lock_guard<std::mutex> lock(mu_);
+  default_ = allowed;
+}
+
+void StaticAuthorizer::set(std::string user, std::string verb, bool allowed) {
+  std::lock_guard<std::mutex> lock(mu_);
+  rules_[{std::move(user), std::move(verb)}] = allowed;
+}
+
 StatusOr<StaticLookups> loadStaticLookups(std::string_view text) {
   nlohmann::json doc = nlohmann::json::parse(text.begin(), text.end(), nullptr, false);
   if (doc.is_discarded() || !doc.is_object()) return invalidArgument("lookups: not a JSON object");
@@ -66,6 +83,27 @@ StatusOr<StaticLookups> loadStaticLookups(std::string_view text) {
       if (!mode.is_string())
         return invalidArgument("lookups: namespaces." + ns + " must be a string");
       out.namespaces->set(ns, parseNamespaceMode(mode.get<std::string>()));
+    }
+  }
+  if (const auto* authz = ja::child(&doc, "authorization")) {
+    if (!authz->is_object()) return invalidArgument("lookups: authorization must be an object");
+    std::string def = ja::strOr(ja::child(authz, "default"), "allow");
+    if (def != "allow" && def != "deny")
+      return invalidArgument("lookups: authorization.default must be allow or deny");
+    out.authorizer->setDefault(def == "allow");
+    if (const auto* rules = ja::child(authz, "rules")) {
+      if (!rules->is_array()) return invalidArgument("lookups: authorization.rules must be a list");
+      for (std::size_t i = 0; i < rules->size(); ++i) {
+        const nlohmann::json* r = &(*rules)[i];
+        std::string user = ja::strOr(ja::child(r, "user"));
+        std::string verb = ja::strOr(ja::child(r, "verb"));
+        const nlohmann::json* allowed = ja::child(r, "allowed");
+        if (user.empty() || verb.empty() || allowed == nullptr || !allowed->is_boolean()) {
+          return invalidArgument("lookups: authorization.rules[" + std::to_string(i) +
+                                 "] needs user, verb and allowed (a boolean)");
+        }
+        out.authorizer->set(std::move(user), std::move(verb), allowed->get<bool>());
+      }
     }
   }
   return out;

@@ -3,7 +3,6 @@
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   using lockstep::closure::LockFormat;
-  lockstep::closure::fuzz::run(data, size, LockFormat::kFlox);
-  lockstep::closure::fuzz::run(data, size, LockFormat::kNix);
+  lockstep::closure::fuzz::run(data, size, {LockFormat::kFlox, LockFormat::kNix});
   return 0;
 }

@@ -3,7 +3,6 @@
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   using lockstep::closure::LockFormat;
-  lockstep::closure::fuzz::run(data, size, LockFormat::kUv);
-  lockstep::closure::fuzz::run(data, size, LockFormat::kPoetry);
+  lockstep::closure::fuzz::run(data, size, {LockFormat::kUv, LockFormat::kPoetry});
   return 0;
 }

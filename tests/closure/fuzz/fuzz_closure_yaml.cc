@@ -3,7 +3,6 @@
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   using lockstep::closure::LockFormat;
-  lockstep::closure::fuzz::run(data, size, LockFormat::kCondaLock);
-  lockstep::closure::fuzz::run(data, size, LockFormat::kPixi);
+  lockstep::closure::fuzz::run(data, size, {LockFormat::kCondaLock, LockFormat::kPixi});
   return 0;
 }

@@ -57,12 +57,8 @@ class ModelReleaseControllerTest : public ::testing::Test {
     ns_ = uniqueName("mr");
     ASSERT_EQ(kubectl({"create", "namespace", ns_}).exitCode, 0);
     ASSERT_EQ(kubectl({"label", "namespace", ns_, "lockstep.dev/enforce=enforce"}).exitCode, 0);
-    applyRuntimeEnv(kLock);
-    ASSERT_EQ(kubectl({"wait", "--for=condition=Ready", "rte/torch", "-n", ns_, "--timeout=60s"})
-                  .exitCode,
-              0);
-    hash_ = kubectlJson({"get", "rte", "torch", "-n", ns_})["status"].value("closureHash", "");
-    ASSERT_FALSE(hash_.empty());
+    hash_ = applyReadyRuntimeEnv(ns_, "torch", kImage, kLock);
+    ASSERT_FALSE(hash_.empty()) << "RuntimeEnv torch never became Ready";
   }
   void TearDown() override {
     if (HasFailure() && op_) std::cerr << "operator log tail:\n" << op_->log() << std::endl;

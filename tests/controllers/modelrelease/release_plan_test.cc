@@ -453,6 +453,22 @@ TEST(ReleasePlan, ManualStageWaitsForApprovalThenRecordsTheApprover) {
   EXPECT_TRUE(hasEvent(go, "StageApproved", "alice"));
 }
 
+TEST(ReleasePlan, StaleCacheAfterCreateKeepsMountAndApprover) {
+  // The Job exists, but the cached release predates the status write that recorded it.
+  json release =
+      ReleaseBuilder().gate("ci").manual().annotate("approve.lockstep.dev/ci", "alice").build();
+  auto first = planRelease(observed(release));
+  ASSERT_EQ(first.jobsToCreate.size(), 1u);
+  auto o = observed(release);  // no status at all
+  o.jobs = {withUid(jobFor(first))};
+  auto plan = planRelease(o);
+  EXPECT_TRUE(plan.jobsToCreate.empty());
+  EXPECT_EQ(stage(plan, "ci")["phase"], "Running");
+  EXPECT_EQ(stage(plan, "ci")["packageMount"], "ImageVolume");
+  EXPECT_EQ(stage(plan, "ci")["approvedBy"], "alice");
+  EXPECT_EQ(plan.status["packageMount"], "ImageVolume");
+}
+
 TEST(ReleasePlan, AbortDeletesTheRunningJobAndFailsTheRelease) {
   json release = ReleaseBuilder().gate("eval").gate("ci").build();
   auto first = planRelease(observed(release));

@@ -224,6 +224,45 @@ TEST(RuntimeEnvPlan, PipIncludesResolveToOtherConfigMapKeys) {
   EXPECT_NE(ready["message"].get<std::string>().find("base.txt"), std::string::npos) << ready;
 }
 
+// issue 13: a 27 KB ConfigMap whose pip includes repeat each other resolves
+// (each include is parsed once); one over a limit of docs/limits.md is Stalled
+// with reason LockTooLarge, chosen from the error code.
+TEST(RuntimeEnvPlan, AmplifyingIncludesResolveAndOverLimitLocksAreLockTooLarge) {
+  std::string r, a;
+  for (int i = 0; i < 3000; ++i) {
+    r += "-r a.txt\n";
+    a += "-r b.txt\n";
+  }
+  json cm = {
+      {"data",
+       {{"r.txt", r}, {"a.txt", a}, {"b.txt", "six==1.16.0 --hash=sha256:" + hex64('a') + "\n"}}}};
+  Observed o{RteBuilder("t").configMapLock("locks", "r.txt").build(), cm, testNodes(), {}};
+  RuntimeEnvPlan p = plan(o, kNow);
+  ASSERT_EQ(readyCondition(p)["status"], "True") << p.status.dump(2);
+  EXPECT_EQ(p.status["packageCount"], 1);
+
+  // 257 distinct includes: one more than the limit.
+  std::string many;
+  json data = json::object();
+  for (size_t i = 0; i <= closure::kMaxIncludeFiles; ++i) {
+    many += "-r f" + std::to_string(i) + ".txt\n";
+    data["f" + std::to_string(i) + ".txt"] = "# empty\n";
+  }
+  data["r.txt"] = many;
+  o.configMap = json{{"data", data}};
+  p = plan(o, kNow);
+  json ready = readyCondition(p);
+  EXPECT_EQ(ready["status"], "False");
+  EXPECT_EQ(ready["reason"], kReasonLockTooLarge);
+  EXPECT_NE(ready["message"].get<std::string>().find("256 included files"), std::string::npos)
+      << ready;
+  json stalled = findCondition(p.status["conditions"], "Stalled").value_or(json());
+  EXPECT_EQ(stalled["status"], "True");
+  EXPECT_EQ(stalled["reason"], kReasonLockTooLarge);
+  ASSERT_EQ(p.events.size(), 1u);
+  EXPECT_EQ(p.events[0].reason, kReasonLockTooLarge);
+}
+
 TEST(RuntimeEnvPlan, AllowUnhashedMarksWeak) {
   Observed o{RteBuilder("t").inlineLock("numpy==1.26.4\n").allowUnhashed().build(),
              std::nullopt,

@@ -31,7 +31,8 @@ struct World {
   lw::NullRecorder recorder;
   lockstep::testing::FakeClock clock;
   lw::PodWebhook pods{envs, modes, recorder, clock};
-  lw::ModelReleaseWebhook releases{envs, recorder, clock};
+  lw::FixedAuthorizer authorizer{true};
+  lw::ModelReleaseWebhook releases{envs, authorizer, recorder, clock};
 };
 
 void check(const lw::HttpReply& r) {

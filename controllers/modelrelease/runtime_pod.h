@@ -1,0 +1,45 @@
+// The one rule for every pod Lockstep makes from a user's pod template (gate
+// Jobs and serving Deployments): it runs on the RuntimeEnv's image by digest,
+// declares its runtime (label lockstep.dev/runtime-env, annotation
+// lockstep.dev/closure-hash) so the pod admission webhook admits it, carries
+// the LOCKSTEP_* environment, and mounts the checkpoint package read-only at
+// /model by reference (docs/modelrelease.md). Thread-safety: pure functions.
+#pragma once
+
+#include <map>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+namespace lockstep::controllers {
+
+// How the checkpoint package is mounted into Lockstep's pods.
+enum class PackageMount { kImageVolume, kInitContainer };
+const char* packageMountName(PackageMount m);
+
+inline constexpr const char* kPackageVolume = "lockstep-package";
+inline constexpr const char* kModelDir = "/model";
+
+struct RuntimePod {
+  std::string owner;         // in messages: `stage "eval"`, `the serving template of release v7`
+  std::string runtimeEnv;    // the RuntimeEnv's name
+  std::string runtimeImage;  // its spec.image, repo@sha256:…
+  std::string closureHash;
+  std::string package;                        // the checkpoint, repo@sha256:…
+  std::map<std::string, std::string> labels;  // more pod labels (release, stage or track, model)
+  // LOCKSTEP_* variables between LOCKSTEP_PACKAGE/LOCKSTEP_CLOSURE_HASH (first)
+  // and LOCKSTEP_MODEL_DIR (last), in order.
+  std::vector<std::pair<std::string, std::string>> env;
+  PackageMount mount = PackageMount::kImageVolume;
+  std::vector<std::string> fetchCommand;  // kInitContainer: fetches $LOCKSTEP_PACKAGE
+};
+
+// Rewrites the PodTemplateSpec `tmpl` in place. An error names what cannot run:
+// no containers, or a container (or init container) naming another image than
+// the RuntimeEnv's (a container without an image gets it).
+std::optional<std::string> prepareRuntimePod(nlohmann::json& tmpl, const RuntimePod& pod);
+
+}  // namespace lockstep::controllers
