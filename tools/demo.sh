@@ -42,14 +42,15 @@ say "Lockstep: CRDs, RBAC, webhook configuration"
 k apply -f crds/ >/dev/null
 k wait --for condition=Established crd/runtimeenvs.lockstep.dev crd/modelreleases.lockstep.dev >/dev/null
 k create namespace "$opns" --dry-run=client -o yaml | k apply -f - >/dev/null
+# A Service cannot reach 127.0.0.1: the chart renders the webhooks' clientConfig
+# as a URL to the local operator (webhook.url). It is rendered, not patched in
+# afterwards, so applying again on a re-run replaces the URL instead of adding
+# the chart's `service:` next to it (which the API server refuses).
+port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
 "$LOCKSTEP_TOOLS_BIN/helm" template lockstep helm/lockstep -n "$opns" \
+  --set webhook.url="https://127.0.0.1:$port" \
   --show-only templates/serviceaccount.yaml --show-only templates/rbac.yaml \
   --show-only templates/webhooks.yaml | k apply -n "$opns" -f - >/dev/null
-# A Service cannot reach 127.0.0.1: point the webhooks at the local operator by URL.
-port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
-k patch validatingwebhookconfiguration lockstep --type=json -p "[
-  {\"op\":\"replace\",\"path\":\"/webhooks/0/clientConfig\",\"value\":{\"url\":\"https://127.0.0.1:$port/validate/pods\"}},
-  {\"op\":\"replace\",\"path\":\"/webhooks/1/clientConfig\",\"value\":{\"url\":\"https://127.0.0.1:$port/validate/modelreleases\"}}]" >/dev/null
 
 say "lockstep-operator (as ServiceAccount lockstep-system/lockstep)"
 [ -f "$dir/operator.pid" ] && kill "$(cat "$dir/operator.pid")" 2>/dev/null || true

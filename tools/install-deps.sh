@@ -12,8 +12,9 @@ packages=(
   libtomlplusplus-dev
   # fuzzing (libFuzzer + sanitizers) and lint
   clang-14 libclang-rt-14-dev clang-format clang-tidy
-  # test world: Argo CD health script interpreter, metrics, registry, load generator
-  lua5.1 prometheus docker-registry wrk
+  # test world: Argo CD customizations under Lua 5.1 (lua-yaml: their test files), metrics,
+  # registry, load generator
+  lua5.1 lua-yaml prometheus docker-registry wrk
   # admission benchmark ceiling (PEERS=1 bench/admission_bench.sh): static 200 over TLS
   nginx
 )

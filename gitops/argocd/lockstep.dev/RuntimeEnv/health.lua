@@ -1,5 +1,4 @@
 -- Argo CD health check for lockstep.dev/RuntimeEnv.
--- Install under resource.customizations.health.lockstep.dev_RuntimeEnv (docs/argocd.md).
 -- Healthy: the controller observed this generation and the closure resolved.
 -- Degraded: the lock cannot be resolved (Stalled) or no GPU node can run it.
 -- Progressing: the controller has not caught up with the spec yet.
