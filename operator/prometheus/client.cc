@@ -153,16 +153,27 @@ QueryResult Client::query(const std::string& promql, std::optional<int64_t> atUn
   auto response = transport_->send(request);
   if (!response.isOk()) {
     const Status& st = response.status();
+    // The transport prefixes the request line; the address says enough.
+    std::string why = st.message();
+    if (std::string prefix = request.describe() + ": "; why.rfind(prefix, 0) == 0) {
+      why.erase(0, prefix.size());
+    }
     if (st.code() == Code::kDeadlineExceeded) {
-      QueryResult r = QueryResult::ofError(
-          ErrorKind::kTimeout, "prometheus " + config_.address + ": no answer within " +
-                                   std::to_string((config_.timeout + kTransportGrace).count()) +
-                                   "s (timeout " + std::to_string(config_.timeout.count()) +
-                                   "s): " + st.message());
-      return r;
+      return QueryResult::ofError(ErrorKind::kTimeout,
+                                  "prometheus " + config_.address + ": no answer within " +
+                                      std::to_string((config_.timeout + kTransportGrace).count()) +
+                                      "s (timeout " + std::to_string(config_.timeout.count()) +
+                                      "s): " + why);
+    }
+    if (endpoint_.https &&
+        (why.find("SSL") != std::string::npos || why.find("certificate") != std::string::npos)) {
+      why += " (is the server's certificate for this host name, and signed by " +
+             (config_.caFile.empty() ? std::string("a CA of the system roots")
+                                     : "the CA in caFile \"" + config_.caFile + "\"") +
+             "?)";
     }
     return QueryResult::ofError(ErrorKind::kUnreachable,
-                                "prometheus " + config_.address + " unreachable: " + st.message());
+                                "prometheus " + config_.address + " unreachable: " + why);
   }
   QueryResult r = decodeQueryResponse(response->status, response->body);
   if (!r.ok()) r.error = "prometheus " + config_.address + ": " + r.error;

@@ -120,8 +120,10 @@ TEST(PrometheusClient, AnUnusableTokenFileIsAnErrorThatNamesTheFileNotTheToken) 
 
 TEST(PrometheusClient, TransportFailuresAreClassified) {
   auto t = std::make_shared<FakeTransport>();
-  t->push(unavailable("GET /api/v1/query?query=up: Failed to connect to any resolved endpoint"));
-  t->push(Status(Code::kDeadlineExceeded, "GET /api/v1/query?query=up: Connection timed out"));
+  t->push(unavailable(
+      "GET /api/v1/query?query=up&timeout=4s: Failed to connect to any resolved endpoint"));
+  t->push(Status(Code::kDeadlineExceeded,
+                 "GET /api/v1/query?query=up&timeout=4s: Connection timed out"));
   t->push(Status(Code::kCancelled, "cancelled"));
   auto c = makeClient(t, cfg("http://prom:9090", "", "", 4));
 
@@ -129,12 +131,15 @@ TEST(PrometheusClient, TransportFailuresAreClassified) {
   EXPECT_EQ(refused.kind, ErrorKind::kUnreachable);
   EXPECT_NE(refused.error.find("prometheus http://prom:9090 unreachable"), std::string::npos)
       << refused.error;
-  EXPECT_NE(refused.error.find("Failed to connect"), std::string::npos);
+  EXPECT_NE(refused.error.find("unreachable: Failed to connect"), std::string::npos)
+      << "the request line is dropped: " << refused.error;
   EXPECT_EQ(refused.httpStatus, 0);
 
   QueryResult slow = c->query("up");
   EXPECT_EQ(slow.kind, ErrorKind::kTimeout);
-  EXPECT_NE(slow.error.find("no answer within 6s (timeout 4s)"), std::string::npos) << slow.error;
+  EXPECT_NE(slow.error.find("no answer within 6s (timeout 4s): Connection timed out"),
+            std::string::npos)
+      << slow.error;
 
   EXPECT_EQ(c->query("up").kind, ErrorKind::kUnreachable);
 }

@@ -99,44 +99,63 @@ TEST_F(PrometheusIntegrationTest, ErrorRatioFollowsTheExporter) {
   }));
 }
 
-TEST_F(PrometheusIntegrationTest, SyntaxErrorIsAQueryError) {
-  QueryResult r = client_->query("sum(rate(lockstep_test_requests_total[5s]");
-  std::cout << describe(r) << "\n";
-  ASSERT_FALSE(r.ok());
-  EXPECT_EQ(r.kind, ErrorKind::kQuery);
-  EXPECT_EQ(r.errorType, "bad_data");
-  EXPECT_EQ(r.httpStatus, 400);
-  EXPECT_NE(r.error.find("parse error"), std::string::npos) << r.error;
-  EXPECT_NE(r.error.find(world_->url()), std::string::npos) << "names the server: " << r.error;
-}
-
-TEST_F(PrometheusIntegrationTest, EmptyResultIsAnError) {
-  (void)firstValue(kCanaryErrorRatio);  // scraped: the metric exists, the matcher does not
-  QueryResult r = client_->query("sum(rate(lockstep_test_requests_total{track=\"blue\"}[5s]))");
-  std::cout << describe(r) << "\n";
-  ASSERT_FALSE(r.ok());
-  EXPECT_EQ(r.kind, ErrorKind::kEmpty);
-  EXPECT_NE(r.error.find("empty vector"), std::string::npos) << r.error;
-}
-
-TEST_F(PrometheusIntegrationTest, SeveralSeriesAreAnError) {
-  (void)firstValue(kCanaryErrorRatio);
-  QueryResult r = client_->query("lockstep_test_requests_total{track=\"canary\"}");
-  std::cout << describe(r) << "\n";
-  ASSERT_FALSE(r.ok());
-  EXPECT_EQ(r.kind, ErrorKind::kMultipleSeries);
-  EXPECT_NE(r.error.find("returned 2 series"), std::string::npos) << r.error;
-  EXPECT_NE(r.error.find("code=\"500\""), std::string::npos) << "names the series: " << r.error;
-}
-
-TEST_F(PrometheusIntegrationTest, MatrixIsRefusedAndScalarIsAValue) {
-  (void)firstValue(kCanaryErrorRatio);
-  QueryResult m = client_->query("lockstep_test_requests_total{track=\"canary\",code=\"200\"}[5s]");
-  std::cout << describe(m) << "\n";
-  EXPECT_EQ(m.kind, ErrorKind::kUnsupportedType) << describe(m);
-  QueryResult s = client_->query("scalar(sum(up{job=\"lockstep-test-exporter\"})) * 2");
-  ASSERT_TRUE(s.ok()) << describe(s);
-  EXPECT_DOUBLE_EQ(*s.value, 2.0);
+// Prometheus takes ~5-10 s to scrape for the first time (its discovery
+// manager batches updates for 5 s), so the shapes share one server.
+TEST_F(PrometheusIntegrationTest, EveryShapeOtherThanOneValueIsAnError) {
+  (void)firstValue(kCanaryErrorRatio);  // scraped: the metric exists
+  {
+    SCOPED_TRACE("a syntax error");
+    QueryResult r = client_->query("sum(rate(lockstep_test_requests_total[5s]");
+    std::cout << describe(r) << "\n";
+    ASSERT_FALSE(r.ok());
+    EXPECT_EQ(r.kind, ErrorKind::kQuery);
+    EXPECT_EQ(r.errorType, "bad_data");
+    EXPECT_EQ(r.httpStatus, 400);
+    EXPECT_NE(r.error.find("parse error"), std::string::npos) << r.error;
+    EXPECT_NE(r.error.find(world_->url()), std::string::npos) << "names the server: " << r.error;
+  }
+  {
+    SCOPED_TRACE("no series match");
+    QueryResult r = client_->query("sum(rate(lockstep_test_requests_total{track=\"blue\"}[5s]))");
+    std::cout << describe(r) << "\n";
+    ASSERT_FALSE(r.ok());
+    EXPECT_EQ(r.kind, ErrorKind::kEmpty);
+    EXPECT_NE(r.error.find("empty vector"), std::string::npos) << r.error;
+  }
+  {
+    SCOPED_TRACE("two series");
+    QueryResult r = client_->query("lockstep_test_requests_total{track=\"canary\"}");
+    std::cout << describe(r) << "\n";
+    ASSERT_FALSE(r.ok());
+    EXPECT_EQ(r.kind, ErrorKind::kMultipleSeries);
+    EXPECT_NE(r.error.find("returned 2 series"), std::string::npos) << r.error;
+    EXPECT_NE(r.error.find("code=\"500\""), std::string::npos) << "names the series: " << r.error;
+  }
+  {
+    SCOPED_TRACE("a range vector");
+    QueryResult r =
+        client_->query("lockstep_test_requests_total{track=\"canary\",code=\"200\"}[5s]");
+    std::cout << describe(r) << "\n";
+    EXPECT_EQ(r.kind, ErrorKind::kUnsupportedType) << describe(r);
+  }
+  {
+    SCOPED_TRACE("a scalar is a value");
+    QueryResult r = client_->query("scalar(sum(up{job=\"lockstep-test-exporter\"})) * 2");
+    ASSERT_TRUE(r.ok()) << describe(r);
+    EXPECT_DOUBLE_EQ(*r.value, 2.0);
+  }
+  {
+    SCOPED_TRACE("the time parameter");
+    // An hour ago this Prometheus held no samples: the same query is empty then.
+    QueryResult past = client_->query(kCanaryErrorRatio, std::time(nullptr) - 3600);
+    EXPECT_EQ(past.kind, ErrorKind::kEmpty) << describe(past);
+    QueryResult now;
+    // Whole seconds: the first second after the first two scrapes may still hold one.
+    EXPECT_TRUE(eventually([&] {
+      now = client_->query(kCanaryErrorRatio, std::time(nullptr));
+      return now.ok();
+    })) << describe(now);
+  }
 }
 
 TEST_F(PrometheusIntegrationTest, NoTrafficIsNaNWhichIsAnError) {
@@ -150,15 +169,6 @@ TEST_F(PrometheusIntegrationTest, NoTrafficIsNaNWhichIsAnError) {
   std::cout << describe(r) << "\n";
   EXPECT_TRUE(nan) << "0/0 over a window without requests: " << describe(r);
   EXPECT_NE(r.error.find("NaN"), std::string::npos) << r.error;
-}
-
-TEST_F(PrometheusIntegrationTest, TimeParameterIsHonoured) {
-  (void)firstValue(kCanaryErrorRatio);
-  // An hour ago this Prometheus held no samples: the same query is empty then.
-  QueryResult past = client_->query(kCanaryErrorRatio, std::time(nullptr) - 3600);
-  EXPECT_EQ(past.kind, ErrorKind::kEmpty) << describe(past);
-  QueryResult now = client_->query(kCanaryErrorRatio, std::time(nullptr));
-  EXPECT_TRUE(now.ok()) << describe(now);
 }
 
 TEST_F(PrometheusIntegrationTest, StoppedPrometheusIsUnreachableNeverAValue) {
@@ -241,6 +251,7 @@ TEST_F(PrometheusTlsTest, VerifiesTheServerAgainstTheCaFile) {
   QueryResult refused = (*untrusted)->query("up");
   std::cout << describe(refused) << "\n";
   EXPECT_EQ(refused.kind, ErrorKind::kUnreachable) << describe(refused);
+  EXPECT_NE(refused.error.find("a CA of the system roots"), std::string::npos) << refused.error;
   EXPECT_EQ(refused.error.find("not-checked-by-this-prometheus"), std::string::npos)
       << "the token never appears in a message";
 
