@@ -56,7 +56,7 @@ struct QueryResult {
 
 // Bodies larger than this are refused as kBadResponse before parsing: one
 // value never needs more, and a huge vector means the query is wrong.
-inline constexpr size_t kMaxResponseBytes = 4 * 1024 * 1024;
+inline constexpr size_t kMaxResponseBytes = size_t{4} * 1024 * 1024;
 
 // Decodes Prometheus' answer to an instant query: the HTTP status and body as
 // received. Never throws.
