@@ -2,7 +2,8 @@
 # A real Prometheus (Debian's `prometheus` package, 2.42) scraping the test
 # exporter every second, for the canary-analysis tests and the demo.
 #
-#   tests/cluster/prometheus.sh up    --dir DIR [--exporter BIN] [--tls]   start both; prints env
+#   tests/cluster/prometheus.sh up    --dir DIR [--exporter BIN] [--tls] [--owner-pid PID]
+#                                                                          start both; prints env
 #   tests/cluster/prometheus.sh down  --dir DIR                            stop both, remove DIR
 #   tests/cluster/prometheus.sh rate  --dir DIR TRACK ERRORS [RPS]         set a track's error ratio
 #   tests/cluster/prometheus.sh stop-prometheus  --dir DIR                 stop Prometheus only
@@ -13,6 +14,8 @@
 # systemd unit and /etc/prometheus play no part. `up` returns once Prometheus
 # answers /-/ready and has scraped the exporter once (up == 1). With --tls it
 # serves https with a certificate for 127.0.0.1 from a CA made in DIR/tls.
+# With --owner-pid, a watcher runs `down` once that process has gone, so a
+# test binary that crashes leaves nothing running.
 #
 # The exporter is lockstep-test-exporter (tests/prometheus/test_exporter.cc):
 # --exporter, or $LOCKSTEP_TEST_EXPORTER. DIR holds prometheus.yml, data/,
@@ -25,12 +28,14 @@ shift || true
 dir=""
 exporter=${LOCKSTEP_TEST_EXPORTER:-}
 tls=0
+owner=""
 args=()
 while [ $# -gt 0 ]; do
   case "$1" in
     --dir) dir=$2; shift 2 ;;
     --exporter) exporter=$2; shift 2 ;;
     --tls) tls=1; shift ;;
+    --owner-pid) owner=$2; shift 2 ;;
     -*) echo "prometheus.sh: unknown flag $1" >&2; exit 2 ;;
     *) args+=("$1"); shift ;;
   esac
@@ -38,7 +43,7 @@ done
 
 log() { echo "prometheus.sh: $*" >&2; }
 die() { log "$*"; exit 1; }
-[ -n "$dir" ] || { sed -n '2,21p' "$0" | sed 's/^# \{0,1\}//' >&2; die "--dir is required"; }
+[ -n "$dir" ] || { sed -n '2,24p' "$0" | sed 's/^# \{0,1\}//' >&2; die "--dir is required"; }
 
 free_port() {
   python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1]); s.close()'
@@ -163,7 +168,20 @@ do_down() {
   [ -d "$dir" ] || return 0
   stop prometheus
   stop exporter
+  # The watcher itself may be the caller (its owner went away).
+  if [ -f "$(pidfile watcher)" ] && [ "$(cat "$(pidfile watcher)")" != "$$" ]; then
+    stop watcher
+  fi
   rm -rf "$dir"
+}
+
+start_watcher() { # PID: `down` once PID has exited
+  local self
+  self=$(cd "$(dirname "$0")" && pwd)/$(basename "$0")
+  setsid bash -c 'while kill -0 "$1" 2>/dev/null && [ -d "$2" ]; do sleep 1; done
+    [ -d "$2" ] && exec "$3" down --dir "$2"' watcher "$1" "$dir" "$self" \
+    >>"$dir/logs/watcher.log" 2>&1 </dev/null &
+  echo $! >"$(pidfile watcher)"
 }
 
 do_up() {
@@ -172,6 +190,7 @@ do_up() {
   do_down
   mkdir -p "$dir/pids" "$dir/logs"
   TLS=$tls
+  if [ -n "$owner" ]; then start_watcher "$owner"; fi
   start exporter "$exporter" --listen 127.0.0.1:0 --port-file "$dir/exporter.port"
   for _ in $(seq 1 100); do [ -s "$dir/exporter.port" ] && break; sleep 0.1; done
   [ -s "$dir/exporter.port" ] || { cat "$dir/logs/exporter.log" >&2; die "the exporter did not start"; }
@@ -211,5 +230,5 @@ case "$verb" in
     is_running prometheus && exit 0
     start_prometheus
     wait_prometheus || die "Prometheus did not become ready again on port $PROM_PORT" ;;
-  *) sed -n '2,21p' "$0" | sed 's/^# \{0,1\}//'; exit 2 ;;
+  *) sed -n '2,24p' "$0" | sed 's/^# \{0,1\}//'; exit 2 ;;
 esac

@@ -68,7 +68,9 @@ std::unique_ptr<PrometheusWorld> PrometheusWorld::start(const Options& options,
     return nullptr;
   }
   w->dir_ = tmpl;
-  std::vector<std::string> args{"up", "--exporter", LOCKSTEP_TEST_EXPORTER_BIN};
+  // --owner-pid: the script stops both processes if this test binary crashes.
+  std::vector<std::string> args{"up", "--exporter", LOCKSTEP_TEST_EXPORTER_BIN, "--owner-pid",
+                                std::to_string(getpid())};
   if (options.tls) args.emplace_back("--tls");
   std::string out;
   if (!w->script(args, &out)) {

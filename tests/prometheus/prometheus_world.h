@@ -1,6 +1,7 @@
 // PrometheusWorld: a real Prometheus (Debian's package) scraping the test
 // exporter every second, started by tests/cluster/prometheus.sh in a private
-// directory for one test and stopped when the object goes.
+// directory for one test and stopped when the object goes (or, should the
+// test binary crash, by the script's watcher of this process).
 // Thread-safety: use from one test thread.
 #pragma once
 
