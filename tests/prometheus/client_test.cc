@@ -11,6 +11,7 @@
 #include <gtest/gtest.h>
 
 #include "tests/operator/fake_transport.h"
+#include "tests/prometheus/print.h"
 
 namespace lockstep::prometheus {
 namespace {

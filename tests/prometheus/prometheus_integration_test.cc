@@ -16,6 +16,7 @@
 #include <gtest/gtest.h>
 
 #include "operator/prometheus/client.h"
+#include "tests/prometheus/print.h"
 #include "tests/prometheus/prometheus_world.h"
 
 namespace lockstep::prometheus {

@@ -7,6 +7,8 @@
 
 #include <gtest/gtest.h>
 
+#include "tests/prometheus/print.h"
+
 namespace lockstep::prometheus {
 namespace {
 
