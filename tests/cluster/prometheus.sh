@@ -1,0 +1,234 @@
+#!/usr/bin/env bash
+# A real Prometheus (Debian's `prometheus` package, 2.42) scraping the test
+# exporter every second, for the canary-analysis tests and the demo.
+#
+#   tests/cluster/prometheus.sh up    --dir DIR [--exporter BIN] [--tls] [--owner-pid PID]
+#                                                                          start both; prints env
+#   tests/cluster/prometheus.sh down  --dir DIR                            stop both, remove DIR
+#   tests/cluster/prometheus.sh rate  --dir DIR TRACK ERRORS [RPS]         set a track's error ratio
+#   tests/cluster/prometheus.sh stop-prometheus  --dir DIR                 stop Prometheus only
+#   tests/cluster/prometheus.sh start-prometheus --dir DIR                 start it again (same port)
+#
+# Both listen on 127.0.0.1 on free ports. Prometheus runs from the binary with
+# its own --config.file and --storage.tsdb.path under DIR: the package's
+# systemd unit and /etc/prometheus play no part. `up` returns once Prometheus
+# answers /-/ready and has scraped the exporter once (up == 1). With --tls it
+# serves https with a certificate for 127.0.0.1 from a CA made in DIR/tls.
+# With --owner-pid, a watcher runs `down` once that process has gone, so a
+# test binary that crashes leaves nothing running.
+#
+# The exporter is lockstep-test-exporter (tests/prometheus/test_exporter.cc):
+# --exporter, or $LOCKSTEP_TEST_EXPORTER. DIR holds prometheus.yml, data/,
+# logs/, pids/, tls/ and ports.env. Printed env: LOCKSTEP_PROMETHEUS_URL,
+# LOCKSTEP_EXPORTER_URL, and LOCKSTEP_PROMETHEUS_CA with --tls.
+set -euo pipefail
+
+verb=${1:-}
+shift || true
+dir=""
+exporter=${LOCKSTEP_TEST_EXPORTER:-}
+tls=0
+owner=""
+args=()
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --dir) dir=$2; shift 2 ;;
+    --exporter) exporter=$2; shift 2 ;;
+    --tls) tls=1; shift ;;
+    --owner-pid) owner=$2; shift 2 ;;
+    -*) echo "prometheus.sh: unknown flag $1" >&2; exit 2 ;;
+    *) args+=("$1"); shift ;;
+  esac
+done
+
+log() { echo "prometheus.sh: $*" >&2; }
+die() { log "$*"; exit 1; }
+[ -n "$dir" ] || { sed -n '2,24p' "$0" | sed 's/^# \{0,1\}//' >&2; die "--dir is required"; }
+
+free_port() {
+  python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1]); s.close()'
+}
+
+pidfile() { echo "$dir/pids/$1.pid"; }
+is_running() {
+  local f pid state
+  f=$(pidfile "$1")
+  [ -f "$f" ] || return 1
+  pid=$(cat "$f")
+  kill -0 "$pid" 2>/dev/null || return 1
+  state=$(awk '{print $3}' "/proc/$pid/stat" 2>/dev/null) || return 1
+  [ -n "$state" ] && [ "$state" != Z ]
+}
+
+start() { # NAME BINARY ARGS...: in its own session, logs to logs/NAME.log
+  local name=$1; shift
+  mkdir -p "$dir/logs" "$dir/pids"
+  setsid "$@" >>"$dir/logs/$name.log" 2>&1 </dev/null &
+  echo $! >"$(pidfile "$name")"
+}
+
+stop() { # NAME: TERM, then KILL after 5 s; only the pid this script started
+  local f pid
+  f=$(pidfile "$1")
+  [ -f "$f" ] || return 0
+  pid=$(cat "$f")
+  if kill -0 "$pid" 2>/dev/null; then
+    kill -TERM "$pid" 2>/dev/null || true
+    for _ in $(seq 1 50); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
+    kill -KILL "$pid" 2>/dev/null || true
+  fi
+  rm -f "$f"
+}
+
+scheme() { if [ "$TLS" = 1 ]; then echo https; else echo http; fi; }
+prom_url() { echo "$(scheme)://127.0.0.1:$PROM_PORT"; }
+pcurl() { # curl against Prometheus, trusting the test CA with --tls
+  if [ "$TLS" = 1 ]; then curl --cacert "$dir/tls/ca.crt" "$@"; else curl "$@"; fi
+}
+
+make_tls() {
+  local c=$dir/tls
+  mkdir -p "$c"
+  (
+    cd "$c"
+    openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes \
+      -keyout ca.key -out ca.crt -days 2 -subj "/CN=lockstep-test-prometheus-ca" 2>/dev/null
+    openssl req -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes \
+      -keyout prometheus.key -out prometheus.csr -subj "/CN=prometheus" 2>/dev/null
+    printf '%s\n' "basicConstraints=CA:FALSE" "keyUsage=digitalSignature" \
+      "extendedKeyUsage=serverAuth" "subjectAltName=IP:127.0.0.1,DNS:localhost" >prometheus.ext
+    openssl x509 -req -in prometheus.csr -CA ca.crt -CAkey ca.key -CAcreateserial \
+      -out prometheus.crt -days 2 -extfile prometheus.ext 2>/dev/null
+    rm -f prometheus.csr prometheus.ext
+    chmod 600 ./*.key
+  )
+  cat >"$dir/web.yml" <<EOF
+tls_server_config:
+  cert_file: $dir/tls/prometheus.crt
+  key_file: $dir/tls/prometheus.key
+  min_version: TLS12
+EOF
+}
+
+write_config() {
+  cat >"$dir/prometheus.yml" <<EOF
+global:
+  scrape_interval: 1s
+  scrape_timeout: 1s
+  evaluation_interval: 1s
+scrape_configs:
+- job_name: lockstep-test-exporter
+  static_configs:
+  - targets: ['127.0.0.1:$EXPORTER_PORT']
+EOF
+}
+
+start_prometheus() {
+  local web=()
+  [ "$TLS" = 1 ] && web=(--web.config.file="$dir/web.yml")
+  start prometheus prometheus --config.file="$dir/prometheus.yml" \
+    --storage.tsdb.path="$dir/data" --storage.tsdb.retention.time=1h \
+    --web.listen-address="127.0.0.1:$PROM_PORT" --log.level=warn "${web[@]}"
+}
+
+# Ready, and the exporter scraped once: up{job="lockstep-test-exporter"} is 1.
+wait_prometheus() {
+  local body
+  for _ in $(seq 1 120); do
+    is_running prometheus || { tail -n 20 "$dir/logs/prometheus.log" >&2; return 1; }
+    if pcurl -s --fail --max-time 2 "$(prom_url)/-/ready" >/dev/null 2>&1; then
+      body=$(pcurl -s --fail --max-time 2 -G "$(prom_url)/api/v1/query" \
+        --data-urlencode 'query=up{job="lockstep-test-exporter"}' 2>/dev/null || true)
+      if printf '%s' "$body" | python3 -c '
+import json, sys
+r = json.load(sys.stdin)["data"]["result"]
+sys.exit(0 if len(r) == 1 and r[0]["value"][1] == "1" else 1)' 2>/dev/null; then
+        return 0
+      fi
+    fi
+    sleep 0.5
+  done
+  tail -n 20 "$dir/logs/prometheus.log" >&2
+  return 1
+}
+
+load_env() {
+  [ -f "$dir/ports.env" ] || die "no test Prometheus in $dir (run up first)"
+  # shellcheck disable=SC1091
+  . "$dir/ports.env"
+}
+
+print_env() {
+  echo "export LOCKSTEP_PROMETHEUS_URL=$(prom_url)"
+  echo "export LOCKSTEP_EXPORTER_URL=http://127.0.0.1:$EXPORTER_PORT"
+  if [ "$TLS" = 1 ]; then echo "export LOCKSTEP_PROMETHEUS_CA=$dir/tls/ca.crt"; fi
+}
+
+do_down() {
+  [ -d "$dir" ] || return 0
+  stop prometheus
+  stop exporter
+  # The watcher itself may be the caller (its owner went away).
+  if [ -f "$(pidfile watcher)" ] && [ "$(cat "$(pidfile watcher)")" != "$$" ]; then
+    stop watcher
+  fi
+  rm -rf "$dir"
+}
+
+start_watcher() { # PID: `down` once PID has exited
+  local self
+  self=$(cd "$(dirname "$0")" && pwd)/$(basename "$0")
+  setsid bash -c 'while kill -0 "$1" 2>/dev/null && [ -d "$2" ]; do sleep 1; done
+    [ -d "$2" ] && exec "$3" down --dir "$2"' watcher "$1" "$dir" "$self" \
+    >>"$dir/logs/watcher.log" 2>&1 </dev/null &
+  echo $! >"$(pidfile watcher)"
+}
+
+do_up() {
+  command -v prometheus >/dev/null || die "prometheus is not installed (tools/install-deps.sh installs Debian's package)"
+  [ -n "$exporter" ] && [ -x "$exporter" ] || die "the test exporter binary is not given or not executable: --exporter BIN or \$LOCKSTEP_TEST_EXPORTER (got \"$exporter\")"
+  do_down
+  mkdir -p "$dir/pids" "$dir/logs"
+  TLS=$tls
+  if [ -n "$owner" ]; then start_watcher "$owner"; fi
+  start exporter "$exporter" --listen 127.0.0.1:0 --port-file "$dir/exporter.port"
+  for _ in $(seq 1 100); do [ -s "$dir/exporter.port" ] && break; sleep 0.1; done
+  [ -s "$dir/exporter.port" ] || { cat "$dir/logs/exporter.log" >&2; die "the exporter did not start"; }
+  EXPORTER_PORT=$(cat "$dir/exporter.port")
+  write_config
+  [ "$TLS" = 1 ] && make_tls
+  local t0=$SECONDS attempt
+  # A free port can be taken between the probe and Prometheus' bind: try another.
+  for attempt in 1 2 3; do
+    PROM_PORT=$(free_port)
+    printf 'TLS=%s\nPROM_PORT=%s\nEXPORTER_PORT=%s\n' "$TLS" "$PROM_PORT" "$EXPORTER_PORT" >"$dir/ports.env"
+    start_prometheus
+    if wait_prometheus; then
+      log "Prometheus $(prometheus --version 2>&1 | head -n 1 | awk '{print $3}') ready, exporter scraped, in $((SECONDS - t0))s"
+      print_env
+      return 0
+    fi
+    stop prometheus
+    log "Prometheus did not become ready on port $PROM_PORT (attempt $attempt)"
+  done
+  die "Prometheus did not start; see $dir/logs/prometheus.log"
+}
+
+case "$verb" in
+  up) do_up ;;
+  down) do_down ;;
+  env) load_env; print_env ;;
+  rate)
+    load_env
+    [ ${#args[@]} -ge 2 ] || die "usage: rate --dir DIR TRACK ERRORS [RPS]"
+    q="track=${args[0]}&errors=${args[1]}"
+    [ ${#args[@]} -ge 3 ] && q="$q&rps=${args[2]}"
+    curl -sS --fail-with-body --max-time 5 -X POST "http://127.0.0.1:$EXPORTER_PORT/rate?$q" ;;
+  stop-prometheus) load_env; stop prometheus ;;
+  start-prometheus)
+    load_env
+    is_running prometheus && exit 0
+    start_prometheus
+    wait_prometheus || die "Prometheus did not become ready again on port $PROM_PORT" ;;
+  *) sed -n '2,24p' "$0" | sed 's/^# \{0,1\}//'; exit 2 ;;
+esac

@@ -1,0 +1,44 @@
+// PrometheusWorld: a real Prometheus (Debian's package) scraping the test
+// exporter every second, started by tests/cluster/prometheus.sh in a private
+// directory for one test and stopped when the object goes (or, should the
+// test binary crash, by the script's watcher of this process).
+// Thread-safety: use from one test thread.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace lockstep::testing {
+
+class PrometheusWorld {
+ public:
+  struct Options {
+    bool tls = false;  // https with a certificate for 127.0.0.1 from a test CA (caFile())
+  };
+
+  // Starts both processes and waits for readiness and the first scrape.
+  // nullptr, with the script's output in `error`, when they do not start.
+  static std::unique_ptr<PrometheusWorld> start(const Options& options, std::string& error);
+  ~PrometheusWorld();
+  PrometheusWorld(const PrometheusWorld&) = delete;
+  PrometheusWorld& operator=(const PrometheusWorld&) = delete;
+
+  const std::string& url() const { return url_; }  // http(s)://127.0.0.1:PORT
+  const std::string& exporterUrl() const { return exporterUrl_; }
+  const std::string& caFile() const { return caFile_; }  // with tls
+  const std::string& dir() const { return dir_; }
+
+  // The exporter's error ratio (0..1) and, when rps >= 0, request rate of a track.
+  bool setRate(const std::string& track, double errors, double rps = -1);
+  bool stopPrometheus();
+  bool startPrometheus();
+
+ private:
+  PrometheusWorld() = default;
+  bool script(const std::vector<std::string>& args, std::string* out = nullptr);
+
+  std::string dir_, url_, exporterUrl_, caFile_;
+};
+
+}  // namespace lockstep::testing
