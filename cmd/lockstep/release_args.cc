@@ -120,6 +120,8 @@ StatusOr<ReleaseCommand> parseReleaseArgs(const std::vector<std::string>& args) 
       timeoutSet = true;
     } else if (a == "-A" || a == "--all-namespaces") {
       cmd.kube.allNamespaces = true;
+    } else if (a == "--full") {
+      cmd.full = true;
     } else if (a.size() > 1 && a[0] == '-') {
       return invalidArgument("unknown flag " + a);
     } else {
@@ -127,7 +129,7 @@ StatusOr<ReleaseCommand> parseReleaseArgs(const std::vector<std::string>& args) 
     }
   }
   if (positional.empty())
-    return invalidArgument("missing subcommand (list, status, approve, abort, wait)");
+    return invalidArgument("missing subcommand (list, status, approve, abort, promote, wait)");
   const std::string sub = positional[0];
   positional.erase(positional.begin());
   auto arity = [&](size_t min, size_t max, const std::string& shape) -> Status {
@@ -152,13 +154,16 @@ StatusOr<ReleaseCommand> parseReleaseArgs(const std::vector<std::string>& args) 
   } else if (sub == "abort") {
     cmd.action = A::kAbort;
     LOCKSTEP_RETURN_IF_ERROR(arity(1, 1, "abort NAME"));
+  } else if (sub == "promote") {
+    cmd.action = A::kPromote;
+    LOCKSTEP_RETURN_IF_ERROR(arity(1, 1, "promote NAME [--full]"));
   } else if (sub == "wait") {
     cmd.action = A::kWait;
     LOCKSTEP_RETURN_IF_ERROR(arity(1, 1, "wait NAME --for=phase=PHASE [--timeout=5m]"));
     if (cmd.forPhase.empty()) return invalidArgument("wait needs --for=phase=PHASE");
   } else {
     return invalidArgument("unknown subcommand \"" + sub +
-                           "\" (list, status, approve, abort, wait)");
+                           "\" (list, status, approve, abort, promote, wait)");
   }
   if (!positional.empty()) cmd.name = positional[0];
   if (cmd.kube.allNamespaces && cmd.action != A::kList)
@@ -167,6 +172,7 @@ StatusOr<ReleaseCommand> parseReleaseArgs(const std::vector<std::string>& args) 
     return invalidArgument("-o json applies to list and status only");
   if (cmd.action != A::kWait && (!cmd.forPhase.empty() || timeoutSet))
     return invalidArgument("--for and --timeout apply to wait only");
+  if (cmd.full && cmd.action != A::kPromote) return invalidArgument("--full applies to promote only");
   return cmd;
 }
 
@@ -199,7 +205,10 @@ void releaseUsage(std::ostream& os, const std::string& program) {
         "  approve NAME [STAGE]          approve STAGE, by default the stage waiting for\n"
         "                                approval (RBAC verb approve on modelreleases)\n"
         "  abort NAME                    stop the release: its running gate Job is deleted and\n"
-        "                                the release ends Failed (RBAC verb abort)\n"
+        "                                the release ends Failed; a canary is rolled back\n"
+        "                                (RBAC verb abort)\n"
+        "  promote NAME [--full]         end the pause of the canary's current step; --full\n"
+        "                                skips every remaining step (RBAC verb promote)\n"
         "  wait NAME --for=phase=PHASE   wait until the release reaches PHASE (fails at once\n"
         "       [--timeout=5m]           when it ends in another terminal phase)\n"
         "\n"

@@ -1,5 +1,5 @@
 // Command line of `lockstep release …` (and `kubectl lockstep release …`):
-//   list | status NAME | approve NAME [STAGE] | abort NAME |
+//   list | status NAME | approve NAME [STAGE] | abort NAME | promote NAME [--full] |
 //   wait NAME --for=phase=PHASE [--timeout=5m]
 // with kubectl's connection flags (--kubeconfig, --context, -n/--namespace,
 // -A/--all-namespaces for list) and -o json. Pure: parsing only.
@@ -25,11 +25,12 @@ struct KubeFlags {
 };
 
 struct ReleaseCommand {
-  enum class Action { kHelp, kList, kStatus, kApprove, kAbort, kWait };
+  enum class Action { kHelp, kList, kStatus, kApprove, kAbort, kPromote, kWait };
   Action action = Action::kHelp;
   std::string name;      // the release (all but list)
   std::string stage;     // approve: "" = the stage waiting for approval
   bool json = false;     // -o json (list, status)
+  bool full = false;     // promote --full: skip the remaining canary steps
   std::string forPhase;  // wait: canonical phase name
   std::chrono::seconds timeout{std::chrono::minutes(5)};  // wait
   KubeFlags kube;

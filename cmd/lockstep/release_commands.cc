@@ -65,17 +65,23 @@ int status(const ReleaseCommand& cmd, const std::string& ns, ReleaseIo& io) {
 // approve / abort: read, plan, patch the annotation with the resourceVersion read.
 int act(const ReleaseCommand& cmd, const std::string& ns, ReleaseIo& io) {
   const bool approve = cmd.action == ReleaseCommand::Action::kApprove;
-  const std::string verb = approve ? "approve" : "abort";
+  const bool promote = cmd.action == ReleaseCommand::Action::kPromote;
+  const std::string verb = approve ? "approve" : promote ? "promote" : "abort";
   auto user = whoAmI(io.client);
   if (!user.isOk()) return report(io, "finding your user name", user.status());
   for (int attempt = 1;; ++attempt) {
     auto release = getRelease(io, ns, cmd.name);
     if (!release.isOk()) return report(io, verb, release.status());
-    auto plan = approve ? planApproval(*release, cmd.stage, *user) : planAbort(*release);
+    auto plan = approve   ? planApproval(*release, cmd.stage, *user)
+                : promote ? planPromote(*release, cmd.full, *user)
+                          : planAbort(*release);
     if (!plan.isOk()) return report(io, "cannot " + verb, plan.status());
     const std::string id = quote(releaseId(*release));
     if (!plan->alreadyBy.empty()) {
-      if (approve) {
+      if (promote) {
+        io.out << "release " << id << " was already promoted (" << plan->annotation << ") by "
+               << plan->alreadyBy << "\n";
+      } else if (approve) {
         io.out << "stage " << quote(plan->stage) << " of release " << id
                << " is already approved by " << plan->alreadyBy << "\n";
       } else {
@@ -93,11 +99,17 @@ int act(const ReleaseCommand& cmd, const std::string& ns, ReleaseIo& io) {
       continue;  // the release moved on between read and write: decide again
     }
     if (!written.isOk()) {
-      std::string what = approve ? "approving stage " + quote(plan->stage) + " of release " + id
-                                 : "aborting release " + id;
+      std::string what = approve   ? "approving stage " + quote(plan->stage) + " of release " + id
+                         : promote ? "promoting release " + id
+                                   : "aborting release " + id;
       return report(io, what, written.status());
     }
-    if (approve) {
+    if (promote) {
+      io.out << "release " << id << ": "
+             << (cmd.full ? std::string("every remaining canary step skipped")
+                          : "canary step " + plan->stage + " promoted")
+             << " by " << *user << "\n";
+    } else if (approve) {
       io.out << "stage " << quote(plan->stage) << " of release " << id << " approved by " << *user
              << "\n";
     } else {
@@ -175,6 +187,7 @@ int runReleaseCommand(const ReleaseCommand& cmd, const std::string& ns, ReleaseI
       return status(cmd, ns, io);
     case A::kApprove:
     case A::kAbort:
+    case A::kPromote:
       return act(cmd, ns, io);
     case A::kWait:
       return wait(cmd, ns, io);

@@ -309,6 +309,36 @@ StatusOr<ActionPlan> planAbort(const json& release) {
   return plan;
 }
 
+StatusOr<ActionPlan> planPromote(const json& release, bool full, const std::string& user) {
+  std::string phase = str(release, {"status", "phase"});
+  std::string id = quote(releaseId(release));
+  if (phase != "Canary") {
+    return invalidArgument("release " + id + " is not in its canary (phase: " +
+                           (phase.empty() ? std::string("none yet") : phase) +
+                           "); only a release in phase Canary can be promoted");
+  }
+  ActionPlan plan;
+  if (full) {
+    plan.annotation = std::string(lw::kPromoteFullAnnotation);
+  } else {
+    const json* step = nullptr;
+    if (release.contains("status") && release["status"].contains("canary"))
+      step = release["status"]["canary"].contains("step") ? &release["status"]["canary"]["step"]
+                                                         : nullptr;
+    int index = step != nullptr && step->is_number_integer() ? step->get<int>() : 0;
+    plan.stage = std::to_string(index);
+    plan.annotation = std::string(lw::kPromoteAnnotationPrefix) + plan.stage;
+  }
+  if (std::string by = annotation(release, plan.annotation); !by.empty()) {
+    if (by != user) {
+      return invalidArgument("release " + id + " was already promoted (" + plan.annotation +
+                             ") by " + quote(by) + "; the controller has not acted on it yet");
+    }
+    plan.alreadyBy = by;
+  }
+  return plan;
+}
+
 WaitState waitState(const json& release, const std::string& phase) {
   std::string now = str(release, {"status", "phase"});
   if (now == phase) return WaitState::kReached;

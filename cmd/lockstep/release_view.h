@@ -55,6 +55,12 @@ StatusOr<ActionPlan> planApproval(const nlohmann::json& release, const std::stri
 // already requested (by anyone) is reported in alreadyBy.
 StatusOr<ActionPlan> planAbort(const nlohmann::json& release);
 
+// Promote a release in its canary: end the current step's pause
+// (promote.lockstep.dev/<step>), or with `full` skip every remaining step
+// (lockstep.dev/promote-full). Errors: the release is not in its canary
+// (naming its phase). An annotation already holding `user` is reported in alreadyBy.
+StatusOr<ActionPlan> planPromote(const nlohmann::json& release, bool full, const std::string& user);
+
 enum class WaitState { kReached, kWaiting, kEndedElsewhere };
 // kEndedElsewhere: the release is in a terminal phase other than `phase`.
 WaitState waitState(const nlohmann::json& release, const std::string& phase);

@@ -6,10 +6,14 @@
 #include <spdlog/spdlog.h>
 
 #include <chrono>
+#include <map>
+#include <mutex>
 
 #include "api/v1alpha1/model_release.h"
 #include "api/v1alpha1/resources.h"
+#include "controllers/modelrelease/prod_plan.h"
 #include "operator/kube/object.h"
+#include "operator/prometheus/client.h"
 
 namespace lockstep::controllers {
 namespace {
@@ -22,6 +26,96 @@ using runtime::Request;
 using runtime::Result;
 
 constexpr const char* kReleaseLabel = "lockstep.dev/release";
+constexpr const char* kModelLabel = "lockstep.dev/model";
+// Indexes: serving pods, Deployments and anchors by "<ns>/<model>"; releases likewise.
+constexpr const char* kByModelIndex = "model";
+// The anchor's data keys (docs/rollouts.md, "Ownership").
+constexpr const char* kAnchorPromoted = "promoted";
+constexpr const char* kAnchorPromotedPackage = "promotedPackage";
+constexpr const char* kAnchorPromotedClosureHash = "promotedClosureHash";
+constexpr const char* kAnchorCanary = "canary";
+constexpr const char* kAnchorHistory = "history";
+constexpr size_t kHistoryKept = 50;
+
+std::vector<std::string> byModelLabel(const kube::Object& o) {
+  auto m = kube::label(o, kModelLabel);
+  if (!m || m->empty()) return {};
+  return {kube::namespaceOf(o) + "/" + *m};
+}
+
+std::vector<std::string> releaseByModel(const kube::Object& mr) {
+  const json& spec = mr.contains("spec") ? mr["spec"] : json::object();
+  std::string model = spec.is_object() ? spec.value("model", "") : "";
+  if (model.empty()) return {};
+  return {kube::namespaceOf(mr) + "/" + model};
+}
+
+std::string dataOf(const kube::Object* cm, const char* key) {
+  if (cm == nullptr) return "";
+  const json* d = cm->contains("data") ? &(*cm)["data"] : nullptr;
+  if (d == nullptr || !d->is_object() || !d->contains(key) || !(*d)[key].is_string()) return "";
+  return (*d)[key].get<std::string>();
+}
+
+std::string templateRelease(const kube::Object* deployment) {
+  if (deployment == nullptr) return "";
+  return deployment->value(
+      "/spec/template/metadata/labels/lockstep.dev~1release"_json_pointer, std::string());
+}
+
+int specReplicas(const kube::Object* deployment) {
+  if (deployment == nullptr) return 0;
+  return deployment->value("/spec/replicas"_json_pointer, 1);
+}
+
+// The message of a ReplicaFailure (FailedCreate: e.g. refused by admission) the
+// Deployment controller copied from the canary's ReplicaSet.
+std::vector<std::string> replicaFailures(const kube::Object* deployment) {
+  std::vector<std::string> out;
+  if (deployment == nullptr) return out;
+  for (const json& c :
+       deployment->value("/status/conditions"_json_pointer, json::array())) {
+    if (c.value("type", "") == "ReplicaFailure" && c.value("status", "") == "True")
+      out.push_back(c.value("reason", "") + ": " + c.value("message", ""));
+  }
+  return out;
+}
+
+class PrometheusQuerier final : public AnalysisQuerier {
+ public:
+  Measurement measure(const PrometheusAnalysis& a, int64_t nowUnix) override {
+    Measurement m;
+    m.atUnix = nowUnix;
+    const prometheus::Client* client = nullptr;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      auto it = clients_.find(a.address);
+      if (it == clients_.end()) {
+        prometheus::ClientConfig config;
+        config.address = a.address;
+        config.timeout = std::chrono::seconds(10);
+        auto c = prometheus::Client::connect(config);
+        if (!c.isOk()) {
+          m.error = c.status().message();
+          return m;
+        }
+        it = clients_.emplace(a.address, std::move(*c)).first;
+      }
+      client = it->second.get();
+    }
+    prometheus::QueryResult r = client->query(a.query, nowUnix);
+    if (r.value) {
+      m.value = *r.value;
+    } else {
+      m.error = r.error.empty() ? std::string("no value") : r.error;
+    }
+    return m;
+  }
+
+ private:
+  std::mutex mu_;
+  std::map<std::string, std::unique_ptr<prometheus::Client>> clients_;
+};
 
 bool transient(const Status& s) {
   return s.code() == Code::kUnavailable || s.code() == Code::kConflict ||
@@ -31,27 +125,44 @@ bool transient(const Status& s) {
 
 class PrometheusReleaseMetrics final : public ReleaseMetrics {
  public:
-  explicit PrometheusReleaseMetrics(prometheus::Registry& registry)
-      : results_(prometheus::BuildCounter()
+  explicit PrometheusReleaseMetrics(::prometheus::Registry& registry)
+      : results_(::prometheus::BuildCounter()
                      .Name("lockstep_release_stage_results_total")
                      .Help("Gate stage results by stage and result "
                            "(succeeded, failed, timed_out, aborted)")
                      .Register(registry)),
-        durations_(prometheus::BuildHistogram()
+        durations_(::prometheus::BuildHistogram()
                        .Name("lockstep_release_stage_duration_seconds")
                        .Help("Time from a gate stage's start to its result")
+                       .Register(registry)),
+        promotions_(::prometheus::BuildCounter()
+                        .Name("lockstep_release_promotions_total")
+                        .Help("Releases promoted to prod, by model")
+                        .Register(registry)),
+        rollbacks_(::prometheus::BuildCounter()
+                       .Name("lockstep_release_rollbacks_total")
+                       .Help("Canary rollbacks by model and reason (docs/rollouts.md)")
                        .Register(registry)) {}
+
+  void promotion(const std::string& model) override {
+    promotions_.Add({{"model", model}}).Increment();
+  }
+  void rollback(const std::string& model, const std::string& reason) override {
+    rollbacks_.Add({{"model", model}, {"reason", reason}}).Increment();
+  }
 
   void stageResult(const std::string& stage, const std::string& result, double seconds) override {
     results_.Add({{"stage", stage}, {"result", result}}).Increment();
-    static const prometheus::Histogram::BucketBoundaries kBuckets = {
+    static const ::prometheus::Histogram::BucketBoundaries kBuckets = {
         5, 15, 30, 60, 120, 300, 600, 1200, 1800, 3600, 7200, 14400};
     durations_.Add({{"stage", stage}}, kBuckets).Observe(seconds);
   }
 
  private:
-  prometheus::Family<prometheus::Counter>& results_;
-  prometheus::Family<prometheus::Histogram>& durations_;
+  ::prometheus::Family<::prometheus::Counter>& results_;
+  ::prometheus::Family<::prometheus::Histogram>& durations_;
+  ::prometheus::Family<::prometheus::Counter>& promotions_;
+  ::prometheus::Family<::prometheus::Counter>& rollbacks_;
 };
 
 }  // namespace
@@ -59,13 +170,19 @@ class PrometheusReleaseMetrics final : public ReleaseMetrics {
 ModelReleaseReconciler::ModelReleaseReconciler(std::shared_ptr<kube::Client> client, Caches caches,
                                                kube::EventRecorder& events, kube::Clock& clock,
                                                std::shared_ptr<ReleaseMetrics> metrics,
-                                               ModelReleaseOptions options)
+                                               ModelReleaseOptions options,
+                                               std::shared_ptr<AnalysisQuerier> querier)
     : client_(std::move(client)),
       caches_(caches),
       events_(events),
       clock_(clock),
       metrics_(std::move(metrics)),
-      options_(std::move(options)) {}
+      options_(std::move(options)),
+      querier_(std::move(querier)) {}
+
+std::shared_ptr<AnalysisQuerier> makePrometheusQuerier() {
+  return std::make_shared<PrometheusQuerier>();
+}
 
 Result ModelReleaseReconciler::reconcile(const Request& request) {
   // Observe: caches only.
@@ -87,9 +204,18 @@ Result ModelReleaseReconciler::reconcile(const Request& request) {
   auto wall = clock_.wallNow();
   o.now = kube::formatTime(wall, false);
   o.nowUnix = std::chrono::duration_cast<std::chrono::seconds>(wall.time_since_epoch()).count();
+  std::string model = release->value("/spec/model"_json_pointer, std::string());
+  if (!model.empty()) {
+    auto anchor = caches_.anchors.get(request.ns, modelAnchorName(model));
+    o.promotedRelease = dataOf(anchor.get(), kAnchorPromoted);
+    o.canaryRelease = dataOf(anchor.get(), kAnchorCanary);
+  }
 
   // Plan: pure.
   ReleasePlan plan = planRelease(o);
+  if (plan.prod) {
+    if (auto done = runProdStage(request, *release, o, plan)) return *done;
+  }
 
   // Execute: Jobs first (deterministic names make a retry harmless), status last.
   for (const std::string& name : plan.jobsToDelete) {
@@ -134,11 +260,264 @@ Result ModelReleaseReconciler::reconcile(const Request& request) {
     if (metrics_) {
       for (const StageOutcome& out : plan.outcomes)
         metrics_->stageResult(out.stage, out.result, out.durationSeconds);
+      const json& prevCanary = release->value("/status/canary"_json_pointer, json::object());
+      const json& canary = plan.status.value("canary", json::object());
+      std::string before = prevCanary.value("phase", "");
+      std::string after = canary.value("phase", "");
+      if (after != before && after == "RollingBack")
+        metrics_->rollback(model, canary.value("reason", ""));
+      if (after != before && after == "Promoted") metrics_->promotion(model);
     }
   }
   if (plan.requeueAfterSeconds > 0)
     return Result::after(std::chrono::seconds(plan.requeueAfterSeconds));
   return Result::done();
+}
+
+// ---- the prod stage -------------------------------------------------------------------------
+
+namespace {
+
+// The serving recipe of `mr` (a release object): its package, validated
+// closure, RuntimeEnv image and the serving template of its prod stage.
+std::optional<ServingRelease> servingReleaseOf(const kube::Object& mr, const kube::Indexer& rtes,
+                                               std::string* why) {
+  ServingRelease r;
+  r.release = kube::name(mr);
+  r.package = mr.value("/spec/package"_json_pointer, std::string());
+  r.closureHash = mr.value("/spec/closureHash"_json_pointer, std::string());
+  r.runtimeEnv = mr.value("/spec/runtimeEnvRef/name"_json_pointer, std::string());
+  for (const json& st : mr.value("/spec/stages"_json_pointer, json::array())) {
+    if (st.contains("serving")) r.podTemplate = st["serving"].value("template", json::object());
+  }
+  auto rte = rtes.get(kube::namespaceOf(mr), r.runtimeEnv);
+  if (!rte) {
+    *why = "RuntimeEnv " + r.runtimeEnv + " of release " + r.release + " does not exist";
+    return std::nullopt;
+  }
+  r.runtimeImage = rte->value("/spec/image"_json_pointer, std::string());
+  return r;
+}
+
+json anchorHistory(const kube::Object* anchor) {
+  json h = json::parse(dataOf(anchor, kAnchorHistory), nullptr, false);
+  return h.is_array() ? h : json::array();
+}
+
+}  // namespace
+
+std::optional<Result> ModelReleaseReconciler::runProdStage(const Request& request,
+                                                           const kube::Object& release,
+                                                           const ReleaseObserved& o,
+                                                           ReleasePlan& plan) {
+  const json prevStatus = release.value("status", json::object());
+  const int64_t generation = release.value("/metadata/generation"_json_pointer, int64_t{0});
+  const std::string name = request.name;
+  const std::string ns = request.ns;
+  const std::string model = release.value("/spec/model"_json_pointer, std::string());
+
+  CanarySpec spec;
+  if (auto err = decodeCanarySpec(plan.prod->stageSpec, spec)) {
+    failProdStage(plan, *err, prevStatus, generation, o.now);
+    return std::nullopt;
+  }
+
+  // The anchor: create it, or claim the canary slot (the newest release to
+  // reach prod takes it; the one it displaces turns Superseded).
+  auto anchor = caches_.anchors.get(ns, modelAnchorName(model));
+  if (!anchor) {
+    json cm = {{"apiVersion", "v1"},
+               {"kind", "ConfigMap"},
+               {"metadata",
+                {{"name", modelAnchorName(model)},
+                 {"namespace", ns},
+                 {"labels", {{kModelLabel, model}, {"app.kubernetes.io/managed-by", "lockstep"}}}}},
+               {"data", {{kAnchorCanary, name}}}};
+    auto created = client_->create(kube::resources::kConfigMaps, cm);
+    if (!created.isOk() && created.status().code() != Code::kAlreadyExists)
+      return Result::failed(created.status().withContext("creating the model's anchor ConfigMap"));
+    return Result::after(std::chrono::seconds(1));  // plan again from the cache
+  }
+  if (dataOf(anchor.get(), kAnchorCanary) != name &&
+      !prevStatus.value("canary", json()).is_object()) {
+    json claimed = *anchor;
+    claimed["data"][kAnchorCanary] = name;
+    auto updated = client_->update(kube::resources::kConfigMaps, claimed);
+    if (!updated.isOk()) return Result::failed(updated.status().withContext("claiming the canary"));
+    return Result::after(std::chrono::seconds(1));
+  }
+
+  // Observe the serving objects.
+  auto canaryDep = caches_.deployments.get(ns, servingDeploymentName(model, kTrackCanary));
+  auto stableDep = caches_.deployments.get(ns, servingDeploymentName(model, kTrackStable));
+  std::vector<json> pods;
+  for (const auto& p : caches_.pods.byIndex(kByModelIndex, ns + "/" + model)) pods.push_back(*p);
+
+  CanaryObserved co;
+  co.spec = spec;
+  co.release = name;
+  co.model = model;
+  co.package = release.value("/spec/package"_json_pointer, std::string());
+  co.closureHash = release.value("/spec/closureHash"_json_pointer, std::string());
+  co.previous = prevStatus.value("canary", json());
+  co.stableRelease = templateRelease(stableDep.get());
+  co.canary.specReplicas = specReplicas(canaryDep.get());
+  co.canary.readyReplicas = countReadyPods(pods, kTrackCanary, name);
+  co.stable.specReplicas = specReplicas(stableDep.get());
+  co.stable.readyReplicas =
+      co.stableRelease.empty() ? 0 : countReadyPods(pods, kTrackStable, co.stableRelease);
+  for (const json& p : pods) {
+    if (p.value("/metadata/labels/lockstep.dev~1track"_json_pointer, std::string()) !=
+            kTrackCanary ||
+        p.value("/metadata/labels/lockstep.dev~1release"_json_pointer, std::string()) != name)
+      continue;
+    for (const json& cs : p.value("/status/containerStatuses"_json_pointer, json::array()))
+      co.canaryRestarts += cs.value("restartCount", 0);
+    if (p.value("/status/phase"_json_pointer, std::string()) == "Pending") {
+      for (const json& c : p.value("/status/conditions"_json_pointer, json::array())) {
+        if (c.value("type", "") == "PodScheduled" && c.value("status", "") == "False")
+          ++co.canaryPendingUnschedulable;
+      }
+    }
+  }
+  if (templateRelease(canaryDep.get()) == name) co.admissionRefusals = replicaFailures(canaryDep.get());
+  std::string promoted = dataOf(anchor.get(), kAnchorPromoted);
+  if (!promoted.empty() && promoted != name) {
+    co.knownGood = KnownGood{promoted, dataOf(anchor.get(), kAnchorPromotedPackage),
+                             dataOf(anchor.get(), kAnchorPromotedClosureHash)};
+    if (auto kg = caches_.releases.get(ns, promoted)) {
+      std::string env = kg->value("/spec/runtimeEnvRef/name"_json_pointer, std::string());
+      if (auto rte = caches_.runtimeEnvs.get(ns, env)) {
+        std::string hash = rte->value("/status/closureHash"_json_pointer, std::string());
+        co.knownGoodStale = !hash.empty() && hash != co.knownGood->closureHash;
+      }
+    }
+  }
+  int step = co.previous.is_object() ? co.previous.value("step", 0) : 0;
+  auto ann = [&](const std::string& key) {
+    return kube::annotation(release, key).value_or(std::string());
+  };
+  co.promoteStepBy = ann(kPromoteStepPrefix + std::to_string(step));
+  co.promoteFullBy = ann(kPromoteFullAnnotation);
+  co.abortBy = ann(kAbortAnnotation);
+  co.now = o.now;
+  co.nowUnix = o.nowUnix;
+
+  CanaryPlan cp = planCanary(co);
+  if (cp.measureNow && querier_) {
+    int at = cp.status.value("step", 0);
+    if (at >= 0 && at < static_cast<int>(spec.steps.size()) && spec.steps[at].analysis) {
+      co.measurement = querier_->measure(*spec.steps[at].analysis, o.nowUnix);
+      if (!co.measurement->error.empty())
+        spdlog::info("modelrelease {}: analysis error: {}", request.key(), co.measurement->error);
+      cp = planCanary(co);
+    }
+  }
+
+  // Apply: the Service, then both Deployments (stable first when it grows).
+  ServingObjectsInput in;
+  in.model = model;
+  in.ns = ns;
+  in.port = spec.port;
+  in.capacity = spec.capacity;
+  in.mount = options_.mount;
+  in.fetchCommand = options_.fetchCommand;
+  in.anchorUid = anchor->value("/metadata/uid"_json_pointer, std::string());
+  kube::PatchParams force;
+  force.force = true;
+  auto svc = client_->apply(kube::resources::kServices, buildModelService(in), force);
+  if (!svc.isOk()) return Result::failed(svc.status().withContext("applying Service " + model));
+
+  auto place = [&](const std::string& track, const std::string& who, int replicas,
+                   const kube::Object* current) -> Status {
+    if (who.empty()) {
+      if (current == nullptr || specReplicas(current) == 0) return Status::ok();
+      auto p = client_->mergePatch(kube::resources::kDeployments, ns,
+                                   servingDeploymentName(model, track),
+                                   json{{"spec", {{"replicas", 0}}}});
+      return p.isOk() ? Status::ok() : p.status();
+    }
+    if (current != nullptr && templateRelease(current) == who) {
+      if (specReplicas(current) == replicas) return Status::ok();
+      auto p = client_->mergePatch(kube::resources::kDeployments, ns,
+                                   servingDeploymentName(model, track),
+                                   json{{"spec", {{"replicas", replicas}}}});
+      return p.isOk() ? Status::ok() : p.status();
+    }
+    std::string why;
+    std::optional<ServingRelease> sr;
+    if (who == name) {
+      sr = servingReleaseOf(release, caches_.runtimeEnvs, &why);
+    } else if (auto other = caches_.releases.get(ns, who)) {
+      sr = servingReleaseOf(*other, caches_.runtimeEnvs, &why);
+    } else {
+      why = "release " + who + " is gone; the " + track + " Deployment keeps its pods";
+    }
+    if (!sr) return Status(Code::kUnavailable, why);
+    BuiltDeployment built = buildServingDeployment(in, track, *sr, replicas);
+    if (!built.error.empty()) return Status(Code::kInvalidArgument, built.error);
+    auto a = client_->apply(kube::resources::kDeployments, built.deployment, force);
+    return a.isOk() ? Status::ok() : a.status();
+  };
+  const std::string canaryWho = cp.replicas.canary > 0 || templateRelease(canaryDep.get()) == name
+                                    ? name
+                                    : std::string();
+  Status sCanary, sStable;
+  if (cp.replicas.stable >= co.stable.specReplicas) {
+    sStable = place(kTrackStable, cp.stableRelease, cp.replicas.stable, stableDep.get());
+    sCanary = place(kTrackCanary, canaryWho, cp.replicas.canary, canaryDep.get());
+  } else {
+    sCanary = place(kTrackCanary, canaryWho, cp.replicas.canary, canaryDep.get());
+    sStable = place(kTrackStable, cp.stableRelease, cp.replicas.stable, stableDep.get());
+  }
+  for (const Status* s : {&sCanary, &sStable}) {
+    if (s->isOk()) continue;
+    if (s->code() == Code::kInvalidArgument) {
+      failProdStage(plan, s->message(), prevStatus, generation, o.now);
+      return std::nullopt;
+    }
+    (void)events_.warning(release, "ServingApplyFailed", s->message());
+    return Result::failed(*s);
+  }
+
+  // The anchor records promotions and rollbacks (and frees the canary slot).
+  bool promotedNow = cp.action == CanaryAction::kPromoted &&
+                     (dataOf(anchor.get(), kAnchorPromoted) != name ||
+                      dataOf(anchor.get(), kAnchorCanary) == name);
+  bool rolledBackNow = cp.action == CanaryAction::kRolledBack &&
+                       dataOf(anchor.get(), kAnchorCanary) == name;
+  if (promotedNow || rolledBackNow) {
+    json updated = *anchor;
+    json& data = updated["data"];
+    if (!data.is_object()) data = json::object();
+    json history = anchorHistory(anchor.get());
+    json entry = {{"release", name},
+                  {"package", co.package},
+                  {"closureHash", co.closureHash},
+                  {"at", o.now}};
+    if (promotedNow) {
+      data[kAnchorPromoted] = name;
+      data[kAnchorPromotedPackage] = co.package;
+      data[kAnchorPromotedClosureHash] = co.closureHash;
+      entry["action"] = "Promoted";
+    } else {
+      entry["action"] = "RolledBack";
+      entry["reason"] = cp.status.value("reason", "");
+      entry["stable"] = co.knownGood ? co.knownGood->release : std::string();
+    }
+    data[kAnchorCanary] = "";
+    bool recorded = false;
+    for (const json& h : history)
+      recorded = recorded || (h.value("release", "") == name &&
+                              h.value("action", "") == entry["action"].get<std::string>());
+    if (!recorded) history.push_back(entry);
+    while (history.size() > kHistoryKept) history.erase(history.begin());
+    data[kAnchorHistory] = history.dump();
+    auto u = client_->update(kube::resources::kConfigMaps, updated);
+    if (!u.isOk()) return Result::failed(u.status().withContext("recording on the anchor"));
+  }
+  foldCanaryPlan(plan, cp, prevStatus, generation, o.now);
+  return std::nullopt;
 }
 
 StatusOr<PackageMount> probePackageMount(kube::Client& client, const std::string& ns) {
@@ -176,16 +555,27 @@ void setupModelReleaseController(runtime::Manager& manager, ModelReleaseOptions 
   podOpts.resource = kube::resources::kPods;
   podOpts.labelSelector = kReleaseLabel;
   kube::Informer& pods = manager.informer(podOpts);
+  kube::InformerOptions deployOpts;
+  deployOpts.resource = kube::resources::kDeployments;
+  deployOpts.labelSelector = kModelLabel;
+  kube::Informer& deployments = manager.informer(deployOpts);
+  kube::InformerOptions anchorOpts;
+  anchorOpts.resource = kube::resources::kConfigMaps;
+  anchorOpts.labelSelector = kModelLabel;
+  kube::Informer& anchors = manager.informer(anchorOpts);
   releases.addIndex(kReleaseByRuntimeEnvIndex, api::v1alpha1::indexByRuntimeEnv);
+  releases.addIndex(kByModelIndex, releaseByModel);
   jobs.addIndex(kube::kOwnerUidIndex, kube::ownerUidIndexFunc());
   pods.addIndex(kube::kOwnerUidIndex, kube::ownerUidIndexFunc());
+  pods.addIndex(kByModelIndex, byModelLabel);
 
   auto reconciler = std::make_shared<ModelReleaseReconciler>(
       manager.sharedClient(),
-      ModelReleaseReconciler::Caches{releases.cache(), rtes.cache(), jobs.cache(), pods.cache()},
+      ModelReleaseReconciler::Caches{releases.cache(), rtes.cache(), jobs.cache(), pods.cache(),
+                                     deployments.cache(), anchors.cache()},
       manager.events(), manager.clock(),
       std::make_shared<PrometheusReleaseMetrics>(*manager.metrics().registry()),
-      std::move(options));
+      std::move(options), makePrometheusQuerier());
   runtime::ControllerOptions co;
   co.name = "modelrelease";
   co.workers = workers;
@@ -206,6 +596,19 @@ void setupModelReleaseController(runtime::Manager& manager, ModelReleaseOptions 
     if (auto r = kube::label(pod, kReleaseLabel)) out.push_back({kube::namespaceOf(pod), *r});
     return out;
   });
+  // A model's Deployments and anchor: every release of that model (the one in
+  // canary scales, a promoted one notices it was superseded).
+  const kube::Indexer* byModel = &releases.cache();
+  auto releasesOfModel = [byModel](const kube::Object& o) {
+    std::vector<Request> out;
+    for (const std::string& key : byModelLabel(o)) {
+      for (const auto& mr : byModel->byIndex(kByModelIndex, key))
+        out.push_back({kube::namespaceOf(*mr), kube::name(*mr)});
+    }
+    return out;
+  };
+  c.watch(deployments, releasesOfModel);
+  c.watch(anchors, releasesOfModel);
   // A RuntimeEnv's resolved hash or readiness decides whether its releases may advance.
   const kube::Indexer* releaseCache = &releases.cache();
   c.watch(rtes, [releaseCache](const kube::Object& rte) {

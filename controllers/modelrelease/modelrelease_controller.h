@@ -3,9 +3,19 @@
 // create Jobs, Events, then the release's status last, by server-side apply
 // on /status). The contract is docs/modelrelease.md.
 //
-// It watches ModelReleases (spec and annotation changes: approvals, abort),
-// the Jobs they own, those Jobs' pods (the termination message carries the
-// gate's metrics) and RuntimeEnvs (a moved closure hash makes releases stale).
+// At the prod stage it also observes the model's serving objects (the anchor
+// ConfigMap `lockstep-model-<model>`, the Deployments `<model>-stable` and
+// `<model>-canary`, their pods), takes a Prometheus measurement when the
+// canary planner asks for one (canary_plan.h), applies the Service and both
+// Deployments, records promotions and rollbacks on the anchor, and folds the
+// canary's plan into the release's status (prod_plan.h). The contract is
+// docs/rollouts.md.
+//
+// It watches ModelReleases (spec and annotation changes: approvals, abort,
+// promote), the Jobs they own, pods labelled with a release (gate pods carry
+// the gate's metrics in their termination message; serving pods their
+// readiness), RuntimeEnvs (a moved closure hash makes releases stale), and
+// the models' Deployments and anchors (every release of the model).
 // Thread-safety: reconcile() may run on several workers for different keys.
 #pragma once
 
@@ -13,6 +23,7 @@
 #include <string>
 #include <vector>
 
+#include "controllers/modelrelease/canary_plan.h"
 #include "controllers/modelrelease/release_plan.h"
 #include "operator/kube/client.h"
 #include "operator/kube/event_recorder.h"
@@ -28,7 +39,20 @@ class ReleaseMetrics {
   virtual ~ReleaseMetrics() = default;
   virtual void stageResult(const std::string& stage, const std::string& result,
                            double durationSeconds) = 0;
+  virtual void promotion(const std::string& model) = 0;
+  virtual void rollback(const std::string& model, const std::string& reason) = 0;
 };
+
+// Takes one canary analysis measurement (Prometheus in production; a fake
+// with knobs in tests). Never throws: failures are Measurement errors.
+class AnalysisQuerier {
+ public:
+  virtual ~AnalysisQuerier() = default;
+  virtual Measurement measure(const PrometheusAnalysis& analysis, int64_t nowUnix) = 0;
+};
+
+// Queries Prometheus (operator/prometheus/client.h), one client per address.
+std::shared_ptr<AnalysisQuerier> makePrometheusQuerier();
 
 struct ModelReleaseOptions {
   PackageMount mount = PackageMount::kImageVolume;
@@ -41,11 +65,14 @@ class ModelReleaseReconciler final : public runtime::Reconciler {
     const kube::Indexer& releases;
     const kube::Indexer& runtimeEnvs;
     const kube::Indexer& jobs;  // label lockstep.dev/release, indexed by owner uid
-    const kube::Indexer& pods;  // label lockstep.dev/release, indexed by owner uid
+    const kube::Indexer& pods;  // label lockstep.dev/release, indexed by owner uid and model
+    const kube::Indexer& deployments;  // label lockstep.dev/model
+    const kube::Indexer& anchors;      // ConfigMaps labelled lockstep.dev/model
   };
   ModelReleaseReconciler(std::shared_ptr<kube::Client> client, Caches caches,
                          kube::EventRecorder& events, kube::Clock& clock,
-                         std::shared_ptr<ReleaseMetrics> metrics, ModelReleaseOptions options);
+                         std::shared_ptr<ReleaseMetrics> metrics, ModelReleaseOptions options,
+                         std::shared_ptr<AnalysisQuerier> querier = nullptr);
 
   runtime::Result reconcile(const runtime::Request& request) override;
 
@@ -56,6 +83,13 @@ class ModelReleaseReconciler final : public runtime::Reconciler {
   kube::Clock& clock_;
   std::shared_ptr<ReleaseMetrics> metrics_;
   ModelReleaseOptions options_;
+  std::shared_ptr<AnalysisQuerier> querier_;
+
+  // The prod stage: observes, plans the canary, applies the serving objects
+  // and folds the result into `plan`. A non-empty result ends the reconcile.
+  std::optional<runtime::Result> runProdStage(const runtime::Request& request,
+                                              const kube::Object& release,
+                                              const ReleaseObserved& observed, ReleasePlan& plan);
 };
 
 // Asks the API server (server-side dry run of a Job in `ns`) whether it keeps

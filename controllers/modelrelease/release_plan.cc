@@ -481,6 +481,33 @@ ReleasePlan planRelease(const ReleaseObserved& o) {
   }
   for (const StageSpec& s : r.stages) stageStatus(stages, s.name);
 
+  // Superseded: prod runs another release now (a Promoted one), or another
+  // release took the canary slot from this one (docs/rollouts.md).
+  {
+    bool promotedAway = prevPhase == kPhasePromoted && !o.promotedRelease.empty() &&
+                        o.promotedRelease != r.name;
+    bool slotLost = prevPhase == kPhaseCanary && !o.canaryRelease.empty() &&
+                    o.canaryRelease != r.name && o.promotedRelease != r.name;
+    if (promotedAway || slotLost) {
+      sum.phase = kPhaseSuperseded;
+      sum.readyReason = kReasonSuperseded;
+      sum.readyMessage = promotedAway
+                             ? "prod now runs release " + quote(o.promotedRelease)
+                             : "release " + quote(o.canaryRelease) +
+                                   " took the canary of model " + quote(r.model);
+      for (json& st : stages) {
+        if (st.value("phase", "") == kStageRunning) {
+          st["phase"] = kStageFailed;
+          st["message"] = sum.readyMessage;
+        }
+      }
+      if (status.contains("canary") && status["canary"].is_object())
+        status["canary"]["finishedAt"] = o.now;
+      plan.events.push_back({"Normal", kReasonSuperseded, sum.readyMessage});
+      return finish();
+    }
+  }
+
   // Terminal releases never move again (a GitOps re-apply restarts nothing).
   if (isTerminalPhase(prevPhase)) {
     if (auto ready = findCondition(conditions, "Ready")) {
@@ -539,13 +566,36 @@ ReleasePlan planRelease(const ReleaseObserved& o) {
     }
     status["currentStage"] = s.name;
     if (s.serving) {
-      sum.phase = kPhasePending;
-      sum.readyReason = sum.stalledReason = kReasonServingNotSupported;
-      sum.readyMessage = sum.stalledMessage =
-          "stage " + quote(s.name) +
-          " is a serving stage; prod rollouts are not run by this "
-          "version of the operator";
-      st["message"] = sum.readyMessage;
+      // A canary already running goes on (a moved runtime shows up as refused
+      // canary pods and rolls it back); one not started waits like a gate.
+      bool started = status.contains("canary") && status["canary"].is_object();
+      if (!started && (stale || !env.ready)) {
+        sum.phase = gateIndex == 0 ? kPhasePending : kPhaseTesting;
+        sum.readyReason = stale ? kReasonRuntimeStale
+                          : env.found ? kReasonRuntimeEnvNotReady
+                                      : kReasonRuntimeEnvNotFound;
+        sum.readyMessage = stale ? "RuntimeEnv " + quote(r.runtimeEnv) + " resolves to " +
+                                       env.closureHash + ", not the release's " + r.closureHash +
+                                       "; stage " + quote(s.name) + " does not start"
+                                 : "RuntimeEnv " + quote(r.ns + "/" + r.runtimeEnv) +
+                                       (env.found ? " is not Ready (" + env.notReadyMessage + ")"
+                                                  : " does not exist");
+        if (stale) {
+          sum.stalledReason = kReasonRuntimeStale;
+          sum.stalledMessage = sum.readyMessage;
+        }
+        break;
+      }
+      sum.phase = kPhaseCanary;
+      sum.reconciling = true;
+      if (st.value("phase", "Pending") != kStageRunning) {
+        st["phase"] = kStageRunning;
+        st["startedAt"] = o.now;
+      }
+      const json& specStages = member(member(o.release, "spec"), "stages", kEmptyArray);
+      for (const json& ss : specStages) {
+        if (str(ss, "name") == s.name) plan.prod = ProdStageRequest{s.name, ss};
+      }
       break;
     }
     sum.phase = gateIndex == 0 ? kPhaseEvaluating : kPhaseTesting;

@@ -30,6 +30,20 @@ struct ReleaseObserved {
   std::vector<std::string> fetchCommand;
   std::string now;      // RFC 3339, for status timestamps
   int64_t nowUnix = 0;  // the same instant, seconds since the epoch
+  // The model's prod state from its anchor ConfigMap (docs/rollouts.md,
+  // "Ownership"): the release prod runs and the release holding the canary
+  // slot. A Promoted release that prod no longer runs, or a release in canary
+  // that lost the slot, is Superseded.
+  std::string promotedRelease;
+  std::string canaryRelease;
+};
+
+// The release reached its prod (serving) stage: the shell observes the
+// model's serving objects and plans the canary (canary_plan.h), then folds
+// that plan into this one (prod_plan.h).
+struct ProdStageRequest {
+  std::string stage;
+  nlohmann::json stageSpec;  // spec.stages[i]
 };
 
 struct ReleaseEvent {
@@ -54,6 +68,7 @@ struct ReleasePlan {
   std::vector<StageOutcome> outcomes;
   // Look again after this many seconds even if nothing changes (0 = no).
   int64_t requeueAfterSeconds = 0;
+  std::optional<ProdStageRequest> prod;
 };
 
 // Phases (status.phase) and stage phases (status.stages[].phase).
@@ -62,6 +77,10 @@ inline constexpr const char* kPhaseEvaluating = "Evaluating";
 inline constexpr const char* kPhaseTesting = "Testing";
 inline constexpr const char* kPhaseValidated = "Validated";
 inline constexpr const char* kPhaseFailed = "Failed";
+inline constexpr const char* kPhaseCanary = "Canary";
+inline constexpr const char* kPhasePromoted = "Promoted";
+inline constexpr const char* kPhaseRolledBack = "RolledBack";
+inline constexpr const char* kPhaseSuperseded = "Superseded";
 inline constexpr const char* kStageWaitingForApproval = "WaitingForApproval";
 inline constexpr const char* kStageRunning = "Running";
 inline constexpr const char* kStageSucceeded = "Succeeded";
@@ -78,7 +97,7 @@ inline constexpr const char* kReasonInvalidSpec = "InvalidSpec";
 inline constexpr const char* kReasonRuntimeEnvNotFound = "RuntimeEnvNotFound";
 inline constexpr const char* kReasonRuntimeEnvNotReady = "RuntimeEnvNotReady";
 inline constexpr const char* kReasonRuntimeStale = "RuntimeStale";
-inline constexpr const char* kReasonServingNotSupported = "ServingNotSupported";
+inline constexpr const char* kReasonSuperseded = "Superseded";
 inline constexpr const char* kReasonWaitingForMetrics = "WaitingForMetrics";
 
 // Annotations users (through the webhook's RBAC check) write on a release.

@@ -60,6 +60,11 @@ TEST(ParseReleaseArgs, Flags) {
   EXPECT_TRUE(all->kube.allNamespaces);
   EXPECT_TRUE(all->json);
   EXPECT_TRUE(parseReleaseArgs({"status", "x", "-o=json"})->json);
+  auto promote = parseReleaseArgs({"promote", "gpt2", "--full"});
+  ASSERT_TRUE(promote.isOk()) << promote.status().toString();
+  EXPECT_EQ(promote->action, ReleaseCommand::Action::kPromote);
+  EXPECT_TRUE(promote->full);
+  EXPECT_FALSE(parseReleaseArgs({"promote", "gpt2"})->full);
 }
 
 struct BadCase {
@@ -84,7 +89,9 @@ INSTANTIATE_TEST_SUITE_P(
     Table, ParseReleaseArgsErrorTest,
     ::testing::Values(
         BadCase{{}, "missing subcommand"},
-        BadCase{{"promote", "x"}, "unknown subcommand \"promote\""},
+        BadCase{{"rollout", "x"}, "unknown subcommand \"rollout\""},
+        BadCase{{"promote"}, "usage: release promote NAME [--full]"},
+        BadCase{{"approve", "x", "--full"}, "--full applies to promote only"},
         BadCase{{"status"}, "usage: release status NAME"},
         BadCase{{"approve", "a", "b", "c"}, "usage: release approve NAME [STAGE]"},
         BadCase{{"wait", "x"}, "wait needs --for=phase=PHASE"},
@@ -133,7 +140,7 @@ TEST(ReleaseUsage, MentionsEverySubcommand) {
   releaseUsage(os, "kubectl lockstep");
   for (const char* s :
        {"kubectl lockstep release", "list", "status NAME", "approve NAME [STAGE]", "abort NAME",
-        "wait NAME --for=phase=PHASE", "--kubeconfig", "--context", "-n, --namespace"})
+        "promote NAME [--full]", "wait NAME --for=phase=PHASE", "--kubeconfig", "--context", "-n, --namespace"})
     EXPECT_NE(os.str().find(s), std::string::npos) << s;
 }
 

@@ -275,6 +275,30 @@ TEST(PlanAbort, RefusesEndedReleases) {
   EXPECT_TRUE(planAbort(Release().json()).isOk());  // no status yet: Pending
 }
 
+TEST(PlanPromote, EndsTheCurrentStepsPauseOrSkipsAll) {
+  json canary = {{"metadata", {{"name", "v2"}, {"namespace", "ml"}}},
+                 {"status", {{"phase", "Canary"}, {"canary", {{"phase", "Progressing"}, {"step", 1}}}}}};
+  auto p = planPromote(canary, false, "alice");
+  ASSERT_TRUE(p.isOk()) << p.status().toString();
+  EXPECT_EQ(p->annotation, "promote.lockstep.dev/1");
+  EXPECT_EQ(p->alreadyBy, "");
+  p = planPromote(canary, true, "alice");
+  ASSERT_TRUE(p.isOk());
+  EXPECT_EQ(p->annotation, "lockstep.dev/promote-full");
+  canary["metadata"]["annotations"]["promote.lockstep.dev/1"] = "alice";
+  EXPECT_EQ(planPromote(canary, false, "alice")->alreadyBy, "alice");
+  auto other = planPromote(canary, false, "bob");
+  ASSERT_FALSE(other.isOk());
+  EXPECT_NE(other.status().message().find("already promoted"), std::string::npos);
+  json done = {{"metadata", {{"name", "v1"}, {"namespace", "ml"}}},
+               {"status", {{"phase", "Promoted"}}}};
+  auto refused = planPromote(done, false, "alice");
+  ASSERT_FALSE(refused.isOk());
+  EXPECT_NE(refused.status().message().find("not in its canary (phase: Promoted)"),
+            std::string::npos)
+      << refused.status().message();
+}
+
 TEST(WaitState, ReachedWaitingOrEndedElsewhere) {
   EXPECT_EQ(waitState(Release().phase("Validated").json(), "Validated"), WaitState::kReached);
   EXPECT_EQ(waitState(Release().phase("Testing").json(), "Validated"), WaitState::kWaiting);

@@ -15,6 +15,11 @@ std::optional<ReleaseAction> parseReleaseAction(std::string_view key, const json
   ReleaseAction a;
   if (key == kAbortAnnotation) {
     a.kind = ReleaseActionKind::kAbort;
+  } else if (key == kPromoteFullAnnotation) {
+    a.kind = ReleaseActionKind::kPromote;
+  } else if (key.substr(0, kPromoteAnnotationPrefix.size()) == kPromoteAnnotationPrefix) {
+    a.kind = ReleaseActionKind::kPromote;
+    a.stage = std::string(key.substr(kPromoteAnnotationPrefix.size()));
   } else if (key.substr(0, kApproveAnnotationPrefix.size()) == kApproveAnnotationPrefix) {
     a.kind = ReleaseActionKind::kApprove;
     a.stage = std::string(key.substr(kApproveAnnotationPrefix.size()));

@@ -1,5 +1,6 @@
 // Table tests of the ModelRelease planner (controllers/modelrelease/release_plan.h)
 // and a simulated world that restarts the operator at every step.
+#include "controllers/modelrelease/prod_plan.h"
 #include "controllers/modelrelease/release_plan.h"
 
 #include <map>
@@ -544,9 +545,10 @@ TEST(ReleasePlan, MissingOrUnreadyRuntimeWaits) {
   EXPECT_NE(condition(plan, "Ready", "message").find("not for generation 3"), std::string::npos);
 }
 
-TEST(ReleasePlan, ServingStageIsReportedNotRun) {
+TEST(ReleasePlan, ServingStageIsHandedToTheCanaryPlanner) {
   json release = ReleaseBuilder().gate("eval").serving("prod").build();
   auto first = planRelease(observed(release));
+  EXPECT_FALSE(first.prod.has_value());
   json job = finished(jobFor(first), "Complete");
   auto o = observed(applied(release, first));
   o.jobs = {job};
@@ -554,9 +556,95 @@ TEST(ReleasePlan, ServingStageIsReportedNotRun) {
   auto plan = planRelease(o);
   EXPECT_EQ(stage(plan, "eval")["phase"], "Succeeded");
   EXPECT_EQ(plan.status["currentStage"], "prod");
-  EXPECT_EQ(condition(plan, "Ready"), "False");
-  EXPECT_EQ(condition(plan, "Stalled", "reason"), "ServingNotSupported");
+  EXPECT_EQ(plan.status["phase"], "Canary");
+  EXPECT_EQ(stage(plan, "prod")["phase"], "Running");
+  ASSERT_TRUE(plan.prod.has_value());
+  EXPECT_EQ(plan.prod->stage, "prod");
+  EXPECT_TRUE(plan.prod->stageSpec.contains("serving")) << plan.prod->stageSpec;
   EXPECT_TRUE(plan.jobsToCreate.empty());
+
+  // A stale runtime starts no canary.
+  o.runtimeEnv = runtimeEnv("sha256:" + std::string(64, 'f'), true);
+  plan = planRelease(o);
+  EXPECT_FALSE(plan.prod.has_value());
+  EXPECT_EQ(condition(plan, "Stalled", "reason"), "RuntimeStale");
+}
+
+TEST(ReleasePlan, CanaryPlansFoldIntoPhasesAndConditions) {
+  json release = ReleaseBuilder().serving("prod").build();
+  auto plan = planRelease(observed(release));
+  ASSERT_TRUE(plan.prod.has_value());
+  json previous = release.value("status", json::object());
+
+  CanaryPlan running;
+  running.action = CanaryAction::kProgress;
+  running.reason = kReasonCanaryPaused;
+  running.message = "step 1/2 at weight 50%: paused";
+  running.status = {{"phase", "Progressing"}, {"step", 0}};
+  running.requeueAfterSeconds = 7;
+  ReleasePlan p = plan;
+  foldCanaryPlan(p, running, previous, 1, "2026-11-30T10:00:00Z");
+  EXPECT_EQ(p.status["phase"], "Canary");
+  EXPECT_EQ(p.status["canary"]["phase"], "Progressing");
+  EXPECT_EQ(stage(p, "prod")["phase"], "Running");
+  EXPECT_EQ(condition(p, "Ready"), "False");
+  EXPECT_EQ(condition(p, "Ready", "reason"), "CanaryPaused");
+  EXPECT_EQ(condition(p, "Reconciling"), "True");
+  EXPECT_EQ(p.requeueAfterSeconds, 7);
+  EXPECT_TRUE(p.statusChanged);
+
+  CanaryPlan promoted = running;
+  promoted.action = CanaryAction::kPromoted;
+  promoted.reason = kReasonPromoted;
+  promoted.message = "prod runs it";
+  promoted.status["phase"] = "Promoted";
+  p = plan;
+  foldCanaryPlan(p, promoted, previous, 1, "2026-11-30T10:00:00Z");
+  EXPECT_EQ(p.status["phase"], "Promoted");
+  EXPECT_EQ(stage(p, "prod")["phase"], "Succeeded");
+  EXPECT_EQ(condition(p, "Ready"), "True");
+  EXPECT_EQ(condition(p, "Stalled"), "False");
+
+  CanaryPlan rolledBack = running;
+  rolledBack.action = CanaryAction::kRolledBack;
+  rolledBack.reason = kReasonAnalysisFailed;
+  rolledBack.message = "step 1/2 analysis: failed (1) > failureLimit (0)";
+  rolledBack.status["phase"] = "RolledBack";
+  p = plan;
+  foldCanaryPlan(p, rolledBack, previous, 1, "2026-11-30T10:00:00Z");
+  EXPECT_EQ(p.status["phase"], "RolledBack");
+  EXPECT_EQ(stage(p, "prod")["phase"], "Failed");
+  EXPECT_EQ(condition(p, "Ready"), "False");
+  EXPECT_EQ(condition(p, "Stalled"), "True");
+  EXPECT_EQ(condition(p, "Stalled", "reason"), "AnalysisFailed");
+
+  p = plan;
+  failProdStage(p, "stage \"prod\".canary.capacity \"x\" is not surge or drain", previous, 1,
+                "2026-11-30T10:00:00Z");
+  EXPECT_EQ(p.status["phase"], "Failed");
+  EXPECT_EQ(condition(p, "Stalled", "reason"), "InvalidSpec");
+  EXPECT_FALSE(p.prod.has_value());
+}
+
+TEST(ReleasePlan, PromotedReleaseIsSupersededWhenProdRunsAnother) {
+  json release = ReleaseBuilder().serving("prod").build();
+  release["status"] = {{"phase", "Promoted"}, {"stages", json::array()}};
+  auto o = observed(release);
+  o.promotedRelease = release["metadata"]["name"];
+  auto plan = planRelease(o);
+  EXPECT_EQ(plan.status["phase"], "Promoted");
+  o.promotedRelease = "newer";
+  plan = planRelease(o);
+  EXPECT_EQ(plan.status["phase"], "Superseded");
+  EXPECT_NE(condition(plan, "Ready", "message").find("newer"), std::string::npos);
+  // A release in canary that lost the slot is Superseded too.
+  release["status"]["phase"] = "Canary";
+  o = observed(release);
+  o.canaryRelease = "newer";
+  o.promotedRelease = "older";
+  EXPECT_EQ(planRelease(o).status["phase"], "Superseded");
+  o.canaryRelease = release["metadata"]["name"];
+  EXPECT_NE(planRelease(o).status["phase"], "Superseded");
 }
 
 TEST(ReleasePlan, InvalidTimeoutIsAnInvalidSpec) {

@@ -1,0 +1,104 @@
+#include "controllers/modelrelease/prod_plan.h"
+
+#include <algorithm>
+
+#include "operator/kube/conditions.h"
+
+namespace lockstep::controllers {
+namespace {
+
+using kube::Condition;
+using kube::setCondition;
+using nlohmann::json;
+
+json& stageOf(json& status, const std::string& name) {
+  json& stages = status["stages"];
+  if (!stages.is_array()) stages = json::array();
+  for (json& s : stages) {
+    if (s.value("name", "") == name) return s;
+  }
+  stages.push_back({{"name", name}, {"phase", "Pending"}});
+  return stages.back();
+}
+
+void setAll(json& status, int64_t generation, const std::string& now, bool ready,
+            bool reconciling, const std::string& reason, const std::string& message,
+            const std::string& stalledReason) {
+  json& conditions = status["conditions"];
+  if (!conditions.is_array()) conditions = json::array();
+  setCondition(conditions, Condition{"Ready", ready ? "True" : "False", reason, message},
+               generation, now);
+  setCondition(conditions,
+               Condition{"Reconciling", reconciling ? "True" : "False",
+                         reconciling ? reason : "Idle",
+                         reconciling ? message : "nothing in progress"},
+               generation, now);
+  bool stalled = !stalledReason.empty();
+  setCondition(conditions,
+               Condition{"Stalled", stalled ? "True" : "False",
+                         stalled ? stalledReason : "Progressing",
+                         stalled ? message : "the release can make progress"},
+               generation, now);
+}
+
+}  // namespace
+
+void foldCanaryPlan(ReleasePlan& plan, const CanaryPlan& canary, const json& previousStatus,
+                    int64_t generation, const std::string& now) {
+  json& status = plan.status;
+  const std::string stage = plan.prod ? plan.prod->stage : status.value("currentStage", "");
+  json& st = stageOf(status, stage);
+  status["canary"] = canary.status;
+  if (canary.status.contains("step")) status["canaryStep"] = canary.status["step"];
+
+  switch (canary.action) {
+    case CanaryAction::kPromoted:
+      status["phase"] = kPhasePromoted;
+      st["phase"] = kStageSucceeded;
+      st["message"] = canary.message;
+      if (!st.contains("finishedAt")) st["finishedAt"] = now;
+      status.erase("currentStage");
+      setAll(status, generation, now, true, false, kReasonPromoted, canary.message, "");
+      break;
+    case CanaryAction::kRolledBack: {
+      status["phase"] = kPhaseRolledBack;
+      st["phase"] = kStageFailed;
+      st["message"] = canary.message;
+      if (!st.contains("finishedAt")) st["finishedAt"] = now;
+      std::string reason = canary.reason.empty() ? std::string("RolledBack") : canary.reason;
+      setAll(status, generation, now, false, false, reason, canary.message, reason);
+      break;
+    }
+    default:
+      status["phase"] = kPhaseCanary;
+      st["phase"] = kStageRunning;
+      st["message"] = canary.message;
+      setAll(status, generation, now, false, true,
+             canary.reason.empty() ? std::string(kReasonCanaryProgressing) : canary.reason,
+             canary.message, "");
+      break;
+  }
+  for (const ReleaseEvent& e : canary.events) plan.events.push_back(e);
+  if (canary.requeueAfterSeconds > 0) {
+    plan.requeueAfterSeconds = plan.requeueAfterSeconds == 0
+                                   ? canary.requeueAfterSeconds
+                                   : std::min(plan.requeueAfterSeconds, canary.requeueAfterSeconds);
+  }
+  plan.statusChanged = status != previousStatus;
+}
+
+void failProdStage(ReleasePlan& plan, const std::string& message, const json& previousStatus,
+                   int64_t generation, const std::string& now) {
+  json& status = plan.status;
+  const std::string stage = plan.prod ? plan.prod->stage : status.value("currentStage", "");
+  json& st = stageOf(status, stage);
+  st["phase"] = kStageFailed;
+  st["message"] = message;
+  status["phase"] = kPhaseFailed;
+  setAll(status, generation, now, false, false, kReasonInvalidSpec, message, kReasonInvalidSpec);
+  plan.events.push_back({"Warning", kReasonInvalidSpec, message});
+  plan.prod.reset();
+  plan.statusChanged = status != previousStatus;
+}
+
+}  // namespace lockstep::controllers
