@@ -10,6 +10,9 @@ std::vector<FlagSpec> operatorFlagSpecs(const std::string& podNamespace) {
       {"context", "", "kubeconfig context; default the current context"},
       {"namespace", podNamespace.empty() ? "lockstep-system" : podNamespace,
        "the operator's namespace (lease, certificate Secret)"},
+      {"watch-namespaces", "",
+       "comma-separated namespaces to manage (namespaced install; the chart's watchNamespaces); "
+       "empty: all namespaces"},
       {"bind-address", "0.0.0.0", "address for the metrics, health and webhook servers"},
       {"metrics-port", "8080", "Prometheus /metrics port (0 picks one)", T::kInt},
       {"health-port", "8081", "/healthz and /readyz port (0 picks one)", T::kInt},

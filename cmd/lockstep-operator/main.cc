@@ -63,6 +63,7 @@ int main(int argc, char** argv) {
   }
   const std::string ns = flags.get("namespace");
   const std::string bind = flags.get("bind-address");
+  const std::string watch = flags.get("watch-namespaces");
 
   // Signals go to the manager's handler thread; block them before any thread starts.
   lr::blockTerminationSignals();
@@ -91,6 +92,12 @@ int main(int argc, char** argv) {
   mo.leaderElectionConfig.leaseDuration = flags.getDuration("leader-elect-lease-duration");
   mo.leaderElectionConfig.renewDeadline = flags.getDuration("leader-elect-renew-deadline");
   mo.leaderElectionConfig.retryPeriod = flags.getDuration("leader-elect-retry-period");
+  for (size_t at = 0; at <= watch.size();) {
+    size_t comma = std::min(watch.find(',', at), watch.size());
+    if (comma > at) mo.watchNamespaces.push_back(watch.substr(at, comma - at));
+    at = comma + 1;
+  }
+  if (!mo.watchNamespaces.empty()) spdlog::info("watching namespaces {}", watch);
   mo.healthAddress = bind + ":" + std::to_string(flags.getInt("health-port"));
   mo.metricsAddress = bind + ":" + std::to_string(flags.getInt("metrics-port"));
   lr::Manager manager(*client, mo);

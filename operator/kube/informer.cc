@@ -5,15 +5,15 @@
 namespace lockstep::kube {
 namespace {
 
-ReflectorOptions reflectorOptions(const InformerOptions& o) {
+ReflectorOptions reflectorOptions(const InformerOptions& o, const std::string& ns) {
   ReflectorOptions r;
   r.resource = o.resource;
-  r.ns = o.ns;
+  r.ns = ns;
   r.labelSelector = o.labelSelector;
   r.fieldSelector = o.fieldSelector;
   r.minWatchTimeout = o.minWatchTimeout;
   r.backoff = o.backoff;
-  r.name = o.resource.id() + (o.ns.empty() ? "" : "/" + o.ns);
+  r.name = o.resource.id() + (ns.empty() ? "" : "/" + ns);
   return r;
 }
 
@@ -29,10 +29,16 @@ ObjectFilter matchLabels(std::map<std::string, std::string> want) {
 }
 
 Informer::Informer(std::shared_ptr<Client> client, InformerOptions options, Clock& clock)
-    : client_(std::move(client)),
-      options_(std::move(options)),
-      clock_(clock),
-      reflector_(*client_, reflectorOptions(options_), *this, clock) {}
+    : client_(std::move(client)), options_(std::move(options)), clock_(clock) {
+  std::vector<std::string> namespaces = {options_.ns};
+  if (options_.ns.empty() && !options_.namespaces.empty()) namespaces = options_.namespaces;
+  for (const auto& ns : namespaces) {
+    auto part = std::make_unique<Part>(*this, ns);
+    part->reflector =
+        std::make_unique<Reflector>(*client_, reflectorOptions(options_, ns), *part, clock);
+    parts_.push_back(std::move(part));
+  }
+}
 
 Informer::~Informer() { stop(); }
 
@@ -61,7 +67,7 @@ void Informer::start() {
   std::lock_guard<std::mutex> lock(mu_);
   if (started_ || stopped_) return;
   started_ = true;
-  thread_ = std::thread([this] { reflector_.run(); });
+  for (auto& p : parts_) p->thread = std::thread([r = p->reflector.get()] { r->run(); });
 }
 
 void Informer::stop() {
@@ -71,8 +77,10 @@ void Informer::stop() {
     stopped_ = true;
     syncedCv_.notify_all();
   }
-  reflector_.stop();
-  if (thread_.joinable()) thread_.join();
+  for (auto& p : parts_) p->reflector->stop();
+  for (auto& p : parts_) {
+    if (p->thread.joinable()) p->thread.join();
+  }
 }
 
 bool Informer::waitForSync(Clock::Duration timeout) {
@@ -89,7 +97,7 @@ bool Informer::admit(Object& o) const {
   return !options_.filter || options_.filter(o);
 }
 
-void Informer::replace(std::vector<Object> items, const std::string& resourceVersion) {
+void Informer::replace(Part& part, std::vector<Object> items) {
   std::vector<ObjectPtr> fresh;
   fresh.reserve(items.size());
   for (auto& o : items) {
@@ -97,9 +105,21 @@ void Informer::replace(std::vector<Object> items, const std::string& resourceVer
   }
   std::lock_guard<std::mutex> lock(handlersMu_);
   bool initial = !synced_.load();
-  auto previous = cache_.replace(fresh);
-  for (const auto& obj : fresh) {
+  std::vector<ObjectPtr> next;
+  if (!part.ns.empty()) {
+    // Other namespaces' objects stay as they are (same pointers: no events).
+    for (const auto& obj : cache_.list()) {
+      if (namespaceOf(*obj) != part.ns) next.push_back(obj);
+    }
+  }
+  next.insert(next.end(), fresh.begin(), fresh.end());
+  auto previous = cache_.replace(next);
+  for (const auto& obj : next) {
     auto it = previous.find(objectKey(*obj));
+    if (it != previous.end() && it->second == obj) {
+      previous.erase(it);
+      continue;
+    }
     if (it == previous.end()) {
       dispatch([&](const EventHandler& h) {
         if (h.onAdd) h.onAdd(*obj, initial);
@@ -119,7 +139,10 @@ void Informer::replace(std::vector<Object> items, const std::string& resourceVer
       if (h.onDelete) h.onDelete(*gone);
     });
   }
-  if (initial) {
+  part.listed = true;
+  bool all = true;
+  for (const auto& p : parts_) all = all && p->listed;
+  if (initial && all) {
     std::lock_guard<std::mutex> l(mu_);
     synced_ = true;
     syncedCv_.notify_all();

@@ -1,6 +1,6 @@
-// Informer: a reflector feeding an indexed cache, with event handlers called
-// after the cache changes. Controllers read objects from cache() (no API call)
-// and enqueue work from handlers.
+// Informer: a reflector (one per namespace of `namespaces`) feeding an indexed cache, with event
+// handlers called after the cache changes. Controllers read objects from cache() (no API call) and
+// enqueue work from handlers.
 //
 // Handlers run one at a time on the informer's thread, in event order; keep
 // them short (enqueue, don't reconcile). A relist reports objects that
@@ -42,7 +42,10 @@ ObjectFilter matchLabels(std::map<std::string, std::string> labels);
 
 struct InformerOptions {
   Resource resource;
-  std::string ns;             // "" = all namespaces
+  std::string ns;  // "" = all namespaces
+  // With `ns` empty: watch only these namespaces (one list+watch each, one
+  // cache; synced once every namespace listed). Empty: all namespaces.
+  std::vector<std::string> namespaces;
   std::string labelSelector;  // server-side
   std::string fieldSelector;
   // Applied to every listed or watched object before caching: cached objects are
@@ -53,11 +56,11 @@ struct InformerOptions {
   BackoffOptions backoff;
 };
 
-class Informer : private ReflectorSink {
+class Informer {
  public:
   Informer(std::shared_ptr<Client> client, InformerOptions options,
            Clock& clock = SystemClock::instance());
-  ~Informer() override;
+  ~Informer();
   Informer(const Informer&) = delete;
   Informer& operator=(const Informer&) = delete;
 
@@ -76,14 +79,31 @@ class Informer : private ReflectorSink {
 
   const Indexer& cache() const { return cache_; }
   const InformerOptions& options() const { return options_; }
-  std::string lastSyncResourceVersion() const { return reflector_.lastSyncResourceVersion(); }
-  int listCount() const { return reflector_.listCount(); }
+  // Of the first namespace's reflector (the only one unless `namespaces` has several).
+  std::string lastSyncResourceVersion() const {
+    return parts_.front()->reflector->lastSyncResourceVersion();
+  }
+  int listCount() const { return parts_.front()->reflector->listCount(); }
 
  private:
-  void replace(std::vector<Object> items, const std::string& resourceVersion) override;
+  // One reflector and the namespace it lists ("" = all).
+  struct Part final : ReflectorSink {
+    Part(Informer& informer, std::string ns) : informer(informer), ns(std::move(ns)) {}
+    void replace(std::vector<Object> items, const std::string& resourceVersion) override {
+      informer.replace(*this, std::move(items));
+    }
+    void apply(const WatchEvent& event) override { informer.apply(event); }
+    Informer& informer;
+    std::string ns;
+    bool listed = false;  // under handlersMu_
+    std::unique_ptr<Reflector> reflector;
+    std::thread thread;
+  };
+  // A list of `part`'s namespace: replaces what the cache holds there.
+  void replace(Part& part, std::vector<Object> items);
   // Transforms `o`; false when the filter drops it.
   bool admit(Object& o) const;
-  void apply(const WatchEvent& event) override;
+  void apply(const WatchEvent& event);
   template <typename F>
   void dispatch(F&& f);
 
@@ -91,7 +111,7 @@ class Informer : private ReflectorSink {
   InformerOptions options_;
   Clock& clock_;
   Indexer cache_;
-  Reflector reflector_;
+  std::vector<std::unique_ptr<Part>> parts_;
 
   std::mutex handlersMu_;  // serializes dispatch and handler registration
   std::vector<EventHandler> handlers_;
@@ -101,7 +121,6 @@ class Informer : private ReflectorSink {
   std::atomic<bool> synced_{false};
   bool started_ = false;
   bool stopped_ = false;
-  std::thread thread_;
 };
 
 }  // namespace lockstep::kube

@@ -51,12 +51,15 @@ Manager::~Manager() {
   health_.stop();
 }
 
-kube::Informer& Manager::informer(const kube::InformerOptions& o) {
+kube::Informer& Manager::informer(const kube::InformerOptions& options) {
+  kube::InformerOptions o = options;
+  if (o.resource.namespaced && o.ns.empty() && o.namespaces.empty())
+    o.namespaces = options_.watchNamespaces;
   std::lock_guard<std::mutex> lock(mu_);
   for (auto& i : informers_) {
     const auto& e = i->options();
-    if (e.resource == o.resource && e.ns == o.ns && e.labelSelector == o.labelSelector &&
-        e.fieldSelector == o.fieldSelector) {
+    if (e.resource == o.resource && e.ns == o.ns && e.namespaces == o.namespaces &&
+        e.labelSelector == o.labelSelector && e.fieldSelector == o.fieldSelector) {
       return *i;
     }
   }

@@ -38,6 +38,9 @@ struct ManagerOptions {
   std::string healthAddress = "0.0.0.0:8081";   // "" disables; port 0 picks one
   std::string metricsAddress = "0.0.0.0:8080";  // "" disables; port 0 picks one
   Clock::Duration cacheSyncTimeout = std::chrono::minutes(2);
+  // Namespaced install: informers of namespaced resources asked for all
+  // namespaces watch only these (empty: all namespaces).
+  std::vector<std::string> watchNamespaces;
   Clock* clock = nullptr;  // SystemClock when null
 };
 
@@ -49,6 +52,7 @@ class Manager {
   kube::Client& client() { return *client_; }
   std::shared_ptr<kube::Client> sharedClient() { return client_; }
   // The shared informer for a collection; the same options give the same informer.
+  // All namespaces of a namespaced resource means options().watchNamespaces.
   kube::Informer& informer(const kube::InformerOptions& options);
   kube::Informer& informer(const kube::Resource& resource, const std::string& ns = "");
   Controller& addController(ControllerOptions options, std::shared_ptr<Reconciler> reconciler);

@@ -25,6 +25,12 @@ app.kubernetes.io/instance: {{ .Release.Name }}
 {{- define "lockstep.namespaceSelector" -}}
 namespaceSelector:
   matchExpressions:
+  {{- with .Values.watchNamespaces }}
+  # Namespaced install: the operator sees RuntimeEnvs in these namespaces only.
+  - key: kubernetes.io/metadata.name
+    operator: In
+    values: {{- toYaml . | nindent 4 }}
+  {{- end }}
   - key: kubernetes.io/metadata.name
     operator: NotIn
     values:

@@ -1,6 +1,8 @@
 // Informer: cache, indexes, handlers and sync over a FakeTransport.
 #include "operator/kube/informer.h"
 
+#include <algorithm>
+
 #include <gtest/gtest.h>
 
 #include "tests/support/fake_clock.h"
@@ -204,6 +206,42 @@ TEST(IndexerTest, CustomIndexAndReplace) {
   EXPECT_TRUE(idx.byIndex("no-such-index", "x").empty());
   EXPECT_TRUE(idx.erase("n3/c"));
   EXPECT_EQ(idx.size(), 0u);
+}
+
+// A namespaced install: one list+watch per namespace, one cache, never a
+// request for all namespaces (the operator's Role does not allow one).
+TEST(InformerNamespaces, ListsEachNamespaceIntoOneCache) {
+  FakeClock clock;
+  clock.setAutoAdvance(false);
+  auto fake = std::make_shared<FakeTransport>();
+  fake->setHandler([](const Request& r) -> std::optional<testing::FakeReply> {
+    for (const auto& [k, v] : r.query) {
+      if (k == "watch") return std::nullopt;  // watches hang
+    }
+    if (r.path == "/api/v1/namespaces/a/configmaps")
+      return FakeTransport::list({testObject("a", "x", "5")}, "10");
+    if (r.path == "/api/v1/namespaces/b/configmaps")
+      return FakeTransport::list({testObject("b", "y", "6")}, "11");
+    return FakeTransport::status(403, "Forbidden", "not in a watched namespace: " + r.path);
+  });
+  InformerOptions o;
+  o.resource = resources::kConfigMaps;
+  o.namespaces = {"a", "b"};
+  Informer informer(std::make_shared<Client>(fake), o, clock);
+  Recorder rec;
+  informer.addEventHandler(rec.handler());
+  informer.start();
+  ASSERT_TRUE(informer.waitForSync(std::chrono::seconds(10)));
+  ASSERT_TRUE(rec.waitFor(2));
+  // The second namespace's list keeps the first one's objects (no delete, no update).
+  auto log = rec.snapshot();
+  std::sort(log.begin(), log.end());
+  EXPECT_EQ(log, (std::vector<std::string>{"add x (initial)", "add y (initial)"}));
+  EXPECT_EQ(informer.cache().size(), 2u);
+  EXPECT_TRUE(informer.cache().get("a", "x"));
+  EXPECT_TRUE(informer.cache().get("b", "y"));
+  for (const auto& r : fake->requests()) EXPECT_NE(r.path, "/api/v1/configmaps");
+  informer.stop();
 }
 
 }  // namespace

@@ -1,0 +1,365 @@
+#include "rbac/permissions.h"
+
+#include <map>
+#include <sstream>
+
+namespace lockstep::rbac {
+namespace {
+
+using nlohmann::json;
+constexpr Scope kC = Scope::kCluster;
+constexpr Scope kW = Scope::kWatchedNamespaces;
+constexpr Scope kO = Scope::kOperatorNamespace;
+
+std::string substitute(std::string s, const Install& install) {
+  const std::string key = "{fullname}";
+  for (auto at = s.find(key); at != std::string::npos; at = s.find(key))
+    s.replace(at, key.size(), install.fullname);
+  return s;
+}
+
+bool covers(const Grant& a, const Grant& b) {
+  if (a == b || a.group != b.group || a.resource != b.resource || a.verb != b.verb) return false;
+  bool placeCovers = a.where == "*" || a.where == b.where;
+  bool nameCovers = a.name.empty() || a.name == b.name;
+  return placeCovers && nameCovers;
+}
+
+std::vector<std::string> strings(const json& j, const char* key) {
+  std::vector<std::string> out;
+  if (j.contains(key) && j[key].is_array()) {
+    for (const auto& v : j[key])
+      if (v.is_string()) out.push_back(v.get<std::string>());
+  }
+  return out;
+}
+
+std::string scopeName(Scope s) {
+  switch (s) {
+    case Scope::kCluster:
+      return "cluster";
+    case Scope::kWatchedNamespaces:
+      return "watched namespaces";
+    case Scope::kOperatorNamespace:
+      return "operator namespace";
+  }
+  return "";
+}
+
+std::string joined(const std::vector<std::string>& v, const std::string& sep) {
+  std::string out;
+  for (const auto& s : v) out += (out.empty() ? "" : sep) + s;
+  return out;
+}
+
+}  // namespace
+
+const std::vector<Permission>& operatorPermissions() {
+  static const std::vector<Permission> table = {
+      // RuntimeEnv controller (controllers/runtimeenv/runtimeenv_controller.cc).
+      {"runtimeenv-controller",
+       "lockstep.dev",
+       {"runtimeenvs"},
+       {"list", "watch"},
+       kW,
+       {},
+       "informer: the RuntimeEnvs it reconciles"},
+      {"runtimeenv-controller",
+       "lockstep.dev",
+       {"runtimeenvs/status"},
+       {"patch"},
+       kW,
+       {},
+       "server-side apply of status (controllers/common/execute.cc)"},
+      {"runtimeenv-controller",
+       "",
+       {"configmaps"},
+       {"list", "watch"},
+       kW,
+       {},
+       "informer: locks kept in ConfigMaps (spec.lock.configMapRef)"},
+      {"runtimeenv-controller",
+       "",
+       {"nodes"},
+       {"list", "watch"},
+       kC,
+       {},
+       "informer: GPU driver labels (status.compatibleNodes)"},
+      {"runtimeenv-controller",
+       "",
+       {"events"},
+       {"create", "patch"},
+       kW,
+       {},
+       "operator/kube/event_recorder.cc: Events on the RuntimeEnv"},
+      // ModelRelease controller (controllers/modelrelease/modelrelease_controller.cc).
+      {"modelrelease-controller",
+       "lockstep.dev",
+       {"modelreleases", "runtimeenvs"},
+       {"list", "watch"},
+       kW,
+       {},
+       "informers: releases and the RuntimeEnvs they name"},
+      {"modelrelease-controller",
+       "lockstep.dev",
+       {"modelreleases/status"},
+       {"patch"},
+       kW,
+       {},
+       "server-side apply of status"},
+      {"modelrelease-controller",
+       "batch",
+       {"jobs"},
+       {"list", "watch", "create", "delete"},
+       kW,
+       {},
+       "gate Jobs (eval, ci): informer, create, delete on retry"},
+      {"modelrelease-controller",
+       "batch",
+       {"jobs"},
+       {"create"},
+       kO,
+       {},
+       "probePackageMount: a server-side dry run at start-up (--package-mount=auto)"},
+      {"modelrelease-controller",
+       "",
+       {"pods"},
+       {"list", "watch"},
+       kW,
+       {},
+       "informer: the gate Jobs' pods (label lockstep.dev/release)"},
+      {"modelrelease-controller",
+       "",
+       {"events"},
+       {"create", "patch"},
+       kW,
+       {},
+       "operator/kube/event_recorder.cc: Events on the release"},
+      // ModelRelease prod stage (issue 14): the canary and production Deployments.
+      {"modelrelease-controller",
+       "apps",
+       {"deployments"},
+       {"get", "list", "watch", "create", "patch", "update", "delete"},
+       kW,
+       {},
+       "prod stage: canary and production Deployments"},
+      {"modelrelease-controller",
+       "apps",
+       {"replicasets"},
+       {"list", "watch"},
+       kW,
+       {},
+       "prod stage: the canary's ReplicaSet (rollout progress)"},
+      {"modelrelease-controller",
+       "",
+       {"services"},
+       {"get", "list", "watch", "create", "patch"},
+       kW,
+       {},
+       "prod stage: the model's Service"},
+      {"modelrelease-controller",
+       "",
+       {"configmaps"},
+       {"create", "patch"},
+       kW,
+       {},
+       "prod stage: the per-model anchor ConfigMap lockstep-model-<model>"},
+      {"modelrelease-controller",
+       "",
+       {"events"},
+       {"list", "watch"},
+       kW,
+       {},
+       "prod stage: FailedCreate Events of the canary ReplicaSet"},
+      {"modelrelease-controller",
+       "",
+       {"nodes"},
+       {"list", "watch"},
+       kC,
+       {},
+       "prod stage: GPU capacity"},
+      // Admission (webhooks/, cmd/lockstep-operator/main.cc).
+      {"webhooks",
+       "lockstep.dev",
+       {"runtimeenvs"},
+       {"list", "watch"},
+       kW,
+       {},
+       "informer: pods.lockstep.dev checks pods against RuntimeEnv status"},
+      {"webhooks",
+       "",
+       {"namespaces"},
+       {"list", "watch"},
+       kC,
+       {},
+       "informer: the lockstep.dev/enforce label of namespaces"},
+      {"webhooks",
+       "authorization.k8s.io",
+       {"subjectaccessreviews"},
+       {"create"},
+       kC,
+       {},
+       "webhooks/kube_authorizer.cc: may this user approve/abort a release?"},
+      // Serving certificate, --cert-mode=self (webhooks/kube_cert_store.cc).
+      {"certificates",
+       "",
+       {"secrets"},
+       {"get", "update"},
+       kO,
+       {"{fullname}-webhook-tls"},
+       "SecretCertStore: the CA and serving certificate (--cert-secret)"},
+      {"certificates",
+       "",
+       {"secrets"},
+       {"create"},
+       kO,
+       {},
+       "SecretCertStore: first start (create cannot be restricted by name)"},
+      {"certificates",
+       "admissionregistration.k8s.io",
+       {"validatingwebhookconfigurations"},
+       {"get", "update"},
+       kC,
+       {"{fullname}"},
+       "WebhookConfigCaBundlePatcher: caBundle of --webhook-config"},
+      // Leader election (operator/runtime/leader_election.cc).
+      {"leader-election",
+       "coordination.k8s.io",
+       {"leases"},
+       {"get", "update"},
+       kO,
+       {"lockstep-operator"},
+       "LeaderElector: acquire, renew, release"},
+      {"leader-election",
+       "coordination.k8s.io",
+       {"leases"},
+       {"create"},
+       kO,
+       {},
+       "LeaderElector: first start (create cannot be restricted by name)"},
+  };
+  return table;
+}
+
+std::string toString(const Grant& g) {
+  return (g.where == "*" ? std::string("cluster-wide") : "namespace " + g.where) + ": " +
+         (g.group.empty() ? "core" : g.group) + "/" + g.resource + " " + g.verb +
+         (g.name.empty() ? "" : " (name " + g.name + ")");
+}
+
+std::set<Grant> minimise(const std::set<Grant>& grants) {
+  std::set<Grant> out;
+  for (const Grant& g : grants) {
+    bool covered = false;
+    for (const Grant& other : grants) {
+      if (covers(other, g)) {
+        covered = true;
+        break;
+      }
+    }
+    if (!covered) out.insert(g);
+  }
+  return out;
+}
+
+std::set<Grant> expectedGrants(const std::vector<Permission>& table, const Install& install) {
+  std::set<Grant> all;
+  for (const Permission& p : table) {
+    std::vector<std::string> places;
+    switch (p.scope) {
+      case Scope::kCluster:
+        places = {"*"};
+        break;
+      case Scope::kWatchedNamespaces:
+        places = install.watchNamespaces.empty() ? std::vector<std::string>{"*"}
+                                                 : install.watchNamespaces;
+        break;
+      case Scope::kOperatorNamespace:
+        places = {install.releaseNamespace};
+        break;
+    }
+    std::vector<std::string> names;
+    for (const auto& n : p.resourceNames) names.push_back(substitute(n, install));
+    if (names.empty()) names.emplace_back();
+    for (const auto& where : places)
+      for (const auto& r : p.resources)
+        for (const auto& v : p.verbs)
+          for (const auto& n : names) all.insert({where, p.group, r, v, n});
+  }
+  return minimise(all);
+}
+
+std::set<Grant> grantedTo(const std::vector<json>& objects, const std::string& serviceAccount,
+                          const std::string& saNamespace) {
+  auto nsOf = [&](const json& o) {
+    std::string ns = o.value("/metadata/namespace"_json_pointer, std::string());
+    return ns.empty() ? saNamespace : ns;  // rendered without one: the release namespace
+  };
+  // Roles by (namespace, name), ClusterRoles by name.
+  std::map<std::pair<std::string, std::string>, const json*> roles;
+  std::map<std::string, const json*> clusterRoles;
+  for (const json& o : objects) {
+    std::string kind = o.value("kind", "");
+    std::string name = o.value("/metadata/name"_json_pointer, std::string());
+    if (kind == "Role") roles[{nsOf(o), name}] = &o;
+    if (kind == "ClusterRole") clusterRoles[name] = &o;
+  }
+  std::set<Grant> all;
+  for (const json& b : objects) {
+    std::string kind = b.value("kind", "");
+    if (kind != "RoleBinding" && kind != "ClusterRoleBinding") continue;
+    std::string bindingNs = kind == "RoleBinding" ? nsOf(b) : "";
+    bool bound = false;
+    for (const json& s : b.value("subjects", json::array())) {
+      std::string sns = s.value("namespace", bindingNs);
+      if (s.value("kind", "") == "ServiceAccount" && s.value("name", "") == serviceAccount &&
+          sns == saNamespace)
+        bound = true;
+    }
+    if (!bound) continue;
+    const json ref = b.value("roleRef", json::object());
+    std::string refKind = ref.value("kind", "");
+    std::string refName = ref.value("name", "");
+    const json* role = nullptr;
+    if (refKind == "ClusterRole" && clusterRoles.count(refName)) role = clusterRoles[refName];
+    if (refKind == "Role" && roles.count({bindingNs, refName})) role = roles[{bindingNs, refName}];
+    std::string where = kind == "ClusterRoleBinding" ? "*" : bindingNs;
+    if (!role) {
+      // A role the chart does not render (a built-in one): never in the table.
+      all.insert({where, "?", refKind + "/" + refName, "?", ""});
+      continue;
+    }
+    for (const json& rule : role->value("rules", json::array())) {
+      auto groups = strings(rule, "apiGroups");
+      auto resources = strings(rule, "resources");
+      auto verbs = strings(rule, "verbs");
+      auto names = strings(rule, "resourceNames");
+      if (names.empty()) names.emplace_back();
+      if (rule.contains("nonResourceURLs")) {
+        for (const auto& u : strings(rule, "nonResourceURLs"))
+          for (const auto& v : verbs) all.insert({where, "nonResourceURL", u, v, ""});
+      }
+      for (const auto& g : groups)
+        for (const auto& r : resources)
+          for (const auto& v : verbs)
+            for (const auto& n : names) all.insert({where, g, r, v, n});
+    }
+  }
+  return minimise(all);
+}
+
+std::string markdownTable(const std::vector<Permission>& table) {
+  std::ostringstream out;
+  out << "| component | API group | resources | verbs | scope | resourceNames | used by |\n";
+  out << "|---|---|---|---|---|---|---|\n";
+  for (const Permission& p : table) {
+    out << "| " << p.component << " | " << (p.group.empty() ? "core" : p.group) << " | "
+        << joined(p.resources, ", ") << " | " << joined(p.verbs, ", ") << " | "
+        << scopeName(p.scope) << " | "
+        << (p.resourceNames.empty() ? "any" : "`" + joined(p.resourceNames, "`, `") + "`") << " | "
+        << p.usedBy << " |\n";
+  }
+  return out.str();
+}
+
+}  // namespace lockstep::rbac
