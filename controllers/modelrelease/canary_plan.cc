@@ -438,7 +438,9 @@ struct Planner {
     st["step"] = index;
     st["stepStartedAt"] = o.now;
     st.erase("weightReachedAt");
-    st["analysis"] = json::object();
+    // Recreated by a step with analysis. Never an empty object: server-side
+    // apply of `analysis: {}` over owned fields stores null, which the schema refuses.
+    st.erase("analysis");
     const CanaryStep& s = o.spec.steps[index];
     event("Normal", "CanaryStepStarted",
           "step " + std::to_string(index + 1) + "/" + std::to_string(o.spec.steps.size()) +

@@ -59,8 +59,8 @@ std::string dataOf(const kube::Object* cm, const char* key) {
 
 std::string templateRelease(const kube::Object* deployment) {
   if (deployment == nullptr) return "";
-  return deployment->value(
-      "/spec/template/metadata/labels/lockstep.dev~1release"_json_pointer, std::string());
+  return deployment->value("/spec/template/metadata/labels/lockstep.dev~1release"_json_pointer,
+                           std::string());
 }
 
 int specReplicas(const kube::Object* deployment) {
@@ -73,8 +73,7 @@ int specReplicas(const kube::Object* deployment) {
 std::vector<std::string> replicaFailures(const kube::Object* deployment) {
   std::vector<std::string> out;
   if (deployment == nullptr) return out;
-  for (const json& c :
-       deployment->value("/status/conditions"_json_pointer, json::array())) {
+  for (const json& c : deployment->value("/status/conditions"_json_pointer, json::array())) {
     if (c.value("type", "") == "ReplicaFailure" && c.value("status", "") == "True")
       out.push_back(c.value("reason", "") + ": " + c.value("message", ""));
   }
@@ -241,9 +240,16 @@ Result ModelReleaseReconciler::reconcile(const Request& request) {
       spdlog::warn("modelrelease {}: event {}: {}", request.key(), e.reason, s.toString());
   }
   if (plan.statusChanged) {
+    // Planned from the cache: the write carries the resourceVersion it was
+    // planned from, so a plan made on a stale copy (our previous write not yet
+    // in the cache) is refused with a Conflict and re-planned, never applied
+    // over the newer status.
     json apply = {{"apiVersion", kModelReleases.apiVersion()},
                   {"kind", kModelReleases.kind},
-                  {"metadata", {{"name", request.name}, {"namespace", request.ns}}},
+                  {"metadata",
+                   {{"name", request.name},
+                    {"namespace", request.ns},
+                    {"resourceVersion", kube::resourceVersion(*release)}}},
                   {"status", plan.status}};
     auto applied = client_->applyStatus(kModelReleases, apply);
     if (!applied.isOk()) {
@@ -380,7 +386,8 @@ std::optional<Result> ModelReleaseReconciler::runProdStage(const Request& reques
       }
     }
   }
-  if (templateRelease(canaryDep.get()) == name) co.admissionRefusals = replicaFailures(canaryDep.get());
+  if (templateRelease(canaryDep.get()) == name)
+    co.admissionRefusals = replicaFailures(canaryDep.get());
   std::string promoted = dataOf(anchor.get(), kAnchorPromoted);
   if (!promoted.empty() && promoted != name) {
     co.knownGood = KnownGood{promoted, dataOf(anchor.get(), kAnchorPromotedPackage),
@@ -459,9 +466,8 @@ std::optional<Result> ModelReleaseReconciler::runProdStage(const Request& reques
     auto a = client_->apply(kube::resources::kDeployments, built.deployment, force);
     return a.isOk() ? Status::ok() : a.status();
   };
-  const std::string canaryWho = cp.replicas.canary > 0 || templateRelease(canaryDep.get()) == name
-                                    ? name
-                                    : std::string();
+  const std::string canaryWho =
+      cp.replicas.canary > 0 || templateRelease(canaryDep.get()) == name ? name : std::string();
   Status sCanary, sStable;
   if (cp.replicas.stable >= co.stable.specReplicas) {
     sStable = place(kTrackStable, cp.stableRelease, cp.replicas.stable, stableDep.get());
@@ -481,20 +487,18 @@ std::optional<Result> ModelReleaseReconciler::runProdStage(const Request& reques
   }
 
   // The anchor records promotions and rollbacks (and frees the canary slot).
-  bool promotedNow = cp.action == CanaryAction::kPromoted &&
-                     (dataOf(anchor.get(), kAnchorPromoted) != name ||
-                      dataOf(anchor.get(), kAnchorCanary) == name);
-  bool rolledBackNow = cp.action == CanaryAction::kRolledBack &&
-                       dataOf(anchor.get(), kAnchorCanary) == name;
+  bool promotedNow =
+      cp.action == CanaryAction::kPromoted && (dataOf(anchor.get(), kAnchorPromoted) != name ||
+                                               dataOf(anchor.get(), kAnchorCanary) == name);
+  bool rolledBackNow =
+      cp.action == CanaryAction::kRolledBack && dataOf(anchor.get(), kAnchorCanary) == name;
   if (promotedNow || rolledBackNow) {
     json updated = *anchor;
     json& data = updated["data"];
     if (!data.is_object()) data = json::object();
     json history = anchorHistory(anchor.get());
-    json entry = {{"release", name},
-                  {"package", co.package},
-                  {"closureHash", co.closureHash},
-                  {"at", o.now}};
+    json entry = {
+        {"release", name}, {"package", co.package}, {"closureHash", co.closureHash}, {"at", o.now}};
     if (promotedNow) {
       data[kAnchorPromoted] = name;
       data[kAnchorPromotedPackage] = co.package;
@@ -574,8 +578,8 @@ void setupModelReleaseController(runtime::Manager& manager, ModelReleaseOptions 
       ModelReleaseReconciler::Caches{releases.cache(), rtes.cache(), jobs.cache(), pods.cache(),
                                      deployments.cache(), anchors.cache()},
       manager.events(), manager.clock(),
-      std::make_shared<PrometheusReleaseMetrics>(*manager.metrics().registry()),
-      std::move(options), makePrometheusQuerier());
+      std::make_shared<PrometheusReleaseMetrics>(*manager.metrics().registry()), std::move(options),
+      makePrometheusQuerier());
   runtime::ControllerOptions co;
   co.name = "modelrelease";
   co.workers = workers;

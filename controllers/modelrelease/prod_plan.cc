@@ -21,24 +21,24 @@ json& stageOf(json& status, const std::string& name) {
   return stages.back();
 }
 
-void setAll(json& status, int64_t generation, const std::string& now, bool ready,
-            bool reconciling, const std::string& reason, const std::string& message,
+void setAll(json& status, int64_t generation, const std::string& now, bool ready, bool reconciling,
+            const std::string& reason, const std::string& message,
             const std::string& stalledReason) {
   json& conditions = status["conditions"];
   if (!conditions.is_array()) conditions = json::array();
   setCondition(conditions, Condition{"Ready", ready ? "True" : "False", reason, message},
                generation, now);
-  setCondition(conditions,
-               Condition{"Reconciling", reconciling ? "True" : "False",
-                         reconciling ? reason : "Idle",
-                         reconciling ? message : "nothing in progress"},
-               generation, now);
+  setCondition(
+      conditions,
+      Condition{"Reconciling", reconciling ? "True" : "False", reconciling ? reason : "Idle",
+                reconciling ? message : "nothing in progress"},
+      generation, now);
   bool stalled = !stalledReason.empty();
-  setCondition(conditions,
-               Condition{"Stalled", stalled ? "True" : "False",
-                         stalled ? stalledReason : "Progressing",
-                         stalled ? message : "the release can make progress"},
-               generation, now);
+  setCondition(
+      conditions,
+      Condition{"Stalled", stalled ? "True" : "False", stalled ? stalledReason : "Progressing",
+                stalled ? message : "the release can make progress"},
+      generation, now);
 }
 
 }  // namespace
@@ -65,7 +65,9 @@ void foldCanaryPlan(ReleasePlan& plan, const CanaryPlan& canary, const json& pre
       st["phase"] = kStageFailed;
       st["message"] = canary.message;
       if (!st.contains("finishedAt")) st["finishedAt"] = now;
-      std::string reason = canary.reason.empty() ? std::string("RolledBack") : canary.reason;
+      // The rollback's cause (status.canary.reason), not the RollingBack step it went through.
+      std::string reason = canary.status.value("reason", canary.reason);
+      if (reason.empty() || reason == kReasonRollingBack) reason = "RolledBack";
       setAll(status, generation, now, false, false, reason, canary.message, reason);
       break;
     }

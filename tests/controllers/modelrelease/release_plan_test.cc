@@ -1,7 +1,7 @@
 // Table tests of the ModelRelease planner (controllers/modelrelease/release_plan.h)
 // and a simulated world that restarts the operator at every step.
-#include "controllers/modelrelease/prod_plan.h"
 #include "controllers/modelrelease/release_plan.h"
+#include "controllers/modelrelease/prod_plan.h"
 
 #include <map>
 #include <string>
@@ -607,9 +607,10 @@ TEST(ReleasePlan, CanaryPlansFoldIntoPhasesAndConditions) {
 
   CanaryPlan rolledBack = running;
   rolledBack.action = CanaryAction::kRolledBack;
-  rolledBack.reason = kReasonAnalysisFailed;
+  rolledBack.reason = kReasonRollingBack;  // the pass that finishes a rollback says so
   rolledBack.message = "step 1/2 analysis: failed (1) > failureLimit (0)";
   rolledBack.status["phase"] = "RolledBack";
+  rolledBack.status["reason"] = kReasonAnalysisFailed;
   p = plan;
   foldCanaryPlan(p, rolledBack, previous, 1, "2026-11-30T10:00:00Z");
   EXPECT_EQ(p.status["phase"], "RolledBack");
