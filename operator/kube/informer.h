@@ -50,6 +50,8 @@ struct InformerOptions {
   ObjectTransform transform = stripManagedFields;
   ObjectFilter filter;  // client-side; empty keeps everything
   std::chrono::seconds minWatchTimeout{300};
+  // > 0: a watch open past its timeoutSeconds plus this is re-opened (reflector.h).
+  std::chrono::seconds watchStallSlack{0};
   BackoffOptions backoff;
 };
 
@@ -78,6 +80,7 @@ class Informer : private ReflectorSink {
   const InformerOptions& options() const { return options_; }
   std::string lastSyncResourceVersion() const { return reflector_.lastSyncResourceVersion(); }
   int listCount() const { return reflector_.listCount(); }
+  int stalledWatches() const { return reflector_.stalledWatches(); }
 
  private:
   void replace(std::vector<Object> items, const std::string& resourceVersion) override;

@@ -63,7 +63,10 @@ kube::Informer& Manager::informer(const kube::InformerOptions& o) {
       return *i;
     }
   }
-  informers_.push_back(std::make_unique<kube::Informer>(client_, o, clock_));
+  kube::InformerOptions withSlack = o;
+  if (withSlack.watchStallSlack == std::chrono::seconds::zero())
+    withSlack.watchStallSlack = options_.watchStallSlack;
+  informers_.push_back(std::make_unique<kube::Informer>(client_, withSlack, clock_));
   return *informers_.back();
 }
 

@@ -41,6 +41,8 @@ struct ManagerOptions {
   std::string healthAddress = "0.0.0.0:8081";   // "" disables; port 0 picks one
   std::string metricsAddress = "0.0.0.0:8080";  // "" disables; port 0 picks one
   Clock::Duration cacheSyncTimeout = std::chrono::minutes(2);
+  // Every informer re-opens a watch still open this long past its timeoutSeconds.
+  std::chrono::seconds watchStallSlack{30};
   Clock* clock = nullptr;  // SystemClock when null
 };
 
