@@ -60,7 +60,19 @@ Result RuntimeEnvReconciler::reconcile(const Request& request) {
     spdlog::info("runtimeenv {}: {} {} ({})", request.key(), plan.status.value("closureHash", ""),
                  ready ? ready->value("reason", "") : "", ready ? ready->value("message", "") : "");
   }
+  // Level-based resync: re-derive the status periodically even when nothing was heard.
+  if (outcome.result.error.isOk() && !outcome.result.requeue &&
+      outcome.result.requeueAfter == kube::Clock::Duration::zero()) {
+    return Result::after(kRuntimeEnvResync);
+  }
   return outcome.result;
+}
+
+runtime::UpdateFilter runtimeEnvChanged() {
+  return [](const kube::Object& a, const kube::Object& b) {
+    return kube::generation(a) != kube::generation(b) ||
+           a.value("status", json::object()) != b.value("status", json::object());
+  };
 }
 
 void setupRuntimeEnvController(runtime::Manager& manager, int workers) {
@@ -77,8 +89,9 @@ void setupRuntimeEnvController(runtime::Manager& manager, int workers) {
   const kube::Indexer* rteCache = &rtes.cache();
   runtime::ControllerBuilder(manager, "runtimeenv")
       .workers(workers)
-      // The RuntimeEnv itself: spec changes only (its status is ours).
-      .forKind(v1::kRuntimeEnvs)
+      // The RuntimeEnv itself: spec changes, and status changes — admission trusts the
+      // status, so one written by anyone else is re-derived and restored.
+      .forKind(v1::kRuntimeEnvs, runtimeEnvChanged())
       // A ConfigMap change re-resolves every RuntimeEnv reading its lock from it.
       .watches(v1::kConfigMaps,
                [rteCache](const kube::Object& cm) {

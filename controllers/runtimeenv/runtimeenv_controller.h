@@ -4,8 +4,13 @@
 // writes only RuntimeEnv status: ModelReleases compute their own Stale
 // condition from the cached RuntimeEnv (controllers/modelrelease).
 //
-// It watches RuntimeEnvs (spec changes), the ConfigMaps they read their lock
-// from and Nodes (driver labels decide compatibleNodes).
+// It watches RuntimeEnvs (spec changes, and status changes: admission trusts
+// status.closureHash, so a status written by anyone else — `kubectl edit
+// --subresource=status` by someone allowed to write runtimeenvs/status — is
+// re-derived and restored at once), the ConfigMaps they read their lock from and
+// Nodes (driver labels decide compatibleNodes). Every RuntimeEnv is also
+// reconciled again kRuntimeEnvResync after its last reconcile, so a missed event
+// cannot leave a wrong status in place.
 // Thread-safety: reconcile() may run on several workers for different keys.
 #pragma once
 
@@ -17,6 +22,7 @@
 #include "operator/kube/clock.h"
 #include "operator/kube/event_sink.h"
 #include "operator/kube/indexer.h"
+#include "operator/runtime/builder.h"
 #include "operator/runtime/manager.h"
 #include "operator/runtime/reconciler.h"
 
@@ -43,6 +49,13 @@ class RuntimeEnvReconciler final : public runtime::Reconciler {
   kube::EventSink& events_;
   kube::Clock& clock_;
 };
+
+// The longest a RuntimeEnv goes without being re-derived from its spec and lock.
+inline constexpr kube::Clock::Duration kRuntimeEnvResync = std::chrono::minutes(10);
+
+// The RuntimeEnv updates that enqueue it: a new generation (spec) or any status change
+// (its own status writes then reconcile once more and write nothing).
+runtime::UpdateFilter runtimeEnvChanged();
 
 // Registers the informers, indexes, watches and the controller on `manager`.
 void setupRuntimeEnvController(runtime::Manager& manager, int workers = 2);

@@ -12,6 +12,7 @@ ReflectorOptions reflectorOptions(const InformerOptions& o, const std::string& n
   r.labelSelector = o.labelSelector;
   r.fieldSelector = o.fieldSelector;
   r.minWatchTimeout = o.minWatchTimeout;
+  r.watchStallSlack = o.watchStallSlack;
   r.backoff = o.backoff;
   r.name = o.resource.id() + (ns.empty() ? "" : "/" + ns);
   return r;

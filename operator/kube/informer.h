@@ -53,6 +53,8 @@ struct InformerOptions {
   ObjectTransform transform = stripManagedFields;
   ObjectFilter filter;  // client-side; empty keeps everything
   std::chrono::seconds minWatchTimeout{300};
+  // > 0: a watch open past its timeoutSeconds plus this is re-opened (reflector.h).
+  std::chrono::seconds watchStallSlack{0};
   BackoffOptions backoff;
 };
 
@@ -84,6 +86,12 @@ class Informer {
     return parts_.front()->reflector->lastSyncResourceVersion();
   }
   int listCount() const { return parts_.front()->reflector->listCount(); }
+  // Watches re-opened because they stayed silent past their timeout (all namespaces).
+  int stalledWatches() const {
+    int n = 0;
+    for (const auto& p : parts_) n += p->reflector->stalledWatches();
+    return n;
+  }
 
  private:
   // One reflector and the namespace it lists ("" = all).

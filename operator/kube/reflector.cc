@@ -2,6 +2,8 @@
 
 #include <spdlog/spdlog.h>
 
+#include <thread>
+
 namespace lockstep::kube {
 
 Reflector::Reflector(Client& client, ReflectorOptions options, ReflectorSink& sink, Clock& clock)
@@ -134,6 +136,22 @@ Status Reflector::listAndWatch() {
       std::lock_guard<std::mutex> lock(mu_);
       if (stopped_) return Status::ok();
       current_ = watcher.get();
+      stalled_ = false;
+    }
+    // The server ends the watch after timeoutSeconds; one still open well past that sits on
+    // a half-open connection: cancel it (the read then fails) and re-open.
+    std::thread stallGuard;
+    if (options_.watchStallSlack > std::chrono::seconds::zero()) {
+      auto deadline = start + std::chrono::seconds(wo.timeoutSeconds) + options_.watchStallSlack;
+      stallGuard = std::thread([this, w = watcher.get(), deadline] {
+        std::unique_lock<std::mutex> lock(mu_);
+        while (!stopped_ && current_ == w && clock_.now() < deadline) {
+          clock_.waitUntil(lock, cv_, deadline);
+        }
+        if (stopped_ || current_ != w) return;
+        stalled_ = true;
+        w->cancel();
+      });
     }
     int events = 0;
     Status ended;
@@ -149,10 +167,26 @@ Status Reflector::listAndWatch() {
       setLastSync(resourceVersion(e.object));
       if (e.type != WatchEvent::Type::kBookmark) sink_.apply(e);
     }
+    bool stalled = false;
     {
       std::lock_guard<std::mutex> lock(mu_);
       current_ = nullptr;
+      stalled = stalled_;
+      cv_.notify_all();  // the stall guard exits
+    }
+    if (stallGuard.joinable()) stallGuard.join();
+    {
+      std::lock_guard<std::mutex> lock(mu_);
       if (stopped_) return Status::ok();
+    }
+    if (stalled) {
+      ++stalledWatches_;
+      spdlog::warn(
+          "reflector {}: watch open {} s past its timeout of {} s with no end from the server "
+          "(half-open connection?); re-opening from resourceVersion {}",
+          options_.name, options_.watchStallSlack.count(), wo.timeoutSeconds,
+          lastSyncResourceVersion());
+      continue;
     }
     if (ended.code() == Code::kGone) {
       // The watch fell behind compaction: relist from the last version (a list may still

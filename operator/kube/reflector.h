@@ -11,7 +11,11 @@
 //  - a watch answered 410 Gone ends the cycle: relist (after backoff);
 //  - connection refused / 429 / 5xx on opening a watch backs off (jittered,
 //    800 ms doubling to 30 s) and retries the watch;
-//  - each watch asks the server for a timeout in [minWatchTimeout, 2x).
+//  - each watch asks the server for a timeout in [minWatchTimeout, 2x);
+//  - with watchStallSlack > 0, a watch still open past its timeoutSeconds plus
+//    the slack is cancelled and re-opened from the last resourceVersion: the
+//    server would have ended it, so the connection is half-open (the client's
+//    idle timeout alone would leave the informer frozen for up to 11 minutes).
 // Thread-safety: run() on one thread; stop() and the accessors from any.
 #pragma once
 
@@ -44,6 +48,9 @@ struct ReflectorOptions {
   std::string fieldSelector;
   int64_t pageSize = 500;
   std::chrono::seconds minWatchTimeout{300};
+  // > 0: cancel and re-open a watch open longer than its timeoutSeconds plus this (off by
+  // default; the Manager turns it on for every informer).
+  std::chrono::seconds watchStallSlack{0};
   BackoffOptions backoff;
   std::string name;  // for logs; defaults to the resource id
 };
@@ -58,6 +65,8 @@ class Reflector {
   bool lastSyncResourceVersionUnavailable() const { return rvUnavailable_.load(); }
   // How many lists have completed (observability and tests).
   int listCount() const { return listCount_.load(); }
+  // How many watches were cancelled for staying open past their timeout plus the slack.
+  int stalledWatches() const { return stalledWatches_.load(); }
 
  private:
   Status listAndWatch();
@@ -81,6 +90,8 @@ class Reflector {
   std::string lastSyncRv_;
   std::atomic<bool> rvUnavailable_{false};
   std::atomic<int> listCount_{0};
+  std::atomic<int> stalledWatches_{0};
+  bool stalled_ = false;  // guarded by mu_: the current watch was cancelled as stalled
 };
 
 }  // namespace lockstep::kube

@@ -11,6 +11,8 @@
 #include <atomic>
 #include <mutex>
 
+#include <spdlog/spdlog.h>
+
 #include "operator/kube/api_error.h"
 #include "operator/kube/token_source.h"
 
@@ -28,6 +30,11 @@ Status configureTls(boost::asio::ssl::context& ctx, const KubeConfig& cfg) {
                     boost::asio::ssl::context::no_tlsv1 | boost::asio::ssl::context::no_tlsv1_1);
     SSL_CTX_set_min_proto_version(ctx.native_handle(), TLS1_2_VERSION);
     if (!cfg.caPem.empty()) {
+      // Trust only the kubeconfig's CA, as client-go does: cpprestsdk has pointed the
+      // context's store at the system's default paths; a fresh store replaces it.
+      X509_STORE* store = X509_STORE_new();
+      if (store == nullptr) return internalError(cfg.origin + ": cannot allocate a TLS store");
+      SSL_CTX_set_cert_store(ctx.native_handle(), store);  // takes ownership
       ctx.add_certificate_authority(boost::asio::buffer(cfg.caPem.data(), cfg.caPem.size()));
     }
     if (!cfg.clientCertPem.empty()) {
@@ -43,7 +50,16 @@ Status configureTls(boost::asio::ssl::context& ctx, const KubeConfig& cfg) {
   return Status::ok();
 }
 
-Status mapException(const std::exception& e, const std::string& what) {
+Status mapException(const std::exception& e, const std::string& what, const KubeConfig& cfg) {
+  if (std::string(e.what()).find("SSL handshake") != std::string::npos) {
+    // Most often the API server's certificate is not signed by the kubeconfig's CA (the only
+    // one trusted) or does not carry the expected name: say where both come from.
+    std::string name =
+        cfg.tlsServerName.empty() ? "its host name" : "\"" + cfg.tlsServerName + "\"";
+    return unavailable(what + ": TLS handshake with " + cfg.server + " failed (" + e.what() +
+                       "): is its certificate signed by the certificate-authority of " +
+                       cfg.origin + ", and issued for " + name + "?");
+  }
   if (auto* he = dynamic_cast<const http::http_exception*>(&e)) {
     if (he->error_code() == std::errc::timed_out) {
       return {Code::kDeadlineExceeded, what + ": " + he->what()};
@@ -158,6 +174,8 @@ struct RestTransport::Impl {
       req.headers().add(k, v);
     }
     req.headers().add("User-Agent", options.userAgent);
+    // cpprestsdk takes the TLS name (SNI and certificate verification) from the Host header.
+    if (!config.tlsServerName.empty()) req.headers().add("Host", config.tlsServerName);
     if (std::string auth = tokens->authorizationHeader(); !auth.empty()) {
       req.headers().add("Authorization", auth);
     }
@@ -181,6 +199,12 @@ StatusOr<std::shared_ptr<RestTransport>> RestTransport::create(const KubeConfig&
     LOCKSTEP_RETURN_IF_ERROR(configureTls(probe, config));
   } catch (const std::exception& e) {
     return invalidArgument(config.origin + ": TLS setup failed: " + e.what());
+  }
+  if (config.insecureSkipTlsVerify) {
+    spdlog::warn(
+        "{}: insecure-skip-tls-verify is set: the API server's certificate is not "
+        "verified, so anyone on the network path can impersonate it",
+        config.origin);
   }
   initThreadPool(options.threads);
   auto impl = std::make_unique<Impl>();
@@ -222,7 +246,7 @@ StatusOr<Response> RestTransport::send(const Request& request) {
     out.body.assign(bytes.begin(), bytes.end());
     return out;
   } catch (const std::exception& e) {
-    return mapException(e, request.describe());
+    return mapException(e, request.describe(), impl_->config);
   }
 }
 
@@ -264,7 +288,7 @@ StatusOr<std::unique_ptr<LineStream>> RestTransport::openStream(const Request& r
     }
     return std::unique_ptr<LineStream>(std::move(stream));
   } catch (const std::exception& e) {
-    return mapException(e, request.describe());
+    return mapException(e, request.describe(), impl_->config);
   }
 }
 

@@ -77,11 +77,12 @@ void Controller::start() {
 
 void Controller::stop() {
   if (stopped_.exchange(true)) return;
-  queue_.shutDownWithDrain();
+  size_t dropped = queue_.shutDownDiscarding();
   for (auto& t : threads_) {
     if (t.joinable()) t.join();
   }
-  spdlog::info("controller {} stopped", name_);
+  spdlog::info("controller {} stopped ({} queued requests left to the next leader)", name_,
+               dropped);
 }
 
 void Controller::worker() {
@@ -99,6 +100,10 @@ void Controller::processOne(const std::string& key) {
     result = reconciler_->reconcile(req);
   } catch (const std::exception& e) {
     result = Result::failed(internalError(std::string("reconciler threw: ") + e.what()));
+  } catch (...) {
+    // Anything else (a thrown int, a foreign exception) must not end the process: the
+    // webhook serves from the same process.
+    result = Result::failed(internalError("reconciler threw a non-standard exception"));
   }
   double seconds = std::chrono::duration<double>(clock_.now() - start).count();
   std::string label;

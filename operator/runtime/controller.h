@@ -60,7 +60,8 @@ class Controller {
   void enqueue(const Request& r) { queue_.add(r.key()); }
 
   void start();  // spawns the workers
-  // Stops taking new work, waits for in-flight reconciles, joins the workers.
+  // Stops taking new work and drops the queued requests (the next leader relists every
+  // object; the controller is level-based), waits for in-flight reconciles, joins the workers.
   void stop();
   WorkQueue& queue() { return queue_; }
   const std::string& name() const { return name_; }

@@ -4,6 +4,8 @@
 
 #include <spdlog/spdlog.h>
 
+#include "operator/runtime/write_guard.h"
+
 namespace lockstep::runtime {
 
 void blockTerminationSignals() {
@@ -35,7 +37,8 @@ Manager::Manager(std::shared_ptr<kube::Client> client, ManagerOptions options)
     : client_(std::move(client)),
       options_(std::move(options)),
       clock_(options_.clock ? *options_.clock : kube::SystemClock::instance()),
-      events_(std::make_unique<kube::EventRecorder>(client_, options_.name, clock_)) {
+      leaderClient_(withWriteGuard(client_, [this] { return writesAllowed(); })),
+      events_(std::make_unique<kube::EventRecorder>(leaderClient_, options_.name, clock_)) {
   health_.addHealthCheck("ping", [] { return Status::ok(); });
   health_.addReadyCheck("informers-synced", [this] {
     return synced_.load() ? Status::ok() : unavailable("informer caches not synced");
@@ -63,7 +66,10 @@ kube::Informer& Manager::informer(const kube::InformerOptions& options) {
       return *i;
     }
   }
-  informers_.push_back(std::make_unique<kube::Informer>(client_, o, clock_));
+  kube::InformerOptions withSlack = o;
+  if (withSlack.watchStallSlack == std::chrono::seconds::zero())
+    withSlack.watchStallSlack = options_.watchStallSlack;
+  informers_.push_back(std::make_unique<kube::Informer>(client_, withSlack, clock_));
   return *informers_.back();
 }
 
@@ -105,7 +111,6 @@ void Manager::startRunnables(bool leaderOnly) {
       std::lock_guard<std::mutex> lock(mu_);
       if (runnableError_.isOk()) runnableError_ = s;
       stopRequested_ = true;
-      if (elector_) elector_->stop();
       cv_.notify_all();
     });
   }
@@ -131,10 +136,24 @@ bool Manager::isLeader() const {
   return elector_ && elector_->isLeader();
 }
 
+Status Manager::writesAllowed() const {
+  if (!acting_.load()) {
+    return Status(Code::kCancelled, "not acting as the leader: controllers are stopped");
+  }
+  // Checked on every write, not only at the start of a reconcile: the lease can be lost
+  // (renew deadline passed) while a reconcile is in flight.
+  if (options_.leaderElection && !(elector_ && elector_->isLeader())) {
+    return Status(Code::kCancelled, "not the leader of lease " + options_.leaderElectionConfig.ns +
+                                        "/" + options_.leaderElectionConfig.name);
+  }
+  return Status::ok();
+}
+
 void Manager::startControllers() {
   std::lock_guard<std::mutex> lock(mu_);
   if (controllersRunning_ || stopRequested_) return;
   controllersRunning_ = true;
+  acting_ = true;
   for (auto& c : controllers_) c->start();
   startRunnables(true);
 }
@@ -145,12 +164,13 @@ void Manager::stopControllers() {
   if (!controllersRunning_) return;
   for (auto& c : controllers_) c->stop();
   controllersRunning_ = false;
+  acting_ = false;
 }
 
 void Manager::stop() {
+  // The elector is stopped (and the lease released) by run(), after the controllers.
   std::lock_guard<std::mutex> lock(mu_);
   stopRequested_ = true;
-  if (elector_) elector_->stop();
   cv_.notify_all();
 }
 
@@ -211,8 +231,10 @@ Status Manager::run() {
       startControllers();
     };
     cb.onStoppedLeading = [this, lease] {
+      // Lost (or released after the controllers stopped): refuse every further write at
+      // once, before run() stops the controllers; run() then returns the loss.
+      acting_ = false;
       metrics_.setLeader(lease, false);
-      // Stop acting at once; run() then returns the loss.
       std::lock_guard<std::mutex> lock(mu_);
       cv_.notify_all();
     };
@@ -224,7 +246,10 @@ Status Manager::run() {
     }
     if (!stoppedEarly) {
       metrics_.setLeader(lease, false);
-      // Controllers stop before the lease is released: stopping drains in-flight reconciles.
+      // Hand-over: the controllers stop (queued requests dropped, in-flight reconciles
+      // finished) while this replica still holds and renews the lease; only then is the
+      // elector stopped, which releases it. On a lost lease writes are already refused
+      // (onStoppedLeading) and the same stop drops the queue without draining it.
       bool electorDone = false;
       std::thread electorThread([this, &result, &electorDone] {
         Status st = elector_->run();

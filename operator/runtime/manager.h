@@ -8,9 +8,12 @@
 // starts the controllers and the Runnables that need leadership. A Runnable
 // that fails stops the manager, and run() returns its error. It returns when stop() is called
 // (controllers drained, lease released) or with an error when the caches do not sync or the lease
-// is lost (the process should exit non-zero, as controller-runtime does). Thread-safety: register
-// informers/controllers before run(); stop() from any thread (stopOnSignals() wires SIGINT/SIGTERM
-// to it).
+// is lost (the process should exit non-zero, as controller-runtime does). On stop() the
+// controllers stop first (queued requests dropped, in-flight reconciles finished) while the lease
+// is still held and renewed, and only then is the lease released; on a lost lease every write
+// through client() is refused at once and the controllers stop without draining. Thread-safety:
+// register informers/controllers before run(); stop() from any thread (stopOnSignals() wires
+// SIGINT/SIGTERM to it).
 #pragma once
 
 #include <atomic>
@@ -41,6 +44,8 @@ struct ManagerOptions {
   // Namespaced install: informers of namespaced resources asked for all
   // namespaces watch only these (empty: all namespaces).
   std::vector<std::string> watchNamespaces;
+  // Every informer re-opens a watch still open this long past its timeoutSeconds.
+  std::chrono::seconds watchStallSlack{30};
   Clock* clock = nullptr;  // SystemClock when null
 };
 
@@ -49,8 +54,14 @@ class Manager {
   Manager(std::shared_ptr<kube::Client> client, ManagerOptions options);
   ~Manager();
 
-  kube::Client& client() { return *client_; }
-  std::shared_ptr<kube::Client> sharedClient() { return client_; }
+  // The client of the controllers and the event recorder: the same transport, but every
+  // write (anything not a GET) is refused with Cancelled unless this replica is acting as
+  // the leader — checked per write, so a reconcile in flight when the lease is lost cannot
+  // write after it. Reads (informers) are never refused.
+  kube::Client& client() { return *leaderClient_; }
+  std::shared_ptr<kube::Client> sharedClient() { return leaderClient_; }
+  // OK while the controllers run and (with leader election) the lease is held.
+  Status writesAllowed() const;
   // The shared informer for a collection; the same options give the same informer.
   // All namespaces of a namespaced resource means options().watchNamespaces.
   kube::Informer& informer(const kube::InformerOptions& options);
@@ -85,9 +96,11 @@ class Manager {
     std::thread thread;
   };
 
-  std::shared_ptr<kube::Client> client_;
+  std::shared_ptr<kube::Client> client_;  // unguarded: informers, the elector
   ManagerOptions options_;
   Clock& clock_;
+  std::atomic<bool> acting_{false};  // controllers started and not yet stopped or lost
+  std::shared_ptr<kube::Client> leaderClient_;
   Metrics metrics_;
   HealthServer health_;
   std::unique_ptr<kube::EventRecorder> events_;

@@ -133,6 +133,19 @@ void WorkQueue::shutDownWithDrain() {
   cv_.wait(lock, [&] { return processing_.empty(); });
 }
 
+size_t WorkQueue::shutDownDiscarding() {
+  std::lock_guard<std::mutex> lock(mu_);
+  shuttingDown_ = true;
+  size_t dropped = queue_.size() + waiting_.size();
+  queue_.clear();
+  dirty_.clear();  // done() re-queues nothing
+  waiting_.clear();
+  waitingAt_.clear();
+  if (metrics_) metrics_->depth(0);
+  cv_.notify_all();
+  return dropped;
+}
+
 bool WorkQueue::shuttingDown() const {
   std::lock_guard<std::mutex> lock(mu_);
   return shuttingDown_;

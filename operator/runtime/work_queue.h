@@ -7,7 +7,10 @@
 //    combined with an overall token bucket); forget() resets the item's backoff;
 //  - shutDown(): no more adds; get() still hands out what is queued, then
 //    returns nullopt; delayed items are dropped. shutDownWithDrain() also
-//    waits until every handed-out item is done().
+//    waits until every handed-out item is done(). shutDownDiscarding() drops
+//    the queued and delayed items too: get() returns nullopt at once, and an
+//    item being processed is not queued again (how a controller stops when it
+//    is no longer, or will no longer be, the leader: its successor relists).
 // Time comes from a Clock, so tests drive delays with a FakeClock.
 // Thread-safety: safe for concurrent use by any number of workers.
 #pragma once
@@ -60,6 +63,8 @@ class WorkQueue {
   size_t processingLen() const;
   void shutDown();
   void shutDownWithDrain();
+  // Returns how many queued and delayed items were dropped.
+  size_t shutDownDiscarding();
   bool shuttingDown() const;
   const std::string& name() const { return name_; }
 

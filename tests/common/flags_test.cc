@@ -90,9 +90,28 @@ TEST(ParseDuration, GoForms) {
   EXPECT_EQ(*parseDuration("1h2m3s"), std::chrono::seconds(3723));
 }
 
+TEST(ParseDuration, Units) {
+  EXPECT_EQ(*parseDuration("1ms"), std::chrono::milliseconds(1));
+  EXPECT_EQ(*parseDuration("1s"), std::chrono::seconds(1));
+  EXPECT_EQ(*parseDuration("1m"), std::chrono::minutes(1));
+  EXPECT_EQ(*parseDuration("1h"), std::chrono::hours(1));
+  EXPECT_EQ(*parseDuration("1m1ms"), std::chrono::milliseconds(60001));  // m then ms
+  EXPECT_EQ(*parseDuration(".5s"), std::chrono::milliseconds(500));
+  EXPECT_EQ(*parseDuration("0s"), std::chrono::milliseconds(0));
+  // Units finer than the millisecond (Go's ns, us) and coarser than the hour are refused
+  // with the unit and the ones accepted, never truncated to zero.
+  for (const std::string& unit : {"ns", "us", "d", "S", "sec"}) {
+    auto d = parseDuration("500" + unit);
+    ASSERT_FALSE(d.isOk()) << unit;
+    EXPECT_NE(d.status().message().find("unit \"" + unit + "\" (want ms, s, m, h)"),
+              std::string::npos)
+        << d.status().message();
+  }
+}
+
 TEST(ParseDuration, NeverThrows) {
   for (const std::string& bad :
-       std::vector<std::string>{"", ".", "..s", "s", "1", "1x", "-1s", "1e9s",
+       std::vector<std::string>{"", ".", ".s", "..s", "s", "1", "1x", "-1s", "1e9s", "1.5.s",
                                 std::string(400, '9') + "s", "99999999999999999h", "1.2.3s"}) {
     StatusOr<std::chrono::milliseconds> d =
         StatusOr<std::chrono::milliseconds>(invalidArgument("not parsed"));

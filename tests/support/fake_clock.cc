@@ -35,7 +35,7 @@ void FakeClock::waitUntil(std::unique_lock<std::mutex>& lock, std::condition_var
       changed_.notify_all();
       return;
     }
-    self = waiters_.insert(waiters_.end(), Waiter{lock.mutex(), &cv});
+    self = waiters_.insert(waiters_.end(), Waiter{lock.mutex(), &cv, deadline});
     changed_.notify_all();
   }
   // advance() notifies under mu_ (so `cv` outlives the notify); a notify landing between
@@ -58,14 +58,23 @@ void FakeClock::setAutoAdvance(bool on) {
   auto_ = on;
 }
 
+int FakeClock::pendingLocked() const {
+  // A waiter whose deadline has passed is about to return (it may not have run yet): it no
+  // longer waits, so counting it would let a test advance again before it acted (the
+  // stale-waiter flake of LeaderElectionTest.LeadsUntilStoppedThenReleases).
+  int n = 0;
+  for (const auto& w : waiters_) n += w.deadline > now_ ? 1 : 0;
+  return n;
+}
+
 int FakeClock::waiters() const {
   std::lock_guard<std::mutex> g(mu_);
-  return static_cast<int>(waiters_.size());
+  return pendingLocked();
 }
 
 bool FakeClock::waitForWaiters(int n, std::chrono::milliseconds timeout) const {
   std::unique_lock<std::mutex> g(mu_);
-  return changed_.wait_for(g, timeout, [&] { return static_cast<int>(waiters_.size()) >= n; });
+  return changed_.wait_for(g, timeout, [&] { return pendingLocked() >= n; });
 }
 
 kube::Clock::Duration FakeClock::autoAdvanced() const {

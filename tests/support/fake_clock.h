@@ -27,9 +27,10 @@ class FakeClock final : public kube::Clock {
   void advance(Duration d);
   void setAutoAdvance(bool on);
   void setTickOnRead(Duration step);
-  // Threads currently blocked in waitUntil.
+  // Threads blocked in waitUntil whose deadline is still ahead (one whose deadline passed is
+  // on its way out and is not counted, even before it has run).
   int waiters() const;
-  // Blocks (real time, bounded) until at least `n` threads wait on this clock.
+  // Blocks (real time, bounded) until at least `n` threads wait on this clock (as waiters()).
   bool waitForWaiters(int n, std::chrono::milliseconds timeout = std::chrono::seconds(10)) const;
   // Total time waited in auto-advance mode (for asserting backoff lengths).
   Duration autoAdvanced() const;
@@ -38,7 +39,9 @@ class FakeClock final : public kube::Clock {
   struct Waiter {
     std::mutex* mu;
     std::condition_variable* cv;
+    TimePoint deadline;
   };
+  int pendingLocked() const;  // with mu_ held
   mutable std::mutex mu_;
   mutable std::condition_variable changed_;
   mutable TimePoint now_;

@@ -9,6 +9,7 @@
 #include <sstream>
 #include <thread>
 
+#include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
 #include "tests/support/cluster_env.h"
@@ -165,23 +166,47 @@ OperatorProcess::~OperatorProcess() {
   if (!dir_.empty()) run({"rm", "-rf", dir_});
 }
 
-void OperatorProcess::stop(int sig) {
-  if (pid_ <= 0) return;
+std::string OperatorProcess::stop(int sig) {
+  if (pid_ <= 0) return "";
   kill(pid_, sig);
   int status = 0;
+  bool exited = false;
+  // Bounded by the configured leader-election durations: stopping finishes the reconciles in
+  // flight and releases the lease with one API call; 10 s is far beyond either.
   for (int i = 0; i < 200; ++i) {
     if (waitpid(pid_, &status, WNOHANG) == pid_) {
-      pid_ = -1;
+      exited = true;
       break;
     }
     std::this_thread::sleep_for(std::chrono::milliseconds(50));
   }
-  if (pid_ > 0) {
+  if (!exited) {
     kill(pid_, SIGKILL);
     waitpid(pid_, &status, 0);
-    pid_ = -1;
   }
+  pid_ = -1;
   std::remove((dir_ + "/port").c_str());
+  if (sig != SIGTERM) return "";
+  // Issue 12 item 5: a stopped operator exits 0 and leaves the Lease free for a successor.
+  std::string problem;
+  if (!exited) {
+    problem = "operator did not exit within 10 s of SIGTERM";
+  } else if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
+    problem = "operator exited with " +
+              (WIFEXITED(status) ? "status " + std::to_string(WEXITSTATUS(status))
+                                 : "signal " + std::to_string(WTERMSIG(status))) +
+              " on SIGTERM, want status 0";
+  } else {
+    json lease = kubectlJson({"get", "lease", "lockstep-operator", "-n", kOperatorNamespace});
+    std::string holder =
+        lease.is_discarded() ? "<no lease>" : lease["spec"].value("holderIdentity", "");
+    if (!holder.empty()) problem = "lease still held by \"" + holder + "\" after SIGTERM";
+  }
+  if (!problem.empty()) {
+    problem += "\noperator log tail:\n" + log();
+    ADD_FAILURE() << problem;
+  }
+  return problem;
 }
 
 std::string OperatorProcess::scrapeMetrics() const {

@@ -35,7 +35,11 @@ class OperatorProcess {
   // Starts the operator and waits until its webhook is serving. Empty on success,
   // else a message with the operator's log tail.
   std::string start(const std::vector<std::string>& extraArgs = {});
-  void stop(int sig = SIGTERM);
+  // Sends `sig` and reaps the operator (SIGKILL after 10 s). After SIGTERM the operator
+  // must have exited 0 and left Lease lockstep-operator with an empty holder: otherwise
+  // this records a test failure (ADD_FAILURE, also from a destructor or TearDown) and
+  // returns what was wrong with the log tail; "" when all is well.
+  std::string stop(int sig = SIGTERM);
   bool running() const { return pid_ > 0; }
 
   int webhookPort() const { return webhookPort_; }

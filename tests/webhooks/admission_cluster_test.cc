@@ -270,6 +270,59 @@ TEST_F(AdmissionClusterTest, ModelReleaseWebhookChecksTheRuntimeEnv) {
 }
 
 // Runs last in this binary (gtest keeps declaration order): it stops the operator.
+// Issue 12 item 2: a RuntimeEnv whose status describes an older generation is not Ready, so a
+// pod is never admitted on the old status. The status is kept stale on purpose: a Lease held
+// by a "ghost" keeps this replica's controllers from running, while its webhook (every
+// replica serves) answers from the informer cache that has seen the edit.
+TEST_F(AdmissionClusterTest, APodIsNotAdmittedOnTheStatusOfAnOlderGeneration) {
+  std::string ns;
+  std::string hash = namespaceWithRuntime("enforce", ns);
+  ASSERT_FALSE(hash.empty());
+  op_->stop();  // exits 0 and releases the lease (checked by stop())
+  const std::string lease =
+      json({{"apiVersion", "coordination.k8s.io/v1"},
+            {"kind", "Lease"},
+            {"metadata", {{"name", "lockstep-operator"}, {"namespace", kOperatorNamespace}}},
+            {"spec",
+             {{"holderIdentity", "ghost"},
+              {"leaseDurationSeconds", 3600},
+              {"renewTime", "2099-01-01T00:00:00.000000Z"}}}})
+          .dump();
+  auto held = kubectl({"apply", "-f", "-"}, lease);
+  ASSERT_EQ(held.exitCode, 0) << held.err;
+  ASSERT_EQ(op_->start(), "");
+
+  // A new lock: generation 2, while the status still describes generation 1 with `hash`.
+  const std::string newLock = "numpy==2.0.0 --hash=sha256:" + std::string(64, 'c') + "\n";
+  auto edit = kubectl({"patch", "rte", "torch", "-n", ns, "--type=merge", "-p",
+                       json({{"spec", {{"lock", {{"inline", newLock}}}}}}).dump()});
+  ASSERT_EQ(edit.exitCode, 0) << edit.err;
+  json rte = kubectlJson({"get", "rte", "torch", "-n", ns});
+  ASSERT_EQ(rte["metadata"].value("generation", 0), 2);
+  ASSERT_EQ(rte["status"].value("observedGeneration", 0), 1) << "the controllers must not run";
+
+  // Until the webhook's cache has seen the edit it answers on the consistent old snapshot;
+  // the pod (old hash, old image) must be refused once it has, and for the old status.
+  CommandResult r;
+  bool refused = eventually([&] {
+    r = kubectl({"create", "-n", ns, "--dry-run=server", "-f", "-"},
+                PodBuilder("stale").hash(hash).yaml());
+    return r.exitCode != 0;
+  });
+  EXPECT_TRUE(refused) << "admitted on the status of generation 1: " << r.out << r.err;
+  EXPECT_NE(r.err.find("is not Ready"), std::string::npos) << r.err;
+  r = create(ns, PodBuilder("stale").hash(hash).yaml());
+  EXPECT_NE(r.exitCode, 0) << "admitted on the status of generation 1";
+
+  // Hand the lease back: the operator takes it and resolves generation 2.
+  ASSERT_EQ(kubectl({"delete", "lease", "lockstep-operator", "-n", kOperatorNamespace}).exitCode,
+            0);
+  EXPECT_TRUE(eventually([&] {
+    json o = kubectlJson({"get", "rte", "torch", "-n", ns});
+    return !o.is_discarded() && o["status"].value("observedGeneration", 0) == 2;
+  }));
+}
+
 TEST_F(AdmissionClusterTest, StoppedWebhookCannotLockSystemNamespaces) {
   std::string ns;
   namespaceWithRuntime("enforce", ns);

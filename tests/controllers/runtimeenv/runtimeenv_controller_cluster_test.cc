@@ -168,6 +168,25 @@ TEST_F(RuntimeEnvControllerTest, EditingTheConfigMapChangesTheHashAndMarksReleas
   EXPECT_EQ(stale["spec"]["closureHash"], h1);
 }
 
+// Issue 12 item 3: admission trusts status.closureHash; a status written by hand (by anyone
+// allowed to write runtimeenvs/status) is re-derived from the spec and lock and restored.
+TEST_F(RuntimeEnvControllerTest, AHandEditedClosureHashIsRestored) {
+  applyRte("torch", "{inline: " + json(pipLock("12.4.127")).dump() + "}");
+  std::string hash = waitObserved("torch")["status"].value("closureHash", "");
+  ASSERT_EQ(hash.rfind("sha256:", 0), 0u) << hash;
+  const std::string forged = "sha256:" + std::string(64, 'f');
+  auto p = kubectl({"patch", "rte", "torch", "-n", ns_, "--subresource=status", "--type=merge",
+                    "-p", "{\"status\":{\"closureHash\":\"" + forged + "\"}}"});
+  ASSERT_EQ(p.exitCode, 0) << p.err;
+  std::string seen;
+  EXPECT_TRUE(eventually([&] {
+    json o = rte("torch");
+    seen = o.is_discarded() ? "" : o["status"].value("closureHash", "");
+    return seen == hash;
+  })) << "status.closureHash stayed "
+      << seen << ", want " << hash;
+}
+
 TEST_F(RuntimeEnvControllerTest, CompatibleNodesFollowTheCudaRelease) {
   applyRte("cu128", "{inline: " + json(pipLock("12.8.90")).dump() + "}");
   applyRte("cu121", "{configMapRef: {name: cu121, key: uv.lock}}");

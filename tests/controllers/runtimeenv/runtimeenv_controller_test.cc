@@ -123,6 +123,38 @@ TEST_F(RuntimeEnvControllerTest, SteadyStateWritesNothing) {
   EXPECT_EQ(events_.events().size(), 1u);
 }
 
+// Issue 12 item 3: admission trusts status.closureHash, so a status edited by hand must
+// wake the controller (not only spec changes) and be restored from the spec and lock.
+TEST_F(RuntimeEnvControllerTest, AHandEditedStatusWakesTheControllerAndIsRestored) {
+  put(runtimeEnvs_, testing::runtimeEnv("torch").image(kImage).inlineLock(kLock).build());
+  serveWrites();
+  ASSERT_TRUE(reconcile().error.isOk());
+  json written = json::parse(transport_->requests().back().body)["status"];
+  kube::Object steady =
+      testing::runtimeEnv("torch").image(kImage).inlineLock(kLock).status(written).build();
+  json forged = written;
+  forged["closureHash"] = "sha256:" + std::string(64, 'f');
+  kube::Object edited =
+      testing::runtimeEnv("torch").image(kImage).inlineLock(kLock).status(forged).build();
+  EXPECT_TRUE(runtimeEnvChanged()(steady, edited)) << "a status-only edit must enqueue";
+  EXPECT_FALSE(runtimeEnvChanged()(steady, steady));
+
+  put(runtimeEnvs_, edited);
+  size_t before = transport_->requestCount();
+  ASSERT_TRUE(reconcile().error.isOk());
+  ASSERT_EQ(transport_->requestCount(), before + 1);
+  EXPECT_EQ(json::parse(transport_->requests().back().body)["status"]["closureHash"],
+            written["closureHash"]);
+}
+
+TEST_F(RuntimeEnvControllerTest, ASuccessfulReconcileComesBackAfterTheResyncPeriod) {
+  put(runtimeEnvs_, testing::runtimeEnv("torch").image(kImage).inlineLock(kLock).build());
+  serveWrites();
+  runtime::Result r = reconcile();
+  EXPECT_TRUE(r.error.isOk());
+  EXPECT_EQ(r.requeueAfter, kRuntimeEnvResync);
+}
+
 TEST_F(RuntimeEnvControllerTest, ConflictOnStatusRequeuesWithBackoff) {
   put(runtimeEnvs_, testing::runtimeEnv("torch").image(kImage).inlineLock(kLock).build());
   transport_->push(FakeTransport::status(409, "Conflict", "the object has been modified"));

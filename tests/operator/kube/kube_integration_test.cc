@@ -1,7 +1,13 @@
 // The client, watch and informer against the real control plane
 // (tests/cluster/cluster.sh): CRUD and status of a CRD-backed object, watch
 // ordering, relist after etcd compaction, and surviving an apiserver restart.
+#include <stdlib.h>
+#include <unistd.h>
+
 #include <chrono>
+#include <cstdlib>
+#include <fstream>
+#include <optional>
 #include <set>
 #include <thread>
 
@@ -493,6 +499,148 @@ TEST(KubeConnectTest, BadPemFailsAtStartup) {
   EXPECT_EQ(t.status().code(), Code::kInvalidArgument);
   EXPECT_NE(t.status().message().find("kubeconfig x: TLS material"), std::string::npos);
   EXPECT_EQ(t.status().message().find("not a key"), std::string::npos);
+}
+
+// A CA nobody signed the API server's certificate with (openssl, in a fresh directory).
+std::string foreignCaPem() {
+  char dir[] = "/tmp/lockstep-foreign-ca-XXXXXX";
+  if (mkdtemp(dir) == nullptr) return "";
+  std::string d(dir);
+  auto r = lockstep::testing::run({"openssl", "req", "-x509", "-newkey", "ec", "-pkeyopt",
+                                   "ec_paramgen_curve:P-256", "-nodes", "-keyout", d + "/ca.key",
+                                   "-out", d + "/ca.crt", "-subj", "/CN=foreign-ca", "-days", "1"});
+  EXPECT_EQ(r.exitCode, 0) << r.err;
+  std::string pem = lockstep::testing::readFile(d + "/ca.crt");
+  (void)lockstep::testing::run({"rm", "-rf", d});
+  return pem;
+}
+
+KubeConfig clusterConfig() {
+  ConnectOptions o;
+  o.kubeconfigPath = kubeconfigPath();
+  auto cfg = resolveConfig(o);
+  EXPECT_TRUE(cfg.isOk()) << cfg.status().toString();
+  return cfg.isOk() ? *cfg : KubeConfig{};
+}
+
+// Issue 12 item 7 and issue 13 item 9: a kubeconfig whose CA did not sign the API server's
+// certificate fails with an error naming the kubeconfig — even when the system trust store
+// (here SSL_CERT_FILE, read by OpenSSL's default paths) holds the CA that did.
+TEST(KubeConnectTest, AForeignCaFailsClearlyAndTheSystemStoreIsNotTrusted) {
+  KubeConfig cfg = clusterConfig();
+  ASSERT_FALSE(cfg.caPem.empty());
+  char file[] = "/tmp/lockstep-system-ca-XXXXXX";
+  int fd = mkstemp(file);
+  ASSERT_GE(fd, 0);
+  ASSERT_EQ(write(fd, cfg.caPem.data(), cfg.caPem.size()), static_cast<ssize_t>(cfg.caPem.size()));
+  close(fd);
+  setenv("SSL_CERT_FILE", file, 1);
+  cfg.caPem = foreignCaPem();
+  ASSERT_FALSE(cfg.caPem.empty());
+  RestOptions o;
+  o.requestTimeout = 10s;
+  auto c = connect(cfg, o);
+  ASSERT_TRUE(c.isOk()) << c.status().toString();
+  auto r = (*c)->get(resources::kNamespaces, "", "default");
+  unsetenv("SSL_CERT_FILE");
+  unlink(file);
+  ASSERT_FALSE(r.isOk()) << "the API server was trusted through the system store";
+  EXPECT_EQ(r.status().code(), Code::kUnavailable) << r.status().toString();
+  EXPECT_NE(r.status().message().find("TLS handshake with " + cfg.server), std::string::npos)
+      << r.status().toString();
+  EXPECT_NE(r.status().message().find("certificate-authority of " + cfg.origin), std::string::npos)
+      << r.status().toString();
+}
+
+// tls-server-name is the name the certificate is verified against (and sent as SNI).
+TEST(KubeConnectTest, TlsServerNameIsTheNameVerified) {
+  KubeConfig cfg = clusterConfig();
+  RestOptions o;
+  o.requestTimeout = 10s;
+  cfg.tlsServerName = "kubernetes.default";  // in the API server's certificate
+  auto good = connect(cfg, o);
+  ASSERT_TRUE(good.isOk());
+  auto ok = (*good)->get(resources::kNamespaces, "", "default");
+  EXPECT_TRUE(ok.isOk()) << ok.status().toString();
+  cfg.tlsServerName = "not-the-apiserver.example";  // the server address (an IP) would match
+  auto bad = connect(cfg, o);
+  ASSERT_TRUE(bad.isOk());
+  auto refused = (*bad)->get(resources::kNamespaces, "", "default");
+  ASSERT_FALSE(refused.isOk()) << "verified against the server address, not tls-server-name";
+  EXPECT_NE(refused.status().message().find("\"not-the-apiserver.example\""), std::string::npos)
+      << refused.status().toString();
+}
+
+// Issue 12 item 14: connect()'s sources, in controller-runtime's order: an explicit path,
+// then $KUBECONFIG (its first file), then in-cluster, then ~/.kube/config. Pure: no cluster.
+class ScopedEnv {
+ public:
+  ScopedEnv(const char* name, const std::string* value) : name_(name) {
+    if (const char* old = std::getenv(name)) old_ = old;
+    if (value) {
+      setenv(name, value->c_str(), 1);
+    } else {
+      unsetenv(name);
+    }
+  }
+  ~ScopedEnv() {
+    if (old_) {
+      setenv(name_, old_->c_str(), 1);
+    } else {
+      unsetenv(name_);
+    }
+  }
+
+ private:
+  const char* name_;
+  std::optional<std::string> old_;
+};
+
+TEST(KubeConnectTest, KubeconfigSourcesAreTriedInOrder) {
+  char dir[] = "/tmp/lockstep-connect-XXXXXX";
+  ASSERT_NE(mkdtemp(dir), nullptr);
+  const std::string d(dir);
+  auto write = [&](const std::string& path, const std::string& server) {
+    std::ofstream(path) << "apiVersion: v1\nkind: Config\nclusters:\n- name: c\n  cluster:\n"
+                        << "    server: " << server << "\nusers:\n- name: u\n  user: {token: t}\n"
+                        << "contexts:\n- name: c\n  context: {cluster: c, user: u}\n"
+                        << "current-context: c\n";
+  };
+  ASSERT_EQ(lockstep::testing::run({"mkdir", "-p", d + "/home/.kube"}).exitCode, 0);
+  write(d + "/explicit", "https://explicit.example:6443");
+  write(d + "/env", "https://env.example:6443");
+  write(d + "/home/.kube/config", "https://home.example:6443");
+  const std::string envList = d + "/env:" + d + "/explicit";
+  const std::string home = d + "/home";
+  const std::string inClusterHost = "10.0.0.1";
+  auto server = [](const ConnectOptions& o) {
+    auto c = resolveConfig(o);
+    return c.isOk() ? c->server : "error: " + c.status().message();
+  };
+  {
+    ScopedEnv k("KUBECONFIG", &envList), h("HOME", &home),
+        i("KUBERNETES_SERVICE_HOST", &inClusterHost);
+    EXPECT_EQ(server({d + "/explicit"}), "https://explicit.example:6443");
+    EXPECT_EQ(server({}), "https://env.example:6443");  // the first file of the list
+  }
+  {
+    ScopedEnv k("KUBECONFIG", nullptr), h("HOME", &home),
+        i("KUBERNETES_SERVICE_HOST", &inClusterHost);
+    // In a pod (KUBERNETES_SERVICE_HOST set) the in-cluster config wins over ~/.kube/config.
+    std::string got = server({});
+    EXPECT_NE(got.find("in-cluster config"), std::string::npos) << got;
+  }
+  {
+    ScopedEnv k("KUBECONFIG", nullptr), h("HOME", &home), i("KUBERNETES_SERVICE_HOST", nullptr);
+    EXPECT_EQ(server({}), "https://home.example:6443");
+  }
+  {
+    const std::string empty = d + "/nowhere";
+    ScopedEnv k("KUBECONFIG", nullptr), h("HOME", &empty), i("KUBERNETES_SERVICE_HOST", nullptr);
+    std::string got = server({});
+    EXPECT_NE(got.find("no Kubernetes configuration"), std::string::npos) << got;
+  }
+  (void)lockstep::testing::run({"rm", "-rf", d});
 }
 
 }  // namespace

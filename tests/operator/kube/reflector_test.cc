@@ -185,6 +185,38 @@ TEST_F(ReflectorTest, VeryShortEmptyWatchRelistsAfterBackoff) {
   EXPECT_GE(clock_.autoAdvanced(), std::chrono::milliseconds(800));
 }
 
+// Issue 13 item 12: a watch the server never ends (a half-open connection: no bytes, no
+// close) is cancelled once it has been open for its timeoutSeconds plus the slack, and
+// re-opened from the last resourceVersion (no relist).
+TEST_F(ReflectorTest, AWatchSilentPastItsTimeoutPlusSlackIsReopenedFromTheLastVersion) {
+  options_.watchStallSlack = std::chrono::seconds(30);
+  fake_->push(FakeTransport::list({testObject("ns", "a", "5")}, "10"));
+  fake_->push(stream({}, FakeStream::End::kHang));
+  auto reqs = runUntil(3);
+  ASSERT_GE(reqs.size(), 3u);
+  EXPECT_TRUE(reqs[1].watch);
+  EXPECT_TRUE(reqs[2].watch) << reqs[2].describe();
+  EXPECT_EQ(query(reqs[2], "resourceVersion"), "10");
+  EXPECT_EQ(lists_, 1);
+  // Not before the server's own timeout plus the slack (the auto-advancing clock jumped
+  // exactly to the deadline), on the configured durations only.
+  int timeout = std::stoi(query(reqs[1], "timeoutSeconds"));
+  EXPECT_GE(clock_.autoAdvanced(), std::chrono::seconds(timeout) + options_.watchStallSlack);
+}
+
+TEST_F(ReflectorTest, WithoutSlackAHangingWatchIsLeftAlone) {
+  fake_->push(FakeTransport::list({}, "10"));
+  fake_->push(stream({}, FakeStream::End::kHang));
+  Reflector reflector(client_, options_, sink_, clock_);
+  std::thread t([&] { reflector.run(); });
+  ASSERT_TRUE(fake_->waitForRequests(2));
+  EXPECT_EQ(clock_.autoAdvanced(), std::chrono::seconds(0));
+  reflector.stop();
+  t.join();
+  EXPECT_EQ(fake_->requestCount(), 2u);
+  EXPECT_EQ(reflector.stalledWatches(), 0);
+}
+
 TEST_F(ReflectorTest, ListErrorsBackOffAndRetry) {
   fake_->push(unavailable("connection refused"));
   fake_->push(FakeTransport::status(500, "InternalError", "etcd down"));

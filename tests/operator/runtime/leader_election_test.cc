@@ -19,7 +19,14 @@ using testing::FakeTransport;
 class LeaseServer {
  public:
   std::optional<testing::FakeReply> handle(const kube::Request& r) {
-    std::lock_guard<std::mutex> l(mu);
+    std::unique_lock<std::mutex> l(mu);
+    if (hangWrites && r.method != "GET") {
+      // A renewal that hangs (a half-open connection): blocks until released.
+      ++hanging;
+      hangCv.notify_all();
+      hangCv.wait(l, [this] { return !hangWrites; });
+      return unavailable("connection reset after hanging");
+    }
     if (failWrites && r.method != "GET") return unavailable("injected");
     if (r.method == "GET") {
       if (lease.is_null()) return FakeTransport::status(404, "NotFound", "leases not found");
@@ -50,10 +57,22 @@ class LeaseServer {
                      {"renewTime", "2024-05-01T10:00:00.000000Z"},
                      {"leaseTransitions", 3}};
   }
+  void setHangWrites(bool on) {
+    std::lock_guard<std::mutex> l(mu);
+    hangWrites = on;
+    hangCv.notify_all();
+  }
+  bool waitHanging() {
+    std::unique_lock<std::mutex> l(mu);
+    return hangCv.wait_for(l, 10s, [this] { return hanging > 0; });
+  }
   std::mutex mu;
+  std::condition_variable hangCv;
   nlohmann::json lease;
   int rv = 0;
   bool failWrites = false;
+  bool hangWrites = false;
+  int hanging = 0;
 };
 
 class LeaderElectionTest : public ::testing::Test {
@@ -185,6 +204,67 @@ TEST_F(LeaderElectionTest, StopsLeadingWhenRenewalsFailForTheRenewDeadline) {
   EXPECT_EQ(st.message(), "leader election lost");
   // A lost lease is not released: it was never ours to clear any more.
   EXPECT_EQ(server_.spec()["holderIdentity"], "a");
+}
+
+// Issue 12 item 4: the watchdog declares the lease lost exactly at the renew deadline while
+// the renewal call itself hangs (the renew loop cannot notice: it is stuck in the call).
+TEST_F(LeaderElectionTest, AHangingRenewalLosesLeadershipAtTheRenewDeadline) {
+  std::promise<void> started;
+  std::promise<void> stopped;
+  LeaderCallbacks cb;
+  cb.onStartedLeading = [&] { started.set_value(); };
+  cb.onStoppedLeading = [&] { stopped.set_value(); };
+  const LeaderElectionConfig cfg = config("a");
+  LeaderElector e(client_, cfg, cb, clock_);
+  auto result = std::async(std::launch::async, [&] { return e.run(); });
+  // Whatever fails below, the hanging call is released before `result` is joined.
+  struct Unhang {
+    LeaseServer& s;
+    LeaderElector& e;
+    ~Unhang() {
+      s.setHangWrites(false);
+      e.stop();
+    }
+  } unhang{server_, e};
+  started.get_future().wait();
+  server_.setHangWrites(true);
+  ASSERT_TRUE(clock_.waitForWaiters(2));  // renew loop and watchdog
+  clock_.advance(cfg.retryPeriod);        // the renewal starts and hangs
+  ASSERT_TRUE(server_.waitHanging());
+  ASSERT_TRUE(clock_.waitForWaiters(1));  // the watchdog alone
+  auto stoppedFuture = stopped.get_future();
+  clock_.advance(cfg.renewDeadline - cfg.retryPeriod - 1ms);
+  ASSERT_TRUE(clock_.waitForWaiters(1));  // woke, deadline not reached: waits again
+  EXPECT_TRUE(e.isLeader()) << "lost before the renew deadline";
+  clock_.advance(1ms);  // the renew deadline since the last renewal
+  ASSERT_EQ(stoppedFuture.wait_for(10s), std::future_status::ready)
+      << "still leading past the renew deadline while the renewal hangs";
+  EXPECT_FALSE(e.isLeader());
+  server_.setHangWrites(false);
+  Status st = result.get();
+  EXPECT_EQ(st.code(), Code::kUnavailable) << st.toString();
+}
+
+// The FakeClock must not count a waiter whose deadline passed but which has not run yet:
+// LeadsUntilStoppedThenReleases advanced again on such stale waiters and flaked.
+TEST(FakeClockTest, AWaiterWhoseDeadlinePassedIsNotCountedBeforeItRuns) {
+  FakeClock clock;
+  std::mutex m;
+  std::condition_variable cv;
+  std::thread waiter([&] {
+    std::unique_lock<std::mutex> l(m);
+    auto deadline = clock.now() + 1s;
+    while (clock.now() < deadline) clock.waitUntil(l, cv, deadline);
+  });
+  ASSERT_TRUE(clock.waitForWaiters(1));
+  {
+    // Registered waiters hold `m` except inside their wait: holding it, the waiter is
+    // registered and cannot return.
+    std::lock_guard<std::mutex> hold(m);
+    clock.advance(1s);
+    EXPECT_EQ(clock.waiters(), 0);
+  }
+  waiter.join();
 }
 
 TEST_F(LeaderElectionTest, TwoCandidatesOneLeader) {
