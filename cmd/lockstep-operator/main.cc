@@ -75,7 +75,8 @@ int main(int argc, char** argv) {
   if (!kubeConfig.isOk()) return fail(kubeConfig.status().toString());
   auto client = lockstep::kube::connect(*kubeConfig, connect.rest, connect.client);
   if (!client.isOk()) return fail(client.status().toString());
-  // The webhook's SubjectAccessReviews: same identity, a short deadline (fail closed).
+  // The webhook's API calls (SubjectAccessReviews, namespaces missing from the
+  // cache): same identity, a short deadline (fail closed).
   lockstep::kube::RestOptions authzRest = connect.rest;
   authzRest.requestTimeout = std::max(
       std::chrono::seconds(1),
@@ -126,7 +127,7 @@ int main(int argc, char** argv) {
   lockstep::kube::Informer& rteInformer = manager.informer(v1::kRuntimeEnvs);
   lockstep::kube::Informer& nsInformer = manager.informer(v1::kNamespaces);
   lw::InformerRuntimeEnvs envs(rteInformer.cache());
-  lw::InformerNamespaceModes modes(nsInformer.cache());
+  lw::InformerNamespaceModes modes(nsInformer.cache(), *authzClient);
   lw::PrometheusRecorder promRecorder(*manager.metrics().registry());
   lw::LogRecorder logRecorder;
   lw::FanoutRecorder recorder{&promRecorder, &logRecorder};
