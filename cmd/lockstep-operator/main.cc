@@ -138,6 +138,7 @@ int main(int argc, char** argv) {
   so.address = bind;
   so.port = static_cast<uint16_t>(flags.getInt("webhook-port"));
   so.threads = flags.getInt("webhook-threads");
+  so.maxConnections = flags.getInt("webhook-max-connections");
   auto webhooks = std::make_shared<lw::WebhookServer>(so, manager.clock());
   webhooks->mount(podWebhook);
   webhooks->mount(releaseWebhook);
