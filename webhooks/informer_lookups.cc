@@ -3,6 +3,7 @@
 #include <string>
 
 #include "api/v1alpha1/runtime_env.h"
+#include "operator/kube/resource.h"
 
 namespace lockstep::webhooks {
 
@@ -19,11 +20,20 @@ std::optional<RuntimeEnvView> InformerRuntimeEnvs::find(std::string_view ns,
   return runtimeEnvView(*obj);
 }
 
-NamespaceMode InformerNamespaceModes::modeOf(std::string_view ns) const {
+StatusOr<NamespaceMode> InformerNamespaceModes::modeOf(std::string_view ns) const {
   // Namespaces are cluster-scoped: their cache key is the bare name.
-  auto obj = cache_.get(std::string(ns));
-  if (!obj) return NamespaceMode::kUnset;
-  return parseNamespaceMode(kube::label(*obj, std::string(kEnforceLabel)));
+  if (auto obj = cache_.get(std::string(ns))) {
+    return parseNamespaceMode(kube::label(*obj, std::string(kEnforceLabel)));
+  }
+  if (!reader_) {
+    return unavailable("namespace " + std::string(ns) +
+                       " is not in the informer cache (and no API reader is configured)");
+  }
+  StatusOr<kube::Object> read = reader_->get(kube::resources::kNamespaces, "", std::string(ns));
+  if (read.isOk()) return parseNamespaceMode(kube::label(*read, std::string(kEnforceLabel)));
+  if (read.status().code() == Code::kNotFound) return NamespaceMode::kUnset;
+  return read.status().withContext("namespace " + std::string(ns) +
+                                   " is not in the informer cache; reading it from the API server");
 }
 
 }  // namespace lockstep::webhooks

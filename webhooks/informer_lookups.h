@@ -1,11 +1,14 @@
 // Admission lookups backed by the operator's informer caches: the webhook's
 // decisions read memory, never the API server.
 // Thread-safety: safe to call concurrently (the Indexer is internally locked).
+// The one exception to "no API call": a namespace missing from the cache.
 #pragma once
 
+#include <memory>
 #include <optional>
 #include <string_view>
 
+#include "operator/kube/client.h"
 #include "operator/kube/indexer.h"
 #include "webhooks/admission/types.h"
 
@@ -24,13 +27,22 @@ class InformerRuntimeEnvs final : public RuntimeEnvLookup {
 };
 
 // Namespace modes from the lockstep.dev/enforce label in a Namespace informer.
+// A namespace missing from the cache (created a moment ago, e.g. by a GitOps
+// sync together with its workloads) is never taken as unlabelled: it is read
+// from the API server through `reader` (give it a short request deadline), and
+// a namespace the API server does not know either is unlabelled. Without a
+// reader, or when the read fails, modeOf() returns the error (the webhook
+// answers 500 and failurePolicy decides: fail closed).
 class InformerNamespaceModes final : public NamespaceModeLookup {
  public:
-  explicit InformerNamespaceModes(const kube::Indexer& cache) : cache_(cache) {}
-  NamespaceMode modeOf(std::string_view ns) const override;
+  explicit InformerNamespaceModes(const kube::Indexer& cache,
+                                  std::shared_ptr<kube::Client> reader = nullptr)
+      : cache_(cache), reader_(std::move(reader)) {}
+  StatusOr<NamespaceMode> modeOf(std::string_view ns) const override;
 
  private:
   const kube::Indexer& cache_;
+  std::shared_ptr<kube::Client> reader_;
 };
 
 // The view of one RuntimeEnv object (pure; exposed for tests).

@@ -42,7 +42,7 @@ Status WebhookServer::start() {
   if (!made.isOk()) return made.status().withContext("webhook server");
   server_ = std::move(made).value();
   for (AdmissionWebhook* w : webhooks_) mountWebhook(*server_, *w);
-  if (Status s = server_->start(); !s.isOk()) return s.withContext("webhook server");
+  if (Status s = server_->start(); !s.isOk()) return s;  // names the server and address
   {
     std::lock_guard<std::mutex> lock(forward_.mu);
     forward_.server = server_.get();

@@ -18,8 +18,11 @@ std::vector<FlagSpec> operatorFlagSpecs(const std::string& podNamespace) {
       {"health-port", "8081", "/healthz and /readyz port (0 picks one)", T::kInt},
       {"webhook-port", "9443", "admission webhook HTTPS port (0 picks one)", T::kInt},
       {"webhook-threads", "2", "admission server threads", T::kInt},
+      {"webhook-max-connections", "512",
+       "admission connections served at once; more wait in the listen backlog", T::kInt},
       {"authorization-timeout", "3s",
-       "deadline of the SubjectAccessReview behind an approve/abort (whole seconds; keep it "
+       "deadline of the webhook's API calls: the SubjectAccessReview behind an approve/abort and "
+       "the read of a namespace not yet in the cache (whole seconds; keep it "
        "under the webhook's timeoutSeconds); past it the write is refused",
        T::kDuration},
       {"webhook-service", "lockstep", "Service name the serving certificate is issued for"},

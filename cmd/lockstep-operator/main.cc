@@ -76,7 +76,8 @@ int main(int argc, char** argv) {
   if (!kubeConfig.isOk()) return fail(kubeConfig.status().toString());
   auto client = lockstep::kube::connect(*kubeConfig, connect.rest, connect.client);
   if (!client.isOk()) return fail(client.status().toString());
-  // The webhook's SubjectAccessReviews: same identity, a short deadline (fail closed).
+  // The webhook's API calls (SubjectAccessReviews, namespaces missing from the
+  // cache): same identity, a short deadline (fail closed).
   lockstep::kube::RestOptions authzRest = connect.rest;
   authzRest.requestTimeout = std::max(
       std::chrono::seconds(1),
@@ -133,7 +134,7 @@ int main(int argc, char** argv) {
   lockstep::kube::Informer& rteInformer = manager.informer(v1::kRuntimeEnvs);
   lockstep::kube::Informer& nsInformer = manager.informer(v1::kNamespaces);
   lw::InformerRuntimeEnvs envs(rteInformer.cache());
-  lw::InformerNamespaceModes modes(nsInformer.cache());
+  lw::InformerNamespaceModes modes(nsInformer.cache(), *authzClient);
   lw::PrometheusRecorder promRecorder(*manager.metrics().registry());
   lw::LogRecorder logRecorder;
   lw::FanoutRecorder recorder{&promRecorder, &logRecorder};
@@ -144,6 +145,7 @@ int main(int argc, char** argv) {
   so.address = bind;
   so.port = static_cast<uint16_t>(flags.getInt("webhook-port"));
   so.threads = flags.getInt("webhook-threads");
+  so.maxConnections = flags.getInt("webhook-max-connections");
   auto webhooks = std::make_shared<lw::WebhookServer>(so, manager.clock());
   webhooks->mount(podWebhook);
   webhooks->mount(releaseWebhook);

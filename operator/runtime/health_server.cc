@@ -8,6 +8,11 @@
 
 #include <spdlog/spdlog.h>
 
+#include <atomic>
+#include <cstdint>
+
+#include "common/accept_backoff.h"
+
 namespace lockstep::runtime {
 namespace {
 
@@ -63,12 +68,29 @@ class Session : public std::enable_shared_from_this<Session> {
 struct HealthServer::Impl {
   asio::io_context ioc{1};
   tcp::acceptor acceptor{ioc};
+  asio::steady_timer retry{ioc};
+  AcceptBackoff backoff;
   std::thread thread;
   const HealthServer* server = nullptr;
+  std::atomic<std::uint64_t>* failures = nullptr;
 
   void accept() {
     acceptor.async_accept([this](beast::error_code ec, tcp::socket socket) {
-      if (ec) return;  // closed by stop()
+      if (ec == asio::error::operation_aborted || !acceptor.is_open()) return;  // stop()
+      if (ec) {
+        // EMFILE and friends: the listener is fine, the process is short of
+        // something; wait and accept again (never give up, never spin).
+        failures->fetch_add(1);
+        auto wait = backoff.failed();
+        spdlog::warn("health server: accept failed: {}; retrying in {} ms", ec.message(),
+                     wait.count());
+        retry.expires_after(wait);
+        retry.async_wait([this](beast::error_code waitEc) {
+          if (!waitEc) accept();
+        });
+        return;
+      }
+      backoff.succeeded();
       std::make_shared<Session>(std::move(socket), *server)->start();
       accept();
     });
@@ -135,6 +157,7 @@ Status HealthServer::start(const std::string& address) {
   if (host.empty()) host = "0.0.0.0";
   impl_ = std::make_unique<Impl>();
   impl_->server = this;
+  impl_->failures = &acceptFailures_;
   try {
     auto port = static_cast<unsigned short>(std::stoi(address.substr(colon + 1)));
     tcp::endpoint ep(asio::ip::make_address(host), port);
@@ -157,6 +180,7 @@ void HealthServer::stop() {
   asio::post(impl_->ioc, [this] {
     beast::error_code ec;
     impl_->acceptor.close(ec);
+    impl_->retry.cancel();
   });
   impl_->ioc.stop();
   if (impl_->thread.joinable()) impl_->thread.join();

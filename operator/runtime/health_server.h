@@ -5,6 +5,8 @@
 // Thread-safety: add checks before start(); start()/stop() from one thread.
 #pragma once
 
+#include <atomic>
+#include <cstdint>
 #include <functional>
 #include <map>
 #include <memory>
@@ -28,6 +30,8 @@ class HealthServer {
   Status start(const std::string& address);
   void stop();
   int port() const { return port_; }
+  // Accept errors so far (each is retried after a back-off, common/accept_backoff.h).
+  std::uint64_t acceptFailures() const { return acceptFailures_.load(); }
 
   // The response a path would get (status code, body): the server's logic without a socket.
   std::pair<int, std::string> handle(const std::string& target) const;
@@ -40,6 +44,7 @@ class HealthServer {
   std::map<std::string, Check> ready_;
   std::unique_ptr<Impl> impl_;
   int port_ = 0;
+  std::atomic<std::uint64_t> acceptFailures_{0};
 };
 
 }  // namespace lockstep::runtime

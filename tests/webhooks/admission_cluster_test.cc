@@ -169,6 +169,38 @@ TEST_F(AdmissionClusterTest, EnforceDeniesEachViolationWithAMessage) {
   }
 }
 
+// A GitOps sync creates an enforcing namespace and its workloads in one go:
+// the pod reaches the webhook before (or just after) the namespace reaches the
+// operator's cache. A namespace missing from the cache must never count as
+// unlabelled (issue 13, item 1): every unlabelled pod below is refused.
+TEST_F(AdmissionClusterTest, PodInANamespaceCreatedAMomentAgoIsRefused) {
+  json list = {{"apiVersion", "v1"}, {"kind", "List"}, {"items", json::array()}};
+  std::vector<std::string> created;
+  for (int i = 0; i < 8; ++i) {
+    std::string ns = uniqueName("adm-sync");
+    namespaces_.push_back(ns);
+    created.push_back(ns);
+    list["items"].push_back(
+        {{"apiVersion", "v1"},
+         {"kind", "Namespace"},
+         {"metadata", {{"name", ns}, {"labels", {{"lockstep.dev/enforce", "enforce"}}}}}});
+    json pod = json::parse(PodBuilder("synced").noRuntimeLabel().yaml());
+    pod["metadata"]["namespace"] = ns;
+    list["items"].push_back(pod);
+  }
+  // One apply, in order: each pod is created right after its namespace.
+  CommandResult r = kubectl({"apply", "-f", "-"}, list.dump());
+  EXPECT_NE(r.exitCode, 0) << r.out;
+  for (const std::string& ns : created) {
+    EXPECT_NE(r.err.find("pod \"" + ns + "/synced\""), std::string::npos)
+        << "pod " << ns << "/synced was not refused by the webhook:\n"
+        << r.err;
+    CommandResult get =
+        kubectl({"get", "pod", "synced", "-n", ns, "--ignore-not-found", "-o", "name"});
+    EXPECT_EQ(get.out, "") << "pod " << ns << "/synced was admitted";
+  }
+}
+
 TEST_F(AdmissionClusterTest, EphemeralContainerWithForeignImageIsDenied) {
   std::string ns;
   std::string hash = namespaceWithRuntime("enforce", ns);

@@ -5,9 +5,13 @@
 
 #include <atomic>
 #include <chrono>
+#include <functional>
+#include <future>
+#include <memory>
 #include <thread>
 #include <vector>
 
+#include "tests/support/descriptor_limit.h"
 #include "tests/webhooks/builders.h"
 #include "tests/webhooks/fakes.h"
 #include "tests/webhooks/tls_client.h"
@@ -55,6 +59,7 @@ class BeastServerTest : public ::testing::Test {
     server_->route("/echo", "POST", [](const HttpRequest& r) {
       return HttpResponse{200, "text/plain", r.body};
     });
+    if (routes_) routes_(*server_);
     ASSERT_TRUE(server_->start().isOk());
     ASSERT_NE(server_->port(), 0);
   }
@@ -72,6 +77,7 @@ class BeastServerTest : public ::testing::Test {
   kube::SystemClock clock_;
   PodWebhook pods_{envs_, modes_, recorder_, clock_};
   std::unique_ptr<Server> server_;
+  std::function<void(Server&)> routes_;  // more routes, mounted before start()
 };
 
 TEST_F(BeastServerTest, HealthAndReadiness) {
@@ -212,6 +218,143 @@ TEST_F(BeastServerTest, StartFailsWhenThePortIsTaken) {
   ASSERT_TRUE(other.isOk());
   // SO_REUSEADDR does not allow two listeners on one port.
   EXPECT_EQ((*other)->start().code(), Code::kUnavailable);
+}
+
+// Issue 13 item 3: a flood of connections that never send a byte and clients
+// that trickle their headers, while the process is short of descriptors, must
+// not stop a well-behaved client from being answered. Without a connection cap
+// the flood takes every descriptor and holds it (here for the hour-long
+// request and idle timeouts); with the cap and the header deadline the server
+// serves at most maxConnections at once and cuts each slow client after
+// headerTimeout, so the well-behaved client, last in the backlog, gets its turn.
+TEST_F(BeastServerTest, FloodAndSlowHeadersDoNotStarveAWellBehavedClient) {
+  ServerOptions o;
+  o.maxConnections = 4;
+  o.headerTimeout = std::chrono::milliseconds(200);
+  o.requestTimeout = std::chrono::hours(1);
+  o.idleTimeout = std::chrono::hours(1);
+  startServer(o);
+  // Two clients that finish the handshake, start a request and never end its header.
+  std::vector<std::unique_ptr<TlsClient>> slow;
+  for (int i = 0; i < 2; ++i) {
+    slow.push_back(std::make_unique<TlsClient>(server_->port(), pki_.ca.certPem));
+    ASSERT_EQ(slow.back()->connect(), "");
+    ASSERT_TRUE(slow.back()->send("POST /echo HTTP/1.1\r\nHost: x\r\n"));
+  }
+  // Sockets for the flood and for the well-behaved client, opened before the limit.
+  boost::asio::io_context ioc;
+  std::vector<boost::asio::ip::tcp::socket> flood;
+  for (int i = 0; i < 24; ++i) {
+    flood.emplace_back(ioc);
+    flood.back().open(boost::asio::ip::tcp::v4());
+  }
+  TlsClient good = client();
+  ASSERT_EQ(good.prepare(), "");
+  {
+    // The server may open 8 more descriptors: fewer than the flood, more than the cap.
+    lockstep::testing::DescriptorLimit limit(8);
+    const boost::asio::ip::tcp::endpoint ep(boost::asio::ip::make_address("127.0.0.1"),
+                                            server_->port());
+    for (auto& s : flood) s.connect(ep);  // never a byte: not even a ClientHello
+    auto answered = std::async(std::launch::async, [&] {
+      std::string e = good.connect();
+      if (!e.empty()) return e;
+      auto r = good.request("GET", "/healthz", "");
+      return r && r->status == 200 ? std::string() : std::string("no 200 from /healthz");
+    });
+    // A watchdog, not a speed requirement: without the fix no answer ever comes.
+    const bool ready = answered.wait_for(std::chrono::seconds(60)) == std::future_status::ready;
+    if (!ready) server_->stop();  // unblocks the client
+    EXPECT_TRUE(ready) << "the well-behaved client was never answered";
+    EXPECT_EQ(answered.get(), "");
+  }
+  EXPECT_LE(server_->openConnections(), 4u);
+  EXPECT_EQ(server_->acceptFailures(), 0u) << "the cap keeps the server off its descriptor limit";
+}
+
+// A client that trickles its header is cut at headerTimeout even though the
+// idle timeout (between requests) is an hour.
+TEST_F(BeastServerTest, SlowHeaderIsCutAtTheHeaderDeadline) {
+  ServerOptions o;
+  o.headerTimeout = std::chrono::milliseconds(200);
+  o.idleTimeout = std::chrono::hours(1);
+  o.requestTimeout = std::chrono::hours(1);
+  startServer(o);
+  TlsClient c = client();
+  ASSERT_EQ(c.connect(), "");
+  auto cut =
+      std::async(std::launch::async, [&] { return c.raw("POST /echo HTTP/1.1\r\nHost: x\r\n"); });
+  const bool ready = cut.wait_for(std::chrono::seconds(60)) == std::future_status::ready;
+  if (!ready) server_->stop();
+  EXPECT_TRUE(ready) << "the slow header was not cut";
+  EXPECT_EQ(cut.get().find("200 OK"), std::string::npos);
+}
+
+// At the cap, a new connection waits in the backlog until one closes.
+TEST_F(BeastServerTest, ConnectionCapAdmitsTheNextConnectionWhenOneCloses) {
+  ServerOptions o;
+  o.maxConnections = 2;
+  startServer(o);
+  TlsClient a = client(), b = client(), c = client();
+  ASSERT_EQ(a.connect(), "");
+  ASSERT_EQ(b.connect(), "");
+  ASSERT_EQ(a.request("GET", "/healthz", "")->status, 200);
+  ASSERT_EQ(b.request("GET", "/healthz", "")->status, 200);
+  EXPECT_EQ(server_->openConnections(), 2u);
+  auto third = std::async(std::launch::async, [&] {
+    std::string e = c.connect();
+    if (!e.empty()) return e;
+    auto r = c.request("GET", "/healthz", "");
+    return r && r->status == 200 ? std::string() : std::string("no 200");
+  });
+  a.close();
+  const bool ready = third.wait_for(std::chrono::seconds(60)) == std::future_status::ready;
+  if (!ready) server_->stop();
+  EXPECT_TRUE(ready);
+  EXPECT_EQ(third.get(), "");
+  EXPECT_LE(server_->openConnections(), 2u);
+}
+
+// SIGTERM: stop() lets the request in flight finish and answers it with
+// Connection: close; before, stop() dropped it unanswered.
+TEST_F(BeastServerTest, StopDrainsTheRequestInFlight) {
+  std::promise<void> entered, release;
+  std::shared_future<void> released = release.get_future().share();
+  routes_ = [&](Server& s) {
+    s.route("/slow", "POST", [&](const HttpRequest&) {
+      entered.set_value();
+      released.wait();
+      return HttpResponse{200, "text/plain", "done"};
+    });
+  };
+  startServer();
+  TlsClient c = client();
+  ASSERT_EQ(c.connect(), "");
+  TlsClient idle = client();
+  ASSERT_EQ(idle.connect(), "");
+  auto reply = std::async(std::launch::async, [&] { return c.request("POST", "/slow", "x"); });
+  entered.get_future().wait();
+  auto stopping = std::async(std::launch::async, [&] { server_->stop(); });
+  // Draining has begun once a new connection is no longer served.
+  auto draining = std::async(std::launch::async, [&] {
+    TlsClient probe = client();
+    while (probe.connect().empty()) {
+    }
+  });
+  const bool drainSeen = draining.wait_for(std::chrono::seconds(60)) == std::future_status::ready;
+  release.set_value();
+  EXPECT_TRUE(drainSeen) << "stop() never began draining";
+  const bool ready = reply.wait_for(std::chrono::seconds(60)) == std::future_status::ready;
+  stopping.wait();
+  ASSERT_TRUE(ready);
+  auto r = reply.get();
+  ASSERT_TRUE(r.has_value()) << "the request in flight was dropped";
+  EXPECT_EQ(r->status, 200);
+  EXPECT_EQ(r->body, "done");
+  EXPECT_FALSE(r->keepAlive);
+  EXPECT_EQ(server_->openConnections(), 0u);
+  TlsClient late = client();
+  EXPECT_NE(late.connect(), "") << "a stopped server accepted a connection";
 }
 
 // Certificates swap while clients keep sending over keep-alive connections and

@@ -99,6 +99,25 @@ TEST_F(HandlerTest, GenerateNamePodIsNamedInOutcome) {
   EXPECT_EQ(recorder_.outcomes().at(0).name, "web-7d9f-*");
 }
 
+// A namespace whose mode cannot be read (not in the cache, API server down).
+struct UnreadableNamespaces final : NamespaceModeLookup {
+  StatusOr<NamespaceMode> modeOf(std::string_view) const override {
+    return unavailable("namespace read timed out");
+  }
+};
+
+TEST_F(HandlerTest, UnknownNamespaceModeAnswers500SoFailurePolicyDecides) {
+  UnreadableNamespaces unreadable;
+  PodWebhook pods(envs_, unreadable, recorder_, clock_);
+  // An unlabelled pod: admitted if the namespace were taken as unlabelled.
+  HttpReply r = pods.handle(testing::review("CREATE", PodBuilder::good().noEnv().json()));
+  EXPECT_EQ(r.status, 500) << r.body;
+  EXPECT_NE(r.body.find("admission mode of namespace \"ml\" unknown"), std::string::npos) << r.body;
+  EXPECT_NE(r.body.find("namespace read timed out"), std::string::npos) << r.body;
+  ASSERT_EQ(recorder_.outcomes().size(), 1u);
+  EXPECT_EQ(recorder_.outcomes()[0].decision, Decision::kError);
+}
+
 TEST_F(HandlerTest, GarbageIs400AndCountedAsError) {
   for (std::string body :
        {std::string(), std::string("garbage"), std::string("{}"), std::string("\x00\x01", 2)}) {
@@ -198,9 +217,9 @@ TEST(StaticLookups, LoadsDocument) {
   ASSERT_TRUE(env.has_value());
   EXPECT_TRUE(env->ready);
   EXPECT_EQ(env->image, "i");
-  EXPECT_EQ(l->namespaces->modeOf("ml"), NamespaceMode::kWarn);
-  EXPECT_EQ(l->namespaces->modeOf("x"), NamespaceMode::kOff);
-  EXPECT_EQ(l->namespaces->modeOf("y"), NamespaceMode::kUnset);
+  EXPECT_EQ(*l->namespaces->modeOf("ml"), NamespaceMode::kWarn);
+  EXPECT_EQ(*l->namespaces->modeOf("x"), NamespaceMode::kOff);
+  EXPECT_EQ(*l->namespaces->modeOf("y"), NamespaceMode::kUnset);
   EXPECT_FALSE(loadStaticLookups("[").isOk());
   EXPECT_FALSE(loadStaticLookups(R"({"runtimeEnvs":[{"name":"t"}]})").isOk());
   EXPECT_FALSE(loadStaticLookups(R"({"namespaces":{"a":1}})").isOk());

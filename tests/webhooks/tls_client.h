@@ -40,10 +40,24 @@ class TlsClient {
     X509_VERIFY_PARAM_set1_ip_asc(SSL_CTX_get0_param(c), "127.0.0.1");
   }
 
-  // Connects and handshakes; returns the error message or empty on success.
-  std::string connect() {
+  // Opens the socket now (its descriptor exists from here on), to connect()
+  // later — e.g. once the process is at its descriptor limit.
+  std::string prepare() {
     close();
     stream_ = std::make_unique<Stream>(ioc_, ctx_);
+    boost::system::error_code ec;
+    stream_->next_layer().open(boost::asio::ip::tcp::v4(), ec);
+    prepared_ = !ec;
+    return ec ? "socket: " + ec.message() : "";
+  }
+
+  // Connects and handshakes; returns the error message or empty on success.
+  std::string connect() {
+    if (!prepared_) {
+      close();
+      stream_ = std::make_unique<Stream>(ioc_, ctx_);
+    }
+    prepared_ = false;
     boost::system::error_code ec;
     boost::asio::ip::tcp::endpoint ep(boost::asio::ip::make_address("127.0.0.1"), port_);
     stream_->next_layer().connect(ep, ec);
@@ -113,7 +127,15 @@ class TlsClient {
     return pem;
   }
 
+  // Writes raw bytes over TLS and returns without reading (a slow client).
+  bool send(const std::string& bytes) {
+    boost::system::error_code ec;
+    boost::asio::write(*stream_, boost::asio::buffer(bytes), ec);
+    return !ec;
+  }
+
   void close() {
+    prepared_ = false;
     if (!stream_) return;
     boost::system::error_code ec;
     stream_->next_layer().close(ec);
@@ -128,6 +150,7 @@ class TlsClient {
   boost::asio::ssl::context ctx_;
   std::unique_ptr<Stream> stream_;
   boost::beast::flat_buffer buffer_;
+  bool prepared_ = false;
 };
 
 }  // namespace lockstep::webhooks::testing

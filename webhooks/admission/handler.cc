@@ -46,7 +46,12 @@ HttpReply serve(std::string_view webhook, std::string_view body, AdmissionRecord
       outcome.checked = v.checked;
       outcome.message = v.message;
       outcome.warnings = v.warnings;
-      reply.body = encodeAdmissionReview(responseFromVerdict(req->uid, v));
+      if (v.decision == Decision::kError) {
+        // Not decidable now (an input could not be read): the API server applies failurePolicy.
+        reply = {500, "text/plain; charset=utf-8", v.message + "\n"};
+      } else {
+        reply.body = encodeAdmissionReview(responseFromVerdict(req->uid, v));
+      }
     }
   } catch (const std::exception& e) {
     // A bug, not bad input: answer 500 so the API server applies failurePolicy.
@@ -68,7 +73,15 @@ HttpReply PodWebhook::handle(std::string_view body) {
     review.ns = req.ns;
     review.pod = &req.object;
     review.oldPod = req.oldObject.is_null() ? nullptr : &req.oldObject;
-    review.mode = namespaces_.modeOf(req.ns);
+    StatusOr<NamespaceMode> mode = namespaces_.modeOf(req.ns);
+    if (!mode.isOk()) {
+      Verdict unknown;
+      unknown.decision = Decision::kError;
+      unknown.message = "lockstep: admission mode of namespace \"" + req.ns +
+                        "\" unknown: " + mode.status().toString();
+      return unknown;
+    }
+    review.mode = *mode;
     if (review.mode != NamespaceMode::kOff) {
       if (auto env = podRuntimeEnvName(req.object); env && !env->empty()) {
         review.runtimeEnv = envs_.find(req.ns, *env);

@@ -27,7 +27,7 @@ void StaticRuntimeEnvs::erase(std::string_view ns, std::string_view name) {
   envs_.erase(std::pair{std::string(ns), std::string(name)});
 }
 
-NamespaceMode StaticNamespaceModes::modeOf(std::string_view ns) const {
+StatusOr<NamespaceMode> StaticNamespaceModes::modeOf(std::string_view ns) const {
   std::lock_guard<std::mutex> lock(mu_);
   auto it = modes_.find(ns);
   return it == modes_.end() ? NamespaceMode::kUnset : it->second;

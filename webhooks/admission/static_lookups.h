@@ -37,7 +37,7 @@ class StaticRuntimeEnvs final : public RuntimeEnvLookup {
 
 class StaticNamespaceModes final : public NamespaceModeLookup {
  public:
-  NamespaceMode modeOf(std::string_view ns) const override;
+  StatusOr<NamespaceMode> modeOf(std::string_view ns) const override;
   void set(std::string ns, NamespaceMode mode);
 
  private:

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "api/v1alpha1/keys.h"
+#include "common/status.h"
 
 namespace lockstep::webhooks {
 
@@ -50,11 +51,14 @@ class RuntimeEnvLookup {
 };
 
 // Looks up the admission mode of a namespace (from its lockstep.dev/enforce
-// label). Same thread-safety and no-network contract as RuntimeEnvLookup.
+// label). Same thread-safety contract as RuntimeEnvLookup. An error means the
+// mode is not known (e.g. a namespace not yet in the cache and the API server
+// unreachable): the pod webhook then answers HTTP 500 and the API server
+// applies failurePolicy — never "unlabelled" on a guess (fail closed).
 class NamespaceModeLookup {
  public:
   virtual ~NamespaceModeLookup() = default;
-  virtual NamespaceMode modeOf(std::string_view ns) const = 0;
+  virtual StatusOr<NamespaceMode> modeOf(std::string_view ns) const = 0;
 };
 
 enum class Operation { kCreate, kUpdate, kDelete, kConnect, kUnknown };

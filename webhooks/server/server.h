@@ -42,8 +42,18 @@ struct ServerOptions {
   // Budget from the first byte of a request (or the TLS handshake) to the last
   // byte of its response; keep it well under the webhook's timeoutSeconds.
   std::chrono::milliseconds requestTimeout{2000};
-  // How long a keep-alive connection may wait for its next request.
+  // How long a keep-alive connection may wait for the first byte of its next request.
   std::chrono::milliseconds idleTimeout{60000};
+  // Budget for the TLS handshake of a new connection, and again from the first
+  // byte of a request to the end of its header (Go's ReadHeaderTimeout): a
+  // client that trickles its header is cut here, not at idleTimeout.
+  std::chrono::milliseconds headerTimeout{2000};
+  // Connections served at once; more wait in the listen backlog until one
+  // closes (as Go's netutil.LimitListener). At least 1.
+  int maxConnections = 512;
+  // On stop(): how long requests in flight may take to finish (idle
+  // connections close at once) before the rest are dropped.
+  std::chrono::milliseconds drainTimeout{5000};
 };
 
 class Server : public CertificateSink {
@@ -62,8 +72,14 @@ class Server : public CertificateSink {
   Status setCertificate(const TlsCertificate& cert) override = 0;
   // /readyz answers 200 only when ready (default true once started).
   virtual void setReady(bool ready) = 0;
-  // Stops accepting, drops connections, joins the threads. Idempotent.
+  // Stops accepting, closes idle connections, lets requests in flight finish
+  // (their responses say Connection: close) for up to drainTimeout, then drops
+  // what is left and joins the threads. Idempotent.
   virtual void stop() = 0;
+  // Connections open now, and accept errors so far (each retried after a
+  // back-off, common/accept_backoff.h): for metrics, logs and tests.
+  virtual std::size_t openConnections() const = 0;
+  virtual std::uint64_t acceptFailures() const = 0;
 };
 
 }  // namespace lockstep::webhooks

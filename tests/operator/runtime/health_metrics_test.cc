@@ -6,11 +6,16 @@
 #include <boost/beast/http.hpp>
 
 #include <gtest/gtest.h>
+#include <sys/socket.h>
+
 #include <spdlog/spdlog.h>
+#include <future>
+#include <thread>
 
 #include "operator/runtime/health_server.h"
 #include "operator/runtime/logging.h"
 #include "operator/runtime/metrics.h"
+#include "tests/support/descriptor_limit.h"
 
 namespace lockstep::runtime {
 namespace {
@@ -46,6 +51,45 @@ TEST(HealthServerTest, ReportsChecks) {
   EXPECT_EQ(s.handle("/readyz/nope").first, 404);
   EXPECT_EQ(s.handle("/other").first, 404);
   EXPECT_NE(s.handle("/readyz?verbose").second.find("[+]cache ok"), std::string::npos);
+}
+
+// Issue 13: one accept error (here EMFILE) used to end the accept loop for
+// good, leaving the kubelet's probes unanswered and the pod restarted.
+TEST(HealthServerTest, KeepsAcceptingAfterAnAcceptError) {
+  namespace beast = boost::beast;
+  namespace http = beast::http;
+  using tcp = boost::asio::ip::tcp;
+  HealthServer s;
+  s.addHealthCheck("ping", [] { return Status::ok(); });
+  ASSERT_TRUE(s.start("127.0.0.1:0").isOk());
+  boost::asio::io_context ioc;
+  tcp::socket socket(ioc);
+  socket.open(tcp::v4());  // its descriptor exists before the limit
+  {
+    testing::DescriptorLimit full;
+    // The kernel completes the connection; the server's accept gets EMFILE.
+    socket.connect(
+        {boost::asio::ip::make_address("127.0.0.1"), static_cast<unsigned short>(s.port())});
+    while (s.acceptFailures() == 0) std::this_thread::yield();
+  }
+  // Descriptors are available again: the connection waiting in the backlog is served.
+  auto answer = std::async(std::launch::async, [&] {
+    http::request<http::empty_body> req{http::verb::get, "/healthz", 11};
+    req.set(http::field::host, "localhost");
+    beast::error_code ec;
+    http::write(socket, req, ec);
+    beast::flat_buffer buf;
+    http::response<http::string_body> res;
+    if (!ec) http::read(socket, buf, res, ec);
+    return ec ? -1 : static_cast<int>(res.result_int());
+  });
+  // A watchdog, not a speed requirement: without the fix no answer ever comes.
+  const bool ready = answer.wait_for(std::chrono::seconds(60)) == std::future_status::ready;
+  if (!ready) s.stop();  // resets the connection waiting in the backlog
+  EXPECT_TRUE(ready) << "no answer after an accept error";
+  EXPECT_EQ(answer.get(), 200);
+  EXPECT_GE(s.acceptFailures(), 1u);
+  s.stop();
 }
 
 TEST(HealthServerTest, ServesOverHttpOnAnEphemeralPort) {
