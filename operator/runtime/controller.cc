@@ -87,6 +87,11 @@ void Controller::stop() {
 
 void Controller::worker() {
   while (auto key = queue_.get()) {
+    if (gate_ && !gate_()) {
+      queue_.forget(*key);
+      queue_.done(*key);
+      continue;  // not the leader any more: the queue is being dropped
+    }
     processOne(*key);
     queue_.done(*key);
   }

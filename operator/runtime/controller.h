@@ -65,9 +65,13 @@ class Controller {
   void stop();
   WorkQueue& queue() { return queue_; }
   const std::string& name() const { return name_; }
+  // Checked before each request is taken: false (leadership lost) drops the
+  // request instead of reconciling it. Set before start().
+  void setGate(std::function<bool()> gate) { gate_ = std::move(gate); }
 
  private:
   void worker();
+  std::function<bool()> gate_;
   void processOne(const std::string& key);
 
   std::string name_;

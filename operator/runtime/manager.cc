@@ -86,6 +86,7 @@ Controller& Manager::addController(ControllerOptions options,
   auto c =
       std::make_unique<Controller>(std::move(options), std::move(reconciler), clock_,
                                    metrics_.queueMetrics(name), metrics_.reconcileMetrics(name));
+  c->setGate([this] { return writesAllowed().isOk(); });
   std::lock_guard<std::mutex> lock(mu_);
   controllers_.push_back(std::move(c));
   return *controllers_.back();
@@ -235,6 +236,9 @@ Status Manager::run() {
       // once, before run() stops the controllers; run() then returns the loss.
       acting_ = false;
       metrics_.setLeader(lease, false);
+      // No worker takes another request: the queues are dropped now, not when
+      // run() gets to stopping the controllers (the next leader relists).
+      for (auto& c : controllers_) c->queue().shutDownDiscarding();
       std::lock_guard<std::mutex> lock(mu_);
       cv_.notify_all();
     };
