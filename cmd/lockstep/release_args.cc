@@ -172,7 +172,8 @@ StatusOr<ReleaseCommand> parseReleaseArgs(const std::vector<std::string>& args) 
     return invalidArgument("-o json applies to list and status only");
   if (cmd.action != A::kWait && (!cmd.forPhase.empty() || timeoutSet))
     return invalidArgument("--for and --timeout apply to wait only");
-  if (cmd.full && cmd.action != A::kPromote) return invalidArgument("--full applies to promote only");
+  if (cmd.full && cmd.action != A::kPromote)
+    return invalidArgument("--full applies to promote only");
   return cmd;
 }
 

@@ -324,7 +324,7 @@ StatusOr<ActionPlan> planPromote(const json& release, bool full, const std::stri
     const json* step = nullptr;
     if (release.contains("status") && release["status"].contains("canary"))
       step = release["status"]["canary"].contains("step") ? &release["status"]["canary"]["step"]
-                                                         : nullptr;
+                                                          : nullptr;
     int index = step != nullptr && step->is_number_integer() ? step->get<int>() : 0;
     plan.stage = std::to_string(index);
     plan.annotation = std::string(lw::kPromoteAnnotationPrefix) + plan.stage;

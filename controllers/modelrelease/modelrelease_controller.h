@@ -64,8 +64,8 @@ class ModelReleaseReconciler final : public runtime::Reconciler {
   struct Caches {
     const kube::Indexer& releases;
     const kube::Indexer& runtimeEnvs;
-    const kube::Indexer& jobs;  // label lockstep.dev/release, indexed by owner uid
-    const kube::Indexer& pods;  // label lockstep.dev/release, indexed by owner uid and model
+    const kube::Indexer& jobs;         // label lockstep.dev/release, indexed by owner uid
+    const kube::Indexer& pods;         // label lockstep.dev/release, indexed by owner uid and model
     const kube::Indexer& deployments;  // label lockstep.dev/model
     const kube::Indexer& anchors;      // ConfigMaps labelled lockstep.dev/model
   };

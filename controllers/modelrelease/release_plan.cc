@@ -484,17 +484,16 @@ ReleasePlan planRelease(const ReleaseObserved& o) {
   // Superseded: prod runs another release now (a Promoted one), or another
   // release took the canary slot from this one (docs/rollouts.md).
   {
-    bool promotedAway = prevPhase == kPhasePromoted && !o.promotedRelease.empty() &&
-                        o.promotedRelease != r.name;
+    bool promotedAway =
+        prevPhase == kPhasePromoted && !o.promotedRelease.empty() && o.promotedRelease != r.name;
     bool slotLost = prevPhase == kPhaseCanary && !o.canaryRelease.empty() &&
                     o.canaryRelease != r.name && o.promotedRelease != r.name;
     if (promotedAway || slotLost) {
       sum.phase = kPhaseSuperseded;
       sum.readyReason = kReasonSuperseded;
-      sum.readyMessage = promotedAway
-                             ? "prod now runs release " + quote(o.promotedRelease)
-                             : "release " + quote(o.canaryRelease) +
-                                   " took the canary of model " + quote(r.model);
+      sum.readyMessage = promotedAway ? "prod now runs release " + quote(o.promotedRelease)
+                                      : "release " + quote(o.canaryRelease) +
+                                            " took the canary of model " + quote(r.model);
       for (json& st : stages) {
         if (st.value("phase", "") == kStageRunning) {
           st["phase"] = kStageFailed;
@@ -571,7 +570,7 @@ ReleasePlan planRelease(const ReleaseObserved& o) {
       bool started = status.contains("canary") && status["canary"].is_object();
       if (!started && (stale || !env.ready)) {
         sum.phase = gateIndex == 0 ? kPhasePending : kPhaseTesting;
-        sum.readyReason = stale ? kReasonRuntimeStale
+        sum.readyReason = stale       ? kReasonRuntimeStale
                           : env.found ? kReasonRuntimeEnvNotReady
                                       : kReasonRuntimeEnvNotFound;
         sum.readyMessage = stale ? "RuntimeEnv " + quote(r.runtimeEnv) + " resolves to " +

@@ -138,9 +138,9 @@ TEST(EffectiveNamespace, FlagThenContextThenDefault) {
 TEST(ReleaseUsage, MentionsEverySubcommand) {
   std::ostringstream os;
   releaseUsage(os, "kubectl lockstep");
-  for (const char* s :
-       {"kubectl lockstep release", "list", "status NAME", "approve NAME [STAGE]", "abort NAME",
-        "promote NAME [--full]", "wait NAME --for=phase=PHASE", "--kubeconfig", "--context", "-n, --namespace"})
+  for (const char* s : {"kubectl lockstep release", "list", "status NAME", "approve NAME [STAGE]",
+                        "abort NAME", "promote NAME [--full]", "wait NAME --for=phase=PHASE",
+                        "--kubeconfig", "--context", "-n, --namespace"})
     EXPECT_NE(os.str().find(s), std::string::npos) << s;
 }
 

@@ -276,8 +276,9 @@ TEST(PlanAbort, RefusesEndedReleases) {
 }
 
 TEST(PlanPromote, EndsTheCurrentStepsPauseOrSkipsAll) {
-  json canary = {{"metadata", {{"name", "v2"}, {"namespace", "ml"}}},
-                 {"status", {{"phase", "Canary"}, {"canary", {{"phase", "Progressing"}, {"step", 1}}}}}};
+  json canary = {
+      {"metadata", {{"name", "v2"}, {"namespace", "ml"}}},
+      {"status", {{"phase", "Canary"}, {"canary", {{"phase", "Progressing"}, {"step", 1}}}}}};
   auto p = planPromote(canary, false, "alice");
   ASSERT_TRUE(p.isOk()) << p.status().toString();
   EXPECT_EQ(p->annotation, "promote.lockstep.dev/1");

@@ -39,7 +39,8 @@ TEST(HelmChart, BothCertModesRenderObjectsTheApiServerAccepts) {
              "cert-manager.io/inject-ca-from: " + ns + "/lockstep-tls"},
         // Local runs (tools/demo.sh): a URL instead of the Service, never both.
         Mode{{"--set", "webhook.url=https://127.0.0.1:9443/"},
-             "url: \"https://127.0.0.1:9443/validate/modelreleases\"", "path: /validate/"}}) {
+             "url: \"https://127.0.0.1:9443/validate/modelreleases\"",
+             "path: /validate/"}}) {
     std::vector<std::string> args = {"template",    "lockstep", kChart,
                                      "--namespace", ns,         "--include-crds"};
     args.insert(args.end(), m.set.begin(), m.set.end());

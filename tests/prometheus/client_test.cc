@@ -10,8 +10,8 @@
 
 #include <gtest/gtest.h>
 
-#include "tests/support/fake_transport.h"
 #include "tests/prometheus/print.h"
+#include "tests/support/fake_transport.h"
 
 namespace lockstep::prometheus {
 namespace {

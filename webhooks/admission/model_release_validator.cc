@@ -287,9 +287,9 @@ bool precheckAction(const ModelReleaseReview& r, const ReleaseAction& a,
     ok = false;
   }
   if (a.kind == ReleaseActionKind::kPromote && a.annotation != kPromoteFullAnnotation) {
-    bool digits = !a.stage.empty() && a.stage.size() <= 3 &&
-                  std::all_of(a.stage.begin(), a.stage.end(),
-                              [](char c) { return c >= '0' && c <= '9'; });
+    bool digits =
+        !a.stage.empty() && a.stage.size() <= 3 &&
+        std::all_of(a.stage.begin(), a.stage.end(), [](char c) { return c >= '0' && c <= '9'; });
     if (!digits) {
       invalid.push_back(annotationPath(a) + ": " + quote(a.stage) +
                         " is not a canary step index (promote.lockstep.dev/<0-based step>)");
@@ -301,9 +301,10 @@ bool precheckAction(const ModelReleaseReview& r, const ReleaseAction& a,
                         ": the request has no authenticated user name to record");
     ok = false;
   } else if (a.value != r.user.username) {
-    std::string recorded = a.kind == ReleaseActionKind::kAbort     ? "who aborted"
-                           : a.kind == ReleaseActionKind::kPromote ? "who promoted"
-                                                  : "the approver of stage " + quote(a.stage);
+    std::string recorded = a.kind == ReleaseActionKind::kAbort ? "who aborted"
+                           : a.kind == ReleaseActionKind::kPromote
+                               ? "who promoted"
+                               : "the approver of stage " + quote(a.stage);
     forbidden.push_back(annotationPath(a) + ": value " + quote(a.value) +
                         " must be your own user name " + quote(r.user.username) + " (it records " +
                         recorded + ")");
