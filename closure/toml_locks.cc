@@ -2,6 +2,7 @@
 #include <toml++/toml.h>
 
 #include <algorithm>
+#include <cstdio>
 #include <map>
 
 #include "closure/lock_parsers.h"
@@ -80,6 +81,17 @@ Status checkTomlText(std::string_view text, const Ctx& ctx) {
       return fail(i, "outside a string or comment");
     } else {
       ++i;
+    }
+  }
+  // TOML allows no control character but tab, CR and LF anywhere (not even in
+  // strings or comments); toml++ also reaches the same unreachable point after a NUL.
+  for (size_t k = 0; k < n; ++k) {
+    const auto u = static_cast<unsigned char>(text[k]);
+    if ((u < 0x20 && u != '\t' && u != '\n' && u != '\r') || u == 0x7F) {
+      char hex[8];
+      std::snprintf(hex, sizeof hex, "U+%04X", u);
+      return ctx.error(lineOfOffset(text, k), "toml",
+                       std::string("control character ") + hex + " (TOML allows none)");
     }
   }
   return Status::ok();
