@@ -15,6 +15,22 @@ inline constexpr std::string_view kClosureHashAnnotation = "lockstep.dev/closure
 // Namespace label selecting the admission mode: enforce | warn | audit | off.
 inline constexpr std::string_view kEnforceLabel = "lockstep.dev/enforce";
 
+// Labels of the objects a ModelRelease runs: gate Jobs and their pods carry the
+// release; serving Deployments and pods also the model and the track
+// (stable | canary), and the per-model anchor ConfigMap the model.
+inline constexpr const char* kReleaseLabel = "lockstep.dev/release";
+inline constexpr const char* kModelLabel = "lockstep.dev/model";
+inline constexpr const char* kTrackLabel = "lockstep.dev/track";
+
+// ModelRelease annotations whose value is the acting user's name, each checked
+// by the webhook against a SubjectAccessReview (docs/modelrelease.md,
+// docs/rollouts.md): approve a stage, abort, end a canary step's pause, skip
+// every remaining canary step.
+inline constexpr const char* kApproveAnnotationPrefix = "approve.lockstep.dev/";  // + stage
+inline constexpr const char* kAbortAnnotation = "lockstep.dev/abort";
+inline constexpr const char* kPromoteAnnotationPrefix = "promote.lockstep.dev/";  // + step index
+inline constexpr const char* kPromoteFullAnnotation = "lockstep.dev/promote-full";
+
 // Server-side apply field managers (managedFields). The operator's own
 // objects and statuses are written as kOperatorFieldManager; the RuntimeEnv
 // controller owns only the Stale condition of ModelRelease status, under its

@@ -305,8 +305,7 @@ int countReadyPods(const std::vector<json>& pods, const std::string& track,
   int n = 0;
   for (const json& p : pods) {
     const json& labels = member(member(p, "metadata"), "labels");
-    if (str(labels, kTrackLabel) != track || str(labels, "lockstep.dev/release") != release)
-      continue;
+    if (str(labels, kTrackLabel) != track || str(labels, kReleaseLabel) != release) continue;
     if (terminating(p) || !podReady(p)) continue;
     if (nodesWithTerminating.count(str(member(p, "spec"), "nodeName")) != 0) continue;
     ++n;
@@ -830,7 +829,7 @@ json modelOwnerRefs(const ServingObjectsInput& in) {
 }
 
 json servingSelector(const std::string& model) {
-  return {{"lockstep.dev/model", model}, {"app.kubernetes.io/component", "serving"}};
+  return {{kModelLabel, model}, {"app.kubernetes.io/component", "serving"}};
 }
 
 }  // namespace
@@ -847,8 +846,7 @@ json buildModelService(const ServingObjectsInput& in) {
           {"metadata",
            {{"name", in.model},
             {"namespace", in.ns},
-            {"labels",
-             {{"lockstep.dev/model", in.model}, {"app.kubernetes.io/managed-by", "lockstep"}}},
+            {"labels", {{kModelLabel, in.model}, {"app.kubernetes.io/managed-by", "lockstep"}}},
             {"ownerReferences", modelOwnerRefs(in)}}},
           {"spec",
            {{"selector", servingSelector(in.model)},
@@ -871,7 +869,7 @@ BuiltDeployment buildServingDeployment(const ServingObjectsInput& in, const std:
   const json selectorLabels = servingSelector(in.model);
   for (const auto& [k, v] : selectorLabels.items()) pod.labels[k] = v.get<std::string>();
   pod.labels[kTrackLabel] = track;
-  pod.labels["lockstep.dev/release"] = r.release;
+  pod.labels[kReleaseLabel] = r.release;
   pod.env = {
       {"LOCKSTEP_RELEASE", r.release}, {"LOCKSTEP_MODEL", in.model}, {"LOCKSTEP_TRACK", track}};
   pod.mount = in.mount;
@@ -890,9 +888,9 @@ BuiltDeployment buildServingDeployment(const ServingObjectsInput& in, const std:
        {{"name", servingDeploymentName(in.model, track)},
         {"namespace", in.ns},
         {"labels",
-         {{"lockstep.dev/model", in.model},
+         {{kModelLabel, in.model},
           {kTrackLabel, track},
-          {"lockstep.dev/release", r.release},
+          {kReleaseLabel, r.release},
           {"app.kubernetes.io/managed-by", "lockstep"}}},
         {"ownerReferences", modelOwnerRefs(in)}}},
       {"spec",

@@ -226,8 +226,8 @@ inline constexpr const char* kReasonNoKnownGood = "NoKnownGood";
 // kReasonAborted ("Aborted") comes from release_plan.h.
 
 // Annotations (written by `lockstep release promote`, RBAC-checked by the webhook).
-inline constexpr const char* kPromoteStepPrefix = "promote.lockstep.dev/";  // + step index
-inline constexpr const char* kPromoteFullAnnotation = "lockstep.dev/promote-full";
+using api::v1alpha1::kPromoteAnnotationPrefix;  // + step index
+using api::v1alpha1::kPromoteFullAnnotation;
 
 CanaryPlan planCanary(const CanaryObserved& observed);
 
@@ -262,7 +262,8 @@ struct ServingObjectsInput {
 
 inline constexpr const char* kTrackStable = "stable";
 inline constexpr const char* kTrackCanary = "canary";
-inline constexpr const char* kTrackLabel = "lockstep.dev/track";
+using api::v1alpha1::kModelLabel;
+using api::v1alpha1::kTrackLabel;
 
 std::string modelAnchorName(const std::string& model);  // lockstep-model-<model>
 std::string servingDeploymentName(const std::string& model, const std::string& track);

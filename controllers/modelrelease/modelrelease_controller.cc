@@ -25,8 +25,6 @@ using nlohmann::json;
 using runtime::Request;
 using runtime::Result;
 
-constexpr const char* kReleaseLabel = "lockstep.dev/release";
-constexpr const char* kModelLabel = "lockstep.dev/model";
 // Indexes: serving pods, Deployments and anchors by "<ns>/<model>"; releases likewise.
 constexpr const char* kByModelIndex = "model";
 // The anchor's data keys (docs/rollouts.md, "Ownership").
@@ -404,7 +402,7 @@ std::optional<Result> ModelReleaseReconciler::runProdStage(const Request& reques
   auto ann = [&](const std::string& key) {
     return kube::annotation(release, key).value_or(std::string());
   };
-  co.promoteStepBy = ann(kPromoteStepPrefix + std::to_string(step));
+  co.promoteStepBy = ann(kPromoteAnnotationPrefix + std::to_string(step));
   co.promoteFullBy = ann(kPromoteFullAnnotation);
   co.abortBy = ann(kAbortAnnotation);
   co.now = o.now;
@@ -435,22 +433,20 @@ std::optional<Result> ModelReleaseReconciler::runProdStage(const Request& reques
   auto svc = client_->apply(kube::resources::kServices, buildModelService(in), force);
   if (!svc.isOk()) return Result::failed(svc.status().withContext("applying Service " + model));
 
+  // A Deployment already running `who` is only scaled; otherwise it is applied
+  // whole from that release's serving template. No `who`: scaled to zero.
+  auto scale = [&](const std::string& track, const kube::Object* current, int replicas) -> Status {
+    if (current == nullptr || specReplicas(current) == replicas) return Status::ok();
+    auto p =
+        client_->mergePatch(kube::resources::kDeployments, ns, servingDeploymentName(model, track),
+                            json{{"spec", {{"replicas", replicas}}}});
+    return p.isOk() ? Status::ok() : p.status();
+  };
   auto place = [&](const std::string& track, const std::string& who, int replicas,
                    const kube::Object* current) -> Status {
-    if (who.empty()) {
-      if (current == nullptr || specReplicas(current) == 0) return Status::ok();
-      auto p = client_->mergePatch(kube::resources::kDeployments, ns,
-                                   servingDeploymentName(model, track),
-                                   json{{"spec", {{"replicas", 0}}}});
-      return p.isOk() ? Status::ok() : p.status();
-    }
-    if (current != nullptr && templateRelease(current) == who) {
-      if (specReplicas(current) == replicas) return Status::ok();
-      auto p = client_->mergePatch(kube::resources::kDeployments, ns,
-                                   servingDeploymentName(model, track),
-                                   json{{"spec", {{"replicas", replicas}}}});
-      return p.isOk() ? Status::ok() : p.status();
-    }
+    if (who.empty()) return scale(track, current, 0);
+    if (current != nullptr && templateRelease(current) == who)
+      return scale(track, current, replicas);
     std::string why;
     std::optional<ServingRelease> sr;
     if (who == name) {
@@ -468,22 +464,23 @@ std::optional<Result> ModelReleaseReconciler::runProdStage(const Request& reques
   };
   const std::string canaryWho =
       cp.replicas.canary > 0 || templateRelease(canaryDep.get()) == name ? name : std::string();
-  Status sCanary, sStable;
-  if (cp.replicas.stable >= co.stable.specReplicas) {
-    sStable = place(kTrackStable, cp.stableRelease, cp.replicas.stable, stableDep.get());
-    sCanary = place(kTrackCanary, canaryWho, cp.replicas.canary, canaryDep.get());
-  } else {
-    sCanary = place(kTrackCanary, canaryWho, cp.replicas.canary, canaryDep.get());
-    sStable = place(kTrackStable, cp.stableRelease, cp.replicas.stable, stableDep.get());
-  }
-  for (const Status* s : {&sCanary, &sStable}) {
-    if (s->isOk()) continue;
-    if (s->code() == Code::kInvalidArgument) {
-      failProdStage(plan, s->message(), prevStatus, generation, o.now);
+  auto placeStable = [&] {
+    return place(kTrackStable, cp.stableRelease, cp.replicas.stable, stableDep.get());
+  };
+  auto placeCanary = [&] {
+    return place(kTrackCanary, canaryWho, cp.replicas.canary, canaryDep.get());
+  };
+  // The track that grows goes first; a failed write stops before the other one.
+  const bool stableFirst = cp.replicas.stable >= co.stable.specReplicas;
+  for (bool stableTurn : {stableFirst, !stableFirst}) {
+    Status s = stableTurn ? placeStable() : placeCanary();
+    if (s.isOk()) continue;
+    if (s.code() == Code::kInvalidArgument) {
+      failProdStage(plan, s.message(), prevStatus, generation, o.now);
       return std::nullopt;
     }
-    (void)events_.warning(release, "ServingApplyFailed", s->message());
-    return Result::failed(*s);
+    (void)events_.warning(release, "ServingApplyFailed", s.message());
+    return Result::failed(s);
   }
 
   // The anchor records promotions and rollbacks (and frees the canary slot).

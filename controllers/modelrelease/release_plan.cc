@@ -288,9 +288,8 @@ BuiltJob buildGateJob(const ReleaseSpec& r, const StageSpec& s, const RuntimeEnv
   pod.runtimeImage = env.image;
   pod.closureHash = env.closureHash;
   pod.package = r.package;
-  pod.labels = {{"lockstep.dev/release", r.name},
-                {"lockstep.dev/stage", s.name},
-                {"lockstep.dev/model", r.model}};
+  pod.labels = {
+      {kReleaseLabel, r.name}, {"lockstep.dev/stage", s.name}, {"lockstep.dev/model", r.model}};
   pod.env = {{"LOCKSTEP_RELEASE", r.name}, {"LOCKSTEP_STAGE", s.name}, {"LOCKSTEP_MODEL", r.model}};
   pod.mount = o.mount;
   pod.fetchCommand = o.fetchCommand;
@@ -629,7 +628,8 @@ ReleasePlan planRelease(const ReleaseObserved& o) {
       st["packageMount"] = jobMount(*job);
       status["packageMount"] = st["packageMount"];
       if (s.manual) {
-        std::string approver = annotation(o.release, std::string(kApprovePrefix) + s.name);
+        std::string approver =
+            annotation(o.release, std::string(kApproveAnnotationPrefix) + s.name);
         if (!approver.empty()) st["approvedBy"] = approver;
       }
       std::string jobUid = str(member(*job, "metadata"), "uid");
@@ -749,7 +749,7 @@ ReleasePlan planRelease(const ReleaseObserved& o) {
       break;
     }
     if (s.manual) {
-      std::string approver = annotation(o.release, std::string(kApprovePrefix) + s.name);
+      std::string approver = annotation(o.release, std::string(kApproveAnnotationPrefix) + s.name);
       if (approver.empty()) {
         st["phase"] = kStageWaitingForApproval;
         sum.readyReason = kReasonWaitingForApproval;

@@ -16,6 +16,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "api/v1alpha1/keys.h"
 #include "controllers/modelrelease/runtime_pod.h"
 
 namespace lockstep::controllers {
@@ -100,9 +101,10 @@ inline constexpr const char* kReasonRuntimeStale = "RuntimeStale";
 inline constexpr const char* kReasonSuperseded = "Superseded";
 inline constexpr const char* kReasonWaitingForMetrics = "WaitingForMetrics";
 
-// Annotations users (through the webhook's RBAC check) write on a release.
-inline constexpr const char* kApprovePrefix = "approve.lockstep.dev/";  // + stage
-inline constexpr const char* kAbortAnnotation = "lockstep.dev/abort";
+// Keys of api/v1alpha1/keys.h the planner reads (approvals, abort) and writes (labels).
+using api::v1alpha1::kAbortAnnotation;
+using api::v1alpha1::kApproveAnnotationPrefix;
+using api::v1alpha1::kReleaseLabel;
 
 // The largest termination message a gate may report (the kubelet keeps 4 KiB).
 inline constexpr size_t kMaxTerminationMessage = 4096;

@@ -1,11 +1,12 @@
-// Approving a stage and aborting a ModelRelease are annotations whose value is
-// the acting user's name (docs/modelrelease.md, "Approvals and abort"):
+// Approving a stage, aborting a ModelRelease and promoting its canary are
+// annotations whose value is the acting user's name (docs/modelrelease.md,
+// "Approvals and abort"; the keys are api/v1alpha1/keys.h):
 //   approve.lockstep.dev/<stage>: <user>   RBAC verb "approve" on modelreleases.lockstep.dev
 //   lockstep.dev/abort: <user>             RBAC verb "abort"
 //   promote.lockstep.dev/<step>: <user>    RBAC verb "promote" (end a canary step's pause)
 //   lockstep.dev/promote-full: <user>      RBAC verb "promote" (skip the remaining steps)
-// This header is their one vocabulary (the webhook, the CLI and the controller
-// read it) and the pure diff of which of them a write adds or changes.
+// This header maps each key to its RBAC verb (the webhook and the CLI read it)
+// and computes the pure diff of which of them a write adds or changes.
 // Thread-safety: pure functions and constants.
 #pragma once
 
@@ -16,12 +17,16 @@
 
 #include <nlohmann/json.hpp>
 
+#include "api/v1alpha1/keys.h"
+
 namespace lockstep::webhooks {
 
-inline constexpr std::string_view kApproveAnnotationPrefix = "approve.lockstep.dev/";
-inline constexpr std::string_view kAbortAnnotation = "lockstep.dev/abort";
-inline constexpr std::string_view kPromoteAnnotationPrefix = "promote.lockstep.dev/";
-inline constexpr std::string_view kPromoteFullAnnotation = "lockstep.dev/promote-full";
+inline constexpr std::string_view kApproveAnnotationPrefix =
+    api::v1alpha1::kApproveAnnotationPrefix;
+inline constexpr std::string_view kAbortAnnotation = api::v1alpha1::kAbortAnnotation;
+inline constexpr std::string_view kPromoteAnnotationPrefix =
+    api::v1alpha1::kPromoteAnnotationPrefix;
+inline constexpr std::string_view kPromoteFullAnnotation = api::v1alpha1::kPromoteFullAnnotation;
 inline constexpr std::string_view kPromoteVerb = "promote";
 inline constexpr std::string_view kApproveVerb = "approve";
 inline constexpr std::string_view kAbortVerb = "abort";
