@@ -34,7 +34,4 @@ inline constexpr const char* kReasonNoAcceleratorRequired = "NoAcceleratorRequir
 inline constexpr const char* kReasonClosureHashChanged = "ClosureHashChanged";
 inline constexpr const char* kReasonClosureHashMatches = "ClosureHashMatches";
 
-// Event reasons that are not condition reasons.
-inline constexpr const char* kEventReasonStale = "Stale";
-
 }  // namespace lockstep::api::v1alpha1

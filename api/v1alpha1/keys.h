@@ -31,11 +31,8 @@ inline constexpr const char* kAbortAnnotation = "lockstep.dev/abort";
 inline constexpr const char* kPromoteAnnotationPrefix = "promote.lockstep.dev/";  // + step index
 inline constexpr const char* kPromoteFullAnnotation = "lockstep.dev/promote-full";
 
-// Server-side apply field managers (managedFields). The operator's own
-// objects and statuses are written as kOperatorFieldManager; the RuntimeEnv
-// controller owns only the Stale condition of ModelRelease status, under its
-// own manager, so it merges with the conditions the ModelRelease controller owns.
+// The server-side apply field manager (managedFields) of everything the
+// operator writes: objects and statuses.
 inline constexpr const char* kOperatorFieldManager = "lockstep-operator";
-inline constexpr const char* kRuntimeEnvControllerFieldManager = "lockstep-runtimeenv-controller";
 
 }  // namespace lockstep::api::v1alpha1

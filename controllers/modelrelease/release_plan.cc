@@ -1,5 +1,7 @@
 #include "controllers/modelrelease/release_plan.h"
 
+#include "api/v1alpha1/conditions.h"
+
 #include <openssl/sha.h>
 
 #include <cmath>
@@ -13,6 +15,9 @@
 namespace lockstep::controllers {
 namespace {
 
+using api::v1alpha1::kConditionStale;
+using api::v1alpha1::kReasonClosureHashChanged;
+using api::v1alpha1::kReasonClosureHashMatches;
 using kube::Condition;
 using kube::conditionTrue;
 using kube::findCondition;
@@ -533,20 +538,20 @@ ReleasePlan planRelease(const ReleaseObserved& o) {
   bool stale = env.ready && env.closureHash != r.closureHash;
   if (!env.found) {
     setCondition(conditions,
-                 {"Stale", "Unknown", kReasonRuntimeEnvNotFound,
+                 {kConditionStale, "Unknown", kReasonRuntimeEnvNotFound,
                   "RuntimeEnv " + quote(r.ns + "/" + r.runtimeEnv) + " does not exist"},
                  r.generation, o.now);
   } else if (env.ready) {
     setCondition(
         conditions,
-        stale ? Condition{"Stale", "True", "ClosureHashChanged",
+        stale ? Condition{kConditionStale, "True", kReasonClosureHashChanged,
                           "RuntimeEnv " + quote(r.runtimeEnv) + " now resolves to " +
                               env.closureHash + "; this release was packaged for " + r.closureHash}
-              : Condition{"Stale", "False", "ClosureHashMatches",
+              : Condition{kConditionStale, "False", kReasonClosureHashMatches,
                           "RuntimeEnv " + quote(r.runtimeEnv) + " resolves to " + r.closureHash},
         r.generation, o.now);
   }
-  bool wasStale = conditionTrue(member(prevStatus, "conditions", kEmptyArray), "Stale");
+  bool wasStale = conditionTrue(member(prevStatus, "conditions", kEmptyArray), kConditionStale);
   if (stale && !wasStale) {
     plan.events.push_back({"Warning", kReasonRuntimeStale,
                            "RuntimeEnv " + quote(r.runtimeEnv) + " resolves to " + env.closureHash +

@@ -54,7 +54,7 @@ Result RuntimeEnvReconciler::reconcile(const Request& request) {
   RuntimeEnvPlan plan = planRuntimeEnv(*observed, now);
   // Execute: dependants first, the RuntimeEnv's own status last.
   ExecutionOutcome outcome =
-      execute(executionPlan(plan, *observed, now), *client_, events_, "runtimeenv");
+      execute(executionPlan(plan, *observed), *client_, events_, "runtimeenv");
   if (outcome.statusWritten) {
     auto ready = kube::findCondition(plan.status["conditions"], v1::kConditionReady);
     spdlog::info("runtimeenv {}: {} {} ({})", request.key(), plan.status.value("closureHash", ""),

@@ -143,7 +143,7 @@ RuntimeEnvPlan planRuntimeEnv(const RuntimeEnvObserved& o, const std::string& no
     setCondition(conditions, {kConditionStalled, kStatusTrue, r.reason, r.message}, generation,
                  now);
     if (oldReason != r.reason) {
-      plan.events.push_back({"", kube::kEventTypeWarning, r.reason, r.message});
+      plan.events.push_back({kube::kEventTypeWarning, r.reason, r.message});
     }
   } else {
     const closure::Closure& c = r.closure;
@@ -200,37 +200,7 @@ RuntimeEnvPlan planRuntimeEnv(const RuntimeEnvObserved& o, const std::string& no
     }
 
     if (c.closureHash != oldHash) {
-      plan.events.push_back({"", kube::kEventTypeNormal, kReasonResolved, readyMessage});
-    }
-
-    // Releases validated on another closure are stale; never re-pointed silently.
-    for (const auto& object : o.releases) {
-      const ModelRelease mr = decodeModelRelease(*object);
-      const std::string validated = mr.validatedClosureHash();
-      kube::Condition want;
-      want.type = kConditionStale;
-      if (validated != c.closureHash) {
-        want.status = kStatusTrue;
-        want.reason = kReasonClosureHashChanged;
-        want.message = "RuntimeEnv " + name + " now resolves to " + c.closureHash +
-                       "; this release was validated on " + validated;
-      } else {
-        want.status = kStatusFalse;
-        want.reason = kReasonClosureHashMatches;
-        want.message = "RuntimeEnv " + name + " resolves to the validated closure";
-      }
-      auto have = findCondition(mr.status.conditions, kConditionStale);
-      bool same = have && decode::string(*have, "status") == want.status &&
-                  decode::string(*have, "reason") == want.reason &&
-                  decode::string(*have, "message") == want.message;
-      if (same) continue;
-      // A fresh release that matches needs no condition written at all.
-      if (!have && want.status == kStatusFalse) continue;
-      plan.releaseConditions.push_back({mr.meta.name, mr.meta.generation, want});
-      if (want.status == kStatusTrue) {
-        plan.events.push_back(
-            {mr.meta.name, kube::kEventTypeWarning, kEventReasonStale, want.message});
-      }
+      plan.events.push_back({kube::kEventTypeNormal, kReasonResolved, readyMessage});
     }
   }
   plan.statusChanged = status != oldStatus;
@@ -238,31 +208,11 @@ RuntimeEnvPlan planRuntimeEnv(const RuntimeEnvObserved& o, const std::string& no
   return plan;
 }
 
-ExecutionPlan executionPlan(const RuntimeEnvPlan& plan, const RuntimeEnvObserved& o,
-                            const std::string& now) {
+ExecutionPlan executionPlan(const RuntimeEnvPlan& plan, const RuntimeEnvObserved& o) {
   ExecutionPlan out;
   const std::string ns = kube::namespaceOf(*o.runtimeEnv);
-  auto releaseNamed = [&o](const std::string& name) -> kube::ObjectPtr {
-    for (const auto& mr : o.releases) {
-      if (kube::name(*mr) == name) return mr;
-    }
-    return nullptr;
-  };
-  for (const auto& rc : plan.releaseConditions) {
-    json conditions = json::array();
-    setCondition(conditions, rc.condition, rc.generation, now);
-    PlannedApply a;
-    a.resource = kModelReleases;
-    a.object = statusApply(kModelReleases, ns, rc.release, {{"conditions", conditions}});
-    a.fieldManager = kRuntimeEnvControllerFieldManager;
-    a.ignoreNotFound = true;
-    a.what = "marking ModelRelease " + rc.release;
-    out.applyStatus.push_back(std::move(a));
-  }
-  for (const auto& e : plan.events) {
-    kube::ObjectPtr involved = e.release.empty() ? o.runtimeEnv : releaseNamed(e.release);
-    if (involved) out.events.push_back({involved, e.type, e.reason, e.message});
-  }
+  for (const auto& e : plan.events)
+    out.events.push_back({o.runtimeEnv, e.type, e.reason, e.message});
   if (plan.statusChanged) {
     PlannedApply a;
     a.resource = kRuntimeEnvs;

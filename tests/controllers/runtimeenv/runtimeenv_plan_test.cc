@@ -43,28 +43,18 @@ std::vector<json> testNodes() {
           testing::gpuNode("gpu-old-0", "535", "183", "01")};
 }
 
-json release(const std::string& name, const std::string& closureHash) {
-  return testing::modelRelease(name)
-      .runtimeEnv("torch")
-      .closureHash(closureHash)
-      .generation(2)
-      .build();
-}
-
 // The observed state as values, for tables; the planner reads the caches'
 // shared objects, as the shell hands them over.
 struct Observed {
   json runtimeEnv;
   std::optional<json> configMap;
   std::vector<json> nodes;
-  std::vector<json> releases;
 
   RuntimeEnvObserved shared() const {
     RuntimeEnvObserved o;
     o.runtimeEnv = testing::share(runtimeEnv);
     if (configMap) o.configMap = testing::share(*configMap);
     for (const auto& n : nodes) o.nodes.push_back(testing::share(n));
-    for (const auto& r : releases) o.releases.push_back(testing::share(r));
     return o;
   }
 };
@@ -78,7 +68,7 @@ json readyCondition(const RuntimeEnvPlan& p) {
 }
 
 TEST(RuntimeEnvPlan, ResolvesInlineLockAndMatchesTheCliHash) {
-  Observed o{RteBuilder("torch").build(), std::nullopt, testNodes(), {}};
+  Observed o{RteBuilder("torch").build(), std::nullopt, testNodes()};
   RuntimeEnvPlan p = plan(o, kNow);
 
   closure::ClosureOptions opts;
@@ -108,8 +98,8 @@ TEST(RuntimeEnvPlan, CountsCompatibleNodesByCudaRelease) {
        {Case{"12.8.90", "12.8", "570.26", 2}, Case{"12.1.105", "12.1", "530.30.02", 3},
         Case{"12.9.79", "12.9", "575.51.03", 0}}) {
     SCOPED_TRACE(c.runtime);
-    Observed o{
-        RteBuilder("torch").inlineLock(pipLock(c.runtime)).build(), std::nullopt, testNodes(), {}};
+    Observed o{RteBuilder("torch").inlineLock(pipLock(c.runtime)).build(), std::nullopt,
+               testNodes()};
     RuntimeEnvPlan p = plan(o, kNow);
     EXPECT_EQ(p.status["cuda"], c.cuda);
     EXPECT_EQ(p.status["minDriver"], c.minDriver);
@@ -126,14 +116,14 @@ TEST(RuntimeEnvPlan, CountsCompatibleNodesByCudaRelease) {
 TEST(RuntimeEnvPlan, UnschedulableNodesAreNotCounted) {
   auto nodes = testNodes();
   nodes[1]["spec"]["unschedulable"] = true;
-  Observed o{RteBuilder("torch").build(), std::nullopt, nodes, {}};
+  Observed o{RteBuilder("torch").build(), std::nullopt, nodes};
   EXPECT_EQ(plan(o, kNow).status["compatibleNodes"], 1);
 }
 
 TEST(RuntimeEnvPlan, AcceleratorSpecOverridesDetection) {
   json rte = RteBuilder("torch").build();
   rte["spec"]["accelerator"] = {{"cuda", "12.1"}};
-  Observed o{rte, std::nullopt, testNodes(), {}};
+  Observed o{rte, std::nullopt, testNodes()};
   RuntimeEnvPlan p = plan(o, kNow);
   EXPECT_EQ(p.status["cuda"], "12.1");
   EXPECT_EQ(p.status["minDriver"], "530.30.02");
@@ -147,7 +137,7 @@ TEST(RuntimeEnvPlan, AcceleratorSpecOverridesDetection) {
 
 TEST(RuntimeEnvPlan, CpuOnlyLockHasNoCudaFields) {
   std::string lock = "requests==2.32.3 --hash=sha256:" + hex64('c') + "\n";
-  Observed o{RteBuilder("cpu").inlineLock(lock).build(), std::nullopt, testNodes(), {}};
+  Observed o{RteBuilder("cpu").inlineLock(lock).build(), std::nullopt, testNodes()};
   RuntimeEnvPlan p = plan(o, kNow);
   EXPECT_FALSE(p.status.contains("cuda"));
   EXPECT_FALSE(p.status.contains("compatibleNodes"));
@@ -180,7 +170,7 @@ TEST(RuntimeEnvPlan, ClassifiesFailures) {
   };
   for (const Case& c : cases) {
     SCOPED_TRACE(c.what);
-    Observed o{c.rte, c.configMap, testNodes(), {}};
+    Observed o{c.rte, c.configMap, testNodes()};
     RuntimeEnvPlan p = plan(o, kNow);
     json ready = readyCondition(p);
     EXPECT_EQ(ready["status"], "False");
@@ -197,7 +187,6 @@ TEST(RuntimeEnvPlan, ClassifiesFailures) {
 TEST(RuntimeEnvPlan, ParseErrorNamesTheLineAndSource) {
   Observed o{RteBuilder("t").configMapLock("locks", "requirements.txt").build(),
              json{{"data", {{"requirements.txt", "numpy==1.26.4 --hash=sha256:zz\n"}}}},
-             {},
              {}};
   json ready = readyCondition(plan(o, kNow));
   std::string m = ready["message"];
@@ -208,12 +197,10 @@ TEST(RuntimeEnvPlan, PipIncludesResolveToOtherConfigMapKeys) {
   std::string base = "numpy==1.26.4 --hash=sha256:" + hex64('a') + "\n";
   std::string cuda = "nvidia-cuda-runtime-cu12==12.8.90 --hash=sha256:" + hex64('b') + "\n";
   json cm = {{"data", {{"requirements.txt", "-r base.txt\n" + cuda}, {"base.txt", base}}}};
-  Observed o{
-      RteBuilder("t").configMapLock("locks", "requirements.txt").build(), cm, testNodes(), {}};
+  Observed o{RteBuilder("t").configMapLock("locks", "requirements.txt").build(), cm, testNodes()};
   RuntimeEnvPlan withInclude = plan(o, kNow);
   ASSERT_EQ(readyCondition(withInclude)["status"], "True") << withInclude.status.dump(2);
-  Observed flat{
-      RteBuilder("t").inlineLock(pipLock("12.8.90")).build(), std::nullopt, testNodes(), {}};
+  Observed flat{RteBuilder("t").inlineLock(pipLock("12.8.90")).build(), std::nullopt, testNodes()};
   EXPECT_EQ(withInclude.status["closureHash"], plan(flat, kNow).status["closureHash"]);
 
   // A missing include is a parse error naming it, not a crash.
@@ -236,7 +223,7 @@ TEST(RuntimeEnvPlan, AmplifyingIncludesResolveAndOverLimitLocksAreLockTooLarge) 
   json cm = {
       {"data",
        {{"r.txt", r}, {"a.txt", a}, {"b.txt", "six==1.16.0 --hash=sha256:" + hex64('a') + "\n"}}}};
-  Observed o{RteBuilder("t").configMapLock("locks", "r.txt").build(), cm, testNodes(), {}};
+  Observed o{RteBuilder("t").configMapLock("locks", "r.txt").build(), cm, testNodes()};
   RuntimeEnvPlan p = plan(o, kNow);
   ASSERT_EQ(readyCondition(p)["status"], "True") << p.status.dump(2);
   EXPECT_EQ(p.status["packageCount"], 1);
@@ -264,17 +251,15 @@ TEST(RuntimeEnvPlan, AmplifyingIncludesResolveAndOverLimitLocksAreLockTooLarge) 
 }
 
 TEST(RuntimeEnvPlan, AllowUnhashedMarksWeak) {
-  Observed o{RteBuilder("t").inlineLock("numpy==1.26.4\n").allowUnhashed().build(),
-             std::nullopt,
-             testNodes(),
-             {}};
+  Observed o{RteBuilder("t").inlineLock("numpy==1.26.4\n").allowUnhashed().build(), std::nullopt,
+             testNodes()};
   RuntimeEnvPlan p = plan(o, kNow);
   EXPECT_EQ(readyCondition(p)["status"], "True");
   EXPECT_EQ(p.status["weak"], true);
 }
 
 TEST(RuntimeEnvPlan, SteadyStateWritesNothing) {
-  Observed o{RteBuilder("torch").build(), std::nullopt, testNodes(), {}};
+  Observed o{RteBuilder("torch").build(), std::nullopt, testNodes()};
   RuntimeEnvPlan first = plan(o, kNow);
   o.runtimeEnv["status"] = first.status;
   RuntimeEnvPlan second = plan(o, kLater);
@@ -285,7 +270,7 @@ TEST(RuntimeEnvPlan, SteadyStateWritesNothing) {
 }
 
 TEST(RuntimeEnvPlan, FailureKeepsLastResolvedHashButIsNotReady) {
-  Observed o{RteBuilder("torch").build(), std::nullopt, testNodes(), {}};
+  Observed o{RteBuilder("torch").build(), std::nullopt, testNodes()};
   RuntimeEnvPlan good = plan(o, kNow);
   o.runtimeEnv =
       RteBuilder("torch").inlineLock("numpy==1\n").generation(2).status(good.status).build();
@@ -294,61 +279,6 @@ TEST(RuntimeEnvPlan, FailureKeepsLastResolvedHashButIsNotReady) {
   EXPECT_EQ(bad.status["observedGeneration"], 2);
   EXPECT_EQ(readyCondition(bad)["status"], "False");
   EXPECT_EQ(readyCondition(bad)["lastTransitionTime"], kLater);
-}
-
-TEST(RuntimeEnvPlan, HashChangeMarksValidatedReleasesStale) {
-  Observed o{RteBuilder("torch").build(), std::nullopt, testNodes(), {}};
-  RuntimeEnvPlan v1 = plan(o, kNow);
-  std::string h1 = v1.status["closureHash"];
-
-  // The lock moves: numpy 1.26.4 -> 2.0.0.
-  o.runtimeEnv =
-      RteBuilder("torch").inlineLock(pipLock("12.8.90", "2.0.0")).status(v1.status).build();
-  json fresh = release("v8", "");
-  o.releases = {release("v7", h1), release("v6", "sha256:" + hex64('0'))};
-  RuntimeEnvPlan v2 = plan(o, kLater);
-  std::string h2 = v2.status["closureHash"];
-  ASSERT_NE(h1, h2);
-  fresh["spec"]["closureHash"] = h2;
-  ASSERT_EQ(v2.releaseConditions.size(), 2u);
-  for (const auto& rc : v2.releaseConditions) {
-    EXPECT_EQ(rc.condition.type, "Stale");
-    EXPECT_EQ(rc.condition.status, "True");
-    EXPECT_EQ(rc.condition.reason, kReasonClosureHashChanged);
-    EXPECT_EQ(rc.generation, 2);
-  }
-  EXPECT_NE(v2.releaseConditions[0].condition.message.find(h2), std::string::npos);
-  EXPECT_NE(v2.releaseConditions[0].condition.message.find(h1), std::string::npos);
-
-  // A release packaged on the new closure needs no condition; a stale one whose
-  // RuntimeEnv moves back is cleared.
-  json staleV7 = release("v7", h1);
-  staleV7["status"]["conditions"] = json::array({{{"type", "Stale"},
-                                                  {"status", "True"},
-                                                  {"reason", kReasonClosureHashChanged},
-                                                  {"message", "x"},
-                                                  {"lastTransitionTime", kNow}}});
-  o.runtimeEnv = RteBuilder("torch").status(v2.status).build();
-  o.releases = {fresh, staleV7};
-  RuntimeEnvPlan back = plan(o, kLater);
-  ASSERT_EQ(back.releaseConditions.size(), 2u);  // fresh (h2 != h1 now) and v7 cleared
-  for (const auto& rc : back.releaseConditions) {
-    if (rc.release == "v7") {
-      EXPECT_EQ(rc.condition.status, "False");
-      EXPECT_EQ(rc.condition.reason, kReasonClosureHashMatches);
-    } else {
-      EXPECT_EQ(rc.condition.status, "True");
-    }
-  }
-}
-
-TEST(RuntimeEnvPlan, ValidatedHashInStatusWinsOverSpec) {
-  Observed o{RteBuilder("torch").build(), std::nullopt, testNodes(), {}};
-  std::string h = plan(o, kNow).status["closureHash"];
-  json mr = release("v7", "sha256:" + hex64('0'));
-  mr["status"]["validatedClosureHash"] = h;
-  o.releases = {mr};
-  EXPECT_TRUE(plan(o, kNow).releaseConditions.empty());
 }
 
 TEST(IsDigestPinned, AcceptsOnlyRepoAtSha256) {
@@ -361,31 +291,18 @@ TEST(IsDigestPinned, AcceptsOnlyRepoAtSha256) {
   EXPECT_FALSE(isDigestPinned("x y@sha256:" + hex64('f')));
 }
 
-TEST(RuntimeEnvExecutionPlan, StaleConditionsUnderOwnManagerThenStatusLast) {
-  Observed o{RteBuilder("torch").build(), std::nullopt, testNodes(), {}};
+TEST(RuntimeEnvExecutionPlan, EventsOnTheRuntimeEnvThenStatusLast) {
+  Observed o{RteBuilder("torch").build(), std::nullopt, testNodes()};
   std::string h1 = plan(o, kNow).status["closureHash"];
-  o.releases = {release("v7", "sha256:" + hex64('0'))};
   RuntimeEnvObserved shared = o.shared();
   RuntimeEnvPlan p = planRuntimeEnv(shared, kNow);
-  ExecutionPlan e = executionPlan(p, shared, kNow);
+  ExecutionPlan e = executionPlan(p, shared);
 
-  ASSERT_EQ(e.applyStatus.size(), 1u);
-  const PlannedApply& stale = e.applyStatus[0];
-  EXPECT_EQ(stale.resource, kModelReleases);
-  EXPECT_EQ(stale.fieldManager, kRuntimeEnvControllerFieldManager);
-  EXPECT_TRUE(stale.ignoreNotFound);
-  EXPECT_EQ(stale.object["metadata"]["name"], "v7");
-  EXPECT_EQ(stale.object["metadata"]["namespace"], "ml");
-  EXPECT_EQ(stale.object["kind"], "ModelRelease");
-  ASSERT_EQ(stale.object["status"]["conditions"].size(), 1u);
-  EXPECT_EQ(stale.object["status"]["conditions"][0]["type"], kConditionStale);
-  EXPECT_EQ(stale.object["status"]["conditions"][0]["observedGeneration"], 2);
-
-  // Events name the object they are about: the RuntimeEnv, or the stale release.
-  ASSERT_EQ(e.events.size(), 2u);
+  // Only the RuntimeEnv's own status: releases mark themselves Stale.
+  EXPECT_TRUE(e.applyStatus.empty());
+  ASSERT_EQ(e.events.size(), 1u);
   EXPECT_EQ(e.events[0].involved, shared.runtimeEnv);
-  EXPECT_EQ(e.events[1].involved, shared.releases[0]);
-  EXPECT_EQ(e.events[1].reason, kEventReasonStale);
+  EXPECT_EQ(e.events[0].reason, kReasonResolved);
 
   ASSERT_TRUE(e.status.has_value());
   EXPECT_EQ(e.status->resource, kRuntimeEnvs);
@@ -396,10 +313,10 @@ TEST(RuntimeEnvExecutionPlan, StaleConditionsUnderOwnManagerThenStatusLast) {
 }
 
 TEST(RuntimeEnvExecutionPlan, SteadyStateExecutesNothing) {
-  Observed o{RteBuilder("torch").build(), std::nullopt, testNodes(), {}};
+  Observed o{RteBuilder("torch").build(), std::nullopt, testNodes()};
   o.runtimeEnv["status"] = plan(o, kNow).status;
   RuntimeEnvObserved shared = o.shared();
-  ExecutionPlan e = executionPlan(planRuntimeEnv(shared, kLater), shared, kLater);
+  ExecutionPlan e = executionPlan(planRuntimeEnv(shared, kLater), shared);
   EXPECT_TRUE(e.applyStatus.empty());
   EXPECT_TRUE(e.events.empty());
   EXPECT_FALSE(e.status.has_value());
