@@ -127,7 +127,8 @@ const std::vector<Permission>& operatorPermissions() {
        {"list", "watch"},
        kW,
        {},
-       "informer: the gate Jobs' pods (label lockstep.dev/release)"},
+       "informer: the gate Jobs' pods (label lockstep.dev/release); the canary's GPU "
+       "pre-check lists the pods bound to each compatible GPU node (docs/rollouts.md)"},
       {"modelrelease-controller",
        "",
        {"events"},
@@ -135,6 +136,13 @@ const std::vector<Permission>& operatorPermissions() {
        kW,
        {},
        "operator/kube/event_recorder.cc: Events on the release"},
+      {"modelrelease-controller",
+       "",
+       {"nodes"},
+       {"list", "watch"},
+       kC,
+       {},
+       "informer: GPU nodes for the canary's capacity pre-check (docs/rollouts.md)"},
       // ModelRelease prod stage (docs/rollouts.md): the model's serving objects.
       {"modelrelease-controller",
        "apps",

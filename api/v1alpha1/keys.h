@@ -25,11 +25,16 @@ inline constexpr const char* kTrackLabel = "lockstep.dev/track";
 // ModelRelease annotations whose value is the acting user's name, each checked
 // by the webhook against a SubjectAccessReview (docs/modelrelease.md,
 // docs/rollouts.md): approve a stage, abort, end a canary step's pause, skip
-// every remaining canary step.
+// every remaining canary step, and roll the model back to this (previously
+// promoted) release. The rollback key names the model's prod revision (the
+// anchor ConfigMap's `revision`, bumped by every promotion and rollback) it
+// was asked against: acted on only while prod is still at that revision, so a
+// request is never replayed and a later one is a new key.
 inline constexpr const char* kApproveAnnotationPrefix = "approve.lockstep.dev/";  // + stage
 inline constexpr const char* kAbortAnnotation = "lockstep.dev/abort";
 inline constexpr const char* kPromoteAnnotationPrefix = "promote.lockstep.dev/";  // + step index
 inline constexpr const char* kPromoteFullAnnotation = "lockstep.dev/promote-full";
+inline constexpr const char* kRollbackAnnotationPrefix = "rollback.lockstep.dev/";  // + revision
 
 // The server-side apply field manager (managedFields) of everything the
 // operator writes: objects and statuses.

@@ -3,6 +3,7 @@
 #include <iostream>
 #include <string>
 
+#include "cmd/lockstep/model_args.h"
 #include "cmd/lockstep/release_args.h"
 #include "cmd/lockstep/verbs.h"
 
@@ -19,7 +20,9 @@ int runHelp(const VerbContext& ctx);
 const Verb kVerbs[] = {
     {"closure-hash", "print the closure hash v1 of a lock file (or runtime.json with --json)",
      runClosureHash},
-    {"release", "list, inspect, approve, abort and wait for ModelReleases", runRelease},
+    {"release", "list, inspect, approve, abort, promote and wait for ModelReleases", runRelease},
+    {"model", "a model's prod history, rollback to an earlier release, removal from prod",
+     runModel},
     {"version", "print the version", runVersion},
     {"help", "show this help (help VERB for a verb's flags)", runHelp},
 };
@@ -38,6 +41,8 @@ int runHelp(const VerbContext& ctx) {
     closureHashUsage(ctx.out, ctx.programName);
   } else if (!ctx.args.empty() && ctx.args[0] == "release") {
     releaseUsage(ctx.out, ctx.programName);
+  } else if (!ctx.args.empty() && ctx.args[0] == "model") {
+    modelUsage(ctx.out, ctx.programName);
   } else {
     usage(ctx.out, ctx.programName);
   }

@@ -25,7 +25,8 @@ int report(ReleaseIo& io, const std::string& what, const Status& s) {
   if (s.code() == Code::kForbidden && s.message().find("admission webhook") == std::string::npos) {
     // RBAC refused the request itself (not the webhook).
     io.err << "\n(the ClusterRole " << webhooks::kApproverClusterRole
-           << " grants get, list, watch, patch, approve and abort on modelreleases)";
+           << " grants get, list, watch, patch, approve, abort, promote and rollback on "
+              "modelreleases)";
   }
   io.err << "\n";
   return kExitFailure;

@@ -157,6 +157,24 @@ struct GpuCheck {
 // Whether `podsToAdd` new pods of `gpusPerPod` GPUs each fit, node by node.
 GpuCheck gpuPreCheck(const GpuCapacity& capacity, int podsToAdd);
 
+inline constexpr const char* kGpuResource = "nvidia.com/gpu";
+
+// The nvidia.com/gpu a pod spec asks for, as the scheduler counts it: the
+// larger of the sum over its containers and its largest init container; a
+// container's request, else its limit. Malformed quantities count as 0.
+int64_t podGpuRequest(const nlohmann::json& podSpec);
+
+// Whether `node` can run the RuntimeEnv's pods: schedulable, and its GPU
+// feature discovery driver labels (nvidia.com/cuda.driver.*) satisfy
+// `minDriver` ("" = any node that reports GPUs).
+bool gpuNodeCompatible(const nlohmann::json& node, const std::string& minDriver);
+
+// Free GPUs on each compatible node among `nodes`: allocatable nvidia.com/gpu
+// minus the GPU requests of `pods` bound to it (spec.nodeName) that are not
+// Succeeded or Failed. `pods` may include pods of other nodes.
+GpuCapacity gpuCapacityOf(int64_t gpusPerPod, const std::vector<nlohmann::json>& nodes,
+                          const std::vector<nlohmann::json>& pods, const std::string& minDriver);
+
 // ---- the decision ----------------------------------------------------------------------------
 
 struct KnownGood {
@@ -222,7 +240,6 @@ inline constexpr const char* kReasonCanaryRestarting = "CanaryRestarting";
 inline constexpr const char* kReasonProgressDeadlineExceeded = "ProgressDeadlineExceeded";
 inline constexpr const char* kReasonInsufficientGPUCapacity = "InsufficientGPUCapacity";
 inline constexpr const char* kReasonRollbackTargetStale = "RollbackTargetStale";
-inline constexpr const char* kReasonNoKnownGood = "NoKnownGood";
 // kReasonAborted ("Aborted") comes from release_plan.h.
 
 // Annotations (written by `lockstep release promote`, RBAC-checked by the webhook).
@@ -230,16 +247,6 @@ using api::v1alpha1::kPromoteAnnotationPrefix;  // + step index
 using api::v1alpha1::kPromoteFullAnnotation;
 
 CanaryPlan planCanary(const CanaryObserved& observed);
-
-// ---- manual rollback of a model (`lockstep model rollback MODEL [--to R]`) -------------------
-
-struct ModelRollbackDecision {
-  bool allowed = false;
-  std::string reason, message;
-};
-// Re-pointing stable to `target` needs no gate; refused when its runtime is stale.
-ModelRollbackDecision planModelRollback(const std::optional<KnownGood>& target, bool targetStale,
-                                        const std::string& currentRuntimeHash);
 
 // ---- desired objects -------------------------------------------------------------------------
 

@@ -33,6 +33,9 @@ constexpr const char* kAnchorPromotedPackage = "promotedPackage";
 constexpr const char* kAnchorPromotedClosureHash = "promotedClosureHash";
 constexpr const char* kAnchorCanary = "canary";
 constexpr const char* kAnchorHistory = "history";
+// Bumped by every change of `promoted` (promotion, manual rollback): a
+// rollback request names the revision it was made against.
+constexpr const char* kAnchorRevision = "revision";
 constexpr size_t kHistoryKept = 50;
 
 std::vector<std::string> byModelLabel(const kube::Object& o) {
@@ -53,6 +56,22 @@ std::string dataOf(const kube::Object* cm, const char* key) {
   const json* d = cm->contains("data") ? &(*cm)["data"] : nullptr;
   if (d == nullptr || !d->is_object() || !d->contains(key) || !(*d)[key].is_string()) return "";
   return (*d)[key].get<std::string>();
+}
+
+// The anchor's prod revision: "0" before the first promotion recorded one.
+std::string revisionOf(const kube::Object* anchor) {
+  std::string r = dataOf(anchor, kAnchorRevision);
+  return r.empty() ? "0" : r;
+}
+
+std::string nextRevision(const kube::Object* anchor) {
+  const std::string r = revisionOf(anchor);
+  uint64_t n = 0;
+  for (char c : r) {
+    if (c < '0' || c > '9' || n > 1'000'000'000'000ULL) return "1";  // not ours: start again
+    n = n * 10 + static_cast<uint64_t>(c - '0');
+  }
+  return std::to_string(n + 1);
 }
 
 std::string templateRelease(const kube::Object* deployment) {
@@ -206,12 +225,16 @@ Result ModelReleaseReconciler::reconcile(const Request& request) {
     auto anchor = caches_.anchors.get(request.ns, modelAnchorName(model));
     o.promotedRelease = dataOf(anchor.get(), kAnchorPromoted);
     o.canaryRelease = dataOf(anchor.get(), kAnchorCanary);
+    o.modelRevision = anchor ? revisionOf(anchor.get()) : std::string();
   }
 
   // Plan: pure.
   ReleasePlan plan = planRelease(o);
   if (plan.prod) {
     if (auto done = runProdStage(request, *release, o, plan)) return *done;
+  }
+  if (plan.modelRollback) {
+    if (auto done = runModelRollback(request, *release, o, plan)) return *done;
   }
 
   // Execute: Jobs first (deterministic names make a retry harmless), status last.
@@ -271,6 +294,7 @@ Result ModelReleaseReconciler::reconcile(const Request& request) {
       if (after != before && after == "RollingBack")
         metrics_->rollback(model, canary.value("reason", ""));
       if (after != before && after == "Promoted") metrics_->promotion(model);
+      if (plan.modelRollback) metrics_->rollback(model, kReasonManualRollback);
     }
   }
   if (plan.requeueAfterSeconds > 0)
@@ -419,6 +443,38 @@ std::optional<Result> ModelReleaseReconciler::runProdStage(const Request& reques
     }
   }
 
+  // GPU pre-check: only when this plan adds canary pods that ask for GPUs. The
+  // pods bound to each compatible node are read now, not cached (the operator
+  // keeps no cluster-wide pod cache): in every namespace, or in a namespaced
+  // install only in the watched ones (other tenants' pods are then not seen;
+  // docs/rollouts.md "GPU capacity").
+  const int64_t gpusPerPod = podGpuRequest(spec.podTemplate.value("spec", json::object()));
+  if (gpusPerPod > 0 && cp.replicas.canary > co.canary.specReplicas && !co.gpu) {
+    std::string minDriver;
+    if (auto rte = caches_.runtimeEnvs.get(
+            ns, release.value("/spec/runtimeEnvRef/name"_json_pointer, std::string())))
+      minDriver = rte->value("/status/minDriver"_json_pointer, std::string());
+    std::vector<json> nodes, bound;
+    for (const auto& n : caches_.nodes.list()) {
+      if (!gpuNodeCompatible(*n, minDriver)) continue;
+      nodes.push_back(*n);
+      kube::ListOptions on;
+      on.fieldSelector =
+          "spec.nodeName=" + kube::name(*n) + ",status.phase!=Succeeded,status.phase!=Failed";
+      const std::vector<std::string> all = {""};
+      for (const std::string& where :
+           options_.podNamespaces.empty() ? all : options_.podNamespaces) {
+        auto listed = client_->list(kube::resources::kPods, where, on);
+        if (!listed.isOk())
+          return Result::failed(
+              listed.status().withContext("GPU pre-check: pods on node " + kube::name(*n)));
+        for (auto& p : listed->items) bound.push_back(std::move(p));
+      }
+    }
+    co.gpu = gpuCapacityOf(gpusPerPod, nodes, bound, minDriver);
+    cp = planCanary(co);
+  }
+
   // Apply: the Service, then both Deployments (stable first when it grows).
   ServingObjectsInput in;
   in.model = model;
@@ -433,42 +489,14 @@ std::optional<Result> ModelReleaseReconciler::runProdStage(const Request& reques
   auto svc = client_->apply(kube::resources::kServices, buildModelService(in), force);
   if (!svc.isOk()) return Result::failed(svc.status().withContext("applying Service " + model));
 
-  // A Deployment already running `who` is only scaled; otherwise it is applied
-  // whole from that release's serving template. No `who`: scaled to zero.
-  auto scale = [&](const std::string& track, const kube::Object* current, int replicas) -> Status {
-    if (current == nullptr || specReplicas(current) == replicas) return Status::ok();
-    auto p =
-        client_->mergePatch(kube::resources::kDeployments, ns, servingDeploymentName(model, track),
-                            json{{"spec", {{"replicas", replicas}}}});
-    return p.isOk() ? Status::ok() : p.status();
-  };
-  auto place = [&](const std::string& track, const std::string& who, int replicas,
-                   const kube::Object* current) -> Status {
-    if (who.empty()) return scale(track, current, 0);
-    if (current != nullptr && templateRelease(current) == who)
-      return scale(track, current, replicas);
-    std::string why;
-    std::optional<ServingRelease> sr;
-    if (who == name) {
-      sr = servingReleaseOf(release, caches_.runtimeEnvs, &why);
-    } else if (auto other = caches_.releases.get(ns, who)) {
-      sr = servingReleaseOf(*other, caches_.runtimeEnvs, &why);
-    } else {
-      why = "release " + who + " is gone; the " + track + " Deployment keeps its pods";
-    }
-    if (!sr) return Status(Code::kUnavailable, why);
-    BuiltDeployment built = buildServingDeployment(in, track, *sr, replicas);
-    if (!built.error.empty()) return Status(Code::kInvalidArgument, built.error);
-    auto a = client_->apply(kube::resources::kDeployments, built.deployment, force);
-    return a.isOk() ? Status::ok() : a.status();
-  };
   const std::string canaryWho =
       cp.replicas.canary > 0 || templateRelease(canaryDep.get()) == name ? name : std::string();
   auto placeStable = [&] {
-    return place(kTrackStable, cp.stableRelease, cp.replicas.stable, stableDep.get());
+    return placeTrack(in, release, kTrackStable, cp.stableRelease, cp.replicas.stable,
+                      stableDep.get());
   };
   auto placeCanary = [&] {
-    return place(kTrackCanary, canaryWho, cp.replicas.canary, canaryDep.get());
+    return placeTrack(in, release, kTrackCanary, canaryWho, cp.replicas.canary, canaryDep.get());
   };
   // The track that grows goes first; a failed write stops before the other one.
   const bool stableFirst = cp.replicas.stable >= co.stable.specReplicas;
@@ -497,6 +525,8 @@ std::optional<Result> ModelReleaseReconciler::runProdStage(const Request& reques
     json entry = {
         {"release", name}, {"package", co.package}, {"closureHash", co.closureHash}, {"at", o.now}};
     if (promotedNow) {
+      if (dataOf(anchor.get(), kAnchorPromoted) != name)
+        data[kAnchorRevision] = nextRevision(anchor.get());
       data[kAnchorPromoted] = name;
       data[kAnchorPromotedPackage] = co.package;
       data[kAnchorPromotedClosureHash] = co.closureHash;
@@ -518,6 +548,97 @@ std::optional<Result> ModelReleaseReconciler::runProdStage(const Request& reques
     if (!u.isOk()) return Result::failed(u.status().withContext("recording on the anchor"));
   }
   foldCanaryPlan(plan, cp, prevStatus, generation, o.now);
+  return std::nullopt;
+}
+
+Status ModelReleaseReconciler::placeTrack(const ServingObjectsInput& in, const kube::Object& self,
+                                          const std::string& track, const std::string& who,
+                                          int replicas, const kube::Object* current) {
+  const std::string name = servingDeploymentName(in.model, track);
+  // A Deployment already running `who` is only scaled; otherwise it is applied
+  // whole from that release's serving template. No `who`: scaled to zero.
+  if (who.empty() || (current != nullptr && templateRelease(current) == who)) {
+    const int want = who.empty() ? 0 : replicas;
+    if (current == nullptr || specReplicas(current) == want) return Status::ok();
+    auto p = client_->mergePatch(kube::resources::kDeployments, in.ns, name,
+                                 json{{"spec", {{"replicas", want}}}});
+    return p.isOk() ? Status::ok() : p.status();
+  }
+  std::string why;
+  std::optional<ServingRelease> sr;
+  if (who == kube::name(self)) {
+    sr = servingReleaseOf(self, caches_.runtimeEnvs, &why);
+  } else if (auto other = caches_.releases.get(in.ns, who)) {
+    sr = servingReleaseOf(*other, caches_.runtimeEnvs, &why);
+  } else {
+    why = "release " + who + " is gone; the " + track + " Deployment keeps its pods";
+  }
+  if (!sr) return Status(Code::kUnavailable, why);
+  BuiltDeployment built = buildServingDeployment(in, track, *sr, replicas);
+  if (!built.error.empty()) return Status(Code::kInvalidArgument, built.error);
+  kube::PatchParams force;
+  force.force = true;
+  auto a = client_->apply(kube::resources::kDeployments, built.deployment, force);
+  return a.isOk() ? Status::ok() : a.status();
+}
+
+std::optional<Result> ModelReleaseReconciler::runModelRollback(const Request& request,
+                                                               const kube::Object& release,
+                                                               const ReleaseObserved& o,
+                                                               const ReleasePlan& plan) {
+  const ModelRollbackRequest& rb = *plan.modelRollback;
+  const std::string model = release.value("/spec/model"_json_pointer, std::string());
+  auto anchor = caches_.anchors.get(request.ns, modelAnchorName(model));
+  // The planner decided from this same cache; a moved anchor means plan again.
+  if (!anchor || dataOf(anchor.get(), kAnchorPromoted) != rb.from ||
+      revisionOf(anchor.get()) != rb.revision || !dataOf(anchor.get(), kAnchorCanary).empty())
+    return Result::after(std::chrono::seconds(1));
+  json prodStage;
+  for (const json& st : release.value("/spec/stages"_json_pointer, json::array())) {
+    if (st.contains("serving") && st.contains("canary")) prodStage = st;
+  }
+  CanarySpec spec;
+  if (auto err = decodeCanarySpec(prodStage, spec))
+    return Result::failed(Status(Code::kInvalidArgument, "rollback target: " + *err));
+
+  ServingObjectsInput in;
+  in.model = model;
+  in.ns = request.ns;
+  in.port = spec.port;
+  in.capacity = spec.capacity;
+  in.mount = options_.mount;
+  in.fetchCommand = options_.fetchCommand;
+  in.anchorUid = anchor->value("/metadata/uid"_json_pointer, std::string());
+  auto stableDep = caches_.deployments.get(request.ns, servingDeploymentName(model, kTrackStable));
+  auto canaryDep = caches_.deployments.get(request.ns, servingDeploymentName(model, kTrackCanary));
+  Status s = placeTrack(in, release, kTrackStable, request.name, spec.replicas, stableDep.get());
+  if (s.isOk()) s = placeTrack(in, release, kTrackCanary, "", 0, canaryDep.get());
+  if (!s.isOk()) {
+    (void)events_.warning(release, "ServingApplyFailed", s.message());
+    return Result::failed(s.withContext("rolling model " + model + " back to " + request.name));
+  }
+
+  json updated = *anchor;
+  json& data = updated["data"];
+  if (!data.is_object()) data = json::object();
+  const std::string package = release.value("/spec/package"_json_pointer, std::string());
+  const std::string hash = release.value("/spec/closureHash"_json_pointer, std::string());
+  data[kAnchorPromoted] = request.name;
+  data[kAnchorRevision] = nextRevision(anchor.get());
+  data[kAnchorPromotedPackage] = package;
+  data[kAnchorPromotedClosureHash] = hash;
+  json history = anchorHistory(anchor.get());
+  history.push_back({{"action", "Rollback"},
+                     {"release", request.name},
+                     {"from", rb.from},
+                     {"by", rb.by},
+                     {"package", package},
+                     {"closureHash", hash},
+                     {"at", o.now}});
+  while (history.size() > kHistoryKept) history.erase(history.begin());
+  data[kAnchorHistory] = history.dump();
+  auto u = client_->update(kube::resources::kConfigMaps, updated);
+  if (!u.isOk()) return Result::failed(u.status().withContext("recording the rollback"));
   return std::nullopt;
 }
 
@@ -564,16 +685,19 @@ void setupModelReleaseController(runtime::Manager& manager, ModelReleaseOptions 
   anchorOpts.resource = kube::resources::kConfigMaps;
   anchorOpts.labelSelector = kModelLabel;
   kube::Informer& anchors = manager.informer(anchorOpts);
+  // GPU nodes for the canary's capacity pre-check (shared with the RuntimeEnv controller).
+  kube::Informer& nodes = manager.informer(kube::resources::kNodes);
   releases.addIndex(kReleaseByRuntimeEnvIndex, api::v1alpha1::indexByRuntimeEnv);
   releases.addIndex(kByModelIndex, releaseByModel);
   jobs.addIndex(kube::kOwnerUidIndex, kube::ownerUidIndexFunc());
   pods.addIndex(kube::kOwnerUidIndex, kube::ownerUidIndexFunc());
   pods.addIndex(kByModelIndex, byModelLabel);
 
+  options.podNamespaces = manager.watchNamespaces();
   auto reconciler = std::make_shared<ModelReleaseReconciler>(
       manager.sharedClient(),
       ModelReleaseReconciler::Caches{releases.cache(), rtes.cache(), jobs.cache(), pods.cache(),
-                                     deployments.cache(), anchors.cache()},
+                                     deployments.cache(), anchors.cache(), nodes.cache()},
       manager.events(), manager.clock(),
       std::make_shared<PrometheusReleaseMetrics>(*manager.metrics().registry()), std::move(options),
       makePrometheusQuerier());

@@ -57,6 +57,9 @@ std::shared_ptr<AnalysisQuerier> makePrometheusQuerier();
 struct ModelReleaseOptions {
   PackageMount mount = PackageMount::kImageVolume;
   std::vector<std::string> fetchCommand;  // InitContainer mode
+  // Where the GPU pre-check sees pods: empty = every namespace (cluster
+  // install), else the watched namespaces of a namespaced install.
+  std::vector<std::string> podNamespaces;
 };
 
 class ModelReleaseReconciler final : public runtime::Reconciler {
@@ -68,6 +71,7 @@ class ModelReleaseReconciler final : public runtime::Reconciler {
     const kube::Indexer& pods;         // label lockstep.dev/release, indexed by owner uid and model
     const kube::Indexer& deployments;  // label lockstep.dev/model
     const kube::Indexer& anchors;      // ConfigMaps labelled lockstep.dev/model
+    const kube::Indexer& nodes;        // Nodes (GPU capacity pre-check)
   };
   ModelReleaseReconciler(std::shared_ptr<kube::Client> client, Caches caches,
                          kube::EventRecorder& events, kube::Clock& clock,
@@ -90,6 +94,19 @@ class ModelReleaseReconciler final : public runtime::Reconciler {
   std::optional<runtime::Result> runProdStage(const runtime::Request& request,
                                               const kube::Object& release,
                                               const ReleaseObserved& observed, ReleasePlan& plan);
+  // A manual rollback (plan.modelRollback): the stable track takes this
+  // release's serving template, the canary goes to zero, the anchor records it.
+  std::optional<runtime::Result> runModelRollback(const runtime::Request& request,
+                                                  const kube::Object& release,
+                                                  const ReleaseObserved& observed,
+                                                  const ReleasePlan& plan);
+  // Puts the model's `track` Deployment on release `who` (empty: scaled to
+  // zero) with `replicas`: a scale when it already runs `who`, else a
+  // server-side apply built from that release's serving template (`self` is
+  // the release being reconciled). kInvalidArgument: the template cannot run.
+  Status placeTrack(const ServingObjectsInput& in, const kube::Object& self,
+                    const std::string& track, const std::string& who, int replicas,
+                    const kube::Object* current);
 };
 
 // Asks the API server (server-side dry run of a Job in `ns`) whether it keeps

@@ -485,6 +485,68 @@ ReleasePlan planRelease(const ReleaseObserved& o) {
   }
   for (const StageSpec& s : r.stages) stageStatus(stages, s.name);
 
+  // Manual rollback (`lockstep model rollback`, docs/rollouts.md): a release
+  // that was promoted once, annotated rollback.lockstep.dev/<the model's
+  // current prod revision>, takes the stable track back without re-running any
+  // gate, unless its runtime has moved on or another release is in canary. A release the
+  // anchor names as promoted again (a rollback whose status write was lost) is
+  // Promoted again.
+  if (str(member(prevStatus, "canary"), "phase") == kPhasePromoted &&
+      (prevPhase == kPhaseSuperseded || prevPhase == kPhasePromoted)) {
+    const std::string from = o.promotedRelease;
+    const std::string by =
+        from.empty() || from == r.name || o.modelRevision.empty()
+            ? std::string()
+            : annotation(o.release, std::string(kRollbackAnnotationPrefix) + o.modelRevision);
+    const bool restoredBefore = prevPhase == kPhaseSuperseded && from == r.name;
+    if (!by.empty() || restoredBefore) {
+      RuntimeEnvState env = runtimeEnvState(o.runtimeEnv);
+      std::string refusal;
+      if (!by.empty() && !o.canaryRelease.empty()) {
+        refusal = "release " + quote(o.canaryRelease) + " is in canary on model " + quote(r.model) +
+                  "; abort it first";
+      } else if (!by.empty() && (!env.ready || env.closureHash != r.closureHash)) {
+        refusal =
+            !env.found ? "RuntimeEnv " + quote(r.runtimeEnv) + " does not exist"
+            : !env.ready
+                ? "RuntimeEnv " + quote(r.runtimeEnv) + " is not Ready: " + env.notReadyMessage
+                : "RuntimeEnv " + quote(r.runtimeEnv) + " now resolves to " + env.closureHash +
+                      ", not the " + r.closureHash + " this release was validated on";
+      }
+      json rollback = member(prevStatus, "rollback", json::object());
+      if (!refusal.empty()) {
+        json refused = {{"from", from},
+                        {"requestedBy", by},
+                        {"revision", o.modelRevision},
+                        {"refused", refusal}};
+        if (rollback != refused) {
+          plan.events.push_back({"Warning", kReasonRollbackRefused,
+                                 "rollback of model " + quote(r.model) + " from " + quote(from) +
+                                     " refused: " + refusal});
+        }
+        status["rollback"] = refused;
+      } else {
+        if (!by.empty()) {
+          plan.modelRollback = ModelRollbackRequest{from, by, o.modelRevision};
+          rollback = {
+              {"from", from}, {"requestedBy", by}, {"revision", o.modelRevision}, {"at", o.now}};
+          status["rollback"] = rollback;
+          plan.events.push_back({"Normal", kReasonManualRollback,
+                                 "model " + quote(r.model) + " rolled back from release " +
+                                     quote(from) + " to this release by " + by +
+                                     " (no gate ran again)"});
+        }
+        sum.phase = kPhasePromoted;
+        sum.ready = true;
+        sum.readyReason = kReasonManualRollback;
+        sum.readyMessage = "prod runs this release again: model " + quote(r.model) +
+                           " rolled back from " + quote(rollback.value("from", from)) + " by " +
+                           rollback.value("requestedBy", by);
+        return finish();
+      }
+    }
+  }
+
   // Superseded: prod runs another release now (a Promoted one), or another
   // release took the canary slot from this one (docs/rollouts.md).
   {

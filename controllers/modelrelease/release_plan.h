@@ -37,6 +37,7 @@ struct ReleaseObserved {
   // that lost the slot, is Superseded.
   std::string promotedRelease;
   std::string canaryRelease;
+  std::string modelRevision;  // the anchor's `revision` ("0" when it has none yet)
 };
 
 // The release reached its prod (serving) stage: the shell observes the
@@ -60,6 +61,15 @@ struct StageOutcome {
   double durationSeconds = 0.0;  // startedAt → finishedAt; 0 when unknown
 };
 
+// A manual rollback of the model to this release: the shell re-points the
+// model's stable track to it (canary to zero), records it on the anchor, then
+// writes the status (docs/rollouts.md "Manual rollback").
+struct ModelRollbackRequest {
+  std::string from;      // the release prod ran
+  std::string by;        // the user who asked (the annotation's value)
+  std::string revision;  // the model's prod revision the request was made against
+};
+
 struct ReleasePlan {
   nlohmann::json status;  // the complete desired status
   bool statusChanged = false;
@@ -70,6 +80,7 @@ struct ReleasePlan {
   // Look again after this many seconds even if nothing changes (0 = no).
   int64_t requeueAfterSeconds = 0;
   std::optional<ProdStageRequest> prod;
+  std::optional<ModelRollbackRequest> modelRollback;
 };
 
 // Phases (status.phase) and stage phases (status.stages[].phase).
@@ -100,11 +111,14 @@ inline constexpr const char* kReasonRuntimeEnvNotReady = "RuntimeEnvNotReady";
 inline constexpr const char* kReasonRuntimeStale = "RuntimeStale";
 inline constexpr const char* kReasonSuperseded = "Superseded";
 inline constexpr const char* kReasonWaitingForMetrics = "WaitingForMetrics";
+inline constexpr const char* kReasonManualRollback = "ManualRollback";
+inline constexpr const char* kReasonRollbackRefused = "RollbackRefused";
 
 // Keys of api/v1alpha1/keys.h the planner reads (approvals, abort) and writes (labels).
 using api::v1alpha1::kAbortAnnotation;
 using api::v1alpha1::kApproveAnnotationPrefix;
 using api::v1alpha1::kReleaseLabel;
+using api::v1alpha1::kRollbackAnnotationPrefix;
 
 // The largest termination message a gate may report (the kubelet keeps 4 KiB).
 inline constexpr size_t kMaxTerminationMessage = 4096;

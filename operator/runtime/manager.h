@@ -71,6 +71,8 @@ class Manager {
   // on the leader when `needsLeaderElection` (stopped when leadership is lost).
   void add(std::shared_ptr<Runnable> runnable, bool needsLeaderElection);
   kube::EventRecorder& events() { return *events_; }
+  // The namespaces of a namespaced install (empty: all namespaces).
+  const std::vector<std::string>& watchNamespaces() const { return options_.watchNamespaces; }
   // The one clock of the process: controllers, informers and Runnables take it from here.
   Clock& clock() { return clock_; }
   Metrics& metrics() { return metrics_; }

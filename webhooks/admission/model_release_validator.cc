@@ -296,14 +296,23 @@ bool precheckAction(const ModelReleaseReview& r, const ReleaseAction& a,
       ok = false;
     }
   }
+  if (a.kind == ReleaseActionKind::kRollback &&
+      (a.stage.empty() || a.stage.size() > 18 ||
+       !std::all_of(a.stage.begin(), a.stage.end(), [](char c) { return c >= '0' && c <= '9'; }))) {
+    invalid.push_back(annotationPath(a) + ": " + quote(a.stage) +
+                      " is not a prod revision of the model (rollback.lockstep.dev/<revision>, "
+                      "as `lockstep model rollback` writes it)");
+    ok = false;
+  }
   if (r.user.username.empty()) {
     forbidden.push_back(annotationPath(a) +
                         ": the request has no authenticated user name to record");
     ok = false;
   } else if (a.value != r.user.username) {
-    std::string recorded = a.kind == ReleaseActionKind::kAbort ? "who aborted"
-                           : a.kind == ReleaseActionKind::kPromote
-                               ? "who promoted"
+    std::string recorded = a.kind == ReleaseActionKind::kAbort     ? "who aborted"
+                           : a.kind == ReleaseActionKind::kPromote ? "who promoted"
+                           : a.kind == ReleaseActionKind::kRollback
+                               ? "who rolled the model back"
                                : "the approver of stage " + quote(a.stage);
     forbidden.push_back(annotationPath(a) + ": value " + quote(a.value) +
                         " must be your own user name " + quote(r.user.username) + " (it records " +

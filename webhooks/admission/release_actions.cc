@@ -20,6 +20,9 @@ std::optional<ReleaseAction> parseReleaseAction(std::string_view key, const json
   } else if (key.substr(0, kPromoteAnnotationPrefix.size()) == kPromoteAnnotationPrefix) {
     a.kind = ReleaseActionKind::kPromote;
     a.stage = std::string(key.substr(kPromoteAnnotationPrefix.size()));
+  } else if (key.substr(0, kRollbackAnnotationPrefix.size()) == kRollbackAnnotationPrefix) {
+    a.kind = ReleaseActionKind::kRollback;
+    a.stage = std::string(key.substr(kRollbackAnnotationPrefix.size()));
   } else if (key.substr(0, kApproveAnnotationPrefix.size()) == kApproveAnnotationPrefix) {
     a.kind = ReleaseActionKind::kApprove;
     a.stage = std::string(key.substr(kApproveAnnotationPrefix.size()));

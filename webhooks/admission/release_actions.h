@@ -5,6 +5,8 @@
 //   lockstep.dev/abort: <user>             RBAC verb "abort"
 //   promote.lockstep.dev/<step>: <user>    RBAC verb "promote" (end a canary step's pause)
 //   lockstep.dev/promote-full: <user>      RBAC verb "promote" (skip the remaining steps)
+//   rollback.lockstep.dev/<rev>: <user>    RBAC verb "rollback" (re-point the model's stable
+//                                          track to this release while prod is at revision <rev>)
 // This header maps each key to its RBAC verb (the webhook and the CLI read it)
 // and computes the pure diff of which of them a write adds or changes.
 // Thread-safety: pure functions and constants.
@@ -27,27 +29,39 @@ inline constexpr std::string_view kAbortAnnotation = api::v1alpha1::kAbortAnnota
 inline constexpr std::string_view kPromoteAnnotationPrefix =
     api::v1alpha1::kPromoteAnnotationPrefix;
 inline constexpr std::string_view kPromoteFullAnnotation = api::v1alpha1::kPromoteFullAnnotation;
+inline constexpr std::string_view kRollbackAnnotationPrefix =
+    api::v1alpha1::kRollbackAnnotationPrefix;
+inline constexpr std::string_view kRollbackVerb = "rollback";
 inline constexpr std::string_view kPromoteVerb = "promote";
 inline constexpr std::string_view kApproveVerb = "approve";
 inline constexpr std::string_view kAbortVerb = "abort";
 inline constexpr std::string_view kLockstepGroup = "lockstep.dev";
 inline constexpr std::string_view kModelReleasesResource = "modelreleases";
-// The chart's aggregated ClusterRole that grants both verbs (named in denials).
+// The chart's aggregated ClusterRole that grants these verbs (named in denials).
 inline constexpr std::string_view kApproverClusterRole = "lockstep-release-approver";
 
-enum class ReleaseActionKind { kApprove, kAbort, kPromote };
+enum class ReleaseActionKind { kApprove, kAbort, kPromote, kRollback };
 
 struct ReleaseAction {
   ReleaseActionKind kind = ReleaseActionKind::kApprove;
   std::string annotation;  // the full key
   std::string stage;       // approve: the stage the key names (may be empty: invalid);
-                           // promote: the canary step index ("" for promote-full)
+                           // promote: the canary step index ("" for promote-full);
+                           // rollback: the model's prod revision (digits)
   std::string value;       // the user name written (empty when not a string)
 
   std::string_view verb() const {
-    return kind == ReleaseActionKind::kAbort     ? kAbortVerb
-           : kind == ReleaseActionKind::kPromote ? kPromoteVerb
-                                                 : kApproveVerb;
+    switch (kind) {
+      case ReleaseActionKind::kAbort:
+        return kAbortVerb;
+      case ReleaseActionKind::kPromote:
+        return kPromoteVerb;
+      case ReleaseActionKind::kRollback:
+        return kRollbackVerb;
+      case ReleaseActionKind::kApprove:
+        break;
+    }
+    return kApproveVerb;
   }
 };
 

@@ -25,7 +25,27 @@ const std::string kErrorRatio =
     R"(sum(rate(lockstep_test_requests_total{track="canary",code="500"}[5s])) / )"
     R"(sum(rate(lockstep_test_requests_total{track="canary"}[5s])))";
 
+const std::string kOtherLock = "numpy==2.0.0 --hash=sha256:" + std::string(64, 'b') + "\n";
+
 std::string package(char c) { return "registry.example/models/gpt2@sha256:" + std::string(64, c); }
+
+// A gate stage whose KWOK pod succeeds after a second.
+json gate(const std::string& name) {
+  json tmpl = {
+      {"metadata",
+       {{"annotations",
+         {{"lockstep.dev/test-termination-message", ""}, {"lockstep.dev/test-duration", "1s"}}}}},
+      {"spec",
+       {{"containers", json::array({{{"name", name}, {"command", {"python", "gate.py"}}}})}}}};
+  return {{"name", name}, {"gate", {{"template", tmpl}, {"timeout", "5m"}}}};
+}
+
+// The lockstep CLI, with the test cluster's kubeconfig.
+CommandResult lockstepCli(std::vector<std::string> args) {
+  args.insert(args.begin(), LOCKSTEP_CLI_BIN);
+  args.push_back("--kubeconfig=" + kubeconfigPath());
+  return run(args);
+}
 
 class CanaryClusterTest : public ::testing::Test {
  protected:
@@ -64,11 +84,11 @@ class CanaryClusterTest : public ::testing::Test {
             {"canary", {{"steps", std::move(steps)}, {"progressDeadline", "2m"}}}};
   }
 
-  json analysedStep(int weight, int count) {
+  json analysedStep(int weight, int count, const std::string& address = "") {
     return {{"weight", weight},
             {"analysis",
              {{"prometheus",
-               {{"address", prom_->url()},
+               {{"address", address.empty() ? prom_->url() : address},
                 {"query", kErrorRatio},
                 {"max", 0.1},
                 {"interval", "2s"},
@@ -133,6 +153,15 @@ class CanaryClusterTest : public ::testing::Test {
   static OperatorProcess* op_;
   std::unique_ptr<PrometheusWorld> prom_;
   std::string ns_, hash_;
+
+  std::string stableRelease() {
+    return get("deployment", "gpt2-stable")
+        .value("/spec/template/metadata/labels/lockstep.dev~1release"_json_pointer, std::string());
+  }
+  int jobsOf(const std::string& release) {
+    json jobs = kubectlJson({"get", "jobs", "-n", ns_, "-l", "lockstep.dev/release=" + release});
+    return jobs.is_discarded() ? -1 : static_cast<int>(jobs["items"].size());
+  }
 };
 
 OperatorProcess* CanaryClusterTest::op_ = nullptr;
@@ -244,6 +273,270 @@ TEST_F(CanaryClusterTest, IndefinitePauseWaitsForPromote) {
   EXPECT_EQ(get("deployment",
                 "gpt2-stable")["spec"]["template"]["metadata"]["labels"]["lockstep.dev/release"],
             "p1");
+}
+
+// Must-show 4: abort of a canary; `lockstep model rollback` after a promotion
+// restores the previous release in one step without any gate Job, and
+// `lockstep model history` shows every promotion and rollback.
+TEST_F(CanaryClusterTest, AbortThenModelRollbackWithoutGates) {
+  ASSERT_TRUE(prom_->setRate("canary", 0.0));
+  json oneStep = json::array({json{{"weight", 100}}});
+  ASSERT_EQ(
+      createRelease("r1", package('1'), json::array({gate("eval"), prodStage(oneStep)})).exitCode,
+      0);
+  waitPhase("r1", "Promoted");
+  ASSERT_EQ(
+      createRelease("r2", package('2'), json::array({gate("eval"), prodStage(oneStep)})).exitCode,
+      0);
+  waitPhase("r2", "Promoted");
+  waitPhase("r1", "Superseded", std::chrono::seconds(30));
+  ASSERT_EQ(jobsOf("r1"), 1);
+
+  // r3 pauses in canary; `lockstep release abort` rolls it back, prod stays on r2.
+  ASSERT_EQ(
+      createRelease(
+          "r3", package('3'),
+          json::array({prodStage(json::array({json{{"weight", 50}, {"pause", "Indefinite"}}}))}))
+          .exitCode,
+      0);
+  ASSERT_TRUE(eventually([&] {
+    return condition(get("mr", "r3"), "Ready", "reason") == "CanaryPaused";
+  })) << get("mr", "r3")["status"].dump(2);
+  // A rollback while a canary is in flight is refused by the CLI, writing nothing.
+  auto busy = lockstepCli({"model", "rollback", "gpt2", "-n", ns_});
+  EXPECT_EQ(busy.exitCode, 1);
+  EXPECT_NE(busy.err.find("release \"r3\" is in canary on model \"gpt2\"; abort it first"),
+            std::string::npos)
+      << busy.err;
+  auto abort = lockstepCli({"release", "abort", "r3", "-n", ns_});
+  ASSERT_EQ(abort.exitCode, 0) << abort.err;
+  json r3 = waitPhase("r3", "RolledBack");
+  EXPECT_EQ(condition(r3, "Stalled", "reason"), "Aborted") << r3["status"].dump(2);
+  EXPECT_EQ(stableRelease(), "r2");
+  EXPECT_EQ(get("deployment", "gpt2-canary")["spec"]["replicas"], 0);
+
+  // Roll the model back to r1: no gate runs, stable takes r1's template.
+  auto rb = lockstepCli({"model", "rollback", "gpt2", "-n", ns_, "--wait", "--timeout=2m"});
+  ASSERT_EQ(rb.exitCode, 0) << rb.out << rb.err;
+  EXPECT_NE(rb.out.find("rollback from \"r2\" to \"r1\" requested by"), std::string::npos)
+      << rb.out;
+  json r1 = waitPhase("r1", "Promoted", std::chrono::seconds(60));
+  EXPECT_EQ(condition(r1, "Ready"), "True");
+  EXPECT_EQ(condition(r1, "Ready", "reason"), "ManualRollback") << r1["status"].dump(2);
+  EXPECT_EQ(r1.value("/status/rollback/from"_json_pointer, std::string()), "r2");
+  waitPhase("r2", "Superseded", std::chrono::seconds(30));
+  EXPECT_EQ(stableRelease(), "r1");
+  EXPECT_EQ(get("deployment", "gpt2-stable")["spec"]["template"]["metadata"]["annotations"]
+                                            ["lockstep.dev/closure-hash"],
+            hash_);
+  EXPECT_TRUE(eventually([&] {
+    auto r = readyPods();
+    return r["stable/r1"] == 2 && r.size() == 1;
+  })) << json(readyPods()).dump();
+  EXPECT_EQ(jobsOf("r1"), 1) << "a rollback must not run r1's gates again";
+  // The request is spent: prod stays on r1 and nothing replays it.
+  json anchor = get("configmap", "lockstep-model-gpt2");
+  EXPECT_EQ(anchor["data"]["promoted"], "r1");
+  EXPECT_EQ(anchor["data"]["revision"], "3");  // r1, r2, then the rollback
+
+  auto history = lockstepCli({"model", "history", "gpt2", "-n", ns_});
+  ASSERT_EQ(history.exitCode, 0) << history.err;
+  EXPECT_NE(history.out.find("prod runs: r1"), std::string::npos) << history.out;
+  for (const char* want : {"Promoted", "RolledBack", "Aborted", "Rollback", "from r2 by"})
+    EXPECT_NE(history.out.find(want), std::string::npos) << want << "\n" << history.out;
+  std::string metrics = op_->scrapeMetrics();
+  EXPECT_NE(
+      metrics.find(R"(lockstep_release_rollbacks_total{model="gpt2",reason="ManualRollback"})"),
+      std::string::npos);
+}
+
+// Must-show 5: two releases of one model in flight: the newer takes the canary,
+// the older is Superseded; never two Promoted.
+TEST_F(CanaryClusterTest, NewerReleaseSupersedesTheOneInCanary) {
+  json paused = json::array({json{{"weight", 50}, {"pause", "Indefinite"}}});
+  ASSERT_EQ(createRelease("a1", package('5'), json::array({prodStage(paused)})).exitCode, 0);
+  ASSERT_TRUE(eventually([&] {
+    return condition(get("mr", "a1"), "Ready", "reason") == "CanaryPaused";
+  })) << get("mr", "a1")["status"].dump(2);
+  ASSERT_EQ(createRelease("a2", package('6'),
+                          json::array({prodStage(json::array({json{{"weight", 100}}}))}))
+                .exitCode,
+            0);
+  waitPhase("a2", "Promoted");
+  waitPhase("a1", "Superseded", std::chrono::seconds(30));
+  EXPECT_EQ(stableRelease(), "a2");
+  json list = kubectlJson({"get", "mr", "-n", ns_});
+  int promoted = 0;
+  for (const json& mr : list["items"])
+    promoted += mr.value("/status/phase"_json_pointer, std::string()) == "Promoted";
+  EXPECT_EQ(promoted, 1);
+  EXPECT_TRUE(eventually([&] {
+    auto r = readyPods();
+    return r["stable/a2"] == 2 && r.size() == 1;
+  })) << json(readyPods()).dump();
+}
+
+// Must-show 8: Prometheus unreachable during analysis: each failed query is an
+// error, never a pass; after consecutiveErrorLimit the step fails.
+TEST_F(CanaryClusterTest, UnreachablePrometheusFailsTheStepAfterTheErrorLimit) {
+  ASSERT_EQ(createRelease("u1", package('7'),
+                          json::array({prodStage(json::array({json{{"weight", 100}}}))}))
+                .exitCode,
+            0);
+  waitPhase("u1", "Promoted");
+  // A port nobody listens on (a closed Prometheus).
+  json step = analysedStep(50, 3, "http://127.0.0.1:1");
+  step["analysis"]["prometheus"]["consecutiveErrorLimit"] = 2;
+  ASSERT_EQ(
+      createRelease("u2", package('8'), json::array({prodStage(json::array({step}))})).exitCode, 0);
+  json u2 = waitPhase("u2", "RolledBack", std::chrono::seconds(180));
+  EXPECT_EQ(condition(u2, "Stalled", "reason"), "AnalysisError") << u2["status"].dump(2);
+  EXPECT_EQ(u2.value("/status/canary/analysis/successful"_json_pointer, -1), 0);
+  EXPECT_GE(u2.value("/status/canary/analysis/errors"_json_pointer, 0), 3) << u2["status"].dump(2);
+  EXPECT_EQ(stableRelease(), "u1");
+  EXPECT_EQ(get("mr", "u1")["status"]["phase"], "Promoted");
+}
+
+// Must-show 3: the RuntimeEnv's hash moves on during a canary: the canary's new
+// pods are refused by admission and the release rolls back with that reason.
+TEST_F(CanaryClusterTest, CanaryPodsRefusedByAdmissionRollBack) {
+  ASSERT_EQ(createRelease(
+                "s1", package('9'),
+                json::array({prodStage(json::array({json{{"weight", 50}, {"pause", "Indefinite"}},
+                                                    json{{"weight", 100}}}),
+                                       4)}))
+                .exitCode,
+            0);
+  ASSERT_TRUE(eventually([&] {
+    return condition(get("mr", "s1"), "Ready", "reason") == "CanaryPaused";
+  })) << get("mr", "s1")["status"].dump(2);
+  // The runtime moves on: a new lock, a new closure hash.
+  json patch = {{"spec", {{"lock", {{"inline", kOtherLock}}}}}};
+  ASSERT_EQ(
+      kubectl({"patch", "rte", "torch", "-n", ns_, "--type=merge", "-p", patch.dump()}).exitCode,
+      0);
+  ASSERT_TRUE(eventually([&] {
+    json rte = get("rte", "torch");
+    return rte.value("/status/closureHash"_json_pointer, hash_) != hash_;
+  }));
+  auto who = kubectl({"auth", "whoami", "-o", "jsonpath={.status.userInfo.username}"});
+  ASSERT_EQ(who.exitCode, 0) << who.err;
+  ASSERT_EQ(
+      kubectl({"annotate", "mr", "s1", "-n", ns_, "promote.lockstep.dev/0=" + who.out}).exitCode,
+      0);
+  json s1 = waitPhase("s1", "RolledBack");
+  EXPECT_EQ(condition(s1, "Stalled", "reason"), "AdmissionRefused") << s1["status"].dump(2);
+  EXPECT_NE(condition(s1, "Stalled", "message").find("closure"), std::string::npos)
+      << s1["status"].dump(2);
+  EXPECT_EQ(get("deployment", "gpt2-canary")["spec"]["replicas"], 0);
+}
+
+// GPUs requested by the pods bound to `node` (any namespace, not finished).
+int gpusInUse(const std::string& node) {
+  json pods =
+      kubectlJson({"get", "pods", "-A", "--field-selector",
+                   "spec.nodeName=" + node + ",status.phase!=Succeeded,status.phase!=Failed"});
+  int used = 0;
+  for (const json& p : pods["items"]) {
+    for (const json& c : p["spec"]["containers"]) {
+      std::string q = c.value("/resources/requests/nvidia.com~1gpu"_json_pointer, std::string("0"));
+      used += std::stoi(q);
+    }
+  }
+  return used;
+}
+
+// Must-show 7: on GPU nodes filled by other pods, a `surge` canary waits with a
+// clear condition, then aborts with InsufficientGPUCapacity (stable untouched);
+// a `drain` canary proceeds by scaling stable down first and is promoted.
+TEST_F(CanaryClusterTest, ScarceGpusSurgeWaitsThenAbortsDrainProceeds) {
+  // CUDA 12.8 needs driver 570.26: gpu-0 and gpu-1 are compatible, gpu-old-0 is not.
+  json accel = {{"spec", {{"accelerator", {{"cuda", "12.8"}}}}}};
+  ASSERT_EQ(
+      kubectl({"patch", "rte", "torch", "-n", ns_, "--type=merge", "-p", accel.dump()}).exitCode,
+      0);
+  ASSERT_TRUE(eventually([&] {
+    json rte = get("rte", "torch");
+    return rte.value("/status/minDriver"_json_pointer, std::string()) != "" &&
+           rte.value("/status/compatibleNodes"_json_pointer, 0) == 2;
+  })) << get("rte", "torch")["status"].dump(2);
+  auto gpuStage = [&](json steps, const std::string& capacity,
+                      const std::string& deadline = "20s") {
+    json stage = prodStage(std::move(steps));
+    stage["serving"]["template"]["spec"]["containers"][0]["resources"] = {
+        {"requests", {{"nvidia.com/gpu", "1"}}}, {"limits", {{"nvidia.com/gpu", "1"}}}};
+    // Only on nodes with the driver the runtime needs (as users pin GPU pods).
+    stage["serving"]["template"]["spec"]["nodeSelector"] = {
+        {"nvidia.com/cuda.driver.major", "570"}};
+    stage["canary"]["capacity"] = capacity;
+    stage["canary"]["progressDeadline"] = deadline;
+    return stage;
+  };
+  ASSERT_EQ(createRelease("g1", package('a'),
+                          json::array({gpuStage(json::array({json{{"weight", 100}}}), "surge")}))
+                .exitCode,
+            0);
+  waitPhase("g1", "Promoted");
+  ASSERT_TRUE(eventually([&] { return readyPods()["stable/g1"] == 2; }))
+      << json(readyPods()).dump();
+
+  // Other tenants take every remaining GPU (the old-driver node too, so the
+  // scheduler could not place a canary pod anywhere either).
+  const std::string fill = uniqueName("gpu-fill");
+  ASSERT_EQ(kubectl({"create", "namespace", fill}).exitCode, 0);
+  for (const std::string node : {"gpu-0", "gpu-1", "gpu-old-0"}) {
+    int free = 8 - gpusInUse(node);
+    if (free <= 0) continue;
+    json pod = {{"apiVersion", "v1"},
+                {"kind", "Pod"},
+                {"metadata", {{"name", "fill-" + node}, {"namespace", fill}}},
+                {"spec",
+                 {{"nodeName", node},
+                  {"containers",
+                   json::array({{{"name", "x"},
+                                 {"image", "registry.example/fill:1"},
+                                 {"resources",
+                                  {{"requests", {{"nvidia.com/gpu", std::to_string(free)}}},
+                                   {"limits", {{"nvidia.com/gpu", std::to_string(free)}}}}}}})}}}};
+    ASSERT_EQ(kubectl({"create", "-f", "-"}, pod.dump()).exitCode, 0) << node;
+  }
+  for (const std::string node : {"gpu-0", "gpu-1", "gpu-old-0"})
+    ASSERT_EQ(gpusInUse(node), 8) << node;
+
+  ASSERT_EQ(createRelease("g2", package('b'),
+                          json::array({gpuStage(json::array({json{{"weight", 50}}}), "surge")}))
+                .exitCode,
+            0);
+  std::string waitingMessage;
+  ASSERT_TRUE(eventually([&] {
+    json mr = get("mr", "g2");
+    waitingMessage = condition(mr, "Ready", "message");
+    return condition(mr, "Ready", "reason") == "WaitingForGPUCapacity";
+  })) << get("mr", "g2")["status"].dump(2);
+  EXPECT_NE(waitingMessage.find("0 free GPU(s)"), std::string::npos) << waitingMessage;
+  json g2 = waitPhase("g2", "RolledBack", std::chrono::seconds(90));
+  EXPECT_EQ(condition(g2, "Stalled", "reason"), "InsufficientGPUCapacity") << g2["status"].dump(2);
+  EXPECT_EQ(stableRelease(), "g1");
+  EXPECT_EQ(get("deployment", "gpt2-stable")["spec"]["replicas"], 2);
+  EXPECT_EQ(readyPods()["stable/g1"], 2);
+  json canary = get("deployment", "gpt2-canary");
+  EXPECT_TRUE(canary.is_discarded() || canary["spec"]["replicas"] == 0) << canary.dump();
+
+  // Drain: stable gives up a GPU before each canary pod takes one.
+  ASSERT_EQ(createRelease(
+                "g3", package('c'),
+                json::array({gpuStage(json::array({json{{"weight", 50}}, json{{"weight", 100}}}),
+                                      "drain", "2m")}))
+                .exitCode,
+            0);
+  json g3 = waitPhase("g3", "Promoted", std::chrono::seconds(180));
+  EXPECT_EQ(stableRelease(), "g3");
+  EXPECT_TRUE(eventually([&] {
+    auto r = readyPods();
+    return r["stable/g3"] == 2 && r.size() == 1;
+  })) << json(readyPods()).dump();
+  for (const std::string node : {"gpu-0", "gpu-1"}) EXPECT_LE(gpusInUse(node), 8) << node;
+  EXPECT_EQ(kubectl({"delete", "namespace", fill, "--timeout=120s"}).exitCode, 0);
 }
 
 }  // namespace

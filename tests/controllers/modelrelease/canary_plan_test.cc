@@ -327,6 +327,62 @@ TEST(CanaryGpu, PreCheckFitsNodeByNode) {
       << check.message;
 }
 
+json gpuNode(const std::string& name, const std::string& gpus, const std::string& driverMajor,
+             bool unschedulable = false) {
+  json n = {{"metadata",
+             {{"name", name},
+              {"labels",
+               {{"nvidia.com/cuda.driver.major", driverMajor},
+                {"nvidia.com/cuda.driver.minor", "10"},
+                {"nvidia.com/cuda.driver.rev", "0"}}}}},
+            {"spec", json::object()},
+            {"status", {{"allocatable", {{"cpu", "64"}, {"nvidia.com/gpu", gpus}}}}}};
+  if (unschedulable) n["spec"]["unschedulable"] = true;
+  return n;
+}
+
+json boundPod(const std::string& node, int gpus, const std::string& phase = "Running",
+              bool asLimit = false) {
+  json res = {{asLimit ? "limits" : "requests", {{"nvidia.com/gpu", std::to_string(gpus)}}}};
+  return {
+      {"spec",
+       {{"nodeName", node}, {"containers", json::array({{{"name", "c"}, {"resources", res}}})}}},
+      {"status", {{"phase", phase}}}};
+}
+
+TEST(CanaryPlan, GpuCapacityCountsFreeGpusOnCompatibleNodesOnly) {
+  std::vector<json> nodes = {gpuNode("gpu-a", "8", "570"), gpuNode("gpu-b", "8", "570"),
+                             gpuNode("gpu-old", "8", "525"), gpuNode("gpu-off", "8", "570", true),
+                             gpuNode("cpu", "0", "570")};
+  std::vector<json> pods = {boundPod("gpu-a", 4), boundPod("gpu-a", 3, "Running", true),
+                            boundPod("gpu-a", 8, "Succeeded"), boundPod("gpu-b", 8),
+                            boundPod("gpu-old", 1)};
+  GpuCapacity cap = gpuCapacityOf(2, nodes, pods, "550.54.14");
+  EXPECT_EQ(cap.gpusPerPod, 2);
+  // gpu-a: 8 - 4 - 3 (a limit counts as the request; a Succeeded pod holds nothing);
+  // gpu-b full; gpu-old's driver is too old, gpu-off is cordoned, cpu has no GPU.
+  EXPECT_EQ(cap.freePerNode, (std::vector<int64_t>{1, 0}));
+  EXPECT_FALSE(gpuPreCheck(cap, 1).go);
+  // Without a driver floor, the old-driver node counts too.
+  EXPECT_EQ(gpuCapacityOf(2, nodes, pods, "").freePerNode, (std::vector<int64_t>{1, 0, 7}));
+}
+
+TEST(CanaryPlan, PodGpuRequestCountsLikeTheScheduler) {
+  json spec = {
+      {"containers", json::array({{{"resources", {{"requests", {{"nvidia.com/gpu", "1"}}}}}},
+                                  {{"resources", {{"limits", {{"nvidia.com/gpu", 2}}}}}},
+                                  {{"resources", {{"requests", {{"cpu", "1"}}}}}}})},
+      {"initContainers",
+       json::array({{{"resources", {{"requests", {{"nvidia.com/gpu", "2"}}}}}}})}};
+  EXPECT_EQ(podGpuRequest(spec), 3);
+  spec["initContainers"][0]["resources"]["requests"]["nvidia.com/gpu"] = "4";
+  EXPECT_EQ(podGpuRequest(spec), 4);  // the largest init container wins
+  spec["containers"][0]["resources"]["requests"]["nvidia.com/gpu"] = "500m";
+  spec["initContainers"] = json::array();
+  EXPECT_EQ(podGpuRequest(spec), 2);  // a malformed quantity counts as 0
+  EXPECT_EQ(podGpuRequest(json("not a spec")), 0);
+}
+
 // ---- decoding ---------------------------------------------------------------------------------
 
 json prodStage(json canary) {
@@ -702,18 +758,6 @@ TEST(CanaryPlan, FirstReleaseOfAModelHasNoStable) {
   auto rb = planCanary(o2);
   EXPECT_EQ(rb.replicas.canary, 0);
   EXPECT_EQ(rb.replicas.stable, 0);
-}
-
-TEST(CanaryPlan, ModelRollbackRefusesAStaleTarget) {
-  auto stale = planModelRollback(KnownGood{"gpt2-v1", kOldPackage, kOldHash}, true, kHash);
-  EXPECT_FALSE(stale.allowed);
-  EXPECT_EQ(stale.reason, kReasonRollbackTargetStale);
-  EXPECT_NE(stale.message.find(kOldHash), std::string::npos);
-  EXPECT_NE(stale.message.find(kHash), std::string::npos);
-  EXPECT_FALSE(planModelRollback(std::nullopt, false, kHash).allowed);
-  auto ok = planModelRollback(KnownGood{"gpt2-v1", kOldPackage, kHash}, false, kHash);
-  EXPECT_TRUE(ok.allowed);
-  EXPECT_NE(ok.message.find("without re-running gates"), std::string::npos);
 }
 
 // ---- desired objects ---------------------------------------------------------------------------

@@ -648,6 +648,108 @@ TEST(ReleasePlan, PromotedReleaseIsSupersededWhenProdRunsAnother) {
   EXPECT_NE(planRelease(o).status["phase"], "Superseded");
 }
 
+// A release that was promoted, then superseded by "gpt2-v8" (prod revision 4).
+json supersededRelease() {
+  json release = ReleaseBuilder().gate("eval").serving("prod").build();
+  release["status"] = {{"phase", "Superseded"},
+                       {"canary", {{"phase", "Promoted"}}},
+                       {"stages", json::array({{{"name", "eval"}, {"phase", "Succeeded"}},
+                                               {{"name", "prod"}, {"phase", "Succeeded"}}})},
+                       {"conditions", json::array({{{"type", "Ready"},
+                                                    {"status", "False"},
+                                                    {"reason", "Superseded"},
+                                                    {"message", "prod now runs gpt2-v8"}}})}};
+  return release;
+}
+
+ReleaseObserved atRevision(const json& release, const std::string& revision = "4") {
+  auto o = observed(release);
+  o.promotedRelease = "gpt2-v8";
+  o.modelRevision = revision;
+  return o;
+}
+
+TEST(ReleasePlan, ManualRollbackRestoresAPromotedReleaseWithoutAnyGate) {
+  json release = supersededRelease();
+  // No request: a superseded release stays where it is.
+  auto plan = planRelease(atRevision(release));
+  EXPECT_FALSE(plan.modelRollback.has_value());
+  EXPECT_EQ(plan.status["phase"], "Superseded");
+
+  release["metadata"]["annotations"]["rollback.lockstep.dev/4"] = "alice";
+  plan = planRelease(atRevision(release));
+  ASSERT_TRUE(plan.modelRollback.has_value());
+  EXPECT_EQ(plan.modelRollback->from, "gpt2-v8");
+  EXPECT_EQ(plan.modelRollback->by, "alice");
+  EXPECT_EQ(plan.modelRollback->revision, "4");
+  EXPECT_EQ(plan.status["phase"], "Promoted");
+  EXPECT_EQ(condition(plan, "Ready"), "True");
+  EXPECT_EQ(condition(plan, "Ready", "reason"), "ManualRollback");
+  EXPECT_EQ(plan.status["rollback"]["from"], "gpt2-v8");
+  EXPECT_EQ(plan.status["rollback"]["requestedBy"], "alice");
+  EXPECT_TRUE(plan.jobsToCreate.empty());  // no gate runs again
+  EXPECT_FALSE(plan.prod.has_value());
+  EXPECT_TRUE(hasEvent(plan, "ManualRollback", "alice"));
+
+  // Once the anchor moved on (the shell bumped the revision and names this
+  // release), the request is spent: the release stays Promoted, nothing replays.
+  auto after = atRevision(applied(release, plan), "5");
+  after.promotedRelease = "gpt2-v7";
+  auto again = planRelease(after);
+  EXPECT_FALSE(again.modelRollback.has_value());
+  EXPECT_EQ(again.status["phase"], "Promoted");
+  EXPECT_FALSE(again.statusChanged);
+
+  // Later superseded again, the old annotation (revision 4) never fires by itself.
+  auto later = atRevision(applied(release, plan), "6");
+  json laterRelease = applied(release, plan);
+  laterRelease["status"]["phase"] = "Superseded";
+  later.release = laterRelease;
+  EXPECT_FALSE(planRelease(later).modelRollback.has_value());
+  EXPECT_EQ(planRelease(later).status["phase"], "Superseded");
+}
+
+TEST(ReleasePlan, ManualRollbackIsRefusedOnAStaleRuntimeOrDuringACanary) {
+  json release = supersededRelease();
+  release["metadata"]["annotations"]["rollback.lockstep.dev/4"] = "alice";
+  auto o = atRevision(release);
+  o.runtimeEnv = runtimeEnv("sha256:" + std::string(64, 'f'));
+  auto plan = planRelease(o);
+  EXPECT_FALSE(plan.modelRollback.has_value());
+  EXPECT_EQ(plan.status["phase"], "Superseded");
+  EXPECT_NE(plan.status["rollback"].value("refused", "").find("now resolves to sha256:fff"),
+            std::string::npos)
+      << plan.status["rollback"];
+  EXPECT_TRUE(hasEvent(plan, "RollbackRefused", "validated on"));
+  // The refusal is said once, not on every reconcile.
+  auto again = o;
+  again.release = applied(release, plan);
+  EXPECT_FALSE(hasEvent(planRelease(again), "RollbackRefused"));
+
+  o = atRevision(release);
+  o.canaryRelease = "gpt2-v9";
+  plan = planRelease(o);
+  EXPECT_FALSE(plan.modelRollback.has_value());
+  EXPECT_NE(plan.status["rollback"].value("refused", "").find("gpt2-v9"), std::string::npos);
+
+  // A release never promoted cannot be rolled back to.
+  json never = supersededRelease();
+  never["status"]["canary"]["phase"] = "RolledBack";
+  never["metadata"]["annotations"]["rollback.lockstep.dev/4"] = "alice";
+  EXPECT_FALSE(planRelease(atRevision(never)).modelRollback.has_value());
+}
+
+TEST(ReleasePlan, ReleaseTheAnchorNamesAgainIsPromotedAgain) {
+  // A rollback whose status write was lost: the anchor already names this release.
+  json release = supersededRelease();
+  auto o = atRevision(release, "5");
+  o.promotedRelease = release["metadata"]["name"];
+  auto plan = planRelease(o);
+  EXPECT_FALSE(plan.modelRollback.has_value());
+  EXPECT_EQ(plan.status["phase"], "Promoted");
+  EXPECT_EQ(condition(plan, "Ready"), "True");
+}
+
 TEST(ReleasePlan, InvalidTimeoutIsAnInvalidSpec) {
   auto plan = planRelease(observed(ReleaseBuilder().gate("eval", json::array(), "soon").build()));
   EXPECT_EQ(plan.status["phase"], "Failed");

@@ -1,0 +1,169 @@
+#include "cmd/lockstep/model_commands.h"
+
+#include <condition_variable>
+#include <map>
+#include <mutex>
+
+#include "api/v1alpha1/resources.h"
+#include "cmd/lockstep/model_view.h"
+#include "cmd/lockstep/verbs.h"
+#include "operator/kube/resource.h"
+
+namespace lockstep::cli {
+namespace {
+
+using api::v1alpha1::kModelReleases;
+using api::v1alpha1::kRuntimeEnvs;
+using nlohmann::json;
+
+std::string quote(const std::string& s) { return "\"" + s + "\""; }
+
+int report(ReleaseIo& io, const std::string& what, const Status& s) {
+  io.err << io.program << ": " << what << ": " << s.message() << "\n";
+  return kExitFailure;
+}
+
+StatusOr<json> getAnchor(ReleaseIo& io, const std::string& ns, const std::string& model) {
+  auto a = io.client.get(kube::resources::kConfigMaps, ns, anchorNameOf(model));
+  if (!a.isOk() && a.status().code() == Code::kNotFound)
+    return Status(Code::kNotFound, "model " + quote(model) +
+                                       " has never reached prod in namespace " + quote(ns) +
+                                       " (no ConfigMap " + quote(anchorNameOf(model)) + ")");
+  return a;
+}
+
+int history(const ModelCommand& cmd, const std::string& ns, ReleaseIo& io) {
+  auto anchor = getAnchor(io, ns, cmd.model);
+  if (!anchor.isOk()) return report(io, "history", anchor.status());
+  auto h = modelHistory(*anchor);
+  if (!h.isOk()) return report(io, "history", h.status());
+  if (cmd.json) {
+    json doc = {{"model", cmd.model},
+                {"promoted", anchor->value("/data/promoted"_json_pointer, std::string())},
+                {"canary", anchor->value("/data/canary"_json_pointer, std::string())},
+                {"history", *h}};
+    io.out << doc.dump(2) << "\n";
+  } else {
+    io.out << renderModelHistory(*anchor, *h, io.clock.wallNow());
+  }
+  return kExitOk;
+}
+
+int rollback(const ModelCommand& cmd, const std::string& ns, ReleaseIo& io) {
+  auto user = whoAmI(io.client);
+  if (!user.isOk()) return report(io, "finding your user name", user.status());
+  constexpr int kConflictAttempts = 3;
+  ModelRollbackPlan plan;
+  for (int attempt = 1;; ++attempt) {
+    auto anchor = getAnchor(io, ns, cmd.model);
+    if (!anchor.isOk()) return report(io, "rollback", anchor.status());
+    auto listed = io.client.list(kModelReleases, ns);
+    if (!listed.isOk()) return report(io, "listing ModelReleases", listed.status());
+    std::map<std::string, json> releases;
+    for (const json& r : listed->items) {
+      if (r.value("/spec/model"_json_pointer, std::string()) == cmd.model)
+        releases[r.value("/metadata/name"_json_pointer, std::string())] = r;
+    }
+    std::map<std::string, json> envs;
+    for (const auto& [name, r] : releases) {
+      std::string env = r.value("/spec/runtimeEnvRef/name"_json_pointer, std::string());
+      if (env.empty() || envs.count(env)) continue;
+      auto e = io.client.get(kRuntimeEnvs, ns, env);
+      if (e.isOk()) {
+        envs[env] = *e;
+      } else if (e.status().code() != Code::kNotFound) {
+        return report(io, "reading RuntimeEnv " + quote(env), e.status());
+      }
+    }
+    auto planned = planModelRollback(*anchor, releases, envs, cmd.to, *user);
+    if (!planned.isOk())
+      return report(io, "cannot roll back model " + quote(cmd.model), planned.status());
+    plan = *planned;
+    if (!plan.alreadyBy.empty()) {
+      io.out << "rollback of model " << quote(cmd.model) << " to release " << quote(plan.target)
+             << " was already requested by " << plan.alreadyBy << "\n";
+      break;
+    }
+    const json& target = releases.at(plan.target);
+    json patch = {{"metadata",
+                   {{"resourceVersion", kube::resourceVersion(target)},
+                    {"annotations", {{plan.annotation, *user}}}}}};
+    auto written = io.client.mergePatch(kModelReleases, ns, plan.target, patch);
+    if (!written.isOk() && written.status().code() == Code::kConflict &&
+        attempt < kConflictAttempts)
+      continue;
+    if (!written.isOk())
+      return report(io, "requesting the rollback on release " + quote(ns + "/" + plan.target),
+                    written.status());
+    io.out << "model " << quote(cmd.model) << ": rollback from " << quote(plan.from) << " to "
+           << quote(plan.target) << " requested by " << *user << " (prod revision " << plan.revision
+           << "); no gate runs again\n";
+    break;
+  }
+  if (!cmd.wait) return kExitOk;
+
+  const auto deadline = io.clock.now() + cmd.timeout;
+  std::mutex mu;
+  std::condition_variable cv;  // never notified: waitUntil sleeps on the clock
+  while (true) {
+    auto anchor = getAnchor(io, ns, cmd.model);
+    if (!anchor.isOk()) return report(io, "wait", anchor.status());
+    if (anchor->value("/data/promoted"_json_pointer, std::string()) == plan.target) {
+      io.out << "model " << quote(cmd.model) << ": prod runs release " << quote(plan.target)
+             << "\n";
+      return kExitOk;
+    }
+    auto target = io.client.get(kModelReleases, ns, plan.target);
+    if (target.isOk()) {
+      std::string refused = target->value("/status/rollback/refused"_json_pointer, std::string());
+      if (!refused.empty() &&
+          target->value("/status/rollback/revision"_json_pointer, std::string()) == plan.revision) {
+        io.err << io.program << ": the controller refused the rollback: " << refused << "\n";
+        return kExitFailure;
+      }
+    }
+    if (io.clock.now() >= deadline) {
+      io.err << io.program << ": timed out after " << cmd.timeout.count()
+             << "s waiting for prod of model " << quote(cmd.model) << " to run release "
+             << quote(plan.target) << "\n";
+      return kExitFailure;
+    }
+    std::unique_lock<std::mutex> lock(mu);
+    io.clock.waitUntil(lock, cv, std::min(deadline, io.clock.now() + io.pollInterval));
+  }
+}
+
+int remove(const ModelCommand& cmd, const std::string& ns, ReleaseIo& io) {
+  kube::DeleteOptions del;
+  del.propagationPolicy = "Background";
+  Status s = io.client.remove(kube::resources::kConfigMaps, ns, anchorNameOf(cmd.model), del);
+  if (!s.isOk() && s.code() == Code::kNotFound)
+    return report(io, "delete",
+                  Status(Code::kNotFound, "model " + quote(cmd.model) +
+                                              " is not in prod in namespace " + quote(ns)));
+  if (!s.isOk()) return report(io, "deleting ConfigMap " + quote(anchorNameOf(cmd.model)), s);
+  io.out << "model " << quote(cmd.model) << " taken out of prod: ConfigMap "
+         << quote(anchorNameOf(cmd.model))
+         << " deleted; garbage collection removes its Service and Deployments\n";
+  return kExitOk;
+}
+
+}  // namespace
+
+int runModelCommand(const ModelCommand& cmd, const std::string& ns, ReleaseIo& io) {
+  using A = ModelCommand::Action;
+  switch (cmd.action) {
+    case A::kHistory:
+      return history(cmd, ns, io);
+    case A::kRollback:
+      return rollback(cmd, ns, io);
+    case A::kDelete:
+      return remove(cmd, ns, io);
+    case A::kHelp:
+      modelUsage(io.out, io.program);
+      return kExitOk;
+  }
+  return kExitUsage;
+}
+
+}  // namespace lockstep::cli

@@ -1,0 +1,150 @@
+#include "cmd/lockstep/model_view.h"
+
+#include "api/v1alpha1/keys.h"
+#include "cmd/lockstep/release_view.h"
+
+namespace lockstep::cli {
+namespace {
+
+using nlohmann::json;
+
+std::string quote(const std::string& s) { return "\"" + s + "\""; }
+
+std::string str(const json& o, const json::json_pointer& p) {
+  if (!o.is_object() || !o.contains(p)) return "";
+  const json& v = o.at(p);
+  return v.is_string() ? v.get<std::string>() : "";
+}
+
+std::string data(const json& anchor, const std::string& key) {
+  return str(anchor, json::json_pointer("/data/" + key));
+}
+
+std::string shortHash(const std::string& h) {
+  auto colon = h.find(':');
+  std::string hex = colon == std::string::npos ? h : h.substr(colon + 1);
+  return hex.substr(0, 12);
+}
+
+std::string shortPackage(const std::string& p) {
+  auto at = p.find("@sha256:");
+  return at == std::string::npos ? p : p.substr(0, at + 8) + p.substr(at + 8, 12);
+}
+
+}  // namespace
+
+std::string anchorNameOf(const std::string& model) { return "lockstep-model-" + model; }
+
+StatusOr<json> modelHistory(const json& anchor) {
+  const std::string raw = data(anchor, "history");
+  if (raw.empty()) return json::array();
+  json h = json::parse(raw, nullptr, false);
+  if (!h.is_array()) {
+    return Status(Code::kInvalidArgument,
+                  "ConfigMap " + quote(str(anchor, "/metadata/name"_json_pointer)) +
+                      " data.history is not a JSON array (the operator writes it; was it edited?)");
+  }
+  return h;
+}
+
+std::string renderModelHistory(const json& anchor, const json& history, kube::Clock::WallTime now) {
+  std::string out;
+  const std::string promoted = data(anchor, "promoted");
+  out += "prod runs: " + (promoted.empty() ? std::string("-") : promoted);
+  if (!promoted.empty())
+    out += " (" + shortPackage(data(anchor, "promotedPackage")) + ", closure " +
+           shortHash(data(anchor, "promotedClosureHash")) + ")";
+  if (const std::string canary = data(anchor, "canary"); !canary.empty())
+    out += "; in canary: " + canary;
+  out += "\n";
+  std::vector<std::vector<std::string>> rows = {
+      {"AGE", "TIME", "ACTION", "RELEASE", "PACKAGE", "CLOSURE-HASH", "DETAIL"}};
+  for (const json& e : history) {
+    if (!e.is_object()) continue;
+    const std::string action = e.value("action", "");
+    std::string detail;
+    if (action == "RolledBack") {
+      detail = e.value("reason", "");
+      if (!e.value("stable", "").empty()) detail += "; stable stayed on " + e.value("stable", "");
+    } else if (action == "Rollback") {
+      detail = "from " + e.value("from", "") + " by " + e.value("by", "");
+    }
+    rows.push_back({formatAge(e.value("at", ""), now), e.value("at", ""), action,
+                    e.value("release", ""), shortPackage(e.value("package", "")),
+                    shortHash(e.value("closureHash", "")), detail});
+  }
+  if (rows.size() == 1) return out + "no promotions or rollbacks recorded\n";
+  return out + renderTable(rows);
+}
+
+StatusOr<ModelRollbackPlan> planModelRollback(const json& anchor,
+                                              const std::map<std::string, json>& releases,
+                                              const std::map<std::string, json>& runtimeEnvs,
+                                              const std::string& to, const std::string& user) {
+  ModelRollbackPlan plan;
+  const std::string model = str(anchor, "/metadata/labels/lockstep.dev~1model"_json_pointer);
+  plan.from = data(anchor, "promoted");
+  plan.revision = data(anchor, "revision");
+  if (plan.revision.empty()) plan.revision = "0";
+  if (plan.from.empty())
+    return Status(Code::kInvalidArgument,
+                  "model " + quote(model) + " runs no promoted release; nothing to roll back");
+  if (const std::string canary = data(anchor, "canary"); !canary.empty())
+    return Status(Code::kInvalidArgument,
+                  "release " + quote(canary) + " is in canary on model " + quote(model) +
+                      "; abort it first (lockstep release abort " + canary + ")");
+  auto parsed = modelHistory(anchor);
+  if (!parsed.isOk()) return parsed.status();
+  const json& history = *parsed;
+
+  plan.target = to;
+  if (plan.target.empty()) {
+    // The newest release prod ran before the current one, that still exists.
+    for (auto it = history.rbegin(); it != history.rend() && plan.target.empty(); ++it) {
+      const std::string action = it->is_object() ? it->value("action", "") : "";
+      const std::string r = it->is_object() ? it->value("release", "") : "";
+      if ((action == "Promoted" || action == "Rollback") && r != plan.from && releases.count(r))
+        plan.target = r;
+    }
+    if (plan.target.empty())
+      return Status(Code::kInvalidArgument, "model " + quote(model) +
+                                                " has no earlier promoted release to go back to " +
+                                                "(lockstep model history " + model + ")");
+  }
+  if (plan.target == plan.from)
+    return Status(Code::kInvalidArgument,
+                  "release " + quote(plan.target) + " is what prod runs already");
+  auto it = releases.find(plan.target);
+  if (it == releases.end())
+    return Status(Code::kNotFound, "release " + quote(plan.target) + " of model " + quote(model) +
+                                       " does not exist");
+  const json& target = it->second;
+  const std::string canaryPhase = str(target, "/status/canary/phase"_json_pointer);
+  if (canaryPhase != "Promoted")
+    return Status(Code::kInvalidArgument,
+                  "release " + quote(plan.target) + " was never promoted (phase " +
+                      quote(str(target, "/status/phase"_json_pointer)) +
+                      "); only a release prod ran before can take prod back without its gates");
+  const std::string env = str(target, "/spec/runtimeEnvRef/name"_json_pointer);
+  const std::string validated = str(target, "/spec/closureHash"_json_pointer);
+  auto rte = runtimeEnvs.find(env);
+  if (rte == runtimeEnvs.end())
+    return Status(Code::kInvalidArgument, "RuntimeEnv " + quote(env) + " of release " +
+                                              quote(plan.target) + " does not exist");
+  const std::string now = str(rte->second, "/status/closureHash"_json_pointer);
+  if (now != validated)
+    return Status(Code::kInvalidArgument,
+                  "release " + quote(plan.target) + " was validated on closure " + validated +
+                      " but RuntimeEnv " + quote(env) + " now resolves to " +
+                      (now.empty() ? std::string("nothing") : now) +
+                      ": it would run on a runtime it was not validated on; promote a release "
+                      "built for the current runtime instead");
+  plan.annotation = std::string(api::v1alpha1::kRollbackAnnotationPrefix) + plan.revision;
+  if (str(target, json::json_pointer("/metadata/annotations/" +
+                                     std::string("rollback.lockstep.dev~1") + plan.revision)) ==
+      user)
+    plan.alreadyBy = user;
+  return plan;
+}
+
+}  // namespace lockstep::cli

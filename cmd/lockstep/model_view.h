@@ -1,0 +1,54 @@
+// The pure side of `lockstep model`: a model's prod record (the anchor
+// ConfigMap `lockstep-model-<model>`, docs/rollouts.md "Ownership") shown as a
+// history table, and what a rollback means for it, decided from the objects
+// as read, before anything is written. No I/O; the clock is an argument.
+// Thread-safety: pure functions and values.
+#pragma once
+
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "common/status.h"
+#include "operator/kube/clock.h"
+
+namespace lockstep::cli {
+
+// "lockstep-model-<model>".
+std::string anchorNameOf(const std::string& model);
+
+// The anchor's data.history (promotions and rollbacks, oldest first).
+// Errors name the ConfigMap and the field when the record is not a JSON array.
+StatusOr<nlohmann::json> modelHistory(const nlohmann::json& anchor);
+
+// TIME ACTION RELEASE PACKAGE CLOSURE-HASH DETAIL, oldest first, and a first
+// line naming the release prod runs now (and the one in canary, if any).
+std::string renderModelHistory(const nlohmann::json& anchor, const nlohmann::json& history,
+                               kube::Clock::WallTime now);
+
+// What `lockstep model rollback MODEL [--to RELEASE]` will write.
+struct ModelRollbackPlan {
+  std::string target;      // the release prod goes back to
+  std::string from;        // the release prod runs now
+  std::string revision;    // the model's prod revision the request names
+  std::string annotation;  // rollback.lockstep.dev/<revision>, to set to the user's name
+  std::string alreadyBy;   // set: the same request is already written (nothing to write)
+};
+
+// Picks the target (`to`, else the newest release in the history that prod
+// ran before the current one and that still exists) and checks it: the model
+// runs a release and has no canary in flight; the target was promoted once
+// (status.canary.phase Promoted) and is not the current one; its RuntimeEnv
+// (`runtimeEnvs` by name, from the release's namespace) still resolves to the
+// closure hash it was validated on. Errors (kInvalidArgument, kNotFound) say
+// which and what to do. `releases`: the model's
+// ModelReleases by name.
+StatusOr<ModelRollbackPlan> planModelRollback(
+    const nlohmann::json& anchor, const std::map<std::string, nlohmann::json>& releases,
+    const std::map<std::string, nlohmann::json>& runtimeEnvs, const std::string& to,
+    const std::string& user);
+
+}  // namespace lockstep::cli

@@ -1,0 +1,243 @@
+// `lockstep model`: arguments, the pure history/rollback decisions, and the
+// commands against a scripted API server (FakeTransport).
+#include <gtest/gtest.h>
+
+#include <sstream>
+
+#include "cmd/lockstep/model_args.h"
+#include "cmd/lockstep/model_commands.h"
+#include "cmd/lockstep/model_view.h"
+#include "tests/support/fake_clock.h"
+#include "tests/support/fake_transport.h"
+
+namespace lockstep::cli {
+namespace {
+
+using nlohmann::json;
+using testing::FakeClock;
+using testing::FakeTransport;
+
+const std::string kHashA = "sha256:" + std::string(64, 'a');
+const std::string kHashB = "sha256:" + std::string(64, 'b');
+
+json anchor(const std::string& promoted, const std::string& canary = "",
+            const std::string& revision = "2") {
+  json history = json::array({{{"action", "Promoted"},
+                               {"release", "gpt2-v6"},
+                               {"package", "reg.example/m@sha256:" + std::string(64, '6')},
+                               {"closureHash", kHashA},
+                               {"at", "2026-11-30T08:00:00Z"}},
+                              {{"action", "RolledBack"},
+                               {"release", "gpt2-v7"},
+                               {"package", "reg.example/m@sha256:" + std::string(64, '7')},
+                               {"closureHash", kHashA},
+                               {"reason", "AnalysisFailed"},
+                               {"stable", "gpt2-v6"},
+                               {"at", "2026-11-30T09:00:00Z"}},
+                              {{"action", "Promoted"},
+                               {"release", "gpt2-v8"},
+                               {"package", "reg.example/m@sha256:" + std::string(64, '8')},
+                               {"closureHash", kHashA},
+                               {"at", "2026-11-30T09:30:00Z"}}});
+  return {{"apiVersion", "v1"},
+          {"kind", "ConfigMap"},
+          {"metadata",
+           {{"name", "lockstep-model-gpt2"},
+            {"namespace", "ml"},
+            {"labels", {{"lockstep.dev/model", "gpt2"}}},
+            {"resourceVersion", "9"}}},
+          {"data",
+           {{"promoted", promoted},
+            {"promotedPackage", "reg.example/m@sha256:" + std::string(64, '8')},
+            {"promotedClosureHash", kHashA},
+            {"canary", canary},
+            {"revision", revision},
+            {"history", history.dump()}}}};
+}
+
+json release(const std::string& name, const std::string& canaryPhase,
+             const std::string& hash = kHashA) {
+  return {
+      {"apiVersion", "lockstep.dev/v1alpha1"},
+      {"kind", "ModelRelease"},
+      {"metadata", {{"name", name}, {"namespace", "ml"}, {"resourceVersion", "7" + name}}},
+      {"spec", {{"model", "gpt2"}, {"runtimeEnvRef", {{"name", "torch"}}}, {"closureHash", hash}}},
+      {"status", {{"phase", "Superseded"}, {"canary", {{"phase", canaryPhase}}}}}};
+}
+
+json runtimeEnv(const std::string& hash = kHashA) {
+  return {{"apiVersion", "lockstep.dev/v1alpha1"},
+          {"kind", "RuntimeEnv"},
+          {"metadata", {{"name", "torch"}, {"namespace", "ml"}}},
+          {"status", {{"closureHash", hash}}}};
+}
+
+std::map<std::string, json> releasesOf(std::initializer_list<json> rs) {
+  std::map<std::string, json> out;
+  for (const json& r : rs) out[r["metadata"]["name"].get<std::string>()] = r;
+  return out;
+}
+
+TEST(ModelArgs, ParsesEachSubcommandAndRefusesMisplacedFlags) {
+  auto c = parseModelArgs({"rollback", "gpt2", "--to", "gpt2-v6", "-n", "ml", "--wait"});
+  ASSERT_TRUE(c.isOk()) << c.status().toString();
+  EXPECT_EQ(c->action, ModelCommand::Action::kRollback);
+  EXPECT_EQ(c->model, "gpt2");
+  EXPECT_EQ(c->to, "gpt2-v6");
+  EXPECT_EQ(c->kube.ns, "ml");
+  EXPECT_TRUE(c->wait);
+  EXPECT_EQ(parseModelArgs({"history", "gpt2", "-o", "json"})->json, true);
+  auto bad = [](std::vector<std::string> a) { return parseModelArgs(a).status().message(); };
+  EXPECT_NE(bad({"delete", "gpt2"}).find("confirm with --yes"), std::string::npos);
+  EXPECT_NE(bad({"history", "gpt2", "--to", "x"}).find("--to applies to rollback"),
+            std::string::npos);
+  EXPECT_NE(bad({"rollback"}).find("usage: model rollback MODEL"), std::string::npos);
+  EXPECT_NE(bad({"rollback", "gpt2", "--to"}).find("--to needs a value"), std::string::npos);
+  EXPECT_NE(bad({"rollback", "gpt2", "--timeout=1m"}).find("--timeout needs --wait"),
+            std::string::npos);
+  EXPECT_NE(bad({"promote", "gpt2"}).find("unknown subcommand \"promote\""), std::string::npos);
+}
+
+TEST(ModelView, RollbackGoesToTheReleaseProdRanBefore) {
+  auto plan = planModelRollback(
+      anchor("gpt2-v8"),
+      releasesOf({release("gpt2-v6", "Promoted"), release("gpt2-v7", "RolledBack"),
+                  release("gpt2-v8", "Promoted")}),
+      {{"torch", runtimeEnv()}}, "", "alice");
+  ASSERT_TRUE(plan.isOk()) << plan.status().toString();
+  EXPECT_EQ(plan->target, "gpt2-v6");  // v7 never ran prod: it was rolled back
+  EXPECT_EQ(plan->from, "gpt2-v8");
+  EXPECT_EQ(plan->revision, "2");
+  EXPECT_EQ(plan->annotation, "rollback.lockstep.dev/2");
+  EXPECT_TRUE(plan->alreadyBy.empty());
+}
+
+TEST(ModelView, RollbackRefusalsSayWhyAndWhatToDo) {
+  auto all = releasesOf({release("gpt2-v6", "Promoted"), release("gpt2-v7", "RolledBack"),
+                         release("gpt2-v8", "Promoted")});
+  auto msg = [&](const json& a, const std::map<std::string, json>& rs,
+                 const std::map<std::string, json>& envs, const std::string& to) {
+    auto p = planModelRollback(a, rs, envs, to, "alice");
+    EXPECT_FALSE(p.isOk()) << to;
+    return p.status().message();
+  };
+  std::map<std::string, json> fresh = {{"torch", runtimeEnv()}};
+  EXPECT_NE(msg(anchor("gpt2-v8"), all, {{"torch", runtimeEnv(kHashB)}}, "")
+                .find("RuntimeEnv \"torch\" now resolves to " + kHashB),
+            std::string::npos);
+  EXPECT_NE(msg(anchor("gpt2-v8", "gpt2-v9"), all, fresh, "").find("abort it first"),
+            std::string::npos);
+  EXPECT_NE(msg(anchor("gpt2-v8"), all, fresh, "gpt2-v7").find("was never promoted"),
+            std::string::npos);
+  EXPECT_NE(msg(anchor("gpt2-v8"), all, fresh, "gpt2-v8").find("what prod runs already"),
+            std::string::npos);
+  EXPECT_NE(msg(anchor("gpt2-v8"), all, fresh, "gpt2-v1").find("does not exist"),
+            std::string::npos);
+  EXPECT_NE(msg(anchor(""), all, fresh, "").find("runs no promoted release"), std::string::npos);
+  EXPECT_NE(msg(anchor("gpt2-v8"), releasesOf({release("gpt2-v8", "Promoted")}), fresh, "")
+                .find("no earlier promoted release"),
+            std::string::npos);
+  json broken = anchor("gpt2-v8");
+  broken["data"]["history"] = "{not json";
+  EXPECT_NE(msg(broken, all, fresh, "").find("data.history is not a JSON array"),
+            std::string::npos);
+}
+
+TEST(ModelView, HistoryShowsEveryPromotionAndRollback) {
+  json a = anchor("gpt2-v8");
+  auto h = modelHistory(a);
+  ASSERT_TRUE(h.isOk());
+  kube::Clock::WallTime now;
+  ASSERT_TRUE(kube::parseTime("2026-11-30T10:00:00Z", &now));
+  std::string out = renderModelHistory(a, *h, now);
+  EXPECT_NE(
+      out.find("prod runs: gpt2-v8 (reg.example/m@sha256:888888888888, closure aaaaaaaaaaaa)"),
+      std::string::npos)
+      << out;
+  EXPECT_NE(out.find("RolledBack"), std::string::npos) << out;
+  EXPECT_NE(out.find("AnalysisFailed; stable stayed on gpt2-v6"), std::string::npos) << out;
+  EXPECT_NE(out.find("2h"), std::string::npos) << out;  // age of the first promotion
+}
+
+class ModelCommandsTest : public ::testing::Test {
+ protected:
+  ModelCommandsTest() { clock_.setAutoAdvance(true); }
+  int run(const std::vector<std::string>& args) {
+    auto cmd = parseModelArgs(args);
+    EXPECT_TRUE(cmd.isOk()) << cmd.status().toString();
+    return runModelCommand(*cmd, "ml", io_);
+  }
+  std::shared_ptr<FakeTransport> transport_ = std::make_shared<FakeTransport>();
+  kube::Client client_{transport_};
+  FakeClock clock_;
+  std::ostringstream out_, err_;
+  ReleaseIo io_{client_, clock_, out_, err_, "lockstep"};
+};
+
+json whoami(const std::string& user) {
+  return {{"apiVersion", "authentication.k8s.io/v1"},
+          {"kind", "SelfSubjectReview"},
+          {"status", {{"userInfo", {{"username", user}}}}}};
+}
+
+TEST_F(ModelCommandsTest, RollbackAnnotatesTheTargetWithTheRevisionAndWaits) {
+  transport_->push(FakeTransport::ok(whoami("alice")));
+  transport_->push(FakeTransport::ok(anchor("gpt2-v8")));
+  transport_->push(
+      FakeTransport::list({release("gpt2-v6", "Promoted"), release("gpt2-v8", "Promoted")}, "10"));
+  transport_->push(FakeTransport::ok(runtimeEnv()));
+  transport_->push(FakeTransport::ok(release("gpt2-v6", "Promoted")));  // the patch's answer
+  transport_->push(FakeTransport::ok(anchor("gpt2-v8")));               // wait: not yet
+  transport_->push(FakeTransport::ok(release("gpt2-v6", "Promoted")));
+  transport_->push(FakeTransport::ok(anchor("gpt2-v6", "", "3")));  // prod runs it
+  EXPECT_EQ(run({"rollback", "gpt2", "--wait"}), 0) << err_.str();
+  auto reqs = transport_->requests();
+  ASSERT_EQ(reqs.size(), 8u);
+  EXPECT_EQ(reqs[1].path, "/api/v1/namespaces/ml/configmaps/lockstep-model-gpt2");
+  EXPECT_EQ(reqs[4].method, "PATCH");
+  EXPECT_EQ(reqs[4].path, "/apis/lockstep.dev/v1alpha1/namespaces/ml/modelreleases/gpt2-v6");
+  EXPECT_EQ(json::parse(reqs[4].body),
+            (json{{"metadata",
+                   {{"resourceVersion", "7gpt2-v6"},
+                    {"annotations", {{"rollback.lockstep.dev/2", "alice"}}}}}}));
+  EXPECT_NE(out_.str().find("rollback from \"gpt2-v8\" to \"gpt2-v6\" requested by alice"),
+            std::string::npos)
+      << out_.str();
+  EXPECT_NE(out_.str().find("prod runs release \"gpt2-v6\""), std::string::npos) << out_.str();
+}
+
+TEST_F(ModelCommandsTest, RollbackToAStaleRuntimeWritesNothing) {
+  transport_->push(FakeTransport::ok(whoami("alice")));
+  transport_->push(FakeTransport::ok(anchor("gpt2-v8")));
+  transport_->push(
+      FakeTransport::list({release("gpt2-v6", "Promoted"), release("gpt2-v8", "Promoted")}, "10"));
+  transport_->push(FakeTransport::ok(runtimeEnv(kHashB)));
+  EXPECT_EQ(run({"rollback", "gpt2"}), 1);
+  EXPECT_EQ(transport_->requestCount(), 4u);  // no PATCH
+  EXPECT_NE(
+      err_.str().find("cannot roll back model \"gpt2\": release \"gpt2-v6\" was validated on"),
+      std::string::npos)
+      << err_.str();
+}
+
+TEST_F(ModelCommandsTest, HistoryOfAModelNeverInProdSaysSo) {
+  transport_->push(
+      FakeTransport::status(404, "NotFound", "configmaps \"lockstep-model-bert\" not found"));
+  EXPECT_EQ(run({"history", "bert"}), 1);
+  EXPECT_NE(err_.str().find("model \"bert\" has never reached prod in namespace \"ml\""),
+            std::string::npos)
+      << err_.str();
+}
+
+TEST_F(ModelCommandsTest, DeleteRemovesTheAnchorInBackground) {
+  transport_->push(FakeTransport::ok(json{{"kind", "Status"}, {"status", "Success"}}));
+  EXPECT_EQ(run({"delete", "gpt2", "--yes"}), 0) << err_.str();
+  auto reqs = transport_->requests();
+  ASSERT_EQ(reqs.size(), 1u);
+  EXPECT_EQ(reqs[0].method, "DELETE");
+  EXPECT_EQ(reqs[0].path, "/api/v1/namespaces/ml/configmaps/lockstep-model-gpt2");
+  EXPECT_NE(reqs[0].body.find("Background"), std::string::npos) << reqs[0].body;
+}
+
+}  // namespace
+}  // namespace lockstep::cli
