@@ -11,7 +11,8 @@
 //    the queued and delayed items too: get() returns nullopt at once, and an
 //    item being processed is not queued again (how a controller stops when it
 //    is no longer, or will no longer be, the leader: its successor relists).
-// Time comes from a Clock, so tests drive delays with a FakeClock.
+// Time comes from a Clock (every wait goes through it), so tests drive delays
+// with a FakeClock and see blocked callers as its waiters.
 // Thread-safety: safe for concurrent use by any number of workers.
 #pragma once
 

@@ -682,14 +682,24 @@ TEST(FixtureSet, OnlyTheUnhashedUvLockIsExemptFromDigestTests) {
   EXPECT_EQ(fixtures().size() - hashedFixtures().size(), 1u);
 }
 
-TEST(FixtureSet, EveryFixtureFileIsCovered) {
-  std::vector<std::string> listed;
-  for (const auto& f : fixtures()) listed.push_back(f.file);
+// Both ways: every file has a row and every row has its file, so the parameterised tests
+// above can neither skip a fixture nor run over an empty (or wrongly named) directory.
+TEST(FixtureSet, EveryFixtureFileIsCoveredAndEveryRowHasItsFile) {
+  std::vector<std::string> rows;
+  for (const auto& f : fixtures()) rows.push_back(f.file);
+  std::vector<std::string> files;
   for (const auto& file : testing::listFiles(fixturesDir())) {
     if (file == "MANIFEST.tsv" || file == "README.md") continue;
-    EXPECT_NE(std::find(listed.begin(), listed.end(), file), listed.end())
+    files.push_back(file);
+    EXPECT_NE(std::find(rows.begin(), rows.end(), file), rows.end())
         << file << " is a fixture without a test row";
   }
+  for (const auto& row : rows) {
+    EXPECT_NE(std::find(files.begin(), files.end(), row), files.end())
+        << row << " is a test row without its file under " << fixturesDir();
+  }
+  EXPECT_EQ(files.size(), rows.size());
+  EXPECT_EQ(rows.size(), 17u) << "the fixture table changed size: update this count with it";
 }
 
 TEST(FixtureSet, UnhashedUvFixtureIsAnErrorNamingThePackage) {

@@ -76,9 +76,9 @@ TEST(PipIncludes, RepeatedIncludesAreReadAndParsedOnce) {
       {{"a.txt", repeat("-r b.txt\n", 3000)}, {"b.txt", "six==1.16.0 --hash=sha256:" + kA + "\n"}},
       /*maxReads=*/100);
   const std::string r = repeat("-r a.txt\n", 3000);
-  auto start = std::chrono::steady_clock::now();
   Closure c = mustCompute(r, pipOptions(&reader));
-  EXPECT_LT(secondsSince(start), 5.0);
+  // Counted, not timed: a file is parsed right after it is read, so one read each is one
+  // parse each (the defect read b.txt nine million times).
   EXPECT_EQ(c.packageCount(), 1u);
   EXPECT_EQ(reader.reads("a.txt"), 1);
   EXPECT_EQ(reader.reads("b.txt"), 1);
@@ -246,14 +246,13 @@ std::string billionLaughs(const std::string& prefix) {
   return t;
 }
 
-TEST(Yaml, BillionLaughsIsRefusedQuickly) {
+TEST(Yaml, BillionLaughsIsRefusedAtTheNodeCap) {
   for (LockFormat f : {LockFormat::kCondaLock, LockFormat::kPixi}) {
     ClosureOptions o;
     o.format = f;
     o.sourceName = "lock.yml";
-    auto start = std::chrono::steady_clock::now();
+    // The node cap bounds the work (no wall-clock limit): refused at the cap, not expanded.
     Status s = errorOf(billionLaughs("version: 1\npackage: []\n"), o);
-    EXPECT_LT(secondsSince(start), 2.0);
     EXPECT_EQ(s.code(), Code::kResourceExhausted);
     EXPECT_NE(s.message().find("lock.yml:9: yaml: more than 2000000 nodes"), std::string::npos)
         << s.message();

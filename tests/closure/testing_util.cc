@@ -27,10 +27,12 @@ std::string readFileOrDie(const std::string& path) {
 std::vector<std::string> listFiles(const std::string& dir) {
   std::vector<std::string> out;
   std::error_code ec;
-  for (auto it = std::filesystem::recursive_directory_iterator(dir, ec);
-       !ec && it != std::filesystem::recursive_directory_iterator(); it.increment(ec)) {
+  auto it = std::filesystem::recursive_directory_iterator(dir, ec);
+  for (; !ec && it != std::filesystem::recursive_directory_iterator(); it.increment(ec)) {
     if (it->is_regular_file()) out.push_back(std::filesystem::relative(it->path(), dir).string());
   }
+  // A listing that stopped early would make every "for each file" test pass vacuously.
+  if (ec) ADD_FAILURE() << "cannot list " << dir << ": " << ec.message();
   std::sort(out.begin(), out.end());
   return out;
 }

@@ -100,14 +100,16 @@ webhooks:
   auto applied = kubectl({"apply", "-f", "-"}, vwc);
   ASSERT_EQ(applied.exitCode, 0) << applied.err;
 
-  // The apiserver may take a moment to load the new configuration.
+  // The apiserver loads the new configuration asynchronously: poll until a create is
+  // refused. Each attempt uses a fresh pod name, so an earlier probe that was admitted
+  // (and may still exist) cannot turn the next attempt into an AlreadyExists error.
   CommandResult r;
-  for (int i = 0; i < 100; ++i) {
-    r = kubectl({"run", "probe", "-n", ns, "--image=registry.example/x:1", "--restart=Never"});
-    if (r.exitCode != 0) break;
-    kubectl({"delete", "pod", "probe", "-n", ns, "--wait=false"});
-    std::this_thread::sleep_for(std::chrono::milliseconds(100));
-  }
+  int attempt = 0;
+  EXPECT_TRUE(eventually([&] {
+    r = kubectl({"run", "probe-" + std::to_string(attempt++), "-n", ns,
+                 "--image=registry.example/x:1", "--restart=Never"});
+    return r.exitCode != 0;
+  })) << "the webhook never refused a pod";
   EXPECT_NE(r.exitCode, 0);
   EXPECT_NE(r.err.find("admission webhook \"pods.smoke.lockstep.dev\" denied the request"),
             std::string::npos)

@@ -67,7 +67,13 @@ class AdmissionClusterTest : public ::testing::Test {
   }
   void TearDown() override {
     if (HasFailure() && op_) std::cerr << "operator log tail:\n" << op_->log() << std::endl;
-    for (const auto& ns : namespaces_) kubectl({"delete", "namespace", ns, "--wait=false"});
+    // With the webhook still installed, namespaces must finish deleting: a pod stuck in
+    // Terminating (a write the webhook refused to a controller) fails the test here.
+    for (const auto& ns : namespaces_) {
+      auto r = kubectl({"delete", "namespace", ns, "--timeout=120s"});
+      EXPECT_EQ(r.exitCode, 0) << "namespace " << ns << " did not finish deleting: " << r.err
+                               << kubectl({"get", "pods", "-n", ns, "-o", "wide"}).out;
+    }
   }
 
   // A namespace in `mode` with a Ready RuntimeEnv "torch"; returns its closure hash.

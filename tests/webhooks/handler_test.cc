@@ -118,6 +118,22 @@ TEST_F(HandlerTest, UnknownNamespaceModeAnswers500SoFailurePolicyDecides) {
   EXPECT_EQ(recorder_.outcomes()[0].decision, Decision::kError);
 }
 
+// A CREATE without an object (null) in an enforcing namespace is refused, not admitted
+// as "nothing to check" (issue 12 item 12: fail closed).
+TEST_F(HandlerTest, CreateWithoutAnObjectIsDeniedInAnEnforcingNamespace) {
+  HttpReply r = pods_.handle(testing::review("CREATE", nullptr));
+  ASSERT_EQ(r.status, 200) << r.body;
+  json resp = response(r);
+  EXPECT_EQ(resp["allowed"], false);
+  EXPECT_EQ(resp["status"]["code"], 403);
+  EXPECT_NE(resp["status"]["message"].get<std::string>().find(
+                "request.object is not a Pod object (JSON null)"),
+            std::string::npos)
+      << resp.dump();
+  ASSERT_EQ(recorder_.outcomes().size(), 1u);
+  EXPECT_EQ(recorder_.outcomes()[0].decision, Decision::kDenied);
+}
+
 TEST_F(HandlerTest, GarbageIs400AndCountedAsError) {
   for (std::string body :
        {std::string(), std::string("garbage"), std::string("{}"), std::string("\x00\x01", 2)}) {

@@ -387,12 +387,45 @@ TEST(PodValidator, RuntimeEnvNameFromLabel) {
             std::nullopt);
 }
 
-TEST(PodValidator, NonObjectPodIsNotChecked) {
-  nlohmann::json notAPod = nlohmann::json::array({1, 2});
-  PodReview r;
-  r.pod = &notAPod;
-  r.mode = NamespaceMode::kEnforce;
-  EXPECT_FALSE(validatePod(r).checked);
+// Fail closed (issue 12 item 12): a CREATE or UPDATE whose object is missing or not an
+// object cannot show it is outside the policy, so it is refused wherever the policy may
+// apply, and answered by the namespace's mode; only mode off and DELETE skip it.
+TEST(PodValidator, NonObjectOrMissingPodFailsClosed) {
+  const nlohmann::json notAPod = nlohmann::json::array({1, 2});
+  struct Row {
+    const nlohmann::json* pod;
+    Operation op;
+    NamespaceMode mode;
+    bool checked;
+    Decision decision;
+  };
+  for (const Row& row : {
+           Row{&notAPod, Operation::kCreate, NamespaceMode::kEnforce, true, Decision::kDenied},
+           Row{&notAPod, Operation::kUpdate, NamespaceMode::kEnforce, true, Decision::kDenied},
+           Row{nullptr, Operation::kCreate, NamespaceMode::kEnforce, true, Decision::kDenied},
+           Row{&notAPod, Operation::kCreate, NamespaceMode::kUnset, true, Decision::kDenied},
+           Row{&notAPod, Operation::kCreate, NamespaceMode::kWarn, true, Decision::kWarned},
+           Row{&notAPod, Operation::kCreate, NamespaceMode::kAudit, true, Decision::kAudited},
+           Row{&notAPod, Operation::kCreate, NamespaceMode::kOff, false, Decision::kAllowed},
+           Row{&notAPod, Operation::kDelete, NamespaceMode::kEnforce, false, Decision::kAllowed},
+       }) {
+    PodReview r;
+    r.ns = "ml";
+    r.pod = row.pod;
+    r.operation = row.op;
+    r.mode = row.mode;
+    Verdict v = validatePod(r);
+    SCOPED_TRACE(std::string(namespaceModeName(row.mode)) + (row.pod ? " array" : " none"));
+    EXPECT_EQ(v.checked, row.checked);
+    EXPECT_EQ(v.decision, row.decision) << decisionName(v.decision);
+    if (row.decision == Decision::kDenied) {
+      EXPECT_EQ(v.code, 403);
+      EXPECT_EQ(v.message,
+                std::string("lockstep: pod in namespace \"ml\": request.object is not a Pod "
+                            "object (JSON ") +
+                    (row.pod ? "array" : "none") + "), so the pod's runtime cannot be checked");
+    }
+  }
 }
 
 TEST(PodValidator, WrongTypesAreViolationsNotCrashes) {

@@ -154,24 +154,77 @@ TEST_F(WorkloadsClusterTest, DeploymentRollsOutScalesAndRollsInBothKindsOfNamesp
   }
 }
 
-TEST_F(WorkloadsClusterTest, PlainPodWritesSucceedInAnEnforcingNamespace) {
+// Label, annotate, add and remove a finalizer: in an enforcing namespace (a pod on its
+// RuntimeEnv) and in an unlabelled one (a pod that knows nothing of Lockstep).
+TEST_F(WorkloadsClusterTest, PlainPodWritesSucceedInEnforcingAndPlainNamespaces) {
+  for (const std::string mode : {"enforce", ""}) {
+    SCOPED_TRACE("mode '" + mode + "'");
+    std::string ns;
+    std::string hash = makeNamespace(mode, !mode.empty(), ns);
+    json pod =
+        mode.empty()
+            ? json{{"spec",
+                    {{"containers", json::array({{{"name", "main"}, {"image", kTaggedImage}}})}}}}
+            : runtimeTemplate(hash);
+    pod["apiVersion"] = "v1";
+    pod["kind"] = "Pod";
+    pod["metadata"]["name"] = "p";
+    ASSERT_EQ(kubectl({"create", "-n", ns, "-f", "-"}, pod.dump()).exitCode, 0);
+    auto r = kubectl({"label", "pod", "p", "-n", ns, "team=research"});
+    EXPECT_EQ(r.exitCode, 0) << r.err;
+    r = kubectl({"annotate", "pod", "p", "-n", ns, "note=hello"});
+    EXPECT_EQ(r.exitCode, 0) << r.err;
+    r = kubectl({"patch", "pod", "p", "-n", ns, "--type=merge", "-p",
+                 R"({"metadata":{"finalizers":["example.com/hold"]}})"});
+    EXPECT_EQ(r.exitCode, 0) << r.err;
+    r = kubectl({"patch", "pod", "p", "-n", ns, "--type=json", "-p",
+                 R"([{"op":"remove","path":"/metadata/finalizers"}])"});
+    EXPECT_EQ(r.exitCode, 0) << r.err;
+    json now = kubectlJson({"get", "pod", "p", "-n", ns});
+    EXPECT_EQ(now["metadata"]["labels"].value("team", ""), "research") << now.dump();
+    EXPECT_EQ(now["metadata"]["annotations"].value("note", ""), "hello") << now.dump();
+    EXPECT_FALSE(now["metadata"].contains("finalizers")) << now.dump();
+  }
+}
+
+// `kubectl set image` on a pod outside the policy (unlabelled pod, unlabelled namespace) is
+// an ordinary write, admitted as it would be without Lockstep.
+TEST_F(WorkloadsClusterTest, SetImageOnAPodOutsideThePolicySucceeds) {
+  std::string ns;
+  makeNamespace("", false, ns);
+  json pod = {
+      {"apiVersion", "v1"},
+      {"kind", "Pod"},
+      {"metadata", {{"name", "p"}}},
+      {"spec", {{"containers", json::array({{{"name", "main"}, {"image", kTaggedImage}}})}}}};
+  ASSERT_EQ(kubectl({"create", "-n", ns, "-f", "-"}, pod.dump()).exitCode, 0);
+  auto r = kubectl({"set", "image", "pod/p", "-n", ns, "main=registry.example/busybox:1.36"});
+  EXPECT_EQ(r.exitCode, 0) << r.err;
+  EXPECT_EQ(r.err.find("Warning:"), std::string::npos) << r.err;
+  json now = kubectlJson({"get", "pod", "p", "-n", ns});
+  EXPECT_EQ(now["spec"]["containers"][0]["image"], "registry.example/busybox:1.36");
+}
+
+// A pod being deleted and held by a finalizer (what a controller does before it lets go)
+// goes once the finalizer is removed, in an enforcing namespace with the webhook installed.
+TEST_F(WorkloadsClusterTest, RemovingTheLastFinalizerOfATerminatingPodLetsItGo) {
   std::string ns;
   std::string hash = makeNamespace("enforce", true, ns);
   json pod = runtimeTemplate(hash);
   pod["apiVersion"] = "v1";
   pod["kind"] = "Pod";
-  pod["metadata"]["name"] = "p";
+  pod["metadata"]["name"] = "held";
+  pod["metadata"]["finalizers"] = json::array({"example.com/hold"});
   ASSERT_EQ(kubectl({"create", "-n", ns, "-f", "-"}, pod.dump()).exitCode, 0);
-  auto r = kubectl({"label", "pod", "p", "-n", ns, "team=research"});
+  ASSERT_EQ(kubectl({"delete", "pod", "held", "-n", ns, "--wait=false"}).exitCode, 0);
+  json terminating = kubectlJson({"get", "pod", "held", "-n", ns});
+  ASSERT_FALSE(terminating.is_discarded()) << "the finalizer did not hold the pod";
+  EXPECT_TRUE(terminating["metadata"].contains("deletionTimestamp")) << terminating.dump();
+  auto r = kubectl({"patch", "pod", "held", "-n", ns, "--type=json", "-p",
+                    R"([{"op":"remove","path":"/metadata/finalizers"}])"});
   EXPECT_EQ(r.exitCode, 0) << r.err;
-  r = kubectl({"annotate", "pod", "p", "-n", ns, "note=hello"});
-  EXPECT_EQ(r.exitCode, 0) << r.err;
-  r = kubectl({"patch", "pod", "p", "-n", ns, "--type=merge", "-p",
-               R"({"metadata":{"finalizers":["example.com/hold"]}})"});
-  EXPECT_EQ(r.exitCode, 0) << r.err;
-  r = kubectl({"patch", "pod", "p", "-n", ns, "--type=json", "-p",
-               R"([{"op":"remove","path":"/metadata/finalizers"}])"});
-  EXPECT_EQ(r.exitCode, 0) << r.err;
+  r = kubectl({"wait", "--for=delete", "pod/held", "-n", ns, "--timeout=90s"});
+  EXPECT_EQ(r.exitCode, 0) << r.err << kubectl({"get", "pod", "held", "-n", ns, "-o", "yaml"}).out;
 }
 
 TEST_F(WorkloadsClusterTest, ImageSwapsAreDeniedInEnforceAndWarnedInWarn) {

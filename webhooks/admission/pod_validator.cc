@@ -2,6 +2,7 @@
 
 #include <set>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "api/image_ref.h"
@@ -170,6 +171,33 @@ void checkImageVolumes(const json* pod, std::vector<std::string>& violations) {
 
 Verdict notChecked() { return Verdict{}; }
 
+// The answer for a checked pod with violations, by namespace mode (unset: the pod opted in
+// with its label, so enforce).
+Verdict decide(const PodReview& r, Verdict v) {
+  std::string id = podIdentity(r);
+  std::string joined;
+  for (const std::string& s : v.violations) joined += (joined.empty() ? "" : "; ") + s;
+  std::string prefix = "lockstep: " + id + ": ";
+  NamespaceMode mode = r.mode == NamespaceMode::kUnset ? NamespaceMode::kEnforce : r.mode;
+  switch (mode) {
+    case NamespaceMode::kWarn:
+      v.decision = Decision::kWarned;
+      for (const std::string& s : v.violations) v.warnings.push_back(prefix + s);
+      break;
+    case NamespaceMode::kAudit:
+      v.decision = Decision::kAudited;
+      v.message = prefix + joined;
+      break;
+    default:
+      v.decision = Decision::kDenied;
+      v.code = 403;
+      v.reason = "Forbidden";
+      v.message = prefix + joined;
+      break;
+  }
+  return v;
+}
+
 }  // namespace
 
 std::optional<std::string> podRuntimeEnvName(const json& pod) {
@@ -179,9 +207,19 @@ std::optional<std::string> podRuntimeEnvName(const json& pod) {
 }
 
 Verdict validatePod(const PodReview& r) {
-  if (r.pod == nullptr || !r.pod->is_object()) return notChecked();
   if (r.operation != Operation::kCreate && r.operation != Operation::kUpdate) return notChecked();
   if (r.mode == NamespaceMode::kOff) return notChecked();
+  if (r.pod == nullptr || !r.pod->is_object()) {
+    // Fail closed: an object that is missing or not a JSON object can show neither that the
+    // pod is outside the policy nor that its images match its RuntimeEnv. The API server
+    // never sends one; such a request is broken or forged.
+    Verdict v;
+    v.checked = true;
+    v.violations.push_back("request.object is not a Pod object (JSON " +
+                           std::string(r.pod == nullptr ? "none" : r.pod->type_name()) +
+                           "), so the pod's runtime cannot be checked");
+    return decide(r, std::move(v));
+  }
 
   const std::string* envName = label(r.pod, kRuntimeEnvLabel);
   bool namespaceEnforces = r.mode == NamespaceMode::kEnforce || r.mode == NamespaceMode::kWarn ||
@@ -233,29 +271,7 @@ Verdict validatePod(const PodReview& r) {
   }
   if (fullCheck && droppedEnv.empty()) checkImageVolumes(r.pod, v.violations);
   if (v.violations.empty()) return v;
-
-  std::string id = podIdentity(r);
-  std::string joined;
-  for (const std::string& s : v.violations) joined += (joined.empty() ? "" : "; ") + s;
-  std::string prefix = "lockstep: " + id + ": ";
-  NamespaceMode mode = r.mode == NamespaceMode::kUnset ? NamespaceMode::kEnforce : r.mode;
-  switch (mode) {
-    case NamespaceMode::kWarn:
-      v.decision = Decision::kWarned;
-      for (const std::string& s : v.violations) v.warnings.push_back(prefix + s);
-      break;
-    case NamespaceMode::kAudit:
-      v.decision = Decision::kAudited;
-      v.message = prefix + joined;
-      break;
-    default:
-      v.decision = Decision::kDenied;
-      v.code = 403;
-      v.reason = "Forbidden";
-      v.message = prefix + joined;
-      break;
-  }
-  return v;
+  return decide(r, std::move(v));
 }
 
 }  // namespace lockstep::webhooks

@@ -19,6 +19,9 @@
 //    escape the policy for its next image swap). Updates that introduce nothing (status,
 //    labels, finalizers) are never blocked, even if the RuntimeEnv moved on.
 //  - DELETE / CONNECT: not checked.
+//  - Fail closed: a CREATE or UPDATE whose object is missing or not a JSON
+//    object is a violation in every mode but off (the pod can prove neither
+//    that it is outside the policy nor that it matches its RuntimeEnv).
 // Modes: enforce → deny (403 Forbidden); warn → allow with one warning per
 // violation; audit → allow, decision kAudited, message kept for the audit log.
 // Thread-safety: pure function.

@@ -280,7 +280,13 @@ TEST_F(RuntimeEnvControllerTest, SchemaAndCelRejectInvalidObjectsReadably) {
       << r.err;
   EXPECT_NE(r.err.find("spec.closureHash must be sha256:<64 lowercase hex>"), std::string::npos)
       << r.err;
-  EXPECT_NE(r.err.find("must be the last stage"), std::string::npos) << r.err;
+  // The CRD's wording, not the webhook's ("... must be the last stage (gates come before
+  // prod)"): with the CEL rule gone the webhook would still refuse, and this must fail.
+  EXPECT_NE(r.err.find("at most one serving stage, and it must be the last stage"),
+            std::string::npos)
+      << r.err;
+  EXPECT_EQ(r.err.find("admission webhook"), std::string::npos)
+      << "refused by the webhook, not by the CRD's rules: " << r.err;
 
   // Immutability (CEL transition rules): the package cannot be re-pointed.
   const std::string hash = "sha256:" + std::string(64, 'd');
@@ -295,7 +301,12 @@ TEST_F(RuntimeEnvControllerTest, SchemaAndCelRejectInvalidObjectsReadably) {
   moved.replace(moved.find(std::string(64, 'e')), 64, std::string(64, 'f'));
   r = apply(moved);
   EXPECT_NE(r.exitCode, 0);
-  EXPECT_NE(r.err.find("immutable"), std::string::npos) << r.err;
+  // Again the CEL transition rule's message; the webhook's would be "field is immutable".
+  EXPECT_NE(r.err.find("spec.package is immutable; create a new ModelRelease for a new checkpoint"),
+            std::string::npos)
+      << r.err;
+  EXPECT_EQ(r.err.find("admission webhook"), std::string::npos)
+      << "refused by the webhook, not by the CRD's rules: " << r.err;
 }
 
 }  // namespace

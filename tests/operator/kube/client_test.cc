@@ -27,7 +27,9 @@ TEST_F(ClientTest, GetMapsNotFound) {
   EXPECT_EQ(r.status().message(), "configmaps \"x\" not found");
 }
 
-TEST_F(ClientTest, TransportErrorsCarryTheRequestNotTheToken) {
+// (The Client never holds the token: the transport adds it. That the token stays out of
+// errors is KubeConnectTest.UnreachableServerIsUnavailableAndTheErrorCarriesNoToken.)
+TEST_F(ClientTest, TransportErrorsCarryTheRequest) {
   fake_->push(unavailable("connection refused"));
   auto r = client_.get(resources::kConfigMaps, "ns", "x");
   ASSERT_FALSE(r.isOk());

@@ -475,10 +475,14 @@ TEST_F(KubeIntegrationTest, ErrorsFromTheRealServerMap) {
             Code::kNotFound);
 }
 
-TEST(KubeConnectTest, UnreachableServerIsUnavailable) {
+// The transport sends a bearer token with every request; a failed request's error names
+// the request and the kubeconfig, never the token (errors are logged and become Events).
+TEST(KubeConnectTest, UnreachableServerIsUnavailableAndTheErrorCarriesNoToken) {
+  const std::string token = "lockstep-test-bearer-7f3a9c";
   KubeConfig cfg;
   cfg.server = "https://127.0.0.1:1";
   cfg.origin = "test";
+  cfg.token = token;
   RestOptions o;
   o.requestTimeout = 5s;
   auto c = connect(cfg, o);
@@ -486,6 +490,10 @@ TEST(KubeConnectTest, UnreachableServerIsUnavailable) {
   auto r = (*c)->get(resources::kNamespaces, "", "default");
   ASSERT_FALSE(r.isOk());
   EXPECT_EQ(r.status().code(), Code::kUnavailable) << r.status().toString();
+  EXPECT_NE(r.status().message().find("GET /api/v1/namespaces/default"), std::string::npos)
+      << r.status().toString();
+  EXPECT_EQ(r.status().toString().find(token), std::string::npos) << r.status().toString();
+  EXPECT_EQ(r.status().toString().find("Bearer"), std::string::npos) << r.status().toString();
 }
 
 TEST(KubeConnectTest, BadPemFailsAtStartup) {

@@ -1,6 +1,7 @@
 // Leader election against a tiny in-memory Lease API (FakeTransport handler).
 #include "operator/runtime/leader_election.h"
 
+#include <algorithm>
 #include <future>
 
 #include <gtest/gtest.h>
@@ -179,25 +180,42 @@ TEST_F(LeaderElectionTest, LeadsUntilStoppedThenReleases) {
   EXPECT_EQ(spec["leaseDurationSeconds"], 1);
 }
 
+// Failed renewals (the API server refuses the write) lose leadership at the renew
+// deadline counted from the last successful renewal: still leading 1 ms before it,
+// stopped at it (not at leaseDuration, not at the first failure).
 TEST_F(LeaderElectionTest, StopsLeadingWhenRenewalsFailForTheRenewDeadline) {
   std::promise<void> started;
   std::promise<void> stopped;
   LeaderCallbacks cb;
   cb.onStartedLeading = [&] { started.set_value(); };
   cb.onStoppedLeading = [&] { stopped.set_value(); };
-  LeaderElector e(client_, config("a"), cb, clock_);
+  const LeaderElectionConfig cfg = config("a");
+  LeaderElector e(client_, cfg, cb, clock_);
   auto result = std::async(std::launch::async, [&] { return e.run(); });
-  started.get_future().wait();
+  // Whatever fails below, the elector stops before `result` is joined.
+  struct StopOnExit {
+    LeaderElector& e;
+    ~StopOnExit() { e.stop(); }
+  } stopOnExit{e};
+  started.get_future().wait();  // acquired at the current fake time: the last renewal
   {
     std::lock_guard<std::mutex> l(server_.mu);
     server_.failWrites = true;
   }
+  ASSERT_TRUE(clock_.waitForWaiters(2));  // renew loop and watchdog
   auto stoppedFuture = stopped.get_future();
-  for (int i = 0; i < 10 && stoppedFuture.wait_for(0s) != std::future_status::ready; ++i) {
-    clock_.waitForWaiters(1, 1000ms);
-    clock_.advance(2s);
+  // Renewals fail every retryPeriod until just before the deadline.
+  for (auto left = cfg.renewDeadline - 1ms; left > 0ms;) {
+    auto step = std::min<kube::Clock::Duration>(left, cfg.retryPeriod);
+    clock_.advance(step);
+    left -= step;
+    ASSERT_TRUE(clock_.waitForWaiters(2)) << "renew loop and watchdog wait again";
+    EXPECT_TRUE(e.isLeader()) << "lost before the renew deadline";
   }
-  stoppedFuture.wait();
+  EXPECT_NE(stoppedFuture.wait_for(0s), std::future_status::ready);
+  clock_.advance(1ms);  // the renew deadline since the last successful renewal
+  ASSERT_EQ(stoppedFuture.wait_for(10s), std::future_status::ready)
+      << "still leading past the renew deadline while renewals fail";
   EXPECT_FALSE(e.isLeader());
   Status st = result.get();
   EXPECT_EQ(st.code(), Code::kUnavailable);

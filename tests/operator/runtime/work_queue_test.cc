@@ -150,7 +150,10 @@ TEST_F(WorkQueueTest, ShutDownWithDrainWaitsForInFlightItems) {
   q_.add("a");
   ASSERT_EQ(q_.get(), "a");
   auto drained = std::async(std::launch::async, [&] { q_.shutDownWithDrain(); });
-  // Draining cannot finish while "a" is processing.
+  // The drainer blocks (a waiter on the clock) while "a" is processing; a drain that
+  // returned at once would never become a waiter, and this fails after its bound.
+  ASSERT_TRUE(clock_.waitForWaiters(1)) << "shutDownWithDrain did not wait for \"a\"";
+  EXPECT_TRUE(q_.shuttingDown());
   EXPECT_EQ(drained.wait_for(0s), std::future_status::timeout);
   EXPECT_EQ(q_.processingLen(), 1u);
   q_.done("a");
