@@ -19,7 +19,8 @@ Sections (SECTIONS, comma-separated):
 
 Servers (SERVERS): beast (lockstep-webhook-dev), plain (Go net/http +
 encoding/json), cr (controller-runtime webhook, informer cache), nginx (static
-200: the ceiling). BEAST_BEFORE=<binary of an earlier lockstep-webhook-dev>
+200: the ceiling), beast-jemalloc (beast with jemalloc preloaded: JEMALLOC names
+the library). BEAST_BEFORE=<binary of an earlier lockstep-webhook-dev>
 adds "beast-before" for a before/after in the same run.
 
 Environment: BUILD (build dir, default build; the project default RelWithDebInfo), REPS (3),
@@ -34,6 +35,7 @@ import json
 import os
 import platform
 import re
+import shlex
 import shutil
 import socket
 import statistics
@@ -55,6 +57,7 @@ POD_REPS = int(ENV.get("POD_REPS", "3"))
 THREADS = int(ENV.get("THREADS", "2"))
 SECTIONS = ENV.get("SECTIONS", "load,apiserver,closure").split(",")
 NS = "bench-ml"
+JEMALLOC = ENV.get("JEMALLOC", "/usr/lib/x86_64-linux-gnu/libjemalloc.so.2")
 HASH_LABEL = "lockstep.dev/closure-hash"
 IMAGE = "registry.example/runtimes/torch@sha256:" + "a" * 64
 
@@ -298,13 +301,16 @@ def start_servers(names, procs, work, bins, cluster_env, answer_allowed):
     certs = work
     for name in names:
         port_file = os.path.join(work, name + ".port")
-        if name in ("beast", "beast-before"):
+        if name in ("beast", "beast-before", "beast-jemalloc"):
             binary = ENV["BEAST_BEFORE"] if name == "beast-before" else \
                 os.path.join(BUILD, "cmd/lockstep-webhook-dev")
+            env = None
+            if name == "beast-jemalloc":  # the allocator trial of issue 11 item 6
+                env = dict(ENV, LD_PRELOAD=JEMALLOC)
             p = procs.start(name, [binary, "--config", f"{work}/lookups.json", "--port", "0",
                                    "--port-file", port_file, "--cert-file", f"{certs}/tls.crt",
                                    "--key-file", f"{certs}/tls.key", "--threads", str(THREADS),
-                                   "--log-level", "warn"], work)
+                                   "--log-level", "warn"], work, env=env)
         elif name == "plain":
             p = procs.start(name, [os.path.join(bins["peers"], "plainwebhook"), "--config",
                                    f"{work}/lookups.json", "--port-file", port_file,
@@ -392,7 +398,8 @@ def loadgen(bins, port, body, ca, rate, duration):
             "-body", body, "-ca", ca, "-rate", str(rate), "-duration", f"{duration}s",
             "-conns", str(RATE_CONNS), "-threads", "1"])
     o = json.loads(r.stdout)
-    return {"rate": rate, "achieved_rps": o["achieved_rps"], "errors": o["errors"],
+    return {"rate": rate, "achieved_rps": o["achieved_rps"], "errors": o["errors"] + o["dropped"],
+            "dropped": o["dropped"],
             "p50_ms": o["latency"]["p50_ms"], "p99_ms": o["latency"]["p99_ms"],
             "p999_ms": o["latency"]["p999_ms"], "requests": o["latency"]["count"] + o["errors"]}
 
@@ -532,9 +539,11 @@ def summarize(results):
         md.append("### Admission throughput at fixed concurrency (wrk, closed loop)\n")
         md.append(f"Medians of {REPS} runs of {DURATION} s; CPU = server CPU seconds per 1,000 requests. "
                   "Ratios: Lockstep (beast) req/s divided by the peer's.\n")
+        peers = [p for p in ("cr", "plain", "nginx", "beast-before") if p in servers and "beast" in servers]
         md.append("| body | conns | " + " | ".join(f"{s} req/s · p50 · p99 ms · CPU" for s in servers) +
-                  " | beast/cr | beast/plain | beast/nginx | errors |")
-        md.append("|" + "---|" * (len(servers) + 6))
+                  "".join(f" | beast/{p}" for p in peers) +
+                  (" | jemalloc/beast" if "beast-jemalloc" in servers else "") + " | errors |")
+        md.append("|" + "---|" * (len(servers) + len(peers) + 3 + ("beast-jemalloc" in servers)))
         for body in ("pod", "large"):
             for conns in CONNS:
                 med = {}
@@ -548,10 +557,12 @@ def summarize(results):
                     med[s] = m
                     cells.append(f"{fmt(m['rps'])} · {fmt(m['p50_ms'], 3)} · {fmt(m['p99_ms'], 3)} · "
                                  f"{fmt(m['cpu_s_per_1000'], 3)}")
-                ratio = lambda p: (f"{med['beast']['rps'] / med[p]['rps']:.2f}x"
-                                   if "beast" in med and p in med and med[p]["rps"] else "-")
+                ratio = lambda a, b: (f"{med[a]['rps'] / med[b]['rps']:.2f}x"
+                                      if a in med and b in med and med[b]["rps"] else "-")
                 md.append(f"| {body} | {conns} | " + " | ".join(cells) +
-                          f" | {ratio('cr')} | {ratio('plain')} | {ratio('nginx')} | {errs} |")
+                          "".join(f" | {ratio('beast', p)}" for p in peers) +
+                          (f" | {ratio('beast-jemalloc', 'beast')}" if "beast-jemalloc" in servers else "") +
+                          f" | {errs} |")
         md.append("\n### Admission latency at a fixed rate (loadgen, open loop, "
                   f"{RATE_CONNS} connections at most)\n")
         md.append("| body | rate/s | server | achieved/s | p50 ms | p99 ms | p99.9 ms | CPU s/1k | errors |")
@@ -586,7 +597,7 @@ def summarize(results):
                       f"{fmt(m['p999_ms'], 3)} | {fmt(o50, 3)} | {fmt(o99, 3)} |")
         results["apiserver_medians"] = med
     if results.get("closure"):
-        md.append("### Closure parse+hash (bench_closure, Release)\n")
+        md.append("### Closure parse+hash (bench_closure, RelWithDebInfo)\n")
         md.append("```\n" + results["closure"].strip() + "\n```\n")
     return "\n".join(md) + "\n"
 
@@ -617,13 +628,15 @@ def main():
     cluster = None
     now = datetime.datetime.now(datetime.timezone.utc)
     results = {"date": now.strftime("%Y-%m-%d %H:%M UTC"), "file": now.strftime("%Y-%m-%d") + ".json",
-               "command": "bench/run.sh" + "".join(f" {k}={ENV[k]}" for k in
-                                                  ("SECTIONS", "REPS", "DURATION", "CONNS", "RATES",
-                                                   "POD_CREATES", "POD_REPS", "SERVERS") if k in ENV),
+               "command": " ".join(f"{k}={shlex.quote(ENV[k])}" for k in
+                                   ("SECTIONS", "REPS", "DURATION", "CONNS", "RATES",
+                                    "POD_CREATES", "POD_REPS", "SERVERS") if k in ENV) +
+                          (" BEAST_BEFORE=<older lockstep-webhook-dev>" if ENV.get("BEAST_BEFORE") else "") +
+                          " bench/run.sh",
                "settings": {"reps": REPS, "duration_s": DURATION, "conns": CONNS, "rates": RATES,
                             "rate_conns": RATE_CONNS, "pod_creates": POD_CREATES, "pod_reps": POD_REPS,
                             "server_threads": THREADS},
-               "loadavg_before": open("/proc/loadavg").read().split()[:3]}
+               "loadavg_before": " ".join(open("/proc/loadavg").read().split()[:3])}
     try:
         if "load" in SECTIONS or "apiserver" in SECTIONS:
             make_certs(work)
@@ -646,6 +659,9 @@ def main():
             names = ENV.get("SERVERS", "beast plain cr nginx").split()
             if ENV.get("BEAST_BEFORE"):
                 names.insert(1, "beast-before")
+            if "beast-jemalloc" in names and not os.path.exists(JEMALLOC):
+                log("jemalloc not installed (Debian libjemalloc2): no beast-jemalloc")
+                names.remove("beast-jemalloc")
             if not shutil.which("nginx") and "nginx" in names:
                 log("nginx not installed: no static-200 ceiling")
                 names.remove("nginx")
@@ -674,7 +690,7 @@ def main():
             cluster.down()
         if not ENV.get("KEEP_WORK"):
             shutil.rmtree(work, ignore_errors=True)
-    results["loadavg_after"] = open("/proc/loadavg").read().split()[:3]
+    results["loadavg_after"] = " ".join(open("/proc/loadavg").read().split()[:3])
     table = summarize(results)
     os.makedirs(os.path.join(ROOT, "bench/results"), exist_ok=True)
     with open(os.path.join(ROOT, "bench/results", results["file"]), "w") as f:
