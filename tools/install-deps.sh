@@ -17,6 +17,8 @@ packages=(
   lua5.1 lua-yaml prometheus docker-registry wrk
   # admission benchmark ceiling (PEERS=1 bench/admission_bench.sh): static 200 over TLS
   nginx
+  # bench/run.sh: the allocator trial (beast-jemalloc preloads it; docs/benchmarks.md)
+  libjemalloc2
 )
 
 SUDO=""

@@ -66,6 +66,32 @@ TEST(AdmissionReviewDecode, RejectsMalformedBodies) {
   }
 }
 
+// The depth limit counts open objects/arrays, exactly at the boundary, and
+// ignores brackets inside strings (escaped quotes included).
+TEST(AdmissionReviewDecode, DepthLimitIsExactAndIgnoresStrings) {
+  auto nested = [](int containers) {  // the root object plus containers-1 arrays
+    return R"({"apiVersion":"admission.k8s.io/v1","kind":"AdmissionReview","x":)" +
+           std::string(containers - 1, '[') + std::string(containers - 1, ']') + "}";
+  };
+  EXPECT_FALSE(jsonNestedDeeperThan(nested(kMaxJsonDepth), kMaxJsonDepth));
+  EXPECT_TRUE(jsonNestedDeeperThan(nested(kMaxJsonDepth + 1), kMaxJsonDepth));
+  auto atLimit = decodeAdmissionReview(nested(kMaxJsonDepth));
+  ASSERT_FALSE(atLimit.isOk());  // no request, but parsed: not a depth error
+  EXPECT_EQ(atLimit.status().message().find("deeper"), std::string::npos)
+      << atLimit.status().message();
+  auto over = decodeAdmissionReview(nested(kMaxJsonDepth + 1));
+  ASSERT_FALSE(over.isOk());
+  EXPECT_NE(over.status().message().find("deeper"), std::string::npos) << over.status().message();
+
+  const std::string brackets = std::string(200, '[') + R"(\")" + std::string(200, '{');
+  EXPECT_FALSE(jsonNestedDeeperThan(R"({"s":")" + brackets + R"("})", kMaxJsonDepth));
+  auto r = decodeAdmissionReview(
+      R"({"apiVersion":"admission.k8s.io/v1","kind":"AdmissionReview","request":{"uid":")" +
+      brackets + R"(","operation":"CREATE"}})");
+  ASSERT_FALSE(r.isOk());  // uid too long, but not too deep
+  EXPECT_NE(r.status().message().find("uid"), std::string::npos) << r.status().message();
+}
+
 TEST(AdmissionReviewDecode, ToleratesOddButValidFields) {
   auto r = decodeAdmissionReview(
       R"({"apiVersion":"admission.k8s.io/v1","kind":"AdmissionReview","request":{"uid":"u",

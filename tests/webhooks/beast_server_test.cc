@@ -123,6 +123,38 @@ TEST_F(BeastServerTest, KeepAliveServesManyRequestsOnOneConnection) {
   EXPECT_EQ(recorder_.outcomes().size(), 200u);
 }
 
+// Connections are dealt to the server's threads (one io_context each): with
+// two threads, a handler that blocks one connection leaves the other served.
+// A handler waits (bounded) for a second connection's request to release it.
+TEST_F(BeastServerTest, TwoThreadsServeASecondConnectionWhileOneHandlerBlocks) {
+  std::promise<void> released;
+  std::shared_future<void> releasedF = released.get_future().share();
+  routes_ = [&](Server& s) {
+    s.route("/block", "POST", [releasedF](const HttpRequest&) {
+      bool ok = releasedF.wait_for(std::chrono::seconds(20)) == std::future_status::ready;
+      return HttpResponse{ok ? 200 : 503, "text/plain", ok ? "released" : "never released"};
+    });
+    s.route("/release", "POST", [&released](const HttpRequest&) {
+      released.set_value();
+      return HttpResponse{200, "text/plain", "ok"};
+    });
+  };
+  ServerOptions opts;
+  opts.threads = 2;
+  startServer(opts);
+  TlsClient a = client();
+  TlsClient b = client();
+  ASSERT_EQ(a.connect(), "");
+  ASSERT_EQ(b.connect(), "");
+  auto blocked = std::async(std::launch::async, [&a] { return a.request("POST", "/block", "x"); });
+  auto r = b.request("POST", "/release", "x");
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->status, 200);
+  auto first = blocked.get();
+  ASSERT_TRUE(first);
+  EXPECT_EQ(first->status, 200) << first->body;
+}
+
 TEST_F(BeastServerTest, BodyCapAnswers413AndCloses) {
   ServerOptions o;
   o.maxBodyBytes = 4096;

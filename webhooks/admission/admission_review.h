@@ -20,6 +20,12 @@ namespace lockstep::webhooks {
 // objects are shallow; deep nesting only serves to exhaust the stack).
 inline constexpr int kMaxJsonDepth = 64;
 
+// True when `body` opens more than `limit` objects/arrays inside one another
+// (brackets inside strings do not count). A linear scan before parsing, so the
+// parser runs without a per-event callback. Malformed JSON may scan either way;
+// the parser rejects it next.
+bool jsonNestedDeeperThan(std::string_view body, int limit);
+
 struct GroupVersionKind {
   std::string group;
   std::string version;
