@@ -524,6 +524,28 @@ struct Planner {
               ": weight " + std::to_string(s.weight) + "%");
   }
 
+  // Appends the step to `passedSteps`, the evidence that every step ran in
+  // order (a restart may repeat a step's last plan, never add a second record).
+  void recordPassedStep(int index, const CanaryStep& s) {
+    json& passed = st["passedSteps"];
+    if (!passed.is_array()) passed = json::array();
+    if (!passed.empty() && integer(passed.back(), "step") >= index) return;
+    json rec = {{"step", index},
+                {"weight", s.weight},
+                {"startedAt", str(st, "stepStartedAt")},
+                {"weightReachedAt", str(st, "weightReachedAt")},
+                {"passedAt", o.now}};
+    if (st.contains("promotedBy")) rec["promotedBy"] = st["promotedBy"];
+    if (s.analysis) {
+      AnalysisCounters c = countersFrom(member(st, "analysis"));
+      rec["analysis"] = {{"count", c.count},
+                         {"successful", c.successful},
+                         {"failed", c.failed},
+                         {"errors", c.errors}};
+    }
+    passed.push_back(std::move(rec));
+  }
+
   void rollBack(const std::string& reason, const std::string& message) {
     st["phase"] = kCanaryRollingBack;
     st["reason"] = reason;
@@ -782,6 +804,7 @@ struct Planner {
     event("Normal", "CanaryStepPassed",
           stepName + " passed at weight " + std::to_string(s.weight) + "%" +
               (verdict ? " (" + verdict->message + ")" : std::string()));
+    recordPassedStep(index, s);
     st.erase("promotedBy");
     if (index + 1 < static_cast<int>(o.spec.steps.size())) {
       startStep(index + 1);

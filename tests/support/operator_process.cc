@@ -209,6 +209,14 @@ std::string OperatorProcess::stop(int sig) {
   return problem;
 }
 
+bool OperatorProcess::alive() {
+  if (pid_ <= 0) return false;
+  int status = 0;
+  if (waitpid(pid_, &status, WNOHANG) != pid_) return true;
+  pid_ = -1;
+  return false;
+}
+
 std::string OperatorProcess::scrapeMetrics() const {
   return run({"curl", "-s", "http://127.0.0.1:" + std::to_string(metricsPort_) + "/metrics"}).out;
 }

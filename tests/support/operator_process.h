@@ -41,6 +41,9 @@ class OperatorProcess {
   // returns what was wrong with the log tail; "" when all is well.
   std::string stop(int sig = SIGTERM);
   bool running() const { return pid_ > 0; }
+  // Whether the started process is still running (reaps it if it exited, e.g.
+  // after losing its lease).
+  bool alive();
 
   int webhookPort() const { return webhookPort_; }
   int metricsPort() const { return metricsPort_; }

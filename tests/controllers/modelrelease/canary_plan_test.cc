@@ -948,6 +948,83 @@ TEST(CanaryWorld, EveryStepIsAnalysedBeforeTheNext) {
   EXPECT_GE(w.measurements, 6) << "3 steps × count 2";
 }
 
+// status.canary.passedSteps: one record per step, in order, with the step's
+// pause honoured and its analysis complete; a restart at any reconcile leaves
+// the same records (none repeated, none missing).
+json passedStepsOf(World w, int crashAt) {
+  for (int i = 0; i < 400 && w.phase() != "Promoted"; ++i) {
+    w.reconcile(i == crashAt);
+    if (i == crashAt) w.reconcile(false);
+    w.tick(10);
+  }
+  EXPECT_EQ(w.phase(), "Promoted");
+  return w.status.value("passedSteps", json());
+}
+
+TEST(CanaryWorld, PassedStepsRecordEveryStepInOrderAcrossRestarts) {
+  json clean = passedStepsOf(world(), -1);
+  ASSERT_TRUE(clean.is_array()) << clean.dump();
+  ASSERT_EQ(clean.size(), 3u) << clean.dump(2);
+  const int weights[] = {25, 50, 75};
+  const int64_t pauses[] = {60, 60, 0};
+  for (int i = 0; i < 3; ++i) {
+    SCOPED_TRACE("step " + std::to_string(i));
+    const json& r = clean[i];
+    EXPECT_EQ(r["step"], i);
+    EXPECT_EQ(r["weight"], weights[i]);
+    EXPECT_EQ(r["analysis"]["count"], 2);
+    EXPECT_EQ(r["analysis"]["successful"], 2);
+    EXPECT_EQ(r["analysis"]["failed"], 0);
+    std::string reached = r["weightReachedAt"], passed = r["passedAt"];
+    EXPECT_LE(r["startedAt"].get<std::string>(), reached);  // same-length RFC 3339 UTC
+    EXPECT_GE(passed, rfc(kT0));
+    // The pause ran from the weight being Ready (whole ticks of 10 s).
+    std::string pauseEnd = reached;
+    for (int64_t t = kT0; t < kT0 + 4000; t += 10) {
+      if (rfc(t) == reached) pauseEnd = rfc(t + pauses[i]);
+    }
+    EXPECT_GE(passed, pauseEnd);
+    if (i > 0) {
+      EXPECT_GE(r["startedAt"].get<std::string>(), clean[i - 1]["passedAt"].get<std::string>());
+    }
+  }
+  for (int crashAt = 0; crashAt < 80; ++crashAt) {
+    SCOPED_TRACE("crash at reconcile " + std::to_string(crashAt));
+    json r = passedStepsOf(world(), crashAt);
+    ASSERT_TRUE(r.is_array());
+    ASSERT_EQ(r.size(), 3u) << r.dump(2);
+    for (int i = 0; i < 3; ++i) {
+      EXPECT_EQ(r[i]["step"], i);
+      EXPECT_EQ(r[i]["analysis"]["count"], 2);
+    }
+  }
+}
+
+TEST(CanaryPlan, PassedStepIsRecordedOnceWithWhoEndedItsPause) {
+  auto spec = specOf({{"steps", json::array({{{"weight", 50}, {"pause", "Indefinite"}},
+                                             {{"weight", 100}, {"pause", "Indefinite"}}})}});
+  auto p0 = planCanary(observed(spec));
+  auto o = atWeight(after(observed(spec), p0, kT0 + 10), 50);
+  auto p1 = planCanary(o);
+  EXPECT_FALSE(p1.status.contains("passedSteps"));
+  o = after(o, p1, kT0 + 20);
+  o.promoteStepBy = "alice";
+  auto p2 = planCanary(o);
+  ASSERT_EQ(p2.status["step"], 1);
+  ASSERT_EQ(p2.status["passedSteps"].size(), 1u);
+  EXPECT_EQ(p2.status["passedSteps"][0]["promotedBy"], "alice");
+  EXPECT_EQ(p2.status["passedSteps"][0]["weightReachedAt"], rfc(kT0 + 10));
+  EXPECT_EQ(p2.status["passedSteps"][0]["passedAt"], rfc(kT0 + 20));
+  EXPECT_FALSE(p2.status["passedSteps"][0].contains("analysis"));
+  // A status that already records step 0 (written by an earlier operator) is not
+  // recorded twice when step 0 passes again from a stale copy.
+  json stale = p1.status;
+  stale["passedSteps"] = p2.status["passedSteps"];
+  o.previous = stale;
+  auto p3 = planCanary(o);
+  EXPECT_EQ(p3.status["passedSteps"].size(), 1u) << p3.status.dump(2);
+}
+
 TEST(CanaryWorld, BadMetricAtStepTwoRollsBackWithOrWithoutRestarts) {
   World bad = world();
   bad.badFromStep = 1;
