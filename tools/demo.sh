@@ -43,14 +43,22 @@ k apply -f crds/ >/dev/null
 k wait --for condition=Established crd/runtimeenvs.lockstep.dev crd/modelreleases.lockstep.dev >/dev/null
 k create namespace "$opns" --dry-run=client -o yaml | k apply -f - >/dev/null
 # A Service cannot reach 127.0.0.1: the chart renders the webhooks' clientConfig
-# as a URL to the local operator (webhook.url). It is rendered, not patched in
-# afterwards, so applying again on a re-run replaces the URL instead of adding
-# the chart's `service:` next to it (which the API server refuses).
+# as a URL to the local operator (webhook.url). The configuration is replaced
+# whole, not applied: one installed another way (helm install, kubectl create)
+# carries the chart's `service:`, and an apply would add the URL next to it
+# (which the API server refuses). The replace empties the caBundle; the operator
+# started below writes it before it serves (and repairs it whenever it is emptied).
 port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
 "$LOCKSTEP_TOOLS_BIN/helm" template lockstep helm/lockstep -n "$opns" \
-  --set webhook.url="https://127.0.0.1:$port" \
-  --show-only templates/serviceaccount.yaml --show-only templates/rbac.yaml \
-  --show-only templates/webhooks.yaml | k apply -n "$opns" -f - >/dev/null
+  --show-only templates/serviceaccount.yaml --show-only templates/rbac.yaml |
+  k apply -n "$opns" -f - >/dev/null
+"$LOCKSTEP_TOOLS_BIN/helm" template lockstep helm/lockstep -n "$opns" \
+  --set webhook.url="https://127.0.0.1:$port" --show-only templates/webhooks.yaml >"$dir/webhooks.yaml"
+if k get validatingwebhookconfiguration lockstep >/dev/null 2>&1; then
+  k replace --save-config -f "$dir/webhooks.yaml" >/dev/null
+else
+  k create --save-config -f "$dir/webhooks.yaml" >/dev/null
+fi
 
 say "lockstep-operator (as ServiceAccount lockstep-system/lockstep)"
 [ -f "$dir/operator.pid" ] && kill "$(cat "$dir/operator.pid")" 2>/dev/null || true

@@ -9,6 +9,8 @@ namespace {
 
 using nlohmann::json;
 
+constexpr const char* kSecretType = "kubernetes.io/tls";
+
 StatusOr<std::string> field(const json& data, const char* key) {
   if (!data.contains(key) || !data[key].is_string()) return std::string();
   auto decoded = kube::base64Decode(data[key].get<std::string>());
@@ -27,6 +29,15 @@ StatusOr<std::optional<CertBundle>> SecretCertStore::load() {
       return std::optional<CertBundle>();
     }
     return secret.status().withContext("reading Secret " + ns_ + "/" + name_);
+  }
+  // Never write over a Secret that is not ours: its type is immutable, so an
+  // update would fail on every round anyway.
+  if (std::string type = secret->value("type", ""); type != kSecretType) {
+    resourceVersion_.clear();
+    return Status(Code::kInvalid, "Secret " + ns_ + "/" + name_ + " has type \"" + type +
+                                      "\", not " + kSecretType +
+                                      ": it is not a Lockstep certificate Secret; left "
+                                      "untouched (delete it, or choose another --cert-secret)");
   }
   resourceVersion_ = kube::resourceVersion(*secret);
   const json data = secret->value("data", json::object());
@@ -56,7 +67,7 @@ Status SecretCertStore::save(const CertBundle& b) {
     data["ca-previous.crt"] = kube::base64Encode(b.previousCaCertPem);
   json secret = {{"apiVersion", "v1"},
                  {"kind", "Secret"},
-                 {"type", "kubernetes.io/tls"},
+                 {"type", kSecretType},
                  {"metadata",
                   {{"name", name_},
                    {"namespace", ns_},
@@ -82,10 +93,11 @@ Status SecretCertStore::save(const CertBundle& b) {
   return Status::ok();
 }
 
-Status WebhookConfigCaBundlePatcher::patchCaBundle(const std::string& caBundlePem) {
+StatusOr<bool> WebhookConfigCaBundlePatcher::patchCaBundle(const std::string& caBundlePem) {
   const auto& r = kube::resources::kValidatingWebhookConfigurations;
   std::string encoded = kube::base64Encode(caBundlePem);
-  return kube::retryOnConflict([&]() -> Status {
+  bool wrote = false;
+  Status s = kube::retryOnConflict([&]() -> Status {
     auto vwc = client_->get(r, "", configName_);
     if (!vwc.isOk()) return vwc.status().withContext("reading " + configName_);
     kube::Object updated = *vwc;
@@ -98,8 +110,12 @@ Status WebhookConfigCaBundlePatcher::patchCaBundle(const std::string& caBundlePe
     }
     if (!changed) return Status::ok();
     auto written = client_->update(r, updated);
-    return written.isOk() ? Status::ok() : written.status().withContext("updating " + configName_);
+    if (!written.isOk()) return written.status().withContext("updating " + configName_);
+    wrote = true;
+    return Status::ok();
   });
+  if (!s.isOk()) return s;
+  return wrote;
 }
 
 }  // namespace lockstep::webhooks

@@ -15,6 +15,10 @@
 namespace lockstep::webhooks {
 
 // Secret keys: ca.crt, ca.key, tls.crt, tls.key, ca-previous.crt (type kubernetes.io/tls).
+// load() returns the keys as stored, malformed or not (SelfManagedCertificates
+// re-issues what does not parse, saving over it with the resourceVersion it
+// read); a Secret of another type is an error (Code::kInvalid) and is never
+// written.
 class SecretCertStore final : public CertStore {
  public:
   SecretCertStore(std::shared_ptr<kube::Client> client, std::string ns, std::string name)
@@ -30,12 +34,14 @@ class SecretCertStore final : public CertStore {
   std::string resourceVersion_;  // "" = we saw no Secret: save() creates
 };
 
-// Sets clientConfig.caBundle on every webhook of one ValidatingWebhookConfiguration.
+// Sets clientConfig.caBundle on every webhook of one ValidatingWebhookConfiguration:
+// a GET each call, an update only when a webhook's caBundle differs (retried on
+// a conflict). A missing configuration is Code::kNotFound.
 class WebhookConfigCaBundlePatcher final : public CaBundlePatcher {
  public:
   WebhookConfigCaBundlePatcher(std::shared_ptr<kube::Client> client, std::string configName)
       : client_(std::move(client)), configName_(std::move(configName)) {}
-  Status patchCaBundle(const std::string& caBundlePem) override;
+  StatusOr<bool> patchCaBundle(const std::string& caBundlePem) override;
 
  private:
   std::shared_ptr<kube::Client> client_;

@@ -36,6 +36,15 @@ std::vector<FlagSpec> operatorFlagSpecs(const std::string& podNamespace) {
        T::kChoice,
        {"self", "file"}},
       {"cert-secret", "lockstep-webhook-tls", "Secret holding self-managed certificates"},
+      {"cert-check-interval", "10s",
+       "self mode: longest time between two reads of the certificate Secret and the webhook "
+       "configuration (picks up a CA rotated by another replica; repairs a caBundle emptied by "
+       "a replace of the configuration); whole seconds, at least 1s",
+       T::kDuration},
+      {"cert-ca-propagation-delay", "30s",
+       "self mode: after the CA changed, how long a replica keeps serving its still-valid "
+       "certificate of the previous CA so the API server sees the new caBundle first",
+       T::kDuration},
       {"cert-dir", "/etc/lockstep/tls", "directory with tls.crt and tls.key (file mode)"},
       {"port-file", "", "write the bound webhook port to this file once serving (tests)"},
       {"leader-elect", "false", "elect a leader through a Lease before running controllers",

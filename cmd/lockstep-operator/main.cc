@@ -46,7 +46,7 @@ int fail(const std::string& message) {
 
 // Keeps no caBundle anywhere: for runs without a webhook configuration to patch.
 struct NoCaBundlePatcher final : lw::CaBundlePatcher {
-  Status patchCaBundle(const std::string&) override { return Status::ok(); }
+  lockstep::StatusOr<bool> patchCaBundle(const std::string&) override { return false; }
 };
 
 }  // namespace
@@ -171,11 +171,16 @@ int main(int argc, char** argv) {
     smo.service = flags.get("webhook-service");
     smo.ns = ns;
     if (std::string ip = flags.get("webhook-ip"); !ip.empty()) smo.ipAddresses = {ip};
+    smo.caPropagationDelay = std::chrono::duration_cast<std::chrono::seconds>(
+        flags.getDuration("cert-ca-propagation-delay"));
     selfManaged = std::make_unique<lw::SelfManagedCertificates>(smo, *store, *patcher,
                                                                 webhooks->certificates());
     auto r = selfManaged->reconcile(manager.clock().wallNow());
     if (!r.isOk()) return fail("webhook certificates: " + r.status().toString());
-    webhooks->setUpkeep(lw::CertificateUpkeep(*selfManaged));
+    lw::CertificateUpkeep::logResult(*r);
+    webhooks->setUpkeep(
+        lw::CertificateUpkeep(*selfManaged, std::chrono::duration_cast<std::chrono::seconds>(
+                                                flags.getDuration("cert-check-interval"))));
   } else {
     const std::string dir = flags.get("cert-dir");
     watcher = std::make_unique<lw::CertFileWatcher>(dir + "/tls.crt", dir + "/tls.key",

@@ -94,7 +94,7 @@ void OperatorProcess::uninstallWebhooks() {
 std::string OperatorProcess::start(const std::vector<std::string>& extraArgs) {
   char tmpl[] = "/tmp/lockstep-operator-XXXXXX";
   dir_ = mkdtemp(tmpl);
-  webhookPort_ = sharedWebhookPort();
+  webhookPort_ = portOverride_ != 0 ? portOverride_ : sharedWebhookPort();
   metricsPort_ = freePort();
   healthPort_ = freePort();
 

@@ -35,6 +35,8 @@ class OperatorProcess {
   // Starts the operator and waits until its webhook is serving. Empty on success,
   // else a message with the operator's log tail.
   std::string start(const std::vector<std::string>& extraArgs = {});
+  // Serve on `port` instead of sharedWebhookPort() (a second replica; call before start()).
+  void useWebhookPort(int port) { portOverride_ = port; }
   // Sends `sig` and reaps the operator (SIGKILL after 10 s). After SIGTERM the operator
   // must have exited 0 and left Lease lockstep-operator with an empty holder: otherwise
   // this records a test failure (ADD_FAILURE, also from a destructor or TearDown) and
@@ -53,6 +55,7 @@ class OperatorProcess {
  private:
   pid_t pid_ = -1;
   int webhookPort_ = 0;
+  int portOverride_ = 0;
   int metricsPort_ = 0;
   int healthPort_ = 0;
   std::string dir_;

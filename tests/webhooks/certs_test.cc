@@ -171,14 +171,22 @@ TEST(Rotation, PlanTable) {
   EXPECT_EQ(planCertificates(kNow, good, req).renewCheck, kNow + hours(200));
 }
 
-class RecordingPatcher final : public CaBundlePatcher {
+// The webhook configuration's caBundle, as the patcher sees it: a write only
+// when it differs (like WebhookConfigCaBundlePatcher); `caBundle` can be
+// cleared to play a `kubectl replace` of the configuration.
+class FakeWebhookConfig final : public CaBundlePatcher {
  public:
-  Status patchCaBundle(const std::string& pem) override {
+  StatusOr<bool> patchCaBundle(const std::string& pem) override {
     if (fail) return unavailable("api down");
+    ++calls;
+    if (caBundle == pem) return false;
+    caBundle = pem;
     bundles.push_back(pem);
-    return Status::ok();
+    return true;
   }
-  std::vector<std::string> bundles;
+  std::string caBundle;
+  std::vector<std::string> bundles;  // every write
+  int calls = 0;
   bool fail = false;
 };
 
@@ -202,7 +210,7 @@ class SelfManagedTest : public ::testing::Test {
   }
   SelfManagedOptions opts_;
   InMemoryCertStore store_;
-  RecordingPatcher patcher_;
+  FakeWebhookConfig patcher_;
   RecordingSink sink_;
 };
 
@@ -225,7 +233,8 @@ TEST_F(SelfManagedTest, IssuesThenKeepsThenRotatesServing) {
   r = m.reconcile(kNow + hours(24));
   ASSERT_TRUE(r.isOk());
   EXPECT_EQ(r->action, CertAction::kKeep);
-  EXPECT_EQ(patcher_.bundles.size(), 1u) << "no patch when the bundle did not change";
+  EXPECT_EQ(patcher_.bundles.size(), 1u) << "no write when the bundle did not change";
+  EXPECT_EQ(patcher_.calls, 2) << "but the configuration is checked every round";
   EXPECT_EQ(sink_.certs.size(), 1u);
 
   r = m.reconcile(kNow + hours(24 * 21));
@@ -270,7 +279,7 @@ TEST_F(SelfManagedTest, CaRotationPublishesBothCasAndDefersTheSwap) {
 TEST_F(SelfManagedTest, ConflictingWriterWins) {
   SelfManagedCertificates other(opts_, store_, patcher_, sink_);
   InMemoryCertStore theirs;
-  RecordingPatcher p2;
+  FakeWebhookConfig p2;
   RecordingSink s2;
   SelfManagedCertificates replica(opts_, theirs, p2, s2);
   ASSERT_TRUE(replica.reconcile(kNow).isOk());
@@ -379,10 +388,15 @@ TEST(CertFileWatcher, ReloadsWhenFilesChange) {
 TEST(CaBundleFile, WritesAtomically) {
   TempDir dir;
   CaBundleFile f(dir.file("ca.crt"));
-  ASSERT_TRUE(f.patchCaBundle("PEM").isOk());
+  auto wrote = f.patchCaBundle("PEM");
+  ASSERT_TRUE(wrote.isOk());
+  EXPECT_TRUE(*wrote);
   std::ifstream in(dir.file("ca.crt"));
   std::string s((std::istreambuf_iterator<char>(in)), {});
   EXPECT_EQ(s, "PEM");
+  wrote = f.patchCaBundle("PEM");
+  ASSERT_TRUE(wrote.isOk());
+  EXPECT_FALSE(*wrote) << "same content: checked every round, not rewritten";
 }
 
 }  // namespace
@@ -391,8 +405,8 @@ TEST(CaBundleFile, WritesAtomically) {
 TEST(CaBundleFile, NeverReplacesAnythingButARegularFile) {
   // Renaming over a device as root would replace it: /dev/null must survive.
   lockstep::webhooks::CaBundleFile devNull("/dev/null");
-  lockstep::Status s = devNull.patchCaBundle("-----BEGIN CERTIFICATE-----\n");
-  EXPECT_EQ(s.code(), lockstep::Code::kInvalidArgument) << s.toString();
+  auto s = devNull.patchCaBundle("-----BEGIN CERTIFICATE-----\n");
+  EXPECT_EQ(s.status().code(), lockstep::Code::kInvalidArgument) << s.status().toString();
   EXPECT_TRUE(std::filesystem::is_character_file("/dev/null"));
   EXPECT_FALSE(std::filesystem::exists("/dev/null.tmp"));
   // A directory is refused too.
@@ -413,17 +427,155 @@ TEST_F(SelfManagedTest, UpkeepIssuesThenWaitsAtMostTheCap) {
   auto wait = upkeep.tick(kNow, steady);
   ASSERT_EQ(sink_.certs.size(), 1u);  // issued and served
   EXPECT_GE(wait, std::chrono::seconds(1));
-  EXPECT_LE(wait, CertificateUpkeep::kMaxSelfManagedWait);
+  EXPECT_LE(wait, CertificateUpkeep::kDefaultCheckInterval);
   // Nothing due: keeps the certificate, still polls within the cap.
   wait = upkeep.tick(kNow + std::chrono::seconds(30), steady);
   EXPECT_EQ(sink_.certs.size(), 1u);
-  EXPECT_EQ(wait, CertificateUpkeep::kMaxSelfManagedWait);
+  EXPECT_EQ(wait, CertificateUpkeep::kDefaultCheckInterval);
+  EXPECT_EQ(CertificateUpkeep(m, std::chrono::seconds(3)).tick(kNow + 40s, steady), 3s);
+  EXPECT_EQ(CertificateUpkeep(m, std::chrono::seconds(0)).tick(kNow + 41s, steady), 1s)
+      << "at least a second between rounds";
   // The patcher failing is logged and retried soon, the old certificate kept.
   patcher_.fail = true;
-  store_.save({});  // another writer emptied the store: a new bundle must be issued
+  (void)store_.save({});  // another writer emptied the store: a new bundle must be issued
   wait = upkeep.tick(kNow + std::chrono::minutes(2), steady);
   EXPECT_EQ(wait, CertificateUpkeep::kRetryWait);
   EXPECT_EQ(sink_.certs.size(), 1u);
+}
+
+// Issue 13 item 2: the configuration replaced with an empty caBundle (a
+// reinstall, `kubectl replace`, Argo CD Replace=true) is repaired at the next
+// round although the bundle itself did not change.
+TEST_F(SelfManagedTest, ACaBundleEmptiedByAReplaceIsRepairedAtTheNextRound) {
+  SelfManagedCertificates m(opts_, store_, patcher_, sink_);
+  auto r = m.reconcile(kNow);
+  ASSERT_TRUE(r.isOk()) << r.status().toString();
+  EXPECT_FALSE(r->caBundleRepaired) << "the first write is no repair";
+  const std::string published = patcher_.caBundle;
+  ASSERT_EQ(published, store_.current()->caCertPem);
+
+  patcher_.caBundle.clear();  // kubectl replace with the chart's empty caBundle
+  r = m.reconcile(kNow + 10s);
+  ASSERT_TRUE(r.isOk()) << r.status().toString();
+  EXPECT_EQ(r->action, CertAction::kKeep);
+  EXPECT_EQ(patcher_.caBundle, published);
+  EXPECT_TRUE(r->caBundleRepaired);
+  EXPECT_EQ(sink_.certs.size(), 1u) << "the serving certificate is untouched";
+
+  r = m.reconcile(kNow + 20s);
+  ASSERT_TRUE(r.isOk());
+  EXPECT_FALSE(r->caBundleRepaired);
+  EXPECT_EQ(patcher_.bundles.size(), 2u) << "nothing written when the caBundle is right";
+}
+
+// Issue 12 item 8: a second replica finds the CA another replica rotated in the
+// store. It publishes both CAs at once and keeps serving its certificate of the
+// old CA until the new caBundle had time to reach the API server, then swaps.
+TEST_F(SelfManagedTest, ASecondReplicaServesARotatedCaAfterThePropagationDelay) {
+  FakeWebhookConfig configB;
+  RecordingSink sinkB;
+  SelfManagedCertificates a(opts_, store_, patcher_, sink_);
+  SelfManagedCertificates b(opts_, store_, configB, sinkB);
+  ASSERT_TRUE(a.reconcile(kNow).isOk());
+  ASSERT_TRUE(b.reconcile(kNow).isOk());
+  ASSERT_EQ(sinkB.certs.size(), 1u);
+  EXPECT_EQ(sinkB.certs[0], sink_.certs[0]) << "B serves the bundle A stored";
+  const std::string oldCa = store_.current()->caCertPem;
+  // Both keep the serving certificate fresh until the CA reaches 2/3 of its life.
+  for (int i = 1; i <= 11; ++i) {
+    ASSERT_TRUE(a.reconcile(kNow + hours(24 * 20 * i)).isOk());
+    ASSERT_TRUE(b.reconcile(kNow + hours(24 * 20 * i) + 1s).isOk());
+  }
+  ASSERT_EQ(sinkB.certs.back(), sink_.certs.back());
+  ASSERT_EQ(store_.current()->caCertPem, oldCa);
+  const size_t served = sinkB.certs.size();
+
+  // The CA reaches its renewal time; A renews it first.
+  const SystemTime t = kNow + hours(24 * 241);
+  auto ra = a.reconcile(t);
+  ASSERT_TRUE(ra.isOk()) << ra.status().toString();
+  ASSERT_EQ(ra->action, CertAction::kIssueAll);
+  const CertBundle rotated = *store_.current();
+  ASSERT_NE(rotated.caCertPem, oldCa);
+  ASSERT_EQ(rotated.previousCaCertPem, oldCa);
+
+  auto rb = b.reconcile(t + 5s);
+  ASSERT_TRUE(rb.isOk()) << rb.status().toString();
+  EXPECT_EQ(rb->action, CertAction::kKeep) << "B does not rotate again";
+  EXPECT_EQ(configB.caBundle, rotated.caCertPem + oldCa) << "both CAs are trusted";
+  ASSERT_EQ(sinkB.certs.size(), served) << "B keeps its old-CA certificate for now";
+  ASSERT_TRUE(rb->swapDeferredUntil.has_value());
+  EXPECT_EQ(*rb->swapDeferredUntil, t + 5s + opts_.caPropagationDelay);
+  EXPECT_EQ(rb->nextCheck, *rb->swapDeferredUntil);
+
+  rb = b.reconcile(t + 5s + opts_.caPropagationDelay - 1s);
+  ASSERT_TRUE(rb.isOk());
+  EXPECT_EQ(sinkB.certs.size(), served);
+
+  rb = b.reconcile(t + 5s + opts_.caPropagationDelay);
+  ASSERT_TRUE(rb.isOk());
+  ASSERT_EQ(sinkB.certs.size(), served + 1);
+  EXPECT_EQ(sinkB.certs.back().certChainPem, rotated.certPem);
+  EXPECT_TRUE(checkIssuedBy(sinkB.certs.back().certChainPem, rotated.caCertPem).isOk());
+  EXPECT_FALSE(rb->swapDeferredUntil.has_value());
+}
+
+// A bundle replaced wholesale (a new CA, the old one not kept): waiting would
+// only prolong serving a certificate nobody trusts any more, so it is served now.
+TEST_F(SelfManagedTest, ACaThatDroppedOursIsServedAtOnce) {
+  SelfManagedCertificates m(opts_, store_, patcher_, sink_);
+  ASSERT_TRUE(m.reconcile(kNow).isOk());
+  InMemoryCertStore other;
+  FakeWebhookConfig otherConfig;
+  RecordingSink otherSink;
+  SelfManagedCertificates fresh(opts_, other, otherConfig, otherSink);
+  ASSERT_TRUE(fresh.reconcile(kNow).isOk());
+  store_.externalWrite(*other.current());  // no previous CA in it
+
+  auto r = m.reconcile(kNow + 1min);
+  ASSERT_TRUE(r.isOk()) << r.status().toString();
+  EXPECT_FALSE(r->swapDeferredUntil.has_value());
+  ASSERT_EQ(sink_.certs.size(), 2u);
+  EXPECT_EQ(sink_.certs[1].certChainPem, other.current()->certPem);
+  EXPECT_EQ(patcher_.caBundle, other.current()->caCertPem);
+}
+
+// Issue 12 item 8: a malformed bundle in the store is named key by key and
+// re-issued over it; what still holds (a good CA) is kept.
+TEST_F(SelfManagedTest, AMalformedStoredBundleIsNamedAndReissued) {
+  SelfManagedCertificates m(opts_, store_, patcher_, sink_);
+  ASSERT_TRUE(m.reconcile(kNow).isOk());
+  const CertBundle good = *store_.current();
+  EXPECT_EQ(describeBundleProblems(good), "");
+
+  CertBundle bad = good;
+  bad.certPem = "-----BEGIN CERTIFICATE-----\ngarbage\n-----END CERTIFICATE-----\n";
+  store_.externalWrite(bad);
+  auto r = m.reconcile(kNow + 1min);
+  ASSERT_TRUE(r.isOk()) << r.status().toString();
+  EXPECT_EQ(r->action, CertAction::kIssueServing);
+  EXPECT_EQ(r->storedProblems.rfind("tls.crt: ", 0), 0u) << r->storedProblems;
+  EXPECT_EQ(store_.current()->caCertPem, good.caCertPem) << "the CA is kept";
+  EXPECT_EQ(describeBundleProblems(*store_.current()), "");
+
+  bad = *store_.current();
+  bad.caKeyPem = testCa().keyPem;  // a key of another CA
+  bad.keyPem.clear();
+  store_.externalWrite(bad);
+  r = m.reconcile(kNow + 2min);
+  ASSERT_TRUE(r.isOk()) << r.status().toString();
+  EXPECT_EQ(r->action, CertAction::kIssueAll);
+  EXPECT_NE(r->storedProblems.find("ca.key: "), std::string::npos) << r->storedProblems;
+  EXPECT_NE(r->storedProblems.find("tls.key is missing"), std::string::npos) << r->storedProblems;
+  EXPECT_EQ(describeBundleProblems(*store_.current()), "");
+  // The certificate served still chains to the old CA, which stays in the caBundle.
+  EXPECT_TRUE(r->swapDeferredUntil.has_value());
+
+  // A healthy renewal names no problem.
+  r = m.reconcile(kNow + hours(24 * 21));
+  ASSERT_TRUE(r.isOk());
+  EXPECT_EQ(r->action, CertAction::kIssueServing);
+  EXPECT_EQ(r->storedProblems, "");
 }
 
 }  // namespace

@@ -6,6 +6,7 @@
 // inputs. Thread-safety: one caller at a time (the upkeep loop).
 #pragma once
 
+#include <algorithm>
 #include <chrono>
 #include <string>
 
@@ -16,15 +17,23 @@ namespace lockstep::webhooks {
 
 class CertificateUpkeep {
  public:
-  // Rounds are at most this far apart in self-managed mode, so a bundle rotated
-  // by another replica is served here soon after.
-  static constexpr std::chrono::seconds kMaxSelfManagedWait{60};
+  // Rounds are at most this far apart in self-managed mode (the default of
+  // --cert-check-interval): each round reads the Secret and the webhook
+  // configuration, so a bundle rotated by another replica is served here, and
+  // a configuration replaced with an empty caBundle is repaired, this soon.
+  static constexpr std::chrono::seconds kDefaultCheckInterval{10};
   static constexpr std::chrono::seconds kFileWait{10};
   static constexpr std::chrono::seconds kRetryWait{10};
 
-  explicit CertificateUpkeep(SelfManagedCertificates& selfManaged) : selfManaged_(&selfManaged) {}
+  explicit CertificateUpkeep(SelfManagedCertificates& selfManaged,
+                             std::chrono::seconds checkInterval = kDefaultCheckInterval)
+      : selfManaged_(&selfManaged),
+        checkInterval_(std::max(checkInterval, std::chrono::seconds(1))) {}
   CertificateUpkeep(CertFileWatcher& watcher, std::string source)
       : watcher_(&watcher), source_(std::move(source)) {}
+
+  // Logs what a self-managed round changed (renewal, caBundle repair, deferred swap).
+  static void logResult(const SelfManagedCertificates::Result& result);
 
   // One round: renew or reload as needed, logging what changed or failed.
   std::chrono::seconds tick(std::chrono::system_clock::time_point wallNow,
@@ -32,6 +41,7 @@ class CertificateUpkeep {
 
  private:
   SelfManagedCertificates* selfManaged_ = nullptr;
+  std::chrono::seconds checkInterval_ = kDefaultCheckInterval;
   CertFileWatcher* watcher_ = nullptr;
   std::string source_;
 };

@@ -8,6 +8,7 @@
 #include <sys/stat.h>
 
 #include <fstream>
+#include <iterator>
 #include <mutex>
 #include <optional>
 #include <string>
@@ -51,12 +52,17 @@ class InMemoryCertStore final : public CertStore {
 class CaBundleFile final : public CaBundlePatcher {
  public:
   explicit CaBundleFile(std::string path) : path_(std::move(path)) {}
-  Status patchCaBundle(const std::string& pem) override {
+  StatusOr<bool> patchCaBundle(const std::string& pem) override {
     // The file is replaced by rename: never do that to a device, a directory or
     // a link (renaming over /dev/null as root would replace the device).
     struct stat st {};
     if (lstat(path_.c_str(), &st) == 0 && !S_ISREG(st.st_mode)) {
       return invalidArgument("CA bundle path " + path_ + " exists and is not a regular file");
+    }
+    {
+      std::ifstream in(path_, std::ios::binary);
+      std::string current((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+      if (in.is_open() && current == pem) return false;  // checked every round: write only changes
     }
     std::string tmp = path_ + ".tmp";
     {
@@ -65,7 +71,7 @@ class CaBundleFile final : public CaBundlePatcher {
       if (!out) return unavailable("writing " + tmp);
     }
     if (std::rename(tmp.c_str(), path_.c_str()) != 0) return unavailable("renaming " + tmp);
-    return Status::ok();
+    return true;
   }
 
  private:

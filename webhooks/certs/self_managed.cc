@@ -18,6 +18,38 @@ StoredCertFacts inspectBundle(const CertBundle& b) {
   return f;
 }
 
+std::string describeBundleProblems(const CertBundle& b) {
+  std::string out;
+  auto add = [&](const std::string& what) { out += (out.empty() ? "" : "; ") + what; };
+  auto cert = [&](const char* key, const std::string& pem) {
+    if (pem.empty()) {
+      add(std::string(key) + " is missing");
+      return false;
+    }
+    if (auto c = parseCertificate(pem); !c.isOk()) {
+      add(std::string(key) + ": " + c.status().message());
+      return false;
+    }
+    return true;
+  };
+  const bool caOk = cert("ca.crt", b.caCertPem);
+  if (caOk) {
+    if (b.caKeyPem.empty()) {
+      add("ca.key is missing");
+    } else if (Status s = checkKeyMatchesCert(b.caCertPem, b.caKeyPem); !s.isOk()) {
+      add("ca.key: " + s.message());
+    }
+  }
+  if (cert("tls.crt", b.certPem)) {
+    if (b.keyPem.empty()) {
+      add("tls.key is missing");
+    } else if (Status s = checkKeyMatchesCert(b.certPem, b.keyPem); !s.isOk()) {
+      add("tls.key: " + s.message());
+    }
+  }
+  return out;
+}
+
 CertRequirements SelfManagedCertificates::requirements() const {
   CertRequirements r;
   r.dnsNames = serviceDnsNames(options_.service, options_.ns);
@@ -37,7 +69,6 @@ StatusOr<SelfManagedCertificates::Result> SelfManagedCertificates::reconcile(Sys
     CertPlan plan = planCertificates(now, facts, req);
 
     CertBundle bundle = loaded->value_or(CertBundle{});
-    bool caChanged = false;
     if (plan.action == CertAction::kIssueAll) {
       CaOptions caOpts;
       caOpts.now = now;
@@ -51,7 +82,6 @@ StatusOr<SelfManagedCertificates::Result> SelfManagedCertificates::reconcile(Sys
                                                                                : std::string();
       bundle.caCertPem = ca->certPem;
       bundle.caKeyPem = ca->keyPem;
-      caChanged = true;
     }
     if (plan.action != CertAction::kKeep) {
       StatusOr<CertInfo> caInfo = parseCertificate(bundle.caCertPem);
@@ -74,31 +104,58 @@ StatusOr<SelfManagedCertificates::Result> SelfManagedCertificates::reconcile(Sys
       if (!saved.isOk()) return saved.withContext("saving webhook certificates");
     }
 
-    // Publish trust first, then serve.
+    // Publish trust first, then serve. Every round: the patcher reads the
+    // configuration and writes only when its caBundle differs (repair after a
+    // replace), so this costs one read when nothing changed.
     std::string caBundle = bundle.caCertPem;
+    bool previousTrusted = false;
     if (!bundle.previousCaCertPem.empty()) {
       if (auto prev = parseCertificate(bundle.previousCaCertPem);
           prev.isOk() && prev->notAfter > now) {
         caBundle += bundle.previousCaCertPem;
+        previousTrusted = true;
       }
     }
-    if (caBundle != lastPatchedBundle_) {
-      LOCKSTEP_RETURN_IF_ERROR(patcher_.patchCaBundle(caBundle).withContext("patching caBundle"));
-      lastPatchedBundle_ = caBundle;
+    StatusOr<bool> wrote = patcher_.patchCaBundle(caBundle);
+    if (!wrote.isOk()) return wrote.status().withContext("patching caBundle");
+    Result result;
+    result.action = plan.action;
+    result.reason = plan.reason;
+    result.nextCheck = plan.renewCheck;
+    result.caBundleRepaired = *wrote && caBundle == lastPatchedBundle_;
+    lastPatchedBundle_ = caBundle;
+    if (plan.action != CertAction::kKeep && loaded->has_value()) {
+      result.storedProblems = describeBundleProblems(**loaded);
     }
-    Result result{plan.action, plan.reason, plan.renewCheck};
+
     TlsCertificate serving{bundle.certPem, bundle.keyPem};
-    bool oldStillGood =
-        applied_.has_value() && facts && facts->serving && facts->serving->notAfter > now;
-    if (caChanged && oldStillGood) {
-      // Let the API server see the new caBundle before presenting the new chain.
-      result.nextCheck = now + options_.caPropagationDelay;
-      return result;
-    }
-    if (!applied_ || !(*applied_ == serving)) {
+    if (applied_ && *applied_ == serving) {
+      pendingCaPem_.clear();
+    } else {
+      // A certificate of another CA while ours is still valid and trusted:
+      // serve it only once the API server had time to see the new caBundle.
+      const bool otherCa = applied_.has_value() && appliedCaPem_ != bundle.caCertPem;
+      const bool oursTrusted = previousTrusted && appliedCaPem_ == bundle.previousCaCertPem;
+      if (otherCa && oursTrusted && appliedNotAfter_ > now) {
+        if (pendingCaPem_ != bundle.caCertPem) {
+          pendingCaPem_ = bundle.caCertPem;
+          pendingCaSeenAt_ = now;
+        }
+        const SystemTime due = pendingCaSeenAt_ + options_.caPropagationDelay;
+        if (now < due) {
+          result.swapDeferredUntil = due;
+          result.nextCheck = due;
+          return result;
+        }
+      }
+      StatusOr<CertInfo> servingInfo = parseCertificate(serving.certChainPem);
+      if (!servingInfo.isOk()) return servingInfo.status().withContext("serving certificate");
       LOCKSTEP_RETURN_IF_ERROR(
           sink_.setCertificate(serving).withContext("installing serving certificate"));
       applied_ = serving;
+      appliedCaPem_ = bundle.caCertPem;
+      appliedNotAfter_ = servingInfo->notAfter;
+      pendingCaPem_.clear();
     }
     if (plan.action != CertAction::kKeep) {
       StoredCertFacts now2 = inspectBundle(bundle);

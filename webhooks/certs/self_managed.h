@@ -5,8 +5,16 @@
 //
 // CA rotation keeps the previous CA in the bundle (and in the caBundle) until it
 // expires, and patches the caBundle *before* the server presents a certificate
-// from the new CA; when the old serving certificate is still valid the swap is
-// deferred by `caPropagationDelay` so the API server sees the new caBundle first.
+// from the new CA; when the certificate being served is still valid and its CA
+// is still trusted, the swap to a certificate of another CA is deferred by
+// `caPropagationDelay` so the API server sees the new caBundle first. That
+// holds for the replica that rotated and for every replica that finds the
+// rotated bundle in the store.
+//
+// Every round re-asserts the caBundle through the patcher (which reads the
+// configuration and writes only when it differs): a configuration replaced
+// with an empty caBundle (reinstall, `kubectl replace`, Argo CD Replace=true)
+// is repaired at the next round, not at the next restart.
 // Thread-safety: reconcile() from one loop at a time; the interfaces' contracts
 // below.
 #pragma once
@@ -45,12 +53,13 @@ class CertStore {
   virtual Status save(const CertBundle& bundle) = 0;
 };
 
-// Writes the PEM CA bundle into the operator's own Validating/Mutating webhook
-// configurations (every webhook's clientConfig.caBundle). Idempotent.
+// Makes the operator's own webhook configuration carry the PEM CA bundle
+// (every webhook's clientConfig.caBundle). Idempotent and cheap when nothing
+// changed: reads first, writes only what differs. Returns true when it wrote.
 class CaBundlePatcher {
  public:
   virtual ~CaBundlePatcher() = default;
-  virtual Status patchCaBundle(const std::string& caBundlePem) = 0;
+  virtual StatusOr<bool> patchCaBundle(const std::string& caBundlePem) = 0;
 };
 
 struct SelfManagedOptions {
@@ -75,6 +84,14 @@ class SelfManagedCertificates {
     CertAction action = CertAction::kKeep;
     std::string reason;
     SystemTime nextCheck;  // call reconcile() again at or before this time
+    // The configuration's caBundle differed from the bundle and was rewritten
+    // although this process had written it before (replaced or edited since).
+    bool caBundleRepaired = false;
+    // A certificate of a new CA is in the store; its serving waits until this
+    // time so the API server sees the new caBundle first.
+    std::optional<SystemTime> swapDeferredUntil;
+    // Re-issued because the stored bundle was malformed: what was wrong, by key.
+    std::string storedProblems;
   };
 
   // Loads, plans, issues if needed, saves, patches the caBundle, swaps the
@@ -91,9 +108,18 @@ class SelfManagedCertificates {
   CertificateSink& sink_;
   std::string lastPatchedBundle_;
   std::optional<TlsCertificate> applied_;
+  std::string appliedCaPem_;    // the CA that issued applied_
+  SystemTime appliedNotAfter_;  // applied_'s expiry
+  std::string pendingCaPem_;    // a new CA seen in the store, not served yet
+  SystemTime pendingCaSeenAt_;  // when this process first saw it
 };
 
 // Parses a bundle into the facts planCertificates() needs.
 StoredCertFacts inspectBundle(const CertBundle& bundle);
+
+// What is malformed in a stored bundle, by Secret key ("ca.crt: ...; tls.key is
+// missing"), for the log line of the renewal that replaces it; "" when the
+// certificates parse and the keys match.
+std::string describeBundleProblems(const CertBundle& bundle);
 
 }  // namespace lockstep::webhooks
