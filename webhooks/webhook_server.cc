@@ -31,6 +31,12 @@ uint16_t WebhookServer::port() const {
   return forward_.server != nullptr ? forward_.server->port() : 0;
 }
 
+uint16_t WebhookServer::waitForPort(std::chrono::milliseconds timeout) const {
+  std::unique_lock<std::mutex> lock(forward_.mu);
+  forward_.serving.wait_for(lock, timeout, [this] { return forward_.server != nullptr; });
+  return forward_.server != nullptr ? forward_.server->port() : 0;
+}
+
 Status WebhookServer::start() {
   TlsCertificate initial;
   {
@@ -39,19 +45,21 @@ Status WebhookServer::start() {
     initial = *forward_.latest;
   }
   auto made = makeBeastServer(options_, initial);
-  if (!made.isOk()) return made.status().withContext("webhook server");
+  if (!made.isOk()) return made.status().withContext(name_);
   server_ = std::move(made).value();
   for (AdmissionWebhook* w : webhooks_) mountWebhook(*server_, *w);
+  for (const Route& r : routes_) server_->route(r.path, r.method, r.handler);
   if (Status s = server_->start(); !s.isOk()) return s;  // names the server and address
   {
     std::lock_guard<std::mutex> lock(forward_.mu);
     forward_.server = server_.get();
+    forward_.serving.notify_all();
     // A certificate renewed while the server was being built.
     if (forward_.latest && !(*forward_.latest == initial)) {
       (void)server_->setCertificate(*forward_.latest);
     }
   }
-  spdlog::info("admission webhooks serving on {}:{}", options_.address, server_->port());
+  spdlog::info("{} serving on {}:{}", name_, options_.address, server_->port());
   if (!portFile_.empty()) {
     std::ofstream(portFile_ + ".tmp") << server_->port() << "\n";
     std::rename((portFile_ + ".tmp").c_str(), portFile_.c_str());

@@ -37,17 +37,26 @@ class WebhookServer final : public runtime::Runnable {
   // Written (atomically, by rename) with the bound port once serving; for tests.
   void setPortFile(std::string path) { portFile_ = std::move(path); }
   void mount(AdmissionWebhook& webhook) { webhooks_.push_back(&webhook); }
+  // Any other route (the metrics server serves GET /metrics this way).
+  void route(std::string path, std::string method, RequestHandler handler) {
+    routes_.push_back({std::move(path), std::move(method), std::move(handler)});
+  }
+  // What the server is called in its logs ("admission webhooks" unless set).
+  void setName(std::string name) { name_ = std::move(name); }
 
   Status start() override;
   void stop() noexcept override;
   // The bound port once serving, else 0.
   uint16_t port() const;
+  // Waits (up to `timeout`) until serving; the bound port, or 0 when not serving by then.
+  uint16_t waitForPort(std::chrono::milliseconds timeout) const;
 
  private:
   struct Forward final : CertificateSink {
     mutable std::mutex mu;
     Server* server = nullptr;
     std::optional<TlsCertificate> latest;
+    mutable std::condition_variable serving;  // notified when `server` is set
     Status setCertificate(const TlsCertificate& c) override;
   };
 
@@ -57,6 +66,13 @@ class WebhookServer final : public runtime::Runnable {
   std::optional<CertificateUpkeep> upkeep_;
   std::string portFile_;
   std::vector<AdmissionWebhook*> webhooks_;
+  struct Route {
+    std::string path;
+    std::string method;
+    RequestHandler handler;
+  };
+  std::vector<Route> routes_;
+  std::string name_ = "admission webhooks";
   std::unique_ptr<Server> server_;
   std::mutex stopMu_;
   std::condition_variable stopCv_;

@@ -15,6 +15,14 @@ std::vector<FlagSpec> operatorFlagSpecs(const std::string& podNamespace) {
        "empty: all namespaces"},
       {"bind-address", "0.0.0.0", "address for the metrics, health and webhook servers"},
       {"metrics-port", "8080", "Prometheus /metrics port (0 picks one)", T::kInt},
+      {"metrics-secure", "true",
+       "serve /metrics over HTTPS, each request authenticated by a TokenReview and authorized "
+       "by a SubjectAccessReview (get on the non-resource URL /metrics); false: plain HTTP to "
+       "anyone, for local use only",
+       T::kBool},
+      {"metrics-cert-dir", "",
+       "directory with tls.crt and tls.key for /metrics (reloaded on change); empty: a "
+       "self-signed certificate made at start-up"},
       {"health-port", "8081", "/healthz and /readyz port (0 picks one)", T::kInt},
       {"webhook-port", "9443", "admission webhook HTTPS port (0 picks one)", T::kInt},
       {"webhook-threads", "2", "admission server threads", T::kInt},

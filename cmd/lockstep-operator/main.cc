@@ -29,6 +29,8 @@
 #include "webhooks/informer_lookups.h"
 #include "webhooks/kube_authorizer.h"
 #include "webhooks/kube_cert_store.h"
+#include "webhooks/metrics/kube_metrics_reviews.h"
+#include "webhooks/metrics/metrics_server.h"
 #include "webhooks/metrics/prometheus_recorder.h"
 #include "webhooks/webhook_server.h"
 
@@ -100,7 +102,10 @@ int main(int argc, char** argv) {
   }
   if (!mo.watchNamespaces.empty()) spdlog::info("watching namespaces {}", watch);
   mo.healthAddress = bind + ":" + std::to_string(flags.getInt("health-port"));
-  mo.metricsAddress = bind + ":" + std::to_string(flags.getInt("metrics-port"));
+  const bool metricsSecure = flags.getBool("metrics-secure");
+  // Plain /metrics from the Manager only when asked for; else the MetricsServer below.
+  mo.metricsAddress =
+      metricsSecure ? "" : bind + ":" + std::to_string(flags.getInt("metrics-port"));
   lr::Manager manager(*client, mo);
 
   lockstep::controllers::setupRuntimeEnvController(manager, flags.getInt("workers"));
@@ -188,6 +193,32 @@ int main(int argc, char** argv) {
     auto r = watcher->poll(manager.clock().now());
     if (!r.isOk()) return fail("webhook certificates: " + r.status().toString());
     webhooks->setUpkeep(lw::CertificateUpkeep(*watcher, dir));
+  }
+  // /metrics: HTTPS, TokenReview + SubjectAccessReview (through the short-deadline client).
+  lw::KubeTokenReviewer tokenReviewer(*authzClient);
+  lw::KubeNonResourceAuthorizer metricsAuthorizer(*authzClient);
+  lw::MetricsAuthFilter metricsFilter(tokenReviewer, metricsAuthorizer);
+  if (metricsSecure) {
+    lw::MetricsServerOptions mso;
+    mso.server.address = bind;
+    mso.server.port = static_cast<uint16_t>(flags.getInt("metrics-port"));
+    mso.server.threads = 1;
+    mso.server.maxConnections = 64;
+    // A request may wait for both reviews (each up to --authorization-timeout).
+    mso.server.requestTimeout = 2 * authzRest.requestTimeout + std::chrono::seconds(5);
+    mso.certDir = flags.get("metrics-cert-dir");
+    mso.service = flags.get("webhook-service");  // the chart's one Service has both ports
+    mso.ns = ns;
+    if (std::string ip = flags.get("webhook-ip"); !ip.empty()) mso.ipAddresses = {ip};
+    auto metricsServer = std::make_shared<lw::MetricsServer>(
+        mso, [&manager] { return manager.metrics().scrape(); }, metricsFilter, manager.clock());
+    if (Status s = metricsServer->prepare(); !s.isOk()) return fail("metrics: " + s.toString());
+    manager.add(metricsServer, /*needsLeaderElection=*/false);
+  } else {
+    spdlog::warn(
+        "--metrics-secure=false: /metrics is served over plain HTTP to anyone who can "
+        "reach {}:{} (local use only)",
+        bind, flags.getInt("metrics-port"));
   }
   manager.health().addReadyCheck("informers", [&]() -> Status {
     return rteInformer.hasSynced() && nsInformer.hasSynced()

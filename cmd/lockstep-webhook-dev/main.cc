@@ -16,6 +16,7 @@
 
 #include "common/flags.h"
 #include "operator/kube/clock.h"
+#include "operator/kube/connect.h"
 #include "operator/runtime/manager.h"
 #include "webhooks/admission/handler.h"
 #include "webhooks/admission/static_lookups.h"
@@ -23,6 +24,8 @@
 #include "webhooks/certs/cert_upkeep.h"
 #include "webhooks/certs/in_memory_cert_store.h"
 #include "webhooks/certs/self_managed.h"
+#include "webhooks/metrics/kube_metrics_reviews.h"
+#include "webhooks/metrics/metrics_server.h"
 #include "webhooks/metrics/prometheus_recorder.h"
 #include "webhooks/webhook_server.h"
 
@@ -44,7 +47,17 @@ std::vector<lockstep::FlagSpec> flagSpecs() {
       {"cert-validity-hours", "2160", "serving certificate validity", FlagType::kInt},
       {"cert-file", "", "use a mounted certificate instead (reloaded on change); with --key-file"},
       {"key-file", "", "the mounted certificate's key"},
-      {"metrics-port", "0", "serve Prometheus /metrics on 127.0.0.1:N (0 = off)", FlagType::kInt},
+      {"metrics-port", "0", "serve Prometheus /metrics on port N (0 = off)", FlagType::kInt},
+      {"metrics-secure", "true",
+       "/metrics over HTTPS on --address, each request authenticated by a TokenReview and "
+       "authorized by a SubjectAccessReview (get /metrics) through --kubeconfig; false: plain "
+       "HTTP on 127.0.0.1 to anyone (local use)",
+       FlagType::kBool},
+      {"metrics-cert-dir", "",
+       "tls.crt and tls.key for /metrics (reloaded on change); empty: self-signed at start-up"},
+      {"kubeconfig", "",
+       "the API server that reviews metrics tokens (default $KUBECONFIG, in-cluster, "
+       "~/.kube/config); only with --metrics-port and --metrics-secure"},
       {"log-level",
        "info",
        "trace|debug|info|warn|error|off",
@@ -66,6 +79,8 @@ int main(int argc, char** argv) {
     return *rc;
   }
   spdlog::set_level(spdlog::level::from_str(flags.get("log-level")));
+  // Before any thread starts (the kube client's): signals go to runUntilSignal's thread.
+  lockstep::runtime::blockTerminationSignals();
   lockstep::kube::Clock& clock = lockstep::kube::SystemClock::instance();
 
   lw::StaticLookups lookups;
@@ -120,17 +135,49 @@ int main(int argc, char** argv) {
   server->mount(releases);
 
   std::unique_ptr<prometheus::Exposer> exposer;
-  if (int mp = flags.getInt("metrics-port"); mp > 0) {
+  std::unique_ptr<lw::KubeTokenReviewer> tokenReviewer;
+  std::unique_ptr<lw::KubeNonResourceAuthorizer> metricsAuthorizer;
+  std::unique_ptr<lw::MetricsAuthFilter> metricsFilter;
+  std::shared_ptr<lw::MetricsServer> metricsServer;
+  const int metricsPort = flags.getInt("metrics-port");
+  if (metricsPort > 0 && flags.getBool("metrics-secure")) {
+    lockstep::kube::ConnectOptions connect;
+    connect.kubeconfigPath = flags.get("kubeconfig");
+    connect.rest.requestTimeout = std::chrono::seconds(3);
+    auto config = lockstep::kube::resolveConfig(connect);
+    if (!config.isOk()) {
+      return fail("--metrics-port with --metrics-secure needs an API server for TokenReviews (" +
+                  config.status().toString() + "); or --metrics-secure=false for local use");
+    }
+    auto client = lockstep::kube::connect(*config, connect.rest, connect.client);
+    if (!client.isOk()) return fail("metrics: " + client.status().toString());
+    tokenReviewer = std::make_unique<lw::KubeTokenReviewer>(*client);
+    metricsAuthorizer = std::make_unique<lw::KubeNonResourceAuthorizer>(*client);
+    metricsFilter = std::make_unique<lw::MetricsAuthFilter>(*tokenReviewer, *metricsAuthorizer);
+    lw::MetricsServerOptions mso;
+    mso.server.address = opts.address;
+    mso.server.port = static_cast<uint16_t>(metricsPort);
+    mso.server.threads = 1;
+    mso.server.requestTimeout = std::chrono::seconds(12);
+    mso.certDir = flags.get("metrics-cert-dir");
+    if (opts.address != "127.0.0.1" && opts.address != "0.0.0.0") mso.ipAddresses = {opts.address};
+    metricsServer = std::make_shared<lw::MetricsServer>(
+        mso, [registry] { return lockstep::runtime::Metrics::serialize(*registry); },
+        *metricsFilter, clock);
+    if (auto s = metricsServer->prepare(); !s.isOk()) return fail("metrics: " + s.toString());
+  } else if (metricsPort > 0) {
+    spdlog::warn("--metrics-secure=false: /metrics on 127.0.0.1:{} is open to anyone", metricsPort);
     try {
-      exposer = std::make_unique<prometheus::Exposer>("127.0.0.1:" + std::to_string(mp));
+      exposer = std::make_unique<prometheus::Exposer>("127.0.0.1:" + std::to_string(metricsPort));
       exposer->RegisterCollectable(registry);
     } catch (const std::exception& e) {
       return fail(std::string("metrics: ") + e.what());
     }
   }
 
-  if (lockstep::Status s = lockstep::runtime::runUntilSignal(server); !s.isOk()) {
-    return fail(s.toString());
-  }
+  std::vector<std::shared_ptr<lockstep::runtime::Runnable>> runnables = {server};
+  if (metricsServer) runnables.push_back(metricsServer);
+  lockstep::Status s = lockstep::runtime::runUntilSignal(runnables);
+  if (!s.isOk()) return fail(s.toString());
   return 0;
 }

@@ -86,6 +86,15 @@ class Informer {
     return parts_.front()->reflector->lastSyncResourceVersion();
   }
   int listCount() const { return parts_.front()->reflector->listCount(); }
+  // OK once synced and while every reflector follows its collection: not when one has been
+  // failing to list or watch for `grace` or longer (readiness; Reflector::syncing).
+  Status syncing(Clock::Duration grace) const {
+    if (!hasSynced()) return unavailable(options_.resource.id() + " cache not synced yet");
+    for (const auto& p : parts_) {
+      if (Status s = p->reflector->syncing(clock_.now(), grace); !s.isOk()) return s;
+    }
+    return Status::ok();
+  }
   // Watches re-opened because they stayed silent past their timeout (all namespaces).
   int stalledWatches() const {
     int n = 0;

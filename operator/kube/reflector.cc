@@ -33,6 +33,25 @@ std::string Reflector::relistResourceVersion() const {
   return lastSyncRv_.empty() ? "0" : lastSyncRv_;
 }
 
+void Reflector::markFailing(const Status& why) {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (!failingSince_) failingSince_ = clock_.now();
+  lastFailure_ = why.toString();
+}
+
+void Reflector::markSyncing() {
+  std::lock_guard<std::mutex> lock(mu_);
+  failingSince_.reset();
+}
+
+Status Reflector::syncing(Clock::TimePoint now, Clock::Duration grace) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (!failingSince_ || now - *failingSince_ < grace) return Status::ok();
+  auto secs = std::chrono::duration_cast<std::chrono::seconds>(now - *failingSince_).count();
+  return unavailable(options_.name + " not syncing for " + std::to_string(secs) +
+                     " s: " + lastFailure_);
+}
+
 void Reflector::stop() {
   std::lock_guard<std::mutex> lock(mu_);
   stopped_ = true;
@@ -67,6 +86,7 @@ void Reflector::run() {
     } else if (!st.isOk()) {
       spdlog::warn("reflector {}: {}", options_.name, st.toString());
     }
+    if (!st.isOk()) markFailing(st);
     if (!sleep(backoff_.next())) return;
   }
 }
@@ -100,6 +120,7 @@ Status Reflector::list() {
   setLastSync(listRv);
   rvUnavailable_ = false;
   ++listCount_;
+  markSyncing();
   sink_.replace(std::move(result->items), listRv);
   return Status::ok();
 }
@@ -126,12 +147,14 @@ Status Reflector::listAndWatch() {
       if (st.code() == Code::kUnavailable || st.code() == Code::kDeadlineExceeded) {
         // The server is unreachable or overloaded: keep our state, retry the watch.
         spdlog::warn("reflector {}: watch: {}; retrying", options_.name, st.toString());
+        markFailing(st.withContext("watch"));
         if (!sleep(backoff_.next())) return Status::ok();
         continue;
       }
       return st.withContext("watch");  // Gone and the rest: relist
     }
     std::unique_ptr<Watcher> watcher = std::move(opened).value();
+    markSyncing();
     {
       std::lock_guard<std::mutex> lock(mu_);
       if (stopped_) return Status::ok();
@@ -181,6 +204,8 @@ Status Reflector::listAndWatch() {
     }
     if (stalled) {
       ++stalledWatches_;
+      markFailing(unavailable("watch stalled past its timeout of " +
+                              std::to_string(wo.timeoutSeconds) + " s plus the slack"));
       spdlog::warn(
           "reflector {}: watch open {} s past its timeout of {} s with no end from the server "
           "(half-open connection?); re-opening from resourceVersion {}",

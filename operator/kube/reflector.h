@@ -15,13 +15,17 @@
 //  - with watchStallSlack > 0, a watch still open past its timeoutSeconds plus
 //    the slack is cancelled and re-opened from the last resourceVersion: the
 //    server would have ended it, so the connection is half-open (the client's
-//    idle timeout alone would leave the informer frozen for up to 11 minutes).
+//    idle timeout alone would leave the informer frozen for up to 11 minutes);
+//  - syncing() tells readiness whether the collection is being followed: not
+//    since a list or a watch failed (or a watch stalled) until a list
+//    succeeds or a watch opens again.
 // Thread-safety: run() on one thread; stop() and the accessors from any.
 #pragma once
 
 #include <atomic>
 #include <condition_variable>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -67,6 +71,9 @@ class Reflector {
   int listCount() const { return listCount_.load(); }
   // How many watches were cancelled for staying open past their timeout plus the slack.
   int stalledWatches() const { return stalledWatches_.load(); }
+  // OK unless the reflector has been failing (lists, watch opens, stalled watches) for at
+  // least `grace` at `now`; the error names the resource, how long, and the last failure.
+  Status syncing(Clock::TimePoint now, Clock::Duration grace) const;
 
  private:
   Status listAndWatch();
@@ -75,6 +82,9 @@ class Reflector {
   bool sleep(Clock::Duration d);
   std::string relistResourceVersion() const;
   void setLastSync(const std::string& rv);
+  // Bookkeeping for syncing(): a failure (kept from the first of a run) or a success.
+  void markFailing(const Status& why);
+  void markSyncing();
 
   Client& client_;
   ReflectorOptions options_;
@@ -92,6 +102,9 @@ class Reflector {
   std::atomic<int> listCount_{0};
   std::atomic<int> stalledWatches_{0};
   bool stalled_ = false;  // guarded by mu_: the current watch was cancelled as stalled
+  // Guarded by mu_: since when lists/watches fail (nullopt while syncing), and why.
+  std::optional<Clock::TimePoint> failingSince_;
+  std::string lastFailure_;
 };
 
 }  // namespace lockstep::kube

@@ -2,7 +2,10 @@
 // can throw is caught here and returned as a Status.
 #include "operator/kube/rest_transport.h"
 
+#include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <openssl/ssl.h>
+#include <sys/socket.h>
 
 #include <cpprest/http_client.h>
 #include <cpprest/producerconsumerstream.h>
@@ -10,6 +13,7 @@
 
 #include <atomic>
 #include <mutex>
+#include <optional>
 
 #include <spdlog/spdlog.h>
 
@@ -22,6 +26,34 @@ namespace {
 namespace http = web::http;
 namespace client = web::http::client;
 using Buffer = concurrency::streams::producer_consumer_buffer<uint8_t>;
+
+// The address family of the server when its host is an IP literal; nullopt for a name.
+std::optional<boost::asio::ip::tcp> literalFamily(const std::string& server) {
+  std::size_t at = server.find("://");
+  std::string host = server.substr(at == std::string::npos ? 0 : at + 3);
+  if (!host.empty() && host.front() == '[') return boost::asio::ip::tcp::v6();
+  host = host.substr(0, host.find_first_of(":/"));
+  boost::system::error_code ec;
+  boost::asio::ip::make_address_v4(host, ec);
+  if (!ec) return boost::asio::ip::tcp::v4();
+  return std::nullopt;
+}
+
+// cpprestsdk's per-request hook: keep-alive on the connection's socket. A new
+// connection's socket is not open yet: open it (asio then connects it as is)
+// when the family is known.
+void keepAliveHook(boost::asio::ip::tcp::socket& sock,
+                   const std::optional<boost::asio::ip::tcp>& family, const RestOptions& options) {
+  boost::system::error_code ec;
+  if (!sock.is_open()) {
+    if (!family) return;
+    sock.open(*family, ec);
+    if (ec) return;  // cpprestsdk opens it itself when connecting
+  }
+  if (!enableTcpKeepAlive(sock.native_handle(), options)) {
+    spdlog::debug("API client: cannot set TCP keep-alive on a connection");
+  }
+}
 
 Status configureTls(boost::asio::ssl::context& ctx, const KubeConfig& cfg) {
   try {
@@ -155,6 +187,17 @@ class RestLineStream final : public LineStream {
 
 }  // namespace
 
+bool enableTcpKeepAlive(int fd, const RestOptions& options) {
+  int on = 1;
+  int idle = static_cast<int>(options.keepAliveIdle.count());
+  int interval = static_cast<int>(options.keepAliveInterval.count());
+  int probes = options.keepAliveProbes;
+  return setsockopt(fd, SOL_SOCKET, SO_KEEPALIVE, &on, sizeof on) == 0 &&
+         setsockopt(fd, IPPROTO_TCP, TCP_KEEPIDLE, &idle, sizeof idle) == 0 &&
+         setsockopt(fd, IPPROTO_TCP, TCP_KEEPINTVL, &interval, sizeof interval) == 0 &&
+         setsockopt(fd, IPPROTO_TCP, TCP_KEEPCNT, &probes, sizeof probes) == 0;
+}
+
 struct RestTransport::Impl {
   KubeConfig config;
   RestOptions options;
@@ -221,6 +264,19 @@ StatusOr<std::shared_ptr<RestTransport>> RestTransport::create(const KubeConfig&
         Status st = configureTls(ctx, tls);
         (void)st;  // validated in create(); cannot fail here for the same material
       });
+      if (options.keepAliveIdle > std::chrono::seconds::zero()) {
+        const bool https = config.server.rfind("https://", 0) == 0;
+        c.set_nativehandle_options([https, family = literalFamily(config.server),
+                                    options](client::native_handle h) {
+          if (h == nullptr) return;
+          if (https) {
+            auto* stream = static_cast<boost::asio::ssl::stream<boost::asio::ip::tcp::socket&>*>(h);
+            keepAliveHook(stream->next_layer(), family, options);
+          } else {
+            keepAliveHook(*static_cast<boost::asio::ip::tcp::socket*>(h), family, options);
+          }
+        });
+      }
       return c;
     };
     web::uri base(utility::conversions::to_string_t(config.server));

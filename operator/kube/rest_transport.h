@@ -7,6 +7,11 @@
 // must exceed the longest watch timeoutSeconds the reflector asks for
 // (2 x minWatchTimeout = 600 s by default; watchIdleTimeout defaults to 660 s).
 // Callers block on their own thread; continuations never block.
+// Every connection has TCP keep-alive (RestOptions). cpprestsdk hands over the
+// socket before connecting a new connection; when the server is an IP literal
+// (in-cluster, kubeconfigs of local clusters) the socket is opened here with
+// keep-alive and cpprestsdk connects it; with a host name, a connection gets
+// keep-alive from its second request on (cpprestsdk pools connections).
 // Thread-safety: safe for concurrent use; streams as documented in transport.h.
 #pragma once
 
@@ -26,7 +31,17 @@ struct RestOptions {
   // cpprestsdk's shared thread pool; sized once per process (the first transport wins).
   size_t threads = 4;
   std::string userAgent = "lockstep-operator/0.1";
+  // TCP keep-alive on every connection to the API server (as client-go's dialer): an
+  // idle connection is probed after keepAliveIdle, every keepAliveInterval, and given up
+  // after keepAliveProbes unanswered probes, so a half-open watch fails in about
+  // idle + interval x probes (60 s) instead of hanging. Zero idle: off.
+  std::chrono::seconds keepAliveIdle{30};
+  std::chrono::seconds keepAliveInterval{10};
+  int keepAliveProbes = 3;
 };
+
+// Sets SO_KEEPALIVE and the probe timing of `options` on a socket; false on failure.
+bool enableTcpKeepAlive(int fd, const RestOptions& options);
 
 class RestTransport final : public Transport {
  public:

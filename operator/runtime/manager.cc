@@ -17,9 +17,16 @@ void blockTerminationSignals() {
 }
 
 Status runUntilSignal(const std::shared_ptr<Runnable>& runnable) {
+  return runUntilSignal(std::vector<std::shared_ptr<Runnable>>{runnable});
+}
+
+Status runUntilSignal(const std::vector<std::shared_ptr<Runnable>>& runnables) {
   blockTerminationSignals();
-  // Detached: it holds the runnable alive and exits with the process.
-  std::thread([runnable] {
+  auto stopAll = [runnables] {
+    for (const auto& r : runnables) r->stop();
+  };
+  // Detached: it holds the runnables alive and exits with the process.
+  std::thread([stopAll] {
     sigset_t set;
     sigemptyset(&set);
     sigaddset(&set, SIGINT);
@@ -28,9 +35,25 @@ Status runUntilSignal(const std::shared_ptr<Runnable>& runnable) {
     while (sigwait(&set, &sig) != 0) {
     }
     spdlog::info("received signal {}; shutting down", sig);
-    runnable->stop();
+    stopAll();
   }).detach();
-  return runnable->start();
+  // The first runs on this thread, the others on their own; the first to fail stops them all.
+  std::vector<Status> results(runnables.size());
+  std::vector<std::thread> threads;
+  for (std::size_t i = 1; i < runnables.size(); ++i) {
+    threads.emplace_back([&, i] {
+      results[i] = runnables[i]->start();
+      if (!results[i].isOk()) stopAll();
+    });
+  }
+  if (!runnables.empty()) {
+    results[0] = runnables[0]->start();
+    if (!results[0].isOk()) stopAll();
+  }
+  for (auto& t : threads) t.join();
+  for (const Status& s : results)
+    if (!s.isOk()) return s;
+  return Status::ok();
 }
 
 Manager::Manager(std::shared_ptr<kube::Client> client, ManagerOptions options)
@@ -42,6 +65,13 @@ Manager::Manager(std::shared_ptr<kube::Client> client, ManagerOptions options)
   health_.addHealthCheck("ping", [] { return Status::ok(); });
   health_.addReadyCheck("informers-synced", [this] {
     return synced_.load() ? Status::ok() : unavailable("informer caches not synced");
+  });
+  // Informers are only added before run(), and this check runs once the servers are up.
+  health_.addReadyCheck("informers-syncing", [this] {
+    for (const auto& i : informers_) {
+      if (Status s = i->syncing(options_.informerFailureGrace); !s.isOk()) return s;
+    }
+    return Status::ok();
   });
 }
 

@@ -3,7 +3,8 @@
 // recorder, metrics (/metrics) and health probes (/healthz, /readyz).
 //
 // run(): starts the servers and informers, waits for the caches to sync
-// (readyz fails until then), starts the Runnables that run on every replica
+// (readyz fails until then, and again while an informer cannot list or watch
+// for informerFailureGrace), starts the Runnables that run on every replica
 // (the webhook server), then — once elected, when leader election is on —
 // starts the controllers and the Runnables that need leadership. A Runnable
 // that fails stops the manager, and run() returns its error. It returns when stop() is called
@@ -46,6 +47,9 @@ struct ManagerOptions {
   std::vector<std::string> watchNamespaces;
   // Every informer re-opens a watch still open this long past its timeoutSeconds.
   std::chrono::seconds watchStallSlack{30};
+  // /readyz fails while an informer has been failing to list or watch this long (a
+  // replica that no longer follows the cluster stops taking admission traffic).
+  Clock::Duration informerFailureGrace = std::chrono::seconds(30);
   Clock* clock = nullptr;  // SystemClock when null
 };
 
@@ -125,5 +129,8 @@ void blockTerminationSignals();
 // For binaries without a Manager: blocks SIGINT/SIGTERM, runs `runnable` on the
 // calling thread and stops it on the first signal; returns what start() returned.
 Status runUntilSignal(const std::shared_ptr<Runnable>& runnable);
+// The same for several: started together (the first on the calling thread); a
+// signal or the first start() to fail stops them all; returns the first error.
+Status runUntilSignal(const std::vector<std::shared_ptr<Runnable>>& runnables);
 
 }  // namespace lockstep::runtime

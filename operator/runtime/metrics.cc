@@ -108,9 +108,11 @@ Status Metrics::serve(const std::string& address) {
   return Status::ok();
 }
 
-std::string Metrics::scrape() const {
+std::string Metrics::scrape() const { return serialize(*registry_); }
+
+std::string Metrics::serialize(prometheus::Registry& registry) {
   prometheus::TextSerializer s;
-  return s.Serialize(registry_->Collect());
+  return s.Serialize(registry.Collect());
 }
 
 }  // namespace lockstep::runtime

@@ -44,6 +44,8 @@ class Metrics {
   int port() const { return port_; }
   // The text exposition of the registry (what /metrics returns).
   std::string scrape() const;
+  // The text exposition of any registry.
+  static std::string serialize(prometheus::Registry& registry);
 
  private:
   std::shared_ptr<prometheus::Registry> registry_;

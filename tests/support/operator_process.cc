@@ -217,8 +217,26 @@ bool OperatorProcess::alive() {
   return false;
 }
 
+std::string metricsScraperToken() {
+  // A ServiceAccount bound to the chart's metrics-reader ClusterRole, as Prometheus' would be.
+  static const std::string token = [] {
+    const std::string sa = "lockstep-test-scraper";
+    kubectl({"create", "serviceaccount", sa, "-n", kOperatorNamespace});
+    kubectl({"create", "clusterrolebinding", sa,
+             "--clusterrole=" + std::string(kReleaseName) + "-metrics-reader",
+             "--serviceaccount=" + std::string(kOperatorNamespace) + ":" + sa});
+    std::string t = kubectl({"create", "token", sa, "-n", kOperatorNamespace, "--duration=2h"}).out;
+    while (!t.empty() && (t.back() == '\n' || t.back() == ' ')) t.pop_back();
+    return t;
+  }();
+  return token;
+}
+
 std::string OperatorProcess::scrapeMetrics() const {
-  return run({"curl", "-s", "http://127.0.0.1:" + std::to_string(metricsPort_) + "/metrics"}).out;
+  // HTTPS with a self-signed certificate (-k: nobody holds its CA), a bearer token.
+  return run({"curl", "-sk", "-H", "Authorization: Bearer " + metricsScraperToken(),
+              "https://127.0.0.1:" + std::to_string(metricsPort_) + "/metrics"})
+      .out;
 }
 
 std::string OperatorProcess::log() const {

@@ -49,6 +49,7 @@ class OperatorProcess {
 
   int webhookPort() const { return webhookPort_; }
   int metricsPort() const { return metricsPort_; }
+  // GET /metrics over HTTPS with metricsScraperToken().
   std::string scrapeMetrics() const;
   std::string log() const;
 
@@ -60,6 +61,10 @@ class OperatorProcess {
   int healthPort_ = 0;
   std::string dir_;
 };
+
+// A token of ServiceAccount lockstep-test-scraper, bound to the chart's
+// <release>-metrics-reader ClusterRole (made once per test binary).
+std::string metricsScraperToken();
 
 // `helm template --show-only FILE` of the chart (release "lockstep" in
 // kOperatorNamespace), as JSON objects. Throws on a helm or kubectl failure.

@@ -211,6 +211,8 @@ class Session : public std::enable_shared_from_this<Session> {
     in.path = target.substr(0, target.find('?'));
     auto ct = req[http::field::content_type];
     in.contentType.assign(ct.data(), ct.size());
+    auto authz = req[http::field::authorization];
+    in.authorization.assign(authz.data(), authz.size());
     in.body = std::move(req.body());
     HttpResponse out = dispatchRequest(*shared_, in);
     write(out, req.version(), req.keep_alive());

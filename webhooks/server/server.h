@@ -17,9 +17,10 @@
 namespace lockstep::webhooks {
 
 struct HttpRequest {
-  std::string method;       // "POST"
-  std::string path;         // target without the query string
-  std::string contentType;  // Content-Type header, may be empty
+  std::string method;         // "POST"
+  std::string path;           // target without the query string
+  std::string contentType;    // Content-Type header, may be empty
+  std::string authorization;  // Authorization header, may be empty (the metrics filter)
   std::string body;
 };
 

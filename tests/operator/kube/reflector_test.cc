@@ -217,6 +217,54 @@ TEST_F(ReflectorTest, WithoutSlackAHangingWatchIsLeftAlone) {
   EXPECT_EQ(reflector.stalledWatches(), 0);
 }
 
+// Issue 13 item 12: readiness sees a reflector that cannot follow its collection. Watches
+// that cannot be opened for longer than the grace make syncing() fail, naming the resource
+// and the error; a shorter run of failures does not.
+TEST_F(ReflectorTest, SyncingFailsOnceWatchesHaveFailedForTheGrace) {
+  fake_->push(FakeTransport::list({}, "10"));
+  // More failures than the test waits for: the reflector may run ahead, never onto a success.
+  for (int i = 0; i < 100; ++i) fake_->push(unavailable("connection refused"));
+  Reflector reflector(client_, options_, sink_, clock_);
+  std::thread t([&] { reflector.run(); });
+  ASSERT_TRUE(fake_->waitForRequests(7));
+  reflector.stop();
+  t.join();
+  // Backoffs of 0.8 + 1.6 + 3.2 + 6.4 + 12.8 s at least (jittered) since the first failure.
+  Status failing = reflector.syncing(clock_.now(), std::chrono::seconds(20));
+  EXPECT_EQ(failing.code(), Code::kUnavailable);
+  EXPECT_NE(failing.message().find("connection refused"), std::string::npos) << failing.message();
+  EXPECT_NE(failing.message().find("configmaps"), std::string::npos) << failing.message();
+  EXPECT_TRUE(reflector.syncing(clock_.now(), std::chrono::hours(24)).isOk());
+}
+
+TEST_F(ReflectorTest, SyncingRecoversWhenAListSucceedsAndAWatchOpens) {
+  fake_->push(unavailable("connection refused"));
+  fake_->push(FakeTransport::status(500, "InternalError", "etcd down"));
+  fake_->push(FakeTransport::list({}, "7"));
+  fake_->push(stream({}, FakeStream::End::kHang));
+  Reflector reflector(client_, options_, sink_, clock_);
+  std::thread t([&] { reflector.run(); });
+  ASSERT_TRUE(fake_->waitForRequests(4));
+  reflector.stop();
+  t.join();
+  EXPECT_TRUE(reflector.syncing(clock_.now(), std::chrono::seconds(0)).isOk());
+}
+
+TEST_F(ReflectorTest, AStalledWatchThatCannotBeReopenedFailsSyncing) {
+  options_.watchStallSlack = std::chrono::seconds(30);
+  fake_->push(FakeTransport::list({}, "10"));
+  fake_->push(stream({}, FakeStream::End::kHang));
+  fake_->push(unavailable("connection timed out"));
+  Reflector reflector(client_, options_, sink_, clock_);
+  std::thread t([&] { reflector.run(); });
+  ASSERT_TRUE(fake_->waitForRequests(3));
+  reflector.stop();
+  t.join();
+  EXPECT_EQ(reflector.stalledWatches(), 1);
+  Status s = reflector.syncing(clock_.now(), std::chrono::seconds(0));
+  EXPECT_EQ(s.code(), Code::kUnavailable);
+}
+
 TEST_F(ReflectorTest, ListErrorsBackOffAndRetry) {
   fake_->push(unavailable("connection refused"));
   fake_->push(FakeTransport::status(500, "InternalError", "etcd down"));
