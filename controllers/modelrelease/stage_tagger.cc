@@ -48,6 +48,11 @@ StatusOr<std::optional<registry::Credentials>> StageTagger::credentials(const st
   if (secret.empty()) return std::optional<registry::Credentials>();
   const std::string where = "Secret " + ns + "/" + secret + " (spec.registryTags.secretRef)";
   auto s = client_->get(kube::resources::kSecrets, ns, secret);
+  if (!s.isOk() && s.status().code() == Code::kForbidden) {
+    return s.status().withContext(
+        "reading " + where +
+        " (the operator reads registry Secrets only when the chart sets registryTags.enabled)");
+  }
   if (!s.isOk()) return s.status().withContext("reading " + where);
   std::string type = s->value("type", "");
   if (type != kDockerConfigJsonType) {

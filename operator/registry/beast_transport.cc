@@ -86,7 +86,7 @@ StatusOr<HttpResponse> BeastTransport::send(const HttpRequest& request) {
     beast::ssl_stream<beast::tcp_stream> stream(ioc, ctx);
     SSL* ssl = stream.native_handle();
     boost::system::error_code parseEc;
-    auto address = asio::ip::make_address(host_, parseEc);
+    (void)asio::ip::make_address(host_, parseEc);
     if (parseEc) {
       // A name: SNI, and the certificate must carry it.
       SSL_set_tlsext_host_name(ssl, host_.c_str());
@@ -157,8 +157,10 @@ StatusOr<HttpResponse> BeastTransport::send(const HttpRequest& request) {
       out.headers.emplace_back(std::string(field.name_string()), std::string(field.value()));
     }
     out.body = std::move(res.body());
-    tcpStream.expires_after(std::chrono::seconds(2));
-    (void)step(ioc, [&](auto h) { stream.async_shutdown(h); });  // the answer is complete
+    // The answer is complete and the request said Connection: close: no TLS
+    // close_notify round trip, just close.
+    boost::system::error_code ignored;
+    tcpStream.socket().shutdown(tcp::socket::shutdown_both, ignored);
     return out;
   } catch (const std::exception& e) {
     return unavailable(who + ": " + what + ": " + e.what());

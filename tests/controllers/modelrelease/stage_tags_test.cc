@@ -196,7 +196,7 @@ TEST(StageTagsFold, SuccessFailureAndCondition) {
   StageTagsStatus done =
       foldStageTagResults(after, again.wanted, {result(again.due[0], kD1)}, 1, kNowText);
   EXPECT_EQ(done.entries[1]["phase"], "Tagged");
-  EXPECT_EQ(done.entries[1]["attempts"], 1);
+  EXPECT_EQ(done.entries[1]["attempts"], 4);  // the fourth attempt succeeded
   EXPECT_EQ(done.condition["status"], "True");
   EXPECT_EQ(done.condition["reason"], "Tagged");
   EXPECT_EQ(done.condition["message"], "the registry tags eval, ci, prod are in place");
