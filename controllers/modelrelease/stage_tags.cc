@@ -118,6 +118,12 @@ StageTagsStatus foldStageTagResults(const json& status, const std::vector<StageT
   if (!out.entries.is_array()) out.entries = json::array();
   for (const StageTagResult& r : results) {
     const json* prev = entryOf(out.entries, r.target.tag);
+    // A pass planned from a cache that had not seen our last write finds the
+    // tag already in place: the recorded entry (and where the tag was before
+    // Lockstep moved it) stays as it is.
+    if (r.error.empty() && !r.moved && prev != nullptr && str(*prev, "digest") == r.digest &&
+        str(*prev, "phase") == kTagPhaseTagged)
+      continue;
     int attempts = 1;
     if (prev != nullptr && str(*prev, "digest") == r.digest &&
         str(*prev, "phase") == kTagPhaseFailed)
@@ -129,7 +135,7 @@ StageTagsStatus foldStageTagResults(const json& status, const std::vector<StageT
               {"attempts", attempts},
               {"lastAttemptAt", now},
               {"message", r.error.empty() ? r.target.why : r.error}};
-    if (!r.previousDigest.empty()) e["previousDigest"] = r.previousDigest;
+    if (r.moved && !r.previousDigest.empty()) e["previousDigest"] = r.previousDigest;
     bool replaced = false;
     for (json& x : out.entries) {
       if (str(x, "tag") == r.target.tag) {

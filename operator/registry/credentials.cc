@@ -98,7 +98,9 @@ StatusOr<std::optional<Credentials>> credentialsForHost(std::string_view dockerC
   if (!auths.is_object())
     return invalidArgument(origin + ": .dockerconfigjson `auths` is not an object");
   const std::string want = lower(host);
-  for (const auto& [key, entry] : auths.items()) {
+  for (const auto& item : auths.items()) {
+    const std::string& key = item.key();
+    const nlohmann::json& entry = item.value();
     if (!sameRegistry(keyHost(key), want)) continue;
     const std::string where = origin + ": auths[\"" + key + "\"]";
     if (!entry.is_object()) return invalidArgument(where + " is not an object");

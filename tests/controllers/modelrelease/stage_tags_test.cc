@@ -202,5 +202,24 @@ TEST(StageTagsFold, SuccessFailureAndCondition) {
   EXPECT_EQ(done.condition["message"], "the registry tags eval, ci, prod are in place");
 }
 
+// A second pass from a stale cache finds the tag in place (nothing moved):
+// the entry that recorded the move, and where the tag was before, stays.
+TEST(StageTagsFold, AStalePassKeepsTheRecordedMove) {
+  json st = status("RolledBack", "Succeeded", "Succeeded");
+  st["registryTags"] = {{{"tag", "prod"},
+                         {"digest", kD2},
+                         {"phase", "Tagged"},
+                         {"previousDigest", kD1},
+                         {"attempts", 1}}};
+  StageTagTarget t{"prod", kPrevPkg, "rolled back to release gpt2-v6"};
+  StageTagResult again = result(t, kD2);
+  again.moved = false;
+  again.previousDigest = kD2;
+  StageTagsStatus out = foldStageTagResults(st, {t}, {again}, 1, kNowText);
+  ASSERT_EQ(out.entries.size(), 1u);
+  EXPECT_EQ(out.entries[0]["previousDigest"], kD1);
+  EXPECT_EQ(out.condition["status"], "True");
+}
+
 }  // namespace
 }  // namespace lockstep::controllers
