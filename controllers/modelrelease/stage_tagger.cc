@@ -76,7 +76,13 @@ int64_t StageTagger::run(const json& release, const json& plannedStatus,
     return 0;
   }
   if (!settings.enabled) return 0;
-  StageTagsObserved o{release, plannedStatus, promotedRelease, promotedPackage, now, nowUnix};
+  const std::string uid = release.value("/metadata/uid"_json_pointer, std::string());
+  json status = plannedStatus;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (auto it = written_.find(uid); it != written_.end()) status["registryTags"] = it->second;
+  }
+  StageTagsObserved o{release, status, promotedRelease, promotedPackage, now, nowUnix};
   StageTagsPlan plan = planStageTags(o);
   if (plan.due.empty()) return plan.retryAfterSeconds;
 
@@ -110,7 +116,7 @@ int64_t StageTagger::run(const json& release, const json& plannedStatus,
   }
 
   const int64_t generation = release.value("/metadata/generation"_json_pointer, int64_t{0});
-  StageTagsStatus st = foldStageTagResults(plannedStatus, plan.wanted, results, generation, now);
+  StageTagsStatus st = foldStageTagResults(status, plan.wanted, results, generation, now);
   json apply = {
       {"apiVersion", api::v1alpha1::kModelReleases.apiVersion()},
       {"kind", api::v1alpha1::kModelReleases.kind},
@@ -118,8 +124,12 @@ int64_t StageTagger::run(const json& release, const json& plannedStatus,
       {"status", {{"registryTags", st.entries}, {"conditions", json::array({st.condition})}}}};
   auto applied = client_->applyStatus(api::v1alpha1::kModelReleases, apply,
                                       kube::PatchParams::apply(kStageTagsFieldManager));
-  if (!applied.isOk())
+  if (applied.isOk()) {
+    std::lock_guard<std::mutex> lock(mu_);
+    written_[uid] = st.entries;
+  } else {
     spdlog::warn("modelrelease {}: recording registry tags: {}", key, applied.status().toString());
+  }
 
   int64_t retry = plan.retryAfterSeconds;
   for (const StageTagResult& r : results) {

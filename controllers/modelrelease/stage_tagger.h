@@ -11,7 +11,9 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <string>
 
@@ -61,6 +63,11 @@ class StageTagger {
   std::shared_ptr<kube::Client> client_;
   kube::EventRecorder& events_;
   std::shared_ptr<RegistryTagger> registry_;
+  // status.registryTags as last written, by release UID: a pass planned from a
+  // cache that has not seen that write yet plans from it instead (only this
+  // class writes the field), so it neither re-records nor forgets a move.
+  std::mutex mu_;
+  std::map<std::string, nlohmann::json> written_;
 };
 
 }  // namespace lockstep::controllers
