@@ -167,6 +167,17 @@ const std::vector<Permission>& operatorPermissions() {
        {},
        "prod stage: the per-model anchor lockstep-model-<model> (informer; create; update with "
        "its resourceVersion)"},
+      {"modelrelease-controller",
+       "",
+       {"secrets"},
+       {"get"},
+       kW,
+       {},
+       "registry stage tags, only with the chart value registryTags.enabled: the "
+       "dockerconfigjson Secret of spec.registryTags.secretRef "
+       "(controllers/modelrelease/stage_tagger.cc), read when a tag is due; never listed or "
+       "watched",
+       "registryTags.enabled"},
       // Admission (webhooks/, cmd/lockstep-operator/main.cc).
       {"webhooks",
        "lockstep.dev",
@@ -276,6 +287,7 @@ std::set<Grant> minimise(const std::set<Grant>& grants) {
 std::set<Grant> expectedGrants(const std::vector<Permission>& table, const Install& install) {
   std::set<Grant> all;
   for (const Permission& p : table) {
+    if (!p.feature.empty() && install.features.count(p.feature) == 0) continue;
     std::vector<std::string> places;
     switch (p.scope) {
       case Scope::kCluster:

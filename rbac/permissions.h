@@ -33,6 +33,9 @@ struct Permission {
   // restricted by name).
   std::vector<std::string> resourceNames;
   std::string usedBy;  // the code that makes the call
+  // Empty: always granted. Else the chart value that turns the row on
+  // ("registryTags.enabled"); the install lists the values it set in `features`.
+  std::string feature{};
 };
 
 // Every permission the operator's ServiceAccount holds, and nothing else.
@@ -56,6 +59,7 @@ struct Install {
   std::string fullname;                      // the chart's lockstep.fullname
   std::string releaseNamespace;              // the operator's namespace
   std::vector<std::string> watchNamespaces;  // empty: cluster install
+  std::set<std::string> features{};          // chart values set to true (Permission::feature)
 };
 
 // The table expanded for one install, minimised (a grant another grant covers

@@ -15,6 +15,8 @@ packages=(
   # test world: Argo CD customizations under Lua 5.1 (lua-yaml: their test files), metrics,
   # registry, load generator
   lua5.1 lua-yaml prometheus docker-registry wrk
+  # the test registry's htpasswd file (bcrypt: htpasswd -B)
+  apache2-utils
   # admission benchmark ceiling (PEERS=1 bench/admission_bench.sh): static 200 over TLS
   nginx
   # bench/run.sh: the allocator trial (beast-jemalloc preloads it; docs/benchmarks.md)

@@ -95,6 +95,11 @@ ModelRelease decodeModelRelease(const json& object) {
       st.canary = decodeCanary(decode::object(s, "canary"));
     r.spec.stages.push_back(std::move(st));
   }
+  if (decode::member(spec, "registryTags") != nullptr) {
+    const json& rt = decode::object(spec, "registryTags");
+    r.spec.registryTags = RegistryTags{decode::boolean(rt, "enabled", true),
+                                       decode::string(decode::object(rt, "secretRef"), "name")};
+  }
 
   const json& status = decode::object(object, "status");
   r.status.observedGeneration = decode::integer(status, "observedGeneration", -1);
@@ -117,6 +122,13 @@ ModelRelease decodeModelRelease(const json& object) {
       if (v.is_number()) st.metrics[k] = v.get<double>();
     }
     r.status.stages.push_back(std::move(st));
+  }
+  for (const auto& t : decode::array(status, "registryTags")) {
+    r.status.registryTags.push_back(
+        {decode::string(t, "tag"), decode::string(t, "reference"), decode::string(t, "digest"),
+         decode::string(t, "previousDigest"), decode::string(t, "phase"),
+         decode::string(t, "message"), decode::integer(t, "attempts", 0),
+         decode::string(t, "lastAttemptAt")});
   }
   r.status.conditions = decode::array(status, "conditions");
   return r;

@@ -93,12 +93,20 @@ struct Stage {
   std::optional<Canary> canary;
 };
 
+// spec.registryTags: tag the package `<repo>:<stage>` after each stage passes
+// (docs/rollouts.md, "Registry stage tags").
+struct RegistryTags {
+  bool enabled = true;     // the block given turns it on; enabled: false turns it off
+  std::string secretName;  // secretRef.name: a kubernetes.io/dockerconfigjson Secret; "" anonymous
+};
+
 struct ModelReleaseSpec {
   std::string model;
   std::string package;  // repo@sha256:<hex>
   std::string runtimeEnvName;
   std::string closureHash;  // from the package's runtime.json
   std::vector<Stage> stages;
+  std::optional<RegistryTags> registryTags;
 };
 
 struct StageStatus {
@@ -112,6 +120,18 @@ struct StageStatus {
   std::map<std::string, double> metrics;
 };
 
+// status.registryTags[]: where a stage tag points, or why it does not yet.
+struct RegistryTagStatus {
+  std::string tag;             // the stage: eval, ci, prod
+  std::string reference;       // registry/repo:tag
+  std::string digest;          // the digest it must point at
+  std::string previousDigest;  // where it pointed before Lockstep moved it
+  std::string phase;           // Tagged | Failed
+  std::string message;
+  int64_t attempts = 0;
+  std::string lastAttemptAt;
+};
+
 struct ModelReleaseStatus {
   int64_t observedGeneration = -1;
   std::optional<Phase> phase;  // nullopt: not written yet
@@ -121,6 +141,7 @@ struct ModelReleaseStatus {
   std::string previousRelease;
   std::string validatedClosureHash;  // the closure hash the gates ran on
   std::vector<StageStatus> stages;
+  std::vector<RegistryTagStatus> registryTags;
   nlohmann::json conditions = nlohmann::json::array();
 };
 

@@ -72,6 +72,9 @@ std::vector<FlagSpec> operatorFlagSpecs(const std::string& podNamespace) {
       {"package-fetch-command", "oras pull \"$LOCKSTEP_PACKAGE\" -o \"$LOCKSTEP_MODEL_DIR\"",
        "init-container mode: shell command, run by sh -c on the runtime image, that fetches "
        "$LOCKSTEP_PACKAGE (by digest) into $LOCKSTEP_MODEL_DIR"},
+      {"registry-ca-file", "",
+       "registry stage tags: PEM CA bundle registries' certificates are verified against "
+       "(empty: the system roots)"},
       {"log-format", "text", "text or json", T::kChoice, {"text", "json"}},
       {"log-level",
        "info",

@@ -8,8 +8,10 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdlib>
+#include <fstream>
 #include <iostream>
 #include <memory>
+#include <sstream>
 
 #include <spdlog/spdlog.h>
 
@@ -124,6 +126,14 @@ int main(int argc, char** argv) {
       spdlog::warn("{}; assuming image volumes are kept (Kubernetes >= 1.35)",
                    probed.status().toString());
     }
+  }
+  if (std::string ca = flags.get("registry-ca-file"); !ca.empty()) {
+    std::ifstream in(ca, std::ios::binary);
+    std::stringstream pem;
+    pem << in.rdbuf();
+    if (!in || pem.str().find("-----BEGIN CERTIFICATE-----") == std::string::npos)
+      return fail("--registry-ca-file " + ca + ": not a readable PEM certificate bundle");
+    releaseOptions.registryCaPem = pem.str();
   }
   spdlog::info("gate pods mount the package as {}",
                lockstep::controllers::packageMountName(releaseOptions.mount));

@@ -297,6 +297,15 @@ Result ModelReleaseReconciler::reconcile(const Request& request) {
       if (plan.modelRollback) metrics_->rollback(model, kReasonManualRollback);
     }
   }
+  if (options_.stageTagger && !model.empty()) {
+    // Registry stage tags for what this plan recorded; never fails the reconcile.
+    auto anchor = caches_.anchors.get(request.ns, modelAnchorName(model));
+    int64_t retry =
+        options_.stageTagger->run(*release, plan.status, dataOf(anchor.get(), kAnchorPromoted),
+                                  dataOf(anchor.get(), kAnchorPromotedPackage), o.now, o.nowUnix);
+    if (retry > 0 && (plan.requeueAfterSeconds == 0 || retry < plan.requeueAfterSeconds))
+      plan.requeueAfterSeconds = retry;
+  }
   if (plan.requeueAfterSeconds > 0)
     return Result::after(std::chrono::seconds(plan.requeueAfterSeconds));
   return Result::done();
@@ -694,6 +703,10 @@ void setupModelReleaseController(runtime::Manager& manager, ModelReleaseOptions 
   pods.addIndex(kByModelIndex, byModelLabel);
 
   options.podNamespaces = manager.watchNamespaces();
+  if (!options.stageTagger) {
+    options.stageTagger = std::make_shared<StageTagger>(manager.sharedClient(), manager.events(),
+                                                        makeRegistryTagger(options.registryCaPem));
+  }
   auto reconciler = std::make_shared<ModelReleaseReconciler>(
       manager.sharedClient(),
       ModelReleaseReconciler::Caches{releases.cache(), rtes.cache(), jobs.cache(), pods.cache(),

@@ -25,6 +25,7 @@
 
 #include "controllers/modelrelease/canary_plan.h"
 #include "controllers/modelrelease/release_plan.h"
+#include "controllers/modelrelease/stage_tagger.h"
 #include "operator/kube/client.h"
 #include "operator/kube/event_recorder.h"
 #include "operator/kube/indexer.h"
@@ -60,6 +61,11 @@ struct ModelReleaseOptions {
   // Where the GPU pre-check sees pods: empty = every namespace (cluster
   // install), else the watched namespaces of a namespaced install.
   std::vector<std::string> podNamespaces;
+  // Registry stage tags (stage_tagger.h): the CA bundle registries are verified
+  // against (empty: the system roots), and the tagger; setupModelReleaseController
+  // makes one when none is given.
+  std::string registryCaPem;
+  std::shared_ptr<StageTagger> stageTagger;
 };
 
 class ModelReleaseReconciler final : public runtime::Reconciler {

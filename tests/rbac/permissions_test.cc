@@ -52,6 +52,20 @@ TEST(Permissions, NamespacedInstallGrantsWatchedRowsPerNamespace) {
   EXPECT_TRUE(has(g, {"lockstep-system", "batch", "jobs", "create", ""}));
 }
 
+// Registry stage tags: get on Secrets only when the chart value turns it on.
+TEST(Permissions, SecretReadForRegistryTagsIsOptIn) {
+  auto off = expectedGrants(operatorPermissions(), {"lockstep", "lockstep-system", {}});
+  EXPECT_FALSE(has(off, {"*", "", "secrets", "get", ""}));
+  auto on = expectedGrants(operatorPermissions(),
+                           {"lockstep", "lockstep-system", {}, {"registryTags.enabled"}});
+  EXPECT_TRUE(has(on, {"*", "", "secrets", "get", ""}));
+  EXPECT_FALSE(has(on, {"*", "", "secrets", "list", ""}));
+  auto namespaced = expectedGrants(
+      operatorPermissions(), {"lockstep", "lockstep-system", {"ml-a"}, {"registryTags.enabled"}});
+  EXPECT_TRUE(has(namespaced, {"ml-a", "", "secrets", "get", ""}));
+  EXPECT_FALSE(has(namespaced, {"*", "", "secrets", "get", ""}));
+}
+
 TEST(Permissions, MinimiseDropsCoveredGrantsOnly) {
   std::set<Grant> in = {{"*", "", "pods", "list", ""},
                         {"ns", "", "pods", "list", ""},

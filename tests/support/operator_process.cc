@@ -32,9 +32,15 @@ void mustKubectl(const std::vector<std::string>& args, const std::string& input 
 
 }  // namespace
 
-std::vector<json> renderChart(const std::string& showOnly) {
-  auto r = run({toolsBin() + "/helm", "template", kReleaseName, chartDir(), "--namespace",
-                kOperatorNamespace, "--show-only", showOnly});
+std::vector<json> renderChart(const std::string& showOnly,
+                              const std::vector<std::string>& setValues) {
+  std::vector<std::string> argv{toolsBin() + "/helm", "template",         kReleaseName,  chartDir(),
+                                "--namespace",        kOperatorNamespace, "--show-only", showOnly};
+  for (const auto& v : setValues) {
+    argv.emplace_back("--set");
+    argv.push_back(v);
+  }
+  auto r = run(argv);
   if (r.exitCode != 0) throw std::runtime_error("helm template: " + r.err);
   auto j = kubectl(
       {"create", "--dry-run=client", "-n", kOperatorNamespace, "-o", "json", "-f", "-"}, r.out);

@@ -68,7 +68,9 @@ std::string metricsScraperToken();
 
 // `helm template --show-only FILE` of the chart (release "lockstep" in
 // kOperatorNamespace), as JSON objects. Throws on a helm or kubectl failure.
-std::vector<nlohmann::json> renderChart(const std::string& showOnly);
+// `setValues`: helm --set arguments ("registryTags.enabled=true").
+std::vector<nlohmann::json> renderChart(const std::string& showOnly,
+                                        const std::vector<std::string>& setValues = {});
 
 // Applies RuntimeEnv `name` in `ns` (image by digest, inline lock), waits for
 // Ready and returns its status.closureHash ("" when it never became Ready).

@@ -125,5 +125,30 @@ TEST(ModelReleaseView, IndexByRuntimeEnv) {
             std::vector<std::string>{"ml/torch-2-5-cu124"});
 }
 
+TEST(ModelReleaseView, RegistryTags) {
+  json o = {{"metadata", {{"name", "m"}, {"namespace", "ml"}}},
+            {"spec", {{"registryTags", {{"secretRef", {{"name", "pull"}}}}}}},
+            {"status",
+             {{"registryTags",
+               {{{"tag", "eval"},
+                 {"reference", "r.example/m:eval"},
+                 {"digest", "sha256:aa"},
+                 {"phase", "Failed"},
+                 {"attempts", 3},
+                 {"message", "HTTP 401"}}}}}}};
+  ModelRelease r = decodeModelRelease(o);
+  ASSERT_TRUE(r.spec.registryTags.has_value());
+  EXPECT_TRUE(r.spec.registryTags->enabled);  // the block given turns it on
+  EXPECT_EQ(r.spec.registryTags->secretName, "pull");
+  ASSERT_EQ(r.status.registryTags.size(), 1u);
+  EXPECT_EQ(r.status.registryTags[0].reference, "r.example/m:eval");
+  EXPECT_EQ(r.status.registryTags[0].phase, "Failed");
+  EXPECT_EQ(r.status.registryTags[0].attempts, 3);
+  o["spec"]["registryTags"]["enabled"] = false;
+  EXPECT_FALSE(decodeModelRelease(o).spec.registryTags->enabled);
+  o["spec"].erase("registryTags");
+  EXPECT_FALSE(decodeModelRelease(o).spec.registryTags.has_value());
+}
+
 }  // namespace
 }  // namespace lockstep::api::v1alpha1

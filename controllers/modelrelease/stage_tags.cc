@@ -1,0 +1,185 @@
+#include "controllers/modelrelease/stage_tags.h"
+
+#include <algorithm>
+
+#include "api/image_ref.h"
+#include "controllers/modelrelease/release_plan.h"
+#include "operator/kube/conditions.h"
+
+namespace lockstep::controllers {
+namespace {
+
+using nlohmann::json;
+
+constexpr int64_t kFirstBackoffSeconds = 10;
+constexpr int64_t kMaxBackoffSeconds = 300;
+
+std::string str(const json& o, const char* key) {
+  return o.is_object() && o.contains(key) && o[key].is_string() ? o[key].get<std::string>() : "";
+}
+
+const json* entryOf(const json& entries, const std::string& tag) {
+  if (!entries.is_array()) return nullptr;
+  for (const json& e : entries)
+    if (str(e, "tag") == tag) return &e;
+  return nullptr;
+}
+
+std::string digestOf(const std::string& package) {
+  auto ref = api::parseImageRef(package);
+  return ref.isOk() ? ref->digest : std::string();
+}
+
+}  // namespace
+
+std::optional<std::string> decodeStageTagSettings(const json& release, StageTagSettings& out) {
+  out = StageTagSettings{};
+  const json* spec = release.contains("spec") ? &release["spec"] : nullptr;
+  if (spec == nullptr || !spec->is_object() || !spec->contains("registryTags")) return std::nullopt;
+  const json& rt = (*spec)["registryTags"];
+  if (!rt.is_object()) return std::string("spec.registryTags must be an object");
+  if (rt.contains("enabled")) {
+    if (!rt["enabled"].is_boolean())
+      return std::string("spec.registryTags.enabled must be a boolean");
+    out.enabled = rt["enabled"].get<bool>();
+  } else {
+    out.enabled = true;  // giving the block turns it on; enabled: false turns it off again
+  }
+  if (rt.contains("secretRef")) {
+    const json& ref = rt["secretRef"];
+    if (!ref.is_object() || !ref.contains("name") || !ref["name"].is_string() ||
+        ref["name"].get<std::string>().empty())
+      return std::string("spec.registryTags.secretRef.name must be a non-empty string");
+    out.secretName = ref["name"].get<std::string>();
+  }
+  return std::nullopt;
+}
+
+int64_t stageTagBackoffSeconds(int attempts) {
+  int64_t s = kFirstBackoffSeconds;
+  for (int i = 1; i < attempts && s < kMaxBackoffSeconds; ++i) s *= 2;
+  return std::min(s, kMaxBackoffSeconds);
+}
+
+StageTagsPlan planStageTags(const StageTagsObserved& o) {
+  StageTagsPlan plan;
+  const json spec = o.release.value("spec", json::object());
+  const std::string package = str(spec, "package");
+  const std::string self = o.release.value("/metadata/name"_json_pointer, std::string());
+  const json& stagesSpec =
+      spec.contains("stages") && spec["stages"].is_array() ? spec["stages"] : json::array();
+  const json stagesStatus = o.status.value("stages", json::array());
+  const std::string phase = str(o.status, "phase");
+  for (const json& st : stagesSpec) {
+    const std::string name = str(st, "name");
+    if (name.empty()) continue;
+    if (st.contains("serving")) {
+      if (phase == kPhasePromoted) {
+        plan.wanted.push_back({name, package, "release " + self + " promoted"});
+      } else if (phase == kPhaseRolledBack && !o.promotedPackage.empty() &&
+                 o.promotedRelease != self) {
+        // Prod runs the last known-good release again: its package holds the tag.
+        plan.wanted.push_back(
+            {name, o.promotedPackage, "rolled back to release " + o.promotedRelease});
+      }
+      continue;
+    }
+    for (const json& s : stagesStatus) {
+      if (str(s, "name") == name && str(s, "phase") == kStageSucceeded)
+        plan.wanted.push_back({name, package, "stage " + name + " passed"});
+    }
+  }
+  const json entries = o.status.value("registryTags", json::array());
+  for (const StageTagTarget& t : plan.wanted) {
+    const json* e = entryOf(entries, t.tag);
+    const std::string digest = digestOf(t.package);
+    if (e == nullptr || str(*e, "digest") != digest) {
+      plan.due.push_back(t);
+      continue;
+    }
+    if (str(*e, "phase") == kTagPhaseTagged) continue;
+    auto last = parseRfc3339(str(*e, "lastAttemptAt"));
+    int attempts = e->value("attempts", 1);
+    int64_t next = (last ? *last : 0) + stageTagBackoffSeconds(attempts);
+    if (o.nowUnix >= next) {
+      plan.due.push_back(t);
+    } else if (plan.retryAfterSeconds == 0 || next - o.nowUnix < plan.retryAfterSeconds) {
+      plan.retryAfterSeconds = next - o.nowUnix;
+    }
+  }
+  return plan;
+}
+
+StageTagsStatus foldStageTagResults(const json& status, const std::vector<StageTagTarget>& wanted,
+                                    const std::vector<StageTagResult>& results, int64_t generation,
+                                    const std::string& now) {
+  StageTagsStatus out;
+  out.entries = status.value("registryTags", json::array());
+  if (!out.entries.is_array()) out.entries = json::array();
+  for (const StageTagResult& r : results) {
+    const json* prev = entryOf(out.entries, r.target.tag);
+    // A pass planned from a cache that had not seen our last write finds the
+    // tag already in place: the recorded entry (and where the tag was before
+    // Lockstep moved it) stays as it is.
+    if (r.error.empty() && !r.moved && prev != nullptr && str(*prev, "digest") == r.digest &&
+        str(*prev, "phase") == kTagPhaseTagged)
+      continue;
+    int attempts = 1;
+    if (prev != nullptr && str(*prev, "digest") == r.digest &&
+        str(*prev, "phase") == kTagPhaseFailed)
+      attempts = prev->value("attempts", 0) + 1;
+    json e = {{"tag", r.target.tag},
+              {"reference", r.reference},
+              {"digest", r.digest},
+              {"phase", r.error.empty() ? kTagPhaseTagged : kTagPhaseFailed},
+              {"attempts", attempts},
+              {"lastAttemptAt", now},
+              {"message", r.error.empty() ? r.target.why : r.error}};
+    if (r.moved && !r.previousDigest.empty()) e["previousDigest"] = r.previousDigest;
+    bool replaced = false;
+    for (json& x : out.entries) {
+      if (str(x, "tag") == r.target.tag) {
+        x = e;
+        replaced = true;
+      }
+    }
+    if (!replaced) out.entries.push_back(e);
+  }
+  std::vector<std::string> tagged;
+  std::vector<std::string> failed;
+  for (const StageTagTarget& t : wanted) {
+    const json* e = entryOf(out.entries, t.tag);
+    if (e != nullptr && str(*e, "digest") == digestOf(t.package) &&
+        str(*e, "phase") == kTagPhaseTagged) {
+      tagged.push_back(t.tag);
+    } else {
+      failed.push_back(e != nullptr && str(*e, "digest") == digestOf(t.package)
+                           ? t.tag + ": " + str(*e, "message")
+                           : t.tag + ": not tagged yet");
+    }
+  }
+  kube::Condition c;
+  c.type = kConditionRegistryTagged;
+  auto join = [](const std::vector<std::string>& v, const char* sep) {
+    std::string s;
+    for (const auto& x : v) s += (s.empty() ? "" : sep) + x;
+    return s;
+  };
+  if (failed.empty()) {
+    c.status = "True";
+    c.reason = wanted.empty() ? "NothingToTag" : "Tagged";
+    c.message = wanted.empty() ? "no stage has passed yet"
+                               : "the registry tags " + join(tagged, ", ") + " are in place";
+  } else {
+    c.status = "False";
+    c.reason = "TagFailed";
+    c.message = "retrying with back-off (the release is not held back): " + join(failed, "; ");
+  }
+  json conditions = status.value("conditions", json::array());
+  if (!conditions.is_array()) conditions = json::array();
+  kube::setCondition(conditions, c, generation, now);
+  out.condition = *kube::findCondition(conditions, kConditionRegistryTagged);
+  return out;
+}
+
+}  // namespace lockstep::controllers

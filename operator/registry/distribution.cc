@@ -1,0 +1,229 @@
+#include "operator/registry/distribution.h"
+
+#include <utility>
+
+namespace lockstep::registry {
+namespace {
+
+std::string manifestPath(const std::string& repository, const std::string& reference) {
+  return "/v2/" + repository + "/manifests/" + reference;
+}
+
+}  // namespace
+
+RegistryClient::RegistryClient(std::string host, std::optional<Credentials> credentials,
+                               TransportFactory transports)
+    : host_(std::move(host)),
+      origin_("https://" + host_),
+      credentials_(std::move(credentials)),
+      factory_(std::move(transports)) {}
+
+StatusOr<std::shared_ptr<HttpTransport>> RegistryClient::transport(const std::string& origin) {
+  auto it = transports_.find(origin);
+  if (it != transports_.end()) return it->second;
+  auto t = factory_(origin);
+  if (!t.isOk()) return t.status();
+  transports_.emplace(origin, *t);
+  return *t;
+}
+
+Status RegistryClient::httpError(const HttpResponse& r, const std::string& repository,
+                                 const std::string& what) const {
+  std::string msg = "registry " + host_ + ", repository " + repository + ": " + what + ": HTTP " +
+                    std::to_string(r.status);
+  if (std::string errors = describeRegistryErrors(r.body); !errors.empty()) msg += ": " + errors;
+  return {codeForHttpStatus(r.status), msg};
+}
+
+Status RegistryClient::authorize(const std::string& header, const std::string& repository,
+                                 const std::string& actions) {
+  const std::string where = "registry " + host_ + ", repository " + repository;
+  auto challenge = parseChallenge(header);
+  if (!challenge.isOk()) return challenge.status().withContext(where);
+  if (challenge->scheme == "basic") {
+    if (!credentials_ || credentials_->username.empty()) {
+      return {Code::kUnauthorized,
+              where + ": the registry asks for Basic credentials and none are configured for " +
+                  host_ + " (registryTags.secretRef's auths)"};
+    }
+    authorization_[actions] = credentials_->basicAuthorization();
+    return Status::ok();
+  }
+  if (challenge->scheme != "bearer") {
+    return {Code::kUnauthorized,
+            where + ": unsupported auth scheme \"" + challenge->scheme + "\" in WWW-Authenticate"};
+  }
+  auto tr = tokenRequestFor(*challenge, repository, actions);
+  if (!tr.isOk()) return tr.status().withContext(where);
+  HttpRequest req;
+  req.target = tr->path.empty() ? "/" : tr->path;
+  char sep = '?';
+  for (const auto& [k, v] : tr->query) {
+    req.target += sep + queryEscape(k) + "=" + queryEscape(v);
+    sep = '&';
+  }
+  req.headers.emplace_back("Accept", "application/json");
+  if (credentials_) {
+    if (!credentials_->identityToken.empty()) {
+      // An identity token is an OAuth2 refresh token: exchanged by POST (distribution's token
+      // spec).
+      req.method = "POST";
+      req.headers.emplace_back("Content-Type", "application/x-www-form-urlencoded");
+      req.body =
+          "grant_type=refresh_token&refresh_token=" + queryEscape(credentials_->identityToken) +
+          "&client_id=lockstep&service=" + queryEscape(challenge->param("service")) +
+          "&scope=" + queryEscape("repository:" + repository + ":" + actions);
+      req.target = tr->path.empty() ? "/" : tr->path;
+    } else {
+      req.headers.emplace_back("Authorization", credentials_->basicAuthorization());
+    }
+  }
+  auto t = transport(tr->origin);
+  if (!t.isOk()) return t.status().withContext(where + ": token realm " + tr->origin);
+  auto resp = (*t)->send(req);
+  if (!resp.isOk()) {
+    return resp.status().withContext(where + ": token realm " + tr->origin + tr->path);
+  }
+  if (resp->status != 200) {
+    std::string msg = where + ": token realm " + tr->origin + tr->path + " answered HTTP " +
+                      std::to_string(resp->status);
+    if (std::string errors = describeRegistryErrors(resp->body); !errors.empty())
+      msg += ": " + errors;
+    return {resp->status == 401 || resp->status == 403 ? Code::kUnauthorized
+                                                       : codeForHttpStatus(resp->status),
+            msg};
+  }
+  auto token = decodeTokenResponse(resp->body);
+  if (!token.isOk()) return token.status().withContext(where + ": token realm " + tr->origin);
+  authorization_[actions] = "Bearer " + *token;
+  return Status::ok();
+}
+
+StatusOr<HttpResponse> RegistryClient::send(HttpRequest request, const std::string& origin,
+                                            const std::string& repository,
+                                            const std::string& actions) {
+  auto t = transport(origin);
+  if (!t.isOk()) return t.status();
+  const HttpRequest bare = request;
+  for (int attempt = 0; attempt < 2; ++attempt) {
+    request = bare;
+    if (auto it = authorization_.find(actions); it != authorization_.end())
+      request.headers.emplace_back("Authorization", it->second);
+    auto resp = (*t)->send(request);
+    if (!resp.isOk()) {
+      return resp.status().withContext("registry " + host_ + ", repository " + repository);
+    }
+    if (resp->status != 401 || attempt == 1) return resp;
+    std::string challenge = resp->header("WWW-Authenticate");
+    if (challenge.empty()) return resp;
+    LOCKSTEP_RETURN_IF_ERROR(authorize(challenge, repository, actions));
+  }
+  return internalError("unreachable");
+}
+
+StatusOr<Manifest> RegistryClient::getManifest(const std::string& repository,
+                                               const std::string& reference) {
+  HttpRequest r;
+  r.target = manifestPath(repository, reference);
+  r.headers.emplace_back("Accept", manifestAccept());
+  auto resp = send(r, origin_, repository, "pull");
+  if (!resp.isOk()) return resp.status();
+  if (resp->status != 200) return httpError(*resp, repository, "GET manifest " + reference);
+  Manifest m;
+  m.bytes = std::move(resp->body);
+  m.digest = sha256Digest(m.bytes);
+  if (reference.rfind("sha256:", 0) == 0 && m.digest != reference) {
+    // Verify what we trust: the digest is the only identity of a package.
+    return invalidArgument("registry " + host_ + ", repository " + repository + ": manifest " +
+                           reference + " was served with bytes whose digest is " + m.digest);
+  }
+  auto type = detectMediaType(resp->header("Content-Type"), m.bytes);
+  if (!type.isOk()) {
+    return type.status().withContext("registry " + host_ + ", repository " + repository +
+                                     ", manifest " + reference);
+  }
+  m.mediaType = *type;
+  return m;
+}
+
+StatusOr<std::string> RegistryClient::resolveTag(const std::string& repository,
+                                                 const std::string& tag) {
+  if (!isValidTag(tag)) return invalidArgument("\"" + tag + "\" is not a valid tag");
+  auto m = getManifest(repository, tag);
+  if (!m.isOk()) return m.status();
+  return m->digest;
+}
+
+Status RegistryClient::putManifest(const std::string& repository, const std::string& tag,
+                                   const Manifest& manifest) {
+  if (!isValidTag(tag) && tag != manifest.digest)
+    return invalidArgument("\"" + tag + "\" is not a valid tag");
+  HttpRequest r;
+  r.method = "PUT";
+  r.target = manifestPath(repository, tag);
+  r.headers.emplace_back("Content-Type", manifest.mediaType);
+  r.body = manifest.bytes;
+  auto resp = send(r, origin_, repository, "pull,push");
+  if (!resp.isOk()) return resp.status();
+  if (resp->status != 201 && resp->status != 200) {
+    return httpError(*resp, repository, "PUT manifest " + tag);
+  }
+  if (std::string d = resp->header("Docker-Content-Digest"); !d.empty() && d != manifest.digest) {
+    return internalError("registry " + host_ + ", repository " + repository + ": PUT manifest " +
+                         tag + " stored digest " + d + ", not " + manifest.digest);
+  }
+  return Status::ok();
+}
+
+StatusOr<TagOutcome> RegistryClient::tag(const PackageRef& ref, const std::string& tag) {
+  if (!isValidTag(tag)) return invalidArgument("\"" + tag + "\" is not a valid tag");
+  auto m = getManifest(ref.repository, ref.digest);
+  if (!m.isOk()) return m.status();
+  TagOutcome out;
+  auto current = resolveTag(ref.repository, tag);
+  if (current.isOk()) {
+    out.previousDigest = *current;
+  } else if (current.status().code() != Code::kNotFound) {
+    return current.status();
+  }
+  if (out.previousDigest == ref.digest) return out;
+  LOCKSTEP_RETURN_IF_ERROR(putManifest(ref.repository, tag, *m));
+  out.moved = true;
+  return out;
+}
+
+StatusOr<std::string> RegistryClient::pushBlob(const std::string& repository,
+                                               const std::string& bytes) {
+  const std::string digest = sha256Digest(bytes);
+  HttpRequest start;
+  start.method = "POST";
+  start.target = "/v2/" + repository + "/blobs/uploads/";
+  auto resp = send(start, origin_, repository, "pull,push");
+  if (!resp.isOk()) return resp.status();
+  if (resp->status != 202) return httpError(*resp, repository, "POST blob upload");
+  std::string location = resp->header("Location");
+  if (location.empty()) {
+    return internalError("registry " + host_ + ": blob upload answered 202 without a Location");
+  }
+  std::string origin = origin_;
+  std::string rest = location;
+  if (location.front() != '/') {
+    auto split = splitUrl(location);
+    if (!split.isOk()) return split.status().withContext("registry " + host_ + ": upload Location");
+    origin = split->first;
+    rest = split->second;
+  }
+  HttpRequest put;
+  put.method = "PUT";
+  // The Location is already escaped: keep it as it is and append the digest.
+  put.target =
+      rest + (rest.find('?') == std::string::npos ? "?" : "&") + "digest=" + queryEscape(digest);
+  put.headers.emplace_back("Content-Type", "application/octet-stream");
+  put.body = bytes;
+  resp = send(put, origin, repository, "pull,push");
+  if (!resp.isOk()) return resp.status();
+  if (resp->status != 201) return httpError(*resp, repository, "PUT blob " + digest);
+  return digest;
+}
+
+}  // namespace lockstep::registry

@@ -1,0 +1,86 @@
+// RegistryClient: the few OCI distribution API calls stage tags need — fetch a
+// manifest by digest (verifying its bytes' sha256), read where a tag points,
+// put manifest bytes under a tag with their media type, and push a blob (test
+// fixtures and tooling) — with the registry auth flow: on a 401, Basic with
+// the credentials, or a Bearer token fetched from the challenge's realm.
+//
+// Requests are values sent through HttpTransport (the project's one
+// cpprestsdk adapter in production, see connect.h; FakeTransport in unit
+// tests), one transport per origin (the token realm may be another host).
+// Errors name the registry, the repository, the HTTP status and the
+// registry's error codes; credentials and tokens never appear in a message.
+// Thread-safety: not safe for concurrent use; make one per task.
+#pragma once
+
+#include <functional>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+
+#include "common/status.h"
+#include "operator/registry/credentials.h"
+#include "operator/registry/http.h"
+#include "operator/registry/reference.h"
+
+namespace lockstep::registry {
+
+struct Manifest {
+  std::string mediaType;
+  std::string bytes;   // exactly as served
+  std::string digest;  // sha256 of bytes
+};
+
+// Where a tag was, and whether tagging moved it.
+struct TagOutcome {
+  std::string previousDigest;  // "" when the tag did not exist
+  bool moved = false;          // false: it already pointed at the digest (no write)
+};
+
+// A transport to "https://host[:port]".
+using TransportFactory =
+    std::function<StatusOr<std::shared_ptr<HttpTransport>>(const std::string& origin)>;
+
+class RegistryClient {
+ public:
+  // `host` is the API host (PackageRef::apiHost()); requests go to https://host.
+  RegistryClient(std::string host, std::optional<Credentials> credentials,
+                 TransportFactory transports);
+
+  // GET /v2/<repository>/manifests/<reference> accepting every manifest type.
+  // A digest reference is verified: bytes whose sha256 differs are an error.
+  StatusOr<Manifest> getManifest(const std::string& repository, const std::string& reference);
+  // The digest `tag` points at (sha256 of the manifest bytes); NotFound when no such tag.
+  StatusOr<std::string> resolveTag(const std::string& repository, const std::string& tag);
+  // PUT the exact bytes under `tag` (or under manifest.digest itself: a push),
+  // Content-Type = manifest.mediaType.
+  Status putManifest(const std::string& repository, const std::string& tag,
+                     const Manifest& manifest);
+  // Points `<ref.repository>:tag` at ref.digest: the manifest fetched by digest
+  // and verified, re-put under the tag unless the tag already points there.
+  StatusOr<TagOutcome> tag(const PackageRef& ref, const std::string& tag);
+  // Monolithic blob upload (POST then PUT ?digest=); returns the digest.
+  StatusOr<std::string> pushBlob(const std::string& repository, const std::string& bytes);
+
+  const std::string& host() const { return host_; }
+
+ private:
+  // Sends with the cached authorization for `actions` ("pull" or "pull,push"),
+  // answering one 401 challenge and retrying once.
+  StatusOr<HttpResponse> send(HttpRequest request, const std::string& origin,
+                              const std::string& repository, const std::string& actions);
+  StatusOr<std::shared_ptr<HttpTransport>> transport(const std::string& origin);
+  Status authorize(const std::string& challengeHeader, const std::string& repository,
+                   const std::string& actions);
+  Status httpError(const HttpResponse& r, const std::string& repository,
+                   const std::string& what) const;
+
+  std::string host_;
+  std::string origin_;
+  std::optional<Credentials> credentials_;
+  TransportFactory factory_;
+  std::map<std::string, std::shared_ptr<HttpTransport>> transports_;
+  std::map<std::string, std::string> authorization_;  // by actions
+};
+
+}  // namespace lockstep::registry

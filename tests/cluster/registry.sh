@@ -1,0 +1,188 @@
+#!/usr/bin/env bash
+# A real OCI registry (Debian's `docker-registry` package, distribution 2.8)
+# for the registry stage-tag tests and the demo: https only (TLS 1.2+, a
+# certificate for 127.0.0.1 from a CA made in DIR/tls) and Basic auth from an
+# htpasswd file (bcrypt, apache2-utils' htpasswd).
+#
+#   tests/cluster/registry.sh up   --dir DIR [--owner-pid PID]   start it; prints env
+#   tests/cluster/registry.sh down --dir DIR                     stop it, remove DIR
+#   tests/cluster/registry.sh env  --dir DIR                     print env again
+#
+# It listens on 127.0.0.1 on a free port and stores blobs under DIR/data; the
+# package's systemd unit and /etc/docker/registry play no part. `up` returns
+# once /v2/ answers 401 without credentials and 200 with them. With
+# --owner-pid, a watcher runs `down` once that process has gone, so a test
+# binary that crashes leaves nothing running. Printed env:
+# LOCKSTEP_REGISTRY_HOST (127.0.0.1:PORT), LOCKSTEP_REGISTRY_CA (PEM),
+# LOCKSTEP_REGISTRY_USERNAME, LOCKSTEP_REGISTRY_PASSWORD (made per run).
+set -euo pipefail
+
+verb=${1:-}
+shift || true
+dir=""
+owner=""
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --dir) dir=$2; shift 2 ;;
+    --owner-pid) owner=$2; shift 2 ;;
+    *) echo "registry.sh: unknown argument $1" >&2; exit 2 ;;
+  esac
+done
+
+log() { echo "registry.sh: $*" >&2; }
+die() { log "$*"; exit 1; }
+usage() { sed -n '2,19p' "$0" | sed 's/^# \{0,1\}//' >&2; }
+[ -n "$dir" ] || { usage; die "--dir is required"; }
+
+free_port() {
+  python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1]); s.close()'
+}
+pidfile() { echo "$dir/pids/$1.pid"; }
+
+start() { # NAME BINARY ARGS...: in its own session, logs to logs/NAME.log
+  local name=$1; shift
+  mkdir -p "$dir/logs" "$dir/pids"
+  setsid "$@" >>"$dir/logs/$name.log" 2>&1 </dev/null &
+  echo $! >"$(pidfile "$name")"
+}
+
+stop() { # NAME: TERM, then KILL after 5 s; only the pid this script started
+  local f pid
+  f=$(pidfile "$1")
+  [ -f "$f" ] || return 0
+  pid=$(cat "$f")
+  if kill -0 "$pid" 2>/dev/null; then
+    kill -TERM "$pid" 2>/dev/null || true
+    for _ in $(seq 1 50); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
+    kill -KILL "$pid" 2>/dev/null || true
+  fi
+  rm -f "$f"
+}
+
+make_tls() {
+  local c=$dir/tls
+  mkdir -p "$c"
+  (
+    cd "$c"
+    openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes \
+      -keyout ca.key -out ca.crt -days 2 -subj "/CN=lockstep-test-registry-ca" 2>/dev/null
+    openssl req -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes \
+      -keyout registry.key -out registry.csr -subj "/CN=registry" 2>/dev/null
+    printf '%s\n' "basicConstraints=CA:FALSE" "keyUsage=digitalSignature" \
+      "extendedKeyUsage=serverAuth" "subjectAltName=IP:127.0.0.1,DNS:localhost" >registry.ext
+    openssl x509 -req -in registry.csr -CA ca.crt -CAkey ca.key -CAcreateserial \
+      -out registry.crt -days 2 -extfile registry.ext 2>/dev/null
+    rm -f registry.csr registry.ext
+    chmod 600 ./*.key
+  )
+}
+
+write_config() {
+  cat >"$dir/config.yml" <<YML
+version: 0.1
+log:
+  level: warn
+  accesslog:
+    disabled: true
+storage:
+  filesystem:
+    rootdirectory: $dir/data
+  delete:
+    enabled: true
+http:
+  addr: 127.0.0.1:$PORT
+  secret: lockstep-test-$RANDOM$RANDOM
+  tls:
+    certificate: $dir/tls/registry.crt
+    key: $dir/tls/registry.key
+    minimumtls: tls1.2
+auth:
+  htpasswd:
+    realm: lockstep-test-registry
+    path: $dir/htpasswd
+YML
+}
+
+rcurl() { curl -s -o /dev/null -w '%{http_code}' --max-time 2 --cacert "$dir/tls/ca.crt" "$@"; }
+
+wait_registry() {
+  for _ in $(seq 1 100); do
+    kill -0 "$(cat "$(pidfile registry)")" 2>/dev/null || { tail -n 20 "$dir/logs/registry.log" >&2; return 1; }
+    if [ "$(rcurl "https://127.0.0.1:$PORT/v2/")" = 401 ] &&
+      [ "$(rcurl -u "$USERNAME:$PASSWORD" "https://127.0.0.1:$PORT/v2/")" = 200 ]; then
+      return 0
+    fi
+    sleep 0.2
+  done
+  tail -n 20 "$dir/logs/registry.log" >&2
+  return 1
+}
+
+load_env() {
+  [ -f "$dir/registry.env" ] || die "no test registry in $dir (run up first)"
+  # shellcheck disable=SC1091
+  . "$dir/registry.env"
+}
+
+print_env() {
+  echo "export LOCKSTEP_REGISTRY_HOST=127.0.0.1:$PORT"
+  echo "export LOCKSTEP_REGISTRY_CA=$dir/tls/ca.crt"
+  echo "export LOCKSTEP_REGISTRY_USERNAME=$USERNAME"
+  echo "export LOCKSTEP_REGISTRY_PASSWORD=$PASSWORD"
+}
+
+do_down() {
+  [ -d "$dir" ] || return 0
+  stop registry
+  if [ -f "$(pidfile watcher)" ] && [ "$(cat "$(pidfile watcher)")" != "$$" ]; then
+    stop watcher
+  fi
+  rm -rf "$dir"
+}
+
+start_watcher() { # PID: `down` once PID has exited
+  local self
+  self=$(cd "$(dirname "$0")" && pwd)/$(basename "$0")
+  setsid bash -c 'while kill -0 "$1" 2>/dev/null && [ -d "$2" ]; do sleep 1; done
+    [ -d "$2" ] && exec "$3" down --dir "$2"' watcher "$1" "$dir" "$self" \
+    >>"$dir/logs/watcher.log" 2>&1 </dev/null &
+  echo $! >"$(pidfile watcher)"
+}
+
+do_up() {
+  command -v docker-registry >/dev/null ||
+    die "docker-registry is not installed (tools/install-deps.sh installs Debian's package)"
+  command -v htpasswd >/dev/null ||
+    die "htpasswd is not installed (tools/install-deps.sh installs Debian's apache2-utils)"
+  do_down
+  mkdir -p "$dir/pids" "$dir/logs" "$dir/data"
+  if [ -n "$owner" ]; then start_watcher "$owner"; fi
+  make_tls
+  USERNAME=lockstep-test
+  PASSWORD=$(openssl rand -hex 16)
+  htpasswd -Bbc "$dir/htpasswd" "$USERNAME" "$PASSWORD" 2>/dev/null
+  local attempt
+  # A free port can be taken between the probe and the registry's bind: try another.
+  for attempt in 1 2 3; do
+    PORT=$(free_port)
+    printf 'PORT=%s\nUSERNAME=%s\nPASSWORD=%s\n' "$PORT" "$USERNAME" "$PASSWORD" >"$dir/registry.env"
+    chmod 600 "$dir/registry.env"
+    write_config
+    start registry docker-registry serve "$dir/config.yml"
+    if wait_registry; then
+      log "docker-registry $(docker-registry --version 2>&1 | awk '{print $3}') ready on 127.0.0.1:$PORT"
+      print_env
+      return 0
+    fi
+    stop registry
+    log "the registry did not become ready on port $PORT (attempt $attempt)"
+  done
+  die "the registry did not start; see $dir/logs/registry.log"
+}
+
+case "$verb" in
+  up) do_up ;;
+  down) do_down ;;
+  env) load_env; print_env ;;
+  *) usage; exit 2 ;;
+esac

@@ -1,0 +1,261 @@
+// Registry stage tags against the real control plane and a real registry
+// (Debian's docker-registry over TLS with htpasswd, tests/cluster/registry.sh):
+// the operator binary, deployed with the chart's RBAC and registryTags.enabled,
+// tags each release's package `<repo>:<stage>` as its stages pass, keeps
+// `:prod` on the promoted release when a canary is rolled back automatically
+// (Prometheus analysis, must-show 2 of issue 14), and moves `:prod` back when
+// it had been pointed at a release that is then rolled back.
+#include <string>
+
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include "operator/registry/connect.h"
+#include "tests/prometheus/prometheus_world.h"
+#include "tests/support/cluster_env.h"
+#include "tests/support/operator_process.h"
+#include "tests/support/registry_world.h"
+
+namespace lockstep::testing {
+namespace {
+
+using nlohmann::json;
+
+const std::string kImage =
+    "registry.example/runtimes/"
+    "torch@sha256:4f1c000000000000000000000000000000000000000000000000000000000003";
+const std::string kLock = "numpy==1.26.4 --hash=sha256:" + std::string(64, 'a') + "\n";
+const std::string kRepo = "models/gpt2";
+const std::string kErrorRatio =
+    R"(sum(rate(lockstep_test_requests_total{track="canary",code="500"}[5s])) / )"
+    R"(sum(rate(lockstep_test_requests_total{track="canary"}[5s])))";
+
+json gate(const std::string& name) {
+  json tmpl = {
+      {"metadata",
+       {{"annotations",
+         {{"lockstep.dev/test-termination-message", R"({"score": 1})"},
+          {"lockstep.dev/test-duration", "1s"}}}}},
+      {"spec",
+       {{"containers", json::array({{{"name", name}, {"command", {"python", "gate.py"}}}})}}}};
+  return {{"name", name}, {"gate", {{"template", tmpl}, {"timeout", "5m"}}}};
+}
+
+class StageTagsClusterTest : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    std::string error;
+    registry_ = RegistryWorld::start(error).release();
+    ASSERT_NE(registry_, nullptr) << error;
+    OperatorProcess::installClusterPieces(sharedWebhookPort());
+    // The chart's opt-in: get on Secrets in the watched namespaces.
+    for (const auto& o : renderChart("templates/rbac.yaml", {"registryTags.enabled=true"}))
+      ASSERT_EQ(kubectl({"apply", "-n", kOperatorNamespace, "-f", "-"}, o.dump()).exitCode, 0);
+    op_ = new OperatorProcess();
+    ASSERT_EQ(op_->start({"--registry-ca-file=" + registry_->caFile()}), "");
+  }
+  static void TearDownTestSuite() {
+    delete op_;
+    op_ = nullptr;
+    // Back to the chart's default RBAC for the other tests.
+    for (const auto& o : renderChart("templates/rbac.yaml"))
+      kubectl({"apply", "-n", kOperatorNamespace, "-f", "-"}, o.dump());
+    OperatorProcess::uninstallWebhooks();
+    delete registry_;
+    registry_ = nullptr;
+  }
+  void SetUp() override {
+    if (!op_->running()) ASSERT_EQ(op_->start({"--registry-ca-file=" + registry_->caFile()}), "");
+    std::string error;
+    prom_ = PrometheusWorld::start({}, error);
+    ASSERT_NE(prom_, nullptr) << error;
+    registry::ConnectOptions co;
+    co.caPem = registry_->caPem();
+    auto c = registry::connectRegistry(
+        registry_->host(), registry::Credentials{registry_->username(), registry_->password(), ""},
+        co);
+    ASSERT_TRUE(c.isOk()) << c.status().toString();
+    client_ = std::move(*c);
+    ns_ = uniqueName("tags");
+    ASSERT_EQ(kubectl({"create", "namespace", ns_}).exitCode, 0);
+    ASSERT_EQ(kubectl({"label", "namespace", ns_, "lockstep.dev/enforce=enforce"}).exitCode, 0);
+    auto secret = kubectl({"create", "secret", "docker-registry", "pull", "-n", ns_,
+                           "--docker-server=" + registry_->host(),
+                           "--docker-username=" + registry_->username(),
+                           "--docker-password=" + registry_->password()});
+    ASSERT_EQ(secret.exitCode, 0) << secret.err;
+    hash_ = applyReadyRuntimeEnv(ns_, "torch", kImage, kLock);
+    ASSERT_FALSE(hash_.empty()) << "RuntimeEnv torch never became Ready";
+  }
+  void TearDown() override {
+    if (HasFailure() && op_) std::cerr << "operator log tail:\n" << op_->log() << std::endl;
+    auto r = kubectl({"delete", "namespace", ns_, "--timeout=120s"});
+    EXPECT_EQ(r.exitCode, 0) << "namespace did not finish deleting: " << r.err;
+    prom_.reset();
+  }
+
+  std::string push(const std::string& salt) {
+    auto d = pushTestImage(*client_, kRepo, ns_ + "-" + salt);
+    EXPECT_TRUE(d.isOk()) << d.status().toString();
+    return d.isOk() ? *d : "";
+  }
+  std::string pkg(const std::string& digest) {
+    return registry_->host() + "/" + kRepo + "@" + digest;
+  }
+  std::string tagDigest(const std::string& tag) {
+    auto d = client_->resolveTag(kRepo, tag);
+    return d.isOk() ? *d : d.status().toString();
+  }
+
+  json prodStage(json steps) {
+    json tmpl = {{"spec", {{"containers", json::array({{{"name", "server"}}})}}}};
+    return {{"name", "prod"},
+            {"serving", {{"template", tmpl}, {"replicas", 2}, {"port", 8080}}},
+            {"canary", {{"steps", std::move(steps)}, {"progressDeadline", "2m"}}}};
+  }
+  json analysedStep(int weight, int count) {
+    return {{"weight", weight},
+            {"analysis",
+             {{"prometheus",
+               {{"address", prom_->url()},
+                {"query", kErrorRatio},
+                {"max", 0.1},
+                {"interval", "2s"},
+                {"count", count}}}}}};
+  }
+
+  CommandResult createRelease(const std::string& name, const std::string& package, json prodSteps) {
+    json mr = {{"apiVersion", "lockstep.dev/v1alpha1"},
+               {"kind", "ModelRelease"},
+               {"metadata", {{"name", name}, {"namespace", ns_}}},
+               {"spec",
+                {{"model", "gpt2"},
+                 {"package", package},
+                 {"runtimeEnvRef", {{"name", "torch"}}},
+                 {"closureHash", hash_},
+                 {"registryTags", {{"secretRef", {{"name", "pull"}}}}},
+                 {"stages", json::array({gate("eval"), gate("ci"), prodStage(prodSteps)})}}}};
+    return kubectl({"create", "-f", "-"}, mr.dump());
+  }
+
+  json get(const std::string& name) { return kubectlJson({"get", "mr", name, "-n", ns_}); }
+
+  // Waits for phase and for status.registryTags to show every tag in `tags` Tagged.
+  json waitTagged(const std::string& name, const std::string& phase,
+                  const std::map<std::string, std::string>& tags) {
+    json last;
+    bool ok = eventually(
+        [&] {
+          last = get(name);
+          if (last.is_discarded() || last["status"].value("phase", "") != phase) return false;
+          size_t found = 0;
+          for (const json& e : last["status"].value("registryTags", json::array())) {
+            auto it = tags.find(e.value("tag", ""));
+            if (it != tags.end() && e.value("digest", "") == it->second &&
+                e.value("phase", "") == "Tagged")
+              ++found;
+          }
+          return found == tags.size();
+        },
+        std::chrono::seconds(180));
+    EXPECT_TRUE(ok) << name << ": not " << phase << " with its tags: " << last["status"].dump(2);
+    return last;
+  }
+
+  static std::string condition(const json& mr, const std::string& type, const char* field) {
+    for (const json& c : mr["status"].value("conditions", json::array()))
+      if (c["type"] == type) return c.value(field, "");
+    return "";
+  }
+
+  static RegistryWorld* registry_;
+  static OperatorProcess* op_;
+  std::unique_ptr<PrometheusWorld> prom_;
+  std::unique_ptr<registry::RegistryClient> client_;
+  std::string ns_, hash_;
+};
+
+RegistryWorld* StageTagsClusterTest::registry_ = nullptr;
+OperatorProcess* StageTagsClusterTest::op_ = nullptr;
+
+// Must-show 1 and 2 (`:prod`): v1 and v2 pass eval, ci and prod and carry all
+// three tags in turn; v3's canary errors: automatic rollback, `:prod` stays on v2.
+TEST_F(StageTagsClusterTest, StagesTagThePackageAndARollbackLeavesProdOnThePromotedRelease) {
+  ASSERT_TRUE(prom_->setRate("canary", 0.0));
+  const std::string d1 = push("v1"), d2 = push("v2"), d3 = push("v3");
+  ASSERT_FALSE(d1.empty() || d2.empty() || d3.empty());
+
+  ASSERT_EQ(createRelease("v1", pkg(d1), json::array({analysedStep(50, 2)})).exitCode, 0);
+  json v1 = waitTagged("v1", "Promoted", {{"eval", d1}, {"ci", d1}, {"prod", d1}});
+  EXPECT_EQ(condition(v1, "RegistryTagged", "status"), "True") << v1["status"].dump(2);
+  EXPECT_EQ(condition(v1, "Ready", "status"), "True");
+  EXPECT_EQ(tagDigest("eval"), d1);
+  EXPECT_EQ(tagDigest("ci"), d1);
+  EXPECT_EQ(tagDigest("prod"), d1);
+  json events = kubectlJson({"get", "events", "-n", ns_, "--field-selector",
+                             "involvedObject.name=v1,reason=RegistryTagged"});
+  EXPECT_EQ(events["items"].size(), 3u) << events.dump(2);
+
+  ASSERT_EQ(createRelease("v2", pkg(d2), json::array({analysedStep(50, 2)})).exitCode, 0);
+  json v2 = waitTagged("v2", "Promoted", {{"eval", d2}, {"ci", d2}, {"prod", d2}});
+  EXPECT_EQ(tagDigest("prod"), d2);
+  for (const json& e : v2["status"]["registryTags"]) {
+    if (e["tag"] == "prod") EXPECT_EQ(e.value("previousDigest", ""), d1) << e.dump();
+  }
+
+  // v3 passes its gates (eval, ci move to v3) but its canary serves errors.
+  ASSERT_TRUE(prom_->setRate("canary", 0.5));
+  ASSERT_EQ(createRelease("v3", pkg(d3), json::array({analysedStep(50, 3), json{{"weight", 100}}}))
+                .exitCode,
+            0);
+  json v3 = waitTagged("v3", "RolledBack", {{"eval", d3}, {"ci", d3}, {"prod", d2}});
+  EXPECT_EQ(condition(v3, "Stalled", "reason"), "AnalysisFailed") << v3["status"].dump(2);
+  EXPECT_EQ(tagDigest("eval"), d3);
+  EXPECT_EQ(tagDigest("ci"), d3);
+  EXPECT_EQ(tagDigest("prod"), d2);  // unchanged: never pointed at v3
+  EXPECT_EQ(get("v2")["status"]["phase"], "Promoted");
+}
+
+// A rolled-back release moves `:prod` back to the last known-good package even
+// when something had pointed it at the release (here: the test, mid-canary).
+TEST_F(StageTagsClusterTest, RollbackMovesProdBackToTheKnownGoodPackage) {
+  ASSERT_TRUE(prom_->setRate("canary", 0.0));
+  const std::string d1 = push("good"), d2 = push("bad");
+  ASSERT_FALSE(d1.empty() || d2.empty());
+  ASSERT_EQ(
+      createRelease("good", pkg(d1), json::array({json{{"weight", 50}, {"pause", "1s"}}})).exitCode,
+      0);
+  waitTagged("good", "Promoted", {{"eval", d1}, {"ci", d1}, {"prod", d1}});
+
+  ASSERT_EQ(
+      createRelease("bad", pkg(d2), json::array({json{{"weight", 50}, {"pause", "Indefinite"}}}))
+          .exitCode,
+      0);
+  // In canary with its gate tags written: the operator has nothing more to
+  // write for it, so the test's own tag write does not race one of its writes
+  // (docker-registry 2.8 answers a GET of a manifest whose link file another
+  // request is rewriting with HTTP 500).
+  waitTagged("bad", "Canary", {{"eval", d2}, {"ci", d2}});
+  auto moved = client_->tag(registry::PackageRef{registry_->host(), kRepo, d2}, "prod");
+  ASSERT_TRUE(moved.isOk()) << moved.status().toString();
+  ASSERT_EQ(tagDigest("prod"), d2);
+
+  auto who = kubectl({"auth", "whoami", "-o", "jsonpath={.status.userInfo.username}"});
+  ASSERT_EQ(who.exitCode, 0) << who.err;
+  auto abort = kubectl({"annotate", "mr", "bad", "-n", ns_, "lockstep.dev/abort=" + who.out});
+  ASSERT_EQ(abort.exitCode, 0) << abort.err;
+  json bad = waitTagged("bad", "RolledBack", {{"prod", d1}});
+  EXPECT_EQ(tagDigest("prod"), d1);
+  for (const json& e : bad["status"]["registryTags"]) {
+    if (e["tag"] == "prod") EXPECT_EQ(e.value("previousDigest", ""), d2) << e.dump();
+  }
+  json events = kubectlJson({"get", "events", "-n", ns_, "--field-selector",
+                             "involvedObject.name=bad,reason=RegistryTagged"});
+  bool sawProd = false;
+  for (const json& e : events["items"])
+    sawProd = sawProd || e.value("message", "").find(":prod -> " + d1) != std::string::npos;
+  EXPECT_TRUE(sawProd) << events.dump(2);
+}
+
+}  // namespace
+}  // namespace lockstep::testing
