@@ -72,6 +72,10 @@ std::unique_ptr<PrometheusWorld> PrometheusWorld::start(const Options& options,
   std::vector<std::string> args{"up", "--exporter", LOCKSTEP_TEST_EXPORTER_BIN, "--owner-pid",
                                 std::to_string(getpid())};
   if (options.tls) args.emplace_back("--tls");
+  for (const std::string& target : options.scrapeTargets) {
+    args.emplace_back("--target");
+    args.push_back(target);
+  }
   std::string out;
   if (!w->script(args, &out)) {
     error = "tests/cluster/prometheus.sh up failed (its log is above):\n" + out;

@@ -15,6 +15,9 @@ class PrometheusWorld {
  public:
   struct Options {
     bool tls = false;  // https with a certificate for 127.0.0.1 from a test CA (caFile())
+    // Extra http /metrics endpoints ("127.0.0.1:PORT", e.g. a running operator's
+    // metrics port) scraped as job "lockstep"; start() waits for their first scrape.
+    std::vector<std::string> scrapeTargets;
   };
 
   // Starts both processes and waits for readiness and the first scrape.
