@@ -177,13 +177,13 @@ TEST(HelmChart, ServiceMonitorScrapesTheOperatorsMetricsPort) {
 // bearerTokenFile come from values; a token is never sent over http.
 TEST(HelmChart, ServiceMonitorSchemeTlsAndTokenAreValues) {
   CommandResult r;
-  auto docs =
-      renderDocs({"serviceMonitor.enabled=true", "serviceMonitor.scheme=https",
-                  "serviceMonitor.tlsConfig.serverName=lockstep.lockstep-system.svc",
-                  "serviceMonitor.tlsConfig.ca.secret.name=lockstep-metrics-ca",
-                  "serviceMonitor.tlsConfig.ca.secret.key=ca.crt",
-                  "serviceMonitor.bearerTokenFile=/var/run/secrets/kubernetes.io/serviceaccount/token"},
-                 &r);
+  auto docs = renderDocs(
+      {"serviceMonitor.enabled=true", "serviceMonitor.scheme=https",
+       "serviceMonitor.tlsConfig.serverName=lockstep.lockstep-system.svc",
+       "serviceMonitor.tlsConfig.ca.secret.name=lockstep-metrics-ca",
+       "serviceMonitor.tlsConfig.ca.secret.key=ca.crt",
+       "serviceMonitor.bearerTokenFile=/var/run/secrets/kubernetes.io/serviceaccount/token"},
+      &r);
   ASSERT_EQ(r.exitCode, 0) << r.err;
   auto monitors = ofKind(docs, "ServiceMonitor");
   ASSERT_EQ(monitors.size(), 1u);
@@ -228,11 +228,11 @@ TEST(HelmChart, DashboardConfigMapCarriesValidDashboardJson) {
   EXPECT_EQ(cm["metadata"]["labels"]["grafana_dashboard"].as<std::string>(), "1");
   EXPECT_EQ(cm["metadata"]["annotations"]["grafana_folder"].as<std::string>(), "Lockstep");
   ASSERT_TRUE(cm["data"]["lockstep.json"]);
-  auto rendered = nlohmann::json::parse(cm["data"]["lockstep.json"].as<std::string>(), nullptr,
-                                        false);
+  auto rendered =
+      nlohmann::json::parse(cm["data"]["lockstep.json"].as<std::string>(), nullptr, false);
   ASSERT_FALSE(rendered.is_discarded()) << "the dashboard in the ConfigMap is not valid JSON";
-  auto source = nlohmann::json::parse(readFile(kChart + "/dashboards/lockstep.json"), nullptr,
-                                      false);
+  auto source =
+      nlohmann::json::parse(readFile(kChart + "/dashboards/lockstep.json"), nullptr, false);
   ASSERT_FALSE(source.is_discarded()) << "helm/lockstep/dashboards/lockstep.json is not valid JSON";
   EXPECT_EQ(rendered, source);
   // A Grafana dashboard: a uid, unique panel ids, and a Prometheus query on every panel.
@@ -252,9 +252,10 @@ TEST(HelmChart, DashboardConfigMapCarriesValidDashboardJson) {
   // The real API server takes the rendered ConfigMap (size, label syntax).
   std::string ns = uniqueName("dash");
   ASSERT_EQ(kubectl({"create", "namespace", ns}).exitCode, 0);
-  YAML::Node copy = YAML::Clone(cm);
-  copy["metadata"]["namespace"] = ns;
-  auto applied = kubectl({"apply", "--dry-run=server", "-n", ns, "-f", "-"}, YAML::Dump(copy));
+  auto manifest = helm({"template", "lockstep", kChart, "--namespace", ns, "--show-only",
+                        "templates/dashboard.yaml", "--set", "grafanaDashboard.enabled=true"});
+  ASSERT_EQ(manifest.exitCode, 0) << manifest.err;
+  auto applied = kubectl({"apply", "--dry-run=server", "-n", ns, "-f", "-"}, manifest.out);
   EXPECT_EQ(applied.exitCode, 0) << applied.err;
   kubectl({"delete", "namespace", ns, "--wait=false"});
 }

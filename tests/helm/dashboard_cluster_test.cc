@@ -62,7 +62,9 @@ class DashboardClusterTest : public ::testing::Test {
     OperatorProcess::uninstallWebhooks();
   }
   void SetUp() override {
-    if (!op_->running()) ASSERT_EQ(op_->start(), "");
+    if (!op_->running()) {
+      ASSERT_EQ(op_->start(), "");
+    }
     std::string error;
     PrometheusWorld::Options options;
     options.scrapeTargets = {"127.0.0.1:" + std::to_string(op_->metricsPort())};
@@ -95,11 +97,11 @@ class DashboardClusterTest : public ::testing::Test {
   }
 
   static json gate(const std::string& name) {
-    json tmpl = {{"metadata",
-                  {{"annotations",
-                    {{"lockstep.dev/test-termination-message", ""},
-                     {"lockstep.dev/test-duration", "1s"}}}}},
-                 {"spec", {{"containers", json::array({{{"name", name}}})}}}};
+    json tmpl = {
+        {"metadata",
+         {{"annotations",
+           {{"lockstep.dev/test-termination-message", ""}, {"lockstep.dev/test-duration", "1s"}}}}},
+        {"spec", {{"containers", json::array({{{"name", name}}})}}}};
     return {{"name", name},
             {"gate", {{"template", tmpl}, {"metrics", json::array()}, {"timeout", "5m"}}}};
   }
@@ -160,14 +162,15 @@ TEST_F(DashboardClusterTest, EveryPanelQueryReturnsSeriesOfTheRunningOperator) {
 
   // Admission: a pod whose closure hash is not the RuntimeEnv's is denied
   // (serving pods below are allowed).
-  json pod = {{"apiVersion", "v1"},
-              {"kind", "Pod"},
-              {"metadata",
-               {{"name", "stale"},
-                {"namespace", ns_},
-                {"labels", {{"lockstep.dev/runtime-env", "torch"}}},
-                {"annotations", {{"lockstep.dev/closure-hash", "sha256:" + std::string(64, '0')}}}}},
-              {"spec", {{"containers", json::array({{{"name", "c"}, {"image", kImage}}})}}}};
+  json pod = {
+      {"apiVersion", "v1"},
+      {"kind", "Pod"},
+      {"metadata",
+       {{"name", "stale"},
+        {"namespace", ns_},
+        {"labels", {{"lockstep.dev/runtime-env", "torch"}}},
+        {"annotations", {{"lockstep.dev/closure-hash", "sha256:" + std::string(64, '0')}}}}},
+      {"spec", {{"containers", json::array({{{"name", "c"}, {"image", kImage}}})}}}};
   auto denied = kubectl({"create", "-f", "-"}, pod.dump());
   ASSERT_NE(denied.exitCode, 0) << "a pod with a stale closure hash was admitted";
 
@@ -205,8 +208,9 @@ TEST_F(DashboardClusterTest, EveryPanelQueryReturnsSeriesOfTheRunningOperator) {
                 .exitCode,
             0);
   waitPhase("r3", "Canary");
-  ASSERT_TRUE(eventually([&] { return canarySeries("r3")["lockstep_release_canary_weight"] == "25"; }))
-      << json(canarySeries("r3")).dump();
+  ASSERT_TRUE(eventually([&] {
+    return canarySeries("r3")["lockstep_release_canary_weight"] == "25";
+  })) << json(canarySeries("r3")).dump();
 
   // Every panel's every query, as Grafana would send it for model gpt2 in ns_.
   json dashboard = json::parse(readFile(kDashboard), nullptr, false);
@@ -222,8 +226,7 @@ TEST_F(DashboardClusterTest, EveryPanelQueryReturnsSeriesOfTheRunningOperator) {
       bool ok = eventually([&] {
         last = query(expr);
         return !last.is_discarded() && last.value("status", "") == "success" &&
-               last["data"].value("resultType", "") == "vector" &&
-               !last["data"]["result"].empty();
+               last["data"].value("resultType", "") == "vector" && !last["data"]["result"].empty();
       });
       EXPECT_TRUE(ok) << "the query parses and returns series; last answer: " << last.dump();
       ++checked;
@@ -238,8 +241,9 @@ TEST_F(DashboardClusterTest, EveryPanelQueryReturnsSeriesOfTheRunningOperator) {
   ASSERT_FALSE(rollbacks.is_discarded());
   ASSERT_EQ(rollbacks["data"]["result"].size(), 1u) << rollbacks.dump();
   EXPECT_EQ(rollbacks["data"]["result"][0]["metric"]["reason"], "Aborted");
-  json steps = query("max by (namespace, model, release) (lockstep_release_canary_step{namespace=\"" +
-                     ns_ + "\"}) + 1");
+  json steps =
+      query("max by (namespace, model, release) (lockstep_release_canary_step{namespace=\"" + ns_ +
+            "\"}) + 1");
   ASSERT_FALSE(steps.is_discarded());
   ASSERT_EQ(steps["data"]["result"].size(), 1u) << steps.dump();
   EXPECT_EQ(steps["data"]["result"][0]["metric"]["release"], "r3");
