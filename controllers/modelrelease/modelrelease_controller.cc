@@ -2,6 +2,7 @@
 
 #include <prometheus/counter.h>
 #include <prometheus/family.h>
+#include <prometheus/gauge.h>
 #include <prometheus/histogram.h>
 #include <spdlog/spdlog.h>
 
@@ -158,7 +159,34 @@ class PrometheusReleaseMetrics final : public ReleaseMetrics {
         rollbacks_(::prometheus::BuildCounter()
                        .Name("lockstep_release_rollbacks_total")
                        .Help("Canary rollbacks by model and reason (docs/rollouts.md)")
-                       .Register(registry)) {}
+                       .Register(registry)),
+        canarySteps_(::prometheus::BuildGauge()
+                         .Name("lockstep_release_canary_step")
+                         .Help("Canary step (index into canary.steps) of each release in prod")
+                         .Register(registry)),
+        canaryWeights_(::prometheus::BuildGauge()
+                           .Name("lockstep_release_canary_weight")
+                           .Help("Target weight (percent) of each release's current canary step")
+                           .Register(registry)) {}
+
+  void canaryStep(const std::string& ns, const std::string& release, const std::string& model,
+                  int step, int weight) override {
+    std::lock_guard<std::mutex> lock(mu_);
+    const ::prometheus::Labels labels{{"namespace", ns}, {"release", release}, {"model", model}};
+    auto& [stepGauge, weightGauge] = canary_[ns + "/" + release];
+    stepGauge = &canarySteps_.Add(labels);
+    weightGauge = &canaryWeights_.Add(labels);
+    stepGauge->Set(step);
+    weightGauge->Set(weight);
+  }
+  void forgetRelease(const std::string& ns, const std::string& release) override {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto it = canary_.find(ns + "/" + release);
+    if (it == canary_.end()) return;
+    canarySteps_.Remove(it->second.first);
+    canaryWeights_.Remove(it->second.second);
+    canary_.erase(it);
+  }
 
   void promotion(const std::string& model) override {
     promotions_.Add({{"model", model}}).Increment();
@@ -179,6 +207,10 @@ class PrometheusReleaseMetrics final : public ReleaseMetrics {
   ::prometheus::Family<::prometheus::Histogram>& durations_;
   ::prometheus::Family<::prometheus::Counter>& promotions_;
   ::prometheus::Family<::prometheus::Counter>& rollbacks_;
+  ::prometheus::Family<::prometheus::Gauge>& canarySteps_;
+  ::prometheus::Family<::prometheus::Gauge>& canaryWeights_;
+  std::mutex mu_;  // guards canary_
+  std::map<std::string, std::pair<::prometheus::Gauge*, ::prometheus::Gauge*>> canary_;
 };
 
 }  // namespace
@@ -203,7 +235,10 @@ std::shared_ptr<AnalysisQuerier> makePrometheusQuerier() {
 Result ModelReleaseReconciler::reconcile(const Request& request) {
   // Observe: caches only.
   auto release = caches_.releases.get(request.ns, request.name);
-  if (!release || kube::isBeingDeleted(*release)) return Result::done();
+  if (!release || kube::isBeingDeleted(*release)) {
+    if (metrics_) metrics_->forgetRelease(request.ns, request.name);
+    return Result::done();
+  }
   ReleaseObserved o;
   o.release = *release;
   std::string env = release->value("/spec/runtimeEnvRef/name"_json_pointer, std::string());
@@ -305,6 +340,20 @@ Result ModelReleaseReconciler::reconcile(const Request& request) {
                                   dataOf(anchor.get(), kAnchorPromotedPackage), o.now, o.nowUnix);
     if (retry > 0 && (plan.requeueAfterSeconds == 0 || retry < plan.requeueAfterSeconds))
       plan.requeueAfterSeconds = retry;
+  }
+  // The canary step of a release in its prod stage, as applied; gone once it is finished.
+  if (metrics_) {
+    const json& canary = plan.status.value("canary", json::object());
+    if (plan.prod && plan.status.value("phase", "") == kPhaseCanary && canary.contains("step")) {
+      const int step = canary.value("step", 0);
+      CanarySpec spec;
+      const bool known = !decodeCanarySpec(plan.prod->stageSpec, spec) && step >= 0 &&
+                         step < static_cast<int>(spec.steps.size());
+      metrics_->canaryStep(request.ns, request.name, model, step,
+                           known ? spec.steps[static_cast<size_t>(step)].weight : 0);
+    } else {
+      metrics_->forgetRelease(request.ns, request.name);
+    }
   }
   if (plan.requeueAfterSeconds > 0)
     return Result::after(std::chrono::seconds(plan.requeueAfterSeconds));

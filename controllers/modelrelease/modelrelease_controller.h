@@ -42,6 +42,12 @@ class ReleaseMetrics {
                            double durationSeconds) = 0;
   virtual void promotion(const std::string& model) = 0;
   virtual void rollback(const std::string& model, const std::string& reason) = 0;
+  // A release in its prod stage is at canary step `step` (index) whose target
+  // weight is `weight` percent; forgetRelease drops its series once it is
+  // finished (Promoted, RolledBack, Superseded, Failed) or deleted.
+  virtual void canaryStep(const std::string& ns, const std::string& release,
+                          const std::string& model, int step, int weight) = 0;
+  virtual void forgetRelease(const std::string& ns, const std::string& release) = 0;
 };
 
 // Takes one canary analysis measurement (Prometheus in production; a fake

@@ -3,6 +3,7 @@
 # exporter every second, for the canary-analysis tests and the demo.
 #
 #   tests/cluster/prometheus.sh up    --dir DIR [--exporter BIN] [--tls] [--owner-pid PID]
+#                                         [--target HOST:PORT]... [--target-token-file F]
 #                                                                          start both; prints env
 #   tests/cluster/prometheus.sh down  --dir DIR                            stop both, remove DIR
 #   tests/cluster/prometheus.sh rate  --dir DIR TRACK ERRORS [RPS]         set a track's error ratio
@@ -15,7 +16,12 @@
 # answers /-/ready and has scraped the exporter once (up == 1). With --tls it
 # serves https with a certificate for 127.0.0.1 from a CA made in DIR/tls.
 # With --owner-pid, a watcher runs `down` once that process has gone, so a
-# test binary that crashes leaves nothing running.
+# test binary that crashes leaves nothing running. Each --target adds an
+# http /metrics endpoint (a running lockstep-operator's metrics port) to the
+# scrape job `lockstep`; `up` then also waits until every target was scraped.
+# With --target-token-file that job scrapes https with the file's bearer token,
+# as a Prometheus bound to the chart's metrics-reader ClusterRole does (the
+# operator's metrics certificate is self-signed: insecure_skip_verify).
 #
 # The exporter is lockstep-test-exporter (tests/prometheus/test_exporter.cc):
 # --exporter, or $LOCKSTEP_TEST_EXPORTER. DIR holds prometheus.yml, data/,
@@ -29,6 +35,8 @@ dir=""
 exporter=${LOCKSTEP_TEST_EXPORTER:-}
 tls=0
 owner=""
+targets=()
+target_token=""
 args=()
 while [ $# -gt 0 ]; do
   case "$1" in
@@ -36,6 +44,8 @@ while [ $# -gt 0 ]; do
     --exporter) exporter=$2; shift 2 ;;
     --tls) tls=1; shift ;;
     --owner-pid) owner=$2; shift 2 ;;
+    --target) targets+=("$2"); shift 2 ;;
+    --target-token-file) target_token=$2; shift 2 ;;
     -*) echo "prometheus.sh: unknown flag $1" >&2; exit 2 ;;
     *) args+=("$1"); shift ;;
   esac
@@ -43,7 +53,7 @@ done
 
 log() { echo "prometheus.sh: $*" >&2; }
 die() { log "$*"; exit 1; }
-[ -n "$dir" ] || { sed -n '2,24p' "$0" | sed 's/^# \{0,1\}//' >&2; die "--dir is required"; }
+[ -n "$dir" ] || { sed -n '2,26p' "$0" | sed 's/^# \{0,1\}//' >&2; die "--dir is required"; }
 
 free_port() {
   python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1]); s.close()'
@@ -121,6 +131,18 @@ scrape_configs:
   static_configs:
   - targets: ['127.0.0.1:$EXPORTER_PORT']
 EOF
+  if [ -n "$TARGETS" ]; then
+    {
+      echo "- job_name: lockstep"
+      if [ -n "$target_token" ]; then
+        echo "  scheme: https"
+        echo "  authorization: {type: Bearer, credentials_file: '$target_token'}"
+        echo "  tls_config: {insecure_skip_verify: true}"
+      fi
+      echo "  static_configs:"
+      echo "  - targets: [$(printf "'%s'," $TARGETS | sed 's/,$//')]"
+    } >>"$dir/prometheus.yml"
+  fi
 }
 
 start_prometheus() {
@@ -131,18 +153,20 @@ start_prometheus() {
     --web.listen-address="127.0.0.1:$PROM_PORT" --log.level=warn "${web[@]}"
 }
 
-# Ready, and the exporter scraped once: up{job="lockstep-test-exporter"} is 1.
+# Ready, and every target scraped once: up is 1 for the exporter and each --target.
 wait_prometheus() {
   local body
   for _ in $(seq 1 120); do
     is_running prometheus || { tail -n 20 "$dir/logs/prometheus.log" >&2; return 1; }
     if pcurl -s --fail --max-time 2 "$(prom_url)/-/ready" >/dev/null 2>&1; then
       body=$(pcurl -s --fail --max-time 2 -G "$(prom_url)/api/v1/query" \
-        --data-urlencode 'query=up{job="lockstep-test-exporter"}' 2>/dev/null || true)
+        --data-urlencode 'query=up' 2>/dev/null || true)
       if printf '%s' "$body" | python3 -c '
 import json, sys
 r = json.load(sys.stdin)["data"]["result"]
-sys.exit(0 if len(r) == 1 and r[0]["value"][1] == "1" else 1)' 2>/dev/null; then
+want = 1 + int(sys.argv[1])
+sys.exit(0 if len(r) == want and all(s["value"][1] == "1" for s in r) else 1)' \
+        "$(echo $TARGETS | wc -w)" 2>/dev/null; then
         return 0
       fi
     fi
@@ -190,6 +214,11 @@ do_up() {
   do_down
   mkdir -p "$dir/pids" "$dir/logs"
   TLS=$tls
+  TARGETS="${targets[*]}"
+  local t
+  for t in $TARGETS; do
+    [[ "$t" =~ ^[A-Za-z0-9.-]+:[0-9]+$ ]] || die "--target must be HOST:PORT (got \"$t\")"
+  done
   if [ -n "$owner" ]; then start_watcher "$owner"; fi
   start exporter "$exporter" --listen 127.0.0.1:0 --port-file "$dir/exporter.port"
   for _ in $(seq 1 100); do [ -s "$dir/exporter.port" ] && break; sleep 0.1; done
@@ -201,7 +230,8 @@ do_up() {
   # A free port can be taken between the probe and Prometheus' bind: try another.
   for attempt in 1 2 3; do
     PROM_PORT=$(free_port)
-    printf 'TLS=%s\nPROM_PORT=%s\nEXPORTER_PORT=%s\n' "$TLS" "$PROM_PORT" "$EXPORTER_PORT" >"$dir/ports.env"
+    printf 'TLS=%s\nPROM_PORT=%s\nEXPORTER_PORT=%s\nTARGETS="%s"\n' "$TLS" "$PROM_PORT" "$EXPORTER_PORT" \
+      "$TARGETS" >"$dir/ports.env"
     start_prometheus
     if wait_prometheus; then
       log "Prometheus $(prometheus --version 2>&1 | head -n 1 | awk '{print $3}') ready, exporter scraped, in $((SECONDS - t0))s"
@@ -230,5 +260,5 @@ case "$verb" in
     is_running prometheus && exit 0
     start_prometheus
     wait_prometheus || die "Prometheus did not become ready again on port $PROM_PORT" ;;
-  *) sed -n '2,24p' "$0" | sed 's/^# \{0,1\}//'; exit 2 ;;
+  *) sed -n '2,26p' "$0" | sed 's/^# \{0,1\}//'; exit 2 ;;
 esac

@@ -1,5 +1,9 @@
 // The Helm chart: lints, renders in both certificate modes, and every object it
-// renders is accepted by the real API server (server-side dry run).
+// renders is accepted by the real API server (server-side dry run). The
+// optional ServiceMonitor and Grafana dashboard ConfigMap render only when
+// enabled, and the ServiceMonitor scrapes the port the operator serves metrics on.
+#include <yaml-cpp/yaml.h>
+
 #include <set>
 #include <string>
 
@@ -136,6 +140,214 @@ TEST(HelmChart, NetworkPolicyAdmitsOnlyTheApiServerToTheWebhookPort) {
                            "networkPolicy.apiServerPeers"),
             std::string::npos)
       << empty.err;
+  kubectl({"delete", "namespace", ns, "--wait=false"});
+}
+
+// ---- observability (docs/observability.md) -------------------------------------------------
+
+// `helm template` of the chart in namespace "lockstep-system" with `set`, as YAML documents.
+std::vector<YAML::Node> renderDocs(const std::vector<std::string>& set, CommandResult* result) {
+  std::vector<std::string> args = {"template", "lockstep", kChart, "--namespace",
+                                   "lockstep-system"};
+  for (const std::string& kv : set) {
+    args.emplace_back("--set");
+    args.push_back(kv);
+  }
+  *result = helm(args);
+  std::vector<YAML::Node> docs;
+  if (result->exitCode != 0) return docs;
+  for (const YAML::Node& d : YAML::LoadAll(result->out)) {
+    if (d.IsMap()) docs.push_back(d);
+  }
+  return docs;
+}
+
+std::vector<YAML::Node> ofKind(const std::vector<YAML::Node>& docs, const std::string& kind) {
+  std::vector<YAML::Node> out;
+  for (const YAML::Node& d : docs) {
+    if (d["kind"] && d["kind"].as<std::string>() == kind) out.push_back(d);
+  }
+  return out;
+}
+
+bool hasLabel(const YAML::Node& o, const std::string& key) {
+  return o["metadata"]["labels"] && o["metadata"]["labels"][key];
+}
+
+TEST(HelmChart, ObservabilityObjectsAreOffByDefault) {
+  CommandResult r;
+  auto docs = renderDocs({}, &r);
+  ASSERT_EQ(r.exitCode, 0) << r.err;
+  ASSERT_FALSE(docs.empty());
+  EXPECT_TRUE(ofKind(docs, "ServiceMonitor").empty());
+  for (const YAML::Node& cm : ofKind(docs, "ConfigMap"))
+    EXPECT_FALSE(hasLabel(cm, "grafana_dashboard")) << cm["metadata"]["name"];
+  EXPECT_EQ(r.out.find("monitoring.coreos.com"), std::string::npos);
+}
+
+// The ServiceMonitor selects the chart's Service and scrapes the port that
+// leads to the container port the operator's --metrics-port listens on.
+TEST(HelmChart, ServiceMonitorScrapesTheOperatorsMetricsPort) {
+  CommandResult r;
+  auto docs = renderDocs({"serviceMonitor.enabled=true", "serviceMonitor.labels.release=kps",
+                          "serviceMonitor.interval=15s", "metrics.port=9095"},
+                         &r);
+  ASSERT_EQ(r.exitCode, 0) << r.err;
+  auto monitors = ofKind(docs, "ServiceMonitor");
+  ASSERT_EQ(monitors.size(), 1u) << r.out;
+  const YAML::Node sm = monitors[0];
+  EXPECT_EQ(sm["apiVersion"].as<std::string>(), "monitoring.coreos.com/v1");
+  EXPECT_EQ(sm["metadata"]["namespace"].as<std::string>(), "lockstep-system");
+  EXPECT_EQ(sm["metadata"]["labels"]["release"].as<std::string>(), "kps");
+  ASSERT_EQ(sm["spec"]["namespaceSelector"]["matchNames"].size(), 1u);
+  EXPECT_EQ(sm["spec"]["namespaceSelector"]["matchNames"][0].as<std::string>(), "lockstep-system");
+
+  auto services = ofKind(docs, "Service");
+  ASSERT_EQ(services.size(), 1u);
+  const YAML::Node svc = services[0];
+  // Every label the ServiceMonitor selects on is on the Service, with that value.
+  const YAML::Node match = sm["spec"]["selector"]["matchLabels"];
+  ASSERT_TRUE(match && match.IsMap() && match.size() > 0) << YAML::Dump(sm);
+  for (const auto& kv : match) {
+    const std::string key = kv.first.as<std::string>();
+    ASSERT_TRUE(svc["metadata"]["labels"][key]) << "Service lacks label " << key;
+    EXPECT_EQ(svc["metadata"]["labels"][key].as<std::string>(), kv.second.as<std::string>());
+  }
+  ASSERT_EQ(sm["spec"]["endpoints"].size(), 1u);
+  const YAML::Node ep = sm["spec"]["endpoints"][0];
+  EXPECT_EQ(ep["path"].as<std::string>(), "/metrics");
+  // What the operator serves by default (metrics.secure): https, each scrape
+  // authorised by the scraper's ServiceAccount token.
+  EXPECT_EQ(ep["scheme"].as<std::string>(), "https");
+  EXPECT_EQ(ep["interval"].as<std::string>(), "15s");
+  EXPECT_TRUE(ep["tlsConfig"]["insecureSkipVerify"].as<bool>());
+  EXPECT_EQ(ep["bearerTokenFile"].as<std::string>(),
+            "/var/run/secrets/kubernetes.io/serviceaccount/token");
+  // endpoint port -> Service port (by name) -> container port (by name) -> --metrics-port.
+  std::string targetPort;
+  for (const YAML::Node& p : svc["spec"]["ports"]) {
+    if (p["name"].as<std::string>() == ep["port"].as<std::string>())
+      targetPort = p["targetPort"].as<std::string>();
+  }
+  ASSERT_FALSE(targetPort.empty()) << "the Service has no port named " << ep["port"];
+  auto deployments = ofKind(docs, "Deployment");
+  ASSERT_EQ(deployments.size(), 1u);
+  const YAML::Node container = deployments[0]["spec"]["template"]["spec"]["containers"][0];
+  int containerPort = 0;
+  for (const YAML::Node& p : container["ports"]) {
+    if (p["name"].as<std::string>() == targetPort) containerPort = p["containerPort"].as<int>();
+  }
+  EXPECT_EQ(containerPort, 9095) << "Service targetPort " << targetPort;
+  bool flag = false;
+  for (const YAML::Node& a : container["args"])
+    flag = flag || a.as<std::string>() == "--metrics-port=9095";
+  EXPECT_TRUE(flag) << YAML::Dump(container["args"]);
+}
+
+// Metrics over HTTPS with token authorisation: scheme, tlsConfig and
+// bearerTokenFile come from values; a token is never sent over http.
+TEST(HelmChart, ServiceMonitorSchemeTlsAndTokenAreValues) {
+  CommandResult r;
+  auto docs = renderDocs(
+      {"serviceMonitor.enabled=true", "serviceMonitor.scheme=https",
+       "serviceMonitor.tlsConfig.serverName=lockstep.lockstep-system.svc",
+       "serviceMonitor.tlsConfig.ca.secret.name=lockstep-metrics-ca",
+       "serviceMonitor.tlsConfig.ca.secret.key=ca.crt",
+       "serviceMonitor.bearerTokenFile=/var/run/secrets/kubernetes.io/serviceaccount/token"},
+      &r);
+  ASSERT_EQ(r.exitCode, 0) << r.err;
+  auto monitors = ofKind(docs, "ServiceMonitor");
+  ASSERT_EQ(monitors.size(), 1u);
+  const YAML::Node ep = monitors[0]["spec"]["endpoints"][0];
+  EXPECT_EQ(ep["scheme"].as<std::string>(), "https");
+  EXPECT_EQ(ep["tlsConfig"]["serverName"].as<std::string>(), "lockstep.lockstep-system.svc");
+  EXPECT_EQ(ep["tlsConfig"]["ca"]["secret"]["name"].as<std::string>(), "lockstep-metrics-ca");
+  EXPECT_EQ(ep["bearerTokenFile"].as<std::string>(),
+            "/var/run/secrets/kubernetes.io/serviceaccount/token");
+
+  // metrics.secure=false: plain http, no token, no TLS settings.
+  docs = renderDocs({"serviceMonitor.enabled=true", "metrics.secure=false"}, &r);
+  ASSERT_EQ(r.exitCode, 0) << r.err;
+  monitors = ofKind(docs, "ServiceMonitor");
+  ASSERT_EQ(monitors.size(), 1u);
+  const YAML::Node plain = monitors[0]["spec"]["endpoints"][0];
+  EXPECT_EQ(plain["scheme"].as<std::string>(), "http");
+  EXPECT_FALSE(plain["tlsConfig"]);
+  EXPECT_FALSE(plain["bearerTokenFile"]);
+  // A scheme the operator does not serve is refused.
+  renderDocs({"serviceMonitor.enabled=true", "serviceMonitor.scheme=http"}, &r);
+  EXPECT_NE(r.exitCode, 0);
+  EXPECT_NE(r.err.find("serviceMonitor.scheme http does not match what the operator serves"),
+            std::string::npos)
+      << r.err;
+
+  renderDocs({"serviceMonitor.enabled=true", "serviceMonitor.scheme=ftp"}, &r);
+  EXPECT_NE(r.exitCode, 0);
+  EXPECT_NE(r.err.find("serviceMonitor.scheme must be http or https (got \"ftp\")"),
+            std::string::npos)
+      << r.err;
+  renderDocs({"serviceMonitor.enabled=true", "metrics.secure=false",
+              "serviceMonitor.bearerTokenFile=/token"},
+             &r);
+  EXPECT_NE(r.exitCode, 0);
+  EXPECT_NE(r.err.find("serviceMonitor.bearerTokenFile needs serviceMonitor.scheme https"),
+            std::string::npos)
+      << r.err;
+  renderDocs({"serviceMonitor.enabled=true", "metrics.secure=false",
+              "serviceMonitor.tlsConfig.serverName=x"},
+             &r);
+  EXPECT_NE(r.exitCode, 0);
+  EXPECT_NE(r.err.find("serviceMonitor.tlsConfig is set but serviceMonitor.scheme is not https"),
+            std::string::npos)
+      << r.err;
+}
+
+// The dashboard ConfigMap carries the sidecar label and the dashboard JSON of
+// helm/lockstep/dashboards/lockstep.json unchanged; the API server accepts it.
+TEST(HelmChart, DashboardConfigMapCarriesValidDashboardJson) {
+  CommandResult r;
+  auto docs = renderDocs(
+      {"grafanaDashboard.enabled=true", "grafanaDashboard.annotations.grafana_folder=Lockstep"},
+      &r);
+  ASSERT_EQ(r.exitCode, 0) << r.err;
+  std::vector<YAML::Node> dashboards;
+  for (const YAML::Node& cm : ofKind(docs, "ConfigMap")) {
+    if (hasLabel(cm, "grafana_dashboard")) dashboards.push_back(cm);
+  }
+  ASSERT_EQ(dashboards.size(), 1u) << r.out;
+  const YAML::Node cm = dashboards[0];
+  EXPECT_EQ(cm["metadata"]["labels"]["grafana_dashboard"].as<std::string>(), "1");
+  EXPECT_EQ(cm["metadata"]["annotations"]["grafana_folder"].as<std::string>(), "Lockstep");
+  ASSERT_TRUE(cm["data"]["lockstep.json"]);
+  auto rendered =
+      nlohmann::json::parse(cm["data"]["lockstep.json"].as<std::string>(), nullptr, false);
+  ASSERT_FALSE(rendered.is_discarded()) << "the dashboard in the ConfigMap is not valid JSON";
+  auto source =
+      nlohmann::json::parse(readFile(kChart + "/dashboards/lockstep.json"), nullptr, false);
+  ASSERT_FALSE(source.is_discarded()) << "helm/lockstep/dashboards/lockstep.json is not valid JSON";
+  EXPECT_EQ(rendered, source);
+  // A Grafana dashboard: a uid, unique panel ids, and a Prometheus query on every panel.
+  EXPECT_FALSE(rendered.value("uid", "").empty());
+  std::set<int> ids;
+  int queries = 0;
+  for (const auto& p : rendered.at("panels")) {
+    EXPECT_TRUE(ids.insert(p.at("id").get<int>()).second) << "duplicate panel id " << p["id"];
+    if (p.value("type", "") == "row") continue;
+    ASSERT_TRUE(p.contains("targets") && !p["targets"].empty()) << p.value("title", "");
+    for (const auto& t : p["targets"]) {
+      EXPECT_FALSE(t.value("expr", "").empty()) << p.value("title", "");
+      ++queries;
+    }
+  }
+  EXPECT_GT(queries, 0);
+  // The real API server takes the rendered ConfigMap (size, label syntax).
+  std::string ns = uniqueName("dash");
+  ASSERT_EQ(kubectl({"create", "namespace", ns}).exitCode, 0);
+  auto manifest = helm({"template", "lockstep", kChart, "--namespace", ns, "--show-only",
+                        "templates/dashboard.yaml", "--set", "grafanaDashboard.enabled=true"});
+  ASSERT_EQ(manifest.exitCode, 0) << manifest.err;
+  auto applied = kubectl({"apply", "--dry-run=server", "-n", ns, "-f", "-"}, manifest.out);
+  EXPECT_EQ(applied.exitCode, 0) << applied.err;
   kubectl({"delete", "namespace", ns, "--wait=false"});
 }
 

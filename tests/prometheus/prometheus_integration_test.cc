@@ -220,7 +220,7 @@ class PrometheusTlsTest : public ::testing::Test {
  protected:
   void SetUp() override {
     std::string error;
-    world_ = PrometheusWorld::start({.tls = true}, error);
+    world_ = PrometheusWorld::start({.tls = true, .scrapeTargets = {}}, error);
     ASSERT_NE(world_, nullptr) << error;
     ASSERT_EQ(world_->url().rfind("https://", 0), 0u) << world_->url();
   }

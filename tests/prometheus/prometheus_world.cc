@@ -3,7 +3,9 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <cstdio>
 #include <cstdlib>
+#include <fstream>
 #include <iostream>
 #include <sstream>
 
@@ -72,6 +74,16 @@ std::unique_ptr<PrometheusWorld> PrometheusWorld::start(const Options& options,
   std::vector<std::string> args{"up", "--exporter", LOCKSTEP_TEST_EXPORTER_BIN, "--owner-pid",
                                 std::to_string(getpid())};
   if (options.tls) args.emplace_back("--tls");
+  for (const std::string& target : options.scrapeTargets) {
+    args.emplace_back("--target");
+    args.push_back(target);
+  }
+  if (!options.scrapeToken.empty()) {
+    const std::string tokenFile = w->dir_ + "-scrape.token";
+    std::ofstream(tokenFile) << options.scrapeToken;
+    args.emplace_back("--target-token-file");
+    args.push_back(tokenFile);
+  }
   std::string out;
   if (!w->script(args, &out)) {
     error = "tests/cluster/prometheus.sh up failed (its log is above):\n" + out;
@@ -95,7 +107,10 @@ std::unique_ptr<PrometheusWorld> PrometheusWorld::start(const Options& options,
 }
 
 PrometheusWorld::~PrometheusWorld() {
-  if (!dir_.empty()) (void)script({"down"});
+  if (!dir_.empty()) {
+    (void)script({"down"});
+    std::remove((dir_ + "-scrape.token").c_str());
+  }
 }
 
 bool PrometheusWorld::setRate(const std::string& track, double errors, double rps) {

@@ -15,6 +15,12 @@ class PrometheusWorld {
  public:
   struct Options {
     bool tls = false;  // https with a certificate for 127.0.0.1 from a test CA (caFile())
+    // Extra http /metrics endpoints ("127.0.0.1:PORT", e.g. a running operator's
+    // metrics port) scraped as job "lockstep"; start() waits for their first scrape.
+    std::vector<std::string> scrapeTargets;
+    // Non-empty: those targets are scraped over https with this bearer token
+    // (the operator's metrics endpoint authorises each scrape).
+    std::string scrapeToken;
   };
 
   // Starts both processes and waits for readiness and the first scrape.
