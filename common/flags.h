@@ -25,7 +25,7 @@ struct FlagSpec {
   std::string defaultValue;
   std::string help;
   FlagType type = FlagType::kString;
-  std::vector<std::string> choices;  // kChoice: the allowed values
+  std::vector<std::string> choices = {};  // kChoice: the allowed values
 };
 
 class Flags {

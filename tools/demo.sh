@@ -7,7 +7,15 @@
 #      runs lockstep-operator as the chart's ServiceAccount,
 #   4. applies a RuntimeEnv whose lock is in a ConfigMap, shows its closure
 #      hash next to the CLI's, and shows admission admitting a matching pod and
-#      denying a mismatched one.
+#      denying a mismatched one,
+#   5. starts a real Prometheus scraping a simulated model server, promotes a
+#      ModelRelease through eval, ci and three analysed canary steps, rolls a
+#      second release back automatically on a bad canary error ratio, and
+#      prints the model's history (examples/demo/release.yaml.in).
+#
+# Re-runnable: with the cluster still up, a second run replaces the webhook
+# configuration, restarts the operator and Prometheus, and starts the model
+# over (its releases and prod objects are deleted first).
 #
 #   tools/demo.sh          run the demo; the cluster and operator stay up
 #   tools/demo.sh down     stop the operator and the cluster
@@ -22,6 +30,7 @@ opns=lockstep-system
 
 if [ "${1:-}" = down ]; then
   [ -f "$dir/operator.pid" ] && kill "$(cat "$dir/operator.pid")" 2>/dev/null || true
+  tests/cluster/prometheus.sh down --dir "$dir/prometheus" 2>/dev/null || true
   exec tests/cluster/cluster.sh down --dir "$dir"
 fi
 
@@ -30,7 +39,7 @@ say() { printf '\n\033[1m== %s\033[0m\n' "$*"; }
 say "packages and build"
 tools/install-deps.sh
 cmake -S . -B "$build" -G Ninja -DCMAKE_CXX_COMPILER_LAUNCHER=ccache >/dev/null
-cmake --build "$build" -j "${LOCKSTEP_JOBS:-2}" --target lockstep-operator lockstep
+cmake --build "$build" -j "${LOCKSTEP_JOBS:-2}" --target lockstep-operator lockstep lockstep-test-exporter
 
 say "local cluster"
 eval "$(tests/cluster/cluster.sh up --dir "$dir")"
@@ -106,7 +115,53 @@ say "admission: a pod on another image is refused"
 k -n ml run impostor --image=registry.example/runtimes/torch:2.5 --restart=Never \
   --labels=lockstep.dev/runtime-env=torch-2-5-cu124 --annotations=lockstep.dev/closure-hash="$hash" || true
 
+say "Prometheus scraping a simulated model server (the canary's error ratio)"
+tests/cluster/prometheus.sh up --dir "$dir/prometheus" \
+  --exporter "$build/tests/prometheus/lockstep-test-exporter" >"$dir/prometheus.env"
+. "$dir/prometheus.env"
+echo "Prometheus: $LOCKSTEP_PROMETHEUS_URL"
+lockstep() { "$build/cmd/lockstep/lockstep" "$@" --kubeconfig "$LOCKSTEP_KUBECONFIG"; }
+# A re-run starts the model over: its releases, then its prod objects.
+k -n ml delete modelreleases --all --wait=true >/dev/null
+if k -n ml get configmap lockstep-model-gpt2-small >/dev/null 2>&1; then
+  lockstep model delete gpt2-small --yes -n ml
+  for _ in $(seq 1 120); do
+    [ -z "$(k -n ml get deployments,pods -l lockstep.dev/model=gpt2-small -o name)" ] && break
+    sleep 0.5
+  done
+fi
+release() { # NAME DIGEST-SUFFIX: apply examples/demo/release.yaml.in filled in
+  sed -e "s|@NAME@|$1|" -e "s|@DIGEST@|sha256:$(printf 'ab12%060d' "$2")|" \
+    -e "s|@HASH@|$hash|" -e "s|@PROMETHEUS@|$LOCKSTEP_PROMETHEUS_URL|" \
+    examples/demo/release.yaml.in | k apply -f -
+}
+prodPods() {
+  k -n ml get pods -l lockstep.dev/model=gpt2-small \
+    -L lockstep.dev/track,lockstep.dev/release --sort-by=.metadata.name
+}
+
+say "promotion: gpt2-small-v1 passes eval and ci, then three analysed canary steps"
+tests/cluster/prometheus.sh rate --dir "$dir/prometheus" canary 0 >/dev/null
+release gpt2-small-v1 1
+k -n ml wait --for=condition=Ready mr/gpt2-small-v1 --timeout=5m >/dev/null
+k -n ml get mr gpt2-small-v1
+prodPods
+
+say "automatic rollback: gpt2-small-v2's canary serves 30% errors"
+tests/cluster/prometheus.sh rate --dir "$dir/prometheus" canary 0.3 >/dev/null
+release gpt2-small-v2 2
+k -n ml wait --for=jsonpath='{.status.phase}'=RolledBack mr/gpt2-small-v2 --timeout=5m >/dev/null
+k -n ml get mr
+k -n ml get mr gpt2-small-v2 -o jsonpath='{.status.canary.reason}: {.status.canary.message}{"\n"}'
+k -n ml get events --field-selector involvedObject.name=gpt2-small-v2,type=Warning
+echo "prod still runs v1 on every pod:"
+prodPods
+tests/cluster/prometheus.sh rate --dir "$dir/prometheus" canary 0 >/dev/null
+
+say "lockstep model history gpt2-small"
+lockstep model history gpt2-small -n ml
+
 echo
-echo "The cluster and operator stay up. Use them with:"
+echo "The cluster, operator and Prometheus stay up. Use them with:"
 echo "  export KUBECONFIG=$LOCKSTEP_KUBECONFIG PATH=$LOCKSTEP_TOOLS_BIN:\$PATH"
 echo "Stop with: tools/demo.sh down"

@@ -578,9 +578,24 @@ struct Planner {
         o.canary.specReplicas > 0) {
       // Drain: stable back to full Ready before the canary gives up its GPUs.
       plan.replicas = {o.canary.specReplicas, stableTarget};
+      plan.requeueAfterSeconds = kPodPollSeconds;
+      if (o.stablePendingUnschedulable > 0 && o.podsTerminating == 0 &&
+          o.stable.specReplicas >= stableTarget) {
+        // The scheduler found no room for a stable pod (the cluster is full:
+        // the GPUs stable gave up are the canary's now). Waiting would leave a
+        // failed canary serving; trade one canary pod for one stable pod, the
+        // drain rule run backwards (N-1 pods serve while the trade happens).
+        // The next trade waits until no pod of the model is terminating.
+        plan.replicas.canary = o.canary.specReplicas - 1;
+        plan.message += "; " + std::to_string(o.stablePendingUnschedulable) +
+                        " stable pod(s) unschedulable: removing one canary pod so stable can "
+                        "take its GPU (" +
+                        std::to_string(o.stable.readyReplicas) + "/" +
+                        std::to_string(stableTarget) + " stable Ready)";
+        return;
+      }
       plan.message += "; waiting for " + std::to_string(stableTarget) + " Ready stable pods (" +
                       std::to_string(o.stable.readyReplicas) + " now) before removing the canary";
-      plan.requeueAfterSeconds = kPodPollSeconds;
       return;
     }
     plan.replicas = {0, stableTarget};

@@ -452,19 +452,28 @@ std::optional<Result> ModelReleaseReconciler::runProdStage(const Request& reques
   co.stable.specReplicas = specReplicas(stableDep.get());
   co.stable.readyReplicas =
       co.stableRelease.empty() ? 0 : countReadyPods(pods, kTrackStable, co.stableRelease);
+  auto unschedulable = [](const json& p) {
+    if (p.contains("/metadata/deletionTimestamp"_json_pointer) ||
+        p.value("/status/phase"_json_pointer, std::string()) != "Pending")
+      return false;
+    for (const json& c : p.value("/status/conditions"_json_pointer, json::array())) {
+      if (c.value("type", "") == "PodScheduled" && c.value("status", "") == "False") return true;
+    }
+    return false;
+  };
   for (const json& p : pods) {
-    if (p.value("/metadata/labels/lockstep.dev~1track"_json_pointer, std::string()) !=
-            kTrackCanary ||
-        p.value("/metadata/labels/lockstep.dev~1release"_json_pointer, std::string()) != name)
-      continue;
+    if (p.contains("/metadata/deletionTimestamp"_json_pointer)) ++co.podsTerminating;
+    const std::string track =
+        p.value("/metadata/labels/lockstep.dev~1track"_json_pointer, std::string());
+    const std::string of =
+        p.value("/metadata/labels/lockstep.dev~1release"_json_pointer, std::string());
+    if (track == kTrackStable && !co.stableRelease.empty() && of == co.stableRelease &&
+        unschedulable(p))
+      ++co.stablePendingUnschedulable;
+    if (track != kTrackCanary || of != name) continue;
     for (const json& cs : p.value("/status/containerStatuses"_json_pointer, json::array()))
       co.canaryRestarts += cs.value("restartCount", 0);
-    if (p.value("/status/phase"_json_pointer, std::string()) == "Pending") {
-      for (const json& c : p.value("/status/conditions"_json_pointer, json::array())) {
-        if (c.value("type", "") == "PodScheduled" && c.value("status", "") == "False")
-          ++co.canaryPendingUnschedulable;
-      }
-    }
+    if (unschedulable(p)) ++co.canaryPendingUnschedulable;
   }
   if (templateRelease(canaryDep.get()) == name)
     co.admissionRefusals = replicaFailures(canaryDep.get());

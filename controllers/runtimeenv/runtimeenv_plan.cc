@@ -125,7 +125,6 @@ RuntimeEnvPlan planRuntimeEnv(const RuntimeEnvObserved& o, const std::string& no
   RuntimeEnvPlan plan;
   const RuntimeEnv rte = decodeRuntimeEnv(*o.runtimeEnv);
   const int64_t generation = rte.meta.generation;
-  const std::string& name = rte.meta.name;
   const json& oldStatus = decode::object(*o.runtimeEnv, "status");
   json status = oldStatus;
   status["observedGeneration"] = generation;

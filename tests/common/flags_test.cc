@@ -100,7 +100,7 @@ TEST(ParseDuration, Units) {
   EXPECT_EQ(*parseDuration("0s"), std::chrono::milliseconds(0));
   // Units finer than the millisecond (Go's ns, us) and coarser than the hour are refused
   // with the unit and the ones accepted, never truncated to zero.
-  for (const std::string& unit : {"ns", "us", "d", "S", "sec"}) {
+  for (const std::string unit : {"ns", "us", "d", "S", "sec"}) {
     auto d = parseDuration("500" + unit);
     ASSERT_FALSE(d.isOk()) << unit;
     EXPECT_NE(d.status().message().find("unit \"" + unit + "\" (want ms, s, m, h)"),

@@ -63,7 +63,7 @@ class MetricsServer final : public runtime::Runnable {
 
  private:
   struct NoCaBundle final : CaBundlePatcher {
-    Status patchCaBundle(const std::string&) override { return Status::ok(); }
+    StatusOr<bool> patchCaBundle(const std::string&) override { return false; }
   };
 
   MetricsServerOptions options_;

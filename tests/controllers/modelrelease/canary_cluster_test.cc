@@ -60,7 +60,9 @@ class CanaryClusterTest : public ::testing::Test {
     OperatorProcess::uninstallWebhooks();
   }
   void SetUp() override {
-    if (!op_->running()) ASSERT_EQ(op_->start(), "");
+    if (!op_->running()) {
+      ASSERT_EQ(op_->start(), "");
+    }
     std::string error;
     prom_ = PrometheusWorld::start({}, error);
     ASSERT_NE(prom_, nullptr) << error;
@@ -536,6 +538,29 @@ TEST_F(CanaryClusterTest, ScarceGpusSurgeWaitsThenAbortsDrainProceeds) {
     return r["stable/g3"] == 2 && r.size() == 1;
   })) << json(readyPods()).dump();
   for (const std::string node : {"gpu-0", "gpu-1"}) EXPECT_LE(gpusInUse(node), 8) << node;
+
+  // Drain rollback on a full cluster: g4's canary fails its analysis after
+  // stable gave its GPU to the canary pod. The rollback grows stable back, the
+  // new stable pod is unschedulable (no GPU anywhere), so the canary gives its
+  // pod back and stable takes that GPU, instead of waiting forever with a
+  // failed canary serving.
+  ASSERT_TRUE(prom_->setRate("canary", 0.5));
+  json failing = analysedStep(50, 2);
+  ASSERT_EQ(
+      createRelease("g4", package('d'), json::array({gpuStage(json::array({failing}), "drain")}))
+          .exitCode,
+      0);
+  ASSERT_TRUE(eventually([&] { return readyPods()["canary/g4"] == 1; }, std::chrono::seconds(90)))
+      << json(readyPods()).dump() << get("mr", "g4")["status"].dump(2);
+  json g4 = waitPhase("g4", "RolledBack", std::chrono::seconds(150));
+  EXPECT_EQ(g4.value("/status/canary/reason"_json_pointer, std::string()), "AnalysisFailed")
+      << g4["status"].dump(2);
+  EXPECT_EQ(stableRelease(), "g3");
+  EXPECT_TRUE(eventually([&] {
+    auto r = readyPods();
+    return r["stable/g3"] == 2 && r.size() == 1;
+  })) << json(readyPods()).dump();
+  for (const std::string node : {"gpu-0", "gpu-1"}) EXPECT_EQ(gpusInUse(node), 8) << node;
   EXPECT_EQ(kubectl({"delete", "namespace", fill, "--timeout=120s"}).exitCode, 0);
 }
 

@@ -679,6 +679,41 @@ TEST(CanaryPlan, DrainRollbackRestoresStableBeforeRemovingTheCanary) {
   EXPECT_EQ(p3.replicas.stable, 4);
 }
 
+// A full cluster: the stable pods the rollback asks for are unschedulable
+// (their GPUs are the canary's), so the canary gives back one pod at a time
+// instead of waiting forever with a failed canary serving.
+TEST(CanaryPlan, DrainRollbackOnAFullClusterTradesOneCanaryPodAtATime) {
+  auto spec = specOf({{"capacity", "drain"}, {"steps", json::array({{{"weight", 50}}})}});
+  auto p0 = planCanary(observed(spec));
+  auto o = atWeight(after(observed(spec), p0, kT0 + 10), 50);  // canary 2, stable 2
+  o.abortBy = "bob";
+  auto p = planCanary(o);
+  auto o2 = after(o, p, kT0 + 20);
+  o2.stable = {4, 2};
+  o2.stablePendingUnschedulable = 2;
+  auto p2 = planCanary(o2);
+  EXPECT_EQ(p2.action, CanaryAction::kRollingBack);
+  EXPECT_EQ(p2.replicas.canary, 1) << "one canary pod at a time";
+  EXPECT_EQ(p2.replicas.stable, 4);
+  EXPECT_NE(p2.message.find("2 stable pod(s) unschedulable: removing one canary pod"),
+            std::string::npos)
+      << p2.message;
+  // The canary pod is still terminating (it holds the GPU): no second trade yet.
+  auto o25 = after(o2, p2, kT0 + 25);
+  o25.canary = {1, 1};
+  o25.podsTerminating = 1;
+  EXPECT_EQ(planCanary(o25).replicas.canary, 1);
+  // Stable took that GPU; one stable pod is still unschedulable: one more.
+  auto o3 = after(o2, p2, kT0 + 30);
+  o3.canary = {1, 1};
+  o3.stable = {4, 3};
+  o3.stablePendingUnschedulable = 1;
+  EXPECT_EQ(planCanary(o3).replicas.canary, 0);
+  // Pending but not (yet) found unschedulable: wait, keep the canary.
+  o3.stablePendingUnschedulable = 0;
+  EXPECT_EQ(planCanary(o3).replicas.canary, 1);
+}
+
 TEST(CanaryPlan, AnalysisAsksForMeasurementsAndRecordsThem) {
   auto spec = specOf({{"analysis", promAnalysis(2)}, {"steps", json::array({{{"weight", 50}}})}});
   auto p0 = planCanary(observed(spec));

@@ -53,7 +53,9 @@ class ModelReleaseControllerTest : public ::testing::Test {
     OperatorProcess::uninstallWebhooks();
   }
   void SetUp() override {
-    if (!op_->running()) ASSERT_EQ(op_->start(), "");
+    if (!op_->running()) {
+      ASSERT_EQ(op_->start(), "");
+    }
     ns_ = uniqueName("mr");
     ASSERT_EQ(kubectl({"create", "namespace", ns_}).exitCode, 0);
     ASSERT_EQ(kubectl({"label", "namespace", ns_, "lockstep.dev/enforce=enforce"}).exitCode, 0);

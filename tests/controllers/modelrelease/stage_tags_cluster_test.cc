@@ -65,7 +65,9 @@ class StageTagsClusterTest : public ::testing::Test {
     registry_ = nullptr;
   }
   void SetUp() override {
-    if (!op_->running()) ASSERT_EQ(op_->start({"--registry-ca-file=" + registry_->caFile()}), "");
+    if (!op_->running()) {
+      ASSERT_EQ(op_->start({"--registry-ca-file=" + registry_->caFile()}), "");
+    }
     std::string error;
     prom_ = PrometheusWorld::start({}, error);
     ASSERT_NE(prom_, nullptr) << error;
@@ -200,7 +202,9 @@ TEST_F(StageTagsClusterTest, StagesTagThePackageAndARollbackLeavesProdOnThePromo
   json v2 = waitTagged("v2", "Promoted", {{"eval", d2}, {"ci", d2}, {"prod", d2}});
   EXPECT_EQ(tagDigest("prod"), d2);
   for (const json& e : v2["status"]["registryTags"]) {
-    if (e["tag"] == "prod") EXPECT_EQ(e.value("previousDigest", ""), d1) << e.dump();
+    if (e["tag"] == "prod") {
+      EXPECT_EQ(e.value("previousDigest", ""), d1) << e.dump();
+    }
   }
 
   // v3 passes its gates (eval, ci move to v3) but its canary serves errors.
@@ -247,7 +251,9 @@ TEST_F(StageTagsClusterTest, RollbackMovesProdBackToTheKnownGoodPackage) {
   json bad = waitTagged("bad", "RolledBack", {{"prod", d1}});
   EXPECT_EQ(tagDigest("prod"), d1);
   for (const json& e : bad["status"]["registryTags"]) {
-    if (e["tag"] == "prod") EXPECT_EQ(e.value("previousDigest", ""), d2) << e.dump();
+    if (e["tag"] == "prod") {
+      EXPECT_EQ(e.value("previousDigest", ""), d2) << e.dump();
+    }
   }
   json events = kubectlJson({"get", "events", "-n", ns_, "--field-selector",
                              "involvedObject.name=bad,reason=RegistryTagged"});
