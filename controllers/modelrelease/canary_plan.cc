@@ -400,7 +400,7 @@ namespace {
 int64_t quantity(const json& q) {
   if (q.is_number_integer()) return std::max<int64_t>(0, q.get<int64_t>());
   if (!q.is_string()) return 0;
-  const std::string& t = q.get_ref<const std::string&>();
+  const auto& t = q.get_ref<const std::string&>();
   if (t.empty() || t.size() > 12) return 0;
   int64_t n = 0;
   for (char c : t) {

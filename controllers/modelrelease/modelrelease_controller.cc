@@ -261,6 +261,13 @@ Result ModelReleaseReconciler::reconcile(const Request& request) {
     o.promotedRelease = dataOf(anchor.get(), kAnchorPromoted);
     o.canaryRelease = dataOf(anchor.get(), kAnchorCanary);
     o.modelRevision = anchor ? revisionOf(anchor.get()) : std::string();
+    // The last manual rollback to this release, as the anchor recorded it (a
+    // status write lost after the anchor moved is re-derived from it).
+    json history = json::parse(dataOf(anchor.get(), kAnchorHistory), nullptr, false);
+    if (history.is_array() && !history.empty() && history.back().is_object() &&
+        history.back().value("action", "") == "Rollback" &&
+        history.back().value("release", "") == request.name)
+      o.rollbackFrom = history.back().value("from", "");
   }
 
   // Plan: pure.
@@ -329,7 +336,6 @@ Result ModelReleaseReconciler::reconcile(const Request& request) {
       if (after != before && after == "RollingBack")
         metrics_->rollback(model, canary.value("reason", ""));
       if (after != before && after == "Promoted") metrics_->promotion(model);
-      if (plan.modelRollback) metrics_->rollback(model, kReasonManualRollback);
     }
   }
   if (options_.stageTagger && !model.empty()) {
@@ -516,7 +522,11 @@ std::optional<Result> ModelReleaseReconciler::runProdStage(const Request& reques
   // install only in the watched ones (other tenants' pods are then not seen;
   // docs/rollouts.md "GPU capacity").
   const int64_t gpusPerPod = podGpuRequest(spec.podTemplate.value("spec", json::object()));
-  if (gpusPerPod > 0 && cp.replicas.canary > co.canary.specReplicas && !co.gpu) {
+  // Also when the plan gives up on the step's deadline: with the capacity
+  // known, a step that never got its GPUs says InsufficientGPUCapacity.
+  const bool addsPods = cp.replicas.canary > co.canary.specReplicas;
+  const bool deadlineHit = cp.rollbackReason == kReasonProgressDeadlineExceeded;
+  if (gpusPerPod > 0 && (addsPods || deadlineHit) && !co.gpu) {
     std::string minDriver;
     if (auto rte = caches_.runtimeEnvs.get(
             ns, release.value("/spec/runtimeEnvRef/name"_json_pointer, std::string())))
@@ -706,6 +716,10 @@ std::optional<Result> ModelReleaseReconciler::runModelRollback(const Request& re
   data[kAnchorHistory] = history.dump();
   auto u = client_->update(kube::resources::kConfigMaps, updated);
   if (!u.isOk()) return Result::failed(u.status().withContext("recording the rollback"));
+  // Counted at the anchor write (guarded by its resourceVersion, so once per
+  // rollback), not at the status write, which may conflict and be re-planned
+  // from an anchor that already moved.
+  if (metrics_) metrics_->rollback(model, kReasonManualRollback);
   return std::nullopt;
 }
 

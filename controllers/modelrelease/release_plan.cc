@@ -368,6 +368,17 @@ struct Summary {
   std::string stalledReason, stalledMessage;  // empty: not stalled
 };
 
+// The revision before `revision` ("" when there is none or it is not a number).
+std::string previousRevision(const std::string& revision) {
+  if (revision.empty() || revision.size() > 18) return "";
+  int64_t n = 0;
+  for (char c : revision) {
+    if (c < '0' || c > '9') return "";
+    n = n * 10 + (c - '0');
+  }
+  return n > 0 ? std::to_string(n - 1) : "";
+}
+
 }  // namespace
 
 std::optional<int64_t> parseStageDuration(const std::string& text) {
@@ -526,6 +537,21 @@ ReleasePlan planRelease(const ReleaseObserved& o) {
         }
         status["rollback"] = refused;
       } else {
+        if (by.empty() && rollback.empty() && !o.rollbackFrom.empty()) {
+          // The rollback ran (the anchor moved to this release) but its status
+          // write was lost: re-derive the record from the anchor and the request.
+          const std::string spent = previousRevision(o.modelRevision);
+          const std::string requester =
+              spent.empty() ? std::string()
+                            : annotation(o.release, std::string(kRollbackAnnotationPrefix) + spent);
+          if (!requester.empty()) {
+            rollback = {{"from", o.rollbackFrom},
+                        {"requestedBy", requester},
+                        {"revision", spent},
+                        {"at", o.now}};
+            status["rollback"] = rollback;
+          }
+        }
         if (!by.empty()) {
           plan.modelRollback = ModelRollbackRequest{from, by, o.modelRevision};
           rollback = {

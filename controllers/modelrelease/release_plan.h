@@ -38,6 +38,8 @@ struct ReleaseObserved {
   std::string promotedRelease;
   std::string canaryRelease;
   std::string modelRevision;  // the anchor's `revision` ("0" when it has none yet)
+  // The anchor history's last entry is a Rollback to this release: from where.
+  std::string rollbackFrom;
 };
 
 // The release reached its prod (serving) stage: the shell observes the

@@ -119,7 +119,14 @@ void Controller::processOne(const std::string& key) {
     queue_.forget(key);
   } else if (!result.error.isOk()) {
     label = "error";
-    spdlog::error("controller {}: reconcile {} failed: {}", name_, key, result.error.toString());
+    if (result.error.code() == Code::kConflict) {
+      // A write planned from a cache that had not seen the latest version (often
+      // this controller's own previous write): expected, re-planned at once.
+      spdlog::debug("controller {}: reconcile {} re-queued: {}", name_, key,
+                    result.error.toString());
+    } else {
+      spdlog::error("controller {}: reconcile {} failed: {}", name_, key, result.error.toString());
+    }
     queue_.addRateLimited(key);
   } else if (result.requeueAfter > Clock::Duration::zero()) {
     label = "requeue_after";

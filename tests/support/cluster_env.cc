@@ -174,6 +174,22 @@ nlohmann::json kubectlJson(const std::vector<std::string>& args) {
   return nlohmann::json::parse(r.out, nullptr, false);
 }
 
+std::string conditionField(const nlohmann::json& object, const std::string& type,
+                           const char* field) {
+  if (!object.is_object()) return "";
+  auto status = object.find("status");
+  if (status == object.end() || !status->is_object()) return "";
+  auto conditions = status->find("conditions");
+  if (conditions == status->end() || !conditions->is_array()) return "";
+  for (const nlohmann::json& c : *conditions) {
+    if (c.is_object() && c.value("type", "") == type) {
+      auto v = c.find(field);
+      return v != c.end() && v->is_string() ? v->get<std::string>() : "";
+    }
+  }
+  return "";
+}
+
 bool eventually(const std::function<bool()>& probe, std::chrono::milliseconds timeout) {
   auto deadline = std::chrono::steady_clock::now() + timeout;
   while (std::chrono::steady_clock::now() < deadline) {

@@ -37,6 +37,11 @@ CommandResult clusterScript(const std::vector<std::string>& args);
 
 // kubectl ARGS -o json, parsed; a discarded (null) value when kubectl fails.
 nlohmann::json kubectlJson(const std::vector<std::string>& args);
+// A field ("status", "reason", "message") of the condition `type` in an
+// object's status.conditions; "" when the object, its status or the condition
+// is missing (never indexes a const object that lacks the key).
+std::string conditionField(const nlohmann::json& object, const std::string& type,
+                           const char* field = "status");
 
 // Polls `probe` every 250 ms until it returns true or `timeout` passes.
 // (Integration tests only: they wait on a real cluster. Unit tests never sleep.)

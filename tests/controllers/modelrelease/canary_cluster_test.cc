@@ -130,10 +130,7 @@ class CanaryClusterTest : public ::testing::Test {
 
   static std::string condition(const json& mr, const std::string& type,
                                const char* field = "status") {
-    for (const json& c : mr["status"]["conditions"]) {
-      if (c["type"] == type) return c.value(field, "");
-    }
-    return "";
+    return conditionField(mr, type, field);
   }
 
   // Ready serving pods per (track, release) of the model.
@@ -452,6 +449,8 @@ int gpusInUse(const std::string& node) {
 // clear condition, then aborts with InsufficientGPUCapacity (stable untouched);
 // a `drain` canary proceeds by scaling stable down first and is promoted.
 TEST_F(CanaryClusterTest, ScarceGpusSurgeWaitsThenAbortsDrainProceeds) {
+  // Only g4 (at the end) has an analysis: it must fail.
+  ASSERT_TRUE(prom_->setRate("canary", 0.5));
   // CUDA 12.8 needs driver 570.26: gpu-0 and gpu-1 are compatible, gpu-old-0 is not.
   json accel = {{"spec", {{"accelerator", {{"cuda", "12.8"}}}}}};
   ASSERT_EQ(
@@ -543,8 +542,8 @@ TEST_F(CanaryClusterTest, ScarceGpusSurgeWaitsThenAbortsDrainProceeds) {
   // stable gave its GPU to the canary pod. The rollback grows stable back, the
   // new stable pod is unschedulable (no GPU anywhere), so the canary gives its
   // pod back and stable takes that GPU, instead of waiting forever with a
-  // failed canary serving.
-  ASSERT_TRUE(prom_->setRate("canary", 0.5));
+  // failed canary serving. (The canary track serves 50 % errors since the
+  // start of the test, so the [5s] rate window is full when g4 is measured.)
   json failing = analysedStep(50, 2);
   ASSERT_EQ(
       createRelease("g4", package('d'), json::array({gpuStage(json::array({failing}), "drain")}))

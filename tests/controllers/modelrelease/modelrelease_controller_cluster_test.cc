@@ -115,10 +115,7 @@ class ModelReleaseControllerTest : public ::testing::Test {
 
   static std::string condition(const json& mr, const std::string& type,
                                const char* field = "status") {
-    for (const json& c : mr["status"]["conditions"]) {
-      if (c["type"] == type) return c.value(field, "");
-    }
-    return "";
+    return conditionField(mr, type, field);
   }
 
   json jobs(const std::string& release) {

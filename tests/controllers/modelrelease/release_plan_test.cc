@@ -748,6 +748,20 @@ TEST(ReleasePlan, ReleaseTheAnchorNamesAgainIsPromotedAgain) {
   EXPECT_FALSE(plan.modelRollback.has_value());
   EXPECT_EQ(plan.status["phase"], "Promoted");
   EXPECT_EQ(condition(plan, "Ready"), "True");
+  EXPECT_FALSE(plan.status.contains("rollback")) << "no request on record: nothing to re-derive";
+
+  // The request (made at revision 4) and the anchor's history entry re-derive
+  // the record the lost write carried; the request never runs again.
+  release["metadata"]["annotations"]["rollback.lockstep.dev/4"] = "alice";
+  o = atRevision(release, "5");
+  o.promotedRelease = release["metadata"]["name"];
+  o.rollbackFrom = "gpt2-v8";
+  plan = planRelease(o);
+  EXPECT_FALSE(plan.modelRollback.has_value());
+  EXPECT_EQ(plan.status["phase"], "Promoted");
+  EXPECT_EQ(plan.status["rollback"]["from"], "gpt2-v8") << plan.status.dump(2);
+  EXPECT_EQ(plan.status["rollback"]["requestedBy"], "alice");
+  EXPECT_EQ(plan.status["rollback"]["revision"], "4");
 }
 
 TEST(ReleasePlan, InvalidTimeoutIsAnInvalidSpec) {

@@ -165,9 +165,7 @@ class StageTagsClusterTest : public ::testing::Test {
   }
 
   static std::string condition(const json& mr, const std::string& type, const char* field) {
-    for (const json& c : mr["status"].value("conditions", json::array()))
-      if (c["type"] == type) return c.value(field, "");
-    return "";
+    return conditionField(mr, type, field);
   }
 
   static RegistryWorld* registry_;
