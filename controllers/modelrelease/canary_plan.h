@@ -190,8 +190,10 @@ struct CanaryObserved {
   std::string stableRelease;           // lockstep.dev/release of the stable Deployment's template
   int canaryRestarts = 0;              // container restarts of this release's canary pods
   int canaryPendingUnschedulable = 0;  // canary pods Pending with PodScheduled=False
-  int stablePendingUnschedulable = 0;  // the same, of the stable track's release
-  int podsTerminating = 0;             // the model's pods with a deletionTimestamp
+  // Stable pods of the stable track's release Pending for lack of a resource
+  // (the scheduler's "Insufficient …"): a drain rollback trades canary pods for them.
+  int stablePendingUnschedulable = 0;
+  int podsTerminating = 0;                     // the model's pods with a deletionTimestamp
   std::vector<std::string> admissionRefusals;  // FailedCreate messages of the canary RS
   std::optional<GpuCapacity> gpu;              // nullopt: the template requests no GPU
   std::optional<Measurement> measurement;      // taken because the last plan asked

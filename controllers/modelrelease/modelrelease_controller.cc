@@ -13,6 +13,7 @@
 #include "api/v1alpha1/model_release.h"
 #include "api/v1alpha1/resources.h"
 #include "controllers/modelrelease/prod_plan.h"
+#include "operator/kube/api_error.h"
 #include "operator/kube/object.h"
 #include "operator/prometheus/client.h"
 
@@ -134,11 +135,7 @@ class PrometheusQuerier final : public AnalysisQuerier {
   std::map<std::string, std::unique_ptr<prometheus::Client>> clients_;
 };
 
-bool transient(const Status& s) {
-  return s.code() == Code::kUnavailable || s.code() == Code::kConflict ||
-         s.code() == Code::kDeadlineExceeded || s.code() == Code::kInternal ||
-         s.code() == Code::kGone;
-}
+bool transient(const Status& s) { return kube::isTransient(s); }
 
 class PrometheusReleaseMetrics final : public ReleaseMetrics {
  public:
@@ -458,12 +455,17 @@ std::optional<Result> ModelReleaseReconciler::runProdStage(const Request& reques
   co.stable.specReplicas = specReplicas(stableDep.get());
   co.stable.readyReplicas =
       co.stableRelease.empty() ? 0 : countReadyPods(pods, kTrackStable, co.stableRelease);
-  auto unschedulable = [](const json& p) {
+  // Pending with PodScheduled=False; with `forLackOf`, only when the scheduler
+  // said some node lacks a resource ("0/5 nodes are available: 2 Insufficient
+  // nvidia.com/gpu, ..."), i.e. when freeing a pod's resources could help
+  // (not when every node is cordoned or tainted).
+  auto unschedulable = [](const json& p, bool forLackOf) {
     if (p.contains("/metadata/deletionTimestamp"_json_pointer) ||
         p.value("/status/phase"_json_pointer, std::string()) != "Pending")
       return false;
     for (const json& c : p.value("/status/conditions"_json_pointer, json::array())) {
-      if (c.value("type", "") == "PodScheduled" && c.value("status", "") == "False") return true;
+      if (c.value("type", "") == "PodScheduled" && c.value("status", "") == "False")
+        return !forLackOf || c.value("message", "").find("Insufficient ") != std::string::npos;
     }
     return false;
   };
@@ -474,12 +476,12 @@ std::optional<Result> ModelReleaseReconciler::runProdStage(const Request& reques
     const std::string of =
         p.value("/metadata/labels/lockstep.dev~1release"_json_pointer, std::string());
     if (track == kTrackStable && !co.stableRelease.empty() && of == co.stableRelease &&
-        unschedulable(p))
+        unschedulable(p, /*forLackOf=*/true))
       ++co.stablePendingUnschedulable;
     if (track != kTrackCanary || of != name) continue;
     for (const json& cs : p.value("/status/containerStatuses"_json_pointer, json::array()))
       co.canaryRestarts += cs.value("restartCount", 0);
-    if (unschedulable(p)) ++co.canaryPendingUnschedulable;
+    if (unschedulable(p, /*forLackOf=*/false)) ++co.canaryPendingUnschedulable;
   }
   if (templateRelease(canaryDep.get()) == name)
     co.admissionRefusals = replicaFailures(canaryDep.get());

@@ -78,4 +78,9 @@ bool isRetryable(const Status& s) {
   return s.code() == Code::kUnavailable || s.code() == Code::kDeadlineExceeded;
 }
 
+bool isTransient(const Status& s) {
+  return isRetryable(s) || s.code() == Code::kConflict || s.code() == Code::kInternal ||
+         s.code() == Code::kGone;
+}
+
 }  // namespace lockstep::kube

@@ -19,5 +19,12 @@ Status statusFromResponse(int httpStatus, const std::string& body);
 Status statusFromStatusObject(const nlohmann::json& status, int httpStatus = 0);
 // True when retrying the same call later may succeed (Unavailable, DeadlineExceeded).
 bool isRetryable(const Status& s);
+// True when a reconcile that failed with `s` should simply be re-queued with
+// back-off and not be reported on the object: retryable errors, a Conflict (a
+// write planned from a stale cache), Gone (an expired resourceVersion) and
+// Internal (an API server 500, e.g. an admission plugin's failure). Everything
+// else (Invalid, Forbidden, NotFound, ...) is the object's or the install's
+// problem and is surfaced.
+bool isTransient(const Status& s);
 
 }  // namespace lockstep::kube

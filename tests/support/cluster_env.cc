@@ -1,4 +1,5 @@
 #include "tests/support/cluster_env.h"
+#include "tests/support/no_skip.h"
 
 #include <arpa/inet.h>
 #include <fcntl.h>
@@ -238,5 +239,6 @@ int main(int argc, char** argv) {
   if (!::testing::GTEST_FLAG(list_tests)) {
     ::testing::AddGlobalTestEnvironment(new lockstep::testing::ClusterEnvironment);
   }
-  return RUN_ALL_TESTS();
+  lockstep::testing::installNoSkipPrinter();
+  return lockstep::testing::runAllTestsNoSkip();
 }

@@ -176,6 +176,9 @@ TEST_F(CanaryClusterTest, PromotesThroughAnalysedStepsThenRollsBackABadCanary) {
             0);
   json v1 = waitPhase("v1", "Promoted");
   EXPECT_EQ(condition(v1, "Ready"), "True");
+  // What a user (or a CI pipeline) waits with.
+  auto waited = kubectl({"wait", "--for=condition=Ready", "mr/v1", "-n", ns_, "--timeout=20s"});
+  EXPECT_EQ(waited.exitCode, 0) << waited.err;
   EXPECT_EQ(v1["status"]["canary"]["phase"], "Promoted");
   // Promoted after its analysis passed: both measurements taken and within max.
   EXPECT_EQ(v1.value("/status/canary/analysis/successful"_json_pointer, 0), 2)

@@ -75,5 +75,23 @@ TEST(ApiErrorTest, WatchErrorObject) {
   EXPECT_FALSE(isRetryable(Status(Code::kConflict, "x")));
 }
 
+// Issue 12 item 14: which reconcile failures are re-queued quietly and which
+// are the object's problem, code by code (the ModelRelease controller uses it).
+TEST(ApiError, TransientCodesAreExactlyTheOnesARetryCanFix) {
+  for (Code c :
+       {Code::kUnavailable, Code::kDeadlineExceeded, Code::kConflict, Code::kInternal, Code::kGone})
+    EXPECT_TRUE(isTransient(Status(c, "x"))) << codeName(c);
+  for (Code c :
+       {Code::kOk, Code::kInvalidArgument, Code::kNotFound, Code::kAlreadyExists, Code::kInvalid,
+        Code::kForbidden, Code::kUnauthorized, Code::kResourceExhausted, Code::kCancelled})
+    EXPECT_FALSE(isTransient(Status(c, "x"))) << codeName(c);
+  // Through the API server's answers: a 409 Conflict and a 500 retry, a 422 does not.
+  EXPECT_TRUE(isTransient(statusFromResponse(
+      409, R"({"kind":"Status","reason":"Conflict","code":409,"message":"modified"})")));
+  EXPECT_TRUE(isTransient(statusFromResponse(500, "etcd down")));
+  EXPECT_FALSE(isTransient(statusFromResponse(
+      422, R"({"kind":"Status","reason":"Invalid","code":422,"message":"bad"})")));
+}
+
 }  // namespace
 }  // namespace lockstep::kube
