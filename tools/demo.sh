@@ -136,7 +136,7 @@ release() { # NAME DIGEST-SUFFIX: apply examples/demo/release.yaml.in filled in
     examples/demo/release.yaml.in | k apply -f -
 }
 prodPods() {
-  k -n ml get pods -l lockstep.dev/model=gpt2-small \
+  k -n ml get pods -l lockstep.dev/model=gpt2-small,lockstep.dev/track \
     -L lockstep.dev/track,lockstep.dev/release --sort-by=.metadata.name
 }
 
@@ -153,7 +153,9 @@ release gpt2-small-v2 2
 k -n ml wait --for=jsonpath='{.status.phase}'=RolledBack mr/gpt2-small-v2 --timeout=5m >/dev/null
 k -n ml get mr
 k -n ml get mr gpt2-small-v2 -o jsonpath='{.status.canary.reason}: {.status.canary.message}{"\n"}'
-k -n ml get events --field-selector involvedObject.name=gpt2-small-v2,type=Warning
+# By UID: a re-run's release has the same name as the last run's.
+uid=$(k -n ml get mr gpt2-small-v2 -o jsonpath='{.metadata.uid}')
+k -n ml get events --field-selector "involvedObject.uid=$uid,type=Warning"
 echo "prod still runs v1 on every pod:"
 prodPods
 tests/cluster/prometheus.sh rate --dir "$dir/prometheus" canary 0 >/dev/null
