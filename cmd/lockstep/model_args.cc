@@ -14,47 +14,17 @@ StatusOr<ModelCommand> parseModelArgs(const std::vector<std::string>& args) {
       cmd.action = ModelCommand::Action::kHelp;
       return cmd;
     }
-    // --flag=value or --flag value; true when `a` is one of `names`.
-    std::string value;
-    Status missing = Status::ok();
-    auto takes = [&](std::initializer_list<std::string_view> names) {
-      for (std::string_view n : names) {
-        if (a == n) {
-          if (i + 1 >= args.size()) {
-            missing = invalidArgument(a + " needs a value");
-            return true;
-          }
-          value = args[++i];
-          return true;
-        }
-        std::string prefix = std::string(n) + "=";
-        if (a.rfind(prefix, 0) == 0) {
-          value = a.substr(prefix.size());
-          return true;
-        }
-      }
-      return false;
-    };
-    if (takes({"--kubeconfig"})) {
-      cmd.kube.kubeconfig = value;
-    } else if (takes({"--context"})) {
-      cmd.kube.context = value;
-    } else if (takes({"-n", "--namespace"})) {
-      if (missing.isOk() && value.empty()) return invalidArgument("--namespace needs a value");
-      cmd.kube.ns = value;
-    } else if (takes({"-o", "--output"})) {
-      if (missing.isOk() && value != "json")
-        return invalidArgument("-o " + value + ": only -o json is supported");
-      cmd.json = true;
-    } else if (takes({"--to"})) {
-      if (missing.isOk() && value.empty()) return invalidArgument("--to needs a release name");
-      cmd.to = value;
-    } else if (takes({"--timeout"})) {
-      if (missing.isOk()) {
-        auto d = parseCliDuration(value);
-        if (!d.isOk()) return d.status().withContext("--timeout");
-        cmd.timeout = *d;
-      }
+    if (auto common = takeCommonFlag(args, i, cmd.kube, cmd.json)) {
+      if (!common->isOk()) return *common;
+    } else if (auto to = takeFlagValue(args, i, {"--to"})) {
+      if (!to->isOk()) return to->status();
+      if (to->value().empty()) return invalidArgument("--to needs a release name");
+      cmd.to = **to;
+    } else if (auto timeout = takeFlagValue(args, i, {"--timeout"})) {
+      if (!timeout->isOk()) return timeout->status();
+      auto d = parseCliDuration(**timeout);
+      if (!d.isOk()) return d.status().withContext("--timeout");
+      cmd.timeout = *d;
       timeoutSet = true;
     } else if (a == "--wait") {
       cmd.wait = true;
@@ -65,7 +35,6 @@ StatusOr<ModelCommand> parseModelArgs(const std::vector<std::string>& args) {
     } else {
       positional.push_back(a);
     }
-    if (!missing.isOk()) return missing;
   }
   if (positional.empty()) return invalidArgument("missing subcommand (history, rollback, delete)");
   const std::string sub = positional[0];

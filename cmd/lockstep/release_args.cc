@@ -64,6 +64,51 @@ StatusOr<std::chrono::seconds> parseCliDuration(std::string_view text) {
   return std::chrono::seconds(total);
 }
 
+std::optional<StatusOr<std::string>> takeFlagValue(const std::vector<std::string>& args, size_t& i,
+                                                   std::initializer_list<std::string_view> names) {
+  const std::string& a = args[i];
+  for (std::string_view n : names) {
+    if (a == n) {
+      if (i + 1 >= args.size()) return StatusOr<std::string>(invalidArgument(a + " needs a value"));
+      return StatusOr<std::string>(args[++i]);
+    }
+    const std::string prefix = std::string(n) + "=";
+    if (a.rfind(prefix, 0) == 0) return StatusOr<std::string>(a.substr(prefix.size()));
+  }
+  return std::nullopt;
+}
+
+std::optional<Status> takeCommonFlag(const std::vector<std::string>& args, size_t& i,
+                                     KubeFlags& kube, bool& json) {
+  auto valueOr = [](const StatusOr<std::string>& v,
+                    const std::function<Status(const std::string&)>& use) {
+    return v.isOk() ? use(*v) : v.status();
+  };
+  if (auto v = takeFlagValue(args, i, {"--kubeconfig"}))
+    return valueOr(*v, [&](const std::string& s) {
+      kube.kubeconfig = s;
+      return Status::ok();
+    });
+  if (auto v = takeFlagValue(args, i, {"--context"}))
+    return valueOr(*v, [&](const std::string& s) {
+      kube.context = s;
+      return Status::ok();
+    });
+  if (auto v = takeFlagValue(args, i, {"-n", "--namespace"}))
+    return valueOr(*v, [&](const std::string& s) {
+      if (s.empty()) return invalidArgument("--namespace needs a value");
+      kube.ns = s;
+      return Status::ok();
+    });
+  if (auto v = takeFlagValue(args, i, {"-o", "--output"}))
+    return valueOr(*v, [&](const std::string& s) {
+      if (s != "json") return invalidArgument("-o " + s + ": only -o json is supported");
+      json = true;
+      return Status::ok();
+    });
+  return std::nullopt;
+}
+
 StatusOr<ReleaseCommand> parseReleaseArgs(const std::vector<std::string>& args) {
   ReleaseCommand cmd;
   std::vector<std::string> positional;
@@ -74,47 +119,20 @@ StatusOr<ReleaseCommand> parseReleaseArgs(const std::vector<std::string>& args) 
       cmd.action = ReleaseCommand::Action::kHelp;
       return cmd;
     }
-    // --flag=value, --flag value, -n value; true when `a` is one of `names`.
-    static constexpr std::string_view kValued[] = {
-        "--kubeconfig", "--context", "-n", "--namespace", "-o", "--output", "--for", "--timeout"};
-    if (i + 1 >= args.size() &&
-        std::find(std::begin(kValued), std::end(kValued), a) != std::end(kValued)) {
-      return invalidArgument(a + " needs a value");
-    }
-    std::string value;
-    auto takes = [&](std::initializer_list<std::string_view> names) {
-      for (std::string_view n : names) {
-        if (a == n) {
-          value = args[++i];
-          return true;
-        }
-        std::string prefix = std::string(n) + "=";
-        if (a.rfind(prefix, 0) == 0) {
-          value = a.substr(prefix.size());
-          return true;
-        }
-      }
-      return false;
-    };
-    if (takes({"--kubeconfig"})) {
-      cmd.kube.kubeconfig = value;
-    } else if (takes({"--context"})) {
-      cmd.kube.context = value;
-    } else if (takes({"-n", "--namespace"})) {
-      if (value.empty()) return invalidArgument("--namespace needs a value");
-      cmd.kube.ns = value;
-    } else if (takes({"-o", "--output"})) {
-      if (value != "json") return invalidArgument("-o " + value + ": only -o json is supported");
-      cmd.json = true;
-    } else if (takes({"--for"})) {
+    if (auto common = takeCommonFlag(args, i, cmd.kube, cmd.json)) {
+      if (!common->isOk()) return *common;
+    } else if (auto forValue = takeFlagValue(args, i, {"--for"})) {
+      if (!forValue->isOk()) return forValue->status();
+      const std::string& value = **forValue;
       if (value.rfind("phase=", 0) != 0) {
         return invalidArgument("--for=" + value + ": expected --for=phase=PHASE");
       }
       auto phase = canonicalPhase(value.substr(6));
       if (!phase.isOk()) return phase.status();
       cmd.forPhase = *phase;
-    } else if (takes({"--timeout"})) {
-      auto d = parseCliDuration(value);
+    } else if (auto timeout = takeFlagValue(args, i, {"--timeout"})) {
+      if (!timeout->isOk()) return timeout->status();
+      auto d = parseCliDuration(**timeout);
       if (!d.isOk()) return d.status().withContext("--timeout");
       cmd.timeout = *d;
       timeoutSet = true;

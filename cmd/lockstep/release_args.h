@@ -8,7 +8,9 @@
 
 #include <chrono>
 #include <functional>
+#include <initializer_list>
 #include <iosfwd>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -38,6 +40,18 @@ struct ReleaseCommand {
 
 // Every ModelRelease phase (docs/modelrelease.md), in lifecycle order.
 const std::vector<std::string_view>& releasePhases();
+
+// The value of a valued flag at args[i], "--name value" or "--name=value" for
+// any of `names`, moving i past it. nullopt when args[i] is none of `names`;
+// an error naming the flag when it ends the line without a value.
+std::optional<StatusOr<std::string>> takeFlagValue(const std::vector<std::string>& args, size_t& i,
+                                                   std::initializer_list<std::string_view> names);
+
+// The flags `release` and `model` share with kubectl: --kubeconfig, --context,
+// -n/--namespace into `kube`, -o/--output json into `json`. nullopt when
+// args[i] is none of them.
+std::optional<Status> takeCommonFlag(const std::vector<std::string>& args, size_t& i,
+                                     KubeFlags& kube, bool& json);
 
 // Parses the arguments after `release`. Errors (kInvalidArgument) name the
 // offending argument; `-h`/`--help`/`help` anywhere yields Action::kHelp.
