@@ -6,7 +6,7 @@ set -euo pipefail
 packages=(
   build-essential cmake ninja-build pkg-config git ca-certificates openssl curl ccache python3
   # design-card libraries
-  libcpprest-dev libyaml-cpp-dev nlohmann-json3-dev libssl-dev prometheus-cpp-dev
+  libcpprest-dev libyaml-cpp-dev nlohmann-json3-dev libsimdjson-dev libssl-dev prometheus-cpp-dev
   libspdlog-dev libfmt-dev libgtest-dev libgmock-dev libboost-dev libboost-system-dev
   # toml++: uv.lock, poetry.lock and Flox/pixi helpers read TOML; a real parser beats hand-written code
   libtomlplusplus-dev

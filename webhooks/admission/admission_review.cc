@@ -1,5 +1,7 @@
 #include "webhooks/admission/admission_review.h"
 
+#include <simdjson.h>
+
 #include "webhooks/admission/json_access.h"
 
 namespace lockstep::webhooks {
@@ -14,6 +16,10 @@ constexpr std::string_view kKind = "AdmissionReview";
 constexpr std::size_t kMaxWarnings = 32;
 constexpr std::size_t kMaxWarningBytes = 1024;
 constexpr std::size_t kMaxMessageBytes = 8192;
+// A thread's parser keeps the buffers of the largest body it has seen; past
+// this it gives them back, so one huge request does not pin memory for good.
+constexpr std::size_t kRetainedParserCapacity = 1 << 20;
+constexpr std::size_t kInitialParserCapacity = 64 * 1024;
 
 std::string truncate(std::string s, std::size_t max) {
   if (s.size() <= max) return s;
@@ -47,6 +53,96 @@ UserInfo decodeUserInfo(const json* info) {
   return u;
 }
 
+namespace dom = simdjson::dom;
+
+// One parser per server thread: its buffers are reused by every request.
+dom::parser& threadParser() {
+  thread_local dom::parser parser;
+  return parser;
+}
+
+// The JSON value `e` as nlohmann::json, pruned by `mask` (see FieldMask):
+// nullptr or `true` keeps everything. Duplicate keys: the last one wins, as
+// with nlohmann's own parser. Recursion is bounded by the parser's depth limit.
+json toJson(dom::element e, const json* mask) {
+  const bool prune = mask != nullptr && mask->is_object();
+  switch (e.type()) {
+    case dom::element_type::OBJECT: {
+      json out = json::object();
+      for (dom::key_value_pair field : dom::object(e)) {
+        const json* sub = nullptr;
+        if (prune) {
+          auto it = mask->find(field.key);
+          if (it == mask->end() || (it->is_boolean() && !it->get<bool>())) continue;
+          sub = &*it;
+        }
+        out[std::string(field.key)] = toJson(field.value, sub);
+      }
+      return out;
+    }
+    case dom::element_type::ARRAY: {
+      json out = json::array();
+      for (dom::element item : dom::array(e)) out.push_back(toJson(item, mask));
+      return out;
+    }
+    case dom::element_type::STRING:
+      return std::string(e.get_string().value_unsafe());
+    case dom::element_type::INT64:
+      return e.get_int64().value_unsafe();
+    case dom::element_type::UINT64:
+      return e.get_uint64().value_unsafe();
+    case dom::element_type::DOUBLE:
+      return e.get_double().value_unsafe();
+    case dom::element_type::BOOL:
+      return e.get_bool().value_unsafe();
+    case dom::element_type::NULL_VALUE:
+      return nullptr;
+  }
+  return nullptr;
+}
+
+// The review as nlohmann::json: everything, except that request.object and
+// request.oldObject are pruned by `objectMask`.
+json reviewToJson(dom::element root, const FieldMask* objectMask) {
+  json doc = json::object();
+  for (dom::key_value_pair field : dom::object(root)) {
+    if (field.key != "request" || !field.value.is_object()) {
+      doc[std::string(field.key)] = toJson(field.value, nullptr);
+      continue;
+    }
+    json request = json::object();
+    for (dom::key_value_pair member : dom::object(field.value)) {
+      const bool isObject = member.key == "object" || member.key == "oldObject";
+      request[std::string(member.key)] = toJson(member.value, isObject ? objectMask : nullptr);
+    }
+    doc["request"] = std::move(request);
+  }
+  return doc;
+}
+
+// Parses `body` with the thread's parser (depth limit kMaxJsonDepth) into
+// nlohmann::json; the errors name what was wrong.
+StatusOr<json> parseReview(std::string_view body, const FieldMask* objectMask) {
+  dom::parser& parser = threadParser();
+  if (parser.max_depth() != static_cast<std::size_t>(kMaxJsonDepth) ||
+      parser.capacity() > kRetainedParserCapacity) {
+    if (parser.allocate(kInitialParserCapacity, kMaxJsonDepth) != simdjson::SUCCESS)
+      return resourceExhausted("no memory for the JSON parser");
+  }
+  dom::element root;
+  const simdjson::error_code err = parser.parse(body.data(), body.size()).get(root);
+  if (err == simdjson::DEPTH_ERROR ||
+      (err != simdjson::SUCCESS && jsonNestedDeeperThan(body, kMaxJsonDepth))) {
+    return invalidArgument("request body nested deeper than " + std::to_string(kMaxJsonDepth));
+  }
+  if (err != simdjson::SUCCESS) {
+    return invalidArgument(std::string("request body is not valid JSON: ") +
+                           simdjson::error_message(err));
+  }
+  if (!root.is_object()) return invalidArgument("request body is not a JSON object");
+  return reviewToJson(root, objectMask);
+}
+
 }  // namespace
 
 bool jsonNestedDeeperThan(std::string_view body, int limit) {
@@ -73,15 +169,12 @@ bool jsonNestedDeeperThan(std::string_view body, int limit) {
   return false;
 }
 
-StatusOr<AdmissionRequest> decodeAdmissionReview(std::string_view body) {
+StatusOr<AdmissionRequest> decodeAdmissionReview(std::string_view body,
+                                                 const FieldMask* objectMask) {
   if (body.empty()) return invalidArgument("empty request body");
-  if (jsonNestedDeeperThan(body, kMaxJsonDepth))
-    return invalidArgument("request body nested deeper than " + std::to_string(kMaxJsonDepth));
-  // No parser callback: a per-event std::function made the DOM parser's
-  // callback variant the largest cost of a request (docs/benchmarks.md).
-  json doc = json::parse(body.begin(), body.end(), nullptr, /*allow_exceptions=*/false);
-  if (doc.is_discarded()) return invalidArgument("request body is not valid JSON");
-  if (!doc.is_object()) return invalidArgument("request body is not a JSON object");
+  StatusOr<json> parsed = parseReview(body, objectMask);
+  if (!parsed.isOk()) return parsed.status();
+  json& doc = *parsed;
 
   const std::string* apiVersion = ja::str(ja::child(&doc, "apiVersion"));
   const std::string* kind = ja::str(ja::child(&doc, "kind"));

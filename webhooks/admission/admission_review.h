@@ -1,6 +1,14 @@
 // AdmissionReview admission.k8s.io/v1: decoding requests and encoding responses.
 // Pure: no I/O. Malformed input yields a Status (the server answers 400), never
-// an exception. Thread-safety: pure functions and values.
+// an exception. Thread-safety: pure functions and values (the decoder keeps one
+// reusable parser per thread).
+//
+// Decoding is this project's only use of simdjson (the adapter): the body is
+// validated whole by simdjson's DOM parser (UTF-8, grammar, depth), then the
+// envelope and the parts of request.object / oldObject a webhook reads are
+// copied into nlohmann::json, which the validators use. A pod webhook reads a
+// dozen fields of objects that can be 100 KB; building nlohmann's DOM of the
+// whole body was ~70 % of a request (docs/benchmarks.md).
 #pragma once
 
 #include <cstddef>
@@ -57,10 +65,23 @@ struct AdmissionResponse {
   std::map<std::string, std::string> auditAnnotations;
 };
 
-// Parses a request body. Errors (kInvalidArgument): empty body, not JSON,
-// too deep, not an AdmissionReview admission.k8s.io/v1, missing request or uid,
-// non-object `object`/`oldObject`.
-StatusOr<AdmissionRequest> decodeAdmissionReview(std::string_view body);
+// Which parts of request.object / oldObject to keep, as JSON: an object whose
+// members name fields; `true` keeps the field's whole value, an object keeps
+// only its own named members. A mask object applied to an array applies to
+// each element; scalars are kept as they are, so a validator sees the same
+// types it would in the whole object. Example (keep labels and each
+// container's name): {"metadata":{"labels":true},"spec":{"containers":{"name":true}}}.
+using FieldMask = nlohmann::json;
+
+// Parses a request body. Errors (kInvalidArgument): empty body, not JSON
+// (with simdjson's reason), too deep, not an AdmissionReview
+// admission.k8s.io/v1, missing request or uid, non-object `object`/`oldObject`.
+// Numbers that fit neither a 64-bit integer nor a finite double are not JSON
+// this decoder accepts (the API server never sends them).
+// `objectMask`: when given, request.object and oldObject keep only its fields
+// (the rest of the request is always kept whole); nullptr keeps them whole.
+StatusOr<AdmissionRequest> decodeAdmissionReview(std::string_view body,
+                                                 const FieldMask* objectMask = nullptr);
 
 // Builds the response AdmissionReview (apiVersion/kind echo v1, uid echoed).
 std::string encodeAdmissionReview(const AdmissionResponse& response);

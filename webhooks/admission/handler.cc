@@ -21,15 +21,16 @@ std::string objectName(const AdmissionRequest& req) {
 }
 
 // The shared decode → validate → encode → record pipeline.
-HttpReply serve(std::string_view webhook, std::string_view body, AdmissionRecorder& recorder,
-                const kube::Clock& clock,
+// `objectMask`: the object fields the validator reads (nullptr: all of them).
+HttpReply serve(std::string_view webhook, std::string_view body, const FieldMask* objectMask,
+                AdmissionRecorder& recorder, const kube::Clock& clock,
                 const std::function<Verdict(const AdmissionRequest&)>& validate) {
   const auto start = clock.now();
   AdmissionOutcome outcome;
   outcome.webhook = std::string(webhook);
   HttpReply reply;
   try {
-    StatusOr<AdmissionRequest> req = decodeAdmissionReview(body);
+    StatusOr<AdmissionRequest> req = decodeAdmissionReview(body, objectMask);
     if (!req.isOk()) {
       outcome.decision = Decision::kError;
       outcome.message = req.status().message();
@@ -67,32 +68,33 @@ HttpReply serve(std::string_view webhook, std::string_view body, AdmissionRecord
 }  // namespace
 
 HttpReply PodWebhook::handle(std::string_view body) {
-  return serve(name(), body, recorder_, clock_, [this](const AdmissionRequest& req) {
-    PodReview review;
-    review.operation = req.operation;
-    review.ns = req.ns;
-    review.pod = &req.object;
-    review.oldPod = req.oldObject.is_null() ? nullptr : &req.oldObject;
-    StatusOr<NamespaceMode> mode = namespaces_.modeOf(req.ns);
-    if (!mode.isOk()) {
-      Verdict unknown;
-      unknown.decision = Decision::kError;
-      unknown.message = "lockstep: admission mode of namespace \"" + req.ns +
-                        "\" unknown: " + mode.status().toString();
-      return unknown;
-    }
-    review.mode = *mode;
-    if (review.mode != NamespaceMode::kOff) {
-      if (auto env = podRuntimeEnvName(req.object); env && !env->empty()) {
-        review.runtimeEnv = envs_.find(req.ns, *env);
-      }
-    }
-    return validatePod(review);
-  });
+  return serve(name(), body, &podFieldMask(), recorder_, clock_,
+               [this](const AdmissionRequest& req) {
+                 PodReview review;
+                 review.operation = req.operation;
+                 review.ns = req.ns;
+                 review.pod = &req.object;
+                 review.oldPod = req.oldObject.is_null() ? nullptr : &req.oldObject;
+                 StatusOr<NamespaceMode> mode = namespaces_.modeOf(req.ns);
+                 if (!mode.isOk()) {
+                   Verdict unknown;
+                   unknown.decision = Decision::kError;
+                   unknown.message = "lockstep: admission mode of namespace \"" + req.ns +
+                                     "\" unknown: " + mode.status().toString();
+                   return unknown;
+                 }
+                 review.mode = *mode;
+                 if (review.mode != NamespaceMode::kOff) {
+                   if (auto env = podRuntimeEnvName(req.object); env && !env->empty()) {
+                     review.runtimeEnv = envs_.find(req.ns, *env);
+                   }
+                 }
+                 return validatePod(review);
+               });
 }
 
 HttpReply ModelReleaseWebhook::handle(std::string_view body) {
-  return serve(name(), body, recorder_, clock_, [this](const AdmissionRequest& req) {
+  return serve(name(), body, nullptr, recorder_, clock_, [this](const AdmissionRequest& req) {
     ModelReleaseReview review;
     review.operation = req.operation;
     review.ns = req.ns;

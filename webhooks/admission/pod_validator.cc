@@ -200,6 +200,23 @@ Verdict decide(const PodReview& r, Verdict v) {
 
 }  // namespace
 
+const json& podFieldMask() {
+  static const json mask = [] {
+    const json container = {{"name", true}, {"image", true}};
+    json spec = json::object();
+    for (const ContainerKind& k : kContainerKinds) spec[std::string(k.field)] = container;
+    spec["volumes"] = {{"name", true}, {"image", {{"reference", true}}}};
+    return json{{"metadata",
+                 {{"name", true},
+                  {"generateName", true},
+                  {"namespace", true},
+                  {"labels", true},
+                  {"annotations", true}}},
+                {"spec", std::move(spec)}};
+  }();
+  return mask;
+}
+
 std::optional<std::string> podRuntimeEnvName(const json& pod) {
   const std::string* name = label(&pod, kRuntimeEnvLabel);
   if (name == nullptr) return std::nullopt;

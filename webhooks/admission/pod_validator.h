@@ -44,6 +44,12 @@ struct PodReview {
   std::optional<RuntimeEnvView> runtimeEnv;  // the RuntimeEnv named by the pod's label
 };
 
+// Every field of a pod that validatePod, podRuntimeEnvName and the pod webhook's
+// logging read (a FieldMask, webhooks/admission/admission_review.h): the pod
+// webhook decodes only these. A new read of the pod must be added here; the
+// handler tests compare verdicts on whole and masked pods.
+const nlohmann::json& podFieldMask();
+
 // The RuntimeEnv name a pod declares (its lockstep.dev/runtime-env label).
 std::optional<std::string> podRuntimeEnvName(const nlohmann::json& pod);
 
