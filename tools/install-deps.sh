@@ -19,8 +19,8 @@ packages=(
   apache2-utils
   # admission benchmark ceiling (PEERS=1 bench/admission_bench.sh): static 200 over TLS
   nginx
-  # bench/run.sh: the allocator trial (beast-jemalloc preloads it; docs/benchmarks.md)
-  libjemalloc2
+  # the servers' allocator (cmd/CMakeLists.txt LOCKSTEP_ALLOCATOR; docs/benchmarks.md)
+  libjemalloc-dev
 )
 
 SUDO=""

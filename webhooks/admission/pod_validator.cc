@@ -87,24 +87,26 @@ std::string podIdentity(const PodReview& r) {
 
 void checkImage(const ContainerImage& c, const RuntimeEnvView& env, const ImageRef& expected,
                 std::vector<std::string>& violations) {
-  std::string who = std::string(c.noun) + " " + quote(c.name);
-  std::string want = "expected " + quote(expected.repository() + "@" + expected.digest);
+  // The messages are built only for a violation: admitted pods are the hot path.
+  auto who = [&] { return std::string(c.noun) + " " + quote(c.name); };
+  auto want = [&] { return "expected " + quote(expected.repository() + "@" + expected.digest); };
   if (c.image.empty()) {
-    violations.push_back(who + " has no image; " + want);
+    violations.push_back(who() + " has no image; " + want());
     return;
   }
   StatusOr<ImageRef> found = parseImageRef(c.image);
   if (!found.isOk()) {
-    violations.push_back(who + " image " + quote(c.image) + " is invalid (" +
-                         found.status().message() + "); " + want);
+    violations.push_back(who() + " image " + quote(c.image) + " is invalid (" +
+                         found.status().message() + "); " + want());
   } else if (!found->pinned()) {
-    violations.push_back(who + " image " + quote(c.image) + " is not pinned by digest; " + want);
-  } else if (found->repository() != expected.repository()) {
-    violations.push_back(who + " image " + quote(c.image) + " is not the image of RuntimeEnv " +
-                         quote(env.name) + "; " + want);
+    violations.push_back(who() + " image " + quote(c.image) + " is not pinned by digest; " +
+                         want());
+  } else if (found->domain != expected.domain || found->path != expected.path) {
+    violations.push_back(who() + " image " + quote(c.image) + " is not the image of RuntimeEnv " +
+                         quote(env.name) + "; " + want());
   } else if (found->digest != expected.digest) {
-    violations.push_back(who + " image " + quote(c.image) + " has digest " + quote(found->digest) +
-                         "; " + want);
+    violations.push_back(who() + " image " + quote(c.image) + " has digest " +
+                         quote(found->digest) + "; " + want());
   }
 }
 
@@ -112,15 +114,15 @@ void checkImage(const ContainerImage& c, const RuntimeEnvView& env, const ImageR
 void checkAgainstEnv(const PodReview& r, const std::string& envName, bool checkAnnotation,
                      const std::vector<ContainerImage>& containers,
                      std::vector<std::string>& violations) {
-  std::string envId = quote(r.ns + "/" + envName);
+  auto envId = [&] { return quote(r.ns + "/" + envName); };
   if (!r.runtimeEnv) {
-    violations.push_back("RuntimeEnv " + envId + " (label " + std::string(kRuntimeEnvLabel) +
+    violations.push_back("RuntimeEnv " + envId() + " (label " + std::string(kRuntimeEnvLabel) +
                          ") does not exist");
     return;
   }
   const RuntimeEnvView& env = *r.runtimeEnv;
   if (!env.ready || env.closureHash.empty()) {
-    violations.push_back("RuntimeEnv " + envId + " is not Ready");
+    violations.push_back("RuntimeEnv " + envId() + " is not Ready");
     return;
   }
   if (checkAnnotation) {
@@ -128,16 +130,16 @@ void checkAgainstEnv(const PodReview& r, const std::string& envName, bool checkA
     if (hash == nullptr || hash->empty()) {
       violations.push_back("annotation " + std::string(kClosureHashAnnotation) +
                            " is missing; expected " + quote(env.closureHash) + " (RuntimeEnv " +
-                           envId + " status.closureHash)");
+                           envId() + " status.closureHash)");
     } else if (*hash != env.closureHash) {
       violations.push_back("annotation " + std::string(kClosureHashAnnotation) + " is " +
                            quote(*hash) + "; expected " + quote(env.closureHash) + " (RuntimeEnv " +
-                           envId + " status.closureHash)");
+                           envId() + " status.closureHash)");
     }
   }
   StatusOr<ImageRef> expected = parseImageRef(env.image);
   if (!expected.isOk() || !expected->pinned()) {
-    violations.push_back("RuntimeEnv " + envId + " spec.image " + quote(env.image) +
+    violations.push_back("RuntimeEnv " + envId() + " spec.image " + quote(env.image) +
                          " is not pinned by digest; no container image can match it");
     return;
   }
