@@ -1,16 +1,23 @@
-// The YAML adapter: yaml-cpp's event parser feeds a YamlTree; yaml-cpp
-// exceptions stop here.
+// The YAML adapter: libyaml's event parser feeds a YamlTree. libyaml is C and
+// throws nothing; its errors become statuses here.
+//
+// Why libyaml and not yaml-cpp's event parser (which the rest of the code base
+// keeps): yaml-cpp's scanner matches every character against small regular
+// expressions and was 78 % of the time spent on a conda-lock; libyaml's
+// scanner is several times faster (docs/benchmarks.md, "Closure parsing").
+//
+// The tree is yaml-cpp's, node for node (tests/closure/yaml_tree_test.cc
+// compares the two): a plain, untagged "", "~", "null", "Null" or "NULL" is a
+// null node, anything quoted or tagged is a scalar; tags are otherwise
+// ignored; merge keys ("<<") are ordinary keys; only the first document is
+// read. Where the libraries differ on bad input (libyaml rejects invalid
+// UTF-8 and control characters that yaml-cpp passed through), the lock is
+// refused with a line, never hashed differently.
 #include "closure/yaml_tree.h"
 
-#include <yaml-cpp/anchor.h>
-#include <yaml-cpp/eventhandler.h>
-#include <yaml-cpp/exceptions.h>
-#include <yaml-cpp/mark.h>
-#include <yaml-cpp/parser.h>
+#include <yaml.h>
 
 #include <algorithm>
-#include <istream>
-#include <streambuf>
 #include <unordered_map>
 
 #include "closure/lock_parsers.h"
@@ -21,104 +28,154 @@ namespace {
 // Maps with more keys than this get a sorted index.
 constexpr size_t kIndexedMapKeys = 8;
 
-// An istream over the caller's bytes, without copying them.
-class ViewBuf : public std::streambuf {
- public:
-  explicit ViewBuf(std::string_view text) {
-    char* p = const_cast<char*>(text.data());  // NOLINT: read-only use by istream
-    setg(p, p, p + text.size());
-  }
-};
+int lineOfMark(const yaml_mark_t& m) { return static_cast<int>(m.line) + 1; }
 
-// Thrown by the builder from inside yaml-cpp's parser; caught in YamlTree::parse.
-struct BuildError {
-  Code code;
-  int line;
-  std::string reason;
-};
+// yaml-cpp's rule for a null node (IsNullString on an untagged plain scalar).
+bool isNullScalar(const yaml_event_t& e) {
+  if (e.data.scalar.tag != nullptr || e.data.scalar.style != YAML_PLAIN_SCALAR_STYLE) return false;
+  const std::string_view v(reinterpret_cast<const char*>(e.data.scalar.value),
+                           e.data.scalar.length);
+  return v.empty() || v == "~" || v == "null" || v == "Null" || v == "NULL";
+}
 
-int lineOfMark(const YAML::Mark& m) { return m.line >= 0 ? m.line + 1 : 0; }
+// Owns one libyaml parser or event for the scope.
+struct Parser {
+  yaml_parser_t p;
+  Parser() { yaml_parser_initialize(&p); }
+  ~Parser() { yaml_parser_delete(&p); }
+  Parser(const Parser&) = delete;
+  Parser& operator=(const Parser&) = delete;
+};
+struct Event {
+  yaml_event_t e{};
+  Event() = default;
+  ~Event() { yaml_event_delete(&e); }
+  Event(const Event&) = delete;
+  Event& operator=(const Event&) = delete;
+};
 
 }  // namespace
 
-class YamlBuilder : public YAML::EventHandler {
+class YamlBuilder {
  public:
-  YamlBuilder(YamlTree& tree, size_t maxNodes) : tree_(tree), maxNodes_(maxNodes) {}
+  YamlBuilder(YamlTree& tree, std::string_view text, const std::string& source, size_t maxNodes)
+      : tree_(tree), text_(text), source_(source), maxNodes_(maxNodes) {}
 
-  void OnDocumentStart(const YAML::Mark&) override {}
-  void OnDocumentEnd() override {}
-  void OnNull(const YAML::Mark& mark, YAML::anchor_t anchor) override {
-    add(YamlTree::Type::kNull, mark, anchor);
-  }
-  void OnScalar(const YAML::Mark& mark, const std::string&, YAML::anchor_t anchor,
-                const std::string& value) override {
-    uint32_t i = add(YamlTree::Type::kScalar, mark, anchor);
-    tree_.nodes_[i].scalar = value;
-  }
-  void OnAlias(const YAML::Mark& mark, YAML::anchor_t anchor) override {
-    auto it = anchors_.find(anchor);
-    if (it == anchors_.end())
-      throw BuildError{Code::kInvalidArgument, lineOfMark(mark), "unknown alias"};
-    const uint32_t target = it->second;
-    if (!tree_.nodes_[target].closed) {
-      throw BuildError{Code::kInvalidArgument, lineOfMark(mark),
-                       "alias refers to a node that contains it (a cycle)"};
-    }
-    count(expanded_[target], mark);
-    attach(target);
-  }
-  void OnSequenceStart(const YAML::Mark& mark, const std::string&, YAML::anchor_t anchor,
-                       YAML::EmitterStyle::value) override {
-    open_.push_back(add(YamlTree::Type::kSequence, mark, anchor, /*closed=*/false));
-  }
-  void OnSequenceEnd() override { close(); }
-  void OnMapStart(const YAML::Mark& mark, const std::string&, YAML::anchor_t anchor,
-                  YAML::EmitterStyle::value) override {
-    open_.push_back(add(YamlTree::Type::kMap, mark, anchor, /*closed=*/false));
-  }
-  void OnMapEnd() override {
-    YamlTree::Node& n = tree_.nodes_[open_.back()];
-    if (n.kids.size() / 2 > kIndexedMapKeys) {
-      const auto& nodes = tree_.nodes_;
-      for (uint32_t k = 0; k + 1 < n.kids.size(); k += 2) {
-        if (nodes[n.kids[k]].type == YamlTree::Type::kScalar) n.index.push_back(k);
+  Status build() {
+    Parser parser;
+    yaml_parser_set_input_string(&parser.p, reinterpret_cast<const unsigned char*>(text_.data()),
+                                 text_.size());
+    for (;;) {
+      Event ev;
+      if (!yaml_parser_parse(&parser.p, &ev.e)) return syntaxError(parser.p);
+      const yaml_event_t& e = ev.e;
+      const int line = lineOfMark(e.start_mark);
+      switch (e.type) {
+        case YAML_STREAM_END_EVENT:
+        case YAML_DOCUMENT_END_EVENT:  // only the first document is read
+          return Status::ok();
+        case YAML_NO_EVENT:
+        case YAML_STREAM_START_EVENT:
+        case YAML_DOCUMENT_START_EVENT:
+          break;
+        case YAML_SCALAR_EVENT: {
+          if (isNullScalar(e)) {
+            LOCKSTEP_RETURN_IF_ERROR(add(YamlTree::Type::kNull, line, e.data.scalar.anchor));
+          } else {
+            LOCKSTEP_RETURN_IF_ERROR(add(YamlTree::Type::kScalar, line, e.data.scalar.anchor));
+            tree_.nodes_.back().scalar.assign(reinterpret_cast<const char*>(e.data.scalar.value),
+                                              e.data.scalar.length);
+          }
+          break;
+        }
+        case YAML_ALIAS_EVENT:
+          LOCKSTEP_RETURN_IF_ERROR(alias(line, e.data.alias.anchor));
+          break;
+        case YAML_SEQUENCE_START_EVENT:
+          LOCKSTEP_RETURN_IF_ERROR(
+              add(YamlTree::Type::kSequence, line, e.data.sequence_start.anchor, false));
+          open_.push_back(static_cast<uint32_t>(tree_.nodes_.size() - 1));
+          break;
+        case YAML_MAPPING_START_EVENT:
+          LOCKSTEP_RETURN_IF_ERROR(
+              add(YamlTree::Type::kMap, line, e.data.mapping_start.anchor, false));
+          open_.push_back(static_cast<uint32_t>(tree_.nodes_.size() - 1));
+          break;
+        case YAML_SEQUENCE_END_EVENT:
+          close();
+          break;
+        case YAML_MAPPING_END_EVENT:
+          indexMap(tree_.nodes_[open_.back()]);
+          close();
+          break;
       }
-      std::stable_sort(n.index.begin(), n.index.end(), [&](uint32_t a, uint32_t b) {
-        return nodes[n.kids[a]].scalar < nodes[n.kids[b]].scalar;
-      });
     }
-    close();
   }
 
  private:
-  // Every node and every alias counts as the number of nodes it stands for.
-  void count(uint64_t nodes, const YAML::Mark& mark) {
-    total_ += nodes;
-    if (total_ > maxNodes_) {
-      throw BuildError{Code::kResourceExhausted, lineOfMark(mark),
-                       "more than " + std::to_string(maxNodes_) +
-                           " nodes (aliases count as the nodes they repeat)"};
-    }
+  Status error(int line, std::string_view reason, Code code = Code::kInvalidArgument) const {
+    return errorAt(source_, line, "yaml", reason, code);
   }
 
-  uint32_t add(YamlTree::Type type, const YAML::Mark& mark, YAML::anchor_t anchor,
-               bool closed = true) {
-    count(1, mark);
+  Status syntaxError(const yaml_parser_t& p) const {
+    std::string reason = p.problem != nullptr ? p.problem : "malformed YAML";
+    if (p.context != nullptr) reason = std::string(p.context) + ": " + reason;
+    // Reader errors (bad encoding, control characters) carry an offset, not a mark.
+    const int line = p.error == YAML_READER_ERROR ? lineOfOffset(text_, p.problem_offset)
+                                                  : lineOfMark(p.problem_mark);
+    return error(line, reason);
+  }
+
+  // Every node and every alias counts as the number of nodes it stands for.
+  Status count(uint64_t nodes, int line) {
+    total_ += nodes;
+    if (total_ > maxNodes_) {
+      return error(line,
+                   "more than " + std::to_string(maxNodes_) +
+                       " nodes (aliases count as the nodes they repeat)",
+                   Code::kResourceExhausted);
+    }
+    return Status::ok();
+  }
+
+  Status add(YamlTree::Type type, int line, const yaml_char_t* anchor, bool closed = true) {
+    LOCKSTEP_RETURN_IF_ERROR(count(1, line));
     const auto i = static_cast<uint32_t>(tree_.nodes_.size());
-    YamlTree::Node n;
+    YamlTree::Node& n = tree_.nodes_.emplace_back();
     n.type = type;
     n.closed = closed;
-    n.line = lineOfMark(mark);
-    tree_.nodes_.push_back(std::move(n));
+    n.line = line;
     expanded_.push_back(1);
-    if (anchor != YAML::NullAnchor) anchors_[anchor] = i;
+    if (anchor != nullptr) anchors_[reinterpret_cast<const char*>(anchor)] = i;
     attach(i);
-    return i;
+    return Status::ok();
+  }
+
+  Status alias(int line, const yaml_char_t* anchor) {
+    auto it = anchors_.find(reinterpret_cast<const char*>(anchor));
+    if (it == anchors_.end()) return error(line, "unknown alias");
+    const uint32_t target = it->second;
+    if (!tree_.nodes_[target].closed)
+      return error(line, "alias refers to a node that contains it (a cycle)");
+    LOCKSTEP_RETURN_IF_ERROR(count(expanded_[target], line));
+    attach(target);
+    return Status::ok();
   }
 
   void attach(uint32_t i) {
     if (open_.empty()) return;  // the root
     tree_.nodes_[open_.back()].kids.push_back(i);
+  }
+
+  void indexMap(YamlTree::Node& n) const {
+    if (n.kids.size() / 2 <= kIndexedMapKeys) return;
+    const auto& nodes = tree_.nodes_;
+    for (uint32_t k = 0; k + 1 < n.kids.size(); k += 2) {
+      if (nodes[n.kids[k]].type == YamlTree::Type::kScalar) n.index.push_back(k);
+    }
+    std::stable_sort(n.index.begin(), n.index.end(), [&](uint32_t a, uint32_t b) {
+      return nodes[n.kids[a]].scalar < nodes[n.kids[b]].scalar;
+    });
   }
 
   void close() {
@@ -131,32 +188,22 @@ class YamlBuilder : public YAML::EventHandler {
   }
 
   YamlTree& tree_;
+  const std::string_view text_;
+  const std::string& source_;
   const size_t maxNodes_;
   uint64_t total_ = 0;
   std::vector<uint64_t> expanded_;  // per node: nodes in its subtree, aliases expanded
   std::vector<uint32_t> open_;      // containers being built, innermost last
-  std::unordered_map<YAML::anchor_t, uint32_t> anchors_;
+  std::unordered_map<std::string, uint32_t> anchors_;
 };
 
 StatusOr<YamlTree> YamlTree::parse(std::string_view text, const std::string& source,
                                    size_t maxNodes) {
   YamlTree tree;
-  try {
-    ViewBuf buf(text);
-    std::istream in(&buf);
-    YAML::Parser parser(in);
-    YamlBuilder builder(tree, maxNodes);
-    parser.HandleNextDocument(builder);
-  } catch (const BuildError& e) {
-    return errorAt(source, e.line, "yaml", e.reason, e.code);
-  } catch (const YAML::Exception& e) {
-    return errorAt(source, lineOfMark(e.mark), "yaml", e.msg);
-  } catch (const std::exception& e) {
-    return errorAt(source, 0, "yaml", e.what());
-  }
+  YamlBuilder builder(tree, text, source, maxNodes);
+  LOCKSTEP_RETURN_IF_ERROR(builder.build());
   return tree;
 }
-
 bool YamlNode::IsNull() const {
   return tree_ && tree_->nodes_[index_].type == YamlTree::Type::kNull;
 }
