@@ -59,11 +59,11 @@ StatusOr<YamlTree> parseYaml(std::string_view text, const Ctx& ctx) {
 }
 
 // The scalar at key, or nullopt when absent / null / not a scalar.
-std::optional<std::string> scalar(const YamlNode& map, const char* key) {
+std::optional<std::string> scalar(const YamlNode& map, std::string_view key) {
   if (!map.IsMap()) return std::nullopt;
   const YamlNode v = map[key];
   if (!v || !v.IsScalar()) return std::nullopt;
-  return v.Scalar();
+  return std::string(v.Scalar());
 }
 
 bool isConda(std::string_view url) {
@@ -102,10 +102,10 @@ Status sha256Of(const YamlNode& entry, const Ctx& ctx, std::vector<std::string>&
   const YamlNode node = pick();
   if (!node || node.IsNull()) return Status::ok();
   if (!node.IsScalar()) return ctx.error(lineOf(node), "sha256", "expected a string");
-  const std::string& raw = node.Scalar();
+  const std::string_view raw = node.Scalar();
   if (raw.empty()) return Status::ok();
   auto d = canonicalSha256(raw);
-  if (!d) return ctx.error(lineOf(node), "sha256", "malformed sha256 \"" + raw + "\"");
+  if (!d) return ctx.error(lineOf(node), "sha256", "malformed sha256 \"" + std::string(raw) + "\"");
   digests.push_back(*d);
   return Status::ok();
 }
@@ -145,7 +145,7 @@ StatusOr<ParsedLock> parseCondaLock(std::string_view text, const Ctx& ctx) {
   if (const YamlNode md = root["metadata"]; md && md.IsMap()) {
     if (const YamlNode pl = md["platforms"]; pl && pl.IsSequence()) {
       for (const YamlNode& p : items(pl)) {
-        if (p.IsScalar()) addPlatform(p.Scalar());
+        if (p.IsScalar()) addPlatform(std::string(p.Scalar()));
       }
     }
   }
@@ -161,8 +161,8 @@ StatusOr<ParsedLock> parseCondaLock(std::string_view text, const Ctx& ctx) {
     if (!e.IsMap()) return ctx.error(lineOf(e), "package", "expected a mapping");
     // Digests of every platform are checked, so a damaged entry is an error
     // even when another platform is selected.
-    std::vector<std::string> unused;
-    LOCKSTEP_RETURN_IF_ERROR(sha256Of(e, ctx, unused));
+    std::vector<std::string> digests;
+    LOCKSTEP_RETURN_IF_ERROR(sha256Of(e, ctx, digests));
     auto name = scalar(e, "name");
     auto version = scalar(e, "version");
     auto plat = scalar(e, "platform");
@@ -182,7 +182,7 @@ StatusOr<ParsedLock> parseCondaLock(std::string_view text, const Ctx& ctx) {
     p.name = *name;
     p.version = *version;
     p.where = ctx.at(lineOf(e));
-    LOCKSTEP_RETURN_IF_ERROR(sha256Of(e, ctx, p.digests));
+    p.digests = std::move(digests);
     if (p.digests.empty()) {
       if (auto url = scalar(e, "url")) {
         if (auto c = gitCommitFromUrl(*url); c && url->rfind("git+", 0) == 0)
@@ -213,7 +213,7 @@ StatusOr<ParsedLock> parsePixiLock(std::string_view text, const Ctx& ctx) {
   if (!env) {
     std::vector<std::string> names;
     for (const auto& [k, v] : entries(envs)) {
-      if (k.IsScalar()) names.push_back(k.Scalar());
+      if (k.IsScalar()) names.emplace_back(k.Scalar());
     }
     return ctx.error(lineOf(envs), "environments",
                      "environment \"" + envName +
@@ -224,7 +224,7 @@ StatusOr<ParsedLock> parsePixiLock(std::string_view text, const Ctx& ctx) {
   std::vector<std::string> platforms;
   if (byPlatform && byPlatform.IsMap()) {
     for (const auto& [k, v] : entries(byPlatform)) {
-      if (k.IsScalar()) platforms.push_back(k.Scalar());
+      if (k.IsScalar()) platforms.emplace_back(k.Scalar());
     }
   } else if (byPlatform && !byPlatform.IsNull()) {
     return ctx.error(lineOf(byPlatform), "environments." + envName + ".packages",
@@ -306,9 +306,9 @@ StatusOr<ParsedLock> parsePixiLock(std::string_view text, const Ctx& ctx) {
         bool ok = true;
         for (const auto& [k, v] : refEntries) {
           if (!k.IsScalar() || !v.IsScalar()) continue;
-          const std::string& key = k.Scalar();
+          const std::string_view key = k.Scalar();
           if (key == kind) continue;
-          auto have = scalar(candidate, key.c_str());
+          auto have = scalar(candidate, key);
           if (!have || *have != v.Scalar()) ok = false;
         }
         if (ok) candidates.push_back(candidate);

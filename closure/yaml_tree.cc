@@ -65,6 +65,12 @@ class YamlBuilder {
     Parser parser;
     yaml_parser_set_input_string(&parser.p, reinterpret_cast<const unsigned char*>(text_.data()),
                                  text_.size());
+    // Real locks hold about one node per 14 bytes and less scalar text than bytes.
+    const size_t expect = std::min(text_.size() / 12 + 16, maxNodes_ + 1);
+    tree_.nodes_.reserve(expect);
+    tree_.kids_.reserve(expect);
+    expanded_.reserve(expect);
+    tree_.scalars_.reserve(text_.size());
     for (;;) {
       Event ev;
       if (!yaml_parser_parse(&parser.p, &ev.e)) return syntaxError(parser.p);
@@ -83,8 +89,11 @@ class YamlBuilder {
             LOCKSTEP_RETURN_IF_ERROR(add(YamlTree::Type::kNull, line, e.data.scalar.anchor));
           } else {
             LOCKSTEP_RETURN_IF_ERROR(add(YamlTree::Type::kScalar, line, e.data.scalar.anchor));
-            tree_.nodes_.back().scalar.assign(reinterpret_cast<const char*>(e.data.scalar.value),
-                                              e.data.scalar.length);
+            YamlTree::Node& n = tree_.nodes_.back();
+            n.begin = static_cast<uint32_t>(tree_.scalars_.size());
+            n.size = static_cast<uint32_t>(e.data.scalar.length);
+            tree_.scalars_.append(reinterpret_cast<const char*>(e.data.scalar.value),
+                                  e.data.scalar.length);
           }
           break;
         }
@@ -94,18 +103,15 @@ class YamlBuilder {
         case YAML_SEQUENCE_START_EVENT:
           LOCKSTEP_RETURN_IF_ERROR(
               add(YamlTree::Type::kSequence, line, e.data.sequence_start.anchor, false));
-          open_.push_back(static_cast<uint32_t>(tree_.nodes_.size() - 1));
+          open(static_cast<uint32_t>(tree_.nodes_.size() - 1));
           break;
         case YAML_MAPPING_START_EVENT:
           LOCKSTEP_RETURN_IF_ERROR(
               add(YamlTree::Type::kMap, line, e.data.mapping_start.anchor, false));
-          open_.push_back(static_cast<uint32_t>(tree_.nodes_.size() - 1));
+          open(static_cast<uint32_t>(tree_.nodes_.size() - 1));
           break;
         case YAML_SEQUENCE_END_EVENT:
-          close();
-          break;
         case YAML_MAPPING_END_EVENT:
-          indexMap(tree_.nodes_[open_.back()]);
           close();
           break;
       }
@@ -141,10 +147,7 @@ class YamlBuilder {
   Status add(YamlTree::Type type, int line, const yaml_char_t* anchor, bool closed = true) {
     LOCKSTEP_RETURN_IF_ERROR(count(1, line));
     const auto i = static_cast<uint32_t>(tree_.nodes_.size());
-    YamlTree::Node& n = tree_.nodes_.emplace_back();
-    n.type = type;
-    n.closed = closed;
-    n.line = line;
+    tree_.nodes_.push_back({type, closed, line});
     expanded_.push_back(1);
     if (anchor != nullptr) anchors_[reinterpret_cast<const char*>(anchor)] = i;
     attach(i);
@@ -162,29 +165,44 @@ class YamlBuilder {
     return Status::ok();
   }
 
+  // Children of the open containers wait in pending_, innermost last; a
+  // container's are moved to the tree's kids_ in one piece when it closes.
   void attach(uint32_t i) {
     if (open_.empty()) return;  // the root
-    tree_.nodes_[open_.back()].kids.push_back(i);
+    pending_.push_back(i);
   }
 
-  void indexMap(YamlTree::Node& n) const {
-    if (n.kids.size() / 2 <= kIndexedMapKeys) return;
-    const auto& nodes = tree_.nodes_;
-    for (uint32_t k = 0; k + 1 < n.kids.size(); k += 2) {
-      if (nodes[n.kids[k]].type == YamlTree::Type::kScalar) n.index.push_back(k);
-    }
-    std::stable_sort(n.index.begin(), n.index.end(), [&](uint32_t a, uint32_t b) {
-      return nodes[n.kids[a]].scalar < nodes[n.kids[b]].scalar;
-    });
-  }
+  void open(uint32_t i) { open_.push_back({i, pending_.size()}); }
 
   void close() {
-    const uint32_t i = open_.back();
+    const auto [i, first] = open_.back();
     open_.pop_back();
-    tree_.nodes_[i].closed = true;
+    YamlTree::Node& n = tree_.nodes_[i];
+    n.closed = true;
+    n.begin = static_cast<uint32_t>(tree_.kids_.size());
+    n.size = static_cast<uint32_t>(pending_.size() - first);
     uint64_t size = 1;
-    for (uint32_t k : tree_.nodes_[i].kids) size += expanded_[k];
+    for (size_t k = first; k < pending_.size(); ++k) size += expanded_[pending_[k]];
     expanded_[i] = size;
+    tree_.kids_.insert(tree_.kids_.end(), pending_.begin() + static_cast<std::ptrdiff_t>(first),
+                       pending_.end());
+    pending_.resize(first);
+    if (n.type == YamlTree::Type::kMap) indexMap(n);
+  }
+
+  void indexMap(YamlTree::Node& n) {
+    if (n.size / 2 <= kIndexedMapKeys) return;
+    auto& index = tree_.index_;
+    const size_t from = index.size();
+    const uint32_t* kids = tree_.kids_.data() + n.begin;
+    for (uint32_t k = 0; k + 1 < n.size; k += 2) {
+      if (tree_.nodes_[kids[k]].type == YamlTree::Type::kScalar) index.push_back(k);
+    }
+    auto key = [&](uint32_t k) { return tree_.scalar(tree_.nodes_[kids[k]]); };
+    std::stable_sort(index.begin() + static_cast<std::ptrdiff_t>(from), index.end(),
+                     [&](uint32_t a, uint32_t b) { return key(a) < key(b); });
+    n.indexBegin = static_cast<uint32_t>(from);
+    n.indexSize = static_cast<uint32_t>(index.size() - from);
   }
 
   YamlTree& tree_;
@@ -193,7 +211,12 @@ class YamlBuilder {
   const size_t maxNodes_;
   uint64_t total_ = 0;
   std::vector<uint64_t> expanded_;  // per node: nodes in its subtree, aliases expanded
-  std::vector<uint32_t> open_;      // containers being built, innermost last
+  struct Open {
+    uint32_t node;
+    size_t firstPending;
+  };
+  std::vector<Open> open_;         // containers being built, innermost last
+  std::vector<uint32_t> pending_;  // their children so far
   std::unordered_map<std::string, uint32_t> anchors_;
 };
 
@@ -215,32 +238,41 @@ bool YamlNode::IsSequence() const {
 }
 bool YamlNode::IsMap() const { return tree_ && tree_->nodes_[index_].type == YamlTree::Type::kMap; }
 
-const std::string& YamlNode::Scalar() const {
-  static const std::string kEmpty;
-  return IsScalar() ? tree_->nodes_[index_].scalar : kEmpty;
+std::string_view YamlNode::Scalar() const {
+  return IsScalar() ? tree_->scalar(tree_->nodes_[index_]) : std::string_view();
 }
 
 int YamlNode::line() const { return tree_ ? tree_->nodes_[index_].line : 0; }
 
-size_t YamlNode::childCount() const { return tree_ ? tree_->nodes_[index_].kids.size() : 0; }
+size_t YamlNode::childCount() const {
+  if (!tree_) return 0;
+  const YamlTree::Node& n = tree_->nodes_[index_];
+  return n.type == YamlTree::Type::kSequence || n.type == YamlTree::Type::kMap ? n.size : 0;
+}
 
-YamlNode YamlNode::child(size_t i) const { return YamlNode(tree_, tree_->nodes_[index_].kids[i]); }
+YamlNode YamlNode::child(size_t i) const {
+  return YamlNode(tree_, tree_->kids_[tree_->nodes_[index_].begin + i]);
+}
 
 YamlNode YamlNode::operator[](std::string_view key) const {
   if (!IsMap()) return {};
   const auto& nodes = tree_->nodes_;
   const YamlTree::Node& n = nodes[index_];
-  auto keyOf = [&](uint32_t k) -> const YamlTree::Node& { return nodes[n.kids[k]]; };
-  if (!n.index.empty()) {
-    auto it =
-        std::lower_bound(n.index.begin(), n.index.end(), key,
-                         [&](uint32_t k, std::string_view want) { return keyOf(k).scalar < want; });
-    if (it != n.index.end() && keyOf(*it).scalar == key) return YamlNode(tree_, n.kids[*it + 1]);
+  const uint32_t* kids = tree_->kids_.data() + n.begin;
+  auto keyOf = [&](uint32_t k) -> const YamlTree::Node& { return nodes[kids[k]]; };
+  if (n.indexSize > 0) {
+    const uint32_t* first = tree_->index_.data() + n.indexBegin;
+    const uint32_t* last = first + n.indexSize;
+    const uint32_t* it = std::lower_bound(first, last, key, [&](uint32_t k, std::string_view want) {
+      return tree_->scalar(keyOf(k)) < want;
+    });
+    if (it != last && tree_->scalar(keyOf(*it)) == key) return YamlNode(tree_, kids[*it + 1]);
     return {};
   }
-  for (uint32_t k = 0; k + 1 < n.kids.size(); k += 2) {
-    if (keyOf(k).type == YamlTree::Type::kScalar && keyOf(k).scalar == key) {
-      return YamlNode(tree_, n.kids[k + 1]);
+  for (uint32_t k = 0; k + 1 < n.size; k += 2) {
+    const YamlTree::Node& kn = keyOf(k);
+    if (kn.type == YamlTree::Type::kScalar && tree_->scalar(kn) == key) {
+      return YamlNode(tree_, kids[k + 1]);
     }
   }
   return {};
