@@ -1,5 +1,6 @@
 // conda-lock (v1 and v2 layouts) and pixi.lock over a YamlTree (closure/yaml_tree.h),
-// which bounds what a document may make us do and keeps yaml-cpp behind it.
+// which bounds what a document may make us do and keeps libyaml behind it.
+#include <array>
 #include <map>
 #include <set>
 
@@ -9,8 +10,8 @@
 namespace lockstep::closure::internal {
 namespace {
 
-// yaml-cpp recurses per nesting level; locks nest a handful of levels. Bound it
-// before parsing so hostile input cannot exhaust the stack.
+// Locks nest a handful of levels. Bounded before parsing (docs/limits.md): libyaml
+// keeps its own stacks, but a deep tree would still cost every reader of it.
 constexpr int kMaxFlowDepth = 64;
 constexpr size_t kMaxIndentNesting = 200;
 // pixi: entries of `packages` that may share one location (source packages
@@ -19,35 +20,44 @@ constexpr size_t kMaxEntriesPerLocation = 64;
 
 int lineOf(const YamlNode& n) { return n.line(); }
 
+// Bytes that matter after a line's indentation: flow brackets and the line end.
+constexpr std::array<bool, 256> kFlowOrLineEnd = [] {
+  std::array<bool, 256> t{};
+  for (unsigned char c : {'[', '{', ']', '}', '\n'}) t[c] = true;
+  return t;
+}();
+
 Status checkNesting(std::string_view text, const Ctx& ctx) {
   int depth = 0;
   int line = 1;
-  size_t lineStart = 0;
-  size_t blockRun = 0;  // "- - - -" / "? ? ?" chains on one line nest too
-  bool atIndent = true;
-  for (size_t i = 0; i < text.size(); ++i) {
-    char c = text[i];
-    if (c == '\n') {
-      ++line;
-      lineStart = i + 1;
-      blockRun = 0;
-      atIndent = true;
-      continue;
-    }
-    if (c == '[' || c == '{') {
-      if (++depth > kMaxFlowDepth) return ctx.error(line, "yaml", "nesting too deep");
-    } else if (c == ']' || c == '}') {
-      if (depth > 0) --depth;
-    }
-    if (atIndent) {
-      if (c == ' ' || c == '-' || c == '?' || c == ':' || c == '\t') {
-        if (c != ' ' && c != '\t') ++blockRun;
-        if (i - lineStart > kMaxIndentNesting * 2 || blockRun > kMaxIndentNesting / 4) {
-          return ctx.error(line, "yaml", "nesting too deep");
-        }
-      } else {
-        atIndent = false;
+  const size_t n = text.size();
+  size_t i = 0;
+  while (i < n) {
+    // The indentation: "- - - -" / "? ? ?" chains on one line nest too.
+    const size_t lineStart = i;
+    size_t blockRun = 0;
+    for (; i < n; ++i) {
+      const char c = text[i];
+      if (c != ' ' && c != '-' && c != '?' && c != ':' && c != '\t') break;
+      if (c != ' ' && c != '\t') ++blockRun;
+      if (i - lineStart > kMaxIndentNesting * 2 || blockRun > kMaxIndentNesting / 4) {
+        return ctx.error(line, "yaml", "nesting too deep");
       }
+    }
+    // The rest of the line: only flow brackets count.
+    for (; i < n; ++i) {
+      const char c = text[i];
+      if (!kFlowOrLineEnd[static_cast<unsigned char>(c)]) continue;
+      if (c == '\n') break;
+      if (c == '[' || c == '{') {
+        if (++depth > kMaxFlowDepth) return ctx.error(line, "yaml", "nesting too deep");
+      } else if (depth > 0) {
+        --depth;
+      }
+    }
+    if (i < n) {  // past the line end
+      ++i;
+      ++line;
     }
   }
   return Status::ok();

@@ -277,6 +277,28 @@ TEST(Yaml, AliasToAnEnclosingNodeIsAnError) {
   EXPECT_NE(s.message().find("cycle"), std::string::npos) << s.message();
 }
 
+// The nesting check on the text before parsing (closure/yaml_locks.cc), at its
+// boundaries: 64 flow levels, 50 "- "/"? " entries or 401 indentation bytes on a line.
+TEST(Yaml, NestingLimitsAtTheBoundary) {
+  ClosureOptions o;
+  o.format = LockFormat::kCondaLock;
+  auto nestingError = [&](const std::string& t) {
+    const std::string m = errorOf(t, o).message();
+    return m.find("nesting too deep") == std::string::npos ? std::string() : m;
+  };
+  const std::string head = "version: 1\n# x [ { ] }\n";
+  auto flow = [](int n) { return repeat("[", n) + "a" + repeat("]", n); };
+  EXPECT_EQ(nestingError(head + "package: " + flow(64) + "\n"), "");
+  EXPECT_EQ(nestingError(head + "package: [" + flow(63) + ", " + flow(63) + "]\n"), "");
+  EXPECT_EQ(nestingError(head + "package: " + flow(65) + "\n"), "lock:3: yaml: nesting too deep");
+  EXPECT_EQ(nestingError(head + "package:\n" + repeat("- ", 50) + "a\n"), "");
+  EXPECT_EQ(nestingError(head + "package:\n" + repeat("- ", 51) + "a\n"),
+            "lock:4: yaml: nesting too deep");
+  EXPECT_EQ(nestingError(head + repeat(" ", 401) + "# indented\npackage: []\n"), "");
+  EXPECT_EQ(nestingError(head + repeat(" ", 402) + "# indented\npackage: []\n"),
+            "lock:3: yaml: nesting too deep");
+}
+
 TEST(Yaml, NodeCountIsCapped) {
   ClosureOptions o;
   o.format = LockFormat::kCondaLock;
