@@ -327,6 +327,22 @@ TEST(Yaml, ManyPlatformsStayLinear) {
 
 // toml++ 3.3 reaches __builtin_unreachable() classifying U+FEBF (and other
 // non-ASCII characters) as whitespace; found by fuzz_closure_toml.
+// The text check skips runs of plain bytes (closure/toml_locks.cc): what
+// follows a run is still seen, on the right line.
+TEST(Toml, TextCheckSeesWhatFollowsPlainRuns) {
+  ClosureOptions o;
+  o.format = LockFormat::kUv;
+  o.sourceName = "uv.lock";
+  const std::string ok = "version = 1 # caf\xC3\xA9\n[[package]]\nname = \"caf\xC3\xA9\"\n";
+  EXPECT_EQ(errorOf(ok + "version = 1\xC3\xA9\n", o).message(),
+            "uv.lock:4: toml: non-ASCII character outside a string or comment (TOML allows none "
+            "there)");
+  EXPECT_EQ(errorOf(ok + "version = \"1\x7F\"\n", o).message(),
+            "uv.lock:4: toml: control character U+007F (TOML allows none)");
+  EXPECT_EQ(errorOf(ok + "version = 1 # \x01\n", o).message(),
+            "uv.lock:4: toml: control character U+0001 (TOML allows none)");
+}
+
 TEST(Toml, NonAsciiOutsideStringsIsRefusedBeforeTomlpp) {
   ClosureOptions o;
   o.format = LockFormat::kUv;
