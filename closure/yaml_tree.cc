@@ -26,7 +26,7 @@ namespace lockstep::closure::internal {
 namespace {
 
 // Maps with more keys than this get a sorted index.
-constexpr size_t kIndexedMapKeys = 8;
+constexpr size_t kIndexedMapKeys = 16;
 
 int lineOfMark(const yaml_mark_t& m) { return static_cast<int>(m.line) + 1; }
 
