@@ -98,8 +98,8 @@ std::string compare(const std::string& text, bool compareNullLines = false) {
 TEST(YamlTree, SameTreeAsYamlCppForTrickyConstructs) {
   const std::vector<std::string> docs = {
       // null forms, plain vs quoted vs tagged
-      "a: ~\nb: null\nc: Null\nd: NULL\ne:\nf: 'null'\ng: \"~\"\nh: !!str null\ni: !!str\n"
-      "j: ! null\nk: nULL\nl: ''\nm: \"\"\nn: !!null null\n",
+      std::string("a: ~\nb: null\nc: Null\nd: NULL\ne:\nf: 'null'\ng: \"~\"\nh: !!str null\n") +
+          "i: !!str\nj: ! null\nk: nULL\nl: ''\nm: \"\"\nn: !!null null\n",
       // anchors, aliases, an anchor defined twice (the later one wins)
       "x: &a {k: v}\ny: *a\nz: &a [1]\nw: *a\n",
       // merge keys are ordinary keys at this level
@@ -109,8 +109,7 @@ TEST(YamlTree, SameTreeAsYamlCppForTrickyConstructs) {
       "--- \nfoo\n...\n",
       "%YAML 1.1\n---\na: 1\n",
       // a UTF-8 byte order mark
-      "\xEF\xBB\xBF"
-      "a: 1\n",
+      std::string("\xEF\xBB\xBF") + "a: 1\n",
       // duplicate keys are both kept
       "a: 1\na: 2\n",
       // block scalars, multi-line plain and quoted scalars, escapes
