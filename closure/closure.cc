@@ -3,7 +3,6 @@
 #include <openssl/evp.h>
 
 #include <algorithm>
-#include <set>
 
 #include "closure/cuda.h"
 #include "closure/lock_parsers.h"
@@ -137,9 +136,23 @@ std::string canonicalText(const std::vector<Package>& packages) {
 }
 
 std::string closureHashOfCanonicalText(std::string_view text) {
-  std::string input(kHashDomain);
-  input.append(text);
-  return "sha256:" + sha256Hex(input);
+  // The domain and the text are fed to one digest, not copied into one string.
+  unsigned char md[EVP_MAX_MD_SIZE];
+  unsigned int len = 0;
+  EVP_MD_CTX* ctx = EVP_MD_CTX_new();
+  EVP_DigestInit_ex(ctx, EVP_sha256(), nullptr);
+  EVP_DigestUpdate(ctx, kHashDomain.data(), kHashDomain.size());
+  EVP_DigestUpdate(ctx, text.data(), text.size());
+  EVP_DigestFinal_ex(ctx, md, &len);
+  EVP_MD_CTX_free(ctx);
+  static const char* kHex = "0123456789abcdef";
+  std::string out = "sha256:";
+  out.reserve(7 + static_cast<size_t>(len) * 2);
+  for (unsigned int i = 0; i < len; ++i) {
+    out += kHex[md[i] >> 4];
+    out += kHex[md[i] & 0xf];
+  }
+  return out;
 }
 
 namespace {
@@ -227,14 +240,16 @@ StatusOr<Closure> computeUnbounded(std::string_view text, const ClosureOptions& 
       return Status(Code::kInvalidArgument, raw.where + ": version: version of \"" + p.name +
                                                 "\" contains whitespace or control characters");
     }
-    std::set<std::string> digests(raw.digests.begin(), raw.digests.end());
+    std::vector<std::string>& digests = raw.digests;
+    std::sort(digests.begin(), digests.end());
+    digests.erase(std::unique(digests.begin(), digests.end()), digests.end());
     for (const auto& d : digests) {
       if (d.empty() || !cleanField(d) || d.find(',') != std::string::npos) {
         return Status(Code::kInvalidArgument,
                       raw.where + ": digest: malformed digest for \"" + p.name + "\"");
       }
     }
-    p.digests.assign(digests.begin(), digests.end());
+    p.digests = std::move(digests);
     if (p.digests.empty()) {
       const std::string who = "\"" + p.name + (p.version.empty() ? "" : " " + p.version) + "\"";
       if (!options.allowUnhashed) {
@@ -251,19 +266,28 @@ StatusOr<Closure> computeUnbounded(std::string_view text, const ClosureOptions& 
   }
   {
     // Sort by canonical line, each line built once (not once per comparison).
+    // Digests are sorted and unique here, and no field holds a TAB or LF nor a
+    // digest a ',', so equal lines are equal packages: the unique lines in
+    // order are canonicalText(out.packages), built without a second pass.
     std::vector<std::pair<std::string, Package>> keyed;
     keyed.reserve(out.packages.size());
-    for (Package& p : out.packages) keyed.emplace_back(lineOf(p), std::move(p));
+    size_t textBytes = 0;
+    for (Package& p : out.packages) {
+      keyed.emplace_back(lineOf(p), std::move(p));
+      textBytes += keyed.back().first.size();
+    }
     std::sort(keyed.begin(), keyed.end(),
               [](const auto& a, const auto& b) { return a.first < b.first; });
     out.packages.clear();
-    for (auto& [line, p] : keyed) {
-      if (out.packages.empty() || !(out.packages.back() == p)) out.packages.push_back(std::move(p));
+    out.canonicalText.reserve(textBytes);
+    for (size_t i = 0; i < keyed.size(); ++i) {
+      if (i > 0 && keyed[i].first == keyed[i - 1].first) continue;
+      out.canonicalText += keyed[i].first;
+      out.packages.push_back(std::move(keyed[i].second));
     }
   }
   std::sort(out.unhashed.begin(), out.unhashed.end());
   out.unhashed.erase(std::unique(out.unhashed.begin(), out.unhashed.end()), out.unhashed.end());
-  out.canonicalText = canonicalText(out.packages);
   out.closureHash = closureHashOfCanonicalText(out.canonicalText);
   out.cuda = detectCuda(out.packages);
   if (!out.cuda.empty()) {
@@ -340,17 +364,24 @@ std::string joinCommaBounded(const std::vector<std::string>& items, size_t max) 
 
 bool hasSha256Prefix(std::string_view raw) {
   if (raw.size() < 7) return false;
-  std::string p = toLower(raw.substr(0, 7));
-  return p == "sha256:" || p == "sha256=";
+  constexpr std::string_view kSha256 = "sha256";
+  for (size_t i = 0; i < kSha256.size(); ++i) {
+    if (lower(raw[i]) != kSha256[i]) return false;
+  }
+  return raw[6] == ':' || raw[6] == '=';
 }
 
 std::optional<std::string> canonicalSha256(std::string_view raw) {
   if (hasSha256Prefix(raw)) raw.remove_prefix(7);
   if (raw.size() != 64) return std::nullopt;
-  for (char c : raw) {
-    if (!isHex(c)) return std::nullopt;
+  std::string out(7 + 64, '\0');  // one allocation: "sha256:" and the lowercase hex
+  raw.copy(out.data() + 7, 64);
+  std::string_view("sha256:").copy(out.data(), 7);
+  for (size_t i = 7; i < out.size(); ++i) {
+    if (!isHex(out[i])) return std::nullopt;
+    out[i] = lower(out[i]);
   }
-  return "sha256:" + toLower(raw);
+  return out;
 }
 
 bool isFullCommit(std::string_view s) {

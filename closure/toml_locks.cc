@@ -2,6 +2,7 @@
 #include <toml++/toml.h>
 
 #include <algorithm>
+#include <array>
 #include <cstdio>
 #include <map>
 
@@ -19,6 +20,22 @@ int lineOf(const toml::node& n) { return static_cast<int>(n.source().begin.line)
 // and comments, right after a backslash in a string, and where a line-ending
 // backslash in a multi-line string skips whitespace. So such a character there
 // is refused here, before toml++ sees it; strings and comments keep theirs.
+// Bytes where the scan outside strings has something to do: a comment, a
+// quote, a non-ASCII byte. Everything else is skipped in a tight loop.
+constexpr std::array<bool, 256> kTomlScanStops = [] {
+  std::array<bool, 256> t{};
+  t['#'] = t['"'] = t['\''] = true;
+  for (int c = 0x80; c < 0x100; ++c) t[c] = true;
+  return t;
+}();
+// Control characters TOML allows nowhere: all below U+0020 but tab, LF and CR, and DEL.
+constexpr std::array<bool, 256> kTomlControl = [] {
+  std::array<bool, 256> t{};
+  for (int c = 0; c < 0x20; ++c) t[c] = c != '\t' && c != '\n' && c != '\r';
+  t[0x7F] = true;
+  return t;
+}();
+
 Status checkTomlText(std::string_view text, const Ctx& ctx) {
   auto nonAscii = [](char c) { return static_cast<unsigned char>(c) >= 0x80; };
   auto fail = [&](size_t i, std::string_view where) {
@@ -81,13 +98,14 @@ Status checkTomlText(std::string_view text, const Ctx& ctx) {
       return fail(i, "outside a string or comment");
     } else {
       ++i;
+      while (i < n && !kTomlScanStops[static_cast<unsigned char>(text[i])]) ++i;
     }
   }
   // TOML allows no control character but tab, CR and LF anywhere (not even in
   // strings or comments); toml++ also reaches the same unreachable point after a NUL.
   for (size_t k = 0; k < n; ++k) {
     const auto u = static_cast<unsigned char>(text[k]);
-    if ((u < 0x20 && u != '\t' && u != '\n' && u != '\r') || u == 0x7F) {
+    if (kTomlControl[u]) {
       char hex[8];
       std::snprintf(hex, sizeof hex, "U+%04X", u);
       return ctx.error(lineOfOffset(text, k), "toml",

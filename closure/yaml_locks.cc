@@ -1,5 +1,6 @@
 // conda-lock (v1 and v2 layouts) and pixi.lock over a YamlTree (closure/yaml_tree.h),
-// which bounds what a document may make us do and keeps yaml-cpp behind it.
+// which bounds what a document may make us do and keeps libyaml behind it.
+#include <array>
 #include <map>
 #include <set>
 
@@ -9,8 +10,8 @@
 namespace lockstep::closure::internal {
 namespace {
 
-// yaml-cpp recurses per nesting level; locks nest a handful of levels. Bound it
-// before parsing so hostile input cannot exhaust the stack.
+// Locks nest a handful of levels. Bounded before parsing (docs/limits.md): libyaml
+// keeps its own stacks, but a deep tree would still cost every reader of it.
 constexpr int kMaxFlowDepth = 64;
 constexpr size_t kMaxIndentNesting = 200;
 // pixi: entries of `packages` that may share one location (source packages
@@ -19,35 +20,44 @@ constexpr size_t kMaxEntriesPerLocation = 64;
 
 int lineOf(const YamlNode& n) { return n.line(); }
 
+// Bytes that matter after a line's indentation: flow brackets and the line end.
+constexpr std::array<bool, 256> kFlowOrLineEnd = [] {
+  std::array<bool, 256> t{};
+  for (unsigned char c : {'[', '{', ']', '}', '\n'}) t[c] = true;
+  return t;
+}();
+
 Status checkNesting(std::string_view text, const Ctx& ctx) {
   int depth = 0;
   int line = 1;
-  size_t lineStart = 0;
-  size_t blockRun = 0;  // "- - - -" / "? ? ?" chains on one line nest too
-  bool atIndent = true;
-  for (size_t i = 0; i < text.size(); ++i) {
-    char c = text[i];
-    if (c == '\n') {
-      ++line;
-      lineStart = i + 1;
-      blockRun = 0;
-      atIndent = true;
-      continue;
-    }
-    if (c == '[' || c == '{') {
-      if (++depth > kMaxFlowDepth) return ctx.error(line, "yaml", "nesting too deep");
-    } else if (c == ']' || c == '}') {
-      if (depth > 0) --depth;
-    }
-    if (atIndent) {
-      if (c == ' ' || c == '-' || c == '?' || c == ':' || c == '\t') {
-        if (c != ' ' && c != '\t') ++blockRun;
-        if (i - lineStart > kMaxIndentNesting * 2 || blockRun > kMaxIndentNesting / 4) {
-          return ctx.error(line, "yaml", "nesting too deep");
-        }
-      } else {
-        atIndent = false;
+  const size_t n = text.size();
+  size_t i = 0;
+  while (i < n) {
+    // The indentation: "- - - -" / "? ? ?" chains on one line nest too.
+    const size_t lineStart = i;
+    size_t blockRun = 0;
+    for (; i < n; ++i) {
+      const char c = text[i];
+      if (c != ' ' && c != '-' && c != '?' && c != ':' && c != '\t') break;
+      if (c != ' ' && c != '\t') ++blockRun;
+      if (i - lineStart > kMaxIndentNesting * 2 || blockRun > kMaxIndentNesting / 4) {
+        return ctx.error(line, "yaml", "nesting too deep");
       }
+    }
+    // The rest of the line: only flow brackets count.
+    for (; i < n; ++i) {
+      const char c = text[i];
+      if (!kFlowOrLineEnd[static_cast<unsigned char>(c)]) continue;
+      if (c == '\n') break;
+      if (c == '[' || c == '{') {
+        if (++depth > kMaxFlowDepth) return ctx.error(line, "yaml", "nesting too deep");
+      } else if (depth > 0) {
+        --depth;
+      }
+    }
+    if (i < n) {  // past the line end
+      ++i;
+      ++line;
     }
   }
   return Status::ok();
@@ -59,11 +69,11 @@ StatusOr<YamlTree> parseYaml(std::string_view text, const Ctx& ctx) {
 }
 
 // The scalar at key, or nullopt when absent / null / not a scalar.
-std::optional<std::string> scalar(const YamlNode& map, const char* key) {
+std::optional<std::string> scalar(const YamlNode& map, std::string_view key) {
   if (!map.IsMap()) return std::nullopt;
   const YamlNode v = map[key];
   if (!v || !v.IsScalar()) return std::nullopt;
-  return v.Scalar();
+  return std::string(v.Scalar());
 }
 
 bool isConda(std::string_view url) {
@@ -102,10 +112,10 @@ Status sha256Of(const YamlNode& entry, const Ctx& ctx, std::vector<std::string>&
   const YamlNode node = pick();
   if (!node || node.IsNull()) return Status::ok();
   if (!node.IsScalar()) return ctx.error(lineOf(node), "sha256", "expected a string");
-  const std::string& raw = node.Scalar();
+  const std::string_view raw = node.Scalar();
   if (raw.empty()) return Status::ok();
   auto d = canonicalSha256(raw);
-  if (!d) return ctx.error(lineOf(node), "sha256", "malformed sha256 \"" + raw + "\"");
+  if (!d) return ctx.error(lineOf(node), "sha256", "malformed sha256 \"" + std::string(raw) + "\"");
   digests.push_back(*d);
   return Status::ok();
 }
@@ -145,7 +155,7 @@ StatusOr<ParsedLock> parseCondaLock(std::string_view text, const Ctx& ctx) {
   if (const YamlNode md = root["metadata"]; md && md.IsMap()) {
     if (const YamlNode pl = md["platforms"]; pl && pl.IsSequence()) {
       for (const YamlNode& p : items(pl)) {
-        if (p.IsScalar()) addPlatform(p.Scalar());
+        if (p.IsScalar()) addPlatform(std::string(p.Scalar()));
       }
     }
   }
@@ -161,8 +171,8 @@ StatusOr<ParsedLock> parseCondaLock(std::string_view text, const Ctx& ctx) {
     if (!e.IsMap()) return ctx.error(lineOf(e), "package", "expected a mapping");
     // Digests of every platform are checked, so a damaged entry is an error
     // even when another platform is selected.
-    std::vector<std::string> unused;
-    LOCKSTEP_RETURN_IF_ERROR(sha256Of(e, ctx, unused));
+    std::vector<std::string> digests;
+    LOCKSTEP_RETURN_IF_ERROR(sha256Of(e, ctx, digests));
     auto name = scalar(e, "name");
     auto version = scalar(e, "version");
     auto plat = scalar(e, "platform");
@@ -182,7 +192,7 @@ StatusOr<ParsedLock> parseCondaLock(std::string_view text, const Ctx& ctx) {
     p.name = *name;
     p.version = *version;
     p.where = ctx.at(lineOf(e));
-    LOCKSTEP_RETURN_IF_ERROR(sha256Of(e, ctx, p.digests));
+    p.digests = std::move(digests);
     if (p.digests.empty()) {
       if (auto url = scalar(e, "url")) {
         if (auto c = gitCommitFromUrl(*url); c && url->rfind("git+", 0) == 0)
@@ -213,7 +223,7 @@ StatusOr<ParsedLock> parsePixiLock(std::string_view text, const Ctx& ctx) {
   if (!env) {
     std::vector<std::string> names;
     for (const auto& [k, v] : entries(envs)) {
-      if (k.IsScalar()) names.push_back(k.Scalar());
+      if (k.IsScalar()) names.emplace_back(k.Scalar());
     }
     return ctx.error(lineOf(envs), "environments",
                      "environment \"" + envName +
@@ -224,7 +234,7 @@ StatusOr<ParsedLock> parsePixiLock(std::string_view text, const Ctx& ctx) {
   std::vector<std::string> platforms;
   if (byPlatform && byPlatform.IsMap()) {
     for (const auto& [k, v] : entries(byPlatform)) {
-      if (k.IsScalar()) platforms.push_back(k.Scalar());
+      if (k.IsScalar()) platforms.emplace_back(k.Scalar());
     }
   } else if (byPlatform && !byPlatform.IsNull()) {
     return ctx.error(lineOf(byPlatform), "environments." + envName + ".packages",
@@ -306,9 +316,9 @@ StatusOr<ParsedLock> parsePixiLock(std::string_view text, const Ctx& ctx) {
         bool ok = true;
         for (const auto& [k, v] : refEntries) {
           if (!k.IsScalar() || !v.IsScalar()) continue;
-          const std::string& key = k.Scalar();
+          const std::string_view key = k.Scalar();
           if (key == kind) continue;
-          auto have = scalar(candidate, key.c_str());
+          auto have = scalar(candidate, key);
           if (!have || *have != v.Scalar()) ok = false;
         }
         if (ok) candidates.push_back(candidate);

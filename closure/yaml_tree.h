@@ -1,4 +1,4 @@
-// YamlTree: a read-only YAML document built from yaml-cpp's event parser, with
+// YamlTree: a read-only YAML document built from libyaml's event parser, with
 // the limits of docs/limits.md enforced while it is built.
 //
 // yaml-cpp's YAML::Load has no bound on what a document may make its reader do:
@@ -34,8 +34,8 @@ class YamlNode {
   bool IsScalar() const;
   bool IsSequence() const;
   bool IsMap() const;
-  const std::string& Scalar() const;  // "" unless a scalar
-  int line() const;                   // 1-based; 0 for a missing node
+  std::string_view Scalar() const;  // "" unless a scalar; lives as long as the tree
+  int line() const;                 // 1-based; 0 for a missing node
   // Map lookup by scalar key; a missing node when absent or not a map.
   YamlNode operator[](std::string_view key) const;
   // Sequence items, or map keys and values interleaved (key, value, key, ...).
@@ -70,18 +70,26 @@ class YamlTree {
   friend class YamlNode;
   friend class YamlBuilder;
   enum class Type : uint8_t { kNull, kScalar, kSequence, kMap };
+  // Nodes hold offsets into three arrays, so a tree is four allocations, not
+  // one or more per node.
   struct Node {
     Type type = Type::kNull;
     bool closed = false;
     int line = 0;
-    std::string scalar;
-    std::vector<uint32_t> kids;
-    // Maps with many keys: positions in `kids` of the scalar keys, sorted by key
-    // text, the first of duplicates first.
-    std::vector<uint32_t> index;
+    uint32_t begin = 0;  // scalar: offset in scalars_; container: first child in kids_
+    uint32_t size = 0;   // scalar: bytes; container: children
+    // Maps with many keys: [indexBegin, indexBegin + indexSize) in index_ holds the
+    // positions of the scalar keys among the children, sorted by key text, the
+    // first of duplicates first.
+    uint32_t indexBegin = 0;
+    uint32_t indexSize = 0;
   };
   YamlTree() = default;
+  std::string_view scalar(const Node& n) const { return {scalars_.data() + n.begin, n.size}; }
   std::vector<Node> nodes_;
+  std::string scalars_;         // every scalar's text, one after another
+  std::vector<uint32_t> kids_;  // each container's children, contiguous
+  std::vector<uint32_t> index_;
 };
 
 }  // namespace lockstep::closure::internal

@@ -10,6 +10,9 @@ packages=(
   libspdlog-dev libfmt-dev libgtest-dev libgmock-dev libboost-dev libboost-system-dev
   # toml++: uv.lock, poetry.lock and Flox/pixi helpers read TOML; a real parser beats hand-written code
   libtomlplusplus-dev
+  # libyaml: the event parser behind conda-lock/pixi parsing (closure/yaml_tree.cc); yaml-cpp's
+  # scanner was 78 % of a conda-lock parse (docs/benchmarks.md)
+  libyaml-dev
   # fuzzing (libFuzzer + sanitizers) and lint
   clang-14 libclang-rt-14-dev clang-format clang-tidy
   # test world: Argo CD customizations under Lua 5.1 (lua-yaml: their test files), metrics,

@@ -541,6 +541,10 @@ TEST_P(FixtureTest, ParsesWithPinnedCountHashAndCuda) {
   EXPECT_EQ(c.cuda, f.cuda);
   EXPECT_EQ(c.weak, f.allowUnhashed);
   EXPECT_EQ(c.closureHash, closureHashOfCanonicalText(c.canonicalText));
+  // computeClosure builds the text and the hash in one pass each; the
+  // definitions (docs/closure-hash.md §1.3, §1.4) say the same.
+  EXPECT_EQ(c.canonicalText, canonicalText(c.packages));
+  EXPECT_EQ(c.closureHash, "sha256:" + sha256Hex(std::string(kHashDomain) + c.canonicalText));
   EXPECT_EQ(std::count(c.canonicalText.begin(), c.canonicalText.end(), '\n'),
             static_cast<long>(f.count));
   // The explicit format gives the same result as detection.

@@ -277,6 +277,28 @@ TEST(Yaml, AliasToAnEnclosingNodeIsAnError) {
   EXPECT_NE(s.message().find("cycle"), std::string::npos) << s.message();
 }
 
+// The nesting check on the text before parsing (closure/yaml_locks.cc), at its
+// boundaries: 64 flow levels, 50 "- "/"? " entries or 401 indentation bytes on a line.
+TEST(Yaml, NestingLimitsAtTheBoundary) {
+  ClosureOptions o;
+  o.format = LockFormat::kCondaLock;
+  auto nestingError = [&](const std::string& t) {
+    const std::string m = errorOf(t, o).message();
+    return m.find("nesting too deep") == std::string::npos ? std::string() : m;
+  };
+  const std::string head = "version: 1\n# x [ { ] }\n";
+  auto flow = [](int n) { return repeat("[", n) + "a" + repeat("]", n); };
+  EXPECT_EQ(nestingError(head + "package: " + flow(64) + "\n"), "");
+  EXPECT_EQ(nestingError(head + "package: [" + flow(63) + ", " + flow(63) + "]\n"), "");
+  EXPECT_EQ(nestingError(head + "package: " + flow(65) + "\n"), "lock:3: yaml: nesting too deep");
+  EXPECT_EQ(nestingError(head + "package:\n" + repeat("- ", 50) + "a\n"), "");
+  EXPECT_EQ(nestingError(head + "package:\n" + repeat("- ", 51) + "a\n"),
+            "lock:4: yaml: nesting too deep");
+  EXPECT_EQ(nestingError(head + repeat(" ", 401) + "# indented\npackage: []\n"), "");
+  EXPECT_EQ(nestingError(head + repeat(" ", 402) + "# indented\npackage: []\n"),
+            "lock:3: yaml: nesting too deep");
+}
+
 TEST(Yaml, NodeCountIsCapped) {
   ClosureOptions o;
   o.format = LockFormat::kCondaLock;
@@ -305,6 +327,22 @@ TEST(Yaml, ManyPlatformsStayLinear) {
 
 // toml++ 3.3 reaches __builtin_unreachable() classifying U+FEBF (and other
 // non-ASCII characters) as whitespace; found by fuzz_closure_toml.
+// The text check skips runs of plain bytes (closure/toml_locks.cc): what
+// follows a run is still seen, on the right line.
+TEST(Toml, TextCheckSeesWhatFollowsPlainRuns) {
+  ClosureOptions o;
+  o.format = LockFormat::kUv;
+  o.sourceName = "uv.lock";
+  const std::string ok = "version = 1 # caf\xC3\xA9\n[[package]]\nname = \"caf\xC3\xA9\"\n";
+  EXPECT_EQ(errorOf(ok + "version = 1\xC3\xA9\n", o).message(),
+            "uv.lock:4: toml: non-ASCII character outside a string or comment (TOML allows none "
+            "there)");
+  EXPECT_EQ(errorOf(ok + "version = \"1\x7F\"\n", o).message(),
+            "uv.lock:4: toml: control character U+007F (TOML allows none)");
+  EXPECT_EQ(errorOf(ok + "version = 1 # \x01\n", o).message(),
+            "uv.lock:4: toml: control character U+0001 (TOML allows none)");
+}
+
 TEST(Toml, NonAsciiOutsideStringsIsRefusedBeforeTomlpp) {
   ClosureOptions o;
   o.format = LockFormat::kUv;

@@ -244,6 +244,37 @@ TEST(CondaLock, YamlSyntaxErrorHasLine) {
   EXPECT_NE(s.message().find(": yaml: "), std::string::npos) << s.message();
 }
 
+// YAML constructs where parsers differ (closure/yaml_tree.cc; yaml_tree_test.cc
+// compares whole trees with yaml-cpp's).
+TEST(CondaLock, QuotedNullIsTextPlainNullIsNoDigest) {
+  ClosureOptions o = opts(LockFormat::kCondaLock);
+  o.allowUnhashed = true;
+  for (const char* plain : {"null", "~", "Null", "NULL", ""}) {
+    Closure c = mustCompute("version: 1\npackage:\n" + condaEntry("zlib", "linux-64", plain), o);
+    EXPECT_TRUE(c.weak) << plain;
+  }
+  for (const char* text : {"'null'", "\"~\"", "!!str null", "nULL"}) {
+    Status s = errorOf("version: 1\npackage:\n" + condaEntry("zlib", "linux-64", text), o);
+    EXPECT_NE(s.message().find("lock:10: sha256: malformed sha256"), std::string::npos)
+        << text << ": " << s.message();
+  }
+}
+
+TEST(CondaLock, InvalidUtf8IsRefusedWithItsLine) {
+  // yaml-cpp passed bytes through; YAML text is Unicode, and libyaml refuses it.
+  Status s = errorOf("version: 1\npackage:\n- name: zl\xFFib\n", opts(LockFormat::kCondaLock));
+  EXPECT_EQ(s.code(), Code::kInvalidArgument);
+  EXPECT_NE(s.message().find("lock:3: yaml: invalid leading UTF-8 octet"), std::string::npos)
+      << s.message();
+}
+
+TEST(CondaLock, AnEmptyEntryIsNamedByItsOwnLine) {
+  Status s = errorOf("version: 1\npackage:\n-\n" + condaEntry("zlib", "linux-64", kA),
+                     opts(LockFormat::kCondaLock));
+  EXPECT_NE(s.message().find("lock:3: package: expected a mapping"), std::string::npos)
+      << s.message();
+}
+
 // ---- pixi -----------------------------------------------------------------
 
 std::string pixiV6() {
