@@ -16,6 +16,14 @@ Sections (SECTIONS, comma-separated):
              Lockstep's operator webhook, the controller-runtime peer, and a
              ValidatingAdmissionPolicy with the equivalent CEL check.
   closure    bench_closure (parse+hash per format vs raw SHA-256).
+  scale      controller scale: for each SCALE_N, N RuntimeEnvs with distinct real
+             inline uv.locks created in bulk (rtecreate, timed apart), then one
+             of: lockstep-operator (--controllers=runtimeenv), the
+             controller-runtime peer (crcontroller) or the bare status writer
+             (statuswriter: the limit) is started; convergence = its start to
+             the last status carrying its expected hash (rtewait, a watch);
+             peak RSS and CPU seconds of the process. Fresh namespace per run,
+             deleted and waited for; etcd compacted between runs.
 
 Servers (SERVERS): beast (lockstep-webhook-dev), plain (Go net/http +
 encoding/json), cr (controller-runtime webhook, informer cache), nginx (static
@@ -27,6 +35,12 @@ Environment: BUILD (build dir, default build; the project default RelWithDebInfo
 DURATION (seconds per load run, 5), CONNS ("1 16 64"), RATES ("2000 10000"),
 RATE_CONNS (32), POD_CREATES (1000), POD_REPS (3), THREADS (server threads, 2),
 BENCH_CLUSTER_DIR (a cluster.sh dir; reused when already up), SKIP_BUILD=1.
+Scale: SCALE_N ("1000 5000"), SCALE_REPS (1), SCALE_WORKERS (2: Lockstep's
+--workers and crcontroller's MaxConcurrentReconciles; statuswriter's writes in
+flight), SCALE_CREATE_CONCURRENCY (16), SCALE_CONTROLLERS ("lockstep cr writer").
+Running only some sections keeps the other sections' results: the newest
+bench/results/*.json is merged (its sections not run now are kept, with their
+own settings and provenance) and the whole block is rendered again.
 Servers take turns within every repetition; figures are medians of REPS runs.
 """
 import base64
@@ -55,7 +69,16 @@ RATE_CONNS = int(ENV.get("RATE_CONNS", "32"))
 POD_CREATES = int(ENV.get("POD_CREATES", "1000"))
 POD_REPS = int(ENV.get("POD_REPS", "3"))
 THREADS = int(ENV.get("THREADS", "2"))
-SECTIONS = ENV.get("SECTIONS", "load,apiserver,closure").split(",")
+SECTIONS = ENV.get("SECTIONS", "load,apiserver,closure,scale").split(",")
+ALL_SECTIONS = ("load", "apiserver", "closure", "scale")
+SCALE_N = [int(n) for n in ENV.get("SCALE_N", "1000 5000").split()]
+SCALE_REPS = int(ENV.get("SCALE_REPS", "1"))
+SCALE_WORKERS = int(ENV.get("SCALE_WORKERS", "2"))
+SCALE_CREATE_CONCURRENCY = int(ENV.get("SCALE_CREATE_CONCURRENCY", "16"))
+SCALE_CONTROLLERS = ENV.get("SCALE_CONTROLLERS", "lockstep cr writer").split()
+# Real uv.locks (tests/closure/testdata/lockfiles/MANIFEST.tsv): 16 KB and 53 KB.
+SCALE_FIXTURES = ["tests/closure/testdata/lockfiles/uv/torch-cu121-yyhhenry-uv-torch-env.uv.lock",
+                  "tests/closure/testdata/lockfiles/uv/torch-cu13-rabago85-pytorch-uv-demo.uv.lock"]
 NS = "bench-ml"
 JEMALLOC = ENV.get("JEMALLOC", "/usr/lib/x86_64-linux-gnu/libjemalloc.so.2")
 HASH_LABEL = "lockstep.dev/closure-hash"
@@ -519,6 +542,122 @@ def run_closure():
     return r.stdout
 
 
+# ---- controller scale ------------------------------------------------------------------
+
+
+def scale_crosscheck(bins, files):
+    """The Go peer's closure hash equals `lockstep closure-hash` for every file, or the run stops."""
+    cli = os.path.join(BUILD, "cmd/lockstep/lockstep")
+    go = sh([os.path.join(bins["peers"], "crcontroller"), "--hash", *files]).stdout.split("\n")
+    go = {line.split()[0]: line.split()[1] for line in go if line.strip()}
+    for f in files:
+        want = sh([cli, "closure-hash", "--format", "uv", f]).stdout.strip().splitlines()[-1]
+        if go.get(f) != want:
+            raise SystemExit(f"bench: closure hash of {f}: Go peer {go.get(f)}, lockstep {want}: "
+                             "the peer does not compute closure hash v1; no scale figures")
+    return len(files)
+
+
+def delete_namespace(c, ns):
+    # The RuntimeEnvs first in one deletecollection, then the namespace; wait until it is gone.
+    c.kubectl("delete", "runtimeenvs.lockstep.dev", "--all", "-n", ns, "--wait=false", check=False)
+    c.kubectl("delete", "namespace", ns, "--wait=true", "--timeout=1200s")
+    eventually(f"namespace {ns} gone",
+               lambda: c.kubectl("get", "namespace", ns, check=False).returncode != 0, timeout=600)
+    sh([os.path.join(ROOT, "tests/cluster/cluster.sh"), "compact-etcd", "--dir", c.dir], check=False)
+
+
+def start_scale_controller(ctl, c, procs, work, ns, expected):
+    if ctl == "lockstep":
+        return procs.start(f"scale-{ns}", [
+            os.path.join(BUILD, "cmd/lockstep-operator"),
+            "--kubeconfig=" + c.kubeconfig, "--namespace=" + ns, "--watch-namespaces=" + ns,
+            "--bind-address=127.0.0.1", "--webhook-port=0", "--metrics-port=0", "--health-port=0",
+            "--metrics-secure=false", "--cert-mode=file", "--cert-dir=" + work,
+            f"--webhook-threads={THREADS}", "--controllers=runtimeenv", f"--workers={SCALE_WORKERS}",
+            "--log-level=warn"], work)
+    if ctl == "cr":
+        return procs.start(f"scale-{ns}", [
+            os.path.join(c.bins["peers"], "crcontroller"), "--namespace", ns,
+            "--workers", str(SCALE_WORKERS), "--threads", str(THREADS)], work, env=c.env)
+    if ctl == "writer":
+        out = open(os.path.join(work, f"scale-{ns}.out"), "w")
+        err = open(os.path.join(work, f"scale-{ns}.log"), "w")
+        return subprocess.Popen([os.path.join(c.bins["peers"], "statuswriter"), "-kubeconfig", c.kubeconfig,
+                                 "-expected", expected, "-workers", str(SCALE_WORKERS)], stdout=out, stderr=err)
+    raise SystemExit(f"bench: unknown scale controller {ctl} (SCALE_CONTROLLERS: lockstep cr writer)")
+
+
+def run_scale(c, procs, work, bins):
+    runs, crosschecked = [], 0
+    dump = os.path.join(work, "scale-variants")
+    fixtures = [os.path.join(ROOT, f) for f in SCALE_FIXTURES]
+    for n in SCALE_N:
+        for rep in range(1, SCALE_REPS + 1):
+            for ctl in SCALE_CONTROLLERS:
+                ns = f"bench-scale-{n}-{ctl}-{rep}"
+                log(f"scale N={n} rep {rep} {ctl}: creating {n} RuntimeEnvs in {ns}")
+                c.kubectl("create", "namespace", ns)
+                expected = os.path.join(work, ns + ".json")
+                r = sh([os.path.join(bins["peers"], "rtecreate"), "-kubeconfig", c.kubeconfig, "-namespace", ns,
+                        "-n", str(n), "-fixtures", ",".join(fixtures), "-image", IMAGE, "-out", expected,
+                        "-concurrency", str(SCALE_CREATE_CONCURRENCY), "-dump", dump])
+                created = json.loads(r.stdout)
+                if not crosschecked:
+                    crosschecked = scale_crosscheck(bins, fixtures + sorted(
+                        os.path.join(dump, f) for f in os.listdir(dump)))
+                    log(f"scale: Go peer and lockstep closure-hash agree on {crosschecked} locks")
+                ready = os.path.join(work, ns + ".watching")
+                wout = open(os.path.join(work, ns + ".wait"), "w")
+                werr = open(os.path.join(work, ns + ".wait.log"), "w")
+                watcher = subprocess.Popen([os.path.join(bins["peers"], "rtewait"), "-kubeconfig", c.kubeconfig,
+                                            "-expected", expected, "-ready-file", ready, "-timeout", "40m"],
+                                           stdout=wout, stderr=werr)
+                procs.procs.append(watcher)
+                eventually(f"rtewait watching {ns}", lambda: os.path.exists(ready), timeout=300)
+                t0 = time.time()
+                p = start_scale_controller(ctl, c, procs, work, ns, expected)
+                rc = watcher.wait()
+                wout.close()
+                werr.close()
+                w = open(os.path.join(work, ns + ".wait")).read()
+                if rc != 0:
+                    p.terminate()
+                    raise SystemExit(f"bench: scale {ctl} N={n}: {open(werr.name).read().strip()} {w}")
+                w = json.loads(w)
+                run = {"n": n, "rep": rep, "controller": ctl, "workers": SCALE_WORKERS,
+                       "create_s": created["seconds"], "creates_per_s": created["creates_per_second"],
+                       "lock_bytes_mean": created["lock_bytes_mean"], "lock_bytes_max": created["lock_bytes_max"],
+                       "distinct_hashes": created["distinct_hashes"],
+                       "convergence_s": w["last_match_unix"] - t0, "first_status_s": w["first_match_unix"] - t0}
+                run["statuses_per_s"] = n / run["convergence_s"]
+                if ctl == "writer":
+                    _, status, ru = os.wait4(p.pid, 0)
+                    p.returncode = os.waitstatus_to_exitcode(status)
+                    out = open(os.path.join(work, f"scale-{ns}.out")).read()
+                    if p.returncode != 0:
+                        raise SystemExit(f"bench: statuswriter failed: {out} "
+                                         f"{open(os.path.join(work, f'scale-{ns}.log')).read()}")
+                    o = json.loads(out)
+                    run.update(write_s=o["seconds"], writes_per_s=o["writes_per_second"],
+                               cpu_s=ru.ru_utime + ru.ru_stime, peak_rss_mib=ru.ru_maxrss / 1024)
+                else:
+                    run.update(cpu_s=cpu_seconds(p.pid), peak_rss_mib=peak_rss_mib(p.pid))
+                    if p.poll() is not None:
+                        raise SystemExit(f"bench: {ctl} exited ({p.returncode}) during the run; see its log in {work}")
+                    p.terminate()
+                    try:
+                        p.wait(timeout=30)
+                    except subprocess.TimeoutExpired:
+                        p.kill()
+                runs.append(run)
+                log(f"scale N={n} rep {rep} {ctl}: converged in {run['convergence_s']:.2f} s "
+                    f"({run['statuses_per_s']:.0f}/s), RSS {run['peak_rss_mib']:.1f} MiB, CPU {run['cpu_s']:.2f} s")
+                delete_namespace(c, ns)
+    return {"runs": runs, "crosschecked_locks": crosschecked, "fixtures": SCALE_FIXTURES,
+            "workers": SCALE_WORKERS, "create_concurrency": SCALE_CREATE_CONCURRENCY}
+
+
 # ---- report --------------------------------------------------------------------------------
 
 
@@ -532,12 +671,13 @@ def fmt(v, digits=2):
 
 def summarize(results):
     md = []
+    st = results["settings"]  # the settings of the run that measured each section
     load = results.get("load")
     if load:
         runs = load["runs"]
         servers = load["servers"]
         md.append("### Admission throughput at fixed concurrency (wrk, closed loop)\n")
-        md.append(f"Medians of {REPS} runs of {DURATION} s; CPU = server CPU seconds per 1,000 requests. "
+        md.append(f"Medians of {st['reps']} runs of {st['duration_s']} s; CPU = server CPU seconds per 1,000 requests. "
                   "Ratios: Lockstep (beast) req/s divided by the peer's.\n")
         peers = [p for p in ("cr", "plain", "nginx", "beast-before") if p in servers and "beast" in servers]
         md.append("| body | conns | " + " | ".join(f"{s} req/s · p50 · p99 ms · CPU" for s in servers) +
@@ -545,7 +685,7 @@ def summarize(results):
                   (" | jemalloc/beast" if "beast-jemalloc" in servers else "") + " | errors |")
         md.append("|" + "---|" * (len(servers) + len(peers) + 3 + ("beast-jemalloc" in servers)))
         for body in ("pod", "large"):
-            for conns in CONNS:
+            for conns in st['conns']:
                 med = {}
                 cells = []
                 errs = 0
@@ -564,11 +704,11 @@ def summarize(results):
                           (f" | {ratio('beast-jemalloc', 'beast')}" if "beast-jemalloc" in servers else "") +
                           f" | {errs} |")
         md.append("\n### Admission latency at a fixed rate (loadgen, open loop, "
-                  f"{RATE_CONNS} connections at most)\n")
+                  f"{st['rate_conns']} connections at most)\n")
         md.append("| body | rate/s | server | achieved/s | p50 ms | p99 ms | p99.9 ms | CPU s/1k | errors |")
         md.append("|---|---|---|---|---|---|---|---|---|")
         for body in ("pod", "large"):
-            for rate in RATES:
+            for rate in st['rates']:
                 for s in servers:
                     sel = [r for r in runs if r["kind"] == "rate" and r["server"] == s
                            and r["body"] == body and r["rate"] == rate]
@@ -582,7 +722,7 @@ def summarize(results):
     api = results.get("apiserver")
     if api:
         md.append("### Pod-create latency through kube-apiserver\n")
-        md.append(f"{POD_CREATES} creates per run, one at a time, medians of {POD_REPS} runs "
+        md.append(f"{st['pod_creates']} creates per run, one at a time, medians of {st['pod_reps']} runs "
                   "(configurations take turns). Overhead = p50/p99 minus the no-webhook run's.\n")
         md.append("| admission | creates/s | p50 ms | p99 ms | p99.9 ms | p50 overhead ms | p99 overhead ms |")
         md.append("|---|---|---|---|---|---|---|")
@@ -599,6 +739,58 @@ def summarize(results):
     if results.get("closure"):
         md.append("### Closure parse+hash (bench_closure, RelWithDebInfo)\n")
         md.append("```\n" + results["closure"].strip() + "\n```\n")
+    sc = results.get("scale")
+    if sc:
+        prov = results.get("scale_provenance", {})
+        md.append("### Controller scale: RuntimeEnvs to status through kube-apiserver\n")
+        if prov:
+            md.append(f"Measured by `{prov['command']}` on {prov['date']}; load average {prov['loadavg_before']} "
+                      f"before, {prov['loadavg_after']} after.\n")
+        runs = sc["runs"]
+        first = runs[0] if runs else {}
+        md.append(f"N RuntimeEnvs with distinct real inline uv.locks (mean {first.get('lock_bytes_mean', 0) / 1024:.1f} KiB, "
+                  f"max {first.get('lock_bytes_max', 0) / 1024:.1f} KiB) created in bulk "
+                  f"({sc['create_concurrency']} creates in flight) before the controller starts; "
+                  f"{sc['workers']} workers each (Lockstep `--workers`, controller-runtime "
+                  f"`MaxConcurrentReconciles`, the bare writer's writes in flight). Convergence = controller "
+                  f"process start → the last status carrying its expected hash (a watch). Ratio = convergence / "
+                  f"the bare writer's convergence for the same N. The Go peer's hash was checked against "
+                  f"`lockstep closure-hash` on {sc['crosschecked_locks']} locks, and every status of every run "
+                  f"against the expected hash. Medians of {max(r['rep'] for r in runs) if runs else 0} run(s).\n")
+        md.append("| N | controller | create s (creates/s) | convergence s | first status s | statuses/s | "
+                  "ratio to bare writer | peak RSS MiB | CPU s |")
+        md.append("|---|---|---|---|---|---|---|---|---|")
+        med = {}
+        for n in sorted({r["n"] for r in runs}):
+            for ctl in ("lockstep", "cr", "writer"):
+                sel = [r for r in runs if r["n"] == n and r["controller"] == ctl]
+                if sel:
+                    med[(n, ctl)] = {k: median([r.get(k) for r in sel]) for k in
+                                     ("create_s", "creates_per_s", "convergence_s", "first_status_s",
+                                      "statuses_per_s", "peak_rss_mib", "cpu_s", "write_s", "writes_per_s")}
+            for ctl in ("lockstep", "cr", "writer"):
+                m = med.get((n, ctl))
+                if not m:
+                    continue
+                w = med.get((n, "writer"))
+                ratio = f"{m['convergence_s'] / w['convergence_s']:.2f}x" if w else "-"
+                name = {"lockstep": "lockstep-operator", "cr": "controller-runtime peer",
+                        "writer": "bare writer (limit)"}[ctl]
+                md.append(f"| {n:,} | {name} | {fmt(m['create_s'])} ({fmt(m['creates_per_s'], 0)}) | "
+                          f"{fmt(m['convergence_s'])} | {fmt(m['first_status_s'])} | {fmt(m['statuses_per_s'], 0)} | "
+                          f"{ratio} | {fmt(m['peak_rss_mib'], 1)} | {fmt(m['cpu_s'])} |")
+        writers = [(n, m) for (n, ctl), m in med.items() if ctl == "writer"]
+        if writers:
+            md.append("\nThe bare writer's own first-write-to-last-write time: " + ", ".join(
+                f"N = {n:,}: {fmt(m['write_s'])} s ({fmt(m['writes_per_s'], 0)} writes/s)" for n, m in writers) + ".")
+        for n in sorted({r["n"] for r in runs}):
+            l, c = med.get((n, "lockstep")), med.get((n, "cr"))
+            if l and c and c["peak_rss_mib"]:
+                md.append(f"N = {n:,}: Lockstep RSS / controller-runtime RSS = "
+                          f"{l['peak_rss_mib'] / c['peak_rss_mib']:.2f}; CPU s ratio = "
+                          f"{l['cpu_s'] / c['cpu_s']:.2f}.")
+        md.append("")
+        results["scale_medians"] = {f"{n}/{ctl}": m for (n, ctl), m in med.items()}
     return "\n".join(md) + "\n"
 
 
@@ -606,6 +798,9 @@ def write_docs(results, table):
     path = os.path.join(ROOT, "docs/benchmarks.md")
     doc = open(path).read() if os.path.exists(path) else "# Benchmarks\n\n<!-- bench:begin -->\n<!-- bench:end -->\n"
     v = results["versions"]
+    for k in ("loadavg_before", "loadavg_after"):  # older results files kept them as lists
+        if isinstance(results.get(k), list):
+            results[k] = " ".join(results[k])
     header = (f"Generated by `{results['command']}` on {results['date']} — {v['cpu']}, {v['cores']} cores, "
               f"kernel {v['kernel']}; load average {results['loadavg_before']} before, "
               f"{results['loadavg_after']} after. {v['gxx']}; {v['go']}; {v['wrk']}; {v['nginx']}; "
@@ -616,12 +811,43 @@ def write_docs(results, table):
     open(path, "w").write(doc)
 
 
+def merge_previous(results):
+    """Running only some sections keeps the others: the newest results file's sections that did not
+    run now are kept, with that run's settings, versions and header; what ran now replaces its own
+    section and says when and how it was measured (scale_provenance)."""
+    ran = [x for x in ALL_SECTIONS if x in SECTIONS]
+    d = os.path.join(ROOT, "bench/results")
+    olds = sorted(f for f in os.listdir(d) if f.endswith(".json")) if os.path.isdir(d) else []
+    if len(ran) == len(ALL_SECTIONS) or not olds:
+        if "scale" in ran:
+            results["scale_provenance"] = {k: results[k] for k in ("command", "date", "loadavg_before",
+                                                                   "loadavg_after")}
+        return results
+    prev = json.load(open(os.path.join(d, olds[-1])))
+    log(f"keeping the sections not run now ({', '.join(x for x in ALL_SECTIONS if x not in ran)}) "
+        f"from bench/results/{olds[-1]}")
+    merged = dict(prev)
+    merged.setdefault("settings", {}).update({k: v for k, v in results["settings"].items() if k.startswith("scale")})
+    merged["file"] = results["file"]
+    if "scale" in ran:
+        merged["scale"] = results["scale"]
+        merged["scale_provenance"] = {k: results[k] for k in ("command", "date", "loadavg_before", "loadavg_after")}
+        merged["scale_versions"] = results["versions"]
+    for x in ("load", "apiserver", "closure"):
+        if x in ran:
+            merged[x] = results.get(x)
+    if len([x for x in ran if x != "scale"]):  # a new header for what ran now
+        for k in ("command", "date", "loadavg_before", "loadavg_after", "versions", "settings"):
+            merged[k] = results[k]
+    return merged
+
+
 def main():
     bins = {}
     if not ENV.get("SKIP_BUILD"):
         sh(["cmake", "-S", ROOT, "-B", BUILD, "-G", "Ninja"])  # RelWithDebInfo: -O2 -g (symbols for perf)
         sh(["cmake", "--build", BUILD, "--target", "lockstep-webhook-dev", "lockstep-operator",
-            "bench_closure", "-j2"])
+            "lockstep", "bench_closure", "-j2"])
     bins["peers"] = sh([os.path.join(ROOT, "bench/peers/go/build.sh")]).stdout.strip()
     work = tempfile.mkdtemp(prefix="lockstep-bench-")
     procs = Procs()
@@ -630,18 +856,21 @@ def main():
     results = {"date": now.strftime("%Y-%m-%d %H:%M UTC"), "file": now.strftime("%Y-%m-%d") + ".json",
                "command": " ".join(f"{k}={shlex.quote(ENV[k])}" for k in
                                    ("SECTIONS", "REPS", "DURATION", "CONNS", "RATES",
-                                    "POD_CREATES", "POD_REPS", "SERVERS") if k in ENV) +
+                                    "POD_CREATES", "POD_REPS", "SERVERS", "SCALE_N", "SCALE_REPS",
+                                    "SCALE_WORKERS", "SCALE_CONTROLLERS") if k in ENV) +
                           (" BEAST_BEFORE=<older lockstep-webhook-dev>" if ENV.get("BEAST_BEFORE") else "") +
                           " bench/run.sh",
                "settings": {"reps": REPS, "duration_s": DURATION, "conns": CONNS, "rates": RATES,
                             "rate_conns": RATE_CONNS, "pod_creates": POD_CREATES, "pod_reps": POD_REPS,
-                            "server_threads": THREADS},
+                            "server_threads": THREADS, "scale_n": SCALE_N, "scale_reps": SCALE_REPS,
+                            "scale_workers": SCALE_WORKERS},
                "loadavg_before": " ".join(open("/proc/loadavg").read().split()[:3])}
     try:
-        if "load" in SECTIONS or "apiserver" in SECTIONS:
+        if "load" in SECTIONS or "apiserver" in SECTIONS or "scale" in SECTIONS:
             make_certs(work)
             cluster = Cluster(work, procs, bins)
             setup_cluster(cluster, work)
+        if "load" in SECTIONS or "apiserver" in SECTIONS:
             op, op_port, closure_hash = start_operator(cluster, procs, work, work)
             with open(f"{work}/lookups.json", "w") as f:
                 json.dump({"runtimeEnvs": [{"namespace": NS, "name": "torch", "ready": True,
@@ -682,6 +911,8 @@ def main():
                 results["operator_peak_rss_mib"] = peak_rss_mib(op.pid)
         else:
             results["versions"] = versions(bins)
+        if "scale" in SECTIONS:
+            results["scale"] = run_scale(cluster, procs, work, bins)
         if "closure" in SECTIONS:
             results["closure"] = run_closure()
     finally:
@@ -691,6 +922,7 @@ def main():
         if not ENV.get("KEEP_WORK"):
             shutil.rmtree(work, ignore_errors=True)
     results["loadavg_after"] = " ".join(open("/proc/loadavg").read().split()[:3])
+    results = merge_previous(results)
     table = summarize(results)
     os.makedirs(os.path.join(ROOT, "bench/results"), exist_ok=True)
     with open(os.path.join(ROOT, "bench/results", results["file"]), "w") as f:

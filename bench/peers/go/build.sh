@@ -6,7 +6,10 @@
 #
 # Binaries: crwebhook (controller-runtime peer), plainwebhook (net/http +
 # encoding/json peer), loadgen (fixed-rate TLS load), podcreate (pod-create
-# latency through the API server). The cache key hashes go.mod, go.sum, every
+# latency through the API server), and for the scale section crcontroller
+# (controller-runtime RuntimeEnv reconciler), statuswriter (the bare-client
+# status-write limit), rtecreate (bulk RuntimeEnvs) and rtewait (convergence
+# observer). The cache key hashes go.mod, go.sum, every
 # .go file and this script. Environment: LOCKSTEP_CACHE (default ~/.cache/lockstep).
 set -euo pipefail
 
@@ -15,7 +18,7 @@ cache="${LOCKSTEP_CACHE:-$HOME/.cache/lockstep}"
 key=$(cd "$here" && find . -name '*.go' -o -name go.mod -o -name go.sum -o -name build.sh |
   LC_ALL=C sort | xargs cat | sha256sum | cut -c1-16)
 bin="$cache/bench-peers-$key"
-want=(crwebhook plainwebhook loadgen podcreate)
+want=(crwebhook plainwebhook loadgen podcreate crcontroller statuswriter rtecreate rtewait)
 
 have_all() { for b in "${want[@]}"; do [ -x "$bin/$b" ] || return 1; done; }
 if have_all; then echo "$bin"; exit 0; fi
