@@ -170,6 +170,18 @@ def cpu_seconds(pid):
     return total
 
 
+def rss_mib(pid):
+    """Resident set now (VmRSS) of the process alone."""
+    try:
+        with open(f"/proc/{pid}/status") as f:
+            for line in f:
+                if line.startswith("VmRSS:"):
+                    return int(line.split()[1]) / 1024
+    except OSError:
+        pass
+    return None
+
+
 def peak_rss_mib(pid):
     """Peak resident set (VmHWM), summed over the process and its children."""
     total = 0
@@ -642,7 +654,8 @@ def run_scale(c, procs, work, bins):
                     run.update(write_s=o["seconds"], writes_per_s=o["writes_per_second"],
                                cpu_s=ru.ru_utime + ru.ru_stime, peak_rss_mib=ru.ru_maxrss / 1024)
                 else:
-                    run.update(cpu_s=cpu_seconds(p.pid), peak_rss_mib=peak_rss_mib(p.pid))
+                    run.update(cpu_s=cpu_seconds(p.pid), peak_rss_mib=peak_rss_mib(p.pid),
+                               rss_at_end_mib=rss_mib(p.pid))
                     if p.poll() is not None:
                         raise SystemExit(f"bench: {ctl} exited ({p.returncode}) during the run; see its log in {work}")
                     p.terminate()
@@ -758,8 +771,8 @@ def summarize(results):
                   f"`lockstep closure-hash` on {sc['crosschecked_locks']} locks, and every status of every run "
                   f"against the expected hash. Medians of {max(r['rep'] for r in runs) if runs else 0} run(s).\n")
         md.append("| N | controller | create s (creates/s) | convergence s | first status s | statuses/s | "
-                  "ratio to bare writer | peak RSS MiB | CPU s |")
-        md.append("|---|---|---|---|---|---|---|---|---|")
+                  "ratio to bare writer | peak RSS MiB | RSS at convergence MiB | CPU s |")
+        md.append("|---|---|---|---|---|---|---|---|---|---|")
         med = {}
         for n in sorted({r["n"] for r in runs}):
             for ctl in ("lockstep", "cr", "writer"):
@@ -767,7 +780,8 @@ def summarize(results):
                 if sel:
                     med[(n, ctl)] = {k: median([r.get(k) for r in sel]) for k in
                                      ("create_s", "creates_per_s", "convergence_s", "first_status_s",
-                                      "statuses_per_s", "peak_rss_mib", "cpu_s", "write_s", "writes_per_s")}
+                                      "statuses_per_s", "peak_rss_mib", "rss_at_end_mib", "cpu_s", "write_s",
+                                      "writes_per_s")}
             for ctl in ("lockstep", "cr", "writer"):
                 m = med.get((n, ctl))
                 if not m:
@@ -778,7 +792,8 @@ def summarize(results):
                         "writer": "bare writer (limit)"}[ctl]
                 md.append(f"| {n:,} | {name} | {fmt(m['create_s'])} ({fmt(m['creates_per_s'], 0)}) | "
                           f"{fmt(m['convergence_s'])} | {fmt(m['first_status_s'])} | {fmt(m['statuses_per_s'], 0)} | "
-                          f"{ratio} | {fmt(m['peak_rss_mib'], 1)} | {fmt(m['cpu_s'])} |")
+                          f"{ratio} | {fmt(m['peak_rss_mib'], 1)} | {fmt(m['rss_at_end_mib'], 1)} | "
+                          f"{fmt(m['cpu_s'])} |")
         writers = [(n, m) for (n, ctl), m in med.items() if ctl == "writer"]
         if writers:
             md.append("\nThe bare writer's own first-write-to-last-write time: " + ", ".join(

@@ -213,7 +213,7 @@ class PrometheusReleaseMetrics final : public ReleaseMetrics {
 }  // namespace
 
 ModelReleaseReconciler::ModelReleaseReconciler(std::shared_ptr<kube::Client> client, Caches caches,
-                                               kube::EventRecorder& events, kube::Clock& clock,
+                                               kube::EventSink& events, kube::Clock& clock,
                                                std::shared_ptr<ReleaseMetrics> metrics,
                                                ModelReleaseOptions options,
                                                std::shared_ptr<AnalysisQuerier> querier)

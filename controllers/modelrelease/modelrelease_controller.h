@@ -86,7 +86,7 @@ class ModelReleaseReconciler final : public runtime::Reconciler {
     const kube::Indexer& nodes;        // Nodes (GPU capacity pre-check)
   };
   ModelReleaseReconciler(std::shared_ptr<kube::Client> client, Caches caches,
-                         kube::EventRecorder& events, kube::Clock& clock,
+                         kube::EventSink& events, kube::Clock& clock,
                          std::shared_ptr<ReleaseMetrics> metrics, ModelReleaseOptions options,
                          std::shared_ptr<AnalysisQuerier> querier = nullptr);
 
@@ -95,7 +95,7 @@ class ModelReleaseReconciler final : public runtime::Reconciler {
  private:
   std::shared_ptr<kube::Client> client_;
   Caches caches_;
-  kube::EventRecorder& events_;
+  kube::EventSink& events_;
   kube::Clock& clock_;
   std::shared_ptr<ReleaseMetrics> metrics_;
   ModelReleaseOptions options_;

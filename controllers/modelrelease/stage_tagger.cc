@@ -38,7 +38,7 @@ std::shared_ptr<RegistryTagger> makeRegistryTagger(std::string caPem) {
   return std::make_shared<ConnectingTagger>(std::move(caPem));
 }
 
-StageTagger::StageTagger(std::shared_ptr<kube::Client> client, kube::EventRecorder& events,
+StageTagger::StageTagger(std::shared_ptr<kube::Client> client, kube::EventSink& events,
                          std::shared_ptr<RegistryTagger> registry)
     : client_(std::move(client)), events_(events), registry_(std::move(registry)) {}
 

@@ -45,7 +45,7 @@ std::shared_ptr<RegistryTagger> makeRegistryTagger(std::string caPem);
 
 class StageTagger {
  public:
-  StageTagger(std::shared_ptr<kube::Client> client, kube::EventRecorder& events,
+  StageTagger(std::shared_ptr<kube::Client> client, kube::EventSink& events,
               std::shared_ptr<RegistryTagger> registry);
 
   // `plannedStatus`: the release's status as just planned and written. The
@@ -61,7 +61,7 @@ class StageTagger {
                                                              const std::string& host);
 
   std::shared_ptr<kube::Client> client_;
-  kube::EventRecorder& events_;
+  kube::EventSink& events_;
   std::shared_ptr<RegistryTagger> registry_;
   // status.registryTags as last written, by release UID: a pass planned from a
   // cache that has not seen that write yet plans from it instead (only this

@@ -27,12 +27,6 @@ class EventRecorder final : public EventSink {
   // Records an Event about `involved` (which needs kind, apiVersion, metadata.name/uid).
   Status record(const Object& involved, const std::string& type, const std::string& reason,
                 const std::string& message) override;
-  Status normal(const Object& involved, const std::string& reason, const std::string& message) {
-    return record(involved, kEventTypeNormal, reason, message);
-  }
-  Status warning(const Object& involved, const std::string& reason, const std::string& message) {
-    return record(involved, kEventTypeWarning, reason, message);
-  }
 
  private:
   struct Entry {

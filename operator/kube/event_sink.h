@@ -20,6 +20,12 @@ class EventSink {
   // Records an Event about `involved` (which carries kind, apiVersion, metadata.name/uid).
   virtual Status record(const Object& involved, const std::string& type, const std::string& reason,
                         const std::string& message) = 0;
+  Status normal(const Object& involved, const std::string& reason, const std::string& message) {
+    return record(involved, kEventTypeNormal, reason, message);
+  }
+  Status warning(const Object& involved, const std::string& reason, const std::string& message) {
+    return record(involved, kEventTypeWarning, reason, message);
+  }
 };
 
 }  // namespace lockstep::kube

@@ -8,6 +8,9 @@
 
 namespace lockstep::runtime {
 
+// How long a stopping manager waits for its queued Events to be written.
+constexpr std::chrono::seconds kEventFlushOnStop{2};
+
 void blockTerminationSignals() {
   sigset_t set;
   sigemptyset(&set);
@@ -61,7 +64,8 @@ Manager::Manager(std::shared_ptr<kube::Client> client, ManagerOptions options)
       options_(std::move(options)),
       clock_(options_.clock ? *options_.clock : kube::SystemClock::instance()),
       leaderClient_(withWriteGuard(client_, [this] { return writesAllowed(); })),
-      events_(std::make_unique<kube::EventRecorder>(leaderClient_, options_.name, clock_)) {
+      recorder_(std::make_unique<kube::EventRecorder>(leaderClient_, options_.name, clock_)),
+      events_(std::make_unique<kube::AsyncEventSink>(*recorder_)) {
   health_.addHealthCheck("ping", [] { return Status::ok(); });
   health_.addReadyCheck("informers-synced", [this] {
     return synced_.load() ? Status::ok() : unavailable("informer caches not synced");
@@ -300,6 +304,8 @@ Status Manager::run() {
         });
       }
       stopControllers();
+      // The controllers' last Events go out while the lease is still held.
+      events_->flush(kEventFlushOnStop);
       elector_->stop();
       electorThread.join();
     }
@@ -309,6 +315,7 @@ Status Manager::run() {
     cv_.wait(lock, [&] { return stopRequested_; });
     lock.unlock();
     stopControllers();
+    events_->flush(kEventFlushOnStop);
   }
   stopRunnables(false);
   for (auto& i : informers_) i->stop();

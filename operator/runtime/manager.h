@@ -24,6 +24,7 @@
 #include <string>
 #include <vector>
 
+#include "operator/kube/async_event_sink.h"
 #include "operator/kube/client.h"
 #include "operator/kube/event_recorder.h"
 #include "operator/kube/informer.h"
@@ -74,7 +75,9 @@ class Manager {
   // Adds a Runnable: started once the caches synced, on every replica, or only
   // on the leader when `needsLeaderElection` (stopped when leadership is lost).
   void add(std::shared_ptr<Runnable> runnable, bool needsLeaderElection);
-  kube::EventRecorder& events() { return *events_; }
+  // Events of the controllers: queued, written by one sender thread
+  // (kube::AsyncEventSink) so a slow Events API never slows a reconcile.
+  kube::EventSink& events() { return *events_; }
   // The namespaces of a namespaced install (empty: all namespaces).
   const std::vector<std::string>& watchNamespaces() const { return options_.watchNamespaces; }
   // The one clock of the process: controllers, informers and Runnables take it from here.
@@ -109,7 +112,8 @@ class Manager {
   std::shared_ptr<kube::Client> leaderClient_;
   Metrics metrics_;
   HealthServer health_;
-  std::unique_ptr<kube::EventRecorder> events_;
+  std::unique_ptr<kube::EventRecorder> recorder_;
+  std::unique_ptr<kube::AsyncEventSink> events_;  // in front of recorder_
   std::vector<std::unique_ptr<kube::Informer>> informers_;
   std::vector<std::unique_ptr<Controller>> controllers_;
   std::vector<std::unique_ptr<RunnableEntry>> runnables_;

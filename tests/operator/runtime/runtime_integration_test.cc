@@ -250,7 +250,7 @@ TEST(LeaseIntegrationTest, NoWriteFromTheOldLeaderAfterTheNewOneAcquiredTheLease
 // Copies each ConfigMap's data.input into data.output: a level-based reconciler.
 class EchoReconciler : public Reconciler {
  public:
-  EchoReconciler(std::shared_ptr<kube::Client> c, kube::Informer& inf, kube::EventRecorder& ev)
+  EchoReconciler(std::shared_ptr<kube::Client> c, kube::Informer& inf, kube::EventSink& ev)
       : client_(std::move(c)), informer_(inf), events_(ev) {}
   Result reconcile(const Request& r) override {
     auto cached = informer_.cache().get(r.ns, r.name);
@@ -268,7 +268,7 @@ class EchoReconciler : public Reconciler {
  private:
   std::shared_ptr<kube::Client> client_;
   kube::Informer& informer_;
-  kube::EventRecorder& events_;
+  kube::EventSink& events_;
 };
 
 TEST(ManagerIntegrationTest, ReconcilesThroughInformersWithLeaderElectionHealthAndMetrics) {
