@@ -241,9 +241,12 @@ TEST_F(CanaryClusterTest, PromotesThroughAnalysedStepsThenRollsBackABadCanary) {
   EXPECT_EQ(history[2]["action"], "RolledBack");
   EXPECT_EQ(history[2]["reason"], "AnalysisFailed");
 
-  json events = kubectlJson({"get", "events", "-n", ns_, "--field-selector",
-                             "involvedObject.name=v3,reason=RollingBack"});
-  EXPECT_FALSE(events["items"].empty()) << "no RollingBack Event for v3";
+  // Events are written off the reconcile path: they may trail the status.
+  EXPECT_TRUE(eventually([&] {
+    return !kubectlJson({"get", "events", "-n", ns_, "--field-selector",
+                         "involvedObject.name=v3,reason=RollingBack"})["items"]
+                .empty();
+  })) << "no RollingBack Event for v3";
   std::string metrics = op_->scrapeMetrics();
   EXPECT_NE(
       metrics.find(R"(lockstep_release_rollbacks_total{model="gpt2",reason="AnalysisFailed"})"),

@@ -417,10 +417,16 @@ class CanaryFaultsTest : public ::testing::Test {
     EXPECT_EQ(get("mr", "v1")["status"]["phase"], "Promoted");
     expectNoDuplicates({{"stable", {"v1"}}, {"canary", {"v1", "r2"}}}, {"r2-eval-1"});
     expectHistory({{"v1", "Promoted"}, {"r2", "RolledBack"}});
-    json events = kubectlJson({"get", "events", "-n", ns_, "--field-selector",
-                               "involvedObject.name=r2,reason=RollingBack"});
+    // Events are written off the reconcile path: wait for the first, then there is one.
+    json events;
     int count = 0;
-    for (const json& e : events["items"]) count += e.value("count", 1);
+    EXPECT_TRUE(eventually([&] {
+      events = kubectlJson({"get", "events", "-n", ns_, "--field-selector",
+                            "involvedObject.name=r2,reason=RollingBack"});
+      count = 0;
+      for (const json& e : events["items"]) count += e.value("count", 1);
+      return count > 0;
+    }));
     EXPECT_EQ(count, 1) << events.dump(2);
   }
 

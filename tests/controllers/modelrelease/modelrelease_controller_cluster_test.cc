@@ -172,10 +172,14 @@ TEST_F(ModelReleaseControllerTest, EvalThenCiPassWithMetricsAndEvidence) {
     EXPECT_EQ(job["metadata"]["ownerReferences"][0]["kind"], "ModelRelease");
     EXPECT_EQ(job["spec"]["backoffLimit"], 0);
   }
-  // Events tell the story.
-  std::string events = kubectl({"get", "events", "-n", ns_, "--field-selector",
-                                "involvedObject.name=v7", "-o", "custom-columns=R:.reason"})
-                           .out;
+  // Events tell the story (written off the reconcile path: they may trail the status).
+  std::string events;
+  EXPECT_TRUE(eventually([&] {
+    events = kubectl({"get", "events", "-n", ns_, "--field-selector", "involvedObject.name=v7",
+                      "-o", "custom-columns=R:.reason"})
+                 .out;
+    return events.find("Validated") != std::string::npos;
+  }));
   for (const char* reason : {"StageStarted", "StageSucceeded", "Validated"}) {
     EXPECT_NE(events.find(reason), std::string::npos) << reason << "\n" << events;
   }

@@ -192,8 +192,13 @@ TEST_F(StageTagsClusterTest, StagesTagThePackageAndARollbackLeavesProdOnThePromo
   EXPECT_EQ(tagDigest("eval"), d1);
   EXPECT_EQ(tagDigest("ci"), d1);
   EXPECT_EQ(tagDigest("prod"), d1);
-  json events = kubectlJson({"get", "events", "-n", ns_, "--field-selector",
-                             "involvedObject.name=v1,reason=RegistryTagged"});
+  // Events are written off the reconcile path: they may trail the status.
+  json events;
+  EXPECT_TRUE(eventually([&] {
+    events = kubectlJson({"get", "events", "-n", ns_, "--field-selector",
+                          "involvedObject.name=v1,reason=RegistryTagged"});
+    return events["items"].size() >= 3u;
+  }));
   EXPECT_EQ(events["items"].size(), 3u) << events.dump(2);
 
   ASSERT_EQ(createRelease("v2", pkg(d2), json::array({analysedStep(50, 2)})).exitCode, 0);
@@ -253,11 +258,16 @@ TEST_F(StageTagsClusterTest, RollbackMovesProdBackToTheKnownGoodPackage) {
       EXPECT_EQ(e.value("previousDigest", ""), d2) << e.dump();
     }
   }
-  json events = kubectlJson({"get", "events", "-n", ns_, "--field-selector",
-                             "involvedObject.name=bad,reason=RegistryTagged"});
+  // Events are written off the reconcile path: they may trail the status.
+  json events;
   bool sawProd = false;
-  for (const json& e : events["items"])
-    sawProd = sawProd || e.value("message", "").find(":prod -> " + d1) != std::string::npos;
+  EXPECT_TRUE(eventually([&] {
+    events = kubectlJson({"get", "events", "-n", ns_, "--field-selector",
+                          "involvedObject.name=bad,reason=RegistryTagged"});
+    for (const json& e : events["items"])
+      sawProd = sawProd || e.value("message", "").find(":prod -> " + d1) != std::string::npos;
+    return sawProd;
+  }));
   EXPECT_TRUE(sawProd) << events.dump(2);
 }
 
