@@ -626,7 +626,12 @@ def run_scale(c, procs, work, bins):
                                             "-expected", expected, "-ready-file", ready, "-timeout", "40m"],
                                            stdout=wout, stderr=werr)
                 procs.procs.append(watcher)
-                eventually(f"rtewait watching {ns}", lambda: os.path.exists(ready), timeout=300)
+                def watching():
+                    if watcher.poll() is not None:  # it refuses a namespace already resolved
+                        raise SystemExit(f"bench: rtewait for {ns} exited ({watcher.returncode}): "
+                                         f"{open(werr.name).read().strip()}")
+                    return os.path.exists(ready)
+                eventually(f"rtewait watching {ns}", watching, timeout=300)
                 t0 = time.time()
                 p = start_scale_controller(ctl, c, procs, work, ns, expected)
                 rc = watcher.wait()
@@ -924,6 +929,10 @@ def main():
                     raise SystemExit("bench: the apiserver section needs the cr server (SERVERS)")
                 results["apiserver"] = run_apiserver(cluster, work, bins, ports)
                 results["operator_peak_rss_mib"] = peak_rss_mib(op.pid)
+            # The sections' operator runs the RuntimeEnv controller for every namespace:
+            # it would resolve the scale section's objects before the controller measured.
+            op.terminate()
+            op.wait(timeout=30)
         else:
             results["versions"] = versions(bins)
         if "scale" in SECTIONS:

@@ -30,7 +30,7 @@ void Reflector::setLastSync(const std::string& rv) {
 std::string Reflector::relistResourceVersion() const {
   if (rvUnavailable_.load()) return "";  // quorum read: the last version is gone
   std::lock_guard<std::mutex> lock(mu_);
-  return lastSyncRv_.empty() ? "0" : lastSyncRv_;
+  return lastSyncRv_;  // empty before the first list: a paged quorum read
 }
 
 void Reflector::markFailing(const Status& why) {

@@ -1,8 +1,12 @@
 // Reflector: keeps a sink in step with the server by list-then-watch, with
 // client-go's resourceVersion rules:
-//  - the first list reads from the watch cache (resourceVersion "0"); later
-//    relists use the last synced resourceVersion ("not older than"), both
-//    unpaginated so the server answers from its cache with fresh data;
+//  - the first list is a quorum read paged by pageSize (resourceVersion "",
+//    `limit`): unlike client-go's unpaginated read from the watch cache
+//    (resourceVersion "0"), memory stays bounded by one page while the cache
+//    fills — 5,000 RuntimeEnvs with 26 KiB locks are a 130 MB response that
+//    was held as text and as a DOM at once (docs/benchmarks.md, controller
+//    scale). Later relists use the last synced resourceVersion ("not older
+//    than"), unpaginated so the server answers from its watch cache;
 //  - a list answered 410 Gone / Expired marks that version unavailable and is
 //    retried at once as a quorum read (resourceVersion "", paged by pageSize);
 //  - a watch resumes from the last resourceVersion seen (events and

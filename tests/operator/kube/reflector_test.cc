@@ -78,13 +78,15 @@ class ReflectorTest : public ::testing::Test {
   int lists_ = 0;
 };
 
-TEST_F(ReflectorTest, FirstListFromCacheThenWatchFromListVersion) {
+// The first list is a quorum read in pages of pageSize (memory bounded by a
+// page), then the watch starts from the list's version.
+TEST_F(ReflectorTest, FirstListIsAPagedQuorumReadThenWatchFromListVersion) {
   fake_->push(FakeTransport::list({testObject("ns", "a", "5")}, "10"));
   auto reqs = runUntil(2);
   ASSERT_GE(reqs.size(), 2u);
   EXPECT_FALSE(reqs[0].watch);
-  EXPECT_EQ(query(reqs[0], "resourceVersion"), "0");
-  EXPECT_EQ(query(reqs[0], "limit"), "<unset>");
+  EXPECT_EQ(query(reqs[0], "resourceVersion"), "<unset>");
+  EXPECT_EQ(query(reqs[0], "limit"), "500");
   EXPECT_TRUE(reqs[1].watch);
   EXPECT_EQ(query(reqs[1], "resourceVersion"), "10");
   EXPECT_EQ(query(reqs[1], "allowWatchBookmarks"), "true");
@@ -276,7 +278,8 @@ TEST_F(ReflectorTest, ListErrorsBackOffAndRetry) {
   fake_->push(FakeTransport::status(500, "InternalError", "etcd down"));
   fake_->push(FakeTransport::list({}, "7"));
   auto reqs = runUntil(4);
-  EXPECT_EQ(query(reqs[2], "resourceVersion"), "0");
+  EXPECT_EQ(query(reqs[2], "resourceVersion"), "<unset>");
+  EXPECT_EQ(query(reqs[2], "limit"), "500");
   EXPECT_TRUE(reqs[3].watch);
   EXPECT_EQ(query(reqs[3], "resourceVersion"), "7");
 }
