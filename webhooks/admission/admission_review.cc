@@ -19,7 +19,7 @@ constexpr std::size_t kMaxMessageBytes = 8192;
 // A thread's parser keeps the buffers of the largest body it has seen; past
 // this it gives them back, so one huge request does not pin memory for good.
 constexpr std::size_t kRetainedParserCapacity = 1 << 20;
-constexpr std::size_t kInitialParserCapacity = 64 * 1024;
+constexpr std::size_t kInitialParserCapacity = std::size_t{64} * 1024;
 
 std::string truncate(std::string s, std::size_t max) {
   if (s.size() <= max) return s;
