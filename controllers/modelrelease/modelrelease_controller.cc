@@ -778,14 +778,14 @@ void setupModelReleaseController(runtime::Manager& manager, ModelReleaseOptions 
 
   options.podNamespaces = manager.watchNamespaces();
   if (!options.stageTagger) {
-    options.stageTagger = std::make_shared<StageTagger>(manager.sharedClient(), manager.events(),
-                                                        makeRegistryTagger(options.registryCaPem));
+    options.stageTagger = std::make_shared<StageTagger>(
+        manager.sharedClient(), manager.syncEvents(), makeRegistryTagger(options.registryCaPem));
   }
   auto reconciler = std::make_shared<ModelReleaseReconciler>(
       manager.sharedClient(),
       ModelReleaseReconciler::Caches{releases.cache(), rtes.cache(), jobs.cache(), pods.cache(),
                                      deployments.cache(), anchors.cache(), nodes.cache()},
-      manager.events(), manager.clock(),
+      manager.syncEvents(), manager.clock(),
       std::make_shared<PrometheusReleaseMetrics>(*manager.metrics().registry()), std::move(options),
       makePrometheusQuerier());
   runtime::ControllerOptions co;

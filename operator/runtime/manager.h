@@ -78,6 +78,10 @@ class Manager {
   // Events of the controllers: queued, written by one sender thread
   // (kube::AsyncEventSink) so a slow Events API never slows a reconcile.
   kube::EventSink& events() { return *events_; }
+  // Events written before the call returns, for a controller whose Events are
+  // its audit trail and must not be lost to a crash between the Event and the
+  // status write that follows it (the ModelRelease controller).
+  kube::EventSink& syncEvents() { return *recorder_; }
   // The namespaces of a namespaced install (empty: all namespaces).
   const std::vector<std::string>& watchNamespaces() const { return options_.watchNamespaces; }
   // The one clock of the process: controllers, informers and Runnables take it from here.

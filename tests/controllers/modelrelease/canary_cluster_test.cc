@@ -555,7 +555,17 @@ TEST_F(CanaryClusterTest, ScarceGpusSurgeWaitsThenAbortsDrainProceeds) {
       createRelease("g4", package('d'), json::array({gpuStage(json::array({failing}), "drain")}))
           .exitCode,
       0);
-  ASSERT_TRUE(eventually([&] { return readyPods()["canary/g4"] == 1; }, std::chrono::seconds(90)))
+  // The canary's pod took stable's GPU and became Ready: the step records
+  // weightReachedAt only once its weight is Ready. (Polling the pods can miss
+  // it: the analysis fails at its first measurement and the rollback takes the
+  // pod back within a second.)
+  ASSERT_TRUE(eventually(
+      [&] {
+        return !get("mr", "g4")
+                    .value("/status/canary/weightReachedAt"_json_pointer, std::string())
+                    .empty();
+      },
+      std::chrono::seconds(90)))
       << json(readyPods()).dump() << get("mr", "g4")["status"].dump(2);
   json g4 = waitPhase("g4", "RolledBack", std::chrono::seconds(150));
   EXPECT_EQ(g4.value("/status/canary/reason"_json_pointer, std::string()), "AnalysisFailed")
