@@ -6,7 +6,9 @@
 package rte
 
 import (
+	"encoding/json"
 	"fmt"
+	"os"
 	"regexp"
 
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -128,4 +130,17 @@ type ExpectedFile struct {
 	Namespace string     `json:"namespace"`
 	Image     string     `json:"image"`
 	Objects   []Expected `json:"objects"`
+}
+
+// ReadExpected reads the file rtecreate wrote; errors name the file.
+func ReadExpected(path string) (ExpectedFile, error) {
+	var exp ExpectedFile
+	raw, err := os.ReadFile(path)
+	if err != nil {
+		return exp, err
+	}
+	if err := json.Unmarshal(raw, &exp); err != nil {
+		return exp, fmt.Errorf("%s: %v", path, err)
+	}
+	return exp, nil
 }

@@ -98,13 +98,9 @@ func main() {
 	if *expected == "" {
 		die("need -expected")
 	}
-	raw, err := os.ReadFile(*expected)
+	exp, err := rte.ReadExpected(*expected)
 	if err != nil {
 		die("-expected: %v", err)
-	}
-	var exp rte.ExpectedFile
-	if err := json.Unmarshal(raw, &exp); err != nil {
-		die("-expected %s: %v", *expected, err)
 	}
 	cfg, err := clientcmd.BuildConfigFromFlags("", *kubeconfig)
 	if err != nil {
