@@ -28,7 +28,8 @@ Sections (SECTIONS, comma-separated):
 Servers (SERVERS): beast (lockstep-webhook-dev), plain (Go net/http +
 encoding/json), cr (controller-runtime webhook, informer cache), nginx (static
 200: the ceiling), beast-jemalloc (beast with jemalloc preloaded: JEMALLOC names
-the library). BEAST_BEFORE=<binary of an earlier lockstep-webhook-dev>
+the library; only telling for a build with -DLOCKSTEP_ALLOCATOR=system, since
+the servers link jemalloc by default). BEAST_BEFORE=<binary of an earlier lockstep-webhook-dev>
 adds "beast-before" for a before/after in the same run.
 
 Environment: BUILD (build dir, default build; the project default RelWithDebInfo), REPS (3),
