@@ -37,33 +37,44 @@ def soname_paths():
     return paths
 
 
-def owner(path):
+def candidates(path):
     # dpkg records the path the package ships; merged /usr may make the resolved one differ.
-    candidates = [path, os.path.realpath(path)]
-    for p in list(candidates):
+    out = [path, os.path.realpath(path)]
+    for p in list(out):
         if p.startswith("/usr/lib/"):
-            candidates.append(p[len("/usr"):])
+            out.append(p[len("/usr"):])
         elif p.startswith("/lib/"):
-            candidates.append("/usr" + p)
-    for p in candidates:
-        r = subprocess.run(["dpkg", "-S", p], capture_output=True, text=True)
-        if r.returncode == 0:
-            return r.stdout.split(":", 1)[0].strip()
-    return None
+            out.append("/usr" + p)
+    return out
+
+
+def owners(paths):
+    """{path: package} for the paths that some package ships (one dpkg -S for all)."""
+    r = subprocess.run(["dpkg", "-S", *sorted(set(paths))], capture_output=True, text=True)
+    found = {}
+    for line in r.stdout.splitlines():
+        pkgs, _, path = line.partition(": ")
+        if path and "diversion" not in pkgs:
+            found[path.strip()] = pkgs.split(",")[0].split(":")[0].strip()
+    return found
 
 
 def needed_packages(binaries):
     """{package: set(sonames)} for the union of the binaries' DT_NEEDED entries."""
     paths = soname_paths()
-    result = {}
+    wanted = {}
     for b in binaries:
         for so in needed_sonames(b):
             if so not in paths:
                 sys.exit(f"needed.py: {b}: DT_NEEDED {so} is not a library of this machine")
-            pkg = owner(paths[so])
-            if pkg is None:
-                sys.exit(f"needed.py: {b}: no Debian package owns {paths[so]} ({so})")
-            result.setdefault(pkg, set()).add(so)
+            wanted[(b, so)] = candidates(paths[so])
+    found = owners(p for c in wanted.values() for p in c)
+    result = {}
+    for (b, so), cands in sorted(wanted.items()):
+        pkg = next((found[p] for p in cands if p in found), None)
+        if pkg is None:
+            sys.exit(f"needed.py: {b}: no Debian package owns {paths[so]} ({so})")
+        result.setdefault(pkg, set()).add(so)
     return result
 
 
