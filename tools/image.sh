@@ -156,11 +156,11 @@ do_push() {
     # By digest: the tag-less destination keeps nothing mutable; TLS is verified (skopeo's
     # default; --dest-cert-dir adds a CA, it never turns verification off).
     skopeo copy --quiet --preserve-digests --dest-authfile "$authfile" "${tls[@]}" \
-      --digestfile "$out/$name.pushed" "oci:$out/$name" "docker://$ref@$digest" >&2
+      --digestfile "$out/$name.pushed" "oci:$out/$name" "docker://$ref@$digest" </dev/null >&2
     [ "$(cat "$out/$name.pushed")" = "$digest" ] ||
       die "$ref: the registry has $(cat "$out/$name.pushed"), not $digest"
     python3 "$here/referrer.py" --registry "$ref" --subject "$digest" \
-      --sbom "$out/$name.cdx.json" --authfile "$authfile" ${certdir:+--cert-dir "$certdir"}
+      --sbom "$out/$name.cdx.json" --authfile "$authfile" ${certdir:+--cert-dir "$certdir"} </dev/null
   done <"$out/digests.txt"
   digest=$(awk '$1 == "lockstep-operator" {print $2}' "$out/digests.txt")
   echo "helm install lockstep helm/lockstep --namespace lockstep-system --create-namespace" \

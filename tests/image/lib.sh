@@ -24,5 +24,6 @@ tag_of() { python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["mani
 # unpack NAME DEST: the image's root filesystem in DEST/rootfs, as a runtime would lay it
 # out (umoci, an OCI tool independent of the writer).
 unpack() {
+  [ "$(id -u)" -eq 0 ] || { echo "the image tests unpack and chroot as root (run them as root)" >&2; exit 1; }
   umoci unpack --image "$out/$1:$(tag_of "$1")" "$2" >/dev/null
 }
