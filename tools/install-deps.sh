@@ -24,6 +24,9 @@ packages=(
   nginx
   # the servers' allocator (cmd/CMakeLists.txt LOCKSTEP_ALLOCATOR; docs/benchmarks.md)
   libjemalloc-dev
+  # verify-env on a real venv (tests/verify/venv_test.sh): venv + ensurepip, pip, and
+  # setuptools + wheel to build the test's own wheels offline
+  python3-venv python3-pip python3-setuptools python3-wheel
 )
 
 SUDO=""

@@ -219,11 +219,14 @@ StatusOr<std::vector<std::string>> findSitePackages(const Tree& tree, const std:
   }
   const std::string win = joinPath(prefix, "Lib/site-packages");
   if (tree.exists(win)) out.push_back(win);
-  // lib and lib64 are often one directory (a symlink): the same path read twice
-  // would list every distribution twice.
-  std::sort(out.begin(), out.end());
-  out.erase(std::unique(out.begin(), out.end()), out.end());
-  return out;
+  // lib64 is often a link to lib (venv makes one): one directory read under two names
+  // would list every distribution twice. The first name found is kept.
+  std::vector<std::string> unique;
+  std::set<std::string> seen;
+  for (const std::string& dir : out) {
+    if (seen.insert(tree.canonical(dir)).second) unique.push_back(dir);
+  }
+  return unique;
 }
 
 StatusOr<Inventory> collectEnvInventory(const Tree& tree, const std::string& prefix) {

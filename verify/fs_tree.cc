@@ -81,4 +81,10 @@ std::optional<std::string> FsTree::find(const std::string& path, const std::stri
   return std::nullopt;
 }
 
+std::string FsTree::canonical(const std::string& path) const {
+  std::error_code ec;
+  fs::path p = fs::canonical(path, ec);
+  return ec ? path : p.string();
+}
+
 }  // namespace lockstep::verify

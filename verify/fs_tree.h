@@ -13,6 +13,7 @@ class FsTree : public Tree {
   bool exists(const std::string& path) const override;
   std::optional<std::string> find(const std::string& path, const std::string& needle, size_t after,
                                   size_t maxBytes) const override;
+  std::string canonical(const std::string& path) const override;
 };
 
 }  // namespace lockstep::verify

@@ -37,6 +37,9 @@ class Tree {
   // nullopt when it is absent or the file cannot be read.
   virtual std::optional<std::string> find(const std::string& path, const std::string& needle,
                                           size_t after, size_t maxBytes) const = 0;
+  // The path with symbolic links resolved, so two names of one directory (a venv's
+  // lib64 -> lib) are read once; `path` itself when it cannot be resolved.
+  virtual std::string canonical(const std::string& path) const = 0;
 };
 
 // "a" + "/" + "b" without doubled slashes.

@@ -136,6 +136,16 @@ TEST(CompareEnv, AMatchingVenvHasNoDifferenceAndSeededPipIsNotExtra) {
   EXPECT_EQ(r.ignored[0], "pypi pip 24.0 (seeded installer)");
 }
 
+TEST(FindSitePackages, Lib64LinkedToLibIsReadOnce) {
+  Venv v;
+  v.dist("idna", "idna", "3.11");
+  v.tree.link("/v/lib64", "/v/lib");
+  auto sites = findSitePackages(v.tree, "/v");
+  ASSERT_TRUE(sites.isOk());
+  EXPECT_EQ(*sites, std::vector<std::string>{v.site});
+  EXPECT_EQ(v.inventory().python.size(), 1u);
+}
+
 TEST(CompareEnv, StrictCountsSeededInstallersAsExtra) {
   Venv v;
   v.dist("pip", "pip", "24.0");

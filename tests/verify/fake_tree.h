@@ -29,7 +29,20 @@ class FakeTree : public Tree {
     return *this;
   }
 
-  StatusOr<std::vector<DirEntry>> list(const std::string& dir) const override {
+  // `path` is a symbolic link to the directory `target`.
+  FakeTree& link(const std::string& path, const std::string& target) {
+    links_[path] = target;
+    return *this;
+  }
+  std::string canonical(const std::string& path) const override {
+    for (const auto& [from, to] : links_) {
+      if (path == from || path.rfind(from + "/", 0) == 0) return to + path.substr(from.size());
+    }
+    return path;
+  }
+
+  StatusOr<std::vector<DirEntry>> list(const std::string& path) const override {
+    const std::string dir = canonical(path);
     if (files_.count(dir)) return invalidArgument(dir + ": not a directory");
     if (!dirs_.count(dir)) return notFound(dir + ": no such directory");
     const std::string prefix = dir == "/" ? "/" : dir + "/";
@@ -50,17 +63,18 @@ class FakeTree : public Tree {
     return out;
   }
   StatusOr<std::string> read(const std::string& path, size_t maxBytes) const override {
-    auto it = files_.find(path);
+    auto it = files_.find(canonical(path));
     if (it == files_.end()) return notFound(path + ": no such file");
     if (it->second.size() > maxBytes) return resourceExhausted(path + ": too large");
     return it->second;
   }
   bool exists(const std::string& path) const override {
-    return files_.count(path) > 0 || dirs_.count(path) > 0;
+    const std::string p = canonical(path);
+    return files_.count(p) > 0 || dirs_.count(p) > 0;
   }
   std::optional<std::string> find(const std::string& path, const std::string& needle, size_t after,
                                   size_t maxBytes) const override {
-    auto it = files_.find(path);
+    auto it = files_.find(canonical(path));
     if (it == files_.end()) return std::nullopt;
     size_t at = it->second.substr(0, maxBytes).find(needle);
     if (at == std::string::npos) return std::nullopt;
@@ -70,6 +84,7 @@ class FakeTree : public Tree {
  private:
   std::map<std::string, std::string> files_;
   std::set<std::string> dirs_;
+  std::map<std::string, std::string> links_;
 };
 
 }  // namespace lockstep::verify::testing
