@@ -95,8 +95,10 @@ int runVerifyEnv(const VerbContext& ctx) {
   const size_t condaLocked = countEcosystem(locked, "conda");
   const size_t pypiLocked = countEcosystem(locked, "pypi");
   std::string prefix = flags.get("prefix");
-  if (prefix.empty()) prefix = envOr("VIRTUAL_ENV");
-  if (prefix.empty()) prefix = envOr("CONDA_PREFIX");
+  // An activated environment is the default only for closures that install into one: a
+  // Nix closure checked from inside a venv is not about the venv.
+  if (prefix.empty() && condaLocked + pypiLocked > 0) prefix = envOr("VIRTUAL_ENV");
+  if (prefix.empty() && condaLocked + pypiLocked > 0) prefix = envOr("CONDA_PREFIX");
   if (prefix.empty() && condaLocked + pypiLocked > 0) {
     ctx.err << kVerb
             << ": the closure locks conda or PyPI packages: give --prefix DIR "

@@ -1,11 +1,14 @@
 // `lockstep verify-host`: a node (or a container on it) against a runtime's CUDA, driver,
 // GPU and RDMA requirements. Exit 0 when it fits, 1 when it does not (each check named)
 // or on bad input, 2 on a usage error (docs/verify.md).
+#include <fcntl.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <array>
-#include <cstdio>
+#include <cerrno>
 #include <cstdlib>
+#include <cstring>
 #include <ostream>
 
 #include "cmd/lockstep/verbs.h"
@@ -38,20 +41,42 @@ std::string findOnPath(const std::string& exe) {
   return "";
 }
 
-// Runs nvidia-smi's query (a fixed command line, no user input in it).
+// Runs nvidia-smi's query directly (no shell), its standard output captured (at most 1 MiB).
 StatusOr<std::string> runNvidiaSmi(const std::string& path) {
-  const std::string cmd =
-      "'" + path + "' --query-gpu=driver_version,pci.bus_id,name --format=csv,noheader 2>/dev/null";
-  FILE* p = ::popen(cmd.c_str(), "r");
-  if (p == nullptr) return unavailable("nvidia-smi: cannot run");
+  int fds[2];
+  if (::pipe(fds) != 0)
+    return unavailable("nvidia-smi: pipe: " + std::string(std::strerror(errno)));
+  const pid_t pid = ::fork();
+  if (pid < 0) {
+    ::close(fds[0]);
+    ::close(fds[1]);
+    return unavailable("nvidia-smi: fork: " + std::string(std::strerror(errno)));
+  }
+  if (pid == 0) {
+    ::dup2(fds[1], STDOUT_FILENO);
+    ::close(fds[0]);
+    ::close(fds[1]);
+    if (int devnull = ::open("/dev/null", O_WRONLY); devnull >= 0) ::dup2(devnull, STDERR_FILENO);
+    const char* argv[] = {path.c_str(), "--query-gpu=driver_version,pci.bus_id,name",
+                          "--format=csv,noheader", nullptr};
+    ::execv(path.c_str(), const_cast<char* const*>(argv));
+    ::_exit(127);
+  }
+  ::close(fds[1]);
   std::string out;
   std::array<char, 4096> buf{};
-  size_t n = 0;
-  while ((n = std::fread(buf.data(), 1, buf.size(), p)) > 0 && out.size() < (1 << 20)) {
-    out.append(buf.data(), n);
+  ssize_t n = 0;
+  while ((n = ::read(fds[0], buf.data(), buf.size())) > 0) {
+    if (out.size() < (size_t{1} << 20)) out.append(buf.data(), static_cast<size_t>(n));
   }
-  const int rc = ::pclose(p);
-  if (rc != 0) return unavailable("nvidia-smi exited with status " + std::to_string(rc));
+  ::close(fds[0]);
+  int status = 0;
+  while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+  }
+  if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
+    return unavailable("nvidia-smi exited with status " +
+                       std::to_string(WIFEXITED(status) ? WEXITSTATUS(status) : -1));
+  }
   return out;
 }
 

@@ -368,6 +368,45 @@ TEST(VerifyHostRoots, NcclIbHcaNamingAMissingDeviceFails) {
   EXPECT_EQ(fits.exitCode, 0) << fits.output;
 }
 
+// Without --root, nvidia-smi on PATH gives the driver and the GPUs (a stand-in script here).
+TEST(VerifyHostNvidiaSmi, GivesTheDriverAndTheVisibleGpus) {
+  TempDir dir;
+  const fs::path smi = dir.path() / "nvidia-smi";
+  writeFile(smi,
+            "#!/bin/sh\n"
+            "[ \"$1 $2\" = \"--query-gpu=driver_version,pci.bus_id,name --format=csv,noheader\" ] "
+            "|| exit 2\n"
+            "echo '570.86.15, 00000000:17:00.0, NVIDIA H100 80GB HBM3'\n"
+            "echo '570.86.15, 00000000:2A:00.0, NVIDIA H100 80GB HBM3'\n");
+  fs::permissions(smi, fs::perms::owner_all);
+  writeFile(dir.path() / "runtime.json", R"({"closureHash":"sha256:00","cuda":""})");
+  const std::string path = "PATH='" + dir.path().string() + ":/usr/bin:/bin'";
+  const std::string args =
+      "verify-host --runtime-json '" + (dir.path() / "runtime.json").string() + "'";
+  CliResult two = lockstep(args + " --gpus 2 --json", path);
+  EXPECT_EQ(two.exitCode, 0) << two.output;
+  auto doc = nlohmann::json::parse(two.output);
+  EXPECT_EQ(doc["host"]["driver"], "570.86.15");
+  EXPECT_EQ(doc["host"]["driverSource"], smi.string());
+  EXPECT_EQ(doc["host"]["gpusVisible"], 2);
+  EXPECT_EQ(doc["host"]["gpus"][1]["model"], "NVIDIA H100 80GB HBM3");
+  CliResult three = lockstep(args + " --gpus 3", path);
+  EXPECT_EQ(three.exitCode, 1) << three.output;
+  EXPECT_NE(
+      three.output.find("host gpus: expected at least 3 visible, found 2 visible (nvidia-smi)"),
+      std::string::npos)
+      << three.output;
+  // A failing nvidia-smi (driver/library mismatch) is a note; /proc is read instead.
+  writeFile(
+      smi,
+      "#!/bin/sh\necho 'Failed to initialize NVML: Driver/library version mismatch'\nexit 18\n");
+  CliResult broken = lockstep(args, path);
+  EXPECT_NE(broken.output.find("note: " + smi.string() +
+                               ": nvidia-smi exited with status 18; read /proc instead"),
+            std::string::npos)
+      << broken.output;
+}
+
 TEST(VerifyHostRoots, BadInputAndUsage) {
   HostRoot node;
   writeFile(fs::path(node.root()) / "proc/driver/nvidia/version", "not a driver\n");
