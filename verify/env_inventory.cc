@@ -120,7 +120,7 @@ StatusOr<CondaRecord> parseCondaRecord(std::string_view text, const std::string&
     std::set<std::string> dirs;
     for (const auto& f : *files) {
       if (!f.is_string()) continue;
-      const std::string& p = f.get_ref<const std::string&>();
+      const auto& p = f.get_ref<const std::string&>();
       size_t at = p.find(".dist-info/");
       if (at == std::string::npos) at = p.find(".egg-info/");
       if (at == std::string::npos) continue;
@@ -177,7 +177,7 @@ Status parseDirectUrl(std::string_view text, const std::string& where, PythonDis
     }
     if (raw.empty()) {
       if (auto h = archive->find("hash"); h != archive->end() && h->is_string()) {
-        const std::string& v = h->get_ref<const std::string&>();
+        const auto& v = h->get_ref<const std::string&>();
         if (startsWith(lowerAscii(v), "sha256")) raw = v;
       }
     }

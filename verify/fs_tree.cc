@@ -69,7 +69,7 @@ std::optional<std::string> FsTree::find(const std::string& path, const std::stri
   size_t total = 0;
   while (in && total < maxBytes) {
     in.read(buf, sizeof buf);
-    const size_t n = static_cast<size_t>(in.gcount());
+    const auto n = static_cast<size_t>(in.gcount());
     total += n;
     window.append(buf, n);
     size_t at = window.find(needle);

@@ -170,7 +170,7 @@ StatusOr<HostFacts> collectHostFacts(const Tree& tree, const HostProbe& probe) {
   f.root = probe.root.empty() ? "/" : probe.root;
   const std::string versionFile = under(f.root, "/proc/driver/nvidia/version");
   if (tree.exists(versionFile)) {
-    auto text = tree.read(versionFile, 64 * 1024);
+    auto text = tree.read(versionFile, size_t{64} * 1024);
     if (!text.isOk()) return text.status().withContext(versionFile);
     auto v = parseDriverVersionFile(*text, versionFile);
     if (!v.isOk()) return v.status();
@@ -181,7 +181,8 @@ StatusOr<HostFacts> collectHostFacts(const Tree& tree, const HostProbe& probe) {
   if (auto gpus = tree.list(gpusDir); gpus.isOk()) {
     for (const DirEntry& e : *gpus) {
       Gpu g{e.name, ""};
-      if (auto info = tree.read(joinPath(joinPath(gpusDir, e.name), "information"), 64 * 1024);
+      if (auto info =
+              tree.read(joinPath(joinPath(gpusDir, e.name), "information"), size_t{64} * 1024);
           info.isOk()) {
         size_t m = info->find("Model:");
         if (m != std::string::npos) {

@@ -28,14 +28,12 @@ std::string envOr(const char* name) {
   return v == nullptr ? "" : v;
 }
 
-// nvidia-smi on PATH, or "".
+// `exe` in a directory of $PATH, or "".
 std::string findOnPath(const std::string& exe) {
-  for (const std::string& dir : splitComma([] {
-         std::string p = envOr("PATH");
-         for (char& c : p) c = c == ':' ? ',' : c;
-         return p;
-       }())) {
-    const std::string path = dir + "/" + exe;
+  std::string dirs = envOr("PATH");
+  for (char& c : dirs) c = c == ':' ? ',' : c;
+  for (const std::string& dir : splitComma(dirs)) {
+    std::string path = dir + "/" + exe;
     if (::access(path.c_str(), X_OK) == 0) return path;
   }
   return "";
