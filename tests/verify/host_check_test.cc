@@ -64,6 +64,13 @@ TEST(ParseNcclIbHca, PrefixExactExcludeAndPorts) {
   EXPECT_TRUE(parseNcclIbHca("^mlx5_3").exclude);
 }
 
+// The requirement of a closure pinning `release` ("" for CPU-only), nothing else declared.
+HostRequirement cuda(const std::string& release) {
+  HostRequirement want;
+  want.cuda = release;
+  return want;
+}
+
 // A node under /r: driver, GPUs, libraries, InfiniBand devices.
 struct Node {
   FakeTree tree;
@@ -129,13 +136,13 @@ TEST(CollectHostFacts, AMalformedDriverFileIsAnError) {
 TEST(CheckHost, DriverAgainstTheOperatorsTable) {
   Node ok;
   ok.driver("570.86.15").gpus(1);
-  HostReport r = checkHost({"12.8"}, ok.facts());
+  HostReport r = checkHost(cuda("12.8"), ok.facts());
   EXPECT_TRUE(r.match()) << describe(r.differences.front());
   EXPECT_EQ(r.minDriver, "570.26");
 
   Node old;
   old.driver("535.104.05").gpus(1);
-  HostReport o = checkHost({"12.8"}, old.facts());
+  HostReport o = checkHost(cuda("12.8"), old.facts());
   ASSERT_EQ(o.differences.size(), 1u);
   EXPECT_EQ(describe(o.differences[0]),
             "host driver: expected >= 570.26 (CUDA 12.8), found 535.104.05 "
@@ -144,17 +151,17 @@ TEST(CheckHost, DriverAgainstTheOperatorsTable) {
 
 TEST(CheckHost, NoDriverFailsACudaClosureNotACpuOnlyOne) {
   Node none;
-  HostReport r = checkHost({"12.8"}, none.facts());
+  HostReport r = checkHost(cuda("12.8"), none.facts());
   ASSERT_EQ(r.differences.size(), 1u);
   EXPECT_EQ(r.differences[0].package, "driver");
   EXPECT_EQ(r.differences[0].found, "no NVIDIA driver");
-  EXPECT_TRUE(checkHost({""}, none.facts()).match());
+  EXPECT_TRUE(checkHost(cuda(""), none.facts()).match());
 }
 
 TEST(CheckHost, ACudaClosureNeedsAVisibleGpu) {
   Node n;
   n.driver("570.86.15");
-  HostReport r = checkHost({"12.8"}, n.facts());
+  HostReport r = checkHost(cuda("12.8"), n.facts());
   ASSERT_EQ(r.differences.size(), 1u);
   EXPECT_EQ(r.differences[0].package, "gpus");
 }
@@ -162,7 +169,7 @@ TEST(CheckHost, ACudaClosureNeedsAVisibleGpu) {
 TEST(CheckHost, GpuCount) {
   Node n;
   n.driver("570.86.15").gpus(4);
-  HostRequirement want{"12.8"};
+  HostRequirement want = cuda("12.8");
   want.gpus = 8;
   HostReport r = checkHost(want, n.facts());
   ASSERT_EQ(r.differences.size(), 1u);
@@ -175,7 +182,7 @@ TEST(CheckHost, CudaRuntimeAndNcclMajorsMustFitTheClosure) {
   n.driver("570.86.15").gpus(1);
   n.lib("/env/lib", "libcudart.so.11.8.89");
   n.lib("/env/lib", "libnccl.so.2.18.3", "NCCL version 2.18.3+cuda11.0");
-  HostReport r = checkHost({"12.8"}, n.facts({"/env/lib"}));
+  HostReport r = checkHost(cuda("12.8"), n.facts({"/env/lib"}));
   ASSERT_EQ(r.differences.size(), 2u);
   EXPECT_EQ(r.differences[0].package, "cuda-runtime");
   EXPECT_EQ(r.differences[0].found, "libcudart 11");
@@ -187,7 +194,7 @@ TEST(CheckHost, NcclBuiltForAnotherCudaThanTheRuntimeWithoutAClosure) {
   Node n;
   n.lib("/env/lib", "libcudart.so.12");
   n.lib("/env/lib", "libnccl.so.2", "NCCL version 2.18.3+cuda11.0");
-  HostReport r = checkHost({""}, n.facts({"/env/lib"}));
+  HostReport r = checkHost(cuda(""), n.facts({"/env/lib"}));
   ASSERT_EQ(r.differences.size(), 1u);
   EXPECT_EQ(r.differences[0].expected, "built for CUDA 12 (libcudart)");
 }
