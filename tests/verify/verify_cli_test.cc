@@ -26,10 +26,11 @@ struct CliResult {
   std::string output;  // stdout and stderr
 };
 
-// Runs the binary; `env` is put in front of it ("NCCL_IB_HCA=mlx5_0").
+// Runs the binary; `env` is put in front of it ("NCCL_IB_HCA=mlx5_0"). A NCCL_IB_HCA of the
+// machine running the tests is not passed on: the fixture roots have their own devices.
 CliResult lockstep(const std::string& args, const std::string& env = "") {
   CliResult r;
-  const std::string cmd = env + " '" + LOCKSTEP_CLI + "' " + args + " 2>&1";
+  const std::string cmd = "env -u NCCL_IB_HCA " + env + " '" + LOCKSTEP_CLI + "' " + args + " 2>&1";
   FILE* p = ::popen(cmd.c_str(), "r");
   if (p == nullptr) return r;
   std::array<char, 4096> buf{};
