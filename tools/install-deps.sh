@@ -28,6 +28,9 @@ packages=(
   # downloads the bookworm packages, skopeo inspects and pushes, umoci unpacks in the tests;
   # python3-jsonschema validates the SBOMs against the CycloneDX schema (tests/image)
   mmdebstrap debian-archive-keyring skopeo umoci binutils python3-jsonschema
+  # verify-env on a real venv (tests/verify/venv_test.sh): venv + ensurepip, pip, and
+  # setuptools + wheel to build the test's own wheels offline
+  python3-venv python3-pip python3-setuptools python3-wheel
 )
 
 SUDO=""

@@ -23,6 +23,10 @@ const Verb kVerbs[] = {
     {"release", "list, inspect, approve, abort, promote and wait for ModelReleases", runRelease},
     {"model", "a model's prod history, rollback to an earlier release, removal from prod",
      runModel},
+    {"verify-env", "compare an installed environment (conda, venv, Nix) with its closure",
+     runVerifyEnv},
+    {"verify-host", "check this node's driver, GPUs, CUDA/NCCL and RDMA against a runtime",
+     runVerifyHost},
     {"version", "print the version", runVersion},
     {"help", "show this help (help VERB for a verb's flags)", runHelp},
 };
@@ -43,6 +47,10 @@ int runHelp(const VerbContext& ctx) {
     releaseUsage(ctx.out, ctx.programName);
   } else if (!ctx.args.empty() && ctx.args[0] == "model") {
     modelUsage(ctx.out, ctx.programName);
+  } else if (!ctx.args.empty() && ctx.args[0] == "verify-env") {
+    verifyEnvUsage(ctx.out, ctx.programName);
+  } else if (!ctx.args.empty() && ctx.args[0] == "verify-host") {
+    verifyHostUsage(ctx.out, ctx.programName);
   } else {
     usage(ctx.out, ctx.programName);
   }

@@ -32,6 +32,10 @@ inline constexpr int kExitUsage = 2;    // bad flags
 int runClosureHash(const VerbContext& ctx);
 int runRelease(const VerbContext& ctx);
 int runModel(const VerbContext& ctx);
+int runVerifyEnv(const VerbContext& ctx);
+int runVerifyHost(const VerbContext& ctx);
 void closureHashUsage(std::ostream& os, const std::string& program);
+void verifyEnvUsage(std::ostream& os, const std::string& program);
+void verifyHostUsage(std::ostream& os, const std::string& program);
 
 }  // namespace lockstep::cli
