@@ -13,13 +13,9 @@
 
 #include <nlohmann/json.hpp>
 
-namespace lockstep::testing {
+#include "tests/support/process.h"
 
-struct CommandResult {
-  int exitCode = -1;
-  std::string out;
-  std::string err;
-};
+namespace lockstep::testing {
 
 // Path of the admin kubeconfig of the running test cluster.
 const std::string& kubeconfigPath();
@@ -28,8 +24,6 @@ const std::string& toolsBin();
 // The cluster's state directory (certs, logs); unique per cluster.
 const std::string& clusterDir();
 
-// Runs a program with arguments (no shell), optional stdin, captures output.
-CommandResult run(const std::vector<std::string>& argv, const std::string& input = "");
 // Runs kubectl against the test cluster: kubectl({"get", "nodes"}).
 CommandResult kubectl(const std::vector<std::string>& args, const std::string& input = "");
 // Runs the cluster script verb (e.g. "restart-apiserver", "compact-etcd").
