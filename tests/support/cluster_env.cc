@@ -13,6 +13,7 @@
 #include <iostream>
 #include <sstream>
 #include <thread>
+#include <vector>
 
 #include <gtest/gtest.h>
 
@@ -47,6 +48,28 @@ class ClusterEnvironment : public ::testing::Environment {
  public:
   void SetUp() override {
     State& s = state();
+    // ctest gave this test one cluster of tools/test.sh's resource spec:
+    // CTEST_RESOURCE_GROUP_0_CLUSTER=id:N,slots:1 names the Nth of LOCKSTEP_CLUSTER_DIRS.
+    const char* group = std::getenv("CTEST_RESOURCE_GROUP_0_CLUSTER");
+    const char* dirs = std::getenv("LOCKSTEP_CLUSTER_DIRS");
+    if (group != nullptr && dirs != nullptr && *dirs) {
+      std::string g = group;
+      auto at = g.find("id:");
+      size_t id = at == std::string::npos ? 0 : std::stoul(g.substr(at + 3));
+      std::istringstream list(dirs);
+      std::vector<std::string> all;
+      for (std::string d; list >> d;) all.push_back(d);
+      if (id >= all.size()) {
+        std::cerr << "cluster " << id << " of " << group << " is not in LOCKSTEP_CLUSTER_DIRS ("
+                  << dirs << ")" << std::endl;
+        std::abort();
+      }
+      s.dir = all[id];
+      s.kubeconfig = s.dir + "/kubeconfig";
+      std::ifstream bin(s.dir + "/tools-bin");
+      std::getline(bin, s.tools);
+      return;
+    }
     if (const char* kc = std::getenv("LOCKSTEP_KUBECONFIG"); kc && *kc) {
       s.kubeconfig = kc;
       const char* tb = std::getenv("LOCKSTEP_TOOLS_BIN");

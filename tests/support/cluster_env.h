@@ -1,9 +1,12 @@
 // Test access to a real local Kubernetes control plane (tests/cluster/cluster.sh).
 //
 // Integration test binaries link `lockstep_cluster_env`, which provides main():
-// it reuses the cluster named by LOCKSTEP_KUBECONFIG (and LOCKSTEP_TOOLS_BIN for
-// kubectl/helm) when set, and otherwise starts a private cluster once for the
-// binary and stops it at exit. Thread-safety: call from test bodies only.
+// under ctest with a resource spec (tools/test.sh) it uses the cluster ctest
+// allocated (CTEST_RESOURCE_GROUP_0_CLUSTER=id:N: the Nth directory of
+// LOCKSTEP_CLUSTER_DIRS); else it reuses the cluster named by
+// LOCKSTEP_KUBECONFIG (and LOCKSTEP_TOOLS_BIN for kubectl/helm) when set, and
+// otherwise starts a private cluster once for the binary and stops it at exit.
+// Thread-safety: call from test bodies only.
 #pragma once
 
 #include <chrono>

@@ -336,7 +336,12 @@ void InvariantMonitor::check(Clock::time_point now) {
     if (active_.count(key) == 0) {
       std::string trail;
       for (const std::string& e : trail_) trail += "  " + e + "\n";
-      violations_.push_back({v, trail});
+      auto known = tolerated_.find(key);
+      if (known != tolerated_.end()) {
+        known_.push_back({v + " [known: " + known->second + "]", trail});
+      } else {
+        violations_.push_back({v, trail});
+      }
     }
   }
   active_ = std::move(active);
@@ -352,6 +357,20 @@ std::string InvariantMonitor::report() const {
   std::string out;
   for (const Violation& v : violations_) {
     out += "invariant violated: " + v.invariant + "\nevent trail (oldest first):\n" + v.trail;
+  }
+  return out;
+}
+
+void InvariantMonitor::tolerate(const std::string& invariant, const std::string& why) {
+  std::lock_guard<std::mutex> lock(mu_);
+  tolerated_[invariant] = why;
+}
+
+std::string InvariantMonitor::knownFindings() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  std::string out;
+  for (const Violation& v : known_) {
+    out += "known finding: " + v.invariant + "\nevent trail (oldest first):\n" + v.trail;
   }
   return out;
 }

@@ -110,6 +110,13 @@ class InvariantMonitor {
   std::string report() const;
   // Forgets the violations seen so far (a test that provoked one on purpose).
   void clear();
+  // A product defect already filed, which this test meets: violations of
+  // `invariant` ("ready") are kept as known findings, printed by the release
+  // world, and do not fail the test. Every other invariant stays strict.
+  // Remove the call once the defect is fixed.
+  void tolerate(const std::string& invariant, const std::string& why);
+  // The tolerated violations with their trails ("" when none).
+  std::string knownFindings() const;
   // The number of events seen (every watch event of the model's objects).
   int events() const;
 
@@ -123,7 +130,9 @@ class InvariantMonitor {
   MonitorState state_;
   std::deque<std::string> trail_;
   std::vector<Violation> violations_;
-  std::map<std::string, bool> active_;  // violation line -> violated at the last check
+  std::vector<Violation> known_;
+  std::map<std::string, std::string> tolerated_;  // invariant -> why
+  std::map<std::string, bool> active_;            // violation line -> violated at the last check
   void check(std::chrono::steady_clock::time_point now);
   int events_ = 0;
   std::chrono::steady_clock::time_point t0_ = std::chrono::steady_clock::now();

