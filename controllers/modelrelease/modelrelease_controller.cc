@@ -450,8 +450,17 @@ std::optional<Result> ModelReleaseReconciler::runProdStage(const Request& reques
   co.closureHash = release.value("/spec/closureHash"_json_pointer, std::string());
   co.previous = prevStatus.value("canary", json());
   co.stableRelease = templateRelease(stableDep.get());
-  co.canary.specReplicas = specReplicas(canaryDep.get());
+  // A canary Deployment still carrying the displaced release: its pods are
+  // that release's, and this release's canary starts from zero pods.
+  const std::string canaryTemplate = templateRelease(canaryDep.get());
+  const bool displaced = !canaryTemplate.empty() && canaryTemplate != name;
+  co.canary.specReplicas = displaced ? 0 : specReplicas(canaryDep.get());
   co.canary.readyReplicas = countReadyPods(pods, kTrackCanary, name);
+  if (displaced) {
+    co.displacedRelease = canaryTemplate;
+    co.displaced = {specReplicas(canaryDep.get()),
+                    countReadyPods(pods, kTrackCanary, canaryTemplate)};
+  }
   co.stable.specReplicas = specReplicas(stableDep.get());
   co.stable.readyReplicas =
       co.stableRelease.empty() ? 0 : countReadyPods(pods, kTrackStable, co.stableRelease);
@@ -526,7 +535,7 @@ std::optional<Result> ModelReleaseReconciler::runProdStage(const Request& reques
   const int64_t gpusPerPod = podGpuRequest(spec.podTemplate.value("spec", json::object()));
   // Also when the plan gives up on the step's deadline: with the capacity
   // known, a step that never got its GPUs says InsufficientGPUCapacity.
-  const bool addsPods = cp.replicas.canary > co.canary.specReplicas;
+  const bool addsPods = cp.canaryRelease.empty() && cp.replicas.canary > co.canary.specReplicas;
   const bool deadlineHit = cp.rollbackReason == kReasonProgressDeadlineExceeded;
   if (gpusPerPod > 0 && (addsPods || deadlineHit) && !co.gpu) {
     std::string minDriver;
@@ -568,8 +577,10 @@ std::optional<Result> ModelReleaseReconciler::runProdStage(const Request& reques
   auto svc = client_->apply(kube::resources::kServices, buildModelService(in), force);
   if (!svc.isOk()) return Result::failed(svc.status().withContext("applying Service " + model));
 
-  const std::string canaryWho =
-      cp.replicas.canary > 0 || templateRelease(canaryDep.get()) == name ? name : std::string();
+  const std::string canaryWho = !cp.canaryRelease.empty() ? cp.canaryRelease
+                                : cp.replicas.canary > 0 || templateRelease(canaryDep.get()) == name
+                                    ? name
+                                    : std::string();
   auto placeStable = [&] {
     return placeTrack(in, release, kTrackStable, cp.stableRelease, cp.replicas.stable,
                       stableDep.get());
