@@ -63,14 +63,6 @@ class CanaryClusterTest : public ::testing::Test {
     return jobs.is_discarded() ? -1 : static_cast<int>(jobs["items"].size());
   }
   PrometheusWorld* prom() { return &w_.prom(); }
-  // issue 20: the surge rollback scales the canary to 0 and stable to N in one
-  // step, so prod has N-1 Ready pods while stable's new pods warm up (invariant
-  // "ready" of the monitor; event trail in the test log). Remove once fixed.
-  void knownSurgeRollbackFinding() {
-    w_.monitor()->tolerate("ready",
-                           "issue 20: surge rollback scales canary down and stable up "
-                           "at once");
-  }
   // No pod of this namespace is terminating (their GPUs are free again).
   bool noneTerminating() {
     json pods = kubectlJson({"get", "pods", "-n", ns_});
@@ -88,7 +80,6 @@ class CanaryClusterTest : public ::testing::Test {
 // steps (v1 superseded), then v3's canary error ratio is high: automatic
 // rollback, prod stays on v2, the anchor's history says why.
 TEST_F(CanaryClusterTest, PromotesThroughAnalysedStepsThenRollsBackABadCanary) {
-  knownSurgeRollbackFinding();  // issue 20
   ASSERT_EQ(createRelease("v1", package('1'),
                           json::array({prodStage(json::array({analysedStep(50, 2)}))}))
                 .exitCode,
@@ -187,7 +178,6 @@ json promQuery(const std::string& url, const std::string& query) {
 // the analysis passes. f3 serves well for a minute of measurements, then
 // fails half its requests: the error series appears and the analysis fails.
 TEST_F(CanaryClusterTest, AnalysisOverPerReleaseSeriesHealthyWithoutErrorSeriesThenFailing) {
-  knownSurgeRollbackFinding();  // issue 20
   ASSERT_EQ(
       createRelease("v1", package('1'), json::array({prodStage(json::array({canaryStep(100)}))}))
           .exitCode,
@@ -269,7 +259,6 @@ TEST_F(CanaryClusterTest, IndefinitePauseWaitsForPromote) {
 // restores the previous release in one step without any gate Job, and
 // `lockstep model history` shows every promotion and rollback.
 TEST_F(CanaryClusterTest, AbortThenModelRollbackWithoutGates) {
-  knownSurgeRollbackFinding();  // issue 20
   json oneStep = json::array({json{{"weight", 100}}});
   ASSERT_EQ(createRelease("r1", package('1'), json::array({gateStage("eval"), prodStage(oneStep)}))
                 .exitCode,
@@ -369,7 +358,6 @@ TEST_F(CanaryClusterTest, NewerReleaseSupersedesTheOneInCanary) {
 // Must-show 8: Prometheus unreachable during analysis: each failed query is an
 // error, never a pass; after consecutiveErrorLimit the step fails.
 TEST_F(CanaryClusterTest, UnreachablePrometheusFailsTheStepAfterTheErrorLimit) {
-  knownSurgeRollbackFinding();  // issue 20
   ASSERT_EQ(createRelease("u1", package('7'),
                           json::array({prodStage(json::array({json{{"weight", 100}}}))}))
                 .exitCode,
