@@ -155,8 +155,12 @@ TEST(ChaosRun, ReleasesUnderFaultsKeepTheInvariants) {
       },
       std::chrono::seconds(300)))
       << list.dump(2);
-  for (const json& mr : list["items"])
-    outcomes[mr.value("/status/phase"_json_pointer, std::string("?"))]++;
+  for (const json& mr : list["items"]) {
+    std::string phase = mr.value("/status/phase"_json_pointer, std::string("?"));
+    outcomes[phase]++;
+    std::cout << "chaos: " << mr.value("/metadata/name"_json_pointer, std::string()) << " " << phase
+              << " " << conditionField(mr, "Stalled", "reason") << std::endl;
+  }
   int violations = 0, known = 0;
   for (auto& [model, monitor] : monitors) {
     violations += static_cast<int>(monitor->violations().size());
