@@ -96,16 +96,15 @@ if [[ -n "${PEERS:-}" ]]; then
 
   # One certificate for every server: a CA (the client's trust root) and an
   # ECDSA P-256 serving cert for 127.0.0.1, like the dev server's own.
-  openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes -days 1 \
-    -subj /CN=lockstep-bench-ca -keyout "$tmp/ca.key" -out "$tmp/ca.crt" 2>/dev/null
-  openssl req -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes -subj /CN=127.0.0.1 \
-    -keyout "$tmp/tls.key" -out "$tmp/tls.csr" 2>/dev/null
-  printf '%s\n' "basicConstraints=critical,CA:FALSE" "keyUsage=critical,digitalSignature" \
-    "extendedKeyUsage=serverAuth" "subjectAltName=IP:127.0.0.1" >"$tmp/ext.cnf"
-  openssl x509 -req -in "$tmp/tls.csr" -CA "$tmp/ca.crt" -CAkey "$tmp/ca.key" -CAcreateserial \
-    -days 1 -extfile "$tmp/ext.cnf" -out "$tmp/tls.crt" 2>/dev/null
+  prog=admission_bench.sh
+  # shellcheck source=tests/cluster/lib.sh
+  . "$(cd "$(dirname "$0")/.." && pwd)/tests/cluster/lib.sh"
+  tls_ca "$tmp" lockstep-bench-ca 1
+  tls_leaf "$tmp" tls /CN=127.0.0.1 "basicConstraints=critical,CA:FALSE
+keyUsage=critical,digitalSignature
+extendedKeyUsage=serverAuth
+subjectAltName=IP:127.0.0.1" 1
 
-  free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
   wait_port_file() {  # file server-pid
     for _ in $(seq 100); do [[ -s "$1" ]] && return 0; kill -0 "$2" 2>/dev/null || break; sleep 0.1; done
     echo "server did not start; see $tmp" >&2; cat "$tmp"/*.log >&2 || true; exit 1

@@ -118,8 +118,9 @@ say "admission: a pod on another image is refused"
 k -n ml run impostor --image=registry.example/runtimes/torch:2.5 --restart=Never \
   --labels=lockstep.dev/runtime-env=torch-2-5-cu124 --annotations=lockstep.dev/closure-hash="$hash" || true
 
-say "Prometheus scraping a simulated model server (the canary's error ratio)"
-tests/cluster/prometheus.sh up --dir "$dir/prometheus" \
+say "Prometheus scraping a simulated model server (per-pod request counters of namespace ml)"
+tests/cluster/prometheus.sh up --dir "$dir/prometheus" --scrape-interval 2s \
+  --kubeconfig "$LOCKSTEP_KUBECONFIG" --namespace ml \
   --exporter "$build/tests/prometheus/lockstep-test-exporter" >"$dir/prometheus.env"
 . "$dir/prometheus.env"
 echo "Prometheus: $LOCKSTEP_PROMETHEUS_URL"
@@ -134,7 +135,7 @@ if k -n ml get configmap lockstep-model-gpt2-small >/dev/null 2>&1; then
   done
 fi
 release() { # NAME DIGEST-SUFFIX: apply examples/demo/release.yaml.in filled in
-  sed -e "s|@NAME@|$1|" -e "s|@DIGEST@|sha256:$(printf 'ab12%060d' "$2")|" \
+  sed -e "s|@NAME@|$1|g" -e "s|@DIGEST@|sha256:$(printf 'ab12%060d' "$2")|" \
     -e "s|@HASH@|$hash|" -e "s|@PROMETHEUS@|$LOCKSTEP_PROMETHEUS_URL|" \
     examples/demo/release.yaml.in | k apply -f -
 }
@@ -144,14 +145,13 @@ prodPods() {
 }
 
 say "promotion: gpt2-small-v1 passes eval and ci, then three analysed canary steps"
-tests/cluster/prometheus.sh rate --dir "$dir/prometheus" canary 0 >/dev/null
 release gpt2-small-v1 1
 k -n ml wait --for=condition=Ready mr/gpt2-small-v1 --timeout=5m >/dev/null
 k -n ml get mr gpt2-small-v1
 prodPods
 
-say "automatic rollback: gpt2-small-v2's canary serves 30% errors"
-tests/cluster/prometheus.sh rate --dir "$dir/prometheus" canary 0.3 >/dev/null
+say "automatic rollback: gpt2-small-v2's pods fail 30% of their requests"
+tests/cluster/prometheus.sh rate --dir "$dir/prometheus" gpt2-small-v2 0.3 >/dev/null
 release gpt2-small-v2 2
 k -n ml wait --for=jsonpath='{.status.phase}'=RolledBack mr/gpt2-small-v2 --timeout=5m >/dev/null
 k -n ml get mr
@@ -161,7 +161,6 @@ uid=$(k -n ml get mr gpt2-small-v2 -o jsonpath='{.metadata.uid}')
 k -n ml get events --field-selector "involvedObject.uid=$uid,type=Warning"
 echo "prod still runs v1 on every pod:"
 prodPods
-tests/cluster/prometheus.sh rate --dir "$dir/prometheus" canary 0 >/dev/null
 
 say "lockstep model history gpt2-small"
 lockstep model history gpt2-small -n ml

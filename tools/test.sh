@@ -6,6 +6,9 @@
 #
 # Heavy builds are cached outside the source tree in $LOCKSTEP_CACHE
 # (default ~/.cache/lockstep): the Go-built control plane, ccache objects.
+# Integration tests run on $LOCKSTEP_TEST_CLUSTERS local clusters (default 2),
+# one test per cluster at a time (ctest resource groups, CMakeLists.txt), and
+# the tests that need no cluster beside them.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 root=$(pwd)
@@ -55,13 +58,25 @@ step "waiting for the control plane build"
 if ! wait "$tools_pid"; then cat "$LOCKSTEP_CACHE.tools-build.log"; exit 1; fi
 tail -n 1 "$LOCKSTEP_CACHE.tools-build.log"
 
-step "local cluster"
-cluster_dir=$(mktemp -d /tmp/lockstep-ci.XXXXXX)
-trap 'tests/cluster/cluster.sh down --dir "$cluster_dir"' EXIT
-eval "$(tests/cluster/cluster.sh up --dir "$cluster_dir")"
+clusters=${LOCKSTEP_TEST_CLUSTERS:-2}
+step "$clusters local clusters"
+cluster_dirs=()
+down_all() { for d in "${cluster_dirs[@]}"; do tests/cluster/cluster.sh down --dir "$d"; done; }
+trap down_all EXIT
+spec='{"version": {"major": 1, "minor": 0}, "local": [{"cluster": ['
+for i in $(seq 0 $((clusters - 1))); do
+  cluster_dirs+=("$(mktemp -d /tmp/lockstep-ci.XXXXXX)")
+  tests/cluster/cluster.sh up --dir "${cluster_dirs[$i]}" >/dev/null
+  spec+="$([ "$i" -gt 0 ] && echo ,){\"id\": \"$i\", \"slots\": 1}"
+done
+spec+=']}]}'
+echo "$spec" >"$build/clusters.json"
+export LOCKSTEP_CLUSTER_DIRS="${cluster_dirs[*]}"
+eval "$(tests/cluster/cluster.sh env --dir "${cluster_dirs[0]}")"
 
 step "integration tests"
-ctest --test-dir "$build" -L integration --output-on-failure
+ctest --test-dir "$build" -L integration --output-on-failure -j "$((clusters + 1))" \
+  --resource-spec-file "$build/clusters.json"
 
 if [ -x tools/fuzz.sh ]; then
   step "short fuzz runs"

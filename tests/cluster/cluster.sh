@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # A real, local Kubernetes control plane for Lockstep's tests and demo.
 #
-#   tests/cluster/cluster.sh up     [--dir DIR]   start (or reuse) a cluster; prints its env
+#   tests/cluster/cluster.sh up     [--dir DIR] [--warmup D] [--termination D]
+#                                                 start (or reuse) a cluster; prints its env
 #   tests/cluster/cluster.sh down   [--dir DIR]   stop every process, remove DIR
 #   tests/cluster/cluster.sh status [--dir DIR]   exit 0 when the API server is ready
 #   tests/cluster/cluster.sh env    [--dir DIR]   print export lines for the cluster
@@ -16,38 +17,32 @@
 #
 # DIR defaults to $LOCKSTEP_CLUSTER_DIR or /tmp/lockstep-cluster. It holds
 # kubeconfig, tools-bin (the binaries' dir), certs/, logs/ and pids/.
+#
+# The test world's defaults for Lockstep's serving pods (kwok/stages.yaml):
+# --warmup D (default $LOCKSTEP_TEST_WARMUP or 3s) from Running to Ready, and
+# --termination D (default $LOCKSTEP_TEST_TERMINATION or 2s) Terminating after
+# a delete. D is like 500ms, 3s or 0. A pod's own lockstep.dev/test-warmup and
+# lockstep.dev/test-termination annotations override them.
 set -euo pipefail
 
 here=$(cd "$(dirname "$0")" && pwd)
 verb=${1:-}
 shift || true
 dir=${LOCKSTEP_CLUSTER_DIR:-/tmp/lockstep-cluster}
+warmup=${LOCKSTEP_TEST_WARMUP:-3s}
+termination=${LOCKSTEP_TEST_TERMINATION:-2s}
 while [ $# -gt 0 ]; do
   case "$1" in
     --dir) dir=$2; shift 2 ;;
+    --warmup) warmup=$2; shift 2 ;;
+    --termination) termination=$2; shift 2 ;;
     *) echo "cluster.sh: unknown argument $1" >&2; exit 2 ;;
   esac
 done
 
-log() { echo "cluster.sh: $*" >&2; }
-die() { log "$*"; exit 1; }
-
-free_port() {
-  python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1]); s.close()'
-}
-
-pidfile() { echo "$dir/pids/$1.pid"; }
-# Alive and not a zombie: a killed component can linger as a zombie until its
-# reaper collects it, and kill -0 still succeeds on a zombie.
-is_running() {
-  local f pid state
-  f=$(pidfile "$1")
-  [ -f "$f" ] || return 1
-  pid=$(cat "$f")
-  kill -0 "$pid" 2>/dev/null || return 1
-  state=$(awk '{print $3}' "/proc/$pid/stat" 2>/dev/null) || return 1
-  [ -n "$state" ] && [ "$state" != Z ]
-}
+prog=cluster.sh
+# shellcheck source=tests/cluster/lib.sh
+. "$here/lib.sh"
 
 # ready SECONDS: the API server answers /readyz within SECONDS.
 ready() {
@@ -60,64 +55,29 @@ ready() {
   return 1
 }
 
-# start NAME BINARY ARGS... : runs a component in its own session, logs to logs/NAME.log
-start() {
-  local name=$1; shift
-  mkdir -p "$dir/logs" "$dir/pids"
-  setsid "$@" >>"$dir/logs/$name.log" 2>&1 < /dev/null &
-  echo $! >"$(pidfile "$name")"
-}
-
-stop() {
-  local name=$1 f pid
-  f=$(pidfile "$name")
-  [ -f "$f" ] || return 0
-  pid=$(cat "$f")
-  if kill -0 "$pid" 2>/dev/null; then
-    kill -TERM "$pid" 2>/dev/null || true
-    for _ in $(seq 1 50); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
-    kill -KILL "$pid" 2>/dev/null || true
-  fi
-  rm -f "$f"
-}
-
 kctl() { "$bin/kubectl" --kubeconfig "$dir/kubeconfig" "$@"; }
 
 # --- certificates ----------------------------------------------------------
 
 make_certs() {
   local c=$dir/certs
-  mkdir -p "$c"
-  (
-    cd "$c"
-    openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes \
-      -keyout ca.key -out ca.crt -days 30 -subj "/CN=lockstep-test-ca" 2>/dev/null
-    # leaf NAME SUBJECT EXTENSIONS
-    leaf() {
-      openssl req -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes \
-        -keyout "$1.key" -out "$1.csr" -subj "$2" 2>/dev/null
-      printf '%s\n' "$3" >"$1.ext"
-      openssl x509 -req -in "$1.csr" -CA ca.crt -CAkey ca.key -CAcreateserial \
-        -out "$1.crt" -days 30 -extfile "$1.ext" 2>/dev/null
-      rm -f "$1.csr" "$1.ext"
-    }
-    local serving="basicConstraints=CA:FALSE
+  tls_ca "$c" lockstep-test-ca 30
+  local serving="basicConstraints=CA:FALSE
 keyUsage=digitalSignature,keyEncipherment
 extendedKeyUsage=serverAuth,clientAuth
 subjectAltName=IP:127.0.0.1,IP:10.0.0.1,DNS:localhost,DNS:kubernetes,DNS:kubernetes.default,DNS:kubernetes.default.svc"
-    local client="basicConstraints=CA:FALSE
+  local client="basicConstraints=CA:FALSE
 keyUsage=digitalSignature,keyEncipherment
 extendedKeyUsage=clientAuth"
-    leaf apiserver "/CN=kube-apiserver" "$serving"
-    leaf etcd "/CN=etcd" "$serving"
-    leaf apiserver-etcd-client "/CN=kube-apiserver-etcd-client" "$client"
-    leaf admin "/O=system:masters/CN=lockstep-admin" "$client"
-    leaf controller-manager "/CN=system:kube-controller-manager" "$client"
-    leaf scheduler "/CN=system:kube-scheduler" "$client"
-    openssl genrsa -out sa.key 2048 2>/dev/null
-    openssl rsa -in sa.key -pubout -out sa.pub 2>/dev/null
-    chmod 600 ./*.key
-  )
+  tls_leaf "$c" apiserver "/CN=kube-apiserver" "$serving" 30
+  tls_leaf "$c" etcd "/CN=etcd" "$serving" 30
+  tls_leaf "$c" apiserver-etcd-client "/CN=kube-apiserver-etcd-client" "$client" 30
+  tls_leaf "$c" admin "/O=system:masters/CN=lockstep-admin" "$client" 30
+  tls_leaf "$c" controller-manager "/CN=system:kube-controller-manager" "$client" 30
+  tls_leaf "$c" scheduler "/CN=system:kube-scheduler" "$client" 30
+  openssl genrsa -out "$c/sa.key" 2048 2>/dev/null
+  openssl rsa -in "$c/sa.key" -pubout -out "$c/sa.pub" 2>/dev/null
+  chmod 600 "$c"/*.key
 }
 
 write_kubeconfig() { # NAME CERTNAME
@@ -141,6 +101,28 @@ contexts:
 current-context: lockstep-test
 EOF
   chmod 600 "$out"
+}
+
+# --- the test world's KWOK stages ----------------------------------------------
+
+# millis NAME D: D (500ms, 3s, 1m, 0) in milliseconds, or exit naming the flag.
+millis() {
+  case "$2" in
+    0) echo 0 ;;
+    *ms) [[ "${2%ms}" =~ ^[0-9]+$ ]] && echo "${2%ms}" ;;
+    *s) [[ "${2%s}" =~ ^[0-9]+$ ]] && echo $((${2%s} * 1000)) ;;
+    *m) [[ "${2%m}" =~ ^[0-9]+$ ]] && echo $((${2%m} * 60000)) ;;
+  esac || true
+}
+
+render_stages() {
+  local w t
+  w=$(millis --warmup "$warmup"); t=$(millis --termination "$termination")
+  [ -n "$w" ] || die "--warmup \"$warmup\" is not a duration like 500ms, 3s or 0"
+  [ -n "$t" ] || die "--termination \"$termination\" is not a duration like 500ms, 3s or 0"
+  sed -e "s/@WARMUP_MS@/$w/g" -e "s/@TERMINATION_MS@/$t/g" "$here/kwok/stages.yaml" \
+    >"$dir/kwok-stages.yaml"
+  printf 'WARMUP=%s\nTERMINATION=%s\n' "$warmup" "$termination" >"$dir/world.env"
 }
 
 # --- components ------------------------------------------------------------
@@ -213,7 +195,7 @@ start_controllers() {
     --authorization-kubeconfig="$dir/scheduler.kubeconfig" \
     --bind-address=127.0.0.1 --secure-port="$SCHED_PORT" --leader-elect=false
   start kwok "$bin/kwok" --kubeconfig="$dir/kubeconfig" \
-    --config="$here/kwok/stages.yaml" \
+    --config="$dir/kwok-stages.yaml" \
     --manage-all-nodes=false \
     --manage-nodes-with-annotation-selector=kwok.x-k8s.io/node=fake \
     --node-lease-duration-seconds=40 --cidr=10.244.0.0/16 --node-ip=10.240.0.1 \
@@ -241,11 +223,15 @@ wait_default_sa() { # the controller-manager is up once it has made default/defa
   die "kube-controller-manager did not create the default ServiceAccount"
 }
 
-print_env() {
-  echo "export LOCKSTEP_CLUSTER_DIR=$dir"
-  echo "export LOCKSTEP_KUBECONFIG=$dir/kubeconfig"
-  echo "export LOCKSTEP_TOOLS_BIN=$(cat "$dir/tools-bin")"
-  echo "export KUBECONFIG=$dir/kubeconfig"
+cluster_env() {
+  local world=()
+  if [ -f "$dir/world.env" ]; then
+    # shellcheck disable=SC1091
+    . "$dir/world.env"
+    world=("LOCKSTEP_TEST_WARMUP=$WARMUP" "LOCKSTEP_TEST_TERMINATION=$TERMINATION")
+  fi
+  print_env "LOCKSTEP_CLUSTER_DIR=$dir" "LOCKSTEP_KUBECONFIG=$dir/kubeconfig" \
+    "LOCKSTEP_TOOLS_BIN=$(cat "$dir/tools-bin")" "KUBECONFIG=$dir/kubeconfig" "${world[@]}"
 }
 
 all_components=(kwok kube-scheduler kube-controller-manager kube-apiserver etcd)
@@ -267,7 +253,7 @@ do_up() {
     bin=$(cat "$dir/tools-bin")
     if ready 15; then
       log "reusing the running cluster in $dir"
-      print_env
+      cluster_env
       return 0
     fi
     log "the cluster in $dir does not answer; starting a new one"
@@ -282,6 +268,7 @@ do_up() {
   for v in API_PORT ETCD_PORT ETCD_PEER_PORT ETCD_METRICS_PORT CM_PORT SCHED_PORT KWOK_PORT; do
     echo "$v=${!v}"
   done >"$dir/ports.env"
+  render_stages
   make_certs
   write_kubeconfig "$dir/kubeconfig" admin
   write_kubeconfig "$dir/controller-manager.kubeconfig" controller-manager
@@ -295,7 +282,7 @@ do_up() {
   wait_nodes
   wait_default_sa
   log "cluster ready in $((SECONDS - t0))s: $(kctl version -o json | python3 -c 'import json,sys; print(json.load(sys.stdin)["serverVersion"]["gitVersion"])')"
-  print_env
+  cluster_env
 }
 
 do_restart_apiserver() {
@@ -326,8 +313,8 @@ case "$verb" in
     [ -f "$dir/ports.env" ] && . "$dir/ports.env" || die "no cluster in $dir"
     bin=$(cat "$dir/tools-bin")
     kctl get --raw /readyz >/dev/null && kctl get nodes ;;
-  env) print_env ;;
+  env) cluster_env ;;
   restart-apiserver) do_restart_apiserver ;;
   compact-etcd) do_compact_etcd ;;
-  *) sed -n '2,18p' "$0" | sed 's/^# \{0,1\}//'; exit 2 ;;
+  *) sed -n '2,25p' "$0" | sed 's/^# \{0,1\}//'; exit 2 ;;
 esac

@@ -1,32 +1,40 @@
 #!/usr/bin/env bash
 # A real Prometheus (Debian's `prometheus` package, 2.42) scraping the test
-# exporter every second, for the canary-analysis tests and the demo.
+# exporter (a simulated model server), for the canary-analysis tests and the demo.
 #
 #   tests/cluster/prometheus.sh up    --dir DIR [--exporter BIN] [--tls] [--owner-pid PID]
+#                                         [--scrape-interval D] [--kubeconfig F [--namespace NS]]
+#                                         [--pod NS/POD/RELEASE/TRACK]...
 #                                         [--target HOST:PORT]... [--target-token-file F]
 #                                                                          start both; prints env
 #   tests/cluster/prometheus.sh down  --dir DIR                            stop both, remove DIR
-#   tests/cluster/prometheus.sh rate  --dir DIR TRACK ERRORS [RPS]         set a track's error ratio
+#   tests/cluster/prometheus.sh rate  --dir DIR RELEASE ERRORS [RPS]       set a release's error
+#                                                                          ratio (and rps per pod)
 #   tests/cluster/prometheus.sh stop-prometheus  --dir DIR                 stop Prometheus only
 #   tests/cluster/prometheus.sh start-prometheus --dir DIR                 start it again (same port)
 #
 # Both listen on 127.0.0.1 on free ports. Prometheus runs from the binary with
 # its own --config.file and --storage.tsdb.path under DIR: the package's
-# systemd unit and /etc/prometheus play no part. `up` returns once Prometheus
-# answers /-/ready and has scraped the exporter once (up == 1). With --tls it
-# serves https with a certificate for 127.0.0.1 from a CA made in DIR/tls.
-# With --owner-pid, a watcher runs `down` once that process has gone, so a
-# test binary that crashes leaves nothing running. Each --target adds an
-# http /metrics endpoint (a running lockstep-operator's metrics port) to the
+# systemd unit and /etc/prometheus play no part. It scrapes every
+# --scrape-interval (default $LOCKSTEP_SCRAPE_INTERVAL or 5s; "1s" only where a
+# test measures Prometheus itself). `up` returns once Prometheus answers
+# /-/ready and has scraped the exporter once (up == 1). With --tls it serves
+# https with a certificate for 127.0.0.1 from a CA made in DIR/tls. With
+# --owner-pid, a watcher runs `down` once that process has gone, so a test
+# binary that crashes leaves nothing running. Each --target adds an http
+# /metrics endpoint (a running lockstep-operator's metrics port) to the
 # scrape job `lockstep`; `up` then also waits until every target was scraped.
 # With --target-token-file that job scrapes https with the file's bearer token,
 # as a Prometheus bound to the chart's metrics-reader ClusterRole does (the
 # operator's metrics certificate is self-signed: insecure_skip_verify).
 #
 # The exporter is lockstep-test-exporter (tests/prometheus/test_exporter.cc):
-# --exporter, or $LOCKSTEP_TEST_EXPORTER. DIR holds prometheus.yml, data/,
-# logs/, pids/, tls/ and ports.env. Printed env: LOCKSTEP_PROMETHEUS_URL,
-# LOCKSTEP_EXPORTER_URL, and LOCKSTEP_PROMETHEUS_CA with --tls.
+# --exporter, or $LOCKSTEP_TEST_EXPORTER. With --kubeconfig it watches that
+# cluster's serving pods (in --namespace, or all) and exports
+# lockstep_test_requests_total{namespace,pod,model,release,track,code} per
+# Ready pod; each --pod adds an always-Ready pod (no cluster needed). DIR holds
+# prometheus.yml, data/, logs/, pids/, tls/ and ports.env. Printed env:
+# LOCKSTEP_PROMETHEUS_URL, LOCKSTEP_EXPORTER_URL, and LOCKSTEP_PROMETHEUS_CA with --tls.
 set -euo pipefail
 
 verb=${1:-}
@@ -37,6 +45,8 @@ tls=0
 owner=""
 targets=()
 target_token=""
+interval=${LOCKSTEP_SCRAPE_INTERVAL:-5s}
+exporter_args=()
 args=()
 while [ $# -gt 0 ]; do
   case "$1" in
@@ -46,49 +56,21 @@ while [ $# -gt 0 ]; do
     --owner-pid) owner=$2; shift 2 ;;
     --target) targets+=("$2"); shift 2 ;;
     --target-token-file) target_token=$2; shift 2 ;;
+    --scrape-interval) interval=$2; shift 2 ;;
+    --kubeconfig) exporter_args+=(--kubeconfig "$2"); shift 2 ;;
+    --namespace) exporter_args+=(--namespace "$2"); shift 2 ;;
+    --pod) exporter_args+=(--pod "$2"); shift 2 ;;
     -*) echo "prometheus.sh: unknown flag $1" >&2; exit 2 ;;
     *) args+=("$1"); shift ;;
   esac
 done
 
-log() { echo "prometheus.sh: $*" >&2; }
-die() { log "$*"; exit 1; }
-[ -n "$dir" ] || { sed -n '2,26p' "$0" | sed 's/^# \{0,1\}//' >&2; die "--dir is required"; }
-
-free_port() {
-  python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1]); s.close()'
-}
-
-pidfile() { echo "$dir/pids/$1.pid"; }
-is_running() {
-  local f pid state
-  f=$(pidfile "$1")
-  [ -f "$f" ] || return 1
-  pid=$(cat "$f")
-  kill -0 "$pid" 2>/dev/null || return 1
-  state=$(awk '{print $3}' "/proc/$pid/stat" 2>/dev/null) || return 1
-  [ -n "$state" ] && [ "$state" != Z ]
-}
-
-start() { # NAME BINARY ARGS...: in its own session, logs to logs/NAME.log
-  local name=$1; shift
-  mkdir -p "$dir/logs" "$dir/pids"
-  setsid "$@" >>"$dir/logs/$name.log" 2>&1 </dev/null &
-  echo $! >"$(pidfile "$name")"
-}
-
-stop() { # NAME: TERM, then KILL after 5 s; only the pid this script started
-  local f pid
-  f=$(pidfile "$1")
-  [ -f "$f" ] || return 0
-  pid=$(cat "$f")
-  if kill -0 "$pid" 2>/dev/null; then
-    kill -TERM "$pid" 2>/dev/null || true
-    for _ in $(seq 1 50); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
-    kill -KILL "$pid" 2>/dev/null || true
-  fi
-  rm -f "$f"
-}
+prog=prometheus.sh
+# shellcheck source=tests/cluster/lib.sh
+. "$(cd "$(dirname "$0")" && pwd)/lib.sh"
+[ -n "$dir" ] || { sed -n '2,37p' "$0" | sed 's/^# \{0,1\}//' >&2; die "--dir is required"; }
+[[ "$interval" =~ ^[1-9][0-9]*(ms|s|m)$ ]] ||
+  die "--scrape-interval \"$interval\" is not a Prometheus duration like 500ms, 5s or 1m"
 
 scheme() { if [ "$TLS" = 1 ]; then echo https; else echo http; fi; }
 prom_url() { echo "$(scheme)://127.0.0.1:$PROM_PORT"; }
@@ -97,21 +79,11 @@ pcurl() { # curl against Prometheus, trusting the test CA with --tls
 }
 
 make_tls() {
-  local c=$dir/tls
-  mkdir -p "$c"
-  (
-    cd "$c"
-    openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes \
-      -keyout ca.key -out ca.crt -days 2 -subj "/CN=lockstep-test-prometheus-ca" 2>/dev/null
-    openssl req -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes \
-      -keyout prometheus.key -out prometheus.csr -subj "/CN=prometheus" 2>/dev/null
-    printf '%s\n' "basicConstraints=CA:FALSE" "keyUsage=digitalSignature" \
-      "extendedKeyUsage=serverAuth" "subjectAltName=IP:127.0.0.1,DNS:localhost" >prometheus.ext
-    openssl x509 -req -in prometheus.csr -CA ca.crt -CAkey ca.key -CAcreateserial \
-      -out prometheus.crt -days 2 -extfile prometheus.ext 2>/dev/null
-    rm -f prometheus.csr prometheus.ext
-    chmod 600 ./*.key
-  )
+  tls_ca "$dir/tls" lockstep-test-prometheus-ca 2
+  tls_leaf "$dir/tls" prometheus /CN=prometheus "basicConstraints=CA:FALSE
+keyUsage=digitalSignature
+extendedKeyUsage=serverAuth
+subjectAltName=IP:127.0.0.1,DNS:localhost" 2
   cat >"$dir/web.yml" <<EOF
 tls_server_config:
   cert_file: $dir/tls/prometheus.crt
@@ -120,12 +92,20 @@ tls_server_config:
 EOF
 }
 
+# The scrape timeout: the interval, at most 10s (it must not exceed the interval).
+timeout_for() {
+  case "$1" in
+    *ms|?s) echo "$1" ;;
+    *) echo 10s ;;
+  esac
+}
+
 write_config() {
   cat >"$dir/prometheus.yml" <<EOF
 global:
-  scrape_interval: 1s
-  scrape_timeout: 1s
-  evaluation_interval: 1s
+  scrape_interval: $INTERVAL
+  scrape_timeout: $(timeout_for "$INTERVAL")
+  evaluation_interval: $INTERVAL
 scrape_configs:
 - job_name: lockstep-test-exporter
   static_configs:
@@ -182,30 +162,19 @@ load_env() {
   . "$dir/ports.env"
 }
 
-print_env() {
-  echo "export LOCKSTEP_PROMETHEUS_URL=$(prom_url)"
-  echo "export LOCKSTEP_EXPORTER_URL=http://127.0.0.1:$EXPORTER_PORT"
-  if [ "$TLS" = 1 ]; then echo "export LOCKSTEP_PROMETHEUS_CA=$dir/tls/ca.crt"; fi
+prometheus_env() {
+  local ca=()
+  [ "$TLS" = 1 ] && ca=("LOCKSTEP_PROMETHEUS_CA=$dir/tls/ca.crt")
+  print_env "LOCKSTEP_PROMETHEUS_URL=$(prom_url)" \
+    "LOCKSTEP_EXPORTER_URL=http://127.0.0.1:$EXPORTER_PORT" "${ca[@]}"
 }
 
 do_down() {
   [ -d "$dir" ] || return 0
   stop prometheus
   stop exporter
-  # The watcher itself may be the caller (its owner went away).
-  if [ -f "$(pidfile watcher)" ] && [ "$(cat "$(pidfile watcher)")" != "$$" ]; then
-    stop watcher
-  fi
+  stop_watcher
   rm -rf "$dir"
-}
-
-start_watcher() { # PID: `down` once PID has exited
-  local self
-  self=$(cd "$(dirname "$0")" && pwd)/$(basename "$0")
-  setsid bash -c 'while kill -0 "$1" 2>/dev/null && [ -d "$2" ]; do sleep 1; done
-    [ -d "$2" ] && exec "$3" down --dir "$2"' watcher "$1" "$dir" "$self" \
-    >>"$dir/logs/watcher.log" 2>&1 </dev/null &
-  echo $! >"$(pidfile watcher)"
 }
 
 do_up() {
@@ -214,14 +183,16 @@ do_up() {
   do_down
   mkdir -p "$dir/pids" "$dir/logs"
   TLS=$tls
+  INTERVAL=$interval
   TARGETS="${targets[*]}"
   local t
   for t in $TARGETS; do
     [[ "$t" =~ ^[A-Za-z0-9.-]+:[0-9]+$ ]] || die "--target must be HOST:PORT (got \"$t\")"
   done
-  if [ -n "$owner" ]; then start_watcher "$owner"; fi
-  start exporter "$exporter" --listen 127.0.0.1:0 --port-file "$dir/exporter.port"
-  for _ in $(seq 1 100); do [ -s "$dir/exporter.port" ] && break; sleep 0.1; done
+  if [ -n "$owner" ]; then start_watcher "$owner" "$(cd "$(dirname "$0")" && pwd)/$(basename "$0")"; fi
+  start exporter "$exporter" --listen 127.0.0.1:0 --port-file "$dir/exporter.port" \
+    "${exporter_args[@]}"
+  for _ in $(seq 1 300); do [ -s "$dir/exporter.port" ] && break; sleep 0.1; done
   [ -s "$dir/exporter.port" ] || { cat "$dir/logs/exporter.log" >&2; die "the exporter did not start"; }
   EXPORTER_PORT=$(cat "$dir/exporter.port")
   write_config
@@ -230,12 +201,12 @@ do_up() {
   # A free port can be taken between the probe and Prometheus' bind: try another.
   for attempt in 1 2 3; do
     PROM_PORT=$(free_port)
-    printf 'TLS=%s\nPROM_PORT=%s\nEXPORTER_PORT=%s\nTARGETS="%s"\n' "$TLS" "$PROM_PORT" "$EXPORTER_PORT" \
-      "$TARGETS" >"$dir/ports.env"
+    printf 'TLS=%s\nPROM_PORT=%s\nEXPORTER_PORT=%s\nINTERVAL=%s\nTARGETS="%s"\n' "$TLS" \
+      "$PROM_PORT" "$EXPORTER_PORT" "$INTERVAL" "$TARGETS" >"$dir/ports.env"
     start_prometheus
     if wait_prometheus; then
-      log "Prometheus $(prometheus --version 2>&1 | head -n 1 | awk '{print $3}') ready, exporter scraped, in $((SECONDS - t0))s"
-      print_env
+      log "Prometheus $(prometheus --version 2>&1 | head -n 1 | awk '{print $3}') ready, exporter scraped (every $INTERVAL), in $((SECONDS - t0))s"
+      prometheus_env
       return 0
     fi
     stop prometheus
@@ -247,11 +218,11 @@ do_up() {
 case "$verb" in
   up) do_up ;;
   down) do_down ;;
-  env) load_env; print_env ;;
+  env) load_env; prometheus_env ;;
   rate)
     load_env
-    [ ${#args[@]} -ge 2 ] || die "usage: rate --dir DIR TRACK ERRORS [RPS]"
-    q="track=${args[0]}&errors=${args[1]}"
+    [ ${#args[@]} -ge 2 ] || die "usage: rate --dir DIR RELEASE ERRORS [RPS]"
+    q="release=${args[0]}&errors=${args[1]}"
     [ ${#args[@]} -ge 3 ] && q="$q&rps=${args[2]}"
     curl -sS --fail-with-body --max-time 5 -X POST "http://127.0.0.1:$EXPORTER_PORT/rate?$q" ;;
   stop-prometheus) load_env; stop prometheus ;;
@@ -260,5 +231,5 @@ case "$verb" in
     is_running prometheus && exit 0
     start_prometheus
     wait_prometheus || die "Prometheus did not become ready again on port $PROM_PORT" ;;
-  *) sed -n '2,26p' "$0" | sed 's/^# \{0,1\}//'; exit 2 ;;
+  *) sed -n '2,37p' "$0" | sed 's/^# \{0,1\}//'; exit 2 ;;
 esac

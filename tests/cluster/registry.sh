@@ -29,52 +29,18 @@ while [ $# -gt 0 ]; do
   esac
 done
 
-log() { echo "registry.sh: $*" >&2; }
-die() { log "$*"; exit 1; }
+prog=registry.sh
+# shellcheck source=tests/cluster/lib.sh
+. "$(cd "$(dirname "$0")" && pwd)/lib.sh"
 usage() { sed -n '2,19p' "$0" | sed 's/^# \{0,1\}//' >&2; }
 [ -n "$dir" ] || { usage; die "--dir is required"; }
 
-free_port() {
-  python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1]); s.close()'
-}
-pidfile() { echo "$dir/pids/$1.pid"; }
-
-start() { # NAME BINARY ARGS...: in its own session, logs to logs/NAME.log
-  local name=$1; shift
-  mkdir -p "$dir/logs" "$dir/pids"
-  setsid "$@" >>"$dir/logs/$name.log" 2>&1 </dev/null &
-  echo $! >"$(pidfile "$name")"
-}
-
-stop() { # NAME: TERM, then KILL after 5 s; only the pid this script started
-  local f pid
-  f=$(pidfile "$1")
-  [ -f "$f" ] || return 0
-  pid=$(cat "$f")
-  if kill -0 "$pid" 2>/dev/null; then
-    kill -TERM "$pid" 2>/dev/null || true
-    for _ in $(seq 1 50); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
-    kill -KILL "$pid" 2>/dev/null || true
-  fi
-  rm -f "$f"
-}
-
 make_tls() {
-  local c=$dir/tls
-  mkdir -p "$c"
-  (
-    cd "$c"
-    openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes \
-      -keyout ca.key -out ca.crt -days 2 -subj "/CN=lockstep-test-registry-ca" 2>/dev/null
-    openssl req -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes \
-      -keyout registry.key -out registry.csr -subj "/CN=registry" 2>/dev/null
-    printf '%s\n' "basicConstraints=CA:FALSE" "keyUsage=digitalSignature" \
-      "extendedKeyUsage=serverAuth" "subjectAltName=IP:127.0.0.1,DNS:localhost" >registry.ext
-    openssl x509 -req -in registry.csr -CA ca.crt -CAkey ca.key -CAcreateserial \
-      -out registry.crt -days 2 -extfile registry.ext 2>/dev/null
-    rm -f registry.csr registry.ext
-    chmod 600 ./*.key
-  )
+  tls_ca "$dir/tls" lockstep-test-registry-ca 2
+  tls_leaf "$dir/tls" registry /CN=registry "basicConstraints=CA:FALSE
+keyUsage=digitalSignature
+extendedKeyUsage=serverAuth
+subjectAltName=IP:127.0.0.1,DNS:localhost" 2
 }
 
 write_config() {
@@ -124,29 +90,16 @@ load_env() {
   . "$dir/registry.env"
 }
 
-print_env() {
-  echo "export LOCKSTEP_REGISTRY_HOST=127.0.0.1:$PORT"
-  echo "export LOCKSTEP_REGISTRY_CA=$dir/tls/ca.crt"
-  echo "export LOCKSTEP_REGISTRY_USERNAME=$USERNAME"
-  echo "export LOCKSTEP_REGISTRY_PASSWORD=$PASSWORD"
+registry_env() {
+  print_env "LOCKSTEP_REGISTRY_HOST=127.0.0.1:$PORT" "LOCKSTEP_REGISTRY_CA=$dir/tls/ca.crt" \
+    "LOCKSTEP_REGISTRY_USERNAME=$USERNAME" "LOCKSTEP_REGISTRY_PASSWORD=$PASSWORD"
 }
 
 do_down() {
   [ -d "$dir" ] || return 0
   stop registry
-  if [ -f "$(pidfile watcher)" ] && [ "$(cat "$(pidfile watcher)")" != "$$" ]; then
-    stop watcher
-  fi
+  stop_watcher
   rm -rf "$dir"
-}
-
-start_watcher() { # PID: `down` once PID has exited
-  local self
-  self=$(cd "$(dirname "$0")" && pwd)/$(basename "$0")
-  setsid bash -c 'while kill -0 "$1" 2>/dev/null && [ -d "$2" ]; do sleep 1; done
-    [ -d "$2" ] && exec "$3" down --dir "$2"' watcher "$1" "$dir" "$self" \
-    >>"$dir/logs/watcher.log" 2>&1 </dev/null &
-  echo $! >"$(pidfile watcher)"
 }
 
 do_up() {
@@ -156,7 +109,7 @@ do_up() {
     die "htpasswd is not installed (tools/install-deps.sh installs Debian's apache2-utils)"
   do_down
   mkdir -p "$dir/pids" "$dir/logs" "$dir/data"
-  if [ -n "$owner" ]; then start_watcher "$owner"; fi
+  if [ -n "$owner" ]; then start_watcher "$owner" "$(cd "$(dirname "$0")" && pwd)/$(basename "$0")"; fi
   make_tls
   USERNAME=lockstep-test
   PASSWORD=$(openssl rand -hex 16)
@@ -171,7 +124,7 @@ do_up() {
     start registry docker-registry serve "$dir/config.yml"
     if wait_registry; then
       log "docker-registry $(docker-registry --version 2>&1 | awk '{print $3}') ready on 127.0.0.1:$PORT"
-      print_env
+      registry_env
       return 0
     fi
     stop registry
@@ -183,6 +136,6 @@ do_up() {
 case "$verb" in
   up) do_up ;;
   down) do_down ;;
-  env) load_env; print_env ;;
+  env) load_env; registry_env ;;
   *) usage; exit 2 ;;
 esac

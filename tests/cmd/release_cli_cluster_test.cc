@@ -12,8 +12,7 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
-#include "tests/support/cluster_env.h"
-#include "tests/support/operator_process.h"
+#include "tests/support/release_world.h"
 
 #ifndef LOCKSTEP_CLI_BIN
 #error "LOCKSTEP_CLI_BIN must name the lockstep binary"
@@ -24,11 +23,7 @@ namespace {
 
 using nlohmann::json;
 
-const std::string kImage =
-    "registry.example/runtimes/"
-    "torch@sha256:4f1c000000000000000000000000000000000000000000000000000000000001";
-const std::string kLock = "numpy==1.26.4 --hash=sha256:" + std::string(64, 'a') + "\n";
-const std::string kPackage = "registry.example/models/gpt2@sha256:" + std::string(64, 'b');
+const std::string kPackage = testPackage('b');
 
 std::string trim(std::string s) {
   while (!s.empty() && (s.back() == '\n' || s.back() == ' ')) s.pop_back();
@@ -38,37 +33,22 @@ std::string trim(std::string s) {
 class ReleaseCliClusterTest : public ::testing::Test {
  protected:
   static void SetUpTestSuite() {
-    OperatorProcess::installClusterPieces(sharedWebhookPort());
-    op_ = new OperatorProcess();
     // Every controller: the ModelRelease controller runs the gates these tests
     // approve and abort (no status is written by hand).
-    ASSERT_EQ(op_->start(), "");
+    ASSERT_EQ(ReleaseWorld::startOperator(), "");
     char tmpl[] = "/tmp/lockstep-cli-test-XXXXXX";
     dir_ = mkdtemp(tmpl);
   }
   static void TearDownTestSuite() {
-    delete op_;
-    op_ = nullptr;
-    OperatorProcess::uninstallWebhooks();
+    ReleaseWorld::stopOperator();
     run({"rm", "-rf", dir_});
   }
   void SetUp() override {
-    ns_ = uniqueName("cli");
-    ASSERT_EQ(kubectl({"create", "namespace", ns_}).exitCode, 0);
-    json rte = {{"apiVersion", "lockstep.dev/v1alpha1"},
-                {"kind", "RuntimeEnv"},
-                {"metadata", {{"name", "torch"}, {"namespace", ns_}}},
-                {"spec", {{"image", kImage}, {"lock", {{"inline", kLock}}}}}};
-    ASSERT_EQ(kubectl({"apply", "-f", "-"}, rte.dump()).exitCode, 0);
-    ASSERT_EQ(kubectl({"wait", "--for=condition=Ready", "rte/torch", "-n", ns_, "--timeout=30s"})
-                  .exitCode,
-              0);
-    hash_ = kubectlJson({"get", "rte", "torch", "-n", ns_})["status"].value("closureHash", "");
+    ASSERT_EQ(w_.setUp({.nsPrefix = "cli", .enforce = false}), "");
+    ns_ = w_.ns();
+    hash_ = w_.hash();
   }
-  void TearDown() override {
-    if (HasFailure() && op_) std::cerr << "operator log tail:\n" << op_->log() << std::endl;
-    kubectl({"delete", "namespace", ns_, "--wait=false"});
-  }
+  void TearDown() override { w_.tearDown(HasFailure()); }
 
   // eval (ends after `evalDuration` reporting `evalMessage`, accuracy must be
   // >= 0.5) then ci, which needs manual approval. `evalImage` sets eval's image.
@@ -99,7 +79,7 @@ class ReleaseCliClusterTest : public ::testing::Test {
     return mr;
   }
 
-  json release(const std::string& name) { return kubectlJson({"get", "mr", name, "-n", ns_}); }
+  json release(const std::string& name) { return w_.get("mr", name); }
 
   static json stageOf(const json& mr, const std::string& name) {
     if (mr.is_discarded() || !mr.contains("status")) return json::object();
@@ -121,13 +101,7 @@ class ReleaseCliClusterTest : public ::testing::Test {
   }
 
   json waitPhase(const std::string& name, const std::string& phase) {
-    json mr;
-    EXPECT_TRUE(eventually([&] {
-      mr = release(name);
-      return !mr.is_discarded() && mr.value("status", json::object()).value("phase", "") == phase;
-    })) << "phase "
-        << phase << " not reached: " << mr.dump(2);
-    return mr;
+    return w_.waitPhase(name, phase, std::chrono::seconds(60));
   }
 
   json jobs(const std::string& release) {
@@ -186,13 +160,12 @@ class ReleaseCliClusterTest : public ::testing::Test {
     return mr["metadata"].value("annotations", json::object()).value(key, "");
   }
 
-  static OperatorProcess* op_;
   static std::string dir_;
+  ReleaseWorld w_;
   std::string ns_;
   std::string hash_;
 };
 
-OperatorProcess* ReleaseCliClusterTest::op_ = nullptr;
 std::string ReleaseCliClusterTest::dir_;
 
 const json kReadPatchNoVerbs = json::array({{{"apiGroups", {"lockstep.dev"}},
@@ -355,7 +328,7 @@ TEST_F(ReleaseCliClusterTest, GateTemplateOnAnotherImageIsRefused) {
                        "digest"),
             std::string::npos)
       << r.err;
-  r = kubectl({"create", "-f", "-"}, releaseManifest("same", kImage).dump());
+  r = kubectl({"create", "-f", "-"}, releaseManifest("same", kTestImage).dump());
   EXPECT_EQ(r.exitCode, 0) << r.err;
 }
 

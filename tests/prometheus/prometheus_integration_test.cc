@@ -1,6 +1,9 @@
 // The analysis provider against a real Prometheus (Debian's 2.42) scraping
-// the test exporter every second: real rates, real query errors, a stopped
-// server, TLS with a test CA. Started by tests/cluster/prometheus.sh.
+// the test exporter every second (this test measures Prometheus itself; the
+// cluster tests scrape on the world's slower default): real rates, real query
+// errors, a stopped server, TLS with a test CA. Started by
+// tests/cluster/prometheus.sh; the exporter simulates one always-Ready canary
+// pod of release v2 and one stable pod of v1 (no cluster needed).
 #include <netinet/in.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -24,12 +27,24 @@ namespace {
 
 using lockstep::testing::PrometheusWorld;
 
+// `or vector(0)`: a pod's code="500" series exists only after its first error.
 const char* kCanaryErrorRatio =
+    "(sum(rate(lockstep_test_requests_total{track=\"canary\",code=~\"5..\"}[5s])) or vector(0))"
+    " / sum(rate(lockstep_test_requests_total{track=\"canary\"}[5s]))";
+const char* kStableErrorRatio =
+    "(sum(rate(lockstep_test_requests_total{track=\"stable\",code=~\"5..\"}[5s])) or vector(0))"
+    " / sum(rate(lockstep_test_requests_total{track=\"stable\"}[5s]))";
+// The same ratio without the idiom: empty until the canary's first error.
+const char* kBareCanaryErrorRatio =
     "sum(rate(lockstep_test_requests_total{track=\"canary\",code=~\"5..\"}[5s])) / "
     "sum(rate(lockstep_test_requests_total{track=\"canary\"}[5s]))";
-const char* kStableErrorRatio =
-    "sum(rate(lockstep_test_requests_total{track=\"stable\",code=~\"5..\"}[5s])) / "
-    "sum(rate(lockstep_test_requests_total{track=\"stable\"}[5s]))";
+
+PrometheusWorld::Options simulatedPods() {
+  PrometheusWorld::Options o;
+  o.scrapeInterval = "1s";
+  o.pods = {"ml/gpt2-canary-0/v2/canary", "ml/gpt2-stable-0/v1/stable"};
+  return o;
+}
 
 // Polls every 250 ms until `probe` holds or `timeout` passes (a real server).
 bool eventually(const std::function<bool()>& probe,
@@ -51,7 +66,7 @@ class PrometheusIntegrationTest : public ::testing::Test {
  protected:
   void SetUp() override {
     std::string error;
-    world_ = PrometheusWorld::start({}, error);
+    world_ = PrometheusWorld::start(simulatedPods(), error);
     ASSERT_NE(world_, nullptr) << error;
     ClientConfig config;
     config.address = world_->url();
@@ -80,7 +95,11 @@ TEST_F(PrometheusIntegrationTest, ErrorRatioFollowsTheExporter) {
   ASSERT_TRUE(r.ok()) << describe(r);
   EXPECT_DOUBLE_EQ(*r.value, 0.0);
 
-  ASSERT_TRUE(world_->setRate("canary", 0.5));
+  // No error yet: the error series does not exist, so the bare ratio is empty.
+  QueryResult bare = client_->query(kBareCanaryErrorRatio);
+  EXPECT_EQ(bare.kind, ErrorKind::kEmpty) << describe(bare);
+
+  ASSERT_TRUE(world_->setRate("v2", 0.5));
   QueryResult raised;
   bool reached = eventually([&] {
     raised = client_->query(kCanaryErrorRatio);
@@ -93,7 +112,10 @@ TEST_F(PrometheusIntegrationTest, ErrorRatioFollowsTheExporter) {
   ASSERT_TRUE(stable.ok()) << describe(stable);
   EXPECT_DOUBLE_EQ(*stable.value, 0.0) << "only the canary's rate was raised";
 
-  ASSERT_TRUE(world_->setRate("canary", 0.0));
+  EXPECT_TRUE(eventually([&] { return client_->query(kBareCanaryErrorRatio).ok(); }))
+      << "the error series exists after the first error";
+
+  ASSERT_TRUE(world_->setRate("v2", 0.0));
   EXPECT_TRUE(eventually([&] {
     QueryResult back = client_->query(kCanaryErrorRatio);
     return back.ok() && *back.value == 0.0;
@@ -125,12 +147,12 @@ TEST_F(PrometheusIntegrationTest, EveryShapeOtherThanOneValueIsAnError) {
   }
   {
     SCOPED_TRACE("two series");
-    QueryResult r = client_->query("lockstep_test_requests_total{track=\"canary\"}");
+    QueryResult r = client_->query("lockstep_test_requests_total{code=\"200\"}");
     std::cout << describe(r) << "\n";
     ASSERT_FALSE(r.ok());
     EXPECT_EQ(r.kind, ErrorKind::kMultipleSeries);
     EXPECT_NE(r.error.find("returned 2 series"), std::string::npos) << r.error;
-    EXPECT_NE(r.error.find("code=\"500\""), std::string::npos) << "names the series: " << r.error;
+    EXPECT_NE(r.error.find("pod=\"gpt2-"), std::string::npos) << "names the series: " << r.error;
   }
   {
     SCOPED_TRACE("a range vector");
@@ -161,7 +183,7 @@ TEST_F(PrometheusIntegrationTest, EveryShapeOtherThanOneValueIsAnError) {
 
 TEST_F(PrometheusIntegrationTest, NoTrafficIsNaNWhichIsAnError) {
   (void)firstValue(kCanaryErrorRatio);
-  ASSERT_TRUE(world_->setRate("canary", 0.0, /*rps=*/0));
+  ASSERT_TRUE(world_->setRate("v2", 0.0, /*rps=*/0));
   QueryResult r;
   bool nan = eventually([&] {
     r = client_->query(kCanaryErrorRatio);
@@ -220,7 +242,7 @@ class PrometheusTlsTest : public ::testing::Test {
  protected:
   void SetUp() override {
     std::string error;
-    world_ = PrometheusWorld::start({.tls = true, .scrapeTargets = {}}, error);
+    world_ = PrometheusWorld::start({.tls = true, .scrapeInterval = "1s"}, error);
     ASSERT_NE(world_, nullptr) << error;
     ASSERT_EQ(world_->url().rfind("https://", 0), 0u) << world_->url();
   }

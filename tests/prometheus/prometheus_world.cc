@@ -1,64 +1,31 @@
 #include "tests/prometheus/prometheus_world.h"
 
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
 #include <iostream>
-#include <sstream>
 
-#ifndef LOCKSTEP_SOURCE_DIR
-#error "LOCKSTEP_SOURCE_DIR must be defined by the build"
-#endif
+#include "tests/support/process.h"
+
 #ifndef LOCKSTEP_TEST_EXPORTER_BIN
 #error "LOCKSTEP_TEST_EXPORTER_BIN must be defined by the build"
 #endif
 
 namespace lockstep::testing {
-namespace {
-
-// Runs argv (no shell); stdout captured, stderr passed through to the test log.
-int runCapture(const std::vector<std::string>& argv, std::string& out) {
-  int fds[2];
-  if (pipe(fds) != 0) return -1;
-  pid_t pid = fork();
-  if (pid == 0) {
-    dup2(fds[1], 1);
-    close(fds[0]);
-    close(fds[1]);
-    std::vector<char*> args;
-    args.reserve(argv.size() + 1);
-    for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
-    args.push_back(nullptr);
-    execv(args[0], args.data());
-    _exit(127);
-  }
-  close(fds[1]);
-  char buf[4096];
-  ssize_t n = 0;
-  while ((n = read(fds[0], buf, sizeof buf)) > 0) out.append(buf, static_cast<size_t>(n));
-  close(fds[0]);
-  int status = 0;
-  waitpid(pid, &status, 0);
-  return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-}
-
-std::string scriptPath() {
-  return std::string(LOCKSTEP_SOURCE_DIR) + "/tests/cluster/prometheus.sh";
-}
-
-}  // namespace
 
 bool PrometheusWorld::script(const std::vector<std::string>& args, std::string* out) {
-  std::vector<std::string> argv{scriptPath(), args.at(0), "--dir", dir_};
+  std::vector<std::string> argv{sourcePath("tests/cluster/prometheus.sh"), args.at(0), "--dir",
+                                dir_};
   argv.insert(argv.end(), args.begin() + 1, args.end());
-  std::string captured;
-  int rc = runCapture(argv, captured);
-  if (out != nullptr) *out = captured;
-  if (rc != 0) std::cerr << "prometheus.sh " << args.at(0) << " exited " << rc << "\n" << captured;
-  return rc == 0;
+  CommandResult r = run(argv);
+  if (out != nullptr) *out = r.out;
+  if (r.exitCode != 0) {
+    std::cerr << "prometheus.sh " << args.at(0) << " exited " << r.exitCode << "\n"
+              << r.out << r.err;
+  }
+  return r.exitCode == 0;
 }
 
 std::unique_ptr<PrometheusWorld> PrometheusWorld::start(const Options& options,
@@ -78,6 +45,22 @@ std::unique_ptr<PrometheusWorld> PrometheusWorld::start(const Options& options,
     args.emplace_back("--target");
     args.push_back(target);
   }
+  if (!options.scrapeInterval.empty()) {
+    args.emplace_back("--scrape-interval");
+    args.push_back(options.scrapeInterval);
+  }
+  if (!options.kubeconfig.empty()) {
+    args.emplace_back("--kubeconfig");
+    args.push_back(options.kubeconfig);
+  }
+  if (!options.ns.empty()) {
+    args.emplace_back("--namespace");
+    args.push_back(options.ns);
+  }
+  for (const std::string& pod : options.pods) {
+    args.emplace_back("--pod");
+    args.push_back(pod);
+  }
   if (!options.scrapeToken.empty()) {
     const std::string tokenFile = w->dir_ + "-scrape.token";
     std::ofstream(tokenFile) << options.scrapeToken;
@@ -89,16 +72,10 @@ std::unique_ptr<PrometheusWorld> PrometheusWorld::start(const Options& options,
     error = "tests/cluster/prometheus.sh up failed (its log is above):\n" + out;
     return nullptr;
   }
-  std::istringstream lines(out);
-  for (std::string line; std::getline(lines, line);) {
-    auto value = [&](const std::string& key) -> std::string {
-      std::string prefix = "export " + key + "=";
-      return line.rfind(prefix, 0) == 0 ? line.substr(prefix.size()) : "";
-    };
-    if (auto v = value("LOCKSTEP_PROMETHEUS_URL"); !v.empty()) w->url_ = v;
-    if (auto v = value("LOCKSTEP_EXPORTER_URL"); !v.empty()) w->exporterUrl_ = v;
-    if (auto v = value("LOCKSTEP_PROMETHEUS_CA"); !v.empty()) w->caFile_ = v;
-  }
+  auto env = exportsOf(out);
+  w->url_ = env["LOCKSTEP_PROMETHEUS_URL"];
+  w->exporterUrl_ = env["LOCKSTEP_EXPORTER_URL"];
+  w->caFile_ = env["LOCKSTEP_PROMETHEUS_CA"];
   if (w->url_.empty() || w->exporterUrl_.empty()) {
     error = "prometheus.sh up printed no URLs:\n" + out;
     return nullptr;
@@ -113,8 +90,8 @@ PrometheusWorld::~PrometheusWorld() {
   }
 }
 
-bool PrometheusWorld::setRate(const std::string& track, double errors, double rps) {
-  std::vector<std::string> args{"rate", track, std::to_string(errors)};
+bool PrometheusWorld::setRate(const std::string& release, double errors, double rps) {
+  std::vector<std::string> args{"rate", release, std::to_string(errors)};
   if (rps >= 0) args.push_back(std::to_string(rps));
   return script(args);
 }

@@ -1,7 +1,8 @@
 // PrometheusWorld: a real Prometheus (Debian's package) scraping the test
-// exporter every second, started by tests/cluster/prometheus.sh in a private
-// directory for one test and stopped when the object goes (or, should the
-// test binary crash, by the script's watcher of this process).
+// exporter (a simulated model server, model_server.h), started by
+// tests/cluster/prometheus.sh in a private directory for one test and stopped
+// when the object goes (or, should the test binary crash, by the script's
+// watcher of this process).
 // Thread-safety: use from one test thread.
 #pragma once
 
@@ -21,6 +22,13 @@ class PrometheusWorld {
     // Non-empty: those targets are scraped over https with this bearer token
     // (the operator's metrics endpoint authorises each scrape).
     std::string scrapeToken;
+    // Prometheus' scrape interval ("" = the script's default, 5s).
+    std::string scrapeInterval;
+    // Non-empty: the exporter watches this cluster's serving pods (in `ns`, or all).
+    std::string kubeconfig;
+    std::string ns;
+    // Always-Ready simulated pods "NAMESPACE/POD/RELEASE/TRACK" (no cluster needed).
+    std::vector<std::string> pods;
   };
 
   // Starts both processes and waits for readiness and the first scrape.
@@ -35,8 +43,9 @@ class PrometheusWorld {
   const std::string& caFile() const { return caFile_; }  // with tls
   const std::string& dir() const { return dir_; }
 
-  // The exporter's error ratio (0..1) and, when rps >= 0, request rate of a track.
-  bool setRate(const std::string& track, double errors, double rps = -1);
+  // The error ratio (0..1) of a release's pods and, when rps >= 0, their
+  // request rate per pod, from now on.
+  bool setRate(const std::string& release, double errors, double rps = -1);
   bool stopPrometheus();
   bool startPrometheus();
 

@@ -1,18 +1,20 @@
-// lockstep-test-exporter: a simulated model server's metrics for the analysis
-// tests. It serves
+// lockstep-test-exporter: the metrics of a simulated model server's pods for
+// the analysis tests and the demo (ModelServerSim, model_server.h). It serves
 //
-//   GET  /metrics   lockstep_test_requests_total{model,track,code} (counters)
-//   POST /rate?track=canary&errors=0.5[&rps=100]   sets a track's error ratio
-//                   (0..1) and request rate from now on; 400 naming the bad parameter
+//   GET  /metrics   lockstep_test_requests_total{namespace,pod,model,release,track,code}
+//                   per Ready serving pod; code="500" only after the pod's first error
+//   POST /rate?release=v3&errors=0.5[&rps=10]   sets a release's error ratio (0..1)
+//                   and request rate per pod from now on; 400 naming the bad parameter
 //   GET  /-/ready   200 "ready"
 //
-// Traffic is simulated, not generated: each track serves `rps` requests per
-// second, a fraction `errors` of them with code 500, the rest with 200. The
-// counters are computed from the time elapsed since the last change when they
-// are scraped, so `rate()` over any window after a change is exactly `rps` and
-// the error ratio exactly `errors`, with no timer thread.
+// With --kubeconfig it watches the cluster's pods labelled lockstep.dev/track
+// (in --namespace, or all), as Lockstep's serving pods are: a pod serves while
+// it is Ready and not terminating, and its counters start again after a
+// container restart. Each --pod NAMESPACE/POD/RELEASE/TRACK[/MODEL] adds a pod
+// that is always Ready (for the Prometheus client tests, which have no cluster).
 //
-//   lockstep-test-exporter [--listen 127.0.0.1:0] [--port-file FILE] [--model NAME] [--rps N]
+//   lockstep-test-exporter [--listen 127.0.0.1:0] [--port-file FILE] [--rps N]
+//                          [--kubeconfig FILE [--namespace NS]] [--pod SPEC]...
 //
 // Serves one connection at a time (Prometheus and a test are its only peers).
 #include <sys/socket.h>
@@ -30,9 +32,15 @@
 #include <fstream>
 #include <iostream>
 #include <map>
+#include <mutex>
 #include <optional>
 #include <sstream>
 #include <string>
+#include <vector>
+
+#include "operator/kube/connect.h"
+#include "operator/kube/informer.h"
+#include "tests/prometheus/model_server.h"
 
 namespace {
 
@@ -40,50 +48,42 @@ namespace asio = boost::asio;
 namespace beast = boost::beast;
 namespace http = beast::http;
 using Clock = std::chrono::steady_clock;
-
-struct Track {
-  double rps = 100;
-  double errors = 0;
-  double total = 0;       // requests counted up to `since`
-  double errorTotal = 0;  // of which code 500
-  Clock::time_point since = Clock::now();
-
-  // Folds the traffic since `since` into the totals.
-  void advance(Clock::time_point now) {
-    double seconds = std::chrono::duration<double>(now - since).count();
-    total += rps * seconds;
-    errorTotal += rps * seconds * errors;
-    since = now;
-  }
-};
+using lockstep::testing::ModelServerSim;
+using lockstep::testing::SimPod;
 
 struct State {
-  std::string model = "gpt2";
-  std::map<std::string, Track> tracks{{"canary", {}}, {"stable", {}}};
+  std::mutex mu;
+  ModelServerSim sim;
 };
 
-// Formats a counter value the way Prometheus' text format reads it.
 std::string number(double v) {
   std::ostringstream out;
-  out.precision(17);
   out << v;
   return out.str();
 }
 
-std::string metrics(State& s) {
-  auto now = Clock::now();
-  std::string out =
-      "# HELP lockstep_test_requests_total Requests served by the simulated model, by track and "
-      "status code.\n# TYPE lockstep_test_requests_total counter\n";
-  for (auto& [name, t] : s.tracks) {
-    t.advance(now);
-    std::string labels = "model=\"" + s.model + "\",track=\"" + name + "\"";
-    out += "lockstep_test_requests_total{" + labels + ",code=\"200\"} " +
-           number(t.total - t.errorTotal) + "\n";
-    out +=
-        "lockstep_test_requests_total{" + labels + ",code=\"500\"} " + number(t.errorTotal) + "\n";
+std::string label(const nlohmann::json& pod, const std::string& key) {
+  auto p = nlohmann::json::json_pointer("/metadata/labels/" + key);
+  return pod.contains(p) && pod[p].is_string() ? pod[p].get<std::string>() : std::string();
+}
+
+// A watched pod as the simulator sees it.
+SimPod simPod(const nlohmann::json& pod) {
+  SimPod p;
+  p.ns = lockstep::kube::namespaceOf(pod);
+  p.name = lockstep::kube::name(pod);
+  p.model = label(pod, "lockstep.dev~1model");
+  p.release = label(pod, "lockstep.dev~1release");
+  p.track = label(pod, "lockstep.dev~1track");
+  bool terminating = pod.contains("metadata") && pod["metadata"].contains("deletionTimestamp");
+  const nlohmann::json status = pod.value("status", nlohmann::json::object());
+  for (const auto& c : status.value("conditions", nlohmann::json::array())) {
+    if (c.value("type", "") == "Ready") p.ready = c.value("status", "") == "True" && !terminating;
   }
-  return out;
+  for (const auto& c : status.value("containerStatuses", nlohmann::json::array())) {
+    p.restarts += c.value("restartCount", 0);
+  }
+  return p;
 }
 
 std::string urlDecode(const std::string& s) {
@@ -139,14 +139,9 @@ std::optional<double> parseNumber(const std::string& s) {
 // POST /rate: 200 with the new setting, or 400 naming the parameter.
 std::pair<http::status, std::string> setRate(State& s, const std::string& target) {
   auto params = queryParams(target);
-  auto track = params.find("track");
-  if (track == params.end()) {
-    return {http::status::bad_request, "rate: parameter track is missing (canary or stable)\n"};
-  }
-  auto t = s.tracks.find(track->second);
-  if (t == s.tracks.end()) {
-    return {http::status::bad_request,
-            "rate: track \"" + track->second + "\" is not canary or stable\n"};
+  auto release = params.find("release");
+  if (release == params.end() || release->second.empty()) {
+    return {http::status::bad_request, "rate: parameter release is missing (a release name)\n"};
   }
   std::optional<double> errors, rps;
   if (auto e = params.find("errors"); e != params.end()) {
@@ -163,11 +158,11 @@ std::pair<http::status, std::string> setRate(State& s, const std::string& target
     }
   }
   if (!errors && !rps) return {http::status::bad_request, "rate: give errors, rps or both\n"};
-  t->second.advance(Clock::now());
-  if (errors) t->second.errors = *errors;
-  if (rps) t->second.rps = *rps;
-  return {http::status::ok, "track=" + t->first + " errors=" + number(t->second.errors) +
-                                " rps=" + number(t->second.rps) + "\n"};
+  std::lock_guard<std::mutex> lock(s.mu);
+  s.sim.setRate(release->second, errors, rps, Clock::now());
+  auto now = s.sim.rate(release->second);
+  return {http::status::ok, "release=" + release->second + " errors=" + number(now.errors) +
+                                " rps=" + number(now.rps) + "\n"};
 }
 
 void serve(asio::ip::tcp::socket& socket, State& s) {
@@ -182,7 +177,8 @@ void serve(asio::ip::tcp::socket& socket, State& s) {
   std::string body;
   std::string type = "text/plain; charset=utf-8";
   if (path == "/metrics" && req.method() == http::verb::get) {
-    body = metrics(s);
+    std::lock_guard<std::mutex> lock(s.mu);
+    body = s.sim.metrics(Clock::now());
     type = "text/plain; version=0.0.4; charset=utf-8";
   } else if (path == "/rate" && req.method() == http::verb::post) {
     std::tie(status, body) = setRate(s, target);
@@ -202,18 +198,34 @@ void serve(asio::ip::tcp::socket& socket, State& s) {
 }
 
 int usage(const std::string& why) {
-  std::cerr << "lockstep-test-exporter: " << why
-            << "\nusage: lockstep-test-exporter [--listen HOST:PORT] [--port-file FILE] "
-               "[--model NAME] [--rps N]\n";
+  std::cerr
+      << "lockstep-test-exporter: " << why
+      << "\nusage: lockstep-test-exporter [--listen HOST:PORT] [--port-file FILE] [--rps N] "
+         "[--kubeconfig FILE [--namespace NS]] [--pod NAMESPACE/POD/RELEASE/TRACK[/MODEL]]...\n";
   return 2;
+}
+
+std::vector<std::string> split(const std::string& s, char sep) {
+  std::vector<std::string> out;
+  std::string cur;
+  for (char c : s) {
+    if (c == sep) {
+      out.push_back(cur);
+      cur.clear();
+    } else {
+      cur += c;
+    }
+  }
+  out.push_back(cur);
+  return out;
 }
 
 }  // namespace
 
 int main(int argc, char** argv) {
-  State state;
-  std::string listen = "127.0.0.1:0", portFile;
-  double rps = 100;
+  std::string listen = "127.0.0.1:0", portFile, kubeconfig, ns;
+  double rps = 10;
+  std::vector<SimPod> staticPods;
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
     if (i + 1 >= argc) return usage("flag " + a + " needs a value");
@@ -222,8 +234,17 @@ int main(int argc, char** argv) {
       listen = v;
     } else if (a == "--port-file") {
       portFile = v;
-    } else if (a == "--model") {
-      state.model = v;
+    } else if (a == "--kubeconfig") {
+      kubeconfig = v;
+    } else if (a == "--namespace") {
+      ns = v;
+    } else if (a == "--pod") {
+      auto f = split(v, '/');
+      if (f.size() < 4 || f.size() > 5 || f[0].empty() || f[1].empty() || f[2].empty() ||
+          f[3].empty()) {
+        return usage("--pod \"" + v + "\" is not NAMESPACE/POD/RELEASE/TRACK[/MODEL]");
+      }
+      staticPods.push_back({f[0], f[1], f.size() == 5 ? f[4] : "gpt2", f[2], f[3], true, 0});
     } else if (a == "--rps") {
       auto n = parseNumber(v);
       if (!n || *n < 0) return usage("--rps \"" + v + "\" is not a number >= 0");
@@ -232,7 +253,42 @@ int main(int argc, char** argv) {
       return usage("unknown flag " + a);
     }
   }
-  for (auto& [name, t] : state.tracks) t.rps = rps;
+  if (!ns.empty() && kubeconfig.empty()) return usage("--namespace needs --kubeconfig");
+  State state;
+  state.sim = ModelServerSim(rps);
+  for (const SimPod& p : staticPods) state.sim.upsert(p, Clock::now());
+  std::unique_ptr<lockstep::kube::Informer> informer;
+  if (!kubeconfig.empty()) {
+    lockstep::kube::ConnectOptions options;
+    options.kubeconfigPath = kubeconfig;
+    auto client = lockstep::kube::connect(options);
+    if (!client.isOk()) {
+      std::cerr << "lockstep-test-exporter: --kubeconfig " << kubeconfig << ": "
+                << client.status().toString() << "\n";
+      return 1;
+    }
+    lockstep::kube::InformerOptions io;
+    io.resource = lockstep::kube::resources::kPods;
+    io.ns = ns;
+    io.labelSelector = "lockstep.dev/track";
+    informer = std::make_unique<lockstep::kube::Informer>(*client, io);
+    auto put = [&state](const lockstep::kube::Object& pod) {
+      std::lock_guard<std::mutex> lock(state.mu);
+      state.sim.upsert(simPod(pod), Clock::now());
+    };
+    informer->addEventHandler(
+        {[put](const lockstep::kube::Object& o, bool) { put(o); },
+         [put](const lockstep::kube::Object&, const lockstep::kube::Object& o) { put(o); },
+         [&state](const lockstep::kube::Object& o) {
+           std::lock_guard<std::mutex> lock(state.mu);
+           state.sim.remove(lockstep::kube::namespaceOf(o), lockstep::kube::name(o), Clock::now());
+         }});
+    informer->start();
+    if (!informer->waitForSync(std::chrono::seconds(30))) {
+      std::cerr << "lockstep-test-exporter: the pod watch did not sync within 30s\n";
+      return 1;
+    }
+  }
   auto colon = listen.rfind(':');
   if (colon == std::string::npos) return usage("--listen \"" + listen + "\" is not HOST:PORT");
   try {

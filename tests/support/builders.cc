@@ -75,6 +75,88 @@ ModelReleaseBuilder& ModelReleaseBuilder::uid(const std::string& uid) {
   o_["metadata"]["uid"] = uid;
   return *this;
 }
+ModelReleaseBuilder& ModelReleaseBuilder::model(const std::string& model) {
+  o_["spec"]["model"] = model;
+  return *this;
+}
+ModelReleaseBuilder& ModelReleaseBuilder::package(const std::string& package) {
+  o_["spec"]["package"] = package;
+  return *this;
+}
+ModelReleaseBuilder& ModelReleaseBuilder::withGate(const json& stage) {
+  o_["spec"]["stages"].push_back(stage);
+  return *this;
+}
+ModelReleaseBuilder& ModelReleaseBuilder::withProdStage(const ProdStageBuilder& stage) {
+  return withProdStage(stage.build());
+}
+ModelReleaseBuilder& ModelReleaseBuilder::withProdStage(const json& stage) {
+  o_["spec"]["stages"].push_back(stage);
+  return *this;
+}
+ModelReleaseBuilder& ModelReleaseBuilder::spec(const std::string& key, const json& value) {
+  o_["spec"][key] = value;
+  return *this;
+}
+
+ProdStageBuilder::ProdStageBuilder(json steps) {
+  json tmpl = {{"spec", {{"containers", json::array({{{"name", "server"}}})}}}};
+  stage_ = {{"name", "prod"},
+            {"serving", {{"template", tmpl}, {"replicas", 2}, {"port", 8080}}},
+            {"canary", {{"steps", std::move(steps)}, {"progressDeadline", "2m"}}}};
+}
+ProdStageBuilder& ProdStageBuilder::replicas(int n) {
+  stage_["serving"]["replicas"] = n;
+  return *this;
+}
+ProdStageBuilder& ProdStageBuilder::capacity(const std::string& mode) {
+  stage_["canary"]["capacity"] = mode;
+  return *this;
+}
+ProdStageBuilder& ProdStageBuilder::progressDeadline(const std::string& d) {
+  stage_["canary"]["progressDeadline"] = d;
+  return *this;
+}
+ProdStageBuilder& ProdStageBuilder::gpus(int n) {
+  stage_["serving"]["template"]["spec"]["containers"][0]["resources"] = {
+      {"requests", {{"nvidia.com/gpu", std::to_string(n)}}},
+      {"limits", {{"nvidia.com/gpu", std::to_string(n)}}}};
+  return *this;
+}
+ProdStageBuilder& ProdStageBuilder::nodeSelector(const std::map<std::string, std::string>& labels) {
+  stage_["serving"]["template"]["spec"]["nodeSelector"] = labels;
+  return *this;
+}
+ProdStageBuilder& ProdStageBuilder::podAnnotation(const std::string& key,
+                                                  const std::string& value) {
+  stage_["serving"]["template"]["metadata"]["annotations"][key] = value;
+  return *this;
+}
+ProdStageBuilder& ProdStageBuilder::noWarmup() {
+  return podAnnotation("lockstep.dev/test-warmup", "0s")
+      .podAnnotation("lockstep.dev/test-termination", "0s");
+}
+
+json canaryStep(int weight, const std::string& pause) {
+  json s = {{"weight", weight}};
+  if (!pause.empty()) s["pause"] = pause;
+  return s;
+}
+
+json gateStage(const std::string& name, const std::string& message, const std::string& duration,
+               json metrics, const std::string& timeout) {
+  json tmpl = {
+      {"metadata",
+       {{"annotations",
+         {{"lockstep.dev/test-termination-message", message},
+          {"lockstep.dev/test-duration", duration}}}}},
+      {"spec",
+       {{"containers", json::array({{{"name", name}, {"command", {"python", "gate.py"}}}})}}}};
+  json gate = {{"template", tmpl}, {"timeout", timeout}};
+  if (!metrics.empty()) gate["metrics"] = std::move(metrics);
+  return {{"name", name}, {"gate", gate}};
+}
+
 ModelReleaseBuilder& ModelReleaseBuilder::withStage(const std::string& name) {
   o_["spec"]["stages"].push_back(
       {{"name", name},

@@ -2,22 +2,18 @@
 #include "tests/support/no_skip.h"
 
 #include <arpa/inet.h>
-#include <fcntl.h>
 #include <netinet/in.h>
-#include <poll.h>
 #include <sys/socket.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <atomic>
-#include <cerrno>
 #include <chrono>
 #include <cstdlib>
-#include <cstring>
 #include <fstream>
 #include <iostream>
 #include <sstream>
 #include <thread>
+#include <vector>
 
 #include <gtest/gtest.h>
 
@@ -52,6 +48,28 @@ class ClusterEnvironment : public ::testing::Environment {
  public:
   void SetUp() override {
     State& s = state();
+    // ctest gave this test one cluster of tools/test.sh's resource spec:
+    // CTEST_RESOURCE_GROUP_0_CLUSTER=id:N,slots:1 names the Nth of LOCKSTEP_CLUSTER_DIRS.
+    const char* group = std::getenv("CTEST_RESOURCE_GROUP_0_CLUSTER");
+    const char* dirs = std::getenv("LOCKSTEP_CLUSTER_DIRS");
+    if (group != nullptr && dirs != nullptr && *dirs) {
+      std::string g = group;
+      auto at = g.find("id:");
+      size_t id = at == std::string::npos ? 0 : std::stoul(g.substr(at + 3));
+      std::istringstream list(dirs);
+      std::vector<std::string> all;
+      for (std::string d; list >> d;) all.push_back(d);
+      if (id >= all.size()) {
+        std::cerr << "cluster " << id << " of " << group << " is not in LOCKSTEP_CLUSTER_DIRS ("
+                  << dirs << ")" << std::endl;
+        std::abort();
+      }
+      s.dir = all[id];
+      s.kubeconfig = s.dir + "/kubeconfig";
+      std::ifstream bin(s.dir + "/tools-bin");
+      std::getline(bin, s.tools);
+      return;
+    }
     if (const char* kc = std::getenv("LOCKSTEP_KUBECONFIG"); kc && *kc) {
       s.kubeconfig = kc;
       const char* tb = std::getenv("LOCKSTEP_TOOLS_BIN");
@@ -82,74 +100,6 @@ class ClusterEnvironment : public ::testing::Environment {
 const std::string& kubeconfigPath() { return state().kubeconfig; }
 const std::string& toolsBin() { return state().tools; }
 const std::string& clusterDir() { return state().dir; }
-
-CommandResult run(const std::vector<std::string>& argv, const std::string& input) {
-  CommandResult result;
-  int in[2], out[2], err[2];
-  if (pipe(in) != 0 || pipe(out) != 0 || pipe(err) != 0) {
-    result.err = std::strerror(errno);
-    return result;
-  }
-  pid_t pid = fork();
-  if (pid == 0) {
-    dup2(in[0], 0);
-    dup2(out[1], 1);
-    dup2(err[1], 2);
-    for (int fd : {in[0], in[1], out[0], out[1], err[0], err[1]}) close(fd);
-    std::vector<char*> args;
-    for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
-    args.push_back(nullptr);
-    execvp(args[0], args.data());
-    _exit(127);
-  }
-  close(in[0]);
-  close(out[1]);
-  close(err[1]);
-  // Write stdin and read both outputs together so a large output cannot deadlock.
-  size_t written = 0;
-  int inFd = in[1];
-  if (input.empty()) {
-    close(inFd);
-    inFd = -1;
-  } else {
-    fcntl(inFd, F_SETFL, O_NONBLOCK);
-  }
-  bool outOpen = true, errOpen = true;
-  char buf[65536];
-  while (outOpen || errOpen || inFd >= 0) {
-    pollfd fds[3];
-    int n = 0;
-    if (outOpen) fds[n++] = {out[0], POLLIN, 0};
-    if (errOpen) fds[n++] = {err[0], POLLIN, 0};
-    if (inFd >= 0) fds[n++] = {inFd, POLLOUT, 0};
-    if (poll(fds, n, -1) < 0 && errno != EINTR) break;
-    for (int i = 0; i < n; ++i) {
-      if (fds[i].revents == 0) continue;
-      if (fds[i].fd == inFd) {
-        ssize_t w = write(inFd, input.data() + written, input.size() - written);
-        if (w > 0) written += static_cast<size_t>(w);
-        if (w < 0 || written == input.size()) {
-          close(inFd);
-          inFd = -1;
-        }
-        continue;
-      }
-      ssize_t r = read(fds[i].fd, buf, sizeof buf);
-      bool isOut = fds[i].fd == out[0];
-      if (r <= 0) {
-        (isOut ? outOpen : errOpen) = false;
-      } else {
-        (isOut ? result.out : result.err).append(buf, static_cast<size_t>(r));
-      }
-    }
-  }
-  close(out[0]);
-  close(err[0]);
-  int status = 0;
-  waitpid(pid, &status, 0);
-  result.exitCode = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-  return result;
-}
 
 CommandResult kubectl(const std::vector<std::string>& args, const std::string& input) {
   std::vector<std::string> argv{toolsBin().empty() ? "kubectl" : toolsBin() + "/kubectl",

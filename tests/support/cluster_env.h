@@ -1,9 +1,12 @@
 // Test access to a real local Kubernetes control plane (tests/cluster/cluster.sh).
 //
 // Integration test binaries link `lockstep_cluster_env`, which provides main():
-// it reuses the cluster named by LOCKSTEP_KUBECONFIG (and LOCKSTEP_TOOLS_BIN for
-// kubectl/helm) when set, and otherwise starts a private cluster once for the
-// binary and stops it at exit. Thread-safety: call from test bodies only.
+// under ctest with a resource spec (tools/test.sh) it uses the cluster ctest
+// allocated (CTEST_RESOURCE_GROUP_0_CLUSTER=id:N: the Nth directory of
+// LOCKSTEP_CLUSTER_DIRS); else it reuses the cluster named by
+// LOCKSTEP_KUBECONFIG (and LOCKSTEP_TOOLS_BIN for kubectl/helm) when set, and
+// otherwise starts a private cluster once for the binary and stops it at exit.
+// Thread-safety: call from test bodies only.
 #pragma once
 
 #include <chrono>
@@ -13,13 +16,9 @@
 
 #include <nlohmann/json.hpp>
 
-namespace lockstep::testing {
+#include "tests/support/process.h"
 
-struct CommandResult {
-  int exitCode = -1;
-  std::string out;
-  std::string err;
-};
+namespace lockstep::testing {
 
 // Path of the admin kubeconfig of the running test cluster.
 const std::string& kubeconfigPath();
@@ -28,8 +27,6 @@ const std::string& toolsBin();
 // The cluster's state directory (certs, logs); unique per cluster.
 const std::string& clusterDir();
 
-// Runs a program with arguments (no shell), optional stdin, captures output.
-CommandResult run(const std::vector<std::string>& argv, const std::string& input = "");
 // Runs kubectl against the test cluster: kubectl({"get", "nodes"}).
 CommandResult kubectl(const std::vector<std::string>& args, const std::string& input = "");
 // Runs the cluster script verb (e.g. "restart-apiserver", "compact-etcd").

@@ -1,6 +1,5 @@
 #include "tests/support/registry_world.h"
 
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <cstdlib>
@@ -11,39 +10,16 @@
 
 #include <nlohmann/json.hpp>
 
-#ifndef LOCKSTEP_SOURCE_DIR
-#error "LOCKSTEP_SOURCE_DIR must be defined by the build"
-#endif
+#include "tests/support/process.h"
 
 namespace lockstep::testing {
 namespace {
 
-// Runs tests/cluster/registry.sh VERB --dir DIR [ARGS] (no shell); stdout captured.
-int runScript(const std::vector<std::string>& args, std::string& out) {
-  std::vector<std::string> argv{std::string(LOCKSTEP_SOURCE_DIR) + "/tests/cluster/registry.sh"};
+// tests/cluster/registry.sh VERB --dir DIR [ARGS], through run().
+CommandResult runScript(const std::vector<std::string>& args) {
+  std::vector<std::string> argv{sourcePath("tests/cluster/registry.sh")};
   argv.insert(argv.end(), args.begin(), args.end());
-  int fds[2];
-  if (pipe(fds) != 0) return -1;
-  pid_t pid = fork();
-  if (pid == 0) {
-    dup2(fds[1], 1);
-    close(fds[0]);
-    close(fds[1]);
-    std::vector<char*> cargs;
-    cargs.reserve(argv.size() + 1);
-    for (auto& a : argv) cargs.push_back(a.data());
-    cargs.push_back(nullptr);
-    execv(cargs[0], cargs.data());
-    _exit(127);
-  }
-  close(fds[1]);
-  char buf[4096];
-  ssize_t n = 0;
-  while ((n = read(fds[0], buf, sizeof buf)) > 0) out.append(buf, static_cast<size_t>(n));
-  close(fds[0]);
-  int status = 0;
-  waitpid(pid, &status, 0);
-  return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+  return run(argv);
 }
 
 }  // namespace
@@ -56,25 +32,19 @@ std::unique_ptr<RegistryWorld> RegistryWorld::start(std::string& error) {
     return nullptr;
   }
   w->dir_ = tmpl;
-  std::string out;
-  int rc = runScript({"up", "--dir", w->dir_, "--owner-pid", std::to_string(getpid())}, out);
-  if (rc != 0) {
-    error = "tests/cluster/registry.sh up exited " + std::to_string(rc) + ":\n" + out;
+  CommandResult r = runScript({"up", "--dir", w->dir_, "--owner-pid", std::to_string(getpid())});
+  if (r.exitCode != 0) {
+    error =
+        "tests/cluster/registry.sh up exited " + std::to_string(r.exitCode) + ":\n" + r.out + r.err;
     return nullptr;
   }
-  std::istringstream lines(out);
-  for (std::string line; std::getline(lines, line);) {
-    auto value = [&](const std::string& key) -> std::string {
-      std::string prefix = "export " + key + "=";
-      return line.rfind(prefix, 0) == 0 ? line.substr(prefix.size()) : "";
-    };
-    if (auto v = value("LOCKSTEP_REGISTRY_HOST"); !v.empty()) w->host_ = v;
-    if (auto v = value("LOCKSTEP_REGISTRY_CA"); !v.empty()) w->caFile_ = v;
-    if (auto v = value("LOCKSTEP_REGISTRY_USERNAME"); !v.empty()) w->username_ = v;
-    if (auto v = value("LOCKSTEP_REGISTRY_PASSWORD"); !v.empty()) w->password_ = v;
-  }
+  auto env = exportsOf(r.out);
+  w->host_ = env["LOCKSTEP_REGISTRY_HOST"];
+  w->caFile_ = env["LOCKSTEP_REGISTRY_CA"];
+  w->username_ = env["LOCKSTEP_REGISTRY_USERNAME"];
+  w->password_ = env["LOCKSTEP_REGISTRY_PASSWORD"];
   if (w->host_.empty() || w->caFile_.empty() || w->password_.empty()) {
-    error = "registry.sh up printed no host, CA or password:\n" + out;
+    error = "registry.sh up printed no host, CA or password:\n" + r.out;
     return nullptr;
   }
   return w;
@@ -82,8 +52,8 @@ std::unique_ptr<RegistryWorld> RegistryWorld::start(std::string& error) {
 
 RegistryWorld::~RegistryWorld() {
   if (dir_.empty()) return;
-  std::string out;
-  if (runScript({"down", "--dir", dir_}, out) != 0) std::cerr << "registry.sh down: " << out;
+  CommandResult r = runScript({"down", "--dir", dir_});
+  if (r.exitCode != 0) std::cerr << "registry.sh down: " << r.out << r.err;
 }
 
 std::string RegistryWorld::caPem() const {

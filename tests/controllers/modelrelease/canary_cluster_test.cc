@@ -1,44 +1,24 @@
 // The prod stage against the real control plane and a real Prometheus: the
-// operator binary runs canaries of one model on KWOK nodes (pods become Ready),
-// measures the canary's error ratio from Prometheus 2.42 scraping the test
-// exporter (tests/cluster/prometheus.sh), promotes or rolls back, and records
-// both on the model's anchor ConfigMap. docs/rollouts.md is the contract.
+// operator binary runs canaries of one model on KWOK nodes (serving pods warm
+// up before they are Ready and stay Terminating a while, docs/testing.md),
+// measures the canary's error ratio from Prometheus 2.42 scraping the
+// simulated model server's per-pod series (tests/cluster/prometheus.sh),
+// promotes or rolls back, and records both on the model's anchor ConfigMap.
+// The invariant monitor (tests/support/invariant_monitor.h) watches every
+// test's model. docs/rollouts.md is the contract.
 #include <string>
 
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
-#include "tests/prometheus/prometheus_world.h"
-#include "tests/support/cluster_env.h"
-#include "tests/support/operator_process.h"
+#include "tests/support/release_world.h"
 
 namespace lockstep::testing {
 namespace {
 
 using nlohmann::json;
 
-const std::string kImage =
-    "registry.example/runtimes/"
-    "torch@sha256:4f1c000000000000000000000000000000000000000000000000000000000002";
-const std::string kLock = "numpy==1.26.4 --hash=sha256:" + std::string(64, 'a') + "\n";
-const std::string kErrorRatio =
-    R"(sum(rate(lockstep_test_requests_total{track="canary",code="500"}[5s])) / )"
-    R"(sum(rate(lockstep_test_requests_total{track="canary"}[5s])))";
-
-const std::string kOtherLock = "numpy==2.0.0 --hash=sha256:" + std::string(64, 'b') + "\n";
-
-std::string package(char c) { return "registry.example/models/gpt2@sha256:" + std::string(64, c); }
-
-// A gate stage whose KWOK pod succeeds after a second.
-json gate(const std::string& name) {
-  json tmpl = {
-      {"metadata",
-       {{"annotations",
-         {{"lockstep.dev/test-termination-message", ""}, {"lockstep.dev/test-duration", "1s"}}}}},
-      {"spec",
-       {{"containers", json::array({{{"name", name}, {"command", {"python", "gate.py"}}}})}}}};
-  return {{"name", name}, {"gate", {{"template", tmpl}, {"timeout", "5m"}}}};
-}
+std::string package(char c) { return testPackage(c); }
 
 // The lockstep CLI, with the test cluster's kubeconfig.
 CommandResult lockstepCli(std::vector<std::string> args) {
@@ -49,127 +29,57 @@ CommandResult lockstepCli(std::vector<std::string> args) {
 
 class CanaryClusterTest : public ::testing::Test {
  protected:
-  static void SetUpTestSuite() {
-    OperatorProcess::installClusterPieces(sharedWebhookPort());
-    op_ = new OperatorProcess();
-    ASSERT_EQ(op_->start(), "");
-  }
-  static void TearDownTestSuite() {
-    delete op_;
-    op_ = nullptr;
-    OperatorProcess::uninstallWebhooks();
-  }
+  static void SetUpTestSuite() { ASSERT_EQ(ReleaseWorld::startOperator(), ""); }
+  static void TearDownTestSuite() { ReleaseWorld::stopOperator(); }
   void SetUp() override {
-    if (!op_->running()) {
-      ASSERT_EQ(op_->start(), "");
-    }
-    std::string error;
-    prom_ = PrometheusWorld::start({}, error);
-    ASSERT_NE(prom_, nullptr) << error;
-    ns_ = uniqueName("canary");
-    ASSERT_EQ(kubectl({"create", "namespace", ns_}).exitCode, 0);
-    ASSERT_EQ(kubectl({"label", "namespace", ns_, "lockstep.dev/enforce=enforce"}).exitCode, 0);
-    hash_ = applyReadyRuntimeEnv(ns_, "torch", kImage, kLock);
-    ASSERT_FALSE(hash_.empty()) << "RuntimeEnv torch never became Ready";
+    ASSERT_EQ(w_.setUp({.nsPrefix = "canary", .prometheus = true, .monitor = true}), "");
+    ns_ = w_.ns();
+    hash_ = w_.hash();
   }
-  void TearDown() override {
-    if (HasFailure() && op_) std::cerr << "operator log tail:\n" << op_->log() << std::endl;
-    auto r = kubectl({"delete", "namespace", ns_, "--timeout=120s"});
-    EXPECT_EQ(r.exitCode, 0) << "namespace did not finish deleting: " << r.err;
-    prom_.reset();
-  }
+  void TearDown() override { w_.tearDown(HasFailure()); }
 
   json prodStage(json steps, int replicas = 2) {
-    json tmpl = {{"spec", {{"containers", json::array({{{"name", "server"}}})}}}};
-    return {{"name", "prod"},
-            {"serving", {{"template", tmpl}, {"replicas", replicas}, {"port", 8080}}},
-            {"canary", {{"steps", std::move(steps)}, {"progressDeadline", "2m"}}}};
+    return ProdStageBuilder(std::move(steps)).replicas(replicas).build();
   }
-
   json analysedStep(int weight, int count, const std::string& address = "") {
-    return {{"weight", weight},
-            {"analysis",
-             {{"prometheus",
-               {{"address", address.empty() ? prom_->url() : address},
-                {"query", kErrorRatio},
-                {"max", 0.1},
-                {"interval", "2s"},
-                {"count", count}}}}}};
+    return w_.analysedStep(weight, count, "", address);
   }
-
   CommandResult createRelease(const std::string& name, const std::string& pkg, const json& stages) {
-    json mr = {{"apiVersion", "lockstep.dev/v1alpha1"},
-               {"kind", "ModelRelease"},
-               {"metadata", {{"name", name}, {"namespace", ns_}}},
-               {"spec",
-                {{"model", "gpt2"},
-                 {"package", pkg},
-                 {"runtimeEnvRef", {{"name", "torch"}}},
-                 {"closureHash", hash_},
-                 {"stages", stages}}}};
-    return kubectl({"create", "-f", "-"}, mr.dump());
+    return w_.createRelease(name, pkg, stages);
   }
-
-  json get(const std::string& kind, const std::string& name) {
-    return kubectlJson({"get", kind, name, "-n", ns_});
-  }
-
+  json get(const std::string& kind, const std::string& name) { return w_.get(kind, name); }
   json waitPhase(const std::string& name, const std::string& phase,
                  std::chrono::seconds timeout = std::chrono::seconds(150)) {
-    json last;
-    bool ok = eventually(
-        [&] {
-          last = get("mr", name);
-          return !last.is_discarded() && last.contains("status") && last["status"].is_object() &&
-                 last["status"].value("phase", "") == phase;
-        },
-        timeout);
-    EXPECT_TRUE(ok) << name << ": phase " << phase << " not reached: " << last["status"].dump(2);
-    return last;
+    return w_.waitPhase(name, phase, timeout);
   }
-
   static std::string condition(const json& mr, const std::string& type,
                                const char* field = "status") {
     return conditionField(mr, type, field);
   }
-
-  // Ready serving pods per (track, release) of the model.
-  std::map<std::string, int> readyPods() {
-    std::map<std::string, int> out;
-    json pods = kubectlJson({"get", "pods", "-n", ns_, "-l", "lockstep.dev/model=gpt2"});
-    for (const json& p : pods["items"]) {
-      if (p["metadata"].contains("deletionTimestamp")) continue;
-      bool ready = false;
-      for (const json& c : p["status"].value("conditions", json::array()))
-        ready = ready || (c["type"] == "Ready" && c["status"] == "True");
-      if (!ready) continue;
-      const json& l = p["metadata"]["labels"];
-      out[l.value("lockstep.dev/track", "") + "/" + l.value("lockstep.dev/release", "")]++;
-    }
-    return out;
-  }
-
-  static OperatorProcess* op_;
-  std::unique_ptr<PrometheusWorld> prom_;
-  std::string ns_, hash_;
-
-  std::string stableRelease() {
-    return get("deployment", "gpt2-stable")
-        .value("/spec/template/metadata/labels/lockstep.dev~1release"_json_pointer, std::string());
-  }
+  std::map<std::string, int> readyPods() { return w_.readyPods(); }
+  std::string stableRelease() { return w_.stableRelease(); }
   int jobsOf(const std::string& release) {
     json jobs = kubectlJson({"get", "jobs", "-n", ns_, "-l", "lockstep.dev/release=" + release});
     return jobs.is_discarded() ? -1 : static_cast<int>(jobs["items"].size());
   }
-};
+  PrometheusWorld* prom() { return &w_.prom(); }
+  // No pod of this namespace is terminating (their GPUs are free again).
+  bool noneTerminating() {
+    json pods = kubectlJson({"get", "pods", "-n", ns_});
+    if (pods.is_discarded()) return false;
+    for (const json& p : pods["items"])
+      if (p["metadata"].contains("deletionTimestamp")) return false;
+    return true;
+  }
 
-OperatorProcess* CanaryClusterTest::op_ = nullptr;
+  ReleaseWorld w_;
+  std::string ns_, hash_;
+};
 
 // Must-show 1 and 2 of issue 14: v1 and v2 promoted through analysed canary
 // steps (v1 superseded), then v3's canary error ratio is high: automatic
 // rollback, prod stays on v2, the anchor's history says why.
 TEST_F(CanaryClusterTest, PromotesThroughAnalysedStepsThenRollsBackABadCanary) {
-  ASSERT_TRUE(prom_->setRate("canary", 0.0));
   ASSERT_EQ(createRelease("v1", package('1'),
                           json::array({prodStage(json::array({analysedStep(50, 2)}))}))
                 .exitCode,
@@ -208,7 +118,7 @@ TEST_F(CanaryClusterTest, PromotesThroughAnalysedStepsThenRollsBackABadCanary) {
   EXPECT_EQ(get("deployment", "gpt2-canary")["spec"]["replicas"], 0);
 
   // v3: the canary serves errors: the analysis fails and v3 is rolled back.
-  ASSERT_TRUE(prom_->setRate("canary", 0.5));
+  ASSERT_TRUE(prom()->setRate("v3", 0.5));
   ASSERT_EQ(createRelease(
                 "v3", package('3'),
                 json::array({prodStage(json::array({analysedStep(50, 3), json{{"weight", 100}}}))}))
@@ -247,10 +157,75 @@ TEST_F(CanaryClusterTest, PromotesThroughAnalysedStepsThenRollsBackABadCanary) {
                          "involvedObject.name=v3,reason=RollingBack"})["items"]
                 .empty();
   })) << "no RollingBack Event for v3";
-  std::string metrics = op_->scrapeMetrics();
+  std::string metrics = ReleaseWorld::op().scrapeMetrics();
   EXPECT_NE(
       metrics.find(R"(lockstep_release_rollbacks_total{model="gpt2",reason="AnalysisFailed"})"),
       std::string::npos);
+}
+
+// A PromQL instant query against the world's Prometheus: the result vector.
+json promQuery(const std::string& url, const std::string& query) {
+  auto r = run({"curl", "-sS", "--fail", "--max-time", "5", "-G", url + "/api/v1/query",
+                "--data-urlencode", "query=" + query});
+  if (r.exitCode != 0) return json();
+  json body = json::parse(r.out, nullptr, false);
+  return body.is_discarded() ? json() : body.value("/data/result"_json_pointer, json());
+}
+
+// Must-show 3 of issue 19: a canary analysed over the simulator's per-release
+// series. h2 is healthy: its pods never fail a request, so their code="500"
+// series never exists; the query's `or vector(0)` makes that a ratio of 0 and
+// the analysis passes. f3 serves well for a minute of measurements, then
+// fails half its requests: the error series appears and the analysis fails.
+TEST_F(CanaryClusterTest, AnalysisOverPerReleaseSeriesHealthyWithoutErrorSeriesThenFailing) {
+  ASSERT_EQ(
+      createRelease("v1", package('1'), json::array({prodStage(json::array({canaryStep(100)}))}))
+          .exitCode,
+      0);
+  waitPhase("v1", "Promoted");
+
+  json healthy = w_.analysedStep(50, 3, w_.releaseErrorRatio("h2"));
+  ASSERT_EQ(createRelease("h2", package('2'),
+                          json::array({prodStage(json::array({healthy, canaryStep(100)}))}))
+                .exitCode,
+            0);
+  json h2 = waitPhase("h2", "Promoted");
+  json passed = h2.value("/status/canary/passedSteps"_json_pointer, json::array());
+  ASSERT_EQ(passed.size(), 2u) << h2["status"].dump(2);
+  EXPECT_EQ(passed[0].value("/analysis/successful"_json_pointer, 0), 3) << passed.dump(2);
+  EXPECT_EQ(passed[0].value("/analysis/failed"_json_pointer, -1), 0) << passed.dump(2);
+  json served = promQuery(w_.prom().url(), R"(lockstep_test_requests_total{namespace=")" + ns_ +
+                                               R"(",release="h2",code="200"})");
+  EXPECT_FALSE(served.empty()) << "h2's pods were scraped";
+  json errors = promQuery(w_.prom().url(), R"(lockstep_test_requests_total{namespace=")" + ns_ +
+                                               R"(",release="h2",code="500"})");
+  EXPECT_TRUE(errors.is_array() && errors.empty())
+      << "no error, so no error series: " << errors.dump();
+
+  // f3: measured every 5 s; after a minute of passing measurements its pods fail.
+  json failing = w_.analysedStep(50, 40, w_.releaseErrorRatio("f3"), "", "5s");
+  ASSERT_EQ(createRelease("f3", package('3'),
+                          json::array({prodStage(json::array({failing, canaryStep(100)}))}))
+                .exitCode,
+            0);
+  ASSERT_TRUE(eventually(
+      [&] {
+        return get("mr", "f3").value("/status/canary/analysis/successful"_json_pointer, 0) >= 12;
+      },
+      std::chrono::seconds(150)))
+      << get("mr", "f3")["status"].dump(2);
+  errors = promQuery(w_.prom().url(), R"(lockstep_test_requests_total{namespace=")" + ns_ +
+                                          R"(",release="f3",code="500"})");
+  EXPECT_TRUE(errors.is_array() && errors.empty()) << errors.dump();
+  ASSERT_TRUE(prom()->setRate("f3", 0.5));
+  json f3 = waitPhase("f3", "RolledBack", std::chrono::seconds(60));
+  EXPECT_EQ(condition(f3, "Stalled", "reason"), "AnalysisFailed") << f3["status"].dump(2);
+  EXPECT_GE(f3.value("/status/canary/analysis/successful"_json_pointer, 0), 12);
+  EXPECT_GE(f3.value("/status/canary/analysis/failed"_json_pointer, 0), 1);
+  errors = promQuery(w_.prom().url(), R"(lockstep_test_requests_total{namespace=")" + ns_ +
+                                          R"(",release="f3",code="500"})");
+  EXPECT_FALSE(errors.empty()) << "the error series exists after the first error";
+  EXPECT_EQ(stableRelease(), "h2");
 }
 
 // Must-show 4 (part): an indefinite pause holds until `promote.lockstep.dev/<step>`.
@@ -284,15 +259,14 @@ TEST_F(CanaryClusterTest, IndefinitePauseWaitsForPromote) {
 // restores the previous release in one step without any gate Job, and
 // `lockstep model history` shows every promotion and rollback.
 TEST_F(CanaryClusterTest, AbortThenModelRollbackWithoutGates) {
-  ASSERT_TRUE(prom_->setRate("canary", 0.0));
   json oneStep = json::array({json{{"weight", 100}}});
-  ASSERT_EQ(
-      createRelease("r1", package('1'), json::array({gate("eval"), prodStage(oneStep)})).exitCode,
-      0);
+  ASSERT_EQ(createRelease("r1", package('1'), json::array({gateStage("eval"), prodStage(oneStep)}))
+                .exitCode,
+            0);
   waitPhase("r1", "Promoted");
-  ASSERT_EQ(
-      createRelease("r2", package('2'), json::array({gate("eval"), prodStage(oneStep)})).exitCode,
-      0);
+  ASSERT_EQ(createRelease("r2", package('2'), json::array({gateStage("eval"), prodStage(oneStep)}))
+                .exitCode,
+            0);
   waitPhase("r2", "Promoted");
   waitPhase("r1", "Superseded", std::chrono::seconds(30));
   ASSERT_EQ(jobsOf("r1"), 1);
@@ -349,7 +323,7 @@ TEST_F(CanaryClusterTest, AbortThenModelRollbackWithoutGates) {
   EXPECT_NE(history.out.find("prod runs: r1"), std::string::npos) << history.out;
   for (const char* want : {"Promoted", "RolledBack", "Aborted", "Rollback", "from r2 by"})
     EXPECT_NE(history.out.find(want), std::string::npos) << want << "\n" << history.out;
-  std::string metrics = op_->scrapeMetrics();
+  std::string metrics = ReleaseWorld::op().scrapeMetrics();
   EXPECT_NE(
       metrics.find(R"(lockstep_release_rollbacks_total{model="gpt2",reason="ManualRollback"})"),
       std::string::npos);
@@ -416,7 +390,7 @@ TEST_F(CanaryClusterTest, CanaryPodsRefusedByAdmissionRollBack) {
     return condition(get("mr", "s1"), "Ready", "reason") == "CanaryPaused";
   })) << get("mr", "s1")["status"].dump(2);
   // The runtime moves on: a new lock, a new closure hash.
-  json patch = {{"spec", {{"lock", {{"inline", kOtherLock}}}}}};
+  json patch = {{"spec", {{"lock", {{"inline", kTestOtherLock}}}}}};
   ASSERT_EQ(
       kubectl({"patch", "rte", "torch", "-n", ns_, "--type=merge", "-p", patch.dump()}).exitCode,
       0);
@@ -456,7 +430,7 @@ int gpusInUse(const std::string& node) {
 // a `drain` canary proceeds by scaling stable down first and is promoted.
 TEST_F(CanaryClusterTest, ScarceGpusSurgeWaitsThenAbortsDrainProceeds) {
   // Only g4 (at the end) has an analysis: it must fail.
-  ASSERT_TRUE(prom_->setRate("canary", 0.5));
+  ASSERT_TRUE(prom()->setRate("g4", 0.5));
   // CUDA 12.8 needs driver 570.26: gpu-0 and gpu-1 are compatible, gpu-old-0 is not.
   json accel = {{"spec", {{"accelerator", {{"cuda", "12.8"}}}}}};
   ASSERT_EQ(
@@ -486,6 +460,8 @@ TEST_F(CanaryClusterTest, ScarceGpusSurgeWaitsThenAbortsDrainProceeds) {
   waitPhase("g1", "Promoted");
   ASSERT_TRUE(eventually([&] { return readyPods()["stable/g1"] == 2; }))
       << json(readyPods()).dump();
+  // The first rollout's canary pods hold their GPUs until they are gone.
+  ASSERT_TRUE(eventually([&] { return noneTerminating(); }));
 
   // Other tenants take every remaining GPU (the old-driver node too, so the
   // scheduler could not place a canary pod anywhere either).
@@ -548,8 +524,8 @@ TEST_F(CanaryClusterTest, ScarceGpusSurgeWaitsThenAbortsDrainProceeds) {
   // stable gave its GPU to the canary pod. The rollback grows stable back, the
   // new stable pod is unschedulable (no GPU anywhere), so the canary gives its
   // pod back and stable takes that GPU, instead of waiting forever with a
-  // failed canary serving. (The canary track serves 50 % errors since the
-  // start of the test, so the [5s] rate window is full when g4 is measured.)
+  // failed canary serving. (g4's pods serve 50 % errors from their first
+  // request, so its error series exists once they are scraped.)
   json failing = analysedStep(50, 2);
   ASSERT_EQ(
       createRelease("g4", package('d'), json::array({gpuStage(json::array({failing}), "drain")}))

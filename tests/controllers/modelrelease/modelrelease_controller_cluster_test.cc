@@ -9,64 +9,29 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
-#include "tests/support/cluster_env.h"
-#include "tests/support/operator_process.h"
+#include "tests/support/release_world.h"
 
 namespace lockstep::testing {
 namespace {
 
 using nlohmann::json;
 
-const std::string kDigest =
-    "sha256:4f1c000000000000000000000000000000000000000000000000000000000001";
-const std::string kImage = "registry.example/runtimes/torch@" + kDigest;
-const std::string kPackage = "registry.example/models/gpt2@sha256:" + std::string(64, 'c');
-const std::string kLock = "numpy==1.26.4 --hash=sha256:" + std::string(64, 'a') + "\n";
-const std::string kOtherLock = "numpy==2.0.0 --hash=sha256:" + std::string(64, 'b') + "\n";
-
-// A gate stage whose pods end with `message` after `duration`.
-json gate(const std::string& name, const std::string& message, json metrics = json::array(),
-          const std::string& duration = "1s", const std::string& timeout = "10m") {
-  json tmpl = {
-      {"metadata",
-       {{"annotations",
-         {{"lockstep.dev/test-termination-message", message},
-          {"lockstep.dev/test-duration", duration}}}}},
-      {"spec",
-       {{"containers", json::array({{{"name", name}, {"command", {"python", "gate.py"}}}})}}}};
-  return {{"name", name},
-          {"gate", {{"template", tmpl}, {"metrics", metrics}, {"timeout", timeout}}}};
-}
+const std::string& kImage = kTestImage;
+const std::string kPackage = testPackage('c');
 
 json minMetric(const std::string& name, double min) { return {{"name", name}, {"min", min}}; }
 
 class ModelReleaseControllerTest : public ::testing::Test {
  protected:
-  static void SetUpTestSuite() {
-    OperatorProcess::installClusterPieces(sharedWebhookPort());
-    op_ = new OperatorProcess();
-    ASSERT_EQ(op_->start(), "");
-  }
-  static void TearDownTestSuite() {
-    delete op_;
-    op_ = nullptr;
-    OperatorProcess::uninstallWebhooks();
-  }
+  static void SetUpTestSuite() { ASSERT_EQ(ReleaseWorld::startOperator(), ""); }
+  static void TearDownTestSuite() { ReleaseWorld::stopOperator(); }
   void SetUp() override {
-    if (!op_->running()) {
-      ASSERT_EQ(op_->start(), "");
-    }
-    ns_ = uniqueName("mr");
-    ASSERT_EQ(kubectl({"create", "namespace", ns_}).exitCode, 0);
-    ASSERT_EQ(kubectl({"label", "namespace", ns_, "lockstep.dev/enforce=enforce"}).exitCode, 0);
-    hash_ = applyReadyRuntimeEnv(ns_, "torch", kImage, kLock);
-    ASSERT_FALSE(hash_.empty()) << "RuntimeEnv torch never became Ready";
+    ASSERT_EQ(w_.setUp({.nsPrefix = "mr"}), "");
+    ns_ = w_.ns();
+    hash_ = w_.hash();
   }
-  void TearDown() override {
-    if (HasFailure() && op_) std::cerr << "operator log tail:\n" << op_->log() << std::endl;
-    auto r = kubectl({"delete", "namespace", ns_, "--timeout=120s"});
-    EXPECT_EQ(r.exitCode, 0) << "namespace did not finish deleting: " << r.err;
-  }
+  void TearDown() override { w_.tearDown(HasFailure()); }
+  static OperatorProcess* op() { return &ReleaseWorld::op(); }
 
   void applyRuntimeEnv(const std::string& lock) {
     json rte = {{"apiVersion", "lockstep.dev/v1alpha1"},
@@ -78,32 +43,12 @@ class ModelReleaseControllerTest : public ::testing::Test {
   }
 
   CommandResult createRelease(const std::string& name, const json& stages) {
-    json mr = {{"apiVersion", "lockstep.dev/v1alpha1"},
-               {"kind", "ModelRelease"},
-               {"metadata", {{"name", name}, {"namespace", ns_}}},
-               {"spec",
-                {{"model", "gpt2"},
-                 {"package", kPackage},
-                 {"runtimeEnvRef", {{"name", "torch"}}},
-                 {"closureHash", hash_},
-                 {"stages", stages}}}};
-    return kubectl({"create", "-f", "-"}, mr.dump());
+    return w_.createRelease(name, kPackage, stages);
   }
-
-  json release(const std::string& name) { return kubectlJson({"get", "mr", name, "-n", ns_}); }
-
-  // Waits for status.phase; returns the release.
+  json release(const std::string& name) { return w_.get("mr", name); }
   json waitPhase(const std::string& name, const std::string& phase,
                  std::chrono::seconds timeout = std::chrono::seconds(90)) {
-    json last;
-    bool ok = eventually(
-        [&] {
-          last = release(name);
-          return !last.is_discarded() && last["status"].value("phase", "") == phase;
-        },
-        timeout);
-    EXPECT_TRUE(ok) << "phase " << phase << " not reached: " << last["status"].dump(2);
-    return last;
+    return w_.waitPhase(name, phase, timeout);
   }
 
   static json stageOf(const json& mr, const std::string& name) {
@@ -122,16 +67,14 @@ class ModelReleaseControllerTest : public ::testing::Test {
     return kubectlJson({"get", "jobs", "-n", ns_, "-l", "lockstep.dev/release=" + release});
   }
 
-  static OperatorProcess* op_;
+  ReleaseWorld w_;
   std::string ns_, hash_;
 };
 
-OperatorProcess* ModelReleaseControllerTest::op_ = nullptr;
-
 TEST_F(ModelReleaseControllerTest, EvalThenCiPassWithMetricsAndEvidence) {
-  json stages = json::array(
-      {gate("eval", R"({"accuracy":0.84,"loss":1.9})", json::array({minMetric("accuracy", 0.82)})),
-       gate("ci", "")});
+  json stages = json::array({gateStage("eval", R"({"accuracy":0.84,"loss":1.9})", "1s",
+                                       json::array({minMetric("accuracy", 0.82)})),
+                             gateStage("ci", "")});
   auto r = createRelease("v7", stages);
   ASSERT_EQ(r.exitCode, 0) << r.err;
   json mr = waitPhase("v7", "Validated");
@@ -183,15 +126,15 @@ TEST_F(ModelReleaseControllerTest, EvalThenCiPassWithMetricsAndEvidence) {
   for (const char* reason : {"StageStarted", "StageSucceeded", "Validated"}) {
     EXPECT_NE(events.find(reason), std::string::npos) << reason << "\n" << events;
   }
-  EXPECT_NE(op_->scrapeMetrics().find(
+  EXPECT_NE(op()->scrapeMetrics().find(
                 "lockstep_release_stage_results_total{result=\"succeeded\",stage=\"eval\"}"),
             std::string::npos);
 }
 
 TEST_F(ModelReleaseControllerTest, MetricBelowThresholdFailsAtEvalAndStartsNoCi) {
-  json stages =
-      json::array({gate("eval", R"({"accuracy":0.71})", json::array({minMetric("accuracy", 0.82)})),
-                   gate("ci", "")});
+  json stages = json::array(
+      {gateStage("eval", R"({"accuracy":0.71})", "1s", json::array({minMetric("accuracy", 0.82)})),
+       gateStage("ci", "")});
   ASSERT_EQ(createRelease("low", stages).exitCode, 0);
   json mr = waitPhase("low", "Failed");
   EXPECT_EQ(stageOf(mr, "eval")["phase"], "Failed");
@@ -203,17 +146,19 @@ TEST_F(ModelReleaseControllerTest, MetricBelowThresholdFailsAtEvalAndStartsNoCi)
 }
 
 TEST_F(ModelReleaseControllerTest, BadReportsAndDeadlinesFailWithTheExactReason) {
-  ASSERT_EQ(createRelease("notjson", json::array({gate("eval", "accuracy=0.9",
-                                                       json::array({minMetric("accuracy", 0.5)}))}))
-                .exitCode,
-            0);
-  ASSERT_EQ(createRelease("missing", json::array({gate("eval", R"({"loss":1})",
-                                                       json::array({minMetric("accuracy", 0.5)}))}))
-                .exitCode,
-            0);
   ASSERT_EQ(
-      createRelease("slow", json::array({gate("eval", "", json::array(), "60s", "3s")})).exitCode,
+      createRelease("notjson", json::array({gateStage("eval", "accuracy=0.9", "1s",
+                                                      json::array({minMetric("accuracy", 0.5)}))}))
+          .exitCode,
       0);
+  ASSERT_EQ(
+      createRelease("missing", json::array({gateStage("eval", R"({"loss":1})", "1s",
+                                                      json::array({minMetric("accuracy", 0.5)}))}))
+          .exitCode,
+      0);
+  ASSERT_EQ(createRelease("slow", json::array({gateStage("eval", "", "60s", json::array(), "3s")}))
+                .exitCode,
+            0);
   json mr = waitPhase("notjson", "Failed");
   EXPECT_EQ(stageOf(mr, "eval")["message"],
             "termination message of container \"eval\" is not a JSON object: \"accuracy=0.9\"");
@@ -229,9 +174,9 @@ TEST_F(ModelReleaseControllerTest, BadReportsAndDeadlinesFailWithTheExactReason)
 }
 
 TEST_F(ModelReleaseControllerTest, ManualApprovalWaitsAndAbortStopsARunningEval) {
-  json ci = gate("ci", "");
+  json ci = gateStage("ci", "");
   ci["approval"] = "Manual";
-  ASSERT_EQ(createRelease("gated", json::array({gate("eval", ""), ci})).exitCode, 0);
+  ASSERT_EQ(createRelease("gated", json::array({gateStage("eval", ""), ci})).exitCode, 0);
   json mr = waitPhase("gated", "Testing");
   ASSERT_TRUE(eventually([&] {
     mr = release("gated");
@@ -247,8 +192,7 @@ TEST_F(ModelReleaseControllerTest, ManualApprovalWaitsAndAbortStopsARunningEval)
   EXPECT_EQ(stageOf(mr, "ci")["approvedBy"], user);
 
   // Abort while eval runs (a long Job).
-  ASSERT_EQ(
-      createRelease("stopme", json::array({gate("eval", "", json::array(), "300s")})).exitCode, 0);
+  ASSERT_EQ(createRelease("stopme", json::array({gateStage("eval", "", "300s")})).exitCode, 0);
   ASSERT_TRUE(eventually([&] { return jobs("stopme")["items"].size() == 1; }));
   r = kubectl({"annotate", "mr", "stopme", "-n", ns_, "lockstep.dev/abort=" + user});
   ASSERT_EQ(r.exitCode, 0) << r.err;
@@ -259,10 +203,10 @@ TEST_F(ModelReleaseControllerTest, ManualApprovalWaitsAndAbortStopsARunningEval)
 }
 
 TEST_F(ModelReleaseControllerTest, LockChangeDuringEvalMakesTheReleaseStaleAndStartsNoCi) {
-  json stages = json::array({gate("eval", "", json::array(), "8s"), gate("ci", "")});
+  json stages = json::array({gateStage("eval", "", "8s"), gateStage("ci", "")});
   ASSERT_EQ(createRelease("drift", stages).exitCode, 0);
   ASSERT_TRUE(eventually([&] { return jobs("drift")["items"].size() == 1; }));
-  applyRuntimeEnv(kOtherLock);
+  applyRuntimeEnv(kTestOtherLock);
   json mr;
   ASSERT_TRUE(eventually([&] {
     mr = release("drift");
@@ -277,23 +221,24 @@ TEST_F(ModelReleaseControllerTest, LockChangeDuringEvalMakesTheReleaseStaleAndSt
 }
 
 TEST_F(ModelReleaseControllerTest, KilledOperatorResumesWithOneJobPerStage) {
-  json ci = gate("ci", "");
+  json ci = gateStage("ci", "");
   ci["approval"] = "Manual";
   json stages = json::array(
-      {gate("eval", R"({"accuracy":0.9})", json::array({minMetric("accuracy", 0.5)}), "6s"), ci});
+      {gateStage("eval", R"({"accuracy":0.9})", "6s", json::array({minMetric("accuracy", 0.5)})),
+       ci});
   ASSERT_EQ(createRelease("crash", stages).exitCode, 0);
   // SIGKILL while the eval Job runs.
   ASSERT_TRUE(eventually([&] { return jobs("crash")["items"].size() == 1; }));
-  op_->stop(SIGKILL);
-  ASSERT_EQ(op_->start(), "");
+  op()->stop(SIGKILL);
+  ASSERT_EQ(op()->start(), "");
   json mr;
   ASSERT_TRUE(eventually([&] {
     mr = release("crash");
     return stageOf(mr, "ci").value("phase", "") == "WaitingForApproval";
   })) << mr["status"].dump(2);
   // SIGKILL while waiting for approval.
-  op_->stop(SIGKILL);
-  ASSERT_EQ(op_->start(), "");
+  op()->stop(SIGKILL);
+  ASSERT_EQ(op()->start(), "");
   std::string user = kubectl({"auth", "whoami", "-o", "jsonpath={.status.userInfo.username}"}).out;
   ASSERT_EQ(
       kubectl({"annotate", "mr", "crash", "-n", ns_, "approve.lockstep.dev/ci=" + user}).exitCode,

@@ -4,73 +4,48 @@
 // tags each release's package `<repo>:<stage>` as its stages pass, keeps
 // `:prod` on the promoted release when a canary is rolled back automatically
 // (Prometheus analysis, must-show 2 of issue 14), and moves `:prod` back when
-// it had been pointed at a release that is then rolled back.
+// it had been pointed at a release that is then rolled back. The invariant
+// monitor watches every test's model (tests/support/release_world.h).
 #include <string>
 
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
 #include "operator/registry/connect.h"
-#include "tests/prometheus/prometheus_world.h"
-#include "tests/support/cluster_env.h"
-#include "tests/support/operator_process.h"
-#include "tests/support/registry_world.h"
+#include "tests/support/release_world.h"
 
 namespace lockstep::testing {
 namespace {
 
 using nlohmann::json;
 
-const std::string kImage =
-    "registry.example/runtimes/"
-    "torch@sha256:4f1c000000000000000000000000000000000000000000000000000000000003";
-const std::string kLock = "numpy==1.26.4 --hash=sha256:" + std::string(64, 'a') + "\n";
 const std::string kRepo = "models/gpt2";
-const std::string kErrorRatio =
-    R"(sum(rate(lockstep_test_requests_total{track="canary",code="500"}[5s])) / )"
-    R"(sum(rate(lockstep_test_requests_total{track="canary"}[5s])))";
-
-json gate(const std::string& name) {
-  json tmpl = {
-      {"metadata",
-       {{"annotations",
-         {{"lockstep.dev/test-termination-message", R"({"score": 1})"},
-          {"lockstep.dev/test-duration", "1s"}}}}},
-      {"spec",
-       {{"containers", json::array({{{"name", name}, {"command", {"python", "gate.py"}}}})}}}};
-  return {{"name", name}, {"gate", {{"template", tmpl}, {"timeout", "5m"}}}};
-}
 
 class StageTagsClusterTest : public ::testing::Test {
  protected:
   static void SetUpTestSuite() {
     std::string error;
-    registry_ = RegistryWorld::start(error).release();
+    registry_ = ReleaseWorld::registry(error);
     ASSERT_NE(registry_, nullptr) << error;
-    OperatorProcess::installClusterPieces(sharedWebhookPort());
     // The chart's opt-in: get on Secrets in the watched namespaces.
-    for (const auto& o : renderChart("templates/rbac.yaml", {"registryTags.enabled=true"}))
-      ASSERT_EQ(kubectl({"apply", "-n", kOperatorNamespace, "-f", "-"}, o.dump()).exitCode, 0);
-    op_ = new OperatorProcess();
-    ASSERT_EQ(op_->start({"--registry-ca-file=" + registry_->caFile()}), "");
+    ASSERT_EQ(ReleaseWorld::startOperator(
+                  {"--registry-ca-file=" + registry_->caFile()},
+                  [] {
+                    for (const auto& o :
+                         renderChart("templates/rbac.yaml", {"registryTags.enabled=true"}))
+                      kubectl({"apply", "-n", kOperatorNamespace, "-f", "-"}, o.dump());
+                  }),
+              "");
   }
   static void TearDownTestSuite() {
-    delete op_;
-    op_ = nullptr;
+    ReleaseWorld::stopOperator();
     // Back to the chart's default RBAC for the other tests.
     for (const auto& o : renderChart("templates/rbac.yaml"))
       kubectl({"apply", "-n", kOperatorNamespace, "-f", "-"}, o.dump());
-    OperatorProcess::uninstallWebhooks();
-    delete registry_;
-    registry_ = nullptr;
   }
   void SetUp() override {
-    if (!op_->running()) {
-      ASSERT_EQ(op_->start({"--registry-ca-file=" + registry_->caFile()}), "");
-    }
-    std::string error;
-    prom_ = PrometheusWorld::start({}, error);
-    ASSERT_NE(prom_, nullptr) << error;
+    ASSERT_EQ(w_.setUp({.nsPrefix = "tags", .prometheus = true, .monitor = true}), "");
+    ns_ = w_.ns();
     registry::ConnectOptions co;
     co.caPem = registry_->caPem();
     auto c = registry::connectRegistry(
@@ -78,23 +53,13 @@ class StageTagsClusterTest : public ::testing::Test {
         co);
     ASSERT_TRUE(c.isOk()) << c.status().toString();
     client_ = std::move(*c);
-    ns_ = uniqueName("tags");
-    ASSERT_EQ(kubectl({"create", "namespace", ns_}).exitCode, 0);
-    ASSERT_EQ(kubectl({"label", "namespace", ns_, "lockstep.dev/enforce=enforce"}).exitCode, 0);
     auto secret = kubectl({"create", "secret", "docker-registry", "pull", "-n", ns_,
                            "--docker-server=" + registry_->host(),
                            "--docker-username=" + registry_->username(),
                            "--docker-password=" + registry_->password()});
     ASSERT_EQ(secret.exitCode, 0) << secret.err;
-    hash_ = applyReadyRuntimeEnv(ns_, "torch", kImage, kLock);
-    ASSERT_FALSE(hash_.empty()) << "RuntimeEnv torch never became Ready";
   }
-  void TearDown() override {
-    if (HasFailure() && op_) std::cerr << "operator log tail:\n" << op_->log() << std::endl;
-    auto r = kubectl({"delete", "namespace", ns_, "--timeout=120s"});
-    EXPECT_EQ(r.exitCode, 0) << "namespace did not finish deleting: " << r.err;
-    prom_.reset();
-  }
+  void TearDown() override { w_.tearDown(HasFailure()); }
 
   std::string push(const std::string& salt) {
     auto d = pushTestImage(*client_, kRepo, ns_ + "-" + salt);
@@ -109,38 +74,17 @@ class StageTagsClusterTest : public ::testing::Test {
     return d.isOk() ? *d : d.status().toString();
   }
 
-  json prodStage(json steps) {
-    json tmpl = {{"spec", {{"containers", json::array({{{"name", "server"}}})}}}};
-    return {{"name", "prod"},
-            {"serving", {{"template", tmpl}, {"replicas", 2}, {"port", 8080}}},
-            {"canary", {{"steps", std::move(steps)}, {"progressDeadline", "2m"}}}};
-  }
-  json analysedStep(int weight, int count) {
-    return {{"weight", weight},
-            {"analysis",
-             {{"prometheus",
-               {{"address", prom_->url()},
-                {"query", kErrorRatio},
-                {"max", 0.1},
-                {"interval", "2s"},
-                {"count", count}}}}}};
-  }
+  json analysedStep(int weight, int count) { return w_.analysedStep(weight, count); }
 
   CommandResult createRelease(const std::string& name, const std::string& package, json prodSteps) {
-    json mr = {{"apiVersion", "lockstep.dev/v1alpha1"},
-               {"kind", "ModelRelease"},
-               {"metadata", {{"name", name}, {"namespace", ns_}}},
-               {"spec",
-                {{"model", "gpt2"},
-                 {"package", package},
-                 {"runtimeEnvRef", {{"name", "torch"}}},
-                 {"closureHash", hash_},
-                 {"registryTags", {{"secretRef", {{"name", "pull"}}}}},
-                 {"stages", json::array({gate("eval"), gate("ci"), prodStage(prodSteps)})}}}};
-    return kubectl({"create", "-f", "-"}, mr.dump());
+    return w_.create(w_.release(name, package)
+                         .spec("registryTags", {{"secretRef", {{"name", "pull"}}}})
+                         .withGate(gateStage("eval", R"({"score": 1})"))
+                         .withGate(gateStage("ci", R"({"score": 1})"))
+                         .withProdStage(prodStage(std::move(prodSteps))));
   }
 
-  json get(const std::string& name) { return kubectlJson({"get", "mr", name, "-n", ns_}); }
+  json get(const std::string& name) { return w_.get("mr", name); }
 
   // Waits for phase and for status.registryTags to show every tag in `tags` Tagged.
   json waitTagged(const std::string& name, const std::string& phase,
@@ -149,9 +93,12 @@ class StageTagsClusterTest : public ::testing::Test {
     bool ok = eventually(
         [&] {
           last = get(name);
-          if (last.is_discarded() || last["status"].value("phase", "") != phase) return false;
+          // A release just created has no status yet.
+          if (last.is_discarded() ||
+              last.value("/status/phase"_json_pointer, std::string()) != phase)
+            return false;
           size_t found = 0;
-          for (const json& e : last["status"].value("registryTags", json::array())) {
+          for (const json& e : last.value("/status/registryTags"_json_pointer, json::array())) {
             auto it = tags.find(e.value("tag", ""));
             if (it != tags.end() && e.value("digest", "") == it->second &&
                 e.value("phase", "") == "Tagged")
@@ -160,7 +107,7 @@ class StageTagsClusterTest : public ::testing::Test {
           return found == tags.size();
         },
         std::chrono::seconds(180));
-    EXPECT_TRUE(ok) << name << ": not " << phase << " with its tags: " << last["status"].dump(2);
+    EXPECT_TRUE(ok) << name << ": not " << phase << " with its tags: " << last.dump(2);
     return last;
   }
 
@@ -169,19 +116,16 @@ class StageTagsClusterTest : public ::testing::Test {
   }
 
   static RegistryWorld* registry_;
-  static OperatorProcess* op_;
-  std::unique_ptr<PrometheusWorld> prom_;
+  ReleaseWorld w_;
   std::unique_ptr<registry::RegistryClient> client_;
-  std::string ns_, hash_;
+  std::string ns_;
 };
 
 RegistryWorld* StageTagsClusterTest::registry_ = nullptr;
-OperatorProcess* StageTagsClusterTest::op_ = nullptr;
 
 // Must-show 1 and 2 (`:prod`): v1 and v2 pass eval, ci and prod and carry all
 // three tags in turn; v3's canary errors: automatic rollback, `:prod` stays on v2.
 TEST_F(StageTagsClusterTest, StagesTagThePackageAndARollbackLeavesProdOnThePromotedRelease) {
-  ASSERT_TRUE(prom_->setRate("canary", 0.0));
   const std::string d1 = push("v1"), d2 = push("v2"), d3 = push("v3");
   ASSERT_FALSE(d1.empty() || d2.empty() || d3.empty());
 
@@ -211,7 +155,7 @@ TEST_F(StageTagsClusterTest, StagesTagThePackageAndARollbackLeavesProdOnThePromo
   }
 
   // v3 passes its gates (eval, ci move to v3) but its canary serves errors.
-  ASSERT_TRUE(prom_->setRate("canary", 0.5));
+  ASSERT_TRUE(w_.prom().setRate("v3", 0.5));
   ASSERT_EQ(createRelease("v3", pkg(d3), json::array({analysedStep(50, 3), json{{"weight", 100}}}))
                 .exitCode,
             0);
@@ -226,7 +170,6 @@ TEST_F(StageTagsClusterTest, StagesTagThePackageAndARollbackLeavesProdOnThePromo
 // A rolled-back release moves `:prod` back to the last known-good package even
 // when something had pointed it at the release (here: the test, mid-canary).
 TEST_F(StageTagsClusterTest, RollbackMovesProdBackToTheKnownGoodPackage) {
-  ASSERT_TRUE(prom_->setRate("canary", 0.0));
   const std::string d1 = push("good"), d2 = push("bad");
   ASSERT_FALSE(d1.empty() || d2.empty());
   ASSERT_EQ(

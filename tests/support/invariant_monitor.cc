@@ -1,0 +1,388 @@
+#include "tests/support/invariant_monitor.h"
+
+#include <set>
+#include <sstream>
+
+#include "api/v1alpha1/resources.h"
+#include "operator/kube/connect.h"
+#include "operator/kube/informer.h"
+
+namespace lockstep::testing {
+namespace {
+
+using nlohmann::json;
+using Clock = std::chrono::steady_clock;
+
+std::string str(const json& o, const char* pointer) {
+  json::json_pointer p(pointer);
+  return o.is_object() && o.contains(p) && o[p].is_string() ? o[p].get<std::string>() : "";
+}
+
+const json& prodStage(const json& release) {
+  static const json kNone = json::object();
+  json::json_pointer p("/spec/stages");
+  if (!release.contains(p) || !release[p].is_array()) return kNone;
+  for (const json& s : release[p]) {
+    if (s.is_object() && s.contains("serving")) return s;
+  }
+  return kNone;
+}
+
+int replicasOf(const json& release) {
+  json::json_pointer p("/serving/replicas");
+  const json& stage = prodStage(release);
+  return stage.contains(p) && stage[p].is_number_integer() ? stage[p].get<int>() : 1;
+}
+
+std::string capacityOf(const json& release) {
+  std::string c = str(prodStage(release), "/canary/capacity");
+  return c.empty() ? "surge" : c;
+}
+
+bool terminating(const json& pod) { return !str(pod, "/metadata/deletionTimestamp").empty(); }
+
+bool ready(const json& pod) {
+  json::json_pointer p("/status/conditions");
+  if (!pod.contains(p) || !pod[p].is_array()) return false;
+  for (const json& c : pod[p]) {
+    if (c.value("type", "") == "Ready") return c.value("status", "") == "True";
+  }
+  return false;
+}
+
+Triple tripleOf(const json& pod) {
+  Triple t;
+  t.package = str(pod, "/metadata/annotations/lockstep.dev~1package");
+  t.closureHash = str(pod, "/metadata/annotations/lockstep.dev~1closure-hash");
+  json::json_pointer c("/spec/containers");
+  if (pod.contains(c) && pod[c].is_array() && !pod[c].empty()) t.image = str(pod[c][0], "/image");
+  return t;
+}
+
+std::string describe(const Triple& t) {
+  return "(package " + t.package + ", image " + t.image + ", closure hash " + t.closureHash + ")";
+}
+
+// A transient state: a violation once it has held for the grace.
+bool lasted(MonitorState& state, const std::string& key, Clock::time_point now,
+            std::chrono::milliseconds grace, std::set<std::string>& seen) {
+  seen.insert(key);
+  auto [it, inserted] = state.since.try_emplace(key, now);
+  return now - it->second >= grace;
+}
+
+}  // namespace
+
+std::vector<std::string> checkInvariants(const ModelWorld& world, const MonitorOptions& options,
+                                         MonitorState& state, Clock::time_point now) {
+  std::vector<std::string> out;
+  std::set<std::string> seen;  // transient keys holding now
+  std::vector<const json*> releases;
+  for (const auto& [name, r] : world.releases) {
+    if (str(r, "/spec/model") == world.model) releases.push_back(&r);
+  }
+  auto release = [&](const std::string& name) -> const json* {
+    auto it = world.releases.find(name);
+    return it == world.releases.end() ? nullptr : &it->second;
+  };
+
+  // ready
+  int readyCount = 0;
+  std::map<std::string, int> byTrack;
+  for (const auto& [name, pod] : world.pods) {
+    if (terminating(pod) || !ready(pod)) continue;
+    ++readyCount;
+    byTrack[str(pod, "/metadata/labels/lockstep.dev~1track") + "/" +
+            str(pod, "/metadata/labels/lockstep.dev~1release")]++;
+  }
+  int n = 0;
+  std::string mode = options.capacity.empty() ? "surge" : options.capacity;
+  if (options.replicas) {
+    n = *options.replicas;
+  } else if (const json* promoted = release(str(world.anchor, "/data/promoted"))) {
+    n = replicasOf(*promoted);
+    const json* slot = release(str(world.anchor, "/data/canary"));
+    mode = capacityOf(slot != nullptr ? *slot : *promoted);
+  }
+  if (n != state.replicas) {
+    state.armed = false;
+    state.replicas = n;
+  }
+  if (n > 0 && !state.armed && readyCount >= n) state.armed = true;
+  int floor = mode == "drain" ? n - 1 : n;
+  if (state.armed && readyCount < floor) {
+    std::string tracks;
+    for (const auto& [k, v] : byTrack) tracks += " " + k + "=" + std::to_string(v);
+    out.push_back("ready: " + std::to_string(readyCount) + " Ready serving pod(s) < " +
+                  std::to_string(floor) + " (N=" + std::to_string(n) + ", " + mode +
+                  "); Ready by track/release:" + (tracks.empty() ? " none" : tracks));
+  }
+
+  // triple
+  std::set<Triple> valid(options.validated.begin(), options.validated.end());
+  for (const json* r : releases) {
+    bool evidence = false;
+    json::json_pointer stages("/status/stages");
+    if (r->contains(stages) && (*r)[stages].is_array()) {
+      for (const json& s : (*r)[stages]) {
+        Triple t{str(s, "/evidence/package"), str(s, "/evidence/image"),
+                 str(s, "/evidence/closureHash")};
+        if (t.package.empty() || t.closureHash.empty()) continue;
+        valid.insert(t);
+        evidence = true;
+      }
+    }
+    if (!evidence && !world.runtimeImage.empty()) {
+      std::string hash = str(*r, "/status/validatedClosureHash");
+      if (hash.empty()) hash = str(*r, "/spec/closureHash");
+      valid.insert({str(*r, "/spec/package"), world.runtimeImage, hash});
+    }
+  }
+  for (const auto& [name, pod] : world.pods) {
+    Triple t = tripleOf(pod);
+    if (valid.count(t) != 0) continue;
+    if (lasted(state, "triple/" + name, now, options.grace, seen)) {
+      out.push_back("triple: pod " + name + " runs " + describe(t) +
+                    ", which no release validated");
+    }
+  }
+
+  // promoted, canary
+  std::vector<std::string> promoted, canary;
+  for (const json* r : releases) {
+    std::string phase = str(*r, "/status/phase");
+    if (phase == "Promoted") promoted.push_back(str(*r, "/metadata/name"));
+    if (phase == "Canary") canary.push_back(str(*r, "/metadata/name"));
+  }
+  auto join = [](const std::vector<std::string>& v) {
+    std::string s;
+    for (const auto& x : v) s += (s.empty() ? "" : ", ") + x;
+    return s;
+  };
+  if (promoted.size() > 1 &&
+      lasted(state, "promoted/" + join(promoted), now, options.grace, seen)) {
+    out.push_back("promoted: " + std::to_string(promoted.size()) + " releases of model " +
+                  world.model + " are Promoted: " + join(promoted));
+  }
+  if (canary.size() > 1 && lasted(state, "canary/" + join(canary), now, options.grace, seen)) {
+    out.push_back("canary: " + std::to_string(canary.size()) + " releases of model " + world.model +
+                  " hold the canary slot: " + join(canary));
+  }
+
+  // steps
+  for (const json* r : releases) {
+    json::json_pointer p("/status/canary/passedSteps");
+    if (!r->contains(p) || !(*r)[p].is_array()) continue;
+    int want = 0;
+    for (const json& rec : (*r)[p]) {
+      int step = rec.value("step", -1);
+      if (step != want) {
+        out.push_back("steps: release " + str(*r, "/metadata/name") + " passedSteps " +
+                      (*r)[p].dump() + " skips step " + std::to_string(want));
+        break;
+      }
+      ++want;
+    }
+  }
+
+  for (auto it = state.since.begin(); it != state.since.end();) {
+    it = seen.count(it->first) != 0 ? std::next(it) : state.since.erase(it);
+  }
+  return out;
+}
+
+namespace {
+
+// One line per event for the trail.
+std::string summary(const std::string& kind, const json& o, bool deleted) {
+  std::ostringstream s;
+  s << kind << " " << str(o, "/metadata/name");
+  if (deleted) {
+    s << " deleted";
+    return s.str();
+  }
+  if (kind == "pod") {
+    s << " " << str(o, "/metadata/labels/lockstep.dev~1track") << "/"
+      << str(o, "/metadata/labels/lockstep.dev~1release") << " phase=" << str(o, "/status/phase")
+      << " ready=" << (ready(o) ? "true" : "false") << (terminating(o) ? " terminating" : "");
+  } else if (kind == "deployment") {
+    json::json_pointer spec("/spec/replicas"), rdy("/status/readyReplicas");
+    s << " release=" << str(o, "/spec/template/metadata/labels/lockstep.dev~1release")
+      << " replicas=" << (o.contains(spec) ? o[spec].dump() : "?")
+      << " ready=" << (o.contains(rdy) ? o[rdy].dump() : "0");
+  } else if (kind == "anchor") {
+    s << " promoted=" << str(o, "/data/promoted") << " canary=" << str(o, "/data/canary")
+      << " revision=" << str(o, "/data/revision");
+  } else {
+    json::json_pointer step("/status/canary/step");
+    s << " phase=" << str(o, "/status/phase")
+      << " step=" << (o.contains(step) ? o[step].dump() : "-")
+      << " canary=" << str(o, "/status/canary/phase");
+  }
+  return s.str();
+}
+
+}  // namespace
+
+std::unique_ptr<InvariantMonitor> InvariantMonitor::start(const std::string& kubeconfig,
+                                                          const MonitorOptions& options,
+                                                          std::string& error) {
+  std::unique_ptr<InvariantMonitor> m(new InvariantMonitor(options));
+  m->world_.model = options.model;
+  m->world_.runtimeImage = options.runtimeImage;
+  kube::ConnectOptions co;
+  co.kubeconfigPath = kubeconfig;
+  auto client = kube::connect(co);
+  if (!client.isOk()) {
+    error = "invariant monitor: " + client.status().toString();
+    return nullptr;
+  }
+  struct Watch {
+    std::string kind;
+    kube::Resource resource;
+    std::string labels, fields;
+  };
+  std::vector<Watch> watches = {
+      {"pod", kube::resources::kPods, "lockstep.dev/model=" + options.model, ""},
+      {"deployment", kube::resources::kDeployments, "lockstep.dev/model=" + options.model, ""},
+      {"anchor", kube::resources::kConfigMaps, "", "metadata.name=lockstep-model-" + options.model},
+  };
+  if (!options.replicas) watches.push_back({"release", api::v1alpha1::kModelReleases, "", ""});
+  InvariantMonitor* self = m.get();
+  for (const Watch& w : watches) {
+    kube::InformerOptions io;
+    io.resource = w.resource;
+    io.ns = options.ns;
+    io.labelSelector = w.labels;
+    io.fieldSelector = w.fields;
+    auto informer = std::make_unique<kube::Informer>(*client, io);
+    std::string kind = w.kind;
+    informer->addEventHandler(
+        {[self, kind](const kube::Object& o, bool) { self->onEvent(kind, o, false); },
+         [self, kind](const kube::Object&, const kube::Object& o) {
+           self->onEvent(kind, o, false);
+         },
+         [self, kind](const kube::Object& o) { self->onEvent(kind, o, true); }});
+    informer->start();
+    m->informers_.push_back(std::move(informer));
+  }
+  for (auto& i : m->informers_) {
+    if (!i->waitForSync(std::chrono::seconds(30))) {
+      error = "invariant monitor: a watch did not sync within 30s";
+      return nullptr;
+    }
+  }
+  m->ticker_ = std::thread([self] {
+    while (true) {
+      std::this_thread::sleep_for(std::chrono::seconds(1));
+      std::lock_guard<std::mutex> lock(self->mu_);
+      if (self->stopping_) return;
+      self->check(Clock::now());
+    }
+  });
+  return m;
+}
+
+InvariantMonitor::InvariantMonitor(MonitorOptions options) : options_(std::move(options)) {}
+
+InvariantMonitor::~InvariantMonitor() {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    stopping_ = true;
+  }
+  if (ticker_.joinable()) ticker_.join();
+  for (auto& i : informers_) i->stop();
+}
+
+void InvariantMonitor::onEvent(const std::string& kind, const json& obj, bool deleted) {
+  std::lock_guard<std::mutex> lock(mu_);
+  ++events_;
+  std::string name = str(obj, "/metadata/name");
+  std::map<std::string, json>* objects = kind == "pod"          ? &world_.pods
+                                         : kind == "deployment" ? &world_.deployments
+                                         : kind == "release"    ? &world_.releases
+                                                                : nullptr;
+  std::string before;
+  if (objects != nullptr) {
+    auto it = objects->find(name);
+    if (it != objects->end()) before = summary(kind, it->second, false);
+    if (deleted) {
+      objects->erase(name);
+    } else {
+      (*objects)[name] = obj;
+    }
+  } else {
+    before = world_.anchor.is_null() ? "" : summary(kind, world_.anchor, false);
+    world_.anchor = deleted ? json() : obj;
+  }
+  std::string line = summary(kind, obj, deleted);
+  if (line != before) {
+    double t = std::chrono::duration<double>(Clock::now() - t0_).count();
+    std::ostringstream s;
+    s.precision(1);
+    s << std::fixed << "+" << t << "s " << line;
+    trail_.push_back(s.str());
+    while (trail_.size() > options_.trailLength) trail_.pop_front();
+  }
+  check(Clock::now());
+}
+
+void InvariantMonitor::check(Clock::time_point now) {
+  std::map<std::string, bool> active;
+  for (const std::string& v : checkInvariants(world_, options_, state_, now)) {
+    std::string key = v.substr(0, v.find(':'));  // one record per invariant until it holds again
+    if (active.count(key) != 0) continue;
+    active[key] = true;
+    if (active_.count(key) == 0) {
+      std::string trail;
+      for (const std::string& e : trail_) trail += "  " + e + "\n";
+      auto known = tolerated_.find(key);
+      if (known != tolerated_.end()) {
+        known_.push_back({v + " [known: " + known->second + "]", trail});
+      } else {
+        violations_.push_back({v, trail});
+      }
+    }
+  }
+  active_ = std::move(active);
+}
+
+std::vector<InvariantMonitor::Violation> InvariantMonitor::violations() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return violations_;
+}
+
+std::string InvariantMonitor::report() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  std::string out;
+  for (const Violation& v : violations_) {
+    out += "invariant violated: " + v.invariant + "\nevent trail (oldest first):\n" + v.trail;
+  }
+  return out;
+}
+
+void InvariantMonitor::tolerate(const std::string& invariant, const std::string& why) {
+  std::lock_guard<std::mutex> lock(mu_);
+  tolerated_[invariant] = why;
+}
+
+std::string InvariantMonitor::knownFindings() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  std::string out;
+  for (const Violation& v : known_) {
+    out += "known finding: " + v.invariant + "\nevent trail (oldest first):\n" + v.trail;
+  }
+  return out;
+}
+
+void InvariantMonitor::clear() {
+  std::lock_guard<std::mutex> lock(mu_);
+  violations_.clear();
+}
+
+int InvariantMonitor::events() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return events_;
+}
+
+}  // namespace lockstep::testing

@@ -1,0 +1,143 @@
+// The invariant monitor's checks over hand-made worlds (the pure part; the
+// watches are exercised by invariant_monitor_cluster_test.cc).
+#include "tests/support/invariant_monitor.h"
+
+#include <gtest/gtest.h>
+
+namespace lockstep::testing {
+namespace {
+
+using nlohmann::json;
+using namespace std::chrono_literals;
+using Clock = std::chrono::steady_clock;
+
+const std::string kImage = "registry.example/torch@sha256:" + std::string(64, '1');
+
+json pod(const std::string& release, const std::string& track, bool ready,
+         const std::string& hash = "h1", bool terminating = false) {
+  json p = {
+      {"metadata",
+       {{"name", track + "-" + release},
+        {"labels", {{"lockstep.dev/track", track}, {"lockstep.dev/release", release}}},
+        {"annotations",
+         {{"lockstep.dev/package", "pkg-" + release}, {"lockstep.dev/closure-hash", hash}}}}},
+      {"spec", {{"containers", json::array({{{"name", "server"}, {"image", kImage}}})}}},
+      {"status",
+       {{"conditions", json::array({{{"type", "Ready"}, {"status", ready ? "True" : "False"}}})}}}};
+  if (terminating) p["metadata"]["deletionTimestamp"] = "2026-01-01T00:00:00Z";
+  return p;
+}
+
+json release(const std::string& name, const std::string& phase, int replicas = 2,
+             const std::string& capacity = "surge") {
+  return {{"metadata", {{"name", name}}},
+          {"spec",
+           {{"model", "gpt2"},
+            {"package", "pkg-" + name},
+            {"closureHash", "h1"},
+            {"stages", json::array({{{"name", "prod"},
+                                     {"serving", {{"replicas", replicas}}},
+                                     {"canary", {{"capacity", capacity}}}}})}}},
+          {"status", {{"phase", phase}}}};
+}
+
+ModelWorld world() {
+  ModelWorld w;
+  w.model = "gpt2";
+  w.runtimeImage = kImage;
+  w.releases["v1"] = release("v1", "Promoted");
+  w.anchor = {{"data", {{"promoted", "v1"}}}};
+  return w;
+}
+
+std::string only(const std::vector<std::string>& v) { return v.size() == 1 ? v[0] : ""; }
+
+TEST(InvariantsTest, ReadyPodsCountOnlyAfterTheFirstRolloutReachedN) {
+  ModelWorld w = world();
+  MonitorOptions o;
+  MonitorState s;
+  Clock::time_point t{};
+  w.pods["a"] = pod("v1", "stable", true);
+  EXPECT_TRUE(checkInvariants(w, o, s, t).empty()) << "first rollout: 1 of 2 is fine";
+  w.pods["b"] = pod("v1", "stable", true);
+  EXPECT_TRUE(checkInvariants(w, o, s, t).empty());
+  w.pods["b"] = pod("v1", "stable", true, "h1", /*terminating=*/true);
+  EXPECT_EQ(only(checkInvariants(w, o, s, t)),
+            "ready: 1 Ready serving pod(s) < 2 (N=2, surge); Ready by track/release: stable/v1=1");
+  // In drain mode (the release in the canary slot drains) N-1 is allowed.
+  w.releases["v2"] = release("v2", "Canary", 2, "drain");
+  w.anchor["data"]["canary"] = "v2";
+  EXPECT_TRUE(checkInvariants(w, o, s, t).empty());
+  w.pods.erase("a");
+  EXPECT_NE(only(checkInvariants(w, o, s, t)).find("ready: 0 Ready"), std::string::npos);
+}
+
+TEST(InvariantsTest, ATripleNoReleaseValidatedIsAViolationOnceItLasts) {
+  ModelWorld w = world();
+  MonitorOptions o;
+  MonitorState s;
+  Clock::time_point t{};
+  w.pods["a"] = pod("v1", "stable", true);
+  w.pods["x"] = pod("v1", "stable", true, "h-other");
+  EXPECT_TRUE(checkInvariants(w, o, s, t).empty()) << "within the grace";
+  std::string v = only(checkInvariants(w, o, s, t + 6s));
+  EXPECT_NE(v.find("triple: pod x runs (package pkg-v1, image " + kImage +
+                   ", closure hash h-other), which no release validated"),
+            std::string::npos)
+      << v;
+  // A gate's evidence validates its triple (and then only what the gates ran on counts).
+  w.releases["v1"]["status"]["stages"] = json::array(
+      {{{"evidence", {{"package", "pkg-v1"}, {"image", kImage}, {"closureHash", "h-other"}}}}});
+  EXPECT_TRUE(checkInvariants(w, o, s, t + 7s).empty()) << "pod a's grace starts";
+  std::string a = only(checkInvariants(w, o, s, t + 13s));
+  EXPECT_NE(a.find("triple: pod a runs"), std::string::npos) << a;
+  w.pods["a"] = pod("v1", "stable", true, "h-other");
+  EXPECT_TRUE(checkInvariants(w, o, s, t + 14s).empty());
+}
+
+TEST(InvariantsTest, TwoPromotedOrTwoCanariesAreViolationsOnceTheyLast) {
+  ModelWorld w = world();
+  MonitorOptions o;
+  MonitorState s;
+  Clock::time_point t{};
+  w.releases["v2"] = release("v2", "Promoted");
+  w.releases["v3"] = release("v3", "Canary");
+  w.releases["v4"] = release("v4", "Canary");
+  EXPECT_TRUE(checkInvariants(w, o, s, t).empty()) << "the displaced one has its grace";
+  auto v = checkInvariants(w, o, s, t + 5s);
+  ASSERT_EQ(v.size(), 2u);
+  EXPECT_EQ(v[0], "promoted: 2 releases of model gpt2 are Promoted: v1, v2");
+  EXPECT_EQ(v[1], "canary: 2 releases of model gpt2 hold the canary slot: v3, v4");
+  w.releases["v1"]["status"]["phase"] = "Superseded";
+  w.releases["v3"]["status"]["phase"] = "Superseded";
+  EXPECT_TRUE(checkInvariants(w, o, s, t + 6s).empty());
+}
+
+TEST(InvariantsTest, PassedStepsWithAGapAreAViolation) {
+  ModelWorld w = world();
+  MonitorOptions o;
+  MonitorState s;
+  w.releases["v1"]["status"]["canary"]["passedSteps"] = json::array({{{"step", 0}}, {{"step", 1}}});
+  EXPECT_TRUE(checkInvariants(w, o, s, Clock::time_point{}).empty());
+  w.releases["v1"]["status"]["canary"]["passedSteps"] = json::array({{{"step", 0}}, {{"step", 2}}});
+  EXPECT_EQ(only(checkInvariants(w, o, s, Clock::time_point{})),
+            R"(steps: release v1 passedSteps [{"step":0},{"step":2}] skips step 1)");
+}
+
+TEST(InvariantsTest, FixedReplicasArmWithoutReleases) {
+  ModelWorld w;
+  w.model = "sim";
+  MonitorOptions o;
+  o.replicas = 2;
+  o.validated = {{"pkg-v1", kImage, "h1"}};
+  MonitorState s;
+  Clock::time_point t{};
+  w.pods["a"] = pod("v1", "stable", true);
+  w.pods["b"] = pod("v1", "stable", true);
+  EXPECT_TRUE(checkInvariants(w, o, s, t).empty());
+  w.pods["b"] = pod("v1", "stable", false);
+  EXPECT_NE(only(checkInvariants(w, o, s, t)).find("ready: 1 Ready"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace lockstep::testing
