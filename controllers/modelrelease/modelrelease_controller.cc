@@ -61,6 +61,14 @@ void slimGpuPod(kube::Object& pod) {
   pod = std::move(slim);
 }
 
+// The objects of `resource` that carry the label `label` (server-side selector).
+kube::InformerOptions labelled(const kube::Resource& resource, const char* label) {
+  kube::InformerOptions o;
+  o.resource = resource;
+  o.labelSelector = label;
+  return o;
+}
+
 }  // namespace
 
 ModelReleaseReconciler::ModelReleaseReconciler(std::shared_ptr<kube::Client> client, Caches caches,
@@ -246,21 +254,13 @@ void setupModelReleaseController(runtime::Manager& manager, ModelReleaseOptions 
                                  int workers) {
   kube::Informer& releases = manager.informer(v1::kModelReleases);
   kube::Informer& rtes = manager.informer(v1::kRuntimeEnvs);
-  kube::InformerOptions jobOpts;
-  jobOpts.resource = v1::kJobs;
-  jobOpts.labelSelector = v1::kReleaseLabel;
+  const kube::InformerOptions jobOpts = labelled(v1::kJobs, v1::kReleaseLabel);
+  const kube::InformerOptions podOpts = labelled(v1::kPods, v1::kReleaseLabel);
+  const kube::InformerOptions deployOpts = labelled(v1::kDeployments, v1::kModelLabel);
+  const kube::InformerOptions anchorOpts = labelled(v1::kConfigMaps, v1::kModelLabel);
   kube::Informer& jobs = manager.informer(jobOpts);
-  kube::InformerOptions podOpts;
-  podOpts.resource = v1::kPods;
-  podOpts.labelSelector = v1::kReleaseLabel;
   kube::Informer& pods = manager.informer(podOpts);
-  kube::InformerOptions deployOpts;
-  deployOpts.resource = v1::kDeployments;
-  deployOpts.labelSelector = v1::kModelLabel;
   kube::Informer& deployments = manager.informer(deployOpts);
-  kube::InformerOptions anchorOpts;
-  anchorOpts.resource = v1::kConfigMaps;
-  anchorOpts.labelSelector = v1::kModelLabel;
   kube::Informer& anchors = manager.informer(anchorOpts);
   // GPU nodes for the canary's capacity pre-check (shared with the RuntimeEnv
   // controller), and the pods that hold their GPUs: every unfinished pod (in

@@ -109,8 +109,16 @@ CanaryObserved observeCanary(const v1::ModelRelease& release, const v1::CanarySp
   co.closureHash = release.spec.closureHash;
   co.previous = release.status.canary;
   co.stableRelease = templateRelease(stableDep);
-  co.canary.specReplicas = specReplicas(canaryDep);
+  // A canary Deployment still carrying the displaced release: its pods are
+  // that release's, and this release's canary starts from zero pods.
+  const std::string canaryTemplate = templateRelease(canaryDep);
+  const bool displaced = !canaryTemplate.empty() && canaryTemplate != name;
+  co.canary.specReplicas = displaced ? 0 : specReplicas(canaryDep);
   co.canary.readyReplicas = countReadyPods(pods, kTrackCanary, name);
+  if (displaced) {
+    co.displacedRelease = canaryTemplate;
+    co.displaced = {specReplicas(canaryDep), countReadyPods(pods, kTrackCanary, canaryTemplate)};
+  }
   co.stable.specReplicas = specReplicas(stableDep);
   co.stable.readyReplicas =
       co.stableRelease.empty() ? 0 : countReadyPods(pods, kTrackStable, co.stableRelease);

@@ -4,6 +4,7 @@
 #include <cstdio>
 
 #include "api/v1alpha1/conditions.h"
+#include "controllers/modelrelease/prod/rollback_capacity.h"
 #include "controllers/modelrelease/timestamps.h"
 
 namespace lockstep::controllers {
@@ -36,21 +37,10 @@ constexpr int64_t kPodPollSeconds = 5;
 }  // namespace
 
 const char* canaryActionName(CanaryAction a) {
-  switch (a) {
-    case CanaryAction::kProgress:
-      return "Progress";
-    case CanaryAction::kWait:
-      return "Wait";
-    case CanaryAction::kPromoting:
-      return "Promoting";
-    case CanaryAction::kPromoted:
-      return "Promoted";
-    case CanaryAction::kRollingBack:
-      return "RollingBack";
-    case CanaryAction::kRolledBack:
-      return "RolledBack";
-  }
-  return "?";
+  // In the order of the enum.
+  static constexpr const char* kNames[] = {"Progress", "Wait",        "Promoting",
+                                           "Promoted", "RollingBack", "RolledBack"};
+  return kNames[static_cast<size_t>(a)];
 }
 
 namespace {
@@ -135,33 +125,25 @@ struct Planner {
     plan.message = decode::string(st, "reason") + ": " + decode::string(st, "message");
     plan.stableRelease = knownGoodRelease();
     int stableTarget = hasStable ? total : 0;
-    if (o.spec.capacity == CapacityMode::kDrain && hasStable &&
-        (o.stable.specReplicas < stableTarget || o.stable.readyReplicas < stableTarget) &&
-        o.canary.specReplicas > 0) {
-      // Drain: stable back to full Ready before the canary gives up its GPUs.
-      plan.replicas = {o.canary.specReplicas, stableTarget};
+    // The canary track's pods: a displaced release's until they are gone.
+    const TrackObserved canary = displacing() ? o.displaced : o.canary;
+    if (displacing()) plan.canaryRelease = o.displacedRelease;
+    // Only pods of the known-good pair count as restored stable capacity (the
+    // stable Deployment may still carry another template, e.g. after an abort
+    // mid-handover).
+    TrackObserved stable = o.stable;
+    if (o.stableRelease != knownGoodRelease()) stable.readyReplicas = 0;
+    const bool stableRestored =
+        !hasStable || (stable.specReplicas == stableTarget && stable.readyReplicas >= stableTarget);
+    if (hasStable && !stableRestored && canary.specReplicas > 0) {
+      plan.message += "; " + restoreStableFirst(canary, stable);
       plan.requeueAfterSeconds = kPodPollSeconds;
-      if (o.stablePendingUnschedulable > 0 && o.podsTerminating == 0 &&
-          o.stable.specReplicas >= stableTarget) {
-        // The scheduler found no room for a stable pod (the cluster is full:
-        // the GPUs stable gave up are the canary's now). Waiting would leave a
-        // failed canary serving; trade one canary pod for one stable pod, the
-        // drain rule run backwards (N-1 pods serve while the trade happens).
-        // The next trade waits until no pod of the model is terminating.
-        plan.replicas.canary = o.canary.specReplicas - 1;
-        plan.message += "; " + std::to_string(o.stablePendingUnschedulable) +
-                        " stable pod(s) unschedulable: removing one canary pod so stable can "
-                        "take its GPU (" +
-                        std::to_string(o.stable.readyReplicas) + "/" +
-                        std::to_string(stableTarget) + " stable Ready)";
-        return;
-      }
-      plan.message += "; waiting for " + std::to_string(stableTarget) + " Ready stable pods (" +
-                      std::to_string(o.stable.readyReplicas) + " now) before removing the canary";
       return;
     }
     plan.replicas = {0, stableTarget};
-    if (o.canary.specReplicas == 0 && o.canary.readyReplicas == 0) {
+    // RolledBack only once the canary is gone and stable has N Ready pods of
+    // the known-good pair.
+    if (canary.specReplicas == 0 && canary.readyReplicas == 0 && stableRestored) {
       st["phase"] = kCanaryRolledBack;
       st["finishedAt"] = o.now;
       plan.action = CanaryAction::kRolledBack;
@@ -170,6 +152,48 @@ struct Planner {
                 (knownGoodRelease().empty() ? "" : "; prod runs " + knownGoodRelease()));
       return;
     }
+    if (canary.specReplicas == 0 && !stableRestored) {
+      plan.message += "; canary removed, waiting for " + std::to_string(stableTarget) +
+                      " Ready stable pods (" + std::to_string(stable.readyReplicas) + " now)";
+    }
+    plan.requeueAfterSeconds = kPodPollSeconds;
+  }
+
+  // Stable back to N Ready pods of the known-good before the canary track's
+  // pods go (rollback_capacity.h). Sets plan.replicas; returns what it waits for.
+  std::string restoreStableFirst(const TrackObserved& canary, const TrackObserved& stable) {
+    RestoreStep r =
+        restoreStableStep(total, o.spec.capacity, canary, stable,
+                          {o.stablePendingUnschedulable, o.podsTerminating, o.stable.specReplicas});
+    plan.replicas = r.replicas;
+    return r.waits;
+  }
+
+  // Whether the canary Deployment still runs pods of the release this one
+  // displaced from the slot. With a stable track they are drained first, as in
+  // a rollback; this release's first step then starts from zero pods and never
+  // inherits their share. With no stable (nothing promoted yet) they are only
+  // canary pods too, replaced by this release's first step.
+  bool displacing() const {
+    return hasStable && !o.displacedRelease.empty() && o.displaced.specReplicas > 0;
+  }
+
+  void drainDisplaced() {
+    plan.action = CanaryAction::kProgress;
+    plan.stableRelease = knownGoodRelease();
+    plan.canaryRelease = o.displacedRelease;
+    TrackObserved stable = o.stable;
+    if (o.stableRelease != knownGoodRelease()) stable.readyReplicas = 0;
+    std::string waits = restoreStableFirst(o.displaced, stable);
+    // The first step's clock starts when its pods can.
+    st["stepStartedAt"] = o.now;
+    plan.reason = kReasonCanaryProgressing;
+    plan.message = "step 1/" + std::to_string(o.spec.steps.size()) + " starts once the " +
+                   std::to_string(o.displaced.specReplicas) + " canary pod(s) of " +
+                   o.displacedRelease + " (displaced) are gone; stable " + knownGoodRelease() +
+                   " first: " + waits;
+    st["reason"] = plan.reason;
+    st["message"] = plan.message;
     plan.requeueAfterSeconds = kPodPollSeconds;
   }
 
@@ -418,6 +442,7 @@ struct Planner {
       return rollBack(kReasonAborted, "aborted by " + o.abortBy);
     }
     if (phase == kCanaryPromoting) return promoting();
+    if (displacing()) return drainDisplaced();
 
     // Progressing: failures that need no analysis come first.
     if (!o.admissionRefusals.empty()) {

@@ -41,10 +41,15 @@ struct KnownGood {
 struct CanaryObserved {
   CanarySpec spec;
   std::string release, model, package, closureHash;
-  nlohmann::json previous;             // status.canary as last written (or null)
-  TrackObserved canary;                // Ready pods of this release on the canary track
-  TrackObserved stable;                // Ready pods of the release the stable track should run
-  std::string stableRelease;           // lockstep.dev/release of the stable Deployment's template
+  nlohmann::json previous;    // status.canary as last written (or null)
+  TrackObserved canary;       // Ready pods of this release on the canary track
+  TrackObserved stable;       // Ready pods of the release the stable track should run
+  std::string stableRelease;  // lockstep.dev/release of the stable Deployment's template
+  // The canary Deployment still carrying another release's template (the one
+  // this release displaced from the canary slot): that release and its pods.
+  // This release's own canary then has no pods yet (`canary` is {0, 0}).
+  std::string displacedRelease;
+  TrackObserved displaced;
   int canaryRestarts = 0;              // container restarts of this release's canary pods
   int canaryPendingUnschedulable = 0;  // canary pods Pending with PodScheduled=False
   // Stable pods of the stable track's release Pending for lack of a resource
@@ -77,7 +82,10 @@ struct CanaryPlan {
   CanaryAction action = CanaryAction::kProgress;
   ReplicaCounts replicas;     // spec.replicas to apply to <model>-canary / <model>-stable
   std::string stableRelease;  // the release whose template <model>-stable must carry
-  nlohmann::json status;      // the new status.canary
+  // Non-empty: <model>-canary keeps this (displaced) release's template and is
+  // only scaled to `replicas.canary`; empty: it carries this release's.
+  std::string canaryRelease;
+  nlohmann::json status;  // the new status.canary
   // The one more observation this plan asks for: take one measurement of the
   // current step's analysis and plan again with it (once).
   bool measureNow = false;

@@ -142,8 +142,10 @@ ProdPlan planProd(const ReleaseObserved& o, const v1::ModelRelease& r,
       plannedApply(v1::kServices, buildModelService(in), "applying Service " + r.spec.model));
   const kube::Object* canaryDep = p.canaryDeployment.get();
   const kube::Object* stableDep = p.stableDeployment.get();
-  const std::string canaryWho =
-      cp.replicas.canary > 0 || templateRelease(canaryDep) == name ? name : std::string();
+  const std::string canaryWho = !cp.canaryRelease.empty() ? cp.canaryRelease
+                                : cp.replicas.canary > 0 || templateRelease(canaryDep) == name
+                                    ? name
+                                    : std::string();
   const bool stableFirst = cp.replicas.stable >= co.stable.specReplicas;
   for (bool stableTurn : {stableFirst, !stableFirst}) {
     auto w = stableTurn ? placeTrack(in, r, releaseObject, kTrackStable, cp.stableRelease,

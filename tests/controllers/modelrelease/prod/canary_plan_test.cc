@@ -7,6 +7,7 @@
 #include "controllers/modelrelease/prod/canary_observe.h"
 #include "controllers/modelrelease/prod/serving_objects.h"
 
+#include <algorithm>
 #include <ctime>
 #include <functional>
 #include <map>
@@ -237,6 +238,10 @@ struct RollbackCase {
   std::function<void(CanaryObserved&)> world;
   int64_t at;
   const char* reason;
+  // The first rollback plan: stable grows first (within the surge budget) and
+  // canary pods stay until stable pods replace them.
+  int canaryKept = 0;
+  int stableNext = 4;
 };
 
 TEST(CanaryPlan, AutomaticRollbackTable) {
@@ -268,13 +273,13 @@ TEST(CanaryPlan, AutomaticRollbackTable) {
          o.stable = {3, 3};  // one surge pod done; the second finds no GPU
          o.gpu = GpuCapacity{1, {0, 0}};
        },
-       kT0 + 601, kReasonInsufficientGPUCapacity},
+       kT0 + 601, kReasonInsufficientGPUCapacity, 1},
       {"bad metric",
        [](CanaryObserved& o) {
          o = atWeight(o, 50);
          o.measurement = value(o.nowUnix, 0.2);
        },
-       kT0 + 30, kReasonAnalysisFailed},
+       kT0 + 30, kReasonAnalysisFailed, 2, 3},
   };
   for (const auto& c : cases) {
     SCOPED_TRACE(c.name);
@@ -287,14 +292,15 @@ TEST(CanaryPlan, AutomaticRollbackTable) {
     EXPECT_EQ(p.status["phase"], "RollingBack");
     EXPECT_EQ(p.status["reason"], c.reason);
     EXPECT_EQ(p.rollbackReason, c.reason);
-    EXPECT_EQ(p.replicas.canary, 0);
-    EXPECT_EQ(p.replicas.stable, 4);
+    EXPECT_EQ(p.replicas.canary, c.canaryKept);
+    EXPECT_EQ(p.replicas.stable, c.stableNext);
     EXPECT_EQ(p.stableRelease, "gpt2-v1");
     ASSERT_FALSE(p.events.empty());
     EXPECT_EQ(p.events.back().type, "Warning");
-    // Once the canary is gone: RolledBack, terminal, and the reason is kept.
+    // Once the canary is gone and stable is back: RolledBack, terminal, and the reason is kept.
     auto o2 = after(o, p, c.at + 5);
     o2.canary = {0, 0};
+    o2.stable = {4, 4};
     o2.measurement.reset();
     auto done = planCanary(o2);
     EXPECT_EQ(done.action, CanaryAction::kRolledBack);
@@ -735,6 +741,190 @@ TEST(CanaryWorld, FullClusterSurgeWaitsThenAbortsWithStableUntouched) {
   // The wait lasted the step's progress deadline (10m default), not forever.
   EXPECT_GE(w.now - kT0, 600);
   EXPECT_LE(w.now - kT0, 700);
+}
+
+}  // namespace
+}  // namespace lockstep::controllers
+
+// ---- capacity during rollbacks (issue 20) ----------------------------------------------------
+
+namespace lockstep::controllers {
+namespace {
+
+// One track's pods, each with the time it becomes Ready: pods take `warmup`
+// seconds (a model loading its weights). Scaling down removes the pods that
+// are not Ready first, then the youngest, as a ReplicaSet does.
+struct WarmingTrack {
+  std::vector<int64_t> readyAt;
+  int spec() const { return static_cast<int>(readyAt.size()); }
+  int ready(int64_t now) const {
+    return static_cast<int>(
+        std::count_if(readyAt.begin(), readyAt.end(), [&](int64_t t) { return t <= now; }));
+  }
+  void scaleTo(int n, int64_t now, int64_t warmup) {
+    while (spec() < n) readyAt.push_back(now + warmup);
+    std::sort(readyAt.begin(), readyAt.end());
+    while (spec() > n) readyAt.pop_back();
+  }
+};
+
+struct RollbackRun {
+  int minReady = 1 << 30;     // fewest Ready serving pods seen at any instant
+  int stableReadyAtEnd = -1;  // Ready stable pods when RolledBack was first reported
+  std::string phase;
+  int canarySpecAtEnd = -1;
+};
+
+// The canary holds all N pods at a weight-100 step (stable at zero pods, its
+// template still the known-good's); the user aborts; the operator reconciles
+// every 5 s while stable pods need `warmup` seconds to become Ready
+// (`stableNeverReady`: the known-good's pods cannot be re-created at all).
+RollbackRun rollBackFromFullWeight(CapacityMode mode, int64_t warmup, bool stableNeverReady) {
+  auto spec = specOf({{"capacity", capacityModeName(mode)},
+                      {"steps", json::array({{{"weight", 100}, {"pause", "Indefinite"}}})}});
+  const int n = spec.replicas;
+  int64_t now = kT0;
+  CanaryPlan p = planCanary(observed(spec, now));
+  WarmingTrack canary, stable;
+  canary.scaleTo(n, now - 3600, 0);  // warm for an hour
+  CanaryObserved o = observed(spec, now);
+  RollbackRun run;
+  for (int i = 0; i < 200; ++i) {
+    now += 5;
+    o = after(o, p, now);
+    o.canary = {canary.spec(), canary.ready(now)};
+    o.stable = {stable.spec(), stableNeverReady ? 0 : stable.ready(now)};
+    o.abortBy = "bob";
+    p = planCanary(o);
+    // Apply: the track that grows first, then the one that shrinks; the
+    // instant between the two writes counts too.
+    const bool stableFirst = p.replicas.stable >= stable.spec();
+    for (bool stableTurn : {stableFirst, !stableFirst}) {
+      if (stableTurn) {
+        stable.scaleTo(p.replicas.stable, now, warmup);
+      } else {
+        canary.scaleTo(p.replicas.canary, now, warmup);
+      }
+      int ready = canary.ready(now) + (stableNeverReady ? 0 : stable.ready(now));
+      run.minReady = std::min(run.minReady, ready);
+    }
+    run.phase = p.status.value("phase", "");
+    if (p.action == CanaryAction::kRolledBack) {
+      run.stableReadyAtEnd = o.stable.readyReplicas;
+      break;
+    }
+  }
+  run.canarySpecAtEnd = canary.spec();
+  return run;
+}
+
+TEST(CanaryRollbackCapacity, SurgeRollbackNeverDropsBelowNReadyPodsWhileStableWarmsUp) {
+  for (int64_t warmup : {0, 5, 20, 60}) {
+    SCOPED_TRACE("stable pods Ready after " + std::to_string(warmup) + "s");
+    RollbackRun r = rollBackFromFullWeight(CapacityMode::kSurge, warmup, false);
+    EXPECT_EQ(r.phase, "RolledBack");
+    EXPECT_GE(r.minReady, 4) << "surge: N Ready serving pods at every instant";
+    EXPECT_EQ(r.stableReadyAtEnd, 4) << "RolledBack only with N Ready stable pods";
+    EXPECT_EQ(r.canarySpecAtEnd, 0);
+  }
+}
+
+TEST(CanaryRollbackCapacity, DrainRollbackKeepsItsNMinusOneFloor) {
+  for (int64_t warmup : {0, 5, 20, 60}) {
+    SCOPED_TRACE("stable pods Ready after " + std::to_string(warmup) + "s");
+    RollbackRun r = rollBackFromFullWeight(CapacityMode::kDrain, warmup, false);
+    EXPECT_EQ(r.phase, "RolledBack");
+    EXPECT_GE(r.minReady, 3) << "drain: never fewer than N-1 Ready serving pods";
+    EXPECT_EQ(r.stableReadyAtEnd, 4);
+  }
+}
+
+TEST(CanaryRollbackCapacity, StableThatCannotBeRecreatedKeepsTheCanaryServing) {
+  RollbackRun r = rollBackFromFullWeight(CapacityMode::kSurge, 5, /*stableNeverReady=*/true);
+  EXPECT_EQ(r.phase, "RollingBack") << "never RolledBack without N Ready stable pods";
+  EXPECT_GE(r.minReady, 4) << "the canary keeps serving rather than leave prod empty";
+}
+
+TEST(CanaryRollbackCapacity, RolledBackWaitsForNReadyStablePodsOfTheKnownGood) {
+  auto spec = specOf({{"steps", json::array({{{"weight", 50}}})}});
+  auto p0 = planCanary(observed(spec));
+  auto o = after(observed(spec), p0, kT0 + 10);
+  o.abortBy = "bob";
+  o.canary = {0, 0};
+  o.stable = {4, 2};  // the canary is gone, two stable pods still warming up
+  auto p = planCanary(o);
+  EXPECT_EQ(p.action, CanaryAction::kRollingBack);
+  EXPECT_NE(p.message.find("waiting for 4 Ready stable pods (2 now)"), std::string::npos)
+      << p.message;
+  // Four Ready stable pods, but of another release (the stable Deployment
+  // still carries the new template after an abort mid-handover): not yet.
+  auto o2 = after(o, p, kT0 + 20);
+  o2.stable = {4, 4};
+  o2.stableRelease = "gpt2-v2";
+  EXPECT_EQ(planCanary(o2).action, CanaryAction::kRollingBack);
+  o2.stableRelease = "gpt2-v1";
+  EXPECT_EQ(planCanary(o2).action, CanaryAction::kRolledBack);
+}
+
+// A superseding release: the canary Deployment still runs the displaced
+// release's 2 pods at weight 50 (stable 2). The new release's first step
+// starts from zero pods, after stable is back, and N pods stay Ready.
+TEST(CanaryRollbackCapacity, SupersedingReleaseStartsItsFirstStepFromZeroPods) {
+  for (CapacityMode mode : {CapacityMode::kSurge, CapacityMode::kDrain}) {
+    SCOPED_TRACE(capacityModeName(mode));
+    auto spec = specOf({{"capacity", capacityModeName(mode)},
+                        {"steps", json::array({{{"weight", 25}, {"pause", "1m"}},
+                                               {{"weight", 100}, {"pause", "Indefinite"}}})}});
+    const int64_t warmup = 20;
+    int64_t now = kT0;
+    WarmingTrack displaced, mine, stable;
+    displaced.scaleTo(2, now - 3600, 0);
+    stable.scaleTo(2, now - 3600, 0);
+    bool canaryIsMine = false;  // the canary Deployment's template
+    CanaryObserved o = observed(spec, now);
+    CanaryPlan p;
+    int minReady = 1 << 30;
+    int firstOwnPods = -1;
+    int64_t lastDrainAt = 0;
+    for (int i = 0; i < 100 && firstOwnPods < 0; ++i) {
+      now += 5;
+      o = i == 0 ? observed(spec, now) : after(o, p, now);
+      o.stable = {stable.spec(), stable.ready(now)};
+      if (canaryIsMine) {
+        o.canary = {mine.spec(), mine.ready(now)};
+        o.displacedRelease.clear();
+        o.displaced = {};
+      } else {
+        o.canary = {0, 0};
+        o.displacedRelease = "gpt2-v1b";
+        o.displaced = {displaced.spec(), displaced.ready(now)};
+      }
+      p = planCanary(o);
+      ASSERT_EQ(p.action, CanaryAction::kProgress) << p.message;
+      const bool stableFirst = p.replicas.stable >= stable.spec();
+      for (bool stableTurn : {stableFirst, !stableFirst}) {
+        if (stableTurn) {
+          stable.scaleTo(p.replicas.stable, now, warmup);
+        } else if (!p.canaryRelease.empty()) {
+          EXPECT_EQ(p.canaryRelease, "gpt2-v1b");
+          displaced.scaleTo(p.replicas.canary, now, warmup);
+          lastDrainAt = now;
+        } else if (p.replicas.canary > 0) {
+          EXPECT_EQ(displaced.spec(), 0) << "the displaced canary was drained first";
+          canaryIsMine = true;  // the template changes: any displaced pod would go
+          displaced.scaleTo(0, now, 0);
+          mine.scaleTo(p.replicas.canary, now, warmup);
+          firstOwnPods = p.replicas.canary;
+          EXPECT_EQ(p.status["stepStartedAt"], rfc(lastDrainAt))
+              << "the step's clock starts when the displaced pods are gone";
+        }
+        minReady = std::min(minReady, displaced.ready(now) + mine.ready(now) + stable.ready(now));
+      }
+    }
+    EXPECT_EQ(firstOwnPods, targetReplicaCounts(4, 25, mode).canary)
+        << "the first step's share, not the displaced canary's";
+    EXPECT_GE(minReady, mode == CapacityMode::kSurge ? 4 : 3);
+  }
 }
 
 }  // namespace
