@@ -1,5 +1,6 @@
 #include "api/v1alpha1/model_release.h"
 
+#include "api/v1alpha1/approval.h"
 #include "api/v1alpha1/conditions.h"
 #include "common/flags.h"
 
@@ -83,8 +84,9 @@ ModelRelease decodeModelRelease(const json& object) {
   for (const auto& s : decode::array(spec, "stages")) {
     Stage st;
     st.name = decode::string(s, "name");
-    st.approval =
-        decode::string(s, "approval") == "Manual" ? Approval::kManual : Approval::kAutomatic;
+    ApprovalPolicy policy;  // a string or {policy: ...} (approval.h)
+    (void)decodeApprovalPolicy(s, "", policy);
+    st.approval = policy.manual ? Approval::kManual : Approval::kAutomatic;
     if (decode::member(s, "gate") != nullptr) st.gate = decodeGate(decode::object(s, "gate"));
     if (decode::member(s, "serving") != nullptr) {
       const json& sv = decode::object(s, "serving");

@@ -1,5 +1,6 @@
 #include "controllers/modelrelease/release_plan.h"
 
+#include "api/v1alpha1/approval.h"
 #include "api/v1alpha1/conditions.h"
 
 #include <openssl/sha.h>
@@ -60,6 +61,7 @@ struct MetricThreshold {
 struct StageSpec {
   std::string name;
   bool manual = false;
+  api::v1alpha1::ApprovalPolicy approval;
   bool gate = false;
   bool serving = false;
   json podTemplate;  // gate.template
@@ -97,7 +99,8 @@ std::optional<std::string> decodeSpec(const json& release, ReleaseSpec& out) {
     StageSpec st;
     st.name = str(s, "name");
     if (st.name.empty()) return where + ".name is empty";
-    st.manual = str(s, "approval") == "Manual";
+    if (auto err = api::v1alpha1::decodeApprovalPolicy(s, where, st.approval)) return *err;
+    st.manual = st.approval.manual;
     const json& gate = member(s, "gate", json());
     const json& serving = member(s, "serving", json());
     st.gate = gate.is_object();
@@ -125,6 +128,22 @@ std::optional<std::string> decodeSpec(const json& release, ReleaseSpec& out) {
     out.stages.push_back(std::move(st));
   }
   return std::nullopt;
+}
+
+// Approvals of a Manual stage (api/v1alpha1/approval.h, docs/modelrelease.md
+// "Approvals"): distinct users, never the recorded creator unless the stage
+// allows it. Recorded with the generation (the content) they were acted on for.
+api::v1alpha1::ApprovalDecision stageApproval(const StageSpec& s, const json& release) {
+  return api::v1alpha1::decideApproval(s.approval, api::v1alpha1::stageApprovals(release, s.name),
+                                       api::v1alpha1::releaseCreator(release));
+}
+
+void recordApprovers(json& st, const api::v1alpha1::ApprovalDecision& d, int64_t generation) {
+  std::string by;
+  for (const std::string& u : d.approvers) by += (by.empty() ? "" : ", ") + u;
+  st["approvedBy"] = by;
+  st["approvers"] = d.approvers;
+  st["approvedGeneration"] = generation;
 }
 
 // ---- the RuntimeEnv, as admission sees it ------------------------------------
@@ -677,6 +696,34 @@ ReleasePlan planRelease(const ReleaseObserved& o) {
         }
         break;
       }
+      // approval: Manual on the serving stage holds the canary before it starts.
+      if (!started && s.manual) {
+        auto d = stageApproval(s, o.release);
+        if (!d.approved || !abortedBy.empty()) {
+          sum.phase = gateIndex == 0 ? kPhaseEvaluating : kPhaseTesting;
+          if (!abortedBy.empty()) {
+            st["phase"] = kStageFailed;
+            st["message"] = "aborted by " + abortedBy;
+            sum.phase = kPhaseFailed;
+            sum.readyReason = sum.stalledReason = kReasonAborted;
+            sum.readyMessage = sum.stalledMessage =
+                "aborted by " + abortedBy + " during stage " + quote(s.name);
+            plan.events.push_back({"Warning", kReasonAborted, sum.readyMessage});
+            break;
+          }
+          st["phase"] = kStageWaitingForApproval;
+          sum.readyReason = kReasonWaitingForApproval;
+          sum.readyMessage =
+              "stage " + quote(s.name) + " is " + d.message + " (the canary starts once approved)";
+          break;
+        }
+        if (phase == kStageWaitingForApproval || phase == "Pending") {
+          recordApprovers(st, d, r.generation);
+          plan.events.push_back(
+              {"Normal", "StageApproved",
+               "stage " + quote(s.name) + " approved by " + st["approvedBy"].get<std::string>()});
+        }
+      }
       sum.phase = kPhaseCanary;
       sum.reconciling = true;
       if (st.value("phase", "Pending") != kStageRunning) {
@@ -721,9 +768,8 @@ ReleasePlan planRelease(const ReleaseObserved& o) {
       st["packageMount"] = jobMount(*job);
       status["packageMount"] = st["packageMount"];
       if (s.manual) {
-        std::string approver =
-            annotation(o.release, std::string(kApproveAnnotationPrefix) + s.name);
-        if (!approver.empty()) st["approvedBy"] = approver;
+        auto d = stageApproval(s, o.release);
+        if (d.approved && !st.contains("approvedGeneration")) recordApprovers(st, d, r.generation);
       }
       std::string jobUid = str(member(*job, "metadata"), "uid");
       if (jobConditionTrue(*job, "Complete")) {
@@ -842,17 +888,18 @@ ReleasePlan planRelease(const ReleaseObserved& o) {
       break;
     }
     if (s.manual) {
-      std::string approver = annotation(o.release, std::string(kApproveAnnotationPrefix) + s.name);
-      if (approver.empty()) {
+      auto d = stageApproval(s, o.release);
+      if (!d.approved) {
         st["phase"] = kStageWaitingForApproval;
         sum.readyReason = kReasonWaitingForApproval;
-        sum.readyMessage = "stage " + quote(s.name) + " is waiting for manual approval";
+        sum.readyMessage = "stage " + quote(s.name) + " is " + d.message;
         break;
       }
-      st["approvedBy"] = approver;
+      recordApprovers(st, d, r.generation);
       if (phase == kStageWaitingForApproval || phase == "Pending") {
         plan.events.push_back(
-            {"Normal", "StageApproved", "stage " + quote(s.name) + " approved by " + approver});
+            {"Normal", "StageApproved",
+             "stage " + quote(s.name) + " approved by " + st["approvedBy"].get<std::string>()});
       }
     }
     BuiltJob built = buildGateJob(r, s, env, o, jobName, attempt);
