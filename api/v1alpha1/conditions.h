@@ -13,6 +13,10 @@ inline constexpr const char* kConditionDegraded = "Degraded";
 inline constexpr const char* kConditionProgressing = "Progressing";
 // On a ModelRelease: its runtime's closure moved away from the validated one.
 inline constexpr const char* kConditionStale = "Stale";
+// On a ModelRelease: something is in progress (kstatus "Reconciling").
+inline constexpr const char* kConditionReconciling = "Reconciling";
+// On a ModelRelease with spec.registryTags: every stage tag points where it must.
+inline constexpr const char* kConditionRegistryTagged = "RegistryTagged";
 
 inline constexpr const char* kStatusTrue = "True";
 inline constexpr const char* kStatusFalse = "False";
@@ -33,5 +37,39 @@ inline constexpr const char* kReasonNoAcceleratorRequired = "NoAcceleratorRequir
 // ModelRelease reasons (Stale).
 inline constexpr const char* kReasonClosureHashChanged = "ClosureHashChanged";
 inline constexpr const char* kReasonClosureHashMatches = "ClosureHashMatches";
+
+// ModelRelease reasons (Ready, Reconciling, Stalled): the gates and the release.
+inline constexpr const char* kReasonValidated = "Validated";
+inline constexpr const char* kReasonGateRunning = "GateRunning";
+inline constexpr const char* kReasonWaitingForApproval = "WaitingForApproval";
+inline constexpr const char* kReasonGateFailed = "GateFailed";
+inline constexpr const char* kReasonGateTimedOut = "GateTimedOut";
+inline constexpr const char* kReasonAborted = "Aborted";
+inline constexpr const char* kReasonInvalidSpec = "InvalidSpec";
+inline constexpr const char* kReasonRuntimeEnvNotFound = "RuntimeEnvNotFound";
+inline constexpr const char* kReasonRuntimeEnvNotReady = "RuntimeEnvNotReady";
+inline constexpr const char* kReasonRuntimeStale = "RuntimeStale";
+inline constexpr const char* kReasonSuperseded = "Superseded";
+inline constexpr const char* kReasonWaitingForMetrics = "WaitingForMetrics";
+inline constexpr const char* kReasonManualRollback = "ManualRollback";
+inline constexpr const char* kReasonRollbackRefused = "RollbackRefused";
+
+// ModelRelease reasons of the prod stage (docs/rollouts.md; also the `reason`
+// label of lockstep_release_rollbacks_total).
+inline constexpr const char* kReasonCanaryProgressing = "CanaryProgressing";
+inline constexpr const char* kReasonCanaryPaused = "CanaryPaused";
+inline constexpr const char* kReasonAnalysisRunning = "AnalysisRunning";
+inline constexpr const char* kReasonWaitingForGPUCapacity = "WaitingForGPUCapacity";
+inline constexpr const char* kReasonPromoting = "Promoting";
+inline constexpr const char* kReasonPromoted = "Promoted";
+inline constexpr const char* kReasonRollingBack = "RollingBack";
+inline constexpr const char* kReasonRolledBack = "RolledBack";
+inline constexpr const char* kReasonAnalysisFailed = "AnalysisFailed";
+inline constexpr const char* kReasonAnalysisError = "AnalysisError";
+inline constexpr const char* kReasonAdmissionRefused = "AdmissionRefused";
+inline constexpr const char* kReasonCanaryRestarting = "CanaryRestarting";
+inline constexpr const char* kReasonProgressDeadlineExceeded = "ProgressDeadlineExceeded";
+inline constexpr const char* kReasonInsufficientGPUCapacity = "InsufficientGPUCapacity";
+inline constexpr const char* kReasonRollbackTargetStale = "RollbackTargetStale";
 
 }  // namespace lockstep::api::v1alpha1

@@ -1,16 +1,15 @@
 #include "api/v1alpha1/model_release.h"
 
-#include "api/v1alpha1/approval.h"
 #include "api/v1alpha1/conditions.h"
-#include "common/flags.h"
 
 namespace lockstep::api::v1alpha1 {
 namespace {
 
 using nlohmann::json;
 
-constexpr std::string_view kPhaseNames[] = {"Pending",  "Evaluating", "Testing", "Canary",
-                                            "Promoted", "RolledBack", "Failed",  "Superseded"};
+constexpr std::string_view kPhaseNames[] = {"Pending",    "Evaluating", "Testing",
+                                            "Validated",  "Canary",     "Promoted",
+                                            "RolledBack", "Failed",     "Superseded"};
 constexpr std::string_view kStagePhaseNames[] = {"Pending", "WaitingForApproval", "Running",
                                                  "Succeeded", "Failed"};
 
@@ -22,12 +21,12 @@ std::optional<E> parseName(std::string_view name, const std::string_view (&names
   return std::nullopt;
 }
 
-DurationField durationField(const json& j, std::string_view key, DurationField fallback = {}) {
-  auto text = decode::optionalString(j, key);
-  if (!text) return fallback;
+std::string quote(const std::string& s) { return "\"" + s + "\""; }
+
+DurationField durationField(const json& j, std::string_view key) {
   DurationField d;
-  d.text = *text;
-  if (auto v = parseDuration(*text); v.isOk()) d.value = *v;
+  d.text = decode::string(j, key);
+  if (auto v = parseStageDuration(d.text)) d.value = std::chrono::seconds(*v);
   return d;
 }
 
@@ -42,24 +41,75 @@ Gate decodeGate(const json& g) {
   return out;
 }
 
-Canary decodeCanary(const json& c) {
-  Canary out;
+AnalysisField decodeAnalysis(const json& a) {
+  AnalysisField out;
+  const json* p = decode::member(a, "prometheus");
+  out.prometheusGiven = p != nullptr && p->is_object();
+  if (!out.prometheusGiven) return out;
+  out.address = decode::string(*p, "address");
+  out.query = decode::string(*p, "query");
+  out.min = decode::number(*p, "min");
+  out.max = decode::number(*p, "max");
+  out.interval = durationField(*p, "interval");
+  out.count = decode::integer(*p, "count", 0);
+  out.failureLimit = decode::integer(*p, "failureLimit", 0);
+  out.consecutiveErrorLimit = decode::integer(*p, "consecutiveErrorLimit", 4);
+  return out;
+}
+
+bool isObject(const json& j, std::string_view key) {
+  const json* m = decode::member(j, key);
+  return m != nullptr && m->is_object();
+}
+
+CanaryField decodeCanary(const json& c) {
+  CanaryField out;
+  out.capacity = decode::string(c, "capacity");
+  out.progressDeadline = durationField(c, "progressDeadline");
+  if (isObject(c, "analysis")) out.analysis = decodeAnalysis(decode::object(c, "analysis"));
   for (const auto& s : decode::array(c, "steps")) {
-    out.steps.push_back({decode::integer(s, "weight", 0), durationField(s, "pause")});
-  }
-  const json& analysis = decode::object(c, "analysis");
-  if (decode::member(analysis, "prometheus") != nullptr) {
-    const json& p = decode::object(analysis, "prometheus");
-    PrometheusAnalysis a;
-    a.address = decode::string(p, "address");
-    a.query = decode::string(p, "query");
-    a.min = decode::number(p, "min");
-    a.max = decode::number(p, "max");
-    a.interval = durationField(p, "interval", a.interval);
-    a.failureLimit = decode::integer(p, "failureLimit", 1);
-    out.prometheus = std::move(a);
+    CanaryStepField step;
+    step.weight = decode::integer(s, "weight", 0);
+    step.pause = decode::string(s, "pause");
+    step.progressDeadline = durationField(s, "progressDeadline");
+    if (isObject(s, "analysis")) step.analysis = decodeAnalysis(decode::object(s, "analysis"));
+    out.steps.push_back(std::move(step));
   }
   return out;
+}
+
+// The analysis as the planner runs it; the error names `where`.
+StatusOr<PrometheusAnalysis> analysisOf(const AnalysisField& a, const std::string& where) {
+  if (!a.prometheusGiven) return Status(Code::kInvalidArgument, where + ".prometheus is missing");
+  PrometheusAnalysis out;
+  out.address = a.address;
+  out.query = a.query;
+  if (out.address.empty() || out.query.empty())
+    return Status(Code::kInvalidArgument, where + ".prometheus needs address and query");
+  out.min = a.min;
+  out.max = a.max;
+  if (!out.min && !out.max)
+    return Status(Code::kInvalidArgument, where + ".prometheus needs min or max");
+  if (!a.interval.text.empty()) {
+    if (!a.interval.value || a.interval.value->count() <= 0)
+      return Status(Code::kInvalidArgument, where + ".prometheus.interval " +
+                                                quote(a.interval.text) + " is not a duration");
+    out.intervalSeconds = a.interval.value->count();
+  }
+  out.count = static_cast<int>(a.count);
+  out.failureLimit = static_cast<int>(a.failureLimit);
+  out.consecutiveErrorLimit = static_cast<int>(a.consecutiveErrorLimit);
+  if (out.count < 0 || out.failureLimit < 0 || out.consecutiveErrorLimit < 0)
+    return Status(Code::kInvalidArgument,
+                  where + ".prometheus: count and limits must not be negative");
+  return out;
+}
+
+// A positive duration, or the error naming `field`.
+StatusOr<int64_t> positiveSeconds(const DurationField& d, const std::string& field) {
+  if (!d.value || d.value->count() <= 0)
+    return Status(Code::kInvalidArgument, field + " " + quote(d.text) + " is not a duration");
+  return d.value->count();
 }
 
 }  // namespace
@@ -73,28 +123,68 @@ std::optional<StagePhase> parseStagePhase(std::string_view name) {
   return parseName<StagePhase>(name, kStagePhaseNames);
 }
 
+std::optional<int64_t> parseStageDuration(const std::string& text) {
+  if (text.empty()) return std::nullopt;
+  int64_t total = 0;
+  size_t i = 0;
+  while (i < text.size()) {
+    size_t start = i;
+    int64_t n = 0;
+    while (i < text.size() && text[i] >= '0' && text[i] <= '9') {
+      if (n > 1'000'000'000) return std::nullopt;
+      n = n * 10 + (text[i] - '0');
+      ++i;
+    }
+    if (i == start || i == text.size()) return std::nullopt;
+    char unit = text[i++];
+    int64_t mult = unit == 's' ? 1 : unit == 'm' ? 60 : unit == 'h' ? 3600 : 0;
+    if (mult == 0) return std::nullopt;
+    total += n * mult;
+    if (total > 366LL * 24 * 3600) return std::nullopt;
+  }
+  return total;
+}
+
+int64_t Gate::timeoutSeconds() const {
+  if (timeout.text.empty() || !timeout.value || timeout.value->count() <= 0)
+    return kDefaultGateTimeoutSeconds;
+  return timeout.value->count();
+}
+
+const char* capacityModeName(CapacityMode m) {
+  return m == CapacityMode::kSurge ? "surge" : "drain";
+}
+
 ModelRelease decodeModelRelease(const json& object) {
   ModelRelease r;
   r.meta = decodeMeta(object);
+  const json& metadata = decode::object(object, "metadata");
+  r.resourceVersion = decode::string(metadata, "resourceVersion");
+  for (const auto& [k, v] : decode::object(metadata, "annotations").items()) {
+    if (v.is_string()) r.annotations[k] = v.get<std::string>();
+  }
   const json& spec = decode::object(object, "spec");
   r.spec.model = decode::string(spec, "model");
   r.spec.package = decode::string(spec, "package");
   r.spec.runtimeEnvName = decode::string(decode::object(spec, "runtimeEnvRef"), "name");
   r.spec.closureHash = decode::string(spec, "closureHash");
+  const json* stages = decode::member(spec, "stages");
+  r.spec.stagesGiven = stages != nullptr && stages->is_array();
   for (const auto& s : decode::array(spec, "stages")) {
     Stage st;
     st.name = decode::string(s, "name");
-    ApprovalPolicy policy;  // a string or {policy: ...} (approval.h)
-    (void)decodeApprovalPolicy(s, "", policy);
-    st.approval = policy.manual ? Approval::kManual : Approval::kAutomatic;
-    if (decode::member(s, "gate") != nullptr) st.gate = decodeGate(decode::object(s, "gate"));
-    if (decode::member(s, "serving") != nullptr) {
+    // A string or {policy: ...}: the one reading is approval.h.
+    if (auto err = decodeApprovalPolicy(
+            s, "spec.stages[" + std::to_string(r.spec.stages.size()) + "]", st.approvalPolicy))
+      st.approvalError = *err;
+    st.approval = st.approvalPolicy.manual ? Approval::kManual : Approval::kAutomatic;
+    if (isObject(s, "gate")) st.gate = decodeGate(decode::object(s, "gate"));
+    if (isObject(s, "serving")) {
       const json& sv = decode::object(s, "serving");
       st.serving = Serving{decode::object(sv, "template"), decode::integer(sv, "replicas", 1),
                            decode::integer(sv, "port", 8080)};
     }
-    if (decode::member(s, "canary") != nullptr)
-      st.canary = decodeCanary(decode::object(s, "canary"));
+    if (isObject(s, "canary")) st.canary = decodeCanary(decode::object(s, "canary"));
     r.spec.stages.push_back(std::move(st));
   }
   if (decode::member(spec, "registryTags") != nullptr) {
@@ -132,8 +222,119 @@ ModelRelease decodeModelRelease(const json& object) {
          decode::string(t, "message"), decode::integer(t, "attempts", 0),
          decode::string(t, "lastAttemptAt")});
   }
+  if (const json* c = decode::member(status, "canary"); c != nullptr) r.status.canary = *c;
+  r.status.canaryPhase = decode::string(decode::object(status, "canary"), "phase");
+  r.status.rollback = decode::object(status, "rollback");
   r.status.conditions = decode::array(status, "conditions");
   return r;
+}
+
+Status checkStages(const ModelReleaseSpec& spec) {
+  if (spec.stages.empty()) return Status(Code::kInvalidArgument, "spec.stages is empty");
+  for (size_t i = 0; i < spec.stages.size(); ++i) {
+    const Stage& s = spec.stages[i];
+    const std::string where = "spec.stages[" + std::to_string(i) + "]";
+    if (s.name.empty()) return Status(Code::kInvalidArgument, where + ".name is empty");
+    if (!s.approvalError.empty()) return Status(Code::kInvalidArgument, s.approvalError);
+    if (s.gate && !s.gate->timeout.text.empty()) {
+      auto secs = positiveSeconds(s.gate->timeout, where + ".gate.timeout");
+      if (!secs.isOk()) return secs.status();
+    }
+  }
+  return Status::ok();
+}
+
+StatusOr<CanarySpec> canarySpecOf(const Stage& stage) {
+  const std::string where = "stage " + quote(stage.name);
+  if (!stage.serving) return Status(Code::kInvalidArgument, where + " has no serving");
+  CanarySpec out;
+  out.podTemplate = stage.serving->podTemplate;
+  out.replicas = static_cast<int>(stage.serving->replicas);
+  out.port = static_cast<int>(stage.serving->port);
+  if (out.replicas < 1)
+    return Status(Code::kInvalidArgument, where + ".serving.replicas must be at least 1");
+  const CanaryField canary = stage.canary.value_or(CanaryField{});
+  if (canary.capacity.empty() || canary.capacity == "surge") {
+    out.capacity = CapacityMode::kSurge;
+  } else if (canary.capacity == "drain") {
+    out.capacity = CapacityMode::kDrain;
+  } else {
+    return Status(Code::kInvalidArgument,
+                  where + ".canary.capacity " + quote(canary.capacity) + " is not surge or drain");
+  }
+  int64_t deadline = 600;
+  if (!canary.progressDeadline.text.empty()) {
+    auto secs = positiveSeconds(canary.progressDeadline, where + ".canary.progressDeadline");
+    if (!secs.isOk()) return secs.status();
+    deadline = *secs;
+  }
+  std::optional<PrometheusAnalysis> defaultAnalysis;
+  if (canary.analysis) {
+    auto a = analysisOf(*canary.analysis, where + ".canary.analysis");
+    if (!a.isOk()) return a.status();
+    defaultAnalysis = *a;
+  }
+  for (size_t i = 0; i < canary.steps.size(); ++i) {
+    const CanaryStepField& f = canary.steps[i];
+    const std::string w = where + ".canary.steps[" + std::to_string(i) + "]";
+    CanaryStep s;
+    s.weight = static_cast<int>(f.weight);
+    if (s.weight < 0 || s.weight > 100)
+      return Status(Code::kInvalidArgument, w + ".weight must be 0..100");
+    if (f.pause == "Indefinite") {
+      s.pause = CanaryStep::Pause::kIndefinite;
+    } else if (!f.pause.empty()) {
+      auto secs = parseStageDuration(f.pause);
+      if (!secs)
+        return Status(Code::kInvalidArgument,
+                      w + ".pause " + quote(f.pause) + " is not a duration or Indefinite");
+      s.pause = CanaryStep::Pause::kDuration;
+      s.pauseSeconds = *secs;
+    }
+    s.progressDeadlineSeconds = deadline;
+    if (!f.progressDeadline.text.empty()) {
+      auto secs = positiveSeconds(f.progressDeadline, w + ".progressDeadline");
+      if (!secs.isOk()) return secs.status();
+      s.progressDeadlineSeconds = *secs;
+    }
+    s.analysis = defaultAnalysis;
+    if (f.analysis) {
+      auto a = analysisOf(*f.analysis, w + ".analysis");
+      if (!a.isOk()) return a.status();
+      s.analysis = *a;
+    }
+    out.steps.push_back(std::move(s));
+  }
+  if (out.steps.empty()) {
+    // No steps: one step at full weight, still analysed and health-checked.
+    CanaryStep s;
+    s.weight = 100;
+    s.analysis = defaultAnalysis;
+    s.progressDeadlineSeconds = deadline;
+    out.steps.push_back(s);
+  }
+  return out;
+}
+
+StatusOr<RegistryTags> registryTagsOf(const json& modelRelease) {
+  const json* rt = decode::member(decode::object(modelRelease, "spec"), "registryTags");
+  if (rt == nullptr) return RegistryTags{false, ""};
+  if (!rt->is_object())
+    return Status(Code::kInvalidArgument, "spec.registryTags must be an object");
+  RegistryTags out;
+  if (const json* enabled = decode::member(*rt, "enabled"); enabled != nullptr) {
+    if (!enabled->is_boolean())
+      return Status(Code::kInvalidArgument, "spec.registryTags.enabled must be a boolean");
+    out.enabled = enabled->get<bool>();
+  }
+  if (const json* ref = decode::member(*rt, "secretRef"); ref != nullptr) {
+    std::optional<std::string> name = decode::optionalString(*ref, "name");
+    if (!name || name->empty())
+      return Status(Code::kInvalidArgument,
+                    "spec.registryTags.secretRef.name must be a non-empty string");
+    out.secretName = *name;
+  }
+  return out;
 }
 
 bool ModelRelease::ready() const {
@@ -149,6 +350,19 @@ std::string ModelRelease::validatedClosureHash() const {
   return status.validatedClosureHash.empty() ? spec.closureHash : status.validatedClosureHash;
 }
 
+const Stage* ModelRelease::prodStage() const {
+  const Stage* out = nullptr;
+  for (const Stage& s : spec.stages) {
+    if (s.serving) out = &s;
+  }
+  return out;
+}
+
+std::string ModelRelease::annotation(const std::string& key) const {
+  auto it = annotations.find(key);
+  return it == annotations.end() ? std::string() : it->second;
+}
+
 std::vector<std::string> indexByRuntimeEnv(const json& modelRelease) {
   // Only the reference is needed: skip decoding templates for every cache write.
   json slim = {
@@ -157,6 +371,12 @@ std::vector<std::string> indexByRuntimeEnv(const json& modelRelease) {
        {{"runtimeEnvRef", decode::object(decode::object(modelRelease, "spec"), "runtimeEnvRef")}}}};
   std::string k = decodeModelRelease(slim).runtimeEnvKey();
   return k.empty() ? std::vector<std::string>{} : std::vector<std::string>{k};
+}
+
+std::vector<std::string> indexByModel(const json& modelRelease) {
+  std::string model = decode::string(decode::object(modelRelease, "spec"), "model");
+  if (model.empty()) return {};
+  return {decode::string(decode::object(modelRelease, "metadata"), "namespace") + "/" + model};
 }
 
 }  // namespace lockstep::api::v1alpha1

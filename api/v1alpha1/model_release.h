@@ -4,7 +4,13 @@
 // template, metric thresholds, a timeout, optional manual approval) and a
 // canary rollout of a serving Deployment — with the status the controller
 // writes. Field names are those of crds/lockstep.dev_modelreleases.yaml;
-// the semantics are in docs/contracts.md.
+// the semantics are in docs/modelrelease.md and docs/rollouts.md.
+//
+// The one decoder of the kind: the planners, the stage tags, the admission
+// webhook and the CLI read a release through it. decodeModelRelease() is
+// tolerant (a missing or mistyped field reads as its default, as written);
+// checkStages(), canarySpecOf() and registryTagsOf() say what cannot run,
+// naming the field.
 // Thread-safety: values and pure functions.
 #pragma once
 
@@ -18,7 +24,9 @@
 
 #include <nlohmann/json.hpp>
 
+#include "api/v1alpha1/approval.h"
 #include "api/v1alpha1/meta.h"
+#include "common/status.h"
 
 namespace lockstep::api::v1alpha1 {
 
@@ -27,6 +35,7 @@ enum class Phase {
   kPending,
   kEvaluating,
   kTesting,
+  kValidated,
   kCanary,
   kPromoted,
   kRolledBack,
@@ -40,10 +49,30 @@ std::optional<Phase> parsePhase(std::string_view name);
 std::string_view stagePhaseName(StagePhase p);
 std::optional<StagePhase> parseStagePhase(std::string_view name);
 
+// The same names as constants, for the JSON status the planners write.
+inline constexpr const char* kPhasePending = "Pending";
+inline constexpr const char* kPhaseEvaluating = "Evaluating";
+inline constexpr const char* kPhaseTesting = "Testing";
+inline constexpr const char* kPhaseValidated = "Validated";
+inline constexpr const char* kPhaseFailed = "Failed";
+inline constexpr const char* kPhaseCanary = "Canary";
+inline constexpr const char* kPhasePromoted = "Promoted";
+inline constexpr const char* kPhaseRolledBack = "RolledBack";
+inline constexpr const char* kPhaseSuperseded = "Superseded";
+inline constexpr const char* kStagePending = "Pending";
+inline constexpr const char* kStageWaitingForApproval = "WaitingForApproval";
+inline constexpr const char* kStageRunning = "Running";
+inline constexpr const char* kStageSucceeded = "Succeeded";
+inline constexpr const char* kStageFailed = "Failed";
+
+// Parses a Go-style duration of whole units ("30m", "1h30m", "45s") to
+// seconds: the grammar of every duration field of a ModelRelease.
+std::optional<int64_t> parseStageDuration(const std::string& text);
+
 // A duration field as written ("30m") and decoded (nullopt when absent or malformed).
 struct DurationField {
   std::string text;
-  std::optional<std::chrono::milliseconds> value;
+  std::optional<std::chrono::seconds> value;
 };
 
 struct MetricThreshold {
@@ -52,10 +81,15 @@ struct MetricThreshold {
   std::optional<double> max;  // the metric must be <= max
 };
 
+inline constexpr int64_t kDefaultGateTimeoutSeconds = 1800;
+
 struct Gate {
   nlohmann::json podTemplate = nlohmann::json::object();  // spec.stages[].gate.template
   std::vector<MetricThreshold> metrics;
   DurationField timeout;
+  // The timeout in seconds: kDefaultGateTimeoutSeconds when none is written
+  // (checkStages() refuses a malformed one).
+  int64_t timeoutSeconds() const;
 };
 
 enum class Approval { kAutomatic, kManual };
@@ -66,31 +100,45 @@ struct Serving {
   int64_t port = 8080;
 };
 
-struct CanaryStep {
-  int64_t weight = 0;  // percent of replicas on the canary
-  DurationField pause;
-};
-
-struct PrometheusAnalysis {
+// canary.analysis / canary.steps[].analysis as written.
+struct AnalysisField {
+  bool prometheusGiven = false;  // analysis.prometheus is an object
   std::string address;
   std::string query;
   std::optional<double> min;
   std::optional<double> max;
-  DurationField interval{"30s", std::chrono::seconds(30)};
-  int64_t failureLimit = 1;
+  DurationField interval;
+  int64_t count = 0;  // 0: derived from the step's pause
+  int64_t failureLimit = 0;
+  int64_t consecutiveErrorLimit = 4;  // Argo Rollouts' DefaultConsecutiveErrorLimit
 };
 
-struct Canary {
-  std::vector<CanaryStep> steps;
-  std::optional<PrometheusAnalysis> prometheus;
+// canary.steps[] as written.
+struct CanaryStepField {
+  int64_t weight = 0;
+  std::string pause;  // a duration, "Indefinite", or "" (none)
+  DurationField progressDeadline;
+  std::optional<AnalysisField> analysis;
+};
+
+// spec.stages[].canary as written.
+struct CanaryField {
+  std::string capacity;  // surge (default) | drain
+  DurationField progressDeadline;
+  std::optional<AnalysisField> analysis;  // the default of every step
+  std::vector<CanaryStepField> steps;
 };
 
 struct Stage {
   std::string name;
   Approval approval = Approval::kAutomatic;
+  // The whole policy (approval.h): Manual with minApprovers/allowSelfApproval,
+  // and the decode error naming the field when `approval` is malformed.
+  ApprovalPolicy approvalPolicy;
+  std::string approvalError;
   std::optional<Gate> gate;
   std::optional<Serving> serving;
-  std::optional<Canary> canary;
+  std::optional<CanaryField> canary;
 };
 
 // spec.registryTags: tag the package `<repo>:<stage>` after each stage passes
@@ -106,6 +154,7 @@ struct ModelReleaseSpec {
   std::string runtimeEnvName;
   std::string closureHash;  // from the package's runtime.json
   std::vector<Stage> stages;
+  bool stagesGiven = false;  // spec.stages is an array (possibly empty)
   std::optional<RegistryTags> registryTags;
 };
 
@@ -142,11 +191,20 @@ struct ModelReleaseStatus {
   std::string validatedClosureHash;  // the closure hash the gates ran on
   std::vector<StageStatus> stages;
   std::vector<RegistryTagStatus> registryTags;
+  // status.canary: the canary planner's own record (controllers/modelrelease/
+  // prod/canary_plan.h); null when no canary started.
+  nlohmann::json canary;
+  std::string canaryPhase;  // status.canary.phase
+  // status.rollback: the last manual rollback to this release, or why it was
+  // refused ({from, requestedBy, revision, at | refused}); empty when none.
+  nlohmann::json rollback = nlohmann::json::object();
   nlohmann::json conditions = nlohmann::json::array();
 };
 
 struct ModelRelease {
   ObjectMeta meta;
+  std::string resourceVersion;
+  std::map<std::string, std::string> annotations;
   ModelReleaseSpec spec;
   ModelReleaseStatus status;
 
@@ -156,12 +214,67 @@ struct ModelRelease {
   std::string runtimeEnvKey() const;
   // The closure it was validated on: status.validatedClosureHash, else spec.closureHash.
   std::string validatedClosureHash() const;
+  // The prod stage: the last stage with `serving`; nullptr when there is none.
+  const Stage* prodStage() const;
+  // The annotation's value; "" when absent.
+  std::string annotation(const std::string& key) const;
 };
 
 ModelRelease decodeModelRelease(const nlohmann::json& object);
 
+// What the release planner needs to run the stages at all: a non-empty list,
+// every stage named, every gate timeout a positive duration. The error names
+// the field ("spec.stages[1].gate.timeout \"soon\" is not a duration").
+Status checkStages(const ModelReleaseSpec& spec);
+
+// ---- the prod stage, checked for a rollout ------------------------------------------------
+
+// How a step finds GPUs for its canary pods (docs/rollouts.md "GPU capacity").
+//   kSurge: one extra pod at a time on spare GPUs (maxSurge 1, maxUnavailable 0);
+//   kDrain: scale stable down by one first (maxSurge 0, maxUnavailable 1).
+enum class CapacityMode { kSurge, kDrain };
+const char* capacityModeName(CapacityMode m);
+
+struct PrometheusAnalysis {
+  std::string address, query;
+  std::optional<double> min, max;
+  int64_t intervalSeconds = 30;
+  int count = 0;  // 0: derived (see effectiveCount in prod/analysis.h)
+  int failureLimit = 0;
+  int consecutiveErrorLimit = 4;  // Argo Rollouts' DefaultConsecutiveErrorLimit
+};
+
+struct CanaryStep {
+  int weight = 0;  // percent of replicas on the canary
+  enum class Pause { kNone, kDuration, kIndefinite } pause = Pause::kNone;
+  int64_t pauseSeconds = 0;                    // kDuration
+  std::optional<PrometheusAnalysis> analysis;  // the step's, or the canary default
+  int64_t progressDeadlineSeconds = 600;
+};
+
+struct CanarySpec {
+  int replicas = 1;
+  int port = 8080;
+  nlohmann::json podTemplate;  // serving.template
+  CapacityMode capacity = CapacityMode::kSurge;
+  std::vector<CanaryStep> steps;  // never empty: no steps is one step at weight 100
+};
+
+// The prod stage (`serving` and `canary`) as the canary planner runs it.
+// kInvalidArgument naming the field when the stage cannot be run
+// (`stage "prod".canary.capacity "steal" is not surge or drain`).
+StatusOr<CanarySpec> canarySpecOf(const Stage& stage);
+
+// spec.registryTags checked: disabled when absent; kInvalidArgument naming
+// the field for a malformed value.
+StatusOr<RegistryTags> registryTagsOf(const nlohmann::json& modelRelease);
+
 // Index values for a cache of ModelReleases: the RuntimeEnv key it references.
 std::vector<std::string> indexByRuntimeEnv(const nlohmann::json& modelRelease);
 inline constexpr const char* kReleaseByRuntimeEnvIndex = "release-runtimeenv";
+// Index values for a cache of ModelReleases (and of the objects labelled
+// lockstep.dev/model): "<ns>/<model>".
+std::vector<std::string> indexByModel(const nlohmann::json& modelRelease);
+inline constexpr const char* kReleaseByModelIndex = "model";
 
 }  // namespace lockstep::api::v1alpha1

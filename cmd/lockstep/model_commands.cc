@@ -4,6 +4,8 @@
 #include <map>
 #include <mutex>
 
+#include "api/v1alpha1/model_anchor.h"
+#include "api/v1alpha1/model_release.h"
 #include "api/v1alpha1/resources.h"
 #include "cmd/lockstep/model_view.h"
 #include "cmd/lockstep/verbs.h"
@@ -39,8 +41,8 @@ int history(const ModelCommand& cmd, const std::string& ns, ReleaseIo& io) {
   if (!h.isOk()) return report(io, "history", h.status());
   if (cmd.json) {
     json doc = {{"model", cmd.model},
-                {"promoted", anchor->value("/data/promoted"_json_pointer, std::string())},
-                {"canary", anchor->value("/data/canary"_json_pointer, std::string())},
+                {"promoted", api::v1alpha1::decodeModelAnchor(*anchor).promoted},
+                {"canary", api::v1alpha1::decodeModelAnchor(*anchor).canary},
                 {"history", *h}};
     io.out << doc.dump(2) << "\n";
   } else {
@@ -61,12 +63,12 @@ int rollback(const ModelCommand& cmd, const std::string& ns, ReleaseIo& io) {
     if (!listed.isOk()) return report(io, "listing ModelReleases", listed.status());
     std::map<std::string, json> releases;
     for (const json& r : listed->items) {
-      if (r.value("/spec/model"_json_pointer, std::string()) == cmd.model)
-        releases[r.value("/metadata/name"_json_pointer, std::string())] = r;
+      const api::v1alpha1::ModelRelease view = api::v1alpha1::decodeModelRelease(r);
+      if (view.spec.model == cmd.model) releases[view.meta.name] = r;
     }
     std::map<std::string, json> envs;
     for (const auto& [name, r] : releases) {
-      std::string env = r.value("/spec/runtimeEnvRef/name"_json_pointer, std::string());
+      std::string env = api::v1alpha1::decodeModelRelease(r).spec.runtimeEnvName;
       if (env.empty() || envs.count(env)) continue;
       auto e = io.client.get(kRuntimeEnvs, ns, env);
       if (e.isOk()) {
@@ -108,16 +110,16 @@ int rollback(const ModelCommand& cmd, const std::string& ns, ReleaseIo& io) {
   while (true) {
     auto anchor = getAnchor(io, ns, cmd.model);
     if (!anchor.isOk()) return report(io, "wait", anchor.status());
-    if (anchor->value("/data/promoted"_json_pointer, std::string()) == plan.target) {
+    if (api::v1alpha1::decodeModelAnchor(*anchor).promoted == plan.target) {
       io.out << "model " << quote(cmd.model) << ": prod runs release " << quote(plan.target)
              << "\n";
       return kExitOk;
     }
     auto target = io.client.get(kModelReleases, ns, plan.target);
     if (target.isOk()) {
-      std::string refused = target->value("/status/rollback/refused"_json_pointer, std::string());
-      if (!refused.empty() &&
-          target->value("/status/rollback/revision"_json_pointer, std::string()) == plan.revision) {
+      const json rb = api::v1alpha1::decodeModelRelease(*target).status.rollback;
+      const std::string refused = api::v1alpha1::decode::string(rb, "refused");
+      if (!refused.empty() && api::v1alpha1::decode::string(rb, "revision") == plan.revision) {
         io.err << io.program << ": the controller refused the rollback: " << refused << "\n";
         return kExitFailure;
       }

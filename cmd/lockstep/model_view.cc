@@ -1,24 +1,18 @@
 #include "cmd/lockstep/model_view.h"
 
 #include "api/v1alpha1/keys.h"
+#include "api/v1alpha1/model_anchor.h"
+#include "api/v1alpha1/model_release.h"
+#include "api/v1alpha1/runtime_env.h"
 #include "cmd/lockstep/release_view.h"
 
 namespace lockstep::cli {
 namespace {
 
+namespace v1 = api::v1alpha1;
 using nlohmann::json;
 
 std::string quote(const std::string& s) { return "\"" + s + "\""; }
-
-std::string str(const json& o, const json::json_pointer& p) {
-  if (!o.is_object() || !o.contains(p)) return "";
-  const json& v = o.at(p);
-  return v.is_string() ? v.get<std::string>() : "";
-}
-
-std::string data(const json& anchor, const std::string& key) {
-  return str(anchor, json::json_pointer("/data/" + key));
-}
 
 std::string shortHash(const std::string& h) {
   auto colon = h.find(':');
@@ -33,29 +27,27 @@ std::string shortPackage(const std::string& p) {
 
 }  // namespace
 
-std::string anchorNameOf(const std::string& model) { return "lockstep-model-" + model; }
+std::string anchorNameOf(const std::string& model) { return v1::modelAnchorName(model); }
 
 StatusOr<json> modelHistory(const json& anchor) {
-  const std::string raw = data(anchor, "history");
-  if (raw.empty()) return json::array();
-  json h = json::parse(raw, nullptr, false);
-  if (!h.is_array()) {
+  const v1::ModelAnchor a = v1::decodeModelAnchor(anchor);
+  if (a.historyMalformed) {
     return Status(Code::kInvalidArgument,
-                  "ConfigMap " + quote(str(anchor, "/metadata/name"_json_pointer)) +
+                  "ConfigMap " + quote(a.meta.name) +
                       " data.history is not a JSON array (the operator writes it; was it edited?)");
   }
-  return h;
+  return a.history;
 }
 
 std::string renderModelHistory(const json& anchor, const json& history, kube::Clock::WallTime now) {
   std::string out;
-  const std::string promoted = data(anchor, "promoted");
+  const v1::ModelAnchor a = v1::decodeModelAnchor(anchor);
+  const std::string& promoted = a.promoted;
   out += "prod runs: " + (promoted.empty() ? std::string("-") : promoted);
   if (!promoted.empty())
-    out += " (" + shortPackage(data(anchor, "promotedPackage")) + ", closure " +
-           shortHash(data(anchor, "promotedClosureHash")) + ")";
-  if (const std::string canary = data(anchor, "canary"); !canary.empty())
-    out += "; in canary: " + canary;
+    out += " (" + shortPackage(a.promotedPackage) + ", closure " +
+           shortHash(a.promotedClosureHash) + ")";
+  if (!a.canary.empty()) out += "; in canary: " + a.canary;
   out += "\n";
   std::vector<std::vector<std::string>> rows = {
       {"AGE", "TIME", "ACTION", "RELEASE", "PACKAGE", "CLOSURE-HASH", "DETAIL"}};
@@ -63,10 +55,10 @@ std::string renderModelHistory(const json& anchor, const json& history, kube::Cl
     if (!e.is_object()) continue;
     const std::string action = e.value("action", "");
     std::string detail;
-    if (action == "RolledBack") {
+    if (action == v1::kHistoryRolledBack) {
       detail = e.value("reason", "");
       if (!e.value("stable", "").empty()) detail += "; stable stayed on " + e.value("stable", "");
-    } else if (action == "Rollback") {
+    } else if (action == v1::kHistoryRollback) {
       detail = "from " + e.value("from", "") + " by " + e.value("by", "");
     }
     rows.push_back({formatAge(e.value("at", ""), now), e.value("at", ""), action,
@@ -82,14 +74,14 @@ StatusOr<ModelRollbackPlan> planModelRollback(const json& anchor,
                                               const std::map<std::string, json>& runtimeEnvs,
                                               const std::string& to, const std::string& user) {
   ModelRollbackPlan plan;
-  const std::string model = str(anchor, "/metadata/labels/lockstep.dev~1model"_json_pointer);
-  plan.from = data(anchor, "promoted");
-  plan.revision = data(anchor, "revision");
-  if (plan.revision.empty()) plan.revision = "0";
+  const v1::ModelAnchor a = v1::decodeModelAnchor(anchor);
+  const std::string& model = a.model;
+  plan.from = a.promoted;
+  plan.revision = a.prodRevision();
   if (plan.from.empty())
     return Status(Code::kInvalidArgument,
                   "model " + quote(model) + " runs no promoted release; nothing to roll back");
-  if (const std::string canary = data(anchor, "canary"); !canary.empty())
+  if (const std::string& canary = a.canary; !canary.empty())
     return Status(Code::kInvalidArgument,
                   "release " + quote(canary) + " is in canary on model " + quote(model) +
                       "; abort it first (lockstep release abort " + canary + ")");
@@ -103,7 +95,8 @@ StatusOr<ModelRollbackPlan> planModelRollback(const json& anchor,
     for (auto it = history.rbegin(); it != history.rend() && plan.target.empty(); ++it) {
       const std::string action = it->is_object() ? it->value("action", "") : "";
       const std::string r = it->is_object() ? it->value("release", "") : "";
-      if ((action == "Promoted" || action == "Rollback") && r != plan.from && releases.count(r))
+      if ((action == v1::kHistoryPromoted || action == v1::kHistoryRollback) && r != plan.from &&
+          releases.count(r))
         plan.target = r;
     }
     if (plan.target.empty())
@@ -118,20 +111,21 @@ StatusOr<ModelRollbackPlan> planModelRollback(const json& anchor,
   if (it == releases.end())
     return Status(Code::kNotFound, "release " + quote(plan.target) + " of model " + quote(model) +
                                        " does not exist");
-  const json& target = it->second;
-  const std::string canaryPhase = str(target, "/status/canary/phase"_json_pointer);
+  const v1::ModelRelease target = v1::decodeModelRelease(it->second);
+  const std::string& canaryPhase = target.status.canaryPhase;
   if (canaryPhase != "Promoted")
     return Status(Code::kInvalidArgument,
                   "release " + quote(plan.target) + " was never promoted (phase " +
-                      quote(str(target, "/status/phase"_json_pointer)) +
+                      quote(target.status.phase ? std::string(v1::phaseName(*target.status.phase))
+                                                : std::string()) +
                       "); only a release prod ran before can take prod back without its gates");
-  const std::string env = str(target, "/spec/runtimeEnvRef/name"_json_pointer);
-  const std::string validated = str(target, "/spec/closureHash"_json_pointer);
+  const std::string& env = target.spec.runtimeEnvName;
+  const std::string& validated = target.spec.closureHash;
   auto rte = runtimeEnvs.find(env);
   if (rte == runtimeEnvs.end())
     return Status(Code::kInvalidArgument, "RuntimeEnv " + quote(env) + " of release " +
                                               quote(plan.target) + " does not exist");
-  const std::string now = str(rte->second, "/status/closureHash"_json_pointer);
+  const std::string now = v1::decodeRuntimeEnv(rte->second).status.closureHash;
   if (now != validated)
     return Status(Code::kInvalidArgument,
                   "release " + quote(plan.target) + " was validated on closure " + validated +
@@ -140,10 +134,7 @@ StatusOr<ModelRollbackPlan> planModelRollback(const json& anchor,
                       ": it would run on a runtime it was not validated on; promote a release "
                       "built for the current runtime instead");
   plan.annotation = std::string(api::v1alpha1::kRollbackAnnotationPrefix) + plan.revision;
-  if (str(target, json::json_pointer("/metadata/annotations/" +
-                                     std::string("rollback.lockstep.dev~1") + plan.revision)) ==
-      user)
-    plan.alreadyBy = user;
+  if (target.annotation(plan.annotation) == user) plan.alreadyBy = user;
   return plan;
 }
 

@@ -2,17 +2,46 @@
 
 #include <spdlog/spdlog.h>
 
+#include "operator/kube/api_error.h"
+
 namespace lockstep::controllers {
 namespace {
 
-// OK, or the error with what was being written.
-Status applyOne(kube::Client& client, const PlannedApply& a, bool status) {
+StatusOr<kube::Object> write(kube::Client& client, const PlannedApply& a, bool status) {
+  kube::Object object = a.object;
+  if (!a.resourceVersion.empty() && a.verb != WriteVerb::kMergePatch) {
+    object["metadata"]["resourceVersion"] = a.resourceVersion;
+  }
   kube::PatchParams params;
   params.fieldManager = a.fieldManager;
-  auto applied = status ? client.applyStatus(a.resource, a.object, params)
-                        : client.apply(a.resource, a.object, params);
+  switch (a.verb) {
+    case WriteVerb::kCreate: {
+      auto created = client.create(a.resource, object);
+      if (!created.isOk() && created.status().code() == Code::kAlreadyExists) return object;
+      return created;
+    }
+    case WriteVerb::kUpdate:
+      return status ? client.updateStatus(a.resource, object) : client.update(a.resource, object);
+    case WriteVerb::kMergePatch:
+      return client.mergePatch(a.resource, a.ns, a.name, object, status ? "status" : "");
+    case WriteVerb::kApply:
+      break;
+  }
+  return status ? client.applyStatus(a.resource, object, params)
+                : client.apply(a.resource, object, params);
+}
+
+// OK, or the error with what was being written (and its failure Event recorded).
+Status applyOne(kube::Client& client, kube::EventSink& events, const PlannedApply& a, bool status) {
+  auto applied = write(client, a, status);
   if (applied.isOk()) return Status::ok();
   if (a.ignoreNotFound && applied.status().code() == Code::kNotFound) return Status::ok();
+  if (a.failureEventOn && !a.failureEventReason.empty() &&
+      (a.failureEventWhenTransient || !kube::isTransient(applied.status()))) {
+    const std::string& m = applied.status().message();
+    (void)events.record(*a.failureEventOn, kube::kEventTypeWarning, a.failureEventReason,
+                        a.what.empty() ? m : a.what + ": " + m);
+  }
   return a.what.empty() ? applied.status() : applied.status().withContext(a.what);
 }
 
@@ -22,13 +51,14 @@ ExecutionOutcome execute(const ExecutionPlan& plan, kube::Client& client, kube::
                          const std::string& controller) {
   ExecutionOutcome out;
   for (const auto& a : plan.apply) {
-    if (Status s = applyOne(client, a, false); !s.isOk()) {
+    if (Status s = applyOne(client, events, a, false); !s.isOk()) {
       out.result = runtime::resultFor(s);
       return out;
     }
+    ++out.applied;
   }
   for (const auto& a : plan.applyStatus) {
-    if (Status s = applyOne(client, a, true); !s.isOk()) {
+    if (Status s = applyOne(client, events, a, true); !s.isOk()) {
       out.result = runtime::resultFor(s);
       return out;
     }
@@ -52,8 +82,9 @@ ExecutionOutcome execute(const ExecutionPlan& plan, kube::Client& client, kube::
     }
   }
   if (plan.status) {
-    Status s = applyOne(client, *plan.status, true);
-    if (!s.isOk() && s.code() != Code::kNotFound) {
+    Status s = applyOne(client, events, *plan.status, true);
+    // A Conflict (planned from a stale copy) or an unavailable server is retried: not an error.
+    if (!s.isOk() && s.code() != Code::kNotFound && !kube::isTransient(s)) {
       spdlog::error("{}: status of {} rejected: {}", controller,
                     kube::objectKey(plan.status->object), s.toString());
     }

@@ -19,6 +19,7 @@ namespace lockstep::controllers {
 struct ExecutionOutcome {
   runtime::Result result;
   bool statusWritten = false;
+  size_t applied = 0;  // entries of plan.apply written (the first failing one stops the plan)
 };
 
 ExecutionOutcome execute(const ExecutionPlan& plan, kube::Client& client, kube::EventSink& events,

@@ -1,8 +1,10 @@
 // ExecutionPlan: what one reconcile decided to write, as a value, so every
 // controller's shell executes a plan the same way (controllers/common/execute.h)
-// and every planner is tested without a server: owned objects to apply, owned
-// objects to prune, status of other objects this controller owns fields of,
-// Events, and the reconciled object's own status, which is written last.
+// and every planner is tested without a server: owned objects to write (a
+// server-side apply, or a create, an update guarded by the resourceVersion it
+// was planned from, a merge patch), owned objects to prune, status of other
+// objects this controller owns fields of, Events, and the reconciled object's
+// own status, which is written last.
 // Pure. Thread-safety: values.
 #pragma once
 
@@ -15,13 +17,34 @@
 
 namespace lockstep::controllers {
 
-// One server-side apply.
+// How a planned write reaches the API server.
+enum class WriteVerb {
+  kApply,       // server-side apply (forced, under fieldManager)
+  kCreate,      // POST; AlreadyExists means done (deterministic names make a retry harmless)
+  kUpdate,      // PUT, guarded by resourceVersion: a Conflict means "plan again"
+  kMergePatch,  // JSON merge patch of `object` onto ns/name
+};
+
+// One write. Every kind but kApply names its target by the object's metadata
+// (kMergePatch: `ns`/`name`, the object being the patch).
 struct PlannedApply {
   kube::Resource resource;
   kube::Object object;          // apiVersion, kind, metadata.name/namespace + the owned fields
   std::string fieldManager;     // "" = the client's default
   bool ignoreNotFound = false;  // the target may be gone meanwhile: not an error
   std::string what;             // for errors and logs: "marking ModelRelease v7"
+  WriteVerb verb = WriteVerb::kApply;
+  // Precondition: the resourceVersion the write was planned from ("" = none).
+  // Set on the object's metadata, so the server refuses a plan made on a stale
+  // copy with a Conflict (re-planned, never applied over the newer object).
+  std::string resourceVersion;
+  std::string ns, name;  // kMergePatch
+  // When the write fails: a Warning Event with this reason on `failureEventOn`
+  // (message: what + ": " + the error, or the error alone), unless the error
+  // is transient and failureEventWhenTransient is false.
+  kube::ObjectPtr failureEventOn;
+  std::string failureEventReason;
+  bool failureEventWhenTransient = true;
 };
 
 // An owned object no longer desired, deleted only if its uid still matches.
@@ -50,5 +73,13 @@ struct ExecutionPlan {
 // The body of a server-side apply of `status` on /status for the named object.
 kube::Object statusApply(const kube::Resource& resource, const std::string& ns,
                          const std::string& name, nlohmann::json status);
+
+// Planned writes, by verb.
+PlannedApply plannedApply(const kube::Resource& resource, kube::Object object, std::string what);
+PlannedApply plannedCreate(const kube::Resource& resource, kube::Object object, std::string what);
+// Guarded by the object's own metadata.resourceVersion (the copy it was planned from).
+PlannedApply plannedUpdate(const kube::Resource& resource, kube::Object object, std::string what);
+PlannedApply plannedMergePatch(const kube::Resource& resource, const std::string& ns,
+                               const std::string& name, nlohmann::json patch, std::string what);
 
 }  // namespace lockstep::controllers

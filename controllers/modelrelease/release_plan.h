@@ -1,7 +1,10 @@
 // ModelRelease reconcile planning (pure): from what the controller observed
 // (the release, its RuntimeEnv, the Jobs it owns and their pods) to the
 // status it must write, the Jobs to create or delete, Events and stage
-// outcomes. The contract is docs/modelrelease.md.
+// outcomes. It classifies the release (invalid spec, manual rollback
+// (rollback_plan.h), superseded, terminal, stale runtime), then dispatches the
+// first unfinished stage: a gate (gates/) or the prod stage, which it hands to
+// prod/ (plan.prod). The contract is docs/modelrelease.md.
 //
 // All state lives in the release's status and in owned objects with
 // deterministic names (`<release>-<stage>-<attempt>`), so a restarted operator
@@ -17,6 +20,8 @@
 #include <nlohmann/json.hpp>
 
 #include "api/v1alpha1/keys.h"
+#include "api/v1alpha1/model_release.h"
+#include "controllers/modelrelease/release_event.h"
 #include "controllers/modelrelease/runtime_pod.h"
 
 namespace lockstep::controllers {
@@ -42,18 +47,11 @@ struct ReleaseObserved {
   std::string rollbackFrom;
 };
 
-// The release reached its prod (serving) stage: the shell observes the
-// model's serving objects and plans the canary (canary_plan.h), then folds
-// that plan into this one (prod_plan.h).
+// The release reached its prod (serving) stage: prod/prod_plan.h plans the
+// canary on the model's serving objects and folds it into this plan (prod/fold.h).
 struct ProdStageRequest {
   std::string stage;
-  nlohmann::json stageSpec;  // spec.stages[i]
-};
-
-struct ReleaseEvent {
-  std::string type;  // Normal | Warning
-  std::string reason;
-  std::string message;
+  size_t index = 0;  // into spec.stages
 };
 
 // A stage that reached a final result in this plan (for metrics).
@@ -85,56 +83,14 @@ struct ReleasePlan {
   std::optional<ModelRollbackRequest> modelRollback;
 };
 
-// Phases (status.phase) and stage phases (status.stages[].phase).
-inline constexpr const char* kPhasePending = "Pending";
-inline constexpr const char* kPhaseEvaluating = "Evaluating";
-inline constexpr const char* kPhaseTesting = "Testing";
-inline constexpr const char* kPhaseValidated = "Validated";
-inline constexpr const char* kPhaseFailed = "Failed";
-inline constexpr const char* kPhaseCanary = "Canary";
-inline constexpr const char* kPhasePromoted = "Promoted";
-inline constexpr const char* kPhaseRolledBack = "RolledBack";
-inline constexpr const char* kPhaseSuperseded = "Superseded";
-inline constexpr const char* kStageWaitingForApproval = "WaitingForApproval";
-inline constexpr const char* kStageRunning = "Running";
-inline constexpr const char* kStageSucceeded = "Succeeded";
-inline constexpr const char* kStageFailed = "Failed";
-
-// Condition reasons of a release (stable API for users' alerts).
-inline constexpr const char* kReasonValidated = "Validated";
-inline constexpr const char* kReasonGateRunning = "GateRunning";
-inline constexpr const char* kReasonWaitingForApproval = "WaitingForApproval";
-inline constexpr const char* kReasonGateFailed = "GateFailed";
-inline constexpr const char* kReasonGateTimedOut = "GateTimedOut";
-inline constexpr const char* kReasonAborted = "Aborted";
-inline constexpr const char* kReasonInvalidSpec = "InvalidSpec";
-inline constexpr const char* kReasonRuntimeEnvNotFound = "RuntimeEnvNotFound";
-inline constexpr const char* kReasonRuntimeEnvNotReady = "RuntimeEnvNotReady";
-inline constexpr const char* kReasonRuntimeStale = "RuntimeStale";
-inline constexpr const char* kReasonSuperseded = "Superseded";
-inline constexpr const char* kReasonWaitingForMetrics = "WaitingForMetrics";
-inline constexpr const char* kReasonManualRollback = "ManualRollback";
-inline constexpr const char* kReasonRollbackRefused = "RollbackRefused";
-
 // Keys of api/v1alpha1/keys.h the planner reads (approvals, abort) and writes (labels).
 using api::v1alpha1::kAbortAnnotation;
 using api::v1alpha1::kApproveAnnotationPrefix;
 using api::v1alpha1::kReleaseLabel;
 using api::v1alpha1::kRollbackAnnotationPrefix;
-
-// The largest termination message a gate may report (the kubelet keeps 4 KiB).
-inline constexpr size_t kMaxTerminationMessage = 4096;
+// The duration grammar of every ModelRelease field.
+using api::v1alpha1::parseStageDuration;
 
 ReleasePlan planRelease(const ReleaseObserved& observed);
-
-// `<release>-<stage>-<attempt>`, at most 63 characters (a label value): longer
-// names keep a prefix and end in 8 hex digits of a hash of the full name.
-std::string gateJobName(const std::string& release, const std::string& stage, int attempt);
-
-// Parses a Go-style duration of whole units ("30m", "1h30m", "45s") to seconds.
-std::optional<int64_t> parseStageDuration(const std::string& text);
-
-// Seconds since the epoch of an RFC 3339 UTC timestamp ("2026-11-30T09:00:00Z").
-std::optional<int64_t> parseRfc3339(const std::string& text);
 
 }  // namespace lockstep::controllers

@@ -23,7 +23,7 @@ json envVar(const std::string& name, const std::string& value) {
 
 std::string quote(const std::string& s) { return "\"" + s + "\""; }
 
-std::optional<std::string> prepareContainer(json& c, const RuntimePod& pod) {
+Status prepareContainer(json& c, const RuntimePod& pod) {
   std::string image =
       c.contains("image") && c["image"].is_string() ? c["image"].get<std::string>() : std::string();
   if (image.empty()) {
@@ -31,9 +31,10 @@ std::optional<std::string> prepareContainer(json& c, const RuntimePod& pod) {
   } else if (image != pod.runtimeImage) {
     std::string name =
         c.contains("name") && c["name"].is_string() ? c["name"].get<std::string>() : std::string();
-    return "container " + quote(name) + " of " + pod.owner + " names image " + quote(image) +
-           "; Lockstep runs it on the RuntimeEnv's image " + quote(pod.runtimeImage) +
-           " (leave image empty)";
+    return Status(Code::kInvalidArgument, "container " + quote(name) + " of " + pod.owner +
+                                              " names image " + quote(image) +
+                                              "; Lockstep runs it on the RuntimeEnv's image " +
+                                              quote(pod.runtimeImage) + " (leave image empty)");
   }
   json& envs = arrayAt(c, "env");
   envs.push_back(envVar("LOCKSTEP_PACKAGE", pod.package));
@@ -42,7 +43,7 @@ std::optional<std::string> prepareContainer(json& c, const RuntimePod& pod) {
   envs.push_back(envVar("LOCKSTEP_MODEL_DIR", kModelDir));
   arrayAt(c, "volumeMounts")
       .push_back({{"name", kPackageVolume}, {"mountPath", kModelDir}, {"readOnly", true}});
-  return std::nullopt;
+  return Status::ok();
 }
 
 }  // namespace
@@ -51,7 +52,7 @@ const char* packageMountName(PackageMount m) {
   return m == PackageMount::kImageVolume ? "ImageVolume" : "InitContainer";
 }
 
-std::optional<std::string> prepareRuntimePod(json& tmpl, const RuntimePod& pod) {
+Status prepareRuntimePod(json& tmpl, const RuntimePod& pod) {
   if (!tmpl.is_object()) tmpl = json::object();
   json& meta = objectAt(tmpl, "metadata");
   json& labels = objectAt(meta, "labels");
@@ -64,20 +65,21 @@ std::optional<std::string> prepareRuntimePod(json& tmpl, const RuntimePod& pod) 
   json& spec = objectAt(tmpl, "spec");
   json& containers = spec["containers"];
   if (!containers.is_array() || containers.empty())
-    return "the pod template of " + pod.owner + " has no containers";
+    return Status(Code::kInvalidArgument,
+                  "the pod template of " + pod.owner + " has no containers");
   for (json& c : containers) {
-    if (auto err = prepareContainer(c, pod)) return err;
+    if (Status s = prepareContainer(c, pod); !s.isOk()) return s;
   }
   if (spec.contains("initContainers") && spec["initContainers"].is_array()) {
     for (json& c : spec["initContainers"]) {
-      if (auto err = prepareContainer(c, pod)) return err;
+      if (Status s = prepareContainer(c, pod); !s.isOk()) return s;
     }
   }
   json& volumes = arrayAt(spec, "volumes");
   if (pod.mount == PackageMount::kImageVolume) {
     volumes.push_back({{"name", kPackageVolume},
                        {"image", {{"reference", pod.package}, {"pullPolicy", "IfNotPresent"}}}});
-    return std::nullopt;
+    return Status::ok();
   }
   volumes.push_back({{"name", kPackageVolume}, {"emptyDir", json::object()}});
   json fetch = {
@@ -89,7 +91,7 @@ std::optional<std::string> prepareRuntimePod(json& tmpl, const RuntimePod& pod) 
       {"volumeMounts", json::array({{{"name", kPackageVolume}, {"mountPath", kModelDir}}})}};
   json& inits = arrayAt(spec, "initContainers");
   inits.insert(inits.begin(), fetch);
-  return std::nullopt;
+  return Status::ok();
 }
 
 }  // namespace lockstep::controllers

@@ -14,6 +14,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "common/status.h"
+
 namespace lockstep::controllers {
 
 // How the checkpoint package is mounted into Lockstep's pods.
@@ -37,9 +39,9 @@ struct RuntimePod {
   std::vector<std::string> fetchCommand;  // kInitContainer: fetches $LOCKSTEP_PACKAGE
 };
 
-// Rewrites the PodTemplateSpec `tmpl` in place. An error names what cannot run:
+// Rewrites the PodTemplateSpec `tmpl` in place. kInvalidArgument names what cannot run:
 // no containers, or a container (or init container) naming another image than
 // the RuntimeEnv's (a container without an image gets it).
-std::optional<std::string> prepareRuntimePod(nlohmann::json& tmpl, const RuntimePod& pod);
+Status prepareRuntimePod(nlohmann::json& tmpl, const RuntimePod& pod);
 
 }  // namespace lockstep::controllers

@@ -8,6 +8,17 @@ UpdateFilter generationChanged() {
   };
 }
 
+namespace {
+
+// The informer Manager::informer(resource) shares: every object of the kind.
+kube::InformerOptions informerFor(const kube::Resource& resource) {
+  kube::InformerOptions o;
+  o.resource = resource;
+  return o;
+}
+
+}  // namespace
+
 ControllerBuilder::ControllerBuilder(Manager& manager, std::string name)
     : manager_(manager), name_(std::move(name)) {}
 
@@ -18,19 +29,29 @@ ControllerBuilder& ControllerBuilder::workers(int n) {
 
 ControllerBuilder& ControllerBuilder::forKind(const kube::Resource& resource, UpdateFilter filter) {
   forKind_ = resource;
-  watches_.push_back({resource, requestForObject(), std::move(filter)});
+  watches_.push_back({informerFor(resource), requestForObject(), std::move(filter)});
   return *this;
 }
 
 ControllerBuilder& ControllerBuilder::owns(const kube::Resource& resource, UpdateFilter filter) {
+  return owns(informerFor(resource), std::move(filter));
+}
+
+ControllerBuilder& ControllerBuilder::owns(const kube::InformerOptions& informer,
+                                           UpdateFilter filter) {
   // The owner's group is known only once forKind was called; resolve at complete().
-  watches_.push_back({resource, nullptr, std::move(filter)});
+  watches_.push_back({informer, nullptr, std::move(filter)});
   return *this;
 }
 
 ControllerBuilder& ControllerBuilder::watches(const kube::Resource& resource, MapFunc map,
                                               UpdateFilter filter) {
-  watches_.push_back({resource, std::move(map), std::move(filter)});
+  return watches(informerFor(resource), std::move(map), std::move(filter));
+}
+
+ControllerBuilder& ControllerBuilder::watches(const kube::InformerOptions& informer, MapFunc map,
+                                              UpdateFilter filter) {
+  watches_.push_back({informer, std::move(map), std::move(filter)});
   return *this;
 }
 
@@ -41,7 +62,7 @@ Controller& ControllerBuilder::complete(std::shared_ptr<Reconciler> reconciler) 
   Controller& c = manager_.addController(std::move(options), std::move(reconciler));
   for (auto& w : watches_) {
     MapFunc map = w.map ? w.map : requestForOwner(forKind_.kind, forKind_.group);
-    c.watch(manager_.informer(w.resource), map, w.filter);
+    c.watch(manager_.informer(w.informer), map, w.filter);
   }
   return c;
 }

@@ -37,15 +37,19 @@ class ControllerBuilder {
   // A kind this controller creates: events map to the controlling owner of the
   // forKind kind (ownerReferences with controller: true).
   ControllerBuilder& owns(const kube::Resource& resource, UpdateFilter filter = nullptr);
+  // The same through the informer of `informer` (a label or field selector).
+  ControllerBuilder& owns(const kube::InformerOptions& informer, UpdateFilter filter = nullptr);
   // Any other kind, mapped to Requests by `map`.
   ControllerBuilder& watches(const kube::Resource& resource, MapFunc map,
+                             UpdateFilter filter = nullptr);
+  ControllerBuilder& watches(const kube::InformerOptions& informer, MapFunc map,
                              UpdateFilter filter = nullptr);
   // Registers the controller and its watches on the manager.
   Controller& complete(std::shared_ptr<Reconciler> reconciler);
 
  private:
   struct Watch {
-    kube::Resource resource;
+    kube::InformerOptions informer;
     MapFunc map;
     UpdateFilter filter;
   };

@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "api/image_ref.h"
+#include "api/v1alpha1/model_release.h"
 #include "webhooks/admission/approval_policy.h"
 #include "webhooks/admission/json_access.h"
 #include "webhooks/admission/release_actions.h"
@@ -274,10 +275,9 @@ std::string releaseId(const ModelReleaseReview& r) {
 
 std::vector<std::string> stageNames(const json* release) {
   std::vector<std::string> names;
-  const json* stages = ja::at(release, {"spec", "stages"});
-  if (!ja::isArray(stages)) return names;
-  for (const json& s : *stages) {
-    if (const std::string* n = ja::str(ja::child(&s, "name")); n != nullptr) names.push_back(*n);
+  if (release == nullptr) return names;
+  for (const api::v1alpha1::Stage& s : api::v1alpha1::decodeModelRelease(*release).spec.stages) {
+    if (!s.name.empty()) names.push_back(s.name);
   }
   return names;
 }
@@ -393,9 +393,9 @@ AccessRequest accessRequestFor(const ModelReleaseReview& r, std::string_view ver
 }
 
 std::optional<std::string> modelReleaseRuntimeEnvName(const json& release) {
-  const std::string* s = ja::str(ja::at(&release, {"spec", "runtimeEnvRef", "name"}));
-  if (s == nullptr || s->empty()) return std::nullopt;
-  return *s;
+  std::string name = api::v1alpha1::decodeModelRelease(release).spec.runtimeEnvName;
+  if (name.empty()) return std::nullopt;
+  return name;
 }
 
 Verdict validateModelRelease(const ModelReleaseReview& r) {

@@ -69,12 +69,49 @@ TEST(ModelReleaseView, DecodesTheWholeSpec) {
   ASSERT_TRUE(prod.canary.has_value());
   ASSERT_EQ(prod.canary->steps.size(), 3u);
   EXPECT_EQ(prod.canary->steps[1].weight, 50);
-  EXPECT_EQ(prod.canary->steps[1].pause.value, std::chrono::minutes(10));
-  EXPECT_FALSE(prod.canary->steps[2].pause.value.has_value());
-  ASSERT_TRUE(prod.canary->prometheus.has_value());
-  EXPECT_EQ(prod.canary->prometheus->max, 0.01);
-  EXPECT_EQ(prod.canary->prometheus->failureLimit, 2);
-  EXPECT_EQ(prod.canary->prometheus->interval.value, std::chrono::seconds(30));
+  EXPECT_EQ(prod.canary->steps[1].pause, "10m");
+  EXPECT_EQ(prod.canary->steps[2].pause, "");
+  ASSERT_TRUE(prod.canary->analysis.has_value());
+  EXPECT_TRUE(prod.canary->analysis->prometheusGiven);
+  EXPECT_EQ(prod.canary->analysis->max, 0.01);
+  EXPECT_EQ(prod.canary->analysis->failureLimit, 2);
+  EXPECT_EQ(prod.canary->analysis->interval.value, std::chrono::seconds(30));
+  EXPECT_EQ(r.prodStage(), &prod);
+
+  // The same stage checked for a rollout, as the canary planner runs it.
+  auto spec = canarySpecOf(prod);
+  ASSERT_TRUE(spec.isOk()) << spec.status().toString();
+  EXPECT_EQ(spec->replicas, 10);
+  EXPECT_EQ(spec->capacity, CapacityMode::kSurge);
+  ASSERT_EQ(spec->steps.size(), 3u);
+  EXPECT_EQ(spec->steps[1].pause, CanaryStep::Pause::kDuration);
+  EXPECT_EQ(spec->steps[1].pauseSeconds, 600);
+  EXPECT_EQ(spec->steps[2].pause, CanaryStep::Pause::kNone);
+  ASSERT_TRUE(spec->steps[0].analysis.has_value());  // the canary default, on every step
+  EXPECT_EQ(spec->steps[0].analysis->failureLimit, 2);
+  EXPECT_EQ(spec->steps[0].analysis->intervalSeconds, 30);
+  EXPECT_TRUE(checkStages(r.spec).isOk());
+}
+
+TEST(ModelReleaseView, ChecksNameTheField) {
+  ModelRelease r = decodeModelRelease(json::parse(kRelease));
+  r.spec.stages[0].gate->timeout = {"soon", std::nullopt};
+  Status s = checkStages(r.spec);
+  EXPECT_EQ(s.code(), Code::kInvalidArgument);
+  EXPECT_NE(s.message().find("spec.stages[0].gate.timeout \"soon\""), std::string::npos)
+      << s.message();
+  r.spec.stages.clear();
+  EXPECT_EQ(checkStages(r.spec).message(), "spec.stages is empty");
+
+  Stage prod = decodeModelRelease(json::parse(kRelease)).spec.stages[2];
+  prod.canary->steps[0].weight = 101;
+  auto bad = canarySpecOf(prod);
+  ASSERT_FALSE(bad.isOk());
+  EXPECT_EQ(bad.status().message(), "stage \"prod\".canary.steps[0].weight must be 0..100");
+  prod.canary->steps[0].weight = 10;
+  prod.canary->analysis->query = "";
+  EXPECT_EQ(canarySpecOf(prod).status().message(),
+            "stage \"prod\".canary.analysis.prometheus needs address and query");
 }
 
 TEST(ModelReleaseView, DecodesStatus) {
@@ -103,17 +140,23 @@ TEST(ModelReleaseView, DefaultsAndFallbacks) {
   EXPECT_EQ(indexByRuntimeEnv(o), std::vector<std::string>{});
   EXPECT_EQ(r.spec.stages[0].serving->replicas, 1);
   EXPECT_EQ(r.spec.stages[0].serving->port, 8080);
-  EXPECT_EQ(r.spec.stages[0].canary->prometheus->failureLimit, 1);
-  EXPECT_EQ(r.spec.stages[0].canary->prometheus->interval.text, "soon");
-  EXPECT_FALSE(r.spec.stages[0].canary->prometheus->interval.value.has_value());
+  // failureLimit defaults to 0, as in the CRD, docs/rollouts.md and the canary planner.
+  EXPECT_EQ(r.spec.stages[0].canary->analysis->failureLimit, 0);
+  EXPECT_EQ(r.spec.stages[0].canary->analysis->consecutiveErrorLimit, 4);
+  EXPECT_EQ(r.spec.stages[0].canary->analysis->interval.text, "soon");
+  EXPECT_FALSE(r.spec.stages[0].canary->analysis->interval.value.has_value());
+  EXPECT_EQ(canarySpecOf(r.spec.stages[0]).status().message(),
+            "stage \"prod\".canary.analysis.prometheus needs address and query");
   EXPECT_EQ(r.status.observedGeneration, -1);
 }
 
 TEST(ModelReleaseView, PhaseNamesRoundTrip) {
-  for (Phase p : {Phase::kPending, Phase::kRolledBack, Phase::kSuperseded}) {
+  for (Phase p : {Phase::kPending, Phase::kValidated, Phase::kRolledBack, Phase::kSuperseded}) {
     EXPECT_EQ(parsePhase(phaseName(p)), p);
   }
   EXPECT_EQ(phaseName(Phase::kRolledBack), "RolledBack");
+  EXPECT_EQ(phaseName(Phase::kValidated), kPhaseValidated);
+  EXPECT_EQ(parsePhase("Validated"), Phase::kValidated);
   EXPECT_EQ(stagePhaseName(StagePhase::kWaitingForApproval), "WaitingForApproval");
   EXPECT_EQ(parseStagePhase("Failed"), StagePhase::kFailed);
   EXPECT_FALSE(parsePhase("rolledback").has_value());

@@ -1,7 +1,10 @@
 // Table tests of the ModelRelease planner (controllers/modelrelease/release_plan.h)
 // and a simulated world that restarts the operator at every step.
 #include "controllers/modelrelease/release_plan.h"
-#include "controllers/modelrelease/prod_plan.h"
+#include "api/v1alpha1/conditions.h"
+#include "controllers/modelrelease/gates/gate_job.h"
+#include "controllers/modelrelease/prod/fold.h"
+#include "controllers/modelrelease/timestamps.h"
 
 #include <map>
 #include <string>
@@ -11,6 +14,7 @@
 namespace lockstep::controllers {
 namespace {
 
+using namespace api::v1alpha1;  // NOLINT(google-build-using-namespace): phases and reasons
 using nlohmann::json;
 
 const std::string kHash = "sha256:" + std::string(64, 'a');
@@ -560,7 +564,8 @@ TEST(ReleasePlan, ServingStageIsHandedToTheCanaryPlanner) {
   EXPECT_EQ(stage(plan, "prod")["phase"], "Running");
   ASSERT_TRUE(plan.prod.has_value());
   EXPECT_EQ(plan.prod->stage, "prod");
-  EXPECT_TRUE(plan.prod->stageSpec.contains("serving")) << plan.prod->stageSpec;
+  EXPECT_EQ(plan.prod->index, 1u);  // spec.stages[1], the serving stage
+  EXPECT_TRUE(release["spec"]["stages"][plan.prod->index].contains("serving"));
   EXPECT_TRUE(plan.jobsToCreate.empty());
 
   // A stale runtime starts no canary.

@@ -1,7 +1,11 @@
-// Table tests of the prod-stage planner (controllers/modelrelease/canary_plan.h)
-// and a simulated world (Deployments, pods, Prometheus) that restarts the
-// operator at every step.
-#include "controllers/modelrelease/canary_plan.h"
+// Table tests of the canary decision (controllers/modelrelease/prod/canary_plan.h;
+// the canary spec as api/v1alpha1/model_release.h checks it) and a simulated
+// world (Deployments, pods, Prometheus) that restarts the operator at every step.
+#include "controllers/modelrelease/prod/canary_plan.h"
+
+#include "api/v1alpha1/conditions.h"
+#include "controllers/modelrelease/prod/canary_observe.h"
+#include "controllers/modelrelease/prod/serving_objects.h"
 
 #include <algorithm>
 #include <ctime>
@@ -14,7 +18,18 @@
 namespace lockstep::controllers {
 namespace {
 
+using namespace api::v1alpha1;  // NOLINT(google-build-using-namespace): reasons, CanarySpec
 using nlohmann::json;
+
+// The prod stage `stage` through the one decoder (api/v1alpha1/model_release.h):
+// nullopt, or the error message naming the field.
+std::optional<std::string> decodeCanarySpec(const json& stage, CanarySpec& out) {
+  const ModelRelease r = decodeModelRelease({{"spec", {{"stages", json::array({stage})}}}});
+  auto spec = canarySpecOf(r.spec.stages.at(0));
+  if (!spec.isOk()) return spec.status().message();
+  out = *spec;
+  return std::nullopt;
+}
 
 const std::string kHash = "sha256:" + std::string(64, 'a');
 const std::string kOldHash = "sha256:" + std::string(64, 'd');
@@ -23,6 +38,9 @@ const std::string kPackage = "registry.example/models/gpt2@sha256:" + std::strin
 const std::string kOldPackage = "registry.example/models/gpt2@sha256:" + std::string(64, 'e');
 const int64_t kT0 = 1796032800;  // 2026-11-30T10:00:00Z
 
+Measurement value(int64_t at, double v) { return {at, v, ""}; }
+Measurement error(int64_t at, const std::string& e = "empty result") { return {at, {}, e}; }
+
 std::string rfc(int64_t unix) {
   std::time_t t = static_cast<std::time_t>(unix);
   std::tm tm{};
@@ -30,358 +48,6 @@ std::string rfc(int64_t unix) {
   char buf[32];
   std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
   return buf;
-}
-
-// ---- replica math --------------------------------------------------------------------------
-
-// Argo Rollouts' own vectors (utils/replicaset/canary_test.go,
-// TestApproximateWeightedNewStableReplicaCounts): {replicas, weight, maxSurge, canary, stable}.
-TEST(CanaryReplicas, TargetCountsMatchArgoRollouts) {
-  struct Row {
-    int replicas, weight, maxSurge, canary, stable;
-  };
-  const Row rows[] = {
-      {1, 0, 0, 0, 1},     {1, 1, 0, 0, 1},   {1, 49, 0, 0, 1},  {1, 50, 0, 1, 0},
-      {1, 99, 0, 1, 0},    {1, 100, 0, 1, 0}, {1, 0, 1, 0, 1},   {1, 1, 1, 1, 1},
-      {1, 49, 1, 1, 1},    {1, 50, 1, 1, 1},  {1, 99, 1, 1, 1},  {1, 100, 1, 1, 0},
-      {2, 0, 0, 0, 2},     {2, 1, 0, 1, 1},   {2, 50, 0, 1, 1},  {2, 99, 0, 1, 1},
-      {2, 100, 0, 2, 0},   {2, 0, 1, 0, 2},   {2, 1, 1, 1, 2},   {2, 50, 1, 1, 1},
-      {2, 99, 1, 2, 1},    {2, 100, 1, 2, 0}, {3, 10, 0, 1, 2},  {3, 25, 0, 1, 2},
-      {3, 33, 0, 1, 2},    {3, 34, 0, 1, 2},  {3, 49, 0, 1, 2},  {3, 50, 0, 2, 1},
-      {3, 10, 1, 1, 3},    {3, 25, 1, 1, 3},  {3, 33, 1, 1, 2},  {3, 34, 1, 1, 2},
-      {3, 49, 1, 2, 2},    {3, 50, 1, 2, 2},  {10, 0, 1, 0, 10}, {10, 1, 0, 1, 9},
-      {10, 14, 0, 1, 9},   {10, 15, 0, 2, 8}, {10, 16, 0, 2, 8}, {10, 99, 0, 9, 1},
-      {10, 1, 1, 1, 10},   {10, 18, 1, 2, 9}, {10, 19, 1, 2, 9}, {10, 20, 1, 2, 8},
-      {10, 23, 1, 2, 8},   {10, 24, 1, 3, 8}, {10, 25, 1, 3, 8}, {10, 99, 1, 10, 1},
-      {10, 100, 1, 10, 0},
-  };
-  for (const Row& r : rows) {
-    auto got = targetReplicaCounts(r.replicas, r.weight,
-                                   r.maxSurge ? CapacityMode::kSurge : CapacityMode::kDrain);
-    EXPECT_EQ(got.canary, r.canary)
-        << r.replicas << " replicas at " << r.weight << "% surge " << r.maxSurge;
-    EXPECT_EQ(got.stable, r.stable)
-        << r.replicas << " replicas at " << r.weight << "% surge " << r.maxSurge;
-  }
-}
-
-// Drives nextReplicaCounts with pods that become Ready one tick after they are
-// requested; returns the spec counts seen, checking the surge/unavailable bounds.
-// With `slow`, pods become Ready only every other tick (a slow warm-up).
-std::vector<ReplicaCounts> progression(int total, ReplicaCounts from, ReplicaCounts target,
-                                       CapacityMode mode, bool slow = false) {
-  std::vector<ReplicaCounts> seen;
-  TrackObserved canary{from.canary, from.canary}, stable{from.stable, from.stable};
-  for (int tick = 0; tick < 100; ++tick) {
-    ReplicaCounts next = nextReplicaCounts(total, target, canary, stable, mode);
-    EXPECT_LE(next.canary + next.stable, total + (mode == CapacityMode::kSurge ? 1 : 0));
-    // Pods removed are gone at once; pods added become Ready next tick.
-    int readyNow =
-        std::min(canary.readyReplicas, next.canary) + std::min(stable.readyReplicas, next.stable);
-    EXPECT_GE(readyNow, total - (mode == CapacityMode::kSurge ? 0 : 1))
-        << "tick " << tick << ": availability broken";
-    if (seen.empty() || !(seen.back() == next)) seen.push_back(next);
-    canary = {next.canary, std::min(canary.readyReplicas, next.canary)};
-    stable = {next.stable, std::min(stable.readyReplicas, next.stable)};
-    if (next == ReplicaCounts{canary.specReplicas, stable.specReplicas} &&
-        canary.readyReplicas == next.canary && stable.readyReplicas == next.stable &&
-        next == target)
-      break;
-    if (slow && tick % 2 == 0) continue;
-    canary.readyReplicas = canary.specReplicas;  // Ready by the next tick
-    stable.readyReplicas = stable.specReplicas;
-  }
-  return seen;
-}
-
-TEST(CanaryReplicas, SurgeAddsOneCanaryThenRemovesOneStable) {
-  auto seen = progression(4, {0, 4}, {2, 2}, CapacityMode::kSurge);
-  std::vector<ReplicaCounts> want = {{1, 4}, {1, 3}, {2, 3}, {2, 2}};
-  ASSERT_EQ(seen.size(), want.size());
-  for (size_t i = 0; i < want.size(); ++i) {
-    EXPECT_EQ(seen[i].canary, want[i].canary) << i;
-    EXPECT_EQ(seen[i].stable, want[i].stable) << i;
-  }
-}
-
-TEST(CanaryReplicas, DrainRemovesOneStableThenAddsOneCanary) {
-  auto seen = progression(4, {0, 4}, {2, 2}, CapacityMode::kDrain);
-  std::vector<ReplicaCounts> want = {{0, 3}, {1, 3}, {1, 2}, {2, 2}};
-  ASSERT_EQ(seen.size(), want.size());
-  for (size_t i = 0; i < want.size(); ++i) {
-    EXPECT_EQ(seen[i].canary, want[i].canary) << i;
-    EXPECT_EQ(seen[i].stable, want[i].stable) << i;
-  }
-}
-
-TEST(CanaryReplicas, BoundsHoldForEveryWeightAndBothDirections) {
-  for (CapacityMode mode : {CapacityMode::kSurge, CapacityMode::kDrain}) {
-    for (int total : {1, 2, 3, 5, 10}) {
-      for (int w : {0, 10, 33, 50, 90, 100}) {
-        SCOPED_TRACE(std::to_string(total) + " at " + std::to_string(w));
-        ReplicaCounts target = targetReplicaCounts(total, w, mode);
-        for (bool slow : {false, true}) {
-          auto up = progression(total, {0, total}, target, mode, slow);
-          ASSERT_FALSE(up.empty());
-          EXPECT_TRUE(up.back() == target);
-          auto back = progression(total, target, {0, total}, mode, slow);  // abort from there
-          EXPECT_TRUE(back.back() == (ReplicaCounts{0, total}));
-        }
-      }
-    }
-  }
-}
-
-TEST(CanaryReplicas, NotReadyCanaryHoldsTheStable) {
-  // A canary pod requested but not Ready: the stable keeps all its pods.
-  auto next = nextReplicaCounts(4, {2, 2}, {1, 0}, {4, 4}, CapacityMode::kSurge);
-  EXPECT_EQ(next.canary, 1);
-  EXPECT_EQ(next.stable, 4);
-}
-
-json pod(const std::string& name, const std::string& track, const std::string& release,
-         const std::string& node, bool ready, bool deleting = false) {
-  json p = {
-      {"metadata",
-       {{"name", name},
-        {"labels", {{"lockstep.dev/track", track}, {"lockstep.dev/release", release}}}}},
-      {"spec", {{"nodeName", node}}},
-      {"status",
-       {{"conditions", json::array({{{"type", "Ready"}, {"status", ready ? "True" : "False"}}})}}}};
-  if (deleting) p["metadata"]["deletionTimestamp"] = "2026-11-30T10:00:00Z";
-  return p;
-}
-
-TEST(CanaryReplicas, WeightCountsOnlyReadyCanaryPodsWhoseGpuIsFree) {
-  std::vector<json> pods = {
-      pod("c1", "canary", "v2", "gpu-1", true),
-      pod("c2", "canary", "v2", "gpu-2", false),  // warming up
-      pod("c3", "canary", "v2", "gpu-3", true),   // but the old pod on gpu-3 still terminates
-      pod("s1", "stable", "v1", "gpu-3", true, true),
-      pod("c4", "canary", "v1", "gpu-4", true),  // another release's canary
-      pod("s2", "stable", "v1", "gpu-5", true),
-  };
-  EXPECT_EQ(countReadyPods(pods, "canary", "v2"), 1);
-  EXPECT_EQ(countReadyPods(pods, "stable", "v1"), 1);
-}
-
-// ---- analysis -------------------------------------------------------------------------------
-
-PrometheusAnalysis analysis(int failureLimit = 0, int errorLimit = 4) {
-  PrometheusAnalysis a;
-  a.address = "http://prometheus:9090";
-  a.query = "q";
-  a.max = 0.01;
-  a.intervalSeconds = 30;
-  a.failureLimit = failureLimit;
-  a.consecutiveErrorLimit = errorLimit;
-  return a;
-}
-
-Measurement value(int64_t at, double v) { return {at, v, ""}; }
-Measurement error(int64_t at, const std::string& e = "empty result") { return {at, {}, e}; }
-
-TEST(CanaryAnalysis, Table) {
-  struct Row {
-    const char* name;
-    int failureLimit, errorLimit, count;
-    std::vector<Measurement> ms;
-    AnalysisPhase want;
-    const char* reason;
-    int64_t nextAt;  // when running
-  };
-  const std::vector<Row> rows = {
-      {"no measurement yet: due at the start", 0, 4, 3, {}, AnalysisPhase::kRunning, "", kT0},
-      {"one pass of three: next after interval",
-       0,
-       4,
-       3,
-       {value(kT0, 0.001)},
-       AnalysisPhase::kRunning,
-       "",
-       kT0 + 30},
-      {"count reached",
-       0,
-       4,
-       2,
-       {value(kT0, 0.001), value(kT0 + 30, 0.0)},
-       AnalysisPhase::kPassed,
-       "",
-       0},
-      {"one failure with failureLimit 0 fails",
-       0,
-       4,
-       3,
-       {value(kT0, 0.5)},
-       AnalysisPhase::kFailed,
-       kReasonAnalysisFailed,
-       0},
-      {"failures up to failureLimit are tolerated",
-       1,
-       4,
-       3,
-       {value(kT0, 0.5), value(kT0 + 30, 0.0), value(kT0 + 60, 0.0)},
-       AnalysisPhase::kPassed,
-       "",
-       0},
-      {"failed > failureLimit fails",
-       1,
-       4,
-       5,
-       {value(kT0, 0.5), value(kT0 + 30, 0.7)},
-       AnalysisPhase::kFailed,
-       kReasonAnalysisFailed,
-       0},
-      {"an error is not a failure and retries after 10s",
-       0,
-       4,
-       1,
-       {error(kT0)},
-       AnalysisPhase::kRunning,
-       "",
-       kT0 + 10},
-      {"errors do not count toward count",
-       0,
-       4,
-       1,
-       {error(kT0), error(kT0 + 10)},
-       AnalysisPhase::kRunning,
-       "",
-       kT0 + 20},
-      {"consecutive errors up to the limit are tolerated",
-       0,
-       2,
-       1,
-       {error(kT0), error(kT0 + 10)},
-       AnalysisPhase::kRunning,
-       "",
-       kT0 + 20},
-      {"consecutive errors > limit fail: never a silent pass",
-       0,
-       2,
-       1,
-       {error(kT0), error(kT0 + 10), error(kT0 + 20)},
-       AnalysisPhase::kFailed,
-       kReasonAnalysisError,
-       0},
-      {"a value resets the consecutive errors",
-       0,
-       2,
-       3,
-       {error(kT0), error(kT0 + 10), value(kT0 + 20, 0.0), error(kT0 + 50), error(kT0 + 60)},
-       AnalysisPhase::kRunning,
-       "",
-       kT0 + 70},
-      {"NaN is an error",
-       0,
-       0,
-       1,
-       {value(kT0, std::nan(""))},
-       AnalysisPhase::kFailed,
-       kReasonAnalysisError,
-       0},
-  };
-  for (const Row& r : rows) {
-    SCOPED_TRACE(r.name);
-    PrometheusAnalysis a = analysis(r.failureLimit, r.errorLimit);
-    AnalysisCounters c;
-    for (const Measurement& m : r.ms) recordMeasurement(c, a, m);
-    AnalysisVerdict v = assessAnalysis(c, a, r.count, kT0);
-    EXPECT_EQ(v.phase, r.want) << v.message;
-    EXPECT_EQ(v.reason, r.reason);
-    if (r.want == AnalysisPhase::kRunning) {
-      EXPECT_EQ(v.nextMeasurementAtUnix, r.nextAt);
-    }
-  }
-}
-
-TEST(CanaryAnalysis, MinBoundAndDerivedCount) {
-  PrometheusAnalysis a = analysis();
-  a.max.reset();
-  a.min = 0.9;
-  AnalysisCounters c;
-  recordMeasurement(c, a, value(kT0, 0.95));
-  recordMeasurement(c, a, value(kT0 + 30, 0.5));
-  EXPECT_EQ(c.successful, 1);
-  EXPECT_EQ(c.failed, 1);
-  CanaryStep s;
-  s.analysis = analysis();
-  EXPECT_EQ(effectiveCount(s), 1);
-  s.pause = CanaryStep::Pause::kDuration;
-  s.pauseSeconds = 300;
-  EXPECT_EQ(effectiveCount(s), 10);  // one per 30s interval over a 5m pause
-  s.analysis->count = 4;
-  EXPECT_EQ(effectiveCount(s), 4);
-}
-
-// ---- GPU capacity -----------------------------------------------------------------------------
-
-TEST(CanaryGpu, PreCheckFitsNodeByNode) {
-  EXPECT_TRUE(gpuPreCheck({2, {1, 1, 1}}, 1).go == false);  // 3 free, but no node has 2
-  EXPECT_TRUE(gpuPreCheck({2, {1, 2}}, 1).go);
-  EXPECT_FALSE(gpuPreCheck({2, {2, 1}}, 2).go);
-  EXPECT_TRUE(gpuPreCheck({1, {0, 0}}, 0).go);
-  EXPECT_TRUE(gpuPreCheck({0, {}}, 3).go);  // no GPU requested
-  auto check = gpuPreCheck({1, {0, 0}}, 1);
-  EXPECT_FALSE(check.go);
-  EXPECT_NE(check.message.find("2 compatible node(s) have 0 free GPU(s)"), std::string::npos)
-      << check.message;
-}
-
-json gpuNode(const std::string& name, const std::string& gpus, const std::string& driverMajor,
-             bool unschedulable = false) {
-  json n = {{"metadata",
-             {{"name", name},
-              {"labels",
-               {{"nvidia.com/cuda.driver.major", driverMajor},
-                {"nvidia.com/cuda.driver.minor", "10"},
-                {"nvidia.com/cuda.driver.rev", "0"}}}}},
-            {"spec", json::object()},
-            {"status", {{"allocatable", {{"cpu", "64"}, {"nvidia.com/gpu", gpus}}}}}};
-  if (unschedulable) n["spec"]["unschedulable"] = true;
-  return n;
-}
-
-json boundPod(const std::string& node, int gpus, const std::string& phase = "Running",
-              bool asLimit = false) {
-  json res = {{asLimit ? "limits" : "requests", {{"nvidia.com/gpu", std::to_string(gpus)}}}};
-  return {
-      {"spec",
-       {{"nodeName", node}, {"containers", json::array({{{"name", "c"}, {"resources", res}}})}}},
-      {"status", {{"phase", phase}}}};
-}
-
-TEST(CanaryPlan, GpuCapacityCountsFreeGpusOnCompatibleNodesOnly) {
-  std::vector<json> nodes = {gpuNode("gpu-a", "8", "570"), gpuNode("gpu-b", "8", "570"),
-                             gpuNode("gpu-old", "8", "525"), gpuNode("gpu-off", "8", "570", true),
-                             gpuNode("cpu", "0", "570")};
-  std::vector<json> pods = {boundPod("gpu-a", 4), boundPod("gpu-a", 3, "Running", true),
-                            boundPod("gpu-a", 8, "Succeeded"), boundPod("gpu-b", 8),
-                            boundPod("gpu-old", 1)};
-  GpuCapacity cap = gpuCapacityOf(2, nodes, pods, "550.54.14");
-  EXPECT_EQ(cap.gpusPerPod, 2);
-  // gpu-a: 8 - 4 - 3 (a limit counts as the request; a Succeeded pod holds nothing);
-  // gpu-b full; gpu-old's driver is too old, gpu-off is cordoned, cpu has no GPU.
-  EXPECT_EQ(cap.freePerNode, (std::vector<int64_t>{1, 0}));
-  EXPECT_FALSE(gpuPreCheck(cap, 1).go);
-  // Without a driver floor, the old-driver node counts too.
-  EXPECT_EQ(gpuCapacityOf(2, nodes, pods, "").freePerNode, (std::vector<int64_t>{1, 0, 7}));
-}
-
-TEST(CanaryPlan, PodGpuRequestCountsLikeTheScheduler) {
-  json spec = {
-      {"containers", json::array({{{"resources", {{"requests", {{"nvidia.com/gpu", "1"}}}}}},
-                                  {{"resources", {{"limits", {{"nvidia.com/gpu", 2}}}}}},
-                                  {{"resources", {{"requests", {{"cpu", "1"}}}}}}})},
-      {"initContainers",
-       json::array({{{"resources", {{"requests", {{"nvidia.com/gpu", "2"}}}}}}})}};
-  EXPECT_EQ(podGpuRequest(spec), 3);
-  spec["initContainers"][0]["resources"]["requests"]["nvidia.com/gpu"] = "4";
-  EXPECT_EQ(podGpuRequest(spec), 4);  // the largest init container wins
-  spec["containers"][0]["resources"]["requests"]["nvidia.com/gpu"] = "500m";
-  spec["initContainers"] = json::array();
-  EXPECT_EQ(podGpuRequest(spec), 2);  // a malformed quantity counts as 0
-  EXPECT_EQ(podGpuRequest(json("not a spec")), 0);
 }
 
 // ---- decoding ---------------------------------------------------------------------------------
@@ -799,69 +465,6 @@ TEST(CanaryPlan, FirstReleaseOfAModelHasNoStable) {
   auto rb = planCanary(o2);
   EXPECT_EQ(rb.replicas.canary, 0);
   EXPECT_EQ(rb.replicas.stable, 0);
-}
-
-// ---- desired objects ---------------------------------------------------------------------------
-
-ServingRelease servingRelease() {
-  return {"gpt2-v2",
-          kPackage,
-          kHash,
-          "torch",
-          kImage,
-          {{"spec",
-            {{"containers", json::array({{{"name", "server"}, {"args", {"--port", "8080"}}}})}}}}};
-}
-
-TEST(CanaryObjects, DeploymentRunsThePackageByDigestOnTheValidatedRuntime) {
-  ServingObjectsInput in{
-      "gpt2", "ml", 8080, CapacityMode::kSurge, PackageMount::kImageVolume, {}, "anchor-uid"};
-  auto built = buildServingDeployment(in, kTrackCanary, servingRelease(), 3);
-  ASSERT_EQ(built.error, "");
-  const json& d = built.deployment;
-  EXPECT_EQ(d["metadata"]["name"], "gpt2-canary");
-  EXPECT_EQ(d["metadata"]["labels"]["lockstep.dev/track"], "canary");
-  EXPECT_EQ(d["metadata"]["ownerReferences"][0]["kind"], "ConfigMap");
-  EXPECT_EQ(d["metadata"]["ownerReferences"][0]["name"], "lockstep-model-gpt2");
-  EXPECT_EQ(d["spec"]["replicas"], 3);
-  EXPECT_EQ(d["spec"]["strategy"]["rollingUpdate"]["maxSurge"], 1);
-  EXPECT_EQ(d["spec"]["strategy"]["rollingUpdate"]["maxUnavailable"], 0);
-  EXPECT_EQ(d["spec"]["selector"]["matchLabels"]["lockstep.dev/track"], "canary");
-  const json& t = d["spec"]["template"];
-  EXPECT_EQ(t["metadata"]["labels"]["lockstep.dev/model"], "gpt2");
-  EXPECT_EQ(t["metadata"]["labels"]["lockstep.dev/release"], "gpt2-v2");
-  EXPECT_EQ(t["metadata"]["labels"]["lockstep.dev/runtime-env"], "torch");
-  EXPECT_EQ(t["metadata"]["annotations"]["lockstep.dev/closure-hash"], kHash);
-  const json& c = t["spec"]["containers"][0];
-  EXPECT_EQ(c["image"], kImage);
-  EXPECT_EQ(c["volumeMounts"][0]["readOnly"], true);
-  EXPECT_EQ(t["spec"]["volumes"][0]["image"]["reference"], kPackage);
-  // Every selector label is on the pods.
-  for (const auto& [k, v] : d["spec"]["selector"]["matchLabels"].items())
-    EXPECT_EQ(t["metadata"]["labels"][k], v) << k;
-  json svc = buildModelService(in);
-  EXPECT_EQ(svc["metadata"]["name"], "gpt2");
-  for (const auto& [k, v] : svc["spec"]["selector"].items())
-    EXPECT_EQ(t["metadata"]["labels"][k], v) << k;
-  EXPECT_FALSE(svc["spec"]["selector"].contains("lockstep.dev/track")) << "both tracks serve";
-}
-
-TEST(CanaryObjects, DrainStrategyInitContainerModeAndForeignImage) {
-  ServingObjectsInput in{
-      "gpt2", "ml", 8080, CapacityMode::kDrain, PackageMount::kInitContainer, {"sh", "-c", "fetch"},
-      ""};
-  auto built = buildServingDeployment(in, kTrackStable, servingRelease(), 4);
-  ASSERT_EQ(built.error, "");
-  const json& d = built.deployment;
-  EXPECT_EQ(d["spec"]["strategy"]["rollingUpdate"]["maxSurge"], 0);
-  EXPECT_EQ(d["spec"]["strategy"]["rollingUpdate"]["maxUnavailable"], 1);
-  EXPECT_TRUE(d["metadata"]["ownerReferences"].empty());
-  EXPECT_EQ(d["spec"]["template"]["spec"]["initContainers"][0]["name"], "lockstep-fetch-package");
-  EXPECT_EQ(d["spec"]["template"]["spec"]["initContainers"][0]["image"], kImage);
-  auto r = servingRelease();
-  r.podTemplate["spec"]["containers"][0]["image"] = "docker.io/library/python:3.12";
-  auto bad = buildServingDeployment(in, kTrackStable, r, 4);
-  EXPECT_NE(bad.error.find("names image"), std::string::npos) << bad.error;
 }
 
 // ---- a simulated world with a restart at every step -----------------------------------------

@@ -1,22 +1,25 @@
-#include "controllers/modelrelease/stage_tags.h"
+#include "controllers/modelrelease/tags/stage_tag_plan.h"
 
 #include <algorithm>
 
 #include "api/image_ref.h"
-#include "controllers/modelrelease/release_plan.h"
+#include "api/v1alpha1/model_release.h"
+#include "controllers/modelrelease/timestamps.h"
 #include "operator/kube/conditions.h"
 
 namespace lockstep::controllers {
 namespace {
 
+namespace v1 = api::v1alpha1;
 using nlohmann::json;
+using v1::kPhasePromoted;
+using v1::kPhaseRolledBack;
+using v1::kStageSucceeded;
 
 constexpr int64_t kFirstBackoffSeconds = 10;
 constexpr int64_t kMaxBackoffSeconds = 300;
 
-std::string str(const json& o, const char* key) {
-  return o.is_object() && o.contains(key) && o[key].is_string() ? o[key].get<std::string>() : "";
-}
+std::string str(const json& o, const char* key) { return v1::decode::string(o, key); }
 
 const json* entryOf(const json& entries, const std::string& tag) {
   if (!entries.is_array()) return nullptr;
@@ -32,29 +35,6 @@ std::string digestOf(const std::string& package) {
 
 }  // namespace
 
-std::optional<std::string> decodeStageTagSettings(const json& release, StageTagSettings& out) {
-  out = StageTagSettings{};
-  const json* spec = release.contains("spec") ? &release["spec"] : nullptr;
-  if (spec == nullptr || !spec->is_object() || !spec->contains("registryTags")) return std::nullopt;
-  const json& rt = (*spec)["registryTags"];
-  if (!rt.is_object()) return std::string("spec.registryTags must be an object");
-  if (rt.contains("enabled")) {
-    if (!rt["enabled"].is_boolean())
-      return std::string("spec.registryTags.enabled must be a boolean");
-    out.enabled = rt["enabled"].get<bool>();
-  } else {
-    out.enabled = true;  // giving the block turns it on; enabled: false turns it off again
-  }
-  if (rt.contains("secretRef")) {
-    const json& ref = rt["secretRef"];
-    if (!ref.is_object() || !ref.contains("name") || !ref["name"].is_string() ||
-        ref["name"].get<std::string>().empty())
-      return std::string("spec.registryTags.secretRef.name must be a non-empty string");
-    out.secretName = ref["name"].get<std::string>();
-  }
-  return std::nullopt;
-}
-
 int64_t stageTagBackoffSeconds(int attempts) {
   int64_t s = kFirstBackoffSeconds;
   for (int i = 1; i < attempts && s < kMaxBackoffSeconds; ++i) s *= 2;
@@ -63,17 +43,15 @@ int64_t stageTagBackoffSeconds(int attempts) {
 
 StageTagsPlan planStageTags(const StageTagsObserved& o) {
   StageTagsPlan plan;
-  const json spec = o.release.value("spec", json::object());
-  const std::string package = str(spec, "package");
-  const std::string self = o.release.value("/metadata/name"_json_pointer, std::string());
-  const json& stagesSpec =
-      spec.contains("stages") && spec["stages"].is_array() ? spec["stages"] : json::array();
+  const v1::ModelRelease release = v1::decodeModelRelease(o.release);
+  const std::string& package = release.spec.package;
+  const std::string& self = release.meta.name;
   const json stagesStatus = o.status.value("stages", json::array());
   const std::string phase = str(o.status, "phase");
-  for (const json& st : stagesSpec) {
-    const std::string name = str(st, "name");
+  for (const v1::Stage& st : release.spec.stages) {
+    const std::string& name = st.name;
     if (name.empty()) continue;
-    if (st.contains("serving")) {
+    if (st.serving) {
       if (phase == kPhasePromoted) {
         plan.wanted.push_back({name, package, "release " + self + " promoted"});
       } else if (phase == kPhaseRolledBack && !o.promotedPackage.empty() &&

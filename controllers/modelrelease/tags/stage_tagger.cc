@@ -1,9 +1,10 @@
-#include "controllers/modelrelease/stage_tagger.h"
+#include "controllers/modelrelease/tags/stage_tagger.h"
 
 #include <spdlog/spdlog.h>
 
+#include "api/v1alpha1/model_release.h"
 #include "api/v1alpha1/resources.h"
-#include "controllers/modelrelease/stage_tags.h"
+#include "controllers/modelrelease/tags/stage_tag_plan.h"
 #include "operator/kube/object.h"
 #include "operator/kube/resource.h"
 #include "operator/registry/connect.h"
@@ -69,14 +70,15 @@ StatusOr<std::optional<registry::Credentials>> StageTagger::credentials(const st
 int64_t StageTagger::run(const json& release, const json& plannedStatus,
                          const std::string& promotedRelease, const std::string& promotedPackage,
                          const std::string& now, int64_t nowUnix) {
-  StageTagSettings settings;
   const std::string key = kube::namespaceOf(release) + "/" + kube::name(release);
-  if (auto err = decodeStageTagSettings(release, settings)) {
-    spdlog::warn("modelrelease {}: registry tags off: {}", key, *err);
+  auto settings = api::v1alpha1::registryTagsOf(release);
+  if (!settings.isOk()) {
+    spdlog::warn("modelrelease {}: registry tags off: {}", key, settings.status().message());
     return 0;
   }
-  if (!settings.enabled) return 0;
-  const std::string uid = release.value("/metadata/uid"_json_pointer, std::string());
+  if (!settings->enabled) return 0;
+  const api::v1alpha1::ObjectMeta meta = api::v1alpha1::decodeMeta(release);
+  const std::string& uid = meta.uid;
   json status = plannedStatus;
   {
     std::lock_guard<std::mutex> lock(mu_);
@@ -99,7 +101,7 @@ int64_t StageTagger::run(const json& release, const json& plannedStatus,
     }
     r.reference = ref->name() + ":" + t.tag;
     r.digest = ref->digest;
-    auto creds = credentials(ns, settings.secretName, ref->registry);
+    auto creds = credentials(ns, settings->secretName, ref->registry);
     if (!creds.isOk()) {
       r.error = creds.status().message();
       results.push_back(r);
@@ -115,7 +117,7 @@ int64_t StageTagger::run(const json& release, const json& plannedStatus,
     results.push_back(r);
   }
 
-  const int64_t generation = release.value("/metadata/generation"_json_pointer, int64_t{0});
+  const int64_t generation = meta.generation;
   StageTagsStatus st = foldStageTagResults(status, plan.wanted, results, generation, now);
   json apply = {
       {"apiVersion", api::v1alpha1::kModelReleases.apiVersion()},

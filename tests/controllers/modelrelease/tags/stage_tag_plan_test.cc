@@ -1,6 +1,9 @@
-// Table tests of the registry stage-tag decisions (stage_tags.h): which tags a
-// release answers for, which are due now, back-off, and what is recorded.
-#include "controllers/modelrelease/stage_tags.h"
+// Table tests of the registry stage-tag decisions (tags/stage_tag_plan.h):
+// which tags a release answers for, which are due now, back-off, and what is
+// recorded; spec.registryTags as api/v1alpha1/model_release.h checks it.
+#include "controllers/modelrelease/tags/stage_tag_plan.h"
+
+#include "api/v1alpha1/model_release.h"
 
 #include <gtest/gtest.h>
 
@@ -46,20 +49,23 @@ StageTagsObserved observed(json st, std::string promoted = "", std::string promo
 }
 
 TEST(StageTagSettings, DecodeAndErrors) {
-  StageTagSettings s;
-  EXPECT_FALSE(decodeStageTagSettings(release(json()), s));
-  EXPECT_FALSE(s.enabled);
-  EXPECT_FALSE(decodeStageTagSettings(release({{"secretRef", {{"name", "pull"}}}}), s));
-  EXPECT_TRUE(s.enabled);
-  EXPECT_EQ(s.secretName, "pull");
-  EXPECT_FALSE(decodeStageTagSettings(release({{"enabled", false}}), s));
-  EXPECT_FALSE(s.enabled);
-  auto bad = decodeStageTagSettings(release({{"secretRef", {{"name", ""}}}}), s);
-  ASSERT_TRUE(bad);
-  EXPECT_NE(bad->find("spec.registryTags.secretRef.name"), std::string::npos);
-  auto badEnabled = decodeStageTagSettings(release({{"enabled", "yes"}}), s);
-  ASSERT_TRUE(badEnabled);
-  EXPECT_NE(badEnabled->find("spec.registryTags.enabled"), std::string::npos);
+  using api::v1alpha1::registryTagsOf;
+  auto off = registryTagsOf(release(json()));
+  ASSERT_TRUE(off.isOk());
+  EXPECT_FALSE(off->enabled);
+  auto on = registryTagsOf(release({{"secretRef", {{"name", "pull"}}}}));
+  ASSERT_TRUE(on.isOk());
+  EXPECT_TRUE(on->enabled);
+  EXPECT_EQ(on->secretName, "pull");
+  auto disabled = registryTagsOf(release({{"enabled", false}}));
+  ASSERT_TRUE(disabled.isOk());
+  EXPECT_FALSE(disabled->enabled);
+  auto bad = registryTagsOf(release({{"secretRef", {{"name", ""}}}}));
+  ASSERT_FALSE(bad.isOk());
+  EXPECT_NE(bad.status().message().find("spec.registryTags.secretRef.name"), std::string::npos);
+  auto badEnabled = registryTagsOf(release({{"enabled", "yes"}}));
+  ASSERT_FALSE(badEnabled.isOk());
+  EXPECT_NE(badEnabled.status().message().find("spec.registryTags.enabled"), std::string::npos);
 }
 
 TEST(StageTagsPlan, WantedFollowsTheStagesThatPassed) {

@@ -1,5 +1,5 @@
 // The prod stage folded into a release's plan (pure): the canary planner's
-// decision (canary_plan.h) becomes the release's status (`status.canary`, the
+// decision (prod/canary_plan.h) becomes the release's status (`status.canary`, the
 // stage's phase, the release's phase and conditions), Events and a requeue.
 // Phases: Canary while the canary runs, Promoted (Ready=True) when prod runs
 // the release, RolledBack (terminal, Stalled=True with the rollback's reason).
@@ -8,7 +8,7 @@
 
 #include <string>
 
-#include "controllers/modelrelease/canary_plan.h"
+#include "controllers/modelrelease/prod/canary_plan.h"
 #include "controllers/modelrelease/release_plan.h"
 
 namespace lockstep::controllers {

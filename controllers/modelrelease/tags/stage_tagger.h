@@ -1,4 +1,4 @@
-// StageTagger: the shell of registry stage tags (stage_tags.h holds the
+// StageTagger: the shell of registry stage tags (stage_tag_plan.h holds the
 // decisions). For a release with spec.registryTags, after each reconcile it
 // reads the Secret named by secretRef (a kubernetes.io/dockerconfigjson),
 // points the due `<repo>:<stage>` tags at their digests through a

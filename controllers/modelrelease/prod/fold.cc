@@ -1,44 +1,36 @@
-#include "controllers/modelrelease/prod_plan.h"
+#include "controllers/modelrelease/prod/fold.h"
 
 #include <algorithm>
 
+#include "api/v1alpha1/conditions.h"
+#include "controllers/modelrelease/release_status.h"
 #include "operator/kube/conditions.h"
 
 namespace lockstep::controllers {
 namespace {
 
-using kube::Condition;
-using kube::setCondition;
+using namespace api::v1alpha1;  // NOLINT(google-build-using-namespace): phases and reasons
 using nlohmann::json;
 
 json& stageOf(json& status, const std::string& name) {
   json& stages = status["stages"];
   if (!stages.is_array()) stages = json::array();
-  for (json& s : stages) {
-    if (s.value("name", "") == name) return s;
-  }
-  stages.push_back({{"name", name}, {"phase", "Pending"}});
-  return stages.back();
+  return stageStatus(stages, name);
 }
 
 void setAll(json& status, int64_t generation, const std::string& now, bool ready, bool reconciling,
             const std::string& reason, const std::string& message,
             const std::string& stalledReason) {
+  ReleaseSummary sum;
+  sum.ready = ready;
+  sum.reconciling = reconciling;
+  sum.readyReason = reason;
+  sum.readyMessage = message;
+  sum.stalledReason = stalledReason;
+  sum.stalledMessage = message;
   json& conditions = status["conditions"];
   if (!conditions.is_array()) conditions = json::array();
-  setCondition(conditions, Condition{"Ready", ready ? "True" : "False", reason, message},
-               generation, now);
-  setCondition(
-      conditions,
-      Condition{"Reconciling", reconciling ? "True" : "False", reconciling ? reason : "Idle",
-                reconciling ? message : "nothing in progress"},
-      generation, now);
-  bool stalled = !stalledReason.empty();
-  setCondition(
-      conditions,
-      Condition{"Stalled", stalled ? "True" : "False", stalled ? stalledReason : "Progressing",
-                stalled ? message : "the release can make progress"},
-      generation, now);
+  setReleaseConditions(conditions, sum, generation, now);
 }
 
 }  // namespace
@@ -67,7 +59,7 @@ void foldCanaryPlan(ReleasePlan& plan, const CanaryPlan& canary, const json& pre
       if (!st.contains("finishedAt")) st["finishedAt"] = now;
       // The rollback's cause (status.canary.reason), not the RollingBack step it went through.
       std::string reason = canary.status.value("reason", canary.reason);
-      if (reason.empty() || reason == kReasonRollingBack) reason = "RolledBack";
+      if (reason.empty() || reason == kReasonRollingBack) reason = kReasonRolledBack;
       setAll(status, generation, now, false, false, reason, canary.message, reason);
       break;
     }

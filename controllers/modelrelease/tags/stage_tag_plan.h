@@ -3,7 +3,8 @@
 // gates that passed, Promoted or RolledBack) and the model's anchor (the
 // last known-good package), and how the outcome of tagging is recorded in
 // status.registryTags and the RegistryTagged condition. The shell that talks
-// to the registry is stage_tagger.h. The contract is docs/rollouts.md,
+// to the registry is stage_tagger.h; spec.registryTags is decoded by
+// api/v1alpha1/model_release.h (registryTagsOf). The contract is docs/rollouts.md,
 // "Registry stage tags".
 //
 // A tag already recorded as pointing at its digest is never written again; a
@@ -19,16 +20,9 @@
 
 #include <nlohmann/json.hpp>
 
+#include "api/v1alpha1/conditions.h"
+
 namespace lockstep::controllers {
-
-struct StageTagSettings {
-  bool enabled = false;
-  std::string secretName;  // a kubernetes.io/dockerconfigjson Secret; "" = anonymous
-};
-
-// spec.registryTags; an error message naming the field for a malformed value.
-std::optional<std::string> decodeStageTagSettings(const nlohmann::json& release,
-                                                  StageTagSettings& out);
 
 struct StageTagTarget {
   std::string tag;      // the stage's name: eval, ci, prod
@@ -63,7 +57,7 @@ struct StageTagResult {
   std::string error;  // empty: tagged
 };
 
-inline constexpr const char* kConditionRegistryTagged = "RegistryTagged";
+using api::v1alpha1::kConditionRegistryTagged;
 inline constexpr const char* kTagPhaseTagged = "Tagged";
 inline constexpr const char* kTagPhaseFailed = "Failed";
 

@@ -1,0 +1,40 @@
+// The Job of a gate stage (pure): `<release>-<stage>-<attempt>`, owned by
+// the release, run once (backoffLimit 0) within the stage's timeout, from the
+// stage's pod template on the RuntimeEnv's image by digest with the package
+// mounted by reference (runtime_pod.h). docs/modelrelease.md.
+// Thread-safety: pure functions.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "api/v1alpha1/model_release.h"
+#include "common/status.h"
+#include "controllers/modelrelease/runtime_pod.h"
+
+namespace lockstep::controllers {
+
+// `<release>-<stage>-<attempt>`, at most 63 characters (a label value): longer
+// names keep a prefix and end in 8 hex digits of a hash of the full name.
+std::string gateJobName(const std::string& release, const std::string& stage, int attempt);
+
+struct GateJobInput {
+  std::string jobName;
+  int attempt = 1;
+  std::string runtimeImage;  // the RuntimeEnv's spec.image
+  std::string closureHash;   // the RuntimeEnv's status.closureHash
+  PackageMount mount = PackageMount::kImageVolume;
+  std::vector<std::string> fetchCommand;  // InitContainer mode
+};
+
+// The Job of gate stage `stage` of `release`; kInvalidArgument naming what
+// when the template cannot run.
+StatusOr<nlohmann::json> buildGateJob(const api::v1alpha1::ModelRelease& release,
+                                      const api::v1alpha1::Stage& stage, const GateJobInput& in);
+
+// How a gate Job (as buildGateJob made it) mounts the package: ImageVolume | InitContainer.
+std::string jobMount(const nlohmann::json& job);
+
+}  // namespace lockstep::controllers

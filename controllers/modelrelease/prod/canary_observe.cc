@@ -1,0 +1,164 @@
+#include "controllers/modelrelease/prod/canary_observe.h"
+
+#include <set>
+
+#include "api/v1alpha1/keys.h"
+#include "api/v1alpha1/model_anchor.h"
+#include "api/v1alpha1/runtime_env.h"
+#include "controllers/modelrelease/prod/serving_objects.h"
+
+namespace lockstep::controllers {
+namespace {
+
+namespace v1 = api::v1alpha1;
+namespace decode = api::v1alpha1::decode;
+using api::v1alpha1::kReleaseLabel;
+using nlohmann::json;
+
+bool podReady(const json& pod) {
+  const json& conditions = v1::decode::array(decode::object(pod, "status"), "conditions");
+  for (const json& c : conditions) {
+    if (decode::string(c, "type") == "Ready") return decode::string(c, "status") == "True";
+  }
+  return false;
+}
+
+bool terminating(const json& pod) {
+  return !decode::string(decode::object(pod, "metadata"), "deletionTimestamp").empty();
+}
+
+}  // namespace
+
+int countReadyPods(const std::vector<json>& pods, const std::string& track,
+                   const std::string& release) {
+  std::set<std::string> nodesWithTerminating;
+  for (const json& p : pods) {
+    std::string node = decode::string(decode::object(p, "spec"), "nodeName");
+    if (terminating(p) && !node.empty()) nodesWithTerminating.insert(node);
+  }
+  int n = 0;
+  for (const json& p : pods) {
+    const json& labels = decode::object(decode::object(p, "metadata"), "labels");
+    if (decode::string(labels, kTrackLabel) != track ||
+        decode::string(labels, kReleaseLabel) != release)
+      continue;
+    if (terminating(p) || !podReady(p)) continue;
+    if (nodesWithTerminating.count(decode::string(decode::object(p, "spec"), "nodeName")) != 0)
+      continue;
+    ++n;
+  }
+  return n;
+}
+
+std::string templateRelease(const kube::Object* deployment) {
+  if (deployment == nullptr) return "";
+  return deployment->value("/spec/template/metadata/labels/lockstep.dev~1release"_json_pointer,
+                           std::string());
+}
+
+int specReplicas(const kube::Object* deployment) {
+  if (deployment == nullptr) return 0;
+  return deployment->value("/spec/replicas"_json_pointer, 1);
+}
+
+namespace {
+
+// The message of a ReplicaFailure (FailedCreate: e.g. refused by admission) the
+// Deployment controller copied from the canary's ReplicaSet.
+std::vector<std::string> replicaFailures(const kube::Object* deployment) {
+  std::vector<std::string> out;
+  if (deployment == nullptr) return out;
+  for (const json& c : deployment->value("/status/conditions"_json_pointer, json::array())) {
+    if (c.value("type", "") == "ReplicaFailure" && c.value("status", "") == "True")
+      out.push_back(c.value("reason", "") + ": " + c.value("message", ""));
+  }
+  return out;
+}
+
+// Pending with PodScheduled=False; with `forLackOf`, only when the scheduler
+// said some node lacks a resource ("0/5 nodes are available: 2 Insufficient
+// nvidia.com/gpu, ..."), i.e. when freeing a pod's resources could help
+// (not when every node is cordoned or tainted).
+bool unschedulable(const json& p, bool forLackOf) {
+  if (p.contains("/metadata/deletionTimestamp"_json_pointer) ||
+      p.value("/status/phase"_json_pointer, std::string()) != "Pending")
+    return false;
+  for (const json& c : p.value("/status/conditions"_json_pointer, json::array())) {
+    if (c.value("type", "") == "PodScheduled" && c.value("status", "") == "False")
+      return !forLackOf || c.value("message", "").find("Insufficient ") != std::string::npos;
+  }
+  return false;
+}
+
+}  // namespace
+
+CanaryObserved observeCanary(const v1::ModelRelease& release, const v1::CanarySpec& spec,
+                             const ProdObserved& prod, const std::string& now, int64_t nowUnix) {
+  const std::string& name = release.meta.name;
+  const kube::Object* canaryDep = prod.canaryDeployment.get();
+  const kube::Object* stableDep = prod.stableDeployment.get();
+  std::vector<json> pods;
+  pods.reserve(prod.pods.size());
+  for (const auto& p : prod.pods) pods.push_back(*p);
+
+  CanaryObserved co;
+  co.spec = spec;
+  co.release = name;
+  co.model = release.spec.model;
+  co.package = release.spec.package;
+  co.closureHash = release.spec.closureHash;
+  co.previous = release.status.canary;
+  co.stableRelease = templateRelease(stableDep);
+  // A canary Deployment still carrying the displaced release: its pods are
+  // that release's, and this release's canary starts from zero pods.
+  const std::string canaryTemplate = templateRelease(canaryDep);
+  const bool displaced = !canaryTemplate.empty() && canaryTemplate != name;
+  co.canary.specReplicas = displaced ? 0 : specReplicas(canaryDep);
+  co.canary.readyReplicas = countReadyPods(pods, kTrackCanary, name);
+  if (displaced) {
+    co.displacedRelease = canaryTemplate;
+    co.displaced = {specReplicas(canaryDep), countReadyPods(pods, kTrackCanary, canaryTemplate)};
+  }
+  co.stable.specReplicas = specReplicas(stableDep);
+  co.stable.readyReplicas =
+      co.stableRelease.empty() ? 0 : countReadyPods(pods, kTrackStable, co.stableRelease);
+  for (const json& p : pods) {
+    if (p.contains("/metadata/deletionTimestamp"_json_pointer)) ++co.podsTerminating;
+    const std::string track =
+        p.value("/metadata/labels/lockstep.dev~1track"_json_pointer, std::string());
+    const std::string of =
+        p.value("/metadata/labels/lockstep.dev~1release"_json_pointer, std::string());
+    if (track == kTrackStable && !co.stableRelease.empty() && of == co.stableRelease &&
+        unschedulable(p, /*forLackOf=*/true))
+      ++co.stablePendingUnschedulable;
+    if (track != kTrackCanary || of != name) continue;
+    for (const json& cs : p.value("/status/containerStatuses"_json_pointer, json::array()))
+      co.canaryRestarts += cs.value("restartCount", 0);
+    if (unschedulable(p, /*forLackOf=*/false)) ++co.canaryPendingUnschedulable;
+  }
+  if (templateRelease(canaryDep) == name) co.admissionRefusals = replicaFailures(canaryDep);
+  const v1::ModelAnchor anchor =
+      prod.anchor ? v1::decodeModelAnchor(*prod.anchor) : v1::ModelAnchor{};
+  if (!anchor.promoted.empty() && anchor.promoted != name) {
+    co.knownGood = KnownGood{anchor.promoted, anchor.promotedPackage, anchor.promotedClosureHash};
+    if (auto kg = prod.releases.find(anchor.promoted); kg != prod.releases.end() && kg->second) {
+      const std::string env = v1::decodeModelRelease(*kg->second).spec.runtimeEnvName;
+      if (auto rte = prod.runtimeEnvs.find(env); rte != prod.runtimeEnvs.end() && rte->second) {
+        const std::string hash = v1::decodeRuntimeEnv(*rte->second).status.closureHash;
+        co.knownGoodStale = !hash.empty() && hash != co.knownGood->closureHash;
+      }
+    }
+  }
+  const int step =
+      co.previous.is_object() ? static_cast<int>(v1::decode::integer(co.previous, "step", 0)) : 0;
+  co.promoteStepBy = release.annotation(v1::kPromoteAnnotationPrefix + std::to_string(step));
+  co.promoteFullBy = release.annotation(v1::kPromoteFullAnnotation);
+  co.abortBy = release.annotation(v1::kAbortAnnotation);
+  co.gpu = prod.gpu;
+  co.measurement = prod.measurement;
+  co.now = now;
+  co.nowUnix = nowUnix;
+  return co;
+}
+
+}  // namespace lockstep::controllers

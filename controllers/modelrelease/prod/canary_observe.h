@@ -1,0 +1,37 @@
+// The canary's observation (pure): what planCanary (canary_plan.h) reads,
+// derived from the release and the model's serving objects — spec and Ready
+// counts per track, container restarts and unschedulable pods of the canary,
+// pending stable pods, terminating pods, admission refusals the Deployment
+// controller copied from the canary's ReplicaSet, the model's last
+// known-good pair (and whether its runtime moved on), manual actions.
+// Thread-safety: pure functions.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "api/v1alpha1/model_release.h"
+#include "controllers/modelrelease/prod/canary_plan.h"
+#include "controllers/modelrelease/prod/prod_observed.h"
+
+namespace lockstep::controllers {
+
+// Ready pods of `release` on `track` among `pods` (JSON core/v1 Pods of the
+// model). A pod is not counted while it is terminating, nor while another pod
+// of the model that is terminating still runs on its node (it still holds the
+// GPU the new pod will need once it is warm).
+int countReadyPods(const std::vector<nlohmann::json>& pods, const std::string& track,
+                   const std::string& release);
+
+// The release label of a Deployment's pod template; "" when none (or no Deployment).
+std::string templateRelease(const kube::Object* deployment);
+// A Deployment's spec.replicas (1 when unset); 0 when there is no Deployment.
+int specReplicas(const kube::Object* deployment);
+
+CanaryObserved observeCanary(const api::v1alpha1::ModelRelease& release,
+                             const api::v1alpha1::CanarySpec& spec, const ProdObserved& prod,
+                             const std::string& now, int64_t nowUnix);
+
+}  // namespace lockstep::controllers

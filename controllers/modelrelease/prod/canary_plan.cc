@@ -1,0 +1,496 @@
+#include "controllers/modelrelease/prod/canary_plan.h"
+
+#include <algorithm>
+#include <cstdio>
+
+#include "api/v1alpha1/conditions.h"
+#include "controllers/modelrelease/prod/rollback_capacity.h"
+#include "controllers/modelrelease/timestamps.h"
+
+namespace lockstep::controllers {
+namespace {
+
+namespace v1 = api::v1alpha1;
+namespace decode = api::v1alpha1::decode;
+using namespace api::v1alpha1;  // NOLINT(google-build-using-namespace): the reasons
+using nlohmann::json;
+
+int64_t timeOf(const json& o, const char* key) {
+  return parseRfc3339(decode::string(o, key)).value_or(0);
+}
+
+// Status phases of status.canary.
+constexpr const char* kCanaryProgressing = "Progressing";
+constexpr const char* kCanaryPromoting = "Promoting";
+constexpr const char* kCanaryPromoted = "Promoted";
+constexpr const char* kCanaryRollingBack = "RollingBack";
+constexpr const char* kCanaryRolledBack = "RolledBack";
+// Promotion first moves all traffic to the canary, then hands the stable
+// Deployment the new template while it has no pods (no second rolling update).
+constexpr const char* kPromotionFullWeight = "FullWeight";
+constexpr const char* kPromotionHandover = "Handover";
+// Recent measurements kept in status for humans (the counters decide).
+constexpr size_t kKeptMeasurements = 10;
+// How often to look again while pods move (watches usually come first).
+constexpr int64_t kPodPollSeconds = 5;
+
+}  // namespace
+
+const char* canaryActionName(CanaryAction a) {
+  // In the order of the enum.
+  static constexpr const char* kNames[] = {"Progress", "Wait",        "Promoting",
+                                           "Promoted", "RollingBack", "RolledBack"};
+  return kNames[static_cast<size_t>(a)];
+}
+
+namespace {
+
+struct Planner {
+  const CanaryObserved& o;
+  CanaryPlan plan;
+  json st;  // status.canary being built
+  int total = 0;
+  bool hasStable = false;
+
+  explicit Planner(const CanaryObserved& observed) : o(observed) {}
+
+  std::string knownGoodRelease() const {
+    return decode::string(decode::object(st, "knownGood"), "release");
+  }
+
+  void event(const char* type, const std::string& reason, const std::string& message) {
+    plan.events.push_back({type, reason, message});
+  }
+
+  void startStep(int index) {
+    st["step"] = index;
+    st["stepStartedAt"] = o.now;
+    st.erase("weightReachedAt");
+    // Recreated by a step with analysis. Never an empty object: server-side
+    // apply of `analysis: {}` over owned fields stores null, which the schema refuses.
+    st.erase("analysis");
+    const CanaryStep& s = o.spec.steps[index];
+    event("Normal", "CanaryStepStarted",
+          "step " + std::to_string(index + 1) + "/" + std::to_string(o.spec.steps.size()) +
+              ": weight " + std::to_string(s.weight) + "%");
+  }
+
+  // Appends the step to `passedSteps`, the evidence that every step ran in
+  // order (a restart may repeat a step's last plan, never add a second record).
+  void recordPassedStep(int index, const CanaryStep& s) {
+    json& passed = st["passedSteps"];
+    if (!passed.is_array()) passed = json::array();
+    if (!passed.empty() && decode::integer(passed.back(), "step", 0) >= index) return;
+    json rec = {{"step", index},
+                {"weight", s.weight},
+                {"startedAt", decode::string(st, "stepStartedAt")},
+                {"weightReachedAt", decode::string(st, "weightReachedAt")},
+                {"passedAt", o.now}};
+    if (st.contains("promotedBy")) rec["promotedBy"] = st["promotedBy"];
+    if (s.analysis) {
+      AnalysisCounters c = countersFrom(decode::object(st, "analysis"));
+      rec["analysis"] = {{"count", c.count},
+                         {"successful", c.successful},
+                         {"failed", c.failed},
+                         {"errors", c.errors}};
+    }
+    passed.push_back(std::move(rec));
+  }
+
+  void rollBack(const std::string& reason, const std::string& message) {
+    st["phase"] = kCanaryRollingBack;
+    st["reason"] = reason;
+    st["message"] = message;
+    st["rollbackStartedAt"] = o.now;
+    plan.rollbackReason = reason;
+    std::string target = knownGoodRelease();
+    std::string to = target.empty()
+                         ? "no previous release (prod had none); the canary is removed"
+                         : "stable stays on " + target + " (" +
+                               decode::string(decode::object(st, "knownGood"), "package") + ", " +
+                               decode::string(decode::object(st, "knownGood"), "closureHash") + ")";
+    event("Warning", "RollingBack", reason + ": " + message + "; " + to);
+    if (!target.empty() && o.knownGoodStale) {
+      event("Warning", kReasonRollbackTargetStale,
+            "the last known-good release " + target +
+                " runs on a runtime whose closure hash has moved on; stable pods that must be "
+                "re-created will be refused by admission");
+    }
+    rollingBack();
+  }
+
+  void rollingBack() {
+    plan.action = CanaryAction::kRollingBack;
+    plan.reason = kReasonRollingBack;
+    plan.message = decode::string(st, "reason") + ": " + decode::string(st, "message");
+    plan.stableRelease = knownGoodRelease();
+    int stableTarget = hasStable ? total : 0;
+    // The canary track's pods: a displaced release's until they are gone.
+    const TrackObserved canary = displacing() ? o.displaced : o.canary;
+    if (displacing()) plan.canaryRelease = o.displacedRelease;
+    // Only pods of the known-good pair count as restored stable capacity (the
+    // stable Deployment may still carry another template, e.g. after an abort
+    // mid-handover).
+    TrackObserved stable = o.stable;
+    if (o.stableRelease != knownGoodRelease()) stable.readyReplicas = 0;
+    const bool stableRestored =
+        !hasStable || (stable.specReplicas == stableTarget && stable.readyReplicas >= stableTarget);
+    if (hasStable && !stableRestored && canary.specReplicas > 0) {
+      plan.message += "; " + restoreStableFirst(canary, stable);
+      plan.requeueAfterSeconds = kPodPollSeconds;
+      return;
+    }
+    plan.replicas = {0, stableTarget};
+    // RolledBack only once the canary is gone and stable has N Ready pods of
+    // the known-good pair.
+    if (canary.specReplicas == 0 && canary.readyReplicas == 0 && stableRestored) {
+      st["phase"] = kCanaryRolledBack;
+      st["finishedAt"] = o.now;
+      plan.action = CanaryAction::kRolledBack;
+      event("Warning", "RolledBack",
+            "canary removed after " + decode::string(st, "reason") +
+                (knownGoodRelease().empty() ? "" : "; prod runs " + knownGoodRelease()));
+      return;
+    }
+    if (canary.specReplicas == 0 && !stableRestored) {
+      plan.message += "; canary removed, waiting for " + std::to_string(stableTarget) +
+                      " Ready stable pods (" + std::to_string(stable.readyReplicas) + " now)";
+    }
+    plan.requeueAfterSeconds = kPodPollSeconds;
+  }
+
+  // Stable back to N Ready pods of the known-good before the canary track's
+  // pods go (rollback_capacity.h). Sets plan.replicas; returns what it waits for.
+  std::string restoreStableFirst(const TrackObserved& canary, const TrackObserved& stable) {
+    RestoreStep r =
+        restoreStableStep(total, o.spec.capacity, canary, stable,
+                          {o.stablePendingUnschedulable, o.podsTerminating, o.stable.specReplicas});
+    plan.replicas = r.replicas;
+    return r.waits;
+  }
+
+  // Whether the canary Deployment still runs pods of the release this one
+  // displaced from the slot. With a stable track they are drained first, as in
+  // a rollback; this release's first step then starts from zero pods and never
+  // inherits their share. With no stable (nothing promoted yet) they are only
+  // canary pods too, replaced by this release's first step.
+  bool displacing() const {
+    return hasStable && !o.displacedRelease.empty() && o.displaced.specReplicas > 0;
+  }
+
+  void drainDisplaced() {
+    plan.action = CanaryAction::kProgress;
+    plan.stableRelease = knownGoodRelease();
+    plan.canaryRelease = o.displacedRelease;
+    TrackObserved stable = o.stable;
+    if (o.stableRelease != knownGoodRelease()) stable.readyReplicas = 0;
+    std::string waits = restoreStableFirst(o.displaced, stable);
+    // The first step's clock starts when its pods can.
+    st["stepStartedAt"] = o.now;
+    plan.reason = kReasonCanaryProgressing;
+    plan.message = "step 1/" + std::to_string(o.spec.steps.size()) + " starts once the " +
+                   std::to_string(o.displaced.specReplicas) + " canary pod(s) of " +
+                   o.displacedRelease + " (displaced) are gone; stable " + knownGoodRelease() +
+                   " first: " + waits;
+    st["reason"] = plan.reason;
+    st["message"] = plan.message;
+    plan.requeueAfterSeconds = kPodPollSeconds;
+  }
+
+  void promoting() {
+    plan.action = CanaryAction::kPromoting;
+    plan.reason = kReasonPromoting;
+    std::string sub = decode::string(st, "promotion");
+    if (sub.empty() || sub == kPromotionFullWeight) {
+      st["promotion"] = kPromotionFullWeight;
+      plan.stableRelease = hasStable ? knownGoodRelease() : o.release;
+      ReplicaCounts target{total, 0};
+      // The stable Deployment already carrying this release means the handover
+      // started and its status write was lost: continue it, never flip back.
+      bool handedOver = o.stableRelease == o.release;
+      if (handedOver || (o.canary.specReplicas == total && o.canary.readyReplicas >= total &&
+                         o.stable.specReplicas == 0 && o.stable.readyReplicas == 0)) {
+        st["promotion"] = kPromotionHandover;
+        sub = kPromotionHandover;
+      } else {
+        plan.replicas = nextReplicaCounts(total, target, o.canary, o.stable, o.spec.capacity);
+        plan.message = "moving all replicas to the canary (" +
+                       std::to_string(o.canary.readyReplicas) + "/" + std::to_string(total) +
+                       " Ready) before the stable Deployment takes " + o.release;
+        plan.requeueAfterSeconds = kPodPollSeconds;
+        return;
+      }
+    }
+    // Handover: the stable Deployment (no pods) carries this release; grow it
+    // and drain the canary with the same one-pod-at-a-time rule.
+    plan.stableRelease = o.release;
+    TrackObserved stable = o.stable;
+    if (o.stableRelease != o.release) stable.readyReplicas = 0;  // template not applied yet
+    ReplicaCounts target{0, total};
+    if (stable.specReplicas == total && stable.readyReplicas >= total &&
+        o.canary.specReplicas == 0) {
+      st["phase"] = kCanaryPromoted;
+      st["finishedAt"] = o.now;
+      st.erase("promotion");
+      plan.action = CanaryAction::kPromoted;
+      plan.reason = kReasonPromoted;
+      plan.message = "prod runs " + o.package + " on closure " + o.closureHash;
+      plan.replicas = {0, total};
+      plan.supersede = knownGoodRelease() == o.release ? "" : knownGoodRelease();
+      event("Normal", "Promoted", plan.message);
+      return;
+    }
+    plan.replicas = nextReplicaCounts(total, target, o.canary, stable, o.spec.capacity);
+    plan.message = "stable Deployment takes " + o.release + " (" +
+                   std::to_string(stable.readyReplicas) + "/" + std::to_string(total) + " Ready)";
+    plan.requeueAfterSeconds = kPodPollSeconds;
+  }
+
+  void startPromotion(const std::string& why) {
+    st["phase"] = kCanaryPromoting;
+    st["promotion"] = kPromotionFullWeight;
+    event("Normal", "Promoting", why);
+    promoting();
+  }
+
+  bool pastDeadline(const CanaryStep& s) const {
+    return o.nowUnix - timeOf(st, "stepStartedAt") > s.progressDeadlineSeconds;
+  }
+
+  // One step of the progression; returns true when the step passed and the
+  // caller should plan the next one in the same pass.
+  bool progressStep() {
+    int index = static_cast<int>(decode::integer(st, "step", 0));
+    const CanaryStep& s = o.spec.steps[index];
+    std::string stepName =
+        "step " + std::to_string(index + 1) + "/" + std::to_string(o.spec.steps.size());
+    plan.action = CanaryAction::kProgress;
+    plan.stableRelease = knownGoodRelease();
+
+    ReplicaCounts target = targetReplicaCounts(total, s.weight, o.spec.capacity);
+    if (!hasStable) target = {targetReplicaCounts(total, s.weight, CapacityMode::kDrain).canary, 0};
+    ReplicaCounts next = nextReplicaCounts(total, target, o.canary, o.stable, o.spec.capacity);
+
+    // GPU pre-check before adding canary pods.
+    if (next.canary > o.canary.specReplicas && o.gpu) {
+      GpuCheck check = gpuPreCheck(*o.gpu, next.canary - o.canary.specReplicas);
+      if (!check.go) {
+        if (pastDeadline(s)) {
+          rollBack(kReasonInsufficientGPUCapacity,
+                   stepName + " could not add canary pods within its progress deadline (" +
+                       std::to_string(s.progressDeadlineSeconds) + "s): " + check.message);
+          return false;
+        }
+        next.canary = o.canary.specReplicas;
+        plan.action = CanaryAction::kWait;
+        plan.reason = kReasonWaitingForGPUCapacity;
+        plan.message = stepName + " waits for GPU capacity: " + check.message;
+        plan.replicas = next;
+        if (decode::string(st, "reason") != kReasonWaitingForGPUCapacity)
+          event("Warning", kReasonWaitingForGPUCapacity, plan.message);
+        st["reason"] = kReasonWaitingForGPUCapacity;
+        st["message"] = plan.message;
+        plan.requeueAfterSeconds = std::max<int64_t>(
+            1, std::min(kPodPollSeconds * 2,
+                        timeOf(st, "stepStartedAt") + s.progressDeadlineSeconds + 1 - o.nowUnix));
+        return false;
+      }
+    }
+    plan.replicas = next;
+
+    bool reached =
+        o.canary.specReplicas == target.canary && o.stable.specReplicas == target.stable &&
+        o.canary.readyReplicas >= target.canary && o.stable.readyReplicas >= target.stable;
+    if (!reached) {
+      if (pastDeadline(s)) {
+        if (o.canaryPendingUnschedulable > 0) {
+          rollBack(kReasonInsufficientGPUCapacity,
+                   std::to_string(o.canaryPendingUnschedulable) +
+                       " canary pod(s) still Pending (unschedulable) after the progress deadline "
+                       "of " +
+                       stepName + " (" + std::to_string(s.progressDeadlineSeconds) + "s)");
+        } else {
+          rollBack(kReasonProgressDeadlineExceeded,
+                   stepName + ": " + std::to_string(o.canary.readyReplicas) + " of " +
+                       std::to_string(target.canary) + " canary pods Ready after " +
+                       std::to_string(s.progressDeadlineSeconds) + "s");
+        }
+        return false;
+      }
+      plan.reason = kReasonCanaryProgressing;
+      plan.message = stepName + ": scaling to weight " + std::to_string(s.weight) + "% (canary " +
+                     std::to_string(o.canary.readyReplicas) + "/" + std::to_string(target.canary) +
+                     " Ready, stable " + std::to_string(o.stable.readyReplicas) + "/" +
+                     std::to_string(target.stable) + ")";
+      st["reason"] = kReasonCanaryProgressing;
+      st["message"] = plan.message;
+      plan.requeueAfterSeconds = std::max<int64_t>(
+          1, std::min(kPodPollSeconds,
+                      timeOf(st, "stepStartedAt") + s.progressDeadlineSeconds + 1 - o.nowUnix));
+      return false;
+    }
+    if (!st.contains("weightReachedAt")) st["weightReachedAt"] = o.now;
+    int64_t reachedAt = timeOf(st, "weightReachedAt");
+
+    // Analysis (measured only once the weight is reached, i.e. on Ready canary pods).
+    std::optional<AnalysisVerdict> verdict;
+    if (s.analysis) {
+      json& a = st["analysis"];
+      if (!a.is_object()) a = json::object();
+      AnalysisCounters c = countersFrom(a);
+      int count = effectiveCount(s);
+      verdict = assessAnalysis(c, *s.analysis, count, reachedAt);
+      if (verdict->phase == AnalysisPhase::kRunning && o.measurement &&
+          o.measurement->atUnix >= verdict->nextMeasurementAtUnix) {
+        recordMeasurement(c, *s.analysis, *o.measurement);
+        countersTo(c, a);
+        json m = {{"at", formatRfc3339(o.measurement->atUnix)}};
+        if (o.measurement->error.empty() && o.measurement->value) {
+          m["value"] = *o.measurement->value;
+        } else {
+          m["error"] = o.measurement->error.empty() ? "no value" : o.measurement->error;
+        }
+        json& recent = a["measurements"];
+        if (!recent.is_array()) recent = json::array();
+        recent.push_back(m);
+        while (recent.size() > kKeptMeasurements) recent.erase(recent.begin());
+        verdict = assessAnalysis(c, *s.analysis, count, reachedAt);
+      }
+      a["phase"] = verdict->phase == AnalysisPhase::kRunning  ? "Running"
+                   : verdict->phase == AnalysisPhase::kPassed ? "Passed"
+                                                              : "Failed";
+      a["message"] = verdict->message;
+      if (verdict->phase == AnalysisPhase::kFailed) {
+        rollBack(verdict->reason, stepName + " analysis: " + verdict->message);
+        return false;
+      }
+    }
+
+    // Pause.
+    bool promoted = !o.promoteStepBy.empty();
+    if (promoted && !st.contains("promotedBy")) st["promotedBy"] = o.promoteStepBy;
+    int64_t pauseEnds = 0;
+    bool paused = false;
+    if (s.pause == CanaryStep::Pause::kDuration) {
+      pauseEnds = reachedAt + s.pauseSeconds;
+      paused = !promoted && o.nowUnix < pauseEnds;
+    } else if (s.pause == CanaryStep::Pause::kIndefinite) {
+      paused = !promoted;
+    }
+    bool analysing = verdict && verdict->phase == AnalysisPhase::kRunning;
+    if (paused || analysing) {
+      int64_t wake = 0;
+      if (analysing) {
+        plan.measureNow = o.nowUnix >= verdict->nextMeasurementAtUnix;
+        wake = verdict->nextMeasurementAtUnix;
+      }
+      if (paused && pauseEnds > 0) wake = wake == 0 ? pauseEnds : std::min(wake, pauseEnds);
+      if (wake > o.nowUnix) plan.requeueAfterSeconds = wake - o.nowUnix;
+      if (analysing) {
+        plan.reason = kReasonAnalysisRunning;
+        plan.message =
+            stepName + " at weight " + std::to_string(s.weight) + "%: analysis " + verdict->message;
+      } else {
+        plan.reason = kReasonCanaryPaused;
+        plan.message = stepName + " at weight " + std::to_string(s.weight) + "%: paused " +
+                       (pauseEnds > 0 ? "until " + formatRfc3339(pauseEnds)
+                                      : std::string("until promoted (lockstep release promote)"));
+      }
+      st["reason"] = plan.reason;
+      st["message"] = plan.message;
+      return false;
+    }
+
+    // The step passed.
+    event("Normal", "CanaryStepPassed",
+          stepName + " passed at weight " + std::to_string(s.weight) + "%" +
+              (verdict ? " (" + verdict->message + ")" : std::string()));
+    recordPassedStep(index, s);
+    st.erase("promotedBy");
+    if (index + 1 < static_cast<int>(o.spec.steps.size())) {
+      startStep(index + 1);
+      return true;
+    }
+    startPromotion("every canary step passed");
+    return false;
+  }
+
+  void run() {
+    total = o.spec.replicas;
+    hasStable = !knownGoodRelease().empty();
+    std::string phase = decode::string(st, "phase");
+    if (phase == kCanaryPromoted) {
+      plan.action = CanaryAction::kPromoted;
+      plan.reason = kReasonPromoted;
+      plan.message = "prod runs " + o.package + " on closure " + o.closureHash;
+      plan.replicas = {0, total};
+      plan.stableRelease = o.release;
+      return;
+    }
+    if (phase == kCanaryRolledBack) {
+      plan.action = CanaryAction::kRolledBack;
+      plan.reason = decode::string(st, "reason");
+      plan.message = decode::string(st, "message");
+      plan.replicas = {0, hasStable ? total : 0};
+      plan.stableRelease = knownGoodRelease();
+      return;
+    }
+    if (phase == kCanaryRollingBack) return rollingBack();
+    // Abort wins over everything but a finished rollback, even mid-promotion.
+    if (!o.abortBy.empty()) {
+      st["abortedBy"] = o.abortBy;
+      return rollBack(kReasonAborted, "aborted by " + o.abortBy);
+    }
+    if (phase == kCanaryPromoting) return promoting();
+    if (displacing()) return drainDisplaced();
+
+    // Progressing: failures that need no analysis come first.
+    if (!o.admissionRefusals.empty()) {
+      return rollBack(kReasonAdmissionRefused,
+                      "a canary pod was refused by admission: " + o.admissionRefusals.front());
+    }
+    if (o.canaryRestarts > 0) {
+      return rollBack(kReasonCanaryRestarting,
+                      std::to_string(o.canaryRestarts) + " container restart(s) in canary pods");
+    }
+    if (!o.promoteFullBy.empty()) {
+      st["promotedBy"] = o.promoteFullBy;
+      return startPromotion("promoted by " + o.promoteFullBy +
+                            " (--full: remaining steps skipped)");
+    }
+    // Each pass may finish a step and plan the next one; bounded by the step count.
+    for (size_t guard = 0; guard <= o.spec.steps.size(); ++guard) {
+      if (!progressStep()) return;
+    }
+  }
+};
+
+}  // namespace
+
+CanaryPlan planCanary(const CanaryObserved& o) {
+  Planner p(o);
+  p.st = o.previous.is_object() ? o.previous : json::object();
+  if (decode::string(p.st, "phase").empty()) {
+    p.st["phase"] = kCanaryProgressing;
+    p.st["capacity"] = capacityModeName(o.spec.capacity);
+    p.st["startedAt"] = o.now;
+    // The rollback target is fixed when the canary starts: later promotions of
+    // other releases do not change what this one falls back to.
+    if (o.knownGood) {
+      p.st["knownGood"] = {{"release", o.knownGood->release},
+                           {"package", o.knownGood->package},
+                           {"closureHash", o.knownGood->closureHash}};
+    }
+    p.startStep(0);
+  }
+  int step = static_cast<int>(decode::integer(p.st, "step", 0));
+  if (step < 0 || step >= static_cast<int>(o.spec.steps.size())) {
+    // The spec is immutable in prod; a status from another spec is repaired, not trusted.
+    p.st["step"] = std::clamp(step, 0, static_cast<int>(o.spec.steps.size()) - 1);
+  }
+  p.run();
+  p.plan.status = std::move(p.st);
+  return std::move(p.plan);
+}
+
+}  // namespace lockstep::controllers

@@ -1,0 +1,105 @@
+#include "controllers/modelrelease/prod/gpu_capacity.h"
+
+#include <algorithm>
+#include <map>
+
+#include "closure/cuda.h"
+
+namespace lockstep::controllers {
+
+using nlohmann::json;
+
+GpuCheck gpuPreCheck(const GpuCapacity& capacity, int podsToAdd) {
+  GpuCheck out;
+  if (capacity.gpusPerPod <= 0 || podsToAdd <= 0) return out;
+  int64_t fits = 0, free = 0;
+  for (int64_t f : capacity.freePerNode) {
+    if (f <= 0) continue;
+    free += f;
+    fits += f / capacity.gpusPerPod;  // a pod's GPUs must be on one node
+  }
+  if (fits >= podsToAdd) return out;
+  out.go = false;
+  out.message = std::to_string(podsToAdd) + " new pod(s) need " +
+                std::to_string(capacity.gpusPerPod) + " nvidia.com/gpu each on one node; the " +
+                std::to_string(capacity.freePerNode.size()) + " compatible node(s) have " +
+                std::to_string(free) + " free GPU(s) in total, room for " + std::to_string(fits) +
+                " pod(s)";
+  return out;
+}
+
+namespace {
+
+int64_t quantity(const json& q) {
+  if (q.is_number_integer()) return std::max<int64_t>(0, q.get<int64_t>());
+  if (!q.is_string()) return 0;
+  const auto& t = q.get_ref<const std::string&>();
+  if (t.empty() || t.size() > 12) return 0;
+  int64_t n = 0;
+  for (char c : t) {
+    if (c < '0' || c > '9') return 0;  // GPUs are whole devices: "2", never "500m"
+    n = n * 10 + (c - '0');
+  }
+  return n;
+}
+
+int64_t containerGpus(const json& c) {
+  if (!c.is_object()) return 0;
+  const json& res = c.contains("resources") ? c["resources"] : json();
+  if (!res.is_object()) return 0;
+  for (const char* kind : {"requests", "limits"}) {
+    if (res.contains(kind) && res[kind].is_object() && res[kind].contains(kGpuResource))
+      return quantity(res[kind][kGpuResource]);
+  }
+  return 0;
+}
+
+}  // namespace
+
+int64_t podGpuRequest(const json& spec) {
+  if (!spec.is_object()) return 0;
+  int64_t sum = 0, init = 0;
+  if (spec.contains("containers") && spec["containers"].is_array()) {
+    for (const json& c : spec["containers"]) sum += containerGpus(c);
+  }
+  if (spec.contains("initContainers") && spec["initContainers"].is_array()) {
+    for (const json& c : spec["initContainers"]) init = std::max(init, containerGpus(c));
+  }
+  return std::max(sum, init);
+}
+
+bool gpuNodeCompatible(const json& node, const std::string& minDriver) {
+  if (node.value("/spec/unschedulable"_json_pointer, false)) return false;
+  if (quantity(node.value("/status/allocatable"_json_pointer, json::object())
+                   .value(kGpuResource, json())) <= 0)
+    return false;
+  if (minDriver.empty()) return true;
+  std::map<std::string, std::string> labels;
+  const json nodeLabels = node.value("/metadata/labels"_json_pointer, json::object());
+  for (const auto& [k, v] : nodeLabels.items()) {
+    if (v.is_string()) labels[k] = v.get<std::string>();
+  }
+  auto driver = closure::driverFromGfdLabels(labels);
+  return driver && closure::driverSatisfies(*driver, minDriver);
+}
+
+GpuCapacity gpuCapacityOf(int64_t gpusPerPod, const std::vector<json>& nodes,
+                          const std::vector<json>& pods, const std::string& minDriver) {
+  GpuCapacity cap;
+  cap.gpusPerPod = gpusPerPod;
+  for (const json& node : nodes) {
+    if (!gpuNodeCompatible(node, minDriver)) continue;
+    const std::string name = node.value("/metadata/name"_json_pointer, std::string());
+    int64_t free = quantity(
+        node.value("/status/allocatable"_json_pointer, json::object()).value(kGpuResource, json()));
+    for (const json& p : pods) {
+      if (p.value("/spec/nodeName"_json_pointer, std::string()) != name) continue;
+      const std::string phase = p.value("/status/phase"_json_pointer, std::string());
+      if (phase == "Succeeded" || phase == "Failed") continue;
+      free -= podGpuRequest(p.value("spec", json::object()));
+    }
+    cap.freePerNode.push_back(free);
+  }
+  return cap;
+}
+}  // namespace lockstep::controllers

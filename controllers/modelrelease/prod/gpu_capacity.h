@@ -1,0 +1,47 @@
+// GPU capacity for the canary (pure, docs/rollouts.md "GPU capacity"): the
+// nvidia.com/gpu a serving pod asks for, which nodes can run the RuntimeEnv's
+// pods, the free GPUs on each, and whether new canary pods fit, node by node.
+// Thread-safety: pure functions over values.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+namespace lockstep::controllers {
+
+// Free GPUs (allocatable minus requested by scheduled, non-terminated pods) on
+// each node compatible with the RuntimeEnv's driver, as the shell counted them.
+struct GpuCapacity {
+  int64_t gpusPerPod = 0;  // the serving template's nvidia.com/gpu request
+  std::vector<int64_t> freePerNode;
+};
+
+struct GpuCheck {
+  bool go = true;
+  std::string message;
+};
+
+// Whether `podsToAdd` new pods of `gpusPerPod` GPUs each fit, node by node.
+GpuCheck gpuPreCheck(const GpuCapacity& capacity, int podsToAdd);
+
+inline constexpr const char* kGpuResource = "nvidia.com/gpu";
+
+// The nvidia.com/gpu a pod spec asks for, as the scheduler counts it: the
+// larger of the sum over its containers and its largest init container; a
+// container's request, else its limit. Malformed quantities count as 0.
+int64_t podGpuRequest(const nlohmann::json& podSpec);
+
+// Whether `node` can run the RuntimeEnv's pods: schedulable, and its GPU
+// feature discovery driver labels (nvidia.com/cuda.driver.*) satisfy
+// `minDriver` ("" = any node that reports GPUs).
+bool gpuNodeCompatible(const nlohmann::json& node, const std::string& minDriver);
+
+// Free GPUs on each compatible node among `nodes`: allocatable nvidia.com/gpu
+// minus the GPU requests of `pods` bound to it (spec.nodeName) that are not
+// Succeeded or Failed. `pods` may include pods of other nodes.
+GpuCapacity gpuCapacityOf(int64_t gpusPerPod, const std::vector<nlohmann::json>& nodes,
+                          const std::vector<nlohmann::json>& pods, const std::string& minDriver);
+}  // namespace lockstep::controllers

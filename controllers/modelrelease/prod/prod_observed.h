@@ -1,0 +1,39 @@
+// What the prod stage of a ModelRelease reads besides the release itself
+// (the shell fills it from its informer caches; modelrelease_controller.h):
+// the model's anchor, its two Deployments and serving pods, the releases the
+// stable track may run and their RuntimeEnvs, the free GPUs on compatible
+// nodes, and the one measurement a plan asked for.
+// Thread-safety: a value (cached objects are shared, never modified).
+#pragma once
+
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "controllers/modelrelease/prod/analysis.h"
+#include "controllers/modelrelease/prod/gpu_capacity.h"
+#include "controllers/modelrelease/runtime_pod.h"
+#include "operator/kube/object.h"
+
+namespace lockstep::controllers {
+
+struct ProdObserved {
+  kube::ObjectPtr anchor;             // lockstep-model-<model>; null: not created yet
+  kube::ObjectPtr stableDeployment;   // <model>-stable; null: none yet
+  kube::ObjectPtr canaryDeployment;   // <model>-canary
+  std::vector<kube::ObjectPtr> pods;  // the model's serving pods (label lockstep.dev/model)
+  // Releases the tracks may run other than the one reconciled (the anchor's
+  // promoted one, the canary's recorded known-good), by name; absent: gone.
+  std::map<std::string, kube::ObjectPtr> releases;
+  // The RuntimeEnvs of the reconciled release and of `releases`, by name.
+  std::map<std::string, kube::ObjectPtr> runtimeEnvs;
+  // The free GPUs per compatible node, when the serving template asks for GPUs.
+  std::optional<GpuCapacity> gpu;
+  // Taken because the previous plan of this reconcile asked (ProdPlan::measure).
+  std::optional<Measurement> measurement;
+  PackageMount mount = PackageMount::kImageVolume;
+  std::vector<std::string> fetchCommand;  // InitContainer mode
+};
+
+}  // namespace lockstep::controllers

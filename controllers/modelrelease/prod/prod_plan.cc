@@ -1,0 +1,257 @@
+#include "controllers/modelrelease/prod/prod_plan.h"
+
+#include "api/v1alpha1/conditions.h"
+#include "api/v1alpha1/model_anchor.h"
+#include "api/v1alpha1/resources.h"
+#include "api/v1alpha1/runtime_env.h"
+#include "controllers/modelrelease/prod/anchor_plan.h"
+#include "controllers/modelrelease/prod/canary_observe.h"
+#include "controllers/modelrelease/prod/fold.h"
+#include "controllers/modelrelease/prod/serving_objects.h"
+#include "operator/kube/conditions.h"
+#include "operator/kube/event_sink.h"
+
+namespace lockstep::controllers {
+namespace {
+
+namespace v1 = api::v1alpha1;
+using nlohmann::json;
+
+constexpr const char* kReasonServingApplyFailed = "ServingApplyFailed";
+
+// The serving recipe of `r`: its package, validated closure, RuntimeEnv image
+// and the serving template of its prod stage.
+StatusOr<ServingRelease> servingReleaseOf(const v1::ModelRelease& r, const ProdObserved& p) {
+  ServingRelease out;
+  out.release = r.meta.name;
+  out.package = r.spec.package;
+  out.closureHash = r.spec.closureHash;
+  out.runtimeEnv = r.spec.runtimeEnvName;
+  if (const v1::Stage* stage = r.prodStage()) out.podTemplate = stage->serving->podTemplate;
+  auto rte = p.runtimeEnvs.find(out.runtimeEnv);
+  if (rte == p.runtimeEnvs.end() || !rte->second) {
+    return Status(Code::kUnavailable, "RuntimeEnv " + out.runtimeEnv + " of release " +
+                                          out.release + " does not exist");
+  }
+  out.runtimeImage = v1::decodeRuntimeEnv(*rte->second).spec.image;
+  return out;
+}
+
+// The write that puts the model's `track` Deployment on release `who` (empty:
+// scaled to zero) with `replicas`: a scale when it already runs `who`, else a
+// server-side apply built from that release's serving template; nullopt when
+// nothing changes. kInvalidArgument: the template cannot run; kUnavailable:
+// the release or its RuntimeEnv is gone.
+StatusOr<std::optional<PlannedApply>> placeTrack(const ServingObjectsInput& in,
+                                                 const v1::ModelRelease& self,
+                                                 const kube::ObjectPtr& selfObject,
+                                                 const std::string& track, const std::string& who,
+                                                 int replicas, const kube::Object* current,
+                                                 const ProdObserved& p) {
+  const std::string name = servingDeploymentName(in.model, track);
+  std::optional<PlannedApply> out;
+  if (who.empty() || (current != nullptr && templateRelease(current) == who)) {
+    const int want = who.empty() ? 0 : replicas;
+    if (current == nullptr || specReplicas(current) == want) return out;
+    out =
+        plannedMergePatch(v1::kDeployments, in.ns, name, json{{"spec", {{"replicas", want}}}}, "");
+  } else {
+    StatusOr<ServingRelease> sr = Status(Code::kUnavailable, "");
+    if (who == self.meta.name) {
+      sr = servingReleaseOf(self, p);
+    } else if (auto other = p.releases.find(who); other != p.releases.end() && other->second) {
+      sr = servingReleaseOf(v1::decodeModelRelease(*other->second), p);
+    } else {
+      sr = Status(Code::kUnavailable,
+                  "release " + who + " is gone; the " + track + " Deployment keeps its pods");
+    }
+    if (!sr.isOk()) return sr.status();
+    auto built = buildServingDeployment(in, track, *sr, replicas);
+    if (!built.isOk()) return built.status();
+    out = plannedApply(v1::kDeployments, std::move(*built), "");
+  }
+  out->failureEventOn = selfObject;
+  out->failureEventReason = kReasonServingApplyFailed;
+  return out;
+}
+
+ServingObjectsInput servingInput(const v1::ModelRelease& r, const v1::CanarySpec& spec,
+                                 const ProdObserved& p) {
+  ServingObjectsInput in;
+  in.model = r.spec.model;
+  in.ns = r.meta.ns;
+  in.port = spec.port;
+  in.capacity = spec.capacity;
+  in.mount = p.mount;
+  in.fetchCommand = p.fetchCommand;
+  in.anchorUid = p.anchor ? v1::decodeMeta(*p.anchor).uid : std::string();
+  return in;
+}
+
+void stopWith(ProdPlan& out, const Status& s) {
+  out.events.push_back({kube::kEventTypeWarning, kReasonServingApplyFailed, s.message()});
+  out.stop = true;
+  out.stopError = s;
+}
+
+}  // namespace
+
+ProdPlan planProd(const ReleaseObserved& o, const v1::ModelRelease& r,
+                  const kube::ObjectPtr& releaseObject, const ProdObserved& p, ReleasePlan& plan) {
+  ProdPlan out;
+  const json& prevStatus = v1::decode::object(o.release, "status");
+  const int64_t generation = r.meta.generation;
+  const std::string& name = r.meta.name;
+  auto spec = canarySpecOf(r.spec.stages.at(plan.prod->index));
+  if (!spec.isOk()) {
+    failProdStage(plan, spec.status().message(), prevStatus, generation, o.now);
+    return out;
+  }
+
+  // The anchor: create it, or claim the canary slot (the newest release to
+  // reach prod takes it; the one it displaces turns Superseded). Then plan
+  // again from the cache.
+  if (!p.anchor) {
+    out.writes.push_back(createAnchor(r.meta.ns, r.spec.model, name));
+    out.stop = true;
+    out.stopRequeueSeconds = 1;
+    return out;
+  }
+  const v1::ModelAnchor anchor = v1::decodeModelAnchor(*p.anchor);
+  if (anchor.canary != name && !r.status.canary.is_object()) {
+    out.writes.push_back(claimCanary(*p.anchor, name));
+    out.stop = true;
+    out.stopRequeueSeconds = 1;
+    return out;
+  }
+
+  CanaryObserved co = observeCanary(r, *spec, p, o.now, o.nowUnix);
+  CanaryPlan cp = planCanary(co);
+  if (cp.measureNow && !p.measurement) {
+    const int at = static_cast<int>(v1::decode::integer(cp.status, "step", 0));
+    if (at >= 0 && at < static_cast<int>(spec->steps.size()) &&
+        spec->steps[static_cast<size_t>(at)].analysis) {
+      out.measure = spec->steps[static_cast<size_t>(at)].analysis;
+    }
+  }
+
+  // The Service, then both Deployments (the track that grows first; a failed
+  // write stops before the other one).
+  const ServingObjectsInput in = servingInput(r, *spec, p);
+  out.writes.push_back(
+      plannedApply(v1::kServices, buildModelService(in), "applying Service " + r.spec.model));
+  const kube::Object* canaryDep = p.canaryDeployment.get();
+  const kube::Object* stableDep = p.stableDeployment.get();
+  const std::string canaryWho = !cp.canaryRelease.empty() ? cp.canaryRelease
+                                : cp.replicas.canary > 0 || templateRelease(canaryDep) == name
+                                    ? name
+                                    : std::string();
+  const bool stableFirst = cp.replicas.stable >= co.stable.specReplicas;
+  for (bool stableTurn : {stableFirst, !stableFirst}) {
+    auto w = stableTurn ? placeTrack(in, r, releaseObject, kTrackStable, cp.stableRelease,
+                                     cp.replicas.stable, stableDep, p)
+                        : placeTrack(in, r, releaseObject, kTrackCanary, canaryWho,
+                                     cp.replicas.canary, canaryDep, p);
+    if (!w.isOk() && w.status().code() == Code::kInvalidArgument) {
+      failProdStage(plan, w.status().message(), prevStatus, generation, o.now);
+      return out;
+    }
+    if (!w.isOk()) {
+      stopWith(out, w.status());
+      return out;
+    }
+    if (*w) out.writes.push_back(std::move(**w));
+  }
+
+  // The anchor records promotions and rollbacks (and frees the canary slot).
+  if (cp.action == CanaryAction::kPromoted || cp.action == CanaryAction::kRolledBack) {
+    AnchorRecord rec;
+    rec.release = name;
+    rec.package = co.package;
+    rec.closureHash = co.closureHash;
+    rec.now = o.now;
+    rec.promoted = cp.action == CanaryAction::kPromoted;
+    rec.rollbackReason = v1::decode::string(cp.status, "reason");
+    rec.stable = co.knownGood ? co.knownGood->release : std::string();
+    if (auto w = recordCanaryEnd(*p.anchor, rec)) out.writes.push_back(std::move(*w));
+  }
+  foldCanaryPlan(plan, cp, prevStatus, generation, o.now);
+  out.canary = std::move(cp);
+  return out;
+}
+
+namespace {
+
+// A manual rollback that cannot run: dropped, with InvalidSpec on the release
+// (Stalled; the phase stays), and terminal once the status is written.
+void refuseRollback(ProdPlan& out, const ReleaseObserved& o, const v1::ModelRelease& r,
+                    ReleasePlan& plan, const std::string& message) {
+  const json& prevStatus = v1::decode::object(o.release, "status");
+  plan.modelRollback.reset();
+  json& status = plan.status;
+  status["phase"] = v1::decode::string(prevStatus, "phase");
+  status["rollback"] = v1::decode::object(prevStatus, "rollback");
+  status["rollback"]["refused"] = message;
+  json& conditions = status["conditions"];
+  if (!conditions.is_array()) conditions = json::array();
+  kube::setCondition(conditions,
+                     {v1::kConditionReady, v1::kStatusFalse, v1::kReasonInvalidSpec, message},
+                     r.meta.generation, o.now);
+  kube::setCondition(conditions,
+                     {v1::kConditionStalled, v1::kStatusTrue, v1::kReasonInvalidSpec, message},
+                     r.meta.generation, o.now);
+  std::erase_if(plan.events,
+                [](const ReleaseEvent& e) { return e.reason == v1::kReasonManualRollback; });
+  plan.events.push_back({kube::kEventTypeWarning, v1::kReasonInvalidSpec, message});
+  plan.statusChanged = status != prevStatus;
+  out.writes.clear();
+  out.afterStatus = Status(Code::kInvalidArgument, message);
+}
+
+}  // namespace
+
+ProdPlan planRollbackWrites(const ReleaseObserved& o, const v1::ModelRelease& r,
+                            const kube::ObjectPtr& releaseObject, const ProdObserved& p,
+                            ReleasePlan& plan) {
+  ProdPlan out;
+  const ModelRollbackRequest rb = *plan.modelRollback;
+  const std::string& name = r.meta.name;
+  // The planner decided from this same cache; a moved anchor means plan again.
+  const v1::ModelAnchor anchor = p.anchor ? v1::decodeModelAnchor(*p.anchor) : v1::ModelAnchor{};
+  if (!p.anchor || anchor.promoted != rb.from || anchor.prodRevision() != rb.revision ||
+      !anchor.canary.empty()) {
+    out.stop = true;
+    out.stopRequeueSeconds = 1;
+    return out;
+  }
+  const v1::Stage* stage = r.prodStage();
+  auto spec = stage != nullptr
+                  ? canarySpecOf(*stage)
+                  : StatusOr<v1::CanarySpec>(Status(Code::kInvalidArgument, "no prod stage"));
+  if (!spec.isOk()) {
+    refuseRollback(out, o, r, plan, "rollback target: " + spec.status().message());
+    return out;
+  }
+  const ServingObjectsInput in = servingInput(r, *spec, p);
+  for (bool stableTrack : {true, false}) {
+    auto w = stableTrack ? placeTrack(in, r, releaseObject, kTrackStable, name, spec->replicas,
+                                      p.stableDeployment.get(), p)
+                         : placeTrack(in, r, releaseObject, kTrackCanary, "", 0,
+                                      p.canaryDeployment.get(), p);
+    if (!w.isOk() && w.status().code() == Code::kInvalidArgument) {
+      refuseRollback(out, o, r, plan, "rollback target: " + w.status().message());
+      return out;
+    }
+    if (!w.isOk()) {
+      stopWith(out, w.status().withContext("rolling model " + r.spec.model + " back to " + name));
+      return out;
+    }
+    if (*w) out.writes.push_back(std::move(**w));
+  }
+  out.writes.push_back(
+      recordRollback(*p.anchor, {name, r.spec.package, r.spec.closureHash, rb.from, rb.by, o.now}));
+  out.rollbackRecordedAt = out.writes.size() - 1;
+  return out;
+}
+
+}  // namespace lockstep::controllers

@@ -1,0 +1,55 @@
+// The model's serving objects (pure, docs/rollouts.md "Ownership"): the
+// Service `<model>` selecting both tracks (the weight is the replica ratio)
+// and a Deployment `<model>-<track>` per track, built from a release's serving
+// template by the one pod rule of runtime_pod.h, owned by the model's anchor
+// ConfigMap so deleting a release never takes prod down.
+// Thread-safety: pure functions over values.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "api/v1alpha1/keys.h"
+#include "api/v1alpha1/model_release.h"
+#include "common/status.h"
+#include "controllers/modelrelease/runtime_pod.h"
+
+namespace lockstep::controllers {
+
+using api::v1alpha1::CapacityMode;
+
+// What a serving pod runs: the release and its validated runtime.
+struct ServingRelease {
+  std::string release, package, closureHash, runtimeEnv, runtimeImage;
+  nlohmann::json podTemplate;  // serving.template of that release
+};
+
+struct ServingObjectsInput {
+  std::string model, ns;
+  int port = 8080;
+  CapacityMode capacity = CapacityMode::kSurge;
+  PackageMount mount = PackageMount::kImageVolume;
+  std::vector<std::string> fetchCommand;  // InitContainer mode
+  // The per-model anchor ConfigMap `lockstep-model-<model>` that owns the
+  // serving objects (docs/rollouts.md "Ownership"); empty uid: no owner yet.
+  std::string anchorUid;
+};
+
+inline constexpr const char* kTrackStable = "stable";
+inline constexpr const char* kTrackCanary = "canary";
+using api::v1alpha1::kModelLabel;
+using api::v1alpha1::kTrackLabel;
+
+std::string servingDeploymentName(const std::string& model, const std::string& track);
+
+// Service `<model>` selecting both tracks (weight = replica ratio).
+nlohmann::json buildModelService(const ServingObjectsInput& in);
+
+// Deployment `<model>-<track>`; kInvalidArgument naming what when the template cannot run.
+StatusOr<nlohmann::json> buildServingDeployment(const ServingObjectsInput& in,
+                                                const std::string& track, const ServingRelease& r,
+                                                int replicas);
+
+}  // namespace lockstep::controllers

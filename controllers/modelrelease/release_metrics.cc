@@ -1,0 +1,95 @@
+#include "controllers/modelrelease/release_metrics.h"
+
+#include <prometheus/counter.h>
+#include <prometheus/family.h>
+#include <prometheus/gauge.h>
+#include <prometheus/histogram.h>
+#include <prometheus/registry.h>
+
+#include <map>
+#include <mutex>
+#include <utility>
+
+namespace lockstep::controllers {
+namespace {
+
+class PrometheusReleaseMetrics final : public ReleaseMetrics {
+ public:
+  explicit PrometheusReleaseMetrics(::prometheus::Registry& registry)
+      : results_(::prometheus::BuildCounter()
+                     .Name("lockstep_release_stage_results_total")
+                     .Help("Gate stage results by stage and result "
+                           "(succeeded, failed, timed_out, aborted)")
+                     .Register(registry)),
+        durations_(::prometheus::BuildHistogram()
+                       .Name("lockstep_release_stage_duration_seconds")
+                       .Help("Time from a gate stage's start to its result")
+                       .Register(registry)),
+        promotions_(::prometheus::BuildCounter()
+                        .Name("lockstep_release_promotions_total")
+                        .Help("Releases promoted to prod, by model")
+                        .Register(registry)),
+        rollbacks_(::prometheus::BuildCounter()
+                       .Name("lockstep_release_rollbacks_total")
+                       .Help("Canary rollbacks by model and reason (docs/rollouts.md)")
+                       .Register(registry)),
+        canarySteps_(::prometheus::BuildGauge()
+                         .Name("lockstep_release_canary_step")
+                         .Help("Canary step (index into canary.steps) of each release in prod")
+                         .Register(registry)),
+        canaryWeights_(::prometheus::BuildGauge()
+                           .Name("lockstep_release_canary_weight")
+                           .Help("Target weight (percent) of each release's current canary step")
+                           .Register(registry)) {}
+
+  void canaryStep(const std::string& ns, const std::string& release, const std::string& model,
+                  int step, int weight) override {
+    std::lock_guard<std::mutex> lock(mu_);
+    const ::prometheus::Labels labels{{"namespace", ns}, {"release", release}, {"model", model}};
+    auto& [stepGauge, weightGauge] = canary_[ns + "/" + release];
+    stepGauge = &canarySteps_.Add(labels);
+    weightGauge = &canaryWeights_.Add(labels);
+    stepGauge->Set(step);
+    weightGauge->Set(weight);
+  }
+  void forgetRelease(const std::string& ns, const std::string& release) override {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto it = canary_.find(ns + "/" + release);
+    if (it == canary_.end()) return;
+    canarySteps_.Remove(it->second.first);
+    canaryWeights_.Remove(it->second.second);
+    canary_.erase(it);
+  }
+
+  void promotion(const std::string& model) override {
+    promotions_.Add({{"model", model}}).Increment();
+  }
+  void rollback(const std::string& model, const std::string& reason) override {
+    rollbacks_.Add({{"model", model}, {"reason", reason}}).Increment();
+  }
+
+  void stageResult(const std::string& stage, const std::string& result, double seconds) override {
+    results_.Add({{"stage", stage}, {"result", result}}).Increment();
+    static const ::prometheus::Histogram::BucketBoundaries kBuckets = {
+        5, 15, 30, 60, 120, 300, 600, 1200, 1800, 3600, 7200, 14400};
+    durations_.Add({{"stage", stage}}, kBuckets).Observe(seconds);
+  }
+
+ private:
+  ::prometheus::Family<::prometheus::Counter>& results_;
+  ::prometheus::Family<::prometheus::Histogram>& durations_;
+  ::prometheus::Family<::prometheus::Counter>& promotions_;
+  ::prometheus::Family<::prometheus::Counter>& rollbacks_;
+  ::prometheus::Family<::prometheus::Gauge>& canarySteps_;
+  ::prometheus::Family<::prometheus::Gauge>& canaryWeights_;
+  std::mutex mu_;  // guards canary_
+  std::map<std::string, std::pair<::prometheus::Gauge*, ::prometheus::Gauge*>> canary_;
+};
+
+}  // namespace
+
+std::shared_ptr<ReleaseMetrics> makePrometheusReleaseMetrics(::prometheus::Registry& registry) {
+  return std::make_shared<PrometheusReleaseMetrics>(registry);
+}
+
+}  // namespace lockstep::controllers

@@ -1,0 +1,100 @@
+#include "controllers/modelrelease/rollback_plan.h"
+
+#include "api/v1alpha1/conditions.h"
+#include "api/v1alpha1/model_anchor.h"
+#include "controllers/modelrelease/runtime_env_state.h"
+
+namespace lockstep::controllers {
+namespace {
+
+namespace v1 = api::v1alpha1;
+namespace decode = api::v1alpha1::decode;
+using namespace api::v1alpha1;  // NOLINT(google-build-using-namespace): phases and reasons
+using nlohmann::json;
+
+}  // namespace
+
+bool planManualRollback(const ReleaseObserved& o, const v1::ModelRelease& r,
+                        const std::string& prevPhase, json& status, ReleaseSummary& sum,
+                        ReleasePlan& plan) {
+  const json& prevStatus = decode::object(o.release, "status");
+  // Manual rollback (`lockstep model rollback`, docs/rollouts.md): a release
+  // that was promoted once, annotated rollback.lockstep.dev/<the model's
+  // current prod revision>, takes the stable track back without re-running any
+  // gate, unless its runtime has moved on or another release is in canary. A release the
+  // anchor names as promoted again (a rollback whose status write was lost) is
+  // Promoted again.
+  if (decode::string(decode::object(prevStatus, "canary"), "phase") == kPhasePromoted &&
+      (prevPhase == kPhaseSuperseded || prevPhase == kPhasePromoted)) {
+    const std::string from = o.promotedRelease;
+    const std::string by =
+        from.empty() || from == r.meta.name || o.modelRevision.empty()
+            ? std::string()
+            : r.annotation(std::string(kRollbackAnnotationPrefix) + o.modelRevision);
+    const bool restoredBefore = prevPhase == kPhaseSuperseded && from == r.meta.name;
+    if (!by.empty() || restoredBefore) {
+      RuntimeEnvState env = runtimeEnvState(o.runtimeEnv);
+      std::string refusal;
+      if (!by.empty() && !o.canaryRelease.empty()) {
+        refusal = "release " + quote(o.canaryRelease) + " is in canary on model " +
+                  quote(r.spec.model) + "; abort it first";
+      } else if (!by.empty() && (!env.ready || env.closureHash != r.spec.closureHash)) {
+        refusal = !env.found   ? "RuntimeEnv " + quote(r.spec.runtimeEnvName) + " does not exist"
+                  : !env.ready ? "RuntimeEnv " + quote(r.spec.runtimeEnvName) +
+                                     " is not Ready: " + env.notReadyMessage
+                               : "RuntimeEnv " + quote(r.spec.runtimeEnvName) +
+                                     " now resolves to " + env.closureHash + ", not the " +
+                                     r.spec.closureHash + " this release was validated on";
+      }
+      json rollback = decode::object(prevStatus, "rollback");
+      if (!refusal.empty()) {
+        json refused = {{"from", from},
+                        {"requestedBy", by},
+                        {"revision", o.modelRevision},
+                        {"refused", refusal}};
+        if (rollback != refused) {
+          plan.events.push_back({"Warning", kReasonRollbackRefused,
+                                 "rollback of model " + quote(r.spec.model) + " from " +
+                                     quote(from) + " refused: " + refusal});
+        }
+        status["rollback"] = refused;
+      } else {
+        if (by.empty() && rollback.empty() && !o.rollbackFrom.empty()) {
+          // The rollback ran (the anchor moved to this release) but its status
+          // write was lost: re-derive the record from the anchor and the request.
+          const std::string spent = previousRevision(o.modelRevision);
+          const std::string requester =
+              spent.empty() ? std::string()
+                            : r.annotation(std::string(kRollbackAnnotationPrefix) + spent);
+          if (!requester.empty()) {
+            rollback = {{"from", o.rollbackFrom},
+                        {"requestedBy", requester},
+                        {"revision", spent},
+                        {"at", o.now}};
+            status["rollback"] = rollback;
+          }
+        }
+        if (!by.empty()) {
+          plan.modelRollback = ModelRollbackRequest{from, by, o.modelRevision};
+          rollback = {
+              {"from", from}, {"requestedBy", by}, {"revision", o.modelRevision}, {"at", o.now}};
+          status["rollback"] = rollback;
+          plan.events.push_back({"Normal", kReasonManualRollback,
+                                 "model " + quote(r.spec.model) + " rolled back from release " +
+                                     quote(from) + " to this release by " + by +
+                                     " (no gate ran again)"});
+        }
+        sum.phase = kPhasePromoted;
+        sum.ready = true;
+        sum.readyReason = kReasonManualRollback;
+        sum.readyMessage = "prod runs this release again: model " + quote(r.spec.model) +
+                           " rolled back from " + quote(rollback.value("from", from)) + " by " +
+                           rollback.value("requestedBy", by);
+        return true;
+      }
+    }
+  }
+  return false;
+}
+
+}  // namespace lockstep::controllers

@@ -1,0 +1,29 @@
+// A manual rollback of a model to a release prod ran before (pure,
+// docs/rollouts.md "Manual rollback"): a release whose canary once completed,
+// annotated rollback.lockstep.dev/<the model's prod revision> by `lockstep
+// model rollback`, takes the stable track back without re-running any gate,
+// unless its runtime has moved on or another release is in canary (then the
+// request is refused in status.rollback, with an Event). A release the anchor
+// names as promoted again (a rollback whose status write was lost) is
+// Promoted again. The writes are prod/rollback_writes.h.
+// Thread-safety: pure functions.
+#pragma once
+
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "api/v1alpha1/model_release.h"
+#include "controllers/modelrelease/release_plan.h"
+#include "controllers/modelrelease/release_status.h"
+
+namespace lockstep::controllers {
+
+// True when the release is (again) prod's by a manual rollback: `sum` and
+// `status` say so and, for a new request, plan.modelRollback asks the shell
+// to move the stable track. False: the rollback does not apply (or was refused).
+bool planManualRollback(const ReleaseObserved& observed, const api::v1alpha1::ModelRelease& release,
+                        const std::string& prevPhase, nlohmann::json& status, ReleaseSummary& sum,
+                        ReleasePlan& plan);
+
+}  // namespace lockstep::controllers

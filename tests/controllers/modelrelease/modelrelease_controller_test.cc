@@ -1,0 +1,304 @@
+// The ModelRelease controller's shell without a cluster: caches are real
+// Indexers filled by the test, writes go through a Client over FakeTransport,
+// Events to FakeEventSink, time from FakeClock, analysis from a fake querier.
+// Observe -> plan -> execute: the release's status is written last, guarded by
+// the resourceVersion it was planned from; a Conflict is retried, an invalid
+// spec or rollback request is a condition and no retry.
+#include "controllers/modelrelease/modelrelease_controller.h"
+
+#include <gtest/gtest.h>
+
+#include "api/v1alpha1/conditions.h"
+#include "api/v1alpha1/keys.h"
+#include "api/v1alpha1/model_anchor.h"
+#include "api/v1alpha1/model_release.h"
+#include "api/v1alpha1/resources.h"
+#include "operator/kube/conditions.h"
+#include "tests/support/builders.h"
+#include "tests/support/fake_clock.h"
+#include "tests/support/fake_event_sink.h"
+#include "tests/support/fake_transport.h"
+
+namespace lockstep::controllers {
+namespace {
+
+namespace v1 = api::v1alpha1;
+using nlohmann::json;
+using testing::FakeTransport;
+
+const std::string kImage = "registry.example/runtimes/torch@sha256:" + std::string(64, '1');
+const std::string kHash = "sha256:" + std::string(64, 'a');
+const std::string kPackage = "registry.example/models/gpt2@sha256:" + std::string(64, 'c');
+
+constexpr const char* kStatusUri =
+    "/apis/lockstep.dev/v1alpha1/namespaces/ml/modelreleases/v7/status"
+    "?fieldManager=lockstep-operator&force=true";
+
+std::vector<std::string> byOwnerOrModel(const kube::Object& o) {
+  auto m = kube::label(o, v1::kModelLabel);
+  if (!m) return {};
+  return {kube::namespaceOf(o) + "/" + *m};
+}
+
+class FakeQuerier final : public AnalysisQuerier {
+ public:
+  Measurement measure(const PrometheusAnalysis&, int64_t nowUnix) override {
+    ++calls;
+    return {nowUnix, 0.001, ""};
+  }
+  int calls = 0;
+};
+
+class ModelReleaseControllerTest : public ::testing::Test {
+ protected:
+  ModelReleaseControllerTest() {
+    jobs_.addIndex(kube::kOwnerUidIndex, kube::ownerUidIndexFunc());
+    pods_.addIndex(kube::kOwnerUidIndex, kube::ownerUidIndexFunc());
+    pods_.addIndex(v1::kReleaseByModelIndex, byOwnerOrModel);
+    put(runtimeEnvs_,
+        testing::runtimeEnv("torch")
+            .image(kImage)
+            .status(
+                {{"observedGeneration", 1},
+                 {"closureHash", kHash},
+                 {"conditions", {{{"type", "Ready"}, {"status", "True"}, {"reason", "Resolved"}}}}})
+            .build());
+  }
+  static std::shared_ptr<kube::Client> operatorClient(std::shared_ptr<FakeTransport> t) {
+    kube::ClientOptions o;
+    o.fieldManager = v1::kOperatorFieldManager;
+    return std::make_shared<kube::Client>(std::move(t), o);
+  }
+  void put(kube::Indexer& cache, const kube::Object& o) { cache.upsert(testing::share(o)); }
+  runtime::Result reconcile(const std::string& name = "v7") {
+    return reconciler_.reconcile({"ml", name});
+  }
+  // Answers every write with its body, as the API server answers an apply.
+  void serveWrites() {
+    transport_->setHandler([](const kube::Request& r) -> std::optional<testing::FakeReply> {
+      return FakeTransport::ok(r.body.empty() ? json::object() : json::parse(r.body));
+    });
+  }
+  std::vector<std::string> requests() const {
+    std::vector<std::string> out;
+    for (const auto& r : transport_->requests()) out.push_back(r.method + " " + r.uri());
+    return out;
+  }
+  static kube::Object gated(const std::string& name = "v7") {
+    kube::Object r = testing::modelRelease(name)
+                         .runtimeEnv("torch")
+                         .closureHash(kHash)
+                         .uid("uid-" + name)
+                         .withStage("eval")
+                         .build();
+    r["metadata"]["resourceVersion"] = "11";
+    r["spec"]["package"] = kPackage;
+    r["spec"]["model"] = "gpt2";
+    return r;
+  }
+  // A prod stage: serving `replicas` of a container `srv` (asking `gpus`), and `canary`.
+  static json prodStage(int replicas, int gpus, json canary) {
+    json container = {{"name", "srv"}};
+    if (gpus > 0) container["resources"]["limits"]["nvidia.com/gpu"] = gpus;
+    json serving = {{"replicas", replicas}};
+    serving["template"]["spec"]["containers"] = json::array({container});
+    return {{"name", "prod"}, {"serving", serving}, {"canary", std::move(canary)}};
+  }
+  static json oneStep(int weight) {
+    json step = {{"weight", weight}};
+    return {{"steps", json::array({step})}};
+  }
+  static json condition(const json& status, const std::string& type, const std::string& field) {
+    auto c = kube::findCondition(status.value("conditions", json::array()), type);
+    return c ? c->value(field, "") : "";
+  }
+
+  kube::Indexer releases_, runtimeEnvs_, jobs_, pods_, deployments_, anchors_, nodes_, gpuPods_;
+  std::shared_ptr<FakeTransport> transport_ = std::make_shared<FakeTransport>();
+  std::shared_ptr<kube::Client> client_ = operatorClient(transport_);
+  testing::FakeEventSink events_;
+  testing::FakeClock clock_;
+  std::shared_ptr<FakeQuerier> querier_ = std::make_shared<FakeQuerier>();
+  ModelReleaseReconciler reconciler_{
+      client_, {releases_, runtimeEnvs_, jobs_, pods_, deployments_, anchors_, nodes_, gpuPods_},
+      events_, clock_,
+      nullptr, ModelReleaseOptions{},
+      querier_};
+};
+
+TEST_F(ModelReleaseControllerTest, ObservePlanExecuteCreatesTheGateJobThenWritesStatusLast) {
+  put(releases_, gated());
+  serveWrites();
+
+  runtime::Result r = reconcile();
+  EXPECT_TRUE(r.error.isOk()) << r.error.toString();
+  EXPECT_FALSE(r.terminal);
+
+  // The Job first, the release's status last (server-side apply on /status,
+  // guarded by the resourceVersion the plan was made from).
+  ASSERT_EQ(requests(), (std::vector<std::string>{
+                            "POST /apis/batch/v1/namespaces/ml/jobs?fieldManager=lockstep-operator",
+                            std::string("PATCH ") + kStatusUri}));
+  auto sent = transport_->requests();
+  json job = json::parse(sent[0].body);
+  EXPECT_EQ(job["metadata"]["name"], "v7-eval-1");
+  EXPECT_EQ(job["metadata"]["ownerReferences"][0]["uid"], "uid-v7");
+  json status = json::parse(sent[1].body);
+  EXPECT_EQ(status["metadata"]["resourceVersion"], "11");
+  EXPECT_FALSE(status.contains("spec"));  // status only: GitOps sees no drift
+  EXPECT_EQ(status["status"]["phase"], v1::kPhaseEvaluating);
+  EXPECT_EQ(condition(status["status"], "Ready", "reason"), v1::kReasonGateRunning);
+
+  auto recorded = events_.events();
+  ASSERT_EQ(recorded.size(), 1u);
+  EXPECT_EQ(recorded[0].involvedName, "v7");
+  EXPECT_EQ(recorded[0].reason, "StageStarted");
+}
+
+TEST_F(ModelReleaseControllerTest, AStatusConflictIsRetriedNotTerminal) {
+  put(releases_, gated());
+  transport_->setHandler([](const kube::Request& r) -> std::optional<testing::FakeReply> {
+    if (r.uri().find("/status") != std::string::npos)
+      return FakeTransport::status(409, "Conflict", "the object has been modified");
+    return FakeTransport::ok(json::parse(r.body));
+  });
+
+  runtime::Result r = reconcile();
+  EXPECT_EQ(r.error.code(), Code::kConflict) << r.error.toString();
+  EXPECT_FALSE(r.terminal) << "a plan made on a stale copy is planned again (backoff requeue)";
+  // Status is the last write: nothing after it.
+  EXPECT_EQ(requests().back(), std::string("PATCH ") + kStatusUri);
+}
+
+TEST_F(ModelReleaseControllerTest, AFailedJobCreateStopsBeforeTheStatus) {
+  put(releases_, gated());
+  transport_->setHandler([](const kube::Request&) -> std::optional<testing::FakeReply> {
+    return FakeTransport::status(403, "Forbidden", "exceeded quota: gpu");
+  });
+
+  runtime::Result r = reconcile();
+  EXPECT_FALSE(r.error.isOk());
+  EXPECT_FALSE(r.terminal);
+  EXPECT_EQ(requests(),
+            std::vector<std::string>{
+                "POST /apis/batch/v1/namespaces/ml/jobs?fieldManager=lockstep-operator"});
+  auto recorded = events_.events();
+  ASSERT_EQ(recorded.size(), 1u);
+  EXPECT_EQ(recorded[0].reason, kReasonJobRefused);
+  EXPECT_NE(recorded[0].message.find("creating Job v7-eval-1: "), std::string::npos)
+      << recorded[0].message;
+}
+
+TEST_F(ModelReleaseControllerTest, InvalidSpecIsAConditionAndNoRetry) {
+  kube::Object release = gated();
+  release["spec"]["stages"][0]["gate"]["timeout"] = "soon";
+  put(releases_, release);
+  serveWrites();
+
+  runtime::Result r = reconcile();
+  EXPECT_TRUE(r.error.isOk()) << r.error.toString();
+  EXPECT_FALSE(r.requeue);
+  EXPECT_EQ(r.requeueAfter, kube::Clock::Duration::zero());
+  ASSERT_EQ(requests(), std::vector<std::string>{std::string("PATCH ") + kStatusUri});
+  json status = json::parse(transport_->requests()[0].body)["status"];
+  EXPECT_EQ(status["phase"], v1::kPhaseFailed);
+  EXPECT_EQ(condition(status, "Stalled", "reason"), v1::kReasonInvalidSpec);
+  EXPECT_NE(condition(status, "Stalled", "message").get<std::string>().find("gate.timeout"),
+            std::string::npos);
+}
+
+TEST_F(ModelReleaseControllerTest, FirstReleaseInProdCreatesTheAnchorAndLooksAgain) {
+  kube::Object release = gated();
+  release["spec"]["stages"] = json::array({prodStage(1, 0, oneStep(50))});
+  put(releases_, release);
+  serveWrites();
+
+  runtime::Result r = reconcile();
+  EXPECT_TRUE(r.error.isOk()) << r.error.toString();
+  EXPECT_EQ(r.requeueAfter, std::chrono::seconds(1));
+  // Only the anchor: the rest is planned again from the cache once it is there.
+  ASSERT_EQ(requests(),
+            std::vector<std::string>{
+                "POST /api/v1/namespaces/ml/configmaps?fieldManager=lockstep-operator"});
+  json cm = json::parse(transport_->requests()[0].body);
+  EXPECT_EQ(cm["metadata"]["name"], v1::modelAnchorName("gpt2"));
+  EXPECT_EQ(cm["data"][v1::kAnchorCanary], "v7");
+}
+
+TEST_F(ModelReleaseControllerTest, ProdStageAppliesServingObjectsFromTheCachesThenStatus) {
+  kube::Object release = gated();
+  release["spec"]["stages"] = json::array({prodStage(2, 1, oneStep(50))});
+  put(releases_, release);
+  kube::Object anchor = kube::newObject(v1::kConfigMaps, "ml", v1::modelAnchorName("gpt2"));
+  anchor["metadata"]["uid"] = "anchor-uid";
+  anchor["metadata"]["labels"] = {{v1::kModelLabel, "gpt2"}};
+  anchor["data"] = {{v1::kAnchorCanary, "v7"}};
+  put(anchors_, anchor);
+  kube::Object node = testing::gpuNode("gpu-0", "570", "124", "06");
+  node["status"]["allocatable"] = {{"nvidia.com/gpu", "4"}};
+  put(nodes_, node);
+  serveWrites();
+
+  runtime::Result r = reconcile();
+  EXPECT_TRUE(r.error.isOk()) << r.error.toString();
+  std::vector<std::string> uris = requests();
+  ASSERT_EQ(uris.size(), 3u);
+  EXPECT_EQ(uris[0].rfind("PATCH /api/v1/namespaces/ml/services/gpt2", 0), 0u) << uris[0];
+  EXPECT_EQ(uris[1].rfind("PATCH /apis/apps/v1/namespaces/ml/deployments/gpt2-canary", 0), 0u)
+      << uris[1];
+  EXPECT_EQ(uris[2], std::string("PATCH ") + kStatusUri);
+  // The GPU capacity came from the caches: no pod LIST.
+  for (const auto& u : uris) EXPECT_EQ(u.find("/pods"), std::string::npos) << u;
+  json status = json::parse(transport_->requests()[2].body)["status"];
+  EXPECT_EQ(status["phase"], v1::kPhaseCanary);
+  EXPECT_EQ(status["canary"]["step"], 0);
+  EXPECT_EQ(querier_->calls, 0);
+}
+
+// A promoted release asked to take prod back (`lockstep model rollback`) whose
+// prod stage cannot run: the request is refused in its status, and the
+// reconcile is terminal — a retry cannot fix the spec.
+TEST_F(ModelReleaseControllerTest, AnInvalidManualRollbackIsTerminalWithACondition) {
+  kube::Object release = gated();
+  release["spec"]["stages"] = json::array({prodStage(0, 0, json::object())});
+  release["metadata"]["annotations"] = {{"rollback.lockstep.dev/3", "alice"}};
+  release["status"] = {{"phase", v1::kPhaseSuperseded},
+                       {"observedGeneration", 1},
+                       {"canary", {{"phase", "Promoted"}}},
+                       {"stages", {{{"name", "prod"}, {"phase", "Succeeded"}}}}};
+  put(releases_, release);
+  kube::Object anchor = kube::newObject(v1::kConfigMaps, "ml", v1::modelAnchorName("gpt2"));
+  anchor["metadata"]["labels"] = {{v1::kModelLabel, "gpt2"}};
+  anchor["data"] = {{v1::kAnchorPromoted, "v8"}, {v1::kAnchorRevision, "3"}};
+  put(anchors_, anchor);
+  serveWrites();
+
+  runtime::Result r = reconcile();
+  EXPECT_TRUE(r.terminal) << "no requeue: " << r.error.toString();
+  EXPECT_EQ(r.error.code(), Code::kInvalidArgument);
+  EXPECT_FALSE(r.requeue);
+  EXPECT_EQ(r.requeueAfter, kube::Clock::Duration::zero());
+  // No Deployment and no anchor write: only the status, with the refusal.
+  ASSERT_EQ(requests(), std::vector<std::string>{std::string("PATCH ") + kStatusUri});
+  json status = json::parse(transport_->requests()[0].body)["status"];
+  EXPECT_EQ(status["phase"], v1::kPhaseSuperseded);
+  EXPECT_EQ(condition(status, "Stalled", "reason"), v1::kReasonInvalidSpec);
+  const std::string refused = status["rollback"].value("refused", "");
+  EXPECT_NE(refused.find("serving.replicas must be at least 1"), std::string::npos) << refused;
+  bool warned = false;
+  for (const auto& e : events_.events()) {
+    EXPECT_NE(e.reason, v1::kReasonManualRollback) << "nothing was rolled back";
+    warned = warned || (e.reason == v1::kReasonInvalidSpec && e.type == "Warning");
+  }
+  EXPECT_TRUE(warned);
+}
+
+TEST_F(ModelReleaseControllerTest, ADeletedReleaseIsDone) {
+  runtime::Result r = reconcile("gone");
+  EXPECT_TRUE(r.error.isOk());
+  EXPECT_FALSE(r.requeue);
+  EXPECT_TRUE(transport_->requests().empty());
+}
+
+}  // namespace
+}  // namespace lockstep::controllers

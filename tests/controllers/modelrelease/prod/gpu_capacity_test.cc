@@ -1,0 +1,87 @@
+// Tests of the canary GPU pre-check (controllers/modelrelease/prod/gpu_capacity.h).
+#include "controllers/modelrelease/prod/gpu_capacity.h"
+
+#include <ctime>
+#include <string>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+#include "api/v1alpha1/model_release.h"
+
+namespace lockstep::controllers {
+namespace {
+
+using namespace api::v1alpha1;  // NOLINT(google-build-using-namespace): reasons, CanarySpec
+using nlohmann::json;
+
+TEST(CanaryGpu, PreCheckFitsNodeByNode) {
+  EXPECT_TRUE(gpuPreCheck({2, {1, 1, 1}}, 1).go == false);  // 3 free, but no node has 2
+  EXPECT_TRUE(gpuPreCheck({2, {1, 2}}, 1).go);
+  EXPECT_FALSE(gpuPreCheck({2, {2, 1}}, 2).go);
+  EXPECT_TRUE(gpuPreCheck({1, {0, 0}}, 0).go);
+  EXPECT_TRUE(gpuPreCheck({0, {}}, 3).go);  // no GPU requested
+  auto check = gpuPreCheck({1, {0, 0}}, 1);
+  EXPECT_FALSE(check.go);
+  EXPECT_NE(check.message.find("2 compatible node(s) have 0 free GPU(s)"), std::string::npos)
+      << check.message;
+}
+
+json gpuNode(const std::string& name, const std::string& gpus, const std::string& driverMajor,
+             bool unschedulable = false) {
+  json n = {{"metadata",
+             {{"name", name},
+              {"labels",
+               {{"nvidia.com/cuda.driver.major", driverMajor},
+                {"nvidia.com/cuda.driver.minor", "10"},
+                {"nvidia.com/cuda.driver.rev", "0"}}}}},
+            {"spec", json::object()},
+            {"status", {{"allocatable", {{"cpu", "64"}, {"nvidia.com/gpu", gpus}}}}}};
+  if (unschedulable) n["spec"]["unschedulable"] = true;
+  return n;
+}
+
+json boundPod(const std::string& node, int gpus, const std::string& phase = "Running",
+              bool asLimit = false) {
+  json res = {{asLimit ? "limits" : "requests", {{"nvidia.com/gpu", std::to_string(gpus)}}}};
+  return {
+      {"spec",
+       {{"nodeName", node}, {"containers", json::array({{{"name", "c"}, {"resources", res}}})}}},
+      {"status", {{"phase", phase}}}};
+}
+
+TEST(CanaryPlan, GpuCapacityCountsFreeGpusOnCompatibleNodesOnly) {
+  std::vector<json> nodes = {gpuNode("gpu-a", "8", "570"), gpuNode("gpu-b", "8", "570"),
+                             gpuNode("gpu-old", "8", "525"), gpuNode("gpu-off", "8", "570", true),
+                             gpuNode("cpu", "0", "570")};
+  std::vector<json> pods = {boundPod("gpu-a", 4), boundPod("gpu-a", 3, "Running", true),
+                            boundPod("gpu-a", 8, "Succeeded"), boundPod("gpu-b", 8),
+                            boundPod("gpu-old", 1)};
+  GpuCapacity cap = gpuCapacityOf(2, nodes, pods, "550.54.14");
+  EXPECT_EQ(cap.gpusPerPod, 2);
+  // gpu-a: 8 - 4 - 3 (a limit counts as the request; a Succeeded pod holds nothing);
+  // gpu-b full; gpu-old's driver is too old, gpu-off is cordoned, cpu has no GPU.
+  EXPECT_EQ(cap.freePerNode, (std::vector<int64_t>{1, 0}));
+  EXPECT_FALSE(gpuPreCheck(cap, 1).go);
+  // Without a driver floor, the old-driver node counts too.
+  EXPECT_EQ(gpuCapacityOf(2, nodes, pods, "").freePerNode, (std::vector<int64_t>{1, 0, 7}));
+}
+
+TEST(CanaryPlan, PodGpuRequestCountsLikeTheScheduler) {
+  json spec = {
+      {"containers", json::array({{{"resources", {{"requests", {{"nvidia.com/gpu", "1"}}}}}},
+                                  {{"resources", {{"limits", {{"nvidia.com/gpu", 2}}}}}},
+                                  {{"resources", {{"requests", {{"cpu", "1"}}}}}}})},
+      {"initContainers",
+       json::array({{{"resources", {{"requests", {{"nvidia.com/gpu", "2"}}}}}}})}};
+  EXPECT_EQ(podGpuRequest(spec), 3);
+  spec["initContainers"][0]["resources"]["requests"]["nvidia.com/gpu"] = "4";
+  EXPECT_EQ(podGpuRequest(spec), 4);  // the largest init container wins
+  spec["containers"][0]["resources"]["requests"]["nvidia.com/gpu"] = "500m";
+  spec["initContainers"] = json::array();
+  EXPECT_EQ(podGpuRequest(spec), 2);  // a malformed quantity counts as 0
+  EXPECT_EQ(podGpuRequest(json("not a spec")), 0);
+}
+
+}  // namespace
+}  // namespace lockstep::controllers

@@ -1,0 +1,85 @@
+// Tests of the model's serving objects (controllers/modelrelease/prod/serving_objects.h).
+#include "controllers/modelrelease/prod/serving_objects.h"
+
+#include <ctime>
+#include <string>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+namespace lockstep::controllers {
+namespace {
+
+using namespace api::v1alpha1;  // NOLINT(google-build-using-namespace): reasons, CanarySpec
+using nlohmann::json;
+
+const std::string kHash = "sha256:" + std::string(64, 'a');
+const std::string kImage = "registry.example/runtimes/torch@sha256:" + std::string(64, '1');
+const std::string kPackage = "registry.example/models/gpt2@sha256:" + std::string(64, 'c');
+
+ServingRelease servingRelease() {
+  return {"gpt2-v2",
+          kPackage,
+          kHash,
+          "torch",
+          kImage,
+          {{"spec",
+            {{"containers", json::array({{{"name", "server"}, {"args", {"--port", "8080"}}}})}}}}};
+}
+
+TEST(CanaryObjects, DeploymentRunsThePackageByDigestOnTheValidatedRuntime) {
+  ServingObjectsInput in{
+      "gpt2", "ml", 8080, CapacityMode::kSurge, PackageMount::kImageVolume, {}, "anchor-uid"};
+  auto built = buildServingDeployment(in, kTrackCanary, servingRelease(), 3);
+  ASSERT_TRUE(built.isOk()) << built.status().toString();
+  const json& d = *built;
+  EXPECT_EQ(d["metadata"]["name"], "gpt2-canary");
+  EXPECT_EQ(d["metadata"]["labels"]["lockstep.dev/track"], "canary");
+  EXPECT_EQ(d["metadata"]["ownerReferences"][0]["kind"], "ConfigMap");
+  EXPECT_EQ(d["metadata"]["ownerReferences"][0]["name"], "lockstep-model-gpt2");
+  EXPECT_EQ(d["spec"]["replicas"], 3);
+  EXPECT_EQ(d["spec"]["strategy"]["rollingUpdate"]["maxSurge"], 1);
+  EXPECT_EQ(d["spec"]["strategy"]["rollingUpdate"]["maxUnavailable"], 0);
+  EXPECT_EQ(d["spec"]["selector"]["matchLabels"]["lockstep.dev/track"], "canary");
+  const json& t = d["spec"]["template"];
+  EXPECT_EQ(t["metadata"]["labels"]["lockstep.dev/model"], "gpt2");
+  EXPECT_EQ(t["metadata"]["labels"]["lockstep.dev/release"], "gpt2-v2");
+  EXPECT_EQ(t["metadata"]["labels"]["lockstep.dev/runtime-env"], "torch");
+  EXPECT_EQ(t["metadata"]["annotations"]["lockstep.dev/closure-hash"], kHash);
+  const json& c = t["spec"]["containers"][0];
+  EXPECT_EQ(c["image"], kImage);
+  EXPECT_EQ(c["volumeMounts"][0]["readOnly"], true);
+  EXPECT_EQ(t["spec"]["volumes"][0]["image"]["reference"], kPackage);
+  // Every selector label is on the pods.
+  for (const auto& [k, v] : d["spec"]["selector"]["matchLabels"].items())
+    EXPECT_EQ(t["metadata"]["labels"][k], v) << k;
+  json svc = buildModelService(in);
+  EXPECT_EQ(svc["metadata"]["name"], "gpt2");
+  for (const auto& [k, v] : svc["spec"]["selector"].items())
+    EXPECT_EQ(t["metadata"]["labels"][k], v) << k;
+  EXPECT_FALSE(svc["spec"]["selector"].contains("lockstep.dev/track")) << "both tracks serve";
+}
+
+TEST(CanaryObjects, DrainStrategyInitContainerModeAndForeignImage) {
+  ServingObjectsInput in{
+      "gpt2", "ml", 8080, CapacityMode::kDrain, PackageMount::kInitContainer, {"sh", "-c", "fetch"},
+      ""};
+  auto built = buildServingDeployment(in, kTrackStable, servingRelease(), 4);
+  ASSERT_TRUE(built.isOk()) << built.status().toString();
+  const json& d = *built;
+  EXPECT_EQ(d["spec"]["strategy"]["rollingUpdate"]["maxSurge"], 0);
+  EXPECT_EQ(d["spec"]["strategy"]["rollingUpdate"]["maxUnavailable"], 1);
+  EXPECT_TRUE(d["metadata"]["ownerReferences"].empty());
+  EXPECT_EQ(d["spec"]["template"]["spec"]["initContainers"][0]["name"], "lockstep-fetch-package");
+  EXPECT_EQ(d["spec"]["template"]["spec"]["initContainers"][0]["image"], kImage);
+  auto r = servingRelease();
+  r.podTemplate["spec"]["containers"][0]["image"] = "docker.io/library/python:3.12";
+  auto bad = buildServingDeployment(in, kTrackStable, r, 4);
+  ASSERT_FALSE(bad.isOk());
+  EXPECT_EQ(bad.status().code(), Code::kInvalidArgument);
+  EXPECT_NE(bad.status().message().find("names image"), std::string::npos)
+      << bad.status().message();
+}
+
+}  // namespace
+}  // namespace lockstep::controllers
