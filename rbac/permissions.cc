@@ -175,7 +175,7 @@ const std::vector<Permission>& operatorPermissions() {
        {},
        "registry stage tags, only with the chart value registryTags.enabled: the "
        "dockerconfigjson Secret of spec.registryTags.secretRef "
-       "(controllers/modelrelease/stage_tagger.cc), read when a tag is due; never listed or "
+       "(controllers/modelrelease/tags/stage_tagger.cc), read when a tag is due; never listed or "
        "watched",
        "registryTags.enabled"},
       // Admission (webhooks/, cmd/lockstep-operator/main.cc).

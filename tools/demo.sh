@@ -58,10 +58,13 @@ k create namespace "$opns" --dry-run=client -o yaml | k apply -f - >/dev/null
 # (which the API server refuses). The replace empties the caBundle; the operator
 # started below writes it before it serves (and repairs it whenever it is emptied).
 port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
-"$LOCKSTEP_TOOLS_BIN/helm" template lockstep helm/lockstep -n "$opns" \
+# The chart requires an image by digest; the operator runs locally here, so any one renders.
+chart_image=(--set image.repository=registry.example/lockstep/operator
+  --set "image.digest=sha256:$(printf '0%.0s' $(seq 64))")
+"$LOCKSTEP_TOOLS_BIN/helm" template lockstep helm/lockstep -n "$opns" "${chart_image[@]}" \
   --show-only templates/serviceaccount.yaml --show-only templates/rbac.yaml |
   k apply -n "$opns" -f - >/dev/null
-"$LOCKSTEP_TOOLS_BIN/helm" template lockstep helm/lockstep -n "$opns" \
+"$LOCKSTEP_TOOLS_BIN/helm" template lockstep helm/lockstep -n "$opns" "${chart_image[@]}" \
   --set webhook.url="https://127.0.0.1:$port" --show-only templates/webhooks.yaml >"$dir/webhooks.yaml"
 if k get validatingwebhookconfiguration lockstep >/dev/null 2>&1; then
   k replace --save-config -f "$dir/webhooks.yaml" >/dev/null

@@ -24,6 +24,10 @@ packages=(
   nginx
   # the servers' allocator (cmd/CMakeLists.txt LOCKSTEP_ALLOCATOR; docs/benchmarks.md)
   libjemalloc-dev
+  # OCI images without a container daemon (tools/image.sh, docs/install.md): mmdebstrap
+  # downloads the bookworm packages, skopeo inspects and pushes, umoci unpacks in the tests;
+  # python3-jsonschema validates the SBOMs against the CycloneDX schema (tests/image)
+  mmdebstrap debian-archive-keyring skopeo umoci binutils python3-jsonschema
 )
 
 SUDO=""

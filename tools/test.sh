@@ -45,6 +45,12 @@ tools/lint.sh "$build"
 
 [ "$what" = unit ] && exit 0
 
+# OCI images (tools/image.sh, docs/install.md): a Release build in build-release/, both
+# images, and their checks (tests/image, label "image"). The Debian packages are cached in
+# $LOCKSTEP_CACHE/image, the Release objects in ccache.
+step "OCI images (tools/image.sh build, tests/image)"
+ctest --test-dir "$build" -L image --output-on-failure
+
 step "waiting for the control plane build"
 if ! wait "$tools_pid"; then cat "$LOCKSTEP_CACHE.tools-build.log"; exit 1; fi
 tail -n 1 "$LOCKSTEP_CACHE.tools-build.log"

@@ -23,7 +23,13 @@ using nlohmann::json;
 
 const std::string kChart = std::string(LOCKSTEP_SOURCE_DIR) + "/helm/lockstep";
 
-CommandResult helm(std::vector<std::string> args) {
+// The chart needs an image by digest (it has no default); any well-formed one renders.
+const std::vector<std::string> kImageValues = {
+    "--set", "image.repository=registry.example/lockstep/lockstep-operator", "--set",
+    "image.digest=sha256:" + std::string(64, '0')};
+
+CommandResult helm(std::vector<std::string> args, bool withImage = true) {
+  if (withImage) args.insert(args.begin() + 1, kImageValues.begin(), kImageValues.end());
   args.insert(args.begin(), toolsBin() + "/helm");
   return run(args);
 }
@@ -75,6 +81,25 @@ TEST(HelmChart, BothCertModesRenderObjectsTheApiServerAccepts) {
   EXPECT_NE(bad.exitCode, 0);
   EXPECT_NE(bad.err.find("webhook.certSecretName is required"), std::string::npos) << bad.err;
   kubectl({"delete", "namespace", ns, "--wait=false"});
+}
+
+// Issue 22: the chart has no default image (none exists before a push): the repository and
+// a well-formed digest are required, and the Deployment runs exactly repository@digest.
+TEST(HelmChart, ImageIsRequiredAndPinnedByDigest) {
+  auto none = helm({"template", "lockstep", kChart}, /*withImage=*/false);
+  EXPECT_NE(none.exitCode, 0);
+  EXPECT_NE(none.err.find("image.repository is required"), std::string::npos) << none.err;
+  auto tagged = helm({"template", "lockstep", kChart, "--set", "image.repository=r.example/op",
+                      "--set", "image.digest=0.1.0"},
+                     /*withImage=*/false);
+  EXPECT_NE(tagged.exitCode, 0);
+  EXPECT_NE(tagged.err.find("is not sha256:<64 lowercase hex>"), std::string::npos) << tagged.err;
+  auto pinned = helm({"template", "lockstep", kChart, "--show-only", "templates/deployment.yaml"});
+  ASSERT_EQ(pinned.exitCode, 0) << pinned.err;
+  EXPECT_NE(pinned.out.find("image: \"registry.example/lockstep/lockstep-operator@sha256:" +
+                            std::string(64, '0') + "\""),
+            std::string::npos)
+      << pinned.out;
 }
 
 // Issue 13 item 3: the optional NetworkPolicy admits only the API server to the

@@ -30,9 +30,12 @@ const std::string kLock = "numpy==1.26.4 --hash=sha256:" + std::string(64, 'a') 
 // templates/rbac.yaml rendered with `helmArgs`, as JSON objects (every
 // namespaced object in it names its namespace).
 std::vector<json> renderRbac(const std::vector<std::string>& helmArgs) {
-  std::vector<std::string> args = {
-      toolsBin() + "/helm", "template",         kReleaseName,  kChart,
-      "--namespace",        kOperatorNamespace, "--show-only", "templates/rbac.yaml"};
+  std::vector<std::string> args = {toolsBin() + "/helm", "template", kReleaseName, kChart,
+                                   "--namespace", kOperatorNamespace, "--show-only",
+                                   "templates/rbac.yaml",
+                                   // The chart requires an image by digest; any one renders.
+                                   "--set", "image.repository=registry.example/lockstep/operator",
+                                   "--set", "image.digest=sha256:" + std::string(64, '0')};
   args.insert(args.end(), helmArgs.begin(), helmArgs.end());
   auto r = run(args);
   if (r.exitCode != 0) throw std::runtime_error("helm template: " + r.err);

@@ -16,9 +16,15 @@ app.kubernetes.io/name: {{ .Chart.Name }}
 app.kubernetes.io/instance: {{ .Release.Name }}
 {{- end -}}
 
+{{/* The operator image, pinned by digest: an empty or malformed value is an error at
+render time, not an ImagePullBackOff later. */}}
 {{- define "lockstep.image" -}}
-{{- if .Values.image.digest -}}{{ .Values.image.repository }}@{{ .Values.image.digest }}
-{{- else -}}{{ .Values.image.repository }}:{{ .Values.image.tag }}{{- end -}}
+{{- $help := "build and push the image (tools/image.sh build; tools/image.sh push REGISTRY prints the --set flags; docs/install.md)" -}}
+{{- $repo := required (printf "image.repository is required: %s" $help) .Values.image.repository -}}
+{{- $digest := required (printf "image.digest is required: %s" $help) .Values.image.digest -}}
+{{- if contains "@" $repo -}}{{ fail (printf "image.repository %q names a digest: give it in image.digest" $repo) }}{{- end -}}
+{{- if not (regexMatch "^sha256:[0-9a-f]{64}$" $digest) -}}{{ fail (printf "image.digest %q is not sha256:<64 lowercase hex>" $digest) }}{{- end -}}
+{{ $repo }}@{{ $digest }}
 {{- end -}}
 
 {{/* Namespaces admission never applies to, so the webhook cannot lock the cluster. */}}
