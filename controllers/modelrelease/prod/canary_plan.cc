@@ -10,7 +10,6 @@
 namespace lockstep::controllers {
 namespace {
 
-namespace v1 = api::v1alpha1;
 namespace decode = api::v1alpha1::decode;
 using namespace api::v1alpha1;  // NOLINT(google-build-using-namespace): the reasons
 using nlohmann::json;
