@@ -173,8 +173,11 @@ ModelRelease decodeModelRelease(const json& object) {
   for (const auto& s : decode::array(spec, "stages")) {
     Stage st;
     st.name = decode::string(s, "name");
-    st.approval =
-        decode::string(s, "approval") == "Manual" ? Approval::kManual : Approval::kAutomatic;
+    // A string or {policy: ...}: the one reading is approval.h.
+    if (auto err = decodeApprovalPolicy(
+            s, "spec.stages[" + std::to_string(r.spec.stages.size()) + "]", st.approvalPolicy))
+      st.approvalError = *err;
+    st.approval = st.approvalPolicy.manual ? Approval::kManual : Approval::kAutomatic;
     if (isObject(s, "gate")) st.gate = decodeGate(decode::object(s, "gate"));
     if (isObject(s, "serving")) {
       const json& sv = decode::object(s, "serving");
@@ -232,6 +235,7 @@ Status checkStages(const ModelReleaseSpec& spec) {
     const Stage& s = spec.stages[i];
     const std::string where = "spec.stages[" + std::to_string(i) + "]";
     if (s.name.empty()) return Status(Code::kInvalidArgument, where + ".name is empty");
+    if (!s.approvalError.empty()) return Status(Code::kInvalidArgument, s.approvalError);
     if (s.gate && !s.gate->timeout.text.empty()) {
       auto secs = positiveSeconds(s.gate->timeout, where + ".gate.timeout");
       if (!secs.isOk()) return secs.status();

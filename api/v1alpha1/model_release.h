@@ -24,6 +24,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "api/v1alpha1/approval.h"
 #include "api/v1alpha1/meta.h"
 #include "common/status.h"
 
@@ -131,6 +132,10 @@ struct CanaryField {
 struct Stage {
   std::string name;
   Approval approval = Approval::kAutomatic;
+  // The whole policy (approval.h): Manual with minApprovers/allowSelfApproval,
+  // and the decode error naming the field when `approval` is malformed.
+  ApprovalPolicy approvalPolicy;
+  std::string approvalError;
   std::optional<Gate> gate;
   std::optional<Serving> serving;
   std::optional<CanaryField> canary;

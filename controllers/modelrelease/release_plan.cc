@@ -6,6 +6,7 @@
 #include "controllers/modelrelease/gates/gate_job.h"
 #include "controllers/modelrelease/gates/gate_plan.h"
 #include "controllers/modelrelease/gates/gate_verdict.h"
+#include "controllers/modelrelease/gates/stage_approval.h"
 #include "controllers/modelrelease/rollback_plan.h"
 #include "controllers/modelrelease/runtime_env_state.h"
 #include "operator/kube/conditions.h"
@@ -204,6 +205,34 @@ ReleasePlan planRelease(const ReleaseObserved& o) {
         }
         break;
       }
+      // approval: Manual on the serving stage holds the canary before it starts.
+      if (!started && s.approval == v1::Approval::kManual) {
+        auto d = stageApproval(s, o.release);
+        if (!d.approved || !abortedBy.empty()) {
+          sum.phase = gateIndex == 0 ? kPhaseEvaluating : kPhaseTesting;
+          if (!abortedBy.empty()) {
+            st["phase"] = kStageFailed;
+            st["message"] = "aborted by " + abortedBy;
+            sum.phase = kPhaseFailed;
+            sum.readyReason = sum.stalledReason = kReasonAborted;
+            sum.readyMessage = sum.stalledMessage =
+                "aborted by " + abortedBy + " during stage " + quote(s.name);
+            plan.events.push_back({"Warning", kReasonAborted, sum.readyMessage});
+            break;
+          }
+          st["phase"] = kStageWaitingForApproval;
+          sum.readyReason = kReasonWaitingForApproval;
+          sum.readyMessage =
+              "stage " + quote(s.name) + " is " + d.message + " (the canary starts once approved)";
+          break;
+        }
+        if (phase == kStageWaitingForApproval || phase == "Pending") {
+          recordApprovers(st, d, r.meta.generation);
+          plan.events.push_back(
+              {"Normal", "StageApproved",
+               "stage " + quote(s.name) + " approved by " + st["approvedBy"].get<std::string>()});
+        }
+      }
       sum.phase = kPhaseCanary;
       sum.reconciling = true;
       if (st.value("phase", "Pending") != kStageRunning) {
@@ -268,17 +297,18 @@ ReleasePlan planRelease(const ReleaseObserved& o) {
       break;
     }
     if ((s.approval == v1::Approval::kManual)) {
-      std::string approver = r.annotation(std::string(kApproveAnnotationPrefix) + s.name);
-      if (approver.empty()) {
+      auto d = stageApproval(s, o.release);
+      if (!d.approved) {
         st["phase"] = kStageWaitingForApproval;
         sum.readyReason = kReasonWaitingForApproval;
-        sum.readyMessage = "stage " + quote(s.name) + " is waiting for manual approval";
+        sum.readyMessage = "stage " + quote(s.name) + " is " + d.message;
         break;
       }
-      st["approvedBy"] = approver;
+      recordApprovers(st, d, r.meta.generation);
       if (phase == kStageWaitingForApproval || phase == "Pending") {
         plan.events.push_back(
-            {"Normal", "StageApproved", "stage " + quote(s.name) + " approved by " + approver});
+            {"Normal", "StageApproved",
+             "stage " + quote(s.name) + " approved by " + st["approvedBy"].get<std::string>()});
       }
     }
     auto built =

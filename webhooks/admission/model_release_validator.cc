@@ -7,8 +7,10 @@
 
 #include "api/image_ref.h"
 #include "api/v1alpha1/model_release.h"
+#include "webhooks/admission/approval_policy.h"
 #include "webhooks/admission/json_access.h"
 #include "webhooks/admission/release_actions.h"
+#include "webhooks/admission/release_immutability.h"
 
 namespace lockstep::webhooks {
 namespace {
@@ -59,6 +61,19 @@ void checkClosureHash(const json* spec, std::vector<std::string>& out) {
         "spec.closureHash: required: sha256:<64 lowercase hex> from the package's runtime.json");
   } else if (!isSha256Digest(*s)) {
     out.push_back("spec.closureHash: " + quote(*s) + " is not sha256:<64 lowercase hex>");
+  }
+}
+
+// spec.model names the Service and (with -stable/-canary) the Deployments of
+// prod: a DNS-1035 label short enough for both.
+void checkModel(const json* spec, std::vector<std::string>& out) {
+  const std::string* m = ja::str(ja::child(spec, "model"));
+  if (m == nullptr || m->empty()) {
+    out.emplace_back("spec.model: required");
+  } else if (!isDnsLabel(*m) || (m->front() >= '0' && m->front() <= '9') || m->size() > 56) {
+    out.push_back("spec.model: " + quote(*m) +
+                  " must be a DNS-1035 label of at most 56 characters (lowercase alphanumerics "
+                  "and '-', starting with a letter): it names the model's Service");
   }
 }
 
@@ -401,7 +416,11 @@ Verdict validateModelRelease(const ModelReleaseReview& r) {
     if (envName == nullptr || envName->empty()) {
       v.violations.emplace_back("spec.runtimeEnvRef.name: required");
     }
-    if (update && r.oldRelease != nullptr) checkImmutable(spec, oldSpec, v.violations);
+    checkModel(spec, v.violations);
+    if (update && r.oldRelease != nullptr) {
+      checkImmutable(spec, oldSpec, v.violations);
+      checkReleasedContent(r.release, r.oldRelease, v.violations);
+    }
     const json* stages = ja::child(spec, "stages");
     const json* oldStages = ja::child(oldSpec, "stages");
     bool stagesChanged = !update || r.oldRelease == nullptr || stages == nullptr ||
@@ -437,6 +456,7 @@ Verdict validateModelRelease(const ModelReleaseReview& r) {
   for (const ReleaseAction& a : changedReleaseActions(r.release, r.oldRelease)) {
     if (precheckAction(r, a, stages, v.violations, forbidden)) checkActionAccess(r, a, forbidden);
   }
+  checkApprovalRules(r, v.violations, forbidden, v.warnings);
   const bool invalid = !v.violations.empty();
   v.violations.insert(v.violations.end(), forbidden.begin(), forbidden.end());
   if (!v.violations.empty()) {

@@ -4,9 +4,14 @@
 // Rules, each violation reported with its field path:
 //  - spec.package is repo@sha256:<64 hex>; spec.closureHash is sha256:<64 hex>;
 //    spec.runtimeEnvRef.name is set.
+//  - spec.model is a DNS-1035 label of at most 56 characters.
 //  - UPDATE: spec.package, spec.runtimeEnvRef.name and spec.closureHash are
-//    immutable. The stage list is re-validated only when it changed, so
-//    metadata updates (finalizers, annotations) of old objects never fail.
+//    immutable; once the release has left Pending, spec.model and spec.stages
+//    too (release_immutability.h). The stage list is re-validated only when it
+//    changed, so metadata updates (finalizers, annotations) of old objects
+//    never fail.
+//  - The creator annotation, approval policies, separation of duties and
+//    approvals bound to their content: approval_policy.h.
 //  - spec.stages: at least one; names DNS labels and unique; each stage has
 //    exactly one of `gate` (a gate stage) or `serving` (the prod stage); the
 //    names eval/ci are reserved for gate stages and prod for the serving

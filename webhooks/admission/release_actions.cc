@@ -1,5 +1,6 @@
 #include "webhooks/admission/release_actions.h"
 
+#include "api/v1alpha1/approval.h"
 #include "webhooks/admission/json_access.h"
 
 namespace lockstep::webhooks {
@@ -26,6 +27,8 @@ std::optional<ReleaseAction> parseReleaseAction(std::string_view key, const json
   } else if (key.substr(0, kApproveAnnotationPrefix.size()) == kApproveAnnotationPrefix) {
     a.kind = ReleaseActionKind::kApprove;
     a.stage = std::string(key.substr(kApproveAnnotationPrefix.size()));
+    // approve.lockstep.dev/<stage>.<k>: the k-th approver (api/v1alpha1/approval.h).
+    if (auto k = api::v1alpha1::parseApprovalKey(a.stage)) a.stage = k->stage;
   } else {
     return std::nullopt;
   }

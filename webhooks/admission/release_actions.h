@@ -2,6 +2,7 @@
 // annotations whose value is the acting user's name (docs/modelrelease.md,
 // "Approvals and abort"; the keys are api/v1alpha1/keys.h):
 //   approve.lockstep.dev/<stage>: <user>   RBAC verb "approve" on modelreleases.lockstep.dev
+//   approve.lockstep.dev/<stage>.<k>: <user>  the k-th approver (minApprovers; approval.h)
 //   lockstep.dev/abort: <user>             RBAC verb "abort"
 //   promote.lockstep.dev/<step>: <user>    RBAC verb "promote" (end a canary step's pause)
 //   lockstep.dev/promote-full: <user>      RBAC verb "promote" (skip the remaining steps)
@@ -45,7 +46,8 @@ enum class ReleaseActionKind { kApprove, kAbort, kPromote, kRollback };
 struct ReleaseAction {
   ReleaseActionKind kind = ReleaseActionKind::kApprove;
   std::string annotation;  // the full key
-  std::string stage;       // approve: the stage the key names (may be empty: invalid);
+  std::string stage;       // approve: the stage the key names, without a .<k> slot (may be
+                           // empty or unknown: invalid);
                            // promote: the canary step index ("" for promote-full);
                            // rollback: the model's prod revision (digits)
   std::string value;       // the user name written (empty when not a string)

@@ -3,6 +3,7 @@
 #include "api/v1alpha1/conditions.h"
 #include "controllers/modelrelease/gates/gate_job.h"
 #include "controllers/modelrelease/gates/gate_verdict.h"
+#include "controllers/modelrelease/gates/stage_approval.h"
 #include "controllers/modelrelease/timestamps.h"
 
 namespace lockstep::controllers {
@@ -36,8 +37,8 @@ GateJobStep planGateJob(GateJobContext& c, const json& jobObject) {
   st["packageMount"] = jobMount(*job);
   status["packageMount"] = st["packageMount"];
   if ((s.approval == v1::Approval::kManual)) {
-    std::string approver = r.annotation(std::string(kApproveAnnotationPrefix) + s.name);
-    if (!approver.empty()) st["approvedBy"] = approver;
+    auto d = stageApproval(s, o.release);
+    if (d.approved && !st.contains("approvedGeneration")) recordApprovers(st, d, r.meta.generation);
   }
   std::string jobUid = decode::string(decode::object(*job, "metadata"), "uid");
   if (jobConditionTrue(*job, "Complete")) {

@@ -46,3 +46,20 @@ namespaceSelector:
     - {{ . }}
     {{- end }}
 {{- end -}}
+
+{{/*
+The ModelRelease webhook covers every namespace the ModelRelease controller
+reconciles (all of them, or watchNamespaces): approvals, aborts and promotions
+are annotations the controller acts on only because this webhook checked them.
+None of the pod webhook's exclusions apply: a ModelRelease write never has to
+pass this webhook to keep the cluster or the operator running.
+*/}}
+{{- define "lockstep.releaseNamespaceSelector" -}}
+{{- with .Values.watchNamespaces -}}
+namespaceSelector:
+  matchExpressions:
+  - key: kubernetes.io/metadata.name
+    operator: In
+    values: {{- toYaml . | nindent 4 }}
+{{- end }}
+{{- end -}}

@@ -892,5 +892,82 @@ TEST(ReleasePlan, TerminalReleaseIgnoresReapplyAndLateApprovals) {
   EXPECT_EQ(plan.status["observedGeneration"], 2);
 }
 
+// ---- approvals you can trust with prod (issue 20) -------------------------------------------
+
+// Runs eval to success and returns the plan that follows it, with `annotations`.
+ReleasePlan afterEval(json release, const std::map<std::string, std::string>& annotations) {
+  json eval = finished(jobFor(planRelease(observed(release))), "Complete");
+  json next = applied(release, planRelease(observed(release)));
+  for (const auto& [k, v] : annotations) next["metadata"]["annotations"][k] = v;
+  auto o = observed(next);
+  o.jobs = {eval};
+  o.pods = {podOf(eval, "Succeeded", "")};
+  return planRelease(o);
+}
+
+TEST(ReleasePlan, ManualServingStageWaitsBeforeTheCanaryStarts) {
+  json release = ReleaseBuilder()
+                     .gate("eval")
+                     .serving("prod")
+                     .manual()
+                     .annotate("lockstep.dev/created-by", "carol")
+                     .build();
+  auto waiting = afterEval(release, {});
+  EXPECT_EQ(stage(waiting, "eval")["phase"], "Succeeded");
+  EXPECT_EQ(stage(waiting, "prod")["phase"], "WaitingForApproval");
+  EXPECT_FALSE(waiting.prod.has_value()) << "no canary before the approval";
+  EXPECT_EQ(waiting.status["phase"], "Testing");
+  EXPECT_EQ(condition(waiting, "Ready", "reason"), "WaitingForApproval");
+  EXPECT_TRUE(hasEvent(waiting, "WaitingForApproval", "\"prod\""));
+  // The creator's own approval does not count.
+  auto self = afterEval(release, {{"approve.lockstep.dev/prod", "carol"}});
+  EXPECT_FALSE(self.prod.has_value());
+  EXPECT_NE(condition(self, "Ready", "message").find("creator \"carol\" cannot approve it"),
+            std::string::npos)
+      << condition(self, "Ready", "message");
+  auto go = afterEval(release, {{"approve.lockstep.dev/prod", "bob"}});
+  ASSERT_TRUE(go.prod.has_value());
+  EXPECT_EQ(go.prod->stage, "prod");
+  EXPECT_EQ(stage(go, "prod")["approvedBy"], "bob");
+  EXPECT_EQ(stage(go, "prod")["approvedGeneration"], 1);
+  EXPECT_TRUE(hasEvent(go, "StageApproved", "bob"));
+  // Aborted while waiting: failed, the canary never starts.
+  auto aborted = afterEval(release, {{"lockstep.dev/abort", "bob"}});
+  EXPECT_FALSE(aborted.prod.has_value());
+  EXPECT_EQ(aborted.status["phase"], "Failed");
+}
+
+TEST(ReleasePlan, CreatorNeverApprovesAndMinApproversCountsDistinctUsers) {
+  json release =
+      ReleaseBuilder().gate("eval").gate("ci").annotate("lockstep.dev/created-by", "carol").build();
+  release["spec"]["stages"][1]["approval"] = {{"policy", "Manual"}, {"minApprovers", 2}};
+  const std::vector<std::pair<std::map<std::string, std::string>, bool>> rows = {
+      {{{"approve.lockstep.dev/ci", "alice"}}, false},
+      {{{"approve.lockstep.dev/ci", "alice"}, {"approve.lockstep.dev/ci.2", "alice"}}, false},
+      {{{"approve.lockstep.dev/ci", "alice"}, {"approve.lockstep.dev/ci.2", "carol"}}, false},
+      {{{"approve.lockstep.dev/ci", "alice"}, {"approve.lockstep.dev/ci.2", "bob"}}, true},
+  };
+  for (const auto& [annotations, starts] : rows) {
+    std::string what;
+    for (const auto& [k, v] : annotations) what += k + "=" + v + " ";
+    SCOPED_TRACE(what);
+    auto p = afterEval(release, annotations);
+    if (!starts) {
+      EXPECT_TRUE(p.jobsToCreate.empty());
+      EXPECT_EQ(stage(p, "ci")["phase"], "WaitingForApproval");
+      EXPECT_NE(condition(p, "Ready", "message").find("of 2 distinct approver(s)"),
+                std::string::npos)
+          << condition(p, "Ready", "message");
+      continue;
+    }
+    ASSERT_EQ(p.jobsToCreate.size(), 1u);
+    EXPECT_EQ(stage(p, "ci")["approvers"], json::array({"alice", "bob"}));
+    EXPECT_EQ(stage(p, "ci")["approvedBy"], "alice, bob");
+  }
+  // allowSelfApproval lets the creator count.
+  release["spec"]["stages"][1]["approval"] = {{"policy", "Manual"}, {"allowSelfApproval", true}};
+  EXPECT_EQ(afterEval(release, {{"approve.lockstep.dev/ci", "carol"}}).jobsToCreate.size(), 1u);
+}
+
 }  // namespace
 }  // namespace lockstep::controllers

@@ -1,0 +1,75 @@
+// Who may approve a ModelRelease stage, and whether a stage is approved: the
+// one reading of `spec.stages[].approval` and of the approval annotations,
+// shared by the webhook (which refuses what breaks these rules) and the
+// controller (which acts only on what the webhook could have checked).
+// docs/modelrelease.md "Approvals" is the contract:
+//   approval: Automatic | Manual                  (Manual: one approver)
+//   approval: {policy: Manual, minApprovers: N, allowSelfApproval: false}
+//   approve.lockstep.dev/<stage>: <user>          the first approver
+//   approve.lockstep.dev/<stage>.<k>: <user>      more approvers (k = 2, 3, ...)
+//   lockstep.dev/created-by: <user>               the creator, as the webhook checked it
+// The creator never counts as an approver unless allowSelfApproval is true;
+// a user counts once however many keys carry their name.
+// Thread-safety: pure functions and constants.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+namespace lockstep::api::v1alpha1 {
+
+// The creator of a release: set by the user on CREATE (or by a client such as
+// `kubectl`, `lockstep` or Argo CD on their behalf); the webhook refuses a
+// CREATE whose value is not the requesting user and any UPDATE that changes it.
+inline constexpr const char* kCreatedByAnnotation = "lockstep.dev/created-by";
+
+inline constexpr int kMaxApprovers = 10;
+
+struct ApprovalPolicy {
+  bool manual = false;
+  int minApprovers = 1;
+  bool allowSelfApproval = false;
+  bool objectForm = false;  // written as {policy: ...} (the creator must be recorded)
+};
+
+// Decodes `stage.approval` (absent: Automatic). On bad input returns an error
+// naming `where` + ".approval" and what is wrong.
+std::optional<std::string> decodeApprovalPolicy(const nlohmann::json& stage,
+                                                const std::string& where, ApprovalPolicy& out);
+
+// One approval annotation of a stage.
+struct StageApproval {
+  std::string annotation;  // the full key
+  std::string user;        // its value ("" when not a string)
+};
+
+// Splits the part after approve.lockstep.dev/ into the stage and the slot:
+// "ci" -> {"ci", 1}; "ci.2" -> {"ci", 2}. nullopt for a malformed slot
+// ("ci.", "ci.0", "ci.x", "ci.1", a slot above kMaxApprovers).
+struct ApprovalKey {
+  std::string stage;
+  int slot = 1;
+};
+std::optional<ApprovalKey> parseApprovalKey(const std::string& suffix);
+
+// The approval annotations of `release` for `stage`, sorted by key.
+std::vector<StageApproval> stageApprovals(const nlohmann::json& release, const std::string& stage);
+
+// The recorded creator (the kCreatedByAnnotation value), "" when absent.
+std::string releaseCreator(const nlohmann::json& release);
+
+struct ApprovalDecision {
+  bool approved = false;
+  std::vector<std::string> approvers;  // distinct users that count, in key order
+  std::string message;                 // what is missing, for status and Events
+};
+
+// Whether `approvals` satisfy `policy` for a release created by `creator`.
+ApprovalDecision decideApproval(const ApprovalPolicy& policy,
+                                const std::vector<StageApproval>& approvals,
+                                const std::string& creator);
+
+}  // namespace lockstep::api::v1alpha1

@@ -1,0 +1,22 @@
+#include "controllers/modelrelease/gates/stage_approval.h"
+
+#include <string>
+
+namespace lockstep::controllers {
+
+namespace v1 = api::v1alpha1;
+
+v1::ApprovalDecision stageApproval(const v1::Stage& stage, const nlohmann::json& release) {
+  return v1::decideApproval(stage.approvalPolicy, v1::stageApprovals(release, stage.name),
+                            v1::releaseCreator(release));
+}
+
+void recordApprovers(nlohmann::json& st, const v1::ApprovalDecision& d, int64_t generation) {
+  std::string by;
+  for (const std::string& u : d.approvers) by += (by.empty() ? "" : ", ") + u;
+  st["approvedBy"] = by;
+  st["approvers"] = d.approvers;
+  st["approvedGeneration"] = generation;
+}
+
+}  // namespace lockstep::controllers

@@ -1,0 +1,314 @@
+// Approvals you can trust with prod, against the real control plane: the CRD's
+// CEL rules and the operator's ModelRelease webhook (chart RBAC and webhook
+// configuration), users impersonated with `kubectl --as` and given RBAC in
+// the test namespace, and the ModelRelease controller running gate Jobs on
+// KWOK nodes (tests/cluster/kwok/stages.yaml ends them with the termination
+// message the template asks for). docs/modelrelease.md "Released content
+// cannot change" and "Approval policy and separation of duties".
+#include <string>
+#include <vector>
+
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include "tests/support/cluster_env.h"
+#include "tests/support/operator_process.h"
+
+namespace lockstep::testing {
+namespace {
+
+using nlohmann::json;
+
+const std::string kImage =
+    "registry.example/runtimes/"
+    "torch@sha256:4f1c000000000000000000000000000000000000000000000000000000000002";
+const std::string kLock = "numpy==1.26.4 --hash=sha256:" + std::string(64, 'a') + "\n";
+const std::string kPackage = "registry.example/models/gpt2@sha256:" + std::string(64, 'b');
+
+class ApprovalsClusterTest : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    OperatorProcess::installClusterPieces(sharedWebhookPort());
+    op_ = new OperatorProcess();
+    ASSERT_EQ(op_->start(), "");
+  }
+  static void TearDownTestSuite() {
+    delete op_;
+    op_ = nullptr;
+    OperatorProcess::uninstallWebhooks();
+  }
+  void SetUp() override {
+    ns_ = uniqueName("approvals");
+    ASSERT_EQ(kubectl({"create", "namespace", ns_}).exitCode, 0);
+    json rte = {{"apiVersion", "lockstep.dev/v1alpha1"},
+                {"kind", "RuntimeEnv"},
+                {"metadata", {{"name", "torch"}, {"namespace", ns_}}},
+                {"spec", {{"image", kImage}, {"lock", {{"inline", kLock}}}}}};
+    ASSERT_EQ(kubectl({"apply", "-f", "-"}, rte.dump()).exitCode, 0);
+    ASSERT_EQ(kubectl({"wait", "--for=condition=Ready", "rte/torch", "-n", ns_, "--timeout=30s"})
+                  .exitCode,
+              0);
+    hash_ = kubectlJson({"get", "rte", "torch", "-n", ns_})["status"].value("closureHash", "");
+    // Users: everyone may create and edit releases (the chart gives no such
+    // role; a team's own); carol, alice and dave may also approve; bob may not.
+    json editor = {
+        {"apiVersion", "rbac.authorization.k8s.io/v1"},
+        {"kind", "Role"},
+        {"metadata", {{"name", "release-editor"}, {"namespace", ns_}}},
+        {"rules",
+         json::array({{{"apiGroups", {"lockstep.dev"}},
+                       {"resources", {"modelreleases"}},
+                       {"verbs", {"create", "get", "list", "watch", "patch", "update"}}}})}};
+    ASSERT_EQ(kubectl({"apply", "-f", "-"}, editor.dump()).exitCode, 0);
+    for (const char* u : {"carol", "alice", "bob", "dave"}) {
+      ASSERT_EQ(kubectl({"create", "rolebinding", std::string("edit-") + u, "-n", ns_,
+                         "--role=release-editor", std::string("--user=") + u})
+                    .exitCode,
+                0);
+    }
+    for (const char* u : {"carol", "alice", "dave"}) {
+      ASSERT_EQ(kubectl({"create", "rolebinding", std::string("approve-") + u, "-n", ns_,
+                         "--clusterrole=lockstep-release-approver", std::string("--user=") + u})
+                    .exitCode,
+                0);
+    }
+  }
+  void TearDown() override {
+    if (HasFailure() && op_) std::cerr << "operator log tail:\n" << op_->log() << std::endl;
+    kubectl({"delete", "namespace", ns_, "--wait=false"});
+  }
+
+  CommandResult as(const std::string& user, std::vector<std::string> args,
+                   const std::string& input = "") {
+    args.insert(args.begin(), "--as=" + user);
+    args.push_back("-n");
+    args.push_back(ns_);
+    return kubectl(args, input);
+  }
+
+  // A gate stage that KWOK ends after 1 s reporting accuracy 0.84.
+  static json gate(const std::string& name) {
+    json g = {{"name", name}};
+    g["gate"]["template"]["metadata"]["annotations"] = {
+        {"lockstep.dev/test-termination-message", R"({"accuracy":0.84})"},
+        {"lockstep.dev/test-duration", "1s"}};
+    g["gate"]["template"]["spec"]["containers"] =
+        json::array({{{"name", name}, {"command", {"python", "run.py"}}}});
+    g["gate"]["timeout"] = "10m";
+    return g;
+  }
+
+  json manifest(const std::string& name, const json& stages, const std::string& creator) {
+    json mr = {{"apiVersion", "lockstep.dev/v1alpha1"},
+               {"kind", "ModelRelease"},
+               {"metadata", {{"name", name}, {"namespace", ns_}}},
+               {"spec",
+                {{"model", name},
+                 {"package", kPackage},
+                 {"runtimeEnvRef", {{"name", "torch"}}},
+                 {"closureHash", hash_},
+                 {"stages", stages}}}};
+    if (!creator.empty()) mr["metadata"]["annotations"]["lockstep.dev/created-by"] = creator;
+    return mr;
+  }
+
+  json release(const std::string& name) { return kubectlJson({"get", "mr", name, "-n", ns_}); }
+
+  static json stageOf(const json& mr, const std::string& name) {
+    if (mr.is_discarded() || !mr.contains("status")) return json::object();
+    for (const json& s : mr["status"].value("stages", json::array())) {
+      if (s["name"] == name) return s;
+    }
+    return json::object();
+  }
+
+  json waitStage(const std::string& name, const std::string& stage, const std::string& phase) {
+    json mr;
+    EXPECT_TRUE(eventually([&] {
+      mr = release(name);
+      return stageOf(mr, stage).value("phase", "") == phase;
+    })) << "stage "
+        << stage << " not " << phase << ": " << mr.dump(2);
+    return mr;
+  }
+
+  // Creates `name` as carol (recorded as its creator) and waits until `stage` waits.
+  void createWaiting(const std::string& name, const json& stages, const std::string& stage) {
+    auto r = as("carol", {"create", "-f", "-"}, manifest(name, stages, "carol").dump());
+    ASSERT_EQ(r.exitCode, 0) << r.err;
+    waitStage(name, stage, "WaitingForApproval");
+  }
+
+  static OperatorProcess* op_;
+  std::string ns_;
+  std::string hash_;
+};
+
+OperatorProcess* ApprovalsClusterTest::op_ = nullptr;
+
+TEST_F(ApprovalsClusterTest, RemovingTheWaitingStagesApprovalIsRefusedNamingTheField) {
+  json ci = gate("ci");
+  ci["approval"] = "Manual";
+  createWaiting("bypass", json::array({gate("eval"), ci}), "ci");
+  ASSERT_EQ(release("bypass")["status"].value("phase", ""), "Testing");
+  // bob may patch ModelReleases but holds no approve verb: the reproduced bypass.
+  auto r = as("bob", {"patch", "mr", "bypass", "--type=json", "-p",
+                      R"([{"op":"remove","path":"/spec/stages/1/approval"}])"});
+  EXPECT_NE(r.exitCode, 0) << r.out;
+  EXPECT_NE(r.err.find("spec.stages[1].approval: field is immutable once the release has left "
+                       "Pending"),
+            std::string::npos)
+      << r.err;
+  EXPECT_NE(r.err.find("create a new ModelRelease"), std::string::npos) << r.err;
+  EXPECT_EQ(r.err.find("admission webhook"), std::string::npos)
+      << "the CRD's CEL rule refuses it, before any webhook: " << r.err;
+  // Inside a pod template too (the CEL rule compares the untyped template as well).
+  r = as(
+      "bob",
+      {"patch", "mr", "bypass", "--type=json", "-p",
+       R"([{"op":"replace","path":"/spec/stages/1/gate/template/spec/containers/0/name","value":"x"}])"});
+  EXPECT_NE(r.exitCode, 0) << r.out;
+  EXPECT_NE(r.err.find("spec.stages[1].gate: field is immutable"), std::string::npos) << r.err;
+  // The model too; metadata stays writable.
+  r = as("bob", {"patch", "mr", "bypass", "--type=merge", "-p", R"({"spec":{"model":"other"}})"});
+  EXPECT_NE(r.exitCode, 0);
+  EXPECT_NE(r.err.find("spec.model"), std::string::npos) << r.err;
+  r = as("bob", {"label", "mr", "bypass", "team=ml"});
+  EXPECT_EQ(r.exitCode, 0) << r.err;
+  // Nothing moved: ci still waits, with no approver.
+  json mr = release("bypass");
+  EXPECT_EQ(stageOf(mr, "ci").value("phase", ""), "WaitingForApproval") << mr.dump(2);
+  EXPECT_EQ(mr["spec"]["stages"][1].value("approval", json()), "Manual");
+}
+
+TEST_F(ApprovalsClusterTest, TheCreatorCannotApproveAnotherApproverCan) {
+  json ci = gate("ci");
+  ci["approval"] = "Manual";
+  // Nobody records another user as the creator.
+  auto forged = as("bob", {"create", "-f", "-"},
+                   manifest("forged", json::array({gate("eval"), ci}), "carol").dump());
+  EXPECT_NE(forged.exitCode, 0);
+  EXPECT_NE(forged.err.find("lockstep.dev/created-by\"]: value \"carol\" must be your own user "
+                            "name \"bob\""),
+            std::string::npos)
+      << forged.err;
+
+  createWaiting("sod", json::array({gate("eval"), ci}), "ci");
+  // Nor changes it afterwards.
+  auto r = as("carol", {"annotate", "--overwrite", "mr", "sod", "lockstep.dev/created-by=alice"});
+  EXPECT_NE(r.exitCode, 0);
+  EXPECT_NE(r.err.find("field is immutable"), std::string::npos) << r.err;
+  // carol holds the approve verb, but created the release.
+  r = as("carol", {"annotate", "mr", "sod", "approve.lockstep.dev/ci=carol"});
+  EXPECT_NE(r.exitCode, 0);
+  EXPECT_NE(r.err.find("user \"carol\" created this release and cannot approve it (separation of "
+                       "duties)"),
+            std::string::npos)
+      << r.err;
+  r = as("alice", {"annotate", "mr", "sod", "approve.lockstep.dev/ci=alice"});
+  ASSERT_EQ(r.exitCode, 0) << r.err;
+  json mr;
+  ASSERT_TRUE(eventually([&] {
+    mr = release("sod");
+    return mr["status"].value("phase", "") == "Validated";
+  })) << mr.dump(2);
+  EXPECT_EQ(stageOf(mr, "ci")["approvedBy"], "alice");
+  EXPECT_EQ(stageOf(mr, "ci")["approvedGeneration"], mr["metadata"]["generation"]);
+}
+
+TEST_F(ApprovalsClusterTest, MinApproversTwoNeedsTwoDistinctUsers) {
+  json ci = gate("ci");
+  ci["approval"] = {{"policy", "Manual"}, {"minApprovers", 2}};
+  createWaiting("two", json::array({gate("eval"), ci}), "ci");
+  auto r = as("alice", {"annotate", "mr", "two", "approve.lockstep.dev/ci=alice"});
+  ASSERT_EQ(r.exitCode, 0) << r.err;
+  // One approver is not enough: the controller says so and starts nothing.
+  json mr;
+  ASSERT_TRUE(eventually([&] {
+    mr = release("two");
+    return conditionField(mr, "Ready", "message").find("1 of 2 distinct approver(s)") !=
+           std::string::npos;
+  })) << mr.dump(2);
+  EXPECT_EQ(stageOf(mr, "ci").value("phase", ""), "WaitingForApproval");
+  // alice cannot count twice; bob is not an approver.
+  r = as("alice", {"annotate", "mr", "two", "approve.lockstep.dev/ci.2=alice"});
+  EXPECT_NE(r.exitCode, 0);
+  EXPECT_NE(r.err.find("user \"alice\" already approved stage \"ci\""), std::string::npos) << r.err;
+  r = as("bob", {"annotate", "mr", "two", "approve.lockstep.dev/ci.2=bob"});
+  EXPECT_NE(r.exitCode, 0);
+  EXPECT_NE(r.err.find("may not approve"), std::string::npos) << r.err;
+  r = as("dave", {"annotate", "mr", "two", "approve.lockstep.dev/ci.2=dave"});
+  ASSERT_EQ(r.exitCode, 0) << r.err;
+  ASSERT_TRUE(eventually([&] {
+    mr = release("two");
+    return mr["status"].value("phase", "") == "Validated";
+  })) << mr.dump(2);
+  EXPECT_EQ(stageOf(mr, "ci")["approvers"], json::array({"alice", "dave"}));
+}
+
+TEST_F(ApprovalsClusterTest, AnApprovalNeverOutlivesTheContentItApproved) {
+  // A release whose RuntimeEnv does not exist stays Pending: its spec may change.
+  json ci = gate("ci");
+  ci["approval"] = "Manual";
+  json mr = manifest("early", json::array({gate("eval"), ci}), "carol");
+  mr["spec"]["runtimeEnvRef"]["name"] = "not-yet";
+  auto r = as("carol", {"create", "-f", "-"}, mr.dump());
+  ASSERT_EQ(r.exitCode, 0) << r.err;
+  ASSERT_TRUE(eventually([&] {
+    return release("early")["status"].value("phase", "") == "Pending";
+  })) << release("early").dump(2);
+  r = as("alice", {"annotate", "mr", "early", "approve.lockstep.dev/ci=alice"});
+  ASSERT_EQ(r.exitCode, 0) << r.err;
+  // Changing what alice approved while keeping her approval is refused ...
+  r = as("bob", {"patch", "mr", "early", "--type=json", "-p",
+                 R"([{"op":"replace","path":"/spec/stages/1/gate/timeout","value":"1h"}])"});
+  EXPECT_NE(r.exitCode, 0);
+  EXPECT_NE(r.err.find("metadata.annotations[\"approve.lockstep.dev/ci\"]: approves generation"),
+            std::string::npos)
+      << r.err;
+  // ... and so is approving together with a change.
+  r = as(
+      "alice",
+      {"patch", "mr", "early", "--type=json", "-p",
+       R"([{"op":"replace","path":"/spec/stages/1/gate/timeout","value":"1h"},)"
+       R"({"op":"add","path":"/metadata/annotations/approve.lockstep.dev~1ci.2","value":"alice"}])"});
+  EXPECT_NE(r.exitCode, 0);
+  // The change goes through only with the approval removed in the same write.
+  r = as("bob", {"patch", "mr", "early", "--type=json", "-p",
+                 R"([{"op":"replace","path":"/spec/stages/1/gate/timeout","value":"1h"},)"
+                 R"({"op":"remove","path":"/metadata/annotations/approve.lockstep.dev~1ci"}])"});
+  EXPECT_EQ(r.exitCode, 0) << r.err;
+  json now = release("early");
+  EXPECT_EQ(now["spec"]["stages"][1]["gate"]["timeout"], "1h");
+  EXPECT_FALSE(now["metadata"]["annotations"].contains("approve.lockstep.dev/ci"));
+}
+
+TEST_F(ApprovalsClusterTest, AManualServingStageWaitsBeforeItsCanary) {
+  json prod = {{"name", "prod"}, {"approval", "Manual"}};
+  prod["serving"]["template"]["spec"]["containers"] =
+      json::array({{{"name", "server"}, {"command", {"python", "serve.py"}}}});
+  prod["serving"]["replicas"] = 2;
+  prod["canary"]["steps"] = json::array({{{"weight", 50}, {"pause", "Indefinite"}}});
+  createWaiting("served", json::array({gate("eval"), prod}), "prod");
+  json mr = release("served");
+  EXPECT_EQ(conditionField(mr, "Ready", "reason"), "WaitingForApproval") << mr.dump(2);
+  EXPECT_FALSE(mr["status"].contains("canary")) << mr["status"].dump(2);
+  // Still no prod object a few reconciles later.
+  EXPECT_FALSE(eventually(
+      [&] {
+        return kubectl({"get", "deployment", "served-canary", "-n", ns_}).exitCode == 0;
+      },
+      std::chrono::seconds(5)));
+  auto r = as("carol", {"annotate", "mr", "served", "approve.lockstep.dev/prod=carol"});
+  EXPECT_NE(r.exitCode, 0) << "the creator cannot approve prod either";
+  r = as("alice", {"annotate", "mr", "served", "approve.lockstep.dev/prod=alice"});
+  ASSERT_EQ(r.exitCode, 0) << r.err;
+  ASSERT_TRUE(eventually([&] {
+    return kubectl({"get", "deployment", "served-canary", "-n", ns_}).exitCode == 0;
+  })) << release("served").dump(2);
+  mr = release("served");
+  EXPECT_EQ(stageOf(mr, "prod")["approvedBy"], "alice");
+}
+
+}  // namespace
+}  // namespace lockstep::testing

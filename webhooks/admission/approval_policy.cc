@@ -1,0 +1,158 @@
+#include "webhooks/admission/approval_policy.h"
+
+#include <algorithm>
+
+#include "api/v1alpha1/approval.h"
+#include "webhooks/admission/json_access.h"
+#include "webhooks/admission/release_actions.h"
+#include "webhooks/admission/release_immutability.h"
+
+namespace lockstep::webhooks {
+namespace {
+
+namespace ja = json_access;
+namespace v1 = api::v1alpha1;
+using nlohmann::json;
+
+std::string quote(const std::string& s) { return "\"" + s + "\""; }
+
+std::string createdByPath() {
+  return std::string("metadata.annotations[\"") + v1::kCreatedByAnnotation + "\"]";
+}
+
+const json* createdBy(const json* release) {
+  return ja::child(ja::at(release, {"metadata", "annotations"}), v1::kCreatedByAnnotation);
+}
+
+std::string describe(const json* v) {
+  if (v == nullptr) return "<unset>";
+  return v->is_string() ? quote(v->get<std::string>()) : "<" + std::string(v->type_name()) + ">";
+}
+
+int64_t generation(const json* release) {
+  const json* g = ja::at(release, {"metadata", "generation"});
+  return g != nullptr && g->is_number_integer() ? g->get<int64_t>() : 0;
+}
+
+struct StagePolicy {
+  std::string name;
+  size_t index = 0;
+  v1::ApprovalPolicy policy;
+  bool decoded = false;
+};
+
+std::vector<StagePolicy> stagePolicies(const json* release, std::vector<std::string>* invalid) {
+  std::vector<StagePolicy> out;
+  const json* stages = ja::at(release, {"spec", "stages"});
+  if (!ja::isArray(stages)) return out;
+  for (size_t i = 0; i < stages->size(); ++i) {
+    StagePolicy p;
+    p.index = i;
+    p.name = ja::strOr(ja::child(&(*stages)[i], "name"));
+    auto err =
+        v1::decodeApprovalPolicy((*stages)[i], "spec.stages[" + std::to_string(i) + "]", p.policy);
+    p.decoded = !err;
+    if (err && invalid != nullptr) invalid->push_back(*err);
+    out.push_back(std::move(p));
+  }
+  return out;
+}
+
+}  // namespace
+
+void checkApprovalRules(const ModelReleaseReview& r, std::vector<std::string>& invalid,
+                        std::vector<std::string>& forbidden, std::vector<std::string>& warnings) {
+  const bool update = r.operation == Operation::kUpdate && r.oldRelease != nullptr;
+  const json* spec = ja::child(r.release, "spec");
+  const json* oldSpec = update ? ja::child(r.oldRelease, "spec") : nullptr;
+  const bool specChanged = update && !firstDifference(spec, oldSpec, "spec").empty();
+
+  // The creator.
+  const json* creator = createdBy(r.release);
+  if (!update) {
+    if (creator != nullptr && (!creator->is_string() || *creator != r.user.username)) {
+      forbidden.push_back(createdByPath() + ": value " + describe(creator) +
+                          " must be your own user name " + quote(r.user.username) +
+                          " (it records who created the release)");
+    }
+  } else {
+    const json* before = createdBy(r.oldRelease);
+    bool same = (creator == nullptr && before == nullptr) ||
+                (creator != nullptr && before != nullptr && *creator == *before);
+    if (!same) {
+      invalid.push_back(createdByPath() + ": field is immutable (was " + describe(before) +
+                        ", now " + describe(creator) + "); it records who created the release");
+    }
+  }
+  const std::string creatorName = v1::releaseCreator(update ? *r.oldRelease : *r.release);
+
+  // Stage policies (decoded again only when the stages are new or changed).
+  const json* stagesNow = ja::child(spec, "stages");
+  const json* stagesBefore = ja::child(oldSpec, "stages");
+  const bool stagesChanged =
+      !update || stagesNow == nullptr || stagesBefore == nullptr || *stagesNow != *stagesBefore;
+  std::vector<StagePolicy> policies = stagePolicies(r.release, stagesChanged ? &invalid : nullptr);
+  if (stagesChanged && creatorName.empty()) {
+    for (const StagePolicy& p : policies) {
+      if (!p.decoded || !p.policy.manual) continue;
+      const std::string where = "spec.stages[" + std::to_string(p.index) + "].approval";
+      if (p.policy.objectForm && !update) {
+        invalid.push_back(where +
+                          ": a stage with an approval policy needs the release's creator "
+                          "recorded: set " +
+                          createdByPath() + " to your user name " + quote(r.user.username) +
+                          " (separation of duties)");
+      } else if (!p.policy.objectForm) {
+        warnings.push_back("lockstep: " + where + ": Manual, but the release records no creator (" +
+                           createdByPath() +
+                           "), so its creator is not kept from approving it; set it to your user "
+                           "name to separate duties");
+      }
+    }
+  }
+
+  // Approvals this write adds or changes.
+  bool approvalAdded = false;
+  for (const ReleaseAction& a : changedReleaseActions(r.release, r.oldRelease)) {
+    if (a.kind != ReleaseActionKind::kApprove) continue;
+    approvalAdded = true;
+    const std::string path = "metadata.annotations[" + quote(a.annotation) + "]";
+    auto it = std::find_if(policies.begin(), policies.end(),
+                           [&](const StagePolicy& p) { return p.name == a.stage; });
+    if (it == policies.end()) continue;  // "not a stage of this release" is reported elsewhere
+    if (!a.value.empty() && a.value == creatorName && !it->policy.allowSelfApproval) {
+      forbidden.push_back(path + ": user " + quote(a.value) +
+                          " created this release and cannot approve it (separation of duties); "
+                          "another user must approve stage " +
+                          quote(a.stage) +
+                          ", unless the stage sets approval: {policy: Manual, "
+                          "allowSelfApproval: true}");
+    }
+    for (const v1::StageApproval& other : v1::stageApprovals(*r.release, a.stage)) {
+      if (other.annotation != a.annotation && !a.value.empty() && other.user == a.value) {
+        invalid.push_back(path + ": user " + quote(a.value) + " already approved stage " +
+                          quote(a.stage) + " (" + other.annotation +
+                          "); minApprovers counts distinct users");
+        break;
+      }
+    }
+  }
+  if (specChanged && approvalAdded) {
+    invalid.emplace_back(
+        "metadata.annotations: an approval cannot be written together with a change of spec "
+        "(it would approve content nobody has seen); change spec and approve in separate writes");
+  } else if (specChanged) {
+    for (const StagePolicy& p : policies) {
+      for (const v1::StageApproval& a : v1::stageApprovals(*r.oldRelease, p.name)) {
+        if (ja::child(ja::at(r.release, {"metadata", "annotations"}), a.annotation) == nullptr)
+          continue;
+        invalid.push_back("metadata.annotations[" + quote(a.annotation) +
+                          "]: approves generation " + std::to_string(generation(r.oldRelease)) +
+                          " of the spec, which this write changes; remove the approval in the "
+                          "same write (an approval is bound to the content it approved)");
+      }
+    }
+  }
+}
+
+}  // namespace lockstep::webhooks

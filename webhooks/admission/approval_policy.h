@@ -1,0 +1,30 @@
+// Separation of duties and approvals bound to content, as the ModelRelease
+// webhook enforces them (the rules are api/v1alpha1/approval.h and
+// docs/modelrelease.md "Approvals"):
+//  - lockstep.dev/created-by records the creator: on CREATE it must be the
+//    requesting user's name (or be absent: no creator is recorded); no UPDATE
+//    may add, change or remove it. A release with a stage written in the
+//    {policy: Manual, ...} form must record its creator.
+//  - Each stage's approval policy decodes (Automatic, Manual, or the object form).
+//  - An approval the write adds (approve.lockstep.dev/<stage>[.<k>]) is
+//    refused when its user created the release and the stage does not allow
+//    self-approval, or when the same user already approved that stage.
+//  - An approval is bound to the content it approved: a write that changes
+//    spec may neither add an approval nor keep existing ones (they approved
+//    the old generation; remove them in the same write).
+// Thread-safety: pure functions.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "webhooks/admission/model_release_validator.h"
+
+namespace lockstep::webhooks {
+
+// Appends problems to `invalid` (the write is wrong: 422) or `forbidden` (the
+// user may not do this: 403), and advice to `warnings`.
+void checkApprovalRules(const ModelReleaseReview& review, std::vector<std::string>& invalid,
+                        std::vector<std::string>& forbidden, std::vector<std::string>& warnings);
+
+}  // namespace lockstep::webhooks
