@@ -67,7 +67,7 @@ spec='{"version": {"major": 1, "minor": 0}, "local": [{"cluster": ['
 for i in $(seq 0 $((clusters - 1))); do
   cluster_dirs+=("$(mktemp -d /tmp/lockstep-ci.XXXXXX)")
   tests/cluster/cluster.sh up --dir "${cluster_dirs[$i]}" >/dev/null
-  spec+="$([ "$i" -gt 0 ] && echo ,){\"id\": \"$i\", \"slots\": 1}"
+  spec+="$([ "$i" -gt 0 ] && echo , || true){\"id\": \"$i\", \"slots\": 1}"
 done
 spec+=']}]}'
 echo "$spec" >"$build/clusters.json"
