@@ -5,6 +5,7 @@
 
 #include "cmd/lockstep/model_args.h"
 #include "cmd/lockstep/release_args.h"
+#include "cmd/lockstep/runtime_args.h"
 #include "cmd/lockstep/verbs.h"
 
 namespace lockstep::cli {
@@ -23,6 +24,8 @@ const Verb kVerbs[] = {
     {"release", "list, inspect, approve, abort, promote and wait for ModelReleases", runRelease},
     {"model", "a model's prod history, rollback to an earlier release, removal from prod",
      runModel},
+    {"runtime", "a RuntimeEnv's revisions (image, closure hash) and the releases pinning them",
+     runRuntime},
     {"version", "print the version", runVersion},
     {"help", "show this help (help VERB for a verb's flags)", runHelp},
 };
@@ -43,6 +46,8 @@ int runHelp(const VerbContext& ctx) {
     releaseUsage(ctx.out, ctx.programName);
   } else if (!ctx.args.empty() && ctx.args[0] == "model") {
     modelUsage(ctx.out, ctx.programName);
+  } else if (!ctx.args.empty() && ctx.args[0] == "runtime") {
+    runtimeUsage(ctx.out, ctx.programName);
   } else {
     usage(ctx.out, ctx.programName);
   }

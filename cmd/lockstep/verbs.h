@@ -32,6 +32,7 @@ inline constexpr int kExitUsage = 2;    // bad flags
 int runClosureHash(const VerbContext& ctx);
 int runRelease(const VerbContext& ctx);
 int runModel(const VerbContext& ctx);
+int runRuntime(const VerbContext& ctx);
 void closureHashUsage(std::ostream& os, const std::string& program);
 
 }  // namespace lockstep::cli
