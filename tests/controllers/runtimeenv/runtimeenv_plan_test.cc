@@ -89,8 +89,9 @@ TEST(RuntimeEnvPlan, ResolvesInlineLockAndMatchesTheCliHash) {
   EXPECT_EQ(readyCondition(p)["status"], "True");
   EXPECT_EQ(readyCondition(p)["reason"], kReasonResolved);
   EXPECT_TRUE(p.statusChanged);
-  ASSERT_EQ(p.events.size(), 1u);
+  ASSERT_EQ(p.events.size(), 2u);
   EXPECT_EQ(p.events[0].reason, kReasonResolved);
+  EXPECT_EQ(p.events[1].reason, kReasonRevisionCreated);
 }
 
 TEST(RuntimeEnvPlan, CountsCompatibleNodesByCudaRelease) {

@@ -99,20 +99,33 @@ class RuntimeEnvRevisionsTest : public ::testing::Test {
     ASSERT_EQ(r.exitCode, 0) << r.err;
   }
 
-  // The one data row of `kubectl get ... -o wide`, by column header (kubectl prints
-  // <none> for an empty cell, so splitting at whitespace keeps the columns aligned).
+  // The one data row of `kubectl get ... -o wide`, by column header: a cell starts where
+  // its header does (an empty cell prints nothing).
   static std::map<std::string, std::string> wideRow(const std::string& table) {
     std::istringstream lines(table);
     std::string header;
     std::string data;
     std::getline(lines, header);
     std::getline(lines, data);
-    std::istringstream h(header);
-    std::istringstream d(data);
+    std::vector<std::pair<std::string, size_t>> columns;
+    for (size_t i = 0; i < header.size();) {
+      if (header[i] == ' ') {
+        ++i;
+        continue;
+      }
+      size_t end = header.find(' ', i);
+      if (end == std::string::npos) end = header.size();
+      columns.emplace_back(header.substr(i, end - i), i);
+      i = end;
+    }
     std::map<std::string, std::string> out;
-    std::string name;
-    std::string value;
-    while (h >> name && d >> value) out[name] = value;
+    for (size_t c = 0; c < columns.size(); ++c) {
+      const size_t from = columns[c].second;
+      const size_t to = c + 1 < columns.size() ? columns[c + 1].second : data.size();
+      std::string cell = from < data.size() ? data.substr(from, to - from) : "";
+      while (!cell.empty() && cell.back() == ' ') cell.pop_back();
+      out[columns[c].first] = cell;
+    }
     return out;
   }
 
