@@ -102,13 +102,14 @@ RevisionsPlan planRevisions(const RevisionsInput& in) {
   int64_t unpinnedKept = 0;
   const int64_t limit = std::max<int64_t>(in.historyLimit, 0);
   std::vector<RuntimeRevision> kept;
-  for (auto it = revs.rbegin(); it != revs.rend(); ++it) {
-    const bool always = it->number == current || it->pinned() || it->number == highest;
+  for (size_t i = revs.size(); i-- > 0;) {  // newest first
+    const RuntimeRevision& rev = revs[i];
+    const bool always = rev.number == current || rev.pinned() || rev.number == highest;
     if (always || unpinnedKept < limit) {
       if (!always) ++unpinnedKept;
-      kept.push_back(*it);
+      kept.push_back(rev);
     } else {
-      plan.pruned.push_back(*it);
+      plan.pruned.push_back(rev);
     }
   }
   std::reverse(kept.begin(), kept.end());
