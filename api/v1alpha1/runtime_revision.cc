@@ -20,7 +20,8 @@ void later(std::string& latest, const std::string& t) {
 }
 
 bool inFlight(const std::string& phase) {
-  return phase == "Evaluating" || phase == "Testing" || phase == "Canary" || phase == "Promoted";
+  return phase == "Evaluating" || phase == "Testing" || phase == "Validated" || phase == "Canary" ||
+         phase == "Promoted";
 }
 
 }  // namespace

@@ -90,8 +90,8 @@ enum class PinHold { kNone, kInFlight, kPromoted, kRollbackTarget };
 
 // Which revision each release pins (the rule of docs/contracts.md):
 //  - the releases considered are those naming `runtimeEnv`, not being deleted;
-//  - a release holds its pin while it is in a gate (Evaluating, Testing), in
-//    the canary or Promoted, and while it is among the last `historyLimit`
+//  - a release holds its pin while it is in a gate (Evaluating, Testing),
+//    Validated, in the canary or Promoted, and while it is among the last `historyLimit`
 //    releases of its model that prod ran (rollback targets, by lastProdAt;
 //    all releases of the model count, whatever their RuntimeEnv);
 //  - the revision held is the one whose pair equals status.runtime's; a

@@ -160,18 +160,19 @@ TEST(PlanRevisions, ReleasesPinByClosureHashUntilTheyCarryStatusRuntime) {
   ReleasePinFacts v3 = release("v3", "Canary", hash('2'));
   ReleasePinFacts other = release("w1", "Promoted", hash('1'), "bert", "other-rte");
   ReleasePinFacts pending = release("v4", "Pending", hash('2'));
-  RevisionsPlan p =
-      planRevisions(input(recorded, 3, pair(img('b'), hash('2')), {v1, v2, v3, other, pending}));
+  ReleasePinFacts validated = release("v5", "Validated", hash('2'));  // gates passed, waits
+  RevisionsPlan p = planRevisions(
+      input(recorded, 3, pair(img('b'), hash('2')), {v1, v2, v3, other, pending, validated}));
   EXPECT_EQ(numbered(p, 1).pinnedBy, (std::vector<std::string>{"v1"}));
   EXPECT_EQ(numbered(p, 2).pinnedBy, (std::vector<std::string>{"v2"}));
-  EXPECT_EQ(numbered(p, 3).pinnedBy, (std::vector<std::string>{"v3"}));
+  EXPECT_EQ(numbered(p, 3).pinnedBy, (std::vector<std::string>{"v3", "v5"}));
   EXPECT_EQ(p.pinnedCount(), 3);
-  ASSERT_EQ(p.pins.size(), 3u);
+  ASSERT_EQ(p.pins.size(), 4u);
   EXPECT_EQ(p.pins[0].hold, PinHold::kPromoted);
   EXPECT_EQ(p.pins[1].hold, PinHold::kInFlight);
   EXPECT_EQ(p.describePins(),
             "v1 (revision 1, promoted), v2 (revision 2, in a gate or the canary), v3 (revision 3, "
-            "in a gate or the canary)");
+            "in a gate or the canary), v5 (revision 3, in a gate or the canary)");
 }
 
 TEST(PlanRevisions, TerminalReleasesPinOnlyAsRollbackTargets) {
