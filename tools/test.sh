@@ -6,7 +6,7 @@
 #
 # Heavy builds are cached outside the source tree in $LOCKSTEP_CACHE
 # (default ~/.cache/lockstep): the Go-built control plane, ccache objects.
-# Integration tests run on $LOCKSTEP_TEST_CLUSTERS local clusters (default 2),
+# Integration tests run on $LOCKSTEP_TEST_CLUSTERS local clusters (default 1),
 # one test per cluster at a time (ctest resource groups, CMakeLists.txt), and
 # the tests that need no cluster beside them.
 set -euo pipefail
@@ -58,7 +58,7 @@ step "waiting for the control plane build"
 if ! wait "$tools_pid"; then cat "$LOCKSTEP_CACHE.tools-build.log"; exit 1; fi
 tail -n 1 "$LOCKSTEP_CACHE.tools-build.log"
 
-clusters=${LOCKSTEP_TEST_CLUSTERS:-2}
+clusters=${LOCKSTEP_TEST_CLUSTERS:-1}
 step "$clusters local clusters"
 cluster_dirs=()
 down_all() { for d in "${cluster_dirs[@]}"; do tests/cluster/cluster.sh down --dir "$d"; done; }
