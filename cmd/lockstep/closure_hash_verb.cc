@@ -5,24 +5,11 @@
 
 #include "closure/closure.h"
 #include "cmd/lockstep/file_include_reader.h"
+#include "cmd/lockstep/path_names.h"
 #include "cmd/lockstep/verbs.h"
 #include "common/flags.h"
 
 namespace lockstep::cli {
-namespace {
-
-std::string baseName(const std::string& path) {
-  size_t slash = path.rfind('/');
-  return slash == std::string::npos ? path : path.substr(slash + 1);
-}
-
-std::string dirName(const std::string& path) {
-  size_t slash = path.rfind('/');
-  if (slash == std::string::npos) return ".";
-  return slash == 0 ? "/" : path.substr(0, slash);
-}
-
-}  // namespace
 
 void closureHashUsage(std::ostream& os, const std::string& program) {
   os << "usage: " << program

@@ -3,23 +3,10 @@
 #include <ostream>
 
 #include "cmd/lockstep/file_include_reader.h"
+#include "cmd/lockstep/path_names.h"
 #include "cmd/lockstep/verbs.h"
 
 namespace lockstep::cli {
-namespace {
-
-std::string baseName(const std::string& path) {
-  size_t slash = path.rfind('/');
-  return slash == std::string::npos ? path : path.substr(slash + 1);
-}
-
-std::string dirName(const std::string& path) {
-  size_t slash = path.rfind('/');
-  if (slash == std::string::npos) return ".";
-  return slash == 0 ? "/" : path.substr(0, slash);
-}
-
-}  // namespace
 
 std::vector<std::string> splitComma(const std::string& s) {
   std::vector<std::string> out;
