@@ -17,8 +17,8 @@ int effectiveCount(const CanaryStep& step) {
   // One per interval over the part of the pause after the initial delay.
   if (step.pause == CanaryStep::Pause::kDuration && step.analysis->intervalSeconds > 0)
     return static_cast<int>(std::max<int64_t>(
-        1, (step.pauseSeconds - step.analysis->initialDelaySeconds) /
-               step.analysis->intervalSeconds));
+        1,
+        (step.pauseSeconds - step.analysis->initialDelaySeconds) / step.analysis->intervalSeconds));
   return 1;
 }
 
