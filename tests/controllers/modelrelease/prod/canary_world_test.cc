@@ -161,7 +161,8 @@ TEST(CanaryWorld, PrometheusUnreachableFailsAfterTheErrorLimitNeverPasses) {
 }
 
 // A just-Ready canary has no series yet: the first measurement meets an
-// empty vector (an error, retried), never a value nor a failure.
+// empty vector (an error, retried), never a value nor a failure; with an
+// initialDelay of two scrape intervals it meets none.
 TEST(CanaryWorld, AJustReadyCanaryIsMeasuredAsAnEmptyVectorUntilScraped) {
   World w(threeSteps(), nodePerPod());
   w.run();
@@ -173,6 +174,18 @@ TEST(CanaryWorld, AJustReadyCanaryIsMeasuredAsAnEmptyVectorUntilScraped) {
   World kind(threeSteps(), kindWorld());
   kind.run();
   EXPECT_EQ(kind.emptyMeasurements, 0) << "the kind world has every series at once";
+  // initialDelay of two scrape intervals: the first measurement finds the series.
+  json analysis = promAnalysis(2);
+  analysis["prometheus"]["initialDelay"] = "30s";
+  World delayed(specOf({{"analysis", analysis},
+                        {"steps", json::array({{{"weight", 25}, {"pause", "1m"}},
+                                               {{"weight", 50}, {"pause", "1m"}},
+                                               {{"weight", 75}}})}}),
+                nodePerPod());
+  delayed.run();
+  EXPECT_EQ(delayed.phase(), "Promoted");
+  EXPECT_EQ(delayed.emptyMeasurements, 0) << "initialDelay covers two scrapes";
+  EXPECT_EQ(delayed.violations, std::vector<std::string>());
 }
 
 TEST(CanaryWorld, DrainNeverRunsMorePodsThanReplicasAndRollsBackStableFirst) {
