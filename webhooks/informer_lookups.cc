@@ -2,15 +2,40 @@
 
 #include <string>
 
-#include "api/v1alpha1/runtime_env.h"
+#include "api/v1alpha1/meta.h"
 #include "operator/kube/resource.h"
 
 namespace lockstep::webhooks {
 
 RuntimeEnvView runtimeEnvView(const kube::Object& object) {
-  const api::v1alpha1::RuntimeEnv rte = api::v1alpha1::decodeRuntimeEnv(object);
-  return RuntimeEnvView{rte.meta.name, rte.meta.ns, rte.status.closureHash, rte.spec.image,
-                        rte.ready()};
+  // Only what admission reads, straight from the cached object (this runs for every pod).
+  namespace decode = api::v1alpha1::decode;
+  const nlohmann::json& meta = decode::object(object, "metadata");
+  const nlohmann::json& status = decode::object(object, "status");
+  RuntimeEnvView v;
+  v.name = decode::string(meta, "name");
+  v.ns = decode::string(meta, "namespace");
+  v.closureHash = decode::string(status, "closureHash");
+  v.image = decode::string(decode::object(object, "spec"), "image");
+  v.ready = api::v1alpha1::readyForGeneration(decode::array(status, "conditions"),
+                                              decode::integer(status, "observedGeneration", -1),
+                                              decode::integer(meta, "generation", 0)) &&
+            !v.closureHash.empty();
+  v.currentRevision = decode::integer(status, "currentRevision", 0);
+  const nlohmann::json& revisions = decode::array(status, "revisions");
+  v.revisions.reserve(revisions.size());
+  for (const nlohmann::json& r : revisions) {
+    RevisionView rv;
+    rv.number = decode::integer(r, "number", 0);
+    if (rv.number <= 0) continue;
+    rv.image = decode::string(r, "image");
+    rv.closureHash = decode::string(r, "closureHash");
+    for (const nlohmann::json& p : decode::array(r, "pinnedBy")) {
+      if (p.is_string()) rv.pinnedBy.push_back(p.get<std::string>());
+    }
+    v.revisions.push_back(std::move(rv));
+  }
+  return v;
 }
 
 std::optional<RuntimeEnvView> InformerRuntimeEnvs::find(std::string_view ns,

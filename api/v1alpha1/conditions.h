@@ -11,6 +11,8 @@ inline constexpr const char* kConditionReady = "Ready";
 inline constexpr const char* kConditionStalled = "Stalled";
 inline constexpr const char* kConditionDegraded = "Degraded";
 inline constexpr const char* kConditionProgressing = "Progressing";
+// On a RuntimeEnv being deleted: the deletion waits for the releases pinning it.
+inline constexpr const char* kConditionTerminating = "Terminating";
 // On a ModelRelease: its runtime's closure moved away from the validated one.
 inline constexpr const char* kConditionStale = "Stale";
 // On a ModelRelease: something is in progress (kstatus "Reconciling").
@@ -33,6 +35,11 @@ inline constexpr const char* kReasonLockNotFound = "LockNotFound";
 inline constexpr const char* kReasonNoCompatibleNodes = "NoCompatibleNodes";
 inline constexpr const char* kReasonCompatibleNodesFound = "CompatibleNodesFound";
 inline constexpr const char* kReasonNoAcceleratorRequired = "NoAcceleratorRequired";
+// RuntimeEnv revisions (Events) and in-use protection (Terminating).
+inline constexpr const char* kReasonRevisionCreated = "RevisionCreated";
+inline constexpr const char* kReasonRevisionRestored = "RevisionRestored";
+inline constexpr const char* kReasonRevisionPruned = "RevisionPruned";
+inline constexpr const char* kReasonInUse = "InUse";
 
 // ModelRelease reasons (Stale).
 inline constexpr const char* kReasonClosureHashChanged = "ClosureHashChanged";

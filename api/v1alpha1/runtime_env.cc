@@ -21,6 +21,8 @@ RuntimeEnv decodeRuntimeEnv(const nlohmann::json& object) {
   const nlohmann::json& accel = decode::object(spec, "accelerator");
   r.spec.accelerator.cuda = decode::optionalString(accel, "cuda");
   r.spec.accelerator.minDriver = decode::string(accel, "minDriver");
+  r.spec.revisionHistoryLimit =
+      decode::integer(spec, "revisionHistoryLimit", kDefaultRevisionHistoryLimit);
 
   const nlohmann::json& status = decode::object(object, "status");
   r.status.observedGeneration = decode::integer(status, "observedGeneration", -1);
@@ -35,6 +37,8 @@ RuntimeEnv decodeRuntimeEnv(const nlohmann::json& object) {
     r.status.compatibleNodes = n->get<int64_t>();
   }
   r.status.image = decode::string(status, "image");
+  r.status.currentRevision = decode::integer(status, "currentRevision", 0);
+  r.status.revisions = decodeRevisions(status);
   r.status.conditions = decode::array(status, "conditions");
   return r;
 }
@@ -42,6 +46,13 @@ RuntimeEnv decodeRuntimeEnv(const nlohmann::json& object) {
 bool RuntimeEnv::ready() const {
   return readyForGeneration(status.conditions, status.observedGeneration, meta.generation) &&
          !status.closureHash.empty();
+}
+
+const RuntimeRevision* RuntimeEnv::revision(int64_t number) const {
+  for (const RuntimeRevision& r : status.revisions) {
+    if (r.number == number) return &r;
+  }
+  return nullptr;
 }
 
 std::string RuntimeEnv::configMapKey() const {

@@ -13,6 +13,7 @@
 #include <nlohmann/json.hpp>
 
 #include "api/v1alpha1/meta.h"
+#include "api/v1alpha1/runtime_revision.h"
 
 namespace lockstep::api::v1alpha1 {
 
@@ -39,6 +40,9 @@ struct RuntimeEnvSpec {
   bool allowUnhashed = false;
   std::string image;  // repo@sha256:<hex>
   Accelerator accelerator;
+  // Unpinned revisions kept besides the current one, and promoted releases per
+  // model whose revisions stay pinned (the rollback targets).
+  int64_t revisionHistoryLimit = kDefaultRevisionHistoryLimit;
 };
 
 struct RuntimeEnvStatus {
@@ -52,6 +56,8 @@ struct RuntimeEnvStatus {
   std::string minDriver;
   std::optional<int64_t> compatibleNodes;
   std::string image;
+  int64_t currentRevision = 0;                          // 0: never resolved
+  std::vector<RuntimeRevision> revisions;               // ascending number
   nlohmann::json conditions = nlohmann::json::array();  // metav1.Condition objects
 };
 
@@ -65,6 +71,8 @@ struct RuntimeEnv {
   bool ready() const;
   // "ns/name" of the ConfigMap holding the lock; "" for an inline lock.
   std::string configMapKey() const;
+  // The revision numbered `number`; nullptr when it is not (or no longer) recorded.
+  const RuntimeRevision* revision(int64_t number) const;
 };
 
 RuntimeEnv decodeRuntimeEnv(const nlohmann::json& object);

@@ -5,6 +5,7 @@
 
 #include "cmd/lockstep/model_args.h"
 #include "cmd/lockstep/release_args.h"
+#include "cmd/lockstep/runtime_args.h"
 #include "cmd/lockstep/verbs.h"
 
 namespace lockstep::cli {
@@ -27,6 +28,8 @@ const Verb kVerbs[] = {
      runVerifyEnv},
     {"verify-host", "check this node's driver, GPUs, CUDA/NCCL and RDMA against a runtime",
      runVerifyHost},
+    {"runtime", "a RuntimeEnv's revisions (image, closure hash) and the releases pinning them",
+     runRuntime},
     {"version", "print the version", runVersion},
     {"help", "show this help (help VERB for a verb's flags)", runHelp},
 };
@@ -51,6 +54,8 @@ int runHelp(const VerbContext& ctx) {
     verifyEnvUsage(ctx.out, ctx.programName);
   } else if (!ctx.args.empty() && ctx.args[0] == "verify-host") {
     verifyHostUsage(ctx.out, ctx.programName);
+  } else if (!ctx.args.empty() && ctx.args[0] == "runtime") {
+    runtimeUsage(ctx.out, ctx.programName);
   } else {
     usage(ctx.out, ctx.programName);
   }

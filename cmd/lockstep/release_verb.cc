@@ -1,6 +1,6 @@
-// `lockstep release …` and `lockstep model …`: connect like kubectl and run the
-// command (release_commands.h, model_commands.h). The only file of the CLI that
-// opens a connection.
+// `lockstep release …`, `lockstep model …` and `lockstep runtime …`: connect like kubectl and run
+// the command (release_commands.h, model_commands.h). The only file of the CLI that opens a
+// connection.
 #include <sys/stat.h>
 
 #include <cstdlib>
@@ -10,6 +10,8 @@
 #include "cmd/lockstep/model_commands.h"
 #include "cmd/lockstep/release_args.h"
 #include "cmd/lockstep/release_commands.h"
+#include "cmd/lockstep/runtime_args.h"
+#include "cmd/lockstep/runtime_commands.h"
 #include "cmd/lockstep/verbs.h"
 #include "operator/kube/connect.h"
 
@@ -77,6 +79,22 @@ int runModel(const VerbContext& ctx) {
   }
   return withClient(ctx, cmd->kube, [&](ReleaseIo& io, const std::string& ns) {
     return runModelCommand(*cmd, ns, io);
+  });
+}
+
+int runRuntime(const VerbContext& ctx) {
+  auto cmd = parseRuntimeArgs(ctx.args);
+  if (!cmd.isOk()) {
+    ctx.err << ctx.programName << " runtime: " << cmd.status().message() << "\n";
+    runtimeUsage(ctx.err, ctx.programName);
+    return kExitUsage;
+  }
+  if (cmd->action == RuntimeCommand::Action::kHelp) {
+    runtimeUsage(ctx.out, ctx.programName);
+    return kExitOk;
+  }
+  return withClient(ctx, cmd->kube, [&](ReleaseIo& io, const std::string& ns) {
+    return runRuntimeCommand(*cmd, ns, io);
   });
 }
 

@@ -34,6 +34,7 @@ int runRelease(const VerbContext& ctx);
 int runModel(const VerbContext& ctx);
 int runVerifyEnv(const VerbContext& ctx);
 int runVerifyHost(const VerbContext& ctx);
+int runRuntime(const VerbContext& ctx);
 void closureHashUsage(std::ostream& os, const std::string& program);
 void verifyEnvUsage(std::ostream& os, const std::string& program);
 void verifyHostUsage(std::ostream& os, const std::string& program);

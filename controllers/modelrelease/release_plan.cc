@@ -184,8 +184,9 @@ ReleasePlan planRelease(const ReleaseObserved& o) {
     }
     status["currentStage"] = s.name;
     if (s.serving) {
-      // A canary already running goes on (a moved runtime shows up as refused
-      // canary pods and rolls it back); one not started waits like a gate.
+      // A canary already running goes on on its pinned revision (its pods stay
+      // admitted, docs/rollouts.md "When the runtime moves on during a
+      // canary"); one not started waits like a gate.
       bool started = status.contains("canary") && status["canary"].is_object();
       if (!started && (stale || !env.ready)) {
         sum.phase = gateIndex == 0 ? kPhasePending : kPhaseTesting;

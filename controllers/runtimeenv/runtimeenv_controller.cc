@@ -1,10 +1,13 @@
 #include "controllers/runtimeenv/runtimeenv_controller.h"
 
+#include <set>
+
 #include <spdlog/spdlog.h>
 
 #include "api/v1alpha1/conditions.h"
 #include "api/v1alpha1/resources.h"
 #include "api/v1alpha1/runtime_env.h"
+#include "api/v1alpha1/runtime_revision.h"
 #include "controllers/common/execute.h"
 #include "operator/kube/conditions.h"
 #include "operator/kube/object.h"
@@ -25,7 +28,37 @@ std::vector<Request> requestsFor(const std::vector<kube::ObjectPtr>& objects) {
   return out;
 }
 
+// The RuntimeEnvs a release's change can re-pin: its own, and those of every
+// release of the same model (a new promotion moves the model's rollback targets).
+std::vector<Request> runtimeEnvsOfModel(const kube::Object& mr, const kube::Indexer& releases) {
+  const std::string ns = kube::namespaceOf(mr);
+  const v1::ReleasePinFacts self = v1::releasePinFacts(mr);
+  std::set<std::string> names;
+  if (!self.runtimeEnv.empty()) names.insert(self.runtimeEnv);
+  for (const auto& other : releases.byIndex(kube::kNamespaceIndex, ns)) {
+    v1::ReleasePinFacts f = v1::releasePinFacts(*other);
+    if (f.model == self.model && !f.runtimeEnv.empty()) names.insert(f.runtimeEnv);
+  }
+  std::vector<Request> out;
+  out.reserve(names.size());
+  for (const auto& n : names) out.push_back({ns, n});
+  return out;
+}
+
 }  // namespace
+
+runtime::UpdateFilter releasePinChanged() {
+  return [](const kube::Object& a, const kube::Object& b) {
+    const v1::ReleasePinFacts x = v1::releasePinFacts(a);
+    const v1::ReleasePinFacts y = v1::releasePinFacts(b);
+    return x.phase != y.phase || x.model != y.model || x.runtimeEnv != y.runtimeEnv ||
+           x.closureHash != y.closureHash || x.promotedOnce != y.promotedOnce ||
+           x.lastProdAt != y.lastProdAt || x.deleting != y.deleting ||
+           x.pin.has_value() != y.pin.has_value() ||
+           (x.pin && (x.pin->revision != y.pin->revision || x.pin->image != y.pin->image ||
+                      x.pin->closureHash != y.pin->closureHash));
+  };
+}
 
 RuntimeEnvReconciler::RuntimeEnvReconciler(std::shared_ptr<kube::Client> client, Caches caches,
                                            kube::EventSink& events, kube::Clock& clock)
@@ -33,15 +66,20 @@ RuntimeEnvReconciler::RuntimeEnvReconciler(std::shared_ptr<kube::Client> client,
 
 std::optional<RuntimeEnvObserved> RuntimeEnvReconciler::observe(const Request& request) const {
   auto rte = caches_.runtimeEnvs.get(request.ns, request.name);
-  if (!rte || kube::isBeingDeleted(*rte)) return std::nullopt;
+  if (!rte) return std::nullopt;
+  // Being deleted: reconciled until the in-use finalizer is gone (or at once, without it).
+  if (kube::isBeingDeleted(*rte) && !kube::hasFinalizer(*rte, v1::kRuntimeEnvInUseFinalizer))
+    return std::nullopt;
   RuntimeEnvObserved observed;
   observed.runtimeEnv = rte;
   if (std::string cmKey = v1::decodeRuntimeEnv(*rte).configMapKey(); !cmKey.empty()) {
     observed.configMap = caches_.configMaps.get(cmKey);
   }
   observed.nodes = caches_.nodes.list();
-  // ModelReleases compute their own Stale condition from the cached RuntimeEnv
-  // (controllers/modelrelease): this controller writes only RuntimeEnv status.
+  // Pins and each model's rollback targets come from the namespace's releases.
+  // (ModelReleases compute their own Stale condition from the cached RuntimeEnv,
+  // controllers/modelrelease: this controller writes only RuntimeEnvs.)
+  observed.releases = caches_.releases.byIndex(kube::kNamespaceIndex, request.ns);
   return observed;
 }
 
@@ -71,6 +109,8 @@ Result RuntimeEnvReconciler::reconcile(const Request& request) {
 runtime::UpdateFilter runtimeEnvChanged() {
   return [](const kube::Object& a, const kube::Object& b) {
     return kube::generation(a) != kube::generation(b) ||
+           kube::isBeingDeleted(a) != kube::isBeingDeleted(b) ||
+           kube::finalizers(a) != kube::finalizers(b) ||
            a.value("status", json::object()) != b.value("status", json::object());
   };
 }
@@ -79,14 +119,16 @@ void setupRuntimeEnvController(runtime::Manager& manager, int workers) {
   kube::Informer& rtes = manager.informer(v1::kRuntimeEnvs);
   kube::Informer& cms = manager.informer(v1::kConfigMaps);
   kube::Informer& nodes = manager.informer(v1::kNodes);
+  kube::Informer& releases = manager.informer(v1::kModelReleases);
   rtes.addIndex(v1::kRuntimeEnvByConfigMapIndex, v1::indexByConfigMap);
 
   auto reconciler = std::make_shared<RuntimeEnvReconciler>(
       manager.sharedClient(),
-      RuntimeEnvReconciler::Caches{rtes.cache(), cms.cache(), nodes.cache()}, manager.events(),
-      manager.clock());
+      RuntimeEnvReconciler::Caches{rtes.cache(), cms.cache(), nodes.cache(), releases.cache()},
+      manager.events(), manager.clock());
 
   const kube::Indexer* rteCache = &rtes.cache();
+  const kube::Indexer* releaseCache = &releases.cache();
   runtime::ControllerBuilder(manager, "runtimeenv")
       .workers(workers)
       // The RuntimeEnv itself: spec changes, and status changes — admission trusts the
@@ -98,6 +140,12 @@ void setupRuntimeEnvController(runtime::Manager& manager, int workers) {
                  return requestsFor(
                      rteCache->byIndex(v1::kRuntimeEnvByConfigMapIndex, kube::objectKey(cm)));
                })
+      // A release's phase, pin or prod history decides which revisions it pins;
+      // the model's other releases rank the rollback targets, so their RuntimeEnvs too.
+      .watches(
+          v1::kModelReleases,
+          [releaseCache](const kube::Object& mr) { return runtimeEnvsOfModel(mr, *releaseCache); },
+          releasePinChanged())
       // Node driver labels decide compatibleNodes: any node change re-counts for all.
       .watches(
           v1::kNodes, [rteCache](const kube::Object&) { return requestsFor(rteCache->list()); },

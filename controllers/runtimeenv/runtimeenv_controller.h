@@ -1,17 +1,18 @@
 // The RuntimeEnv controller's shell: observe (informer caches) -> plan
 // (runtimeenv_plan.h, pure) -> execute (controllers/common/execute.h: Events,
 // then the RuntimeEnv's status last, by server-side apply on /status). It
-// writes only RuntimeEnv status: ModelReleases compute their own Stale
-// condition from the cached RuntimeEnv (controllers/modelrelease).
+// writes only RuntimeEnvs — their status and their in-use finalizer
+// (metadata.finalizers, by server-side apply): ModelReleases compute their own
+// Stale condition from the cached RuntimeEnv (controllers/modelrelease).
 //
 // It watches RuntimeEnvs (spec changes, and status changes: admission trusts
 // status.closureHash, so a status written by anyone else — `kubectl edit
 // --subresource=status` by someone allowed to write runtimeenvs/status — is
-// re-derived and restored at once), the ConfigMaps they read their lock from and
-// Nodes (driver labels decide compatibleNodes). Every RuntimeEnv is also
-// reconciled again kRuntimeEnvResync after its last reconcile, so a missed event
-// cannot leave a wrong status in place.
-// Thread-safety: reconcile() may run on several workers for different keys.
+// re-derived and restored at once), the ConfigMaps they read their lock from,
+// ModelReleases (they pin revisions) and Nodes (driver labels decide
+// compatibleNodes). Every RuntimeEnv is also reconciled again kRuntimeEnvResync after its last
+// reconcile, so a missed event cannot leave a wrong status in place. Thread-safety: reconcile() may
+// run on several workers for different keys.
 #pragma once
 
 #include <memory>
@@ -34,6 +35,7 @@ class RuntimeEnvReconciler final : public runtime::Reconciler {
     const kube::Indexer& runtimeEnvs;
     const kube::Indexer& configMaps;
     const kube::Indexer& nodes;
+    const kube::Indexer& releases;  // ModelReleases: who pins which revision
   };
   // One client for every write: the field manager is chosen per call.
   RuntimeEnvReconciler(std::shared_ptr<kube::Client> client, Caches caches, kube::EventSink& events,
@@ -56,6 +58,10 @@ inline constexpr kube::Clock::Duration kRuntimeEnvResync = std::chrono::minutes(
 // The RuntimeEnv updates that enqueue it: a new generation (spec) or any status change
 // (its own status writes then reconcile once more and write nothing).
 runtime::UpdateFilter runtimeEnvChanged();
+
+// The ModelRelease updates that can change a pin: phase, status.runtime, model,
+// RuntimeEnv, closure hash, prod history, deletion.
+runtime::UpdateFilter releasePinChanged();
 
 // Registers the informers, indexes, watches and the controller on `manager`.
 void setupRuntimeEnvController(runtime::Manager& manager, int workers = 2);

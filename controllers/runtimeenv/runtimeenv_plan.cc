@@ -1,5 +1,6 @@
 #include "controllers/runtimeenv/runtimeenv_plan.h"
 
+#include <algorithm>
 #include <map>
 
 #include "api/image_ref.h"
@@ -8,6 +9,7 @@
 #include "api/v1alpha1/model_release.h"
 #include "api/v1alpha1/resources.h"
 #include "api/v1alpha1/runtime_env.h"
+#include "api/v1alpha1/runtime_revision.h"
 #include "closure/closure.h"
 #include "closure/cuda.h"
 #include "closure/include_reader.h"
@@ -27,6 +29,7 @@ struct Resolution {
   std::string reason;
   std::string message;
   closure::Closure closure;
+  std::string lockDigest;  // sha256 of the lock file's bytes
 };
 
 Resolution resolve(const RuntimeEnv& rte, const kube::ObjectPtr& configMap) {
@@ -110,8 +113,53 @@ Resolution resolve(const RuntimeEnv& rte, const kube::ObjectPtr& configMap) {
   }
   r.ok = true;
   r.reason = kReasonResolved;
+  r.lockDigest = "sha256:" + closure::sha256Hex(text);
   r.closure = std::move(*c);
   return r;
+}
+
+std::string numbers(const std::vector<RuntimeRevision>& revisions) {
+  std::string out;
+  for (const RuntimeRevision& r : revisions) {
+    out += (out.empty() ? "" : ", ") + std::to_string(r.number);
+  }
+  return out;
+}
+
+// Writes status.revisions, currentRevision and pinnedRevisions; an Event for
+// every new, restored or pruned revision.
+void recordRevisions(const RevisionsPlan& plan, json& status,
+                     std::vector<RuntimeEnvEvent>& events) {
+  json list = json::array();
+  for (const RuntimeRevision& r : plan.revisions) list.push_back(encodeRevision(r));
+  status["revisions"] = std::move(list);
+  if (plan.currentRevision > 0) {
+    status["currentRevision"] = plan.currentRevision;
+  } else {
+    status.erase("currentRevision");
+  }
+  status["pinnedRevisions"] = plan.pinnedCount();
+  auto describe = [&plan](int64_t number) {
+    for (const RuntimeRevision& r : plan.revisions) {
+      if (r.number == number) {
+        return "revision " + std::to_string(number) + ": image " + r.image + ", closure " +
+               r.closureHash;
+      }
+    }
+    return "revision " + std::to_string(number);
+  };
+  if (plan.created > 0) {
+    events.push_back({kube::kEventTypeNormal, kReasonRevisionCreated, describe(plan.created)});
+  }
+  if (plan.restored > 0) {
+    events.push_back({kube::kEventTypeNormal, kReasonRevisionRestored,
+                      describe(plan.restored) + " is current again"});
+  }
+  if (!plan.pruned.empty()) {
+    events.push_back({kube::kEventTypeNormal, kReasonRevisionPruned,
+                      "pruned unpinned revision(s) " + numbers(plan.pruned) +
+                          " beyond spec.revisionHistoryLimit"});
+  }
 }
 
 }  // namespace
@@ -132,6 +180,7 @@ RuntimeEnvPlan planRuntimeEnv(const RuntimeEnvObserved& o, const std::string& no
   if (!conditions.is_array()) conditions = json::array();
 
   Resolution r = resolve(rte, o.configMap);
+  std::optional<ResolvedPair> resolved;
   const std::string& oldHash = rte.status.closureHash;
   const auto oldReady = findCondition(rte.status.conditions, kConditionReady);
   const std::string oldReason = oldReady ? decode::string(*oldReady, "reason") : "";
@@ -201,6 +250,51 @@ RuntimeEnvPlan planRuntimeEnv(const RuntimeEnvObserved& o, const std::string& no
     if (c.closureHash != oldHash) {
       plan.events.push_back({kube::kEventTypeNormal, kReasonResolved, readyMessage});
     }
+    resolved = ResolvedPair{rte.spec.image, c.closureHash, r.lockDigest, cuda, minDriver};
+  }
+
+  RevisionsInput in;
+  in.runtimeEnv = rte.meta.name;
+  in.recorded = rte.status.revisions;
+  in.currentRevision = rte.status.currentRevision;
+  in.resolved = std::move(resolved);
+  in.historyLimit = rte.spec.revisionHistoryLimit;
+  in.now = now;
+  in.releases.reserve(o.releases.size());
+  for (const auto& mr : o.releases) in.releases.push_back(releasePinFacts(*mr));
+  RevisionsPlan revisions = planRevisions(in);
+  recordRevisions(revisions, status, plan.events);
+
+  const bool pinned = std::any_of(revisions.pins.begin(), revisions.pins.end(),
+                                  [](const ReleasePin& p) { return p.revision > 0; });
+  const bool hasFinalizer = kube::hasFinalizer(*o.runtimeEnv, kRuntimeEnvInUseFinalizer);
+  if (kube::isBeingDeleted(*o.runtimeEnv)) {
+    if (!pinned || !hasFinalizer) {
+      // Nothing holds it (or nothing can: a finalizer cannot be added once deletion began).
+      if (hasFinalizer) plan.inUseFinalizer = false;
+      plan.statusChanged = false;
+      plan.status = std::move(status);
+      return plan;
+    }
+    const std::string m =
+        "deletion waits until no release pins a revision of this RuntimeEnv; "
+        "pinned by " +
+        revisions.describePins();
+    const auto old = findCondition(rte.status.conditions, kConditionTerminating);
+    if (!old || decode::string(*old, "message") != m) {
+      plan.events.push_back({kube::kEventTypeNormal, kReasonInUse, m});
+    }
+    setCondition(conditions, {kConditionTerminating, kStatusTrue, kReasonInUse, m}, generation,
+                 now);
+  } else {
+    if (pinned != hasFinalizer) plan.inUseFinalizer = pinned;
+    // Deletion was cancelled? A RuntimeEnv cannot be undeleted, but a status
+    // copied from a deleted one must not say it.
+    conditions.erase(std::remove_if(conditions.begin(), conditions.end(),
+                                    [](const json& c) {
+                                      return decode::string(c, "type") == kConditionTerminating;
+                                    }),
+                     conditions.end());
   }
   plan.statusChanged = status != oldStatus;
   plan.status = std::move(status);
@@ -210,6 +304,23 @@ RuntimeEnvPlan planRuntimeEnv(const RuntimeEnvObserved& o, const std::string& no
 ExecutionPlan executionPlan(const RuntimeEnvPlan& plan, const RuntimeEnvObserved& o) {
   ExecutionPlan out;
   const std::string ns = kube::namespaceOf(*o.runtimeEnv);
+  if (plan.inUseFinalizer) {
+    // Server-side apply of metadata.finalizers alone: the operator's field
+    // manager owns only its own entry, so applying without it removes just that.
+    PlannedApply a;
+    a.resource = kRuntimeEnvs;
+    a.object = kube::newObject(kRuntimeEnvs, ns, kube::name(*o.runtimeEnv));
+    a.object["metadata"]["uid"] = kube::uid(*o.runtimeEnv);
+    // Removing: the applied object leaves the entry out (an empty list would claim the list).
+    if (*plan.inUseFinalizer) {
+      a.object["metadata"]["finalizers"] = json::array({kRuntimeEnvInUseFinalizer});
+    }
+    a.fieldManager = kOperatorFieldManager;
+    a.ignoreNotFound = true;
+    a.what = std::string(*plan.inUseFinalizer ? "adding" : "removing") + " finalizer " +
+             kRuntimeEnvInUseFinalizer + " of RuntimeEnv " + ns + "/" + kube::name(*o.runtimeEnv);
+    out.apply.push_back(std::move(a));
+  }
   for (const auto& e : plan.events)
     out.events.push_back({o.runtimeEnv, e.type, e.reason, e.message});
   if (plan.statusChanged) {

@@ -1,7 +1,10 @@
 // RuntimeEnv reconcile planning (pure): from what the controller observed to
-// the status it must write, the Events it must record and the Stale
-// conditions of the ModelReleases that depend on it; then the same as the
-// generic ExecutionPlan that controllers/common/execute.h carries out.
+// the status it must write (closure, revisions and their pins:
+// runtimeenv_revisions.h), the Events it must record and the in-use finalizer
+// (added while a release pins a revision; while the RuntimeEnv is being
+// deleted it is held, with condition Terminating naming the releases, until no
+// release pins one); then the same as the generic ExecutionPlan that
+// controllers/common/execute.h carries out.
 //
 // No I/O and no clock: `now` is an input. Thread-safety: pure functions.
 #pragma once
@@ -14,6 +17,7 @@
 #include <nlohmann/json.hpp>
 
 #include "controllers/common/plan.h"
+#include "controllers/runtimeenv/runtimeenv_revisions.h"
 #include "operator/kube/conditions.h"
 #include "operator/kube/object.h"
 
@@ -26,6 +30,9 @@ struct RuntimeEnvObserved {
   // The ConfigMap named by spec.lock.configMapRef; null when absent (or inline lock).
   kube::ObjectPtr configMap;
   std::vector<kube::ObjectPtr> nodes;
+  // Every ModelRelease of the RuntimeEnv's namespace (pins, and the rollback
+  // targets of each model, are derived from them).
+  std::vector<kube::ObjectPtr> releases;
 };
 
 // An Event on the RuntimeEnv. (ModelReleases mark themselves Stale from the
@@ -40,6 +47,9 @@ struct RuntimeEnvPlan {
   nlohmann::json status;  // the complete desired status
   bool statusChanged = false;
   std::vector<RuntimeEnvEvent> events;
+  // Set when metadata.finalizers must change: true adds kRuntimeEnvInUseFinalizer,
+  // false removes it (for a RuntimeEnv being deleted, that lets the deletion complete).
+  std::optional<bool> inUseFinalizer;
 };
 
 RuntimeEnvPlan planRuntimeEnv(const RuntimeEnvObserved& observed, const std::string& now);

@@ -19,6 +19,14 @@ Status statusFromStatusObject(const nlohmann::json& st, int httpStatus) {
   if (message.empty()) {
     message = "HTTP " + std::to_string(code) + (reason.empty() ? "" : " " + reason);
   }
+  // A server-side apply of a field the installed CustomResourceDefinition does not
+  // declare: the CRD is older than the operator (`helm upgrade` never updates a chart's
+  // crds/). Retried like any 500, so the write succeeds once the CRDs are applied.
+  if (message.find("field not declared in schema") != std::string::npos) {
+    message +=
+        " (the CustomResourceDefinition in the cluster is older than this operator: "
+        "apply the crds/ of this version; helm upgrade does not update CRDs)";
+  }
   // The reason is authoritative where it is specific; the code decides otherwise.
   if (reason == "Expired" || reason == "Gone") return {Code::kGone, message};
   if (reason == "AlreadyExists") return {Code::kAlreadyExists, message};

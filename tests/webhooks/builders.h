@@ -49,6 +49,15 @@ class PodBuilder {
     pod_["metadata"].erase("annotations");
     return *this;
   }
+  // Label lockstep.dev/release: the release the pod belongs to.
+  PodBuilder& release(const std::string& name) {
+    pod_["metadata"]["labels"]["lockstep.dev/release"] = name;
+    return *this;
+  }
+  PodBuilder& annotate(const std::string& key, const std::string& value) {
+    pod_["metadata"]["annotations"][key] = value;
+    return *this;
+  }
   PodBuilder& container(const std::string& name, const std::string& image) {
     return add("containers", name, image);
   }

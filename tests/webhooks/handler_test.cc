@@ -241,6 +241,29 @@ TEST(StaticLookups, LoadsDocument) {
   EXPECT_FALSE(loadStaticLookups(R"({"namespaces":{"a":1}})").isOk());
 }
 
+TEST(StaticLookups, LoadsRevisionsAndNamesTheBadField) {
+  auto l = loadStaticLookups(R"({"runtimeEnvs":[{"namespace":"ml","name":"t","ready":true,
+      "closureHash":"h2","image":"i2","currentRevision":2,
+      "revisions":[{"number":1,"image":"i1","closureHash":"h1","pinnedBy":["v1"]},
+                   {"number":2,"image":"i2","closureHash":"h2"}]}]})");
+  ASSERT_TRUE(l.isOk()) << l.status().toString();
+  auto env = l->envs->find("ml", "t");
+  ASSERT_TRUE(env.has_value());
+  EXPECT_EQ(env->currentRevision, 2);
+  ASSERT_EQ(env->revisions.size(), 2u);
+  EXPECT_EQ(env->revisions[0].pinnedBy, std::vector<std::string>{"v1"});
+  EXPECT_EQ(env->revisions[1].closureHash, "h2");
+  auto bad = loadStaticLookups(
+      R"({"runtimeEnvs":[{"namespace":"ml","name":"t","revisions":[{"number":0}]}]})");
+  ASSERT_FALSE(bad.isOk());
+  EXPECT_NE(bad.status().message().find("runtimeEnvs[0].revisions[0].number"), std::string::npos)
+      << bad.status().message();
+  bad = loadStaticLookups(
+      R"({"runtimeEnvs":[{"namespace":"ml","name":"t","revisions":[{"number":1,"pinnedBy":"v1"}]}]})");
+  ASSERT_FALSE(bad.isOk());
+  EXPECT_NE(bad.status().message().find("revisions[0].pinnedBy"), std::string::npos);
+}
+
 TEST(StaticLookups, Authorization) {
   AccessRequest q;
   q.user.username = "bob";

@@ -1,5 +1,7 @@
 // InformerNamespaceModes: the cache first; a namespace missing from it is read
 // from the API server (scripted transport), never taken as unlabelled.
+// InformerRuntimeEnvs: the view admission decides on, with the revisions, from
+// the cache alone.
 #include "webhooks/informer_lookups.h"
 
 #include <gtest/gtest.h>
@@ -69,6 +71,59 @@ TEST(InformerNamespaceModesWithoutReader, MissingNamespaceIsAnError) {
   ASSERT_FALSE(mode.isOk());
   EXPECT_EQ(mode.status().code(), Code::kUnavailable);
   EXPECT_NE(mode.status().message().find("namespace fresh"), std::string::npos);
+}
+
+json runtimeEnvObject(int64_t generation, int64_t observed, const std::string& ready) {
+  const std::string img1 = "registry.example/torch@sha256:" + std::string(64, '1');
+  const std::string img2 = "registry.example/torch@sha256:" + std::string(64, '2');
+  return {{"apiVersion", "lockstep.dev/v1alpha1"},
+          {"kind", "RuntimeEnv"},
+          {"metadata", {{"name", "torch"}, {"namespace", "ml"}, {"generation", generation}}},
+          {"spec", {{"image", img2}, {"lock", {{"inline", "x"}}}}},
+          {"status",
+           {{"observedGeneration", observed},
+            {"closureHash", "sha256:" + std::string(64, 'b')},
+            {"currentRevision", 2},
+            {"conditions", {{{"type", "Ready"}, {"status", ready}}}},
+            {"revisions",
+             {{{"number", 1},
+               {"image", img1},
+               {"closureHash", "sha256:" + std::string(64, 'a')},
+               {"pinnedBy", {"v1", "v2"}},
+               {"firstResolved", "2026-11-29T10:00:00Z"}},
+              {{"number", 2}, {"image", img2}, {"closureHash", "sha256:" + std::string(64, 'b')}},
+              {{"image", "malformed: no number"}}}}}}};
+}
+
+TEST(InformerRuntimeEnvs, ViewCarriesTheRevisionsFromTheCacheWithoutAnApiCall) {
+  kube::Indexer cache;
+  cache.upsert(std::make_shared<const kube::Object>(runtimeEnvObject(3, 3, "True")));
+  InformerRuntimeEnvs envs(cache);
+  std::optional<RuntimeEnvView> v = envs.find("ml", "torch");
+  ASSERT_TRUE(v.has_value());
+  EXPECT_TRUE(v->ready);
+  EXPECT_EQ(v->name, "torch");
+  EXPECT_EQ(v->ns, "ml");
+  EXPECT_EQ(v->closureHash, "sha256:" + std::string(64, 'b'));
+  EXPECT_EQ(v->image, "registry.example/torch@sha256:" + std::string(64, '2'));
+  EXPECT_EQ(v->currentRevision, 2);
+  ASSERT_EQ(v->revisions.size(), 2u);  // the malformed entry is skipped
+  EXPECT_EQ(v->revisions[0].number, 1);
+  EXPECT_EQ(v->revisions[0].closureHash, "sha256:" + std::string(64, 'a'));
+  EXPECT_EQ(v->revisions[0].pinnedBy, (std::vector<std::string>{"v1", "v2"}));
+  EXPECT_TRUE(v->revisions[1].pinnedBy.empty());
+  EXPECT_FALSE(envs.find("ml", "other").has_value());
+}
+
+TEST(InformerRuntimeEnvs, StatusOfAnOlderGenerationIsNotReadyButKeepsItsRevisions) {
+  kube::Indexer cache;
+  cache.upsert(std::make_shared<const kube::Object>(runtimeEnvObject(4, 3, "True")));
+  std::optional<RuntimeEnvView> v = InformerRuntimeEnvs(cache).find("ml", "torch");
+  ASSERT_TRUE(v.has_value());
+  EXPECT_FALSE(v->ready);
+  EXPECT_EQ(v->revisions.size(), 2u);  // pinned revisions stay admissible for their releases
+  cache.upsert(std::make_shared<const kube::Object>(runtimeEnvObject(3, 3, "False")));
+  EXPECT_FALSE(InformerRuntimeEnvs(cache).find("ml", "torch")->ready);
 }
 
 }  // namespace

@@ -1,11 +1,15 @@
 #include "webhooks/admission/pod_validator.h"
 
+#include <algorithm>
+#include <iterator>
 #include <set>
 #include <string_view>
 #include <utility>
 #include <vector>
 
 #include "api/image_ref.h"
+#include "api/v1alpha1/keys.h"
+#include "api/v1alpha1/runtime_revision.h"
 #include "webhooks/admission/json_access.h"
 
 namespace lockstep::webhooks {
@@ -14,6 +18,8 @@ namespace {
 namespace ja = json_access;
 using api::ImageRef;
 using api::parseImageRef;
+using api::v1alpha1::kReleaseLabel;
+using api::v1alpha1::kRuntimeRevisionAnnotation;
 using nlohmann::json;
 
 struct ContainerKind {
@@ -110,16 +116,12 @@ void checkImage(const ContainerImage& c, const RuntimeEnvView& env, const ImageR
   }
 }
 
-// Checks the runtime env itself plus the annotation (when asked) and images.
-void checkAgainstEnv(const PodReview& r, const std::string& envName, bool checkAnnotation,
-                     const std::vector<ContainerImage>& containers,
-                     std::vector<std::string>& violations) {
+// Checks the pod against the RuntimeEnv's current revision: the env itself
+// (exists, Ready), the annotation (when asked) and the images. Empty: admitted.
+void checkAgainstCurrent(const PodReview& r, const std::string& envName, bool checkAnnotation,
+                         const std::vector<ContainerImage>& containers,
+                         std::vector<std::string>& violations) {
   auto envId = [&] { return quote(r.ns + "/" + envName); };
-  if (!r.runtimeEnv) {
-    violations.push_back("RuntimeEnv " + envId() + " (label " + std::string(kRuntimeEnvLabel) +
-                         ") does not exist");
-    return;
-  }
   const RuntimeEnvView& env = *r.runtimeEnv;
   if (!env.ready || env.closureHash.empty()) {
     violations.push_back("RuntimeEnv " + envId() + " is not Ready");
@@ -144,6 +146,120 @@ void checkAgainstEnv(const PodReview& r, const std::string& envName, bool checkA
     return;
   }
   for (const ContainerImage& c : containers) checkImage(c, env, *expected, violations);
+}
+
+// True when the pod's closure-hash annotation and every checked image are the pair of `rev`.
+bool runsRevision(const PodReview& r, const std::vector<ContainerImage>& containers,
+                  const RevisionView& rev) {
+  const std::string* hash = annotation(r.pod, kClosureHashAnnotation);
+  if (hash == nullptr || *hash != rev.closureHash) return false;
+  StatusOr<ImageRef> expected = parseImageRef(rev.image);
+  if (!expected.isOk() || !expected->pinned()) return false;
+  for (const ContainerImage& c : containers) {
+    StatusOr<ImageRef> found = parseImageRef(c.image);
+    if (!found.isOk() || !found->pinned() || found->domain != expected->domain ||
+        found->path != expected->path || found->digest != expected->digest) {
+      return false;
+    }
+  }
+  return true;
+}
+
+std::string describeRevision(const RevisionView& rev) {
+  return "revision " + std::to_string(rev.number) + " (image " + quote(rev.image) + ", closure " +
+         quote(rev.closureHash) + ")";
+}
+
+std::string joinQuoted(const std::vector<std::string>& names) {
+  std::string out;
+  for (const std::string& n : names) out += (out.empty() ? "" : ", ") + quote(n);
+  return out;
+}
+
+// Why the pod is on no admissible revision: what it claims, and the current and
+// pinned revisions it could have matched (docs/contracts.md, "Admission by revision").
+std::string revisionSummary(const PodReview& r, const std::string& envName,
+                            const std::vector<ContainerImage>& containers,
+                            const std::string* release, const RevisionView* ownRevision) {
+  const RuntimeEnvView& env = *r.runtimeEnv;
+  std::string claims = "the pod claims closure ";
+  const std::string* hash = annotation(r.pod, kClosureHashAnnotation);
+  claims += hash == nullptr ? std::string("(none)") : quote(*hash);
+  std::vector<std::string> images;
+  for (const ContainerImage& c : containers) {
+    if (std::find(images.begin(), images.end(), c.image) == images.end()) images.push_back(c.image);
+  }
+  if (!images.empty()) claims += " on image(s) " + joinQuoted(images);
+  claims += release == nullptr || release->empty()
+                ? " and names no release (label " + std::string(kReleaseLabel) + ")"
+                : " for release " + quote(*release);
+
+  std::string out = claims + "; RuntimeEnv " + quote(r.ns + "/" + envName);
+  if (ownRevision != nullptr) {
+    out += " has it as " + describeRevision(*ownRevision) + ", pinned only by release(s) " +
+           joinQuoted(ownRevision->pinnedBy);
+  } else {
+    std::string current;
+    std::string pinned;
+    std::string retained;
+    for (const RevisionView& rev : env.revisions) {
+      retained += (retained.empty() ? "" : ", ") + std::to_string(rev.number);
+      if (rev.number == env.currentRevision) current = describeRevision(rev);
+      if (!rev.pinnedBy.empty()) {
+        pinned += (pinned.empty() ? "" : "; ") + describeRevision(rev) + " for release(s) " +
+                  joinQuoted(rev.pinnedBy);
+      }
+    }
+    out += " current: " + (current.empty() ? std::string("none") : current) +
+           (env.ready ? "" : " (not Ready)") +
+           "; pinned: " + (pinned.empty() ? std::string("none") : pinned);
+    // The revision the pod says it was built from (never trusted to admit): named when gone.
+    const std::string* claimed = annotation(r.pod, kRuntimeRevisionAnnotation);
+    if (claimed != nullptr && !claimed->empty()) {
+      bool recorded = false;
+      for (const RevisionView& rev : env.revisions) {
+        if (std::to_string(rev.number) == *claimed) recorded = true;
+      }
+      out += recorded
+                 ? "; annotation " + std::string(kRuntimeRevisionAnnotation) + " names revision " +
+                       *claimed + ", whose image and closure the pod does not match"
+                 : "; revision " + *claimed + " (annotation " +
+                       std::string(kRuntimeRevisionAnnotation) +
+                       ") was pruned from the RuntimeEnv (retained: " + retained + ")";
+    }
+  }
+  return out;
+}
+
+// The pod against the RuntimeEnv: its current revision, or a pinned revision
+// held by the release the pod names.
+void checkAgainstEnv(const PodReview& r, const std::string& envName, bool checkAnnotation,
+                     const std::vector<ContainerImage>& containers,
+                     std::vector<std::string>& violations) {
+  if (!r.runtimeEnv) {
+    violations.push_back("RuntimeEnv " + quote(r.ns + "/" + envName) + " (label " +
+                         std::string(kRuntimeEnvLabel) + ") does not exist");
+    return;
+  }
+  std::vector<std::string> current;
+  checkAgainstCurrent(r, envName, checkAnnotation, containers, current);
+  if (current.empty()) return;
+  const RuntimeEnvView& env = *r.runtimeEnv;
+  const std::string* release = label(r.pod, kReleaseLabel);
+  const RevisionView* own = nullptr;  // a pinned revision the pod runs, not held for its release
+  for (const RevisionView& rev : env.revisions) {
+    if (rev.pinnedBy.empty() || !runsRevision(r, containers, rev)) continue;
+    if (release != nullptr &&
+        std::find(rev.pinnedBy.begin(), rev.pinnedBy.end(), *release) != rev.pinnedBy.end()) {
+      return;  // a pinned revision, and the pod's release pins exactly it
+    }
+    own = &rev;
+  }
+  violations.insert(violations.end(), std::make_move_iterator(current.begin()),
+                    std::make_move_iterator(current.end()));
+  if (env.currentRevision > 0 || !env.revisions.empty()) {
+    violations.push_back(revisionSummary(r, envName, containers, release, own));
+  }
 }
 
 // Image volumes (`volumes[].image.reference`) mount OCI artifacts such as the

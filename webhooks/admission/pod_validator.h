@@ -5,16 +5,23 @@
 //  - Subject pods: pods labelled lockstep.dev/runtime-env, and every pod in a
 //    namespace whose mode is enforce|warn|audit (a pod there without the label
 //    is a violation: it must declare a RuntimeEnv). Mode off: nothing checked.
-//  - CREATE: the RuntimeEnv exists and is Ready; annotation
-//    lockstep.dev/closure-hash equals its status.closureHash; every container,
-//    init container and ephemeral container image is pinned by digest to the
-//    RuntimeEnv's image (same normalized repository and same digest); every
-//    image volume (volumes[].image.reference, e.g. the checkpoint package) is
-//    pinned by digest.
+//  - CREATE: the pod runs an admissible revision of the RuntimeEnv (a pair
+//    image by digest, closure hash; docs/contracts.md): either the current one
+//    — the RuntimeEnv is Ready, annotation lockstep.dev/closure-hash equals its
+//    status.closureHash, every container, init container and ephemeral
+//    container image is pinned by digest to its image (same normalized
+//    repository and same digest) — or a pinned revision (status.revisions[]
+//    with pinnedBy) whose pair the pod's annotation and images are, when the
+//    pod's lockstep.dev/release label names a release in that revision's
+//    pinnedBy. A refusal names what the pod claims and the current and pinned
+//    revisions (and a pruned revision the pod's lockstep.dev/runtime-revision
+//    annotation names). Every image volume (volumes[].image.reference, e.g.
+//    the checkpoint package) is pinned by digest.
 //  - UPDATE (including the ephemeralcontainers subresource): a running pod was
 //    admitted already, so only what the update introduces is checked: ephemeral
 //    containers that are new (by name), containers whose image changed, a
-//    changed closure-hash annotation. A changed runtime-env label re-validates
+//    changed closure-hash annotation (each against the admissible revisions as
+//    on CREATE). A changed runtime-env label re-validates
 //    the whole pod as on CREATE; removing it is a violation (the pod would
 //    escape the policy for its next image swap). Updates that introduce nothing (status,
 //    labels, finalizers) are never blocked, even if the RuntimeEnv moved on.

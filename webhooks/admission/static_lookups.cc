@@ -74,6 +74,34 @@ StatusOr<StaticLookups> loadStaticLookups(std::string_view text) {
         return invalidArgument("lookups: runtimeEnvs[" + std::to_string(i) +
                                "] needs namespace and name");
       }
+      const std::string where = "lookups: runtimeEnvs[" + std::to_string(i) + "]";
+      if (const auto* cur = ja::child(e, "currentRevision")) {
+        if (!cur->is_number_integer())
+          return invalidArgument(where + ".currentRevision must be an integer");
+        v.currentRevision = cur->get<int64_t>();
+      }
+      if (const auto* revs = ja::child(e, "revisions")) {
+        if (!revs->is_array()) return invalidArgument(where + ".revisions must be a list");
+        for (std::size_t k = 0; k < revs->size(); ++k) {
+          const nlohmann::json* rj = &(*revs)[k];
+          const std::string at = where + ".revisions[" + std::to_string(k) + "]";
+          const nlohmann::json* number = ja::child(rj, "number");
+          if (number == nullptr || !number->is_number_integer() || number->get<int64_t>() <= 0)
+            return invalidArgument(at + ".number must be a positive integer");
+          RevisionView rv;
+          rv.number = number->get<int64_t>();
+          rv.image = ja::strOr(ja::child(rj, "image"));
+          rv.closureHash = ja::strOr(ja::child(rj, "closureHash"));
+          if (const auto* pins = ja::child(rj, "pinnedBy")) {
+            if (!pins->is_array()) return invalidArgument(at + ".pinnedBy must be a list");
+            for (const auto& p : *pins) {
+              if (!p.is_string()) return invalidArgument(at + ".pinnedBy must list names");
+              rv.pinnedBy.push_back(p.get<std::string>());
+            }
+          }
+          v.revisions.push_back(std::move(rv));
+        }
+      }
       out.envs->put(std::move(v));
     }
   }

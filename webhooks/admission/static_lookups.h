@@ -4,7 +4,10 @@
 // SubjectAccessReviews instead.
 // Document format:
 //   {"runtimeEnvs": [{"namespace": "ml", "name": "torch", "ready": true,
-//                     "closureHash": "sha256:…", "image": "repo@sha256:…"}],
+//                     "closureHash": "sha256:…", "image": "repo@sha256:…",
+//                     "currentRevision": 2,                      // optional
+//                     "revisions": [{"number": 1, "image": "repo@sha256:…",
+//                                    "closureHash": "sha256:…", "pinnedBy": ["v1"]}]}],
 //    "namespaces": {"ml": "enforce", "team-b": "warn"},
 //    "authorization": {"default": "allow",            // or "deny"; default allow
 //                      "rules": [{"user": "bob", "verb": "approve", "allowed": false}]}}

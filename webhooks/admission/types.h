@@ -3,6 +3,7 @@
 // Thread-safety: plain values; copy freely.
 #pragma once
 
+#include <cstdint>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -32,13 +33,24 @@ enum class NamespaceMode { kUnset, kEnforce, kWarn, kAudit, kOff };
 NamespaceMode parseNamespaceMode(std::optional<std::string_view> labelValue);
 std::string_view namespaceModeName(NamespaceMode m);
 
+// One recorded revision of a RuntimeEnv (status.revisions[]): a pair (image
+// by digest, closure hash) and the releases pinning it (docs/contracts.md).
+struct RevisionView {
+  int64_t number = 0;
+  std::string image;
+  std::string closureHash;
+  std::vector<std::string> pinnedBy = {};  // release names, same namespace
+};
+
 // What admission needs to know about a RuntimeEnv, as held by the informer cache.
 struct RuntimeEnvView {
   std::string name;
   std::string ns;
-  std::string closureHash;  // status.closureHash, "sha256:<hex>" (empty until resolved)
-  std::string image;        // spec.image, expected "repo@sha256:<hex>"
-  bool ready = false;       // condition Ready == True
+  std::string closureHash;      // status.closureHash, "sha256:<hex>" (empty until resolved)
+  std::string image;            // spec.image, expected "repo@sha256:<hex>"
+  bool ready = false;           // condition Ready == True
+  int64_t currentRevision = 0;  // status.currentRevision; 0 = not recorded
+  std::vector<RevisionView> revisions = {};  // every recorded revision, ascending number
 };
 
 // Looks up RuntimeEnvs by namespace and name. Implementations must be safe to

@@ -1,5 +1,7 @@
 #include "controllers/modelrelease/prod/canary_observe.h"
 
+#include <algorithm>
+
 #include <set>
 
 #include "api/v1alpha1/keys.h"
@@ -90,6 +92,21 @@ bool unschedulable(const json& p, bool forLackOf) {
   return false;
 }
 
+// The known-good's stable pods could not be re-created: its closure hash is no
+// longer the RuntimeEnv's and no recorded revision with that hash is pinned by
+// it (docs/contracts.md, "Admission by revision"; a RuntimeEnv without
+// revisions admits its current hash only).
+bool rollbackTargetStale(const v1::RuntimeEnv& env, const KnownGood& kg) {
+  const std::string& hash = env.status.closureHash;
+  if (hash.empty() || hash == kg.closureHash) return false;
+  for (const v1::RuntimeRevision& rev : env.status.revisions) {
+    if (rev.closureHash == kg.closureHash &&
+        std::find(rev.pinnedBy.begin(), rev.pinnedBy.end(), kg.release) != rev.pinnedBy.end())
+      return false;
+  }
+  return true;
+}
+
 }  // namespace
 
 CanaryObserved observeCanary(const v1::ModelRelease& release, const v1::CanarySpec& spec,
@@ -144,8 +161,7 @@ CanaryObserved observeCanary(const v1::ModelRelease& release, const v1::CanarySp
     if (auto kg = prod.releases.find(anchor.promoted); kg != prod.releases.end() && kg->second) {
       const std::string env = v1::decodeModelRelease(*kg->second).spec.runtimeEnvName;
       if (auto rte = prod.runtimeEnvs.find(env); rte != prod.runtimeEnvs.end() && rte->second) {
-        const std::string hash = v1::decodeRuntimeEnv(*rte->second).status.closureHash;
-        co.knownGoodStale = !hash.empty() && hash != co.knownGood->closureHash;
+        co.knownGoodStale = rollbackTargetStale(v1::decodeRuntimeEnv(*rte->second), *co.knownGood);
       }
     }
   }

@@ -6,6 +6,7 @@
 // promotes or rolls back, and records both on the model's anchor ConfigMap.
 // The invariant monitor (tests/support/invariant_monitor.h) watches every
 // test's model. docs/rollouts.md is the contract.
+#include <set>
 #include <string>
 
 #include <gtest/gtest.h>
@@ -376,38 +377,189 @@ TEST_F(CanaryClusterTest, UnreachablePrometheusFailsTheStepAfterTheErrorLimit) {
   EXPECT_EQ(get("mr", "u1")["status"]["phase"], "Promoted");
 }
 
-// Must-show 3: the RuntimeEnv's hash moves on during a canary: the canary's new
-// pods are refused by admission and the release rolls back with that reason.
+// The runtime moves on: a new lock, a new closure hash, revision 2 of
+// RuntimeEnv torch (revision 1, the world's lock, stays pinned by the
+// releases built for it).
+void editLock(ReleaseWorld& w) {
+  json patch = {{"spec", {{"lock", {{"inline", kTestOtherLock}}}}}};
+  ASSERT_EQ(
+      kubectl({"patch", "rte", "torch", "-n", w.ns(), "--type=merge", "-p", patch.dump()}).exitCode,
+      0);
+  ASSERT_TRUE(eventually([&] {
+    json rte = w.get("rte", "torch");
+    return rte.value("/status/closureHash"_json_pointer, w.hash()) != w.hash() &&
+           rte.value("/status/currentRevision"_json_pointer, 0) == 2;
+  })) << w.get("rte", "torch")["status"].dump(2);
+}
+
+// The names of the pods of `track` running `release`, not terminating.
+std::set<std::string> podsOf(ReleaseWorld& w, const std::string& track,
+                             const std::string& release) {
+  std::set<std::string> out;
+  json pods = kubectlJson({"get", "pods", "-n", w.ns(), "-l",
+                           "lockstep.dev/track=" + track + ",lockstep.dev/release=" + release});
+  if (pods.is_discarded()) return out;
+  for (const json& p : pods["items"]) {
+    if (!p["metadata"].contains("deletionTimestamp")) out.insert(p["metadata"]["name"]);
+  }
+  return out;
+}
+
+// A node drain's eviction, after the lock edit: one stable pod of `release`
+// is deleted, and its ReplicaSet re-creates it on the release's pinned
+// revision (the old closure hash): admitted, Ready, prod back at full size.
+void expectDeletedStablePodComesBack(ReleaseWorld& w, const std::string& release) {
+  const std::string key = "stable/" + release;
+  const int ready = w.readyPods()[key];
+  ASSERT_GT(ready, 0) << json(w.readyPods()).dump();
+  std::set<std::string> before = podsOf(w, "stable", release);
+  ASSERT_FALSE(before.empty());
+  // The deletion takes one Ready pod away until its replacement warms up: the
+  // monitor's ready invariant sees that on purpose; every other one stays strict.
+  InvariantMonitor* monitor = w.monitor();
+  if (monitor != nullptr) EXPECT_EQ(monitor->report(), "") << "before the deletion";
+  const std::string victim = *before.begin();
+  ASSERT_EQ(kubectl({"delete", "pod", victim, "-n", w.ns(), "--wait=false"}).exitCode, 0);
+  EXPECT_TRUE(eventually([&] {
+    std::set<std::string> now = podsOf(w, "stable", release);
+    return now.count(victim) == 0 && now.size() == before.size() && w.readyPods()[key] == ready;
+  })) << json(w.readyPods()).dump()
+      << w.get("deployment", w.model() + "-stable")["status"].dump(2);
+  if (monitor != nullptr) {
+    for (const InvariantMonitor::Violation& v : monitor->violations())
+      EXPECT_EQ(v.invariant.rfind("ready: ", 0), 0u) << v.invariant << "\n" << v.trail;
+    monitor->clear();
+  }
+  for (const std::string& name : podsOf(w, "stable", release)) {
+    json pod = w.get("pod", name);
+    EXPECT_EQ(
+        pod.value("/metadata/annotations/lockstep.dev~1closure-hash"_json_pointer, std::string()),
+        w.hash())
+        << name;
+  }
+  json stable = w.get("deployment", w.model() + "-stable");
+  for (const json& c : stable.value("/status/conditions"_json_pointer, json::array()))
+    EXPECT_NE(c.value("type", ""), "ReplicaFailure") << c.dump();
+}
+
+// docs/rollouts.md, "When the runtime moves on": a canary in flight when the
+// lock is edited goes on on its pinned revision; only a pod on no admissible
+// pair is refused. s0 is stable; s1's canary is paused at 50 % when the lock
+// changes: s1 turns Stale, its next step's new canary pod is admitted, and a
+// deleted stable pod of s0 comes back. Then the canary Deployment is edited by
+// hand (as a person or a mutating policy could) to claim a closure hash that
+// no revision has: those pods are refused, the release rolls back with
+// AdmissionRefused and prod stays on s0.
 TEST_F(CanaryClusterTest, CanaryPodsRefusedByAdmissionRollBack) {
+  ASSERT_EQ(createRelease("s0", package('8'),
+                          json::array({prodStage(json::array({json{{"weight", 100}}}), 4)}))
+                .exitCode,
+            0);
+  waitPhase("s0", "Promoted");
+  ASSERT_TRUE(eventually([&] { return readyPods()["stable/s0"] == 4; }))
+      << json(readyPods()).dump();
   ASSERT_EQ(createRelease(
                 "s1", package('9'),
                 json::array({prodStage(json::array({json{{"weight", 50}, {"pause", "Indefinite"}},
+                                                    json{{"weight", 75}, {"pause", "Indefinite"}},
                                                     json{{"weight", 100}}}),
                                        4)}))
                 .exitCode,
             0);
   ASSERT_TRUE(eventually([&] {
-    return condition(get("mr", "s1"), "Ready", "reason") == "CanaryPaused";
+    return condition(get("mr", "s1"), "Ready", "reason") == "CanaryPaused" &&
+           readyPods()["canary/s1"] == 2;
   })) << get("mr", "s1")["status"].dump(2);
-  // The runtime moves on: a new lock, a new closure hash.
-  json patch = {{"spec", {{"lock", {{"inline", kTestOtherLock}}}}}};
-  ASSERT_EQ(
-      kubectl({"patch", "rte", "torch", "-n", ns_, "--type=merge", "-p", patch.dump()}).exitCode,
-      0);
-  ASSERT_TRUE(eventually([&] {
-    json rte = get("rte", "torch");
-    return rte.value("/status/closureHash"_json_pointer, hash_) != hash_;
-  }));
+
+  ASSERT_NO_FATAL_FAILURE(editLock(w_));
+  ASSERT_TRUE(eventually([&] { return condition(get("mr", "s1"), "Stale") == "True"; }))
+      << get("mr", "s1")["status"].dump(2);
   auto who = kubectl({"auth", "whoami", "-o", "jsonpath={.status.userInfo.username}"});
   ASSERT_EQ(who.exitCode, 0) << who.err;
   ASSERT_EQ(
       kubectl({"annotate", "mr", "s1", "-n", ns_, "promote.lockstep.dev/0=" + who.out}).exitCode,
       0);
+  // Step 1 (75 %): a canary pod created after the edit, admitted on revision 1.
+  ASSERT_TRUE(eventually([&] {
+    json mr = get("mr", "s1");
+    return mr.value("/status/canary/step"_json_pointer, -1) == 1 &&
+           condition(mr, "Ready", "reason") == "CanaryPaused" && readyPods()["canary/s1"] == 3;
+  })) << get("mr", "s1")["status"].dump(2)
+      << json(readyPods()).dump();
+  EXPECT_EQ(get("mr", "s1")["status"]["phase"], "Canary");
+  ASSERT_NO_FATAL_FAILURE(expectDeletedStablePodComesBack(w_, "s0"));
+
+  // A canary pod on no admissible pair: neither the current revision nor one s1 pins.
+  const std::string unknown = "sha256:" + std::string(64, 'e');
+  json tamper = {{"spec",
+                  {{"template",
+                    {{"metadata", {{"annotations", {{"lockstep.dev/closure-hash", unknown}}}}}}}}}};
+  ASSERT_EQ(kubectl({"patch", "deployment", "gpt2-canary", "-n", ns_, "--type=merge", "-p",
+                     tamper.dump()})
+                .exitCode,
+            0);
   json s1 = waitPhase("s1", "RolledBack");
   EXPECT_EQ(condition(s1, "Stalled", "reason"), "AdmissionRefused") << s1["status"].dump(2);
-  EXPECT_NE(condition(s1, "Stalled", "message").find("closure"), std::string::npos)
-      << s1["status"].dump(2);
+  const std::string message = condition(s1, "Stalled", "message");
+  EXPECT_NE(message.find("closure"), std::string::npos) << message;
+  EXPECT_NE(message.find(unknown), std::string::npos) << message;
   EXPECT_EQ(get("deployment", "gpt2-canary")["spec"]["replicas"], 0);
+  EXPECT_EQ(stableRelease(), "s0");
+  EXPECT_TRUE(eventually([&] {
+    auto r = readyPods();
+    return r["stable/s0"] == 4 && r.size() == 1;
+  })) << json(readyPods()).dump();
+  EXPECT_EQ(get("mr", "s0")["status"]["phase"], "Promoted");
+  // s0's revision is pinned, so its stable pods can be re-created: no
+  // RollbackTargetStale (written with RollingBack, before the status).
+  json warned = kubectlJson({"get", "events", "-n", ns_, "--field-selector",
+                             "involvedObject.name=s1,reason=RollbackTargetStale"});
+  ASSERT_FALSE(warned.is_discarded());
+  EXPECT_TRUE(warned["items"].empty()) << warned["items"].dump(2);
+}
+
+// A lock edit never takes prod down (issue 21): l1's canary is paused when the
+// lock changes; it is promoted on its pinned revision (Stale=True, no new
+// stage starts for it), and after the promotion a deleted stable pod is
+// re-created on that revision and admitted.
+TEST_F(CanaryClusterTest, LockEditDuringACanaryPromotesOnThePinnedRevision) {
+  ASSERT_EQ(
+      createRelease("l1", package('7'),
+                    json::array({prodStage(json::array(
+                        {json{{"weight", 50}, {"pause", "Indefinite"}}, json{{"weight", 100}}}))}))
+          .exitCode,
+      0);
+  ASSERT_TRUE(eventually([&] {
+    return condition(get("mr", "l1"), "Ready", "reason") == "CanaryPaused";
+  })) << get("mr", "l1")["status"].dump(2);
+  ASSERT_NO_FATAL_FAILURE(editLock(w_));
+  ASSERT_TRUE(eventually([&] { return condition(get("mr", "l1"), "Stale") == "True"; }))
+      << get("mr", "l1")["status"].dump(2);
+  auto who = kubectl({"auth", "whoami", "-o", "jsonpath={.status.userInfo.username}"});
+  ASSERT_EQ(who.exitCode, 0) << who.err;
+  ASSERT_EQ(
+      kubectl({"annotate", "mr", "l1", "-n", ns_, "promote.lockstep.dev/0=" + who.out}).exitCode,
+      0);
+  json l1 = waitPhase("l1", "Promoted");
+  EXPECT_EQ(condition(l1, "Stale"), "True") << l1["status"].dump(2);
+  EXPECT_EQ(stableRelease(), "l1");
+  EXPECT_EQ(get("deployment", "gpt2-stable")["spec"]["template"]["metadata"]["annotations"]
+                                            ["lockstep.dev/closure-hash"],
+            hash_);
+  ASSERT_TRUE(eventually([&] {
+    auto r = readyPods();
+    return r["stable/l1"] == 2 && r.size() == 1;
+  })) << json(readyPods()).dump();
+  // Revision 1 is l1's: pinned by it, no longer current.
+  json rte = get("rte", "torch");
+  bool pinned = false;
+  for (const json& rev : rte.value("/status/revisions"_json_pointer, json::array())) {
+    if (rev.value("number", 0) != 1) continue;
+    EXPECT_EQ(rev.value("closureHash", ""), hash_);
+    for (const json& by : rev.value("pinnedBy", json::array())) pinned = pinned || by == "l1";
+  }
+  EXPECT_TRUE(pinned) << rte["status"].dump(2);
+  ASSERT_NO_FATAL_FAILURE(expectDeletedStablePodComesBack(w_, "l1"));
 }
 
 // GPUs requested by the pods bound to `node` (any namespace, not finished).

@@ -52,12 +52,13 @@ class RuntimeEnvControllerTest : public ::testing::Test {
     });
   }
 
-  kube::Indexer runtimeEnvs_, configMaps_, nodes_;
+  kube::Indexer runtimeEnvs_, configMaps_, nodes_, releases_;
   std::shared_ptr<FakeTransport> transport_ = std::make_shared<FakeTransport>();
   std::shared_ptr<kube::Client> client_ = operatorClient(transport_);
   testing::FakeEventSink events_;
   testing::FakeClock clock_;
-  RuntimeEnvReconciler reconciler_{client_, {runtimeEnvs_, configMaps_, nodes_}, events_, clock_};
+  RuntimeEnvReconciler reconciler_{
+      client_, {runtimeEnvs_, configMaps_, nodes_, releases_}, events_, clock_};
 };
 
 TEST_F(RuntimeEnvControllerTest, ObservePlanExecuteWritesOnlyItsOwnStatus) {
@@ -84,10 +85,11 @@ TEST_F(RuntimeEnvControllerTest, ObservePlanExecuteWritesOnlyItsOwnStatus) {
   EXPECT_EQ(status["conditions"][0]["lastTransitionTime"], "2024-05-01T10:00:00Z");  // FakeClock
 
   auto recorded = events_.events();
-  ASSERT_EQ(recorded.size(), 1u);
+  ASSERT_EQ(recorded.size(), 2u);
   EXPECT_EQ(recorded[0].involvedKind, "RuntimeEnv");
   EXPECT_EQ(recorded[0].involvedName, "torch");
   EXPECT_EQ(recorded[0].reason, v1::kReasonResolved);
+  EXPECT_EQ(recorded[1].reason, v1::kReasonRevisionCreated);
 }
 
 TEST_F(RuntimeEnvControllerTest, ReadsTheLockFromTheCachedConfigMap) {
@@ -120,7 +122,7 @@ TEST_F(RuntimeEnvControllerTest, SteadyStateWritesNothing) {
   clock_.advance(std::chrono::hours(1));
   EXPECT_TRUE(reconcile().error.isOk());
   EXPECT_EQ(transport_->requestCount(), before);
-  EXPECT_EQ(events_.events().size(), 1u);
+  EXPECT_EQ(events_.events().size(), 2u);
 }
 
 // Issue 12 item 3: admission trusts status.closureHash, so a status edited by hand must
@@ -169,6 +171,79 @@ TEST_F(RuntimeEnvControllerTest, FailingEventsNeverFailTheReconcile) {
   serveWrites();
   EXPECT_TRUE(reconcile().error.isOk());
   EXPECT_EQ(transport_->requestCount(), 1u);
+}
+
+// In-use protection: a release pinning a revision adds the finalizer (a server-side apply
+// of metadata.finalizers on the RuntimeEnv itself, before its status); once deletion began
+// and the last pin is gone it is removed, and nothing else is written.
+TEST_F(RuntimeEnvControllerTest, APinnedRuntimeEnvGetsTheFinalizerAndLosesItWhenUnpinned) {
+  put(runtimeEnvs_, testing::runtimeEnv("torch").image(kImage).inlineLock(kLock).build());
+  serveWrites();
+  ASSERT_TRUE(reconcile().error.isOk());
+  json status = json::parse(transport_->requests().back().body)["status"];
+  kube::Object rte =
+      testing::runtimeEnv("torch").image(kImage).inlineLock(kLock).uid("u1").status(status).build();
+  put(runtimeEnvs_, rte);
+  kube::Object v1 =
+      testing::modelRelease("v1").runtimeEnv("torch").closureHash(status["closureHash"]).build();
+  v1["spec"]["model"] = "gpt2";
+  v1["status"]["phase"] = "Evaluating";
+  put(releases_, v1);
+  size_t before = transport_->requestCount();
+  ASSERT_TRUE(reconcile().error.isOk());
+  auto requests = transport_->requests();
+  ASSERT_EQ(requests.size(), before + 2);
+  EXPECT_EQ(requests[before].method, "PATCH");
+  EXPECT_EQ(requests[before].uri(),
+            "/apis/lockstep.dev/v1alpha1/namespaces/ml/runtimeenvs/torch"
+            "?fieldManager=lockstep-operator&force=true");
+  json applied = json::parse(requests[before].body);
+  EXPECT_EQ(applied["metadata"]["finalizers"], json::array({v1::kRuntimeEnvInUseFinalizer}));
+  EXPECT_EQ(applied["metadata"]["uid"], "u1");
+  EXPECT_FALSE(applied.contains("spec"));
+  json pinned = json::parse(requests[before + 1].body)["status"];
+  EXPECT_EQ(pinned["revisions"][0]["pinnedBy"], json::array({"v1"}));
+
+  // Deleted while pinned: held, with condition Terminating naming v1.
+  rte["status"] = pinned;
+  rte["metadata"]["finalizers"] = json::array({v1::kRuntimeEnvInUseFinalizer});
+  rte["metadata"]["deletionTimestamp"] = "2024-05-01T10:00:00Z";
+  put(runtimeEnvs_, rte);
+  before = transport_->requestCount();
+  ASSERT_TRUE(reconcile().error.isOk());
+  ASSERT_EQ(transport_->requestCount(), before + 1);
+  json held = json::parse(transport_->requests().back().body)["status"];
+  auto terminating = kube::findCondition(held["conditions"], v1::kConditionTerminating);
+  ASSERT_TRUE(terminating.has_value());
+  EXPECT_NE((*terminating)["message"].get<std::string>().find("v1 (revision 1"), std::string::npos);
+
+  // The release is gone: one write, removing the finalizer.
+  rte["status"] = held;
+  put(runtimeEnvs_, rte);
+  releases_.erase("ml/v1");
+  before = transport_->requestCount();
+  ASSERT_TRUE(reconcile().error.isOk());
+  ASSERT_EQ(transport_->requestCount(), before + 1);
+  EXPECT_EQ(transport_->requests().back().uri(),
+            "/apis/lockstep.dev/v1alpha1/namespaces/ml/runtimeenvs/torch"
+            "?fieldManager=lockstep-operator&force=true");
+  EXPECT_FALSE(json::parse(transport_->requests().back().body)["metadata"].contains("finalizers"));
+}
+
+TEST_F(RuntimeEnvControllerTest, ReleaseChangesThatMovePinsEnqueue) {
+  kube::Object a = testing::modelRelease("v1").runtimeEnv("torch").closureHash("h").build();
+  a["status"]["phase"] = "Evaluating";
+  kube::Object b = a;
+  b["status"]["conditions"] = json::array({{{"type", "Ready"}}});
+  EXPECT_FALSE(releasePinChanged()(a, b)) << "a condition alone moves no pin";
+  b["status"]["phase"] = "Failed";
+  EXPECT_TRUE(releasePinChanged()(a, b));
+  b = a;
+  b["status"]["runtime"] = {{"revision", 1}, {"image", "i"}, {"closureHash", "h"}};
+  EXPECT_TRUE(releasePinChanged()(a, b));
+  b = a;
+  b["metadata"]["deletionTimestamp"] = "2024-05-01T10:00:00Z";
+  EXPECT_TRUE(releasePinChanged()(a, b));
 }
 
 TEST_F(RuntimeEnvControllerTest, AbsentOrDeletingObjectIsDone) {

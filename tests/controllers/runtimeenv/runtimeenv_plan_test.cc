@@ -49,12 +49,14 @@ struct Observed {
   json runtimeEnv;
   std::optional<json> configMap;
   std::vector<json> nodes;
+  std::vector<json> releases = {};
 
   RuntimeEnvObserved shared() const {
     RuntimeEnvObserved o;
     o.runtimeEnv = testing::share(runtimeEnv);
     if (configMap) o.configMap = testing::share(*configMap);
     for (const auto& n : nodes) o.nodes.push_back(testing::share(n));
+    for (const auto& r : releases) o.releases.push_back(testing::share(r));
     return o;
   }
 };
@@ -87,8 +89,9 @@ TEST(RuntimeEnvPlan, ResolvesInlineLockAndMatchesTheCliHash) {
   EXPECT_EQ(readyCondition(p)["status"], "True");
   EXPECT_EQ(readyCondition(p)["reason"], kReasonResolved);
   EXPECT_TRUE(p.statusChanged);
-  ASSERT_EQ(p.events.size(), 1u);
+  ASSERT_EQ(p.events.size(), 2u);
   EXPECT_EQ(p.events[0].reason, kReasonResolved);
+  EXPECT_EQ(p.events[1].reason, kReasonRevisionCreated);
 }
 
 TEST(RuntimeEnvPlan, CountsCompatibleNodesByCudaRelease) {
@@ -304,9 +307,10 @@ TEST(RuntimeEnvExecutionPlan, EventsOnTheRuntimeEnvThenStatusLast) {
 
   // Only the RuntimeEnv's own status: releases mark themselves Stale.
   EXPECT_TRUE(e.applyStatus.empty());
-  ASSERT_EQ(e.events.size(), 1u);
+  ASSERT_EQ(e.events.size(), 2u);
   EXPECT_EQ(e.events[0].involved, shared.runtimeEnv);
   EXPECT_EQ(e.events[0].reason, kReasonResolved);
+  EXPECT_EQ(e.events[1].reason, kReasonRevisionCreated);
 
   ASSERT_TRUE(e.status.has_value());
   EXPECT_EQ(e.status->resource, kRuntimeEnvs);
@@ -324,6 +328,183 @@ TEST(RuntimeEnvExecutionPlan, SteadyStateExecutesNothing) {
   EXPECT_TRUE(e.applyStatus.empty());
   EXPECT_TRUE(e.events.empty());
   EXPECT_FALSE(e.status.has_value());
+}
+
+// A ModelRelease of model gpt2 on RuntimeEnv torch in `phase`, built for `hash`.
+json release(const std::string& name, const std::string& hash, const std::string& phase) {
+  json mr = testing::modelRelease(name).runtimeEnv("torch").closureHash(hash).build();
+  mr["spec"]["model"] = "gpt2";
+  mr["status"]["phase"] = phase;
+  if (phase == "Promoted") mr["status"]["canary"] = {{"phase", "Promoted"}};
+  return mr;
+}
+
+const std::string kOtherImage =
+    "registry.example/runtimes/"
+    "torch@sha256:4f1c000000000000000000000000000000000000000000000000000000000002";
+
+std::vector<int64_t> revisionNumbers(const json& status) {
+  std::vector<int64_t> out;
+  for (const auto& r : status.value("revisions", json::array())) out.push_back(r["number"]);
+  return out;
+}
+
+bool hasEvent(const RuntimeEnvPlan& p, const std::string& reason) {
+  for (const auto& e : p.events) {
+    if (e.reason == reason) return true;
+  }
+  return false;
+}
+
+TEST(RuntimeEnvRevisions, FirstResolutionRecordsRevisionOne) {
+  Observed o{RteBuilder("torch").build(), std::nullopt, testNodes()};
+  RuntimeEnvPlan p = plan(o, kNow);
+  EXPECT_EQ(p.status["currentRevision"], 1);
+  EXPECT_EQ(p.status["pinnedRevisions"], 0);
+  ASSERT_EQ(revisionNumbers(p.status), (std::vector<int64_t>{1}));
+  const json& r = p.status["revisions"][0];
+  EXPECT_EQ(r["image"], kImage);
+  EXPECT_EQ(r["closureHash"], p.status["closureHash"]);
+  EXPECT_EQ(r["lockDigest"], "sha256:" + closure::sha256Hex(pipLock("12.8.90")));
+  EXPECT_EQ(r["cuda"], "12.8");
+  EXPECT_EQ(r["minDriver"], p.status["minDriver"]);
+  EXPECT_EQ(r["firstResolved"], kNow);
+  EXPECT_FALSE(r.contains("pinnedBy"));
+  EXPECT_FALSE(p.inUseFinalizer.has_value());  // nothing pins it: no finalizer
+}
+
+TEST(RuntimeEnvRevisions, LockEditIsANewRevisionAndThePromotedReleaseKeepsItsOwn) {
+  Observed o{RteBuilder("torch").build(), std::nullopt, testNodes()};
+  RuntimeEnvPlan first = plan(o, kNow);
+  const std::string h1 = first.status["closureHash"];
+  o.releases = {release("v1", h1, "Promoted")};
+  o.runtimeEnv["status"] = first.status;
+  RuntimeEnvPlan pinned = plan(o, kNow);
+  EXPECT_EQ(pinned.status["revisions"][0]["pinnedBy"], json::array({"v1"}));
+  EXPECT_EQ(pinned.inUseFinalizer, std::optional<bool>(true));
+
+  // The platform engineer adds a package to the lock.
+  o.runtimeEnv = RteBuilder("torch")
+                     .inlineLock(pipLock("12.8.90") + "six==1.16.0 --hash=sha256:" + hex64('c'))
+                     .generation(2)
+                     .status(pinned.status)
+                     .build();
+  o.runtimeEnv["metadata"]["finalizers"] = json::array({kRuntimeEnvInUseFinalizer});
+  RuntimeEnvPlan edited = plan(o, kLater);
+  EXPECT_NE(edited.status["closureHash"], h1);
+  EXPECT_EQ(edited.status["currentRevision"], 2);
+  EXPECT_EQ(revisionNumbers(edited.status), (std::vector<int64_t>{1, 2}));
+  const json& r1 = edited.status["revisions"][0];
+  const json& r2 = edited.status["revisions"][1];
+  EXPECT_EQ(r1["closureHash"], h1);
+  EXPECT_EQ(r1["pinnedBy"], json::array({"v1"}));
+  EXPECT_EQ(r1["lastResolved"], kLater);  // replaced now
+  EXPECT_EQ(r2["closureHash"], edited.status["closureHash"]);
+  EXPECT_EQ(r2["image"], kImage);
+  EXPECT_FALSE(r2.contains("pinnedBy"));
+  EXPECT_EQ(edited.status["pinnedRevisions"], 1);
+  EXPECT_TRUE(hasEvent(edited, kReasonRevisionCreated));
+  EXPECT_FALSE(edited.inUseFinalizer.has_value());  // held already
+}
+
+TEST(RuntimeEnvRevisions, ImageSwapWithTheSameLockIsANewRevision) {
+  Observed o{RteBuilder("torch").build(), std::nullopt, testNodes()};
+  RuntimeEnvPlan first = plan(o, kNow);
+  o.runtimeEnv = RteBuilder("torch").image(kOtherImage).generation(2).status(first.status).build();
+  RuntimeEnvPlan swapped = plan(o, kLater);
+  EXPECT_EQ(swapped.status["closureHash"], first.status["closureHash"]);
+  EXPECT_EQ(swapped.status["currentRevision"], 2);
+  ASSERT_EQ(revisionNumbers(swapped.status), (std::vector<int64_t>{1, 2}));
+  EXPECT_EQ(swapped.status["revisions"][0]["image"], kImage);
+  EXPECT_EQ(swapped.status["revisions"][1]["image"], kOtherImage);
+  // Swapping back makes revision 1 current again: no third revision.
+  o.runtimeEnv = RteBuilder("torch").generation(3).status(swapped.status).build();
+  RuntimeEnvPlan back = plan(o, kLater);
+  EXPECT_EQ(back.status["currentRevision"], 1);
+  EXPECT_EQ(revisionNumbers(back.status), (std::vector<int64_t>{1, 2}));
+  EXPECT_TRUE(hasEvent(back, kReasonRevisionRestored));
+}
+
+TEST(RuntimeEnvRevisions, UnpinnedRevisionsBeyondTheLimitArePruned) {
+  Observed o{RteBuilder("torch").build(), std::nullopt, testNodes()};
+  json status = plan(o, kNow).status;
+  const std::string h1 = status["closureHash"];
+  for (int i = 1; i <= 3; ++i) {
+    o.runtimeEnv = RteBuilder("torch")
+                       .inlineLock(pipLock("12.8.90", "1.26." + std::to_string(4 + i)))
+                       .generation(1 + i)
+                       .status(status)
+                       .build();
+    o.runtimeEnv["spec"]["revisionHistoryLimit"] = 1;
+    o.releases = {release("v1", h1, "Testing")};
+    status = plan(o, kLater).status;
+  }
+  // 4 is current, 1 is pinned by v1 (in a gate), 3 is the one unpinned kept: 2 was pruned.
+  EXPECT_EQ(revisionNumbers(status), (std::vector<int64_t>{1, 3, 4}));
+  EXPECT_EQ(status["currentRevision"], 4);
+  // The release leaves its gate (Failed): revision 1 is pruned too.
+  o.runtimeEnv = RteBuilder("torch")
+                     .inlineLock(pipLock("12.8.90", "1.26.7"))
+                     .generation(4)
+                     .status(status)
+                     .build();
+  o.runtimeEnv["spec"]["revisionHistoryLimit"] = 1;
+  o.releases = {release("v1", h1, "Failed")};
+  RuntimeEnvPlan p = plan(o, kLater);
+  EXPECT_EQ(revisionNumbers(p.status), (std::vector<int64_t>{3, 4}));
+  EXPECT_TRUE(hasEvent(p, kReasonRevisionPruned));
+}
+
+TEST(RuntimeEnvRevisions, DeletionWaitsForThePinningReleasesThenCompletes) {
+  Observed o{RteBuilder("torch").build(), std::nullopt, testNodes()};
+  json status = plan(o, kNow).status;
+  const std::string h1 = status["closureHash"];
+  o.runtimeEnv = RteBuilder("torch").status(status).build();
+  o.runtimeEnv["metadata"]["finalizers"] = json::array({kRuntimeEnvInUseFinalizer});
+  o.runtimeEnv["metadata"]["deletionTimestamp"] = kLater;
+  o.releases = {release("v1", h1, "Promoted"), release("v2", h1, "Evaluating")};
+  RuntimeEnvPlan waiting = plan(o, kLater);
+  EXPECT_FALSE(waiting.inUseFinalizer.has_value());
+  auto t = findCondition(waiting.status["conditions"], kConditionTerminating);
+  ASSERT_TRUE(t.has_value());
+  EXPECT_EQ((*t)["status"], "True");
+  EXPECT_EQ((*t)["reason"], kReasonInUse);
+  EXPECT_NE((*t)["message"].get<std::string>().find("v1 (revision 1, promoted), v2 (revision 1"),
+            std::string::npos)
+      << (*t)["message"];
+  EXPECT_TRUE(waiting.statusChanged);
+  EXPECT_TRUE(hasEvent(waiting, kReasonInUse));
+
+  // The last pinning release is gone: the finalizer goes, and no status is written.
+  o.runtimeEnv["status"] = waiting.status;
+  o.releases = {};
+  RuntimeEnvPlan done = plan(o, kLater);
+  EXPECT_EQ(done.inUseFinalizer, std::optional<bool>(false));
+  EXPECT_FALSE(done.statusChanged);
+  RuntimeEnvObserved shared = o.shared();
+  ExecutionPlan e = executionPlan(planRuntimeEnv(shared, kLater), shared);
+  ASSERT_EQ(e.apply.size(), 1u);
+  EXPECT_EQ(e.apply[0].resource, kRuntimeEnvs);
+  EXPECT_EQ(e.apply[0].fieldManager, kOperatorFieldManager);
+  EXPECT_FALSE(e.apply[0].object["metadata"].contains("finalizers"));
+  EXPECT_FALSE(e.status.has_value());
+}
+
+TEST(RuntimeEnvRevisions, FinalizerIsAppliedWithTheUidAndRemovedWhenUnpinned) {
+  Observed o{RteBuilder("torch").uid("uid-1").build(), std::nullopt, testNodes()};
+  json status = plan(o, kNow).status;
+  o.runtimeEnv["status"] = status;
+  o.releases = {release("v1", status["closureHash"], "Canary")};
+  RuntimeEnvObserved shared = o.shared();
+  ExecutionPlan e = executionPlan(planRuntimeEnv(shared, kNow), shared);
+  ASSERT_EQ(e.apply.size(), 1u);
+  EXPECT_EQ(e.apply[0].object["metadata"]["uid"], "uid-1");
+  EXPECT_EQ(e.apply[0].object["metadata"]["finalizers"], json::array({kRuntimeEnvInUseFinalizer}));
+  EXPECT_FALSE(e.apply[0].object.contains("spec"));
+
+  o.runtimeEnv["metadata"]["finalizers"] = json::array({kRuntimeEnvInUseFinalizer});
+  o.releases = {};
+  EXPECT_EQ(plan(o, kNow).inUseFinalizer, std::optional<bool>(false));
 }
 
 }  // namespace

@@ -58,6 +58,22 @@ TEST(ApiErrorTest, TooLargeResourceVersionIsGone) {
   EXPECT_EQ(statusFromResponse(504, st.dump()).code(), Code::kGone);
 }
 
+// What kube-apiserver answers a server-side apply of a status field that the
+// CRD installed in the cluster does not declare (a CRD older than the operator).
+TEST(ApiErrorTest, UndeclaredFieldNamesTheOutdatedCrd) {
+  const std::string server =
+      "failed to create typed patch object (ns/torch; lockstep.dev/v1alpha1, Kind=RuntimeEnv): "
+      ".status.currentRevision: field not declared in schema";
+  Status st = statusFromResponse(500, statusBody(500, "", server));
+  EXPECT_EQ(st.code(), Code::kUnavailable);
+  EXPECT_EQ(st.message().rfind(server, 0), 0u) << st.message();
+  EXPECT_NE(
+      st.message().find("CustomResourceDefinition in the cluster is older than this operator"),
+      std::string::npos)
+      << st.message();
+  EXPECT_NE(st.message().find("helm upgrade does not update CRDs"), std::string::npos);
+}
+
 TEST(ApiErrorTest, NonStatusBodyUsesHttpCode) {
   Status st = statusFromResponse(404, "404 page not found");
   EXPECT_EQ(st.code(), Code::kNotFound);

@@ -1,0 +1,167 @@
+#include "api/v1alpha1/runtime_revision.h"
+
+#include <algorithm>
+#include <map>
+#include <set>
+
+#include "api/v1alpha1/meta.h"
+
+namespace lockstep::api::v1alpha1 {
+namespace {
+
+using nlohmann::json;
+
+void putIfSet(json& j, const char* key, const std::string& value) {
+  if (!value.empty()) j[key] = value;
+}
+
+void later(std::string& latest, const std::string& t) {
+  if (t > latest) latest = t;
+}
+
+bool inFlight(const std::string& phase) {
+  return phase == "Evaluating" || phase == "Testing" || phase == "Validated" || phase == "Canary" ||
+         phase == "Promoted";
+}
+
+}  // namespace
+
+json encodeRevision(const RuntimeRevision& r) {
+  json j = {{"number", r.number}, {"image", r.image}, {"closureHash", r.closureHash}};
+  putIfSet(j, "lockDigest", r.lockDigest);
+  putIfSet(j, "cuda", r.cuda);
+  putIfSet(j, "minDriver", r.minDriver);
+  putIfSet(j, "firstResolved", r.firstResolved);
+  putIfSet(j, "lastResolved", r.lastResolved);
+  if (!r.pinnedBy.empty()) j["pinnedBy"] = r.pinnedBy;
+  return j;
+}
+
+RuntimeRevision decodeRevision(const json& j) {
+  RuntimeRevision r;
+  r.number = decode::integer(j, "number", 0);
+  r.image = decode::string(j, "image");
+  r.closureHash = decode::string(j, "closureHash");
+  r.lockDigest = decode::string(j, "lockDigest");
+  r.cuda = decode::string(j, "cuda");
+  r.minDriver = decode::string(j, "minDriver");
+  r.firstResolved = decode::string(j, "firstResolved");
+  r.lastResolved = decode::string(j, "lastResolved");
+  for (const json& p : decode::array(j, "pinnedBy")) {
+    if (p.is_string()) r.pinnedBy.push_back(p.get<std::string>());
+  }
+  return r;
+}
+
+std::vector<RuntimeRevision> decodeRevisions(const json& status) {
+  std::vector<RuntimeRevision> out;
+  for (const json& j : decode::array(status, "revisions")) {
+    RuntimeRevision r = decodeRevision(j);
+    if (r.number > 0) out.push_back(std::move(r));
+  }
+  std::sort(out.begin(), out.end(),
+            [](const RuntimeRevision& a, const RuntimeRevision& b) { return a.number < b.number; });
+  return out;
+}
+
+std::optional<RuntimePin> decodeRuntimePin(const json& release) {
+  const json& runtime = decode::object(decode::object(release, "status"), "runtime");
+  RuntimePin pin;
+  pin.revision = decode::integer(runtime, "revision", 0);
+  pin.image = decode::string(runtime, "image");
+  pin.closureHash = decode::string(runtime, "closureHash");
+  if (pin.image.empty() || pin.closureHash.empty()) return std::nullopt;
+  return pin;
+}
+
+json encodeRuntimePin(const RuntimePin& pin) {
+  return {{"revision", pin.revision}, {"image", pin.image}, {"closureHash", pin.closureHash}};
+}
+
+ReleasePinFacts releasePinFacts(const json& release) {
+  ReleasePinFacts f;
+  const json& meta = decode::object(release, "metadata");
+  const json& spec = decode::object(release, "spec");
+  const json& status = decode::object(release, "status");
+  f.name = decode::string(meta, "name");
+  f.deleting = !decode::string(meta, "deletionTimestamp").empty();
+  f.model = decode::string(spec, "model");
+  f.runtimeEnv = decode::string(decode::object(spec, "runtimeEnvRef"), "name");
+  f.closureHash = decode::string(spec, "closureHash");
+  f.phase = decode::string(status, "phase");
+  f.pin = decodeRuntimePin(release);
+  const json& canary = decode::object(status, "canary");
+  f.promotedOnce = decode::string(canary, "phase") == "Promoted";
+  if (f.promotedOnce) {
+    for (const json& st : decode::array(status, "stages")) {
+      later(f.lastProdAt, decode::string(st, "finishedAt"));
+    }
+    later(f.lastProdAt, decode::string(canary, "finishedAt"));
+    later(f.lastProdAt, decode::string(decode::object(status, "rollback"), "at"));
+  }
+  return f;
+}
+
+std::vector<ReleasePin> releasePins(const std::string& runtimeEnv,
+                                    const std::vector<ReleasePinFacts>& releases,
+                                    const std::vector<RuntimeRevision>& revisions,
+                                    int64_t historyLimit) {
+  // The rollback targets: per model, the last `historyLimit` releases prod ran.
+  std::set<std::string> rollbackTargets;
+  {
+    std::map<std::string, std::vector<const ReleasePinFacts*>> byModel;
+    for (const ReleasePinFacts& r : releases) {
+      if (r.promotedOnce && !r.deleting) byModel[r.model].push_back(&r);
+    }
+    for (auto& [model, list] : byModel) {
+      // The Promoted one first (prod runs it now), then newest first; the name breaks ties.
+      std::sort(list.begin(), list.end(), [](const ReleasePinFacts* a, const ReleasePinFacts* b) {
+        bool ap = a->phase == "Promoted";
+        bool bp = b->phase == "Promoted";
+        if (ap != bp) return ap;
+        if (a->lastProdAt != b->lastProdAt) return a->lastProdAt > b->lastProdAt;
+        return a->name < b->name;
+      });
+      const auto keep = static_cast<size_t>(std::max<int64_t>(historyLimit, 0));
+      for (size_t i = 0; i < list.size() && i < keep; ++i) rollbackTargets.insert(list[i]->name);
+    }
+  }
+
+  std::vector<ReleasePin> out;
+  for (const ReleasePinFacts& r : releases) {
+    if (r.runtimeEnv != runtimeEnv || r.deleting) continue;
+    PinHold hold = PinHold::kNone;
+    if (inFlight(r.phase)) {
+      hold = r.phase == "Promoted" ? PinHold::kPromoted : PinHold::kInFlight;
+    } else if (rollbackTargets.count(r.name) != 0) {
+      hold = PinHold::kRollbackTarget;
+    }
+    if (hold == PinHold::kNone) continue;
+    ReleasePin p;
+    p.release = r.name;
+    p.hold = hold;
+    if (r.pin) {
+      p.pair = *r.pin;
+      p.pair.revision = 0;
+      for (const RuntimeRevision& rev : revisions) {
+        if (rev.samePair(r.pin->image, r.pin->closureHash)) p.pair.revision = rev.number;
+      }
+    } else {
+      // Not pinned by the release side yet: the newest revision with its closure hash.
+      p.pair.closureHash = r.closureHash;
+      for (const RuntimeRevision& rev : revisions) {
+        if (rev.closureHash == r.closureHash) {
+          p.pair.revision = rev.number;
+          p.pair.image = rev.image;
+        }
+      }
+    }
+    p.revision = p.pair.revision;
+    out.push_back(std::move(p));
+  }
+  std::sort(out.begin(), out.end(),
+            [](const ReleasePin& a, const ReleasePin& b) { return a.release < b.release; });
+  return out;
+}
+
+}  // namespace lockstep::api::v1alpha1

@@ -1,0 +1,112 @@
+// Runtime revisions (lockstep.dev/v1alpha1): the runtime identity is the pair
+// (image by digest, closure hash). Every distinct pair a RuntimeEnv resolves
+// to is a revision in its status.revisions, numbered from 1 and never reused;
+// a ModelRelease pins the revision it was validated on (its status.runtime).
+// This file is the vocabulary both sides share: the revision and pin records
+// as typed values, their JSON form (crds/lockstep.dev_runtimeenvs.yaml), and
+// the rule saying which releases pin which revision (docs/contracts.md,
+// "Runtime revisions").
+// Thread-safety: values and pure functions.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+namespace lockstep::api::v1alpha1 {
+
+// spec.revisionHistoryLimit when absent: unpinned revisions kept besides the
+// current one, and a model's promoted releases that keep their revision pinned.
+inline constexpr int64_t kDefaultRevisionHistoryLimit = 5;
+
+// The finalizer that holds a RuntimeEnv while a live release pins one of its revisions.
+inline constexpr const char* kRuntimeEnvInUseFinalizer = "lockstep.dev/runtimeenv-in-use";
+
+// Optional pod annotation: the revision number the pod was built from (set on
+// pods built from a release's pin). Admission never trusts it to admit: it
+// only names the revision in a refusal (e.g. "revision 2 was pruned").
+inline constexpr const char* kRuntimeRevisionAnnotation = "lockstep.dev/runtime-revision";
+
+// One entry of status.revisions.
+struct RuntimeRevision {
+  int64_t number = 0;
+  std::string image;        // repo@sha256:<hex>, as spec.image gave it
+  std::string closureHash;  // sha256:<hex>
+  std::string lockDigest;   // sha256 of the lock file's bytes (not the closure)
+  std::string cuda;
+  std::string minDriver;
+  std::string firstResolved;  // when the RuntimeEnv first resolved to this pair
+  // The last transition of this pair: when it became current the last time
+  // (the current revision) or when another pair replaced it (every other one).
+  std::string lastResolved;
+  std::vector<std::string> pinnedBy;  // release names (same namespace), sorted
+
+  bool pinned() const { return !pinnedBy.empty(); }
+  bool samePair(const std::string& img, const std::string& hash) const {
+    return image == img && closureHash == hash;
+  }
+};
+
+nlohmann::json encodeRevision(const RuntimeRevision& r);
+RuntimeRevision decodeRevision(const nlohmann::json& j);
+// status.revisions of a RuntimeEnv status object, in the stored order
+// (ascending number); malformed entries (no number) are skipped.
+std::vector<RuntimeRevision> decodeRevisions(const nlohmann::json& status);
+
+// A release's status.runtime: the revision it pinned at its first gate.
+struct RuntimePin {
+  int64_t revision = 0;
+  std::string image;
+  std::string closureHash;
+};
+// nullopt when the release has no (well-formed) status.runtime.
+std::optional<RuntimePin> decodeRuntimePin(const nlohmann::json& release);
+nlohmann::json encodeRuntimePin(const RuntimePin& pin);
+
+// What the pinning rule reads of one ModelRelease (decoded by the caller from
+// the informer cache's object): its model, phase and pin, and the times that
+// order a model's promoted releases.
+struct ReleasePinFacts {
+  std::string name;
+  std::string model;
+  std::string runtimeEnv;   // spec.runtimeEnvRef.name
+  std::string closureHash;  // spec.closureHash
+  std::string phase;        // status.phase ("" = not written)
+  std::optional<RuntimePin> pin;
+  // True once its canary completed (status.canary.phase Promoted): it was prod once.
+  bool promotedOnce = false;
+  // The last time prod ran it (RFC 3339; compared as text): the latest of its
+  // stages' finishedAt, status.canary.finishedAt and status.rollback.at.
+  std::string lastProdAt;
+  bool deleting = false;  // metadata.deletionTimestamp set
+};
+ReleasePinFacts releasePinFacts(const nlohmann::json& release);
+
+// Why a release holds a revision (for messages and the history).
+enum class PinHold { kNone, kInFlight, kPromoted, kRollbackTarget };
+
+// Which revision each release pins (the rule of docs/contracts.md):
+//  - the releases considered are those naming `runtimeEnv`, not being deleted;
+//  - a release holds its pin while it is in a gate (Evaluating, Testing),
+//    Validated, in the canary or Promoted, and while it is among the last `historyLimit`
+//    releases of its model that prod ran (rollback targets, by lastProdAt;
+//    all releases of the model count, whatever their RuntimeEnv);
+//  - the revision held is the one whose pair equals status.runtime's; a
+//    release without status.runtime (not yet pinned by the release side) holds
+//    the newest revision whose closure hash equals its spec.closureHash, once
+//    it has left Pending.
+struct ReleasePin {
+  std::string release;
+  int64_t revision = 0;  // 0: its pair is not among `revisions` (pruned, or never resolved)
+  PinHold hold = PinHold::kNone;
+  RuntimePin pair;  // the pair it holds
+};
+std::vector<ReleasePin> releasePins(const std::string& runtimeEnv,
+                                    const std::vector<ReleasePinFacts>& releases,
+                                    const std::vector<RuntimeRevision>& revisions,
+                                    int64_t historyLimit);
+
+}  // namespace lockstep::api::v1alpha1

@@ -1,0 +1,46 @@
+#include "cmd/lockstep/runtime_args.h"
+
+#include <ostream>
+
+namespace lockstep::cli {
+
+StatusOr<RuntimeCommand> parseRuntimeArgs(const std::vector<std::string>& args) {
+  RuntimeCommand cmd;
+  std::vector<std::string> positional;
+  for (size_t i = 0; i < args.size(); ++i) {
+    const std::string& a = args[i];
+    if (a == "-h" || a == "--help") {
+      cmd.action = RuntimeCommand::Action::kHelp;
+      return cmd;
+    }
+    if (auto common = takeCommonFlag(args, i, cmd.kube, cmd.json)) {
+      if (!common->isOk()) return *common;
+    } else if (a.size() > 1 && a[0] == '-') {
+      return invalidArgument("unknown flag " + a);
+    } else {
+      positional.push_back(a);
+    }
+  }
+  if (positional.empty()) return invalidArgument("missing subcommand (history)");
+  const std::string& sub = positional[0];
+  if (sub == "help") return cmd;
+  if (sub != "history") return invalidArgument("unknown subcommand \"" + sub + "\" (history)");
+  cmd.action = RuntimeCommand::Action::kHistory;
+  if (positional.size() < 2) return invalidArgument("history needs a RuntimeEnv name");
+  if (positional.size() > 2) return invalidArgument("unexpected argument " + positional[2]);
+  cmd.name = positional[1];
+  if (cmd.kube.allNamespaces) return invalidArgument("history reads one RuntimeEnv: use -n NS");
+  return cmd;
+}
+
+void runtimeUsage(std::ostream& os, const std::string& program) {
+  os << "usage: " << program << " runtime SUBCOMMAND NAME [flags]\n"
+     << "\n"
+        "  history NAME                  the revisions of RuntimeEnv NAME (image by digest,\n"
+        "                                closure hash), the current one, and the releases\n"
+        "                                pinning each (-o json: status.revisions as JSON)\n"
+        "\n"
+        "flags (as kubectl): --kubeconfig FILE, --context NAME, -n/--namespace NS\n";
+}
+
+}  // namespace lockstep::cli

@@ -1,0 +1,122 @@
+#include "controllers/runtimeenv/runtimeenv_revisions.h"
+
+#include <algorithm>
+#include <map>
+#include <set>
+
+namespace lockstep::controllers {
+namespace {
+
+using api::v1alpha1::PinHold;
+using api::v1alpha1::ReleasePin;
+using api::v1alpha1::RuntimeRevision;
+
+const char* holdName(PinHold h) {
+  switch (h) {
+    case PinHold::kInFlight:
+      return "in a gate or the canary";
+    case PinHold::kPromoted:
+      return "promoted";
+    case PinHold::kRollbackTarget:
+      return "rollback target";
+    default:
+      return "";
+  }
+}
+
+}  // namespace
+
+int64_t RevisionsPlan::pinnedCount() const {
+  return std::count_if(revisions.begin(), revisions.end(),
+                       [](const RuntimeRevision& r) { return r.pinned(); });
+}
+
+std::string RevisionsPlan::describePins() const {
+  std::string out;
+  for (const ReleasePin& p : pins) {
+    if (!out.empty()) out += ", ";
+    out += p.release + " (" +
+           (p.revision > 0 ? "revision " + std::to_string(p.revision) : "a pruned revision") +
+           ", " + holdName(p.hold) + ")";
+  }
+  return out;
+}
+
+RevisionsPlan planRevisions(const RevisionsInput& in) {
+  RevisionsPlan plan;
+  std::vector<RuntimeRevision> revs = in.recorded;
+  std::sort(revs.begin(), revs.end(),
+            [](const RuntimeRevision& a, const RuntimeRevision& b) { return a.number < b.number; });
+  int64_t current = in.currentRevision;
+  auto find = [&revs](int64_t number) -> RuntimeRevision* {
+    for (RuntimeRevision& r : revs) {
+      if (r.number == number) return &r;
+    }
+    return nullptr;
+  };
+  if (find(current) == nullptr) current = 0;  // a status that lost its current entry
+
+  if (in.resolved) {
+    const ResolvedPair& p = *in.resolved;
+    RuntimeRevision* match = nullptr;
+    for (RuntimeRevision& r : revs) {
+      if (r.samePair(p.image, p.closureHash)) match = &r;
+    }
+    if (match == nullptr) {
+      RuntimeRevision r;
+      r.number = revs.empty() ? 1 : revs.back().number + 1;
+      r.image = p.image;
+      r.closureHash = p.closureHash;
+      r.firstResolved = in.now;
+      r.lastResolved = in.now;
+      revs.push_back(r);
+      match = &revs.back();
+      plan.created = r.number;
+    } else if (match->number != current) {
+      match->lastResolved = in.now;
+      plan.restored = match->number;
+    }
+    match->lockDigest = p.lockDigest;
+    match->cuda = p.cuda;
+    match->minDriver = p.minDriver;
+    const int64_t next = match->number;
+    if (current != 0 && current != next) {
+      if (RuntimeRevision* old = find(current)) old->lastResolved = in.now;
+    }
+    current = next;
+  }
+
+  plan.pins = api::v1alpha1::releasePins(in.runtimeEnv, in.releases, revs, in.historyLimit);
+  std::map<int64_t, std::set<std::string>> pinnedBy;
+  for (const ReleasePin& p : plan.pins) {
+    if (p.revision > 0) pinnedBy[p.revision].insert(p.release);
+  }
+  for (RuntimeRevision& r : revs) {
+    const auto& names = pinnedBy[r.number];
+    r.pinnedBy.assign(names.begin(), names.end());
+  }
+
+  // Keep the current, the pinned and the highest-numbered revisions, and the
+  // newest `historyLimit` of the others.
+  const int64_t highest = revs.empty() ? 0 : revs.back().number;
+  int64_t unpinnedKept = 0;
+  const int64_t limit = std::max<int64_t>(in.historyLimit, 0);
+  std::vector<RuntimeRevision> kept;
+  for (size_t i = revs.size(); i-- > 0;) {  // newest first
+    const RuntimeRevision& rev = revs[i];
+    const bool always = rev.number == current || rev.pinned() || rev.number == highest;
+    if (always || unpinnedKept < limit) {
+      if (!always) ++unpinnedKept;
+      kept.push_back(rev);
+    } else {
+      plan.pruned.push_back(rev);
+    }
+  }
+  std::reverse(kept.begin(), kept.end());
+  std::reverse(plan.pruned.begin(), plan.pruned.end());
+  plan.revisions = std::move(kept);
+  plan.currentRevision = current;
+  return plan;
+}
+
+}  // namespace lockstep::controllers

@@ -1,0 +1,111 @@
+// `lockstep runtime history`: arguments, the table, and the command against a
+// scripted API server (FakeTransport).
+#include <gtest/gtest.h>
+
+#include <sstream>
+
+#include "cmd/lockstep/runtime_args.h"
+#include "cmd/lockstep/runtime_commands.h"
+#include "cmd/lockstep/runtime_view.h"
+#include "tests/support/fake_clock.h"
+#include "tests/support/fake_transport.h"
+
+namespace lockstep::cli {
+namespace {
+
+using nlohmann::json;
+using testing::FakeClock;
+using testing::FakeTransport;
+
+json runtimeEnv() {
+  return {
+      {"apiVersion", "lockstep.dev/v1alpha1"},
+      {"kind", "RuntimeEnv"},
+      {"metadata", {{"name", "torch"}, {"namespace", "ml"}, {"generation", 3}}},
+      {"spec",
+       {{"image", "reg.example/t@sha256:" + std::string(64, '2')}, {"revisionHistoryLimit", 2}}},
+      {"status",
+       {{"observedGeneration", 3},
+        {"currentRevision", 2},
+        {"conditions", {{{"type", "Ready"}, {"status", "True"}, {"reason", "Resolved"}}}},
+        {"revisions",
+         {{{"number", 1},
+           {"image", "reg.example/t@sha256:" + std::string(64, '1')},
+           {"closureHash", "sha256:" + std::string(64, 'a')},
+           {"cuda", "12.4"},
+           {"firstResolved", "2026-11-30T08:00:00Z"},
+           {"lastResolved", "2026-11-30T09:00:00Z"},
+           {"pinnedBy", {"gpt2-v1", "gpt2-v2"}}},
+          {{"number", 2},
+           {"image", "reg.example/t@sha256:" + std::string(64, '2')},
+           {"closureHash", "sha256:" + std::string(64, 'a')},
+           {"firstResolved", "2026-11-30T09:00:00Z"},
+           {"lastResolved", "2026-11-30T09:00:00Z"}}}}}}};
+}
+
+TEST(RuntimeArgs, ParsesHistoryAndNamesWhatIsWrong) {
+  auto c = parseRuntimeArgs({"history", "torch", "-n", "ml", "-o", "json"});
+  ASSERT_TRUE(c.isOk()) << c.status().toString();
+  EXPECT_EQ(c->action, RuntimeCommand::Action::kHistory);
+  EXPECT_EQ(c->name, "torch");
+  EXPECT_EQ(c->kube.ns, "ml");
+  EXPECT_TRUE(c->json);
+  EXPECT_EQ(parseRuntimeArgs({"--help"})->action, RuntimeCommand::Action::kHelp);
+  EXPECT_EQ(parseRuntimeArgs({"history"}).status().message(), "history needs a RuntimeEnv name");
+  EXPECT_EQ(parseRuntimeArgs({"list"}).status().message(), "unknown subcommand \"list\" (history)");
+  EXPECT_EQ(parseRuntimeArgs({"history", "a", "b"}).status().message(), "unexpected argument b");
+  EXPECT_EQ(parseRuntimeArgs({"history", "a", "--bogus"}).status().message(),
+            "unknown flag --bogus");
+}
+
+TEST(RuntimeView, HistoryIsNewestFirstWithTheCurrentMarkedAndThePins) {
+  kube::Clock::WallTime now;
+  ASSERT_TRUE(kube::parseTime("2026-11-30T10:00:00Z", &now));
+  std::string out = renderRuntimeHistory(runtimeEnv(), now);
+  EXPECT_EQ(out.substr(0, out.find('\n')),
+            "RuntimeEnv ml/torch: current revision 2 (Ready=True, Resolved); history limit 2")
+      << out;
+  const size_t r2 = out.find("\n2  ");
+  const size_t r1 = out.find("\n1  ");
+  ASSERT_NE(r2, std::string::npos) << out;
+  ASSERT_NE(r1, std::string::npos) << out;
+  EXPECT_LT(r2, r1) << out;
+  EXPECT_NE(out.find("gpt2-v1,gpt2-v2"), std::string::npos) << out;
+  EXPECT_NE(out.find("2026-11-30T08:00:00Z (2h)"), std::string::npos) << out;
+  EXPECT_NE(out.substr(r2, out.find('\n', r2 + 1) - r2).find(" * "), std::string::npos) << out;
+  json empty = runtimeEnv();
+  empty["status"].erase("revisions");
+  EXPECT_NE(renderRuntimeHistory(empty, now).find("no revisions recorded"), std::string::npos);
+}
+
+class RuntimeCommandsTest : public ::testing::Test {
+ protected:
+  std::shared_ptr<FakeTransport> transport_ = std::make_shared<FakeTransport>();
+  kube::Client client_{transport_};
+  FakeClock clock_;
+  std::ostringstream out_, err_;
+  ReleaseIo io_{client_, clock_, out_, err_, "lockstep"};
+};
+
+TEST_F(RuntimeCommandsTest, HistoryReadsTheRuntimeEnvOnce) {
+  transport_->push(FakeTransport::ok(runtimeEnv()));
+  RuntimeCommand cmd = *parseRuntimeArgs({"history", "torch", "-o", "json"});
+  EXPECT_EQ(runRuntimeCommand(cmd, "ml", io_), 0) << err_.str();
+  auto reqs = transport_->requests();
+  ASSERT_EQ(reqs.size(), 1u);
+  EXPECT_EQ(reqs[0].method, "GET");
+  EXPECT_EQ(reqs[0].path, "/apis/lockstep.dev/v1alpha1/namespaces/ml/runtimeenvs/torch");
+  json doc = json::parse(out_.str());
+  EXPECT_EQ(doc["currentRevision"], 2);
+  EXPECT_EQ(doc["revisions"].size(), 2u);
+}
+
+TEST_F(RuntimeCommandsTest, AMissingRuntimeEnvIsNamed) {
+  transport_->push(FakeTransport::status(404, "NotFound", "runtimeenvs \"nope\" not found"));
+  RuntimeCommand cmd = *parseRuntimeArgs({"history", "nope"});
+  EXPECT_EQ(runRuntimeCommand(cmd, "ml", io_), 1);
+  EXPECT_EQ(err_.str(), "lockstep: runtime history: no RuntimeEnv \"nope\" in namespace \"ml\"\n");
+}
+
+}  // namespace
+}  // namespace lockstep::cli

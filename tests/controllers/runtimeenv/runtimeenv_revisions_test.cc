@@ -1,0 +1,297 @@
+// Table tests of the revision bookkeeping (runtimeenv_revisions.h) and the
+// pinning rule (api/v1alpha1/runtime_revision.h): pure, no cluster.
+#include "controllers/runtimeenv/runtimeenv_revisions.h"
+
+#include <string>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+namespace lockstep::controllers {
+namespace {
+
+using api::v1alpha1::PinHold;
+using api::v1alpha1::ReleasePinFacts;
+using api::v1alpha1::RuntimePin;
+using api::v1alpha1::RuntimeRevision;
+
+const std::string kT0 = "2026-11-29T10:00:00Z";
+const std::string kT1 = "2026-11-29T11:00:00Z";
+const std::string kT2 = "2026-11-29T12:00:00Z";
+
+std::string img(char c) { return "registry.example/runtimes/torch@sha256:" + std::string(64, c); }
+std::string hash(char c) { return "sha256:" + std::string(64, c); }
+
+RuntimeRevision rev(int64_t n, const std::string& image, const std::string& h) {
+  RuntimeRevision r;
+  r.number = n;
+  r.image = image;
+  r.closureHash = h;
+  r.firstResolved = kT0;
+  r.lastResolved = kT0;
+  return r;
+}
+
+ResolvedPair pair(const std::string& image, const std::string& h) {
+  return ResolvedPair{image, h, "sha256:" + std::string(64, '0'), "12.4", "550.54.14"};
+}
+
+ReleasePinFacts release(const std::string& name, const std::string& phase,
+                        const std::string& closureHash, const std::string& model = "gpt2",
+                        const std::string& rte = "torch") {
+  ReleasePinFacts f;
+  f.name = name;
+  f.model = model;
+  f.runtimeEnv = rte;
+  f.closureHash = closureHash;
+  f.phase = phase;
+  return f;
+}
+
+ReleasePinFacts promoted(const std::string& name, const std::string& phase,
+                         const std::string& closureHash, const std::string& lastProdAt) {
+  ReleasePinFacts f = release(name, phase, closureHash);
+  f.promotedOnce = true;
+  f.lastProdAt = lastProdAt;
+  return f;
+}
+
+std::vector<int64_t> numbers(const std::vector<RuntimeRevision>& revs) {
+  std::vector<int64_t> out;
+  for (const auto& r : revs) out.push_back(r.number);
+  return out;
+}
+
+const RuntimeRevision& numbered(const RevisionsPlan& p, int64_t n) {
+  for (const auto& r : p.revisions) {
+    if (r.number == n) return r;
+  }
+  static const RuntimeRevision none;
+  ADD_FAILURE() << "no revision " << n;
+  return none;
+}
+
+RevisionsInput input(std::vector<RuntimeRevision> recorded, int64_t current,
+                     std::optional<ResolvedPair> resolved,
+                     std::vector<ReleasePinFacts> releases = {}, int64_t limit = 5) {
+  RevisionsInput in;
+  in.runtimeEnv = "torch";
+  in.recorded = std::move(recorded);
+  in.currentRevision = current;
+  in.resolved = std::move(resolved);
+  in.releases = std::move(releases);
+  in.historyLimit = limit;
+  in.now = kT1;
+  return in;
+}
+
+TEST(PlanRevisions, FirstResolutionIsRevisionOne) {
+  RevisionsPlan p = planRevisions(input({}, 0, pair(img('a'), hash('1'))));
+  ASSERT_EQ(numbers(p.revisions), (std::vector<int64_t>{1}));
+  EXPECT_EQ(p.currentRevision, 1);
+  EXPECT_EQ(p.created, 1);
+  EXPECT_EQ(p.revisions[0].image, img('a'));
+  EXPECT_EQ(p.revisions[0].closureHash, hash('1'));
+  EXPECT_EQ(p.revisions[0].cuda, "12.4");
+  EXPECT_EQ(p.revisions[0].minDriver, "550.54.14");
+  EXPECT_EQ(p.revisions[0].firstResolved, kT1);
+  EXPECT_EQ(p.revisions[0].lastResolved, kT1);
+}
+
+TEST(PlanRevisions, SamePairAgainChangesNothing) {
+  RuntimeRevision r1 = rev(1, img('a'), hash('1'));
+  r1.lockDigest = "sha256:" + std::string(64, '0');
+  r1.cuda = "12.4";
+  r1.minDriver = "550.54.14";
+  RevisionsPlan p = planRevisions(input({r1}, 1, pair(img('a'), hash('1'))));
+  EXPECT_EQ(p.created, 0);
+  EXPECT_EQ(p.restored, 0);
+  ASSERT_EQ(p.revisions.size(), 1u);
+  EXPECT_EQ(p.revisions[0].lastResolved, kT0);  // no transition, no new time
+  EXPECT_TRUE(p.pruned.empty());
+}
+
+TEST(PlanRevisions, TransitionsTable) {
+  struct Case {
+    std::string name;
+    ResolvedPair resolved;
+    int64_t wantCurrent;
+    int64_t wantCreated;
+    int64_t wantRestored;
+  };
+  // Recorded: 1 (a, h1), 2 (a, h2) current.
+  const std::vector<Case> cases = {
+      {"lock edit: new closure is a new revision", pair(img('a'), hash('3')), 3, 3, 0},
+      {"image swap, same lock: a new revision", pair(img('b'), hash('2')), 3, 3, 0},
+      {"back to an old pair: that revision again", pair(img('a'), hash('1')), 1, 0, 1},
+      {"the same pair: nothing", pair(img('a'), hash('2')), 2, 0, 0},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.name);
+    RevisionsPlan p = planRevisions(
+        input({rev(1, img('a'), hash('1')), rev(2, img('a'), hash('2'))}, 2, c.resolved));
+    EXPECT_EQ(p.currentRevision, c.wantCurrent);
+    EXPECT_EQ(p.created, c.wantCreated);
+    EXPECT_EQ(p.restored, c.wantRestored);
+    if (c.wantCurrent != 2) {
+      // Both ends of the transition carry its time.
+      EXPECT_EQ(numbered(p, 2).lastResolved, kT1);
+      EXPECT_EQ(numbered(p, c.wantCurrent).lastResolved, kT1);
+      EXPECT_EQ(numbered(p, 1).firstResolved, kT0);
+    } else {
+      EXPECT_EQ(numbered(p, 2).lastResolved, kT0);
+    }
+  }
+}
+
+TEST(PlanRevisions, UnresolvedLockKeepsTheCurrentRevision) {
+  RevisionsPlan p = planRevisions(input({rev(1, img('a'), hash('1'))}, 1, std::nullopt));
+  EXPECT_EQ(p.currentRevision, 1);
+  EXPECT_EQ(numbers(p.revisions), (std::vector<int64_t>{1}));
+}
+
+TEST(PlanRevisions, ReleasesPinByClosureHashUntilTheyCarryStatusRuntime) {
+  // 1 (a, h1), 2 (b, h1: image swap), 3 (b, h2) current.
+  std::vector<RuntimeRevision> recorded = {rev(1, img('a'), hash('1')), rev(2, img('b'), hash('1')),
+                                           rev(3, img('b'), hash('2'))};
+  ReleasePinFacts v1 = promoted("v1", "Promoted", hash('1'), kT0);
+  v1.pin = RuntimePin{1, img('a'), hash('1')};  // pinned by the release side: exactly revision 1
+  ReleasePinFacts v2 = release("v2", "Evaluating", hash('1'));  // no status.runtime: newest h1
+  ReleasePinFacts v3 = release("v3", "Canary", hash('2'));
+  ReleasePinFacts other = release("w1", "Promoted", hash('1'), "bert", "other-rte");
+  ReleasePinFacts pending = release("v4", "Pending", hash('2'));
+  ReleasePinFacts validated = release("v5", "Validated", hash('2'));  // gates passed, waits
+  RevisionsPlan p = planRevisions(
+      input(recorded, 3, pair(img('b'), hash('2')), {v1, v2, v3, other, pending, validated}));
+  EXPECT_EQ(numbered(p, 1).pinnedBy, (std::vector<std::string>{"v1"}));
+  EXPECT_EQ(numbered(p, 2).pinnedBy, (std::vector<std::string>{"v2"}));
+  EXPECT_EQ(numbered(p, 3).pinnedBy, (std::vector<std::string>{"v3", "v5"}));
+  EXPECT_EQ(p.pinnedCount(), 3);
+  ASSERT_EQ(p.pins.size(), 4u);
+  EXPECT_EQ(p.pins[0].hold, PinHold::kPromoted);
+  EXPECT_EQ(p.pins[1].hold, PinHold::kInFlight);
+  EXPECT_EQ(p.describePins(),
+            "v1 (revision 1, promoted), v2 (revision 2, in a gate or the canary), v3 (revision 3, "
+            "in a gate or the canary), v5 (revision 3, in a gate or the canary)");
+}
+
+TEST(PlanRevisions, TerminalReleasesPinOnlyAsRollbackTargets) {
+  // Model gpt2 was in prod as p1..p4 (p4 promoted now); limit 2: p4 (Promoted) and p3 pin.
+  std::vector<RuntimeRevision> recorded;
+  for (int i = 1; i <= 5; ++i) recorded.push_back(rev(i, img('a'), hash(char('0' + i))));
+  std::vector<ReleasePinFacts> releases = {
+      promoted("p1", "Superseded", hash('1'), "2026-11-01T00:00:00Z"),
+      promoted("p2", "Superseded", hash('2'), "2026-11-02T00:00:00Z"),
+      promoted("p3", "Superseded", hash('3'), "2026-11-03T00:00:00Z"),
+      promoted("p4", "Promoted", hash('4'), "2026-11-01T12:00:00Z"),  // restored by a rollback
+      release("f5", "Failed", hash('5')),                             // never prod
+  };
+  RevisionsPlan p = planRevisions(input(recorded, 5, pair(img('a'), hash('5')), releases, 2));
+  EXPECT_TRUE(numbered(p, 4).pinned());
+  EXPECT_EQ(numbered(p, 3).pinnedBy, (std::vector<std::string>{"p3"}));
+  // Beyond the limit (p1, p2), and a failed release: unpinned, and pruned but for the newest
+  // `limit` unpinned ones besides the current: 5 is current, 2 and 1 unpinned — limit 2 keeps both.
+  EXPECT_FALSE(numbered(p, 2).pinned());
+  EXPECT_FALSE(numbered(p, 1).pinned());
+  EXPECT_FALSE(numbered(p, 5).pinned());
+  EXPECT_EQ(numbers(p.revisions), (std::vector<int64_t>{1, 2, 3, 4, 5}));
+
+  // The other model's releases and deleting releases do not count towards gpt2's limit.
+  ReleasePinFacts gone = promoted("p9", "Superseded", hash('9'), "2026-11-09T00:00:00Z");
+  gone.deleting = true;
+  releases.push_back(gone);
+  ReleasePinFacts bert = promoted("b1", "Promoted", hash('1'), "2026-11-10T00:00:00Z");
+  bert.model = "bert";
+  releases.push_back(bert);
+  RevisionsPlan q = planRevisions(input(recorded, 5, pair(img('a'), hash('5')), releases, 2));
+  EXPECT_EQ(numbered(q, 3).pinnedBy, (std::vector<std::string>{"p3"}));
+  EXPECT_EQ(numbered(q, 1).pinnedBy, (std::vector<std::string>{"b1"}));
+}
+
+TEST(PlanRevisions, PrunesUnpinnedRevisionsBeyondTheLimit) {
+  struct Case {
+    std::string name;
+    int64_t limit;
+    int64_t current;
+    std::vector<std::string> pinnedHashes;  // releases in a gate on these hashes
+    std::vector<int64_t> wantKept;
+    std::vector<int64_t> wantPruned;
+  };
+  // Recorded: 1..6, hash '1'..'6'.
+  const std::vector<Case> cases = {
+      {"limit 4 keeps all but the oldest", 4, 6, {}, {2, 3, 4, 5, 6}, {1}},
+      {"limit 5 keeps all six", 5, 6, {}, {1, 2, 3, 4, 5, 6}, {}},
+      {"limit 2 keeps the current and two more", 2, 6, {}, {4, 5, 6}, {1, 2, 3}},
+      {"limit 0 keeps the current only", 0, 6, {}, {6}, {1, 2, 3, 4, 5}},
+      {"pinned revisions are kept whatever the limit", 0, 6, {"1", "3"}, {1, 3, 6}, {2, 4, 5}},
+      {"a restored old current keeps the highest number too", 0, 2, {}, {2, 6}, {1, 3, 4, 5}},
+      {"pinned revisions do not use up the limit", 1, 6, {"5"}, {4, 5, 6}, {1, 2, 3}},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.name);
+    std::vector<RuntimeRevision> recorded;
+    for (int i = 1; i <= 6; ++i) recorded.push_back(rev(i, img('a'), hash(char('0' + i))));
+    std::vector<ReleasePinFacts> releases;
+    for (const auto& h : c.pinnedHashes)
+      releases.push_back(release("r" + h, "Testing", hash(h[0])));
+    RevisionsPlan p = planRevisions(
+        input(recorded, c.current, pair(img('a'), hash(char('0' + c.current))), releases, c.limit));
+    EXPECT_EQ(numbers(p.revisions), c.wantKept);
+    EXPECT_EQ(numbers(p.pruned), c.wantPruned);
+    EXPECT_EQ(p.currentRevision, c.current);
+  }
+}
+
+TEST(PlanRevisions, NumbersAreNeverReusedAfterPruning) {
+  // 1 current again (restored), 2 pruned by limit 0: the highest, 3, stays, so the next is 4.
+  std::vector<RuntimeRevision> recorded = {rev(1, img('a'), hash('1')), rev(2, img('a'), hash('2')),
+                                           rev(3, img('a'), hash('3'))};
+  RevisionsPlan p = planRevisions(input(recorded, 3, pair(img('a'), hash('1')), {}, 0));
+  EXPECT_EQ(numbers(p.revisions), (std::vector<int64_t>{1, 3}));
+  RevisionsInput next = input(p.revisions, p.currentRevision, pair(img('c'), hash('9')), {}, 0);
+  RevisionsPlan q = planRevisions(next);
+  EXPECT_EQ(q.created, 4);
+}
+
+TEST(PlanRevisions, APinOnAPrunedPairHoldsNothing) {
+  ReleasePinFacts v1 = promoted("v1", "Promoted", hash('1'), kT0);
+  v1.pin = RuntimePin{1, img('z'), hash('1')};  // its pair is not recorded (pruned)
+  RevisionsPlan p =
+      planRevisions(input({rev(2, img('a'), hash('2'))}, 2, pair(img('a'), hash('2')), {v1}));
+  ASSERT_EQ(p.pins.size(), 1u);
+  EXPECT_EQ(p.pins[0].revision, 0);
+  EXPECT_EQ(p.pinnedCount(), 0);
+  EXPECT_EQ(p.describePins(), "v1 (a pruned revision, promoted)");
+}
+
+TEST(ReleasePinFacts, DecodesTheReleaseObject) {
+  nlohmann::json mr = {
+      {"metadata", {{"name", "v1"}, {"namespace", "ml"}}},
+      {"spec",
+       {{"model", "gpt2"}, {"runtimeEnvRef", {{"name", "torch"}}}, {"closureHash", hash('1')}}},
+      {"status",
+       {{"phase", "Superseded"},
+        {"canary", {{"phase", "Promoted"}, {"finishedAt", "2026-11-03T00:00:00Z"}}},
+        {"stages", {{{"name", "eval"}, {"finishedAt", "2026-11-01T00:00:00Z"}}}},
+        {"rollback", {{"at", "2026-11-05T00:00:00Z"}}},
+        {"runtime", {{"revision", 2}, {"image", img('a')}, {"closureHash", hash('1')}}}}}};
+  ReleasePinFacts f = api::v1alpha1::releasePinFacts(mr);
+  EXPECT_EQ(f.name, "v1");
+  EXPECT_EQ(f.model, "gpt2");
+  EXPECT_EQ(f.runtimeEnv, "torch");
+  EXPECT_EQ(f.phase, "Superseded");
+  EXPECT_TRUE(f.promotedOnce);
+  EXPECT_EQ(f.lastProdAt, "2026-11-05T00:00:00Z");
+  ASSERT_TRUE(f.pin.has_value());
+  EXPECT_EQ(f.pin->revision, 2);
+  EXPECT_EQ(f.pin->image, img('a'));
+  EXPECT_FALSE(f.deleting);
+  mr["metadata"]["deletionTimestamp"] = kT2;
+  mr["status"].erase("runtime");
+  f = api::v1alpha1::releasePinFacts(mr);
+  EXPECT_TRUE(f.deleting);
+  EXPECT_FALSE(f.pin.has_value());
+}
+
+}  // namespace
+}  // namespace lockstep::controllers
