@@ -259,6 +259,14 @@ const std::vector<Permission>& operatorPermissions() {
        kC,
        {"{fullname}"},
        "WebhookConfigCaBundlePatcher: caBundle of --webhook-config"},
+      {"certificates",
+       "admissionregistration.k8s.io",
+       {"mutatingwebhookconfigurations"},
+       {"get", "update"},
+       kC,
+       {"{fullname}"},
+       "WebhookConfigCaBundlePatcher: caBundle of --mutating-webhook-config (the ModelRelease "
+       "creator webhook)"},
       // Leader election (operator/runtime/leader_election.cc).
       {"leader-election",
        "coordination.k8s.io",

@@ -66,9 +66,12 @@ chart_image=(--set image.repository=registry.example/lockstep/operator
   k apply -n "$opns" -f - >/dev/null
 "$LOCKSTEP_TOOLS_BIN/helm" template lockstep helm/lockstep -n "$opns" "${chart_image[@]}" \
   --set webhook.url="https://127.0.0.1:$port" --show-only templates/webhooks.yaml >"$dir/webhooks.yaml"
-if k get validatingwebhookconfiguration lockstep >/dev/null 2>&1; then
+# The Validating- and the MutatingWebhookConfiguration (the ModelRelease creator).
+if k get validatingwebhookconfiguration lockstep >/dev/null 2>&1 &&
+  k get mutatingwebhookconfiguration lockstep >/dev/null 2>&1; then
   k replace --save-config -f "$dir/webhooks.yaml" >/dev/null
 else
+  k delete --ignore-not-found -f "$dir/webhooks.yaml" >/dev/null
   k create --save-config -f "$dir/webhooks.yaml" >/dev/null
 fi
 
@@ -90,6 +93,7 @@ rm -f "$dir/operator.port"
 "$build/cmd/lockstep-operator" --kubeconfig "$dir/operator.kubeconfig" --namespace "$opns" \
   --bind-address 127.0.0.1 --webhook-port "$port" --metrics-port 0 --health-port 0 \
   --webhook-ip 127.0.0.1 --webhook-service lockstep --webhook-config lockstep \
+  --mutating-webhook-config lockstep \
   --port-file "$dir/operator.port" >"$dir/operator.log" 2>&1 &
 echo $! >"$dir/operator.pid"
 for _ in $(seq 1 120); do [ -s "$dir/operator.port" ] && break; sleep 0.25; done

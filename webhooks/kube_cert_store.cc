@@ -11,6 +11,10 @@ using nlohmann::json;
 
 constexpr const char* kSecretType = "kubernetes.io/tls";
 
+const kube::Resource kMutatingWebhookConfigurations{"admissionregistration.k8s.io", "v1",
+                                                    "mutatingwebhookconfigurations",
+                                                    "MutatingWebhookConfiguration", false};
+
 StatusOr<std::string> field(const json& data, const char* key) {
   if (!data.contains(key) || !data[key].is_string()) return std::string();
   auto decoded = kube::base64Decode(data[key].get<std::string>());
@@ -93,14 +97,15 @@ Status SecretCertStore::save(const CertBundle& b) {
   return Status::ok();
 }
 
-StatusOr<bool> WebhookConfigCaBundlePatcher::patchCaBundle(const std::string& caBundlePem) {
-  const auto& r = kube::resources::kValidatingWebhookConfigurations;
-  std::string encoded = kube::base64Encode(caBundlePem);
+StatusOr<bool> WebhookConfigCaBundlePatcher::patchOne(const kube::Resource& r,
+                                                      const std::string& name,
+                                                      const std::string& encoded) {
+  const std::string what = r.kind + " " + name;
   bool wrote = false;
   Status s = kube::retryOnConflict([&]() -> Status {
-    auto vwc = client_->get(r, "", configName_);
-    if (!vwc.isOk()) return vwc.status().withContext("reading " + configName_);
-    kube::Object updated = *vwc;
+    auto config = client_->get(r, "", name);
+    if (!config.isOk()) return config.status().withContext("reading " + what);
+    kube::Object updated = *config;
     bool changed = false;
     for (auto& w : updated["webhooks"]) {
       if (w["clientConfig"].value("caBundle", "") != encoded) {
@@ -110,12 +115,22 @@ StatusOr<bool> WebhookConfigCaBundlePatcher::patchCaBundle(const std::string& ca
     }
     if (!changed) return Status::ok();
     auto written = client_->update(r, updated);
-    if (!written.isOk()) return written.status().withContext("updating " + configName_);
+    if (!written.isOk()) return written.status().withContext("updating " + what);
     wrote = true;
     return Status::ok();
   });
   if (!s.isOk()) return s;
   return wrote;
+}
+
+StatusOr<bool> WebhookConfigCaBundlePatcher::patchCaBundle(const std::string& caBundlePem) {
+  const std::string encoded = kube::base64Encode(caBundlePem);
+  auto validating =
+      patchOne(kube::resources::kValidatingWebhookConfigurations, configName_, encoded);
+  if (!validating.isOk() || mutatingConfigName_.empty()) return validating;
+  auto mutating = patchOne(kMutatingWebhookConfigurations, mutatingConfigName_, encoded);
+  if (!mutating.isOk()) return mutating.status();
+  return *validating || *mutating;
 }
 
 }  // namespace lockstep::webhooks

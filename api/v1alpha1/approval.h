@@ -21,9 +21,10 @@
 
 namespace lockstep::api::v1alpha1 {
 
-// The creator of a release: set by the user on CREATE (or by a client such as
-// `kubectl`, `lockstep` or Argo CD on their behalf); the webhook refuses a
-// CREATE whose value is not the requesting user and any UPDATE that changes it.
+// The creator of a release: set on CREATE by the mutating webhook from the
+// request's userInfo (webhooks/admission/creator_patch.h); a value the client
+// wrote is left alone, and the validating webhook refuses a CREATE whose value
+// is not the requesting user and any UPDATE that changes it.
 inline constexpr const char* kCreatedByAnnotation = "lockstep.dev/created-by";
 
 inline constexpr int kMaxApprovers = 10;
@@ -32,7 +33,7 @@ struct ApprovalPolicy {
   bool manual = false;
   int minApprovers = 1;
   bool allowSelfApproval = false;
-  bool objectForm = false;  // written as {policy: ...} (the creator must be recorded)
+  bool objectForm = false;  // written as {policy: ...}
 };
 
 // Decodes `stage.approval` (absent: Automatic). On bad input returns an error

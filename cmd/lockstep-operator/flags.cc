@@ -36,6 +36,9 @@ std::vector<FlagSpec> operatorFlagSpecs(const std::string& podNamespace) {
       {"webhook-service", "lockstep", "Service name the serving certificate is issued for"},
       {"webhook-config", "",
        "ValidatingWebhookConfiguration whose caBundle the operator keeps (self mode)"},
+      {"mutating-webhook-config", "",
+       "MutatingWebhookConfiguration (the ModelRelease creator webhook) whose caBundle the "
+       "operator keeps too (self mode, with --webhook-config)"},
       {"webhook-ip", "",
        "extra IP SAN for the serving certificate (e.g. 127.0.0.1 for local runs)"},
       {"cert-mode",

@@ -155,6 +155,7 @@ int main(int argc, char** argv) {
   lw::FanoutRecorder recorder{&promRecorder, &logRecorder};
   lw::PodWebhook podWebhook(envs, modes, recorder, manager.clock());
   lw::ModelReleaseWebhook releaseWebhook(envs, authorizer, recorder, manager.clock());
+  lw::ModelReleaseCreatorWebhook creatorWebhook(recorder, manager.clock());
 
   lw::ServerOptions so;
   so.address = bind;
@@ -164,6 +165,7 @@ int main(int argc, char** argv) {
   auto webhooks = std::make_shared<lw::WebhookServer>(so, manager.clock());
   webhooks->mount(podWebhook);
   webhooks->mount(releaseWebhook);
+  webhooks->mount(creatorWebhook);
   webhooks->setPortFile(flags.get("port-file"));
 
   // Serving certificate: the first one now (a failure is a setup error), then
@@ -175,12 +177,15 @@ int main(int argc, char** argv) {
   if (flags.get("cert-mode") == "self") {
     store = std::make_unique<lw::SecretCertStore>(*client, ns, flags.get("cert-secret"));
     if (std::string vwc = flags.get("webhook-config"); !vwc.empty()) {
-      patcher = std::make_unique<lw::WebhookConfigCaBundlePatcher>(*client, vwc);
+      patcher = std::make_unique<lw::WebhookConfigCaBundlePatcher>(
+          *client, vwc, flags.get("mutating-webhook-config"));
     } else {
       // No webhook configuration to keep (local runs): the CA stays in the Secret only.
       patcher = std::make_unique<NoCaBundlePatcher>();
       spdlog::warn("--webhook-config not set: the CA bundle is kept in Secret {}/{} only", ns,
                    flags.get("cert-secret"));
+      if (!flags.get("mutating-webhook-config").empty())
+        return fail("--mutating-webhook-config needs --webhook-config");
     }
     lw::SelfManagedOptions smo;
     smo.service = flags.get("webhook-service");

@@ -1,7 +1,8 @@
-// lockstep-webhook-dev: serves both admission webhooks from in-memory lookups
-// (a JSON file; see webhooks/admission/static_lookups.h) over TLS, with a
-// self-signed CA generated at start (written to --ca-out for the caBundle) or
-// a mounted certificate pair (--cert-file/--key-file, reloaded on change).
+// lockstep-webhook-dev: serves the admission webhooks (pods, ModelReleases,
+// the ModelRelease creator) from in-memory lookups (a JSON file; see
+// webhooks/admission/static_lookups.h) over TLS, with a self-signed CA
+// generated at start (written to --ca-out for the caBundle) or a mounted
+// certificate pair (--cert-file/--key-file, reloaded on change).
 // For the benchmark and local cluster smoke tests. Flags and wiring only: the
 // server is the same WebhookServer Runnable the operator adds to its Manager.
 #include <fstream>
@@ -131,8 +132,10 @@ int main(int argc, char** argv) {
   lw::FanoutRecorder recorder{&prom, &logs};
   lw::PodWebhook pods(*lookups.envs, *lookups.namespaces, recorder, clock);
   lw::ModelReleaseWebhook releases(*lookups.envs, *lookups.authorizer, recorder, clock);
+  lw::ModelReleaseCreatorWebhook creator(recorder, clock);
   server->mount(pods);
   server->mount(releases);
+  server->mount(creator);
 
   std::unique_ptr<prometheus::Exposer> exposer;
   std::unique_ptr<lw::KubeTokenReviewer> tokenReviewer;

@@ -83,6 +83,60 @@ TEST(HelmChart, BothCertModesRenderObjectsTheApiServerAccepts) {
   kubectl({"delete", "namespace", ns, "--wait=false"});
 }
 
+// The ModelRelease creator webhook (docs/modelrelease.md "Approvals"): a
+// MutatingWebhookConfiguration for CREATE only, Fail, no side effects, never
+// reinvoked, matching exactly the namespaces the validating ModelRelease
+// webhook matches (cluster and namespaced install), certificate-managed alike.
+std::string dumped(const YAML::Node& n) { return n ? YAML::Dump(n) : "<absent>"; }
+
+TEST(HelmChart, MutatingCreatorWebhookIsScopedLikeTheValidatingOne) {
+  for (const std::vector<std::string>& set :
+       {std::vector<std::string>{},
+        {"--set", "watchNamespaces={ml-a,ml-b}"},
+        {"--set", "webhook.certMode=file", "--set", "webhook.certSecretName=lockstep-tls"}}) {
+    std::vector<std::string> args = {"template",
+                                     "lockstep",
+                                     kChart,
+                                     "--namespace",
+                                     "lockstep-system",
+                                     "--show-only",
+                                     "templates/webhooks.yaml"};
+    args.insert(args.end(), set.begin(), set.end());
+    auto rendered = helm(args);
+    ASSERT_EQ(rendered.exitCode, 0) << rendered.err;
+    YAML::Node validating, mutating;
+    for (const YAML::Node& doc : YAML::LoadAll(rendered.out)) {
+      if (!doc["kind"]) continue;
+      if (doc["kind"].as<std::string>() == "ValidatingWebhookConfiguration") validating = doc;
+      if (doc["kind"].as<std::string>() == "MutatingWebhookConfiguration") mutating = doc;
+    }
+    ASSERT_TRUE(validating && mutating) << rendered.out;
+    EXPECT_EQ(mutating["metadata"]["name"].as<std::string>(), "lockstep");
+    ASSERT_EQ(mutating["webhooks"].size(), 1u);
+    const YAML::Node w = mutating["webhooks"][0];
+    EXPECT_EQ(w["name"].as<std::string>(), "creator.modelreleases.lockstep.dev");
+    EXPECT_EQ(w["failurePolicy"].as<std::string>(), "Fail");
+    EXPECT_EQ(w["sideEffects"].as<std::string>(), "None");
+    EXPECT_EQ(w["reinvocationPolicy"].as<std::string>(), "Never");
+    EXPECT_EQ(w["clientConfig"]["service"]["path"].as<std::string>(), "/mutate/modelreleases");
+    ASSERT_EQ(w["rules"].size(), 1u);
+    EXPECT_EQ(w["rules"][0]["operations"].as<std::vector<std::string>>(),
+              std::vector<std::string>{"CREATE"});
+    EXPECT_EQ(w["rules"][0]["resources"].as<std::vector<std::string>>(),
+              std::vector<std::string>{"modelreleases"});
+    EXPECT_EQ(w["rules"][0]["apiGroups"][0].as<std::string>(), "lockstep.dev");
+    YAML::Node releases;
+    for (const YAML::Node& v : validating["webhooks"]) {
+      if (v["name"].as<std::string>() == "modelreleases.lockstep.dev") releases = v;
+    }
+    ASSERT_TRUE(releases);
+    EXPECT_EQ(dumped(w["namespaceSelector"]), dumped(releases["namespaceSelector"]));
+    EXPECT_EQ(dumped(w["matchConditions"]), dumped(releases["matchConditions"]));
+    EXPECT_EQ(dumped(mutating["metadata"]["annotations"]),
+              dumped(validating["metadata"]["annotations"]));
+  }
+}
+
 // Issue 22: the chart has no default image (none exists before a push): the repository and
 // a well-formed digest are required, and the Deployment runs exactly repository@digest.
 TEST(HelmChart, ImageIsRequiredAndPinnedByDigest) {

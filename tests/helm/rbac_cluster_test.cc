@@ -121,6 +121,12 @@ TEST_F(OperatorAccount, IsDeniedWhatTheCodeNeverDoes) {
   EXPECT_FALSE(operatorCan({"update", "validatingwebhookconfigurations/other-webhook"}));
   EXPECT_FALSE(operatorCan({"list", "validatingwebhookconfigurations"}));
   EXPECT_FALSE(operatorCan({"create", "mutatingwebhookconfigurations"}));
+  EXPECT_FALSE(operatorCan({"patch", "mutatingwebhookconfigurations/other-webhook"}));
+  EXPECT_FALSE(operatorCan({"update", "mutatingwebhookconfigurations/other-webhook"}));
+  EXPECT_FALSE(operatorCan({"list", "mutatingwebhookconfigurations"}));
+  // The caBundle upkeep reads and updates; it never patches or deletes.
+  EXPECT_FALSE(operatorCan({"patch", "mutatingwebhookconfigurations/lockstep"}));
+  EXPECT_FALSE(operatorCan({"delete", "mutatingwebhookconfigurations/lockstep"}));
   // Pods: read (gate Jobs' pods), never written directly.
   EXPECT_FALSE(operatorCan({"create", "pods", "-n", other}));
   EXPECT_FALSE(operatorCan({"create", "pods", "-n", "kube-system"}));
@@ -136,6 +142,8 @@ TEST_F(OperatorAccount, IsDeniedWhatTheCodeNeverDoes) {
       operatorCan({"patch", "runtimeenvs.lockstep.dev", "--subresource=status", "-n", other}));
   EXPECT_TRUE(operatorCan({"get", "secrets/lockstep-webhook-tls", "-n", kOperatorNamespace}));
   EXPECT_TRUE(operatorCan({"update", "validatingwebhookconfigurations/lockstep"}));
+  EXPECT_TRUE(operatorCan({"update", "mutatingwebhookconfigurations/lockstep"}));
+  EXPECT_TRUE(operatorCan({"get", "mutatingwebhookconfigurations/lockstep"}));
   EXPECT_TRUE(operatorCan({"update", "leases/lockstep-operator", "-n", kOperatorNamespace}));
 }
 

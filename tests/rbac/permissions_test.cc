@@ -24,6 +24,10 @@ TEST(Permissions, ClusterInstallGrantsWatchedRowsClusterWide) {
   EXPECT_TRUE(has(g, {"*", "lockstep.dev", "runtimeenvs/status", "patch", ""}));
   EXPECT_TRUE(has(g, {"*", "admissionregistration.k8s.io", "validatingwebhookconfigurations",
                       "update", "lockstep"}));
+  EXPECT_TRUE(has(g, {"*", "admissionregistration.k8s.io", "mutatingwebhookconfigurations",
+                      "update", "lockstep"}));
+  EXPECT_FALSE(
+      has(g, {"*", "admissionregistration.k8s.io", "mutatingwebhookconfigurations", "update", ""}));
   EXPECT_TRUE(has(g, {"lockstep-system", "", "secrets", "get", "lockstep-webhook-tls"}));
   EXPECT_TRUE(
       has(g, {"lockstep-system", "coordination.k8s.io", "leases", "update", "lockstep-operator"}));
@@ -45,6 +49,7 @@ TEST(Permissions, NamespacedInstallGrantsWatchedRowsPerNamespace) {
     if (x.where == "*") {
       EXPECT_TRUE(x.resource == "nodes" || x.resource == "namespaces" ||
                   x.resource == "validatingwebhookconfigurations" ||
+                  x.resource == "mutatingwebhookconfigurations" ||
                   x.resource == "subjectaccessreviews" || x.resource == "tokenreviews")
           << toString(x);
     }

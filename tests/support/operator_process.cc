@@ -87,17 +87,19 @@ void OperatorProcess::installClusterPieces(int webhookPort) {
     for (const auto& o : renderChart(t))
       mustKubectl({"apply", "-n", kOperatorNamespace, "-f", "-"}, o.dump());
   }
-  for (auto vwc : renderChart("templates/webhooks.yaml")) {
-    for (auto& w : vwc["webhooks"]) {
+  // The Validating- and the MutatingWebhookConfiguration.
+  for (auto config : renderChart("templates/webhooks.yaml")) {
+    for (auto& w : config["webhooks"]) {
       std::string path = w["clientConfig"]["service"]["path"];
       w["clientConfig"] = {{"url", "https://127.0.0.1:" + std::to_string(webhookPort) + path}};
     }
-    mustKubectl({"apply", "-f", "-"}, vwc.dump());
+    mustKubectl({"apply", "-f", "-"}, config.dump());
   }
 }
 
 void OperatorProcess::uninstallWebhooks() {
   kubectl({"delete", "validatingwebhookconfiguration", kReleaseName, "--ignore-not-found"});
+  kubectl({"delete", "mutatingwebhookconfiguration", kReleaseName, "--ignore-not-found"});
 }
 
 std::string OperatorProcess::start(const std::vector<std::string>& extraArgs) {
@@ -132,6 +134,7 @@ std::string OperatorProcess::start(const std::vector<std::string>& extraArgs) {
                                    "--webhook-ip=127.0.0.1",
                                    "--webhook-service=" + std::string(kReleaseName),
                                    "--webhook-config=" + std::string(kReleaseName),
+                                   "--mutating-webhook-config=" + std::string(kReleaseName),
                                    "--port-file=" + dir_ + "/port",
                                    "--leader-elect",
                                    "--log-format=json"};
@@ -158,12 +161,17 @@ std::string OperatorProcess::start(const std::vector<std::string>& extraArgs) {
       std::chrono::seconds(60));
   if (pid_ < 0) return "operator exited:\n" + log();
   if (!up) return "operator did not start serving:\n" + log();
-  // The API server must see the caBundle the operator patched in.
+  // The API server must see the caBundle the operator patched in, in both configurations.
   bool patched = eventually(
       [&] {
-        json vwc = kubectlJson({"get", "validatingwebhookconfiguration", kReleaseName});
-        return !vwc.is_discarded() &&
-               !vwc["webhooks"][0]["clientConfig"].value("caBundle", "").empty();
+        for (const char* kind :
+             {"validatingwebhookconfiguration", "mutatingwebhookconfiguration"}) {
+          json config = kubectlJson({"get", kind, kReleaseName});
+          if (config.is_discarded() ||
+              config["webhooks"][0]["clientConfig"].value("caBundle", "").empty())
+            return false;
+        }
+        return true;
       },
       std::chrono::seconds(30));
   if (!patched) return "caBundle never patched:\n" + log();

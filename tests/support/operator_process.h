@@ -1,9 +1,10 @@
 // Runs the real lockstep-operator binary against the test cluster the way the
-// Helm chart deploys it: CRDs applied, the chart's RBAC and webhook
-// configuration rendered by helm (clientConfig switched from the Service to
-// https://127.0.0.1:<port>, since a Service cannot reach loopback), and the
-// operator authenticating as the chart's ServiceAccount (a token from the
-// TokenRequest API), so least-privilege RBAC is exercised for real.
+// Helm chart deploys it: CRDs applied, the chart's RBAC and both webhook
+// configurations (validating and mutating) rendered by helm (clientConfig
+// switched from the Service to https://127.0.0.1:<port>, since a Service
+// cannot reach loopback), and the operator authenticating as the chart's
+// ServiceAccount (a token from the TokenRequest API), so least-privilege RBAC
+// is exercised for real.
 // Thread-safety: test-body use only.
 #pragma once
 
@@ -27,9 +28,9 @@ class OperatorProcess {
   OperatorProcess(const OperatorProcess&) = delete;
   OperatorProcess& operator=(const OperatorProcess&) = delete;
 
-  // Installs CRDs, namespace, RBAC and webhook configuration (once per process).
+  // Installs CRDs, namespace, RBAC and both webhook configurations (once per process).
   static void installClusterPieces(int webhookPort);
-  // Deletes the webhook configuration (so a stopped operator cannot block other tests).
+  // Deletes the webhook configurations (so a stopped operator cannot block other tests).
   static void uninstallWebhooks();
 
   // Starts the operator and waits until its webhook is serving. Empty on success,

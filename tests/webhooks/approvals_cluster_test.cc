@@ -216,6 +216,52 @@ TEST_F(ApprovalsClusterTest, TheCreatorCannotApproveAnotherApproverCan) {
   EXPECT_EQ(stageOf(mr, "ci")["approvedGeneration"], mr["metadata"]["generation"]);
 }
 
+TEST_F(ApprovalsClusterTest, TheMutatingWebhookRecordsTheCreatorWhoCannotApprove) {
+  json ci = gate("ci");
+  ci["approval"] = "Manual";
+  // alice writes no creator: the mutating webhook records her from userInfo.
+  json mr = manifest("recorded", json::array({gate("eval"), ci}), "");
+  ASSERT_FALSE(mr["metadata"].contains("annotations"));
+  auto r = as("alice", {"create", "-f", "-"}, mr.dump());
+  ASSERT_EQ(r.exitCode, 0) << r.err;
+  EXPECT_EQ(r.err.find("records no creator"), std::string::npos) << r.err;
+  json stored = release("recorded");
+  EXPECT_EQ(stored["metadata"]["annotations"].value("lockstep.dev/created-by", ""), "alice")
+      << stored["metadata"].dump(2);
+  waitStage("recorded", "ci", "WaitingForApproval");
+  // alice holds the approve verb, but created the release.
+  r = as("alice", {"annotate", "mr", "recorded", "approve.lockstep.dev/ci=alice"});
+  EXPECT_NE(r.exitCode, 0);
+  EXPECT_NE(r.err.find("user \"alice\" created this release and cannot approve it (separation "
+                       "of duties)"),
+            std::string::npos)
+      << r.err;
+  r = as("dave", {"annotate", "mr", "recorded", "approve.lockstep.dev/ci=dave"});
+  ASSERT_EQ(r.exitCode, 0) << r.err;
+  ASSERT_TRUE(eventually([&] {
+    stored = release("recorded");
+    return stored["status"].value("phase", "") == "Validated";
+  })) << stored.dump(2);
+  EXPECT_EQ(stageOf(stored, "ci")["approvedBy"], "dave");
+
+  // Server-side apply (Argo CD, Flux): the creator is recorded on the first
+  // apply (next to the manifest's own annotations: the patch's key escaped,
+  // lockstep.dev~1created-by) and kept by the next one, whose manifest does
+  // not carry it.
+  json applied = manifest("applied", json::array({gate("eval")}), "");
+  applied["metadata"]["annotations"]["team.example/owner"] = "ml";
+  r = as("dave", {"apply", "--server-side", "--field-manager=gitops", "-f", "-"}, applied.dump());
+  ASSERT_EQ(r.exitCode, 0) << r.err;
+  applied["metadata"]["labels"]["team"] = "ml";
+  r = as("dave", {"apply", "--server-side", "--field-manager=gitops", "-f", "-"}, applied.dump());
+  ASSERT_EQ(r.exitCode, 0) << r.err;
+  stored = release("applied");
+  EXPECT_EQ(stored["metadata"]["labels"].value("team", ""), "ml");
+  EXPECT_EQ(stored["metadata"]["annotations"].value("lockstep.dev/created-by", ""), "dave")
+      << stored["metadata"].dump(2);
+  EXPECT_EQ(stored["metadata"]["annotations"].value("team.example/owner", ""), "ml");
+}
+
 TEST_F(ApprovalsClusterTest, MinApproversTwoNeedsTwoDistinctUsers) {
   json ci = gate("ci");
   ci["approval"] = {{"policy", "Manual"}, {"minApprovers", 2}};
@@ -306,8 +352,11 @@ TEST_F(ApprovalsClusterTest, AManualServingStageWaitsBeforeItsCanary) {
   ASSERT_TRUE(eventually([&] {
     return kubectl({"get", "deployment", "served-canary", "-n", ns_}).exitCode == 0;
   })) << release("served").dump(2);
-  mr = release("served");
-  EXPECT_EQ(stageOf(mr, "prod")["approvedBy"], "alice");
+  // The status write follows the canary's apply in the same reconcile.
+  EXPECT_TRUE(eventually([&] {
+    mr = release("served");
+    return stageOf(mr, "prod").value("approvedBy", "") == "alice";
+  })) << mr["status"].dump(2);
 }
 
 }  // namespace

@@ -41,15 +41,18 @@ json secretData() {
   return s.is_discarded() ? json::object() : s.value("data", json::object());
 }
 
-// Every webhook's caBundle, decoded; "" when any is missing or they differ.
+// Every webhook's caBundle in both configurations (validating and mutating),
+// decoded; "" when any is missing or they differ.
 std::string publishedCaBundle() {
-  json vwc = kubectlJson({"get", "validatingwebhookconfiguration", kReleaseName});
-  if (vwc.is_discarded()) return "";
   std::string first;
-  for (size_t i = 0; i < vwc["webhooks"].size(); ++i) {
-    std::string b = decode(vwc["webhooks"][i]["clientConfig"], "caBundle");
-    if (b.empty() || (i > 0 && b != first)) return "";
-    first = b;
+  for (const char* kind : {"validatingwebhookconfiguration", "mutatingwebhookconfiguration"}) {
+    json config = kubectlJson({"get", kind, kReleaseName});
+    if (config.is_discarded()) return "";
+    for (const json& w : config["webhooks"]) {
+      std::string b = decode(w["clientConfig"], "caBundle");
+      if (b.empty() || (!first.empty() && b != first)) return "";
+      first = b;
+    }
   }
   return first;
 }

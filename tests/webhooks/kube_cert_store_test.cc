@@ -18,6 +18,8 @@ constexpr const char* kSecretPath = "/api/v1/namespaces/lockstep-system/secrets/
 constexpr const char* kSecretsPath = "/api/v1/namespaces/lockstep-system/secrets";
 constexpr const char* kVwcPath =
     "/apis/admissionregistration.k8s.io/v1/validatingwebhookconfigurations/lockstep";
+constexpr const char* kMwcPath =
+    "/apis/admissionregistration.k8s.io/v1/mutatingwebhookconfigurations/lockstep";
 
 json secret(const std::string& rv, const json& data,
             const std::string& type = "kubernetes.io/tls") {
@@ -234,6 +236,48 @@ TEST_F(CaBundlePatcherTest, MissingConfigurationIsNotFoundAndNamed) {
   EXPECT_EQ(wrote.status().code(), Code::kNotFound);
   EXPECT_NE(wrote.status().toString().find("lockstep"), std::string::npos);
   EXPECT_EQ(transport_->requestCount(), 1u);
+}
+
+// --mutating-webhook-config: the MutatingWebhookConfiguration gets the same
+// caBundle, read first and written only where it differs.
+TEST_F(CaBundlePatcherTest, TheMutatingConfigurationIsKeptToo) {
+  WebhookConfigCaBundlePatcher both{std::make_shared<kube::Client>(transport_), "lockstep",
+                                    "lockstep"};
+  const std::string enc = kube::base64Encode(pem_);
+  json mwc = vwc("20", {""});
+  mwc["kind"] = "MutatingWebhookConfiguration";
+  json mwcAfter = vwc("21", {enc});
+  mwcAfter["kind"] = "MutatingWebhookConfiguration";
+  transport_->push(FakeTransport::ok(vwc("10", {enc})));  // validating: already right
+  transport_->push(FakeTransport::ok(mwc));
+  transport_->push(FakeTransport::ok(mwcAfter));
+  auto wrote = both.patchCaBundle(pem_);
+  ASSERT_TRUE(wrote.isOk()) << wrote.status().toString();
+  EXPECT_TRUE(*wrote);
+  auto reqs = transport_->requests();
+  ASSERT_EQ(reqs.size(), 3u);
+  EXPECT_EQ(reqs[0].path, kVwcPath);
+  EXPECT_EQ(reqs[1].method, "GET");
+  EXPECT_EQ(reqs[1].path, kMwcPath);
+  EXPECT_EQ(reqs[2].method, "PUT");
+  EXPECT_EQ(reqs[2].path, kMwcPath);
+  json body = json::parse(reqs[2].body);
+  EXPECT_EQ(body["metadata"]["resourceVersion"], "20");
+  EXPECT_EQ(body["webhooks"][0]["clientConfig"]["caBundle"], enc);
+
+  // Both right: two reads, no write. A missing mutating configuration is named.
+  transport_->push(FakeTransport::ok(vwc("10", {enc})));
+  transport_->push(FakeTransport::ok(mwcAfter));
+  auto again = both.patchCaBundle(pem_);
+  ASSERT_TRUE(again.isOk());
+  EXPECT_FALSE(*again);
+  transport_->push(FakeTransport::ok(vwc("10", {enc})));
+  transport_->push(FakeTransport::status(404, "NotFound", "not found"));
+  auto missing = both.patchCaBundle(pem_);
+  EXPECT_EQ(missing.status().code(), Code::kNotFound);
+  EXPECT_NE(missing.status().toString().find("MutatingWebhookConfiguration lockstep"),
+            std::string::npos)
+      << missing.status().toString();
 }
 
 }  // namespace

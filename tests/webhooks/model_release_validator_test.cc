@@ -582,8 +582,9 @@ std::vector<ActionCase> actionCases() {
        {"value \"bob\" must be your own user name"}},
       {"removing an approval is not an action", waiting().json(),
        waiting().approvedBy("ci", "bob").json()},
+      // As the API server sends it: the mutating webhook recorded the creator.
       {"approval on CREATE checked",
-       waiting().approvedBy("ci", "alice").json(),
+       waiting().approvedBy("ci", "alice").annotate("lockstep.dev/created-by", "alice").json(),
        nullptr,
        {{"approve", Access::kDenied}},
        {"approve"},

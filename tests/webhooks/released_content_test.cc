@@ -214,20 +214,45 @@ TEST(ReleaseApprovals, SecondApproverUsesTheNextSlotAndMustBeAnotherUser) {
   EXPECT_EQ(review(slot, &old, "bob").decision, Decision::kDenied);
 }
 
-TEST(ReleaseApprovals, PolicyObjectNeedsTheCreatorRecorded) {
+TEST(ReleaseApprovals, AManualStageNeedsTheCreatorRecordedOnCreate) {
+  // Without the mutating webhook's annotation (not installed), in both forms.
+  for (const json& approval : {json("Manual"), json{{"policy", "Manual"}, {"minApprovers", 2}}}) {
+    json r = ReleaseBuilder().gate("ci").json();
+    r["spec"]["stages"][0]["approval"] = approval;
+    Verdict v = review(r, nullptr, "carol");
+    EXPECT_EQ(v.decision, Decision::kDenied) << approval;
+    EXPECT_NE(
+        v.message.find("spec.stages[0].approval: Manual, but the release records no "
+                       "creator: metadata.annotations[\"lockstep.dev/created-by\"] is set "
+                       "on CREATE by the mutating webhook creator.modelreleases.lockstep.dev"),
+        std::string::npos)
+        << v.message;
+    r["metadata"]["annotations"]["lockstep.dev/created-by"] = "carol";
+    EXPECT_NE(review(r, nullptr, "carol").decision, Decision::kDenied);
+  }
+  // Automatic stages need no creator.
+  EXPECT_NE(review(ReleaseBuilder().gate("ci").json(), nullptr, "carol").decision,
+            Decision::kDenied);
   json r = ReleaseBuilder().gate("ci").json();
   r["spec"]["stages"][0]["approval"] = {{"policy", "Manual"}, {"minApprovers", 2}};
-  Verdict v = review(r, nullptr, "carol");
-  EXPECT_EQ(v.decision, Decision::kDenied);
-  EXPECT_NE(v.message.find("spec.stages[0].approval: a stage with an approval policy needs the "
-                           "release's creator recorded"),
-            std::string::npos)
-      << v.message;
   r["metadata"]["annotations"]["lockstep.dev/created-by"] = "carol";
-  EXPECT_NE(review(r, nullptr, "carol").decision, Decision::kDenied);
   r["spec"]["stages"][0]["approval"] = {{"policy", "Manual"}, {"minApprovers", 0}};
   EXPECT_NE(review(r, nullptr, "carol").message.find("spec.stages[0].approval.minApprovers"),
             std::string::npos);
+}
+
+TEST(ReleaseApprovals, AReleaseCreatedBeforeCreatorsWereRecordedIsWarnedOnUpdate) {
+  // No annotation on the stored object: created before the mutating webhook.
+  json old = withPhase(ReleaseBuilder().gate("ci").json(), "Pending");
+  json now = old;
+  now["spec"]["stages"][0]["approval"] = "Manual";
+  Verdict v = review(now, &old, "bob");
+  EXPECT_NE(v.decision, Decision::kDenied) << v.message;
+  ASSERT_EQ(v.warnings.size(), 1u);
+  EXPECT_NE(v.warnings[0].find("spec.stages[0].approval: Manual, but the release records no "
+                               "creator (created before Lockstep recorded"),
+            std::string::npos)
+      << v.warnings[0];
 }
 
 TEST(ReleaseApprovals, AnApprovalNeverOutlivesTheContentItApproved) {

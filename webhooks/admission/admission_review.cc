@@ -2,6 +2,9 @@
 
 #include <simdjson.h>
 
+#include <algorithm>
+#include <cstdint>
+
 #include "webhooks/admission/json_access.h"
 
 namespace lockstep::webhooks {
@@ -219,7 +222,7 @@ StatusOr<AdmissionRequest> decodeAdmissionReview(std::string_view body,
 
 std::string encodeAdmissionReview(const AdmissionResponse& r) {
   if (r.allowed && r.code == 0 && r.message.empty() && r.warnings.empty() &&
-      r.auditAnnotations.empty()) {
+      r.auditAnnotations.empty() && r.patch.empty()) {
     // The answer to almost every request, written without a DOM: the same
     // bytes as below (nlohmann writes members in key order).
     std::string out = R"({"apiVersion":"admission.k8s.io/v1","kind":"AdmissionReview",)"
@@ -249,9 +252,31 @@ std::string encodeAdmissionReview(const AdmissionResponse& r) {
     for (const auto& [k, v] : r.auditAnnotations) annotations[k] = truncate(v, kMaxMessageBytes);
     response["auditAnnotations"] = std::move(annotations);
   }
+  if (!r.patch.empty()) {
+    response["patchType"] = "JSONPatch";
+    response["patch"] = base64(r.patch);
+  }
   json review = {{"apiVersion", kApiVersion}, {"kind", kKind}, {"response", std::move(response)}};
   // Input strings may carry invalid UTF-8: replace rather than throw.
   return review.dump(-1, ' ', false, json::error_handler_t::replace);
+}
+
+std::string base64(std::string_view bytes) {
+  static constexpr char kAlphabet[] =
+      "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+  std::string out;
+  out.reserve((bytes.size() + 2) / 3 * 4);
+  for (std::size_t i = 0; i < bytes.size(); i += 3) {
+    const std::size_t n = std::min<std::size_t>(3, bytes.size() - i);
+    uint32_t v = static_cast<uint32_t>(static_cast<unsigned char>(bytes[i])) << 16;
+    if (n > 1) v |= static_cast<uint32_t>(static_cast<unsigned char>(bytes[i + 1])) << 8;
+    if (n > 2) v |= static_cast<uint32_t>(static_cast<unsigned char>(bytes[i + 2]));
+    out += kAlphabet[(v >> 18) & 63];
+    out += kAlphabet[(v >> 12) & 63];
+    out += n > 1 ? kAlphabet[(v >> 6) & 63] : '=';
+    out += n > 2 ? kAlphabet[v & 63] : '=';
+  }
+  return out;
 }
 
 AdmissionResponse responseFromVerdict(std::string uid, const Verdict& v) {
@@ -259,6 +284,7 @@ AdmissionResponse responseFromVerdict(std::string uid, const Verdict& v) {
   r.uid = std::move(uid);
   r.allowed = v.allowed();
   r.warnings = v.warnings;
+  if (r.allowed) r.patch = v.patch;
   if (!r.allowed) {
     r.code = v.code;
     r.reason = v.reason;

@@ -63,6 +63,9 @@ struct AdmissionResponse {
   std::string message;  // status.message
   std::vector<std::string> warnings;
   std::map<std::string, std::string> auditAnnotations;
+  // A JSON Patch (RFC 6902) document for the API server to apply (mutating
+  // webhooks); "" = none. Encoded as patchType JSONPatch, patch base64.
+  std::string patch;
 };
 
 // Which parts of request.object / oldObject to keep, as JSON: an object whose
@@ -85,6 +88,10 @@ StatusOr<AdmissionRequest> decodeAdmissionReview(std::string_view body,
 
 // Builds the response AdmissionReview (apiVersion/kind echo v1, uid echoed).
 std::string encodeAdmissionReview(const AdmissionResponse& response);
+
+// Standard base64 (RFC 4648 section 4, with padding) of `bytes`: the
+// encoding of AdmissionResponse.patch.
+std::string base64(std::string_view bytes);
 
 // Maps a validator verdict to a response for `uid`.
 AdmissionResponse responseFromVerdict(std::string uid, const Verdict& verdict);

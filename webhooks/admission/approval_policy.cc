@@ -96,17 +96,20 @@ void checkApprovalRules(const ModelReleaseReview& r, std::vector<std::string>& i
     for (const StagePolicy& p : policies) {
       if (!p.decoded || !p.policy.manual) continue;
       const std::string where = "spec.stages[" + std::to_string(p.index) + "].approval";
-      if (p.policy.objectForm && !update) {
+      if (!update) {
+        // The mutating webhook records the creator of every new release.
         invalid.push_back(where +
-                          ": a stage with an approval policy needs the release's creator "
-                          "recorded: set " +
-                          createdByPath() + " to your user name " + quote(r.user.username) +
-                          " (separation of duties)");
-      } else if (!p.policy.objectForm) {
-        warnings.push_back("lockstep: " + where + ": Manual, but the release records no creator (" +
-                           createdByPath() +
-                           "), so its creator is not kept from approving it; set it to your user "
-                           "name to separate duties");
+                          ": Manual, but the release records no creator: " + createdByPath() +
+                          " is set on CREATE by the mutating webhook "
+                          "creator.modelreleases.lockstep.dev (is the chart's "
+                          "MutatingWebhookConfiguration installed?); or set it to your user name " +
+                          quote(r.user.username) + " (separation of duties)");
+      } else {
+        // A release created before Lockstep recorded creators.
+        warnings.push_back("lockstep: " + where +
+                           ": Manual, but the release records no creator (created before "
+                           "Lockstep recorded " +
+                           createdByPath() + "), so its creator is not kept from approving it");
       }
     }
   }

@@ -1,10 +1,11 @@
 // Separation of duties and approvals bound to content, as the ModelRelease
 // webhook enforces them (the rules are api/v1alpha1/approval.h and
 // docs/modelrelease.md "Approvals"):
-//  - lockstep.dev/created-by records the creator: on CREATE it must be the
-//    requesting user's name (or be absent: no creator is recorded); no UPDATE
-//    may add, change or remove it. A release with a stage written in the
-//    {policy: Manual, ...} form must record its creator.
+//  - lockstep.dev/created-by records the creator: the mutating webhook sets it
+//    on CREATE (creator_patch.h); a value the client wrote must be the
+//    requesting user's name; no UPDATE may add, change or remove it. A CREATE
+//    with a Manual stage must record its creator; an UPDATE of a release that
+//    records none (created before the mutating webhook) is warned.
 //  - Each stage's approval policy decodes (Automatic, Manual, or the object form).
 //  - An approval the write adds (approve.lockstep.dev/<stage>[.<k>]) is
 //    refused when its user created the release and the stage does not allow

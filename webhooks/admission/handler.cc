@@ -5,6 +5,7 @@
 #include <optional>
 
 #include "webhooks/admission/admission_review.h"
+#include "webhooks/admission/creator_patch.h"
 #include "webhooks/admission/json_access.h"
 #include "webhooks/admission/model_release_validator.h"
 #include "webhooks/admission/pod_validator.h"
@@ -108,6 +109,31 @@ HttpReply ModelReleaseWebhook::handle(std::string_view body) {
     for (const std::string& verb : verbsToAuthorize(review))
       review.access.emplace(verb, authorizer_.authorize(accessRequestFor(review, verb)));
     return validateModelRelease(review);
+  });
+}
+
+HttpReply ModelReleaseCreatorWebhook::handle(std::string_view body) {
+  // The mask keeps what the patch depends on (whether metadata and its
+  // annotations exist, the creator annotation) and generateName for the log.
+  static const FieldMask mask = {{"metadata", {{"annotations", true}, {"generateName", true}}}};
+  return serve(name(), body, &mask, recorder_, clock_, [](const AdmissionRequest& req) {
+    Verdict v;
+    StatusOr<nlohmann::json> patch = creatorPatch(req);
+    if (!patch.isOk()) {
+      v.decision = Decision::kDenied;
+      v.code = 400;
+      v.reason = "BadRequest";
+      v.message = "lockstep: " + patch.status().message();
+      v.violations = {patch.status().message()};
+      return v;
+    }
+    v.checked = req.operation == Operation::kCreate;
+    if (!patch->empty()) {
+      v.patch = patch->dump();
+      // For the log: what was recorded (a user name, never object content).
+      v.message = "recorded the creator " + req.user.username;
+    }
+    return v;
   });
 }
 

@@ -18,6 +18,7 @@ namespace lockstep::webhooks {
 
 inline constexpr std::string_view kPodWebhookPath = "/validate/pods";
 inline constexpr std::string_view kModelReleaseWebhookPath = "/validate/modelreleases";
+inline constexpr std::string_view kModelReleaseMutatingWebhookPath = "/mutate/modelreleases";
 
 // An HTTP answer without an HTTP library.
 struct HttpReply {
@@ -29,7 +30,7 @@ struct HttpReply {
 class AdmissionWebhook {
  public:
   virtual ~AdmissionWebhook() = default;
-  // Metric label and log name: "pods" | "modelreleases".
+  // Metric label and log name: "pods" | "modelreleases" | "modelreleases-creator".
   virtual std::string_view name() const = 0;
   // URL path the API server posts to.
   virtual std::string_view path() const = 0;
@@ -69,6 +70,24 @@ class ModelReleaseWebhook final : public AdmissionWebhook {
  private:
   const RuntimeEnvLookup& envs_;
   const Authorizer& authorizer_;
+  AdmissionRecorder& recorder_;
+  const kube::Clock& clock_;
+};
+
+// The ModelRelease mutating webhook: on CREATE, records the requesting user
+// as the release's creator (creator_patch.h) with a JSON Patch; everything
+// else is allowed unchanged. Bad input (no object, a malformed metadata, no
+// user name) is refused with 400 BadRequest naming the field. No lookups, no
+// calls out.
+class ModelReleaseCreatorWebhook final : public AdmissionWebhook {
+ public:
+  ModelReleaseCreatorWebhook(AdmissionRecorder& recorder, const kube::Clock& clock)
+      : recorder_(recorder), clock_(clock) {}
+  std::string_view name() const override { return "modelreleases-creator"; }
+  std::string_view path() const override { return kModelReleaseMutatingWebhookPath; }
+  HttpReply handle(std::string_view body) override;
+
+ private:
   AdmissionRecorder& recorder_;
   const kube::Clock& clock_;
 };

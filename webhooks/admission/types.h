@@ -91,6 +91,7 @@ struct Verdict {
   std::vector<std::string> warnings;    // AdmissionReview warnings
   std::vector<std::string> violations;  // the individual problems, for tests and logs
   bool checked = false;                 // false when the policy did not apply to the object
+  std::string patch;  // a JSON Patch to apply when allowed (mutating webhooks); "" = none
 
   bool allowed() const { return decision != Decision::kDenied && decision != Decision::kError; }
 };

@@ -46,6 +46,16 @@ class ModelReleaseControllerTest : public ::testing::Test {
     return w_.createRelease(name, kPackage, stages);
   }
   json release(const std::string& name) { return w_.get("mr", name); }
+  // Approves `stage` as kApprover, who holds the chart's approver role in the
+  // test namespace: the creator (the admin user running kubectl, recorded by
+  // the mutating webhook) may not approve its own release.
+  CommandResult approve(const std::string& name, const std::string& stage) {
+    kubectl({"create", "rolebinding", "release-approver", "-n", ns_,
+             "--clusterrole=lockstep-release-approver", std::string("--user=") + kApprover});
+    return kubectl({"--as=" + std::string(kApprover), "annotate", "mr", name, "-n", ns_,
+                    "approve.lockstep.dev/" + stage + "=" + kApprover});
+  }
+  static constexpr const char* kApprover = "release-approver";
   json waitPhase(const std::string& name, const std::string& phase,
                  std::chrono::seconds timeout = std::chrono::seconds(90)) {
     return w_.waitPhase(name, phase, timeout);
@@ -186,10 +196,11 @@ TEST_F(ModelReleaseControllerTest, ManualApprovalWaitsAndAbortStopsARunningEval)
   EXPECT_EQ(jobs("gated")["items"].size(), 1u);
   std::string user = kubectl({"auth", "whoami", "-o", "jsonpath={.status.userInfo.username}"}).out;
   ASSERT_FALSE(user.empty());
-  auto r = kubectl({"annotate", "mr", "gated", "-n", ns_, "approve.lockstep.dev/ci=" + user});
+  EXPECT_EQ(release("gated")["metadata"]["annotations"].value("lockstep.dev/created-by", ""), user);
+  auto r = approve("gated", "ci");
   ASSERT_EQ(r.exitCode, 0) << r.err;
   mr = waitPhase("gated", "Validated");
-  EXPECT_EQ(stageOf(mr, "ci")["approvedBy"], user);
+  EXPECT_EQ(stageOf(mr, "ci")["approvedBy"], kApprover);
 
   // Abort while eval runs (a long Job).
   ASSERT_EQ(createRelease("stopme", json::array({gateStage("eval", "", "300s")})).exitCode, 0);
@@ -239,10 +250,8 @@ TEST_F(ModelReleaseControllerTest, KilledOperatorResumesWithOneJobPerStage) {
   // SIGKILL while waiting for approval.
   op()->stop(SIGKILL);
   ASSERT_EQ(op()->start(), "");
-  std::string user = kubectl({"auth", "whoami", "-o", "jsonpath={.status.userInfo.username}"}).out;
-  ASSERT_EQ(
-      kubectl({"annotate", "mr", "crash", "-n", ns_, "approve.lockstep.dev/ci=" + user}).exitCode,
-      0);
+  auto approved = approve("crash", "ci");
+  ASSERT_EQ(approved.exitCode, 0) << approved.err;
   mr = waitPhase("crash", "Validated");
   EXPECT_EQ(stageOf(mr, "eval")["metrics"]["accuracy"], 0.9);
   json j = jobs("crash");
