@@ -51,6 +51,7 @@ AnalysisField decodeAnalysis(const json& a) {
   out.min = decode::number(*p, "min");
   out.max = decode::number(*p, "max");
   out.interval = durationField(*p, "interval");
+  out.initialDelay = durationField(*p, "initialDelay");
   out.count = decode::integer(*p, "count", 0);
   out.failureLimit = decode::integer(*p, "failureLimit", 0);
   out.consecutiveErrorLimit = decode::integer(*p, "consecutiveErrorLimit", 4);
@@ -95,6 +96,12 @@ StatusOr<PrometheusAnalysis> analysisOf(const AnalysisField& a, const std::strin
       return Status(Code::kInvalidArgument, where + ".prometheus.interval " +
                                                 quote(a.interval.text) + " is not a duration");
     out.intervalSeconds = a.interval.value->count();
+  }
+  if (!a.initialDelay.text.empty()) {
+    if (!a.initialDelay.value || a.initialDelay.value->count() < 0)
+      return Status(Code::kInvalidArgument, where + ".prometheus.initialDelay " +
+                                                quote(a.initialDelay.text) + " is not a duration");
+    out.initialDelaySeconds = a.initialDelay.value->count();
   }
   out.count = static_cast<int>(a.count);
   out.failureLimit = static_cast<int>(a.failureLimit);

@@ -108,6 +108,7 @@ struct AnalysisField {
   std::optional<double> min;
   std::optional<double> max;
   DurationField interval;
+  DurationField initialDelay;
   int64_t count = 0;  // 0: derived from the step's pause
   int64_t failureLimit = 0;
   int64_t consecutiveErrorLimit = 4;  // Argo Rollouts' DefaultConsecutiveErrorLimit
@@ -239,6 +240,10 @@ struct PrometheusAnalysis {
   std::string address, query;
   std::optional<double> min, max;
   int64_t intervalSeconds = 30;
+  // Argo Rollouts' initialDelay: no measurement before weightReachedAt + this.
+  // A query over a range window ([1m]) needs it to cover the window plus one
+  // scrape interval, or it measures series of pods that are not the canary's.
+  int64_t initialDelaySeconds = 0;
   int count = 0;  // 0: derived (see effectiveCount in prod/analysis.h)
   int failureLimit = 0;
   int consecutiveErrorLimit = 4;  // Argo Rollouts' DefaultConsecutiveErrorLimit

@@ -4,6 +4,7 @@
 #include <set>
 #include <sstream>
 
+#include "api/v1alpha1/approval.h"
 #include "webhooks/admission/release_actions.h"
 
 namespace lockstep::cli {
@@ -71,8 +72,26 @@ const json* specStage(const json& release, const std::string& stage) {
   return nullptr;
 }
 
+namespace v1 = lockstep::api::v1alpha1;
+
+// The stage's approval policy, in either form ("Manual" or {policy: Manual,
+// minApprovers: N, ...}); a malformed one reads as Automatic (the webhook
+// refuses it on write).
+v1::ApprovalPolicy approvalPolicy(const json& release, const std::string& stage) {
+  v1::ApprovalPolicy policy;
+  const json* s = specStage(release, stage);
+  if (s == nullptr || v1::decodeApprovalPolicy(*s, "stage", policy)) return v1::ApprovalPolicy{};
+  return policy;
+}
+
 bool isManual(const json& release, const std::string& stage) {
-  return str(specStage(release, stage), {"approval"}) == "Manual";
+  return approvalPolicy(release, stage).manual;
+}
+
+// The key of approval slot `k` of `stage`: approve.lockstep.dev/<stage>[.<k>].
+std::string approvalSlot(const std::string& stage, int k) {
+  std::string key = lw::approveAnnotation(stage);
+  return k == 1 ? key : key + "." + std::to_string(k);
 }
 
 std::string annotation(const json& release, const std::string& key) {
@@ -210,9 +229,14 @@ std::string renderReleaseStatus(const json& release) {
     std::string approval;
     if (std::string by = str(s, {"approvedBy"}); !by.empty()) {
       approval = "approved by " + by;
-    } else if (isManual(release, name)) {
-      std::string requested = annotation(release, lw::approveAnnotation(name));
-      approval = requested.empty() ? "Manual" : "Manual (approved by " + requested + ", pending)";
+    } else if (v1::ApprovalPolicy policy = approvalPolicy(release, name); policy.manual) {
+      std::string users;
+      for (const v1::StageApproval& a : v1::stageApprovals(release, name))
+        if (!a.user.empty()) users += (users.empty() ? "" : ", ") + a.user;
+      approval = policy.minApprovers > 1
+                     ? "Manual (" + std::to_string(policy.minApprovers) + " approvers)"
+                     : "Manual";
+      if (!users.empty()) approval += " (approved by " + users + ", pending)";
     }
     const json* attempt = child(&s, "attempt");
     stages.push_back({name, stagePhase(release, name),
@@ -285,16 +309,39 @@ StatusOr<ActionPlan> planApproval(const json& release, const std::string& reques
   }
   ActionPlan plan;
   plan.stage = stage;
-  plan.annotation = lw::approveAnnotation(stage);
-  if (std::string by = annotation(release, plan.annotation); !by.empty()) {
-    if (by != user) {
-      return invalidArgument("stage " + quote(stage) + " of release " + id +
-                             " was already approved by " + quote(by) +
-                             "; the controller has not acted on it yet");
+  const v1::ApprovalPolicy policy = approvalPolicy(release, stage);
+  const std::vector<v1::StageApproval> approvals = v1::stageApprovals(release, stage);
+  for (const v1::StageApproval& a : approvals) {
+    if (a.user == user) {  // approved already (in any slot): nothing to write
+      plan.annotation = a.annotation;
+      plan.alreadyBy = user;
+      return plan;
     }
-    plan.alreadyBy = by;
   }
-  return plan;
+  // Separation of duties, said before the write the webhook would refuse.
+  if (!policy.allowSelfApproval && v1::releaseCreator(release) == user) {
+    return invalidArgument("stage " + quote(stage) + " of release " + id + " was created by " +
+                           quote(user) +
+                           ", who cannot approve it (approval.allowSelfApproval is false): "
+                           "another user must approve");
+  }
+  // The first free slot: approve.lockstep.dev/<stage>, then <stage>.2, <stage>.3, ...
+  std::set<std::string> taken;
+  for (const v1::StageApproval& a : approvals) taken.insert(a.annotation);
+  if (policy.minApprovers <= 1 && taken.count(approvalSlot(stage, 1)) > 0) {
+    return invalidArgument("stage " + quote(stage) + " of release " + id +
+                           " was already approved by " +
+                           quote(annotation(release, approvalSlot(stage, 1))) +
+                           "; the controller has not acted on it yet");
+  }
+  for (int k = 1; k <= v1::kMaxApprovers; ++k) {
+    if (taken.count(approvalSlot(stage, k)) == 0) {
+      plan.annotation = approvalSlot(stage, k);
+      return plan;
+    }
+  }
+  return invalidArgument("stage " + quote(stage) + " of release " + id + " has all " +
+                         std::to_string(v1::kMaxApprovers) + " approval slots taken");
 }
 
 StatusOr<ActionPlan> planAbort(const json& release) {

@@ -30,8 +30,12 @@ class Release {
             {"stages", nlohmann::json::array()}}}};
   }
   Release& stage(const std::string& name, bool manual = false) {
+    return stage(name, manual ? nlohmann::json("Manual") : nlohmann::json());
+  }
+  // A stage with `approval` as written ("Manual", {policy: Manual, minApprovers: 2}).
+  Release& stage(const std::string& name, nlohmann::json approval) {
     nlohmann::json s = {{"name", name}, {"gate", {{"template", nlohmann::json::object()}}}};
-    if (manual) s["approval"] = "Manual";
+    if (!approval.is_null()) s["approval"] = std::move(approval);
     r_["spec"]["stages"].push_back(s);
     return *this;
   }
@@ -192,7 +196,21 @@ struct ApprovalCase {
   std::string wantStage;  // "" = error
   std::string wantError;  // substring
   std::string alreadyBy = "";
+  std::string wantAnnotation = "";  // "" = approve.lockstep.dev/<wantStage>
 };
+
+// ci needs two approvers; `creator` created the release.
+Release twoApprovers(const std::string& creator = "carol", bool allowSelf = false) {
+  json policy = {{"policy", "Manual"}, {"minApprovers", 2}};
+  if (allowSelf) policy["allowSelfApproval"] = true;
+  return Release()
+      .stage("eval")
+      .stage("ci", policy)
+      .phase("Testing", "ci")
+      .stageStatus({{"name", "eval"}, {"phase", "Succeeded"}})
+      .stageStatus({{"name", "ci"}, {"phase", "WaitingForApproval"}})
+      .annotate("lockstep.dev/created-by", creator);
+}
 
 std::vector<ApprovalCase> approvalCases() {
   return {
@@ -230,6 +248,27 @@ std::vector<ApprovalCase> approvalCases() {
            .stageStatus({{"name", "b"}, {"phase", "WaitingForApproval"}})
            .json(),
        "", "", "several stages of release \"ml/gpt2-v7\" wait for approval (a, b): name one"},
+      // minApprovers: each approver takes the next free slot (approve.lockstep.dev/ci.2, ...).
+      {"the first of two approvers", twoApprovers().json(), "", "ci", ""},
+      {"the second of two approvers takes slot 2",
+       twoApprovers().annotate("approve.lockstep.dev/ci", "bob").json(), "", "ci", "", "",
+       "approve.lockstep.dev/ci.2"},
+      {"a free slot before a taken one",
+       twoApprovers().annotate("approve.lockstep.dev/ci.2", "bob").json(), "", "ci", "", "",
+       "approve.lockstep.dev/ci"},
+      {"already approved in slot 2",
+       twoApprovers()
+           .annotate("approve.lockstep.dev/ci", "bob")
+           .annotate("approve.lockstep.dev/ci.2", "alice")
+           .json(),
+       "", "ci", "", "alice", "approve.lockstep.dev/ci.2"},
+      {"the creator cannot approve", twoApprovers("alice").json(), "", "", "",
+       "was created by \"alice\", who cannot approve it (approval.allowSelfApproval is false)"},
+      {"the creator may when the stage allows it", twoApprovers("alice", true).json(), "", "ci",
+       ""},
+      {"one approver, creator refused too",
+       waitingForCi().annotate("lockstep.dev/created-by", "alice").json(), "", "", "",
+       "who cannot approve it"},
   };
 }
 
@@ -248,7 +287,8 @@ TEST_P(PlanApprovalTest, Decides) {
   }
   ASSERT_TRUE(plan.isOk()) << plan.status().toString();
   EXPECT_EQ(plan->stage, c.wantStage);
-  EXPECT_EQ(plan->annotation, "approve.lockstep.dev/" + c.wantStage);
+  EXPECT_EQ(plan->annotation,
+            c.wantAnnotation.empty() ? "approve.lockstep.dev/" + c.wantStage : c.wantAnnotation);
   EXPECT_EQ(plan->alreadyBy, c.alreadyBy);
 }
 

@@ -198,7 +198,8 @@ std::string ReleaseWorld::releaseErrorRatio(const std::string& release,
 }
 
 json ReleaseWorld::analysedStep(int weight, int count, const std::string& query,
-                                const std::string& address, const std::string& interval) const {
+                                const std::string& address, const std::string& interval,
+                                const std::string& initialDelay) const {
   return {{"weight", weight},
           {"analysis",
            {{"prometheus",
@@ -206,6 +207,7 @@ json ReleaseWorld::analysedStep(int weight, int count, const std::string& query,
               {"query", query.empty() ? trackErrorRatio("canary") : query},
               {"max", 0.1},
               {"interval", interval},
+              {"initialDelay", initialDelay},
               {"count", count}}}}}};
 }
 

@@ -106,10 +106,12 @@ class ReleaseWorld {
   std::string releaseErrorRatio(const std::string& release,
                                 const std::string& window = "10s") const;
   // A canary step analysed by `query` (default: the canary track's error ratio) against
-  // this world's Prometheus (or `address`): max 0.1, `count` measurements `interval` apart.
+  // this world's Prometheus (or `address`): max 0.1, `count` measurements `interval` apart,
+  // the first `initialDelay` after the weight is Ready (default: the queries' 10 s window
+  // plus one 2 s scrape, so that no measurement judges another release's pods).
   nlohmann::json analysedStep(int weight, int count, const std::string& query = "",
-                              const std::string& address = "",
-                              const std::string& interval = "2s") const;
+                              const std::string& address = "", const std::string& interval = "2s",
+                              const std::string& initialDelay = "12s") const;
 
  private:
   Options options_;

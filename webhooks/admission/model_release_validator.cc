@@ -7,6 +7,7 @@
 
 #include "api/image_ref.h"
 #include "api/v1alpha1/model_release.h"
+#include "webhooks/admission/analysis_advice.h"
 #include "webhooks/admission/approval_policy.h"
 #include "webhooks/admission/json_access.h"
 #include "webhooks/admission/release_actions.h"
@@ -428,6 +429,7 @@ Verdict validateModelRelease(const ModelReleaseReview& r) {
     if (stagesChanged) {
       checkStages(spec, v.violations);
       checkTemplateImages(spec, r, v.violations, v.warnings);
+      adviseAnalyses(spec, v.warnings);
     }
 
     const std::string* hash = ja::str(ja::child(spec, "closureHash"));

@@ -23,6 +23,8 @@
 //    is fine (the controller fills it in). Checked with the stage list (so
 //    only when it changed on UPDATE). Without the RuntimeEnv a pinned image
 //    is admitted with a warning, an unpinned one denied (it can never match).
+//  - Canary analyses whose query's range window is longer than their
+//    initialDelay: a warning each (analysis_advice.h).
 //  - RuntimeEnv: absent or not Ready → allowed with a warning; Ready with a
 //    different status.closureHash → denied on CREATE, a warning on UPDATE
 //    (an existing release whose RuntimeEnv moved on is stale, not invalid).

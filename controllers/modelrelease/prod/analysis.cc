@@ -14,9 +14,11 @@ using nlohmann::json;
 int effectiveCount(const CanaryStep& step) {
   if (!step.analysis) return 0;
   if (step.analysis->count > 0) return step.analysis->count;
+  // One per interval over the part of the pause after the initial delay.
   if (step.pause == CanaryStep::Pause::kDuration && step.analysis->intervalSeconds > 0)
-    return static_cast<int>(
-        std::max<int64_t>(1, step.pauseSeconds / step.analysis->intervalSeconds));
+    return static_cast<int>(std::max<int64_t>(
+        1,
+        (step.pauseSeconds - step.analysis->initialDelaySeconds) / step.analysis->intervalSeconds));
   return 1;
 }
 

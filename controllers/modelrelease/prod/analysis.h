@@ -53,7 +53,8 @@ struct AnalysisCounters {
 // Adds a measurement: outside [min, max] is a failure, an error is an error.
 void recordMeasurement(AnalysisCounters& c, const PrometheusAnalysis& a, const Measurement& m);
 
-// Assesses the counters; `startUnix` is when the first measurement is due.
+// Assesses the counters; `startUnix` is when the first measurement is due
+// (weightReachedAt + initialDelay).
 AnalysisVerdict assessAnalysis(const AnalysisCounters& c, const PrometheusAnalysis& a, int count,
                                int64_t startUnix);
 

@@ -338,7 +338,10 @@ struct Planner {
       if (!a.is_object()) a = json::object();
       AnalysisCounters c = countersFrom(a);
       int count = effectiveCount(s);
-      verdict = assessAnalysis(c, *s.analysis, count, reachedAt);
+      // Argo Rollouts' initialDelay: the first measurement waits until the
+      // canary's own series can fill the query's window.
+      int64_t firstMeasurementAt = reachedAt + s.analysis->initialDelaySeconds;
+      verdict = assessAnalysis(c, *s.analysis, count, firstMeasurementAt);
       if (verdict->phase == AnalysisPhase::kRunning && o.measurement &&
           o.measurement->atUnix >= verdict->nextMeasurementAtUnix) {
         recordMeasurement(c, *s.analysis, *o.measurement);
@@ -353,7 +356,7 @@ struct Planner {
         if (!recent.is_array()) recent = json::array();
         recent.push_back(m);
         while (recent.size() > kKeptMeasurements) recent.erase(recent.begin());
-        verdict = assessAnalysis(c, *s.analysis, count, reachedAt);
+        verdict = assessAnalysis(c, *s.analysis, count, firstMeasurementAt);
       }
       a["phase"] = verdict->phase == AnalysisPhase::kRunning  ? "Running"
                    : verdict->phase == AnalysisPhase::kPassed ? "Passed"

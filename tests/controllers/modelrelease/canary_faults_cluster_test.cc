@@ -68,8 +68,8 @@ const std::vector<std::string>& fastLease() {
 
 // The canary of the fault runs: two steps, the first analysed and paused.
 struct Shape {
-  // step 1: longer than its analysis: 3 measurements 3 s apart, after up to 2
-  // errors while the new canary pods are not scraped yet (issue 20: no initialDelay).
+  // step 1: longer than its analysis: 3 measurements 3 s apart, the first
+  // 12 s after the weight is Ready (initialDelay: the canary is scraped by then).
   int pauseSeconds = 20;
   std::string capacity = "surge";
   bool indefinite = false;  // step 1 pauses until promoted (the rollback run)
@@ -269,12 +269,9 @@ class CanaryFaultsTest : public ::testing::Test {
   // Promoted like the uninterrupted run: outcome, steps, prod objects, history.
   void expectPromotedLikeUninterrupted(const std::string& name, const Shape& shape = {}) {
     json mr = waitPhase(name, "Promoted");
-    // issue 20 (analysis has no initialDelay): the measurements of step 1 taken
-    // before its new canary pods were scraped twice (every 2 s) are errors (an
-    // empty vector): the one at weightReachedAt, and the next (3 s later) at most.
-    int errors = mr.value("/status/canary/passedSteps/0/analysis/errors"_json_pointer, 0);
-    EXPECT_LE(errors, 2) << mr["status"].dump(2);
-    EXPECT_EQ(outcome(mr), promotedOutcome(errors)) << outcome(mr).dump(2);
+    // The analysis waits its initialDelay: no measurement before the new canary
+    // pods were scraped, so none is an error (an empty vector).
+    EXPECT_EQ(outcome(mr), promotedOutcome()) << outcome(mr).dump(2);
     expectStepsInOrder(mr, {shape.pauseSeconds, 2});
     EXPECT_TRUE(eventually([&] {
       return readyPods() == std::map<std::string, int>{{"stable/" + name, kReplicas}};
@@ -290,9 +287,9 @@ class CanaryFaultsTest : public ::testing::Test {
   }
 
   // The outcome of the uninterrupted promotion (asserted by UninterruptedRunsAreTheReference).
-  static json promotedOutcome(int errors = 0) {
+  static json promotedOutcome() {
     json analysed = {
-        {"count", kMeasurements}, {"successful", kMeasurements}, {"failed", 0}, {"errors", errors}};
+        {"count", kMeasurements}, {"successful", kMeasurements}, {"failed", 0}, {"errors", 0}};
     return {{"phase", "Promoted"},
             {"conditions", json::array({condition("Ready", "True", "Promoted"),
                                         condition("Reconciling", "False", "Idle"),
@@ -459,7 +456,7 @@ TEST_F(CanaryFaultsTest, KilledDuringAnAnalysisNeitherResetsNorDoubleCountsMeasu
   EXPECT_EQ(a["count"], kMeasurements);
   EXPECT_EQ(a["successful"], kMeasurements);
   EXPECT_EQ(a["failed"], 0);
-  EXPECT_LE(a["errors"].get<int>(), 2);  // issue 20: no initialDelay (see promotedOutcome)
+  EXPECT_EQ(a["errors"], 0);  // initialDelay: no measurement before the canary was scraped
   const json& ms = a["measurements"];
   ASSERT_EQ(ms.size(), static_cast<size_t>(kMeasurements)) << a.dump(2);
   // Not reset: the measurement taken before the kill is still the first one.

@@ -160,6 +160,10 @@ TEST(CanaryAnalysis, MinBoundAndDerivedCount) {
   s.pause = CanaryStep::Pause::kDuration;
   s.pauseSeconds = 300;
   EXPECT_EQ(effectiveCount(s), 10);  // one per 30s interval over a 5m pause
+  s.analysis->initialDelaySeconds = 60;
+  EXPECT_EQ(effectiveCount(s), 8);  // the pause after the initial delay: 4m
+  s.analysis->initialDelaySeconds = 600;
+  EXPECT_EQ(effectiveCount(s), 1);  // a delay past the pause still measures once
   s.analysis->count = 4;
   EXPECT_EQ(effectiveCount(s), 4);
 }

@@ -418,6 +418,44 @@ TEST(CanaryPlan, AnalysisAsksForMeasurementsAndRecordsThem) {
   EXPECT_EQ(pe.status["analysis"]["errors"], 3);
 }
 
+// Argo Rollouts' initialDelay: the first measurement waits until the weight has
+// been Ready that long (a rate over a window needs the canary's own samples),
+// and the wait is counted from weightReachedAt, so a restart does not move it.
+TEST(CanaryPlan, InitialDelayHoldsTheFirstMeasurementAfterTheWeightIsReady) {
+  json a = promAnalysis(2);
+  a["prometheus"]["initialDelay"] = "1m";
+  auto spec = specOf({{"analysis", a}, {"steps", json::array({{{"weight", 50}}})}});
+  ASSERT_EQ(spec.steps[0].analysis->initialDelaySeconds, 60);
+  auto p0 = planCanary(observed(spec));
+  auto o = atWeight(after(observed(spec), p0, kT0 + 10), 50);
+  auto p1 = planCanary(o);  // the weight is Ready at kT0 + 10
+  EXPECT_FALSE(p1.measureNow);
+  EXPECT_EQ(p1.reason, kReasonAnalysisRunning);
+  EXPECT_EQ(p1.requeueAfterSeconds, 60);
+  // A measurement offered early (another reconcile) is not recorded.
+  auto o2 = after(o, p1, kT0 + 40);
+  o2.measurement = value(kT0 + 40, 0.5);
+  auto p2 = planCanary(o2);
+  EXPECT_FALSE(p2.measureNow);
+  EXPECT_EQ(p2.status["analysis"].value("count", 0), 0);
+  EXPECT_EQ(p2.status["analysis"].value("failed", 0), 0);
+  EXPECT_EQ(p2.requeueAfterSeconds, 30);
+  // Due at weightReachedAt + 1m.
+  auto o3 = after(o2, p2, kT0 + 70);
+  EXPECT_TRUE(planCanary(o3).measureNow);
+  o3.measurement = value(kT0 + 70, 0.5);
+  auto p3 = planCanary(o3);
+  EXPECT_EQ(p3.action, CanaryAction::kRollingBack);
+  EXPECT_EQ(p3.status["reason"], kReasonAnalysisFailed);
+
+  json bad = promAnalysis(1);
+  bad["prometheus"]["initialDelay"] = "soon";
+  CanarySpec unused;
+  auto err = decodeCanarySpec(prodStage({{"analysis", bad}}), unused);
+  ASSERT_TRUE(err);
+  EXPECT_NE(err->find("initialDelay \"soon\" is not a duration"), std::string::npos) << *err;
+}
+
 TEST(CanaryPlan, PromotionMovesTrafficThenHandsStableTheNewReleaseAndSupersedes) {
   auto spec = specOf({{"steps", json::array({{{"weight", 50}}})}});
   auto p0 = planCanary(observed(spec));
