@@ -3,7 +3,10 @@
 // the serving objects and the anchor, gate Jobs, Events, then the release's
 // status last, by server-side apply on /status guarded by the resourceVersion
 // it was planned from). When the plan asks for a canary analysis measurement
-// it takes one and plans once more. After a status write it records metrics
+// it takes one and plans once more; when it plans the prod stage it first
+// reads each of the model's four prod names its labelled caches miss (one
+// GET each: an object without Lockstep's labels is in no cache;
+// prod/ownership.h) and plans once more. After a status write it records metrics
 // and runs the registry stage tags (tags/stage_tagger.h). Every error is
 // mapped by resultFor (operator/runtime/reconciler.h). The contracts are
 // docs/modelrelease.md and docs/rollouts.md.

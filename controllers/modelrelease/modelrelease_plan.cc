@@ -23,8 +23,8 @@ PlannedApply finalizersPatch(const v1::ModelRelease& r, const kube::Object& rele
   json patch = {
       {"metadata",
        {{"finalizers", finalizers}, {"resourceVersion", kube::resourceVersion(release)}}}};
-  PlannedApply p =
-      plannedMergePatch(v1::kModelReleases, r.meta.ns, r.meta.name, std::move(patch), what);
+  PlannedApply p = plannedMergePatch(v1::kModelReleases, r.meta.ns, r.meta.name, std::move(patch),
+                                     std::move(what));
   p.ignoreNotFound = true;
   return p;
 }
