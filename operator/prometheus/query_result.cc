@@ -37,6 +37,14 @@ std::string snippet(std::string_view body) {
 
 std::string inQuotes(std::string_view s) { return "\"" + snippet(s) + "\""; }
 
+// A body that is not a Prometheus API answer, described but never quoted: the
+// address is the release author's, and its answer goes into the release's
+// status and the operator's log, so quoting it would let a tenant read any
+// address the operator can reach (server-side request forgery).
+std::string unquotedBody(std::string_view body) {
+  return body.empty() ? "(empty body)" : "(" + std::to_string(body.size()) + " bytes, not shown)";
+}
+
 // {__name__="x", a="b"} as x{a="b"}; labels in the order Prometheus sent them (sorted).
 std::string seriesName(const json& metric) {
   if (!metric.is_object()) return "{}";
@@ -128,10 +136,10 @@ QueryResult classify(int httpStatus, std::string_view body, const json* parsed, 
       return QueryResult::ofError(
           ErrorKind::kHttp,
           "HTTP " + std::to_string(httpStatus) + " without a Prometheus " +
-              "API answer (is the address the Prometheus server?): " + snippet(body));
+              "API answer (is the address the Prometheus server?): " + unquotedBody(body));
     }
     return badResponse("response body is not JSON (at byte " + std::to_string(errorAt) +
-                       "): " + snippet(body));
+                       "): " + unquotedBody(body));
   }
   const json& doc = *parsed;
   const json* status = doc.is_object() && doc.contains("status") ? &doc["status"] : nullptr;
@@ -149,13 +157,13 @@ QueryResult classify(int httpStatus, std::string_view body, const json* parsed, 
     return e;
   }
   if (!success2xx) {
-    return QueryResult::ofError(
-        ErrorKind::kHttp,
-        "HTTP " + std::to_string(httpStatus) + " without a Prometheus API error: " + snippet(body));
+    return QueryResult::ofError(ErrorKind::kHttp,
+                                "HTTP " + std::to_string(httpStatus) +
+                                    " without a Prometheus API error: " + unquotedBody(body));
   }
-  if (!doc.is_object()) return badResponse("response is not a JSON object: " + snippet(body));
+  if (!doc.is_object()) return badResponse("response is not a JSON object: " + unquotedBody(body));
   if (status == nullptr || !status->is_string()) {
-    return badResponse("response has no \"status\" string: " + snippet(body));
+    return badResponse("response has no \"status\" string: " + unquotedBody(body));
   }
   if (*status != "success") {
     return badResponse("response has status " + inQuotes(status->get<std::string>()) +

@@ -130,11 +130,13 @@ TEST(DecodeQueryResponse, HttpErrorsWithoutAnApiAnswer) {
   QueryResult notFound = decodeQueryResponse(404, "404 page not found\n");
   EXPECT_EQ(notFound.kind, ErrorKind::kHttp);
   EXPECT_NE(notFound.error.find("HTTP 404"), std::string::npos);
-  EXPECT_NE(notFound.error.find("404 page not found"), std::string::npos);
+  // Described, not quoted (ABodyThatIsNotThePrometheusApiIsNeverQuoted).
+  EXPECT_NE(notFound.error.find("(19 bytes, not shown)"), std::string::npos) << notFound.error;
+  EXPECT_EQ(notFound.error.find("page not found"), std::string::npos) << notFound.error;
 
   QueryResult proxy = decodeQueryResponse(502, "<html><body>Bad Gateway</body></html>");
   EXPECT_EQ(proxy.kind, ErrorKind::kHttp);
-  EXPECT_NE(proxy.error.find("Bad Gateway"), std::string::npos);
+  EXPECT_EQ(proxy.error.find("Bad Gateway"), std::string::npos) << proxy.error;
 
   QueryResult jsonButNotProm = decodeQueryResponse(503, R"({"message":"overloaded"})");
   EXPECT_EQ(jsonButNotProm.kind, ErrorKind::kHttp);
@@ -207,6 +209,33 @@ TEST(DecodeQueryResponse, MessagesAreBoundedAndPrintable) {
     EXPECT_TRUE(c >= 0x20 && c < 0x7f) << "byte " << static_cast<int>(c);
   }
   EXPECT_NE(r.error.find("not JSON (at byte 1)"), std::string::npos) << r.error;
+}
+
+// The address is the release author's: an answer that is not the Prometheus
+// API (a cloud metadata endpoint, an internal service) is described, never
+// quoted, because the message goes into the release's status.
+TEST(DecodeQueryResponse, ABodyThatIsNotThePrometheusApiIsNeverQuoted) {
+  const std::string secret = "AKIAEXAMPLESECRETKEY";
+  struct Case {
+    int http;
+    std::string body;
+    std::string mentions;
+  };
+  const std::vector<Case> cases = {
+      {200, "AccessKeyId=" + secret,
+       "response body is not JSON (at byte 1): (32 bytes, not shown)"},
+      {403, "<html>" + secret + "</html>", "HTTP 403 without a Prometheus API answer"},
+      {500, R"({"key":")" + secret + R"("})", "HTTP 500 without a Prometheus API error: (30 bytes"},
+      {200, R"(["AccessKeyId",")" + secret + R"("])", "response is not a JSON object: (38 bytes"},
+      {200, R"({"AccessKeyId":")" + secret + R"("})", "response has no \"status\" string"},
+  };
+  for (const Case& c : cases) {
+    QueryResult r = decodeQueryResponse(c.http, c.body);
+    EXPECT_FALSE(r.error.empty()) << c.body;
+    EXPECT_EQ(r.error.find(secret), std::string::npos) << r.error;
+    EXPECT_EQ(r.error.find("AccessKeyId"), std::string::npos) << r.error;
+    EXPECT_NE(r.error.find(c.mentions), std::string::npos) << r.error;
+  }
 }
 
 TEST(DecodeQueryResponse, OversizedBodyIsRefusedUnread) {

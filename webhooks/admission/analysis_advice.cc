@@ -24,29 +24,30 @@ std::optional<int64_t> durationMs(std::string_view s) {
       n = std::min<int64_t>(n * 10 + (s[i] - '0'), int64_t{1} << 40);
       ++i;
     }
-    int64_t unit = 0;
+    int64_t unit = 0;  // milliseconds
+    constexpr int64_t kSecond = 1000;
     if (s.substr(i, 2) == "ms") {
       unit = 1;
       i += 2;
     } else if (i < s.size()) {
       switch (s[i]) {
         case 's':
-          unit = 1000;
+          unit = kSecond;
           break;
         case 'm':
-          unit = 60 * 1000;
+          unit = 60 * kSecond;
           break;
         case 'h':
-          unit = 3600 * 1000;
+          unit = 3600 * kSecond;
           break;
         case 'd':
-          unit = 86400 * 1000;
+          unit = 86400 * kSecond;
           break;
         case 'w':
-          unit = 7 * 86400 * 1000LL;
+          unit = 7 * (86400 * kSecond);
           break;
         case 'y':
-          unit = 365 * 86400 * 1000LL;
+          unit = 365 * (86400 * kSecond);
           break;
         default:
           return std::nullopt;
