@@ -123,6 +123,15 @@ const std::vector<Permission>& operatorPermissions() {
        {},
        "server-side apply of status"},
       {"modelrelease-controller",
+       "lockstep.dev",
+       {"modelreleases"},
+       {"patch"},
+       kW,
+       {},
+       "the finalizer lockstep.dev/release-cleanup (merge patch of metadata.finalizers, guarded "
+       "by the resourceVersion): a release deleted mid-canary rolls back first "
+       "(controllers/modelrelease/modelrelease_plan.cc)"},
+      {"modelrelease-controller",
        "batch",
        {"jobs"},
        {"list", "watch", "create", "delete"},
@@ -162,26 +171,29 @@ const std::vector<Permission>& operatorPermissions() {
       {"modelrelease-controller",
        "apps",
        {"deployments"},
-       {"list", "watch", "create", "patch"},
+       {"get", "list", "watch", "create", "patch"},
        kW,
        {},
-       "prod stage: informer on <model>-stable/-canary; server-side apply (create: the first "
+       "prod stage: informer on <model>-stable/-canary; get of such a name the labelled "
+       "informer misses (a foreign object: NameConflict); server-side apply (create: the first "
        "apply) and replica patches"},
       {"modelrelease-controller",
        "",
        {"services"},
-       {"create", "patch"},
+       {"get", "list", "watch", "create", "patch"},
        kW,
        {},
-       "prod stage: server-side apply of the model's Service (create: its first apply)"},
+       "prod stage: informer on the models' Services (label lockstep.dev/model); get of the name "
+       "<model> when it misses it (NameConflict); server-side apply of the model's Service "
+       "(create: its first apply)"},
       {"modelrelease-controller",
        "",
        {"configmaps"},
-       {"list", "watch", "create", "update"},
+       {"get", "list", "watch", "create", "update"},
        kW,
        {},
-       "prod stage: the per-model anchor lockstep-model-<model> (informer; create; update with "
-       "its resourceVersion)"},
+       "prod stage: the per-model anchor lockstep-model-<model> (informer; get when the labelled "
+       "informer misses the name; create; update with its resourceVersion)"},
       {"modelrelease-controller",
        "",
        {"secrets"},

@@ -78,5 +78,14 @@ inline constexpr const char* kReasonCanaryRestarting = "CanaryRestarting";
 inline constexpr const char* kReasonProgressDeadlineExceeded = "ProgressDeadlineExceeded";
 inline constexpr const char* kReasonInsufficientGPUCapacity = "InsufficientGPUCapacity";
 inline constexpr const char* kReasonRollbackTargetStale = "RollbackTargetStale";
+// An object at one of the model's prod names (its Service, Deployments, anchor)
+// is not Lockstep's (controllers/modelrelease/prod/ownership.h): Stalled, prod untouched.
+inline constexpr const char* kReasonNameConflict = "NameConflict";
+// The API server refused a write to the model's serving objects or anchor
+// (not a transient error): Stalled, with the object and the server's message.
+inline constexpr const char* kReasonServingApplyFailed = "ServingApplyFailed";
+// The release was deleted while its canary ran: rolled back before it goes
+// (the finalizer lockstep.dev/release-cleanup).
+inline constexpr const char* kReasonReleaseDeleted = "ReleaseDeleted";
 
 }  // namespace lockstep::api::v1alpha1

@@ -36,6 +36,11 @@ inline constexpr const char* kPromoteAnnotationPrefix = "promote.lockstep.dev/";
 inline constexpr const char* kPromoteFullAnnotation = "lockstep.dev/promote-full";
 inline constexpr const char* kRollbackAnnotationPrefix = "rollback.lockstep.dev/";  // + revision
 
+// The finalizer a ModelRelease carries while its prod stage may hold canary
+// pods or the model's canary slot (docs/modelrelease.md "Deleting a release"):
+// deleting it mid-canary rolls prod back to the known-good first.
+inline constexpr const char* kReleaseCleanupFinalizer = "lockstep.dev/release-cleanup";
+
 // The server-side apply field manager (managedFields) of everything the
 // operator writes: objects and statuses.
 inline constexpr const char* kOperatorFieldManager = "lockstep-operator";

@@ -12,9 +12,11 @@
 #include "api/v1alpha1/resources.h"
 #include "api/v1alpha1/runtime_env.h"
 #include "controllers/common/execute.h"
+#include "controllers/modelrelease/prod/fold.h"
 #include "controllers/modelrelease/prod/gpu_capacity.h"
 #include "controllers/modelrelease/prod/serving_objects.h"
 #include "controllers/modelrelease/release_status.h"
+#include "operator/kube/api_error.h"
 #include "operator/kube/object.h"
 #include "operator/runtime/builder.h"
 
@@ -86,7 +88,11 @@ ModelReleaseReconciler::ModelReleaseReconciler(std::shared_ptr<kube::Client> cli
 
 std::optional<ModelReleaseObserved> ModelReleaseReconciler::observe(const Request& request) const {
   auto release = caches_.releases.get(request.ns, request.name);
-  if (!release || kube::isBeingDeleted(*release)) return std::nullopt;
+  // A deleted release is reconciled only while it carries the cleanup
+  // finalizer (its canary rolls back first; modelrelease_plan.h).
+  if (!release || (kube::isBeingDeleted(*release) &&
+                   !kube::hasFinalizer(*release, v1::kReleaseCleanupFinalizer)))
+    return std::nullopt;
   const v1::ModelRelease r = v1::decodeModelRelease(*release);
   ModelReleaseObserved out;
   out.release = release;
@@ -117,8 +123,27 @@ std::optional<ModelReleaseObserved> ModelReleaseReconciler::observe(const Reques
         history.back().value("release", "") == request.name)
       o.rollbackFrom = history.back().value("from", "");
     out.prod = observeProd(r);
+    out.prod.releaseDeleted = kube::isBeingDeleted(*release);
   }
   return out;
+}
+
+void ModelReleaseReconciler::readProdNames(const v1::ModelRelease& r, ProdObserved& p) const {
+  const std::string& ns = r.meta.ns;
+  const std::string& model = r.spec.model;
+  auto read = [&](kube::ObjectPtr& at, const kube::Resource& resource, const std::string& name) {
+    if (at) return;
+    auto got = client_->get(resource, ns, name);
+    if (got.isOk()) {
+      at = std::make_shared<const kube::Object>(std::move(*got));
+    } else if (got.status().code() != Code::kNotFound && p.lookupError.isOk()) {
+      p.lookupError = got.status().withContext("reading " + resource.kind + " " + ns + "/" + name);
+    }
+  };
+  read(p.anchor, v1::kConfigMaps, v1::modelAnchorName(model));
+  read(p.service, v1::kServices, model);
+  read(p.stableDeployment, v1::kDeployments, servingDeploymentName(model, kTrackStable));
+  read(p.canaryDeployment, v1::kDeployments, servingDeploymentName(model, kTrackCanary));
 }
 
 ProdObserved ModelReleaseReconciler::observeProd(const v1::ModelRelease& r) const {
@@ -128,6 +153,7 @@ ProdObserved ModelReleaseReconciler::observeProd(const v1::ModelRelease& r) cons
   p.mount = options_.mount;
   p.fetchCommand = options_.fetchCommand;
   p.anchor = caches_.anchors.get(ns, v1::modelAnchorName(model));
+  p.service = caches_.services.get(ns, model);
   p.stableDeployment = caches_.deployments.get(ns, servingDeploymentName(model, kTrackStable));
   p.canaryDeployment = caches_.deployments.get(ns, servingDeploymentName(model, kTrackCanary));
   p.pods = caches_.pods.byIndex(v1::kReleaseByModelIndex, ns + "/" + model);
@@ -177,6 +203,13 @@ Result ModelReleaseReconciler::reconcile(const Request& request) {
   }
   // Plan: pure; once more with a measurement when the plan asks for one.
   ModelReleasePlan plan = planModelRelease(*observed);
+  // A release in its prod stage: what stands at each prod name the labelled
+  // caches miss is read (an object without Lockstep's labels is in no cache;
+  // prod/ownership.h decides whether it is ours), then planned again.
+  if (plan.prod && !observed->prod.releaseDeleted) {
+    readProdNames(v1::decodeModelRelease(*observed->release), observed->prod);
+    plan = planModelRelease(*observed);
+  }
   if (plan.measure && querier_) {
     observed->prod.measurement = querier_->measure(*plan.measure, observed->gates.nowUnix);
     if (!observed->prod.measurement->error.empty())
@@ -192,7 +225,10 @@ Result ModelReleaseReconciler::reconcile(const Request& request) {
   // from an anchor that already moved.
   if (metrics_ && plan.rollbackRecordedAt && outcome.applied > *plan.rollbackRecordedAt)
     metrics_->rollback(model, v1::kReasonManualRollback);
-  if (!outcome.result.error.isOk()) return outcome.result;
+  if (!outcome.result.error.isOk()) {
+    reportServingWriteFailure(*observed, plan, outcome);
+    return outcome.result;
+  }
   if (plan.stop) {
     if (!plan.stopError.isOk()) return runtime::resultFor(plan.stopError);
     return Result::after(std::chrono::seconds(plan.stopRequeueSeconds));
@@ -214,6 +250,28 @@ Result ModelReleaseReconciler::reconcile(const Request& request) {
   if (!plan.afterStatus.isOk()) return runtime::resultFor(plan.afterStatus);
   if (requeue > 0) return Result::after(std::chrono::seconds(requeue));
   return Result::done();
+}
+
+void ModelReleaseReconciler::reportServingWriteFailure(const ModelReleaseObserved& observed,
+                                                       const ModelReleasePlan& plan,
+                                                       const ExecutionOutcome& outcome) {
+  // Only a prod write (the serving objects, the anchor) the server refused
+  // for good; a Conflict or an unavailable server is simply retried.
+  const Status& error = outcome.result.error;
+  if (!plan.prod || outcome.applied >= plan.prod->writes.size() || kube::isTransient(error)) return;
+  const v1::ModelRelease r = v1::decodeModelRelease(*observed.release);
+  const json& previous = v1::decode::object(*observed.release, "status");
+  PlannedApply status;
+  status.resource = v1::kModelReleases;
+  status.object = statusApply(
+      v1::kModelReleases, r.meta.ns, r.meta.name,
+      servingWriteFailedStatus(previous, error.message(), r.meta.generation, observed.gates.now));
+  status.resourceVersion = r.resourceVersion;
+  status.what = "status of ModelRelease " + r.meta.name;
+  ExecutionPlan x;
+  if (v1::decode::object(status.object, "status") == previous) return;
+  x.status = std::move(status);
+  (void)execute(x, *client_, events_, "modelrelease");
 }
 
 void ModelReleaseReconciler::recordMetrics(const Request& request, const ModelReleasePlan& plan,
@@ -258,10 +316,12 @@ void setupModelReleaseController(runtime::Manager& manager, ModelReleaseOptions 
   const kube::InformerOptions podOpts = labelled(v1::kPods, v1::kReleaseLabel);
   const kube::InformerOptions deployOpts = labelled(v1::kDeployments, v1::kModelLabel);
   const kube::InformerOptions anchorOpts = labelled(v1::kConfigMaps, v1::kModelLabel);
+  const kube::InformerOptions serviceOpts = labelled(v1::kServices, v1::kModelLabel);
   kube::Informer& jobs = manager.informer(jobOpts);
   kube::Informer& pods = manager.informer(podOpts);
   kube::Informer& deployments = manager.informer(deployOpts);
   kube::Informer& anchors = manager.informer(anchorOpts);
+  kube::Informer& services = manager.informer(serviceOpts);
   // GPU nodes for the canary's capacity pre-check (shared with the RuntimeEnv
   // controller), and the pods that hold their GPUs: every unfinished pod (in
   // the watched namespaces of a namespaced install; docs/rollouts.md "GPU
@@ -286,8 +346,8 @@ void setupModelReleaseController(runtime::Manager& manager, ModelReleaseOptions 
   auto reconciler = std::make_shared<ModelReleaseReconciler>(
       manager.sharedClient(),
       ModelReleaseReconciler::Caches{releases.cache(), rtes.cache(), jobs.cache(), pods.cache(),
-                                     deployments.cache(), anchors.cache(), nodes.cache(),
-                                     gpuPods.cache()},
+                                     deployments.cache(), anchors.cache(), services.cache(),
+                                     nodes.cache(), gpuPods.cache()},
       manager.syncEvents(), manager.clock(),
       makePrometheusReleaseMetrics(*manager.metrics().registry()), std::move(options),
       makePrometheusQuerier());
@@ -309,6 +369,7 @@ void setupModelReleaseController(runtime::Manager& manager, ModelReleaseOptions 
       .forKind(v1::kModelReleases,
                [](const kube::Object& a, const kube::Object& b) {
                  return kube::generation(a) != kube::generation(b) ||
+                        kube::isBeingDeleted(a) != kube::isBeingDeleted(b) ||
                         a.value("/metadata/annotations"_json_pointer, json::object()) !=
                             b.value("/metadata/annotations"_json_pointer, json::object());
                })
@@ -324,6 +385,7 @@ void setupModelReleaseController(runtime::Manager& manager, ModelReleaseOptions 
                })
       .watches(deployOpts, releasesOfModel)
       .watches(anchorOpts, releasesOfModel)
+      .watches(serviceOpts, releasesOfModel)
       // A RuntimeEnv's resolved hash or readiness decides whether its releases may advance.
       .watches(v1::kRuntimeEnvs,
                [releaseCache](const kube::Object& rte) {

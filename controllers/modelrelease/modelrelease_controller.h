@@ -3,7 +3,10 @@
 // the serving objects and the anchor, gate Jobs, Events, then the release's
 // status last, by server-side apply on /status guarded by the resourceVersion
 // it was planned from). When the plan asks for a canary analysis measurement
-// it takes one and plans once more. After a status write it records metrics
+// it takes one and plans once more; when it plans the prod stage it first
+// reads each of the model's four prod names its labelled caches miss (one
+// GET each: an object without Lockstep's labels is in no cache;
+// prod/ownership.h) and plans once more. After a status write it records metrics
 // and runs the registry stage tags (tags/stage_tagger.h). Every error is
 // mapped by resultFor (operator/runtime/reconciler.h). The contracts are
 // docs/modelrelease.md and docs/rollouts.md.
@@ -23,6 +26,7 @@
 #include <string>
 #include <vector>
 
+#include "controllers/common/execute.h"
 #include "controllers/modelrelease/modelrelease_plan.h"
 #include "controllers/modelrelease/package_mount_probe.h"
 #include "controllers/modelrelease/prod/analysis_querier.h"
@@ -59,6 +63,7 @@ class ModelReleaseReconciler final : public runtime::Reconciler {
     const kube::Indexer& pods;         // label lockstep.dev/release, indexed by owner uid and model
     const kube::Indexer& deployments;  // label lockstep.dev/model
     const kube::Indexer& anchors;      // ConfigMaps labelled lockstep.dev/model
+    const kube::Indexer& services;     // Services labelled lockstep.dev/model
     const kube::Indexer& nodes;        // Nodes (GPU capacity pre-check)
     const kube::Indexer& gpuPods;      // pods not Succeeded/Failed, indexed by kPodByNodeIndex
   };
@@ -73,6 +78,15 @@ class ModelReleaseReconciler final : public runtime::Reconciler {
 
  private:
   ProdObserved observeProd(const api::v1alpha1::ModelRelease& release) const;
+  // Each of the model's four prod names the labelled caches miss: one GET (an
+  // object without Lockstep's labels is in no cache). A failed read (not
+  // NotFound) is p.lookupError: nothing in prod is written then.
+  void readProdNames(const api::v1alpha1::ModelRelease& release, ProdObserved& prod) const;
+  // A prod write the API server refused (not transiently): said in the
+  // release's status (Stalled, ServingApplyFailed: the object and the server's
+  // message), not only in the log; the Event is the write's failure Event.
+  void reportServingWriteFailure(const ModelReleaseObserved& observed, const ModelReleasePlan& plan,
+                                 const ExecutionOutcome& outcome);
   void recordMetrics(const runtime::Request& request, const ModelReleasePlan& plan,
                      const kube::Object& release, bool statusWritten);
 

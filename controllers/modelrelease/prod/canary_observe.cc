@@ -170,6 +170,7 @@ CanaryObserved observeCanary(const v1::ModelRelease& release, const v1::CanarySp
   co.promoteStepBy = release.annotation(v1::kPromoteAnnotationPrefix + std::to_string(step));
   co.promoteFullBy = release.annotation(v1::kPromoteFullAnnotation);
   co.abortBy = release.annotation(v1::kAbortAnnotation);
+  co.releaseDeleted = prod.releaseDeleted;
   co.gpu = prod.gpu;
   co.measurement = prod.measurement;
   co.now = now;

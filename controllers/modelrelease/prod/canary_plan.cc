@@ -438,7 +438,15 @@ struct Planner {
       return;
     }
     if (phase == kCanaryRollingBack) return rollingBack();
-    // Abort wins over everything but a finished rollback, even mid-promotion.
+    // Abort (and the release's deletion, which is one) wins over everything
+    // but a finished rollback, even mid-promotion.
+    if (o.releaseDeleted) {
+      return rollBack(kReasonReleaseDeleted,
+                      "ModelRelease " + o.release +
+                          " was deleted while its canary ran; it goes once prod is back on "
+                          "the known-good (finalizer " +
+                          kReleaseCleanupFinalizer + ")");
+    }
     if (!o.abortBy.empty()) {
       st["abortedBy"] = o.abortBy;
       return rollBack(kReasonAborted, "aborted by " + o.abortBy);

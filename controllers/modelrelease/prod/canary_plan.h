@@ -64,7 +64,9 @@ struct CanaryObserved {
   std::string promoteStepBy;  // annotation promote.lockstep.dev/<step> for the current step
   std::string promoteFullBy;  // annotation lockstep.dev/promote-full
   std::string abortBy;        // annotation lockstep.dev/abort
-  std::string now;            // RFC 3339
+  // The release is being deleted (its finalizer holds it): rolled back like an abort.
+  bool releaseDeleted = false;
+  std::string now;  // RFC 3339
   int64_t nowUnix = 0;
 };
 

@@ -95,4 +95,51 @@ void failProdStage(ReleasePlan& plan, const std::string& message, const json& pr
   plan.statusChanged = status != previousStatus;
 }
 
+namespace {
+
+// Whether `conditions` already say Stalled=True with `reason` and `message`.
+bool stalledWith(const json& conditions, const std::string& reason, const std::string& message) {
+  for (const json& c : conditions.is_array() ? conditions : json::array()) {
+    if (c.value("type", "") == kConditionStalled)
+      return c.value("status", "") == kStatusTrue && c.value("reason", "") == reason &&
+             c.value("message", "") == message;
+  }
+  return false;
+}
+
+}  // namespace
+
+void stallProdStage(ReleasePlan& plan, const std::string& reason, const std::string& message,
+                    const json& previousStatus, int64_t generation, const std::string& now,
+                    int64_t requeueSeconds) {
+  json& status = plan.status;
+  const std::string stage = plan.prod ? plan.prod->stage : status.value("currentStage", "");
+  json& st = stageOf(status, stage);
+  st["message"] = message;
+  status["phase"] = kPhaseCanary;
+  if (previousStatus.contains("canary")) status["canary"] = previousStatus["canary"];
+  const bool known =
+      stalledWith(previousStatus.value("conditions", json::array()), reason, message);
+  setAll(status, generation, now, false, false, reason, message, reason);
+  if (!known) plan.events.push_back({"Warning", reason, message});
+  plan.requeueAfterSeconds = plan.requeueAfterSeconds == 0
+                                 ? requeueSeconds
+                                 : std::min(plan.requeueAfterSeconds, requeueSeconds);
+  plan.statusChanged = status != previousStatus;
+}
+
+json servingWriteFailedStatus(const json& previousStatus, const std::string& message,
+                              int64_t generation, const std::string& now) {
+  json status = previousStatus.is_object() ? previousStatus : json::object();
+  json& conditions = status["conditions"];
+  if (!conditions.is_array()) conditions = json::array();
+  kube::setCondition(conditions,
+                     {kConditionReady, kStatusFalse, kReasonServingApplyFailed, message},
+                     generation, now);
+  kube::setCondition(conditions,
+                     {kConditionStalled, kStatusTrue, kReasonServingApplyFailed, message},
+                     generation, now);
+  return status;
+}
+
 }  // namespace lockstep::controllers

@@ -25,4 +25,21 @@ void failProdStage(ReleasePlan& plan, const std::string& message,
                    const nlohmann::json& previousStatus, int64_t generation,
                    const std::string& now);
 
+// The prod stage cannot go on until someone acts (a NameConflict): the
+// release keeps its phase and status.canary, Ready=False and Stalled=True
+// with `reason` and `message`, a Warning Event when the condition is new, and
+// a look again after `requeueSeconds` (the object in the way may carry no
+// label Lockstep watches).
+void stallProdStage(ReleasePlan& plan, const std::string& reason, const std::string& message,
+                    const nlohmann::json& previousStatus, int64_t generation,
+                    const std::string& now, int64_t requeueSeconds);
+
+// The release's status after the API server refused a prod write (not a
+// transient error): `previousStatus` with Ready=False and Stalled=True,
+// reason ServingApplyFailed and `message` (the object and the server's
+// message). The operator retries with backoff meanwhile.
+nlohmann::json servingWriteFailedStatus(const nlohmann::json& previousStatus,
+                                        const std::string& message, int64_t generation,
+                                        const std::string& now);
+
 }  // namespace lockstep::controllers

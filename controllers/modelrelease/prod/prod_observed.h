@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "common/status.h"
 #include "controllers/modelrelease/prod/analysis.h"
 #include "controllers/modelrelease/prod/gpu_capacity.h"
 #include "controllers/modelrelease/runtime_pod.h"
@@ -18,8 +19,11 @@
 
 namespace lockstep::controllers {
 
+// The four named objects are whatever stands at that name, Lockstep's or not
+// (ownership.h decides): the labelled caches, else one GET of the name.
 struct ProdObserved {
   kube::ObjectPtr anchor;             // lockstep-model-<model>; null: not created yet
+  kube::ObjectPtr service;            // <model>; null: none yet
   kube::ObjectPtr stableDeployment;   // <model>-stable; null: none yet
   kube::ObjectPtr canaryDeployment;   // <model>-canary
   std::vector<kube::ObjectPtr> pods;  // the model's serving pods (label lockstep.dev/model)
@@ -32,6 +36,12 @@ struct ProdObserved {
   std::optional<GpuCapacity> gpu;
   // Taken because the previous plan of this reconcile asked (ProdPlan::measure).
   std::optional<Measurement> measurement;
+  // A read of one of the four names failed (not NotFound): nothing in prod is
+  // written until it succeeds (an object that could not be read may be foreign).
+  Status lookupError;
+  // The release is being deleted (it still carries kReleaseCleanupFinalizer):
+  // its canary rolls back as on an abort, reason ReleaseDeleted.
+  bool releaseDeleted = false;
   PackageMount mount = PackageMount::kImageVolume;
   std::vector<std::string> fetchCommand;  // InitContainer mode
 };

@@ -7,6 +7,7 @@
 #include "controllers/modelrelease/prod/anchor_plan.h"
 #include "controllers/modelrelease/prod/canary_observe.h"
 #include "controllers/modelrelease/prod/fold.h"
+#include "controllers/modelrelease/prod/ownership.h"
 #include "controllers/modelrelease/prod/serving_objects.h"
 #include "operator/kube/conditions.h"
 #include "operator/kube/event_sink.h"
@@ -17,7 +18,10 @@ namespace {
 namespace v1 = api::v1alpha1;
 using nlohmann::json;
 
-constexpr const char* kReasonServingApplyFailed = "ServingApplyFailed";
+using v1::kReasonServingApplyFailed;
+// How often a release stalled on a NameConflict looks again (the object in
+// the way may carry no label the operator watches).
+constexpr int64_t kNameConflictRecheckSeconds = 10;
 
 // The serving recipe of `r`: its package, validated closure, RuntimeEnv image
 // and the serving template of its prod stage.
@@ -53,8 +57,8 @@ StatusOr<std::optional<PlannedApply>> placeTrack(const ServingObjectsInput& in,
   if (who.empty() || (current != nullptr && templateRelease(current) == who)) {
     const int want = who.empty() ? 0 : replicas;
     if (current == nullptr || specReplicas(current) == want) return out;
-    out =
-        plannedMergePatch(v1::kDeployments, in.ns, name, json{{"spec", {{"replicas", want}}}}, "");
+    out = plannedMergePatch(v1::kDeployments, in.ns, name, json{{"spec", {{"replicas", want}}}},
+                            "scaling Deployment " + name + " to " + std::to_string(want));
   } else {
     StatusOr<ServingRelease> sr = Status(Code::kUnavailable, "");
     if (who == self.meta.name) {
@@ -68,7 +72,8 @@ StatusOr<std::optional<PlannedApply>> placeTrack(const ServingObjectsInput& in,
     if (!sr.isOk()) return sr.status();
     auto built = buildServingDeployment(in, track, *sr, replicas);
     if (!built.isOk()) return built.status();
-    out = plannedApply(v1::kDeployments, std::move(*built), "");
+    out = plannedApply(v1::kDeployments, std::move(*built),
+                       "applying Deployment " + name + " (release " + who + ")");
   }
   out->failureEventOn = selfObject;
   out->failureEventReason = kReasonServingApplyFailed;
@@ -108,6 +113,19 @@ ProdPlan planProd(const ReleaseObserved& o, const v1::ModelRelease& r,
     return out;
   }
 
+  // Every object at the model's prod names must be Lockstep's before
+  // anything in prod is written (ownership.h).
+  if (!p.lookupError.isOk()) {
+    stopWith(out, p.lookupError);
+    return out;
+  }
+  const std::string startedAnchorUid = v1::decode::string(r.status.canary, "anchorUid");
+  if (auto conflict = findNameConflict(r.spec.model, p, startedAnchorUid)) {
+    stallProdStage(plan, v1::kReasonNameConflict, conflict->message(r.meta.ns, r.spec.model),
+                   prevStatus, generation, o.now, kNameConflictRecheckSeconds);
+    return out;
+  }
+
   // The anchor: create it, or claim the canary slot (the newest release to
   // reach prod takes it; the one it displaces turns Superseded). Then plan
   // again from the cache.
@@ -127,6 +145,8 @@ ProdPlan planProd(const ReleaseObserved& o, const v1::ModelRelease& r,
 
   CanaryObserved co = observeCanary(r, *spec, p, o.now, o.nowUnix);
   CanaryPlan cp = planCanary(co);
+  // The anchor this canary runs under (a re-created one is a NameConflict).
+  cp.status["anchorUid"] = v1::decodeMeta(*p.anchor).uid;
   if (cp.measureNow && !p.measurement) {
     const int at = static_cast<int>(v1::decode::integer(cp.status, "step", 0));
     if (at >= 0 && at < static_cast<int>(spec->steps.size()) &&
@@ -138,8 +158,11 @@ ProdPlan planProd(const ReleaseObserved& o, const v1::ModelRelease& r,
   // The Service, then both Deployments (the track that grows first; a failed
   // write stops before the other one).
   const ServingObjectsInput in = servingInput(r, *spec, p);
-  out.writes.push_back(
-      plannedApply(v1::kServices, buildModelService(in), "applying Service " + r.spec.model));
+  PlannedApply service =
+      plannedApply(v1::kServices, buildModelService(in), "applying Service " + r.spec.model);
+  service.failureEventOn = releaseObject;
+  service.failureEventReason = kReasonServingApplyFailed;
+  out.writes.push_back(std::move(service));
   const kube::Object* canaryDep = p.canaryDeployment.get();
   const kube::Object* stableDep = p.stableDeployment.get();
   const std::string canaryWho = !cp.canaryRelease.empty() ? cp.canaryRelease
@@ -230,6 +253,17 @@ ProdPlan planRollbackWrites(const ReleaseObserved& o, const v1::ModelRelease& r,
                   : StatusOr<v1::CanarySpec>(Status(Code::kInvalidArgument, "no prod stage"));
   if (!spec.isOk()) {
     refuseRollback(out, o, r, plan, "rollback target: " + spec.status().message());
+    return out;
+  }
+  if (!p.lookupError.isOk()) {
+    stopWith(out, p.lookupError);
+    return out;
+  }
+  if (auto conflict = findNameConflict(r.spec.model, p, "")) {
+    const std::string m = conflict->message(r.meta.ns, r.spec.model);
+    out.events.push_back({kube::kEventTypeWarning, v1::kReasonNameConflict, m});
+    out.stop = true;
+    out.stopError = Status(Code::kUnavailable, "rolling model " + r.spec.model + " back: " + m);
     return out;
   }
   const ServingObjectsInput in = servingInput(r, *spec, p);

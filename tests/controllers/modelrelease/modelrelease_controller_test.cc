@@ -73,15 +73,25 @@ class ModelReleaseControllerTest : public ::testing::Test {
   runtime::Result reconcile(const std::string& name = "v7") {
     return reconciler_.reconcile({"ml", name});
   }
-  // Answers every write with its body, as the API server answers an apply.
+  // Answers every write with its body, as the API server answers an apply,
+  // and every GET (a prod name the labelled caches miss) with NotFound.
   void serveWrites() {
     transport_->setHandler([](const kube::Request& r) -> std::optional<testing::FakeReply> {
+      if (r.method == "GET") return FakeTransport::status(404, "NotFound", "not found");
       return FakeTransport::ok(r.body.empty() ? json::object() : json::parse(r.body));
     });
   }
+  // The writes sent (GETs left out), in order.
   std::vector<std::string> requests() const {
     std::vector<std::string> out;
-    for (const auto& r : transport_->requests()) out.push_back(r.method + " " + r.uri());
+    for (const auto& r : transport_->requests())
+      if (r.method != "GET") out.push_back(r.method + " " + r.uri());
+    return out;
+  }
+  std::vector<kube::Request> writes() const {
+    std::vector<kube::Request> out;
+    for (const auto& r : transport_->requests())
+      if (r.method != "GET") out.push_back(r);
     return out;
   }
   static kube::Object gated(const std::string& name = "v7") {
@@ -94,6 +104,12 @@ class ModelReleaseControllerTest : public ::testing::Test {
     r["metadata"]["resourceVersion"] = "11";
     r["spec"]["package"] = kPackage;
     r["spec"]["model"] = "gpt2";
+    return r;
+  }
+  // A release in its prod stage already carries the cleanup finalizer (the
+  // first reconcile that reaches prod adds it, and only that).
+  static kube::Object finalized(kube::Object r) {
+    r["metadata"]["finalizers"] = json::array({v1::kReleaseCleanupFinalizer});
     return r;
   }
   // A prod stage: serving `replicas` of a container `srv` (asking `gpus`), and `canary`.
@@ -113,16 +129,20 @@ class ModelReleaseControllerTest : public ::testing::Test {
     return c ? c->value(field, "") : "";
   }
 
-  kube::Indexer releases_, runtimeEnvs_, jobs_, pods_, deployments_, anchors_, nodes_, gpuPods_;
+  kube::Indexer releases_, runtimeEnvs_, jobs_, pods_, deployments_, anchors_, services_, nodes_,
+      gpuPods_;
   std::shared_ptr<FakeTransport> transport_ = std::make_shared<FakeTransport>();
   std::shared_ptr<kube::Client> client_ = operatorClient(transport_);
   testing::FakeEventSink events_;
   testing::FakeClock clock_;
   std::shared_ptr<FakeQuerier> querier_ = std::make_shared<FakeQuerier>();
   ModelReleaseReconciler reconciler_{
-      client_, {releases_, runtimeEnvs_, jobs_, pods_, deployments_, anchors_, nodes_, gpuPods_},
-      events_, clock_,
-      nullptr, ModelReleaseOptions{},
+      client_,
+      {releases_, runtimeEnvs_, jobs_, pods_, deployments_, anchors_, services_, nodes_, gpuPods_},
+      events_,
+      clock_,
+      nullptr,
+      ModelReleaseOptions{},
       querier_};
 };
 
@@ -207,8 +227,28 @@ TEST_F(ModelReleaseControllerTest, InvalidSpecIsAConditionAndNoRetry) {
             std::string::npos);
 }
 
-TEST_F(ModelReleaseControllerTest, FirstReleaseInProdCreatesTheAnchorAndLooksAgain) {
+TEST_F(ModelReleaseControllerTest, ReachingProdAddsTheCleanupFinalizerFirst) {
   kube::Object release = gated();
+  release["spec"]["stages"] = json::array({prodStage(1, 0, oneStep(50))});
+  put(releases_, release);
+  serveWrites();
+
+  runtime::Result r = reconcile();
+  EXPECT_TRUE(r.error.isOk()) << r.error.toString();
+  EXPECT_EQ(r.requeueAfter, std::chrono::seconds(1));
+  // Only the finalizer, guarded by the resourceVersion it was planned from.
+  ASSERT_EQ(requests().size(), 1u);
+  EXPECT_EQ(
+      requests()[0].rfind("PATCH /apis/lockstep.dev/v1alpha1/namespaces/ml/modelreleases/v7", 0),
+      0u)
+      << requests()[0];
+  json patch = json::parse(writes()[0].body);
+  EXPECT_EQ(patch["metadata"]["finalizers"], json::array({v1::kReleaseCleanupFinalizer}));
+  EXPECT_EQ(patch["metadata"]["resourceVersion"], "11");
+}
+
+TEST_F(ModelReleaseControllerTest, FirstReleaseInProdCreatesTheAnchorAndLooksAgain) {
+  kube::Object release = finalized(gated());
   release["spec"]["stages"] = json::array({prodStage(1, 0, oneStep(50))});
   put(releases_, release);
   serveWrites();
@@ -220,18 +260,19 @@ TEST_F(ModelReleaseControllerTest, FirstReleaseInProdCreatesTheAnchorAndLooksAga
   ASSERT_EQ(requests(),
             std::vector<std::string>{
                 "POST /api/v1/namespaces/ml/configmaps?fieldManager=lockstep-operator"});
-  json cm = json::parse(transport_->requests()[0].body);
+  json cm = json::parse(writes()[0].body);
   EXPECT_EQ(cm["metadata"]["name"], v1::modelAnchorName("gpt2"));
   EXPECT_EQ(cm["data"][v1::kAnchorCanary], "v7");
 }
 
 TEST_F(ModelReleaseControllerTest, ProdStageAppliesServingObjectsFromTheCachesThenStatus) {
-  kube::Object release = gated();
+  kube::Object release = finalized(gated());
   release["spec"]["stages"] = json::array({prodStage(2, 1, oneStep(50))});
   put(releases_, release);
   kube::Object anchor = kube::newObject(v1::kConfigMaps, "ml", v1::modelAnchorName("gpt2"));
   anchor["metadata"]["uid"] = "anchor-uid";
-  anchor["metadata"]["labels"] = {{v1::kModelLabel, "gpt2"}};
+  anchor["metadata"]["labels"] = {{v1::kModelLabel, "gpt2"},
+                                  {"app.kubernetes.io/managed-by", "lockstep"}};
   anchor["data"] = {{v1::kAnchorCanary, "v7"}};
   put(anchors_, anchor);
   kube::Object node = testing::gpuNode("gpu-0", "570", "124", "06");
@@ -249,10 +290,76 @@ TEST_F(ModelReleaseControllerTest, ProdStageAppliesServingObjectsFromTheCachesTh
   EXPECT_EQ(uris[2], std::string("PATCH ") + kStatusUri);
   // The GPU capacity came from the caches: no pod LIST.
   for (const auto& u : uris) EXPECT_EQ(u.find("/pods"), std::string::npos) << u;
-  json status = json::parse(transport_->requests()[2].body)["status"];
+  json status = json::parse(writes()[2].body)["status"];
   EXPECT_EQ(status["phase"], v1::kPhaseCanary);
   EXPECT_EQ(status["canary"]["step"], 0);
   EXPECT_EQ(querier_->calls, 0);
+}
+
+// An apply error of the serving objects reaches the release's status (not only
+// the log): Stalled, ServingApplyFailed, naming the object and the server's message.
+TEST_F(ModelReleaseControllerTest,
+       ARefusedServingWriteIsInStatusWithTheObjectAndTheServersMessage) {
+  kube::Object release = finalized(gated());
+  release["spec"]["stages"] = json::array({prodStage(2, 0, oneStep(50))});
+  put(releases_, release);
+  kube::Object anchor = kube::newObject(v1::kConfigMaps, "ml", v1::modelAnchorName("gpt2"));
+  anchor["metadata"]["uid"] = "anchor-uid";
+  anchor["metadata"]["labels"] = {{v1::kModelLabel, "gpt2"},
+                                  {"app.kubernetes.io/managed-by", "lockstep"}};
+  anchor["data"] = {{v1::kAnchorCanary, "v7"}};
+  put(anchors_, anchor);
+  transport_->setHandler([](const kube::Request& r) -> std::optional<testing::FakeReply> {
+    if (r.method == "GET") return FakeTransport::status(404, "NotFound", "not found");
+    if (r.uri().find("/deployments/gpt2-canary") != std::string::npos)
+      return FakeTransport::status(422, "Invalid",
+                                   "Deployment.apps \"gpt2-canary\" is invalid: spec.selector: "
+                                   "Invalid value: field is immutable");
+    return FakeTransport::ok(r.body.empty() ? json::object() : json::parse(r.body));
+  });
+
+  runtime::Result r = reconcile();
+  EXPECT_FALSE(r.error.isOk());
+  std::vector<kube::Request> sent = writes();
+  ASSERT_FALSE(sent.empty());
+  const kube::Request& last = sent.back();
+  ASSERT_NE(last.uri().find("/status"), std::string::npos) << last.uri();
+  json status = json::parse(last.body)["status"];
+  EXPECT_EQ(condition(status, "Stalled", "status"), "True");
+  EXPECT_EQ(condition(status, "Stalled", "reason"), v1::kReasonServingApplyFailed);
+  const std::string m = condition(status, "Stalled", "message");
+  EXPECT_NE(m.find("applying Deployment gpt2-canary"), std::string::npos) << m;
+  EXPECT_NE(m.find("field is immutable"), std::string::npos) << m;
+  bool evented = false;
+  for (const auto& e : events_.events())
+    evented = evented || (e.reason == v1::kReasonServingApplyFailed &&
+                          e.message.find("field is immutable") != std::string::npos);
+  EXPECT_TRUE(evented);
+}
+
+// A Service of the model's name that only a GET finds (no Lockstep label, so
+// in no cache): NameConflict, and not one write to prod.
+TEST_F(ModelReleaseControllerTest, AForeignServiceOnlyAGetFindsIsANameConflictWithNoProdWrite) {
+  kube::Object release = finalized(gated());
+  release["spec"]["stages"] = json::array({prodStage(2, 0, oneStep(50))});
+  put(releases_, release);
+  transport_->setHandler([](const kube::Request& r) -> std::optional<testing::FakeReply> {
+    if (r.method == "GET" && r.uri().find("/services/gpt2") != std::string::npos) {
+      return FakeTransport::ok(json{{"apiVersion", "v1"},
+                                    {"kind", "Service"},
+                                    {"metadata", {{"name", "gpt2"}, {"namespace", "ml"}}},
+                                    {"spec", {{"selector", {{"app", "gpt2"}}}}}});
+    }
+    if (r.method == "GET") return FakeTransport::status(404, "NotFound", "not found");
+    return FakeTransport::ok(r.body.empty() ? json::object() : json::parse(r.body));
+  });
+
+  runtime::Result r = reconcile();
+  EXPECT_TRUE(r.error.isOk()) << r.error.toString();
+  EXPECT_EQ(r.requeueAfter, std::chrono::seconds(10));
+  ASSERT_EQ(requests(), std::vector<std::string>{std::string("PATCH ") + kStatusUri});
+  json status = json::parse(writes()[0].body)["status"];
+  EXPECT_EQ(condition(status, "Stalled", "reason"), v1::kReasonNameConflict);
 }
 
 // A promoted release asked to take prod back (`lockstep model rollback`) whose
@@ -280,7 +387,7 @@ TEST_F(ModelReleaseControllerTest, AnInvalidManualRollbackIsTerminalWithAConditi
   EXPECT_EQ(r.requeueAfter, kube::Clock::Duration::zero());
   // No Deployment and no anchor write: only the status, with the refusal.
   ASSERT_EQ(requests(), std::vector<std::string>{std::string("PATCH ") + kStatusUri});
-  json status = json::parse(transport_->requests()[0].body)["status"];
+  json status = json::parse(writes()[0].body)["status"];
   EXPECT_EQ(status["phase"], v1::kPhaseSuperseded);
   EXPECT_EQ(condition(status, "Stalled", "reason"), v1::kReasonInvalidSpec);
   const std::string refused = status["rollback"].value("refused", "");

@@ -1,0 +1,397 @@
+// Tests of "prod objects are Lockstep's alone" and of deleting a release
+// (controllers/modelrelease/prod/ownership.h, modelrelease_plan.h): pure, no
+// server. A foreign object at one of the model's prod names stops the release
+// (Stalled, NameConflict) with no write to prod; a deleted release rolls its
+// canary back before its finalizer goes; a Promoted one goes at once.
+#include "controllers/modelrelease/prod/ownership.h"
+
+#include <string>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+#include "api/v1alpha1/conditions.h"
+#include "api/v1alpha1/keys.h"
+#include "api/v1alpha1/model_anchor.h"
+#include "api/v1alpha1/resources.h"
+#include "controllers/modelrelease/modelrelease_plan.h"
+#include "controllers/modelrelease/prod/serving_objects.h"
+#include "operator/kube/conditions.h"
+#include "tests/support/builders.h"
+
+namespace lockstep::controllers {
+namespace {
+
+namespace v1 = api::v1alpha1;
+using nlohmann::json;
+
+const std::string kHash = "sha256:" + std::string(64, 'a');
+const std::string kImage = "registry.example/runtimes/torch@sha256:" + std::string(64, '1');
+const std::string kPackage = "registry.example/models/gpt2@sha256:" + std::string(64, 'c');
+const std::string kOldPackage = "registry.example/models/gpt2@sha256:" + std::string(64, 'b');
+
+kube::ObjectPtr share(const json& o) { return std::make_shared<const kube::Object>(o); }
+
+json anchorOf(const std::string& canary, const std::string& promoted = "",
+              const std::string& uid = "anchor-uid") {
+  json cm = kube::newObject(v1::kConfigMaps, "ml", v1::modelAnchorName("gpt2"));
+  cm["metadata"]["uid"] = uid;
+  cm["metadata"]["resourceVersion"] = "40";
+  cm["metadata"]["labels"] = {{v1::kModelLabel, "gpt2"}, {kManagedByLabel, kManagedByLockstep}};
+  cm["data"] = {{v1::kAnchorCanary, canary}};
+  if (!promoted.empty()) {
+    cm["data"][v1::kAnchorPromoted] = promoted;
+    cm["data"][v1::kAnchorPromotedPackage] = kOldPackage;
+    cm["data"][v1::kAnchorPromotedClosureHash] = kHash;
+    cm["data"][v1::kAnchorRevision] = "1";
+  }
+  return cm;
+}
+
+ServingObjectsInput inputFor(const std::string& anchorUid = "anchor-uid") {
+  ServingObjectsInput in;
+  in.model = "gpt2";
+  in.ns = "ml";
+  in.anchorUid = anchorUid;
+  return in;
+}
+
+// A Deployment of `track` as Lockstep builds it, running `release` with
+// `replicas`, owned by the anchor `anchorUid`.
+json ourDeployment(const std::string& track, const std::string& release, int replicas,
+                   const std::string& anchorUid = "anchor-uid") {
+  ServingRelease r{release, kPackage,
+                   kHash,   "torch",
+                   kImage,  {{"spec", {{"containers", json::array({{{"name", "srv"}}})}}}}};
+  auto d = buildServingDeployment(inputFor(anchorUid), track, r, replicas);
+  EXPECT_TRUE(d.isOk()) << d.status().toString();
+  return *d;
+}
+
+// The team's own Service `gpt2` (the reproduction): selector app=gpt2, no labels.
+json teamService() {
+  json s = kube::newObject(v1::kServices, "ml", "gpt2");
+  s["metadata"]["uid"] = "team-svc";
+  s["spec"] = {{"selector", {{"app", "gpt2"}}},
+               {"ports", json::array({{{"port", 80}, {"targetPort", 9000}}})}};
+  return s;
+}
+
+TEST(NameConflict, NothingAtTheNamesOrEverythingOursIsNoConflict) {
+  ProdObserved p;
+  EXPECT_FALSE(findNameConflict("gpt2", p, "").has_value());
+  p.anchor = share(anchorOf("v2", "v1"));
+  p.service = share(buildModelService(inputFor()));
+  p.stableDeployment = share(ourDeployment(kTrackStable, "v1", 3));
+  p.canaryDeployment = share(ourDeployment(kTrackCanary, "v2", 1));
+  auto c = findNameConflict("gpt2", p, "anchor-uid");
+  EXPECT_FALSE(c.has_value()) << c->message("ml", "gpt2");
+}
+
+TEST(NameConflict, TheTeamsServiceWithoutLockstepsLabelsIsAConflictNamingIt) {
+  ProdObserved p;
+  p.service = share(teamService());
+  auto c = findNameConflict("gpt2", p, "");
+  ASSERT_TRUE(c.has_value());
+  EXPECT_EQ(c->kind, "Service");
+  EXPECT_EQ(c->name, "gpt2");
+  const std::string m = c->message("ml", "gpt2");
+  EXPECT_NE(m.find("Service ml/gpt2 has no label lockstep.dev/model=gpt2"), std::string::npos) << m;
+  EXPECT_NE(m.find("Rename or delete that Service"), std::string::npos) << m;
+}
+
+TEST(NameConflict, LabelsAloneDoNotMakeAnObjectLockstepsTheAnchorMustOwnIt) {
+  ProdObserved p;
+  p.anchor = share(anchorOf("v2"));
+  // Labelled like Lockstep's, but owned by no anchor (copied from another namespace).
+  json copied = ourDeployment(kTrackStable, "v1", 3);
+  copied["metadata"].erase("ownerReferences");
+  p.stableDeployment = share(copied);
+  auto c = findNameConflict("gpt2", p, "");
+  ASSERT_TRUE(c.has_value());
+  EXPECT_EQ(c->name, "gpt2-stable");
+  EXPECT_NE(c->why.find("no owner reference to the model's anchor"), std::string::npos) << c->why;
+
+  // Owned by an anchor of the same name that is gone (another uid).
+  p.stableDeployment = share(ourDeployment(kTrackStable, "v1", 3, "old-anchor"));
+  c = findNameConflict("gpt2", p, "");
+  ASSERT_TRUE(c.has_value());
+  EXPECT_NE(c->why.find("earlier ConfigMap lockstep-model-gpt2 (uid old-anchor)"),
+            std::string::npos)
+      << c->why;
+
+  // Another model's label.
+  json other = ourDeployment(kTrackCanary, "v2", 1);
+  other["metadata"]["labels"][v1::kModelLabel] = "llama";
+  p.stableDeployment = nullptr;
+  p.canaryDeployment = share(other);
+  c = findNameConflict("gpt2", p, "");
+  ASSERT_TRUE(c.has_value());
+  EXPECT_NE(c->why.find("lockstep.dev/model=llama (not gpt2)"), std::string::npos) << c->why;
+
+  // No managed-by label.
+  json unmanaged = ourDeployment(kTrackCanary, "v2", 1);
+  unmanaged["metadata"]["labels"].erase(kManagedByLabel);
+  p.canaryDeployment = share(unmanaged);
+  c = findNameConflict("gpt2", p, "");
+  ASSERT_TRUE(c.has_value());
+  EXPECT_NE(c->why.find("app.kubernetes.io/managed-by=lockstep"), std::string::npos) << c->why;
+}
+
+TEST(NameConflict, AnUnlabelledOrReCreatedAnchorIsAConflict) {
+  ProdObserved p;
+  json plain = anchorOf("");
+  plain["metadata"].erase("labels");
+  p.anchor = share(plain);
+  auto c = findNameConflict("gpt2", p, "");
+  ASSERT_TRUE(c.has_value());
+  EXPECT_EQ(c->kind, "ConfigMap");
+  EXPECT_EQ(c->name, "lockstep-model-gpt2");
+
+  // Lockstep's labels, but not the anchor this release's canary started with.
+  p.anchor = share(anchorOf("v2", "", "new-uid"));
+  c = findNameConflict("gpt2", p, "anchor-uid");
+  ASSERT_TRUE(c.has_value());
+  EXPECT_NE(c->why.find("deleted and re-created"), std::string::npos) << c->why;
+  EXPECT_FALSE(findNameConflict("gpt2", p, "new-uid").has_value());
+}
+
+// --- The whole plan (planModelRelease): a release in its prod stage. ---
+
+json prodRelease(const std::string& name, const std::string& package = kPackage) {
+  json r = testing::modelRelease(name)
+               .model("gpt2")
+               .package(package)
+               .runtimeEnv("torch")
+               .closureHash(kHash)
+               .uid("uid-" + name)
+               .withProdStage(
+                   testing::prodStage(json::array({testing::canaryStep(50, "1h")})).replicas(2))
+               .build();
+  r["metadata"]["resourceVersion"] = "11";
+  r["metadata"]["finalizers"] = json::array({v1::kReleaseCleanupFinalizer});
+  return r;
+}
+
+ModelReleaseObserved observed(const json& release) {
+  ModelReleaseObserved o;
+  o.release = share(release);
+  o.gates.release = release;
+  o.gates.runtimeEnv =
+      testing::runtimeEnv("torch")
+          .image(kImage)
+          .status(
+              {{"observedGeneration", 1},
+               {"closureHash", kHash},
+               {"conditions", {{{"type", "Ready"}, {"status", "True"}, {"reason", "Resolved"}}}}})
+          .build();
+  o.gates.now = "2026-12-01T12:00:00Z";
+  o.gates.nowUnix = 1796126400;
+  o.prod.runtimeEnvs["torch"] = share(*o.gates.runtimeEnv);
+  return o;
+}
+
+void withAnchor(ModelReleaseObserved& o, const json& anchor) {
+  o.prod.anchor = share(anchor);
+  const v1::ModelAnchor a = v1::decodeModelAnchor(anchor);
+  o.gates.canaryRelease = a.canary;
+  o.gates.promotedRelease = a.promoted;
+  o.gates.modelRevision = a.prodRevision();
+}
+
+std::string conditionOf(const json& status, const std::string& type, const std::string& field) {
+  auto c = kube::findCondition(status.value("conditions", json::array()), type);
+  return c ? c->value(field, "") : "";
+}
+
+bool writesTo(const ExecutionPlan& x, const std::string& kind, const std::string& name) {
+  for (const PlannedApply& a : x.apply) {
+    const std::string n = a.verb == WriteVerb::kMergePatch ? a.name : kube::name(a.object);
+    if (a.resource.kind == kind && n == name) return true;
+  }
+  return false;
+}
+
+TEST(NameConflictPlan, AForeignServiceStopsTheReleaseBeforeAnyProdWrite) {
+  ModelReleaseObserved o = observed(prodRelease("v2"));
+  o.prod.service = share(teamService());  // the anchor does not exist yet
+  ModelReleasePlan plan = planModelRelease(o);
+
+  EXPECT_TRUE(plan.execution.apply.empty()) << "no anchor, no Service, no Deployment written";
+  EXPECT_TRUE(plan.execution.prune.empty());
+  ASSERT_TRUE(plan.execution.status.has_value());
+  const json& status = plan.execution.status->object["status"];
+  EXPECT_EQ(status["phase"], v1::kPhaseCanary);
+  EXPECT_EQ(conditionOf(status, "Stalled", "status"), "True");
+  EXPECT_EQ(conditionOf(status, "Stalled", "reason"), v1::kReasonNameConflict);
+  EXPECT_EQ(conditionOf(status, "Ready", "reason"), v1::kReasonNameConflict);
+  EXPECT_NE(conditionOf(status, "Stalled", "message").find("Service ml/gpt2"), std::string::npos);
+  EXPECT_FALSE(status.contains("canary")) << "no canary started";
+  int conflicts = 0;
+  for (const PlannedEvent& e : plan.execution.events) {
+    if (e.reason != v1::kReasonNameConflict) continue;
+    ++conflicts;
+    EXPECT_EQ(e.type, "Warning");
+  }
+  EXPECT_EQ(conflicts, 1);
+  EXPECT_EQ(plan.release.requeueAfterSeconds, 10) << "an unlabelled object sends no event";
+
+  // The same conflict observed again: no second Event, the status stays.
+  json again = prodRelease("v2");
+  again["status"] = status;
+  ModelReleaseObserved o2 = observed(again);
+  o2.prod.service = share(teamService());
+  ModelReleasePlan plan2 = planModelRelease(o2);
+  EXPECT_TRUE(plan2.execution.apply.empty());
+  for (const PlannedEvent& e : plan2.execution.events)
+    EXPECT_NE(e.reason, v1::kReasonNameConflict) << "one Event per conflict, not per look";
+  EXPECT_FALSE(plan2.execution.status.has_value()) << plan2.execution.status->object.dump(2);
+}
+
+TEST(NameConflictPlan, AForeignStableDeploymentIsFoundBeforeTheFirstCanaryStarts) {
+  // The first release: no stable track would be written before its promotion,
+  // yet the conflict is found before any canary pod.
+  ModelReleaseObserved o = observed(prodRelease("v1"));
+  withAnchor(o, anchorOf("v1"));
+  json foreign = kube::newObject(v1::kDeployments, "ml", "gpt2-stable");
+  foreign["spec"] = {{"replicas", 3}, {"selector", {{"matchLabels", {{"app", "gpt2"}}}}}};
+  o.prod.stableDeployment = share(foreign);
+  ModelReleasePlan plan = planModelRelease(o);
+  EXPECT_TRUE(plan.execution.apply.empty());
+  ASSERT_TRUE(plan.execution.status.has_value());
+  const json& status = plan.execution.status->object["status"];
+  EXPECT_EQ(conditionOf(status, "Stalled", "reason"), v1::kReasonNameConflict);
+  EXPECT_NE(conditionOf(status, "Stalled", "message").find("Deployment ml/gpt2-stable"),
+            std::string::npos);
+
+  // Once it is gone, the canary starts: the Service and the canary Deployment.
+  o.prod.stableDeployment = nullptr;
+  plan = planModelRelease(o);
+  EXPECT_TRUE(writesTo(plan.execution, "Service", "gpt2"));
+  EXPECT_TRUE(writesTo(plan.execution, "Deployment", "gpt2-canary"));
+  EXPECT_EQ(plan.execution.status->object["status"]["canary"]["anchorUid"], "anchor-uid");
+}
+
+TEST(ReleaseDeletion, ReachingProdAddsTheFinalizerBeforeAnyProdWrite) {
+  json r = prodRelease("v2");
+  r["metadata"].erase("finalizers");
+  ModelReleaseObserved o = observed(r);
+  ModelReleasePlan plan = planModelRelease(o);
+  ASSERT_EQ(plan.execution.apply.size(), 1u);
+  const PlannedApply& a = plan.execution.apply[0];
+  EXPECT_EQ(a.resource.kind, "ModelRelease");
+  EXPECT_EQ(a.verb, WriteVerb::kMergePatch);
+  EXPECT_EQ(a.object["metadata"]["finalizers"], json::array({v1::kReleaseCleanupFinalizer}));
+  EXPECT_EQ(a.object["metadata"]["resourceVersion"], "11");
+  EXPECT_TRUE(plan.stop);
+  EXPECT_FALSE(plan.execution.status.has_value());
+}
+
+// A release mid-canary (step 1 at 50 % of 2 replicas: 1 canary, 1 stable... 2
+// stable in surge) on top of the known-good v1.
+ModelReleaseObserved midCanary(bool deleted) {
+  json r = prodRelease("v2");
+  r["status"] = {
+      {"phase", v1::kPhaseCanary},
+      {"currentStage", "prod"},
+      {"stages", json::array({{{"name", "prod"}, {"phase", "Running"}}})},
+      {"canary",
+       {{"phase", "Progressing"},
+        {"step", 0},
+        {"startedAt", "2026-12-01T11:59:00Z"},
+        {"stepStartedAt", "2026-12-01T11:59:00Z"},
+        {"weightReachedAt", "2026-12-01T11:59:30Z"},
+        {"capacity", "surge"},
+        {"anchorUid", "anchor-uid"},
+        {"knownGood", {{"release", "v1"}, {"package", kOldPackage}, {"closureHash", kHash}}}}}};
+  if (deleted) r["metadata"]["deletionTimestamp"] = "2026-12-01T11:59:50Z";
+  ModelReleaseObserved o = observed(r);
+  withAnchor(o, anchorOf("v2", "v1"));
+  o.prod.service = share(buildModelService(inputFor()));
+  o.prod.stableDeployment = share(ourDeployment(kTrackStable, "v1", 2));
+  o.prod.canaryDeployment = share(ourDeployment(kTrackCanary, "v2", 1));
+  o.prod.releaseDeleted = deleted;
+  return o;
+}
+
+TEST(ReleaseDeletion, DeletingMidCanaryRollsBackLikeAnAbortAndKeepsTheFinalizer) {
+  ModelReleasePlan plan = planModelRelease(midCanary(true));
+  ASSERT_TRUE(plan.execution.status.has_value());
+  const json& status = plan.execution.status->object["status"];
+  EXPECT_EQ(status["canary"]["phase"], "RollingBack");
+  EXPECT_EQ(status["canary"]["reason"], v1::kReasonReleaseDeleted);
+  for (const PlannedApply& a : plan.execution.apply)
+    EXPECT_NE(a.resource.kind, "ModelRelease") << "the finalizer stays until prod is restored";
+  EXPECT_GT(plan.release.requeueAfterSeconds, 0);
+
+  // Not deleted: the same release just keeps its canary.
+  ModelReleasePlan live = planModelRelease(midCanary(false));
+  EXPECT_EQ(live.execution.status ? live.execution.status->object["status"]["canary"]["phase"]
+                                  : json("Progressing"),
+            "Progressing");
+}
+
+TEST(ReleaseDeletion, OnceRolledBackTheFinalizerGoesAndNothingElseIsWritten) {
+  ModelReleaseObserved o = midCanary(true);
+  json r = *o.release;
+  r["status"]["phase"] = v1::kPhaseRolledBack;
+  r["status"]["canary"]["phase"] = "RolledBack";
+  o = observed(r);
+  withAnchor(o, anchorOf("", "v1"));  // the rollback freed the slot
+  o.prod.stableDeployment = share(ourDeployment(kTrackStable, "v1", 2));
+  o.prod.canaryDeployment = share(ourDeployment(kTrackCanary, "v2", 0));
+  o.prod.releaseDeleted = true;
+  ModelReleasePlan plan = planModelRelease(o);
+  ASSERT_EQ(plan.execution.apply.size(), 1u);
+  const PlannedApply& a = plan.execution.apply[0];
+  EXPECT_EQ(a.resource.kind, "ModelRelease");
+  EXPECT_EQ(a.object["metadata"]["finalizers"], json::array());
+  EXPECT_FALSE(plan.execution.status.has_value());
+}
+
+TEST(ReleaseDeletion, DeletingAPromotedReleaseNeverTouchesProd) {
+  json r = prodRelease("v2");
+  r["metadata"]["deletionTimestamp"] = "2026-12-01T11:59:50Z";
+  r["status"] = {{"phase", v1::kPhasePromoted}, {"canary", {{"phase", "Promoted"}}}};
+  ModelReleaseObserved o = observed(r);
+  withAnchor(o, anchorOf("", "v2"));
+  o.prod.service = share(buildModelService(inputFor()));
+  o.prod.stableDeployment = share(ourDeployment(kTrackStable, "v2", 2));
+  o.prod.canaryDeployment = share(ourDeployment(kTrackCanary, "v2", 0));
+  o.prod.releaseDeleted = true;
+  ModelReleasePlan plan = planModelRelease(o);
+  ASSERT_EQ(plan.execution.apply.size(), 1u) << "only the finalizer";
+  EXPECT_EQ(plan.execution.apply[0].resource.kind, "ModelRelease");
+  EXPECT_FALSE(writesTo(plan.execution, "Deployment", "gpt2-stable"));
+}
+
+TEST(ReleaseDeletion, AReleaseHoldingTheSlotWithoutACanaryFreesItBeforeItGoes) {
+  // Failed after claiming the slot (e.g. InvalidSpec in prod): nothing runs,
+  // but the slot is freed so the next release of the model can start.
+  json r = prodRelease("v2");
+  r["metadata"]["deletionTimestamp"] = "2026-12-01T11:59:50Z";
+  r["status"] = {{"phase", v1::kPhaseFailed}};
+  ModelReleaseObserved o = observed(r);
+  withAnchor(o, anchorOf("v2", "v1"));
+  o.prod.stableDeployment = share(ourDeployment(kTrackStable, "v1", 2));
+  o.prod.releaseDeleted = true;
+  ModelReleasePlan plan = planModelRelease(o);
+  ASSERT_EQ(plan.execution.apply.size(), 2u);
+  EXPECT_EQ(plan.execution.apply[0].resource.kind, "ConfigMap");
+  EXPECT_EQ(plan.execution.apply[0].object["data"][v1::kAnchorCanary], "");
+  EXPECT_EQ(plan.execution.apply[1].resource.kind, "ModelRelease");
+}
+
+TEST(ReleaseDeletion, WhenProdItselfIsBeingDeletedTheFinalizerGoesAtOnce) {
+  // A namespace deletion or `lockstep model delete`: nothing to restore into.
+  ModelReleaseObserved o = midCanary(true);
+  json anchor = anchorOf("v2", "v1");
+  anchor["metadata"]["deletionTimestamp"] = "2026-12-01T11:59:55Z";
+  o.prod.anchor = share(anchor);
+  ModelReleasePlan plan = planModelRelease(o);
+  ASSERT_EQ(plan.execution.apply.size(), 1u);
+  EXPECT_EQ(plan.execution.apply[0].resource.kind, "ModelRelease");
+}
+
+}  // namespace
+}  // namespace lockstep::controllers

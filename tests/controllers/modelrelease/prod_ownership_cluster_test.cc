@@ -1,0 +1,212 @@
+// "Prod objects are Lockstep's alone, and deleting a release cleans up"
+// (issue 20) against the real control plane: the operator binary, KWOK serving
+// pods that warm up before they are Ready, and the invariant monitor
+// (tests/support/invariant_monitor.h) on the model's prod world.
+//   - A team's own Service `gpt2` or Deployment `gpt2-stable` in the namespace:
+//     the first release of model gpt2 stops Stalled/NameConflict before any
+//     canary, the object stays byte for byte, and once the team deletes it the
+//     release goes on to Promoted.
+//   - A release deleted mid-canary rolls back first (finalizer
+//     lockstep.dev/release-cleanup): stable stays at N Ready throughout, the
+//     canary is removed, the slot freed, then the object goes. Deleting the
+//     Promoted release never takes prod down.
+// docs/rollouts.md ("Objects and ownership") and docs/modelrelease.md
+// ("Deleting a release") are the contract.
+#include <chrono>
+#include <string>
+#include <thread>
+
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include "tests/support/release_world.h"
+
+namespace lockstep::testing {
+namespace {
+
+using nlohmann::json;
+
+class ProdOwnershipClusterTest : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() { ASSERT_EQ(ReleaseWorld::startOperator(), ""); }
+  static void TearDownTestSuite() { ReleaseWorld::stopOperator(); }
+  void SetUp() override {
+    ASSERT_EQ(w_.setUp({.nsPrefix = "own", .monitor = true}), "");
+    ns_ = w_.ns();
+  }
+  void TearDown() override { w_.tearDown(HasFailure()); }
+
+  json prodStage(json steps, int replicas = 2) {
+    return ProdStageBuilder(std::move(steps)).replicas(replicas).build();
+  }
+  json get(const std::string& kind, const std::string& name) { return w_.get(kind, name); }
+  bool exists(const std::string& kind, const std::string& name) {
+    return kubectl({"get", kind, name, "-n", ns_, "-o", "name"}).exitCode == 0;
+  }
+  // `kubectl get -o json` of an object, with nothing left out: compared whole.
+  std::string exact(const std::string& kind, const std::string& name) {
+    auto r = kubectl({"get", kind, name, "-n", ns_, "-o", "json", "--show-managed-fields"});
+    EXPECT_EQ(r.exitCode, 0) << r.err;
+    return r.out;
+  }
+  // The reasons and messages of the Events on `name`, one per line.
+  std::string eventsOf(const std::string& name) {
+    json events = kubectlJson(
+        {"get", "events", "-n", ns_, "--field-selector", "involvedObject.name=" + name});
+    std::string out;
+    if (events.is_discarded()) return out;
+    for (const json& e : events["items"])
+      out += e.value("reason", "") + ": " + e.value("message", "") + "\n";
+    return out;
+  }
+  // Waits for the NameConflict on `release`; its Stalled message.
+  std::string waitNameConflict(const std::string& release) {
+    json mr;
+    EXPECT_TRUE(eventually(
+        [&] {
+          mr = get("mr", release);
+          return conditionField(mr, "Stalled", "reason") == "NameConflict";
+        },
+        std::chrono::seconds(60)))
+        << mr["status"].dump(2);
+    EXPECT_EQ(conditionField(mr, "Stalled", "status"), "True");
+    EXPECT_EQ(conditionField(mr, "Ready", "status"), "False");
+    return conditionField(mr, "Stalled", "message");
+  }
+
+  static bool hasCleanupFinalizer(const json& mr) {
+    for (const json& f : mr.value("/metadata/finalizers"_json_pointer, json::array()))
+      if (f == "lockstep.dev/release-cleanup") return true;
+    return false;
+  }
+
+  ReleaseWorld w_;
+  std::string ns_;
+};
+
+// The issue's first reproduction: a Service `gpt2` (selector app: gpt2) is the
+// team's current serving.
+TEST_F(ProdOwnershipClusterTest, TheTeamsServiceIsNeverTakenOverAndTheReleaseGoesOnOnceItIsGone) {
+  const std::string svc = R"({"apiVersion":"v1","kind":"Service","metadata":{"name":"gpt2",
+      "namespace":")" + ns_ +
+                          R"("},"spec":{"selector":{"app":"gpt2"},
+      "ports":[{"name":"web","port":80,"targetPort":9000}]}})";
+  ASSERT_EQ(kubectl({"create", "-f", "-"}, svc).exitCode, 0);
+  const std::string before = exact("service", "gpt2");
+
+  json oneStep = json::array({json{{"weight", 100}}});
+  ASSERT_EQ(w_.createRelease("v1", testPackage('1'), json::array({prodStage(oneStep)})).exitCode,
+            0);
+  const std::string message = waitNameConflict("v1");
+  EXPECT_NE(message.find("Service " + ns_ + "/gpt2 has no label lockstep.dev/model=gpt2"),
+            std::string::npos)
+      << message;
+  EXPECT_NE(message.find("Rename or delete that Service"), std::string::npos) << message;
+  EXPECT_NE(eventsOf("v1").find("NameConflict: Service " + ns_ + "/gpt2"), std::string::npos)
+      << eventsOf("v1");
+  // Nothing in prod moved: no anchor, no Deployment, the Service byte for byte
+  // (a few more reconciles, each 10 s apart, first).
+  std::this_thread::sleep_for(std::chrono::seconds(12));
+  EXPECT_EQ(exact("service", "gpt2"), before);
+  EXPECT_FALSE(exists("configmap", "lockstep-model-gpt2"));
+  EXPECT_FALSE(exists("deployment", "gpt2-canary"));
+  EXPECT_FALSE(exists("deployment", "gpt2-stable"));
+  EXPECT_EQ(get("mr", "v1").value("/status/phase"_json_pointer, std::string()), "Canary");
+
+  // The team deletes it: the release goes on by itself.
+  ASSERT_EQ(kubectl({"delete", "service", "gpt2", "-n", ns_}).exitCode, 0);
+  json v1 = w_.waitPhase("v1", "Promoted", std::chrono::seconds(120));
+  EXPECT_EQ(conditionField(v1, "Stalled", "status"), "False") << v1["status"].dump(2);
+  json ours = get("service", "gpt2");
+  EXPECT_EQ(ours.value("/metadata/labels/lockstep.dev~1model"_json_pointer, std::string()), "gpt2");
+  EXPECT_EQ(ours.value("/metadata/ownerReferences/0/name"_json_pointer, std::string()),
+            "lockstep-model-gpt2");
+}
+
+// The issue's second reproduction: an existing `gpt2-stable` the first release
+// would only write at its promotion; found before any canary pod.
+TEST_F(ProdOwnershipClusterTest, AForeignStableDeploymentIsFoundBeforeTheCanaryAndLeftAlone) {
+  const std::string dep = R"({"apiVersion":"apps/v1","kind":"Deployment","metadata":{
+      "name":"gpt2-stable","namespace":")" +
+                          ns_ + R"(","labels":{"app":"gpt2"}},
+      "spec":{"replicas":0,"selector":{"matchLabels":{"app":"gpt2"}},
+      "template":{"metadata":{"labels":{"app":"gpt2"}},
+      "spec":{"containers":[{"name":"server","image":"registry.example/team/server:1"}]}}}})";
+  ASSERT_EQ(kubectl({"create", "-f", "-"}, dep).exitCode, 0);
+  const std::string before = exact("deployment", "gpt2-stable");
+
+  json steps = json::array({json{{"weight", 50}}, json{{"weight", 100}}});
+  ASSERT_EQ(w_.createRelease("v1", testPackage('1'), json::array({prodStage(steps)})).exitCode, 0);
+  const std::string message = waitNameConflict("v1");
+  EXPECT_NE(message.find("Deployment " + ns_ + "/gpt2-stable"), std::string::npos) << message;
+  std::this_thread::sleep_for(std::chrono::seconds(12));
+  EXPECT_FALSE(exists("deployment", "gpt2-canary")) << "no canary pod before the conflict ends";
+  EXPECT_TRUE(w_.readyPods().empty()) << json(w_.readyPods()).dump();
+  EXPECT_EQ(exact("deployment", "gpt2-stable"), before);
+
+  ASSERT_EQ(kubectl({"delete", "deployment", "gpt2-stable", "-n", ns_}).exitCode, 0);
+  w_.waitPhase("v1", "Promoted", std::chrono::seconds(150));
+  EXPECT_EQ(w_.stableRelease(), "v1");
+  EXPECT_EQ(
+      get("deployment", "gpt2-stable")
+          .value("/metadata/labels/app.kubernetes.io~1managed-by"_json_pointer, std::string()),
+      "lockstep");
+}
+
+// An Argo CD prune mid-canary: the finalizer rolls the canary back first.
+TEST_F(ProdOwnershipClusterTest, DeletingAReleaseMidCanaryRestoresStableThenTheObjectGoes) {
+  json oneStep = json::array({json{{"weight", 100}}});
+  ASSERT_EQ(w_.createRelease("v1", testPackage('1'), json::array({prodStage(oneStep)})).exitCode,
+            0);
+  json v1 = w_.waitPhase("v1", "Promoted");
+  EXPECT_FALSE(hasCleanupFinalizer(v1)) << "a Promoted release lets go of the finalizer";
+
+  json paused = json::array({json{{"weight", 50}, {"pause", "Indefinite"}}});
+  ASSERT_EQ(w_.createRelease("v2", testPackage('2'), json::array({prodStage(paused)})).exitCode, 0);
+  json v2;
+  ASSERT_TRUE(eventually(
+      [&] {
+        v2 = get("mr", "v2");
+        return conditionField(v2, "Ready", "reason") == "CanaryPaused";
+      },
+      std::chrono::seconds(120)))
+      << v2["status"].dump(2);
+  EXPECT_TRUE(hasCleanupFinalizer(v2)) << v2["metadata"].dump(2);
+  EXPECT_EQ(w_.readyPods()["canary/v2"], 1) << json(w_.readyPods()).dump();
+
+  ASSERT_EQ(kubectl({"delete", "mr", "v2", "-n", ns_, "--wait=false"}).exitCode, 0);
+  // The object goes only after the rollback: until then it is there, rolling back.
+  EXPECT_TRUE(eventually([&] { return !exists("mr", "v2"); }, std::chrono::seconds(120)))
+      << get("mr", "v2").dump(2);
+  const std::string events = eventsOf("v2");
+  EXPECT_NE(events.find("RollingBack: ReleaseDeleted"), std::string::npos) << events;
+  EXPECT_NE(events.find("RolledBack: canary removed after ReleaseDeleted"), std::string::npos)
+      << events;
+  EXPECT_EQ(get("deployment", "gpt2-canary")["spec"]["replicas"], 0);
+  EXPECT_EQ(w_.stableRelease(), "v1");
+  EXPECT_TRUE(eventually([&] {
+    auto r = w_.readyPods();
+    return r["stable/v1"] == 2 && r.size() == 1;
+  })) << json(w_.readyPods()).dump();
+  json anchor = get("configmap", "lockstep-model-gpt2");
+  EXPECT_EQ(anchor["data"]["canary"], "") << "the canary slot is free";
+  EXPECT_EQ(anchor["data"]["promoted"], "v1");
+
+  // The slot is free: the model's next release starts its canary.
+  ASSERT_EQ(w_.createRelease("v3", testPackage('3'), json::array({prodStage(oneStep)})).exitCode,
+            0);
+  w_.waitPhase("v3", "Promoted");
+
+  // Deleting the Promoted release never takes prod down. (The monitor stops
+  // first: it reads the releases, and prod now runs one that no longer exists.)
+  w_.stopMonitor();
+  ASSERT_EQ(kubectl({"delete", "mr", "v3", "-n", ns_, "--timeout=30s"}).exitCode, 0);
+  std::this_thread::sleep_for(std::chrono::seconds(5));
+  EXPECT_EQ(w_.stableRelease(), "v3");
+  auto ready = w_.readyPods();
+  EXPECT_EQ(ready["stable/v3"], 2) << json(ready).dump();
+  EXPECT_EQ(get("configmap", "lockstep-model-gpt2")["data"]["promoted"], "v3");
+}
+
+}  // namespace
+}  // namespace lockstep::testing
