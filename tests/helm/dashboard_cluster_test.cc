@@ -7,6 +7,9 @@
 // whose metric the operator does not export (a renamed metric, a wrong label)
 // fails here. The canary step gauges come and go with their release.
 // docs/observability.md is the contract.
+// The release world (tests/support/release_world.h) runs the operator, the
+// namespace and RuntimeEnv; this test adds a Prometheus of its own that
+// scrapes the operator's /metrics, and the invariant monitor watches model gpt2.
 #include <map>
 #include <sstream>
 #include <string>
@@ -16,7 +19,7 @@
 
 #include "tests/prometheus/prometheus_world.h"
 #include "tests/support/cluster_env.h"
-#include "tests/support/operator_process.h"
+#include "tests/support/release_world.h"
 
 #ifndef LOCKSTEP_SOURCE_DIR
 #error "LOCKSTEP_SOURCE_DIR must be defined"
@@ -29,12 +32,6 @@ using nlohmann::json;
 
 const std::string kDashboard =
     std::string(LOCKSTEP_SOURCE_DIR) + "/helm/lockstep/dashboards/lockstep.json";
-const std::string kImage =
-    "registry.example/runtimes/"
-    "torch@sha256:4f1c000000000000000000000000000000000000000000000000000000000003";
-const std::string kLock = "numpy==1.26.4 --hash=sha256:" + std::string(64, 'a') + "\n";
-
-std::string package(char c) { return "registry.example/models/gpt2@sha256:" + std::string(64, c); }
 
 // Grafana's variables as the dashboard would send them for this test's data.
 std::string fillVariables(std::string expr, const std::string& ns, const std::string& model) {
@@ -51,87 +48,28 @@ std::string fillVariables(std::string expr, const std::string& ns, const std::st
 
 class DashboardClusterTest : public ::testing::Test {
  protected:
-  static void SetUpTestSuite() {
-    OperatorProcess::installClusterPieces(sharedWebhookPort());
-    op_ = new OperatorProcess();
-    ASSERT_EQ(op_->start(), "");
-  }
-  static void TearDownTestSuite() {
-    delete op_;
-    op_ = nullptr;
-    OperatorProcess::uninstallWebhooks();
-  }
+  static void SetUpTestSuite() { ASSERT_EQ(ReleaseWorld::startOperator(), ""); }
+  static void TearDownTestSuite() { ReleaseWorld::stopOperator(); }
   void SetUp() override {
-    if (!op_->running()) {
-      ASSERT_EQ(op_->start(), "");
-    }
+    ASSERT_EQ(world_.setUp({.nsPrefix = "dash", .monitor = true}), "");
     std::string error;
     PrometheusWorld::Options options;
-    options.scrapeTargets = {"127.0.0.1:" + std::to_string(op_->metricsPort())};
+    options.scrapeTargets = {"127.0.0.1:" + std::to_string(ReleaseWorld::op().metricsPort())};
     options.scrapeToken = metricsScraperToken();
     prom_ = PrometheusWorld::start(options, error);
     ASSERT_NE(prom_, nullptr) << error;
-    ns_ = uniqueName("dash");
-    ASSERT_EQ(kubectl({"create", "namespace", ns_}).exitCode, 0);
-    ASSERT_EQ(kubectl({"label", "namespace", ns_, "lockstep.dev/enforce=enforce"}).exitCode, 0);
-    hash_ = applyReadyRuntimeEnv(ns_, "torch", kImage, kLock);
-    ASSERT_FALSE(hash_.empty()) << "RuntimeEnv torch never became Ready";
+    ns_ = world_.ns();
   }
   void TearDown() override {
-    if (HasFailure() && op_) std::cerr << "operator log tail:\n" << op_->log() << std::endl;
-    auto r = kubectl({"delete", "namespace", ns_, "--timeout=120s"});
-    EXPECT_EQ(r.exitCode, 0) << "namespace did not finish deleting: " << r.err;
+    world_.tearDown(HasFailure());
     prom_.reset();
-  }
-
-  CommandResult createRelease(const std::string& name, const std::string& pkg, json stages) {
-    json mr = {{"apiVersion", "lockstep.dev/v1alpha1"},
-               {"kind", "ModelRelease"},
-               {"metadata", {{"name", name}, {"namespace", ns_}}},
-               {"spec",
-                {{"model", "gpt2"},
-                 {"package", pkg},
-                 {"runtimeEnvRef", {{"name", "torch"}}},
-                 {"closureHash", hash_},
-                 {"stages", std::move(stages)}}}};
-    return kubectl({"create", "-f", "-"}, mr.dump());
-  }
-
-  static json gate(const std::string& name) {
-    json tmpl = {
-        {"metadata",
-         {{"annotations",
-           {{"lockstep.dev/test-termination-message", ""}, {"lockstep.dev/test-duration", "1s"}}}}},
-        {"spec", {{"containers", json::array({{{"name", name}}})}}}};
-    return {{"name", name},
-            {"gate", {{"template", tmpl}, {"metrics", json::array()}, {"timeout", "5m"}}}};
-  }
-
-  static json prod(json steps) {
-    json tmpl = {{"spec", {{"containers", json::array({{{"name", "server"}}})}}}};
-    return {{"name", "prod"},
-            {"serving", {{"template", tmpl}, {"replicas", 2}, {"port", 8080}}},
-            {"canary", {{"steps", std::move(steps)}, {"progressDeadline", "2m"}}}};
-  }
-
-  json waitPhase(const std::string& name, const std::string& phase) {
-    json last;
-    bool ok = eventually(
-        [&] {
-          last = kubectlJson({"get", "mr", name, "-n", ns_});
-          return !last.is_discarded() && last.contains("status") && last["status"].is_object() &&
-                 last["status"].value("phase", "") == phase;
-        },
-        std::chrono::seconds(150));
-    EXPECT_TRUE(ok) << name << ": phase " << phase << " not reached: " << last.dump(2);
-    return last;
   }
 
   // The operator's own exposition: name -> value of the release's canary series
   // (lockstep_release_canary_step, lockstep_release_canary_weight), empty when it has none.
   std::map<std::string, std::string> canarySeries(const std::string& release) {
     std::map<std::string, std::string> out;
-    std::istringstream lines(op_->scrapeMetrics());
+    std::istringstream lines(ReleaseWorld::op().scrapeMetrics());
     for (std::string line; std::getline(lines, line);) {
       if (line.rfind("lockstep_release_canary_", 0) != 0 ||
           line.find("namespace=\"" + ns_ + "\"") == std::string::npos ||
@@ -150,12 +88,10 @@ class DashboardClusterTest : public ::testing::Test {
     return json::parse(r.out, nullptr, false);
   }
 
-  static OperatorProcess* op_;
+  ReleaseWorld world_;
   std::unique_ptr<PrometheusWorld> prom_;
-  std::string ns_, hash_;
+  std::string ns_;
 };
-
-OperatorProcess* DashboardClusterTest::op_ = nullptr;
 
 TEST_F(DashboardClusterTest, EveryPanelQueryReturnsSeriesOfTheRunningOperator) {
   auto who = kubectl({"auth", "whoami", "-o", "jsonpath={.status.userInfo.username}"});
@@ -171,44 +107,47 @@ TEST_F(DashboardClusterTest, EveryPanelQueryReturnsSeriesOfTheRunningOperator) {
         {"namespace", ns_},
         {"labels", {{"lockstep.dev/runtime-env", "torch"}}},
         {"annotations", {{"lockstep.dev/closure-hash", "sha256:" + std::string(64, '0')}}}}},
-      {"spec", {{"containers", json::array({{{"name", "c"}, {"image", kImage}}})}}}};
+      {"spec", {{"containers", json::array({{{"name", "c"}, {"image", kTestImage}}})}}}};
   auto denied = kubectl({"create", "-f", "-"}, pod.dump());
   ASSERT_NE(denied.exitCode, 0) << "a pod with a stale closure hash was admitted";
 
   // r1: a gate, then one canary step: promoted (gate results, durations, a promotion).
-  ASSERT_EQ(createRelease("r1", package('1'),
-                          json::array({gate("eval"), prod(json::array({{{"weight", 50}}}))}))
+  ASSERT_EQ(world_
+                .create(world_.release("r1", testPackage('1'))
+                            .withGate(gateStage("eval"))
+                            .withProdStage(prodStage(json::array({canaryStep(50)}))))
                 .exitCode,
             0);
-  waitPhase("r1", "Promoted");
+  world_.waitPhase("r1", "Promoted");
 
   // r2: held in an indefinite pause (the canary step gauges), then aborted:
   // rolled back with reason Aborted, and its canary series are gone.
-  ASSERT_EQ(
-      createRelease("r2", package('2'),
-                    json::array({prod(json::array({{{"weight", 50}, {"pause", "Indefinite"}}}))}))
-          .exitCode,
-      0);
-  waitPhase("r2", "Canary");
+  ASSERT_EQ(world_
+                .create(world_.release("r2", testPackage('2'))
+                            .withProdStage(prodStage(json::array({canaryStep(50, "Indefinite")}))))
+                .exitCode,
+            0);
+  world_.waitPhase("r2", "Canary");
   const std::map<std::string, std::string> pausedAtFirstStep = {
       {"lockstep_release_canary_step", "0"}, {"lockstep_release_canary_weight", "50"}};
   EXPECT_TRUE(eventually([&] { return canarySeries("r2") == pausedAtFirstStep; }))
       << json(canarySeries("r2")).dump();
   ASSERT_EQ(kubectl({"annotate", "mr", "r2", "-n", ns_, "lockstep.dev/abort=" + who.out}).exitCode,
             0);
-  json r2 = waitPhase("r2", "RolledBack");
+  json r2 = world_.waitPhase("r2", "RolledBack");
   EXPECT_EQ(r2.value("/status/canary/reason"_json_pointer, std::string()), "Aborted")
       << r2["status"].dump(2);
   EXPECT_TRUE(eventually([&] { return canarySeries("r2").empty(); }))
       << "the canary series of a rolled-back release stay: " << json(canarySeries("r2")).dump();
 
   // r3: two steps, paused in the first: its canary series exist while the panels are checked.
-  ASSERT_EQ(createRelease("r3", package('3'),
-                          json::array({prod(json::array(
-                              {{{"weight", 25}, {"pause", "Indefinite"}}, {{"weight", 100}}}))}))
+  ASSERT_EQ(world_
+                .create(world_.release("r3", testPackage('3'))
+                            .withProdStage(prodStage(
+                                json::array({canaryStep(25, "Indefinite"), canaryStep(100)}))))
                 .exitCode,
             0);
-  waitPhase("r3", "Canary");
+  world_.waitPhase("r3", "Canary");
   ASSERT_TRUE(eventually([&] {
     return canarySeries("r3")["lockstep_release_canary_weight"] == "25";
   })) << json(canarySeries("r3")).dump();
