@@ -234,6 +234,9 @@ struct Planner {
       plan.action = CanaryAction::kPromoted;
       plan.reason = kReasonPromoted;
       plan.message = "prod runs " + o.package + " on closure " + o.closureHash;
+      // The outcome, not the last intermediate state a reconcile happened to see.
+      st["reason"] = kReasonPromoted;
+      st["message"] = plan.message;
       plan.replicas = {0, total};
       plan.supersede = knownGoodRelease() == o.release ? "" : knownGoodRelease();
       event("Normal", "Promoted", plan.message);
@@ -425,6 +428,9 @@ struct Planner {
       plan.action = CanaryAction::kPromoted;
       plan.reason = kReasonPromoted;
       plan.message = "prod runs " + o.package + " on closure " + o.closureHash;
+      // The outcome, not the last intermediate state a reconcile happened to see.
+      st["reason"] = kReasonPromoted;
+      st["message"] = plan.message;
       plan.replicas = {0, total};
       plan.stableRelease = o.release;
       return;

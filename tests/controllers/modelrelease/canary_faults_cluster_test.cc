@@ -300,7 +300,7 @@ class CanaryFaultsTest : public ::testing::Test {
             {"canary",
              {{"phase", "Promoted"},
               {"step", 1},
-              {"reason", "CanaryPaused"},  // the last step's pause, the state it passed from
+              {"reason", "Promoted"},
               {"knownGood", "v1"},
               {"passedSteps", json::array({{{"step", 0}, {"weight", 50}, {"analysis", analysed}},
                                            {{"step", 1}, {"weight", 100}}})}}}};

@@ -446,6 +446,9 @@ TEST(CanaryPlan, PromotionMovesTrafficThenHandsStableTheNewReleaseAndSupersedes)
   auto p3 = planCanary(o3);
   EXPECT_EQ(p3.action, CanaryAction::kPromoted);
   EXPECT_EQ(p3.status["phase"], "Promoted");
+  // The outcome, whatever intermediate state the previous reconcile recorded.
+  EXPECT_EQ(p3.status["reason"], kReasonPromoted) << p3.status.dump(2);
+  EXPECT_EQ(p3.status["message"], p3.message);
   EXPECT_EQ(p3.supersede, "gpt2-v1");
   EXPECT_EQ(p3.replicas.canary, 0);
   EXPECT_EQ(p3.replicas.stable, 4);
