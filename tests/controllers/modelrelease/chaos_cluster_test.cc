@@ -111,8 +111,18 @@ TEST(ChaosRun, ReleasesUnderFaultsKeepTheInvariants) {
         eventually(
             [&] { return conditionField(w.get("mr", name), "Ready", "reason") == "CanaryPaused"; },
             std::chrono::seconds(60));
-        auto who = kubectl({"auth", "whoami", "-o", "jsonpath={.status.userInfo.username}"});
-        kubectl({"annotate", "mr", name, "-n", w.ns(), "lockstep.dev/abort=" + who.out});
+        // The webhook accepts only the caller's own name, and a fault (an API
+        // server restart) can fail either call: retried until the annotation is in.
+        bool annotated = eventually(
+            [&] {
+              auto who = kubectl({"auth", "whoami", "-o", "jsonpath={.status.userInfo.username}"});
+              if (who.exitCode != 0 || who.out.empty()) return false;
+              return kubectl({"annotate", "--overwrite", "mr", name, "-n", w.ns(),
+                              "lockstep.dev/abort=" + who.out})
+                         .exitCode == 0;
+            },
+            std::chrono::seconds(60));
+        EXPECT_TRUE(annotated) << "could not abort " << name;
       }
     }
     if (Clock::now() >= nextFault) {
