@@ -102,13 +102,14 @@ class OperatorAccount : public ::testing::Test {
 // Issue 12 item 6: what the operator must never be able to do (cluster install).
 TEST_F(OperatorAccount, IsDeniedWhatTheCodeNeverDoes) {
   std::string other = uniqueName("other");
-  // Lockstep's kinds: status only, never spec — but for the RuntimeEnv in-use finalizer,
-  // written by server-side apply (patch) of metadata.finalizers alone (docs/contracts.md,
-  // "Runtime revisions"); never update, never a ModelRelease.
+  // Lockstep's kinds: status only, never spec — but for two finalizers, each written
+  // by a patch of metadata.finalizers alone: the RuntimeEnv in-use finalizer
+  // (docs/contracts.md, "Runtime revisions") and the ModelRelease cleanup finalizer
+  // (docs/modelrelease.md, "Deleting a release"); never update.
   EXPECT_FALSE(operatorCan({"update", "runtimeenvs.lockstep.dev", "-n", other}));
   EXPECT_TRUE(operatorCan({"patch", "runtimeenvs.lockstep.dev", "-n", other}));
   EXPECT_FALSE(operatorCan({"update", "modelreleases.lockstep.dev", "-n", other}));
-  EXPECT_FALSE(operatorCan({"patch", "modelreleases.lockstep.dev", "-n", other}));
+  EXPECT_TRUE(operatorCan({"patch", "modelreleases.lockstep.dev", "-n", other}));
   EXPECT_FALSE(operatorCan({"delete", "runtimeenvs.lockstep.dev", "-n", other}));
   // Secrets: none in other namespaces, none listed, only its own by name.
   EXPECT_FALSE(operatorCan({"get", "secrets", "-n", other}));
