@@ -64,6 +64,15 @@ class ModelReleaseControllerTest : public ::testing::Test {
                  {"conditions", {{{"type", "Ready"}, {"status", "True"}, {"reason", "Resolved"}}}}})
             .build());
   }
+  // The model's anchor as Lockstep created it (labelled, with a uid), `canary` in its slot.
+  void putLockstepAnchor(const std::string& canary) {
+    kube::Object anchor = kube::newObject(v1::kConfigMaps, "ml", v1::modelAnchorName("gpt2"));
+    anchor["metadata"]["uid"] = "anchor-uid";
+    anchor["metadata"]["labels"] = {{v1::kModelLabel, "gpt2"},
+                                    {"app.kubernetes.io/managed-by", "lockstep"}};
+    anchor["data"] = {{v1::kAnchorCanary, canary}};
+    put(anchors_, anchor);
+  }
   static std::shared_ptr<kube::Client> operatorClient(std::shared_ptr<FakeTransport> t) {
     kube::ClientOptions o;
     o.fieldManager = v1::kOperatorFieldManager;
@@ -269,12 +278,7 @@ TEST_F(ModelReleaseControllerTest, ProdStageAppliesServingObjectsFromTheCachesTh
   kube::Object release = finalized(gated());
   release["spec"]["stages"] = json::array({prodStage(2, 1, oneStep(50))});
   put(releases_, release);
-  kube::Object anchor = kube::newObject(v1::kConfigMaps, "ml", v1::modelAnchorName("gpt2"));
-  anchor["metadata"]["uid"] = "anchor-uid";
-  anchor["metadata"]["labels"] = {{v1::kModelLabel, "gpt2"},
-                                  {"app.kubernetes.io/managed-by", "lockstep"}};
-  anchor["data"] = {{v1::kAnchorCanary, "v7"}};
-  put(anchors_, anchor);
+  putLockstepAnchor("v7");
   kube::Object node = testing::gpuNode("gpu-0", "570", "124", "06");
   node["status"]["allocatable"] = {{"nvidia.com/gpu", "4"}};
   put(nodes_, node);
@@ -303,12 +307,7 @@ TEST_F(ModelReleaseControllerTest,
   kube::Object release = finalized(gated());
   release["spec"]["stages"] = json::array({prodStage(2, 0, oneStep(50))});
   put(releases_, release);
-  kube::Object anchor = kube::newObject(v1::kConfigMaps, "ml", v1::modelAnchorName("gpt2"));
-  anchor["metadata"]["uid"] = "anchor-uid";
-  anchor["metadata"]["labels"] = {{v1::kModelLabel, "gpt2"},
-                                  {"app.kubernetes.io/managed-by", "lockstep"}};
-  anchor["data"] = {{v1::kAnchorCanary, "v7"}};
-  put(anchors_, anchor);
+  putLockstepAnchor("v7");
   transport_->setHandler([](const kube::Request& r) -> std::optional<testing::FakeReply> {
     if (r.method == "GET") return FakeTransport::status(404, "NotFound", "not found");
     if (r.uri().find("/deployments/gpt2-canary") != std::string::npos)
