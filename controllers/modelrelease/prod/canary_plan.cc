@@ -231,12 +231,7 @@ struct Planner {
       st["phase"] = kCanaryPromoted;
       st["finishedAt"] = o.now;
       st.erase("promotion");
-      plan.action = CanaryAction::kPromoted;
-      plan.reason = kReasonPromoted;
-      plan.message = "prod runs " + o.package + " on closure " + o.closureHash;
-      // The outcome, not the last intermediate state a reconcile happened to see.
-      st["reason"] = kReasonPromoted;
-      st["message"] = plan.message;
+      recordPromoted();
       plan.replicas = {0, total};
       plan.supersede = knownGoodRelease() == o.release ? "" : knownGoodRelease();
       event("Normal", "Promoted", plan.message);
@@ -246,6 +241,16 @@ struct Planner {
     plan.message = "stable Deployment takes " + o.release + " (" +
                    std::to_string(stable.readyReplicas) + "/" + std::to_string(total) + " Ready)";
     plan.requeueAfterSeconds = kPodPollSeconds;
+  }
+
+  // The promoted outcome in the plan and in status.canary: the outcome, not the
+  // last intermediate state a reconcile happened to see.
+  void recordPromoted() {
+    plan.action = CanaryAction::kPromoted;
+    plan.reason = kReasonPromoted;
+    plan.message = "prod runs " + o.package + " on closure " + o.closureHash;
+    st["reason"] = kReasonPromoted;
+    st["message"] = plan.message;
   }
 
   void startPromotion(const std::string& why) {
@@ -425,12 +430,7 @@ struct Planner {
     hasStable = !knownGoodRelease().empty();
     std::string phase = decode::string(st, "phase");
     if (phase == kCanaryPromoted) {
-      plan.action = CanaryAction::kPromoted;
-      plan.reason = kReasonPromoted;
-      plan.message = "prod runs " + o.package + " on closure " + o.closureHash;
-      // The outcome, not the last intermediate state a reconcile happened to see.
-      st["reason"] = kReasonPromoted;
-      st["message"] = plan.message;
+      recordPromoted();
       plan.replicas = {0, total};
       plan.stableRelease = o.release;
       return;
