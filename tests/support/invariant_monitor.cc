@@ -266,6 +266,7 @@ std::unique_ptr<InvariantMonitor> InvariantMonitor::start(const std::string& kub
          },
          [self, kind](const kube::Object& o) { self->onEvent(kind, o, true); }});
     informer->start();
+    std::lock_guard<std::mutex> lock(m->mu_);  // the handlers read informers_
     m->informers_.push_back(std::move(informer));
     m->informerKinds_.push_back(kind);
   }
@@ -327,7 +328,25 @@ void InvariantMonitor::onEvent(const std::string& kind, const json& obj, bool de
     trail_.push_back(s.str());
     while (trail_.size() > options_.trailLength) trail_.pop_front();
   }
+  loadWorldFromCaches();
   check(Clock::now());
+}
+
+void InvariantMonitor::loadWorldFromCaches() {
+  for (size_t i = 0; i < informers_.size(); ++i) {
+    const std::string& kind = informerKinds_[i];
+    std::map<std::string, json>* objects = kind == "pod"          ? &world_.pods
+                                           : kind == "deployment" ? &world_.deployments
+                                           : kind == "release"    ? &world_.releases
+                                                                  : nullptr;
+    std::vector<kube::ObjectPtr> cached = informers_[i]->cache().list();
+    if (objects == nullptr) {
+      world_.anchor = cached.empty() ? json() : json(*cached.front());
+      continue;
+    }
+    objects->clear();
+    for (const kube::ObjectPtr& o : cached) (*objects)[str(*o, "/metadata/name")] = *o;
+  }
 }
 
 void InvariantMonitor::check(Clock::time_point now) {

@@ -142,6 +142,11 @@ class InvariantMonitor {
   // Replaces the releases the watch delivered by a fresh list from the API
   // server; false when the list failed.
   bool refreshReleases();
+  // The world as the informers' caches hold it now. A relist replaces a cache
+  // at once and then reports each changed object, one event at a time; the
+  // world is read from the caches, so no check sees half a relist (a pod's
+  // termination without the Ready pod that preceded it).
+  void loadWorldFromCaches();
   int events_ = 0;
   std::shared_ptr<kube::Client> client_;
   std::chrono::steady_clock::time_point t0_ = std::chrono::steady_clock::now();
