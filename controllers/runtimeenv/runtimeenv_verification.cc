@@ -82,6 +82,16 @@ std::vector<Target> targetsOf(const VerificationInput& in) {
   return out;
 }
 
+// The RuntimeEnv as the controlling owner: deleted with it (garbage collection).
+json ownedBy(const ObjectMeta& meta) {
+  return json::array({{{"apiVersion", kRuntimeEnvs.apiVersion()},
+                       {"kind", kRuntimeEnvs.kind},
+                       {"name", meta.name},
+                       {"uid", meta.uid},
+                       {"controller", true},
+                       {"blockOwnerDeletion", true}}});
+}
+
 json cliContainer(const VerificationInput& in, const std::string& name,
                   std::vector<std::string> command, bool gpu) {
   json c = {{"name", name},
@@ -160,12 +170,7 @@ json buildJob(const VerificationInput& in, const VerifySpec& spec, int64_t run, 
                {{"name", name},
                 {"namespace", meta.ns},
                 {"labels", labels},
-                {"ownerReferences", json::array({{{"apiVersion", kRuntimeEnvs.apiVersion()},
-                                                  {"kind", kRuntimeEnvs.kind},
-                                                  {"name", meta.name},
-                                                  {"uid", meta.uid},
-                                                  {"controller", true},
-                                                  {"blockOwnerDeletion", true}}})}}},
+                {"ownerReferences", ownedBy(meta)}}},
               {"spec",
                {{"backoffLimit", 0},
                 {"activeDeadlineSeconds", spec.timeoutSeconds},
@@ -183,12 +188,7 @@ json closureConfigMap(const VerificationInput& in) {
                {{"name", closureConfigMapName(meta.name)},
                 {"namespace", meta.ns},
                 {"labels", {{kVerifyRuntimeEnvLabel, hashed63(meta.name)}}},
-                {"ownerReferences", json::array({{{"apiVersion", kRuntimeEnvs.apiVersion()},
-                                                  {"kind", kRuntimeEnvs.kind},
-                                                  {"name", meta.name},
-                                                  {"uid", meta.uid},
-                                                  {"controller", true},
-                                                  {"blockOwnerDeletion", true}}})}}},
+                {"ownerReferences", ownedBy(meta)}}},
               {"data", {{"lock", in.lockText}, {"runtime.json", runtime.dump(2) + "\n"}}}};
 }
 
