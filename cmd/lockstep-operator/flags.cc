@@ -75,6 +75,10 @@ std::vector<FlagSpec> operatorFlagSpecs(const std::string& podNamespace) {
       {"package-fetch-command", "oras pull \"$LOCKSTEP_PACKAGE\" -o \"$LOCKSTEP_MODEL_DIR\"",
        "init-container mode: shell command, run by sh -c on the runtime image, that fetches "
        "$LOCKSTEP_PACKAGE (by digest) into $LOCKSTEP_MODEL_DIR"},
+      {"cli-image", "",
+       "the lockstep CLI image (repo@sha256:...) RuntimeEnv verification Jobs run verify-env "
+       "and verify-host from (spec.verify.schedule); empty: such RuntimeEnvs get "
+       "Verified=False, reason NoCliImage"},
       {"registry-ca-file", "",
        "registry stage tags: PEM CA bundle registries' certificates are verified against "
        "(empty: the system roots)"},

@@ -110,7 +110,8 @@ int main(int argc, char** argv) {
       metricsSecure ? "" : bind + ":" + std::to_string(flags.getInt("metrics-port"));
   lr::Manager manager(*client, mo);
 
-  lockstep::controllers::setupRuntimeEnvController(manager, flags.getInt("workers"));
+  lockstep::controllers::setupRuntimeEnvController(manager, flags.getInt("workers"),
+                                                   {flags.get("cli-image")});
 
   lockstep::controllers::ModelReleaseOptions releaseOptions;
   releaseOptions.fetchCommand = {"sh", "-c", flags.get("package-fetch-command")};

@@ -3,6 +3,7 @@
 #include <map>
 
 #include "api/v1alpha1/conditions.h"
+#include "api/v1alpha1/runtime_verify.h"
 #include "controllers/modelrelease/gates/gate_job.h"
 #include "controllers/modelrelease/gates/gate_plan.h"
 #include "controllers/modelrelease/gates/gate_verdict.h"
@@ -204,6 +205,15 @@ ReleasePlan planRelease(const ReleaseObserved& o) {
           sum.stalledReason = kReasonRuntimeStale;
           sum.stalledMessage = sum.readyMessage;
         }
+        break;
+      }
+      // The runtime's spec.verify.requiredForPromotion (api/v1alpha1/runtime_verify.h).
+      if (auto why = started || !o.runtimeEnv
+                         ? std::nullopt
+                         : v1::verificationBlocksPromotion(*o.runtimeEnv, o.now)) {
+        sum.phase = gateIndex == 0 ? kPhasePending : kPhaseTesting;
+        sum.readyReason = v1::kReasonRuntimeNotVerified;
+        sum.readyMessage = "stage " + quote(s.name) + " does not start: " + *why;
         break;
       }
       // approval: Manual on the serving stage holds the canary before it starts.

@@ -8,6 +8,7 @@
 #include "api/v1alpha1/resources.h"
 #include "api/v1alpha1/runtime_env.h"
 #include "api/v1alpha1/runtime_revision.h"
+#include "api/v1alpha1/runtime_verify.h"
 #include "controllers/common/execute.h"
 #include "operator/kube/conditions.h"
 #include "operator/kube/object.h"
@@ -61,8 +62,15 @@ runtime::UpdateFilter releasePinChanged() {
 }
 
 RuntimeEnvReconciler::RuntimeEnvReconciler(std::shared_ptr<kube::Client> client, Caches caches,
-                                           kube::EventSink& events, kube::Clock& clock)
-    : client_(std::move(client)), caches_(caches), events_(events), clock_(clock) {}
+                                           kube::EventSink& events, kube::Clock& clock,
+                                           std::shared_ptr<VerificationMetrics> metrics,
+                                           std::string cliImage)
+    : client_(std::move(client)),
+      caches_(caches),
+      events_(events),
+      clock_(clock),
+      metrics_(std::move(metrics)),
+      cliImage_(std::move(cliImage)) {}
 
 std::optional<RuntimeEnvObserved> RuntimeEnvReconciler::observe(const Request& request) const {
   auto rte = caches_.runtimeEnvs.get(request.ns, request.name);
@@ -80,6 +88,20 @@ std::optional<RuntimeEnvObserved> RuntimeEnvReconciler::observe(const Request& r
   // (ModelReleases compute their own Stale condition from the cached RuntimeEnv,
   // controllers/modelrelease: this controller writes only RuntimeEnvs.)
   observed.releases = caches_.releases.byIndex(kube::kNamespaceIndex, request.ns);
+  // Scheduled verification: this RuntimeEnv's Jobs (by owner), their pods, its closure ConfigMap.
+  const std::string uid = kube::uid(*rte);
+  if (caches_.verifyJobs != nullptr) {
+    observed.verifyJobs = caches_.verifyJobs->byIndex(kube::kOwnerUidIndex, uid);
+  }
+  if (caches_.verifyPods != nullptr) {
+    for (const auto& job : observed.verifyJobs) {
+      for (const auto& pod : caches_.verifyPods->byIndex(kube::kOwnerUidIndex, kube::uid(*job)))
+        observed.verifyPods.push_back(pod);
+    }
+  }
+  observed.closureConfigMap =
+      caches_.configMaps.get(request.ns, closureConfigMapName(request.name));
+  observed.cliImage = cliImage_;
   return observed;
 }
 
@@ -88,7 +110,10 @@ Result RuntimeEnvReconciler::reconcile(const Request& request) {
   std::optional<RuntimeEnvObserved> observed = observe(request);
   if (!observed) return Result::done();
   // Plan: pure.
-  const std::string now = kube::formatTime(clock_.wallNow(), false);
+  const auto wall = clock_.wallNow();
+  const std::string now = kube::formatTime(wall, false);
+  observed->nowUnix =
+      std::chrono::duration_cast<std::chrono::seconds>(wall.time_since_epoch()).count();
   RuntimeEnvPlan plan = planRuntimeEnv(*observed, now);
   // Execute: dependants first, the RuntimeEnv's own status last.
   ExecutionOutcome outcome =
@@ -98,10 +123,17 @@ Result RuntimeEnvReconciler::reconcile(const Request& request) {
     spdlog::info("runtimeenv {}: {} {} ({})", request.key(), plan.status.value("closureHash", ""),
                  ready ? ready->value("reason", "") : "", ready ? ready->value("message", "") : "");
   }
-  // Level-based resync: re-derive the status periodically even when nothing was heard.
+  if (outcome.statusWritten && metrics_ && !plan.verification.finishedResult.empty()) {
+    metrics_->runFinished(plan.verification.finishedResult);
+  }
+  // Level-based resync: re-derive the status periodically even when nothing was heard;
+  // sooner when a verification run is due or going.
   if (outcome.result.error.isOk() && !outcome.result.requeue &&
       outcome.result.requeueAfter == kube::Clock::Duration::zero()) {
-    return Result::after(kRuntimeEnvResync);
+    kube::Clock::Duration after = kRuntimeEnvResync;
+    if (int64_t s = plan.verification.requeueAfterSeconds; s > 0)
+      after = std::min<kube::Clock::Duration>(after, std::chrono::seconds(s));
+    return Result::after(after);
   }
   return outcome.result;
 }
@@ -115,17 +147,31 @@ runtime::UpdateFilter runtimeEnvChanged() {
   };
 }
 
-void setupRuntimeEnvController(runtime::Manager& manager, int workers) {
+void setupRuntimeEnvController(runtime::Manager& manager, int workers,
+                               const RuntimeEnvOptions& options) {
   kube::Informer& rtes = manager.informer(v1::kRuntimeEnvs);
   kube::Informer& cms = manager.informer(v1::kConfigMaps);
   kube::Informer& nodes = manager.informer(v1::kNodes);
   kube::Informer& releases = manager.informer(v1::kModelReleases);
   rtes.addIndex(v1::kRuntimeEnvByConfigMapIndex, v1::indexByConfigMap);
+  kube::InformerOptions verifyJobOpts;
+  verifyJobOpts.resource = v1::kJobs;
+  verifyJobOpts.labelSelector = v1::kVerifyRuntimeEnvLabel;
+  kube::InformerOptions verifyPodOpts;
+  verifyPodOpts.resource = v1::kPods;
+  verifyPodOpts.labelSelector = v1::kVerifyRuntimeEnvLabel;
+  kube::Informer& verifyJobs = manager.informer(verifyJobOpts);
+  kube::Informer& verifyPods = manager.informer(verifyPodOpts);
+  verifyJobs.addIndex(kube::kOwnerUidIndex, kube::ownerUidIndexFunc());
+  verifyPods.addIndex(kube::kOwnerUidIndex, kube::ownerUidIndexFunc());
 
+  RuntimeEnvReconciler::Caches caches{rtes.cache(), cms.cache(), nodes.cache(), releases.cache()};
+  caches.verifyJobs = &verifyJobs.cache();
+  caches.verifyPods = &verifyPods.cache();
   auto reconciler = std::make_shared<RuntimeEnvReconciler>(
-      manager.sharedClient(),
-      RuntimeEnvReconciler::Caches{rtes.cache(), cms.cache(), nodes.cache(), releases.cache()},
-      manager.events(), manager.clock());
+      manager.sharedClient(), caches, manager.events(), manager.clock(),
+      makePrometheusVerificationMetrics(*manager.metrics().registry()), options.cliImage);
+  const kube::Indexer* jobCache = &verifyJobs.cache();
 
   const kube::Indexer* rteCache = &rtes.cache();
   const kube::Indexer* releaseCache = &releases.cache();
@@ -134,6 +180,25 @@ void setupRuntimeEnvController(runtime::Manager& manager, int workers) {
       // The RuntimeEnv itself: spec changes, and status changes — admission trusts the
       // status, so one written by anyone else is re-derived and restored.
       .forKind(v1::kRuntimeEnvs, runtimeEnvChanged())
+      // Its verification Jobs, by controller owner reference, and their pods
+      // (the failed container's termination message), through their Job.
+      .owns(verifyJobOpts)
+      .watches(verifyPodOpts,
+               [jobCache](const kube::Object& pod) {
+                 std::vector<Request> out;
+                 for (const auto& ref :
+                      pod.value("/metadata/ownerReferences"_json_pointer, json::array())) {
+                   if (ref.value("kind", "") != "Job") continue;
+                   auto job = jobCache->get(kube::namespaceOf(pod), ref.value("name", ""));
+                   if (!job) continue;
+                   for (const auto& owner :
+                        job->value("/metadata/ownerReferences"_json_pointer, json::array())) {
+                     if (owner.value("kind", "") == v1::kRuntimeEnvs.kind)
+                       out.push_back({kube::namespaceOf(pod), owner.value("name", "")});
+                   }
+                 }
+                 return out;
+               })
       // A ConfigMap change re-resolves every RuntimeEnv reading its lock from it.
       .watches(v1::kConfigMaps,
                [rteCache](const kube::Object& cm) {

@@ -19,6 +19,7 @@
 #include <optional>
 
 #include "controllers/runtimeenv/runtimeenv_plan.h"
+#include "controllers/runtimeenv/verification_metrics.h"
 #include "operator/kube/client.h"
 #include "operator/kube/clock.h"
 #include "operator/kube/event_sink.h"
@@ -36,10 +37,14 @@ class RuntimeEnvReconciler final : public runtime::Reconciler {
     const kube::Indexer& configMaps;
     const kube::Indexer& nodes;
     const kube::Indexer& releases;  // ModelReleases: who pins which revision
+    // Verification Jobs and their pods (label lockstep.dev/verify-runtime-env).
+    const kube::Indexer* verifyJobs = nullptr;
+    const kube::Indexer* verifyPods = nullptr;
   };
   // One client for every write: the field manager is chosen per call.
   RuntimeEnvReconciler(std::shared_ptr<kube::Client> client, Caches caches, kube::EventSink& events,
-                       kube::Clock& clock);
+                       kube::Clock& clock, std::shared_ptr<VerificationMetrics> metrics = nullptr,
+                       std::string cliImage = "");
 
   runtime::Result reconcile(const runtime::Request& request) override;
   // The observe step alone: nullopt when there is nothing to reconcile.
@@ -50,6 +55,8 @@ class RuntimeEnvReconciler final : public runtime::Reconciler {
   Caches caches_;
   kube::EventSink& events_;
   kube::Clock& clock_;
+  std::shared_ptr<VerificationMetrics> metrics_;
+  std::string cliImage_;
 };
 
 // The longest a RuntimeEnv goes without being re-derived from its spec and lock.
@@ -63,7 +70,14 @@ runtime::UpdateFilter runtimeEnvChanged();
 // RuntimeEnv, closure hash, prod history, deletion.
 runtime::UpdateFilter releasePinChanged();
 
+// The lockstep CLI image verification Jobs run verify-env and verify-host from
+// (the operator's --cli-image).
+struct RuntimeEnvOptions {
+  std::string cliImage;
+};
+
 // Registers the informers, indexes, watches and the controller on `manager`.
-void setupRuntimeEnvController(runtime::Manager& manager, int workers = 2);
+void setupRuntimeEnvController(runtime::Manager& manager, int workers = 2,
+                               const RuntimeEnvOptions& options = {});
 
 }  // namespace lockstep::controllers

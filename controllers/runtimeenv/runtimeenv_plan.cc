@@ -10,6 +10,7 @@
 #include "api/v1alpha1/resources.h"
 #include "api/v1alpha1/runtime_env.h"
 #include "api/v1alpha1/runtime_revision.h"
+#include "api/v1alpha1/runtime_verify.h"
 #include "closure/closure.h"
 #include "closure/cuda.h"
 #include "closure/include_reader.h"
@@ -30,6 +31,7 @@ struct Resolution {
   std::string message;
   closure::Closure closure;
   std::string lockDigest;  // sha256 of the lock file's bytes
+  std::string lockText;
 };
 
 Resolution resolve(const RuntimeEnv& rte, const kube::ObjectPtr& configMap) {
@@ -114,6 +116,7 @@ Resolution resolve(const RuntimeEnv& rte, const kube::ObjectPtr& configMap) {
   r.ok = true;
   r.reason = kReasonResolved;
   r.lockDigest = "sha256:" + closure::sha256Hex(text);
+  r.lockText = std::move(text);
   r.closure = std::move(*c);
   return r;
 }
@@ -160,6 +163,53 @@ void recordRevisions(const RevisionsPlan& plan, json& status,
                       "pruned unpinned revision(s) " + numbers(plan.pruned) +
                           " beyond spec.revisionHistoryLimit"});
   }
+}
+
+// Scheduled verification (runtimeenv_verification.h) of the current revision:
+// status.verification, the Verified condition, its Jobs and closure ConfigMap.
+void planVerificationInto(RuntimeEnvPlan& plan, const RuntimeEnvObserved& o, const RuntimeEnv& rte,
+                          const Resolution& r, const std::optional<ResolvedPair>& resolved,
+                          const RevisionsPlan& revisions, json& status, const std::string& now) {
+  VerificationInput in;
+  in.runtimeEnv = o.runtimeEnv;
+  in.spec = decodeVerifySpec(*o.runtimeEnv);
+  if (kube::isBeingDeleted(*o.runtimeEnv)) in.spec.reset();
+  if (resolved && r.ok) {
+    in.revision = revisions.currentRevision;
+    in.image = resolved->image;
+    in.closureHash = resolved->closureHash;
+    in.cuda = resolved->cuda;
+    in.minDriver = resolved->minDriver;
+    in.lockText = r.lockText;
+    in.format = std::string(closure::formatName(r.closure.format));
+    in.platform = r.closure.platform;
+    in.environment = rte.spec.lock.environment;
+  }
+  in.nodes = o.nodes;
+  in.jobs = o.verifyJobs;
+  in.pods = o.verifyPods;
+  in.closureConfigMap = o.closureConfigMap;
+  in.cliImage = o.cliImage;
+  in.now = now;
+  in.nowUnix = o.nowUnix;
+  plan.verification = planVerification(in);
+  const VerificationPlan& v = plan.verification;
+  if (v.status.is_null()) {
+    status.erase("verification");
+  } else {
+    status["verification"] = v.status;
+  }
+  json& conditions = status["conditions"];
+  if (v.verified) {
+    kube::setCondition(conditions, *v.verified, rte.meta.generation, now);
+  } else {
+    conditions.erase(std::remove_if(conditions.begin(), conditions.end(),
+                                    [](const json& c) {
+                                      return decode::string(c, "type") == kConditionVerified;
+                                    }),
+                     conditions.end());
+  }
+  for (const VerificationEvent& e : v.events) plan.events.push_back({e.type, e.reason, e.message});
 }
 
 }  // namespace
@@ -257,13 +307,15 @@ RuntimeEnvPlan planRuntimeEnv(const RuntimeEnvObserved& o, const std::string& no
   in.runtimeEnv = rte.meta.name;
   in.recorded = rte.status.revisions;
   in.currentRevision = rte.status.currentRevision;
-  in.resolved = std::move(resolved);
+  in.resolved = resolved;  // a copy: the verification plan reads it too
   in.historyLimit = rte.spec.revisionHistoryLimit;
   in.now = now;
   in.releases.reserve(o.releases.size());
   for (const auto& mr : o.releases) in.releases.push_back(releasePinFacts(*mr));
   RevisionsPlan revisions = planRevisions(in);
   recordRevisions(revisions, status, plan.events);
+
+  planVerificationInto(plan, o, rte, r, resolved, revisions, status, now);
 
   const bool pinned = std::any_of(revisions.pins.begin(), revisions.pins.end(),
                                   [](const ReleasePin& p) { return p.revision > 0; });
@@ -321,6 +373,24 @@ ExecutionPlan executionPlan(const RuntimeEnvPlan& plan, const RuntimeEnvObserved
              kRuntimeEnvInUseFinalizer + " of RuntimeEnv " + ns + "/" + kube::name(*o.runtimeEnv);
     out.apply.push_back(std::move(a));
   }
+  // Verification: the closure ConfigMap before the Jobs that mount it.
+  const VerificationPlan& v = plan.verification;
+  if (v.closureConfigMap) {
+    PlannedApply cm =
+        plannedApply(kConfigMaps, *v.closureConfigMap,
+                     "applying closure ConfigMap " + ns + "/" + kube::name(*v.closureConfigMap));
+    cm.fieldManager = kOperatorFieldManager;
+    out.apply.push_back(std::move(cm));
+  }
+  for (const json& job : v.jobsToCreate) {
+    PlannedApply create =
+        plannedCreate(kJobs, job, "creating verification Job " + ns + "/" + kube::name(job));
+    create.failureEventOn = o.runtimeEnv;
+    create.failureEventReason = "VerificationJobRefused";
+    create.failureEventWhenTransient = false;
+    out.apply.push_back(std::move(create));
+  }
+  for (const std::string& name : v.jobsToDelete) out.prune.push_back({kJobs, ns, name, ""});
   for (const auto& e : plan.events)
     out.events.push_back({o.runtimeEnv, e.type, e.reason, e.message});
   if (plan.statusChanged) {

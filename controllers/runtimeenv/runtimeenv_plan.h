@@ -18,6 +18,7 @@
 
 #include "controllers/common/plan.h"
 #include "controllers/runtimeenv/runtimeenv_revisions.h"
+#include "controllers/runtimeenv/runtimeenv_verification.h"
 #include "operator/kube/conditions.h"
 #include "operator/kube/object.h"
 
@@ -33,6 +34,14 @@ struct RuntimeEnvObserved {
   // Every ModelRelease of the RuntimeEnv's namespace (pins, and the rollback
   // targets of each model, are derived from them).
   std::vector<kube::ObjectPtr> releases;
+  // Scheduled verification (runtimeenv_verification.h): the RuntimeEnv's
+  // verification Jobs and their pods, its closure ConfigMap (null when absent),
+  // the CLI image the Jobs run the checks on, and the clock as Unix seconds.
+  std::vector<kube::ObjectPtr> verifyJobs;
+  std::vector<kube::ObjectPtr> verifyPods;
+  kube::ObjectPtr closureConfigMap;
+  std::string cliImage;
+  int64_t nowUnix = 0;
 };
 
 // An Event on the RuntimeEnv. (ModelReleases mark themselves Stale from the
@@ -50,6 +59,7 @@ struct RuntimeEnvPlan {
   // Set when metadata.finalizers must change: true adds kRuntimeEnvInUseFinalizer,
   // false removes it (for a RuntimeEnv being deleted, that lets the deletion complete).
   std::optional<bool> inUseFinalizer;
+  VerificationPlan verification;
 };
 
 RuntimeEnvPlan planRuntimeEnv(const RuntimeEnvObserved& observed, const std::string& now);

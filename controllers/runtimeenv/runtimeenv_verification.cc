@@ -1,0 +1,450 @@
+#include "controllers/runtimeenv/runtimeenv_verification.h"
+
+#include <openssl/sha.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <map>
+
+#include "api/v1alpha1/conditions.h"
+#include "api/v1alpha1/keys.h"
+#include "api/v1alpha1/meta.h"
+#include "api/v1alpha1/resources.h"
+#include "closure/cuda.h"
+#include "operator/kube/clock.h"
+#include "operator/kube/event_sink.h"
+#include "verify/schedule.h"
+
+namespace lockstep::controllers {
+namespace {
+
+using nlohmann::json;
+using namespace api::v1alpha1;  // NOLINT(google-build-using-namespace): the kinds' vocabulary
+
+constexpr const char* kGpuProductLabel = "nvidia.com/gpu.product";
+constexpr const char* kClosureDir = "/lockstep/closure";
+constexpr const char* kRuntimeDir = "/lockstep/runtime";
+// A Job not in the cache this long after its run started was deleted (not merely unseen yet).
+constexpr int64_t kJobGoneAfterSeconds = 60;
+// How long a failed Job's pod may lag behind it in the cache before the result goes without it.
+constexpr int64_t kPodLagSeconds = 10;
+constexpr size_t kMaxMessage = 1024;
+
+std::string hashed63(const std::string& full) {
+  if (full.size() <= 63) return full;
+  unsigned char digest[SHA256_DIGEST_LENGTH];
+  SHA256(reinterpret_cast<const unsigned char*>(full.data()), full.size(), digest);
+  char hex[9];
+  std::snprintf(hex, sizeof hex, "%02x%02x%02x%02x", digest[0], digest[1], digest[2], digest[3]);
+  std::string prefix = full.substr(0, 63 - 9);
+  while (!prefix.empty() && (prefix.back() == '-' || prefix.back() == '.')) prefix.pop_back();
+  return prefix + "-" + hex;
+}
+
+int64_t unixOf(const std::string& t) {
+  kube::Clock::WallTime w;
+  if (!kube::parseTime(t, &w)) return 0;
+  return std::chrono::duration_cast<std::chrono::seconds>(w.time_since_epoch()).count();
+}
+
+std::string timeOf(int64_t unix) {
+  return kube::formatTime(kube::Clock::WallTime(std::chrono::seconds(unix)), false);
+}
+
+struct Target {
+  std::string product;
+  std::string node;
+  std::string driver;
+};
+
+// One node per GPU product: the first by name that is schedulable and whose
+// driver satisfies the minimum. A CPU-only closure: one run, anywhere.
+std::vector<Target> targetsOf(const VerificationInput& in) {
+  if (in.cuda.empty()) return {{"cpu", "", ""}};
+  std::vector<kube::ObjectPtr> nodes = in.nodes;
+  std::sort(nodes.begin(), nodes.end(), [](const kube::ObjectPtr& a, const kube::ObjectPtr& b) {
+    return kube::name(*a) < kube::name(*b);
+  });
+  std::map<std::string, Target> byProduct;
+  for (const auto& node : nodes) {
+    if (decode::boolean(decode::object(*node, "spec"), "unschedulable", false)) continue;
+    const auto labels = kube::labels(*node);
+    auto product = labels.find(kGpuProductLabel);
+    if (product == labels.end() || product->second.empty()) continue;
+    auto driver = closure::driverFromGfdLabels(labels);
+    if (!driver || !closure::driverSatisfies(*driver, in.minDriver)) continue;
+    byProduct.emplace(product->second, Target{product->second, kube::name(*node), *driver});
+  }
+  std::vector<Target> out;
+  out.reserve(byProduct.size());
+  for (auto& [product, t] : byProduct) out.push_back(std::move(t));
+  return out;
+}
+
+// The RuntimeEnv as the controlling owner: deleted with it (garbage collection).
+json ownedBy(const ObjectMeta& meta) {
+  return json::array({{{"apiVersion", kRuntimeEnvs.apiVersion()},
+                       {"kind", kRuntimeEnvs.kind},
+                       {"name", meta.name},
+                       {"uid", meta.uid},
+                       {"controller", true},
+                       {"blockOwnerDeletion", true}}});
+}
+
+json cliContainer(const VerificationInput& in, const std::string& name,
+                  std::vector<std::string> command, bool gpu) {
+  json c = {{"name", name},
+            {"image", in.cliImage},
+            {"command", std::move(command)},
+            {"terminationMessagePolicy", "FallbackToLogsOnError"},
+            {"securityContext",
+             {{"runAsNonRoot", true},
+              {"runAsUser", 65532},
+              {"allowPrivilegeEscalation", false},
+              {"readOnlyRootFilesystem", true},
+              {"capabilities", {{"drop", json::array({"ALL"})}}}}},
+            {"volumeMounts",
+             json::array({{{"name", "closure"}, {"mountPath", kClosureDir}, {"readOnly", true}},
+                          {{"name", "runtime"}, {"mountPath", kRuntimeDir}, {"readOnly", true}}})}};
+  if (gpu) c["resources"] = {{"limits", {{"nvidia.com/gpu", 1}}}};
+  return c;
+}
+
+json buildJob(const VerificationInput& in, const VerifySpec& spec, int64_t run, size_t index,
+              const Target& t) {
+  const ObjectMeta meta = decodeMeta(*in.runtimeEnv);
+  const std::string name = verificationJobName(meta.name, run, index);
+  const std::string prefix = std::string(kRuntimeDir) + (spec.prefix == "/" ? "" : spec.prefix);
+  const std::string lock = std::string(kClosureDir) + "/lock";
+  const std::string runtimeJson = std::string(kClosureDir) + "/runtime.json";
+  const bool gpu = t.product != "cpu";
+  json labels = {{kVerifyRuntimeEnvLabel, hashed63(meta.name)},
+                 {kVerifyRunLabel, std::to_string(run)},
+                 {kVerifyGpuProductLabel, hashed63(t.product)}};
+  json podAnnotations = json::object();
+  for (const auto& [k, v] : spec.podAnnotations) podAnnotations[k] = v;
+  json env = json::array({{{"name", "LOCKSTEP_RUNTIME_ENV"}, {"value", meta.name}},
+                          {{"name", "LOCKSTEP_CLOSURE_HASH"}, {"value", in.closureHash}},
+                          {{"name", "LOCKSTEP_GPU_PRODUCT"}, {"value", t.product}}});
+  json verifyEnv = cliContainer(
+      in, "verify-env",
+      {"lockstep", "verify-env", "--lock", lock, "--runtime-json", runtimeJson, "--prefix", prefix},
+      false);
+  json verifyHost = cliContainer(
+      in, "verify-host",
+      {"lockstep", "verify-host", "--runtime-json", runtimeJson, "--prefix", prefix}, gpu);
+  json inits = json::array({verifyEnv});
+  json containers = json::array();
+  if (spec.smoke.empty()) {
+    containers.push_back(std::move(verifyHost));
+  } else {
+    inits.push_back(std::move(verifyHost));
+    json smoke = {{"name", "smoke"},
+                  {"image", in.image},
+                  {"command", json::array({"sh", "-c", spec.smoke})},
+                  {"env", env},
+                  {"terminationMessagePolicy", "FallbackToLogsOnError"}};
+    if (gpu) smoke["resources"] = {{"limits", {{"nvidia.com/gpu", 1}}}};
+    containers.push_back(std::move(smoke));
+  }
+  json podSpec = {
+      {"restartPolicy", "Never"},
+      {"automountServiceAccountToken", false},
+      {"initContainers", std::move(inits)},
+      {"containers", std::move(containers)},
+      {"volumes",
+       json::array(
+           {{{"name", "closure"}, {"configMap", {{"name", closureConfigMapName(meta.name)}}}},
+            {{"name", "runtime"},
+             {"image", {{"reference", in.image}, {"pullPolicy", "IfNotPresent"}}}}})}};
+  if (gpu) {
+    podSpec["nodeSelector"] = {{"kubernetes.io/hostname", t.node}, {kGpuProductLabel, t.product}};
+  }
+  if (!spec.tolerations.empty()) podSpec["tolerations"] = spec.tolerations;
+  json podMeta = {{"labels", labels}};
+  if (!podAnnotations.empty()) podMeta["annotations"] = podAnnotations;
+  return json{{"apiVersion", "batch/v1"},
+              {"kind", "Job"},
+              {"metadata",
+               {{"name", name},
+                {"namespace", meta.ns},
+                {"labels", labels},
+                {"ownerReferences", ownedBy(meta)}}},
+              {"spec",
+               {{"backoffLimit", 0},
+                {"activeDeadlineSeconds", spec.timeoutSeconds},
+                {"template", {{"metadata", podMeta}, {"spec", podSpec}}}}}};
+}
+
+json closureConfigMap(const VerificationInput& in) {
+  const ObjectMeta meta = decodeMeta(*in.runtimeEnv);
+  json runtime = {
+      {"closureHash", in.closureHash}, {"format", in.format}, {"platform", in.platform},
+      {"environment", in.environment}, {"cuda", in.cuda},     {"minDriver", in.minDriver}};
+  return json{{"apiVersion", "v1"},
+              {"kind", "ConfigMap"},
+              {"metadata",
+               {{"name", closureConfigMapName(meta.name)},
+                {"namespace", meta.ns},
+                {"labels", {{kVerifyRuntimeEnvLabel, hashed63(meta.name)}}},
+                {"ownerReferences", ownedBy(meta)}}},
+              {"data", {{"lock", in.lockText}, {"runtime.json", runtime.dump(2) + "\n"}}}};
+}
+
+const kube::Object* findJob(const VerificationInput& in, const std::string& name) {
+  for (const auto& j : in.jobs) {
+    if (kube::name(*j) == name) return j.get();
+  }
+  return nullptr;
+}
+
+std::optional<json> jobCondition(const kube::Object& job, const char* type) {
+  auto c = kube::findCondition(decode::array(decode::object(job, "status"), "conditions"), type);
+  if (c && decode::string(*c, "status") == kStatusTrue) return c;
+  return std::nullopt;
+}
+
+// The first container (init containers first) of the Job's pods that ended
+// with a non-zero exit code: "<container> exited <code>: <message>".
+std::optional<std::string> failureOf(const VerificationInput& in, const std::string& job,
+                                     std::string* node) {
+  for (const auto& pod : in.pods) {
+    const json& labels = decode::object(decode::object(*pod, "metadata"), "labels");
+    if (decode::string(labels, "batch.kubernetes.io/job-name") != job &&
+        decode::string(labels, "job-name") != job)
+      continue;
+    if (std::string n = decode::string(decode::object(*pod, "spec"), "nodeName"); !n.empty())
+      *node = n;
+    const json& status = decode::object(*pod, "status");
+    for (const char* field : {"initContainerStatuses", "containerStatuses"}) {
+      for (const json& cs : decode::array(status, field)) {
+        const json& t = decode::object(decode::object(cs, "state"), "terminated");
+        if (t.empty() || decode::integer(t, "exitCode", 0) == 0) continue;
+        std::string message = decode::string(t, "message");
+        while (!message.empty() && (message.back() == '\n' || message.back() == ' '))
+          message.pop_back();
+        if (message.size() > kMaxMessage) message = message.substr(0, kMaxMessage) + "…";
+        std::string out = decode::string(cs, "name") + " exited " +
+                          std::to_string(decode::integer(t, "exitCode", 0));
+        return message.empty() ? out + " (" + decode::string(t, "reason") + ")"
+                               : out + ": " + message;
+      }
+    }
+  }
+  return std::nullopt;
+}
+
+std::string where(const VerificationResult& r) {
+  if (r.gpuProduct == "cpu") return "a CPU node" + (r.node.empty() ? "" : " (node " + r.node + ")");
+  return r.gpuProduct + " (node " + r.node + ", driver " + r.driver + ")";
+}
+
+// Folds the Jobs' outcomes into the run's results; true when a result is still open.
+bool foldResults(const VerificationInput& in, VerificationStatus& v, int64_t& requeue) {
+  bool open = false;
+  for (VerificationResult& r : v.results) {
+    if (r.result != kResultRunning) continue;
+    const kube::Object* job = findJob(in, r.job);
+    if (job == nullptr) {
+      if (in.nowUnix - unixOf(v.startedAt) > kJobGoneAfterSeconds) {
+        r.result = kResultFailed;
+        r.message = "Job " + r.job + " is gone (deleted before it finished)";
+        r.finishedAt = in.now;
+      } else {
+        open = true;
+      }
+      continue;
+    }
+    if (jobCondition(*job, "Complete")) {
+      r.result = kResultPassed;
+      r.finishedAt = in.now;
+      std::string node = r.node;
+      (void)failureOf(in, r.job, &node);
+      r.node = node;
+      continue;
+    }
+    if (auto failed = jobCondition(*job, "Failed")) {
+      std::string node = r.node;
+      auto why = failureOf(in, r.job, &node);
+      const int64_t since = unixOf(decode::string(*failed, "lastTransitionTime"));
+      if (!why && in.nowUnix - since < kPodLagSeconds) {
+        open = true;  // the pod's final status may not be in the cache yet
+        requeue = requeue == 0 ? 2 : std::min<int64_t>(requeue, 2);
+        continue;
+      }
+      r.result = kResultFailed;
+      r.node = node;
+      r.finishedAt = in.now;
+      r.message = why ? *why
+                      : "Job " + r.job + " failed: " + decode::string(*failed, "reason") +
+                            (decode::string(*failed, "message").empty()
+                                 ? ""
+                                 : " (" + decode::string(*failed, "message") + ")");
+      continue;
+    }
+    open = true;
+  }
+  return open;
+}
+
+std::string verdictMessage(const VerificationStatus& v) {
+  std::string passed, failed;
+  for (const VerificationResult& r : v.results) {
+    if (r.result == kResultFailed) {
+      failed += (failed.empty() ? "" : "; ") + where(r) + ": " + r.message;
+    } else {
+      passed += (passed.empty() ? "" : ", ") + where(r);
+    }
+  }
+  const std::string rev = "revision " + std::to_string(v.revision);
+  if (!failed.empty()) return rev + " failed on " + failed + " (run " + std::to_string(v.run) + ")";
+  return rev + " passed verify-env, verify-host and the smoke command on " + passed + " (run " +
+         std::to_string(v.run) + ", started " + v.startedAt + ")";
+}
+
+}  // namespace
+
+std::string closureConfigMapName(const std::string& runtimeEnv) {
+  return hashed63("lockstep-closure-" + runtimeEnv);
+}
+
+std::string verificationJobName(const std::string& runtimeEnv, int64_t run, size_t index) {
+  return hashed63(runtimeEnv + "-verify-" + std::to_string(run) + "-" + std::to_string(index));
+}
+
+VerificationPlan planVerification(const VerificationInput& in) {
+  VerificationPlan plan;
+  const VerificationStatus old = decodeVerificationStatus(*in.runtimeEnv);
+  if (!in.spec || in.spec->schedule.empty()) {
+    // Verification off: nothing of it is left behind.
+    plan.status = nullptr;
+    for (const auto& j : in.jobs) {
+      if (!kube::isBeingDeleted(*j)) plan.jobsToDelete.push_back(kube::name(*j));
+    }
+    return plan;
+  }
+  plan.enabled = true;
+  const VerifySpec& spec = *in.spec;
+  VerificationStatus v = old;
+  auto schedule = verify::parseSchedule(spec.schedule);
+  if (!schedule.isOk()) {
+    plan.status = old.run > 0 ? encodeVerificationStatus(old) : json(nullptr);
+    plan.verified = kube::Condition{kConditionVerified, kStatusFalse, kReasonInvalidSchedule,
+                                    "spec.verify.schedule: " + schedule.status().message()};
+    return plan;
+  }
+  if (in.cliImage.empty()) {
+    plan.status = old.run > 0 ? encodeVerificationStatus(old) : json(nullptr);
+    plan.verified = kube::Condition{
+        kConditionVerified, kStatusFalse, "NoCliImage",
+        "the operator runs without --cli-image (chart value cliImage): verification Jobs need "
+        "the lockstep CLI image to run verify-env and verify-host"};
+    return plan;
+  }
+  if (in.revision == 0 || in.lockText.empty()) {
+    // Nothing resolved now: no new run; the recorded state stays.
+    plan.status = old.run > 0 ? encodeVerificationStatus(old) : json(nullptr);
+    return plan;
+  }
+  // The closure the Jobs mount, kept in step with the current revision.
+  json cm = closureConfigMap(in);
+  if (!in.closureConfigMap || decode::object(*in.closureConfigMap, "data") != cm["data"] ||
+      kube::labels(*in.closureConfigMap).count(kVerifyRuntimeEnvLabel) == 0) {
+    plan.closureConfigMap = std::move(cm);
+  }
+
+  int64_t requeue = 0;
+  bool running = v.run > 0 && v.result == kResultRunning && foldResults(in, v, requeue);
+  if (v.run > 0 && v.result == kResultRunning && !running) {
+    // The run finished now.
+    bool anyFailed =
+        std::any_of(v.results.begin(), v.results.end(),
+                    [](const VerificationResult& r) { return r.result == kResultFailed; });
+    v.result = anyFailed ? kResultFailed : kResultPassed;
+    v.finishedAt = in.now;
+    v.verdict = {v.run, v.result, v.startedAt, v.finishedAt, verdictMessage(v)};
+    plan.finishedResult = anyFailed ? "failed" : "passed";
+    plan.events.push_back({anyFailed ? kube::kEventTypeWarning : kube::kEventTypeNormal,
+                           anyFailed ? kReasonVerificationFailed : kReasonVerificationPassed,
+                           v.verdict.message});
+  }
+
+  // Due: never ran, a new revision (at once), or the schedule's next time came.
+  const bool newRevision = v.run == 0 || v.revision != in.revision;
+  std::optional<int64_t> next;
+  if (v.run > 0) next = verify::nextRun(*schedule, unixOf(v.startedAt));
+  const bool scheduled = !running && next && *next <= in.nowUnix;
+  if (newRevision || scheduled) {
+    std::vector<Target> targets = targetsOf(in);
+    if (targets.empty()) {
+      plan.status = v.run > 0 ? encodeVerificationStatus(v) : json(nullptr);
+      plan.verified = kube::Condition{
+          kConditionVerified, newRevision ? kStatusFalse : kStatusUnknown, kReasonNoCompatibleNodes,
+          "no schedulable GPU node reports an NVIDIA driver >= " +
+              (in.minDriver.empty() ? std::string("any") : in.minDriver) + " (CUDA " + in.cuda +
+              "): revision " + std::to_string(in.revision) + " cannot be verified"};
+      if (newRevision) plan.status = nullptr;
+      return plan;
+    }
+    if (newRevision) v.verdict = {};
+    v.run = std::max(v.run, old.run) + 1;
+    v.revision = in.revision;
+    v.closureHash = in.closureHash;
+    v.startedAt = in.now;
+    v.finishedAt.clear();
+    v.result = kResultRunning;
+    v.results.clear();
+    std::string on;
+    for (size_t i = 0; i < targets.size(); ++i) {
+      const Target& t = targets[i];
+      v.results.push_back({t.product, t.node, t.driver,
+                           verificationJobName(kube::name(*in.runtimeEnv), v.run, i),
+                           kResultRunning, "", ""});
+      plan.jobsToCreate.push_back(buildJob(in, spec, v.run, i, t));
+      on += (on.empty() ? "" : ", ") + where(v.results.back());
+    }
+    plan.events.push_back({kube::kEventTypeNormal, "VerificationStarted",
+                           "run " + std::to_string(v.run) + " verifies revision " +
+                               std::to_string(v.revision) + " on " + on +
+                               (newRevision ? " (a new revision)" : " (scheduled)")});
+    running = true;
+    next = verify::nextRun(*schedule, in.nowUnix);
+  }
+  // Only the latest run's Jobs are kept (their pods hold the logs).
+  const std::string keep = std::to_string(v.run);
+  for (const auto& j : in.jobs) {
+    if (kube::isBeingDeleted(*j)) continue;
+    if (kube::label(*j, kVerifyRunLabel).value_or("") != keep)
+      plan.jobsToDelete.push_back(kube::name(*j));
+  }
+
+  v.nextRunAt = next ? timeOf(*next) : "";
+  v.staleAfter.clear();
+  if (v.verdict.run > 0) {
+    if (auto due = verify::nextRun(*schedule, unixOf(v.verdict.startedAt)))
+      v.staleAfter = timeOf(*due + spec.timeoutSeconds);
+  }
+  if (v.verdict.run > 0) {
+    const bool passed = v.verdict.result == kResultPassed;
+    plan.verified = kube::Condition{kConditionVerified, passed ? kStatusTrue : kStatusFalse,
+                                    passed ? kReasonVerificationPassed : kReasonVerificationFailed,
+                                    v.verdict.message};
+  } else {
+    std::string on;
+    for (const VerificationResult& r : v.results) on += (on.empty() ? "" : ", ") + where(r);
+    plan.verified = kube::Condition{kConditionVerified, kStatusUnknown, kReasonVerificationRunning,
+                                    "run " + std::to_string(v.run) + " verifies revision " +
+                                        std::to_string(v.revision) + " on " + on};
+  }
+  plan.status = encodeVerificationStatus(v);
+  if (running) requeue = requeue == 0 ? 15 : std::min<int64_t>(requeue, 15);
+  if (!running && next) {
+    const int64_t wait = std::max<int64_t>(1, *next - in.nowUnix);
+    requeue = requeue == 0 ? wait : std::min(requeue, wait);
+  }
+  plan.requeueAfterSeconds = requeue;
+  return plan;
+}
+
+}  // namespace lockstep::controllers

@@ -1,0 +1,36 @@
+#include "controllers/runtimeenv/verification_metrics.h"
+
+#include <prometheus/counter.h>
+#include <prometheus/family.h>
+#include <prometheus/registry.h>
+
+namespace lockstep::controllers {
+namespace {
+
+class PrometheusVerificationMetrics final : public VerificationMetrics {
+ public:
+  explicit PrometheusVerificationMetrics(::prometheus::Registry& registry)
+      : runs_(::prometheus::BuildCounter()
+                  .Name("lockstep_runtime_verification_total")
+                  .Help("Finished scheduled runtime verification runs by result (passed, failed)")
+                  .Register(registry)) {
+    // Both series exist from the start, so rate() and alerts see a zero, not nothing.
+    runs_.Add({{"result", "passed"}});
+    runs_.Add({{"result", "failed"}});
+  }
+  void runFinished(const std::string& result) override {
+    runs_.Add({{"result", result}}).Increment();
+  }
+
+ private:
+  ::prometheus::Family<::prometheus::Counter>& runs_;
+};
+
+}  // namespace
+
+std::shared_ptr<VerificationMetrics> makePrometheusVerificationMetrics(
+    ::prometheus::Registry& registry) {
+  return std::make_shared<PrometheusVerificationMetrics>(registry);
+}
+
+}  // namespace lockstep::controllers
