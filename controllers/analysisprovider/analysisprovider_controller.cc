@@ -133,7 +133,7 @@ Result AnalysisProviderReconciler::reconcile(const Request& request) {
 }
 
 void setupAnalysisProviderController(runtime::Manager& manager,
-                                     std::shared_ptr<AnalysisProviders> analysis,
+                                     const std::shared_ptr<AnalysisProviders>& analysis,
                                      const std::string& operatorNamespace, int workers) {
   kube::Informer& providers = manager.informer(v1::kAnalysisProviders);
   auto reconciler = std::make_shared<AnalysisProviderReconciler>(

@@ -47,7 +47,7 @@ class AnalysisProviderReconciler final : public runtime::Reconciler {
 // Registers the informer and the controller on `manager`; `analysis` is the
 // ModelRelease controller's (ModelReleaseOptions::analysis).
 void setupAnalysisProviderController(runtime::Manager& manager,
-                                     std::shared_ptr<AnalysisProviders> analysis,
+                                     const std::shared_ptr<AnalysisProviders>& analysis,
                                      const std::string& operatorNamespace, int workers = 1);
 
 }  // namespace lockstep::controllers

@@ -207,7 +207,7 @@ std::string ReleaseWorld::addProvider(const std::string& address, const json& ex
       ns_ + (providers_.empty() ? "" : "-" + std::to_string(providers_.size()));
   json spec = {{"address", address}};
   if (address.rfind("http://", 0) == 0) spec["allowInsecureHttp"] = true;
-  spec.update(extra);
+  if (extra.is_object()) spec.update(extra);
   json provider = {{"apiVersion", "lockstep.dev/v1alpha1"},
                    {"kind", "AnalysisProvider"},
                    {"metadata", {{"name", name}, {"labels", {{"lockstep.dev/test-ns", ns_}}}}},

@@ -34,8 +34,7 @@ struct AnalysisProviders::Provider {
   QueryAnswer probeAnswer;
 };
 
-AnalysisProviders::AnalysisProviders(AnalysisProvidersOptions options)
-    : options_(std::move(options)) {}
+AnalysisProviders::AnalysisProviders(AnalysisProvidersOptions options) : options_(options) {}
 
 AnalysisProviders::~AnalysisProviders() {
   std::map<std::string, std::shared_ptr<Provider>> gone;

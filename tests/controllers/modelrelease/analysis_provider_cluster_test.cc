@@ -203,7 +203,7 @@ TEST_F(AnalysisProviderClusterTest,
 // admission, naming the field; an address in a provider needs https or an
 // explicit allowInsecureHttp.
 TEST_F(AnalysisProviderClusterTest, AReleaseAddressIsRefusedAndAProviderNeedsHttpsOrTheOptIn) {
-  ASSERT_EQ(fast_.setUp({.nsPrefix = "ssrf"}), "");
+  ASSERT_EQ(fast_.setUp({.nsPrefix = "ssrf", .prometheus = true}), "");
   json step = {{"weight", 50},
                {"analysis",
                 {{"prometheus",
@@ -225,6 +225,44 @@ TEST_F(AnalysisProviderClusterTest, AReleaseAddressIsRefusedAndAProviderNeedsHtt
   EXPECT_NE(p.err.find("spec.address: plain http needs spec.allowInsecureHttp: true"),
             std::string::npos)
       << p.err;
+}
+
+// A failing TLS handshake or a missing token shows in the provider's Ready,
+// naming the Secret, never a token.
+TEST_F(AnalysisProviderClusterTest, AFailingTlsOrAMissingTokenShowsInReady) {
+  ASSERT_EQ(fast_.setUp({.nsPrefix = "tls", .prometheus = true}), "");
+  // https to the test world's plain-http Prometheus: the handshake fails.
+  std::string url = fast_.prom().url();
+  const std::string tls = fast_.addProvider("https://" + url.substr(url.find("://") + 3));
+  const std::string token =
+      fast_.addProvider("https://" + url.substr(url.find("://") + 3),
+                        {{"bearerTokenSecretRef", {{"name", "no-such-token"}}}});
+  ASSERT_FALSE(tls.empty());
+  ASSERT_FALSE(token.empty());
+  json a, b;
+  EXPECT_TRUE(eventually(
+      [&] {
+        a = kubectlJson({"get", "analysisprovider", tls});
+        return readyCondition(a).value("reason", "") == "QueryFailed";
+      },
+      std::chrono::seconds(60)))
+      << a.dump(2);
+  EXPECT_EQ(readyCondition(a).value("status", ""), "False");
+  EXPECT_NE(readyCondition(a).value("message", "").find("unreachable"), std::string::npos)
+      << a.dump(2);
+  EXPECT_TRUE(eventually(
+      [&] {
+        b = kubectlJson({"get", "analysisprovider", token});
+        return readyCondition(b).value("reason", "") == "TokenUnavailable";
+      },
+      std::chrono::seconds(60)))
+      << b.dump(2);
+  EXPECT_NE(readyCondition(b).value("message", "").find("spec.bearerTokenSecretRef: Secret "),
+            std::string::npos)
+      << b.dump(2);
+  EXPECT_NE(readyCondition(b).value("message", "").find("/no-such-token not found"),
+            std::string::npos)
+      << b.dump(2);
 }
 
 }  // namespace
