@@ -128,6 +128,17 @@ tests/cluster/prometheus.sh up --dir "$dir/prometheus" --scrape-interval 2s \
   --exporter "$build/tests/prometheus/lockstep-test-exporter" >"$dir/prometheus.env"
 . "$dir/prometheus.env"
 echo "Prometheus: $LOCKSTEP_PROMETHEUS_URL"
+say "the platform's AnalysisProvider for it (releases name it; they never give an address)"
+k apply -f - >/dev/null <<EOF
+apiVersion: lockstep.dev/v1alpha1
+kind: AnalysisProvider
+metadata: {name: demo-prometheus}
+spec:
+  address: $LOCKSTEP_PROMETHEUS_URL
+  allowInsecureHttp: true  # the demo's local Prometheus; in a cluster use https
+  timeout: 5s
+EOF
+k get analysisproviders
 lockstep() { "$build/cmd/lockstep/lockstep" "$@" --kubeconfig "$LOCKSTEP_KUBECONFIG"; }
 # A re-run starts the model over: its releases, then its prod objects.
 k -n ml delete modelreleases --all --wait=true >/dev/null
@@ -140,7 +151,7 @@ if k -n ml get configmap lockstep-model-gpt2-small >/dev/null 2>&1; then
 fi
 release() { # NAME DIGEST-SUFFIX: apply examples/demo/release.yaml.in filled in
   sed -e "s|@NAME@|$1|g" -e "s|@DIGEST@|sha256:$(printf 'ab12%060d' "$2")|" \
-    -e "s|@HASH@|$hash|" -e "s|@PROMETHEUS@|$LOCKSTEP_PROMETHEUS_URL|" \
+    -e "s|@HASH@|$hash|" \
     examples/demo/release.yaml.in | k apply -f -
 }
 prodPods() {

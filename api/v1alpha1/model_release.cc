@@ -46,6 +46,7 @@ AnalysisField decodeAnalysis(const json& a) {
   const json* p = decode::member(a, "prometheus");
   out.prometheusGiven = p != nullptr && p->is_object();
   if (!out.prometheusGiven) return out;
+  out.provider = decode::string(*p, "provider");
   out.address = decode::string(*p, "address");
   out.query = decode::string(*p, "query");
   out.min = decode::number(*p, "min");
@@ -83,10 +84,15 @@ CanaryField decodeCanary(const json& c) {
 StatusOr<PrometheusAnalysis> analysisOf(const AnalysisField& a, const std::string& where) {
   if (!a.prometheusGiven) return Status(Code::kInvalidArgument, where + ".prometheus is missing");
   PrometheusAnalysis out;
+  out.provider = a.provider;
   out.address = a.address;
   out.query = a.query;
-  if (out.address.empty() || out.query.empty())
-    return Status(Code::kInvalidArgument, where + ".prometheus needs address and query");
+  if (out.provider.empty() == out.address.empty())
+    return Status(Code::kInvalidArgument,
+                  where + ".prometheus needs provider (an AnalysisProvider's name)" +
+                      (out.provider.empty() ? std::string() : ", not also address"));
+  if (out.query.empty())
+    return Status(Code::kInvalidArgument, where + ".prometheus.query is required");
   out.min = a.min;
   out.max = a.max;
   if (!out.min && !out.max)

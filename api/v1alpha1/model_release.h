@@ -103,7 +103,8 @@ struct Serving {
 // canary.analysis / canary.steps[].analysis as written.
 struct AnalysisField {
   bool prometheusGiven = false;  // analysis.prometheus is an object
-  std::string address;
+  std::string provider;          // an AnalysisProvider's name (the platform's Prometheus)
+  std::string address;  // a release-chosen URL: only with --allow-release-prometheus-address
   std::string query;
   std::optional<double> min;
   std::optional<double> max;
@@ -237,7 +238,11 @@ enum class CapacityMode { kSurge, kDrain };
 const char* capacityModeName(CapacityMode m);
 
 struct PrometheusAnalysis {
-  std::string address, query;
+  // Exactly one: the AnalysisProvider queried (api/v1alpha1/analysis_provider.h),
+  // or an address the release chose (refused unless the operator runs with
+  // --allow-release-prometheus-address; docs/rollouts.md "Analysis providers").
+  std::string provider, address;
+  std::string query;
   std::optional<double> min, max;
   int64_t intervalSeconds = 30;
   // Argo Rollouts' initialDelay: no measurement before weightReachedAt + this.

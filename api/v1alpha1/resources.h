@@ -13,6 +13,9 @@ inline constexpr const char* kVersion = "v1alpha1";
 
 inline const kube::Resource kRuntimeEnvs{kGroup, kVersion, "runtimeenvs", "RuntimeEnv", true};
 inline const kube::Resource kModelReleases{kGroup, kVersion, "modelreleases", "ModelRelease", true};
+// Cluster-scoped: written by the platform (api/v1alpha1/analysis_provider.h).
+inline const kube::Resource kAnalysisProviders{kGroup, kVersion, "analysisproviders",
+                                               "AnalysisProvider", false};
 
 // Core kinds Lockstep reads or writes.
 using kube::resources::kConfigMaps;

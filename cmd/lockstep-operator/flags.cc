@@ -82,6 +82,11 @@ std::vector<FlagSpec> operatorFlagSpecs(const std::string& podNamespace) {
       {"registry-ca-file", "",
        "registry stage tags: PEM CA bundle registries' certificates are verified against "
        "(empty: the system roots)"},
+      {"allow-release-prometheus-address", "false",
+       "let a ModelRelease's analysis give its own prometheus.address instead of naming an "
+       "AnalysisProvider (the operator then calls URLs tenants write, from inside the cluster: "
+       "server-side request forgery); off by default",
+       T::kBool},
       {"log-format", "text", "text or json", T::kChoice, {"text", "json"}},
       {"log-level",
        "info",

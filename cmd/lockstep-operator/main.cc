@@ -18,6 +18,7 @@
 #include "api/v1alpha1/keys.h"
 #include "api/v1alpha1/resources.h"
 #include "cmd/lockstep-operator/flags.h"
+#include "controllers/analysisprovider/analysisprovider_controller.h"
 #include "controllers/modelrelease/modelrelease_controller.h"
 #include "controllers/runtimeenv/runtimeenv_controller.h"
 #include "operator/kube/connect.h"
@@ -138,8 +139,17 @@ int main(int argc, char** argv) {
   }
   spdlog::info("gate pods mount the package as {}",
                lockstep::controllers::packageMountName(releaseOptions.mount));
+  // Canary analysis queries the platform's AnalysisProviders, on their own threads.
+  const bool allowAddresses = flags.getBool("allow-release-prometheus-address");
+  if (allowAddresses)
+    spdlog::warn("--allow-release-prometheus-address: releases may name any Prometheus URL");
+  lockstep::controllers::AnalysisProvidersOptions analysisOptions;
+  analysisOptions.allowReleaseAddresses = allowAddresses;
+  releaseOptions.analysis =
+      std::make_shared<lockstep::controllers::AnalysisProviders>(analysisOptions);
   const std::string controllers = "," + flags.get("controllers") + ",";
   if (controllers.find(",modelrelease,") != std::string::npos) {
+    lockstep::controllers::setupAnalysisProviderController(manager, releaseOptions.analysis, ns);
     lockstep::controllers::setupModelReleaseController(manager, releaseOptions,
                                                        flags.getInt("workers"));
   } else {
@@ -156,6 +166,7 @@ int main(int argc, char** argv) {
   lw::FanoutRecorder recorder{&promRecorder, &logRecorder};
   lw::PodWebhook podWebhook(envs, modes, recorder, manager.clock());
   lw::ModelReleaseWebhook releaseWebhook(envs, authorizer, recorder, manager.clock());
+  releaseWebhook.allowPrometheusAddress(allowAddresses);
   lw::ModelReleaseCreatorWebhook creatorWebhook(recorder, manager.clock());
 
   lw::ServerOptions so;

@@ -210,12 +210,26 @@ Result ModelReleaseReconciler::reconcile(const Request& request) {
     readProdNames(v1::decodeModelRelease(*observed->release), observed->prod);
     plan = planModelRelease(*observed);
   }
+  // A measurement is asked of its provider's queue, never awaited here
+  // (prod/analysis_querier.h): pending, this plan goes on without it and the
+  // release is enqueued again when the answer lands.
+  bool measuring = false;
   if (plan.measure && querier_) {
-    observed->prod.measurement = querier_->measure(*plan.measure, observed->gates.nowUnix);
-    if (!observed->prod.measurement->error.empty())
-      spdlog::info("modelrelease {}: analysis error: {}", request.key(),
-                   observed->prod.measurement->error);
-    plan = planModelRelease(*observed);
+    MeasurementAsk ask;
+    ask.analysis = *plan.measure;
+    ask.key = {v1::decodeMeta(*observed->release).uid, plan.measureStep, plan.measureIndex};
+    ask.atUnix = observed->gates.nowUnix;
+    ask.ns = request.ns;
+    ask.name = request.name;
+    observed->prod.measurement = querier_->measure(ask);
+    if (observed->prod.measurement) {
+      if (!observed->prod.measurement->error.empty())
+        spdlog::info("modelrelease {}: analysis error: {}", request.key(),
+                     observed->prod.measurement->error);
+      plan = planModelRelease(*observed);
+    } else {
+      measuring = true;
+    }
   }
   // Execute: the serving objects and the anchor, Jobs, Events, the status last.
   ExecutionOutcome outcome = execute(plan.execution, *client_, events_, "modelrelease");
@@ -248,6 +262,14 @@ Result ModelReleaseReconciler::reconcile(const Request& request) {
   }
   // An error a retry cannot fix, recorded in the status just written.
   if (!plan.afterStatus.isOk()) return runtime::resultFor(plan.afterStatus);
+  if (measuring) {
+    const int64_t backstop = querier_->pendingRetrySeconds();
+    if (requeue == 0 || backstop < requeue) requeue = backstop;
+  } else if (observed->prod.measurement && requeue == 0) {
+    // An answer that landed late (a timeout) can make the next measurement due
+    // already: ask it on the next pass, never wait for an unrelated event.
+    requeue = 1;
+  }
   if (requeue > 0) return Result::after(std::chrono::seconds(requeue));
   return Result::done();
 }
@@ -343,14 +365,15 @@ void setupModelReleaseController(runtime::Manager& manager, ModelReleaseOptions 
     options.stageTagger = std::make_shared<StageTagger>(
         manager.sharedClient(), manager.syncEvents(), makeRegistryTagger(options.registryCaPem));
   }
+  if (!options.analysis) options.analysis = std::make_shared<AnalysisProviders>();
+  std::shared_ptr<AnalysisProviders> analysis = options.analysis;
   auto reconciler = std::make_shared<ModelReleaseReconciler>(
       manager.sharedClient(),
       ModelReleaseReconciler::Caches{releases.cache(), rtes.cache(), jobs.cache(), pods.cache(),
                                      deployments.cache(), anchors.cache(), services.cache(),
                                      nodes.cache(), gpuPods.cache()},
       manager.syncEvents(), manager.clock(),
-      makePrometheusReleaseMetrics(*manager.metrics().registry()), std::move(options),
-      makePrometheusQuerier());
+      makePrometheusReleaseMetrics(*manager.metrics().registry()), std::move(options), analysis);
 
   const kube::Indexer* releaseCache = &releases.cache();
   // A model's Deployments and anchor: every release of that model (the one in
@@ -363,39 +386,44 @@ void setupModelReleaseController(runtime::Manager& manager, ModelReleaseOptions 
     }
     return out;
   };
-  runtime::ControllerBuilder(manager, "modelrelease")
-      .workers(workers)
-      // The release: spec edits and annotations (approve, abort); its status is ours.
-      .forKind(v1::kModelReleases,
-               [](const kube::Object& a, const kube::Object& b) {
-                 return kube::generation(a) != kube::generation(b) ||
-                        kube::isBeingDeleted(a) != kube::isBeingDeleted(b) ||
-                        a.value("/metadata/annotations"_json_pointer, json::object()) !=
-                            b.value("/metadata/annotations"_json_pointer, json::object());
-               })
-      // Its Jobs, by controller owner reference.
-      .owns(jobOpts)
-      // Pods of those Jobs, by the release label the Job's template carries.
-      .watches(podOpts,
-               [](const kube::Object& pod) {
-                 std::vector<Request> out;
-                 if (auto r = kube::label(pod, v1::kReleaseLabel))
-                   out.push_back({kube::namespaceOf(pod), *r});
-                 return out;
-               })
-      .watches(deployOpts, releasesOfModel)
-      .watches(anchorOpts, releasesOfModel)
-      .watches(serviceOpts, releasesOfModel)
-      // A RuntimeEnv's resolved hash or readiness decides whether its releases may advance.
-      .watches(v1::kRuntimeEnvs,
-               [releaseCache](const kube::Object& rte) {
-                 std::vector<Request> out;
-                 for (const auto& mr :
-                      releaseCache->byIndex(v1::kReleaseByRuntimeEnvIndex, kube::objectKey(rte)))
-                   out.push_back({kube::namespaceOf(*mr), kube::name(*mr)});
-                 return out;
-               })
-      .complete(reconciler);
+  runtime::Controller& controller =
+      runtime::ControllerBuilder(manager, "modelrelease")
+          .workers(workers)
+          // The release: spec edits and annotations (approve, abort); its status is ours.
+          .forKind(v1::kModelReleases,
+                   [](const kube::Object& a, const kube::Object& b) {
+                     return kube::generation(a) != kube::generation(b) ||
+                            kube::isBeingDeleted(a) != kube::isBeingDeleted(b) ||
+                            a.value("/metadata/annotations"_json_pointer, json::object()) !=
+                                b.value("/metadata/annotations"_json_pointer, json::object());
+                   })
+          // Its Jobs, by controller owner reference.
+          .owns(jobOpts)
+          // Pods of those Jobs, by the release label the Job's template carries.
+          .watches(podOpts,
+                   [](const kube::Object& pod) {
+                     std::vector<Request> out;
+                     if (auto r = kube::label(pod, v1::kReleaseLabel))
+                       out.push_back({kube::namespaceOf(pod), *r});
+                     return out;
+                   })
+          .watches(deployOpts, releasesOfModel)
+          .watches(anchorOpts, releasesOfModel)
+          .watches(serviceOpts, releasesOfModel)
+          // A RuntimeEnv's resolved hash or readiness decides whether its releases may advance.
+          .watches(v1::kRuntimeEnvs,
+                   [releaseCache](const kube::Object& rte) {
+                     std::vector<Request> out;
+                     for (const auto& mr : releaseCache->byIndex(v1::kReleaseByRuntimeEnvIndex,
+                                                                 kube::objectKey(rte)))
+                       out.push_back({kube::namespaceOf(*mr), kube::name(*mr)});
+                     return out;
+                   })
+          .complete(reconciler);
+  // An analysis answer landed (or its deadline passed): the release takes it.
+  analysis->setWakeRelease([&controller](const std::string& ns, const std::string& name) {
+    controller.enqueue({ns, name});
+  });
 }
 
 }  // namespace lockstep::controllers

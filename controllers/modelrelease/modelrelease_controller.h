@@ -3,7 +3,10 @@
 // the serving objects and the anchor, gate Jobs, Events, then the release's
 // status last, by server-side apply on /status guarded by the resourceVersion
 // it was planned from). When the plan asks for a canary analysis measurement
-// it takes one and plans once more; when it plans the prod stage it first
+// it asks its provider's queue (prod/analysis_querier.h) and plans once more
+// with the answer when one landed; else it goes on without it, and the
+// provider's executor enqueues the release when the answer lands (queries
+// never run on the reconcile workers); when it plans the prod stage it first
 // reads each of the model's four prod names its labelled caches miss (one
 // GET each: an object without Lockstep's labels is in no cache;
 // prod/ownership.h) and plans once more. After a status write it records metrics
@@ -49,6 +52,9 @@ struct ModelReleaseOptions {
   // setupModelReleaseController makes one when none is given.
   std::string registryCaPem;
   std::shared_ptr<StageTagger> stageTagger;
+  // The analysis providers (shared with the AnalysisProvider controller);
+  // setupModelReleaseController makes one refusing release addresses when none is given.
+  std::shared_ptr<AnalysisProviders> analysis;
 };
 
 // Index of the GPU pod cache: spec.nodeName.

@@ -127,6 +127,8 @@ ModelReleasePlan planModelRelease(const ModelReleaseObserved& o) {
   if (out.prod) {
     x.apply = out.prod->writes;
     out.measure = out.prod->measure;
+    out.measureStep = out.prod->measureStep;
+    out.measureIndex = out.prod->measureIndex;
     out.rollbackRecordedAt = out.prod->rollbackRecordedAt;
     out.afterStatus = out.prod->afterStatus;
     if (out.prod->stop) {

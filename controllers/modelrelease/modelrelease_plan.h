@@ -41,6 +41,8 @@ struct ModelReleasePlan {
   Status afterStatus;
   // Ask: one measurement of this analysis, then plan again (once).
   std::optional<PrometheusAnalysis> measure;
+  int measureStep = 0;   // ProdPlan::measureStep
+  int measureIndex = 0;  // ProdPlan::measureIndex
   // A manual rollback is counted once execution.apply[rollbackRecordedAt] is written.
   std::optional<size_t> rollbackRecordedAt;
 };

@@ -77,14 +77,21 @@ Status validateConfig(const ClientConfig& config) {
     return invalidArgument("prometheus " + config.address + ": timeout must be at least 1s, got " +
                            std::to_string(config.timeout.count()) + "s");
   }
-  if (!endpoint->https && !config.bearerTokenFile.empty()) {
+  if (!config.bearerTokenFile.empty() && config.bearerToken) {
+    return invalidArgument("prometheus " + config.address +
+                           ": give bearerTokenFile or a bearer token, not both");
+  }
+  if (!config.caFile.empty() && !config.caPem.empty()) {
+    return invalidArgument("prometheus " + config.address + ": give caFile or caPem, not both");
+  }
+  if (!endpoint->https && (!config.bearerTokenFile.empty() || config.bearerToken)) {
     return invalidArgument("prometheus " + config.address +
                            ": a bearer token is only sent over https (it would cross the "
                            "network in clear text); use an https address");
   }
-  if (!endpoint->https && !config.caFile.empty()) {
+  if (!endpoint->https && (!config.caFile.empty() || !config.caPem.empty())) {
     return invalidArgument("prometheus " + config.address +
-                           ": caFile is set but the address is http, not https");
+                           ": a CA is set but the address is http, not https");
   }
   return Status::ok();
 }
@@ -132,6 +139,13 @@ StatusOr<std::unique_ptr<Client>> Client::connect(const ClientConfig& config) {
     }
     tls.caPem = *pem;
   }
+  if (!config.caPem.empty()) {
+    if (config.caPem.find("-----BEGIN CERTIFICATE-----") == std::string::npos)
+      return invalidArgument("prometheus " + config.address +
+                             ": the CA bundle holds no PEM "
+                             "certificate");
+    tls.caPem = config.caPem;
+  }
   kube::RestOptions options;
   options.requestTimeout = config.timeout + kTransportGrace;
   options.userAgent = "lockstep-operator/0.1 (prometheus analysis)";
@@ -149,6 +163,14 @@ QueryResult Client::query(const std::string& promql, std::optional<int64_t> atUn
                                   "prometheus " + config_.address + ": " + auth.status().message());
     }
     request.headers.emplace_back("Authorization", *auth);
+  } else if (config_.bearerToken) {
+    std::string token = config_.bearerToken();
+    if (hasControlOrSpace(token)) {
+      return QueryResult::ofError(ErrorKind::kConfig,
+                                  "prometheus " + config_.address +
+                                      ": the bearer token holds spaces or control characters");
+    }
+    if (!token.empty()) request.headers.emplace_back("Authorization", "Bearer " + token);
   }
   auto response = transport_->send(request);
   if (!response.isOk()) {
@@ -168,8 +190,9 @@ QueryResult Client::query(const std::string& promql, std::optional<int64_t> atUn
     if (endpoint_.https &&
         (why.find("SSL") != std::string::npos || why.find("certificate") != std::string::npos)) {
       why += " (is the server's certificate for this host name, and signed by " +
-             (config_.caFile.empty() ? std::string("a CA of the system roots")
-                                     : "the CA in caFile \"" + config_.caFile + "\"") +
+             (!config_.caFile.empty()  ? "the CA in caFile \"" + config_.caFile + "\""
+              : !config_.caPem.empty() ? std::string("the provider's CA bundle")
+                                       : std::string("a CA of the system roots")) +
              "?)";
     }
     return QueryResult::ofError(ErrorKind::kUnreachable,

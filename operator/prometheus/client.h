@@ -8,14 +8,16 @@
 // tests drive it with a FakeTransport. Failures to reach Prometheus come back
 // as QueryResult errors (kUnreachable, kTimeout), never as exceptions.
 //
-// Auth: an optional bearer token read from `bearerTokenFile` on every query
-// (so a rotated token is picked up), sent only over https. The token is a
+// Auth: an optional bearer token read from `bearerTokenFile` (or asked of
+// `bearerToken`) on every query (so a rotated token is picked up), sent only
+// over https. The token is a
 // secret: it is put in a header and appears in no message.
 // Thread-safety: a Client is safe for concurrent use.
 #pragma once
 
 #include <chrono>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -32,7 +34,11 @@ struct ClientConfig {
   // credentials, query or fragment.
   std::string address;
   std::string bearerTokenFile;  // optional; https only
-  std::string caFile;           // optional PEM bundle; https only; empty: the system roots
+  // Optional, instead of the file: the token at the time of each query (an
+  // AnalysisProvider's Secret, re-read by its controller); "" sends none. https only.
+  std::function<std::string()> bearerToken;
+  std::string caFile;  // optional PEM bundle; https only; empty: the system roots
+  std::string caPem;   // optional PEM bundle in memory (instead of caFile); https only
   // Per query: sent to Prometheus as `timeout` (it stops evaluating then), and
   // the HTTP request is abandoned kTransportGrace later. Argo Rollouts' default.
   std::chrono::seconds timeout{30};

@@ -430,5 +430,45 @@ TEST(HelmChart, DashboardConfigMapCarriesValidDashboardJson) {
   kubectl({"delete", "namespace", ns, "--wait=false"});
 }
 
+// Canary analysis providers come from the platform's values (docs/rollouts.md
+// "Analysis providers"): one AnalysisProvider per entry, its spec as written;
+// releases' own addresses only with analysis.allowReleaseAddresses.
+TEST(HelmChart, AnalysisProvidersAreTheValuesAndReleaseAddressesAreOff) {
+  CommandResult r;
+  auto none = renderDocs({}, &r);
+  ASSERT_EQ(r.exitCode, 0) << r.err;
+  EXPECT_TRUE(ofKind(none, "AnalysisProvider").empty());
+  auto deployments = ofKind(none, "Deployment");
+  ASSERT_EQ(deployments.size(), 1u);
+  const std::string args =
+      YAML::Dump(deployments[0]["spec"]["template"]["spec"]["containers"][0]["args"]);
+  EXPECT_EQ(args.find("--allow-release-prometheus-address"), std::string::npos) << args;
+
+  auto docs =
+      renderDocs({"analysis.providers[0].name=prometheus-main",
+                  "analysis.providers[0].address=https://prometheus.monitoring.svc:9091",
+                  "analysis.providers[0].bearerTokenSecretRef.name=prometheus-token",
+                  "analysis.providers[0].timeout=8s", "analysis.allowReleaseAddresses=true"},
+                 &r);
+  ASSERT_EQ(r.exitCode, 0) << r.err;
+  auto providers = ofKind(docs, "AnalysisProvider");
+  ASSERT_EQ(providers.size(), 1u);
+  EXPECT_EQ(providers[0]["metadata"]["name"].as<std::string>(), "prometheus-main");
+  EXPECT_FALSE(providers[0]["metadata"]["namespace"]);  // cluster-scoped
+  EXPECT_EQ(providers[0]["spec"]["address"].as<std::string>(),
+            "https://prometheus.monitoring.svc:9091");
+  EXPECT_EQ(providers[0]["spec"]["bearerTokenSecretRef"]["name"].as<std::string>(),
+            "prometheus-token");
+  EXPECT_EQ(providers[0]["spec"]["timeout"].as<std::string>(), "8s");
+  EXPECT_FALSE(providers[0]["spec"]["name"]);
+  const std::string allowed = YAML::Dump(
+      ofKind(docs, "Deployment")[0]["spec"]["template"]["spec"]["containers"][0]["args"]);
+  EXPECT_NE(allowed.find("--allow-release-prometheus-address"), std::string::npos) << allowed;
+
+  renderDocs({"analysis.providers[0].name=p"}, &r);
+  EXPECT_NE(r.exitCode, 0);
+  EXPECT_NE(r.err.find("analysis.providers p: address is required"), std::string::npos) << r.err;
+}
+
 }  // namespace
 }  // namespace lockstep::testing

@@ -193,7 +193,7 @@ TEST(PrometheusConfig, TokensAndCasOnlyOverHttpsAndTimeoutsPositive) {
   EXPECT_EQ(token.code(), Code::kInvalidArgument);
   EXPECT_NE(token.message().find("only sent over https"), std::string::npos) << token.message();
   Status ca = validateConfig(cfg("http://prom:9090", "", "/ca.pem"));
-  EXPECT_NE(ca.message().find("caFile is set but the address is http"), std::string::npos);
+  EXPECT_NE(ca.message().find("a CA is set but the address is http"), std::string::npos);
   Status timeout = validateConfig(cfg("http://prom:9090", "", "", 0));
   EXPECT_NE(timeout.message().find("timeout must be at least 1s, got 0s"), std::string::npos);
   EXPECT_TRUE(validateConfig(cfg("https://prom:9091", "/t", "/ca.pem")).isOk());

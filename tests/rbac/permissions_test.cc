@@ -28,7 +28,14 @@ TEST(Permissions, ClusterInstallGrantsWatchedRowsClusterWide) {
                       "update", "lockstep"}));
   EXPECT_FALSE(
       has(g, {"*", "admissionregistration.k8s.io", "mutatingwebhookconfigurations", "update", ""}));
-  EXPECT_TRUE(has(g, {"lockstep-system", "", "secrets", "get", "lockstep-webhook-tls"}));
+  EXPECT_TRUE(has(g, {"lockstep-system", "", "secrets", "update", "lockstep-webhook-tls"}));
+  // AnalysisProviders' token Secrets: get (never list) in the operator's namespace only; it
+  // covers the serving certificate's get by name.
+  EXPECT_TRUE(has(g, {"lockstep-system", "", "secrets", "get", ""}));
+  EXPECT_FALSE(has(g, {"lockstep-system", "", "secrets", "get", "lockstep-webhook-tls"}));
+  EXPECT_FALSE(has(g, {"*", "", "secrets", "get", ""}));
+  EXPECT_TRUE(has(g, {"*", "lockstep.dev", "analysisproviders", "watch", ""}));
+  EXPECT_FALSE(has(g, {"*", "lockstep.dev", "analysisproviders", "patch", ""}));
   EXPECT_TRUE(
       has(g, {"lockstep-system", "coordination.k8s.io", "leases", "update", "lockstep-operator"}));
   // The start-up probe's Job create is covered by the cluster-wide one.
@@ -50,11 +57,14 @@ TEST(Permissions, NamespacedInstallGrantsWatchedRowsPerNamespace) {
       EXPECT_TRUE(x.resource == "nodes" || x.resource == "namespaces" ||
                   x.resource == "validatingwebhookconfigurations" ||
                   x.resource == "mutatingwebhookconfigurations" ||
-                  x.resource == "subjectaccessreviews" || x.resource == "tokenreviews")
+                  x.resource == "subjectaccessreviews" || x.resource == "tokenreviews" ||
+                  x.resource == "analysisproviders" || x.resource == "analysisproviders/status")
           << toString(x);
     }
   }
   EXPECT_TRUE(has(g, {"lockstep-system", "batch", "jobs", "create", ""}));
+  EXPECT_TRUE(has(g, {"lockstep-system", "", "secrets", "get", ""}));
+  EXPECT_TRUE(has(g, {"lockstep-system", "", "configmaps", "get", ""}));
 }
 
 // Registry stage tags: get on Secrets only when the chart value turns it on.

@@ -81,7 +81,8 @@ int sharedWebhookPort() {
 void OperatorProcess::installClusterPieces(int webhookPort) {
   mustKubectl({"apply", "-f", std::string(LOCKSTEP_SOURCE_DIR) + "/crds"});
   mustKubectl({"wait", "--for", "condition=Established", "crd/runtimeenvs.lockstep.dev",
-               "crd/modelreleases.lockstep.dev", "--timeout=60s"});
+               "crd/modelreleases.lockstep.dev", "crd/analysisproviders.lockstep.dev",
+               "--timeout=60s"});
   kubectl({"create", "namespace", kOperatorNamespace});
   for (const char* t : {"templates/serviceaccount.yaml", "templates/rbac.yaml"}) {
     for (const auto& o : renderChart(t))

@@ -80,6 +80,8 @@ std::string ReleaseWorld::setUp(const Options& options) {
     po.scrapeInterval = options.scrapeInterval;
     prom_ = PrometheusWorld::start(po, error);
     if (!prom_) return error;
+    provider_ = addProvider(prom_->url(), {{"timeout", "5s"}});
+    if (provider_.empty()) return "cannot create the AnalysisProvider of " + prom_->url();
   }
   hash_ = applyReadyRuntimeEnv(ns_, "torch", kTestImage, kTestLock);
   if (hash_.empty()) return "RuntimeEnv torch never became Ready";
@@ -108,6 +110,9 @@ void ReleaseWorld::tearDown(bool failed) {
   }
   if (failed && shared().op != nullptr)
     std::cerr << "operator log tail:\n" << shared().op->log() << std::endl;
+  for (const std::string& p : providers_)
+    kubectl({"delete", "analysisprovider", p, "--ignore-not-found", "--wait=false"});
+  providers_.clear();
   if (!ns_.empty()) {
     auto r = kubectl({"delete", "namespace", ns_, "--timeout=120s"});
     EXPECT_EQ(r.exitCode, 0) << "namespace did not finish deleting: " << r.err;
@@ -197,13 +202,30 @@ std::string ReleaseWorld::releaseErrorRatio(const std::string& release,
   return ratio("namespace=\"" + ns_ + "\",release=\"" + release + "\"", window);
 }
 
+std::string ReleaseWorld::addProvider(const std::string& address, const json& extra) const {
+  const std::string name =
+      ns_ + (providers_.empty() ? "" : "-" + std::to_string(providers_.size()));
+  json spec = {{"address", address}};
+  if (address.rfind("http://", 0) == 0) spec["allowInsecureHttp"] = true;
+  if (extra.is_object()) spec.update(extra);
+  json provider = {{"apiVersion", "lockstep.dev/v1alpha1"},
+                   {"kind", "AnalysisProvider"},
+                   {"metadata", {{"name", name}, {"labels", {{"lockstep.dev/test-ns", ns_}}}}},
+                   {"spec", spec}};
+  CommandResult r = kubectl({"apply", "-f", "-"}, provider.dump());
+  EXPECT_EQ(r.exitCode, 0) << "AnalysisProvider " << name << ": " << r.err;
+  if (r.exitCode != 0) return "";
+  providers_.push_back(name);
+  return name;
+}
+
 json ReleaseWorld::analysedStep(int weight, int count, const std::string& query,
                                 const std::string& address, const std::string& interval,
                                 const std::string& initialDelay) const {
   return {{"weight", weight},
           {"analysis",
            {{"prometheus",
-             {{"address", address.empty() ? prom_->url() : address},
+             {{"provider", address.empty() ? provider_ : addProvider(address)},
               {"query", query.empty() ? trackErrorRatio("canary") : query},
               {"max", 0.1},
               {"interval", interval},

@@ -105,8 +105,14 @@ class ReleaseWorld {
   // The same over one release's pods.
   std::string releaseErrorRatio(const std::string& release,
                                 const std::string& window = "10s") const;
-  // A canary step analysed by `query` (default: the canary track's error ratio) against
-  // this world's Prometheus (or `address`): max 0.1, `count` measurements `interval` apart,
+  // The AnalysisProvider (cluster-scoped) of this world's Prometheus: named after
+  // the namespace, http allowed (a local test Prometheus), deleted at tearDown.
+  const std::string& providerName() const { return provider_; }
+  // Another provider for `address` (spec fields `extra` merged in), deleted at
+  // tearDown; its name, or "" when it could not be created (EXPECT).
+  std::string addProvider(const std::string& address, const nlohmann::json& extra = {}) const;
+  // A canary step analysed by `query` (default: the canary track's error ratio) on
+  // this world's provider (or one for `address`): max 0.1, `count` measurements `interval` apart,
   // the first `initialDelay` after the weight is Ready (default: the queries' 10 s window
   // plus one 2 s scrape, so that no measurement judges another release's pods).
   nlohmann::json analysedStep(int weight, int count, const std::string& query = "",
@@ -118,6 +124,8 @@ class ReleaseWorld {
   std::string ns_, hash_;
   std::unique_ptr<PrometheusWorld> prom_;
   std::unique_ptr<InvariantMonitor> monitor_;
+  std::string provider_;
+  mutable std::vector<std::string> providers_;  // every provider this world created
 };
 
 }  // namespace lockstep::testing

@@ -42,7 +42,7 @@ TEST(AnalysisAdvice, LongestRangeOfRangeSelectorsAndSubqueries) {
 }
 
 json analysis(const std::string& query, const char* initialDelay) {
-  json p = {{"address", "http://prometheus:9090"}, {"query", query}, {"max", 0.1}};
+  json p = {{"provider", "prometheus-main"}, {"query", query}, {"max", 0.1}};
   if (initialDelay != nullptr) p["initialDelay"] = initialDelay;
   return {{"prometheus", p}};
 }
@@ -92,6 +92,37 @@ TEST(AnalysisAdvice, TheValidatorAdmitsWithTheWarning) {
   Verdict fixed = validateModelRelease(r);
   EXPECT_EQ(fixed.decision, Decision::kAllowed) << fixed.message;
   EXPECT_TRUE(fixed.warnings.empty()) << json(fixed.warnings).dump(2);
+}
+
+// Where the queries go is the platform's: a release naming its own address is
+// refused (naming the field) unless the operator runs with
+// --allow-release-prometheus-address; naming a provider is fine.
+TEST(AnalysisSources, AReleaseAddressIsRefusedNamingTheFieldUnlessThePlatformAllowsIt) {
+  json own = analysis("up", "0s");
+  own["prometheus"].erase("provider");
+  own["prometheus"]["address"] = "http://169.254.169.254";
+  json mr = testing::ReleaseBuilder::good().json();
+  mr["spec"]["stages"][2]["canary"]["steps"] = json::array(
+      {{{"weight", 50}, {"analysis", analysis("up", "0s")}}, {{"weight", 100}, {"analysis", own}}});
+  ModelReleaseReview r;
+  r.ns = "ml";
+  r.release = &mr;
+  r.runtimeEnv = RuntimeEnvView{"torch", "ml", testing::kEnvHash, testing::kEnvImage, true};
+  Verdict v = validateModelRelease(r);
+  EXPECT_EQ(v.decision, Decision::kDenied);
+  EXPECT_NE(v.message.find("spec.stages[2].canary.steps[1].analysis.prometheus.address "
+                           "\"http://169.254.169.254\": a release may not choose the Prometheus "
+                           "address"),
+            std::string::npos)
+      << v.message;
+  EXPECT_NE(v.message.find("name an AnalysisProvider in "
+                           "spec.stages[2].canary.steps[1].analysis.prometheus.provider"),
+            std::string::npos)
+      << v.message;
+  EXPECT_EQ(v.message.find("steps[0]"), std::string::npos) << v.message;  // a provider: fine
+  r.allowPrometheusAddress = true;
+  Verdict allowed = validateModelRelease(r);
+  EXPECT_NE(allowed.decision, Decision::kDenied) << allowed.message;
 }
 
 }  // namespace

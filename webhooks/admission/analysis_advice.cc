@@ -125,4 +125,38 @@ void adviseAnalyses(const json* spec, std::vector<std::string>& warnings) {
   }
 }
 
+namespace {
+
+void checkSource(const json* analysis, const std::string& path, bool allowAddresses,
+                 std::vector<std::string>& out) {
+  const json* address = ja::at(analysis, {"prometheus", "address"});
+  if (address == nullptr || allowAddresses) return;
+  const std::string* text = ja::str(address);
+  out.push_back(path + ".prometheus.address" + (text ? " \"" + *text + "\"" : std::string()) +
+                ": a release may not choose the Prometheus address (the operator would call it "
+                "from inside the cluster); name an AnalysisProvider in " +
+                path +
+                ".prometheus.provider instead (kubectl get analysisproviders), or ask the "
+                "platform team to run the operator with --allow-release-prometheus-address");
+}
+
+}  // namespace
+
+void checkAnalysisSources(const json* spec, bool allowAddresses, std::vector<std::string>& out) {
+  const json* stages = ja::child(spec, "stages");
+  if (!ja::isArray(stages)) return;
+  for (size_t i = 0; i < stages->size(); ++i) {
+    const json* canary = ja::child(&(*stages)[i], "canary");
+    const std::string path = "spec.stages[" + std::to_string(i) + "].canary";
+    if (const json* a = ja::child(canary, "analysis"))
+      checkSource(a, path + ".analysis", allowAddresses, out);
+    const json* steps = ja::child(canary, "steps");
+    if (!ja::isArray(steps)) continue;
+    for (size_t s = 0; s < steps->size(); ++s) {
+      if (const json* a = ja::child(&(*steps)[s], "analysis"))
+        checkSource(a, path + ".steps[" + std::to_string(s) + "].analysis", allowAddresses, out);
+    }
+  }
+}
+
 }  // namespace lockstep::webhooks

@@ -3,7 +3,8 @@
 // analysis' initialDelay judges, in its first measurements, samples of pods
 // that are not this canary's: the previous canary's on a track selector, none
 // at all (an empty vector) on a release selector. docs/rollouts.md
-// "initialDelay".
+// "initialDelay". And the one analysis rule that is a denial: where the
+// queries go (checkAnalysisSources).
 // Thread-safety: pure functions.
 #pragma once
 
@@ -25,5 +26,12 @@ std::optional<int64_t> longestRangeSeconds(std::string_view promql);
 // One warning per analysis of spec.stages[].canary (the default and each
 // step's own) whose query's longest range exceeds its initialDelay.
 void adviseAnalyses(const nlohmann::json* spec, std::vector<std::string>& warnings);
+
+// One violation per analysis that gives `prometheus.address` (a URL the
+// release chose) unless the platform allows it (--allow-release-prometheus-address):
+// the operator would call any address a tenant writes, from inside the
+// cluster (server-side request forgery). Releases name an AnalysisProvider.
+void checkAnalysisSources(const nlohmann::json* spec, bool allowAddresses,
+                          std::vector<std::string>& violations);
 
 }  // namespace lockstep::webhooks

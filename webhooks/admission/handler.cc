@@ -104,6 +104,7 @@ HttpReply ModelReleaseWebhook::handle(std::string_view body) {
     review.release = &req.object;
     review.oldRelease = req.oldObject.is_null() ? nullptr : &req.oldObject;
     review.user = req.user;
+    review.allowPrometheusAddress = allowPrometheusAddress_;
     if (auto env = modelReleaseRuntimeEnvName(req.object))
       review.runtimeEnv = envs_.find(req.ns, *env);
     for (const std::string& verb : verbsToAuthorize(review))

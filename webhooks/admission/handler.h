@@ -66,8 +66,11 @@ class ModelReleaseWebhook final : public AdmissionWebhook {
   std::string_view name() const override { return "modelreleases"; }
   std::string_view path() const override { return kModelReleaseWebhookPath; }
   HttpReply handle(std::string_view body) override;
+  // --allow-release-prometheus-address: releases may give analysis addresses.
+  void allowPrometheusAddress(bool allow) { allowPrometheusAddress_ = allow; }
 
  private:
+  bool allowPrometheusAddress_ = false;
   const RuntimeEnvLookup& envs_;
   const Authorizer& authorizer_;
   AdmissionRecorder& recorder_;

@@ -430,6 +430,7 @@ Verdict validateModelRelease(const ModelReleaseReview& r) {
       checkStages(spec, v.violations);
       checkTemplateImages(spec, r, v.violations, v.warnings);
       adviseAnalyses(spec, v.warnings);
+      checkAnalysisSources(spec, r.allowPrometheusAddress, v.violations);
     }
 
     const std::string* hash = ja::str(ja::child(spec, "closureHash"));

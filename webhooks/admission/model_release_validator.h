@@ -24,7 +24,9 @@
 //    only when it changed on UPDATE). Without the RuntimeEnv a pinned image
 //    is admitted with a warning, an unpinned one denied (it can never match).
 //  - Canary analyses whose query's range window is longer than their
-//    initialDelay: a warning each (analysis_advice.h).
+//    initialDelay: a warning each (analysis_advice.h). An analysis giving
+//    `prometheus.address` (not a provider) is denied unless
+//    allowPrometheusAddress (the operator's --allow-release-prometheus-address).
 //  - RuntimeEnv: absent or not Ready → allowed with a warning; Ready with a
 //    different status.closureHash → denied on CREATE, a warning on UPDATE
 //    (an existing release whose RuntimeEnv moved on is stale, not invalid).
@@ -60,6 +62,7 @@ struct ModelReleaseReview {
   const nlohmann::json* oldRelease = nullptr;  // request.oldObject (UPDATE)
   std::optional<RuntimeEnvView> runtimeEnv;    // the RuntimeEnv named by spec.runtimeEnvRef
   UserInfo user;                               // request.userInfo
+  bool allowPrometheusAddress = false;         // --allow-release-prometheus-address
   // Authorizer answers by verb ("approve", "abort") for verbsToAuthorize().
   std::map<std::string, StatusOr<AccessDecision>, std::less<>> access;
 };

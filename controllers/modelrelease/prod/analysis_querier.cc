@@ -1,55 +1,252 @@
 #include "controllers/modelrelease/prod/analysis_querier.h"
 
 #include <chrono>
-#include <map>
-#include <mutex>
-#include <string>
+#include <utility>
 
+#include "controllers/modelrelease/prod/measurement_executor.h"
 #include "operator/prometheus/client.h"
 
 namespace lockstep::controllers {
 namespace {
 
-class PrometheusQuerier final : public AnalysisQuerier {
- public:
-  Measurement measure(const PrometheusAnalysis& a, int64_t nowUnix) override {
-    Measurement m;
-    m.atUnix = nowUnix;
-    const prometheus::Client* client = nullptr;
-    {
-      std::lock_guard<std::mutex> lock(mu_);
-      auto it = clients_.find(a.address);
-      if (it == clients_.end()) {
-        prometheus::ClientConfig config;
-        config.address = a.address;
-        config.timeout = std::chrono::seconds(10);
-        auto c = prometheus::Client::connect(config);
-        if (!c.isOk()) {
-          m.error = c.status().message();
-          return m;
-        }
-        it = clients_.emplace(a.address, std::move(*c)).first;
-      }
-      client = it->second.get();
-    }
-    prometheus::QueryResult r = client->query(a.query, nowUnix);
-    if (r.value) {
-      m.value = *r.value;
-    } else {
-      m.error = r.error.empty() ? std::string("no value") : r.error;
-    }
-    return m;
-  }
+constexpr const char* kReleaseWaker = "mr:";
+constexpr const char* kProviderWaker = "ap:";
+constexpr const char* kProbeQuery = "vector(1)";
 
- private:
-  std::mutex mu_;
-  std::map<std::string, std::unique_ptr<prometheus::Client>> clients_;
-};
+std::string quote(const std::string& s) { return "\"" + s + "\""; }
+
+bool sameConnection(const ProviderConfig& a, const ProviderConfig& b) {
+  return a.spec.address == b.spec.address && a.caPem == b.caPem &&
+         a.spec.timeoutSeconds == b.spec.timeoutSeconds &&
+         a.spec.maxConcurrentQueries == b.spec.maxConcurrentQueries;
+}
 
 }  // namespace
 
-std::shared_ptr<AnalysisQuerier> makePrometheusQuerier() {
-  return std::make_shared<PrometheusQuerier>();
+struct AnalysisProviders::Provider {
+  std::string label;  // "AnalysisProvider \"x\"" for messages
+  std::mutex mu;      // guards token and disabled
+  std::string token;
+  std::string disabled;  // why it is unusable; "" when usable
+  ProviderConfig config;
+  std::unique_ptr<MeasurementExecutor> executor;
+  int64_t probeRound = -1;  // guarded by mu: the last probe answer and its round
+  QueryAnswer probeAnswer;
+};
+
+AnalysisProviders::AnalysisProviders(AnalysisProvidersOptions options) : options_(options) {}
+
+AnalysisProviders::~AnalysisProviders() {
+  std::map<std::string, std::shared_ptr<Provider>> gone;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    gone.swap(providers_);
+  }
+  gone.clear();  // joins the executors' threads
 }
+
+void AnalysisProviders::setWakeRelease(
+    std::function<void(const std::string&, const std::string&)> wake) {
+  std::lock_guard<std::mutex> lock(mu_);
+  wakeRelease_ = std::move(wake);
+}
+
+void AnalysisProviders::setWakeProvider(std::function<void(const std::string&)> wake) {
+  std::lock_guard<std::mutex> lock(mu_);
+  wakeProvider_ = std::move(wake);
+}
+
+void AnalysisProviders::wake(const std::string& waker) const {
+  std::function<void(const std::string&, const std::string&)> release;
+  std::function<void(const std::string&)> provider;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    release = wakeRelease_;
+    provider = wakeProvider_;
+  }
+  if (waker.rfind(kReleaseWaker, 0) == 0) {
+    std::string key = waker.substr(3);
+    size_t slash = key.find('/');
+    if (release && slash != std::string::npos) release(key.substr(0, slash), key.substr(slash + 1));
+  } else if (waker.rfind(kProviderWaker, 0) == 0 && provider) {
+    provider(waker.substr(3));
+  }
+}
+
+std::shared_ptr<AnalysisProviders::Provider> AnalysisProviders::find(
+    const std::string& name) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = providers_.find(name);
+  return it == providers_.end() ? nullptr : it->second;
+}
+
+std::unique_ptr<MeasurementExecutor> AnalysisProviders::makeExecutor(
+    const std::string& label, const ProviderConfig& config, const std::shared_ptr<Provider>& p,
+    std::string& error) {
+  prometheus::ClientConfig cc;
+  cc.address = config.spec.address;
+  cc.caPem = config.caPem;
+  cc.timeout = std::chrono::seconds(config.spec.timeoutSeconds);
+  if (config.spec.address.rfind("https://", 0) == 0) {
+    std::weak_ptr<Provider> weak = p;
+    cc.bearerToken = [weak]() -> std::string {
+      auto provider = weak.lock();
+      if (!provider) return "";
+      std::lock_guard<std::mutex> lock(provider->mu);
+      return provider->token;
+    };
+  }
+  auto client = prometheus::Client::connect(cc);
+  if (!client.isOk()) {
+    error = client.status().message();
+    return nullptr;
+  }
+  std::shared_ptr<const prometheus::Client> shared(std::move(*client));
+  QuerySchedulerOptions so;
+  so.provider = label;
+  so.maxInFlight = static_cast<int>(config.spec.maxConcurrentQueries);
+  so.maxQueued = options_.maxQueued;
+  // The client gives up kTransportGrace after the timeout it sends Prometheus.
+  so.timeoutMs = (config.spec.timeoutSeconds + prometheus::kTransportGrace.count()) * 1000;
+  auto runner = [shared](const std::string& promql, int64_t atUnix) {
+    QueryAnswer a;
+    prometheus::QueryResult r = shared->query(promql, atUnix);
+    if (r.value) {
+      a.value = *r.value;
+    } else {
+      a.error = r.error.empty() ? std::string("no value") : r.error;
+      a.timedOut = r.kind == prometheus::ErrorKind::kTimeout;
+    }
+    return a;
+  };
+  return std::make_unique<MeasurementExecutor>(so, runner,
+                                               [this](const std::string& w) { wake(w); });
+}
+
+Status AnalysisProviders::configure(const std::string& name, const ProviderConfig& config) {
+  std::shared_ptr<Provider> p = find(name);
+  if (p && p->executor && sameConnection(p->config, config)) {
+    std::lock_guard<std::mutex> lock(p->mu);
+    p->token = config.token;
+    p->disabled.clear();
+    p->config = config;
+    return Status::ok();
+  }
+  auto fresh = std::make_shared<Provider>();
+  fresh->label = "AnalysisProvider " + quote(name);
+  fresh->token = config.token;
+  fresh->config = config;
+  std::string error;
+  fresh->executor = makeExecutor(fresh->label, config, fresh, error);
+  if (!fresh->executor) fresh->disabled = error;
+  std::shared_ptr<Provider> old;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    old = std::exchange(providers_[name], fresh);
+  }
+  if (!error.empty()) return Status(Code::kInvalidArgument, error);
+  return Status::ok();  // `old` goes here: its threads finish their queries and join
+}
+
+void AnalysisProviders::disable(const std::string& name, const std::string& why) {
+  std::shared_ptr<Provider> p = find(name);
+  if (!p) {
+    p = std::make_shared<Provider>();
+    p->label = "AnalysisProvider " + quote(name);
+    std::lock_guard<std::mutex> lock(mu_);
+    providers_.emplace(name, p);
+  }
+  std::lock_guard<std::mutex> lock(p->mu);
+  p->disabled = why;
+}
+
+void AnalysisProviders::remove(const std::string& name) {
+  std::shared_ptr<Provider> old;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto it = providers_.find(name);
+    if (it == providers_.end()) return;
+    old = std::move(it->second);
+    providers_.erase(it);
+  }
+}
+
+std::optional<QueryAnswer> AnalysisProviders::probe(const std::string& name, int64_t round,
+                                                    int64_t atUnix) {
+  std::shared_ptr<Provider> p = find(name);
+  if (!p || !p->executor) return std::nullopt;
+  {
+    std::lock_guard<std::mutex> lock(p->mu);
+    if (p->probeRound == round) return p->probeAnswer;  // one probe per round
+  }
+  QueryKey key{"probe", 0, static_cast<int>(round % 1000000)};
+  QueryScheduler::Ask a = p->executor->ask(key, kProbeQuery, atUnix, kProviderWaker + name);
+  if (a.answer) {
+    std::lock_guard<std::mutex> lock(p->mu);
+    p->probeRound = round;
+    p->probeAnswer = *a.answer;
+  }
+  return a.answer;
+}
+
+std::optional<QueryStats> AnalysisProviders::stats(const std::string& name) const {
+  std::shared_ptr<Provider> p = find(name);
+  if (!p || !p->executor) return std::nullopt;
+  return p->executor->stats();
+}
+
+std::optional<Measurement> AnalysisProviders::measure(const MeasurementAsk& ask) {
+  const PrometheusAnalysis& a = ask.analysis;
+  auto error = [&](const std::string& why) {
+    Measurement m;
+    m.atUnix = ask.atUnix;
+    m.error = why;
+    return m;
+  };
+  std::string name = a.provider;
+  if (name.empty()) {
+    if (!options_.allowReleaseAddresses) {
+      return error("analysis.prometheus.address " + quote(a.address) +
+                   " is refused: this operator does not call addresses a release chooses "
+                   "(--allow-release-prometheus-address is off); name an AnalysisProvider in "
+                   "analysis.prometheus.provider");
+    }
+    name = "address " + a.address;
+    if (!find(name)) {
+      ProviderConfig c;
+      c.spec.address = a.address;
+      c.spec.allowInsecureHttp = true;
+      c.spec.timeoutSeconds = options_.addressTimeoutSeconds;
+      c.spec.maxConcurrentQueries = options_.addressConcurrency;
+      auto fresh = std::make_shared<Provider>();
+      fresh->label = "prometheus " + a.address;
+      fresh->config = c;
+      std::string why;
+      fresh->executor = makeExecutor(fresh->label, c, fresh, why);
+      if (!fresh->executor) return error(why);
+      std::lock_guard<std::mutex> lock(mu_);
+      providers_.emplace(name, fresh);  // another thread may have won: its executor stays
+    }
+  }
+  std::shared_ptr<Provider> p = find(name);
+  if (!p)
+    return error("AnalysisProvider " + quote(name) + " not found (kubectl get analysisproviders)");
+  {
+    std::lock_guard<std::mutex> lock(p->mu);
+    if (!p->disabled.empty()) return error(p->label + " is not usable: " + p->disabled);
+  }
+  if (!p->executor) return error(p->label + " is not configured yet");
+  QueryScheduler::Ask got =
+      p->executor->ask(ask.key, a.query, ask.atUnix, kReleaseWaker + ask.ns + "/" + ask.name);
+  if (!got.answer) return std::nullopt;
+  Measurement m;
+  m.atUnix = got.answer->atUnix;
+  m.value = got.answer->value;
+  m.error = got.answer->error;
+  return m;
+}
+
+// A backstop only: the executor wakes the release when its answer lands.
+int64_t AnalysisProviders::pendingRetrySeconds() const { return 10; }
 
 }  // namespace lockstep::controllers

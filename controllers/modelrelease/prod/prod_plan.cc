@@ -152,6 +152,9 @@ ProdPlan planProd(const ReleaseObserved& o, const v1::ModelRelease& r,
     if (at >= 0 && at < static_cast<int>(spec->steps.size()) &&
         spec->steps[static_cast<size_t>(at)].analysis) {
       out.measure = spec->steps[static_cast<size_t>(at)].analysis;
+      out.measureStep = at;
+      const AnalysisCounters c = countersFrom(v1::decode::object(cp.status, "analysis"));
+      out.measureIndex = c.count + c.errors;
     }
   }
 

@@ -33,6 +33,10 @@ struct ProdPlan {
   // The one more observation this plan asks for: a measurement of this
   // analysis, then one plan again (ProdObserved::measurement).
   std::optional<PrometheusAnalysis> measure;
+  // Which measurement it is (the answer's key with the release uid): the
+  // canary step and the measurements already counted (count + errors).
+  int measureStep = 0;
+  int measureIndex = 0;
   std::optional<CanaryPlan> canary;  // the canary's decision (metrics)
   // A manual rollback is counted once the anchor write at this index is done.
   std::optional<size_t> rollbackRecordedAt;

@@ -26,7 +26,7 @@ const char* kRelease = R"json({
        "serving": {"template": {"spec": {}}, "replicas": 10, "port": 8080},
        "canary": {"steps": [{"weight": 10, "pause": "5m"}, {"weight": 50, "pause": "10m"},
                             {"weight": 100}],
-                  "analysis": {"prometheus": {"address": "http://prometheus:9090",
+                  "analysis": {"prometheus": {"provider": "prometheus-main",
                                               "query": "sum(x)", "max": 0.01,
                                               "interval": "30s", "failureLimit": 2}}}}
     ]
@@ -111,7 +111,14 @@ TEST(ModelReleaseView, ChecksNameTheField) {
   prod.canary->steps[0].weight = 10;
   prod.canary->analysis->query = "";
   EXPECT_EQ(canarySpecOf(prod).status().message(),
-            "stage \"prod\".canary.analysis.prometheus needs address and query");
+            "stage \"prod\".canary.analysis.prometheus.query is required");
+  prod.canary->analysis->query = "sum(x)";
+  ASSERT_TRUE(canarySpecOf(prod).isOk());
+  EXPECT_EQ(canarySpecOf(prod)->steps[0].analysis->provider, "prometheus-main");
+  prod.canary->analysis->address = "http://prometheus:9090";
+  EXPECT_EQ(canarySpecOf(prod).status().message(),
+            "stage \"prod\".canary.analysis.prometheus needs provider (an AnalysisProvider's "
+            "name), not also address");
 }
 
 TEST(ModelReleaseView, DecodesStatus) {
@@ -146,7 +153,8 @@ TEST(ModelReleaseView, DefaultsAndFallbacks) {
   EXPECT_EQ(r.spec.stages[0].canary->analysis->interval.text, "soon");
   EXPECT_FALSE(r.spec.stages[0].canary->analysis->interval.value.has_value());
   EXPECT_EQ(canarySpecOf(r.spec.stages[0]).status().message(),
-            "stage \"prod\".canary.analysis.prometheus needs address and query");
+            "stage \"prod\".canary.analysis.prometheus needs provider (an AnalysisProvider's "
+            "name)");
   EXPECT_EQ(r.status.observedGeneration, -1);
 }
 

@@ -42,9 +42,9 @@ std::vector<std::string> byOwnerOrModel(const kube::Object& o) {
 
 class FakeQuerier final : public AnalysisQuerier {
  public:
-  Measurement measure(const PrometheusAnalysis&, int64_t nowUnix) override {
+  std::optional<Measurement> measure(const MeasurementAsk& ask) override {
     ++calls;
-    return {nowUnix, 0.001, ""};
+    return Measurement{ask.atUnix, 0.001, ""};
   }
   int calls = 0;
 };

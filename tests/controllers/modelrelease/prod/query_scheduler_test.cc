@@ -1,0 +1,239 @@
+// The analysis providers' queue: pure scheduling with a fake clock (ms), and
+// the executor over it with a fake provider whose answers the test holds.
+#include "controllers/modelrelease/prod/query_scheduler.h"
+
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <mutex>
+#include <set>
+#include <thread>
+
+#include <gtest/gtest.h>
+
+#include "controllers/modelrelease/prod/measurement_executor.h"
+
+namespace lockstep::controllers {
+namespace {
+
+QuerySchedulerOptions options(int inFlight, int64_t timeoutMs, int maxQueued = 256) {
+  QuerySchedulerOptions o;
+  o.maxInFlight = inFlight;
+  o.timeoutMs = timeoutMs;
+  o.maxQueued = maxQueued;
+  o.provider = "AnalysisProvider \"slow\"";
+  return o;
+}
+
+QueryAnswer value(double v) {
+  QueryAnswer a;
+  a.value = v;
+  return a;
+}
+
+TEST(QueryScheduler, AnAskIsQueuedRunsAndIsTakenOnce) {
+  QueryScheduler s(options(2, 5000));
+  QueryKey k{"uid-a", 0, 0};
+  auto first = s.ask(k, "up", 100, "mr:ml/a", 0);
+  EXPECT_TRUE(first.pending);
+  EXPECT_FALSE(first.answer);
+  // Asking again while it waits queues nothing more.
+  EXPECT_TRUE(s.ask(k, "up", 100, "mr:ml/a", 10).pending);
+  auto jobs = s.start(10);
+  ASSERT_EQ(jobs.size(), 1u);
+  EXPECT_EQ(jobs[0].promql, "up");
+  EXPECT_EQ(jobs[0].atUnix, 100);
+  EXPECT_TRUE(s.start(10).empty());
+  EXPECT_EQ(s.finish(jobs[0].id, value(0.25), 900), "mr:ml/a");
+  auto taken = s.ask(k, "up", 100, "mr:ml/a", 1000);
+  ASSERT_TRUE(taken.answer);
+  EXPECT_EQ(*taken.answer->value, 0.25);
+  EXPECT_EQ(taken.answer->atUnix, 100);  // the time it was asked for, not when it landed
+  EXPECT_EQ(s.stats().succeeded, 1);
+  // Taken once: the same key asks again (a new query).
+  EXPECT_TRUE(s.ask(k, "up", 100, "mr:ml/a", 1000).pending);
+}
+
+TEST(QueryScheduler, NeverMoreThanMaxInFlightTheRestWaitInOrder) {
+  QueryScheduler s(options(2, 60000));
+  for (int i = 0; i < 5; ++i) s.ask({"uid", 0, i}, "q" + std::to_string(i), 0, "w", 0);
+  auto jobs = s.start(0);
+  ASSERT_EQ(jobs.size(), 2u);
+  EXPECT_EQ(jobs[0].key.index, 0);
+  EXPECT_EQ(jobs[1].key.index, 1);
+  EXPECT_EQ(s.stats().inFlight, 2);
+  EXPECT_EQ(s.stats().queued, 3);
+  EXPECT_TRUE(s.start(0).empty());
+  s.finish(jobs[1].id, value(1), 10);
+  auto next = s.start(10);
+  ASSERT_EQ(next.size(), 1u);
+  EXPECT_EQ(next[0].key.index, 2);
+}
+
+// The provider never answers: the ask is answered at its deadline with a
+// timeout error (never a pass), the slot stays taken until the query
+// returns, and its late answer is dropped.
+TEST(QueryScheduler, AQueryPastItsDeadlineIsATimeoutErrorAndItsLateAnswerIsDropped) {
+  QueryScheduler s(options(1, 5000));
+  QueryKey k{"uid-slow", 1, 3};
+  s.ask(k, "up", 50, "mr:ml/slow", 0);
+  auto jobs = s.start(0);
+  ASSERT_EQ(jobs.size(), 1u);
+  EXPECT_EQ(s.nextDeadlineMs(), 5000);
+  EXPECT_TRUE(s.expire(4999).empty());
+  EXPECT_EQ(s.expire(5000), std::vector<std::string>{"mr:ml/slow"});
+  auto got = s.ask(k, "up", 50, "mr:ml/slow", 5001);
+  ASSERT_TRUE(got.answer);
+  EXPECT_TRUE(got.answer->timedOut);
+  EXPECT_FALSE(got.answer->value);
+  EXPECT_NE(got.answer->error.find("AnalysisProvider \"slow\": no answer within 5s"),
+            std::string::npos)
+      << got.answer->error;
+  EXPECT_EQ(s.stats().timedOut, 1);
+  // The query still runs: its slot is not free.
+  s.ask({"uid-slow", 1, 4}, "up", 60, "mr:ml/slow", 5001);
+  EXPECT_TRUE(s.start(5001).empty());
+  // A late pass is dropped: nobody is told, nothing is stored.
+  EXPECT_EQ(s.finish(jobs[0].id, value(0), 9000), "");
+  EXPECT_EQ(s.stats().succeeded, 0);
+  EXPECT_EQ(s.start(9000).size(), 1u);
+}
+
+// A query answered after the deadline but before expire() ran is a timeout too.
+TEST(QueryScheduler, AnAnswerAfterTheDeadlineCountsAsATimeoutEvenBeforeExpire) {
+  QueryScheduler s(options(1, 1000));
+  QueryKey k{"uid", 0, 0};
+  s.ask(k, "up", 0, "w", 0);
+  auto jobs = s.start(0);
+  EXPECT_EQ(s.finish(jobs[0].id, value(0), 1500), "w");
+  auto got = s.ask(k, "up", 0, "w", 1600);
+  ASSERT_TRUE(got.answer);
+  EXPECT_TRUE(got.answer->timedOut);
+  EXPECT_FALSE(got.answer->value);
+}
+
+// Waiting in the queue counts against the timeout: a saturated provider's
+// queued asks end as errors within their deadline too.
+TEST(QueryScheduler, QueueWaitCountsAgainstTheDeadline) {
+  QueryScheduler s(options(1, 3000));
+  s.ask({"a", 0, 0}, "up", 0, "wa", 0);
+  s.ask({"b", 0, 0}, "up", 0, "wb", 1000);
+  ASSERT_EQ(s.start(1000).size(), 1u);
+  auto woken = s.expire(4000);
+  EXPECT_EQ(std::set<std::string>(woken.begin(), woken.end()), (std::set<std::string>{"wa", "wb"}));
+  auto b = s.ask({"b", 0, 0}, "up", 0, "wb", 4000);
+  ASSERT_TRUE(b.answer);
+  EXPECT_NE(b.answer->error.find("still waiting for a free slot"), std::string::npos)
+      << b.answer->error;
+  // The expired queued ask never starts.
+  EXPECT_TRUE(s.start(4000).empty());
+}
+
+TEST(QueryScheduler, AFullQueueRefusesWithAnErrorAtOnce) {
+  QueryScheduler s(options(1, 60000, 1));
+  s.ask({"a", 0, 0}, "up", 0, "w", 0);
+  s.start(0);
+  s.ask({"b", 0, 0}, "up", 0, "w", 0);  // queued: the one allowed
+  auto c = s.ask({"c", 0, 0}, "up", 7, "w", 0);
+  ASSERT_TRUE(c.answer);
+  EXPECT_FALSE(c.pending);
+  EXPECT_EQ(c.answer->atUnix, 7);
+  EXPECT_NE(c.answer->error.find("1 queries already wait"), std::string::npos) << c.answer->error;
+  EXPECT_EQ(s.stats().refused, 1);
+}
+
+// Answers are keyed by release uid, step and measurement index: a release
+// deleted and re-created (new uid), or one that moved on to another step,
+// never takes an answer asked for another state; untaken answers go.
+TEST(QueryScheduler, AnswersAreKeyedByReleaseStepAndIndexAndUntakenOnesExpire) {
+  QuerySchedulerOptions o = options(2, 1000);
+  o.answerTtlMs = 5000;
+  QueryScheduler s(o);
+  s.ask({"uid-old", 0, 0}, "up", 0, "mr:ml/v1", 0);
+  auto jobs = s.start(0);
+  s.finish(jobs[0].id, value(0.9), 10);
+  EXPECT_TRUE(s.ask({"uid-new", 0, 0}, "up", 20, "mr:ml/v1", 20).pending);
+  EXPECT_TRUE(s.ask({"uid-old", 1, 0}, "up", 20, "mr:ml/v1", 20).pending);
+  s.expire(6000);
+  auto old = s.ask({"uid-old", 0, 0}, "up", 30, "mr:ml/v1", 6000);
+  EXPECT_FALSE(old.answer);  // the old answer was dropped: a new query instead
+  EXPECT_TRUE(old.pending);
+}
+
+// The executor with a fake provider: `hold` keeps every query of "slow"
+// unanswered until released; "fast" answers at once. A slow provider's
+// queue never delays another provider's answers.
+struct FakeProvider {
+  std::mutex mu;
+  std::condition_variable cv;
+  bool hold = true;
+  std::atomic<int> running{0}, maxRunning{0};
+  QueryAnswer run() {
+    int now = ++running;
+    int seen = maxRunning.load();
+    while (now > seen && !maxRunning.compare_exchange_weak(seen, now)) {
+    }
+    std::unique_lock<std::mutex> lock(mu);
+    cv.wait(lock, [&] { return !hold; });
+    --running;
+    return value(0);
+  }
+  void release() {
+    {
+      std::lock_guard<std::mutex> lock(mu);
+      hold = false;
+    }
+    cv.notify_all();
+  }
+};
+
+struct Woken {
+  std::mutex mu;
+  std::condition_variable cv;
+  std::multiset<std::string> wakers;
+  void add(const std::string& w) {
+    {
+      std::lock_guard<std::mutex> lock(mu);
+      wakers.insert(w);
+    }
+    cv.notify_all();
+  }
+  bool waitFor(const std::string& w, std::chrono::milliseconds d) {
+    std::unique_lock<std::mutex> lock(mu);
+    return cv.wait_for(lock, d, [&] { return wakers.count(w) > 0; });
+  }
+};
+
+TEST(MeasurementExecutor, ASlowProviderDelaysOnlyItsOwnQueriesAndTimesOutAsAnError) {
+  FakeProvider slowProvider;
+  Woken woken;
+  auto tell = [&](const std::string& w) { woken.add(w); };
+  MeasurementExecutor slow(
+      options(2, 300), [&](const std::string&, int64_t) { return slowProvider.run(); }, tell);
+  MeasurementExecutor fast(
+      options(2, 5000), [](const std::string&, int64_t) { return value(0.01); }, tell);
+  for (int i = 0; i < 5; ++i) slow.ask({"s", 0, i}, "up", 0, "slow" + std::to_string(i));
+  const auto started = std::chrono::steady_clock::now();
+  EXPECT_TRUE(fast.ask({"f", 0, 0}, "up", 0, "fast").pending);
+  ASSERT_TRUE(woken.waitFor("fast", std::chrono::seconds(2)));
+  EXPECT_LT(std::chrono::steady_clock::now() - started, std::chrono::milliseconds(250))
+      << "the fast provider's answer waited for the slow one";
+  auto f = fast.ask({"f", 0, 0}, "up", 0, "fast");
+  ASSERT_TRUE(f.answer);
+  EXPECT_EQ(*f.answer->value, 0.01);
+  // Every slow ask ends at its deadline as a timeout error, none as a pass.
+  for (int i = 0; i < 5; ++i)
+    ASSERT_TRUE(woken.waitFor("slow" + std::to_string(i), std::chrono::seconds(3))) << i;
+  for (int i = 0; i < 5; ++i) {
+    auto a = slow.ask({"s", 0, i}, "up", 0, "slow" + std::to_string(i));
+    ASSERT_TRUE(a.answer) << i;
+    EXPECT_TRUE(a.answer->timedOut) << i;
+    EXPECT_FALSE(a.answer->value) << i;
+  }
+  EXPECT_LE(slowProvider.maxRunning.load(), 2) << "more queries in flight than maxInFlight";
+  EXPECT_EQ(slow.stats().inFlight, 2);  // still stuck: the slots stay taken
+  slowProvider.release();               // the destructor joins the threads
+}
+
+}  // namespace
+}  // namespace lockstep::controllers
