@@ -5,6 +5,8 @@
 #include <array>
 #include <cstdio>
 #include <map>
+#include <string_view>
+#include <vector>
 
 #include "closure/lock_parsers.h"
 
@@ -20,12 +22,26 @@ int lineOf(const toml::node& n) { return static_cast<int>(n.source().begin.line)
 // and comments, right after a backslash in a string, and where a line-ending
 // backslash in a multi-line string skips whitespace. So such a character there
 // is refused here, before toml++ sees it; strings and comments keep theirs.
-// Bytes where the scan outside strings has something to do: a comment, a
-// quote, a non-ASCII byte. Everything else is skipped in a tight loop.
+//
+// "Outside a string" is decided as toml++ decides it. A bare value (number, date,
+// boolean) runs to the next value terminator, quotes included: in
+// `version = 2x"é"` the quotes open no string, and toml++ asks about the `é`
+// while it reads the value. So the scan tracks where a value starts (after `=`,
+// and after `[` or `,` in an array), the way a key or a string can.
+//
+// Bytes where the scan has something to do: a comment, a quote, the punctuation
+// that starts or ends a value, a line end, a non-ASCII byte. Everything else is
+// skipped in a tight loop.
 constexpr std::array<bool, 256> kTomlScanStops = [] {
   std::array<bool, 256> t{};
-  t['#'] = t['"'] = t['\''] = true;
+  for (unsigned char c : std::string_view("#\"'=,[]{}\n")) t[c] = true;
   for (int c = 0x80; c < 0x100; ++c) t[c] = true;
+  return t;
+}();
+// What ends a bare value for toml++ (is_value_terminator, ASCII part).
+constexpr std::array<bool, 256> kTomlValueEnd = [] {
+  std::array<bool, 256> t{};
+  for (unsigned char c : std::string_view(" \t\n\v\f\r]},#")) t[c] = true;
   return t;
 }();
 // Control characters TOML allows nowhere: all below U+0020 but tab, LF and CR, and DEL.
@@ -35,6 +51,17 @@ constexpr std::array<bool, 256> kTomlControl = [] {
   t[0x7F] = true;
   return t;
 }();
+
+bool isDigit(char c) { return c >= '0' && c <= '9'; }
+
+// A local date (YYYY-MM-DD): toml++ reads a following " HH:MM..." as its time.
+bool isLocalDate(std::string_view v) {
+  if (v.size() != 10 || v[4] != '-' || v[7] != '-') return false;
+  for (size_t k : {0, 1, 2, 3, 5, 6, 8, 9}) {
+    if (!isDigit(v[k])) return false;
+  }
+  return true;
+}
 
 Status checkTomlText(std::string_view text, const Ctx& ctx) {
   auto nonAscii = [](char c) { return static_cast<unsigned char>(c) >= 0x80; };
@@ -48,52 +75,130 @@ Status checkTomlText(std::string_view text, const Ctx& ctx) {
     return n;
   };
   const size_t n = text.size();
-  size_t i = text.substr(0, 3) == "\xEF\xBB\xBF" ? 3 : 0;  // a byte order mark is not content
-  while (i < n) {
-    const char c = text[i];
-    if (c == '#') {
-      while (i < n && text[i] != '\n') ++i;
-    } else if (c == '"' || c == '\'') {
-      const size_t open = runOf(i, c);
-      if (open >= 3) {  // multi-line string: ends at the next run of 3 to 5 quotes
-        i += 3;
-        while (i < n) {
-          if (text[i] == c && runOf(i, c) >= 3) {
-            i += std::min<size_t>(runOf(i, c), 5);
-            break;
-          }
-          if (c == '"' && text[i] == '\\') {
-            size_t j = i + 1;
-            if (j < n && nonAscii(text[j])) return fail(j, "after a backslash");
-            size_t k = j;
-            while (k < n && (text[k] == ' ' || text[k] == '\t')) ++k;
-            if (k < n && (text[k] == '\n' || text[k] == '\r')) {  // line-ending backslash
-              while (k < n &&
-                     (text[k] == ' ' || text[k] == '\t' || text[k] == '\n' || text[k] == '\r')) {
-                ++k;
-              }
-              if (k < n && nonAscii(text[k])) return fail(k, "after a line-ending backslash");
-              i = k;
-              continue;
-            }
-            i = j + 1;
-            continue;
-          }
-          ++i;
-        }
-      } else if (open == 2) {  // empty string
-        i += 2;
-      } else {  // single-line string: ends at its quote or the line's end
-        ++i;
-        while (i < n && text[i] != c && text[i] != '\n') {
-          if (c == '"' && text[i] == '\\') {
-            if (i + 1 < n && nonAscii(text[i + 1])) return fail(i + 1, "after a backslash");
-            ++i;
-          }
-          ++i;
+  // The end of the bare value starting at i, or npos at a non-ASCII byte in it
+  // (whose offset goes to *bad).
+  auto bareValueEnd = [&](size_t i, size_t* bad) {
+    const size_t start = i;
+    while (i < n && !kTomlValueEnd[static_cast<unsigned char>(text[i])]) {
+      if (nonAscii(text[i])) {
+        *bad = i;
+        return std::string_view::npos;
+      }
+      ++i;
+    }
+    if (isLocalDate(text.substr(start, i - start)) && i + 1 < n && text[i] == ' ' &&
+        isDigit(text[i + 1])) {
+      ++i;  // a date-time written with a space: one value
+      while (i < n && !kTomlValueEnd[static_cast<unsigned char>(text[i])]) {
+        if (nonAscii(text[i])) {
+          *bad = i;
+          return std::string_view::npos;
         }
         ++i;
       }
+    }
+    return i;
+  };
+  // The end of the string opening at i (quote c), or npos at a non-ASCII byte
+  // toml++ would classify (its offset and where it is go to *bad, *badWhere).
+  auto stringEnd = [&](size_t i, char c, size_t* bad, const char** badWhere) {
+    const size_t open = runOf(i, c);
+    if (open >= 3) {  // multi-line string: ends at the next run of 3 to 5 quotes
+      i += 3;
+      while (i < n) {
+        if (text[i] == c && runOf(i, c) >= 3) return i + std::min<size_t>(runOf(i, c), 5);
+        if (c == '"' && text[i] == '\\') {
+          size_t j = i + 1;
+          if (j < n && nonAscii(text[j])) {
+            *bad = j;
+            *badWhere = "after a backslash";
+            return std::string_view::npos;
+          }
+          size_t k = j;
+          while (k < n && (text[k] == ' ' || text[k] == '\t')) ++k;
+          if (k > j && k < n && nonAscii(text[k])) {  // toml++ asks while it skips the blanks
+            *bad = k;
+            *badWhere = "after a backslash";
+            return std::string_view::npos;
+          }
+          if (k < n && (text[k] == '\n' || text[k] == '\r')) {  // line-ending backslash
+            while (k < n &&
+                   (text[k] == ' ' || text[k] == '\t' || text[k] == '\n' || text[k] == '\r')) {
+              ++k;
+            }
+            if (k < n && nonAscii(text[k])) {
+              *bad = k;
+              *badWhere = "after a line-ending backslash";
+              return std::string_view::npos;
+            }
+            i = k;
+            continue;
+          }
+          i = j + 1;
+          continue;
+        }
+        ++i;
+      }
+      return n;
+    }
+    if (open == 2) return i + 2;  // empty string
+    ++i;                          // single-line string: ends at its quote or the line's end
+    while (i < n && text[i] != c && text[i] != '\n') {
+      if (c == '"' && text[i] == '\\') {
+        if (i + 1 < n && nonAscii(text[i + 1])) {
+          *bad = i + 1;
+          *badWhere = "after a backslash";
+          return std::string_view::npos;
+        }
+        ++i;
+      }
+      ++i;
+    }
+    return i + 1;
+  };
+
+  std::vector<char> nest;  // '[' an array, '{' an inline table, innermost last
+  bool valueNext = false;  // a value starts at the next non-blank byte
+  size_t i = text.substr(0, 3) == "\xEF\xBB\xBF" ? 3 : 0;  // a byte order mark is not content
+  while (i < n) {
+    const char c = text[i];
+    if (c == ' ' || c == '\t' || c == '\r') {
+      ++i;
+    } else if (c == '\n') {
+      if (nest.empty()) valueNext = false;
+      ++i;
+    } else if (c == '#') {
+      while (i < n && text[i] != '\n') ++i;
+    } else if (c == '"' || c == '\'') {
+      size_t bad = 0;
+      const char* where = "";
+      const size_t end = stringEnd(i, c, &bad, &where);
+      if (end == std::string_view::npos) return fail(bad, where);
+      i = end;
+      valueNext = false;
+    } else if (c == '[') {
+      if (valueNext) nest.push_back('[');  // an array; a table header pushes nothing
+      ++i;
+    } else if (c == '{') {
+      if (valueNext) nest.push_back('{');
+      valueNext = false;
+      ++i;
+    } else if (c == ']' || c == '}') {
+      if (!nest.empty() && nest.back() == (c == ']' ? '[' : '{')) nest.pop_back();
+      valueNext = false;
+      ++i;
+    } else if (c == '=') {
+      valueNext = true;
+      ++i;
+    } else if (c == ',') {
+      valueNext = !nest.empty() && nest.back() == '[';
+      ++i;
+    } else if (valueNext) {
+      size_t bad = 0;
+      const size_t end = bareValueEnd(i, &bad);
+      if (end == std::string_view::npos) return fail(bad, "outside a string or comment");
+      i = end;
+      valueNext = false;
     } else if (nonAscii(c)) {
       return fail(i, "outside a string or comment");
     } else {

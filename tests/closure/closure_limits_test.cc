@@ -361,6 +361,52 @@ TEST(Toml, NonAsciiOutsideStringsIsRefusedBeforeTomlpp) {
   EXPECT_NE(
       errorOf("a = \"\"\"x \\\n  \xc3\xa9\"\"\"\n", o).message().find("line-ending backslash"),
       std::string::npos);
+  // A backslash and blanks before a non-ASCII character: toml++ asks about it
+  // while it looks for the line end (crashers/toml-backslash-blanks-unicode.lock).
+  for (const char* text :
+       {"a = \"\"\"x\\\t\xc3\xa9\"\"\"\n", "a = \"\"\"x\\ \t \xc3\xa9\"\"\"\n"}) {
+    EXPECT_EQ(errorOf(text, o).message(),
+              "uv.lock:1: toml: non-ASCII character after a backslash (TOML allows none there)");
+  }
+  const std::string kept = testing::readFileOrDie(testing::testdataDir() +
+                                                  "/crashers/toml-backslash-blanks-unicode.lock");
+  EXPECT_EQ(errorOf(kept, o).message(),
+            "uv.lock:1: toml: non-ASCII character after a backslash (TOML allows none there)");
+}
+
+// A bare value runs to its terminator, quotes included: toml++ classifies every
+// byte of `2x"é"` as it reads the number, so the quotes open no string (found by
+// fuzz_closure_toml in CI: crashers/toml-quote-in-bare-value.lock).
+TEST(Toml, QuotesInsideABareValueOpenNoString) {
+  ClosureOptions o;
+  o.format = LockFormat::kUv;
+  o.sourceName = "uv.lock";
+  const std::string refused =
+      "uv.lock:2: toml: non-ASCII character outside a string or comment (TOML allows none there)";
+  const std::string crasher =
+      testing::readFileOrDie(testing::testdataDir() + "/crashers/toml-quote-in-bare-value.lock");
+  EXPECT_EQ(errorOf("# lock\n" + crasher, o).message(), refused);
+  for (const char* value :
+       {"1\"\xC3\xA9\"", "1'\xC3\xA9'", "1.5\"\xC3\xA9\"", "0x1\"\xC3\xA9\"",
+        "1979-05-27\"\xC3\xA9\"", "1979-05-27 07:32:00\"\xC3\xA9\"",
+        "1979-05-27 07:32:00.\"\xC3\xA9\"", "[1\"\xC3\xA9\"]", "[[1], 2\"\xC3\xA9\"]",
+        "{a = 1\"\xC3\xA9\"}", "[{a = 1}, 2\"\xC3\xA9\"]"}) {
+    SCOPED_TRACE(value);
+    EXPECT_EQ(errorOf(std::string("# lock\nversion = ") + value + "\n", o).message(), refused);
+  }
+  EXPECT_EQ(errorOf("version = [\n  1, # x\n  2\"\xC3\xA9\"]\n", o).message(),
+            "uv.lock:3: toml: non-ASCII character outside a string or comment (TOML allows none "
+            "there)");
+  // Where a string can open (a value, an array element, a key, a dotted key, a
+  // table header), its non-ASCII characters are kept.
+  o.format = LockFormat::kPoetry;
+  const std::string ok =
+      std::string("[[package]]\nname = \"caf\xC3\xA9\"\n") +
+      "version = \"1\"\nfiles = [{file = \"x.whl\", hash = \"sha256:" + kA +
+      "\"}]\n\"k\xC3\xA9y\".\"d\xC3\xA9\" = [\"\xC3\xA9\", '\xC3\xA9', {x = "
+      "\"\xC3\xA9\"}]\n[\"t\xC3\xA9\".'u\xC3\xA9']\nwhen = 1979-05-27 07:32:00\n";
+  Closure c = mustCompute(ok, o);
+  EXPECT_EQ(c.packageCount(), 1u);
 }
 
 TEST(Toml, NonAsciiInStringsAndCommentsStillParses) {

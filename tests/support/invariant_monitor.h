@@ -35,8 +35,9 @@
 #include <nlohmann/json.hpp>
 
 namespace lockstep::kube {
+class Client;
 class Informer;
-}
+}  // namespace lockstep::kube
 
 namespace lockstep::testing {
 
@@ -119,6 +120,10 @@ class InvariantMonitor {
   std::string knownFindings() const;
   // The number of events seen (every watch event of the model's objects).
   int events() const;
+  // Test hook: stops the watch of `kind` ("pod", "deployment", "anchor",
+  // "release"), as a watch that lags after an API server restart; the monitor
+  // keeps what it last saw.
+  void stopWatching(const std::string& kind);
 
  private:
   explicit InvariantMonitor(MonitorOptions options);
@@ -134,9 +139,14 @@ class InvariantMonitor {
   std::map<std::string, std::string> tolerated_;  // invariant -> why
   std::map<std::string, bool> active_;            // violation line -> violated at the last check
   void check(std::chrono::steady_clock::time_point now);
+  // Replaces the releases the watch delivered by a fresh list from the API
+  // server; false when the list failed.
+  bool refreshReleases();
   int events_ = 0;
+  std::shared_ptr<kube::Client> client_;
   std::chrono::steady_clock::time_point t0_ = std::chrono::steady_clock::now();
   std::vector<std::unique_ptr<kube::Informer>> informers_;
+  std::vector<std::string> informerKinds_;  // the kind of informers_[i]
   // Re-checks every second: a transient state becomes a violation after its
   // grace even when no further event arrives.
   std::thread ticker_;

@@ -6,7 +6,9 @@
 // fewer than N Ready pods for the warm-up's length, and the monitor says so;
 // in the world without warm-up (pods Ready as they start, the old test world)
 // the same wrong order is never seen. Both runs are in one test.
+#include <chrono>
 #include <string>
+#include <thread>
 
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
@@ -120,6 +122,67 @@ TEST(InvariantMonitorClusterTest, AWrongSurgeRollbackFailsWithWarmUpAndPassesWit
                                                              << warm;
   std::string kind = wrongRollback(/*warmup=*/false);
   EXPECT_EQ(kind, "") << "without warm-up the same order is never seen";
+}
+
+// A release created while the monitor's releases' watch is behind (as after a
+// kube-apiserver restart, when each watch reconnects after its own backoff):
+// its pod is checked against a fresh list, so it is no violation; a pod no
+// release validated still is one, with the same fresh list.
+TEST(InvariantMonitorClusterTest, ALaggingReleaseWatchIsCheckedAgainstAFreshList) {
+  ASSERT_EQ(kubectl({"apply", "-f", std::string(LOCKSTEP_SOURCE_DIR) + "/crds"}).exitCode, 0);
+  ASSERT_EQ(kubectl({"wait", "--for", "condition=Established", "crd/modelreleases.lockstep.dev",
+                     "--timeout=60s"})
+                .exitCode,
+            0);
+  const std::string ns = uniqueName("lagging-watch");
+  ASSERT_EQ(kubectl({"create", "namespace", ns}).exitCode, 0);
+  MonitorOptions options;
+  options.ns = ns;
+  options.model = "sim";
+  options.runtimeImage = kImage;
+  options.grace = std::chrono::milliseconds(2000);
+  std::string error;
+  auto monitor = InvariantMonitor::start(kubeconfigPath(), options, error);
+  ASSERT_NE(monitor, nullptr) << error;
+  monitor->stopWatching("release");
+
+  const std::string package = "registry.example/models/sim@sha256:" + std::string(64, '1');
+  const std::string hash = "sha256:" + std::string(64, '2');
+  json release = {
+      {"apiVersion", "lockstep.dev/v1alpha1"},
+      {"kind", "ModelRelease"},
+      {"metadata", {{"name", "v1"}}},
+      {"spec",
+       {{"model", "sim"},
+        {"package", package},
+        {"runtimeEnvRef", {{"name", "torch"}}},
+        {"closureHash", hash},
+        {"stages", json::array({{{"name", "eval"},
+                                 {"gate",
+                                  {{"template", {{"spec", {{"containers", json::array()}}}}},
+                                   {"metrics", json::array()}}}}})}}}};
+  auto created = kubectl({"create", "-n", ns, "-f", "-"}, release.dump());
+  ASSERT_EQ(created.exitCode, 0) << created.err;
+  json d = deployment("stable", "v1", 1, /*warmup=*/false);
+  d["spec"]["template"]["metadata"]["annotations"]["lockstep.dev/package"] = package;
+  d["spec"]["template"]["metadata"]["annotations"]["lockstep.dev/closure-hash"] = hash;
+  ASSERT_EQ(kubectl({"create", "-n", ns, "-f", "-"}, d.dump()).exitCode, 0);
+  EXPECT_TRUE(eventually([&] { return podsOf(ns, "stable").ready == 1; }));
+  std::this_thread::sleep_for(options.grace + std::chrono::seconds(3));  // the grace, two ticks
+  EXPECT_EQ(monitor->report(), "") << "the fresh list validates v1's pod";
+
+  // A pod of a triple no release validated: a violation, fresh list or not.
+  ASSERT_EQ(kubectl({"create", "-n", ns, "-f", "-"},
+                    deployment("canary", "v9", 1, /*warmup=*/false).dump())
+                .exitCode,
+            0);
+  EXPECT_TRUE(eventually([&] {
+    return monitor->report().find("invariant violated: triple: pod sim-canary-") !=
+           std::string::npos;
+  })) << monitor->report();
+  EXPECT_NE(monitor->report().find("which no release validated"), std::string::npos);
+  monitor.reset();
+  EXPECT_EQ(kubectl({"delete", "namespace", ns, "--timeout=120s"}).exitCode, 0);
 }
 
 }  // namespace

@@ -217,6 +217,20 @@ struct Planner {
                        std::to_string(o.canary.readyReplicas) + "/" + std::to_string(total) +
                        " Ready) before the stable Deployment takes " + o.release;
         plan.requeueAfterSeconds = kPodPollSeconds;
+        // The same GPU pre-check as a step's: a canary pod is added only where
+        // it fits (in drain, after the stable pod it replaces gave its GPU back).
+        if (plan.replicas.canary > o.canary.specReplicas && o.gpu) {
+          GpuCheck check = gpuPreCheck(*o.gpu, plan.replicas.canary - o.canary.specReplicas);
+          if (!check.go) {
+            plan.replicas.canary = o.canary.specReplicas;
+            plan.reason = kReasonWaitingForGPUCapacity;
+            plan.message = "promotion waits for GPU capacity: " + check.message;
+            if (decode::string(st, "reason") != kReasonWaitingForGPUCapacity)
+              event("Warning", kReasonWaitingForGPUCapacity, plan.message);
+          }
+        }
+        st["reason"] = plan.reason;
+        st["message"] = plan.message;
         return;
       }
     }

@@ -419,7 +419,9 @@ void expectDeletedStablePodComesBack(ReleaseWorld& w, const std::string& release
   // The deletion takes one Ready pod away until its replacement warms up: the
   // monitor's ready invariant sees that on purpose; every other one stays strict.
   InvariantMonitor* monitor = w.monitor();
-  if (monitor != nullptr) EXPECT_EQ(monitor->report(), "") << "before the deletion";
+  if (monitor != nullptr) {
+    EXPECT_EQ(monitor->report(), "") << "before the deletion";
+  }
   const std::string victim = *before.begin();
   ASSERT_EQ(kubectl({"delete", "pod", victim, "-n", w.ns(), "--wait=false"}).exitCode, 0);
   EXPECT_TRUE(eventually([&] {
