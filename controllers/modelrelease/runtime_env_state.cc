@@ -71,13 +71,18 @@ ReleaseRuntime releaseRuntime(const RuntimeEnvState& env, const v1::ModelRelease
                                 "; this release was packaged for " + r.spec.closureHash
                           : rte + " resolves to " + r.spec.closureHash;
   if (out.stale || !current) return out;
-  if (!r.spec.runtimeImage.empty() && r.spec.runtimeImage != current->image) {
+  // The one pin rule (v1::pinFor, as releasePins() applies it): with the
+  // current hash being spec.closureHash, it names the current revision.
+  std::optional<v1::RuntimePin> chosen =
+      v1::pinFor(env.revisions, env.currentRevision, r.spec.closureHash, "");
+  if (!chosen || chosen->revision != env.currentRevision) return out;
+  if (!r.spec.runtimeImage.empty() && r.spec.runtimeImage != chosen->image) {
     out.mismatch = "spec.runtimeImage " + r.spec.runtimeImage + " is not the image of " + rte +
-                   "'s current " + v1::describePin(*current) +
+                   "'s current " + v1::describePin(*chosen) +
                    "; the release was packaged for another runtime image";
     return out;
   }
-  out.pin = current;
+  out.pin = chosen;
   out.newPin = true;
   return out;
 }
