@@ -1,6 +1,7 @@
 #include "api/v1alpha1/model_release.h"
 
 #include "api/v1alpha1/conditions.h"
+#include "api/v1alpha1/runtime_env.h"
 
 namespace lockstep::api::v1alpha1 {
 namespace {
@@ -181,6 +182,7 @@ ModelRelease decodeModelRelease(const json& object) {
   r.spec.package = decode::string(spec, "package");
   r.spec.runtimeEnvName = decode::string(decode::object(spec, "runtimeEnvRef"), "name");
   r.spec.closureHash = decode::string(spec, "closureHash");
+  r.spec.runtimeImage = decode::string(spec, "runtimeImage");
   const json* stages = decode::member(spec, "stages");
   r.spec.stagesGiven = stages != nullptr && stages->is_array();
   for (const auto& s : decode::array(spec, "stages")) {
@@ -214,6 +216,7 @@ ModelRelease decodeModelRelease(const json& object) {
   r.status.promotedPackage = decode::string(status, "promotedPackage");
   r.status.previousRelease = decode::string(status, "previousRelease");
   r.status.validatedClosureHash = decode::string(status, "validatedClosureHash");
+  r.status.runtime = decodeRuntimePin(object);
   for (const auto& s : decode::array(status, "stages")) {
     StageStatus st;
     st.name = decode::string(s, "name");
@@ -390,6 +393,56 @@ std::vector<std::string> indexByModel(const json& modelRelease) {
   std::string model = decode::string(decode::object(modelRelease, "spec"), "model");
   if (model.empty()) return {};
   return {decode::string(decode::object(modelRelease, "metadata"), "namespace") + "/" + model};
+}
+
+RollbackRuntime rollbackRuntime(const ModelRelease& target, const RuntimeEnv* env) {
+  RollbackRuntime out;
+  const std::string rte = "RuntimeEnv \"" + target.spec.runtimeEnvName + "\"";
+  const std::string release = "release \"" + target.meta.name + "\"";
+  if (env == nullptr) {
+    out.refusal = rte + " of " + release + " does not exist";
+    return out;
+  }
+  const RuntimeEnvStatus& st = env->status;
+  if (st.revisions.empty()) {
+    // A RuntimeEnv from before revisions: only its current hash is admitted.
+    if (st.closureHash != target.spec.closureHash) {
+      out.refusal = release + " was validated on closure " + target.spec.closureHash + " but " +
+                    rte + " now resolves to " +
+                    (st.closureHash.empty() ? std::string("nothing") : st.closureHash) +
+                    " and records no revisions";
+      return out;
+    }
+    out.pair = RuntimePin{0, env->spec.image, st.closureHash};
+    return out;
+  }
+  out.pair = runtimeOf(target.status.runtime, st.revisions, st.currentRevision,
+                       target.spec.closureHash, target.spec.runtimeImage);
+  if (!out.pair) {
+    out.refusal = "no revision of " + rte + " has closure " + target.spec.closureHash +
+                  " any more (pruned): " + release +
+                  " cannot run again; promote a release built for the current runtime";
+    return out;
+  }
+  const int64_t n = recordedRevision(st.revisions, *out.pair);
+  if (n == 0) {
+    out.refusal = release + " is pinned to " + describePin(*out.pair) + " of " + rte +
+                  ", which was pruned from its status.revisions: it cannot run again; promote a "
+                  "release built for the current runtime";
+    return out;
+  }
+  out.pair->revision = n;
+  if (n != st.currentRevision) {
+    out.movedOn = true;
+    std::string current = "revision " + std::to_string(st.currentRevision);
+    for (const RuntimeRevision& rev : st.revisions) {
+      if (rev.number == st.currentRevision)
+        current = describePin({rev.number, rev.image, rev.closureHash});
+    }
+    out.movedOnMessage = "the rollback runs " + release + " on its pinned " +
+                         describePin(*out.pair) + "; " + rte + " has moved on to " + current;
+  }
+  return out;
 }
 
 }  // namespace lockstep::api::v1alpha1

@@ -26,6 +26,7 @@
 
 #include "api/v1alpha1/approval.h"
 #include "api/v1alpha1/meta.h"
+#include "api/v1alpha1/runtime_revision.h"
 #include "common/status.h"
 
 namespace lockstep::api::v1alpha1 {
@@ -155,6 +156,9 @@ struct ModelReleaseSpec {
   std::string package;  // repo@sha256:<hex>
   std::string runtimeEnvName;
   std::string closureHash;  // from the package's runtime.json
+  // Optional (runtime.json may record it): the runtime image by digest the
+  // package was built on; the pinned revision's image must be this one.
+  std::string runtimeImage;
   std::vector<Stage> stages;
   bool stagesGiven = false;  // spec.stages is an array (possibly empty)
   std::optional<RegistryTags> registryTags;
@@ -191,6 +195,9 @@ struct ModelReleaseStatus {
   std::string promotedPackage;
   std::string previousRelease;
   std::string validatedClosureHash;  // the closure hash the gates ran on
+  // status.runtime: the RuntimeEnv revision pinned at the first stage (never
+  // changes once written); nullopt: not pinned yet (runtime_revision.h).
+  std::optional<RuntimePin> runtime;
   std::vector<StageStatus> stages;
   std::vector<RegistryTagStatus> registryTags;
   // status.canary: the canary planner's own record (controllers/modelrelease/
@@ -223,6 +230,23 @@ struct ModelRelease {
 };
 
 ModelRelease decodeModelRelease(const nlohmann::json& object);
+
+struct RuntimeEnv;
+
+// Whether a manual rollback to `target` can run its runtime, and on which pair
+// (docs/rollouts.md "Manual rollback"; the CLI and the controller share it).
+// It runs exactly the release's pinned pair (runtimeOf), refused only when the
+// RuntimeEnv does not exist or that pair is no longer a recorded revision
+// (pruned): `refusal` names the revision. A RuntimeEnv from before revisions:
+// refused unless it resolves to the release's closure hash.
+struct RollbackRuntime {
+  std::optional<RuntimePin> pair;  // what the stable pods run (revision: its number)
+  // The pair is not the current revision: the rollback runs, with a Warning.
+  bool movedOn = false;
+  std::string movedOnMessage;
+  std::string refusal;  // not empty: refused
+};
+RollbackRuntime rollbackRuntime(const ModelRelease& target, const RuntimeEnv* env);
 
 // What the release planner needs to run the stages at all: a non-empty list,
 // every stage named, every gate timeout a positive duration. The error names

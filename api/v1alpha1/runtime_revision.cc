@@ -78,6 +78,43 @@ json encodeRuntimePin(const RuntimePin& pin) {
   return {{"revision", pin.revision}, {"image", pin.image}, {"closureHash", pin.closureHash}};
 }
 
+std::string describePin(const RuntimePin& pin) {
+  return "revision " + std::to_string(pin.revision) + " (" + pin.image + ", closure " +
+         pin.closureHash + ")";
+}
+
+std::optional<RuntimePin> pinFor(const std::vector<RuntimeRevision>& revisions,
+                                 int64_t currentRevision, const std::string& closureHash,
+                                 const std::string& runtimeImage) {
+  const RuntimeRevision* chosen = nullptr;
+  for (const RuntimeRevision& rev : revisions) {
+    if (rev.closureHash != closureHash || (!runtimeImage.empty() && rev.image != runtimeImage))
+      continue;
+    if (rev.number == currentRevision) {
+      chosen = &rev;
+      break;
+    }
+    if (chosen == nullptr || rev.number > chosen->number) chosen = &rev;
+  }
+  if (chosen == nullptr) return std::nullopt;
+  return RuntimePin{chosen->number, chosen->image, chosen->closureHash};
+}
+
+std::optional<RuntimePin> runtimeOf(const std::optional<RuntimePin>& pinned,
+                                    const std::vector<RuntimeRevision>& revisions,
+                                    int64_t currentRevision, const std::string& closureHash,
+                                    const std::string& runtimeImage) {
+  if (pinned) return pinned;
+  return pinFor(revisions, currentRevision, closureHash, runtimeImage);
+}
+
+int64_t recordedRevision(const std::vector<RuntimeRevision>& revisions, const RuntimePin& pin) {
+  for (const RuntimeRevision& rev : revisions) {
+    if (rev.samePair(pin.image, pin.closureHash)) return rev.number;
+  }
+  return 0;
+}
+
 ReleasePinFacts releasePinFacts(const json& release) {
   ReleasePinFacts f;
   const json& meta = decode::object(release, "metadata");
@@ -88,6 +125,7 @@ ReleasePinFacts releasePinFacts(const json& release) {
   f.model = decode::string(spec, "model");
   f.runtimeEnv = decode::string(decode::object(spec, "runtimeEnvRef"), "name");
   f.closureHash = decode::string(spec, "closureHash");
+  f.runtimeImage = decode::string(spec, "runtimeImage");
   f.phase = decode::string(status, "phase");
   f.pin = decodeRuntimePin(release);
   const json& canary = decode::object(status, "canary");
@@ -105,7 +143,7 @@ ReleasePinFacts releasePinFacts(const json& release) {
 std::vector<ReleasePin> releasePins(const std::string& runtimeEnv,
                                     const std::vector<ReleasePinFacts>& releases,
                                     const std::vector<RuntimeRevision>& revisions,
-                                    int64_t historyLimit) {
+                                    int64_t currentRevision, int64_t historyLimit) {
   // The rollback targets: per model, the last `historyLimit` releases prod ran.
   std::set<std::string> rollbackTargets;
   {
@@ -141,20 +179,13 @@ std::vector<ReleasePin> releasePins(const std::string& runtimeEnv,
     p.release = r.name;
     p.hold = hold;
     if (r.pin) {
+      // Pinned by the release side: exactly that pair (0 when it was pruned).
       p.pair = *r.pin;
-      p.pair.revision = 0;
-      for (const RuntimeRevision& rev : revisions) {
-        if (rev.samePair(r.pin->image, r.pin->closureHash)) p.pair.revision = rev.number;
-      }
+      p.pair.revision = recordedRevision(revisions, *r.pin);
+    } else if (auto chosen = pinFor(revisions, currentRevision, r.closureHash, r.runtimeImage)) {
+      p.pair = *chosen;
     } else {
-      // Not pinned by the release side yet: the newest revision with its closure hash.
       p.pair.closureHash = r.closureHash;
-      for (const RuntimeRevision& rev : revisions) {
-        if (rev.closureHash == r.closureHash) {
-          p.pair.revision = rev.number;
-          p.pair.image = rev.image;
-        }
-      }
     }
     p.revision = p.pair.revision;
     out.push_back(std::move(p));

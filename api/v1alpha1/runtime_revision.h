@@ -30,6 +30,15 @@ inline constexpr const char* kRuntimeEnvInUseFinalizer = "lockstep.dev/runtimeen
 // only names the revision in a refusal (e.g. "revision 2 was pruned").
 inline constexpr const char* kRuntimeRevisionAnnotation = "lockstep.dev/runtime-revision";
 
+// ModelRelease reasons of the pin (the Stale condition, Events, a failure).
+// Stale=True: the pinned revision has the closure hash the RuntimeEnv resolves
+// to now but another image (the image was swapped with the same lock).
+inline constexpr const char* kReasonRuntimeRevisionChanged = "RuntimeRevisionChanged";
+// Failed: spec.runtimeImage is not the image of the revision it would pin.
+inline constexpr const char* kReasonRuntimeImageMismatch = "RuntimeImageMismatch";
+// Warning Event: a manual rollback runs a pinned revision that is no longer current.
+inline constexpr const char* kReasonRuntimeMovedOn = "RuntimeMovedOn";
+
 // One entry of status.revisions.
 struct RuntimeRevision {
   int64_t number = 0;
@@ -65,6 +74,29 @@ struct RuntimePin {
 // nullopt when the release has no (well-formed) status.runtime.
 std::optional<RuntimePin> decodeRuntimePin(const nlohmann::json& release);
 nlohmann::json encodeRuntimePin(const RuntimePin& pin);
+// "revision 3 (repo@sha256:…, closure sha256:…)", for messages.
+std::string describePin(const RuntimePin& pin);
+
+// THE pin rule (docs/contracts.md "Runtime revisions"), shared by the release
+// side (status.runtime, written when the release's first stage starts) and
+// releasePins() (a release not pinned yet): the revision a release with
+// `closureHash` (and `runtimeImage`, when not empty) runs on is the current
+// revision when its pair matches, else the newest recorded revision that
+// matches; nullopt when none does. The release side pins only the current one
+// (a stage starts only on the current runtime), so both agree.
+std::optional<RuntimePin> pinFor(const std::vector<RuntimeRevision>& revisions,
+                                 int64_t currentRevision, const std::string& closureHash,
+                                 const std::string& runtimeImage);
+
+// The pair a release's pods run on: its status.runtime once pinned (never
+// re-chosen), else pinFor() (a release from before pins, or not started).
+std::optional<RuntimePin> runtimeOf(const std::optional<RuntimePin>& pinned,
+                                    const std::vector<RuntimeRevision>& revisions,
+                                    int64_t currentRevision, const std::string& closureHash,
+                                    const std::string& runtimeImage);
+
+// The number of the recorded revision with `pin`'s pair; 0 when none (pruned).
+int64_t recordedRevision(const std::vector<RuntimeRevision>& revisions, const RuntimePin& pin);
 
 // What the pinning rule reads of one ModelRelease (decoded by the caller from
 // the informer cache's object): its model, phase and pin, and the times that
@@ -72,9 +104,10 @@ nlohmann::json encodeRuntimePin(const RuntimePin& pin);
 struct ReleasePinFacts {
   std::string name;
   std::string model;
-  std::string runtimeEnv;   // spec.runtimeEnvRef.name
-  std::string closureHash;  // spec.closureHash
-  std::string phase;        // status.phase ("" = not written)
+  std::string runtimeEnv;    // spec.runtimeEnvRef.name
+  std::string closureHash;   // spec.closureHash
+  std::string runtimeImage;  // spec.runtimeImage ("" = any)
+  std::string phase;         // status.phase ("" = not written)
   std::optional<RuntimePin> pin;
   // True once its canary completed (status.canary.phase Promoted): it was prod once.
   bool promotedOnce = false;
@@ -96,8 +129,7 @@ enum class PinHold { kNone, kInFlight, kPromoted, kRollbackTarget };
 //    all releases of the model count, whatever their RuntimeEnv);
 //  - the revision held is the one whose pair equals status.runtime's; a
 //    release without status.runtime (not yet pinned by the release side) holds
-//    the newest revision whose closure hash equals its spec.closureHash, once
-//    it has left Pending.
+//    the revision pinFor() names, once it has left Pending.
 struct ReleasePin {
   std::string release;
   int64_t revision = 0;  // 0: its pair is not among `revisions` (pruned, or never resolved)
@@ -107,6 +139,6 @@ struct ReleasePin {
 std::vector<ReleasePin> releasePins(const std::string& runtimeEnv,
                                     const std::vector<ReleasePinFacts>& releases,
                                     const std::vector<RuntimeRevision>& revisions,
-                                    int64_t historyLimit);
+                                    int64_t currentRevision, int64_t historyLimit);
 
 }  // namespace lockstep::api::v1alpha1

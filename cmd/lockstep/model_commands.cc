@@ -81,6 +81,8 @@ int rollback(const ModelCommand& cmd, const std::string& ns, ReleaseIo& io) {
     if (!planned.isOk())
       return report(io, "cannot roll back model " + quote(cmd.model), planned.status());
     plan = *planned;
+    if (!plan.runtimeMovedOn.empty())
+      io.err << io.program << ": warning: " << plan.runtimeMovedOn << "\n";
     if (!plan.alreadyBy.empty()) {
       io.out << "rollback of model " << quote(cmd.model) << " to release " << quote(plan.target)
              << " was already requested by " << plan.alreadyBy << "\n";

@@ -119,20 +119,13 @@ StatusOr<ModelRollbackPlan> planModelRollback(const json& anchor,
                       quote(target.status.phase ? std::string(v1::phaseName(*target.status.phase))
                                                 : std::string()) +
                       "); only a release prod ran before can take prod back without its gates");
-  const std::string& env = target.spec.runtimeEnvName;
-  const std::string& validated = target.spec.closureHash;
-  auto rte = runtimeEnvs.find(env);
-  if (rte == runtimeEnvs.end())
-    return Status(Code::kInvalidArgument, "RuntimeEnv " + quote(env) + " of release " +
-                                              quote(plan.target) + " does not exist");
-  const std::string now = v1::decodeRuntimeEnv(rte->second).status.closureHash;
-  if (now != validated)
-    return Status(Code::kInvalidArgument,
-                  "release " + quote(plan.target) + " was validated on closure " + validated +
-                      " but RuntimeEnv " + quote(env) + " now resolves to " +
-                      (now.empty() ? std::string("nothing") : now) +
-                      ": it would run on a runtime it was not validated on; promote a release "
-                      "built for the current runtime instead");
+  // Exactly the pair it pinned; refused only when that revision was pruned.
+  std::optional<v1::RuntimeEnv> env;
+  if (auto rte = runtimeEnvs.find(target.spec.runtimeEnvName); rte != runtimeEnvs.end())
+    env = v1::decodeRuntimeEnv(rte->second);
+  const v1::RollbackRuntime runtime = v1::rollbackRuntime(target, env ? &*env : nullptr);
+  if (!runtime.refusal.empty()) return Status(Code::kInvalidArgument, runtime.refusal);
+  plan.runtimeMovedOn = runtime.movedOnMessage;
   plan.annotation = std::string(api::v1alpha1::kRollbackAnnotationPrefix) + plan.revision;
   if (target.annotation(plan.annotation) == user) plan.alreadyBy = user;
   return plan;

@@ -36,14 +36,18 @@ struct ModelRollbackPlan {
   std::string revision;    // the model's prod revision the request names
   std::string annotation;  // rollback.lockstep.dev/<revision>, to set to the user's name
   std::string alreadyBy;   // set: the same request is already written (nothing to write)
+  // Set: the target runs its pinned runtime revision, which is no longer the
+  // RuntimeEnv's current one (printed as a warning; the rollback goes ahead).
+  std::string runtimeMovedOn;
 };
 
 // Picks the target (`to`, else the newest release in the history that prod
 // ran before the current one and that still exists) and checks it: the model
 // runs a release and has no canary in flight; the target was promoted once
 // (status.canary.phase Promoted) and is not the current one; its RuntimeEnv
-// (`runtimeEnvs` by name, from the release's namespace) still resolves to the
-// closure hash it was validated on. Errors (kInvalidArgument, kNotFound) say
+// (`runtimeEnvs` by name, from the release's namespace) still records the
+// revision the target pinned (api::v1alpha1::rollbackRuntime, the
+// controller's rule). Errors (kInvalidArgument, kNotFound) say
 // which and what to do. `releases`: the model's
 // ModelReleases by name.
 StatusOr<ModelRollbackPlan> planModelRollback(

@@ -95,6 +95,55 @@ ReleasePlan planRelease(const ReleaseObserved& o) {
   }
   for (const v1::Stage& s : r.spec.stages) stageStatus(stages, s.name);
 
+  // Stale runtime: computed from the cached RuntimeEnv and the release's pin
+  // (runtime_env_state.h), for every release (a Promoted one too: prod keeps
+  // running its pinned revision, but nothing new is validated on it).
+  RuntimeEnvState env = runtimeEnvState(o.runtimeEnv);
+  const ReleaseRuntime rt = releaseRuntime(env, r);
+  const bool stale = rt.stale;
+  if (!env.found) {
+    setCondition(
+        conditions,
+        {kConditionStale, "Unknown", kReasonRuntimeEnvNotFound,
+         "RuntimeEnv " + quote(r.meta.ns + "/" + r.spec.runtimeEnvName) + " does not exist"},
+        r.meta.generation, o.now);
+  } else if (env.ready) {
+    setCondition(conditions,
+                 stale ? Condition{kConditionStale, "True", rt.staleReason, rt.message}
+                       : Condition{kConditionStale, "False", kReasonClosureHashMatches, rt.message},
+                 r.meta.generation, o.now);
+  }
+  const bool wasStale = conditionTrue(decode::array(prevStatus, "conditions"), kConditionStale);
+  if (stale && !wasStale && (!isTerminalPhase(prevPhase) || prevPhase == kPhasePromoted)) {
+    plan.events.push_back(
+        {"Warning", kReasonRuntimeStale,
+         rt.message + (prevPhase == kPhasePromoted
+                           ? "; prod keeps running this release on its pinned revision"
+                           : "; no further stage starts")});
+  }
+  // "...; stage "x" does not start" (Ready and Stalled while stale).
+  auto staleStage = [&](const std::string& stage) {
+    return rt.message + "; stage " + quote(stage) + " does not start";
+  };
+  // The first stage to start pins the current revision (status.runtime,
+  // never changed afterwards); a spec.runtimeImage that is not its image fails.
+  auto pinOrFail = [&]() -> bool {
+    if (!rt.mismatch.empty()) {
+      sum.phase = kPhaseFailed;
+      sum.readyReason = sum.stalledReason = kReasonRuntimeImageMismatch;
+      sum.readyMessage = sum.stalledMessage = rt.mismatch;
+      plan.events.push_back({"Warning", kReasonRuntimeImageMismatch, rt.mismatch});
+      return false;
+    }
+    if (rt.newPin && rt.pin && !status.contains("runtime")) {
+      status["runtime"] = encodeRuntimePin(*rt.pin);
+      plan.events.push_back(
+          {"Normal", "RuntimePinned",
+           "pinned RuntimeEnv " + quote(r.spec.runtimeEnvName) + " " + describePin(*rt.pin)});
+    }
+    return true;
+  };
+
   // Manual rollback (`lockstep model rollback`): rollback_plan.h.
   if (planManualRollback(o, r, prevPhase, status, sum, plan)) return finish();
 
@@ -146,34 +195,6 @@ ReleasePlan planRelease(const ReleaseObserved& o) {
     return finish();
   }
 
-  // Stale runtime: computed from the cached RuntimeEnv, never written by it.
-  RuntimeEnvState env = runtimeEnvState(o.runtimeEnv);
-  bool stale = env.ready && env.closureHash != r.spec.closureHash;
-  if (!env.found) {
-    setCondition(
-        conditions,
-        {kConditionStale, "Unknown", kReasonRuntimeEnvNotFound,
-         "RuntimeEnv " + quote(r.meta.ns + "/" + r.spec.runtimeEnvName) + " does not exist"},
-        r.meta.generation, o.now);
-  } else if (env.ready) {
-    setCondition(conditions,
-                 stale ? Condition{kConditionStale, "True", kReasonClosureHashChanged,
-                                   "RuntimeEnv " + quote(r.spec.runtimeEnvName) +
-                                       " now resolves to " + env.closureHash +
-                                       "; this release was packaged for " + r.spec.closureHash}
-                       : Condition{kConditionStale, "False", kReasonClosureHashMatches,
-                                   "RuntimeEnv " + quote(r.spec.runtimeEnvName) + " resolves to " +
-                                       r.spec.closureHash},
-                 r.meta.generation, o.now);
-  }
-  bool wasStale = conditionTrue(decode::array(prevStatus, "conditions"), kConditionStale);
-  if (stale && !wasStale) {
-    plan.events.push_back({"Warning", kReasonRuntimeStale,
-                           "RuntimeEnv " + quote(r.spec.runtimeEnvName) + " resolves to " +
-                               env.closureHash + ", not " + r.spec.closureHash +
-                               "; no further stage starts"});
-  }
-
   std::string abortedBy = r.annotation(kAbortAnnotation);
   int gateIndex = 0;
   for (const v1::Stage& s : r.spec.stages) {
@@ -194,13 +215,10 @@ ReleasePlan planRelease(const ReleaseObserved& o) {
         sum.readyReason = stale       ? kReasonRuntimeStale
                           : env.found ? kReasonRuntimeEnvNotReady
                                       : kReasonRuntimeEnvNotFound;
-        sum.readyMessage = stale
-                               ? "RuntimeEnv " + quote(r.spec.runtimeEnvName) + " resolves to " +
-                                     env.closureHash + ", not the release's " + r.spec.closureHash +
-                                     "; stage " + quote(s.name) + " does not start"
-                               : "RuntimeEnv " + quote(r.meta.ns + "/" + r.spec.runtimeEnvName) +
-                                     (env.found ? " is not Ready (" + env.notReadyMessage + ")"
-                                                : " does not exist");
+        sum.readyMessage = stale ? staleStage(s.name)
+                                 : "RuntimeEnv " + quote(r.meta.ns + "/" + r.spec.runtimeEnvName) +
+                                       (env.found ? " is not Ready (" + env.notReadyMessage + ")"
+                                                  : " does not exist");
         if (stale) {
           sum.stalledReason = kReasonRuntimeStale;
           sum.stalledMessage = sum.readyMessage;
@@ -243,6 +261,11 @@ ReleasePlan planRelease(const ReleaseObserved& o) {
               {"Normal", "StageApproved",
                "stage " + quote(s.name) + " approved by " + st["approvedBy"].get<std::string>()});
         }
+      }
+      if (!started && !pinOrFail()) {
+        st["phase"] = kStageFailed;
+        st["message"] = rt.mismatch;
+        break;
       }
       sum.phase = kPhaseCanary;
       sum.reconciling = true;
@@ -295,10 +318,7 @@ ReleasePlan planRelease(const ReleaseObserved& o) {
       if (gateIndex == 0 && phase != kStageWaitingForApproval) sum.phase = kPhasePending;
       if (stale) {
         sum.readyReason = sum.stalledReason = kReasonRuntimeStale;
-        sum.readyMessage = sum.stalledMessage = "RuntimeEnv " + quote(r.spec.runtimeEnvName) +
-                                                " resolves to " + env.closureHash +
-                                                ", not the release's " + r.spec.closureHash +
-                                                "; stage " + quote(s.name) + " does not start";
+        sum.readyMessage = sum.stalledMessage = staleStage(s.name);
       } else {
         sum.readyReason = env.found ? kReasonRuntimeEnvNotReady : kReasonRuntimeEnvNotFound;
         sum.readyMessage =
@@ -322,8 +342,18 @@ ReleasePlan planRelease(const ReleaseObserved& o) {
              "stage " + quote(s.name) + " approved by " + st["approvedBy"].get<std::string>()});
       }
     }
-    auto built =
-        buildGateJob(r, s, {jobName, attempt, env.image, env.closureHash, o.mount, o.fetchCommand});
+    if (!pinOrFail()) {
+      st["phase"] = kStageFailed;
+      st["message"] = rt.mismatch;
+      break;
+    }
+    // The Job runs on the pinned pair; a RuntimeEnv from before revisions
+    // (nothing to pin) on its current image and hash.
+    const std::string image = rt.pin ? rt.pin->image : env.image;
+    const std::string hash = rt.pin ? rt.pin->closureHash : env.closureHash;
+    auto built = buildGateJob(
+        r, s,
+        {jobName, attempt, image, hash, rt.pin ? rt.pin->revision : 0, o.mount, o.fetchCommand});
     if (!built.isOk()) {
       st["phase"] = kStageFailed;
       st["message"] = built.status().message();

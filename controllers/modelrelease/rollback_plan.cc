@@ -2,7 +2,7 @@
 
 #include "api/v1alpha1/conditions.h"
 #include "api/v1alpha1/model_anchor.h"
-#include "controllers/modelrelease/runtime_env_state.h"
+#include "api/v1alpha1/runtime_env.h"
 
 namespace lockstep::controllers {
 namespace {
@@ -21,7 +21,7 @@ bool planManualRollback(const ReleaseObserved& o, const v1::ModelRelease& r,
   // Manual rollback (`lockstep model rollback`, docs/rollouts.md): a release
   // that was promoted once, annotated rollback.lockstep.dev/<the model's
   // current prod revision>, takes the stable track back without re-running any
-  // gate, unless its runtime has moved on or another release is in canary. A release the
+  // gate, unless its pinned revision was pruned or another release is in canary. A release the
   // anchor names as promoted again (a rollback whose status write was lost) is
   // Promoted again.
   if (decode::string(decode::object(prevStatus, "canary"), "phase") == kPhasePromoted &&
@@ -33,18 +33,17 @@ bool planManualRollback(const ReleaseObserved& o, const v1::ModelRelease& r,
             : r.annotation(std::string(kRollbackAnnotationPrefix) + o.modelRevision);
     const bool restoredBefore = prevPhase == kPhaseSuperseded && from == r.meta.name;
     if (!by.empty() || restoredBefore) {
-      RuntimeEnvState env = runtimeEnvState(o.runtimeEnv);
+      // The stable pods run the release's pinned pair (v1::rollbackRuntime):
+      // refused only when that revision was pruned.
+      std::optional<v1::RuntimeEnv> env;
+      if (o.runtimeEnv) env = v1::decodeRuntimeEnv(*o.runtimeEnv);
+      const v1::RollbackRuntime runtime = v1::rollbackRuntime(r, env ? &*env : nullptr);
       std::string refusal;
       if (!by.empty() && !o.canaryRelease.empty()) {
         refusal = "release " + quote(o.canaryRelease) + " is in canary on model " +
                   quote(r.spec.model) + "; abort it first";
-      } else if (!by.empty() && (!env.ready || env.closureHash != r.spec.closureHash)) {
-        refusal = !env.found   ? "RuntimeEnv " + quote(r.spec.runtimeEnvName) + " does not exist"
-                  : !env.ready ? "RuntimeEnv " + quote(r.spec.runtimeEnvName) +
-                                     " is not Ready: " + env.notReadyMessage
-                               : "RuntimeEnv " + quote(r.spec.runtimeEnvName) +
-                                     " now resolves to " + env.closureHash + ", not the " +
-                                     r.spec.closureHash + " this release was validated on";
+      } else if (!by.empty() && !runtime.refusal.empty()) {
+        refusal = runtime.refusal;
       }
       json rollback = decode::object(prevStatus, "rollback");
       if (!refusal.empty()) {
@@ -83,6 +82,8 @@ bool planManualRollback(const ReleaseObserved& o, const v1::ModelRelease& r,
                                  "model " + quote(r.spec.model) + " rolled back from release " +
                                      quote(from) + " to this release by " + by +
                                      " (no gate ran again)"});
+          if (runtime.movedOn)
+            plan.events.push_back({"Warning", kReasonRuntimeMovedOn, runtime.movedOnMessage});
         }
         sum.phase = kPhasePromoted;
         sum.ready = true;

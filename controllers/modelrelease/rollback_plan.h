@@ -1,12 +1,12 @@
 // A manual rollback of a model to a release prod ran before (pure,
 // docs/rollouts.md "Manual rollback"): a release whose canary once completed,
 // annotated rollback.lockstep.dev/<the model's prod revision> by `lockstep
-// model rollback`, takes the stable track back without re-running any gate,
-// unless its runtime has moved on or another release is in canary (then the
-// request is refused in status.rollback, with an Event). A release the anchor
-// names as promoted again (a rollback whose status write was lost) is
-// Promoted again. The writes are prod/rollback_writes.h.
-// Thread-safety: pure functions.
+// model rollback`, takes the stable track back without re-running any gate, on
+// exactly the runtime pair it pinned (a RuntimeMovedOn Warning when the
+// RuntimeEnv has moved on), unless that revision was pruned or another release
+// is in canary (then the request is refused in status.rollback, with an Event). A release the
+// anchor names as promoted again (a rollback whose status write was lost) is Promoted again. The
+// writes are prod/rollback_writes.h. Thread-safety: pure functions.
 #pragma once
 
 #include <string>

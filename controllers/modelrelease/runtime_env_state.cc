@@ -8,6 +8,12 @@ namespace lockstep::controllers {
 
 namespace v1 = api::v1alpha1;
 
+namespace {
+
+std::string quoted(const std::string& s) { return "\"" + s + "\""; }
+
+}  // namespace
+
 RuntimeEnvState runtimeEnvState(const std::optional<nlohmann::json>& rte) {
   RuntimeEnvState s;
   if (!rte) return s;
@@ -15,6 +21,8 @@ RuntimeEnvState runtimeEnvState(const std::optional<nlohmann::json>& rte) {
   const v1::RuntimeEnv env = v1::decodeRuntimeEnv(*rte);
   s.closureHash = env.status.closureHash;
   s.image = env.spec.image;
+  s.currentRevision = env.status.currentRevision;
+  s.revisions = env.status.revisions;
   const int64_t gen = env.meta.generation;
   const int64_t observed = env.status.observedGeneration;
   const bool readyTrue = kube::conditionTrue(env.status.conditions, v1::kConditionReady);
@@ -26,6 +34,57 @@ RuntimeEnvState runtimeEnvState(const std::optional<nlohmann::json>& rte) {
                                 : "it has no Ready condition yet";
   }
   return s;
+}
+
+ReleaseRuntime releaseRuntime(const RuntimeEnvState& env, const v1::ModelRelease& r) {
+  ReleaseRuntime out;
+  out.pin = r.status.runtime;
+  if (!env.ready) return out;
+  const std::string rte = "RuntimeEnv " + quoted(r.spec.runtimeEnvName);
+  // The current revision; a RuntimeEnv from before revisions has none (its
+  // current pair is spec.image with the resolved hash, and nothing is pinned).
+  std::optional<v1::RuntimePin> current;
+  for (const v1::RuntimeRevision& rev : env.revisions) {
+    if (rev.number == env.currentRevision)
+      current = v1::RuntimePin{rev.number, rev.image, rev.closureHash};
+  }
+  if (out.pin) {
+    const v1::RuntimePin& pin = *out.pin;
+    if (!current) {
+      out.stale = pin.closureHash != env.closureHash;
+      out.staleReason = v1::kReasonClosureHashChanged;
+      out.message = rte + " resolves to " + env.closureHash + "; this release is pinned to " +
+                    v1::describePin(pin);
+      return out;
+    }
+    out.stale = !(current->image == pin.image && current->closureHash == pin.closureHash);
+    out.staleReason = current->closureHash != pin.closureHash ? v1::kReasonClosureHashChanged
+                                                              : v1::kReasonRuntimeRevisionChanged;
+    out.message = out.stale ? rte + " is at " + v1::describePin(*current) +
+                                  "; this release is pinned to " + v1::describePin(pin)
+                            : rte + " is at the release's pinned " + v1::describePin(pin);
+    return out;
+  }
+  out.stale = env.closureHash != r.spec.closureHash;
+  out.staleReason = v1::kReasonClosureHashChanged;
+  out.message = out.stale ? rte + " now resolves to " + env.closureHash +
+                                "; this release was packaged for " + r.spec.closureHash
+                          : rte + " resolves to " + r.spec.closureHash;
+  if (out.stale || !current) return out;
+  // The one pin rule (v1::pinFor, as releasePins() applies it): with the
+  // current hash being spec.closureHash, it names the current revision.
+  std::optional<v1::RuntimePin> chosen =
+      v1::pinFor(env.revisions, env.currentRevision, r.spec.closureHash, "");
+  if (!chosen || chosen->revision != env.currentRevision) return out;
+  if (!r.spec.runtimeImage.empty() && r.spec.runtimeImage != chosen->image) {
+    out.mismatch = "spec.runtimeImage " + r.spec.runtimeImage + " is not the image of " + rte +
+                   "'s current " + v1::describePin(*chosen) +
+                   "; the release was packaged for another runtime image";
+    return out;
+  }
+  out.pin = chosen;
+  out.newPin = true;
+  return out;
 }
 
 }  // namespace lockstep::controllers

@@ -1,13 +1,20 @@
 // The RuntimeEnv a ModelRelease runs on, as admission sees it (pure): found,
 // Ready for its current generation with a closure hash, the hash and image,
-// or why not. Every stage and a manual rollback start only on a Ready runtime
-// whose hash is the release's. Thread-safety: pure functions.
+// its revisions, or why not; and the release's runtime on it (releaseRuntime):
+// the revision it pinned (status.runtime) or pins when its first stage starts,
+// and whether it is Stale (docs/contracts.md "Runtime revisions").
+// Thread-safety: pure functions.
 #pragma once
 
+#include <cstdint>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include <nlohmann/json.hpp>
+
+#include "api/v1alpha1/model_release.h"
+#include "api/v1alpha1/runtime_revision.h"
 
 namespace lockstep::controllers {
 
@@ -16,8 +23,28 @@ struct RuntimeEnvState {
   bool ready = false;  // Ready=True for its current generation, with a hash
   std::string closureHash, image;
   std::string notReadyMessage;
+  int64_t currentRevision = 0;  // 0: none recorded (a RuntimeEnv from before revisions)
+  std::vector<api::v1alpha1::RuntimeRevision> revisions;
 };
 
 RuntimeEnvState runtimeEnvState(const std::optional<nlohmann::json>& runtimeEnv);
+
+// The release's runtime on a Ready RuntimeEnv (env not Ready: only `pin`, as recorded).
+struct ReleaseRuntime {
+  // status.runtime; or, when not pinned yet and the current revision fits, the
+  // current revision that the first stage to start pins (newPin).
+  std::optional<api::v1alpha1::RuntimePin> pin;
+  bool newPin = false;
+  // Pinned: the pinned pair is not the current revision's. Not pinned: the
+  // current closure hash is not spec.closureHash. No new stage, no new canary.
+  bool stale = false;
+  std::string staleReason;  // ClosureHashChanged | RuntimeRevisionChanged
+  std::string message;      // the Stale condition's message (True or False)
+  // Not pinned, not stale, and spec.runtimeImage is not the current image:
+  // the release fails with this message (it names both images).
+  std::string mismatch;
+};
+
+ReleaseRuntime releaseRuntime(const RuntimeEnvState& env, const api::v1alpha1::ModelRelease& r);
 
 }  // namespace lockstep::controllers

@@ -1,5 +1,7 @@
 #include "controllers/modelrelease/runtime_pod.h"
 
+#include "api/v1alpha1/runtime_revision.h"
+
 namespace lockstep::controllers {
 namespace {
 
@@ -31,10 +33,10 @@ Status prepareContainer(json& c, const RuntimePod& pod) {
   } else if (image != pod.runtimeImage) {
     std::string name =
         c.contains("name") && c["name"].is_string() ? c["name"].get<std::string>() : std::string();
-    return Status(Code::kInvalidArgument, "container " + quote(name) + " of " + pod.owner +
-                                              " names image " + quote(image) +
-                                              "; Lockstep runs it on the RuntimeEnv's image " +
-                                              quote(pod.runtimeImage) + " (leave image empty)");
+    return Status(Code::kInvalidArgument,
+                  "container " + quote(name) + " of " + pod.owner + " names image " + quote(image) +
+                      "; Lockstep runs it on the release's pinned runtime image " +
+                      quote(pod.runtimeImage) + " (leave image empty)");
   }
   json& envs = arrayAt(c, "env");
   envs.push_back(envVar("LOCKSTEP_PACKAGE", pod.package));
@@ -61,6 +63,8 @@ Status prepareRuntimePod(json& tmpl, const RuntimePod& pod) {
   json& annotations = objectAt(meta, "annotations");
   annotations["lockstep.dev/closure-hash"] = pod.closureHash;
   annotations["lockstep.dev/package"] = pod.package;
+  if (pod.runtimeRevision > 0)
+    annotations[api::v1alpha1::kRuntimeRevisionAnnotation] = std::to_string(pod.runtimeRevision);
 
   json& spec = objectAt(tmpl, "spec");
   json& containers = spec["containers"];

@@ -1,11 +1,13 @@
 // The one rule for every pod Lockstep makes from a user's pod template (gate
-// Jobs and serving Deployments): it runs on the RuntimeEnv's image by digest,
+// Jobs and serving Deployments): it runs on the release's pinned runtime
+// (image by digest and closure hash of its RuntimeEnv revision),
 // declares its runtime (label lockstep.dev/runtime-env, annotation
 // lockstep.dev/closure-hash) so the pod admission webhook admits it, carries
 // the LOCKSTEP_* environment, and mounts the checkpoint package read-only at
 // /model by reference (docs/modelrelease.md). Thread-safety: pure functions.
 #pragma once
 
+#include <cstdint>
 #include <map>
 #include <optional>
 #include <string>
@@ -26,10 +28,14 @@ inline constexpr const char* kPackageVolume = "lockstep-package";
 inline constexpr const char* kModelDir = "/model";
 
 struct RuntimePod {
-  std::string owner;         // in messages: `stage "eval"`, `the serving template of release v7`
-  std::string runtimeEnv;    // the RuntimeEnv's name
-  std::string runtimeImage;  // its spec.image, repo@sha256:…
+  std::string owner;       // in messages: `stage "eval"`, `the serving template of release v7`
+  std::string runtimeEnv;  // the RuntimeEnv's name
+  // The release's pinned runtime pair (status.runtime): image by digest and hash.
+  std::string runtimeImage;
   std::string closureHash;
+  // The pinned revision's number, annotated lockstep.dev/runtime-revision
+  // (informative: admission names it in a refusal); 0: no annotation.
+  int64_t runtimeRevision = 0;
   std::string package;                        // the checkpoint, repo@sha256:…
   std::map<std::string, std::string> labels;  // more pod labels (release, stage or track, model)
   // LOCKSTEP_* variables between LOCKSTEP_PACKAGE/LOCKSTEP_CLOSURE_HASH (first)

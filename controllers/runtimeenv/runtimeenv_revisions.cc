@@ -86,7 +86,8 @@ RevisionsPlan planRevisions(const RevisionsInput& in) {
     current = next;
   }
 
-  plan.pins = api::v1alpha1::releasePins(in.runtimeEnv, in.releases, revs, in.historyLimit);
+  plan.pins =
+      api::v1alpha1::releasePins(in.runtimeEnv, in.releases, revs, current, in.historyLimit);
   std::map<int64_t, std::set<std::string>> pinnedBy;
   for (const ReleasePin& p : plan.pins) {
     if (p.revision > 0) pinnedBy[p.revision].insert(p.release);

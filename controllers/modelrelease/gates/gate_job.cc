@@ -35,6 +35,7 @@ StatusOr<json> buildGateJob(const v1::ModelRelease& r, const v1::Stage& s, const
   pod.runtimeEnv = r.spec.runtimeEnvName;
   pod.runtimeImage = in.runtimeImage;
   pod.closureHash = in.closureHash;
+  pod.runtimeRevision = in.runtimeRevision;
   pod.package = r.spec.package;
   pod.labels = {
       {v1::kReleaseLabel, name}, {"lockstep.dev/stage", s.name}, {v1::kModelLabel, model}};

@@ -1,10 +1,11 @@
 // The Job of a gate stage (pure): `<release>-<stage>-<attempt>`, owned by
 // the release, run once (backoffLimit 0) within the stage's timeout, from the
-// stage's pod template on the RuntimeEnv's image by digest with the package
+// stage's pod template on the release's pinned runtime pair with the package
 // mounted by reference (runtime_pod.h). docs/modelrelease.md.
 // Thread-safety: pure functions.
 #pragma once
 
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -23,8 +24,10 @@ std::string gateJobName(const std::string& release, const std::string& stage, in
 struct GateJobInput {
   std::string jobName;
   int attempt = 1;
-  std::string runtimeImage;  // the RuntimeEnv's spec.image
-  std::string closureHash;   // the RuntimeEnv's status.closureHash
+  // The release's pinned pair (status.runtime): image by digest and closure hash.
+  std::string runtimeImage;
+  std::string closureHash;
+  int64_t runtimeRevision = 0;  // the pinned revision's number; 0: none recorded
   PackageMount mount = PackageMount::kImageVolume;
   std::vector<std::string> fetchCommand;  // InitContainer mode
 };

@@ -92,16 +92,21 @@ bool unschedulable(const json& p, bool forLackOf) {
   return false;
 }
 
-// The known-good's stable pods could not be re-created: its closure hash is no
-// longer the RuntimeEnv's and no recorded revision with that hash is pinned by
-// it (docs/contracts.md, "Admission by revision"; a RuntimeEnv without
-// revisions admits its current hash only).
-bool rollbackTargetStale(const v1::RuntimeEnv& env, const KnownGood& kg) {
+// The known-good's stable pods could not be re-created: they run on its pinned
+// pair (prod_plan.cc servingReleaseOf), so only when that pair is no longer a
+// recorded revision pinned by it (docs/contracts.md, "Admission by revision";
+// a RuntimeEnv without revisions admits its current hash only).
+bool rollbackTargetStale(const v1::RuntimeEnv& env, const v1::ModelRelease& kg) {
   const std::string& hash = env.status.closureHash;
-  if (hash.empty() || hash == kg.closureHash) return false;
+  if (env.status.revisions.empty()) return !hash.empty() && hash != kg.spec.closureHash;
+  auto pair = v1::runtimeOf(kg.status.runtime, env.status.revisions, env.status.currentRevision,
+                            kg.spec.closureHash, kg.spec.runtimeImage);
+  if (!pair) return true;
+  const int64_t n = v1::recordedRevision(env.status.revisions, *pair);
+  if (n == env.status.currentRevision) return false;
   for (const v1::RuntimeRevision& rev : env.status.revisions) {
-    if (rev.closureHash == kg.closureHash &&
-        std::find(rev.pinnedBy.begin(), rev.pinnedBy.end(), kg.release) != rev.pinnedBy.end())
+    if (rev.number == n &&
+        std::find(rev.pinnedBy.begin(), rev.pinnedBy.end(), kg.meta.name) != rev.pinnedBy.end())
       return false;
   }
   return true;
@@ -159,9 +164,10 @@ CanaryObserved observeCanary(const v1::ModelRelease& release, const v1::CanarySp
   if (!anchor.promoted.empty() && anchor.promoted != name) {
     co.knownGood = KnownGood{anchor.promoted, anchor.promotedPackage, anchor.promotedClosureHash};
     if (auto kg = prod.releases.find(anchor.promoted); kg != prod.releases.end() && kg->second) {
-      const std::string env = v1::decodeModelRelease(*kg->second).spec.runtimeEnvName;
+      const v1::ModelRelease known = v1::decodeModelRelease(*kg->second);
+      const std::string& env = known.spec.runtimeEnvName;
       if (auto rte = prod.runtimeEnvs.find(env); rte != prod.runtimeEnvs.end() && rte->second) {
-        co.knownGoodStale = rollbackTargetStale(v1::decodeRuntimeEnv(*rte->second), *co.knownGood);
+        co.knownGoodStale = rollbackTargetStale(v1::decodeRuntimeEnv(*rte->second), known);
       }
     }
   }

@@ -23,8 +23,10 @@ using v1::kReasonServingApplyFailed;
 // the way may carry no label the operator watches).
 constexpr int64_t kNameConflictRecheckSeconds = 10;
 
-// The serving recipe of `r`: its package, validated closure, RuntimeEnv image
-// and the serving template of its prod stage.
+// The serving recipe of `r`: its package, the serving template of its prod
+// stage and its pinned runtime pair (status.runtime; a release from before
+// pins: the revision the pin rule names, v1::runtimeOf), never the
+// RuntimeEnv's current spec. A RuntimeEnv from before revisions: its image.
 StatusOr<ServingRelease> servingReleaseOf(const v1::ModelRelease& r, const ProdObserved& p) {
   ServingRelease out;
   out.release = r.meta.name;
@@ -37,7 +39,15 @@ StatusOr<ServingRelease> servingReleaseOf(const v1::ModelRelease& r, const ProdO
     return Status(Code::kUnavailable, "RuntimeEnv " + out.runtimeEnv + " of release " +
                                           out.release + " does not exist");
   }
-  out.runtimeImage = v1::decodeRuntimeEnv(*rte->second).spec.image;
+  const v1::RuntimeEnv env = v1::decodeRuntimeEnv(*rte->second);
+  if (auto pair = v1::runtimeOf(r.status.runtime, env.status.revisions, env.status.currentRevision,
+                                r.spec.closureHash, r.spec.runtimeImage)) {
+    out.runtimeImage = pair->image;
+    out.closureHash = pair->closureHash;
+    out.runtimeRevision = v1::recordedRevision(env.status.revisions, *pair);
+    return out;
+  }
+  out.runtimeImage = env.spec.image;
   return out;
 }
 
@@ -143,6 +153,11 @@ ProdPlan planProd(const ReleaseObserved& o, const v1::ModelRelease& r,
     return out;
   }
 
+  // The pin this plan writes when the canary starts is the one its pods run on.
+  v1::ModelRelease self = r;
+  if (!self.status.runtime)
+    self.status.runtime = v1::decodeRuntimePin(json{{"status", plan.status}});
+
   CanaryObserved co = observeCanary(r, *spec, p, o.now, o.nowUnix);
   CanaryPlan cp = planCanary(co);
   // The anchor this canary runs under (a re-created one is a NameConflict).
@@ -174,9 +189,9 @@ ProdPlan planProd(const ReleaseObserved& o, const v1::ModelRelease& r,
                                     : std::string();
   const bool stableFirst = cp.replicas.stable >= co.stable.specReplicas;
   for (bool stableTurn : {stableFirst, !stableFirst}) {
-    auto w = stableTurn ? placeTrack(in, r, releaseObject, kTrackStable, cp.stableRelease,
+    auto w = stableTurn ? placeTrack(in, self, releaseObject, kTrackStable, cp.stableRelease,
                                      cp.replicas.stable, stableDep, p)
-                        : placeTrack(in, r, releaseObject, kTrackCanary, canaryWho,
+                        : placeTrack(in, self, releaseObject, kTrackCanary, canaryWho,
                                      cp.replicas.canary, canaryDep, p);
     if (!w.isOk() && w.status().code() == Code::kInvalidArgument) {
       failProdStage(plan, w.status().message(), prevStatus, generation, o.now);

@@ -53,6 +53,7 @@ StatusOr<json> buildServingDeployment(const ServingObjectsInput& in, const std::
   pod.runtimeEnv = r.runtimeEnv;
   pod.runtimeImage = r.runtimeImage;
   pod.closureHash = r.closureHash;
+  pod.runtimeRevision = r.runtimeRevision;
   pod.package = r.package;
   const json selectorLabels = servingSelector(in.model);
   for (const auto& [k, v] : selectorLabels.items()) pod.labels[k] = v.get<std::string>();

@@ -6,6 +6,7 @@
 // Thread-safety: pure functions over values.
 #pragma once
 
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -20,10 +21,11 @@ namespace lockstep::controllers {
 
 using api::v1alpha1::CapacityMode;
 
-// What a serving pod runs: the release and its validated runtime.
+// What a serving pod runs: the release and its pinned runtime pair (status.runtime).
 struct ServingRelease {
   std::string release, package, closureHash, runtimeEnv, runtimeImage;
-  nlohmann::json podTemplate;  // serving.template of that release
+  nlohmann::json podTemplate;   // serving.template of that release
+  int64_t runtimeRevision = 0;  // the pinned revision's number; 0: none recorded
 };
 
 struct ServingObjectsInput {

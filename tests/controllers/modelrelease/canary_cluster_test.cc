@@ -566,6 +566,289 @@ TEST_F(CanaryClusterTest, LockEditDuringACanaryPromotesOnThePinnedRevision) {
   ASSERT_NO_FATAL_FAILURE(expectDeletedStablePodComesBack(w_, "l1"));
 }
 
+// ---- Runtime pins (issue 21): what a release pinned is what its pods run ----
+
+// Sets RuntimeEnv torch's inline lock and waits for it to resolve to
+// revision `revision`; the new closure hash.
+std::string setLock(ReleaseWorld& w, const std::string& lock, int revision) {
+  json patch = {{"spec", {{"lock", {{"inline", lock}}}}}};
+  EXPECT_EQ(
+      kubectl({"patch", "rte", "torch", "-n", w.ns(), "--type=merge", "-p", patch.dump()}).exitCode,
+      0);
+  EXPECT_TRUE(eventually([&] {
+    return w.get("rte", "torch").value("/status/currentRevision"_json_pointer, 0) == revision;
+  })) << w.get("rte", "torch")["status"].dump(2);
+  return w.get("rte", "torch").value("/status/closureHash"_json_pointer, std::string());
+}
+
+// The release's status.runtime.
+json pinOf(ReleaseWorld& w, const std::string& release) {
+  return w.get("mr", release).value("/status/runtime"_json_pointer, json());
+}
+
+// Every pod of `track` running `release` (not terminating) runs exactly
+// (`image`, `hash`) of revision `revision`, as does the Deployment's template.
+void expectTrackOn(ReleaseWorld& w, const std::string& track, const std::string& release,
+                   const std::string& image, const std::string& hash, int revision) {
+  json dep = w.get("deployment", w.model() + "-" + track);
+  const json& tmpl = dep["spec"]["template"];
+  EXPECT_EQ(tmpl.value("/metadata/labels/lockstep.dev~1release"_json_pointer, std::string()),
+            release);
+  EXPECT_EQ(tmpl.value("/spec/containers/0/image"_json_pointer, std::string()), image)
+      << tmpl.dump(2);
+  EXPECT_EQ(
+      tmpl.value("/metadata/annotations/lockstep.dev~1closure-hash"_json_pointer, std::string()),
+      hash);
+  EXPECT_EQ(tmpl.value("/metadata/annotations/lockstep.dev~1runtime-revision"_json_pointer,
+                       std::string()),
+            std::to_string(revision));
+  const std::set<std::string> pods = podsOf(w, track, release);
+  EXPECT_FALSE(pods.empty()) << track << "/" << release;
+  for (const std::string& name : pods) {
+    json pod = w.get("pod", name);
+    if (pod.is_discarded() || pod.is_null()) continue;  // gone meanwhile
+    EXPECT_EQ(pod.value("/spec/containers/0/image"_json_pointer, std::string()), image) << name;
+    EXPECT_EQ(
+        pod.value("/metadata/annotations/lockstep.dev~1closure-hash"_json_pointer, std::string()),
+        hash)
+        << name;
+  }
+}
+
+std::string whoAmI() {
+  auto who = kubectl({"auth", "whoami", "-o", "jsonpath={.status.userInfo.username}"});
+  EXPECT_EQ(who.exitCode, 0) << who.err;
+  return who.out;
+}
+
+// Whether an Event `reason` on `object` has `text` in its message.
+bool eventSays(ReleaseWorld& w, const std::string& object, const std::string& reason,
+               const std::string& text) {
+  json events = kubectlJson({"get", "events", "-n", w.ns(), "--field-selector",
+                             "involvedObject.name=" + object + ",reason=" + reason});
+  if (events.is_discarded()) return false;
+  for (const json& e : events["items"]) {
+    if (e.value("message", "").find(text) != std::string::npos) return true;
+  }
+  return false;
+}
+
+// Must-show 1 of issue 21: the lock is edited while v1 is in prod. Deleted
+// stable pods come back on v1's pinned pair, v1 is Stale=True, and v2 (built
+// for the new lock) passes its gate and canary while stable still runs
+// revision 1: both admitted. The invariant monitor sees every serving pod on a
+// validated triple throughout (TearDown).
+TEST_F(CanaryClusterTest, LockEditWhileV1IsInProdKeepsProdAndANewReleaseGoesThrough) {
+  ASSERT_EQ(
+      createRelease("v1", package('1'),
+                    json::array({gateStage("eval"), prodStage(json::array({canaryStep(100)}))}))
+          .exitCode,
+      0);
+  waitPhase("v1", "Promoted");
+  ASSERT_TRUE(eventually([&] { return readyPods()["stable/v1"] == 2; }))
+      << json(readyPods()).dump();
+  // v1 pinned revision 1 at its first gate; its gate and serving pods ran it.
+  EXPECT_EQ(pinOf(w_, "v1"),
+            json({{"revision", 1}, {"image", kTestImage}, {"closureHash", hash_}}));
+  expectTrackOn(w_, "stable", "v1", kTestImage, hash_, 1);
+
+  const std::string newHash = setLock(w_, kTestOtherLock, 2);
+  ASSERT_NE(newHash, hash_);
+  ASSERT_TRUE(eventually([&] { return condition(get("mr", "v1"), "Stale") == "True"; }))
+      << get("mr", "v1")["status"].dump(2);
+  EXPECT_EQ(condition(get("mr", "v1"), "Stale", "reason"), "ClosureHashChanged");
+  EXPECT_EQ(get("mr", "v1")["status"]["phase"], "Promoted");
+  ASSERT_NO_FATAL_FAILURE(expectDeletedStablePodComesBack(w_, "v1"));
+  expectTrackOn(w_, "stable", "v1", kTestImage, hash_, 1);
+  EXPECT_EQ(pinOf(w_, "v1")["revision"], 1);  // never re-pinned
+
+  // v2, packaged for the new lock: gate, then a canary paused at 50 % beside v1's stable.
+  ModelReleaseBuilder v2 = w_.release("v2", package('2'));
+  v2.closureHash(newHash);
+  v2.withGate(gateStage("eval"));
+  v2.withGate(prodStage(json::array({canaryStep(50, "Indefinite"), canaryStep(100)})));
+  ASSERT_EQ(w_.create(v2).exitCode, 0);
+  ASSERT_TRUE(eventually([&] {
+    json mr = get("mr", "v2");
+    return condition(mr, "Ready", "reason") == "CanaryPaused" && readyPods()["canary/v2"] >= 1 &&
+           readyPods()["stable/v1"] >= 1;
+  })) << get("mr", "v2")["status"].dump(2)
+      << json(readyPods()).dump();
+  EXPECT_EQ(pinOf(w_, "v2"),
+            json({{"revision", 2}, {"image", kTestImage}, {"closureHash", newHash}}));
+  EXPECT_EQ(condition(get("mr", "v2"), "Stale"), "False");
+  expectTrackOn(w_, "canary", "v2", kTestImage, newHash, 2);
+  expectTrackOn(w_, "stable", "v1", kTestImage, hash_, 1);
+
+  ASSERT_EQ(
+      kubectl({"annotate", "mr", "v2", "-n", ns_, "promote.lockstep.dev/0=" + whoAmI()}).exitCode,
+      0);
+  waitPhase("v2", "Promoted");
+  waitPhase("v1", "Superseded", std::chrono::seconds(30));
+  ASSERT_TRUE(eventually([&] {
+    auto r = readyPods();
+    return r["stable/v2"] == 2 && r.size() == 1;
+  })) << json(readyPods()).dump();
+  expectTrackOn(w_, "stable", "v2", kTestImage, newHash, 2);
+  EXPECT_EQ(condition(get("mr", "v2"), "Stale"), "False");
+}
+
+// Must-show 2 of issue 21: after a lock edit, a manual rollback to r1 (on
+// retained revision 1) runs r1's pinned pair exactly, with a RuntimeMovedOn
+// Warning; a rollback to r2 once its revision was pruned is refused, by the
+// CLI and by the controller, naming the revision.
+TEST_F(CanaryClusterTest, ManualRollbackAfterALockEditRunsTheOldPairAndRefusesAPrunedOne) {
+  json oneStep = json::array({canaryStep(100)});
+  ASSERT_EQ(createRelease("r1", package('1'), json::array({gateStage("eval"), prodStage(oneStep)}))
+                .exitCode,
+            0);
+  waitPhase("r1", "Promoted");
+  const std::string newHash = setLock(w_, kTestOtherLock, 2);
+  ModelReleaseBuilder r2 = w_.release("r2", package('2'));
+  r2.closureHash(newHash);
+  r2.withGate(gateStage("eval"));
+  r2.withGate(prodStage(oneStep));
+  ASSERT_EQ(w_.create(r2).exitCode, 0);
+  waitPhase("r2", "Promoted");
+  waitPhase("r1", "Superseded", std::chrono::seconds(30));
+  ASSERT_TRUE(eventually([&] {
+    auto r = readyPods();
+    return r["stable/r2"] == 2 && r.size() == 1;
+  })) << json(readyPods()).dump();
+
+  // Back to r1: revision 1 is retained (r1 is a rollback target).
+  auto rb =
+      lockstepCli({"model", "rollback", "gpt2", "--to", "r1", "-n", ns_, "--wait", "--timeout=2m"});
+  ASSERT_EQ(rb.exitCode, 0) << rb.out << rb.err;
+  EXPECT_NE(rb.err.find("warning: the rollback runs release \"r1\" on its pinned revision 1 (" +
+                        kTestImage + ", closure " + hash_ + ")"),
+            std::string::npos)
+      << rb.err;
+  json r1 = waitPhase("r1", "Promoted", std::chrono::seconds(60));
+  EXPECT_EQ(condition(r1, "Ready", "reason"), "ManualRollback") << r1["status"].dump(2);
+  EXPECT_TRUE(eventSays(w_, "r1", "RuntimeMovedOn", "moved on to revision 2"));
+  ASSERT_TRUE(eventually([&] {
+    auto r = readyPods();
+    return r["stable/r1"] == 2 && r.size() == 1;
+  })) << json(readyPods()).dump()
+      << get("deployment", "gpt2-stable")["status"].dump(2);
+  // The new pods run exactly r1's pair: image digest and closure hash.
+  expectTrackOn(w_, "stable", "r1", kTestImage, hash_, 1);
+  EXPECT_EQ(jobsOf("r1"), 1) << "a rollback must not run r1's gates again";
+
+  // Keep no rollback targets, then move the lock on again: r2's revision 2 is
+  // neither pinned, current nor the highest, so it is pruned.
+  ASSERT_EQ(kubectl({"patch", "rte", "torch", "-n", ns_, "--type=merge", "-p",
+                     R"({"spec":{"revisionHistoryLimit":0}})"})
+                .exitCode,
+            0);
+  const std::string thirdLock = "numpy==2.1.0 --hash=sha256:" + std::string(64, 'd') + "\n";
+  setLock(w_, thirdLock, 3);
+  ASSERT_TRUE(eventually([&] {
+    for (const json& rev :
+         get("rte", "torch").value("/status/revisions"_json_pointer, json::array()))
+      if (rev.value("number", 0) == 2) return false;
+    return true;
+  })) << get("rte", "torch")["status"].dump(2);
+  auto refused = lockstepCli({"model", "rollback", "gpt2", "--to", "r2", "-n", ns_});
+  EXPECT_EQ(refused.exitCode, 1);
+  EXPECT_NE(refused.err.find("release \"r2\" is pinned to revision 2 (" + kTestImage +
+                             ", closure " + newHash + ")"),
+            std::string::npos)
+      << refused.err;
+  EXPECT_NE(refused.err.find("pruned"), std::string::npos) << refused.err;
+  // The controller refuses the same request (as the annotation the CLI would write).
+  const std::string revision =
+      get("configmap", "lockstep-model-gpt2")["data"].value("revision", "");
+  ASSERT_EQ(kubectl({"annotate", "mr", "r2", "-n", ns_,
+                     "rollback.lockstep.dev/" + revision + "=" + whoAmI()})
+                .exitCode,
+            0);
+  ASSERT_TRUE(eventually([&] {
+    return get("mr", "r2").value("/status/rollback/refused"_json_pointer, std::string()) != "";
+  })) << get("mr", "r2")["status"].dump(2);
+  const std::string why =
+      get("mr", "r2").value("/status/rollback/refused"_json_pointer, std::string());
+  EXPECT_NE(why.find("revision 2 ("), std::string::npos) << why;
+  EXPECT_NE(why.find("pruned"), std::string::npos) << why;
+  EXPECT_EQ(stableRelease(), "r1");
+  expectTrackOn(w_, "stable", "r1", kTestImage, hash_, 1);
+}
+
+// Must-show 3 of issue 21: spec.image swapped with the same lock is a new
+// revision (the closure hash does not change); i1, pinned to revision 1, is
+// Stale=True (RuntimeRevisionChanged) and its Deployment keeps the pinned
+// image, also for a re-created pod; i2, validated on the new image, runs it
+// in canary and in stable; a rollback to i1 applies stable from i1's pin (the
+// old image), with a warning that the runtime moved on.
+TEST_F(CanaryClusterTest, ImageSwapWithTheSameLockIsANewRevisionAndProdKeepsThePinnedImage) {
+  ASSERT_EQ(
+      createRelease("i1", package('1'),
+                    json::array({gateStage("eval"), prodStage(json::array({canaryStep(100)}))}))
+          .exitCode,
+      0);
+  waitPhase("i1", "Promoted");
+  ASSERT_TRUE(eventually([&] { return readyPods()["stable/i1"] == 2; }))
+      << json(readyPods()).dump();
+  const std::string newImage =
+      "registry.example/runtimes/torch@sha256:" + std::string(60, '0') + "5e1f";
+  json patch = {{"spec", {{"image", newImage}}}};
+  ASSERT_EQ(
+      kubectl({"patch", "rte", "torch", "-n", ns_, "--type=merge", "-p", patch.dump()}).exitCode,
+      0);
+  ASSERT_TRUE(eventually([&] {
+    json rte = get("rte", "torch");
+    return rte.value("/status/currentRevision"_json_pointer, 0) == 2 &&
+           rte.value("/status/observedGeneration"_json_pointer, 0) ==
+               rte.value("/metadata/generation"_json_pointer, -1);
+  })) << get("rte", "torch")["status"].dump(2);
+  EXPECT_EQ(get("rte", "torch")["status"]["closureHash"], hash_);  // same lock, same hash
+  ASSERT_TRUE(eventually([&] { return condition(get("mr", "i1"), "Stale") == "True"; }))
+      << get("mr", "i1")["status"].dump(2);
+  EXPECT_EQ(condition(get("mr", "i1"), "Stale", "reason"), "RuntimeRevisionChanged");
+  expectTrackOn(w_, "stable", "i1", kTestImage, hash_, 1);
+  ASSERT_NO_FATAL_FAILURE(expectDeletedStablePodComesBack(w_, "i1"));
+  expectTrackOn(w_, "stable", "i1", kTestImage, hash_, 1);
+
+  // i2 validated on the new image: its canary pods run it, stable keeps i1's.
+  ASSERT_EQ(
+      createRelease(
+          "i2", package('2'),
+          json::array({gateStage("eval"),
+                       prodStage(json::array({canaryStep(50, "Indefinite"), canaryStep(100)}))}))
+          .exitCode,
+      0);
+  ASSERT_TRUE(eventually([&] {
+    return condition(get("mr", "i2"), "Ready", "reason") == "CanaryPaused" &&
+           readyPods()["canary/i2"] >= 1;
+  })) << get("mr", "i2")["status"].dump(2);
+  EXPECT_EQ(pinOf(w_, "i2"), json({{"revision", 2}, {"image", newImage}, {"closureHash", hash_}}));
+  expectTrackOn(w_, "canary", "i2", newImage, hash_, 2);
+  expectTrackOn(w_, "stable", "i1", kTestImage, hash_, 1);
+  // Promoted, i2's stable runs its own pin (the new image); a rollback to i1
+  // applies the stable Deployment again, from i1's pin: the old image.
+  ASSERT_EQ(
+      kubectl({"annotate", "mr", "i2", "-n", ns_, "promote.lockstep.dev/0=" + whoAmI()}).exitCode,
+      0);
+  waitPhase("i2", "Promoted");
+  ASSERT_TRUE(eventually([&] {
+    auto r = readyPods();
+    return r["stable/i2"] == 2 && r.size() == 1;
+  })) << json(readyPods()).dump();
+  expectTrackOn(w_, "stable", "i2", newImage, hash_, 2);
+  auto rb =
+      lockstepCli({"model", "rollback", "gpt2", "--to", "i1", "-n", ns_, "--wait", "--timeout=2m"});
+  ASSERT_EQ(rb.exitCode, 0) << rb.out << rb.err;
+  EXPECT_NE(rb.err.find("has moved on to revision 2 (" + newImage), std::string::npos) << rb.err;
+  waitPhase("i1", "Promoted", std::chrono::seconds(60));
+  ASSERT_TRUE(eventually([&] {
+    auto r = readyPods();
+    return r["stable/i1"] == 2 && r.size() == 1;
+  })) << json(readyPods()).dump();
+  expectTrackOn(w_, "stable", "i1", kTestImage, hash_, 1);
+  EXPECT_EQ(condition(get("mr", "i1"), "Stale", "reason"), "RuntimeRevisionChanged");
+}
+
 // GPUs requested by the pods bound to `node` (any namespace, not finished).
 int gpusInUse(const std::string& node) {
   json pods =

@@ -300,6 +300,43 @@ TEST_F(ModelReleaseControllerTest, ProdStageAppliesServingObjectsFromTheCachesTh
   EXPECT_EQ(querier_->calls, 0);
 }
 
+// The canary's pods run the revision the release pins as the canary starts
+// (status.runtime, written in the same plan), not the RuntimeEnv's spec.image:
+// here the spec names another image than the current revision (an edit not
+// resolved yet, as the fake allows).
+TEST_F(ModelReleaseControllerTest, TheCanaryDeploymentRunsThePinnedPairNotTheRuntimeEnvSpec) {
+  const std::string pinnedImage = "registry.example/runtimes/torch@sha256:" + std::string(64, '2');
+  put(runtimeEnvs_,
+      testing::runtimeEnv("torch")
+          .image(kImage)
+          .status(
+              {{"observedGeneration", 1},
+               {"closureHash", kHash},
+               {"currentRevision", 3},
+               {"revisions",
+                json::array({{{"number", 3}, {"image", pinnedImage}, {"closureHash", kHash}}})},
+               {"conditions", {{{"type", "Ready"}, {"status", "True"}, {"reason", "Resolved"}}}}})
+          .build());
+  kube::Object release = finalized(gated());
+  release["spec"]["stages"] = json::array({prodStage(2, 0, oneStep(50))});
+  put(releases_, release);
+  putLockstepAnchor("v7");
+  serveWrites();
+
+  runtime::Result r = reconcile();
+  EXPECT_TRUE(r.error.isOk()) << r.error.toString();
+  std::vector<kube::Request> w = writes();
+  ASSERT_EQ(w.size(), 3u);
+  ASSERT_NE(w[1].uri().find("/deployments/gpt2-canary"), std::string::npos) << w[1].uri();
+  json tmpl = json::parse(w[1].body)["spec"]["template"];
+  EXPECT_EQ(tmpl["spec"]["containers"][0]["image"], pinnedImage);
+  EXPECT_EQ(tmpl["metadata"]["annotations"]["lockstep.dev/closure-hash"], kHash);
+  EXPECT_EQ(tmpl["metadata"]["annotations"]["lockstep.dev/runtime-revision"], "3");
+  json status = json::parse(w[2].body)["status"];
+  EXPECT_EQ(status["runtime"],
+            json({{"revision", 3}, {"image", pinnedImage}, {"closureHash", kHash}}));
+}
+
 // An apply error of the serving objects reaches the release's status (not only
 // the log): Stalled, ServingApplyFailed, naming the object and the server's message.
 TEST_F(ModelReleaseControllerTest,
