@@ -145,6 +145,11 @@ void setupAnalysisProviderController(runtime::Manager& manager,
                                         // writes do not reconcile it again.
                                         .forKind(v1::kAnalysisProviders)
                                         .complete(reconciler);
+  // A provider not configured yet (the operator just started) makes a
+  // measurement wait for its first reconcile instead of failing.
+  analysis->setProviderExists([&cache = providers.cache()](const std::string& name) {
+    return cache.get("", name) != nullptr;
+  });
   // The health check answered: the provider's status says so.
   analysis->setWakeProvider([&controller](const std::string& name) {
     controller.enqueue({"", name});

@@ -56,6 +56,29 @@ void AnalysisProviders::setWakeProvider(std::function<void(const std::string&)> 
   wakeProvider_ = std::move(wake);
 }
 
+void AnalysisProviders::setProviderExists(std::function<bool(const std::string&)> exists) {
+  std::lock_guard<std::mutex> lock(mu_);
+  providerExists_ = std::move(exists);
+}
+
+void AnalysisProviders::wakeWaitingFor(const std::string& name) {
+  std::set<std::string> waiting;
+  std::function<void(const std::string&, const std::string&)> release;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto it = waitingForConfig_.find(name);
+    if (it == waitingForConfig_.end()) return;
+    waiting = std::move(it->second);
+    waitingForConfig_.erase(it);
+    release = wakeRelease_;
+  }
+  if (!release) return;
+  for (const std::string& key : waiting) {
+    size_t slash = key.find('/');
+    release(key.substr(0, slash), key.substr(slash + 1));
+  }
+}
+
 void AnalysisProviders::wake(const std::string& waker) const {
   std::function<void(const std::string&, const std::string&)> release;
   std::function<void(const std::string&)> provider;
@@ -144,6 +167,7 @@ Status AnalysisProviders::configure(const std::string& name, const ProviderConfi
     std::lock_guard<std::mutex> lock(mu_);
     old = std::exchange(providers_[name], fresh);
   }
+  wakeWaitingFor(name);
   if (!error.empty()) return Status(Code::kInvalidArgument, error);
   return Status::ok();  // `old` goes here: its threads finish their queries and join
 }
@@ -156,8 +180,11 @@ void AnalysisProviders::disable(const std::string& name, const std::string& why)
     std::lock_guard<std::mutex> lock(mu_);
     providers_.emplace(name, p);
   }
-  std::lock_guard<std::mutex> lock(p->mu);
-  p->disabled = why;
+  {
+    std::lock_guard<std::mutex> lock(p->mu);
+    p->disabled = why;
+  }
+  wakeWaitingFor(name);
 }
 
 void AnalysisProviders::remove(const std::string& name) {
@@ -229,8 +256,19 @@ std::optional<Measurement> AnalysisProviders::measure(const MeasurementAsk& ask)
     }
   }
   std::shared_ptr<Provider> p = find(name);
-  if (!p)
-    return error("AnalysisProvider " + quote(name) + " not found (kubectl get analysisproviders)");
+  if (!p) {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (auto it = providers_.find(name); it != providers_.end()) {
+      p = it->second;  // configured meanwhile
+    } else if (providerExists_ && providerExists_(name)) {
+      // Not configured yet (the operator just started): wait for configure().
+      waitingForConfig_[name].insert(ask.ns + "/" + ask.name);
+      return std::nullopt;
+    } else {
+      return error("AnalysisProvider " + quote(name) +
+                   " not found (kubectl get analysisproviders)");
+    }
+  }
   {
     std::lock_guard<std::mutex> lock(p->mu);
     if (!p->disabled.empty()) return error(p->label + " is not usable: " + p->disabled);

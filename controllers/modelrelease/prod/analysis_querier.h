@@ -20,6 +20,7 @@
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <set>
 #include <string>
 
 #include "api/v1alpha1/analysis_provider.h"
@@ -77,6 +78,11 @@ class AnalysisProviders final : public AnalysisQuerier {
   // Who to tell when an answer lands. Set before the controllers start.
   void setWakeRelease(std::function<void(const std::string& ns, const std::string& name)> wake);
   void setWakeProvider(std::function<void(const std::string& name)> wake);
+  // Whether an AnalysisProvider of that name exists (the provider informer's
+  // cache). One that exists but is not configured yet (the operator just
+  // started; its controller has not reconciled it) makes an ask wait, not
+  // fail: the release is woken when configure() sets it up.
+  void setProviderExists(std::function<bool(const std::string& name)> exists);
 
   // (Re)configures a provider: its executor is re-created when the address,
   // CA, timeout or concurrency changed; a new token is used from the next
@@ -101,12 +107,17 @@ class AnalysisProviders final : public AnalysisQuerier {
                                                     const std::shared_ptr<Provider>& p,
                                                     std::string& error);
   void wake(const std::string& waker) const;
+  void wakeWaitingFor(const std::string& name);
 
   AnalysisProvidersOptions options_;
   mutable std::mutex mu_;
   std::map<std::string, std::shared_ptr<Provider>> providers_;  // name, or "address <url>"
   std::function<void(const std::string&, const std::string&)> wakeRelease_;
   std::function<void(const std::string&)> wakeProvider_;
+  std::function<bool(const std::string&)> providerExists_;
+  // Releases ("ns/name") whose ask met a provider that exists but is not
+  // configured yet, by provider name; woken by configure().
+  std::map<std::string, std::set<std::string>> waitingForConfig_;
 };
 
 }  // namespace lockstep::controllers
