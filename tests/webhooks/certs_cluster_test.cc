@@ -60,7 +60,12 @@ std::string publishedCaBundle() {
 class CertsClusterTest : public ::testing::Test {
  protected:
   static void SetUpTestSuite() { OperatorProcess::installClusterPieces(sharedWebhookPort()); }
-  static void TearDownTestSuite() { OperatorProcess::uninstallWebhooks(); }
+  // The Secret goes too: these tests rotate the CA, and the next binary on this
+  // cluster starts from one CA of its own, not from a rotation in progress.
+  static void TearDownTestSuite() {
+    OperatorProcess::uninstallWebhooks();
+    kubectl({"delete", "secret", kSecret, "-n", kOperatorNamespace, "--ignore-not-found"});
+  }
   void TearDown() override {
     for (const auto& ns : namespaces_) kubectl({"delete", "namespace", ns, "--wait=false"});
   }
