@@ -325,14 +325,25 @@ TEST(Yaml, ManyPlatformsStayLinear) {
 
 // ---- TOML (item 6) ---------------------------------------------------------
 
+// A uv.lock named "uv.lock" in messages.
+ClosureOptions uvLock() {
+  ClosureOptions o;
+  o.format = LockFormat::kUv;
+  o.sourceName = "uv.lock";
+  return o;
+}
+
+// A kept crasher of tests/closure/testdata/crashers/.
+std::string crasherFile(const std::string& name) {
+  return testing::readFileOrDie(testing::testdataDir() + "/crashers/" + name);
+}
+
 // toml++ 3.3 reaches __builtin_unreachable() classifying U+FEBF (and other
 // non-ASCII characters) as whitespace; found by fuzz_closure_toml.
 // The text check skips runs of plain bytes (closure/toml_locks.cc): what
 // follows a run is still seen, on the right line.
 TEST(Toml, TextCheckSeesWhatFollowsPlainRuns) {
-  ClosureOptions o;
-  o.format = LockFormat::kUv;
-  o.sourceName = "uv.lock";
+  ClosureOptions o = uvLock();
   const std::string ok = "version = 1 # caf\xC3\xA9\n[[package]]\nname = \"caf\xC3\xA9\"\n";
   EXPECT_EQ(errorOf(ok + "version = 1\xC3\xA9\n", o).message(),
             "uv.lock:4: toml: non-ASCII character outside a string or comment (TOML allows none "
@@ -344,11 +355,8 @@ TEST(Toml, TextCheckSeesWhatFollowsPlainRuns) {
 }
 
 TEST(Toml, NonAsciiOutsideStringsIsRefusedBeforeTomlpp) {
-  ClosureOptions o;
-  o.format = LockFormat::kUv;
-  o.sourceName = "uv.lock";
-  const std::string crasher =
-      testing::readFileOrDie(testing::testdataDir() + "/crashers/toml-unicode-whitespace.lock");
+  ClosureOptions o = uvLock();
+  const std::string crasher = crasherFile("toml-unicode-whitespace.lock");
   EXPECT_EQ(errorOf(crasher, o).message(),
             "uv.lock:1: toml: non-ASCII character outside a string or comment (TOML allows none "
             "there)");
@@ -368,8 +376,7 @@ TEST(Toml, NonAsciiOutsideStringsIsRefusedBeforeTomlpp) {
     EXPECT_EQ(errorOf(text, o).message(),
               "uv.lock:1: toml: non-ASCII character after a backslash (TOML allows none there)");
   }
-  const std::string kept = testing::readFileOrDie(testing::testdataDir() +
-                                                  "/crashers/toml-backslash-blanks-unicode.lock");
+  const std::string kept = crasherFile("toml-backslash-blanks-unicode.lock");
   EXPECT_EQ(errorOf(kept, o).message(),
             "uv.lock:1: toml: non-ASCII character after a backslash (TOML allows none there)");
 }
@@ -378,13 +385,10 @@ TEST(Toml, NonAsciiOutsideStringsIsRefusedBeforeTomlpp) {
 // byte of `2x"é"` as it reads the number, so the quotes open no string (found by
 // fuzz_closure_toml in CI: crashers/toml-quote-in-bare-value.lock).
 TEST(Toml, QuotesInsideABareValueOpenNoString) {
-  ClosureOptions o;
-  o.format = LockFormat::kUv;
-  o.sourceName = "uv.lock";
+  ClosureOptions o = uvLock();
   const std::string refused =
       "uv.lock:2: toml: non-ASCII character outside a string or comment (TOML allows none there)";
-  const std::string crasher =
-      testing::readFileOrDie(testing::testdataDir() + "/crashers/toml-quote-in-bare-value.lock");
+  const std::string crasher = crasherFile("toml-quote-in-bare-value.lock");
   EXPECT_EQ(errorOf("# lock\n" + crasher, o).message(), refused);
   for (const char* value :
        {"1\"\xC3\xA9\"", "1'\xC3\xA9'", "1.5\"\xC3\xA9\"", "0x1\"\xC3\xA9\"",

@@ -24,9 +24,7 @@ namespace {
 
 using nlohmann::json;
 
-const std::string kImage =
-    "registry.example/runtimes/"
-    "torch@sha256:4f1c000000000000000000000000000000000000000000000000000000000001";
+const std::string& kImage = kClusterTestImage;
 const std::string kOtherImage = "registry.example/runtimes/torch@sha256:" + std::string(64, '9');
 
 enum class Want { kNotMatched, kMatched };

@@ -20,6 +20,11 @@
 
 namespace lockstep::testing {
 
+// The runtime image, by digest, of the cluster tests' RuntimeEnvs (KWOK pulls nothing).
+inline const std::string kClusterTestImage =
+    "registry.example/runtimes/"
+    "torch@sha256:4f1c000000000000000000000000000000000000000000000000000000000001";
+
 // Path of the admin kubeconfig of the running test cluster.
 const std::string& kubeconfigPath();
 // Directory holding kubectl, helm, kwok, ... built from tests/tools.

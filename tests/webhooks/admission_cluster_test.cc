@@ -9,6 +9,7 @@
 
 #include "tests/support/cluster_env.h"
 #include "tests/support/operator_process.h"
+#include "tests/support/operator_suite.h"
 
 namespace lockstep::testing {
 namespace {
@@ -53,20 +54,10 @@ class PodBuilder {
   json pod_;
 };
 
-class AdmissionClusterTest : public ::testing::Test {
+class AdmissionClusterTest : public OperatorSuite<AdmissionClusterTest> {
  protected:
-  static void SetUpTestSuite() {
-    OperatorProcess::installClusterPieces(sharedWebhookPort());
-    op_ = new OperatorProcess();
-    ASSERT_EQ(op_->start(), "");
-  }
-  static void TearDownTestSuite() {
-    delete op_;
-    op_ = nullptr;
-    OperatorProcess::uninstallWebhooks();
-  }
   void TearDown() override {
-    if (HasFailure() && op_) std::cerr << "operator log tail:\n" << op_->log() << std::endl;
+    printOperatorLogOnFailure();
     // With the webhook still installed, namespaces must finish deleting: a pod stuck in
     // Terminating (a write the webhook refused to a controller) fails the test here.
     for (const auto& ns : namespaces_) {
@@ -107,11 +98,8 @@ class AdmissionClusterTest : public ::testing::Test {
     return total;
   }
 
-  static OperatorProcess* op_;
   std::vector<std::string> namespaces_;
 };
-
-OperatorProcess* AdmissionClusterTest::op_ = nullptr;
 
 TEST_F(AdmissionClusterTest, MatchingPodIsAdmitted) {
   std::string ns;

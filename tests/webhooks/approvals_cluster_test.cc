@@ -13,6 +13,7 @@
 
 #include "tests/support/cluster_env.h"
 #include "tests/support/operator_process.h"
+#include "tests/support/operator_suite.h"
 
 namespace lockstep::testing {
 namespace {
@@ -25,18 +26,8 @@ const std::string kImage =
 const std::string kLock = "numpy==1.26.4 --hash=sha256:" + std::string(64, 'a') + "\n";
 const std::string kPackage = "registry.example/models/gpt2@sha256:" + std::string(64, 'b');
 
-class ApprovalsClusterTest : public ::testing::Test {
+class ApprovalsClusterTest : public OperatorSuite<ApprovalsClusterTest> {
  protected:
-  static void SetUpTestSuite() {
-    OperatorProcess::installClusterPieces(sharedWebhookPort());
-    op_ = new OperatorProcess();
-    ASSERT_EQ(op_->start(), "");
-  }
-  static void TearDownTestSuite() {
-    delete op_;
-    op_ = nullptr;
-    OperatorProcess::uninstallWebhooks();
-  }
   void SetUp() override {
     ns_ = uniqueName("approvals");
     ASSERT_EQ(kubectl({"create", "namespace", ns_}).exitCode, 0);
@@ -74,7 +65,7 @@ class ApprovalsClusterTest : public ::testing::Test {
     }
   }
   void TearDown() override {
-    if (HasFailure() && op_) std::cerr << "operator log tail:\n" << op_->log() << std::endl;
+    printOperatorLogOnFailure();
     kubectl({"delete", "namespace", ns_, "--wait=false"});
   }
 
@@ -139,12 +130,9 @@ class ApprovalsClusterTest : public ::testing::Test {
     waitStage(name, stage, "WaitingForApproval");
   }
 
-  static OperatorProcess* op_;
   std::string ns_;
   std::string hash_;
 };
-
-OperatorProcess* ApprovalsClusterTest::op_ = nullptr;
 
 TEST_F(ApprovalsClusterTest, RemovingTheWaitingStagesApprovalIsRefusedNamingTheField) {
   json ci = gate("ci");

@@ -12,15 +12,14 @@
 
 #include "tests/support/cluster_env.h"
 #include "tests/support/operator_process.h"
+#include "tests/support/operator_suite.h"
 
 namespace lockstep::testing {
 namespace {
 
 using nlohmann::json;
 
-const std::string kImage =
-    "registry.example/runtimes/"
-    "torch@sha256:4f1c000000000000000000000000000000000000000000000000000000000001";
+const std::string& kImage = kClusterTestImage;
 
 std::string pipLock(const std::string& numpy) {
   return "numpy==" + numpy + " --hash=sha256:" + std::string(64, 'a') + "\n";
@@ -41,20 +40,11 @@ json pod(const std::string& hash, const std::string& release = "",
   return p;
 }
 
-class RevisionAdmissionTest : public ::testing::Test {
+class RevisionAdmissionTest : public OperatorSuite<RevisionAdmissionTest> {
  protected:
-  static void SetUpTestSuite() {
-    OperatorProcess::installClusterPieces(sharedWebhookPort());
-    op_ = new OperatorProcess();
-    ASSERT_EQ(op_->start({"--controllers=runtimeenv"}), "");
-  }
-  static void TearDownTestSuite() {
-    delete op_;
-    op_ = nullptr;
-    OperatorProcess::uninstallWebhooks();
-  }
+  static void SetUpTestSuite() { startOperator({"--controllers=runtimeenv"}); }
   void TearDown() override {
-    if (HasFailure() && op_) std::cerr << "operator log tail:\n" << op_->log() << std::endl;
+    printOperatorLogOnFailure();
     kubectl({"delete", "namespace", ns_, "--wait=false"});
   }
 
@@ -91,11 +81,8 @@ class RevisionAdmissionTest : public ::testing::Test {
     return r;
   }
 
-  static OperatorProcess* op_;
   std::string ns_;
 };
-
-OperatorProcess* RevisionAdmissionTest::op_ = nullptr;
 
 TEST_F(RevisionAdmissionTest, OldPinnedRevisionIsAdmittedOnlyForThePinningRelease) {
   ns_ = uniqueName("revadm");

@@ -11,6 +11,7 @@
 
 #include "tests/support/cluster_env.h"
 #include "tests/support/operator_process.h"
+#include "tests/support/operator_suite.h"
 
 namespace lockstep::testing {
 namespace {
@@ -26,20 +27,10 @@ const std::string kTaggedImage = "registry.example/runtimes/torch:2.5";
 const std::string kLock = "numpy==1.26.4 --hash=sha256:" + std::string(64, 'a') + "\n";
 const std::string kTrackingFinalizer = "batch.kubernetes.io/job-tracking";
 
-class WorkloadsClusterTest : public ::testing::Test {
+class WorkloadsClusterTest : public OperatorSuite<WorkloadsClusterTest> {
  protected:
-  static void SetUpTestSuite() {
-    OperatorProcess::installClusterPieces(sharedWebhookPort());
-    op_ = new OperatorProcess();
-    ASSERT_EQ(op_->start(), "");
-  }
-  static void TearDownTestSuite() {
-    delete op_;
-    op_ = nullptr;
-    OperatorProcess::uninstallWebhooks();
-  }
   void TearDown() override {
-    if (HasFailure() && op_) std::cerr << "operator log tail:\n" << op_->log() << std::endl;
+    printOperatorLogOnFailure();
     // Namespaces must finish deleting: a pod stuck in Terminating (a finalizer the
     // webhook kept a controller from removing) fails the test here.
     for (const auto& ns : namespaces_) {
@@ -101,11 +92,8 @@ class WorkloadsClusterTest : public ::testing::Test {
         << last;
   }
 
-  static OperatorProcess* op_;
   std::vector<std::string> namespaces_;
 };
-
-OperatorProcess* WorkloadsClusterTest::op_ = nullptr;
 
 TEST_F(WorkloadsClusterTest, JobInPlainNamespaceCompletesAndLosesItsFinalizer) {
   std::string ns;

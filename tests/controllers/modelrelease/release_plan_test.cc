@@ -5,6 +5,7 @@
 #include "controllers/modelrelease/gates/gate_job.h"
 #include "controllers/modelrelease/prod/fold.h"
 #include "controllers/modelrelease/timestamps.h"
+#include "tests/controllers/modelrelease/release_plan_readers.h"
 
 #include <map>
 #include <string>
@@ -159,19 +160,8 @@ const json& stage(const ReleasePlan& p, const std::string& name) {
   return none;
 }
 
-std::string condition(const ReleasePlan& p, const std::string& type, const char* field = "status") {
-  for (const json& c : p.status["conditions"]) {
-    if (c["type"] == type) return c.value(field, "");
-  }
-  return "";
-}
-
-bool hasEvent(const ReleasePlan& p, const std::string& reason, const std::string& text = "") {
-  for (const auto& e : p.events) {
-    if (e.reason == reason && e.message.find(text) != std::string::npos) return true;
-  }
-  return false;
-}
+using plan_readers::condition;
+using plan_readers::hasEvent;
 
 // ---- first steps --------------------------------------------------------------
 

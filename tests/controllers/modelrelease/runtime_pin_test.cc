@@ -16,6 +16,7 @@
 #include "api/v1alpha1/runtime_revision.h"
 #include "controllers/modelrelease/release_plan.h"
 #include "controllers/modelrelease/runtime_env_state.h"
+#include "tests/controllers/modelrelease/release_plan_readers.h"
 
 namespace lockstep::controllers {
 namespace {
@@ -93,19 +94,8 @@ ReleaseObserved observed(const json& r, const json& env) {
   return o;
 }
 
-std::string condition(const ReleasePlan& p, const std::string& type, const char* field = "status") {
-  for (const json& c : p.status["conditions"]) {
-    if (c["type"] == type) return c.value(field, "");
-  }
-  return "";
-}
-
-bool hasEvent(const ReleasePlan& p, const std::string& reason, const std::string& text = "") {
-  for (const auto& e : p.events) {
-    if (e.reason == reason && e.message.find(text) != std::string::npos) return true;
-  }
-  return false;
-}
+using plan_readers::condition;
+using plan_readers::hasEvent;
 
 const json& container(const json& job) { return job["spec"]["template"]["spec"]["containers"][0]; }
 std::string envValue(const json& c, const std::string& name) {

@@ -9,6 +9,7 @@
 
 #include "tests/support/cluster_env.h"
 #include "tests/support/operator_process.h"
+#include "tests/support/operator_suite.h"
 
 #ifndef LOCKSTEP_CLI_BIN
 #error "LOCKSTEP_CLI_BIN must name the lockstep CLI"
@@ -22,9 +23,7 @@ namespace {
 
 using nlohmann::json;
 
-const std::string kImage =
-    "registry.example/runtimes/"
-    "torch@sha256:4f1c000000000000000000000000000000000000000000000000000000000001";
+const std::string& kImage = kClusterTestImage;
 const std::string kUvFixture =
     std::string(LOCKSTEP_FIXTURES_DIR) + "/uv/torch-cu121-yyhhenry-uv-torch-env.uv.lock";
 
@@ -42,25 +41,14 @@ std::string pipLock(const std::string& cudaRuntime, const std::string& numpy = "
          "\n";
 }
 
-class RuntimeEnvControllerTest : public ::testing::Test {
+class RuntimeEnvControllerTest : public OperatorSuite<RuntimeEnvControllerTest> {
  protected:
-  static void SetUpTestSuite() {
-    OperatorProcess::installClusterPieces(sharedWebhookPort());
-    op_ = new OperatorProcess();
-    std::string err = op_->start();
-    ASSERT_EQ(err, "");
-  }
-  static void TearDownTestSuite() {
-    delete op_;
-    op_ = nullptr;
-    OperatorProcess::uninstallWebhooks();
-  }
   void SetUp() override {
     ns_ = uniqueName("rte");
     ASSERT_EQ(kubectl({"create", "namespace", ns_}).exitCode, 0);
   }
   void TearDown() override {
-    if (HasFailure() && op_) std::cerr << "operator log tail:\n" << op_->log() << std::endl;
+    printOperatorLogOnFailure();
     kubectl({"delete", "namespace", ns_, "--wait=false"});
   }
 
@@ -93,11 +81,8 @@ class RuntimeEnvControllerTest : public ::testing::Test {
     return out;
   }
 
-  static OperatorProcess* op_;
   std::string ns_;
 };
-
-OperatorProcess* RuntimeEnvControllerTest::op_ = nullptr;
 
 TEST_F(RuntimeEnvControllerTest, ConfigMapLockResolvesToTheCliHash) {
   auto cm = kubectl(

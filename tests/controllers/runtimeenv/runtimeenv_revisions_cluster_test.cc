@@ -14,6 +14,7 @@
 
 #include "tests/support/cluster_env.h"
 #include "tests/support/operator_process.h"
+#include "tests/support/operator_suite.h"
 
 #ifndef LOCKSTEP_CLI_BIN
 #error "LOCKSTEP_CLI_BIN must name the lockstep CLI"
@@ -24,9 +25,7 @@ namespace {
 
 using nlohmann::json;
 
-const std::string kImage =
-    "registry.example/runtimes/"
-    "torch@sha256:4f1c000000000000000000000000000000000000000000000000000000000001";
+const std::string& kImage = kClusterTestImage;
 const std::string kSwappedImage =
     "registry.example/runtimes/"
     "torch@sha256:4f1c000000000000000000000000000000000000000000000000000000000002";
@@ -35,24 +34,15 @@ std::string pipLock(const std::string& numpy) {
   return "numpy==" + numpy + " --hash=sha256:" + std::string(64, 'a') + "\n";
 }
 
-class RuntimeEnvRevisionsTest : public ::testing::Test {
+class RuntimeEnvRevisionsTest : public OperatorSuite<RuntimeEnvRevisionsTest> {
  protected:
-  static void SetUpTestSuite() {
-    OperatorProcess::installClusterPieces(sharedWebhookPort());
-    op_ = new OperatorProcess();
-    ASSERT_EQ(op_->start({"--controllers=runtimeenv"}), "");
-  }
-  static void TearDownTestSuite() {
-    delete op_;
-    op_ = nullptr;
-    OperatorProcess::uninstallWebhooks();
-  }
+  static void SetUpTestSuite() { startOperator({"--controllers=runtimeenv"}); }
   void SetUp() override {
     ns_ = uniqueName("rterev");
     ASSERT_EQ(kubectl({"create", "namespace", ns_}).exitCode, 0);
   }
   void TearDown() override {
-    if (HasFailure() && op_) std::cerr << "operator log tail:\n" << op_->log() << std::endl;
+    printOperatorLogOnFailure();
     kubectl({"delete", "namespace", ns_, "--wait=false"});
   }
 
@@ -135,11 +125,8 @@ class RuntimeEnvRevisionsTest : public ::testing::Test {
     return out;
   }
 
-  static OperatorProcess* op_;
   std::string ns_;
 };
-
-OperatorProcess* RuntimeEnvRevisionsTest::op_ = nullptr;
 
 TEST_F(RuntimeEnvRevisionsTest, LockEditsAndImageSwapsAreRevisions) {
   applyRte("torch", kImage, pipLock("1.26.4"));
