@@ -1,10 +1,7 @@
 #include "controllers/runtimeenv/runtimeenv_verification.h"
 
-#include <openssl/sha.h>
-
 #include <algorithm>
 #include <chrono>
-#include <cstdio>
 #include <map>
 
 #include "api/v1alpha1/conditions.h"
@@ -12,6 +9,7 @@
 #include "api/v1alpha1/meta.h"
 #include "api/v1alpha1/resources.h"
 #include "closure/cuda.h"
+#include "controllers/common/object_names.h"
 #include "operator/kube/clock.h"
 #include "operator/kube/event_sink.h"
 #include "verify/schedule.h"
@@ -30,17 +28,6 @@ constexpr int64_t kJobGoneAfterSeconds = 60;
 // How long a failed Job's pod may lag behind it in the cache before the result goes without it.
 constexpr int64_t kPodLagSeconds = 10;
 constexpr size_t kMaxMessage = 1024;
-
-std::string hashed63(const std::string& full) {
-  if (full.size() <= 63) return full;
-  unsigned char digest[SHA256_DIGEST_LENGTH];
-  SHA256(reinterpret_cast<const unsigned char*>(full.data()), full.size(), digest);
-  char hex[9];
-  std::snprintf(hex, sizeof hex, "%02x%02x%02x%02x", digest[0], digest[1], digest[2], digest[3]);
-  std::string prefix = full.substr(0, 63 - 9);
-  while (!prefix.empty() && (prefix.back() == '-' || prefix.back() == '.')) prefix.pop_back();
-  return prefix + "-" + hex;
-}
 
 int64_t unixOf(const std::string& t) {
   kube::Clock::WallTime w;
@@ -119,9 +106,9 @@ json buildJob(const VerificationInput& in, const VerifySpec& spec, int64_t run, 
   const std::string lock = std::string(kClosureDir) + "/lock";
   const std::string runtimeJson = std::string(kClosureDir) + "/runtime.json";
   const bool gpu = t.product != "cpu";
-  json labels = {{kVerifyRuntimeEnvLabel, hashed63(meta.name)},
+  json labels = {{kVerifyRuntimeEnvLabel, dnsLabelName(meta.name)},
                  {kVerifyRunLabel, std::to_string(run)},
-                 {kVerifyGpuProductLabel, hashed63(t.product)}};
+                 {kVerifyGpuProductLabel, dnsLabelName(t.product)}};
   json podAnnotations = json::object();
   for (const auto& [k, v] : spec.podAnnotations) podAnnotations[k] = v;
   json env = json::array({{{"name", "LOCKSTEP_RUNTIME_ENV"}, {"value", meta.name}},
@@ -187,7 +174,7 @@ json closureConfigMap(const VerificationInput& in) {
               {"metadata",
                {{"name", closureConfigMapName(meta.name)},
                 {"namespace", meta.ns},
-                {"labels", {{kVerifyRuntimeEnvLabel, hashed63(meta.name)}}},
+                {"labels", {{kVerifyRuntimeEnvLabel, dnsLabelName(meta.name)}}},
                 {"ownerReferences", ownedBy(meta)}}},
               {"data", {{"lock", in.lockText}, {"runtime.json", runtime.dump(2) + "\n"}}}};
 }
@@ -306,11 +293,11 @@ std::string verdictMessage(const VerificationStatus& v) {
 }  // namespace
 
 std::string closureConfigMapName(const std::string& runtimeEnv) {
-  return hashed63("lockstep-closure-" + runtimeEnv);
+  return dnsLabelName("lockstep-closure-" + runtimeEnv);
 }
 
 std::string verificationJobName(const std::string& runtimeEnv, int64_t run, size_t index) {
-  return hashed63(runtimeEnv + "-verify-" + std::to_string(run) + "-" + std::to_string(index));
+  return dnsLabelName(runtimeEnv + "-verify-" + std::to_string(run) + "-" + std::to_string(index));
 }
 
 VerificationPlan planVerification(const VerificationInput& in) {

@@ -1,11 +1,8 @@
 #include "controllers/modelrelease/gates/gate_job.h"
 
-#include <openssl/sha.h>
-
-#include <cstdio>
-
 #include "api/v1alpha1/keys.h"
 #include "api/v1alpha1/resources.h"
+#include "controllers/common/object_names.h"
 #include "controllers/modelrelease/release_status.h"
 
 namespace lockstep::controllers {
@@ -15,14 +12,7 @@ using nlohmann::json;
 
 std::string gateJobName(const std::string& release, const std::string& stage, int attempt) {
   std::string full = release + "-" + stage + "-" + std::to_string(attempt);
-  if (full.size() <= 63) return full;
-  unsigned char digest[SHA256_DIGEST_LENGTH];
-  SHA256(reinterpret_cast<const unsigned char*>(full.data()), full.size(), digest);
-  char hex[9];
-  std::snprintf(hex, sizeof hex, "%02x%02x%02x%02x", digest[0], digest[1], digest[2], digest[3]);
-  std::string prefix = full.substr(0, 63 - 9);
-  while (!prefix.empty() && (prefix.back() == '-' || prefix.back() == '.')) prefix.pop_back();
-  return prefix + "-" + hex;
+  return dnsLabelName(full);
 }
 
 StatusOr<json> buildGateJob(const v1::ModelRelease& r, const v1::Stage& s, const GateJobInput& in) {
