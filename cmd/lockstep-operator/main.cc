@@ -165,6 +165,9 @@ int main(int argc, char** argv) {
   lw::LogRecorder logRecorder;
   lw::FanoutRecorder recorder{&promRecorder, &logRecorder};
   lw::PodWebhook podWebhook(envs, modes, recorder, manager.clock());
+  // The verification init containers run the CLI image: admitted only by digest.
+  if (Status s = podWebhook.trustInitImage(flags.get("cli-image")); !s.isOk())
+    return fail("--cli-image: " + s.message());
   lw::ModelReleaseWebhook releaseWebhook(envs, authorizer, recorder, manager.clock());
   releaseWebhook.allowPrometheusAddress(allowAddresses);
   lw::ModelReleaseCreatorWebhook creatorWebhook(recorder, manager.clock());

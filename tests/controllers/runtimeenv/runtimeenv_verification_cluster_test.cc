@@ -34,9 +34,9 @@ class RuntimeVerificationClusterTest : public ::testing::Test {
     ASSERT_EQ(ReleaseWorld::startOperator({"--cli-image=" + kCliImage}), "");
   }
   static void TearDownTestSuite() { ReleaseWorld::stopOperator(); }
-  // Not enforcing: the verification pod runs the CLI image beside the runtime's
-  // (docs/verify.md, "Admission").
-  void SetUp() override { ASSERT_EQ(w_.setUp({.nsPrefix = "verify", .enforce = false}), ""); }
+  // Enforcing: admission admits the verification pod's init containers on the
+  // operator's --cli-image (by digest) and checks the rest (docs/verify.md, "Admission").
+  void SetUp() override { ASSERT_EQ(w_.setUp({.nsPrefix = "verify", .enforce = true}), ""); }
   void TearDown() override {
     if (HasFailure()) {
       std::cerr << kubectl({"get", "jobs,pods", "-n", w_.ns(), "-o", "wide"}).out << "\n"
@@ -104,7 +104,7 @@ TEST_F(RuntimeVerificationClusterTest, AJobRunsOnACompatibleNodeNeverOnTheOldDri
   EXPECT_EQ(pod["spec"]["initContainers"][0]["command"][1], "verify-env");
   EXPECT_EQ(pod["spec"]["initContainers"][1]["command"][1], "verify-host");
   // The closure ConfigMap the checks mount holds the current lock.
-  json cm = w_.get("configmap", "lockstep-closure-cu128");
+  json cm = w_.get("configmap", "lockstep-closure-cu128-" + v["revision"].dump());
   EXPECT_EQ(cm["data"]["lock"], cu128Lock());
   // An Event and the metric.
   EXPECT_TRUE(eventually([&] {
@@ -167,6 +167,47 @@ TEST_F(RuntimeVerificationClusterTest, AFailedRunHoldsAReleaseInFrontOfProdUntil
   setVerify("torch", {{"pod", {{"annotations", nullptr}}}});
   waitVerified("torch", "True", std::chrono::seconds(150));
   w_.waitPhase("v1", "Promoted", std::chrono::seconds(150));
+}
+
+// Admission in the enforcing namespace: the verification pods' init containers on
+// the operator's CLI image are admitted (the tests above), another image as an
+// init container is still refused, and so is the CLI image as a main container.
+TEST_F(RuntimeVerificationClusterTest, AnotherImageAsAnInitContainerIsStillRefused) {
+  auto pod = [&](const json& inits, const json& containers) {
+    return json{{"apiVersion", "v1"},
+                {"kind", "Pod"},
+                {"metadata",
+                 {{"name", "verify-by-hand"},
+                  {"labels", {{"lockstep.dev/runtime-env", "torch"}}},
+                  {"annotations", {{"lockstep.dev/closure-hash", w_.hash()}}}}},
+                {"spec",
+                 {{"initContainers", inits},
+                  {"containers", containers},
+                  {"volumes", json::array({{{"name", "lockstep-runtime"},
+                                            {"image", {{"reference", kTestImage}}}}})}}}};
+  };
+  auto create = [&](const json& p) {
+    return kubectl({"create", "--dry-run=server", "-n", w_.ns(), "-f", "-"}, p.dump());
+  };
+  const json verifyEnv = {{"name", "verify-env"}, {"image", kCliImage}};
+  const json main = json::array({{{"name", "serve"}, {"image", kTestImage}}});
+  auto ok = create(pod(json::array({verifyEnv}), main));
+  EXPECT_EQ(ok.exitCode, 0) << ok.err;
+
+  const std::string busybox = "docker.io/library/busybox@sha256:" + std::string(64, 'b');
+  auto other = create(pod(json::array({verifyEnv, {{"name", "setup"}, {"image", busybox}}}), main));
+  EXPECT_NE(other.exitCode, 0);
+  EXPECT_NE(other.err.find("init container \"setup\" image \"" + busybox +
+                           "\" is not the image of RuntimeEnv \"torch\""),
+            std::string::npos)
+      << other.err;
+  EXPECT_EQ(other.err.find("\"verify-env\""), std::string::npos) << other.err;
+
+  auto asMain = create(
+      pod(json::array({verifyEnv}), json::array({{{"name", "shell"}, {"image", kCliImage}}})));
+  EXPECT_NE(asMain.exitCode, 0);
+  EXPECT_NE(asMain.err.find("container \"shell\" image \"" + kCliImage + "\""), std::string::npos)
+      << asMain.err;
 }
 
 }  // namespace
