@@ -116,6 +116,7 @@ int main(int argc, char** argv) {
 
   lockstep::controllers::ModelReleaseOptions releaseOptions;
   releaseOptions.fetchCommand = {"sh", "-c", flags.get("package-fetch-command")};
+  releaseOptions.cliImage = flags.get("cli-image");
   if (std::string mount = flags.get("package-mount"); mount == "image-volume") {
     releaseOptions.mount = lockstep::controllers::PackageMount::kImageVolume;
   } else if (mount == "init-container") {

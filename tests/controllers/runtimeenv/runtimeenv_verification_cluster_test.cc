@@ -169,6 +169,67 @@ TEST_F(RuntimeVerificationClusterTest, AFailedRunHoldsAReleaseInFrontOfProdUntil
   w_.waitPhase("v1", "Promoted", std::chrono::seconds(150));
 }
 
+// Must-show 4: with spec.verify.onStart the gate Job's pod starts with the
+// verification init containers and the closure ConfigMap of the release's pinned
+// revision (admitted in this enforcing namespace); a check that fails (KWOK ends
+// verify-host with exit 1 and a report as its termination message) fails the
+// stage with reason RuntimeVerificationFailed and the report as the message.
+TEST_F(RuntimeVerificationClusterTest, OnStartGateJobsRunTheChecksAndAFailedCheckFailsTheStage) {
+  setVerify("torch", {{"onStart", true}, {"prefix", "/opt/venv"}});
+  const std::string revision = w_.get("rte", "torch")["status"]["currentRevision"].dump();
+  const std::string closure = "lockstep-closure-torch-" + revision;
+  ASSERT_TRUE(eventually([&] {
+    return kubectl({"get", "configmap", closure, "-n", w_.ns()}).exitCode == 0;
+  })) << "no closure ConfigMap "
+      << closure;
+  EXPECT_EQ(w_.get("configmap", closure)["data"]["lock"], kTestLock);
+
+  // v1's check fails on the node: verify-host ends with its report.
+  const std::string report =
+      "verify-host: MISMATCH: this node differs from " + w_.hash() +
+      " in 1 place(s)\n  host driver: expected >= 570.26 (CUDA 12.8), found 535.104.05";
+  json failing = gateStage("eval", report);
+  failing["gate"]["template"]["metadata"]["annotations"]["lockstep.dev/test-outcome"] = "fail";
+  failing["gate"]["template"]["metadata"]["annotations"]
+         ["lockstep.dev/test-failed-init-container"] = "verify-host";
+  ASSERT_EQ(w_.create(w_.release("v1", testPackage('1')).withGate(failing)).exitCode, 0);
+  json mr = w_.waitPhase("v1", "Failed", std::chrono::seconds(90));
+  EXPECT_EQ(conditionField(mr, "Ready", "reason"), "RuntimeVerificationFailed") << mr.dump(2);
+  const std::string message = conditionField(mr, "Ready", "message");
+  EXPECT_NE(message.find("stage \"eval\" runtime verification failed (Job v1-eval-1): "
+                         "verify-host exited 1: " +
+                         report),
+            std::string::npos)
+      << message;
+
+  // The gate Job's pod as the API server admitted it.
+  json pods =
+      kubectlJson({"get", "pods", "-n", w_.ns(), "-l", "batch.kubernetes.io/job-name=v1-eval-1"});
+  ASSERT_EQ(pods["items"].size(), 1u) << pods.dump(2);
+  const json& spec = pods["items"][0]["spec"];
+  ASSERT_GE(spec["initContainers"].size(), 2u) << spec.dump(2);
+  EXPECT_EQ(spec["initContainers"][0]["name"], "verify-env");
+  EXPECT_EQ(spec["initContainers"][0]["image"], kCliImage);
+  EXPECT_EQ(spec["initContainers"][0]["command"].back(), "/lockstep/runtime/opt/venv");
+  EXPECT_EQ(spec["initContainers"][1]["name"], "verify-host");
+  EXPECT_EQ(spec["initContainers"][1]["terminationMessagePolicy"], "FallbackToLogsOnError");
+  EXPECT_EQ(spec["containers"][0]["image"], kTestImage);
+  std::string closureVolume, runtimeVolume;
+  for (const json& v : spec["volumes"]) {
+    if (v.contains("configMap") && v["name"] == "lockstep-closure")
+      closureVolume = v["configMap"]["name"];
+    if (v.contains("image") && v["name"] == "lockstep-runtime")
+      runtimeVolume = v["image"]["reference"];
+  }
+  EXPECT_EQ(closureVolume, closure);
+  EXPECT_EQ(runtimeVolume, kTestImage);
+  EXPECT_EQ(mr["status"]["runtime"]["revision"].dump(), revision);
+
+  // v2's checks pass: the gate runs and the release is validated.
+  ASSERT_EQ(w_.create(w_.release("v2", testPackage('2')).withGate(gateStage("eval"))).exitCode, 0);
+  w_.waitPhase("v2", "Validated", std::chrono::seconds(90));
+}
+
 // Admission in the enforcing namespace: the verification pods' init containers on
 // the operator's CLI image are admitted (the tests above), another image as an
 // init container is still refused, and so is the CLI image as a main container.
