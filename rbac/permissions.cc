@@ -125,11 +125,12 @@ const std::vector<Permission>& operatorPermissions() {
       {"runtimeenv-controller",
        "",
        {"configmaps"},
-       {"create", "patch"},
+       {"create", "patch", "delete"},
        kW,
        {},
-       "spec.verify: server-side apply of the closure ConfigMap lockstep-closure-<runtimeenv> "
-       "(the lock and runtime.json the verification Jobs check against)"},
+       "spec.verify: server-side apply of the closure ConfigMaps lockstep-closure-<runtimeenv>-"
+       "<revision> (the lock and runtime.json the verification init containers check against); "
+       "delete those of revisions no longer current or pinned"},
       // ModelRelease controller (controllers/modelrelease/modelrelease_controller.cc).
       {"modelrelease-controller",
        "lockstep.dev",

@@ -27,6 +27,29 @@ std::optional<VerifySpec> decodeVerifySpec(const json& runtimeEnv) {
   return out;
 }
 
+StatusOr<std::optional<OnStartVerification>> decodeOnStart(const json& runtimeEnv) {
+  const std::string who = "RuntimeEnv \"" + decodeMeta(runtimeEnv).name + "\" ";
+  auto wrong = [&](const std::string& field, const char* want, const json& found) {
+    return Status(Code::kInvalidArgument, who + field + ": expected " + want + ", found " +
+                                              std::string(found.type_name()) + " " + found.dump());
+  };
+  const json* verify = decode::member(decode::object(runtimeEnv, "spec"), "verify");
+  if (verify == nullptr || verify->is_null()) return std::optional<OnStartVerification>();
+  if (!verify->is_object()) return wrong("spec.verify", "an object", *verify);
+  const json* onStart = decode::member(*verify, "onStart");
+  if (onStart == nullptr || onStart->is_null()) return std::optional<OnStartVerification>();
+  if (!onStart->is_boolean()) return wrong("spec.verify.onStart", "a boolean", *onStart);
+  if (!onStart->get<bool>()) return std::optional<OnStartVerification>();
+  OnStartVerification out;
+  if (const json* prefix = decode::member(*verify, "prefix"); prefix != nullptr) {
+    if (!prefix->is_string() || prefix->get<std::string>().empty() ||
+        prefix->get<std::string>()[0] != '/')
+      return wrong("spec.verify.prefix", "an absolute path", *prefix);
+    out.prefix = prefix->get<std::string>();
+  }
+  return std::optional<OnStartVerification>(out);
+}
+
 VerificationStatus decodeVerificationStatus(const json& runtimeEnv) {
   const json& v = decode::object(decode::object(runtimeEnv, "status"), "verification");
   VerificationStatus out;

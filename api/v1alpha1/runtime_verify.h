@@ -14,6 +14,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "common/status.h"
+
 namespace lockstep::api::v1alpha1 {
 
 inline constexpr const char* kConditionVerified = "Verified";
@@ -23,6 +25,12 @@ inline constexpr const char* kReasonVerificationRunning = "VerificationRunning";
 inline constexpr const char* kReasonInvalidSchedule = "InvalidSchedule";
 // ModelRelease (Ready): the runtime's verification fails or is missing/old.
 inline constexpr const char* kReasonRuntimeNotVerified = "RuntimeNotVerified";
+// ModelRelease, spec.verify.onStart: a stage does not start (no --cli-image, a
+// malformed spec.verify) / a stage failed or a canary rolled back because a
+// verification init container failed (its termination message is the message).
+inline constexpr const char* kReasonRuntimeVerificationUnavailable =
+    "RuntimeVerificationUnavailable";
+inline constexpr const char* kReasonRuntimeVerificationFailed = "RuntimeVerificationFailed";
 
 // Labels of verification Jobs and their pods.
 inline constexpr const char* kVerifyRuntimeEnvLabel = "lockstep.dev/verify-runtime-env";
@@ -83,6 +91,16 @@ struct VerificationStatus {
 };
 
 std::optional<VerifySpec> decodeVerifySpec(const nlohmann::json& runtimeEnv);
+
+// What a pod on this RuntimeEnv starts with when spec.verify.onStart is true
+// (docs/verify.md, "onStart"): nullopt when off (absent, false, or no
+// spec.verify). kInvalidArgument naming the field when spec.verify or one of
+// onStart / prefix has the wrong type (the CRD schema refuses those; this
+// guards objects that bypassed it).
+struct OnStartVerification {
+  std::string prefix = kDefaultVerifyPrefix;
+};
+StatusOr<std::optional<OnStartVerification>> decodeOnStart(const nlohmann::json& runtimeEnv);
 VerificationStatus decodeVerificationStatus(const nlohmann::json& runtimeEnv);
 nlohmann::json encodeVerificationStatus(const VerificationStatus& v);
 

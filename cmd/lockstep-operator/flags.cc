@@ -76,9 +76,10 @@ std::vector<FlagSpec> operatorFlagSpecs(const std::string& podNamespace) {
        "init-container mode: shell command, run by sh -c on the runtime image, that fetches "
        "$LOCKSTEP_PACKAGE (by digest) into $LOCKSTEP_MODEL_DIR"},
       {"cli-image", "",
-       "the lockstep CLI image (repo@sha256:...) RuntimeEnv verification Jobs run verify-env "
-       "and verify-host from (spec.verify.schedule); empty: such RuntimeEnvs get "
-       "Verified=False, reason NoCliImage"},
+       "the lockstep CLI image, by digest (repo@sha256:...; a tag is refused at start), that "
+       "verification init containers run verify-env and verify-host from (RuntimeEnv "
+       "spec.verify.schedule and onStart); pod admission admits init containers on exactly this "
+       "reference; empty: such RuntimeEnvs get Verified=False, reason NoCliImage"},
       {"registry-ca-file", "",
        "registry stage tags: PEM CA bundle registries' certificates are verified against "
        "(empty: the system roots)"},

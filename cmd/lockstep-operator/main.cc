@@ -116,6 +116,7 @@ int main(int argc, char** argv) {
 
   lockstep::controllers::ModelReleaseOptions releaseOptions;
   releaseOptions.fetchCommand = {"sh", "-c", flags.get("package-fetch-command")};
+  releaseOptions.cliImage = flags.get("cli-image");
   if (std::string mount = flags.get("package-mount"); mount == "image-volume") {
     releaseOptions.mount = lockstep::controllers::PackageMount::kImageVolume;
   } else if (mount == "init-container") {
@@ -165,6 +166,9 @@ int main(int argc, char** argv) {
   lw::LogRecorder logRecorder;
   lw::FanoutRecorder recorder{&promRecorder, &logRecorder};
   lw::PodWebhook podWebhook(envs, modes, recorder, manager.clock());
+  // The verification init containers run the CLI image: admitted only by digest.
+  if (Status s = podWebhook.trustInitImage(flags.get("cli-image")); !s.isOk())
+    return fail("--cli-image: " + s.message());
   lw::ModelReleaseWebhook releaseWebhook(envs, authorizer, recorder, manager.clock());
   releaseWebhook.allowPrometheusAddress(allowAddresses);
   lw::ModelReleaseCreatorWebhook creatorWebhook(recorder, manager.clock());

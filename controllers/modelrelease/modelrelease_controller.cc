@@ -106,6 +106,7 @@ std::optional<ModelReleaseObserved> ModelReleaseReconciler::observe(const Reques
   }
   o.mount = options_.mount;
   o.fetchCommand = options_.fetchCommand;
+  o.cliImage = options_.cliImage;
   auto wall = clock_.wallNow();
   o.now = kube::formatTime(wall, false);
   o.nowUnix = std::chrono::duration_cast<std::chrono::seconds>(wall.time_since_epoch()).count();
@@ -152,6 +153,7 @@ ProdObserved ModelReleaseReconciler::observeProd(const v1::ModelRelease& r) cons
   const std::string& model = r.spec.model;
   p.mount = options_.mount;
   p.fetchCommand = options_.fetchCommand;
+  p.cliImage = options_.cliImage;
   p.anchor = caches_.anchors.get(ns, v1::modelAnchorName(model));
   p.service = caches_.services.get(ns, model);
   p.stableDeployment = caches_.deployments.get(ns, servingDeploymentName(model, kTrackStable));

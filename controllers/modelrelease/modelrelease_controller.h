@@ -47,6 +47,8 @@ namespace lockstep::controllers {
 struct ModelReleaseOptions {
   PackageMount mount = PackageMount::kImageVolume;
   std::vector<std::string> fetchCommand;  // InitContainer mode
+  // The lockstep CLI image (--cli-image): RuntimeEnv spec.verify.onStart's init containers.
+  std::string cliImage;
   // Registry stage tags (tags/stage_tagger.h): the CA bundle registries are
   // verified against (empty: the system roots), and the tagger;
   // setupModelReleaseController makes one when none is given.

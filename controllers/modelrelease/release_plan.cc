@@ -234,6 +234,16 @@ ReleasePlan planRelease(const ReleaseObserved& o) {
         sum.readyMessage = "stage " + quote(s.name) + " does not start: " + *why;
         break;
       }
+      // spec.verify.onStart: the serving pods need the CLI image (runtime_pod.h).
+      if (!started && o.runtimeEnv) {
+        if (auto verify = onStartVerification(*o.runtimeEnv, "", 0, o.cliImage); !verify.isOk()) {
+          sum.phase = gateIndex == 0 ? kPhasePending : kPhaseTesting;
+          sum.readyReason = sum.stalledReason = kReasonRuntimeVerificationUnavailable;
+          sum.readyMessage = sum.stalledMessage =
+              "stage " + quote(s.name) + " does not start: " + verify.status().message();
+          break;
+        }
+      }
       // approval: Manual on the serving stage holds the canary before it starts.
       if (!started && s.approval == v1::Approval::kManual) {
         auto d = stageApproval(s, o.release);
@@ -351,9 +361,20 @@ ReleasePlan planRelease(const ReleaseObserved& o) {
     // (nothing to pin) on its current image and hash.
     const std::string image = rt.pin ? rt.pin->image : env.image;
     const std::string hash = rt.pin ? rt.pin->closureHash : env.closureHash;
-    auto built = buildGateJob(
-        r, s,
-        {jobName, attempt, image, hash, rt.pin ? rt.pin->revision : 0, o.mount, o.fetchCommand});
+    // spec.verify.onStart: the checks run first, against the pinned revision's closure.
+    auto verify = o.runtimeEnv ? onStartVerification(*o.runtimeEnv, image,
+                                                     rt.pin ? rt.pin->revision : 0, o.cliImage)
+                               : StatusOr<std::optional<VerifyContainers>>(std::nullopt);
+    if (!verify.isOk()) {
+      // The stage does not start; a fix (the flag, the RuntimeEnv) starts it.
+      sum.readyReason = sum.stalledReason = kReasonRuntimeVerificationUnavailable;
+      sum.readyMessage = sum.stalledMessage =
+          "stage " + quote(s.name) + " does not start: " + verify.status().message();
+      break;
+    }
+    auto built = buildGateJob(r, s,
+                              {jobName, attempt, image, hash, rt.pin ? rt.pin->revision : 0,
+                               o.mount, o.fetchCommand, std::move(*verify)});
     if (!built.isOk()) {
       st["phase"] = kStageFailed;
       st["message"] = built.status().message();

@@ -34,6 +34,8 @@ struct ReleaseObserved {
   PackageMount mount = PackageMount::kImageVolume;
   // InitContainer mode: the command that fetches $LOCKSTEP_PACKAGE into /model.
   std::vector<std::string> fetchCommand;
+  // The lockstep CLI image (--cli-image) of RuntimeEnv spec.verify.onStart's init containers.
+  std::string cliImage;
   std::string now;      // RFC 3339, for status timestamps
   int64_t nowUnix = 0;  // the same instant, seconds since the epoch
   // The model's prod state from its anchor ConfigMap (docs/rollouts.md,

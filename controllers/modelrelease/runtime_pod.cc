@@ -1,6 +1,11 @@
 #include "controllers/modelrelease/runtime_pod.h"
 
+#include <cstdlib>
+
+#include "api/v1alpha1/meta.h"
+#include "api/v1alpha1/runtime_env.h"
 #include "api/v1alpha1/runtime_revision.h"
+#include "api/v1alpha1/runtime_verify.h"
 
 namespace lockstep::controllers {
 namespace {
@@ -48,7 +53,48 @@ Status prepareContainer(json& c, const RuntimePod& pod) {
   return Status::ok();
 }
 
+// The GPUs the pod's main containers ask for (nvidia.com/gpu limits, summed):
+// an init container asking as many adds none to the pod's request.
+int64_t gpusOf(const json& containers) {
+  int64_t n = 0;
+  for (const json& c : containers) {
+    const json* limits =
+        api::v1alpha1::decode::member(api::v1alpha1::decode::object(c, "resources"), "limits");
+    const json* gpu = limits ? api::v1alpha1::decode::member(*limits, "nvidia.com/gpu") : nullptr;
+    if (gpu == nullptr) continue;
+    if (gpu->is_number_integer()) n += gpu->get<int64_t>();
+    if (gpu->is_string()) n += std::strtoll(gpu->get<std::string>().c_str(), nullptr, 10);
+  }
+  return n;
+}
+
 }  // namespace
+
+StatusOr<std::optional<VerifyContainers>> onStartVerification(const json& runtimeEnv,
+                                                              const std::string& runtimeImage,
+                                                              int64_t revision,
+                                                              const std::string& cliImage) {
+  auto onStart = api::v1alpha1::decodeOnStart(runtimeEnv);
+  if (!onStart.isOk()) return onStart.status();
+  if (!*onStart) return std::optional<VerifyContainers>();
+  const api::v1alpha1::RuntimeEnv env = api::v1alpha1::decodeRuntimeEnv(runtimeEnv);
+  const std::string& name = env.meta.name;
+  if (cliImage.empty()) {
+    return Status(Code::kUnavailable,
+                  "RuntimeEnv " + quote(name) +
+                      " asks for spec.verify.onStart, but the operator runs without --cli-image "
+                      "(chart value cliImage): the verification init containers need the "
+                      "lockstep CLI image");
+  }
+  if (revision <= 0) revision = env.status.currentRevision;  // a release from before pins
+  VerifyContainers v;
+  v.cliImage = cliImage;
+  v.runtimeImage = runtimeImage;
+  v.closureConfigMap = closureConfigMapName(name, revision);
+  v.prefix = (*onStart)->prefix;
+  v.checkGpuCount = true;
+  return std::optional<VerifyContainers>(std::move(v));
+}
 
 const char* packageMountName(PackageMount m) {
   return m == PackageMount::kImageVolume ? "ImageVolume" : "InitContainer";
@@ -80,6 +126,15 @@ Status prepareRuntimePod(json& tmpl, const RuntimePod& pod) {
     }
   }
   json& volumes = arrayAt(spec, "volumes");
+  if (pod.verify) {
+    // First of the init containers: nothing of the release runs on a runtime that failed.
+    VerifyContainers v = *pod.verify;
+    v.gpus = gpusOf(containers);
+    json& inits = arrayAt(spec, "initContainers");
+    inits.insert(inits.begin(), verifyHostContainer(v));
+    inits.insert(inits.begin(), verifyEnvContainer(v));
+    for (json& vol : verifyVolumes(v)) volumes.push_back(std::move(vol));
+  }
   if (pod.mount == PackageMount::kImageVolume) {
     volumes.push_back({{"name", kPackageVolume},
                        {"image", {{"reference", pod.package}, {"pullPolicy", "IfNotPresent"}}}});
@@ -94,7 +149,8 @@ Status prepareRuntimePod(json& tmpl, const RuntimePod& pod) {
                            envVar("LOCKSTEP_MODEL_DIR", kModelDir)})},
       {"volumeMounts", json::array({{{"name", kPackageVolume}, {"mountPath", kModelDir}}})}};
   json& inits = arrayAt(spec, "initContainers");
-  inits.insert(inits.begin(), fetch);
+  // After the verification init containers, before the template's own.
+  inits.insert(inits.begin() + (pod.verify ? 2 : 0), fetch);
   return Status::ok();
 }
 

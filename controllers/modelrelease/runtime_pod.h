@@ -3,8 +3,10 @@
 // (image by digest and closure hash of its RuntimeEnv revision),
 // declares its runtime (label lockstep.dev/runtime-env, annotation
 // lockstep.dev/closure-hash) so the pod admission webhook admits it, carries
-// the LOCKSTEP_* environment, and mounts the checkpoint package read-only at
-// /model by reference (docs/modelrelease.md). Thread-safety: pure functions.
+// the LOCKSTEP_* environment, mounts the checkpoint package read-only at
+// /model by reference (docs/modelrelease.md), and, with the RuntimeEnv's
+// spec.verify.onStart, starts with the runtime verification init containers
+// (docs/verify.md). Thread-safety: pure functions.
 #pragma once
 
 #include <cstdint>
@@ -17,6 +19,7 @@
 #include <nlohmann/json.hpp>
 
 #include "common/status.h"
+#include "controllers/common/verify_containers.h"
 
 namespace lockstep::controllers {
 
@@ -43,7 +46,20 @@ struct RuntimePod {
   std::vector<std::pair<std::string, std::string>> env;
   PackageMount mount = PackageMount::kImageVolume;
   std::vector<std::string> fetchCommand;  // kInitContainer: fetches $LOCKSTEP_PACKAGE
+  // RuntimeEnv spec.verify.onStart: the verification init containers
+  // (controllers/common/verify_containers.h) run first; verify-host gets the GPUs the
+  // main containers ask for (nvidia.com/gpu limits) and checks their count.
+  std::optional<VerifyContainers> verify;
 };
+
+// The verification init containers a pod on revision `revision` of RuntimeEnv
+// `runtimeEnv` starts with (spec.verify.onStart): nullopt when off.
+// kUnavailable when on but the operator has no CLI image (--cli-image),
+// kInvalidArgument for a malformed spec.verify (named by field).
+StatusOr<std::optional<VerifyContainers>> onStartVerification(const nlohmann::json& runtimeEnv,
+                                                              const std::string& runtimeImage,
+                                                              int64_t revision,
+                                                              const std::string& cliImage);
 
 // Rewrites the PodTemplateSpec `tmpl` in place. kInvalidArgument names what cannot run:
 // no containers, or a container (or init container) naming another image than

@@ -99,8 +99,11 @@ std::optional<RuntimeEnvObserved> RuntimeEnvReconciler::observe(const Request& r
         observed.verifyPods.push_back(pod);
     }
   }
-  observed.closureConfigMap =
-      caches_.configMaps.get(request.ns, closureConfigMapName(request.name));
+  for (const auto& cm : caches_.configMaps.byIndex(kube::kNamespaceIndex, request.ns)) {
+    auto owner = kube::controllerOf(*cm);
+    if (kube::label(*cm, v1::kVerifyRuntimeEnvLabel) && owner && owner->uid == uid)
+      observed.closureConfigMaps.push_back(cm);
+  }
   observed.cliImage = cliImage_;
   return observed;
 }

@@ -188,7 +188,10 @@ void planVerificationInto(RuntimeEnvPlan& plan, const RuntimeEnvObserved& o, con
   in.nodes = o.nodes;
   in.jobs = o.verifyJobs;
   in.pods = o.verifyPods;
-  in.closureConfigMap = o.closureConfigMap;
+  in.closureConfigMaps = o.closureConfigMaps;
+  for (const auto& rev : revisions.revisions) {
+    if (rev.pinned()) in.pinnedRevisions.push_back(rev.number);
+  }
   in.cliImage = o.cliImage;
   in.now = now;
   in.nowUnix = o.nowUnix;
@@ -391,6 +394,8 @@ ExecutionPlan executionPlan(const RuntimeEnvPlan& plan, const RuntimeEnvObserved
     out.apply.push_back(std::move(create));
   }
   for (const std::string& name : v.jobsToDelete) out.prune.push_back({kJobs, ns, name, ""});
+  for (const std::string& name : v.closureConfigMapsToDelete)
+    out.prune.push_back({kConfigMaps, ns, name, ""});
   for (const auto& e : plan.events)
     out.events.push_back({o.runtimeEnv, e.type, e.reason, e.message});
   if (plan.statusChanged) {

@@ -35,11 +35,11 @@ struct RuntimeEnvObserved {
   // targets of each model, are derived from them).
   std::vector<kube::ObjectPtr> releases;
   // Scheduled verification (runtimeenv_verification.h): the RuntimeEnv's
-  // verification Jobs and their pods, its closure ConfigMap (null when absent),
+  // verification Jobs and their pods, its closure ConfigMaps (one per revision),
   // the CLI image the Jobs run the checks on, and the clock as Unix seconds.
   std::vector<kube::ObjectPtr> verifyJobs;
   std::vector<kube::ObjectPtr> verifyPods;
-  kube::ObjectPtr closureConfigMap;
+  std::vector<kube::ObjectPtr> closureConfigMaps;  // this RuntimeEnv's, one per revision
   std::string cliImage;
   int64_t nowUnix = 0;
 };

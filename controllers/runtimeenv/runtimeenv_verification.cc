@@ -8,8 +8,10 @@
 #include "api/v1alpha1/keys.h"
 #include "api/v1alpha1/meta.h"
 #include "api/v1alpha1/resources.h"
+#include "api/v1alpha1/runtime_revision.h"
 #include "closure/cuda.h"
 #include "controllers/common/object_names.h"
+#include "controllers/common/verify_containers.h"
 #include "operator/kube/clock.h"
 #include "operator/kube/event_sink.h"
 #include "verify/schedule.h"
@@ -21,8 +23,6 @@ using nlohmann::json;
 using namespace api::v1alpha1;  // NOLINT(google-build-using-namespace): the kinds' vocabulary
 
 constexpr const char* kGpuProductLabel = "nvidia.com/gpu.product";
-constexpr const char* kClosureDir = "/lockstep/closure";
-constexpr const char* kRuntimeDir = "/lockstep/runtime";
 // A Job not in the cache this long after its run started was deleted (not merely unseen yet).
 constexpr int64_t kJobGoneAfterSeconds = 60;
 // How long a failed Job's pod may lag behind it in the cache before the result goes without it.
@@ -79,78 +79,51 @@ json ownedBy(const ObjectMeta& meta) {
                        {"blockOwnerDeletion", true}}});
 }
 
-json cliContainer(const VerificationInput& in, const std::string& name,
-                  std::vector<std::string> command, bool gpu) {
-  json c = {{"name", name},
-            {"image", in.cliImage},
-            {"command", std::move(command)},
-            {"terminationMessagePolicy", "FallbackToLogsOnError"},
-            {"securityContext",
-             {{"runAsNonRoot", true},
-              {"runAsUser", 65532},
-              {"allowPrivilegeEscalation", false},
-              {"readOnlyRootFilesystem", true},
-              {"capabilities", {{"drop", json::array({"ALL"})}}}}},
-            {"volumeMounts",
-             json::array({{{"name", "closure"}, {"mountPath", kClosureDir}, {"readOnly", true}},
-                          {{"name", "runtime"}, {"mountPath", kRuntimeDir}, {"readOnly", true}}})}};
-  if (gpu) c["resources"] = {{"limits", {{"nvidia.com/gpu", 1}}}};
-  return c;
-}
-
 json buildJob(const VerificationInput& in, const VerifySpec& spec, int64_t run, size_t index,
               const Target& t) {
   const ObjectMeta meta = decodeMeta(*in.runtimeEnv);
   const std::string name = verificationJobName(meta.name, run, index);
-  const std::string prefix = std::string(kRuntimeDir) + (spec.prefix == "/" ? "" : spec.prefix);
-  const std::string lock = std::string(kClosureDir) + "/lock";
-  const std::string runtimeJson = std::string(kClosureDir) + "/runtime.json";
   const bool gpu = t.product != "cpu";
   json labels = {{kVerifyRuntimeEnvLabel, dnsLabelName(meta.name)},
                  {kVerifyRunLabel, std::to_string(run)},
                  {kVerifyGpuProductLabel, dnsLabelName(t.product)}};
   json podAnnotations = json::object();
   for (const auto& [k, v] : spec.podAnnotations) podAnnotations[k] = v;
+  // The pod declares the revision it verifies, so admission checks its main
+  // container against it and admits the CLI init containers (pod_validator.h).
+  json podLabels = labels;
+  podLabels[kRuntimeEnvLabel] = meta.name;
+  podAnnotations[kClosureHashAnnotation] = in.closureHash;
+  podAnnotations[kRuntimeRevisionAnnotation] = std::to_string(in.revision);
   json env = json::array({{{"name", "LOCKSTEP_RUNTIME_ENV"}, {"value", meta.name}},
                           {{"name", "LOCKSTEP_CLOSURE_HASH"}, {"value", in.closureHash}},
                           {{"name", "LOCKSTEP_GPU_PRODUCT"}, {"value", t.product}}});
-  json verifyEnv = cliContainer(
-      in, "verify-env",
-      {"lockstep", "verify-env", "--lock", lock, "--runtime-json", runtimeJson, "--prefix", prefix},
-      false);
-  json verifyHost = cliContainer(
-      in, "verify-host",
-      {"lockstep", "verify-host", "--runtime-json", runtimeJson, "--prefix", prefix}, gpu);
-  json inits = json::array({verifyEnv});
-  json containers = json::array();
-  if (spec.smoke.empty()) {
-    containers.push_back(std::move(verifyHost));
-  } else {
-    inits.push_back(std::move(verifyHost));
-    json smoke = {{"name", "smoke"},
-                  {"image", in.image},
-                  {"command", json::array({"sh", "-c", spec.smoke})},
-                  {"env", env},
-                  {"terminationMessagePolicy", "FallbackToLogsOnError"}};
-    if (gpu) smoke["resources"] = {{"limits", {{"nvidia.com/gpu", 1}}}};
-    containers.push_back(std::move(smoke));
-  }
+  VerifyContainers vc;
+  vc.cliImage = in.cliImage;
+  vc.runtimeImage = in.image;
+  vc.closureConfigMap = closureConfigMapName(meta.name, in.revision);
+  vc.prefix = spec.prefix;
+  vc.gpus = gpu ? 1 : 0;
+  // The checks are init containers (admission trusts the CLI image there only);
+  // the main container is the smoke command on the runtime image by digest
+  // (without one, the runtime image's `true`: it starts on the node).
+  json smoke = {{"name", "smoke"},
+                {"image", in.image},
+                {"command", json::array({"sh", "-c", spec.smoke.empty() ? "true" : spec.smoke})},
+                {"env", env},
+                {"terminationMessagePolicy", "FallbackToLogsOnError"}};
+  if (gpu) smoke["resources"] = {{"limits", {{"nvidia.com/gpu", 1}}}};
   json podSpec = {
       {"restartPolicy", "Never"},
       {"automountServiceAccountToken", false},
-      {"initContainers", std::move(inits)},
-      {"containers", std::move(containers)},
-      {"volumes",
-       json::array(
-           {{{"name", "closure"}, {"configMap", {{"name", closureConfigMapName(meta.name)}}}},
-            {{"name", "runtime"},
-             {"image", {{"reference", in.image}, {"pullPolicy", "IfNotPresent"}}}}})}};
+      {"initContainers", json::array({verifyEnvContainer(vc), verifyHostContainer(vc)})},
+      {"containers", json::array({std::move(smoke)})},
+      {"volumes", verifyVolumes(vc)}};
   if (gpu) {
     podSpec["nodeSelector"] = {{"kubernetes.io/hostname", t.node}, {kGpuProductLabel, t.product}};
   }
   if (!spec.tolerations.empty()) podSpec["tolerations"] = spec.tolerations;
-  json podMeta = {{"labels", labels}};
-  if (!podAnnotations.empty()) podMeta["annotations"] = podAnnotations;
+  json podMeta = {{"labels", podLabels}, {"annotations", podAnnotations}};
   return json{{"apiVersion", "batch/v1"},
               {"kind", "Job"},
               {"metadata",
@@ -172,9 +145,11 @@ json closureConfigMap(const VerificationInput& in) {
   return json{{"apiVersion", "v1"},
               {"kind", "ConfigMap"},
               {"metadata",
-               {{"name", closureConfigMapName(meta.name)},
+               {{"name", closureConfigMapName(meta.name, in.revision)},
                 {"namespace", meta.ns},
-                {"labels", {{kVerifyRuntimeEnvLabel, dnsLabelName(meta.name)}}},
+                {"labels",
+                 {{kVerifyRuntimeEnvLabel, dnsLabelName(meta.name)},
+                  {kRuntimeRevisionAnnotation, std::to_string(in.revision)}}},
                 {"ownerReferences", ownedBy(meta)}}},
               {"data", {{"lock", in.lockText}, {"runtime.json", runtime.dump(2) + "\n"}}}};
 }
@@ -203,23 +178,23 @@ std::optional<std::string> failureOf(const VerificationInput& in, const std::str
       continue;
     if (std::string n = decode::string(decode::object(*pod, "spec"), "nodeName"); !n.empty())
       *node = n;
-    const json& status = decode::object(*pod, "status");
-    for (const char* field : {"initContainerStatuses", "containerStatuses"}) {
-      for (const json& cs : decode::array(status, field)) {
-        const json& t = decode::object(decode::object(cs, "state"), "terminated");
-        if (t.empty() || decode::integer(t, "exitCode", 0) == 0) continue;
-        std::string message = decode::string(t, "message");
-        while (!message.empty() && (message.back() == '\n' || message.back() == ' '))
-          message.pop_back();
-        if (message.size() > kMaxMessage) message = message.substr(0, kMaxMessage) + "…";
-        std::string out = decode::string(cs, "name") + " exited " +
-                          std::to_string(decode::integer(t, "exitCode", 0));
-        return message.empty() ? out + " (" + decode::string(t, "reason") + ")"
-                               : out + ": " + message;
-      }
-    }
+    if (auto why = containerFailure(*pod, false, kMaxMessage)) return why;
   }
   return std::nullopt;
+}
+
+// The closure ConfigMaps of revisions that are neither `current` nor pinned.
+std::vector<std::string> staleClosureConfigMaps(const VerificationInput& in, int64_t current) {
+  std::vector<std::string> out;
+  const std::string rte = kube::name(*in.runtimeEnv);
+  for (const auto& c : in.closureConfigMaps) {
+    if (kube::isBeingDeleted(*c)) continue;
+    bool keep = current > 0 && kube::name(*c) == closureConfigMapName(rte, current);
+    for (int64_t rev : in.pinnedRevisions)
+      keep = keep || kube::name(*c) == closureConfigMapName(rte, rev);
+    if (!keep) out.push_back(kube::name(*c));
+  }
+  return out;
 }
 
 std::string where(const VerificationResult& r) {
@@ -292,10 +267,6 @@ std::string verdictMessage(const VerificationStatus& v) {
 
 }  // namespace
 
-std::string closureConfigMapName(const std::string& runtimeEnv) {
-  return dnsLabelName("lockstep-closure-" + runtimeEnv);
-}
-
 std::string verificationJobName(const std::string& runtimeEnv, int64_t run, size_t index) {
   return dnsLabelName(runtimeEnv + "-verify-" + std::to_string(run) + "-" + std::to_string(index));
 }
@@ -303,8 +274,25 @@ std::string verificationJobName(const std::string& runtimeEnv, int64_t run, size
 VerificationPlan planVerification(const VerificationInput& in) {
   VerificationPlan plan;
   const VerificationStatus old = decodeVerificationStatus(*in.runtimeEnv);
+  // The closure ConfigMap of the current revision, for the verification Jobs and
+  // the onStart init containers; those of pinned revisions are kept.
+  const bool closureWanted = in.spec && (!in.spec->schedule.empty() || in.spec->onStart);
+  if (!closureWanted) {
+    plan.closureConfigMapsToDelete = staleClosureConfigMaps(in, 0);
+  } else if (in.revision > 0 && !in.lockText.empty()) {
+    json cm = closureConfigMap(in);
+    const kube::Object* cached = nullptr;
+    for (const auto& c : in.closureConfigMaps) {
+      if (kube::name(*c) == cm["metadata"]["name"]) cached = c.get();
+    }
+    if (cached == nullptr || decode::object(*cached, "data") != cm["data"] ||
+        kube::labels(*cached).count(kVerifyRuntimeEnvLabel) == 0) {
+      plan.closureConfigMap = std::move(cm);
+    }
+    plan.closureConfigMapsToDelete = staleClosureConfigMaps(in, in.revision);
+  }
   if (!in.spec || in.spec->schedule.empty()) {
-    // Verification off: nothing of it is left behind.
+    // Scheduled verification off: nothing of it is left behind.
     plan.status = nullptr;
     for (const auto& j : in.jobs) {
       if (!kube::isBeingDeleted(*j)) plan.jobsToDelete.push_back(kube::name(*j));
@@ -333,12 +321,6 @@ VerificationPlan planVerification(const VerificationInput& in) {
     // Nothing resolved now: no new run; the recorded state stays.
     plan.status = old.run > 0 ? encodeVerificationStatus(old) : json(nullptr);
     return plan;
-  }
-  // The closure the Jobs mount, kept in step with the current revision.
-  json cm = closureConfigMap(in);
-  if (!in.closureConfigMap || decode::object(*in.closureConfigMap, "data") != cm["data"] ||
-      kube::labels(*in.closureConfigMap).count(kVerifyRuntimeEnvLabel) == 0) {
-    plan.closureConfigMap = std::move(cm);
   }
 
   int64_t requeue = 0;

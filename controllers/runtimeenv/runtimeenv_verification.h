@@ -25,6 +25,7 @@
 #include <nlohmann/json.hpp>
 
 #include "api/v1alpha1/runtime_verify.h"
+#include "controllers/common/verify_containers.h"
 #include "operator/kube/conditions.h"
 #include "operator/kube/object.h"
 
@@ -46,9 +47,12 @@ struct VerificationInput {
   std::vector<kube::ObjectPtr> nodes;
   std::vector<kube::ObjectPtr> jobs;  // labelled kVerifyRuntimeEnvLabel = this RuntimeEnv
   std::vector<kube::ObjectPtr> pods;  // their pods
-  kube::ObjectPtr closureConfigMap;   // as cached; null when absent
-  std::string cliImage;               // the lockstep CLI image (operator flag --cli-image)
-  std::string now;                    // RFC 3339 UTC
+  // This RuntimeEnv's closure ConfigMaps as cached (closureConfigMapName, one per
+  // revision), and the revisions releases pin: their ConfigMaps are kept.
+  std::vector<kube::ObjectPtr> closureConfigMaps;
+  std::vector<int64_t> pinnedRevisions;
+  std::string cliImage;  // the lockstep CLI image (operator flag --cli-image)
+  std::string now;       // RFC 3339 UTC
   int64_t nowUnix = 0;
 };
 
@@ -66,6 +70,8 @@ struct VerificationPlan {
   std::vector<nlohmann::json> jobsToCreate;
   std::vector<std::string> jobsToDelete;
   std::optional<nlohmann::json> closureConfigMap;  // to apply (it differs from the cached one)
+  // Closure ConfigMaps of revisions neither current nor pinned.
+  std::vector<std::string> closureConfigMapsToDelete;
   std::vector<VerificationEvent> events;
   // A run that finished in this plan: "passed" | "failed" (the metric's result label).
   std::string finishedResult;
@@ -74,8 +80,6 @@ struct VerificationPlan {
 
 VerificationPlan planVerification(const VerificationInput& in);
 
-// `lockstep-closure-<runtime env>` (hashed when longer than 63 characters).
-std::string closureConfigMapName(const std::string& runtimeEnv);
 // `<runtime env>-verify-<run>-<product index>` (hashed when longer than 63 characters).
 std::string verificationJobName(const std::string& runtimeEnv, int64_t run, size_t index);
 

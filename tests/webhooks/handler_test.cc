@@ -56,6 +56,17 @@ TEST_F(HandlerTest, AdmitsGoodPodAndRecords) {
   EXPECT_GT(o[0].duration.count(), 0);
 }
 
+TEST_F(HandlerTest, TrustsTheCliImageOnlyByDigestAndOnlyAsInitContainer) {
+  const std::string cli = "registry.example/lockstep/lockstep@" + sha('1');
+  const json pod = PodBuilder::good().init("verify-env", cli).json();
+  EXPECT_EQ(response(pods_.handle(testing::review("CREATE", pod)))["allowed"], false);
+  Status tag = pods_.trustInitImage("registry.example/lockstep/lockstep:1.0");
+  EXPECT_EQ(tag.code(), Code::kInvalidArgument) << tag.toString();
+  EXPECT_EQ(response(pods_.handle(testing::review("CREATE", pod)))["allowed"], false);
+  ASSERT_TRUE(pods_.trustInitImage(cli).isOk());
+  EXPECT_EQ(response(pods_.handle(testing::review("CREATE", pod)))["allowed"], true);
+}
+
 TEST_F(HandlerTest, DeniesWrongHashWithMessage) {
   HttpReply r = pods_.handle(testing::review("CREATE", PodBuilder::good().hash(sha('d')).json()));
   ASSERT_EQ(r.status, 200);

@@ -484,6 +484,126 @@ TEST(PodValidator, WrongTypesAreViolationsNotCrashes) {
   EXPECT_EQ(m.violations, v.violations);
 }
 
+// The operator's verification containers (docs/verify.md, "Admission"): init
+// containers on exactly the trusted CLI image (the operator's --cli-image, by
+// digest) are admitted in an enforcing namespace; the rest of the pod is
+// checked as always.
+const std::string kCli = "registry.example/lockstep/lockstep@" + sha('1');
+
+// The pod a verification Job (or an onStart gate Job) makes: verify-env and
+// verify-host on the CLI image, the runtime image mounted by digest, the main
+// container on the runtime's image.
+PodBuilder verificationPod() {
+  return PodBuilder("torch-verify-1-0")
+      .env("torch")
+      .hash(kEnvHash)
+      .init("verify-env", kCli)
+      .init("verify-host", kCli)
+      .container("smoke", kEnvImage)
+      .imageVolume("lockstep-runtime", kEnvImage);
+}
+
+Verdict validateIn(NamespaceMode mode, const nlohmann::json& pod, const std::string& trusted,
+                   Operation op = Operation::kCreate, const nlohmann::json* oldPod = nullptr) {
+  PodReview r;
+  r.operation = op;
+  r.ns = "ml";
+  r.pod = &pod;
+  r.oldPod = oldPod;
+  r.mode = mode;
+  r.runtimeEnv = torch();
+  r.trustedInitImage = trusted;
+  return validatePod(r);
+}
+
+TEST(PodValidatorVerification, TheCliImageAsInitContainerIsAdmittedWhereEnforced) {
+  Verdict v = validateIn(NamespaceMode::kEnforce, verificationPod().json(), kCli);
+  EXPECT_EQ(decisionName(v.decision), decisionName(Decision::kAllowed)) << v.message;
+  EXPECT_TRUE(v.checked);
+  EXPECT_TRUE(v.violations.empty());
+}
+
+TEST(PodValidatorVerification, WithoutTrustTheCliInitContainersAreRefused) {
+  Verdict v = validateIn(NamespaceMode::kEnforce, verificationPod().json(), "");
+  EXPECT_EQ(v.decision, Decision::kDenied);
+  EXPECT_NE(v.message.find("init container \"verify-env\" image \"" + kCli +
+                           "\" is not the image of RuntimeEnv \"torch\""),
+            std::string::npos)
+      << v.message;
+}
+
+TEST(PodValidatorVerification, AnotherImageAsInitContainerIsStillRefused) {
+  const std::string busybox = "busybox@" + sha('b');
+  const std::string otherCli = "registry.example/lockstep/lockstep@" + sha('2');
+  for (const std::string& image :
+       {busybox, otherCli, std::string("registry.example/lockstep/lockstep:1.0")}) {
+    SCOPED_TRACE(image);
+    Verdict v =
+        validateIn(NamespaceMode::kEnforce, verificationPod().init("setup", image).json(), kCli);
+    EXPECT_EQ(v.decision, Decision::kDenied);
+    ASSERT_EQ(v.violations.size(), 1u) << v.message;  // only the other image
+    EXPECT_NE(v.violations[0].find("init container \"setup\" image \"" + image + "\""),
+              std::string::npos)
+        << v.message;
+    EXPECT_EQ(v.message.find("verify-env"), std::string::npos) << v.message;
+  }
+}
+
+TEST(PodValidatorVerification, OnlyInitContainersAreTrusted) {
+  // The CLI image as a main or ephemeral container is checked as any other image.
+  Verdict main =
+      validateIn(NamespaceMode::kEnforce, verificationPod().container("shell", kCli).json(), kCli);
+  EXPECT_EQ(main.decision, Decision::kDenied);
+  EXPECT_NE(main.message.find("container \"shell\" image \"" + kCli + "\""), std::string::npos)
+      << main.message;
+  const nlohmann::json old = verificationPod().json();
+  Verdict eph =
+      validateIn(NamespaceMode::kEnforce, verificationPod().ephemeral("debug", kCli).json(), kCli,
+                 Operation::kUpdate, &old);
+  EXPECT_EQ(eph.decision, Decision::kDenied);
+  EXPECT_NE(eph.message.find("ephemeral container \"debug\""), std::string::npos) << eph.message;
+}
+
+TEST(PodValidatorVerification, TheMainContainersAndImageVolumesAreCheckedAsBefore) {
+  // Main container on another digest of the runtime: refused despite trusted inits.
+  Verdict v = validateIn(NamespaceMode::kEnforce,
+                         PodBuilder("p")
+                             .env("torch")
+                             .hash(kEnvHash)
+                             .init("verify-env", kCli)
+                             .container("smoke", "registry.example/runtimes/torch@" + sha('f'))
+                             .json(),
+                         kCli);
+  EXPECT_EQ(v.decision, Decision::kDenied);
+  EXPECT_NE(v.message.find("container \"smoke\""), std::string::npos) << v.message;
+  // The wrong closure hash: refused.
+  Verdict h = validateIn(NamespaceMode::kEnforce, verificationPod().hash(sha('9')).json(), kCli);
+  EXPECT_EQ(h.decision, Decision::kDenied);
+  EXPECT_NE(h.message.find("annotation lockstep.dev/closure-hash"), std::string::npos);
+  // The runtime image volume by tag: refused.
+  Verdict t = validateIn(
+      NamespaceMode::kEnforce,
+      verificationPod().imageVolume("rt", "registry.example/runtimes/torch:2.5").json(), kCli);
+  EXPECT_EQ(t.decision, Decision::kDenied);
+  EXPECT_NE(t.message.find("image volume \"rt\""), std::string::npos);
+  // No runtime-env label: refused as any unlabelled pod in an enforcing namespace.
+  Verdict n =
+      validateIn(NamespaceMode::kEnforce,
+                 PodBuilder("p").init("verify-env", kCli).container("c", kEnvImage).json(), kCli);
+  EXPECT_EQ(n.decision, Decision::kDenied);
+}
+
+TEST(PodValidatorVerification, OnlyACliImageByDigestCanBeTrusted) {
+  EXPECT_TRUE(checkTrustedInitImage(kCli).isOk());
+  Status tag = checkTrustedInitImage("registry.example/lockstep/lockstep:1.0");
+  EXPECT_EQ(tag.code(), Code::kInvalidArgument);
+  EXPECT_NE(
+      tag.message().find("\"registry.example/lockstep/lockstep:1.0\" is not pinned by digest"),
+      std::string::npos)
+      << tag.message();
+  EXPECT_FALSE(checkTrustedInitImage("Not An Image").isOk());
+}
+
 TEST(NamespaceMode, ParsesLabelValuesAndFailsClosed) {
   EXPECT_EQ(parseNamespaceMode(std::nullopt), NamespaceMode::kUnset);
   EXPECT_EQ(parseNamespaceMode(""), NamespaceMode::kUnset);

@@ -68,6 +68,14 @@ HttpReply serve(std::string_view webhook, std::string_view body, const FieldMask
 
 }  // namespace
 
+Status PodWebhook::trustInitImage(const std::string& image) {
+  if (!image.empty()) {
+    if (Status s = checkTrustedInitImage(image); !s.isOk()) return s;
+  }
+  trustedInitImage_ = image;
+  return Status::ok();
+}
+
 HttpReply PodWebhook::handle(std::string_view body) {
   return serve(name(), body, &podFieldMask(), recorder_, clock_,
                [this](const AdmissionRequest& req) {
@@ -76,6 +84,7 @@ HttpReply PodWebhook::handle(std::string_view body) {
                  review.ns = req.ns;
                  review.pod = &req.object;
                  review.oldPod = req.oldObject.is_null() ? nullptr : &req.oldObject;
+                 review.trustedInitImage = trustedInitImage_;
                  StatusOr<NamespaceMode> mode = namespaces_.modeOf(req.ns);
                  if (!mode.isOk()) {
                    Verdict unknown;

@@ -9,6 +9,7 @@
 #include <string>
 #include <string_view>
 
+#include "common/status.h"
 #include "operator/kube/clock.h"
 #include "webhooks/admission/authorizer.h"
 #include "webhooks/admission/recorder.h"
@@ -47,8 +48,13 @@ class PodWebhook final : public AdmissionWebhook {
   std::string_view name() const override { return "pods"; }
   std::string_view path() const override { return kPodWebhookPath; }
   HttpReply handle(std::string_view body) override;
+  // The operator's --cli-image: init containers on exactly this reference (the
+  // verification containers) are admitted (pod_validator.h). Refused unless
+  // pinned by digest (checkTrustedInitImage); "" trusts none.
+  Status trustInitImage(const std::string& image);
 
  private:
+  std::string trustedInitImage_;
   const RuntimeEnvLookup& envs_;
   const NamespaceModeLookup& namespaces_;
   AdmissionRecorder& recorder_;

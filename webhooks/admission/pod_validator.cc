@@ -80,6 +80,16 @@ std::vector<ContainerImage> introducedContainers(const json* pod, const json* ol
   return out;
 }
 
+// Drops the operator's verification init containers (exactly the trusted image).
+void dropTrustedInits(std::vector<ContainerImage>& containers, const std::string& trusted) {
+  if (trusted.empty()) return;
+  containers.erase(std::remove_if(containers.begin(), containers.end(),
+                                  [&](const ContainerImage& c) {
+                                    return c.noun == kContainerKinds[0].noun && c.image == trusted;
+                                  }),
+                   containers.end());
+}
+
 // `pod "ns/name"`, or `pod "ns/<generateName>…"` for controller-created pods.
 std::string podIdentity(const PodReview& r) {
   std::string ns = r.ns.empty() ? ja::strOr(ja::at(r.pod, {"metadata", "namespace"})) : r.ns;
@@ -335,6 +345,21 @@ const json& podFieldMask() {
   return mask;
 }
 
+Status checkTrustedInitImage(const std::string& image) {
+  StatusOr<ImageRef> ref = parseImageRef(image);
+  if (!ref.isOk()) {
+    return Status(Code::kInvalidArgument,
+                  "CLI image " + quote(image) + " is invalid: " + ref.status().message());
+  }
+  if (!ref->pinned()) {
+    return Status(Code::kInvalidArgument,
+                  "CLI image " + quote(image) +
+                      " is not pinned by digest: admission trusts the verification init "
+                      "containers only on <repository>@sha256:<digest> (a tag can be moved)");
+  }
+  return Status::ok();
+}
+
 std::optional<std::string> podRuntimeEnvName(const json& pod) {
   const std::string* name = label(&pod, kRuntimeEnvLabel);
   if (name == nullptr) return std::nullopt;
@@ -390,6 +415,7 @@ Verdict validatePod(const PodReview& r) {
     }
   }
   if (fullCheck) containers = allContainers(r.pod);
+  dropTrustedInits(containers, r.trustedInitImage);
 
   Verdict v;
   v.checked = true;

@@ -25,6 +25,13 @@
 //    the whole pod as on CREATE; removing it is a violation (the pod would
 //    escape the policy for its next image swap). Updates that introduce nothing (status,
 //    labels, finalizers) are never blocked, even if the RuntimeEnv moved on.
+//  - The operator's verification containers (docs/verify.md, "Admission"): an
+//    init container whose image is exactly `trustedInitImage` (the operator's
+//    --cli-image, which the webhook accepts only pinned by digest) is not
+//    checked against the RuntimeEnv. Only init containers: a main or ephemeral
+//    container on that image is checked as any other. Everything else (the
+//    main containers on the runtime's image and closure, image volumes pinned
+//    by digest, so the runtime image mounted by digest) is checked as above.
 //  - DELETE / CONNECT: not checked.
 //  - Fail closed: a CREATE or UPDATE whose object is missing or not a JSON
 //    object is a violation in every mode but off (the pod can prove neither
@@ -38,6 +45,7 @@
 #include <optional>
 #include <string>
 
+#include "common/status.h"
 #include "webhooks/admission/types.h"
 
 namespace lockstep::webhooks {
@@ -49,7 +57,15 @@ struct PodReview {
   const nlohmann::json* oldPod = nullptr;  // request.oldObject (UPDATE)
   NamespaceMode mode = NamespaceMode::kUnset;
   std::optional<RuntimeEnvView> runtimeEnv;  // the RuntimeEnv named by the pod's label
+  // The operator's CLI image, repo@sha256:… ("" = none): init containers on
+  // exactly this reference run verify-env / verify-host and are admitted.
+  std::string trustedInitImage;
 };
+
+// OK when `image` may be trusted as the verification init containers' image:
+// pinned by digest (a tag can be moved to any image). kInvalidArgument naming
+// the reference otherwise.
+Status checkTrustedInitImage(const std::string& image);
 
 // Every field of a pod that validatePod, podRuntimeEnvName and the pod webhook's
 // logging read (a FieldMask, webhooks/admission/admission_review.h): the pod

@@ -32,6 +32,7 @@ StatusOr<json> buildGateJob(const v1::ModelRelease& r, const v1::Stage& s, const
   pod.env = {{"LOCKSTEP_RELEASE", name}, {"LOCKSTEP_STAGE", s.name}, {"LOCKSTEP_MODEL", model}};
   pod.mount = in.mount;
   pod.fetchCommand = in.fetchCommand;
+  pod.verify = in.verify;
   if (Status st = prepareRuntimePod(tmpl, pod); !st.isOk()) return st;
   tmpl["spec"]["restartPolicy"] = "Never";
 

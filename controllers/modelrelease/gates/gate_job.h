@@ -6,6 +6,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -30,6 +31,8 @@ struct GateJobInput {
   int64_t runtimeRevision = 0;  // the pinned revision's number; 0: none recorded
   PackageMount mount = PackageMount::kImageVolume;
   std::vector<std::string> fetchCommand;  // InitContainer mode
+  // RuntimeEnv spec.verify.onStart: the verification init containers (onStartVerification).
+  std::optional<VerifyContainers> verify;
 };
 
 // The Job of gate stage `stage` of `release`; kInvalidArgument naming what

@@ -1,6 +1,8 @@
 #include "controllers/modelrelease/gates/gate_plan.h"
 
 #include "api/v1alpha1/conditions.h"
+#include "api/v1alpha1/runtime_verify.h"
+#include "controllers/common/verify_containers.h"
 #include "controllers/modelrelease/gates/gate_job.h"
 #include "controllers/modelrelease/gates/gate_verdict.h"
 #include "controllers/modelrelease/gates/stage_approval.h"
@@ -111,6 +113,25 @@ GateJobStep planGateJob(GateJobContext& c, const json& jobObject) {
         std::string msg = decode::string(*t, "message");
         if (!msg.empty()) detail += ": " + (msg.size() > 200 ? msg.substr(0, 200) + "…" : msg);
       }
+    }
+    // spec.verify.onStart: a failed check is the reason, its report the message.
+    std::optional<std::string> verification;
+    for (const json* p : podsOfJob(o.pods, jobName)) {
+      if (!verification) verification = containerFailure(*p, /*verificationOnly=*/true);
+    }
+    if (verification) {
+      const std::string message =
+          "runtime verification failed (Job " + jobName + "): " + *verification;
+      st["phase"] = kStageFailed;
+      st["message"] = message;
+      std::string when = failed->value("lastTransitionTime", "");
+      st["finishedAt"] = when.empty() ? o.now : when;
+      st["evidence"] = {{"package", r.spec.package}, {"jobUID", jobUid}};
+      plan.outcomes.push_back({s.name, "failed", stageDurationSeconds(st, o.nowUnix)});
+      sum.phase = kPhaseFailed;
+      sum.readyReason = sum.stalledReason = kReasonRuntimeVerificationFailed;
+      sum.readyMessage = sum.stalledMessage = "stage " + quote(s.name) + " " + message;
+      return GateJobStep::kStop;
     }
     std::string message = timedOut ? "timed out after " +
                                          std::to_string(s.gate ? s.gate->timeoutSeconds()

@@ -7,6 +7,7 @@
 #include "api/v1alpha1/keys.h"
 #include "api/v1alpha1/model_anchor.h"
 #include "api/v1alpha1/runtime_env.h"
+#include "controllers/common/verify_containers.h"
 #include "controllers/modelrelease/prod/serving_objects.h"
 
 namespace lockstep::controllers {
@@ -157,6 +158,7 @@ CanaryObserved observeCanary(const v1::ModelRelease& release, const v1::CanarySp
     for (const json& cs : p.value("/status/containerStatuses"_json_pointer, json::array()))
       co.canaryRestarts += cs.value("restartCount", 0);
     if (unschedulable(p, /*forLackOf=*/false)) ++co.canaryPendingUnschedulable;
+    if (!co.verificationFailure) co.verificationFailure = containerFailure(p, true);
   }
   if (templateRelease(canaryDep) == name) co.admissionRefusals = replicaFailures(canaryDep);
   const v1::ModelAnchor anchor =

@@ -4,6 +4,7 @@
 #include <cstdio>
 
 #include "api/v1alpha1/conditions.h"
+#include "api/v1alpha1/runtime_verify.h"
 #include "controllers/modelrelease/prod/rollback_capacity.h"
 #include "controllers/modelrelease/timestamps.h"
 
@@ -475,6 +476,10 @@ struct Planner {
     if (displacing()) return drainDisplaced();
 
     // Progressing: failures that need no analysis come first.
+    if (o.verificationFailure) {
+      return rollBack(kReasonRuntimeVerificationFailed,
+                      "runtime verification failed in a canary pod: " + *o.verificationFailure);
+    }
     if (!o.admissionRefusals.empty()) {
       return rollBack(kReasonAdmissionRefused,
                       "a canary pod was refused by admission: " + o.admissionRefusals.front());

@@ -57,10 +57,13 @@ struct CanaryObserved {
   int stablePendingUnschedulable = 0;
   int podsTerminating = 0;                     // the model's pods with a deletionTimestamp
   std::vector<std::string> admissionRefusals;  // FailedCreate messages of the canary RS
-  std::optional<GpuCapacity> gpu;              // nullopt: the template requests no GPU
-  std::optional<Measurement> measurement;      // taken because the last plan asked
-  std::optional<KnownGood> knownGood;          // the model's last promoted pair
-  bool knownGoodStale = false;                 // its RuntimeEnv hash has moved on
+  // A canary pod's failed verification init container (spec.verify.onStart):
+  // "verify-host exited 1: <report>" (controllers/common/verify_containers.h).
+  std::optional<std::string> verificationFailure;
+  std::optional<GpuCapacity> gpu;          // nullopt: the template requests no GPU
+  std::optional<Measurement> measurement;  // taken because the last plan asked
+  std::optional<KnownGood> knownGood;      // the model's last promoted pair
+  bool knownGoodStale = false;             // its RuntimeEnv hash has moved on
   std::string promoteStepBy;  // annotation promote.lockstep.dev/<step> for the current step
   std::string promoteFullBy;  // annotation lockstep.dev/promote-full
   std::string abortBy;        // annotation lockstep.dev/abort

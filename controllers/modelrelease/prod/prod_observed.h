@@ -44,6 +44,7 @@ struct ProdObserved {
   bool releaseDeleted = false;
   PackageMount mount = PackageMount::kImageVolume;
   std::vector<std::string> fetchCommand;  // InitContainer mode
+  std::string cliImage;  // --cli-image: RuntimeEnv spec.verify.onStart (runtime_pod.h)
 };
 
 }  // namespace lockstep::controllers

@@ -45,9 +45,14 @@ StatusOr<ServingRelease> servingReleaseOf(const v1::ModelRelease& r, const ProdO
     out.runtimeImage = pair->image;
     out.closureHash = pair->closureHash;
     out.runtimeRevision = v1::recordedRevision(env.status.revisions, *pair);
-    return out;
+  } else {
+    out.runtimeImage = env.spec.image;
   }
-  out.runtimeImage = env.spec.image;
+  // spec.verify.onStart: the checks against this release's pinned revision.
+  auto verify =
+      onStartVerification(*rte->second, out.runtimeImage, out.runtimeRevision, p.cliImage);
+  if (!verify.isOk()) return verify.status();
+  out.verify = std::move(*verify);
   return out;
 }
 

@@ -63,6 +63,7 @@ StatusOr<json> buildServingDeployment(const ServingObjectsInput& in, const std::
       {"LOCKSTEP_RELEASE", r.release}, {"LOCKSTEP_MODEL", in.model}, {"LOCKSTEP_TRACK", track}};
   pod.mount = in.mount;
   pod.fetchCommand = in.fetchCommand;
+  pod.verify = r.verify;
   if (Status s = prepareRuntimePod(tmpl, pod); !s.isOk()) return s;
   bool surge = in.capacity == CapacityMode::kSurge;
   json selector = servingSelector(in.model);

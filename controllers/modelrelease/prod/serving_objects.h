@@ -24,8 +24,9 @@ using api::v1alpha1::CapacityMode;
 // What a serving pod runs: the release and its pinned runtime pair (status.runtime).
 struct ServingRelease {
   std::string release, package, closureHash, runtimeEnv, runtimeImage;
-  nlohmann::json podTemplate;   // serving.template of that release
-  int64_t runtimeRevision = 0;  // the pinned revision's number; 0: none recorded
+  nlohmann::json podTemplate;              // serving.template of that release
+  int64_t runtimeRevision = 0;             // the pinned revision's number; 0: none recorded
+  std::optional<VerifyContainers> verify;  // RuntimeEnv spec.verify.onStart (runtime_pod.h)
 };
 
 struct ServingObjectsInput {

@@ -34,9 +34,9 @@ class RuntimeVerificationClusterTest : public ::testing::Test {
     ASSERT_EQ(ReleaseWorld::startOperator({"--cli-image=" + kCliImage}), "");
   }
   static void TearDownTestSuite() { ReleaseWorld::stopOperator(); }
-  // Not enforcing: the verification pod runs the CLI image beside the runtime's
-  // (docs/verify.md, "Admission").
-  void SetUp() override { ASSERT_EQ(w_.setUp({.nsPrefix = "verify", .enforce = false}), ""); }
+  // Enforcing: admission admits the verification pod's init containers on the
+  // operator's --cli-image (by digest) and checks the rest (docs/verify.md, "Admission").
+  void SetUp() override { ASSERT_EQ(w_.setUp({.nsPrefix = "verify", .enforce = true}), ""); }
   void TearDown() override {
     if (HasFailure()) {
       std::cerr << kubectl({"get", "jobs,pods", "-n", w_.ns(), "-o", "wide"}).out << "\n"
@@ -104,7 +104,7 @@ TEST_F(RuntimeVerificationClusterTest, AJobRunsOnACompatibleNodeNeverOnTheOldDri
   EXPECT_EQ(pod["spec"]["initContainers"][0]["command"][1], "verify-env");
   EXPECT_EQ(pod["spec"]["initContainers"][1]["command"][1], "verify-host");
   // The closure ConfigMap the checks mount holds the current lock.
-  json cm = w_.get("configmap", "lockstep-closure-cu128");
+  json cm = w_.get("configmap", "lockstep-closure-cu128-" + v["revision"].dump());
   EXPECT_EQ(cm["data"]["lock"], cu128Lock());
   // An Event and the metric.
   EXPECT_TRUE(eventually([&] {
@@ -167,6 +167,108 @@ TEST_F(RuntimeVerificationClusterTest, AFailedRunHoldsAReleaseInFrontOfProdUntil
   setVerify("torch", {{"pod", {{"annotations", nullptr}}}});
   waitVerified("torch", "True", std::chrono::seconds(150));
   w_.waitPhase("v1", "Promoted", std::chrono::seconds(150));
+}
+
+// Must-show 4: with spec.verify.onStart the gate Job's pod starts with the
+// verification init containers and the closure ConfigMap of the release's pinned
+// revision (admitted in this enforcing namespace); a check that fails (KWOK ends
+// verify-host with exit 1 and a report as its termination message) fails the
+// stage with reason RuntimeVerificationFailed and the report as the message.
+TEST_F(RuntimeVerificationClusterTest, OnStartGateJobsRunTheChecksAndAFailedCheckFailsTheStage) {
+  setVerify("torch", {{"onStart", true}, {"prefix", "/opt/venv"}});
+  const std::string revision = w_.get("rte", "torch")["status"]["currentRevision"].dump();
+  const std::string closure = "lockstep-closure-torch-" + revision;
+  ASSERT_TRUE(eventually([&] {
+    return kubectl({"get", "configmap", closure, "-n", w_.ns()}).exitCode == 0;
+  })) << "no closure ConfigMap "
+      << closure;
+  EXPECT_EQ(w_.get("configmap", closure)["data"]["lock"], kTestLock);
+
+  // v1's check fails on the node: verify-host ends with its report.
+  const std::string report =
+      "verify-host: MISMATCH: this node differs from " + w_.hash() +
+      " in 1 place(s)\n  host driver: expected >= 570.26 (CUDA 12.8), found 535.104.05";
+  json failing = gateStage("eval", report);
+  failing["gate"]["template"]["metadata"]["annotations"]["lockstep.dev/test-outcome"] = "fail";
+  failing["gate"]["template"]["metadata"]["annotations"]
+         ["lockstep.dev/test-failed-init-container"] = "verify-host";
+  ASSERT_EQ(w_.create(w_.release("v1", testPackage('1')).withGate(failing)).exitCode, 0);
+  json mr = w_.waitPhase("v1", "Failed", std::chrono::seconds(90));
+  EXPECT_EQ(conditionField(mr, "Ready", "reason"), "RuntimeVerificationFailed") << mr.dump(2);
+  const std::string message = conditionField(mr, "Ready", "message");
+  EXPECT_NE(message.find("stage \"eval\" runtime verification failed (Job v1-eval-1): "
+                         "verify-host exited 1: " +
+                         report),
+            std::string::npos)
+      << message;
+
+  // The gate Job's pod as the API server admitted it.
+  json pods =
+      kubectlJson({"get", "pods", "-n", w_.ns(), "-l", "batch.kubernetes.io/job-name=v1-eval-1"});
+  ASSERT_EQ(pods["items"].size(), 1u) << pods.dump(2);
+  const json& spec = pods["items"][0]["spec"];
+  ASSERT_GE(spec["initContainers"].size(), 2u) << spec.dump(2);
+  EXPECT_EQ(spec["initContainers"][0]["name"], "verify-env");
+  EXPECT_EQ(spec["initContainers"][0]["image"], kCliImage);
+  EXPECT_EQ(spec["initContainers"][0]["command"].back(), "/lockstep/runtime/opt/venv");
+  EXPECT_EQ(spec["initContainers"][1]["name"], "verify-host");
+  EXPECT_EQ(spec["initContainers"][1]["terminationMessagePolicy"], "FallbackToLogsOnError");
+  EXPECT_EQ(spec["containers"][0]["image"], kTestImage);
+  std::string closureVolume, runtimeVolume;
+  for (const json& v : spec["volumes"]) {
+    if (v.contains("configMap") && v["name"] == "lockstep-closure")
+      closureVolume = v["configMap"]["name"];
+    if (v.contains("image") && v["name"] == "lockstep-runtime")
+      runtimeVolume = v["image"]["reference"];
+  }
+  EXPECT_EQ(closureVolume, closure);
+  EXPECT_EQ(runtimeVolume, kTestImage);
+  EXPECT_EQ(mr["status"]["runtime"]["revision"].dump(), revision);
+
+  // v2's checks pass: the gate runs and the release is validated.
+  ASSERT_EQ(w_.create(w_.release("v2", testPackage('2')).withGate(gateStage("eval"))).exitCode, 0);
+  w_.waitPhase("v2", "Validated", std::chrono::seconds(90));
+}
+
+// Admission in the enforcing namespace: the verification pods' init containers on
+// the operator's CLI image are admitted (the tests above), another image as an
+// init container is still refused, and so is the CLI image as a main container.
+TEST_F(RuntimeVerificationClusterTest, AnotherImageAsAnInitContainerIsStillRefused) {
+  auto pod = [&](const json& inits, const json& containers) {
+    return json{{"apiVersion", "v1"},
+                {"kind", "Pod"},
+                {"metadata",
+                 {{"name", "verify-by-hand"},
+                  {"labels", {{"lockstep.dev/runtime-env", "torch"}}},
+                  {"annotations", {{"lockstep.dev/closure-hash", w_.hash()}}}}},
+                {"spec",
+                 {{"initContainers", inits},
+                  {"containers", containers},
+                  {"volumes", json::array({{{"name", "lockstep-runtime"},
+                                            {"image", {{"reference", kTestImage}}}}})}}}};
+  };
+  auto create = [&](const json& p) {
+    return kubectl({"create", "--dry-run=server", "-n", w_.ns(), "-f", "-"}, p.dump());
+  };
+  const json verifyEnv = {{"name", "verify-env"}, {"image", kCliImage}};
+  const json main = json::array({{{"name", "serve"}, {"image", kTestImage}}});
+  auto ok = create(pod(json::array({verifyEnv}), main));
+  EXPECT_EQ(ok.exitCode, 0) << ok.err;
+
+  const std::string busybox = "docker.io/library/busybox@sha256:" + std::string(64, 'b');
+  auto other = create(pod(json::array({verifyEnv, {{"name", "setup"}, {"image", busybox}}}), main));
+  EXPECT_NE(other.exitCode, 0);
+  EXPECT_NE(other.err.find("init container \"setup\" image \"" + busybox +
+                           "\" is not the image of RuntimeEnv \"torch\""),
+            std::string::npos)
+      << other.err;
+  EXPECT_EQ(other.err.find("\"verify-env\""), std::string::npos) << other.err;
+
+  auto asMain = create(
+      pod(json::array({verifyEnv}), json::array({{{"name", "shell"}, {"image", kCliImage}}})));
+  EXPECT_NE(asMain.exitCode, 0);
+  EXPECT_NE(asMain.err.find("container \"shell\" image \"" + kCliImage + "\""), std::string::npos)
+      << asMain.err;
 }
 
 }  // namespace

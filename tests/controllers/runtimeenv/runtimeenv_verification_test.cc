@@ -192,6 +192,10 @@ TEST(RuntimeEnvVerification, TheJobRunsTheChecksFromTheCliImageAndTheSmokeOnTheR
   EXPECT_EQ(j["spec"]["activeDeadlineSeconds"], 1800);
   const json& tmpl = j["spec"]["template"];
   EXPECT_EQ(tmpl["metadata"]["annotations"]["example.com/team"], "ml");
+  // The pod declares the revision it verifies: admission checks its main container.
+  EXPECT_EQ(tmpl["metadata"]["labels"]["lockstep.dev/runtime-env"], "torch");
+  EXPECT_EQ(tmpl["metadata"]["annotations"]["lockstep.dev/closure-hash"], kHash);
+  EXPECT_EQ(tmpl["metadata"]["annotations"]["lockstep.dev/runtime-revision"], "1");
   const json& spec = tmpl["spec"];
   EXPECT_EQ(spec["restartPolicy"], "Never");
   ASSERT_EQ(spec["initContainers"].size(), 2u);
@@ -208,16 +212,72 @@ TEST(RuntimeEnvVerification, TheJobRunsTheChecksFromTheCliImageAndTheSmokeOnTheR
   EXPECT_EQ(spec["containers"][0]["command"],
             json::array({"sh", "-c", "python -c 'import torch; torch.cuda.init()'"}));
   EXPECT_EQ(spec["containers"][0]["terminationMessagePolicy"], "FallbackToLogsOnError");
-  EXPECT_EQ(spec["volumes"][0]["configMap"]["name"], "lockstep-closure-torch");
+  EXPECT_EQ(spec["volumes"][0]["configMap"]["name"], "lockstep-closure-torch-1");
   EXPECT_EQ(spec["volumes"][1]["image"]["reference"], kImage);
   // The closure the checks read, for the current revision.
   ASSERT_TRUE(p.closureConfigMap.has_value());
-  EXPECT_EQ((*p.closureConfigMap)["metadata"]["name"], "lockstep-closure-torch");
+  EXPECT_EQ((*p.closureConfigMap)["metadata"]["name"], "lockstep-closure-torch-1");
   EXPECT_EQ((*p.closureConfigMap)["data"]["lock"],
             "numpy==1.26.4 --hash=sha256:" + std::string(64, 'a') + "\n");
   json runtime = json::parse((*p.closureConfigMap)["data"]["runtime.json"].get<std::string>());
   EXPECT_EQ(runtime["closureHash"], kHash);
   EXPECT_EQ(runtime["minDriver"], "570.26");
+}
+
+TEST(RuntimeEnvVerification, WithoutSmokeTheChecksStayInitContainers) {
+  // Admission trusts the CLI image only as an init container: the main container is
+  // the runtime image by digest even without a smoke command.
+  json spec = verifySpec();
+  spec.erase("smoke");
+  World w(spec);
+  VerificationPlan p = w.plan();
+  ASSERT_EQ(p.jobsToCreate.size(), 1u);
+  const json& pod = p.jobsToCreate[0]["spec"]["template"]["spec"];
+  ASSERT_EQ(pod["initContainers"].size(), 2u);
+  EXPECT_EQ(pod["initContainers"][1]["name"], "verify-host");
+  ASSERT_EQ(pod["containers"].size(), 1u);
+  EXPECT_EQ(pod["containers"][0]["image"], kImage);
+  EXPECT_EQ(pod["containers"][0]["command"], json::array({"sh", "-c", "true"}));
+}
+
+json closureCm(const std::string& name, const std::string& ownerUid = "rte-uid") {
+  return {{"apiVersion", "v1"},
+          {"kind", "ConfigMap"},
+          {"metadata",
+           {{"name", name},
+            {"namespace", "ml"},
+            {"labels", {{kVerifyRuntimeEnvLabel, "torch"}}},
+            {"ownerReferences", json::array({{{"uid", ownerUid}, {"controller", true}}})}}},
+          {"data", json::object()}};
+}
+
+TEST(RuntimeEnvVerification, ClosureConfigMapsOfPinnedRevisionsAreKeptOthersPruned) {
+  // Revision 4 is current; 2 is pinned by a release; 1 and 3 are neither.
+  for (bool onStartOnly : {false, true}) {
+    SCOPED_TRACE(onStartOnly ? "onStart only" : "schedule");
+    World w(onStartOnly ? json{{"onStart", true}} : verifySpec());
+    w.revision = 4;
+    VerificationInput in;  // planned by hand to give the ConfigMaps and pins
+    in.runtimeEnv = testing::share(w.runtimeEnv);
+    in.spec = decodeVerifySpec(w.runtimeEnv);
+    in.revision = 4;
+    in.image = kImage;
+    in.closureHash = kHash;
+    in.lockText = "numpy==1.26.4\n";
+    in.cliImage = kCli;
+    in.now = kNow;
+    in.nowUnix = kNowUnix;
+    for (const char* n : {"lockstep-closure-torch-1", "lockstep-closure-torch-2",
+                          "lockstep-closure-torch-3", "lockstep-closure-torch-4"})
+      in.closureConfigMaps.push_back(testing::share(closureCm(n)));
+    in.pinnedRevisions = {2};
+    VerificationPlan p = planVerification(in);
+    ASSERT_TRUE(p.closureConfigMap.has_value());  // revision 4's data differs: applied
+    EXPECT_EQ((*p.closureConfigMap)["metadata"]["name"], "lockstep-closure-torch-4");
+    EXPECT_EQ(p.closureConfigMapsToDelete,
+              (std::vector<std::string>{"lockstep-closure-torch-1", "lockstep-closure-torch-3"}));
+    EXPECT_EQ(p.jobsToCreate.empty(), onStartOnly);
+  }
 }
 
 TEST(RuntimeEnvVerification, AFailedJobGivesVerifiedFalseWithTheTerminationMessage) {

@@ -4,6 +4,7 @@
 #include "controllers/modelrelease/prod/canary_plan.h"
 
 #include "api/v1alpha1/conditions.h"
+#include "api/v1alpha1/runtime_verify.h"
 #include "controllers/modelrelease/prod/canary_observe.h"
 #include "controllers/modelrelease/prod/serving_objects.h"
 #include "tests/controllers/modelrelease/prod/canary_world.h"
@@ -221,6 +222,9 @@ TEST(CanaryPlan, AutomaticRollbackTable) {
        kT0 + 10, kReasonAdmissionRefused},
       {"canary container restarted", [](CanaryObserved& o) { o.canaryRestarts = 2; }, kT0 + 10,
        kReasonCanaryRestarting},
+      {"a canary pod's runtime check failed (spec.verify.onStart)",
+       [](CanaryObserved& o) { o.verificationFailure = "verify-host exited 1: host driver: …"; },
+       kT0 + 10, kReasonRuntimeVerificationFailed},
       {"canary not Ready by the deadline",
        [](CanaryObserved& o) {
          o.canary = {1, 0};
