@@ -484,8 +484,9 @@ TEST(HelmChart, AnchorPolicyNamesTheOperatorsServiceAccountAndItsNamespaces) {
   EXPECT_EQ(policy["metadata"]["name"].as<std::string>(), "lockstep-model-anchors");
   EXPECT_EQ(policy["spec"]["failurePolicy"].as<std::string>(), "Fail");
   const YAML::Node rule = policy["spec"]["matchConstraints"]["resourceRules"][0];
-  EXPECT_EQ(YAML::Dump(rule["resources"]), "- configmaps");
-  EXPECT_EQ(YAML::Dump(rule["operations"]), "- CREATE\n- UPDATE\n- DELETE");
+  using Names = std::vector<std::string>;
+  EXPECT_EQ(rule["resources"].as<Names>(), Names{"configmaps"});
+  EXPECT_EQ(rule["operations"].as<Names>(), (Names{"CREATE", "UPDATE", "DELETE"}));
   EXPECT_NE(dumped(policy["spec"]["matchConditions"]).find("startsWith('lockstep-model-')"),
             std::string::npos);
   // The ServiceAccount the Deployment runs as is the one the policy lets write.
@@ -500,15 +501,15 @@ TEST(HelmChart, AnchorPolicyNamesTheOperatorsServiceAccountAndItsNamespaces) {
   auto bindings = ofKind(docs, "ValidatingAdmissionPolicyBinding");
   ASSERT_EQ(bindings.size(), 1u);
   EXPECT_EQ(bindings[0]["spec"]["policyName"].as<std::string>(), "lockstep-model-anchors");
-  EXPECT_EQ(YAML::Dump(bindings[0]["spec"]["validationActions"]), "- Deny");
+  EXPECT_EQ(bindings[0]["spec"]["validationActions"].as<Names>(), Names{"Deny"});
   EXPECT_FALSE(bindings[0]["spec"]["matchResources"]) << "every namespace in a cluster install";
 
   auto scoped = renderDocs({"watchNamespaces={ml,team-b}"}, &r);
   ASSERT_EQ(r.exitCode, 0) << r.err;
   const YAML::Node sel =
       ofKind(scoped, "ValidatingAdmissionPolicyBinding")[0]["spec"]["matchResources"];
-  EXPECT_EQ(YAML::Dump(sel["namespaceSelector"]["matchExpressions"][0]["values"]),
-            "- ml\n- team-b");
+  EXPECT_EQ(sel["namespaceSelector"]["matchExpressions"][0]["values"].as<Names>(),
+            (Names{"ml", "team-b"}));
 
   auto off = renderDocs({"anchorPolicy.enabled=false"}, &r);
   ASSERT_EQ(r.exitCode, 0) << r.err;
