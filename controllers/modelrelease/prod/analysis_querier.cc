@@ -34,7 +34,8 @@ struct AnalysisProviders::Provider {
   QueryAnswer probeAnswer;
 };
 
-AnalysisProviders::AnalysisProviders(AnalysisProvidersOptions options) : options_(options) {}
+AnalysisProviders::AnalysisProviders(AnalysisProvidersOptions options)
+    : options_(std::move(options)) {}
 
 AnalysisProviders::~AnalysisProviders() {
   std::map<std::string, std::shared_ptr<Provider>> gone;
