@@ -455,6 +455,28 @@ TEST(ServicePort, WithoutProdAnyPortMayStartAndWithoutAServiceTheReleasesPortCou
             kReasonServicePortConflict);
 }
 
+TEST(ServicePort, AManualRollbackToAReleaseOnAnotherPortIsRefused) {
+  // v1 (on 9000, admitted before prod existed) was promoted once; prod runs v2 on 8080.
+  json r = prodRelease("v1", kOldPackage);
+  r["spec"]["stages"][0]["serving"]["port"] = 9000;
+  r["metadata"]["annotations"] = {{"rollback.lockstep.dev/1", "alice"}};
+  r["status"] = {{"phase", v1::kPhaseSuperseded}, {"canary", {{"phase", "Promoted"}}}};
+  ModelReleaseObserved o = observed(r);
+  withAnchor(o, anchorOf("", "v2"));
+  o.prod.service = share(buildModelService(inputFor()));  // port 8080
+  o.prod.stableDeployment = share(ourDeployment(kTrackStable, "v2", 2));
+  ModelReleasePlan plan = planModelRelease(o);
+  EXPECT_FALSE(writesTo(plan.execution, "Deployment", "gpt2-stable")) << "stable stays on v2";
+  EXPECT_FALSE(writesTo(plan.execution, "ConfigMap", "lockstep-model-gpt2"));
+  ASSERT_TRUE(plan.execution.status.has_value());
+  const json& status = plan.execution.status->object["status"];
+  const std::string refused = status["rollback"].value("refused", "");
+  EXPECT_NE(refused.find("release v1 serves on port 9000, but Service ml/gpt2 of model gpt2 "
+                         "serves on port 8080"),
+            std::string::npos)
+      << status.dump(2);
+}
+
 // --- The anchor is a trust root (docs/rollouts.md). ---
 
 // v2 about to claim the slot while the anchor says prod runs `named`.

@@ -281,7 +281,11 @@ TEST(AnalysisMetrics, EveryAnswerIsCountedByResultAndTheQueueDepthFollows) {
   ex.ask({"u", 0, 1}, "err", 0, "err");
   ASSERT_TRUE(woken.waitFor("err", std::chrono::seconds(2)));
   // One slot: the first hangs, two wait behind it; all three time out.
-  for (int i = 0; i < 3; ++i) ex.ask({"u", 1, i}, "hang", 0, "hang" + std::to_string(i));
+  ex.ask({"u", 1, 0}, "hang", 0, "hang0");
+  for (int i = 0; i < 200 && hanging.running.load() == 0; ++i)
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  ASSERT_EQ(hanging.running.load(), 1) << "the first query holds the slot";
+  for (int i = 1; i < 3; ++i) ex.ask({"u", 1, i}, "hang", 0, "hang" + std::to_string(i));
   for (int i = 0; i < 3; ++i)
     ASSERT_TRUE(woken.waitFor("hang" + std::to_string(i), std::chrono::seconds(3))) << i;
   {
