@@ -3,6 +3,8 @@
 #include <string>
 
 #include "api/v1alpha1/meta.h"
+#include "api/v1alpha1/model_anchor.h"
+#include "api/v1alpha1/model_release.h"
 #include "operator/kube/resource.h"
 
 namespace lockstep::webhooks {
@@ -43,6 +45,43 @@ std::optional<RuntimeEnvView> InformerRuntimeEnvs::find(std::string_view ns,
   auto obj = cache_.get(std::string(ns), std::string(name));
   if (!obj) return std::nullopt;
   return runtimeEnvView(*obj);
+}
+
+namespace {
+
+bool lockstepLabelled(const kube::Object& o, std::string_view model) {
+  auto m = kube::label(o, api::v1alpha1::kModelLabel);
+  auto by = kube::label(o, "app.kubernetes.io/managed-by");
+  return m && *m == model && by && *by == "lockstep";
+}
+
+}  // namespace
+
+std::optional<ModelProdView> InformerModelProds::prodOf(std::string_view ns,
+                                                        std::string_view model) const {
+  namespace v1 = api::v1alpha1;
+  const std::string n(ns), m(model);
+  auto anchor = anchors_.get(n, v1::modelAnchorName(m));
+  if (!anchor || !lockstepLabelled(*anchor, model)) return std::nullopt;
+  ModelProdView v;
+  v.release = v1::decodeModelAnchor(*anchor).promoted;
+  if (v.release.empty()) return std::nullopt;
+  if (auto svc = services_.get(n, m); svc && lockstepLabelled(*svc, model)) {
+    const nlohmann::json& ports = v1::decode::array(v1::decode::object(*svc, "spec"), "ports");
+    if (!ports.empty()) v.port = v1::decode::integer(ports.front(), "port", 0);
+  }
+  if (v.port == 0) {
+    if (auto mr = releases_.get(n, v.release)) {
+      const v1::ModelRelease r = v1::decodeModelRelease(*mr);
+      if (const v1::Stage* stage = r.prodStage(); stage != nullptr && stage->serving)
+        v.port = stage->serving->port;
+    }
+  }
+  return v;
+}
+
+bool InformerAnalysisProviders::exists(std::string_view name) const {
+  return cache_.get(std::string(name)) != nullptr;
 }
 
 StatusOr<NamespaceMode> InformerNamespaceModes::modeOf(std::string_view ns) const {

@@ -45,6 +45,33 @@ class InformerNamespaceModes final : public NamespaceModeLookup {
   std::shared_ptr<kube::Client> reader_;
 };
 
+// Models' prods from the operator's label-selected caches (label
+// lockstep.dev/model): the anchor ConfigMap `lockstep-model-<model>` (Lockstep's
+// labels) names the promoted release; the port is the one of the model's
+// Service (Lockstep's labels), else the promoted release's serving port.
+class InformerModelProds final : public ModelProdLookup {
+ public:
+  InformerModelProds(const kube::Indexer& anchors, const kube::Indexer& services,
+                     const kube::Indexer& releases)
+      : anchors_(anchors), services_(services), releases_(releases) {}
+  std::optional<ModelProdView> prodOf(std::string_view ns, std::string_view model) const override;
+
+ private:
+  const kube::Indexer& anchors_;
+  const kube::Indexer& services_;
+  const kube::Indexer& releases_;
+};
+
+// AnalysisProviders from an informer's cache (cluster-scoped: key = name).
+class InformerAnalysisProviders final : public AnalysisProviderLookup {
+ public:
+  explicit InformerAnalysisProviders(const kube::Indexer& cache) : cache_(cache) {}
+  bool exists(std::string_view name) const override;
+
+ private:
+  const kube::Indexer& cache_;
+};
+
 // The view of one RuntimeEnv object (pure; exposed for tests).
 RuntimeEnvView runtimeEnvView(const kube::Object& rte);
 

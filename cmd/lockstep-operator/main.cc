@@ -146,6 +146,8 @@ int main(int argc, char** argv) {
     spdlog::warn("--allow-release-prometheus-address: releases may name any Prometheus URL");
   lockstep::controllers::AnalysisProvidersOptions analysisOptions;
   analysisOptions.allowReleaseAddresses = allowAddresses;
+  analysisOptions.metrics =
+      lockstep::controllers::makePrometheusAnalysisMetrics(*manager.metrics().registry());
   releaseOptions.analysis =
       std::make_shared<lockstep::controllers::AnalysisProviders>(analysisOptions);
   const std::string controllers = "," + flags.get("controllers") + ",";
@@ -162,6 +164,16 @@ int main(int argc, char** argv) {
   lockstep::kube::Informer& nsInformer = manager.informer(v1::kNamespaces);
   lw::InformerRuntimeEnvs envs(rteInformer.cache());
   lw::InformerNamespaceModes modes(nsInformer.cache(), *authzClient);
+  // The model's prod (the Service port rule) from the controller's label-selected caches.
+  lockstep::kube::InformerOptions anchorOpts, serviceOpts;
+  anchorOpts.resource = v1::kConfigMaps;
+  anchorOpts.labelSelector = v1::kModelLabel;
+  serviceOpts.resource = v1::kServices;
+  serviceOpts.labelSelector = v1::kModelLabel;
+  lw::InformerModelProds prods(manager.informer(anchorOpts).cache(),
+                               manager.informer(serviceOpts).cache(),
+                               manager.informer(v1::kModelReleases).cache());
+  lw::InformerAnalysisProviders providers(manager.informer(v1::kAnalysisProviders).cache());
   lw::PrometheusRecorder promRecorder(*manager.metrics().registry());
   lw::LogRecorder logRecorder;
   lw::FanoutRecorder recorder{&promRecorder, &logRecorder};
@@ -171,6 +183,8 @@ int main(int argc, char** argv) {
     return fail("--cli-image: " + s.message());
   lw::ModelReleaseWebhook releaseWebhook(envs, authorizer, recorder, manager.clock());
   releaseWebhook.allowPrometheusAddress(allowAddresses);
+  releaseWebhook.setModelProds(&prods);
+  releaseWebhook.setAnalysisProviders(&providers);
   lw::ModelReleaseCreatorWebhook creatorWebhook(recorder, manager.clock());
 
   lw::ServerOptions so;

@@ -12,12 +12,18 @@ StatusOr<kube::Object> write(kube::Client& client, const PlannedApply& a, bool s
   if (!a.resourceVersion.empty() && a.verb != WriteVerb::kMergePatch) {
     object["metadata"]["resourceVersion"] = a.resourceVersion;
   }
+  if (!a.uid.empty() && a.verb != WriteVerb::kCreate) object["metadata"]["uid"] = a.uid;
   kube::PatchParams params;
   params.fieldManager = a.fieldManager;
   switch (a.verb) {
     case WriteVerb::kCreate: {
       auto created = client.create(a.resource, object);
-      if (!created.isOk() && created.status().code() == Code::kAlreadyExists) return object;
+      if (!created.isOk() && created.status().code() == Code::kAlreadyExists) {
+        if (!a.alreadyExistsIsConflict) return object;
+        return Status(Code::kConflict, a.resource.kind + " " + kube::name(object) +
+                                           " was created by someone else after it was read; "
+                                           "planning again from what stands there");
+      }
       return created;
     }
     case WriteVerb::kUpdate:
@@ -35,6 +41,15 @@ StatusOr<kube::Object> write(kube::Client& client, const PlannedApply& a, bool s
 Status applyOne(kube::Client& client, kube::EventSink& events, const PlannedApply& a, bool status) {
   auto applied = write(client, a, status);
   if (applied.isOk()) return Status::ok();
+  // The uid precondition failed: the server calls a changed uid "field is
+  // immutable" (Invalid). The object was replaced since it was read: plan again.
+  if (!a.uid.empty() && applied.status().code() == Code::kInvalid &&
+      applied.status().message().find("metadata.uid") != std::string::npos) {
+    applied = Status(Code::kConflict, a.resource.kind + " " +
+                                          (a.name.empty() ? kube::name(a.object) : a.name) +
+                                          " was replaced since it was read (it had uid " + a.uid +
+                                          "); planning again from what stands there");
+  }
   if (a.ignoreNotFound && applied.status().code() == Code::kNotFound) return Status::ok();
   if (a.failureEventOn && !a.failureEventReason.empty() &&
       (a.failureEventWhenTransient || !kube::isTransient(applied.status()))) {

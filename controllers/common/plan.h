@@ -39,6 +39,15 @@ struct PlannedApply {
   // copy with a Conflict (re-planned, never applied over the newer object).
   std::string resourceVersion;
   std::string ns, name;  // kMergePatch
+  // Precondition: the uid the target must still have ("" = none), set as
+  // metadata.uid in the body of an apply, update or merge patch: the server
+  // refuses the write when the object was deleted and re-created meanwhile
+  // (by someone else), instead of writing over the newcomer.
+  std::string uid;
+  // kCreate: AlreadyExists is a Conflict ("plan again from what stands
+  // there") instead of done: for a name someone else may have taken between
+  // the read and the create.
+  bool alreadyExistsIsConflict = false;
   // When the write fails: a Warning Event with this reason on `failureEventOn`
   // (message: what + ": " + the error, or the error alone), unless the error
   // is transient and failureEventWhenTransient is false.

@@ -2,6 +2,7 @@
 
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
 #include <chrono>
 #include <set>
 
@@ -12,6 +13,7 @@
 #include "api/v1alpha1/resources.h"
 #include "api/v1alpha1/runtime_env.h"
 #include "controllers/common/execute.h"
+#include "controllers/modelrelease/prod/anchor_plan.h"
 #include "controllers/modelrelease/prod/fold.h"
 #include "controllers/modelrelease/prod/gpu_capacity.h"
 #include "controllers/modelrelease/prod/serving_objects.h"
@@ -159,6 +161,12 @@ ProdObserved ModelReleaseReconciler::observeProd(const v1::ModelRelease& r) cons
   p.stableDeployment = caches_.deployments.get(ns, servingDeploymentName(model, kTrackStable));
   p.canaryDeployment = caches_.deployments.get(ns, servingDeploymentName(model, kTrackCanary));
   p.pods = caches_.pods.byIndex(v1::kReleaseByModelIndex, ns + "/" + model);
+  // No anchor (yet, or deleted): the revision a new one starts at goes past
+  // every rollback request of the model's releases.
+  if (!p.anchor) {
+    for (const auto& mr : caches_.releases.byIndex(v1::kReleaseByModelIndex, ns + "/" + model))
+      p.highestRollbackRevision = std::max(p.highestRollbackRevision, highestRollbackRevision(*mr));
+  }
   // The releases the stable track may run: prod's, and the canary's recorded known-good.
   std::set<std::string> names;
   if (p.anchor) names.insert(v1::decodeModelAnchor(*p.anchor).promoted);

@@ -470,5 +470,52 @@ TEST(HelmChart, AnalysisProvidersAreTheValuesAndReleaseAddressesAreOff) {
   EXPECT_NE(r.err.find("analysis.providers p: address is required"), std::string::npos) << r.err;
 }
 
+// The model anchors are the operator's alone (docs/rollouts.md "The anchor is
+// Lockstep's alone"): a ValidatingAdmissionPolicy on ConfigMaps named
+// lockstep-model-*, naming the chart's ServiceAccount, bound with Deny in the
+// namespaces the controller reconciles; off only when asked.
+TEST(HelmChart, AnchorPolicyNamesTheOperatorsServiceAccountAndItsNamespaces) {
+  CommandResult r;
+  auto docs = renderDocs({}, &r);
+  ASSERT_EQ(r.exitCode, 0) << r.err;
+  auto policies = ofKind(docs, "ValidatingAdmissionPolicy");
+  ASSERT_EQ(policies.size(), 1u);
+  const YAML::Node& policy = policies[0];
+  EXPECT_EQ(policy["metadata"]["name"].as<std::string>(), "lockstep-model-anchors");
+  EXPECT_EQ(policy["spec"]["failurePolicy"].as<std::string>(), "Fail");
+  const YAML::Node rule = policy["spec"]["matchConstraints"]["resourceRules"][0];
+  using Names = std::vector<std::string>;
+  EXPECT_EQ(rule["resources"].as<Names>(), Names{"configmaps"});
+  EXPECT_EQ(rule["operations"].as<Names>(), (Names{"CREATE", "UPDATE", "DELETE"}));
+  EXPECT_NE(dumped(policy["spec"]["matchConditions"]).find("startsWith('lockstep-model-')"),
+            std::string::npos);
+  // The ServiceAccount the Deployment runs as is the one the policy lets write.
+  EXPECT_NE(
+      dumped(policy["spec"]["variables"]).find("'system:serviceaccount:lockstep-system:lockstep'"),
+      std::string::npos)
+      << dumped(policy["spec"]["variables"]);
+  auto deployment = ofKind(docs, "Deployment");
+  ASSERT_EQ(deployment.size(), 1u);
+  EXPECT_EQ(deployment[0]["spec"]["template"]["spec"]["serviceAccountName"].as<std::string>(),
+            "lockstep");
+  auto bindings = ofKind(docs, "ValidatingAdmissionPolicyBinding");
+  ASSERT_EQ(bindings.size(), 1u);
+  EXPECT_EQ(bindings[0]["spec"]["policyName"].as<std::string>(), "lockstep-model-anchors");
+  EXPECT_EQ(bindings[0]["spec"]["validationActions"].as<Names>(), Names{"Deny"});
+  EXPECT_FALSE(bindings[0]["spec"]["matchResources"]) << "every namespace in a cluster install";
+
+  auto scoped = renderDocs({"watchNamespaces={ml,team-b}"}, &r);
+  ASSERT_EQ(r.exitCode, 0) << r.err;
+  const YAML::Node sel =
+      ofKind(scoped, "ValidatingAdmissionPolicyBinding")[0]["spec"]["matchResources"];
+  EXPECT_EQ(sel["namespaceSelector"]["matchExpressions"][0]["values"].as<Names>(),
+            (Names{"ml", "team-b"}));
+
+  auto off = renderDocs({"anchorPolicy.enabled=false"}, &r);
+  ASSERT_EQ(r.exitCode, 0) << r.err;
+  EXPECT_TRUE(ofKind(off, "ValidatingAdmissionPolicy").empty());
+  EXPECT_TRUE(ofKind(off, "ValidatingAdmissionPolicyBinding").empty());
+}
+
 }  // namespace
 }  // namespace lockstep::testing

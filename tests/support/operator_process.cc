@@ -84,7 +84,11 @@ void OperatorProcess::installClusterPieces(int webhookPort) {
                "crd/modelreleases.lockstep.dev", "crd/analysisproviders.lockstep.dev",
                "--timeout=60s"});
   kubectl({"create", "namespace", kOperatorNamespace});
-  for (const char* t : {"templates/serviceaccount.yaml", "templates/rbac.yaml"}) {
+  // The ServiceAccount, RBAC and the ValidatingAdmissionPolicy keeping the
+  // model anchors the operator's alone (it names the ServiceAccount the
+  // operator runs as here).
+  for (const char* t :
+       {"templates/serviceaccount.yaml", "templates/rbac.yaml", "templates/anchor-policy.yaml"}) {
     for (const auto& o : renderChart(t))
       mustKubectl({"apply", "-n", kOperatorNamespace, "-f", "-"}, o.dump());
   }

@@ -175,6 +175,44 @@ TEST_F(HandlerTest, ModelReleaseWebhook) {
   EXPECT_EQ(o[2].decision, Decision::kWarned);
 }
 
+// The webhook looks the model's prod and the providers up through its lookups.
+class OneProd final : public ModelProdLookup {
+ public:
+  std::optional<ModelProdView> prodOf(std::string_view ns, std::string_view model) const override {
+    if (ns == "ml" && model == "gpt2") return ModelProdView{"gpt2-v6", 8080};
+    return std::nullopt;
+  }
+};
+class NoProviders final : public AnalysisProviderLookup {
+ public:
+  bool exists(std::string_view) const override { return false; }
+};
+
+TEST_F(HandlerTest, ModelReleaseWebhookReadsProdAndProvidersFromItsLookups) {
+  OneProd prods;
+  NoProviders providers;
+  releases_.setModelProds(&prods);
+  releases_.setAnalysisProviders(&providers);
+  json mr = ReleaseBuilder::good().json();
+  mr["spec"]["stages"][2]["serving"]["port"] = 9000;
+  json refused = response(releases_.handle(testing::review("CREATE", mr)));
+  EXPECT_EQ(refused["allowed"], false);
+  EXPECT_NE(refused["status"]["message"].get<std::string>().find(
+                "spec.stages[2].serving.port: 9000 differs from port 8080"),
+            std::string::npos)
+      << refused.dump();
+
+  json step = {{"weight", 100},
+               {"analysis", {{"prometheus", {{"provider", "nope"}, {"query", "up"}}}}}};
+  json warned = ReleaseBuilder::good().json();
+  warned["spec"]["stages"][2]["canary"]["steps"] = json::array({step});
+  json resp = response(releases_.handle(testing::review("CREATE", warned)));
+  EXPECT_EQ(resp["allowed"], true);
+  ASSERT_EQ(resp["warnings"].size(), 1u) << resp.dump();
+  EXPECT_NE(resp["warnings"][0].get<std::string>().find("AnalysisProvider \"nope\" does not exist"),
+            std::string::npos);
+}
+
 TEST_F(HandlerTest, ApprovalAsksTheAuthorizerAsTheRequestingUser) {
   json userInfo = {{"username", "alice"},
                    {"uid", "u-42"},

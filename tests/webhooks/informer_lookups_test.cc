@@ -126,5 +126,62 @@ TEST(InformerRuntimeEnvs, StatusOfAnOlderGenerationIsNotReadyButKeepsItsRevision
   EXPECT_FALSE(InformerRuntimeEnvs(cache).find("ml", "torch")->ready);
 }
 
+// The model's prod for the Service port rule: the anchor's `promoted`, the
+// port of Lockstep's Service, else that release's serving port.
+kube::ObjectPtr shared(json o) { return std::make_shared<const kube::Object>(std::move(o)); }
+json lockstepLabels() {
+  return {{"lockstep.dev/model", "gpt2"}, {"app.kubernetes.io/managed-by", "lockstep"}};
+}
+
+TEST(InformerModelProds, TheAnchorNamesTheReleaseAndTheServiceThePort) {
+  kube::Indexer anchors, services, releases;
+  InformerModelProds prods(anchors, services, releases);
+  EXPECT_FALSE(prods.prodOf("ml", "gpt2")) << "no anchor: no prod";
+  json anchor = {
+      {"apiVersion", "v1"},
+      {"kind", "ConfigMap"},
+      {"metadata",
+       {{"name", "lockstep-model-gpt2"}, {"namespace", "ml"}, {"labels", lockstepLabels()}}},
+      {"data", {{"canary", "v1"}}}};
+  anchors.upsert(shared(anchor));
+  EXPECT_FALSE(prods.prodOf("ml", "gpt2")) << "nothing promoted yet";
+  anchor["data"]["promoted"] = "v1";
+  anchors.upsert(shared(anchor));
+  json release = {
+      {"apiVersion", "lockstep.dev/v1alpha1"},
+      {"kind", "ModelRelease"},
+      {"metadata", {{"name", "v1"}, {"namespace", "ml"}}},
+      {"spec",
+       {{"model", "gpt2"},
+        {"stages",
+         json::array({{{"name", "prod"}, {"serving", {{"port", 9000}, {"replicas", 2}}}}})}}}};
+  releases.upsert(shared(release));
+  auto p = prods.prodOf("ml", "gpt2");
+  ASSERT_TRUE(p);
+  EXPECT_EQ(p->release, "v1");
+  EXPECT_EQ(p->port, 9000) << "no Service: the promoted release's port";
+  json svc = {{"apiVersion", "v1"},
+              {"kind", "Service"},
+              {"metadata", {{"name", "gpt2"}, {"namespace", "ml"}, {"labels", lockstepLabels()}}},
+              {"spec", {{"ports", json::array({{{"port", 8080}}})}}}};
+  services.upsert(shared(svc));
+  EXPECT_EQ(prods.prodOf("ml", "gpt2")->port, 8080) << "the Service's port wins";
+  EXPECT_FALSE(prods.prodOf("other", "gpt2"));
+  // An anchor without Lockstep's labels is not a prod (the controller calls it a NameConflict).
+  anchor["metadata"].erase("labels");
+  anchors.upsert(shared(anchor));
+  EXPECT_FALSE(prods.prodOf("ml", "gpt2"));
+}
+
+TEST(InformerAnalysisProviders, ClusterScopedByName) {
+  kube::Indexer cache;
+  cache.upsert(shared({{"apiVersion", "lockstep.dev/v1alpha1"},
+                       {"kind", "AnalysisProvider"},
+                       {"metadata", {{"name", "prometheus-main"}}}}));
+  InformerAnalysisProviders providers(cache);
+  EXPECT_TRUE(providers.exists("prometheus-main"));
+  EXPECT_FALSE(providers.exists("promethues-main"));
+}
+
 }  // namespace
 }  // namespace lockstep::webhooks

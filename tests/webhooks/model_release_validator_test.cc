@@ -706,5 +706,92 @@ TEST(ModelReleaseValidator, RuntimeEnvName) {
             std::nullopt);
 }
 
+// --- The Service port belongs to the model; unknown AnalysisProviders warn.
+
+Verdict reviewWithProd(const json& release, std::optional<ModelProdView> prod,
+                       Operation op = Operation::kCreate, const json* old = nullptr) {
+  ModelReleaseReview r;
+  r.operation = op;
+  r.ns = "ml";
+  r.release = &release;
+  r.oldRelease = old;
+  r.runtimeEnv = torch();
+  r.prod = std::move(prod);
+  return validateModelRelease(r);
+}
+
+json onPort(int port) {
+  json mr = ReleaseBuilder("gpt2-v8").gate("eval").serving("prod").json();
+  mr["spec"]["stages"][1]["serving"]["port"] = port;
+  return mr;
+}
+
+TEST(ModelReleaseServicePort, AnotherPortThanProdsIsRefusedNamingFieldPortAndRelease) {
+  Verdict v = reviewWithProd(onPort(8000), ModelProdView{"gpt2-v7", 8080});
+  EXPECT_EQ(v.decision, Decision::kDenied) << v.message;
+  EXPECT_EQ(v.code, 422);
+  EXPECT_NE(v.message.find("spec.stages[1].serving.port: 8000 differs from port 8080 on which "
+                           "model \"gpt2\" serves in prod (Service \"ml/gpt2\", release "
+                           "\"gpt2-v7\" runs prod): the Service port belongs to the model; keep "
+                           "port 8080, or retire the model first (lockstep model delete gpt2)"),
+            std::string::npos)
+      << v.message;
+  // No port given: the default 8080.
+  json unset = onPort(8000);
+  unset["spec"]["stages"][1]["serving"].erase("port");
+  EXPECT_EQ(reviewWithProd(unset, ModelProdView{"gpt2-v7", 8000}).decision, Decision::kDenied);
+}
+
+TEST(ModelReleaseServicePort, AllowedOnProdsPortWithoutProdOrForProdsOwnRelease) {
+  EXPECT_EQ(reviewWithProd(onPort(8080), ModelProdView{"gpt2-v7", 8080}).decision,
+            Decision::kAllowed);
+  EXPECT_EQ(reviewWithProd(onPort(8000), std::nullopt).decision, Decision::kAllowed)
+      << "the model has no prod yet: any port";
+  EXPECT_EQ(reviewWithProd(onPort(8000), ModelProdView{"gpt2-v7", 0}).decision, Decision::kAllowed)
+      << "prod's port unknown";
+  // The release prod runs (an annotation update of it): never refused here.
+  json self = onPort(8000);
+  EXPECT_EQ(
+      reviewWithProd(self, ModelProdView{"gpt2-v8", 8080}, Operation::kUpdate, &self).decision,
+      Decision::kAllowed);
+  // A metadata update of an older release (stages unchanged) is not re-checked.
+  EXPECT_EQ(
+      reviewWithProd(self, ModelProdView{"gpt2-v7", 8080}, Operation::kUpdate, &self).decision,
+      Decision::kAllowed);
+}
+
+class KnownProviders final : public AnalysisProviderLookup {
+ public:
+  bool exists(std::string_view name) const override { return name == "prometheus-main"; }
+};
+
+TEST(ModelReleaseProviders, AnUnknownProviderIsAWarningNamingTheFieldStillAdmitted) {
+  json step = {{"weight", 50},
+               {"analysis", {{"prometheus", {{"provider", "promethues-main"}, {"query", "up"}}}}}};
+  json mr = ReleaseBuilder("gpt2-v8").serving("prod", json::array({step})).json();
+  mr["spec"]["stages"][0]["canary"]["analysis"] = {
+      {"prometheus", {{"provider", "prometheus-main"}, {"query", "up"}}}};
+  KnownProviders providers;
+  ModelReleaseReview r;
+  r.ns = "ml";
+  r.release = &mr;
+  r.runtimeEnv = torch();
+  r.providers = &providers;
+  Verdict v = validateModelRelease(r);
+  EXPECT_EQ(v.decision, Decision::kWarned) << v.message;
+  ASSERT_EQ(v.warnings.size(), 1u);
+  EXPECT_EQ(v.warnings[0],
+            "lockstep: spec.stages[0].canary.steps[0].analysis.prometheus.provider: "
+            "AnalysisProvider \"promethues-main\" does not exist (yet); until it does, every "
+            "measurement of it is an error (kubectl get analysisproviders lists them)");
+  // Known everywhere (or not looked up): no warning.
+  mr["spec"]["stages"][0]["canary"]["steps"][0]["analysis"]["prometheus"]["provider"] =
+      "prometheus-main";
+  EXPECT_EQ(validateModelRelease(r).decision, Decision::kAllowed);
+  mr["spec"]["stages"][0]["canary"]["steps"][0]["analysis"]["prometheus"]["provider"] = "x";
+  r.providers = nullptr;
+  EXPECT_EQ(validateModelRelease(r).decision, Decision::kAllowed);
+}
+
 }  // namespace
 }  // namespace lockstep::webhooks

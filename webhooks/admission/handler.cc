@@ -114,6 +114,11 @@ HttpReply ModelReleaseWebhook::handle(std::string_view body) {
     review.oldRelease = req.oldObject.is_null() ? nullptr : &req.oldObject;
     review.user = req.user;
     review.allowPrometheusAddress = allowPrometheusAddress_;
+    review.providers = providers_;
+    if (prods_ != nullptr) {
+      const std::string* model = json_access::str(json_access::at(&req.object, {"spec", "model"}));
+      if (model != nullptr && !model->empty()) review.prod = prods_->prodOf(req.ns, *model);
+    }
     if (auto env = modelReleaseRuntimeEnvName(req.object))
       review.runtimeEnv = envs_.find(req.ns, *env);
     for (const std::string& verb : verbsToAuthorize(review))

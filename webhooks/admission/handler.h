@@ -74,9 +74,15 @@ class ModelReleaseWebhook final : public AdmissionWebhook {
   HttpReply handle(std::string_view body) override;
   // --allow-release-prometheus-address: releases may give analysis addresses.
   void allowPrometheusAddress(bool allow) { allowPrometheusAddress_ = allow; }
+  // Models' prods (the Service port rule) and AnalysisProviders (a warning for
+  // an unknown one); unset: those checks are skipped. Must outlive the webhook.
+  void setModelProds(const ModelProdLookup* prods) { prods_ = prods; }
+  void setAnalysisProviders(const AnalysisProviderLookup* providers) { providers_ = providers; }
 
  private:
   bool allowPrometheusAddress_ = false;
+  const ModelProdLookup* prods_ = nullptr;
+  const AnalysisProviderLookup* providers_ = nullptr;
   const RuntimeEnvLookup& envs_;
   const Authorizer& authorizer_;
   AdmissionRecorder& recorder_;

@@ -181,6 +181,61 @@ void checkStages(const json* spec, std::vector<std::string>& out) {
   }
 }
 
+// The Service port belongs to the model: a release may not serve on another
+// port than the model's prod while another release runs it.
+void checkServingPort(const json* spec, const ModelReleaseReview& r,
+                      std::vector<std::string>& out) {
+  if (!r.prod || r.prod->release.empty() || r.prod->port <= 0) return;
+  std::string self = r.name.empty() ? ja::strOr(ja::at(r.release, {"metadata", "name"})) : r.name;
+  if (r.prod->release == self) return;
+  const json* stages = ja::child(spec, "stages");
+  if (!ja::isArray(stages)) return;
+  const std::string model = ja::strOr(ja::child(spec, "model"));
+  for (std::size_t i = 0; i < stages->size(); ++i) {
+    const json* serving = ja::child(&(*stages)[i], "serving");
+    if (serving == nullptr || !serving->is_object()) continue;
+    const json* port = ja::child(serving, "port");
+    const long long want =
+        port != nullptr && port->is_number_integer() ? port->get<long long>() : 8080;
+    if (want == r.prod->port) continue;
+    const std::string have = std::to_string(r.prod->port);
+    out.push_back("spec.stages[" + std::to_string(i) + "].serving.port: " + std::to_string(want) +
+                  " differs from port " + have + " on which model " + quote(model) +
+                  " serves in prod (Service " + quote(r.ns + "/" + model) + ", release " +
+                  quote(r.prod->release) +
+                  " runs prod): the Service port belongs to the model; keep port " + have +
+                  ", or retire the model first (lockstep model delete " + model +
+                  ") to serve it on another port");
+  }
+}
+
+// An analysis naming a provider that does not exist (yet): a warning; the
+// release measures errors until it does.
+void adviseProviders(const json* spec, const ModelReleaseReview& r,
+                     std::vector<std::string>& warnings) {
+  if (r.providers == nullptr) return;
+  const json* stages = ja::child(spec, "stages");
+  if (!ja::isArray(stages)) return;
+  auto advise = [&](const json* analysis, const std::string& path) {
+    const std::string* name = ja::str(ja::at(analysis, {"prometheus", "provider"}));
+    if (name == nullptr || name->empty() || r.providers->exists(*name)) return;
+    warnings.push_back("lockstep: " + path + ".prometheus.provider: AnalysisProvider " +
+                       quote(*name) +
+                       " does not exist (yet); until it does, every measurement of it is an "
+                       "error (kubectl get analysisproviders lists them)");
+  };
+  for (std::size_t i = 0; i < stages->size(); ++i) {
+    const std::string path = "spec.stages[" + std::to_string(i) + "].canary";
+    const json* canary = ja::child(&(*stages)[i], "canary");
+    advise(ja::child(canary, "analysis"), path + ".analysis");
+    const json* steps = ja::child(canary, "steps");
+    if (!ja::isArray(steps)) continue;
+    for (std::size_t j = 0; j < steps->size(); ++j)
+      advise(ja::child(&(*steps)[j], "analysis"),
+             path + ".steps[" + std::to_string(j) + "].analysis");
+  }
+}
+
 // --- Pod templates: a container that names an image must name the RuntimeEnv's.
 
 struct ContainerList {
@@ -431,6 +486,8 @@ Verdict validateModelRelease(const ModelReleaseReview& r) {
       checkTemplateImages(spec, r, v.violations, v.warnings);
       adviseAnalyses(spec, v.warnings);
       checkAnalysisSources(spec, r.allowPrometheusAddress, v.violations);
+      checkServingPort(spec, r, v.violations);
+      adviseProviders(spec, r, v.warnings);
     }
 
     const std::string* hash = ja::str(ja::child(spec, "closureHash"));

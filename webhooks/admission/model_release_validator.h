@@ -27,6 +27,12 @@
 //    initialDelay: a warning each (analysis_advice.h). An analysis giving
 //    `prometheus.address` (not a provider) is denied unless
 //    allowPrometheusAddress (the operator's --allow-release-prometheus-address).
+//  - The Service port belongs to the model: while another release runs the
+//    model's prod (`prod`), a serving stage whose port differs from prod's is
+//    denied naming spec.stages[i].serving.port, prod's port and release.
+//    Checked with the stage list.
+//  - An analysis naming an AnalysisProvider that `providers` does not know: a
+//    warning (still admitted: GitOps may create the provider after it).
 //  - RuntimeEnv: absent or not Ready → allowed with a warning; Ready with a
 //    different status.closureHash → denied on CREATE, a warning on UPDATE
 //    (an existing release whose RuntimeEnv moved on is stale, not invalid).
@@ -63,6 +69,10 @@ struct ModelReleaseReview {
   std::optional<RuntimeEnvView> runtimeEnv;    // the RuntimeEnv named by spec.runtimeEnvRef
   UserInfo user;                               // request.userInfo
   bool allowPrometheusAddress = false;         // --allow-release-prometheus-address
+  // The prod of spec.model (nullopt: none yet, or not looked up).
+  std::optional<ModelProdView> prod;
+  // The AnalysisProviders; null: not looked up (no warning).
+  const AnalysisProviderLookup* providers = nullptr;
   // Authorizer answers by verb ("approve", "abort") for verbsToAuthorize().
   std::map<std::string, StatusOr<AccessDecision>, std::less<>> access;
 };

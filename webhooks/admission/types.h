@@ -62,6 +62,30 @@ class RuntimeEnvLookup {
   virtual std::optional<RuntimeEnvView> find(std::string_view ns, std::string_view name) const = 0;
 };
 
+// The prod of a model as the operator's caches see it: the release its anchor
+// ConfigMap `lockstep-model-<model>` records as `promoted` and the port prod
+// serves on (its Service's, else that release's serving port; 0: unknown).
+struct ModelProdView {
+  std::string release;
+  int64_t port = 0;
+};
+
+// Looks up a model's prod; nullopt when the model has no prod yet (no anchor,
+// or nothing promoted). Same thread-safety contract as RuntimeEnvLookup.
+class ModelProdLookup {
+ public:
+  virtual ~ModelProdLookup() = default;
+  virtual std::optional<ModelProdView> prodOf(std::string_view ns,
+                                              std::string_view model) const = 0;
+};
+
+// Whether a (cluster-scoped) AnalysisProvider exists. Same contract.
+class AnalysisProviderLookup {
+ public:
+  virtual ~AnalysisProviderLookup() = default;
+  virtual bool exists(std::string_view name) const = 0;
+};
+
 // Looks up the admission mode of a namespace (from its lockstep.dev/enforce
 // label). Same thread-safety contract as RuntimeEnvLookup. An error means the
 // mode is not known (e.g. a namespace not yet in the cache and the API server

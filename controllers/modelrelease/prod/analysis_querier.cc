@@ -34,7 +34,8 @@ struct AnalysisProviders::Provider {
   QueryAnswer probeAnswer;
 };
 
-AnalysisProviders::AnalysisProviders(AnalysisProvidersOptions options) : options_(options) {}
+AnalysisProviders::AnalysisProviders(AnalysisProvidersOptions options)
+    : options_(std::move(options)) {}
 
 AnalysisProviders::~AnalysisProviders() {
   std::map<std::string, std::shared_ptr<Provider>> gone;
@@ -104,8 +105,8 @@ std::shared_ptr<AnalysisProviders::Provider> AnalysisProviders::find(
 }
 
 std::unique_ptr<MeasurementExecutor> AnalysisProviders::makeExecutor(
-    const std::string& label, const ProviderConfig& config, const std::shared_ptr<Provider>& p,
-    std::string& error) {
+    const std::string& label, const std::string& metricName, const ProviderConfig& config,
+    const std::shared_ptr<Provider>& p, std::string& error) {
   prometheus::ClientConfig cc;
   cc.address = config.spec.address;
   cc.caPem = config.caPem;
@@ -142,8 +143,13 @@ std::unique_ptr<MeasurementExecutor> AnalysisProviders::makeExecutor(
     }
     return a;
   };
-  return std::make_unique<MeasurementExecutor>(so, runner,
-                                               [this](const std::string& w) { wake(w); });
+  MeasurementExecutor::Report report;
+  if (options_.metrics) {
+    auto reporter = std::make_shared<QueryStatsReporter>(options_.metrics, metricName);
+    report = [reporter](const QueryStats& s) { reporter->report(s); };
+  }
+  return std::make_unique<MeasurementExecutor>(
+      so, runner, [this](const std::string& w) { wake(w); }, std::move(report));
 }
 
 Status AnalysisProviders::configure(const std::string& name, const ProviderConfig& config) {
@@ -160,7 +166,7 @@ Status AnalysisProviders::configure(const std::string& name, const ProviderConfi
   fresh->token = config.token;
   fresh->config = config;
   std::string error;
-  fresh->executor = makeExecutor(fresh->label, config, fresh, error);
+  fresh->executor = makeExecutor(fresh->label, name, config, fresh, error);
   if (!fresh->executor) fresh->disabled = error;
   std::shared_ptr<Provider> old;
   {
@@ -196,6 +202,8 @@ void AnalysisProviders::remove(const std::string& name) {
     old = std::move(it->second);
     providers_.erase(it);
   }
+  old.reset();  // its threads are joined: nothing reports after this
+  if (options_.metrics) options_.metrics->queueDepth(name, 0);
 }
 
 std::optional<QueryAnswer> AnalysisProviders::probe(const std::string& name, int64_t round,
@@ -249,7 +257,7 @@ std::optional<Measurement> AnalysisProviders::measure(const MeasurementAsk& ask)
       fresh->label = "prometheus " + a.address;
       fresh->config = c;
       std::string why;
-      fresh->executor = makeExecutor(fresh->label, c, fresh, why);
+      fresh->executor = makeExecutor(fresh->label, kReleaseAddressProvider, c, fresh, why);
       if (!fresh->executor) return error(why);
       std::lock_guard<std::mutex> lock(mu_);
       providers_.emplace(name, fresh);  // another thread may have won: its executor stays

@@ -27,6 +27,7 @@
 #include "api/v1alpha1/model_release.h"
 #include "common/status.h"
 #include "controllers/modelrelease/prod/analysis.h"
+#include "controllers/modelrelease/prod/analysis_metrics.h"
 #include "controllers/modelrelease/prod/query_scheduler.h"
 
 namespace lockstep::controllers {
@@ -66,6 +67,8 @@ struct AnalysisProvidersOptions {
   int64_t addressTimeoutSeconds = 10;
   int addressConcurrency = 2;
   int maxQueued = 256;
+  // lockstep_analysis_* (analysis_metrics.h); null: none.
+  std::shared_ptr<AnalysisMetrics> metrics;
 };
 
 // Every AnalysisProvider's executor, configured by the AnalysisProvider
@@ -102,7 +105,9 @@ class AnalysisProviders final : public AnalysisQuerier {
  private:
   struct Provider;
   std::shared_ptr<Provider> find(const std::string& name) const;
+  // `metricName`: the provider label of its metrics.
   std::unique_ptr<MeasurementExecutor> makeExecutor(const std::string& label,
+                                                    const std::string& metricName,
                                                     const ProviderConfig& config,
                                                     const std::shared_ptr<Provider>& p,
                                                     std::string& error);

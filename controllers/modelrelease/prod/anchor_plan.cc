@@ -1,6 +1,9 @@
 #include "controllers/modelrelease/prod/anchor_plan.h"
 
+#include <algorithm>
+
 #include "api/v1alpha1/keys.h"
+#include "api/v1alpha1/meta.h"
 #include "api/v1alpha1/resources.h"
 
 namespace lockstep::controllers {
@@ -19,10 +22,34 @@ json& dataOf(json& anchor) {
   return data;
 }
 
+// A revision as written ("12"); 0 when it is not a plain number.
+int64_t revisionNumber(const std::string& s) {
+  if (s.empty() || s.size() > 18) return 0;
+  int64_t n = 0;
+  for (char c : s) {
+    if (c < '0' || c > '9') return 0;
+    n = n * 10 + (c - '0');
+  }
+  return n;
+}
+
 }  // namespace
 
+int64_t highestRollbackRevision(const kube::Object& release) {
+  const std::string prefix = v1::kRollbackAnnotationPrefix;
+  int64_t highest = 0;
+  const json& annotations =
+      v1::decode::object(v1::decode::object(release, "metadata"), "annotations");
+  for (const auto& [key, value] : annotations.items()) {
+    if (key.starts_with(prefix))
+      highest = std::max(highest, revisionNumber(key.substr(prefix.size())));
+  }
+  const json& rollback = v1::decode::object(v1::decode::object(release, "status"), "rollback");
+  return std::max(highest, revisionNumber(v1::decode::string(rollback, "revision")));
+}
+
 PlannedApply createAnchor(const std::string& ns, const std::string& model,
-                          const std::string& release) {
+                          const std::string& release, const std::string& revision) {
   json cm = {
       {"apiVersion", "v1"},
       {"kind", "ConfigMap"},
@@ -31,7 +58,11 @@ PlannedApply createAnchor(const std::string& ns, const std::string& model,
         {"namespace", ns},
         {"labels", {{v1::kModelLabel, model}, {"app.kubernetes.io/managed-by", "lockstep"}}}}},
       {"data", {{v1::kAnchorCanary, release}}}};
-  return plannedCreate(v1::kConfigMaps, std::move(cm), "creating the model's anchor ConfigMap");
+  if (!revision.empty() && revision != "0") cm["data"][v1::kAnchorRevision] = revision;
+  PlannedApply a =
+      plannedCreate(v1::kConfigMaps, std::move(cm), "creating the model's anchor ConfigMap");
+  a.alreadyExistsIsConflict = true;
+  return a;
 }
 
 PlannedApply claimCanary(const kube::Object& anchor, const std::string& release) {

@@ -10,6 +10,7 @@
 // Thread-safety: pure functions.
 #pragma once
 
+#include <cstdint>
 #include <string>
 
 #include <nlohmann/json.hpp>
@@ -20,9 +21,15 @@
 
 namespace lockstep::controllers {
 
-// A new anchor for `model` in `ns` whose canary slot `release` holds.
+// A new anchor for `model` in `ns` whose canary slot `release` holds, its
+// prod revision starting at `revision` ("": 0). A create: AlreadyExists means
+// someone took the name meanwhile (a Conflict: plan again and look at it).
 PlannedApply createAnchor(const std::string& ns, const std::string& model,
-                          const std::string& release);
+                          const std::string& release, const std::string& revision = "");
+
+// The highest n of the rollback.lockstep.dev/<n> annotations on `release`
+// and of its status.rollback.revision; 0 when none (or not numbers).
+int64_t highestRollbackRevision(const kube::Object& release);
 
 // `anchor` with its canary slot given to `release`.
 PlannedApply claimCanary(const kube::Object& anchor, const std::string& release);

@@ -4,10 +4,12 @@
 
 namespace lockstep::controllers {
 
-MeasurementExecutor::MeasurementExecutor(QuerySchedulerOptions options, Runner runner, Wake wake)
+MeasurementExecutor::MeasurementExecutor(QuerySchedulerOptions options, Runner runner, Wake wake,
+                                         Report report)
     : options_(options),
       runner_(std::move(runner)),
       wake_(std::move(wake)),
+      report_(std::move(report)),
       scheduler_(std::move(options)) {
   const int n = scheduler_.options().maxInFlight;
   for (int i = 0; i < n; ++i) threads_.emplace_back([this] { worker(); });
@@ -42,6 +44,7 @@ QueryScheduler::Ask MeasurementExecutor::ask(const QueryKey& key, const std::str
   {
     std::lock_guard<std::mutex> lock(mu_);
     out = scheduler_.ask(key, promql, atUnix, waker, nowMs());
+    reportLocked();
   }
   work_.notify_one();
   deadlines_.notify_one();
@@ -66,11 +69,13 @@ void MeasurementExecutor::worker() {
       return !jobs.empty();
     });
     if (stopping_) return;
+    reportLocked();
     for (const QueryJob& job : jobs) {
       lock.unlock();
       QueryAnswer a = runner_(job.promql, job.atUnix);
       lock.lock();
       std::string waker = scheduler_.finish(job.id, a, nowMs());
+      reportLocked();
       if (!waker.empty()) {
         lock.unlock();
         tell({waker});
@@ -92,6 +97,7 @@ void MeasurementExecutor::timer() {
     }
     if (stopping_) return;
     std::vector<std::string> wakers = scheduler_.expire(nowMs());
+    reportLocked();
     if (!wakers.empty()) {
       lock.unlock();
       tell(wakers);

@@ -27,7 +27,11 @@ class MeasurementExecutor {
   using Runner = std::function<QueryAnswer(const std::string& promql, int64_t atUnix)>;
   using Wake = std::function<void(const std::string& waker)>;
 
-  MeasurementExecutor(QuerySchedulerOptions options, Runner runner, Wake wake);
+  // Called under the executor's lock with the queue's counts after every
+  // change (an ask, a start, an answer, a deadline): the metrics.
+  using Report = std::function<void(const QueryStats&)>;
+
+  MeasurementExecutor(QuerySchedulerOptions options, Runner runner, Wake wake, Report report = {});
   ~MeasurementExecutor();
   MeasurementExecutor(const MeasurementExecutor&) = delete;
   MeasurementExecutor& operator=(const MeasurementExecutor&) = delete;
@@ -42,10 +46,14 @@ class MeasurementExecutor {
   void worker();
   void timer();
   void tell(const std::vector<std::string>& wakers) const;
+  void reportLocked() const {
+    if (report_) report_(scheduler_.stats());
+  }
 
   QuerySchedulerOptions options_;
   Runner runner_;
   Wake wake_;
+  Report report_;
   mutable std::mutex mu_;
   std::condition_variable work_;
   std::condition_variable deadlines_;

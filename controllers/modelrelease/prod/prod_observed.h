@@ -32,6 +32,10 @@ struct ProdObserved {
   std::map<std::string, kube::ObjectPtr> releases;
   // The RuntimeEnvs of the reconciled release and of `releases`, by name.
   std::map<std::string, kube::ObjectPtr> runtimeEnvs;
+  // The highest n of any rollback.lockstep.dev/<n> request (annotation) a
+  // release of the model carries, or that one recorded (status.rollback.revision);
+  // read only while there is no anchor: a re-created anchor's revision starts past it.
+  int64_t highestRollbackRevision = 0;
   // The free GPUs per compatible node, when the serving template asks for GPUs.
   std::optional<GpuCapacity> gpu;
   // Taken because the previous plan of this reconcile asked (ProdPlan::measure).

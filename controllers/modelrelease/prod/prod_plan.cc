@@ -56,6 +56,23 @@ StatusOr<ServingRelease> servingReleaseOf(const v1::ModelRelease& r, const ProdO
   return out;
 }
 
+// The write of a serving object Lockstep builds (docs/rollouts.md "No write
+// over a newcomer"): a create when nothing stood at the name when it was read
+// (AlreadyExists: someone took the name meanwhile, plan again and look), else
+// a server-side apply guarded by the uid that was read (the server refuses it
+// when the object was replaced meanwhile).
+PlannedApply ownedWrite(const kube::Resource& resource, json object, const kube::Object* current,
+                        const std::string& what) {
+  if (current == nullptr) {
+    PlannedApply a = plannedCreate(resource, std::move(object), "creating " + what);
+    a.alreadyExistsIsConflict = true;
+    return a;
+  }
+  PlannedApply a = plannedApply(resource, std::move(object), "applying " + what);
+  a.uid = v1::decodeMeta(*current).uid;
+  return a;
+}
+
 // The write that puts the model's `track` Deployment on release `who` (empty:
 // scaled to zero) with `replicas`: a scale when it already runs `who`, else a
 // server-side apply built from that release's serving template; nullopt when
@@ -74,6 +91,7 @@ StatusOr<std::optional<PlannedApply>> placeTrack(const ServingObjectsInput& in,
     if (current == nullptr || specReplicas(current) == want) return out;
     out = plannedMergePatch(v1::kDeployments, in.ns, name, json{{"spec", {{"replicas", want}}}},
                             "scaling Deployment " + name + " to " + std::to_string(want));
+    out->uid = v1::decodeMeta(*current).uid;
   } else {
     StatusOr<ServingRelease> sr = Status(Code::kUnavailable, "");
     if (who == self.meta.name) {
@@ -87,8 +105,8 @@ StatusOr<std::optional<PlannedApply>> placeTrack(const ServingObjectsInput& in,
     if (!sr.isOk()) return sr.status();
     auto built = buildServingDeployment(in, track, *sr, replicas);
     if (!built.isOk()) return built.status();
-    out = plannedApply(v1::kDeployments, std::move(*built),
-                       "applying Deployment " + name + " (release " + who + ")");
+    out = ownedWrite(v1::kDeployments, std::move(*built), current,
+                     "Deployment " + name + " (release " + who + ")");
   }
   out->failureEventOn = selfObject;
   out->failureEventReason = kReasonServingApplyFailed;
@@ -107,6 +125,87 @@ ServingObjectsInput servingInput(const v1::ModelRelease& r, const v1::CanarySpec
   in.anchorUid = p.anchor ? v1::decodeMeta(*p.anchor).uid : std::string();
   return in;
 }
+
+// The port the model's prod serves on: its Service's, else (no Service) the
+// serving port of the release the anchor records as promoted; nullopt when
+// neither is known.
+std::optional<int64_t> prodPort(const v1::ModelAnchor& anchor, const ProdObserved& p) {
+  if (p.service) {
+    const json& ports = v1::decode::array(v1::decode::object(*p.service, "spec"), "ports");
+    if (!ports.empty()) return v1::decode::integer(ports.front(), "port", 0);
+  }
+  auto promoted = p.releases.find(anchor.promoted);
+  if (promoted == p.releases.end() || !promoted->second) return std::nullopt;
+  const v1::ModelRelease pr = v1::decodeModelRelease(*promoted->second);
+  if (const v1::Stage* stage = pr.prodStage()) {
+    if (auto spec = canarySpecOf(*stage); spec.isOk()) return spec->port;
+  }
+  return std::nullopt;
+}
+
+}  // namespace
+
+std::optional<std::string> promotedMismatch(const v1::ModelRelease& r,
+                                            const v1::ModelAnchor& anchor, const ProdObserved& p) {
+  const std::string& promoted = anchor.promoted;
+  if (promoted.empty() || promoted == r.meta.name) return std::nullopt;
+  std::string why;
+  auto named = p.releases.find(promoted);
+  if (named == p.releases.end() || !named->second) {
+    // A Promoted release may be deleted (prod keeps its pods): then stable
+    // must be running it already.
+    if (templateRelease(p.stableDeployment.get()) == promoted) return std::nullopt;
+    why = "no such release exists and the stable Deployment does not run it";
+  } else {
+    const v1::ModelRelease known = v1::decodeModelRelease(*named->second);
+    const std::string canaryPhase = v1::decode::string(known.status.canary, "phase");
+    const bool reachedProd = canaryPhase == v1::kPhasePromoted ||
+                             canaryPhase == v1::kReasonPromoting ||
+                             (known.status.phase && *known.status.phase == v1::Phase::kPromoted);
+    if (known.spec.model != r.spec.model) {
+      why = "that release is of model " + known.spec.model;
+    } else if (!reachedProd) {
+      why = "that release never reached prod (its status shows no promotion" +
+            std::string(canaryPhase.empty() ? "" : "; canary phase " + canaryPhase) + ")";
+    } else if (!anchor.promotedPackage.empty() && anchor.promotedPackage != known.spec.package) {
+      why = "the anchor records package " + anchor.promotedPackage + " but that release is " +
+            known.spec.package;
+    } else if (!anchor.promotedClosureHash.empty() &&
+               anchor.promotedClosureHash != known.spec.closureHash) {
+      why = "the anchor records closure " + anchor.promotedClosureHash + " but that release pins " +
+            known.spec.closureHash;
+    }
+  }
+  if (why.empty()) return std::nullopt;
+  return "ConfigMap " + r.meta.ns + "/" + v1::modelAnchorName(r.spec.model) +
+         " says prod of model " + r.spec.model + " runs release " + promoted + ", but " + why +
+         ": the anchor does not match the release it names, so stable never runs it and "
+         "nothing in prod moved. Restore the anchor (its history lists what prod ran) or take "
+         "the model out of prod (lockstep model delete " +
+         r.spec.model + ")";
+}
+
+std::optional<std::string> servicePortConflict(const v1::ModelRelease& r,
+                                               const v1::CanarySpec& spec,
+                                               const v1::ModelAnchor& anchor,
+                                               const ProdObserved& p) {
+  if (anchor.promoted.empty() || anchor.promoted == r.meta.name) return std::nullopt;
+  const std::optional<int64_t> port = prodPort(anchor, p);
+  if (!port || *port == spec.port) return std::nullopt;
+  const v1::Stage* stage = r.prodStage();
+  const auto at = stage != nullptr ? stage - r.spec.stages.data() : 0;
+  const std::string field = "spec.stages[" + std::to_string(at) + "].serving.port";
+  const std::string have = std::to_string(*port);
+  return "serving port " + std::to_string(spec.port) + " (" + field + ") differs from port " +
+         have + " of Service " + r.meta.ns + "/" + r.spec.model + ", on which release " +
+         anchor.promoted + " runs model " + r.spec.model +
+         "'s prod: the Service port belongs to the model, and this release would re-point the "
+         "Service of its stable pods. Nothing in prod moved. Create a release with port " +
+         have + ", or retire the model first (lockstep model delete " + r.spec.model +
+         ") to serve it on another port";
+}
+
+namespace {
 
 void stopWith(ProdPlan& out, const Status& s) {
   out.events.push_back({kube::kEventTypeWarning, kReasonServingApplyFailed, s.message()});
@@ -145,12 +244,29 @@ ProdPlan planProd(const ReleaseObserved& o, const v1::ModelRelease& r,
   // reach prod takes it; the one it displaces turns Superseded). Then plan
   // again from the cache.
   if (!p.anchor) {
-    out.writes.push_back(createAnchor(r.meta.ns, r.spec.model, name));
+    // Its revision goes on past every rollback request a release of the model
+    // carries: a re-created anchor never makes an old request fire again.
+    out.writes.push_back(createAnchor(
+        r.meta.ns, r.spec.model, name,
+        p.highestRollbackRevision > 0 ? std::to_string(p.highestRollbackRevision) : std::string()));
     out.stop = true;
     out.stopRequeueSeconds = 1;
     return out;
   }
   const v1::ModelAnchor anchor = v1::decodeModelAnchor(*p.anchor);
+  // The release the anchor says prod runs must be one that got there.
+  if (auto mismatch = promotedMismatch(r, anchor, p)) {
+    stallProdStage(plan, kReasonAnchorMismatch, *mismatch, prevStatus, generation, o.now,
+                   kNameConflictRecheckSeconds);
+    return out;
+  }
+  // The Service port belongs to the model: never re-pointed under the stable
+  // pods of another release (found before this release claims the slot).
+  if (auto conflict = servicePortConflict(r, *spec, anchor, p)) {
+    stallProdStage(plan, kReasonServicePortConflict, *conflict, prevStatus, generation, o.now,
+                   kNameConflictRecheckSeconds);
+    return out;
+  }
   if (anchor.canary != name && !r.status.canary.is_object()) {
     out.writes.push_back(claimCanary(*p.anchor, name));
     out.stop = true;
@@ -182,7 +298,7 @@ ProdPlan planProd(const ReleaseObserved& o, const v1::ModelRelease& r,
   // write stops before the other one).
   const ServingObjectsInput in = servingInput(r, *spec, p);
   PlannedApply service =
-      plannedApply(v1::kServices, buildModelService(in), "applying Service " + r.spec.model);
+      ownedWrite(v1::kServices, buildModelService(in), p.service.get(), "Service " + r.spec.model);
   service.failureEventOn = releaseObject;
   service.failureEventReason = kReasonServingApplyFailed;
   out.writes.push_back(std::move(service));
@@ -287,6 +403,18 @@ ProdPlan planRollbackWrites(const ReleaseObserved& o, const v1::ModelRelease& r,
     out.events.push_back({kube::kEventTypeWarning, v1::kReasonNameConflict, m});
     out.stop = true;
     out.stopError = Status(Code::kUnavailable, "rolling model " + r.spec.model + " back: " + m);
+    return out;
+  }
+  // The rollback writes the Deployments only: its target must serve on the
+  // model's port (the Service port belongs to the model).
+  if (auto port = prodPort(anchor, p); port && *port != spec->port) {
+    refuseRollback(out, o, r, plan,
+                   "rollback target: release " + name + " serves on port " +
+                       std::to_string(spec->port) + ", but Service " + r.meta.ns + "/" +
+                       r.spec.model + " of model " + r.spec.model + " serves on port " +
+                       std::to_string(*port) +
+                       " (the Service port belongs to the model); roll back to a release "
+                       "serving on that port");
     return out;
   }
   const ServingObjectsInput in = servingInput(r, *spec, p);

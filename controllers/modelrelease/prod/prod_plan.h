@@ -13,6 +13,7 @@
 #include <optional>
 #include <vector>
 
+#include "api/v1alpha1/model_anchor.h"
 #include "api/v1alpha1/model_release.h"
 #include "common/status.h"
 #include "controllers/common/plan.h"
@@ -43,6 +44,34 @@ struct ProdPlan {
   // After the status write: an error a retry cannot fix (kInvalidArgument: terminal).
   Status afterStatus;
 };
+
+// Condition reason: the release's serving port differs from the port of the
+// model's Service while another release runs prod; Stalled before its canary,
+// the Service untouched.
+inline constexpr const char* kReasonServicePortConflict = "ServicePortConflict";
+
+// Condition reason: the anchor's `promoted` names a release that does not
+// match (gone while stable does not run it, another model, never promoted,
+// another package or closure than the anchor records): Stalled, prod untouched.
+inline constexpr const char* kReasonAnchorMismatch = "AnchorMismatch";
+
+// The anchor is a trust root (docs/rollouts.md "The anchor is Lockstep's
+// alone"): before stable runs the release the anchor names as promoted, that
+// release is checked. The message for status and the Event; nullopt when it
+// matches (or nothing else is promoted).
+std::optional<std::string> promotedMismatch(const api::v1alpha1::ModelRelease& release,
+                                            const api::v1alpha1::ModelAnchor& anchor,
+                                            const ProdObserved& prod);
+
+// The Service port belongs to the model (docs/rollouts.md "The Service port
+// belongs to the model"): while another release runs prod (the anchor's
+// `promoted`), a release whose serving port differs from the port of the
+// model's Service (no Service: the promoted release's port) may not start its
+// canary. The message for status and the Event; nullopt when it may.
+std::optional<std::string> servicePortConflict(const api::v1alpha1::ModelRelease& release,
+                                               const api::v1alpha1::CanarySpec& spec,
+                                               const api::v1alpha1::ModelAnchor& anchor,
+                                               const ProdObserved& prod);
 
 // `plan` is planRelease's with plan.prod set; it gets the canary folded in (or
 // the stage failed as InvalidSpec).

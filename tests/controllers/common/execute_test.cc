@@ -127,5 +127,59 @@ TEST_F(ExecuteTest, TheObjectGoneMeanwhileIsDone) {
   EXPECT_FALSE(out.statusWritten);
 }
 
+// "No write over a newcomer": a create of a name that was free when read
+// treats AlreadyExists as a Conflict (plan again), an ordinary create as done;
+// a uid precondition reaches the body of an apply and of a merge patch.
+TEST_F(ExecuteTest, ACreateThatMustFindTheNameFreeAndUidPreconditions) {
+  plan_ = {};
+  PlannedApply job =
+      plannedCreate(v1::kJobs, kube::newObject(v1::kJobs, "ml", "v7-eval"), "creating Job v7-eval");
+  plan_.apply.push_back(job);
+  PlannedApply svc = plannedCreate(v1::kServices, kube::newObject(v1::kServices, "ml", "gpt2"),
+                                   "creating Service gpt2");
+  svc.alreadyExistsIsConflict = true;
+  plan_.apply.push_back(svc);
+  transport_->push(FakeTransport::status(409, "AlreadyExists", "jobs \"v7-eval\" already exists"));
+  transport_->push(FakeTransport::status(409, "AlreadyExists", "services \"gpt2\" already exists"));
+  ExecutionOutcome out = run();
+  EXPECT_EQ(out.applied, 1u) << "the Job's AlreadyExists is done";
+  EXPECT_EQ(out.result.error.code(), Code::kConflict) << out.result.error.toString();
+  EXPECT_FALSE(out.result.terminal);
+  EXPECT_NE(out.result.error.message().find(
+                "Service gpt2 was created by someone else after it was read; planning again"),
+            std::string::npos)
+      << out.result.error.toString();
+
+  plan_ = {};
+  PlannedApply apply =
+      plannedApply(v1::kServices, kube::newObject(v1::kServices, "ml", "gpt2"), "applying");
+  apply.uid = "svc-uid";
+  plan_.apply.push_back(apply);
+  PlannedApply scale = plannedMergePatch(v1::kDeployments, "ml", "gpt2-stable",
+                                         json{{"spec", {{"replicas", 3}}}}, "scaling");
+  scale.uid = "dep-uid";
+  plan_.apply.push_back(scale);
+  transport_->push(FakeTransport::ok(json::object()));
+  transport_->push(FakeTransport::ok(json::object()));
+  out = run();
+  EXPECT_TRUE(out.result.error.isOk()) << out.result.error.toString();
+  std::vector<kube::Request> sent = transport_->requests();
+  ASSERT_EQ(sent.size(), 4u);
+  EXPECT_EQ(json::parse(sent[2].body)["metadata"]["uid"], "svc-uid");
+  EXPECT_EQ(json::parse(sent[3].body)["metadata"]["uid"], "dep-uid");
+  EXPECT_EQ(json::parse(sent[3].body)["spec"]["replicas"], 3);
+
+  // Replaced meanwhile: kube-apiserver answers a changed uid with 422
+  // "metadata.uid: ... field is immutable" (seen on 1.36): a Conflict, planned again.
+  transport_->push(FakeTransport::status(
+      422, "Invalid",
+      "Service \"gpt2\" is invalid: metadata.uid: Invalid value: \"svc-uid\": field is immutable"));
+  out = run();
+  EXPECT_EQ(out.result.error.code(), Code::kConflict) << out.result.error.toString();
+  EXPECT_NE(out.result.error.message().find("Service gpt2 was replaced since it was read"),
+            std::string::npos)
+      << out.result.error.toString();
+}
+
 }  // namespace
 }  // namespace lockstep::controllers

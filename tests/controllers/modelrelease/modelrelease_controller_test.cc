@@ -73,6 +73,19 @@ class ModelReleaseControllerTest : public ::testing::Test {
     anchor["data"] = {{v1::kAnchorCanary, canary}};
     put(anchors_, anchor);
   }
+  // The model's Service as Lockstep made it (labels, owned by the anchor).
+  void putLockstepService(const std::string& uid) {
+    kube::Object svc = kube::newObject(v1::kServices, "ml", "gpt2");
+    svc["metadata"]["uid"] = uid;
+    svc["metadata"]["labels"] = {{v1::kModelLabel, "gpt2"},
+                                 {"app.kubernetes.io/managed-by", "lockstep"}};
+    svc["metadata"]["ownerReferences"] = json::array({{{"apiVersion", "v1"},
+                                                       {"kind", "ConfigMap"},
+                                                       {"name", v1::modelAnchorName("gpt2")},
+                                                       {"uid", "anchor-uid"}}});
+    svc["spec"] = {{"ports", json::array({{{"port", 8080}}})}};
+    put(services_, svc);
+  }
   static std::shared_ptr<kube::Client> operatorClient(std::shared_ptr<FakeTransport> t) {
     kube::ClientOptions o;
     o.fieldManager = v1::kOperatorFieldManager;
@@ -288,9 +301,10 @@ TEST_F(ModelReleaseControllerTest, ProdStageAppliesServingObjectsFromTheCachesTh
   EXPECT_TRUE(r.error.isOk()) << r.error.toString();
   std::vector<std::string> uris = requests();
   ASSERT_EQ(uris.size(), 3u);
-  EXPECT_EQ(uris[0].rfind("PATCH /api/v1/namespaces/ml/services/gpt2", 0), 0u) << uris[0];
-  EXPECT_EQ(uris[1].rfind("PATCH /apis/apps/v1/namespaces/ml/deployments/gpt2-canary", 0), 0u)
-      << uris[1];
+  // Names nobody stands at are created (never applied over a newcomer).
+  EXPECT_EQ(uris[0], "POST /api/v1/namespaces/ml/services?fieldManager=lockstep-operator");
+  EXPECT_EQ(uris[1], "POST /apis/apps/v1/namespaces/ml/deployments?fieldManager=lockstep-operator");
+  EXPECT_EQ(json::parse(writes()[1].body)["metadata"]["name"], "gpt2-canary");
   EXPECT_EQ(uris[2], std::string("PATCH ") + kStatusUri);
   // The GPU capacity came from the caches: no pod LIST.
   for (const auto& u : uris) EXPECT_EQ(u.find("/pods"), std::string::npos) << u;
@@ -327,7 +341,8 @@ TEST_F(ModelReleaseControllerTest, TheCanaryDeploymentRunsThePinnedPairNotTheRun
   EXPECT_TRUE(r.error.isOk()) << r.error.toString();
   std::vector<kube::Request> w = writes();
   ASSERT_EQ(w.size(), 3u);
-  ASSERT_NE(w[1].uri().find("/deployments/gpt2-canary"), std::string::npos) << w[1].uri();
+  ASSERT_NE(w[1].uri().find("/deployments"), std::string::npos) << w[1].uri();
+  ASSERT_EQ(json::parse(w[1].body)["metadata"]["name"], "gpt2-canary");
   json tmpl = json::parse(w[1].body)["spec"]["template"];
   EXPECT_EQ(tmpl["spec"]["containers"][0]["image"], pinnedImage);
   EXPECT_EQ(tmpl["metadata"]["annotations"]["lockstep.dev/closure-hash"], kHash);
@@ -347,7 +362,7 @@ TEST_F(ModelReleaseControllerTest,
   putLockstepAnchor("v7");
   transport_->setHandler([](const kube::Request& r) -> std::optional<testing::FakeReply> {
     if (r.method == "GET") return FakeTransport::status(404, "NotFound", "not found");
-    if (r.uri().find("/deployments/gpt2-canary") != std::string::npos)
+    if (r.uri().find("/deployments") != std::string::npos)
       return FakeTransport::status(422, "Invalid",
                                    "Deployment.apps \"gpt2-canary\" is invalid: spec.selector: "
                                    "Invalid value: field is immutable");
@@ -364,13 +379,77 @@ TEST_F(ModelReleaseControllerTest,
   EXPECT_EQ(condition(status, "Stalled", "status"), "True");
   EXPECT_EQ(condition(status, "Stalled", "reason"), v1::kReasonServingApplyFailed);
   const std::string m = condition(status, "Stalled", "message");
-  EXPECT_NE(m.find("applying Deployment gpt2-canary"), std::string::npos) << m;
+  EXPECT_NE(m.find("creating Deployment gpt2-canary"), std::string::npos) << m;
   EXPECT_NE(m.find("field is immutable"), std::string::npos) << m;
   bool evented = false;
   for (const auto& e : events_.events())
     evented = evented || (e.reason == v1::kReasonServingApplyFailed &&
                           e.message.find("field is immutable") != std::string::npos);
   EXPECT_TRUE(evented);
+}
+
+// "No write over a newcomer": a Service created by someone else between the
+// GET (404) and Lockstep's create is never written over. The create's
+// AlreadyExists is a Conflict (retried, no ServingApplyFailed); the next look
+// finds it and it is a NameConflict. An object that was read is applied with
+// the uid it was read with (the server refuses the apply if it was replaced).
+TEST_F(ModelReleaseControllerTest, ANameTakenBetweenReadAndCreateIsNeverWrittenOver) {
+  kube::Object release = finalized(gated());
+  release["spec"]["stages"] = json::array({prodStage(2, 0, oneStep(50))});
+  put(releases_, release);
+  putLockstepAnchor("v7");
+  bool created = false;  // the team's Service appears right after Lockstep's GET
+  const json team = {{"apiVersion", "v1"},
+                     {"kind", "Service"},
+                     {"metadata", {{"name", "gpt2"}, {"namespace", "ml"}, {"uid", "team-uid"}}},
+                     {"spec", {{"selector", {{"app", "gpt2"}}}}}};
+  transport_->setHandler([&](const kube::Request& r) -> std::optional<testing::FakeReply> {
+    if (r.method == "GET" && r.uri().find("/services/gpt2") != std::string::npos) {
+      if (!created) {
+        created = true;
+        return FakeTransport::status(404, "NotFound", "not found");
+      }
+      return FakeTransport::ok(team);
+    }
+    if (r.method == "GET") return FakeTransport::status(404, "NotFound", "not found");
+    if (r.method == "POST" && r.uri().find("/services") != std::string::npos)
+      return FakeTransport::status(409, "AlreadyExists", "services \"gpt2\" already exists");
+    return FakeTransport::ok(r.body.empty() ? json::object() : json::parse(r.body));
+  });
+
+  runtime::Result r = reconcile();
+  EXPECT_FALSE(r.error.isOk());
+  EXPECT_EQ(r.error.code(), Code::kConflict) << r.error.toString();
+  EXPECT_NE(r.error.message().find("was created by someone else after it was read"),
+            std::string::npos)
+      << r.error.toString();
+  ASSERT_EQ(requests(),
+            std::vector<std::string>{
+                "POST /api/v1/namespaces/ml/services?fieldManager=lockstep-operator"})
+      << "nothing after the refused create, no ServingApplyFailed status";
+
+  r = reconcile();
+  EXPECT_TRUE(r.error.isOk()) << r.error.toString();
+  ASSERT_EQ(requests().size(), 2u) << "the second look writes the status only";
+  EXPECT_EQ(requests()[1], std::string("PATCH ") + kStatusUri);
+  json status = json::parse(writes()[1].body)["status"];
+  EXPECT_EQ(condition(status, "Stalled", "reason"), v1::kReasonNameConflict);
+}
+
+TEST_F(ModelReleaseControllerTest, AnObjectThatWasReadIsAppliedUnderTheUidItWasReadWith) {
+  kube::Object release = finalized(gated());
+  release["spec"]["stages"] = json::array({prodStage(2, 0, oneStep(50))});
+  put(releases_, release);
+  putLockstepAnchor("v7");
+  putLockstepService("svc-uid");
+  serveWrites();
+  runtime::Result r = reconcile();
+  EXPECT_TRUE(r.error.isOk()) << r.error.toString();
+  std::vector<kube::Request> w = writes();
+  ASSERT_FALSE(w.empty());
+  EXPECT_EQ(w[0].uri().rfind("/api/v1/namespaces/ml/services/gpt2", 0), 0u) << w[0].uri();
+  EXPECT_EQ(w[0].method, "PATCH");
+  EXPECT_EQ(json::parse(w[0].body)["metadata"]["uid"], "svc-uid");
 }
 
 // A Service of the model's name that only a GET finds (no Lockstep label, so

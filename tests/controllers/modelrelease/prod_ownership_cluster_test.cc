@@ -10,6 +10,11 @@
 //     lockstep.dev/release-cleanup): stable stays at N Ready throughout, the
 //     canary is removed, the slot freed, then the object goes. Deleting the
 //     Promoted release never takes prod down.
+//   - The Service port belongs to the model: a release on another port than
+//     prod's is refused at apply; one admitted before prod existed stops
+//     ServicePortConflict before its canary, the Service untouched.
+//   - The anchor is the operator's alone (the chart's ValidatingAdmissionPolicy):
+//     an editor can neither write nor delete it.
 // docs/rollouts.md ("Objects and ownership") and docs/modelrelease.md
 // ("Deleting a release") are the contract.
 #include <chrono>
@@ -206,6 +211,123 @@ TEST_F(ProdOwnershipClusterTest, DeletingAReleaseMidCanaryRestoresStableThenTheO
   auto ready = w_.readyPods();
   EXPECT_EQ(ready["stable/v3"], 2) << json(ready).dump();
   EXPECT_EQ(get("configmap", "lockstep-model-gpt2")["data"]["promoted"], "v3");
+}
+
+// The Service port belongs to the model (the issue's reproduction: v2 with
+// serving.port 8000 while v1 runs prod on 8080).
+TEST_F(ProdOwnershipClusterTest,
+       AReleaseOnAnotherPortIsRefusedAndAnEarlierOneStallsWithTheServiceUntouched) {
+  json oneStep = json::array({json{{"weight", 100}}});
+  ASSERT_EQ(w_.createRelease("v1", testPackage('1'), json::array({prodStage(oneStep)})).exitCode,
+            0);
+  // v2 is created before v1 has prod (the webhook has nothing to compare with)
+  // and waits for its sign-off before its canary.
+  json onPort8000 = prodStage(oneStep);
+  onPort8000["serving"]["port"] = 8000;
+  onPort8000["approval"] = "Manual";
+  ASSERT_EQ(w_.createRelease("v2", testPackage('2'), json::array({onPort8000})).exitCode, 0);
+  w_.waitPhase("v1", "Promoted");
+  const std::string service = exact("service", "gpt2");
+  EXPECT_EQ(get("service", "gpt2")["spec"]["ports"][0]["port"], 8080);
+
+  // Now prod runs v1 on 8080: a new release on 8000 is refused at apply.
+  json onPort8000Too = onPort8000;
+  onPort8000Too.erase("approval");
+  auto refused = w_.createRelease("v3", testPackage('3'), json::array({onPort8000Too}));
+  EXPECT_NE(refused.exitCode, 0);
+  EXPECT_NE(refused.err.find("spec.stages[0].serving.port: 8000 differs from port 8080 on which "
+                             "model \"gpt2\" serves in prod (Service \"" +
+                             ns_ + "/gpt2\", release \"v1\" runs prod)"),
+            std::string::npos)
+      << refused.err;
+  EXPECT_NE(refused.err.find("keep port 8080, or retire the model first"), std::string::npos)
+      << refused.err;
+  EXPECT_FALSE(exists("mr", "v3"));
+
+  // v2, admitted earlier, is signed off: it stops before its canary.
+  kubectl({"create", "rolebinding", "release-approver", "-n", ns_,
+           "--clusterrole=lockstep-release-approver", "--user=release-approver"});
+  auto approved = kubectl({"--as=release-approver", "annotate", "mr", "v2", "-n", ns_,
+                           "approve.lockstep.dev/prod=release-approver"});
+  ASSERT_EQ(approved.exitCode, 0) << approved.err;
+  json v2;
+  ASSERT_TRUE(eventually(
+      [&] {
+        v2 = get("mr", "v2");
+        return conditionField(v2, "Stalled", "reason") == "ServicePortConflict";
+      },
+      std::chrono::seconds(60)))
+      << v2["status"].dump(2);
+  const std::string message = conditionField(v2, "Stalled", "message");
+  EXPECT_NE(message.find("serving port 8000 (spec.stages[0].serving.port) differs from port 8080 "
+                         "of Service " +
+                         ns_ + "/gpt2, on which release v1 runs model gpt2's prod"),
+            std::string::npos)
+      << message;
+  EXPECT_NE(eventsOf("v2").find("ServicePortConflict: serving port 8000"), std::string::npos)
+      << eventsOf("v2");
+  // A few more reconciles: the Service of v1's stable pods is byte for byte
+  // what it was, v2 never took the slot nor ran a pod.
+  std::this_thread::sleep_for(std::chrono::seconds(12));
+  EXPECT_EQ(exact("service", "gpt2"), service);
+  EXPECT_EQ(get("configmap", "lockstep-model-gpt2")["data"].value("canary", ""), "");
+  auto ready = w_.readyPods();
+  EXPECT_EQ(ready["stable/v1"], 2) << json(ready).dump();
+  EXPECT_EQ(ready.count("canary/v2"), 0u) << json(ready).dump();
+}
+
+// The anchor is a trust root: a user with edit rights on ConfigMaps (the
+// built-in `edit` role) can neither write nor delete it; the operator writes
+// it; who may roll the model back may also take it out of prod.
+TEST_F(ProdOwnershipClusterTest, AnEditorCannotWriteOrDeleteTheAnchorTheOperatorCan) {
+  json oneStep = json::array({json{{"weight", 100}}});
+  ASSERT_EQ(w_.createRelease("v1", testPackage('1'), json::array({prodStage(oneStep)})).exitCode,
+            0);
+  w_.waitPhase("v1", "Promoted");  // the operator created and updated the anchor
+  const std::string anchor = "lockstep-model-gpt2";
+  const std::string before = exact("configmap", anchor);
+  ASSERT_EQ(
+      kubectl({"create", "rolebinding", "editor", "-n", ns_, "--clusterrole=edit", "--user=editor"})
+          .exitCode,
+      0);
+  // The editor's rights are real: any other ConfigMap is theirs to write.
+  ASSERT_TRUE(eventually([&] {
+    return kubectl({"--as=editor", "create", "configmap", "team-config", "-n", ns_}).exitCode == 0;
+  }));
+  const std::string who = "only the operator (system:serviceaccount:lockstep-system:lockstep) may ";
+  auto patch = kubectl({"--as=editor", "patch", "configmap", anchor, "-n", ns_, "--type=merge",
+                        "-p", R"({"data":{"promoted":"someone-elses-release"}})"});
+  EXPECT_NE(patch.exitCode, 0);
+  EXPECT_NE(
+      patch.err.find("ConfigMap " + ns_ + "/" + anchor + " is the anchor of a Lockstep model"),
+      std::string::npos)
+      << patch.err;
+  EXPECT_NE(patch.err.find(who + "change it; user editor may not"), std::string::npos) << patch.err;
+  auto label = kubectl({"--as=editor", "label", "configmap", anchor, "-n", ns_, "team=ml"});
+  EXPECT_NE(label.exitCode, 0) << label.out;
+  auto del = kubectl({"--as=editor", "delete", "configmap", anchor, "-n", ns_});
+  EXPECT_NE(del.exitCode, 0);
+  EXPECT_NE(del.err.find("may delete it; user editor may not"), std::string::npos) << del.err;
+  auto create = kubectl({"--as=editor", "create", "configmap", "lockstep-model-llama", "-n", ns_});
+  EXPECT_NE(create.exitCode, 0);
+  EXPECT_NE(create.err.find(who + "create it"), std::string::npos) << create.err;
+  EXPECT_EQ(exact("configmap", anchor), before) << "the anchor is untouched";
+
+  // The operator still writes it: v2's promotion is recorded.
+  ASSERT_EQ(w_.createRelease("v2", testPackage('2'), json::array({prodStage(oneStep)})).exitCode,
+            0);
+  w_.waitPhase("v2", "Promoted");
+  EXPECT_EQ(get("configmap", anchor)["data"]["promoted"], "v2");
+
+  // Who may roll the model back may take it out of prod (lockstep model delete).
+  w_.stopMonitor();  // prod goes away on purpose
+  ASSERT_EQ(kubectl({"create", "rolebinding", "editor-approver", "-n", ns_,
+                     "--clusterrole=lockstep-release-approver", "--user=editor"})
+                .exitCode,
+            0);
+  EXPECT_TRUE(eventually([&] {
+    return kubectl({"--as=editor", "delete", "configmap", anchor, "-n", ns_}).exitCode == 0;
+  })) << "an approver (verb rollback) who may delete ConfigMaps may delete the anchor";
 }
 
 }  // namespace

@@ -15,6 +15,8 @@
 #include "api/v1alpha1/model_anchor.h"
 #include "api/v1alpha1/resources.h"
 #include "controllers/modelrelease/modelrelease_plan.h"
+#include "controllers/modelrelease/prod/anchor_plan.h"
+#include "controllers/modelrelease/prod/prod_plan.h"
 #include "controllers/modelrelease/prod/serving_objects.h"
 #include "operator/kube/conditions.h"
 #include "tests/support/builders.h"
@@ -391,6 +393,240 @@ TEST(ReleaseDeletion, WhenProdItselfIsBeingDeletedTheFinalizerGoesAtOnce) {
   ModelReleasePlan plan = planModelRelease(o);
   ASSERT_EQ(plan.execution.apply.size(), 1u);
   EXPECT_EQ(plan.execution.apply[0].resource.kind, "ModelRelease");
+}
+
+// --- The Service port belongs to the model (docs/rollouts.md). ---
+
+// v2 on `port`, created before v1 had prod; v1 now runs prod on 8080.
+ModelReleaseObserved portWorld(int port) {
+  json r = prodRelease("v2");
+  r["spec"]["stages"][0]["serving"]["port"] = port;
+  ModelReleaseObserved o = observed(r);
+  withAnchor(o, anchorOf("", "v1"));
+  o.prod.service = share(buildModelService(inputFor()));  // port 8080
+  o.prod.stableDeployment = share(ourDeployment(kTrackStable, "v1", 2));
+  return o;
+}
+
+TEST(ServicePort, AReleaseOnAnotherPortStallsBeforeItsCanaryAndProdStays) {
+  ModelReleasePlan plan = planModelRelease(portWorld(8000));
+  EXPECT_TRUE(plan.execution.apply.empty()) << "no claim, no Service, no Deployment written";
+  ASSERT_TRUE(plan.execution.status.has_value());
+  const json& status = plan.execution.status->object["status"];
+  EXPECT_EQ(conditionOf(status, "Stalled", "status"), "True");
+  EXPECT_EQ(conditionOf(status, "Stalled", "reason"), kReasonServicePortConflict);
+  EXPECT_EQ(conditionOf(status, "Ready", "status"), "False");
+  const std::string m = conditionOf(status, "Stalled", "message");
+  EXPECT_NE(m.find("serving port 8000 (spec.stages[0].serving.port) differs from port 8080 of "
+                   "Service ml/gpt2, on which release v1 runs model gpt2's prod"),
+            std::string::npos)
+      << m;
+  EXPECT_NE(m.find("lockstep model delete gpt2"), std::string::npos) << m;
+  EXPECT_FALSE(status.contains("canary")) << "no canary started";
+  int events = 0;
+  for (const PlannedEvent& e : plan.execution.events)
+    events += e.reason == kReasonServicePortConflict ? 1 : 0;
+  EXPECT_EQ(events, 1);
+
+  // The model's port: the canary may start (it claims the slot first).
+  ModelReleasePlan same = planModelRelease(portWorld(8080));
+  ASSERT_FALSE(same.execution.apply.empty());
+  EXPECT_EQ(same.execution.apply[0].resource.kind, "ConfigMap");
+  EXPECT_EQ(same.execution.apply[0].object["data"][v1::kAnchorCanary], "v2");
+}
+
+TEST(ServicePort, WithoutProdAnyPortMayStartAndWithoutAServiceTheReleasesPortCounts) {
+  // No release runs prod yet (the first one rolled back): the Service may move.
+  ModelReleaseObserved o = portWorld(8000);
+  withAnchor(o, anchorOf(""));
+  ModelReleasePlan plan = planModelRelease(o);
+  ASSERT_FALSE(plan.execution.apply.empty());
+  EXPECT_EQ(plan.execution.apply[0].object["data"][v1::kAnchorCanary], "v2");
+
+  // Prod runs v1 but its Service is gone: v1's own serving port is the model's.
+  o = portWorld(8000);
+  o.prod.service = nullptr;
+  json v1r = prodRelease("v1", kOldPackage);
+  v1r["status"] = {{"phase", v1::kPhasePromoted}, {"canary", {{"phase", "Promoted"}}}};
+  o.prod.releases["v1"] = share(v1r);
+  plan = planModelRelease(o);
+  ASSERT_TRUE(plan.execution.status.has_value());
+  EXPECT_EQ(conditionOf(plan.execution.status->object["status"], "Stalled", "reason"),
+            kReasonServicePortConflict);
+}
+
+TEST(ServicePort, AManualRollbackToAReleaseOnAnotherPortIsRefused) {
+  // v1 (on 9000, admitted before prod existed) was promoted once; prod runs v2 on 8080.
+  json r = prodRelease("v1", kOldPackage);
+  r["spec"]["stages"][0]["serving"]["port"] = 9000;
+  r["metadata"]["annotations"] = {{"rollback.lockstep.dev/1", "alice"}};
+  r["status"] = {{"phase", v1::kPhaseSuperseded}, {"canary", {{"phase", "Promoted"}}}};
+  ModelReleaseObserved o = observed(r);
+  withAnchor(o, anchorOf("", "v2"));
+  o.prod.service = share(buildModelService(inputFor()));  // port 8080
+  o.prod.stableDeployment = share(ourDeployment(kTrackStable, "v2", 2));
+  ModelReleasePlan plan = planModelRelease(o);
+  EXPECT_FALSE(writesTo(plan.execution, "Deployment", "gpt2-stable")) << "stable stays on v2";
+  EXPECT_FALSE(writesTo(plan.execution, "ConfigMap", "lockstep-model-gpt2"));
+  ASSERT_TRUE(plan.execution.status.has_value());
+  const json& status = plan.execution.status->object["status"];
+  const std::string refused = status["rollback"].value("refused", "");
+  EXPECT_NE(refused.find("release v1 serves on port 9000, but Service ml/gpt2 of model gpt2 "
+                         "serves on port 8080"),
+            std::string::npos)
+      << status.dump(2);
+}
+
+// --- The anchor is a trust root (docs/rollouts.md). ---
+
+// v2 about to claim the slot while the anchor says prod runs `named`.
+ModelReleaseObserved trustWorld(const json& named) {
+  ModelReleaseObserved o = observed(prodRelease("v2"));
+  withAnchor(o, anchorOf("", "v1"));
+  o.prod.service = share(buildModelService(inputFor()));
+  o.prod.releases["v1"] = named.is_null() ? nullptr : share(named);
+  return o;
+}
+
+json promotedV1() {
+  json v1r = prodRelease("v1", kOldPackage);
+  v1r["status"] = {{"phase", v1::kPhasePromoted}, {"canary", {{"phase", "Promoted"}}}};
+  return v1r;
+}
+
+std::string stalledReason(const ModelReleasePlan& plan) {
+  if (!plan.execution.status) return "";
+  return conditionOf(plan.execution.status->object["status"], "Stalled", "reason");
+}
+
+TEST(AnchorTrust, PromotedIsCheckedAgainstTheReleaseItNamesBeforeStableRunsIt) {
+  // The release the anchor names got there: the canary goes on (claims the slot).
+  ModelReleasePlan ok = planModelRelease(trustWorld(promotedV1()));
+  EXPECT_EQ(stalledReason(ok), "") << ok.execution.status->object.dump(2);
+  ASSERT_FALSE(ok.execution.apply.empty());
+  EXPECT_EQ(ok.execution.apply[0].object["data"][v1::kAnchorCanary], "v2");
+
+  struct Bad {
+    std::string name;
+    json named;
+    std::string why;
+  };
+  json neverPromoted = prodRelease("v1", kOldPackage);
+  neverPromoted["status"] = {{"phase", v1::kPhaseRolledBack},
+                             {"canary", {{"phase", "RolledBack"}}}};
+  json otherModel = promotedV1();
+  otherModel["spec"]["model"] = "llama";
+  json otherPackage = promotedV1();
+  otherPackage["spec"]["package"] = kPackage;
+  json otherClosure = promotedV1();
+  otherClosure["spec"]["closureHash"] = "sha256:" + std::string(64, 'e');
+  for (const Bad& b :
+       std::vector<Bad>{{"gone, stable not running it", nullptr, "no such release exists"},
+                        {"never promoted", neverPromoted, "never reached prod"},
+                        {"another model", otherModel, "of model llama"},
+                        {"another package", otherPackage, "records package " + kOldPackage},
+                        {"another closure", otherClosure, "records closure " + kHash}}) {
+    ModelReleasePlan plan = planModelRelease(trustWorld(b.named));
+    EXPECT_TRUE(plan.execution.apply.empty()) << b.name << ": nothing in prod written";
+    EXPECT_EQ(stalledReason(plan), kReasonAnchorMismatch) << b.name;
+    const std::string m =
+        plan.execution.status
+            ? conditionOf(plan.execution.status->object["status"], "Stalled", "message")
+            : "";
+    EXPECT_NE(m.find("ConfigMap ml/lockstep-model-gpt2 says prod of model gpt2 runs release v1, "
+                     "but "),
+              std::string::npos)
+        << b.name << ": " << m;
+    EXPECT_NE(m.find(b.why), std::string::npos) << b.name << ": " << m;
+  }
+
+  // A Promoted release deleted since: stable runs its pods, that is fine.
+  ModelReleaseObserved deleted = trustWorld(nullptr);
+  deleted.prod.stableDeployment = share(ourDeployment(kTrackStable, "v1", 2));
+  EXPECT_EQ(stalledReason(planModelRelease(deleted)), "");
+}
+
+TEST(AnchorTrust, AReCreatedAnchorStartsPastEveryRollbackRequestOfTheModel) {
+  json r = prodRelease("v3");
+  r["metadata"]["annotations"] = {{"rollback.lockstep.dev/2", "alice"},
+                                  {"rollback.lockstep.dev/x", "bob"},
+                                  {"team.example/owner", "ml"}};
+  EXPECT_EQ(highestRollbackRevision(r), 2);
+  r["status"]["rollback"] = {{"revision", "5"}};
+  EXPECT_EQ(highestRollbackRevision(r), 5);
+  EXPECT_EQ(highestRollbackRevision(prodRelease("v1")), 0);
+
+  ModelReleaseObserved o = observed(prodRelease("v4"));  // no anchor: it was deleted
+  o.prod.highestRollbackRevision = 5;
+  ModelReleasePlan plan = planModelRelease(o);
+  ASSERT_EQ(plan.execution.apply.size(), 1u);
+  const PlannedApply& create = plan.execution.apply[0];
+  EXPECT_EQ(create.verb, WriteVerb::kCreate);
+  EXPECT_TRUE(create.alreadyExistsIsConflict);
+  EXPECT_EQ(create.object["data"][v1::kAnchorRevision], "5");
+  // The first promotion on it records revision 6: a request keyed 5 or less never fires.
+  json created = create.object;
+  created["metadata"]["uid"] = "new-uid";
+  EXPECT_EQ(v1::decodeModelAnchor(created).nextRevision(), "6");
+  // A model none ever rolled back: no revision written (0).
+  o.prod.highestRollbackRevision = 0;
+  plan = planModelRelease(o);
+  ASSERT_EQ(plan.execution.apply.size(), 1u);
+  EXPECT_FALSE(plan.execution.apply[0].object["data"].contains(v1::kAnchorRevision));
+}
+
+TEST(AnchorTrust, AnUnlabelledConfigMapAtTheAnchorsNameStallsNotARequeueLoop) {
+  ModelReleaseObserved o = observed(prodRelease("v1"));
+  json plain = anchorOf("");
+  plain["metadata"].erase("labels");
+  o.prod.anchor = share(plain);  // found by the GET: no label, so in no cache
+  ModelReleasePlan plan = planModelRelease(o);
+  EXPECT_TRUE(plan.execution.apply.empty());
+  EXPECT_EQ(stalledReason(plan), v1::kReasonNameConflict);
+  EXPECT_EQ(plan.release.requeueAfterSeconds, 10) << "not the 1 s of an anchor being created";
+  EXPECT_FALSE(plan.stop) << "the status is written";
+}
+
+// --- No write over a newcomer (docs/rollouts.md). ---
+
+TEST(NoWriteOverANewcomer, MissingNamesAreCreatedExistingOnesAppliedUnderTheirUid) {
+  // The first canary: no Service, no canary Deployment yet.
+  ModelReleaseObserved o = observed(prodRelease("v1"));
+  withAnchor(o, anchorOf("v1"));
+  ModelReleasePlan plan = planModelRelease(o);
+  int creates = 0;
+  for (const PlannedApply& a : plan.execution.apply) {
+    if (a.resource.kind != "Service" && a.resource.kind != "Deployment") continue;
+    EXPECT_EQ(a.verb, WriteVerb::kCreate) << a.what;
+    EXPECT_TRUE(a.alreadyExistsIsConflict) << a.what;
+    ++creates;
+  }
+  EXPECT_EQ(creates, 2) << "the Service and gpt2-canary";
+
+  // Mid-canary: every serving write carries the uid it was read with.
+  ModelReleaseObserved mid = midCanary(false);
+  json svc = buildModelService(inputFor());
+  svc["metadata"]["uid"] = "svc-uid";
+  mid.prod.service = share(svc);
+  json canary = ourDeployment(kTrackCanary, "v2", 0);
+  canary["metadata"]["uid"] = "canary-uid";
+  mid.prod.canaryDeployment = share(canary);
+  plan = planModelRelease(mid);
+  bool sawService = false, sawCanary = false;
+  for (const PlannedApply& a : plan.execution.apply) {
+    if (a.resource.kind == "Service") {
+      sawService = true;
+      EXPECT_EQ(a.verb, WriteVerb::kApply);
+      EXPECT_EQ(a.uid, "svc-uid");
+    }
+    if (a.resource.kind == "Deployment" &&
+        (a.name == "gpt2-canary" || kube::name(a.object) == "gpt2-canary")) {
+      sawCanary = true;
+      EXPECT_EQ(a.uid, "canary-uid") << a.what;
+    }
+  }
+  EXPECT_TRUE(sawService);
+  EXPECT_TRUE(sawCanary) << "the canary scales to its step";
 }
 
 }  // namespace

@@ -2,15 +2,20 @@
 // the executor over it with a fake provider whose answers the test holds.
 #include "controllers/modelrelease/prod/query_scheduler.h"
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
+#include <map>
 #include <mutex>
 #include <set>
 #include <thread>
 
 #include <gtest/gtest.h>
 
+#include <prometheus/registry.h>
+
+#include "controllers/modelrelease/prod/analysis_metrics.h"
 #include "controllers/modelrelease/prod/measurement_executor.h"
 
 namespace lockstep::controllers {
@@ -233,6 +238,110 @@ TEST(MeasurementExecutor, ASlowProviderDelaysOnlyItsOwnQueriesAndTimesOutAsAnErr
   EXPECT_LE(slowProvider.maxRunning.load(), 2) << "more queries in flight than maxInFlight";
   EXPECT_EQ(slow.stats().inFlight, 2);  // still stuck: the slots stay taken
   slowProvider.release();               // the destructor joins the threads
+}
+
+// --- The queue's metrics (analysis_metrics.h). ---
+
+struct FakeMetrics final : AnalysisMetrics {
+  std::mutex mu;
+  std::map<std::string, int64_t> counts;  // "provider/result"
+  std::map<std::string, int> depth;
+  int maxDepth = 0;
+  void queries(const std::string& p, const std::string& r, int64_t n) override {
+    std::lock_guard<std::mutex> lock(mu);
+    counts[p + "/" + r] += n;
+  }
+  void queueDepth(const std::string& p, int q) override {
+    std::lock_guard<std::mutex> lock(mu);
+    depth[p] = q;
+    maxDepth = std::max(maxDepth, q);
+  }
+};
+
+TEST(AnalysisMetrics, EveryAnswerIsCountedByResultAndTheQueueDepthFollows) {
+  auto metrics = std::make_shared<FakeMetrics>();
+  auto reporter = std::make_shared<QueryStatsReporter>(metrics, "slow");
+  FakeProvider hanging;
+  Woken woken;
+  MeasurementExecutor ex(
+      options(1, 300),
+      [&](const std::string& promql, int64_t) {
+        if (promql == "ok") return value(0.5);
+        if (promql == "err") {
+          QueryAnswer a;
+          a.error = "bad_data: parse error";
+          return a;
+        }
+        return hanging.run();
+      },
+      [&](const std::string& w) { woken.add(w); },
+      [reporter](const QueryStats& s) { reporter->report(s); });
+  ex.ask({"u", 0, 0}, "ok", 0, "ok");
+  ASSERT_TRUE(woken.waitFor("ok", std::chrono::seconds(2)));
+  ex.ask({"u", 0, 1}, "err", 0, "err");
+  ASSERT_TRUE(woken.waitFor("err", std::chrono::seconds(2)));
+  // One slot: the first hangs, two wait behind it; all three time out.
+  ex.ask({"u", 1, 0}, "hang", 0, "hang0");
+  for (int i = 0; i < 200 && hanging.running.load() == 0; ++i)
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  ASSERT_EQ(hanging.running.load(), 1) << "the first query holds the slot";
+  for (int i = 1; i < 3; ++i) ex.ask({"u", 1, i}, "hang", 0, "hang" + std::to_string(i));
+  for (int i = 0; i < 3; ++i)
+    ASSERT_TRUE(woken.waitFor("hang" + std::to_string(i), std::chrono::seconds(3))) << i;
+  {
+    std::lock_guard<std::mutex> lock(metrics->mu);
+    EXPECT_EQ(metrics->counts["slow/ok"], 1);
+    EXPECT_EQ(metrics->counts["slow/error"], 1);
+    EXPECT_EQ(metrics->counts["slow/timeout"], 3);
+    EXPECT_EQ(metrics->counts.size(), 3u);
+    EXPECT_EQ(metrics->maxDepth, 2) << "two queries waited for the one slot";
+    EXPECT_EQ(metrics->depth["slow"], 0) << "nothing waits once they timed out";
+  }
+  hanging.release();
+}
+
+TEST(AnalysisMetrics, ARefusedAskIsAnErrorAndTheCountsGoOnAcrossReporters) {
+  auto metrics = std::make_shared<FakeMetrics>();
+  QueryStatsReporter first(metrics, "p");
+  QueryStats s;
+  s.succeeded = 2;
+  s.failed = 3;  // one timeout, one provider error, one refused (queue full)
+  s.timedOut = 1;
+  s.refused = 1;
+  s.queued = 4;
+  first.report(s);
+  first.report(s);  // nothing new
+  // The queue was re-created (new address): a new reporter from zero.
+  QueryStatsReporter second(metrics, "p");
+  QueryStats t;
+  t.succeeded = 1;
+  second.report(t);
+  std::lock_guard<std::mutex> lock(metrics->mu);
+  EXPECT_EQ(metrics->counts["p/ok"], 3);
+  EXPECT_EQ(metrics->counts["p/error"], 2);
+  EXPECT_EQ(metrics->counts["p/timeout"], 1);
+  EXPECT_EQ(metrics->depth["p"], 0);
+  EXPECT_EQ(metrics->maxDepth, 4);
+}
+
+TEST(AnalysisMetrics, PrometheusFamiliesCarryProviderAndResult) {
+  ::prometheus::Registry registry;
+  auto m = makePrometheusAnalysisMetrics(registry);
+  m->queries("prometheus-main", "timeout", 2);
+  m->queries("prometheus-main", "ok", 5);
+  m->queueDepth("prometheus-main", 3);
+  std::map<std::string, double> seen;
+  for (const ::prometheus::MetricFamily& f : registry.Collect()) {
+    for (const ::prometheus::ClientMetric& c : f.metric) {
+      std::string key = f.name;
+      for (const ::prometheus::ClientMetric::Label& l : c.label)
+        key += "," + l.name + "=" + l.value;
+      seen[key] = f.type == ::prometheus::MetricType::Counter ? c.counter.value : c.gauge.value;
+    }
+  }
+  EXPECT_EQ(seen["lockstep_analysis_queries_total,provider=prometheus-main,result=timeout"], 2);
+  EXPECT_EQ(seen["lockstep_analysis_queries_total,provider=prometheus-main,result=ok"], 5);
+  EXPECT_EQ(seen["lockstep_analysis_queue_depth,provider=prometheus-main"], 3);
 }
 
 }  // namespace
