@@ -9,6 +9,7 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
+#include "api/v1alpha1/runtime_revision.h"
 #include "api/v1alpha1/runtime_verify.h"
 #include "controllers/common/verify_containers.h"
 #include "controllers/modelrelease/prod/canary_observe.h"
@@ -131,6 +132,50 @@ TEST(VerifyOnStart, WithoutACliImageTheStageDoesNotStartAndSaysWhy) {
   // The flag given (the operator restarted with it): the stage starts.
   ReleasePlan next = planRelease(observed(release(), runtimeEnv({{"onStart", true}})));
   EXPECT_EQ(next.jobsToCreate.size(), 1u);
+}
+
+// A release pinned to a revision whose closure the RuntimeEnv controller does not
+// keep (status.closureRevisions lacks it: resolved from another lock) does not start
+// its stage: its pods would wait for the ConfigMap in ContainerCreating without a word.
+TEST(VerifyOnStart, APinnedRevisionWithoutItsClosureDoesNotStartAndSaysWhich) {
+  json rte = runtimeEnv({{"onStart", true}}, 2);
+  rte["status"]["revisions"].push_back(
+      {{"number", 1}, {"image", kImage}, {"closureHash", kHash}, {"pinnedBy", {"v1"}}});
+  rte["status"]["closureRevisions"] = {2};
+  json rel = release();
+  rel["status"]["runtime"] = api::v1alpha1::encodeRuntimePin({1, kImage, kHash});
+  ReleasePlan plan = planRelease(observed(rel, rte));
+  EXPECT_TRUE(plan.jobsToCreate.empty()) << plan.status.dump(2);
+  EXPECT_EQ(condition(plan, "Ready", "reason"), "RuntimeVerificationUnavailable");
+  EXPECT_EQ(condition(plan, "Stalled", "reason"), "RuntimeVerificationUnavailable");
+  const std::string message = condition(plan, "Ready", "message");
+  EXPECT_NE(message.find("stage \"eval\" does not start: RuntimeEnv \"torch\" has no closure of "
+                         "revision 1 (no ConfigMap lockstep-closure-torch-1"),
+            std::string::npos)
+      << message;
+  EXPECT_NE(plan.status["phase"], "Failed");
+  // The RuntimeEnv controller keeps (or wrote) revision 1's closure: the stage starts on it.
+  rte["status"]["closureRevisions"] = {1, 2};
+  ReleasePlan next = planRelease(observed(rel, rte));
+  ASSERT_EQ(next.jobsToCreate.size(), 1u) << next.status.dump(2);
+  const json* closure =
+      volume(next.jobsToCreate[0]["spec"]["template"]["spec"], "lockstep-closure");
+  ASSERT_NE(closure, nullptr);
+  EXPECT_EQ((*closure)["configMap"]["name"], "lockstep-closure-torch-1");
+  // A prod stage in front of the canary start checks the pinned revision too.
+  rte["status"]["closureRevisions"] = {2};
+  json prodOnly = testing::modelRelease("v1")
+                      .runtimeEnv("torch")
+                      .closureHash(kHash)
+                      .withProdStage(testing::prodStage({testing::canaryStep(100)}))
+                      .build();
+  prodOnly["status"]["runtime"] = api::v1alpha1::encodeRuntimePin({1, kImage, kHash});
+  ReleasePlan prod = planRelease(observed(prodOnly, rte));
+  EXPECT_EQ(condition(prod, "Ready", "reason"), "RuntimeVerificationUnavailable")
+      << prod.status.dump(2);
+  EXPECT_NE(condition(prod, "Ready", "message").find("has no closure of revision 1"),
+            std::string::npos)
+      << condition(prod, "Ready", "message");
 }
 
 TEST(VerifyOnStart, AMalformedOnStartIsNamedByField) {
