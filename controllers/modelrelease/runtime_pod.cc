@@ -90,10 +90,8 @@ StatusOr<std::optional<VerifyContainers>> onStartVerification(const json& runtim
   if (revision <= 0) revision = env.status.currentRevision;  // a release from before pins
   // status.closureRevisions (the RuntimeEnv controller's): a pinned revision it
   // cannot write the closure of (resolved from another lock) has none.
-  namespace decode = api::v1alpha1::decode;
-  const json& closures = decode::array(decode::object(runtimeEnv, "status"), "closureRevisions");
-  if (!closures.empty() &&
-      std::find(closures.begin(), closures.end(), json(revision)) == closures.end()) {
+  const auto& closures = env.status.closureRevisions;
+  if (closures && std::find(closures->begin(), closures->end(), revision) == closures->end()) {
     return Status(Code::kUnavailable,
                   "RuntimeEnv " + quote(name) + " has no closure of revision " +
                       std::to_string(revision) + " (no ConfigMap " +

@@ -183,6 +183,11 @@ TEST_F(RuntimeVerificationClusterTest, OnStartGateJobsRunTheChecksAndAFailedChec
   })) << "no closure ConfigMap "
       << closure;
   EXPECT_EQ(w_.get("configmap", closure)["data"]["lock"], kTestLock);
+  // The RuntimeEnv says which revisions have a closure (the current one).
+  EXPECT_TRUE(eventually([&] {
+    return w_.get("rte", "torch")["status"].value("closureRevisions", json()).dump() ==
+           "[" + revision + "]";
+  })) << w_.get("rte", "torch")["status"].dump(2);
 
   // v1's check fails on the node: verify-host ends with its report.
   const std::string report =
