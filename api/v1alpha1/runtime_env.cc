@@ -39,6 +39,13 @@ RuntimeEnv decodeRuntimeEnv(const nlohmann::json& object) {
   r.status.image = decode::string(status, "image");
   r.status.currentRevision = decode::integer(status, "currentRevision", 0);
   r.status.revisions = decodeRevisions(status);
+  if (const auto* c = decode::member(status, "closureRevisions"); c && c->is_array()) {
+    std::vector<int64_t> revs;
+    for (const auto& n : *c) {
+      if (n.is_number_integer()) revs.push_back(n.get<int64_t>());
+    }
+    r.status.closureRevisions = std::move(revs);
+  }
   r.status.conditions = decode::array(status, "conditions");
   return r;
 }

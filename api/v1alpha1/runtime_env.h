@@ -56,8 +56,11 @@ struct RuntimeEnvStatus {
   std::string minDriver;
   std::optional<int64_t> compatibleNodes;
   std::string image;
-  int64_t currentRevision = 0;                          // 0: never resolved
-  std::vector<RuntimeRevision> revisions;               // ascending number
+  int64_t currentRevision = 0;             // 0: never resolved
+  std::vector<RuntimeRevision> revisions;  // ascending number
+  // status.closureRevisions: the revisions with a closure ConfigMap (spec.verify set);
+  // nullopt when the status has none (verification off, or an older operator).
+  std::optional<std::vector<int64_t>> closureRevisions;
   nlohmann::json conditions = nlohmann::json::array();  // metav1.Condition objects
 };
 

@@ -59,6 +59,10 @@ std::vector<lockstep::FlagSpec> flagSpecs() {
       {"kubeconfig", "",
        "the API server that reviews metrics tokens (default $KUBECONFIG, in-cluster, "
        "~/.kube/config); only with --metrics-port and --metrics-secure"},
+      {"cli-image", "",
+       "the lockstep CLI image, by digest (repo@sha256:...; a tag is refused at start): init "
+       "containers on exactly this image (the operator's verification containers) are "
+       "admitted, as the operator's --cli-image"},
       {"log-level",
        "info",
        "trace|debug|info|warn|error|off",
@@ -131,6 +135,8 @@ int main(int argc, char** argv) {
   lw::LogRecorder logs;
   lw::FanoutRecorder recorder{&prom, &logs};
   lw::PodWebhook pods(*lookups.envs, *lookups.namespaces, recorder, clock);
+  if (lockstep::Status s = pods.trustInitImage(flags.get("cli-image")); !s.isOk())
+    return fail("--cli-image: " + s.message());
   lw::ModelReleaseWebhook releases(*lookups.envs, *lookups.authorizer, recorder, clock);
   lw::ModelReleaseCreatorWebhook creator(recorder, clock);
   server->mount(pods);

@@ -236,7 +236,9 @@ ReleasePlan planRelease(const ReleaseObserved& o) {
       }
       // spec.verify.onStart: the serving pods need the CLI image (runtime_pod.h).
       if (!started && o.runtimeEnv) {
-        if (auto verify = onStartVerification(*o.runtimeEnv, "", 0, o.cliImage); !verify.isOk()) {
+        if (auto verify =
+                onStartVerification(*o.runtimeEnv, "", rt.pin ? rt.pin->revision : 0, o.cliImage);
+            !verify.isOk()) {
           sum.phase = gateIndex == 0 ? kPhasePending : kPhaseTesting;
           sum.readyReason = sum.stalledReason = kReasonRuntimeVerificationUnavailable;
           sum.readyMessage = sum.stalledMessage =

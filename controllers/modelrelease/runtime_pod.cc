@@ -1,5 +1,6 @@
 #include "controllers/modelrelease/runtime_pod.h"
 
+#include <algorithm>
 #include <cstdlib>
 
 #include "api/v1alpha1/meta.h"
@@ -87,6 +88,18 @@ StatusOr<std::optional<VerifyContainers>> onStartVerification(const json& runtim
                       "lockstep CLI image");
   }
   if (revision <= 0) revision = env.status.currentRevision;  // a release from before pins
+  // status.closureRevisions (the RuntimeEnv controller's): a pinned revision it
+  // cannot write the closure of (resolved from another lock) has none.
+  const auto& closures = env.status.closureRevisions;
+  if (closures && std::find(closures->begin(), closures->end(), revision) == closures->end()) {
+    return Status(Code::kUnavailable,
+                  "RuntimeEnv " + quote(name) + " has no closure of revision " +
+                      std::to_string(revision) + " (no ConfigMap " +
+                      closureConfigMapName(name, revision) +
+                      ": that revision was resolved from another lock, and the operator keeps the "
+                      "closure only of revisions current while spec.verify was set): the "
+                      "verification init containers cannot start on it");
+  }
   VerifyContainers v;
   v.cliImage = cliImage;
   v.runtimeImage = runtimeImage;

@@ -192,11 +192,15 @@ void planVerificationInto(RuntimeEnvPlan& plan, const RuntimeEnvObserved& o, con
   for (const auto& rev : revisions.revisions) {
     if (rev.pinned()) in.pinnedRevisions.push_back(rev.number);
   }
+  in.revisions = revisions.revisions;
   in.cliImage = o.cliImage;
   in.now = now;
   in.nowUnix = o.nowUnix;
   plan.verification = planVerification(in);
   const VerificationPlan& v = plan.verification;
+  if (v.closureRevisions && v.closureRevisions->empty()) status.erase("closureRevisions");
+  if (v.closureRevisions && !v.closureRevisions->empty())
+    status["closureRevisions"] = *v.closureRevisions;
   if (v.status.is_null()) {
     status.erase("verification");
   } else {
@@ -382,6 +386,13 @@ ExecutionPlan executionPlan(const RuntimeEnvPlan& plan, const RuntimeEnvObserved
     PlannedApply cm =
         plannedApply(kConfigMaps, *v.closureConfigMap,
                      "applying closure ConfigMap " + ns + "/" + kube::name(*v.closureConfigMap));
+    cm.fieldManager = kOperatorFieldManager;
+    out.apply.push_back(std::move(cm));
+  }
+  for (const json& pinned : v.pinnedClosureConfigMaps) {
+    PlannedApply cm = plannedApply(
+        kConfigMaps, pinned,
+        "applying closure ConfigMap " + ns + "/" + kube::name(pinned) + " of a pinned revision");
     cm.fieldManager = kOperatorFieldManager;
     out.apply.push_back(std::move(cm));
   }

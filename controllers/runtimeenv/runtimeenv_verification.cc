@@ -137,21 +137,58 @@ json buildJob(const VerificationInput& in, const VerifySpec& spec, int64_t run, 
                 {"template", {{"metadata", podMeta}, {"spec", podSpec}}}}}};
 }
 
-json closureConfigMap(const VerificationInput& in) {
+// The closure ConfigMap of `revision` (its pair's hash, CUDA and driver; the lock
+// text, format, platform and environment of the current resolution).
+json closureConfigMapOf(const VerificationInput& in, int64_t revision,
+                        const std::string& closureHash, const std::string& cuda,
+                        const std::string& minDriver) {
   const ObjectMeta meta = decodeMeta(*in.runtimeEnv);
-  json runtime = {
-      {"closureHash", in.closureHash}, {"format", in.format}, {"platform", in.platform},
-      {"environment", in.environment}, {"cuda", in.cuda},     {"minDriver", in.minDriver}};
+  json runtime = {{"closureHash", closureHash},    {"format", in.format}, {"platform", in.platform},
+                  {"environment", in.environment}, {"cuda", cuda},        {"minDriver", minDriver}};
   return json{{"apiVersion", "v1"},
               {"kind", "ConfigMap"},
               {"metadata",
-               {{"name", closureConfigMapName(meta.name, in.revision)},
+               {{"name", closureConfigMapName(meta.name, revision)},
                 {"namespace", meta.ns},
                 {"labels",
                  {{kVerifyRuntimeEnvLabel, dnsLabelName(meta.name)},
-                  {kRuntimeRevisionAnnotation, std::to_string(in.revision)}}},
+                  {kRuntimeRevisionAnnotation, std::to_string(revision)}}},
                 {"ownerReferences", ownedBy(meta)}}},
               {"data", {{"lock", in.lockText}, {"runtime.json", runtime.dump(2) + "\n"}}}};
+}
+
+json closureConfigMap(const VerificationInput& in) {
+  return closureConfigMapOf(in, in.revision, in.closureHash, in.cuda, in.minDriver);
+}
+
+const kube::Object* cachedClosure(const VerificationInput& in, const std::string& name) {
+  for (const auto& c : in.closureConfigMaps) {
+    if (kube::name(*c) == name && !kube::isBeingDeleted(*c)) return c.get();
+  }
+  return nullptr;
+}
+
+// Pinned revisions other than the current one: those with a closure ConfigMap,
+// and those the operator can write one for (resolved from the current lock bytes).
+void pinnedClosures(const VerificationInput& in, VerificationPlan& plan) {
+  const std::string rte = kube::name(*in.runtimeEnv);
+  std::string currentDigest;
+  for (const auto& rev : in.revisions) {
+    if (rev.number == in.revision) currentDigest = rev.lockDigest;
+  }
+  std::vector<int64_t> have = {in.revision};
+  for (const auto& rev : in.revisions) {
+    if (rev.number == in.revision || !rev.pinned()) continue;
+    if (cachedClosure(in, closureConfigMapName(rte, rev.number)) != nullptr) {
+      have.push_back(rev.number);
+    } else if (!currentDigest.empty() && rev.lockDigest == currentDigest) {
+      plan.pinnedClosureConfigMaps.push_back(
+          closureConfigMapOf(in, rev.number, rev.closureHash, rev.cuda, rev.minDriver));
+      have.push_back(rev.number);
+    }
+  }
+  std::sort(have.begin(), have.end());
+  plan.closureRevisions = std::move(have);
 }
 
 const kube::Object* findJob(const VerificationInput& in, const std::string& name) {
@@ -279,7 +316,9 @@ VerificationPlan planVerification(const VerificationInput& in) {
   const bool closureWanted = in.spec && (!in.spec->schedule.empty() || in.spec->onStart);
   if (!closureWanted) {
     plan.closureConfigMapsToDelete = staleClosureConfigMaps(in, 0);
+    plan.closureRevisions = std::vector<int64_t>();
   } else if (in.revision > 0 && !in.lockText.empty()) {
+    pinnedClosures(in, plan);
     json cm = closureConfigMap(in);
     const kube::Object* cached = nullptr;
     for (const auto& c : in.closureConfigMaps) {

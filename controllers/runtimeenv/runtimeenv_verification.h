@@ -24,6 +24,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "api/v1alpha1/runtime_revision.h"
 #include "api/v1alpha1/runtime_verify.h"
 #include "controllers/common/verify_containers.h"
 #include "operator/kube/conditions.h"
@@ -51,6 +52,10 @@ struct VerificationInput {
   // revision), and the revisions releases pin: their ConfigMaps are kept.
   std::vector<kube::ObjectPtr> closureConfigMaps;
   std::vector<int64_t> pinnedRevisions;
+  // status.revisions as planned (the pinned ones' pair and lock digest): a pinned
+  // revision resolved from the same lock bytes as the current one gets its closure
+  // ConfigMap too (the operator still knows that closure).
+  std::vector<api::v1alpha1::RuntimeRevision> revisions;
   std::string cliImage;  // the lockstep CLI image (operator flag --cli-image)
   std::string now;       // RFC 3339 UTC
   int64_t nowUnix = 0;
@@ -70,6 +75,14 @@ struct VerificationPlan {
   std::vector<nlohmann::json> jobsToCreate;
   std::vector<std::string> jobsToDelete;
   std::optional<nlohmann::json> closureConfigMap;  // to apply (it differs from the cached one)
+  // Closure ConfigMaps of pinned revisions the operator can still write (their lock
+  // digest is the current revision's), to apply.
+  std::vector<nlohmann::json> pinnedClosureConfigMaps;
+  // The revisions whose closure ConfigMap exists or is applied by this plan
+  // (status.closureRevisions, ascending; the ModelRelease controller starts no pod
+  // with the checks on another revision). nullopt: leave the status as it is (the
+  // runtime is not resolved now); empty: remove it (no closure wanted).
+  std::optional<std::vector<int64_t>> closureRevisions;
   // Closure ConfigMaps of revisions neither current nor pinned.
   std::vector<std::string> closureConfigMapsToDelete;
   std::vector<VerificationEvent> events;

@@ -154,6 +154,13 @@ CanaryObserved observeCanary(const v1::ModelRelease& release, const v1::CanarySp
     if (track == kTrackStable && !co.stableRelease.empty() && of == co.stableRelease &&
         unschedulable(p, /*forLackOf=*/true))
       ++co.stablePendingUnschedulable;
+    if (track == kTrackStable && !co.stableVerificationFailure && !co.stableRelease.empty() &&
+        of == co.stableRelease) {
+      if (auto why = containerFailure(p, true))
+        co.stableVerificationFailure =
+            "stable pod " + p.value("/metadata/name"_json_pointer, std::string()) + " (release " +
+            of + "): runtime verification failed: " + *why;
+    }
     if (track != kTrackCanary || of != name) continue;
     for (const json& cs : p.value("/status/containerStatuses"_json_pointer, json::array()))
       co.canaryRestarts += cs.value("restartCount", 0);

@@ -123,6 +123,7 @@ struct Planner {
     plan.action = CanaryAction::kRollingBack;
     plan.reason = kReasonRollingBack;
     plan.message = decode::string(st, "reason") + ": " + decode::string(st, "message");
+    if (o.stableVerificationFailure) plan.message += "; " + *o.stableVerificationFailure;
     plan.stableRelease = knownGoodRelease();
     int stableTarget = hasStable ? total : 0;
     // The canary track's pods: a displaced release's until they are gone.
@@ -255,6 +256,7 @@ struct Planner {
     plan.replicas = nextReplicaCounts(total, target, o.canary, stable, o.spec.capacity);
     plan.message = "stable Deployment takes " + o.release + " (" +
                    std::to_string(stable.readyReplicas) + "/" + std::to_string(total) + " Ready)";
+    if (o.stableVerificationFailure) plan.message += "; " + *o.stableVerificationFailure;
     plan.requeueAfterSeconds = kPodPollSeconds;
   }
 

@@ -60,6 +60,9 @@ struct CanaryObserved {
   // A canary pod's failed verification init container (spec.verify.onStart):
   // "verify-host exited 1: <report>" (controllers/common/verify_containers.h).
   std::optional<std::string> verificationFailure;
+  // The same for a pod of the stable track's release: "stable pod <name> (release
+  // <r>): runtime verification failed: verify-host exited 1: <report>".
+  std::optional<std::string> stableVerificationFailure;
   std::optional<GpuCapacity> gpu;          // nullopt: the template requests no GPU
   std::optional<Measurement> measurement;  // taken because the last plan asked
   std::optional<KnownGood> knownGood;      // the model's last promoted pair

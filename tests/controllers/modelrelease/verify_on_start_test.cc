@@ -9,9 +9,11 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
+#include "api/v1alpha1/runtime_revision.h"
 #include "api/v1alpha1/runtime_verify.h"
 #include "controllers/common/verify_containers.h"
 #include "controllers/modelrelease/prod/canary_observe.h"
+#include "controllers/modelrelease/prod/canary_plan.h"
 #include "controllers/modelrelease/release_plan.h"
 #include "controllers/modelrelease/runtime_pod.h"
 #include "tests/support/builders.h"
@@ -130,6 +132,50 @@ TEST(VerifyOnStart, WithoutACliImageTheStageDoesNotStartAndSaysWhy) {
   // The flag given (the operator restarted with it): the stage starts.
   ReleasePlan next = planRelease(observed(release(), runtimeEnv({{"onStart", true}})));
   EXPECT_EQ(next.jobsToCreate.size(), 1u);
+}
+
+// A release pinned to a revision whose closure the RuntimeEnv controller does not
+// keep (status.closureRevisions lacks it: resolved from another lock) does not start
+// its stage: its pods would wait for the ConfigMap in ContainerCreating without a word.
+TEST(VerifyOnStart, APinnedRevisionWithoutItsClosureDoesNotStartAndSaysWhich) {
+  json rte = runtimeEnv({{"onStart", true}}, 2);
+  rte["status"]["revisions"].push_back(
+      {{"number", 1}, {"image", kImage}, {"closureHash", kHash}, {"pinnedBy", {"v1"}}});
+  rte["status"]["closureRevisions"] = {2};
+  json rel = release();
+  rel["status"]["runtime"] = api::v1alpha1::encodeRuntimePin({1, kImage, kHash});
+  ReleasePlan plan = planRelease(observed(rel, rte));
+  EXPECT_TRUE(plan.jobsToCreate.empty()) << plan.status.dump(2);
+  EXPECT_EQ(condition(plan, "Ready", "reason"), "RuntimeVerificationUnavailable");
+  EXPECT_EQ(condition(plan, "Stalled", "reason"), "RuntimeVerificationUnavailable");
+  const std::string message = condition(plan, "Ready", "message");
+  EXPECT_NE(message.find("stage \"eval\" does not start: RuntimeEnv \"torch\" has no closure of "
+                         "revision 1 (no ConfigMap lockstep-closure-torch-1"),
+            std::string::npos)
+      << message;
+  EXPECT_NE(plan.status["phase"], "Failed");
+  // The RuntimeEnv controller keeps (or wrote) revision 1's closure: the stage starts on it.
+  rte["status"]["closureRevisions"] = {1, 2};
+  ReleasePlan next = planRelease(observed(rel, rte));
+  ASSERT_EQ(next.jobsToCreate.size(), 1u) << next.status.dump(2);
+  const json* closure =
+      volume(next.jobsToCreate[0]["spec"]["template"]["spec"], "lockstep-closure");
+  ASSERT_NE(closure, nullptr);
+  EXPECT_EQ((*closure)["configMap"]["name"], "lockstep-closure-torch-1");
+  // A prod stage in front of the canary start checks the pinned revision too.
+  rte["status"]["closureRevisions"] = {2};
+  json prodOnly = testing::modelRelease("v1")
+                      .runtimeEnv("torch")
+                      .closureHash(kHash)
+                      .withProdStage(testing::prodStage({testing::canaryStep(100)}))
+                      .build();
+  prodOnly["status"]["runtime"] = api::v1alpha1::encodeRuntimePin({1, kImage, kHash});
+  ReleasePlan prod = planRelease(observed(prodOnly, rte));
+  EXPECT_EQ(condition(prod, "Ready", "reason"), "RuntimeVerificationUnavailable")
+      << prod.status.dump(2);
+  EXPECT_NE(condition(prod, "Ready", "message").find("has no closure of revision 1"),
+            std::string::npos)
+      << condition(prod, "Ready", "message");
 }
 
 TEST(VerifyOnStart, AMalformedOnStartIsNamedByField) {
@@ -271,6 +317,91 @@ TEST(VerifyOnStart, ACanaryPodsFailedCheckIsObservedForTheRollback) {
   EXPECT_EQ(*co.verificationFailure,
             "verify-host exited 1: verify-host: MISMATCH: this node differs from sha256:aaaa… in 1 "
             "place(s)\n  host driver: expected >= 570.26 (CUDA 12.8), found 535.104.05");
+}
+
+// A stable pod whose check fails (Init:CrashLoopBackOff) is named with its
+// report: observed for the stable track's release only, and written into the
+// message of a rollback waiting for its stable pods and of a promotion's handover.
+TEST(VerifyOnStart, AStablePodsFailedCheckIsNamedInTheRollbackAndHandoverMessage) {
+  const api::v1alpha1::ModelRelease r = api::v1alpha1::decodeModelRelease(
+      testing::modelRelease("v1").runtimeEnv("torch").closureHash(kHash).build());
+  auto pod = [](const std::string& name, const std::string& release) {
+    return json{{"metadata",
+                 {{"name", name},
+                  {"labels",
+                   {{"lockstep.dev/track", "stable"},
+                    {"lockstep.dev/release", release},
+                    {"lockstep.dev/model", "gpt2"}}}}},
+                {"status",
+                 {{"phase", "Pending"},
+                  {"initContainerStatuses",
+                   json::array({{{"name", "verify-host"},
+                                 {"restartCount", 1},
+                                 {"state", {{"waiting", {{"reason", "CrashLoopBackOff"}}}}},
+                                 {"lastState",
+                                  {{"terminated", {{"exitCode", 1}, {"message", kReport}}}}}}})}}}};
+  };
+  ProdObserved prod;
+  prod.stableDeployment = testing::share(
+      {{"spec", {{"template", {{"metadata", {{"labels", {{"lockstep.dev/release", "v0"}}}}}}}}}});
+  // A stable pod of another release (left over) is not the stable track's.
+  prod.pods = {testing::share(pod("gpt2-stable-old", "v9"))};
+  EXPECT_EQ(observeCanary(r, api::v1alpha1::CanarySpec{}, prod, kNow, 1796032800)
+                .stableVerificationFailure,
+            std::nullopt);
+  prod.pods.push_back(testing::share(pod("gpt2-stable-7f9c", "v0")));
+  CanaryObserved co = observeCanary(r, api::v1alpha1::CanarySpec{}, prod, kNow, 1796032800);
+  const std::string named =
+      "stable pod gpt2-stable-7f9c (release v0): runtime verification "
+      "failed: verify-host exited 1: " +
+      kReport.substr(0, kReport.size() - 1);  // the report without its last newline
+  EXPECT_EQ(co.stableVerificationFailure, named);
+  EXPECT_EQ(co.verificationFailure, std::nullopt);  // not a canary pod
+
+  // A rollback to v0 waiting for its stable pods: the message names the pod.
+  CanaryObserved o;
+  o.spec.replicas = 2;
+  o.spec.steps = {api::v1alpha1::CanaryStep{.weight = 100}};
+  o.release = "v1";
+  o.model = "gpt2";
+  o.knownGood = KnownGood{"v0", "pkg-v0", kHash};
+  o.stableRelease = "v0";
+  o.stable = {2, 1};
+  o.previous = {{"phase", "RollingBack"},
+                {"reason", "AnalysisFailed"},
+                {"message", "error ratio 0.2 > 0.05"},
+                {"knownGood", {{"release", "v0"}, {"package", "pkg-v0"}, {"closureHash", kHash}}},
+                {"step", 0}};
+  o.now = kNow;
+  o.nowUnix = 1796032800;
+  CanaryPlan quiet = planCanary(o);
+  EXPECT_EQ(quiet.action, CanaryAction::kRollingBack);
+  EXPECT_EQ(quiet.message.find("stable pod gpt2"), std::string::npos) << quiet.message;
+  o.stableVerificationFailure = named;
+  CanaryPlan rolling = planCanary(o);
+  EXPECT_EQ(rolling.action, CanaryAction::kRollingBack);
+  EXPECT_NE(rolling.message.find("AnalysisFailed: error ratio 0.2 > 0.05"), std::string::npos)
+      << rolling.message;
+  EXPECT_NE(rolling.message.find("; " + named), std::string::npos) << rolling.message;
+
+  // The handover of a promotion: v1's own stable pods fail their check.
+  o.previous = {{"phase", "Promoting"},
+                {"promotion", "Handover"},
+                {"knownGood", {{"release", "v0"}, {"package", "pkg-v0"}, {"closureHash", kHash}}},
+                {"step", 0}};
+  o.stableRelease = "v1";
+  o.canary = {1, 1};
+  o.stable = {1, 0};
+  o.stableVerificationFailure =
+      "stable pod gpt2-stable-aa (release v1): runtime verification failed: verify-host exited "
+      "1: " +
+      kReport;
+  CanaryPlan handover = planCanary(o);
+  EXPECT_EQ(handover.action, CanaryAction::kPromoting);
+  EXPECT_NE(handover.message.find("stable Deployment takes v1"), std::string::npos)
+      << handover.message;
+  EXPECT_NE(handover.message.find("; stable pod gpt2-stable-aa (release v1)"), std::string::npos)
+      << handover.message;
 }
 
 TEST(RuntimePodVerify, TheChecksComeFirstAndTheFetchAfterThem) {

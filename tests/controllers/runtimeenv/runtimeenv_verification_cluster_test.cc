@@ -183,6 +183,11 @@ TEST_F(RuntimeVerificationClusterTest, OnStartGateJobsRunTheChecksAndAFailedChec
   })) << "no closure ConfigMap "
       << closure;
   EXPECT_EQ(w_.get("configmap", closure)["data"]["lock"], kTestLock);
+  // The RuntimeEnv says which revisions have a closure (the current one).
+  EXPECT_TRUE(eventually([&] {
+    return w_.get("rte", "torch")["status"].value("closureRevisions", json()).dump() ==
+           "[" + revision + "]";
+  })) << w_.get("rte", "torch")["status"].dump(2);
 
   // v1's check fails on the node: verify-host ends with its report.
   const std::string report =
@@ -228,6 +233,60 @@ TEST_F(RuntimeVerificationClusterTest, OnStartGateJobsRunTheChecksAndAFailedChec
   // v2's checks pass: the gate runs and the release is validated.
   ASSERT_EQ(w_.create(w_.release("v2", testPackage('2')).withGate(gateStage("eval"))).exitCode, 0);
   w_.waitPhase("v2", "Validated", std::chrono::seconds(90));
+}
+
+// onStart on serving pods: v1's pods pass their checks and v1 is promoted (the
+// stable track); v2's gate passes, but a check in its canary pods fails (KWOK:
+// verify-host in Init:CrashLoopBackOff with its report as the last termination
+// message). v2 is rolled back with reason RuntimeVerificationFailed and the report,
+// and prod keeps serving v1.
+TEST_F(RuntimeVerificationClusterTest, AFailedCheckInACanaryPodRollsTheCanaryBack) {
+  setVerify("torch", {{"onStart", true}, {"prefix", "/opt/venv"}});
+  const std::string revision = w_.get("rte", "torch")["status"]["currentRevision"].dump();
+  ASSERT_EQ(w_.create(w_.release("v1", testPackage('1'))
+                          .withProdStage(prodStage({canaryStep(100)}).replicas(2)))
+                .exitCode,
+            0);
+  w_.waitPhase("v1", "Promoted");
+  ASSERT_TRUE(eventually([&] { return w_.readyPods()["stable/v1"] == 2; }))
+      << json(w_.readyPods()).dump();
+  // The stable pods started with the checks (and passed them).
+  json stable = kubectlJson(
+      {"get", "pods", "-n", w_.ns(), "-l", "lockstep.dev/track=stable,lockstep.dev/release=v1"});
+  ASSERT_FALSE(stable["items"].empty()) << stable.dump(2);
+  EXPECT_EQ(stable["items"][0]["spec"]["initContainers"][0]["name"], "verify-env")
+      << stable["items"][0]["spec"].dump(2);
+
+  const std::string report =
+      "verify-host: MISMATCH: this node differs from " + w_.hash() +
+      " in 1 place(s)\n  host driver: expected >= 570.26 (CUDA 12.8), found 535.104.05";
+  ASSERT_EQ(
+      w_.create(w_.release("v2", testPackage('2'))
+                    .withGate(gateStage("eval"))
+                    .withProdStage(
+                        prodStage({canaryStep(50), canaryStep(100)})
+                            .replicas(2)
+                            .podAnnotation("lockstep.dev/test-failed-init-container", "verify-host")
+                            .podAnnotation("lockstep.dev/test-termination-message", report)))
+          .exitCode,
+      0);
+  json v2 = w_.waitPhase("v2", "RolledBack", std::chrono::seconds(150));
+  EXPECT_EQ(conditionField(v2, "Stalled", "reason"), "RuntimeVerificationFailed")
+      << v2["status"].dump(2);
+  const std::string message = conditionField(v2, "Stalled", "message");
+  EXPECT_NE(message.find("runtime verification failed in a canary pod"), std::string::npos)
+      << message;
+  EXPECT_NE(message.find("verify-host exited 1: " + report), std::string::npos) << message;
+  // The gate passed: the rollback is the canary's, not a failed stage.
+  EXPECT_EQ(v2["status"]["runtime"]["revision"].dump(), revision);
+
+  // Prod keeps serving v1.
+  EXPECT_EQ(w_.stableRelease(), "v1");
+  EXPECT_TRUE(eventually([&] {
+    auto r = w_.readyPods();
+    return r["stable/v1"] == 2 && r.size() == 1;
+  })) << json(w_.readyPods()).dump();
+  EXPECT_EQ(w_.get("mr", "v1")["status"]["phase"], "Promoted");
 }
 
 // Admission in the enforcing namespace: the verification pods' init containers on

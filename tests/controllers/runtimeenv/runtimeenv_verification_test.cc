@@ -280,6 +280,62 @@ TEST(RuntimeEnvVerification, ClosureConfigMapsOfPinnedRevisionsAreKeptOthersPrun
   }
 }
 
+// A pinned revision without a closure ConfigMap (never current while spec.verify was
+// set) gets one when it was resolved from the current lock bytes (same lock digest:
+// the operator knows its closure); one resolved from another lock does not, and
+// status.closureRevisions says which revisions have a closure.
+TEST(RuntimeEnvVerification, APinnedRevisionGetsItsClosureWhenItsLockIsTheCurrentOne) {
+  World w(json{{"onStart", true}});
+  VerificationInput in;
+  in.runtimeEnv = testing::share(w.runtimeEnv);
+  in.spec = decodeVerifySpec(w.runtimeEnv);
+  in.revision = 4;
+  in.image = kImage;
+  in.closureHash = kHash;
+  in.lockText = "numpy==1.26.4\n";
+  in.cliImage = kCli;
+  in.now = kNow;
+  in.nowUnix = kNowUnix;
+  const std::string oldHash = "sha256:" + std::string(64, '2');
+  auto rev = [&](int64_t n, const std::string& digest, std::vector<std::string> pinnedBy) {
+    api::v1alpha1::RuntimeRevision r;
+    r.number = n;
+    r.image = kImage;
+    r.closureHash = n == 4 ? kHash : oldHash;
+    r.lockDigest = digest;
+    r.cuda = n == 2 ? "12.4" : "12.8";
+    r.pinnedBy = std::move(pinnedBy);
+    return r;
+  };
+  const std::string lockA = "sha256:" + std::string(64, 'a');
+  const std::string lockB = "sha256:" + std::string(64, 'b');
+  // 1: pinned, another lock; 2: pinned, the current lock (another image); 3: pinned,
+  // has its ConfigMap; 4: current.
+  in.revisions = {rev(1, lockB, {"v1"}), rev(2, lockA, {"v2"}), rev(3, lockB, {"v3"}),
+                  rev(4, lockA, {})};
+  in.pinnedRevisions = {1, 2, 3};
+  in.closureConfigMaps = {testing::share(closureCm("lockstep-closure-torch-3"))};
+  VerificationPlan p = planVerification(in);
+  ASSERT_EQ(p.pinnedClosureConfigMaps.size(), 1u);
+  const json& cm = p.pinnedClosureConfigMaps[0];
+  EXPECT_EQ(cm["metadata"]["name"], "lockstep-closure-torch-2");
+  EXPECT_EQ(cm["metadata"]["labels"]["lockstep.dev/runtime-revision"], "2");
+  EXPECT_EQ(cm["data"]["lock"], "numpy==1.26.4\n");
+  const json runtime = json::parse(cm["data"]["runtime.json"].get<std::string>());
+  EXPECT_EQ(runtime["closureHash"], oldHash);  // revision 2's pair, not the current one
+  EXPECT_EQ(runtime["cuda"], "12.4");
+  ASSERT_TRUE(p.closureRevisions.has_value());
+  EXPECT_EQ(*p.closureRevisions, (std::vector<int64_t>{2, 3, 4}));
+  EXPECT_TRUE(p.closureConfigMapsToDelete.empty());
+
+  // Verification off: no closure wanted, status.closureRevisions removed.
+  in.spec.reset();
+  VerificationPlan off = planVerification(in);
+  EXPECT_TRUE(off.pinnedClosureConfigMaps.empty());
+  ASSERT_TRUE(off.closureRevisions.has_value());
+  EXPECT_TRUE(off.closureRevisions->empty());
+}
+
 TEST(RuntimeEnvVerification, AFailedJobGivesVerifiedFalseWithTheTerminationMessage) {
   World w(verifySpec(), runningStatus("2026-12-01T17:10:00Z"));
   w.jobs = {job("torch-verify-1-0", 1, "Failed")};
