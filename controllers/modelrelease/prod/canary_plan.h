@@ -50,17 +50,21 @@ struct CanaryObserved {
   // This release's own canary then has no pods yet (`canary` is {0, 0}).
   std::string displacedRelease;
   TrackObserved displaced;
-  int canaryRestarts = 0;              // container restarts of this release's canary pods
+  // Container restarts of this release's pods (canary track, and stable track
+  // during the promotion's handover).
+  int canaryRestarts = 0;
   int canaryPendingUnschedulable = 0;  // canary pods Pending with PodScheduled=False
   // Stable pods of the stable track's release Pending for lack of a resource
   // (the scheduler's "Insufficient …"): a drain rollback trades canary pods for them.
   int stablePendingUnschedulable = 0;
-  int podsTerminating = 0;                     // the model's pods with a deletionTimestamp
-  std::vector<std::string> admissionRefusals;  // FailedCreate messages of the canary RS
-  std::optional<GpuCapacity> gpu;              // nullopt: the template requests no GPU
-  std::optional<Measurement> measurement;      // taken because the last plan asked
-  std::optional<KnownGood> knownGood;          // the model's last promoted pair
-  bool knownGoodStale = false;                 // its RuntimeEnv hash has moved on
+  int podsTerminating = 0;  // the model's pods with a deletionTimestamp
+  // FailedCreate messages of this release's ReplicaSets (the canary's; the
+  // stable's once it carries this release).
+  std::vector<std::string> admissionRefusals;
+  std::optional<GpuCapacity> gpu;          // nullopt: the template requests no GPU
+  std::optional<Measurement> measurement;  // taken because the last plan asked
+  std::optional<KnownGood> knownGood;      // the model's last promoted pair
+  bool knownGoodStale = false;             // its RuntimeEnv hash has moved on
   std::string promoteStepBy;  // annotation promote.lockstep.dev/<step> for the current step
   std::string promoteFullBy;  // annotation lockstep.dev/promote-full
   std::string abortBy;        // annotation lockstep.dev/abort

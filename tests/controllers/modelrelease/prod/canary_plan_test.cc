@@ -206,6 +206,9 @@ struct RollbackCase {
   // canary pods stay until stable pods replace them.
   int canaryKept = 0;
   int stableNext = 4;
+  // A deadline case: a plan at kT0 + 1 already saw these pods (the last
+  // progress); the deadline counts from there.
+  bool sinceLastProgress = false;
 };
 
 TEST(CanaryPlan, AutomaticRollbackTable) {
@@ -225,19 +228,19 @@ TEST(CanaryPlan, AutomaticRollbackTable) {
        [](CanaryObserved& o) {
          o.canary = {1, 0};
        },
-       kT0 + 601, kReasonProgressDeadlineExceeded},
+       kT0 + 602, kReasonProgressDeadlineExceeded, 0, 4, true},
       {"canary Pending past the deadline",
        [](CanaryObserved& o) {
          o.canary = {1, 0};
          o.canaryPendingUnschedulable = 1;
        },
-       kT0 + 601, kReasonInsufficientGPUCapacity},
+       kT0 + 602, kReasonInsufficientGPUCapacity, 0, 4, true},
       {"no spare GPU past the deadline",
        [](CanaryObserved& o) {
          o.stable = {3, 3};  // one surge pod done; the second finds no GPU
          o.gpu = GpuCapacity{1, {0, 0}};
        },
-       kT0 + 601, kReasonInsufficientGPUCapacity, 1},
+       kT0 + 602, kReasonInsufficientGPUCapacity, 1, 4, true},
       {"bad metric",
        [](CanaryObserved& o) {
          o = atWeight(o, 50);
@@ -251,6 +254,14 @@ TEST(CanaryPlan, AutomaticRollbackTable) {
     auto o = after(observed(spec), p0, c.at);
     o.canary = {1, 1};  // the first surge pod runs
     c.world(o);
+    if (c.sinceLastProgress) {
+      auto seen = planCanary(after(o, p0, kT0 + 1));
+      ASSERT_EQ(seen.action, o.gpu ? CanaryAction::kWait : CanaryAction::kProgress);
+      EXPECT_EQ(seen.status["lastProgressAt"], rfc(kT0 + 1));
+      // One second before the deadline: still waiting.
+      EXPECT_NE(planCanary(after(o, seen, kT0 + 601)).action, CanaryAction::kRollingBack);
+      o = after(o, seen, c.at);
+    }
     auto p = planCanary(o);
     EXPECT_EQ(p.action, CanaryAction::kRollingBack);
     EXPECT_EQ(p.status["phase"], "RollingBack");
