@@ -87,5 +87,10 @@ inline constexpr const char* kReasonServingApplyFailed = "ServingApplyFailed";
 // The release was deleted while its canary ran: rolled back before it goes
 // (the finalizer lockstep.dev/release-cleanup).
 inline constexpr const char* kReasonReleaseDeleted = "ReleaseDeleted";
+// A release prod runs (Promoted, or the target of a manual rollback) while its
+// stable Deployment has fewer than N Ready pods of it (controllers/modelrelease/
+// serving_health.h): Ready=False and Degraded=True; Degraded=False once N are Ready.
+inline constexpr const char* kReasonProdShortOfReadyPods = "ProdShortOfReadyPods";
+inline constexpr const char* kReasonStablePodsReady = "StablePodsReady";
 
 }  // namespace lockstep::api::v1alpha1
