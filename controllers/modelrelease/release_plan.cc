@@ -42,8 +42,9 @@ void observeProd(const ReleaseObserved& o, const v1::ModelRelease& r, const json
                  json& conditions, ReleaseSummary& sum, ReleasePlan& plan) {
   const ServingHealth h = servingHealth(r, *o.serving);
   const bool degradedBefore = conditionTrue(conditions, kConditionDegraded);
-  const bool observedBefore = findCondition(conditions, kConditionDegraded).has_value();
-  if (sum.readyReason == kReasonManualRollback && !sum.ready && !observedBefore) {
+  // A manual rollback to it still warming up: not Ready, and no Degraded yet
+  // (its request cleared the one from the release's earlier time in prod).
+  if (sum.readyReason == kReasonManualRollback && !sum.ready) {
     manualRollbackReadiness(o, r, decode::object(prevStatus, "rollback"), sum, plan);
     if (!sum.ready) return;
   }
@@ -215,6 +216,10 @@ ReleasePlan planRelease(const ReleaseObserved& o) {
       }
       if (status.contains("canary") && status["canary"].is_object())
         status["canary"]["finishedAt"] = o.now;
+      // Prod is another release's now: its Degraded no longer describes it.
+      for (auto it = conditions.begin(); it != conditions.end();) {
+        it = decode::string(*it, "type") == kConditionDegraded ? conditions.erase(it) : it + 1;
+      }
       plan.events.push_back({"Normal", kReasonSuperseded, sum.readyMessage});
       return finish();
     }

@@ -99,6 +99,15 @@ bool planManualRollback(const ReleaseObserved& o, const v1::ModelRelease& r,
         }
         if (!by.empty()) {
           plan.modelRollback = ModelRollbackRequest{from, by, o.modelRevision};
+          // Prod starts again under this release: its Degraded from an earlier
+          // time in prod says nothing now (set again once stable serves it).
+          json& conditions = status["conditions"];
+          if (conditions.is_array()) {
+            for (auto it = conditions.begin(); it != conditions.end();) {
+              it =
+                  decode::string(*it, "type") == kConditionDegraded ? conditions.erase(it) : it + 1;
+            }
+          }
           rollback = {
               {"from", from}, {"requestedBy", by}, {"revision", o.modelRevision}, {"at", o.now}};
           status["rollback"] = rollback;

@@ -34,6 +34,14 @@ constexpr size_t kKeptMeasurements = 10;
 // How often to look again while pods move (watches usually come first).
 constexpr int64_t kPodPollSeconds = 5;
 
+// A pod create the API server could not put to an admission webhook (it is
+// unreachable, times out, answers garbage: "failed calling webhook …"): no
+// verdict on the model. Only a refusal ("… denied the request: …", a policy,
+// a quota) is one.
+bool webhookUnreachable(const std::string& message) {
+  return message.find("failed calling webhook") != std::string::npos;
+}
+
 }  // namespace
 
 const char* canaryActionName(CanaryAction a) {
@@ -47,6 +55,9 @@ namespace {
 
 struct Planner {
   const CanaryObserved& o;
+  // The first admission refusal that is a verdict, and the first create that
+  // found no webhook to ask ("" when none).
+  std::string refused, notCreated;
   CanaryPlan plan;
   json st;  // status.canary being built
   int total = 0;
@@ -206,10 +217,9 @@ struct Planner {
   bool promotionFailed(const char* stage, const ReplicaCounts& target, const TrackObserved& canary,
                        const TrackObserved& stable, bool waitingForGpus) {
     const std::string what = std::string("promotion (") + stage + ")";
-    if (!o.admissionRefusals.empty()) {
+    if (!refused.empty()) {
       rollBack(kReasonAdmissionRefused,
-               what + ": a pod of " + o.release +
-                   " was refused by admission: " + o.admissionRefusals.front());
+               what + ": a pod of " + o.release + " was refused by admission: " + refused);
       return true;
     }
     if (o.canaryRestarts > 0) {
@@ -251,7 +261,7 @@ struct Planner {
       bool handedOver = o.stableRelease == o.release;
       if (handedOver || (o.canary.specReplicas == total && o.canary.readyReplicas >= total &&
                          o.stable.specReplicas == 0 && o.stable.readyReplicas == 0)) {
-        if (!o.admissionRefusals.empty() || o.canaryRestarts > 0) {
+        if (!refused.empty() || o.canaryRestarts > 0) {
           promotionFailed("all traffic on the canary", target, o.canary, o.stable, false);
           return;
         }
@@ -262,7 +272,7 @@ struct Planner {
         plan.replicas = nextReplicaCounts(total, target, o.canary, o.stable, o.spec.capacity);
         plan.message = "moving all replicas to the canary (" +
                        std::to_string(o.canary.readyReplicas) + "/" + std::to_string(total) +
-                       " Ready) before the stable Deployment takes " + o.release;
+                       " Ready) before the stable Deployment takes " + o.release + podsNotCreated();
         plan.requeueAfterSeconds = pollUntilDeadline(kPodPollSeconds, deadline);
         // The same GPU pre-check as a step's: a canary pod is added only where
         // it fits (in drain, after the stable pod it replaces gave its GPU back).
@@ -308,7 +318,8 @@ struct Planner {
     }
     plan.replicas = nextReplicaCounts(total, target, o.canary, stable, o.spec.capacity);
     plan.message = "stable Deployment takes " + o.release + " (" +
-                   std::to_string(stable.readyReplicas) + "/" + std::to_string(total) + " Ready)";
+                   std::to_string(stable.readyReplicas) + "/" + std::to_string(total) + " Ready)" +
+                   podsNotCreated();
     plan.requeueAfterSeconds = pollUntilDeadline(kPodPollSeconds, deadline);
   }
 
@@ -369,7 +380,11 @@ struct Planner {
   std::string noProgressFor(int64_t deadlineSeconds) const {
     return "no progress for " + std::to_string(o.nowUnix - timeOf(st, "lastProgressAt")) +
            "s (progress deadline " + std::to_string(deadlineSeconds) + "s, last progress at " +
-           decode::string(st, "lastProgressAt") + ")";
+           decode::string(st, "lastProgressAt") + ")" + podsNotCreated();
+  }
+  // Why pods are missing when an admission webhook could not be asked.
+  std::string podsNotCreated() const {
+    return notCreated.empty() ? std::string() : "; pods not created: " + notCreated;
   }
 
   // One step of the progression; returns true when the step passed and the
@@ -437,7 +452,10 @@ struct Planner {
       plan.message = stepName + ": scaling to weight " + std::to_string(s.weight) + "% (canary " +
                      std::to_string(o.canary.readyReplicas) + "/" + std::to_string(target.canary) +
                      " Ready, stable " + std::to_string(o.stable.readyReplicas) + "/" +
-                     std::to_string(target.stable) + ")";
+                     std::to_string(target.stable) + ")" +
+                     (notCreated.empty() ? std::string()
+                                         : "; canary pods not created: " + notCreated +
+                                               " (no verdict: the progress deadline decides)");
       st["reason"] = kReasonCanaryProgressing;
       st["message"] = plan.message;
       plan.requeueAfterSeconds = pollUntilDeadline(kPodPollSeconds, s.progressDeadlineSeconds);
@@ -547,6 +565,10 @@ struct Planner {
   }
 
   void run() {
+    for (const std::string& m : o.admissionRefusals) {
+      std::string& slot = webhookUnreachable(m) ? notCreated : refused;
+      if (slot.empty()) slot = m;
+    }
     total = o.spec.replicas;
     hasStable = !knownGoodRelease().empty();
     std::string phase = decode::string(st, "phase");
@@ -582,9 +604,8 @@ struct Planner {
     if (displacing()) return drainDisplaced();
 
     // Progressing: failures that need no analysis come first.
-    if (!o.admissionRefusals.empty()) {
-      return rollBack(kReasonAdmissionRefused,
-                      "a canary pod was refused by admission: " + o.admissionRefusals.front());
+    if (!refused.empty()) {
+      return rollBack(kReasonAdmissionRefused, "a canary pod was refused by admission: " + refused);
     }
     if (o.canaryRestarts > 0) {
       return rollBack(kReasonCanaryRestarting,

@@ -807,12 +807,18 @@ TEST(ReleasePlan, ReleaseTheAnchorNamesAgainIsPromotedAgain) {
 TEST(ReleasePlan, ManualRollbackIsReadyOnlyWithNReadyStablePodsOnItsPair) {
   json release = supersededRelease();
   release["spec"]["stages"][1]["serving"]["replicas"] = 3;
+  // From its earlier time in prod.
+  release["status"]["conditions"].push_back({{"type", "Degraded"},
+                                             {"status", "False"},
+                                             {"reason", "StablePodsReady"},
+                                             {"message", "3/3 stable pods Ready"}});
   release["metadata"]["annotations"]["rollback.lockstep.dev/4"] = "alice";
   auto o = atRevision(release);
   o.serving = servingOf("gpt2-v8", 3);  // prod still runs the release it rolls back from
   auto asked = planRelease(o);
   ASSERT_TRUE(asked.modelRollback.has_value());
   EXPECT_EQ(condition(asked, "Ready"), "False");
+  EXPECT_EQ(condition(asked, "Degraded"), "") << "cleared: prod starts again under it";
   EXPECT_NE(condition(asked, "Ready", "message").find("the stable Deployment runs gpt2-v8"),
             std::string::npos)
       << condition(asked, "Ready", "message");
@@ -896,6 +902,7 @@ TEST(ReleasePlan, APromotedReleasesReadyFollowsTheStableDeployment) {
   p = step(servingOf("gpt2-v8", 0, 3));
   EXPECT_EQ(p.status["phase"], "Superseded");
   EXPECT_FALSE(hasEvent(p, "ProdShortOfReadyPods"));
+  EXPECT_EQ(condition(p, "Degraded"), "") << "prod is another release's now";
   json rolledBack = release;
   rolledBack["status"]["phase"] = "RolledBack";
   auto rb = observed(rolledBack);

@@ -291,6 +291,61 @@ TEST(CanaryPlan, AutomaticRollbackTable) {
   }
 }
 
+// An admission webhook the API server could not call (the pod webhook down:
+// "failed calling webhook …") is no verdict on the model: the step waits,
+// saying why its pods are missing, and only the progress deadline rolls back.
+// A webhook's denial rolls back at once, as before; in a step and in Promoting.
+TEST(CanaryPlan, AnUnreachableWebhookIsNoVerdictOnlyTheDeadlineRollsBack) {
+  const std::string unreachable =
+      "FailedCreate: Internal error occurred: failed calling webhook \"pods.lockstep.dev\": "
+      "failed to call webhook: Post \"https://lockstep-webhook.lockstep-system.svc:443/"
+      "validate-pods?timeout=5s\": dial tcp 10.96.0.12:443: connect: connection refused";
+  const std::string denied =
+      "FailedCreate: pods \"gpt2-canary-x\" is forbidden: admission webhook "
+      "\"pods.lockstep.dev\" denied the request: closure hash mismatch";
+  auto spec = specOf({{"progressDeadline", "10m"}, {"steps", json::array({{{"weight", 50}}})}});
+  auto p0 = planCanary(observed(spec));
+  auto o = after(observed(spec), p0, kT0 + 10);
+  o.canary = {1, 0};  // the canary asks for a pod the API server cannot admit
+  o.admissionRefusals = {unreachable};
+  auto p1 = planCanary(o);
+  EXPECT_EQ(p1.action, CanaryAction::kProgress);
+  EXPECT_EQ(p1.reason, kReasonCanaryProgressing);
+  EXPECT_NE(p1.message.find("canary pods not created: " + unreachable), std::string::npos)
+      << p1.message;
+  // No progress for the deadline: rolled back, naming the webhook error.
+  auto p2 = planCanary(after(o, p1, kT0 + 10 + 601));
+  EXPECT_EQ(p2.action, CanaryAction::kRollingBack);
+  EXPECT_EQ(p2.status["reason"], kReasonProgressDeadlineExceeded);
+  EXPECT_NE(p2.status["message"].get<std::string>().find("failed calling webhook"),
+            std::string::npos)
+      << p2.status["message"];
+  // A denial is a verdict, even next to an unreachable one.
+  o.admissionRefusals = {unreachable, denied};
+  auto p3 = planCanary(o);
+  EXPECT_EQ(p3.action, CanaryAction::kRollingBack);
+  EXPECT_EQ(p3.status["reason"], kReasonAdmissionRefused);
+  EXPECT_NE(p3.status["message"].get<std::string>().find("denied the request"), std::string::npos);
+
+  // Promoting: the same rule (the canary cannot grow to N while the webhook is down).
+  auto full = after(observed(spec), p0, kT0 + 10);
+  full.promoteFullBy = "alice";
+  auto pr = planCanary(full);
+  ASSERT_EQ(pr.status["phase"], "Promoting");
+  auto op = after(full, pr, kT0 + 20);
+  op.promoteFullBy.clear();
+  op.canary = {1, 0};
+  op.admissionRefusals = {unreachable};
+  auto waiting = planCanary(op);
+  EXPECT_EQ(waiting.action, CanaryAction::kPromoting);
+  EXPECT_NE(waiting.message.find("pods not created: " + unreachable), std::string::npos)
+      << waiting.message;
+  auto late = planCanary(after(op, waiting, kT0 + 20 + 601));
+  EXPECT_EQ(late.status["reason"], kReasonProgressDeadlineExceeded) << late.status.dump(2);
+  op.admissionRefusals = {denied};
+  EXPECT_EQ(planCanary(op).status["reason"], kReasonAdmissionRefused);
+}
+
 TEST(CanaryPlan, WaitsForGpuCapacityWithAClearReasonAndLeavesStableAlone) {
   auto spec = specOf({{"steps", json::array({{{"weight", 50}}})}});
   auto o = observed(spec);
