@@ -593,12 +593,16 @@ TEST(ReleasePlan, CanaryPlansFoldIntoPhasesAndConditions) {
   promoted.reason = kReasonPromoted;
   promoted.message = "prod runs it";
   promoted.status["phase"] = "Promoted";
+  promoted.replicas = {0, 3};
   p = plan;
   foldCanaryPlan(p, promoted, previous, 1, "2026-11-30T10:00:00Z");
   EXPECT_EQ(p.status["phase"], "Promoted");
   EXPECT_EQ(stage(p, "prod")["phase"], "Succeeded");
   EXPECT_EQ(condition(p, "Ready"), "True");
   EXPECT_EQ(condition(p, "Stalled"), "False");
+  // Promoted with N Ready stable pods: not Degraded, from the first write on.
+  EXPECT_EQ(condition(p, "Degraded"), "False");
+  EXPECT_EQ(condition(p, "Degraded", "message"), "3/3 stable pods Ready");
 
   CanaryPlan rolledBack = running;
   rolledBack.action = CanaryAction::kRolledBack;
