@@ -343,9 +343,10 @@ struct Planner {
 
   // The progress deadline (Argo Rollouts' progressDeadlineSeconds) counts from
   // the last progress, `status.canary.lastProgressAt`: the last plan that saw
-  // pods move toward the target (a spec count or a Ready count closer to it),
-  // or the target holding (so a reached pause never counts), or a held target
-  // lost (the loss starts the count). `podsToTarget` is what that plan saw.
+  // pods move toward the target (a spec count or a Ready count closer to it,
+  // up to the target holding), or a held target lost (the loss starts the
+  // count). While the target holds no deadline applies, so a reached pause
+  // never counts. `podsToTarget` is what the last plan saw.
   void restartProgressClock() {
     st["lastProgressAt"] = o.now;
     st.erase("podsToTarget");
@@ -363,7 +364,9 @@ struct Planner {
   void trackProgress(int toGo) {
     const bool seen = st.contains("podsToTarget") && st.contains("lastProgressAt");
     const int64_t before = seen ? decode::integer(st, "podsToTarget", 0) : -1;
-    if (!seen || toGo < before || toGo == 0 || before == 0) st["lastProgressAt"] = o.now;
+    // While the target holds (0 → 0) nothing is written: no deadline applies
+    // then, and a status that changes on every plan would be a write per reconcile.
+    if (!seen || toGo < before || (before == 0 && toGo > 0)) st["lastProgressAt"] = o.now;
     st["podsToTarget"] = toGo;
   }
 

@@ -56,6 +56,11 @@ TEST(ProgressDeadline, AReadinessBlipInALongBakeThatRecoversNeverRollsBack) {
       w, [&] { return w.status.contains("weightReachedAt"); }, 600))
       << w.reason();
   const int64_t reached = timeAt(w.status, "weightReachedAt");
+  // While the weight holds, a plan changes nothing (no status write per reconcile).
+  const json held = w.status;
+  w.tick(10);
+  w.reconcile();
+  EXPECT_EQ(w.status, held);
   w.tick(reached + 20 * 60 - w.now);  // no reconcile: the pause's requeue is at its end
   ASSERT_NE(w.failReadiness(kTrackCanary, kRelease, 120), "");
   w.run();
