@@ -81,11 +81,23 @@ inline constexpr const char* kReasonRollbackTargetStale = "RollbackTargetStale";
 // An object at one of the model's prod names (its Service, Deployments, anchor)
 // is not Lockstep's (controllers/modelrelease/prod/ownership.h): Stalled, prod untouched.
 inline constexpr const char* kReasonNameConflict = "NameConflict";
+// The release's serving port differs from the port of the model's Service
+// while another release runs prod: Stalled before its canary, the Service untouched.
+inline constexpr const char* kReasonServicePortConflict = "ServicePortConflict";
+// The anchor's `promoted` names a release that does not match (gone while
+// stable does not run it, another model, never promoted, another package or
+// closure than the anchor records): Stalled, prod untouched.
+inline constexpr const char* kReasonAnchorMismatch = "AnchorMismatch";
 // The API server refused a write to the model's serving objects or anchor
 // (not a transient error): Stalled, with the object and the server's message.
 inline constexpr const char* kReasonServingApplyFailed = "ServingApplyFailed";
 // The release was deleted while its canary ran: rolled back before it goes
 // (the finalizer lockstep.dev/release-cleanup).
 inline constexpr const char* kReasonReleaseDeleted = "ReleaseDeleted";
+// A release prod runs (Promoted, or the target of a manual rollback) while its
+// stable Deployment has fewer than N Ready pods of it (controllers/modelrelease/
+// serving_health.h): Ready=False and Degraded=True; Degraded=False once N are Ready.
+inline constexpr const char* kReasonProdShortOfReadyPods = "ProdShortOfReadyPods";
+inline constexpr const char* kReasonStablePodsReady = "StablePodsReady";
 
 }  // namespace lockstep::api::v1alpha1

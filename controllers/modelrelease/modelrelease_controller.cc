@@ -14,6 +14,7 @@
 #include "api/v1alpha1/runtime_env.h"
 #include "controllers/common/execute.h"
 #include "controllers/modelrelease/prod/anchor_plan.h"
+#include "controllers/modelrelease/prod/canary_observe.h"
 #include "controllers/modelrelease/prod/fold.h"
 #include "controllers/modelrelease/prod/gpu_capacity.h"
 #include "controllers/modelrelease/prod/serving_objects.h"
@@ -127,6 +128,17 @@ std::optional<ModelReleaseObserved> ModelReleaseReconciler::observe(const Reques
       o.rollbackFrom = history.back().value("from", "");
     out.prod = observeProd(r);
     out.prod.releaseDeleted = kube::isBeingDeleted(*release);
+    // A release prod runs or ran: its Ready follows the stable Deployment
+    // (serving_health.h; its stable pods carry its label, so their events
+    // reach it through the pod watch below).
+    const std::string phase = v1::decode::string(v1::decode::object(*release, "status"), "phase");
+    if (phase == v1::kPhasePromoted || phase == v1::kPhaseSuperseded) {
+      ServingObserved serving;
+      serving.stableRelease = templateRelease(out.prod.stableDeployment.get());
+      serving.stableSpecReplicas = specReplicas(out.prod.stableDeployment.get());
+      for (const auto& pod : out.prod.pods) serving.pods.push_back(*pod);
+      o.serving = std::move(serving);
+    }
   }
   return out;
 }

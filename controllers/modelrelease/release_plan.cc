@@ -10,6 +10,7 @@
 #include "controllers/modelrelease/gates/stage_approval.h"
 #include "controllers/modelrelease/rollback_plan.h"
 #include "controllers/modelrelease/runtime_env_state.h"
+#include "controllers/modelrelease/serving_health.h"
 #include "operator/kube/conditions.h"
 
 namespace lockstep::controllers {
@@ -29,6 +30,53 @@ const json* findByName(const std::vector<json>& objects, const std::string& name
     if (decode::string(decode::object(o, "metadata"), "name") == name) return &o;
   }
   return nullptr;
+}
+
+// A Promoted release the anchor names (docs/modelrelease.md "A Promoted
+// release keeps being observed"): Ready follows the stable Deployment (N Ready
+// pods of it on its pair); Degraded=True (ProdShortOfReadyPods) when it is
+// short, False (StablePodsReady) when not, with an Event on each change. A
+// manual rollback's target still warming up is reported by
+// manualRollbackReadiness (no Degraded before prod first served it).
+void observeProd(const ReleaseObserved& o, const v1::ModelRelease& r, const json& prevStatus,
+                 json& conditions, ReleaseSummary& sum, ReleasePlan& plan) {
+  const ServingHealth h = servingHealth(r, *o.serving);
+  const bool degradedBefore = conditionTrue(conditions, kConditionDegraded);
+  // A manual rollback to it still warming up: not Ready, and no Degraded yet
+  // (its request cleared the one from the release's earlier time in prod).
+  if (sum.readyReason == kReasonManualRollback && !sum.ready) {
+    manualRollbackReadiness(o, r, decode::object(prevStatus, "rollback"), sum, plan);
+    if (!sum.ready) return;
+  }
+  const std::string model = quote(r.spec.model);
+  if (h.healthy()) {
+    if (!sum.ready) {
+      sum.ready = true;
+      if (sum.readyReason != kReasonManualRollback) {
+        sum.readyReason = kReasonPromoted;
+        sum.readyMessage = "prod runs this release (" + h.message + ")";
+      }
+    }
+  } else {
+    sum.ready = false;
+    sum.readyReason = kReasonProdShortOfReadyPods;
+    sum.readyMessage = "prod of model " + model + " is short of Ready pods: " + h.message;
+    // Pod events of the stable Deployment wake it (its pods carry this
+    // release's label); this is the backstop.
+    plan.requeueAfterSeconds = 30;
+  }
+  setCondition(conditions,
+               h.healthy()
+                   ? Condition{kConditionDegraded, "False", kReasonStablePodsReady, h.message}
+                   : Condition{kConditionDegraded, "True", kReasonProdShortOfReadyPods, h.message},
+               r.meta.generation, o.now);
+  if (!h.healthy() && !degradedBefore) {
+    plan.events.push_back({"Warning", kReasonProdShortOfReadyPods,
+                           "prod of model " + model + " is short of Ready pods: " + h.message});
+  } else if (h.healthy() && degradedBefore) {
+    plan.events.push_back(
+        {"Normal", kReasonStablePodsReady, "prod of model " + model + " recovered: " + h.message});
+  }
 }
 
 }  // namespace
@@ -168,6 +216,10 @@ ReleasePlan planRelease(const ReleaseObserved& o) {
       }
       if (status.contains("canary") && status["canary"].is_object())
         status["canary"]["finishedAt"] = o.now;
+      // Prod is another release's now: its Degraded no longer describes it.
+      for (auto it = conditions.begin(); it != conditions.end();) {
+        it = decode::string(*it, "type") == kConditionDegraded ? conditions.erase(it) : it + 1;
+      }
       plan.events.push_back({"Normal", kReasonSuperseded, sum.readyMessage});
       return finish();
     }
@@ -185,6 +237,10 @@ ReleasePlan planRelease(const ReleaseObserved& o) {
       sum.stalledReason = stalled->value("reason", "");
       sum.stalledMessage = stalled->value("message", "");
     }
+    // The release prod runs keeps being observed: its Ready follows the
+    // stable Deployment, Degraded says when prod is short of Ready pods.
+    if (prevPhase == kPhasePromoted && o.promotedRelease == r.meta.name && o.serving)
+      observeProd(o, r, prevStatus, conditions, sum, plan);
     // An aborted release's Job is gone for good, even if a delete was lost in a crash.
     if (prevPhase == kPhaseFailed) {
       for (const json& j : o.jobs) {

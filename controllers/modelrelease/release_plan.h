@@ -23,6 +23,7 @@
 #include "api/v1alpha1/model_release.h"
 #include "controllers/modelrelease/release_event.h"
 #include "controllers/modelrelease/runtime_pod.h"
+#include "controllers/modelrelease/serving_health.h"
 
 namespace lockstep::controllers {
 
@@ -47,6 +48,10 @@ struct ReleaseObserved {
   std::string modelRevision;  // the anchor's `revision` ("0" when it has none yet)
   // The anchor history's last entry is a Rollback to this release: from where.
   std::string rollbackFrom;
+  // The model's stable Deployment and pods, observed for a release prod runs
+  // or ran (Promoted, Superseded): its Ready follows them (serving_health.h).
+  // nullopt: not observed (a Promoted release then keeps its conditions).
+  std::optional<ServingObserved> serving;
 };
 
 // The release reached its prod (serving) stage: prod/prod_plan.h plans the

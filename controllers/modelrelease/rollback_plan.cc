@@ -3,6 +3,7 @@
 #include "api/v1alpha1/conditions.h"
 #include "api/v1alpha1/model_anchor.h"
 #include "api/v1alpha1/runtime_env.h"
+#include "controllers/modelrelease/serving_health.h"
 
 namespace lockstep::controllers {
 namespace {
@@ -13,6 +14,29 @@ using namespace api::v1alpha1;  // NOLINT(google-build-using-namespace): phases 
 using nlohmann::json;
 
 }  // namespace
+
+void manualRollbackReadiness(const ReleaseObserved& o, const v1::ModelRelease& r,
+                             const json& rollback, ReleaseSummary& sum, ReleasePlan& plan) {
+  const std::string what = "model " + quote(r.spec.model) + " rolled back from " +
+                           quote(rollback.value("from", "")) + " by " +
+                           rollback.value("requestedBy", "");
+  sum.readyReason = kReasonManualRollback;
+  if (!o.serving) {
+    sum.ready = false;
+    sum.readyMessage = what + "; the stable Deployment is not observed yet";
+  } else {
+    const ServingHealth h = servingHealth(r, *o.serving);
+    sum.ready = h.healthy();
+    sum.readyMessage = h.healthy()
+                           ? "prod runs this release again: " + what + " (" + h.message + ")"
+                           : what + "; waiting for " + std::to_string(h.want) +
+                                 " Ready stable pods on its pair (" + h.message + ")";
+  }
+  sum.reconciling = !sum.ready;
+  // Pod events of the stable Deployment wake it too (its pods carry this release).
+  if (!sum.ready && (plan.requeueAfterSeconds == 0 || plan.requeueAfterSeconds > 5))
+    plan.requeueAfterSeconds = 5;
+}
 
 bool planManualRollback(const ReleaseObserved& o, const v1::ModelRelease& r,
                         const std::string& prevPhase, json& status, ReleaseSummary& sum,
@@ -75,6 +99,15 @@ bool planManualRollback(const ReleaseObserved& o, const v1::ModelRelease& r,
         }
         if (!by.empty()) {
           plan.modelRollback = ModelRollbackRequest{from, by, o.modelRevision};
+          // Prod starts again under this release: its Degraded from an earlier
+          // time in prod says nothing now (set again once stable serves it).
+          json& conditions = status["conditions"];
+          if (conditions.is_array()) {
+            for (auto it = conditions.begin(); it != conditions.end();) {
+              it =
+                  decode::string(*it, "type") == kConditionDegraded ? conditions.erase(it) : it + 1;
+            }
+          }
           rollback = {
               {"from", from}, {"requestedBy", by}, {"revision", o.modelRevision}, {"at", o.now}};
           status["rollback"] = rollback;
@@ -86,11 +119,9 @@ bool planManualRollback(const ReleaseObserved& o, const v1::ModelRelease& r,
             plan.events.push_back({"Warning", kReasonRuntimeMovedOn, runtime.movedOnMessage});
         }
         sum.phase = kPhasePromoted;
-        sum.ready = true;
-        sum.readyReason = kReasonManualRollback;
-        sum.readyMessage = "prod runs this release again: model " + quote(r.spec.model) +
-                           " rolled back from " + quote(rollback.value("from", from)) + " by " +
-                           rollback.value("requestedBy", by);
+        if (!rollback.contains("from")) rollback["from"] = from;
+        if (!rollback.contains("requestedBy")) rollback["requestedBy"] = by;
+        manualRollbackReadiness(o, r, rollback, sum, plan);
         return true;
       }
     }

@@ -26,4 +26,13 @@ bool planManualRollback(const ReleaseObserved& observed, const api::v1alpha1::Mo
                         const std::string& prevPhase, nlohmann::json& status, ReleaseSummary& sum,
                         ReleasePlan& plan);
 
+// A manual rollback's target is Ready (reason ManualRollback) only once the
+// stable Deployment carries it with N Ready pods on its pair
+// (serving_health.h); until then Ready=False, Reconciling=True, a requeue.
+// `rollback` is its status.rollback record (from, requestedBy).
+void manualRollbackReadiness(const ReleaseObserved& observed,
+                             const api::v1alpha1::ModelRelease& release,
+                             const nlohmann::json& rollback, ReleaseSummary& sum,
+                             ReleasePlan& plan);
+
 }  // namespace lockstep::controllers

@@ -161,13 +161,20 @@ CanaryObserved observeCanary(const v1::ModelRelease& release, const v1::CanarySp
             "stable pod " + p.value("/metadata/name"_json_pointer, std::string()) + " (release " +
             of + "): runtime verification failed: " + *why;
     }
-    if (track != kTrackCanary || of != name) continue;
+    // This release's pods: on the canary track, and on the stable track once
+    // its promotion handed the stable Deployment over (a Promoted release's
+    // plan never reads these).
+    if (of != name || (track != kTrackCanary && track != kTrackStable)) continue;
     for (const json& cs : p.value("/status/containerStatuses"_json_pointer, json::array()))
       co.canaryRestarts += cs.value("restartCount", 0);
-    if (unschedulable(p, /*forLackOf=*/false)) ++co.canaryPendingUnschedulable;
+    if (track == kTrackCanary && unschedulable(p, /*forLackOf=*/false))
+      ++co.canaryPendingUnschedulable;
     if (!co.verificationFailure) co.verificationFailure = containerFailure(p, true);
   }
   if (templateRelease(canaryDep) == name) co.admissionRefusals = replicaFailures(canaryDep);
+  if (co.stableRelease == name) {
+    for (std::string& f : replicaFailures(stableDep)) co.admissionRefusals.push_back(std::move(f));
+  }
   const v1::ModelAnchor anchor =
       prod.anchor ? v1::decodeModelAnchor(*prod.anchor) : v1::ModelAnchor{};
   if (!anchor.promoted.empty() && anchor.promoted != name) {

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <cstdlib>
 
 #include "api/v1alpha1/conditions.h"
 #include "api/v1alpha1/runtime_verify.h"
@@ -34,6 +35,14 @@ constexpr size_t kKeptMeasurements = 10;
 // How often to look again while pods move (watches usually come first).
 constexpr int64_t kPodPollSeconds = 5;
 
+// A pod create the API server could not put to an admission webhook (it is
+// unreachable, times out, answers garbage: "failed calling webhook …"): no
+// verdict on the model. Only a refusal ("… denied the request: …", a policy,
+// a quota) is one.
+bool webhookUnreachable(const std::string& message) {
+  return message.find("failed calling webhook") != std::string::npos;
+}
+
 }  // namespace
 
 const char* canaryActionName(CanaryAction a) {
@@ -47,6 +56,9 @@ namespace {
 
 struct Planner {
   const CanaryObserved& o;
+  // The first admission refusal that is a verdict, and the first create that
+  // found no webhook to ask ("" when none).
+  std::string refused, notCreated;
   CanaryPlan plan;
   json st;  // status.canary being built
   int total = 0;
@@ -65,6 +77,7 @@ struct Planner {
   void startStep(int index) {
     st["step"] = index;
     st["stepStartedAt"] = o.now;
+    restartProgressClock();
     st.erase("weightReachedAt");
     // Recreated by a step with analysis. Never an empty object: server-side
     // apply of `analysis: {}` over owned fields stores null, which the schema refuses.
@@ -188,6 +201,7 @@ struct Planner {
     std::string waits = restoreStableFirst(o.displaced, stable);
     // The first step's clock starts when its pods can.
     st["stepStartedAt"] = o.now;
+    restartProgressClock();
     plan.reason = kReasonCanaryProgressing;
     plan.message = "step 1/" + std::to_string(o.spec.steps.size()) + " starts once the " +
                    std::to_string(o.displaced.specReplicas) + " canary pod(s) of " +
@@ -198,10 +212,54 @@ struct Planner {
     plan.requeueAfterSeconds = kPodPollSeconds;
   }
 
+  // Promotion has a step's health checks (admission refusals, container
+  // restarts of this release's pods on either track) and the last step's
+  // progress deadline, counted from the last progress toward `target`.
+  // Returns true when it rolled back.
+  bool promotionFailed(const char* stage, const ReplicaCounts& target, const TrackObserved& canary,
+                       const TrackObserved& stable, bool waitingForGpus) {
+    const std::string what = std::string("promotion (") + stage + ")";
+    if (o.verificationFailure) {
+      rollBack(kReasonRuntimeVerificationFailed, what +
+                                                     ": runtime verification failed in a pod of " +
+                                                     o.release + ": " + *o.verificationFailure);
+      return true;
+    }
+    if (!refused.empty()) {
+      rollBack(kReasonAdmissionRefused,
+               what + ": a pod of " + o.release + " was refused by admission: " + refused);
+      return true;
+    }
+    if (o.canaryRestarts > 0) {
+      rollBack(kReasonCanaryRestarting, what + ": " + std::to_string(o.canaryRestarts) +
+                                            " container restart(s) in pods of " + o.release);
+      return true;
+    }
+    const int64_t deadline = o.spec.steps.back().progressDeadlineSeconds;
+    trackProgress(podsToTarget(target, canary, stable));
+    if (!pastDeadline(deadline)) return false;
+    const std::string counts = "canary " + std::to_string(canary.readyReplicas) + "/" +
+                               std::to_string(target.canary) + " Ready, stable " +
+                               std::to_string(stable.readyReplicas) + "/" +
+                               std::to_string(target.stable) + " Ready, " + noProgressFor(deadline);
+    if (waitingForGpus || o.canaryPendingUnschedulable > 0) {
+      rollBack(kReasonInsufficientGPUCapacity,
+               what + ": " +
+                   (waitingForGpus ? std::string("no GPU capacity for the canary")
+                                   : std::to_string(o.canaryPendingUnschedulable) +
+                                         " pod(s) Pending (unschedulable)") +
+                   "; " + counts);
+    } else {
+      rollBack(kReasonProgressDeadlineExceeded, what + ": " + counts);
+    }
+    return true;
+  }
+
   void promoting() {
     plan.action = CanaryAction::kPromoting;
     plan.reason = kReasonPromoting;
     std::string sub = decode::string(st, "promotion");
+    const int64_t deadline = o.spec.steps.back().progressDeadlineSeconds;
     if (sub.empty() || sub == kPromotionFullWeight) {
       st["promotion"] = kPromotionFullWeight;
       plan.stableRelease = hasStable ? knownGoodRelease() : o.release;
@@ -211,18 +269,30 @@ struct Planner {
       bool handedOver = o.stableRelease == o.release;
       if (handedOver || (o.canary.specReplicas == total && o.canary.readyReplicas >= total &&
                          o.stable.specReplicas == 0 && o.stable.readyReplicas == 0)) {
+        if (o.verificationFailure || !refused.empty() || o.canaryRestarts > 0) {
+          promotionFailed("all traffic on the canary", target, o.canary, o.stable, false);
+          return;
+        }
         st["promotion"] = kPromotionHandover;
         sub = kPromotionHandover;
+        restartProgressClock();
       } else {
         plan.replicas = nextReplicaCounts(total, target, o.canary, o.stable, o.spec.capacity);
         plan.message = "moving all replicas to the canary (" +
                        std::to_string(o.canary.readyReplicas) + "/" + std::to_string(total) +
-                       " Ready) before the stable Deployment takes " + o.release;
-        plan.requeueAfterSeconds = kPodPollSeconds;
+                       " Ready) before the stable Deployment takes " + o.release + podsNotCreated();
+        plan.requeueAfterSeconds = pollUntilDeadline(kPodPollSeconds, deadline);
         // The same GPU pre-check as a step's: a canary pod is added only where
         // it fits (in drain, after the stable pod it replaces gave its GPU back).
+        std::optional<GpuCheck> gpus;
         if (plan.replicas.canary > o.canary.specReplicas && o.gpu) {
-          GpuCheck check = gpuPreCheck(*o.gpu, plan.replicas.canary - o.canary.specReplicas);
+          gpus = gpuPreCheck(*o.gpu, plan.replicas.canary - o.canary.specReplicas);
+        }
+        if (promotionFailed("moving all traffic to the canary", target, o.canary, o.stable,
+                            gpus && !gpus->go))
+          return;
+        if (gpus) {
+          const GpuCheck& check = *gpus;
           if (!check.go) {
             plan.replicas.canary = o.canary.specReplicas;
             plan.reason = kReasonWaitingForGPUCapacity;
@@ -242,6 +312,7 @@ struct Planner {
     TrackObserved stable = o.stable;
     if (o.stableRelease != o.release) stable.readyReplicas = 0;  // template not applied yet
     ReplicaCounts target{0, total};
+    if (promotionFailed("stable handover", target, o.canary, stable, false)) return;
     if (stable.specReplicas == total && stable.readyReplicas >= total &&
         o.canary.specReplicas == 0) {
       st["phase"] = kCanaryPromoted;
@@ -255,9 +326,10 @@ struct Planner {
     }
     plan.replicas = nextReplicaCounts(total, target, o.canary, stable, o.spec.capacity);
     plan.message = "stable Deployment takes " + o.release + " (" +
-                   std::to_string(stable.readyReplicas) + "/" + std::to_string(total) + " Ready)";
+                   std::to_string(stable.readyReplicas) + "/" + std::to_string(total) + " Ready)" +
+                   podsNotCreated();
     if (o.stableVerificationFailure) plan.message += "; " + *o.stableVerificationFailure;
-    plan.requeueAfterSeconds = kPodPollSeconds;
+    plan.requeueAfterSeconds = pollUntilDeadline(kPodPollSeconds, deadline);
   }
 
   // The promoted outcome in the plan and in status.canary: the outcome, not the
@@ -273,12 +345,58 @@ struct Planner {
   void startPromotion(const std::string& why) {
     st["phase"] = kCanaryPromoting;
     st["promotion"] = kPromotionFullWeight;
+    restartProgressClock();
     event("Normal", "Promoting", why);
     promoting();
   }
 
-  bool pastDeadline(const CanaryStep& s) const {
-    return o.nowUnix - timeOf(st, "stepStartedAt") > s.progressDeadlineSeconds;
+  // The progress deadline (Argo Rollouts' progressDeadlineSeconds) counts from
+  // the last progress, `status.canary.lastProgressAt`: the last plan that saw
+  // pods move toward the target (a spec count or a Ready count closer to it,
+  // up to the target holding), or a held target lost (the loss starts the
+  // count). While the target holds no deadline applies, so a reached pause
+  // never counts. `podsToTarget` is what the last plan saw.
+  void restartProgressClock() {
+    st["lastProgressAt"] = o.now;
+    st.erase("podsToTarget");
+  }
+
+  // Pods still to add, remove or turn Ready before `target` holds (0: it holds).
+  static int podsToTarget(const ReplicaCounts& target, const TrackObserved& canary,
+                          const TrackObserved& stable) {
+    return std::abs(target.canary - canary.specReplicas) +
+           std::abs(target.stable - stable.specReplicas) +
+           std::max(0, target.canary - canary.readyReplicas) +
+           std::max(0, target.stable - stable.readyReplicas);
+  }
+
+  void trackProgress(int toGo) {
+    const bool seen = st.contains("podsToTarget") && st.contains("lastProgressAt");
+    const int64_t before = seen ? decode::integer(st, "podsToTarget", 0) : -1;
+    // While the target holds (0 → 0) nothing is written: no deadline applies
+    // then, and a status that changes on every plan would be a write per reconcile.
+    if (!seen || toGo < before || (before == 0 && toGo > 0)) st["lastProgressAt"] = o.now;
+    st["podsToTarget"] = toGo;
+  }
+
+  int64_t deadlineAt(int64_t deadlineSeconds) const {
+    return timeOf(st, "lastProgressAt") + deadlineSeconds;
+  }
+  bool pastDeadline(int64_t deadlineSeconds) const {
+    return o.nowUnix > deadlineAt(deadlineSeconds);
+  }
+  // When to look again while waiting for pods: soon, and just after the deadline.
+  int64_t pollUntilDeadline(int64_t poll, int64_t deadlineSeconds) const {
+    return std::max<int64_t>(1, std::min(poll, deadlineAt(deadlineSeconds) + 1 - o.nowUnix));
+  }
+  std::string noProgressFor(int64_t deadlineSeconds) const {
+    return "no progress for " + std::to_string(o.nowUnix - timeOf(st, "lastProgressAt")) +
+           "s (progress deadline " + std::to_string(deadlineSeconds) + "s, last progress at " +
+           decode::string(st, "lastProgressAt") + ")" + podsNotCreated();
+  }
+  // Why pods are missing when an admission webhook could not be asked.
+  std::string podsNotCreated() const {
+    return notCreated.empty() ? std::string() : "; pods not created: " + notCreated;
   }
 
   // One step of the progression; returns true when the step passed and the
@@ -294,15 +412,16 @@ struct Planner {
     ReplicaCounts target = targetReplicaCounts(total, s.weight, o.spec.capacity);
     if (!hasStable) target = {targetReplicaCounts(total, s.weight, CapacityMode::kDrain).canary, 0};
     ReplicaCounts next = nextReplicaCounts(total, target, o.canary, o.stable, o.spec.capacity);
+    trackProgress(podsToTarget(target, o.canary, o.stable));
 
     // GPU pre-check before adding canary pods.
     if (next.canary > o.canary.specReplicas && o.gpu) {
       GpuCheck check = gpuPreCheck(*o.gpu, next.canary - o.canary.specReplicas);
       if (!check.go) {
-        if (pastDeadline(s)) {
-          rollBack(kReasonInsufficientGPUCapacity,
-                   stepName + " could not add canary pods within its progress deadline (" +
-                       std::to_string(s.progressDeadlineSeconds) + "s): " + check.message);
+        if (pastDeadline(s.progressDeadlineSeconds)) {
+          rollBack(kReasonInsufficientGPUCapacity, stepName + " could not add canary pods: " +
+                                                       noProgressFor(s.progressDeadlineSeconds) +
+                                                       "; " + check.message);
           return false;
         }
         next.canary = o.canary.specReplicas;
@@ -314,9 +433,8 @@ struct Planner {
           event("Warning", kReasonWaitingForGPUCapacity, plan.message);
         st["reason"] = kReasonWaitingForGPUCapacity;
         st["message"] = plan.message;
-        plan.requeueAfterSeconds = std::max<int64_t>(
-            1, std::min(kPodPollSeconds * 2,
-                        timeOf(st, "stepStartedAt") + s.progressDeadlineSeconds + 1 - o.nowUnix));
+        plan.requeueAfterSeconds =
+            pollUntilDeadline(kPodPollSeconds * 2, s.progressDeadlineSeconds);
         return false;
       }
     }
@@ -326,18 +444,19 @@ struct Planner {
         o.canary.specReplicas == target.canary && o.stable.specReplicas == target.stable &&
         o.canary.readyReplicas >= target.canary && o.stable.readyReplicas >= target.stable;
     if (!reached) {
-      if (pastDeadline(s)) {
+      if (pastDeadline(s.progressDeadlineSeconds)) {
         if (o.canaryPendingUnschedulable > 0) {
           rollBack(kReasonInsufficientGPUCapacity,
-                   std::to_string(o.canaryPendingUnschedulable) +
-                       " canary pod(s) still Pending (unschedulable) after the progress deadline "
-                       "of " +
-                       stepName + " (" + std::to_string(s.progressDeadlineSeconds) + "s)");
+                   stepName + ": " + std::to_string(o.canaryPendingUnschedulable) +
+                       " canary pod(s) still Pending (unschedulable), " +
+                       noProgressFor(s.progressDeadlineSeconds));
         } else {
           rollBack(kReasonProgressDeadlineExceeded,
                    stepName + ": " + std::to_string(o.canary.readyReplicas) + " of " +
-                       std::to_string(target.canary) + " canary pods Ready after " +
-                       std::to_string(s.progressDeadlineSeconds) + "s");
+                       std::to_string(target.canary) + " canary and " +
+                       std::to_string(o.stable.readyReplicas) + " of " +
+                       std::to_string(target.stable) + " stable pods Ready, " +
+                       noProgressFor(s.progressDeadlineSeconds));
         }
         return false;
       }
@@ -345,12 +464,13 @@ struct Planner {
       plan.message = stepName + ": scaling to weight " + std::to_string(s.weight) + "% (canary " +
                      std::to_string(o.canary.readyReplicas) + "/" + std::to_string(target.canary) +
                      " Ready, stable " + std::to_string(o.stable.readyReplicas) + "/" +
-                     std::to_string(target.stable) + ")";
+                     std::to_string(target.stable) + ")" +
+                     (notCreated.empty() ? std::string()
+                                         : "; canary pods not created: " + notCreated +
+                                               " (no verdict: the progress deadline decides)");
       st["reason"] = kReasonCanaryProgressing;
       st["message"] = plan.message;
-      plan.requeueAfterSeconds = std::max<int64_t>(
-          1, std::min(kPodPollSeconds,
-                      timeOf(st, "stepStartedAt") + s.progressDeadlineSeconds + 1 - o.nowUnix));
+      plan.requeueAfterSeconds = pollUntilDeadline(kPodPollSeconds, s.progressDeadlineSeconds);
       return false;
     }
     if (!st.contains("weightReachedAt")) st["weightReachedAt"] = o.now;
@@ -366,7 +486,21 @@ struct Planner {
       // Argo Rollouts' initialDelay: the first measurement waits until the
       // canary's own series can fill the query's window.
       int64_t firstMeasurementAt = reachedAt + s.analysis->initialDelaySeconds;
-      verdict = assessAnalysis(c, *s.analysis, count, firstMeasurementAt);
+      // An Indefinite pause keeps measuring on its interval until promoted:
+      // `count` reached is not the end, and the limits still roll back.
+      const bool watching = s.pause == CanaryStep::Pause::kIndefinite && o.promoteStepBy.empty();
+      auto assess = [&] {
+        AnalysisVerdict v = assessAnalysis(c, *s.analysis, count, firstMeasurementAt);
+        if (!watching || v.phase != AnalysisPhase::kPassed) return v;
+        v = assessAnalysis(c, *s.analysis, c.count + 1, firstMeasurementAt);
+        v.message = std::to_string(c.successful) + " of " + std::to_string(c.count) +
+                    " measurements within bounds (count " + std::to_string(count) +
+                    " reached; measuring every " + std::to_string(s.analysis->intervalSeconds) +
+                    "s until promoted; " + std::to_string(c.failed) + " failed, failureLimit " +
+                    std::to_string(s.analysis->failureLimit) + ")";
+        return v;
+      };
+      verdict = assess();
       if (verdict->phase == AnalysisPhase::kRunning && o.measurement &&
           o.measurement->atUnix >= verdict->nextMeasurementAtUnix) {
         recordMeasurement(c, *s.analysis, *o.measurement);
@@ -381,7 +515,7 @@ struct Planner {
         if (!recent.is_array()) recent = json::array();
         recent.push_back(m);
         while (recent.size() > kKeptMeasurements) recent.erase(recent.begin());
-        verdict = assessAnalysis(c, *s.analysis, count, firstMeasurementAt);
+        verdict = assess();
       }
       a["phase"] = verdict->phase == AnalysisPhase::kRunning  ? "Running"
                    : verdict->phase == AnalysisPhase::kPassed ? "Passed"
@@ -443,6 +577,10 @@ struct Planner {
   }
 
   void run() {
+    for (const std::string& m : o.admissionRefusals) {
+      std::string& slot = webhookUnreachable(m) ? notCreated : refused;
+      if (slot.empty()) slot = m;
+    }
     total = o.spec.replicas;
     hasStable = !knownGoodRelease().empty();
     std::string phase = decode::string(st, "phase");
@@ -482,9 +620,8 @@ struct Planner {
       return rollBack(kReasonRuntimeVerificationFailed,
                       "runtime verification failed in a canary pod: " + *o.verificationFailure);
     }
-    if (!o.admissionRefusals.empty()) {
-      return rollBack(kReasonAdmissionRefused,
-                      "a canary pod was refused by admission: " + o.admissionRefusals.front());
+    if (!refused.empty()) {
+      return rollBack(kReasonAdmissionRefused, "a canary pod was refused by admission: " + refused);
     }
     if (o.canaryRestarts > 0) {
       return rollBack(kReasonCanaryRestarting,

@@ -50,14 +50,19 @@ struct CanaryObserved {
   // This release's own canary then has no pods yet (`canary` is {0, 0}).
   std::string displacedRelease;
   TrackObserved displaced;
-  int canaryRestarts = 0;              // container restarts of this release's canary pods
+  // Container restarts of this release's pods (canary track, and stable track
+  // during the promotion's handover).
+  int canaryRestarts = 0;
   int canaryPendingUnschedulable = 0;  // canary pods Pending with PodScheduled=False
   // Stable pods of the stable track's release Pending for lack of a resource
   // (the scheduler's "Insufficient …"): a drain rollback trades canary pods for them.
   int stablePendingUnschedulable = 0;
-  int podsTerminating = 0;                     // the model's pods with a deletionTimestamp
-  std::vector<std::string> admissionRefusals;  // FailedCreate messages of the canary RS
-  // A canary pod's failed verification init container (spec.verify.onStart):
+  int podsTerminating = 0;  // the model's pods with a deletionTimestamp
+  // FailedCreate messages of this release's ReplicaSets (the canary's; the
+  // stable's once it carries this release).
+  std::vector<std::string> admissionRefusals;
+  // A failed verification init container (spec.verify.onStart) of one of this
+  // release's pods (canary track; stable track once handed over):
   // "verify-host exited 1: <report>" (controllers/common/verify_containers.h).
   std::optional<std::string> verificationFailure;
   // The same for a pod of the stable track's release: "stable pod <name> (release

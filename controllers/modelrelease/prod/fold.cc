@@ -51,6 +51,16 @@ void foldCanaryPlan(ReleasePlan& plan, const CanaryPlan& canary, const json& pre
       if (!st.contains("finishedAt")) st["finishedAt"] = now;
       status.erase("currentStage");
       setAll(status, generation, now, true, false, kReasonPromoted, canary.message, "");
+      {
+        // The planner saw N Ready stable pods of this release; from now on the
+        // release's plan keeps Degraded up to date (release_plan.cc observeProd).
+        const std::string n = std::to_string(canary.replicas.stable);
+        json& conditions = status["conditions"];
+        kube::setCondition(conditions,
+                           {kConditionDegraded, kStatusFalse, kReasonStablePodsReady,
+                            n + "/" + n + " stable pods Ready"},
+                           generation, now);
+      }
       break;
     case CanaryAction::kRolledBack: {
       status["phase"] = kPhaseRolledBack;

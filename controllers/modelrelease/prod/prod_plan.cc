@@ -256,14 +256,14 @@ ProdPlan planProd(const ReleaseObserved& o, const v1::ModelRelease& r,
   const v1::ModelAnchor anchor = v1::decodeModelAnchor(*p.anchor);
   // The release the anchor says prod runs must be one that got there.
   if (auto mismatch = promotedMismatch(r, anchor, p)) {
-    stallProdStage(plan, kReasonAnchorMismatch, *mismatch, prevStatus, generation, o.now,
+    stallProdStage(plan, v1::kReasonAnchorMismatch, *mismatch, prevStatus, generation, o.now,
                    kNameConflictRecheckSeconds);
     return out;
   }
   // The Service port belongs to the model: never re-pointed under the stable
   // pods of another release (found before this release claims the slot).
   if (auto conflict = servicePortConflict(r, *spec, anchor, p)) {
-    stallProdStage(plan, kReasonServicePortConflict, *conflict, prevStatus, generation, o.now,
+    stallProdStage(plan, v1::kReasonServicePortConflict, *conflict, prevStatus, generation, o.now,
                    kNameConflictRecheckSeconds);
     return out;
   }

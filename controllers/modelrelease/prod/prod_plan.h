@@ -45,16 +45,6 @@ struct ProdPlan {
   Status afterStatus;
 };
 
-// Condition reason: the release's serving port differs from the port of the
-// model's Service while another release runs prod; Stalled before its canary,
-// the Service untouched.
-inline constexpr const char* kReasonServicePortConflict = "ServicePortConflict";
-
-// Condition reason: the anchor's `promoted` names a release that does not
-// match (gone while stable does not run it, another model, never promoted,
-// another package or closure than the anchor records): Stalled, prod untouched.
-inline constexpr const char* kReasonAnchorMismatch = "AnchorMismatch";
-
 // The anchor is a trust root (docs/rollouts.md "The anchor is Lockstep's
 // alone"): before stable runs the release the anchor names as promoted, that
 // release is checked. The message for status and the Event; nullopt when it

@@ -303,7 +303,12 @@ TEST_F(CanaryClusterTest, AbortThenModelRollbackWithoutGates) {
   EXPECT_NE(rb.out.find("rollback from \"r2\" to \"r1\" requested by"), std::string::npos)
       << rb.out;
   json r1 = waitPhase("r1", "Promoted", std::chrono::seconds(60));
-  EXPECT_EQ(condition(r1, "Ready"), "True");
+  // Ready only once stable has its N Ready pods (issue 20).
+  ASSERT_TRUE(eventually([&] {
+    r1 = get("mr", "r1");
+    return condition(r1, "Ready") == "True";
+  })) << r1["status"].dump(2);
+  EXPECT_EQ(readyPods()["stable/r1"], 2) << json(readyPods()).dump();
   EXPECT_EQ(condition(r1, "Ready", "reason"), "ManualRollback") << r1["status"].dump(2);
   EXPECT_EQ(r1.value("/status/rollback/from"_json_pointer, std::string()), "r2");
   waitPhase("r2", "Superseded", std::chrono::seconds(30));
@@ -992,6 +997,105 @@ TEST_F(CanaryClusterTest, ScarceGpusSurgeWaitsThenAbortsDrainProceeds) {
   })) << json(readyPods()).dump();
   for (const std::string node : {"gpu-0", "gpu-1"}) EXPECT_EQ(gpusInUse(node), 8) << node;
   EXPECT_EQ(kubectl({"delete", "namespace", fill, "--timeout=120s"}).exitCode, 0);
+}
+
+// Issue 20: promotion has a step's health checks. v2 serves its 50% step;
+// once its promotion starts (all traffic moves to it), its pods crash. The
+// release rolls back (CanaryRestarting, during the promotion), never ends
+// Promoted, and prod is back on v1's 2 Ready pods.
+TEST_F(CanaryClusterTest, PodsThatCrashOnlyAfterFullWeightRollBackInsteadOfPromoting) {
+  w_.monitor()->tolerate("ready", "the test makes v2's pods crash once its promotion started");
+  ASSERT_EQ(createRelease("v1", package('1'),
+                          json::array({prodStage(json::array({json{{"weight", 100}}}))}))
+                .exitCode,
+            0);
+  waitPhase("v1", "Promoted");
+  ASSERT_TRUE(eventually([&] { return readyPods()["stable/v1"] == 2; }))
+      << json(readyPods()).dump();
+  // An 8 s warm-up: the promotion takes a while, the crash comes during it.
+  ASSERT_EQ(createRelease(
+                "v2", package('2'),
+                json::array(
+                    {ProdStageBuilder(json::array({json{{"weight", 50}, {"pause", "Indefinite"}}}))
+                         .replicas(2)
+                         .podAnnotation("lockstep.dev/test-warmup", "8s")
+                         .build()}))
+                .exitCode,
+            0);
+  ASSERT_TRUE(
+      eventually([&] { return condition(get("mr", "v2"), "Ready", "reason") == "CanaryPaused"; },
+                 std::chrono::seconds(90)))
+      << get("mr", "v2")["status"].dump(2);
+  ASSERT_EQ(
+      kubectl({"annotate", "mr", "v2", "-n", ns_, "promote.lockstep.dev/0=" + whoAmI()}).exitCode,
+      0);
+  ASSERT_TRUE(eventually([&] {
+    return get("mr", "v2").value("/status/canary/phase"_json_pointer, std::string()) == "Promoting";
+  })) << get("mr", "v2")["status"].dump(2);
+  // Full load: every pod of v2 exits 1 s after Ready from now on.
+  auto crash = kubectl({"annotate", "pods", "-n", ns_, "-l", "lockstep.dev/release=v2",
+                        "lockstep.dev/test-crash-after=1s", "--overwrite"});
+  ASSERT_EQ(crash.exitCode, 0) << crash.err;
+
+  json v2 = waitPhase("v2", "RolledBack", std::chrono::seconds(120));
+  EXPECT_EQ(condition(v2, "Stalled", "reason"), "CanaryRestarting") << v2["status"].dump(2);
+  EXPECT_NE(v2.value("/status/canary/message"_json_pointer, std::string()).find("promotion ("),
+            std::string::npos)
+      << v2["status"].dump(2);
+  EXPECT_EQ(get("configmap", "lockstep-model-gpt2")["data"]["promoted"], "v1");
+  EXPECT_EQ(get("mr", "v1")["status"]["phase"], "Promoted");
+  EXPECT_EQ(stableRelease(), "v1");
+  EXPECT_EQ(get("deployment", "gpt2-canary")["spec"]["replicas"], 0);
+  EXPECT_TRUE(eventually([&] {
+    auto r = readyPods();
+    return r["stable/v1"] == 2 && r.size() == 1;
+  })) << json(readyPods()).dump();
+  EXPECT_TRUE(eventually([&] { return eventSays(w_, "v2", "RollingBack", "promotion ("); }));
+}
+
+// Issue 20: a Promoted release keeps being observed. One of v1's two stable
+// pods crash-loops: v1 turns Degraded=True ("1/2 stable pods Ready") and
+// Ready=False, still Promoted; once the pod is back, Degraded=False, Ready=True.
+TEST_F(CanaryClusterTest, APromotedReleaseIsDegradedWhileAStablePodIsDownThenRecovers) {
+  w_.monitor()->tolerate("ready", "the test crashes a stable pod of the promoted release");
+  ASSERT_EQ(createRelease("v1", package('1'),
+                          json::array({prodStage(json::array({json{{"weight", 100}}}))}))
+                .exitCode,
+            0);
+  waitPhase("v1", "Promoted");
+  ASSERT_TRUE(eventually([&] {
+    json v1 = get("mr", "v1");
+    return condition(v1, "Degraded") == "False" && condition(v1, "Ready") == "True";
+  })) << get("mr", "v1")["status"].dump(2);
+  EXPECT_EQ(condition(get("mr", "v1"), "Degraded", "reason"), "StablePodsReady");
+  json pods = kubectlJson(
+      {"get", "pods", "-n", ns_, "-l", "lockstep.dev/release=v1,lockstep.dev/track=stable"});
+  ASSERT_FALSE(pods.is_discarded());
+  ASSERT_EQ(pods["items"].size(), 2u) << pods.dump();
+  const std::string pod = pods["items"][0]["metadata"]["name"];
+  ASSERT_EQ(
+      kubectl({"annotate", "pod", pod, "-n", ns_, "lockstep.dev/test-crash-after=1s"}).exitCode, 0);
+  ASSERT_TRUE(eventually([&] {
+    json v1 = get("mr", "v1");
+    return condition(v1, "Degraded") == "True" &&
+           condition(v1, "Degraded", "message") == "1/2 stable pods Ready";
+  })) << get("mr", "v1")["status"].dump(2);
+  json v1 = get("mr", "v1");
+  EXPECT_EQ(v1["status"]["phase"], "Promoted");
+  EXPECT_EQ(condition(v1, "Degraded", "reason"), "ProdShortOfReadyPods");
+  EXPECT_EQ(condition(v1, "Ready", "reason"), "ProdShortOfReadyPods") << v1["status"].dump(2);
+  EXPECT_TRUE(eventually(
+      [&] { return eventSays(w_, "v1", "ProdShortOfReadyPods", "1/2 stable pods Ready"); }));
+
+  ASSERT_EQ(kubectl({"annotate", "pod", pod, "-n", ns_, "lockstep.dev/test-crash-after-"}).exitCode,
+            0);
+  ASSERT_TRUE(eventually([&] {
+    json r = get("mr", "v1");
+    return condition(r, "Degraded") == "False" && condition(r, "Ready") == "True";
+  })) << get("mr", "v1")["status"].dump(2);
+  EXPECT_EQ(condition(get("mr", "v1"), "Degraded", "message"), "2/2 stable pods Ready");
+  EXPECT_TRUE(eventually([&] { return eventSays(w_, "v1", "StablePodsReady", "recovered"); }));
+  EXPECT_EQ(get("mr", "v1")["status"]["phase"], "Promoted");
 }
 
 }  // namespace

@@ -291,7 +291,8 @@ class CanaryFaultsTest : public ::testing::Test {
     json analysed = {
         {"count", kMeasurements}, {"successful", kMeasurements}, {"failed", 0}, {"errors", 0}};
     return {{"phase", "Promoted"},
-            {"conditions", json::array({condition("Ready", "True", "Promoted"),
+            {"conditions", json::array({condition("Degraded", "False", "StablePodsReady"),
+                                        condition("Ready", "True", "Promoted"),
                                         condition("Reconciling", "False", "Idle"),
                                         condition("Stale", "False", "ClosureHashMatches"),
                                         condition("Stalled", "False", "Progressing")})},

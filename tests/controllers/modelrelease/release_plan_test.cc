@@ -593,12 +593,16 @@ TEST(ReleasePlan, CanaryPlansFoldIntoPhasesAndConditions) {
   promoted.reason = kReasonPromoted;
   promoted.message = "prod runs it";
   promoted.status["phase"] = "Promoted";
+  promoted.replicas = {0, 3};
   p = plan;
   foldCanaryPlan(p, promoted, previous, 1, "2026-11-30T10:00:00Z");
   EXPECT_EQ(p.status["phase"], "Promoted");
   EXPECT_EQ(stage(p, "prod")["phase"], "Succeeded");
   EXPECT_EQ(condition(p, "Ready"), "True");
   EXPECT_EQ(condition(p, "Stalled"), "False");
+  // Promoted with N Ready stable pods: not Degraded, from the first write on.
+  EXPECT_EQ(condition(p, "Degraded"), "False");
+  EXPECT_EQ(condition(p, "Degraded", "message"), "3/3 stable pods Ready");
 
   CanaryPlan rolledBack = running;
   rolledBack.action = CanaryAction::kRolledBack;
@@ -643,6 +647,32 @@ TEST(ReleasePlan, PromotedReleaseIsSupersededWhenProdRunsAnother) {
   EXPECT_NE(planRelease(o).status["phase"], "Superseded");
 }
 
+// A stable pod of `release` as the model's pod cache holds it.
+json stablePod(const std::string& release, int i, bool ready = true,
+               const std::string& hash = kHash) {
+  return {
+      {"metadata",
+       {{"name", "gpt2-stable-" + std::to_string(i)},
+        {"labels",
+         {{"lockstep.dev/model", "gpt2"},
+          {"lockstep.dev/track", "stable"},
+          {"lockstep.dev/release", release}}},
+        {"annotations",
+         {{"lockstep.dev/closure-hash", hash}, {"lockstep.dev/package", kPackage}}}}},
+      {"status",
+       {{"phase", "Running"},
+        {"conditions", json::array({{{"type", "Ready"}, {"status", ready ? "True" : "False"}}})}}}};
+}
+
+// The stable Deployment on `release` with `ready` Ready pods of it (of `total`).
+ServingObserved servingOf(const std::string& release, int ready, int total = -1) {
+  ServingObserved s;
+  s.stableRelease = release;
+  s.stableSpecReplicas = total < 0 ? ready : total;
+  for (int i = 0; i < s.stableSpecReplicas; ++i) s.pods.push_back(stablePod(release, i, i < ready));
+  return s;
+}
+
 // A release that was promoted, then superseded by "gpt2-v8" (prod revision 4).
 json supersededRelease() {
   json release = ReleaseBuilder().gate("eval").serving("prod").build();
@@ -672,14 +702,21 @@ TEST(ReleasePlan, ManualRollbackRestoresAPromotedReleaseWithoutAnyGate) {
   EXPECT_EQ(plan.status["phase"], "Superseded");
 
   release["metadata"]["annotations"]["rollback.lockstep.dev/4"] = "alice";
-  plan = planRelease(atRevision(release));
+  auto request = atRevision(release);
+  request.serving = servingOf("gpt2-v8", 1);
+  plan = planRelease(request);
   ASSERT_TRUE(plan.modelRollback.has_value());
   EXPECT_EQ(plan.modelRollback->from, "gpt2-v8");
   EXPECT_EQ(plan.modelRollback->by, "alice");
   EXPECT_EQ(plan.modelRollback->revision, "4");
   EXPECT_EQ(plan.status["phase"], "Promoted");
-  EXPECT_EQ(condition(plan, "Ready"), "True");
+  // Not Ready before the stable Deployment runs it with N Ready pods.
+  EXPECT_EQ(condition(plan, "Ready"), "False");
   EXPECT_EQ(condition(plan, "Ready", "reason"), "ManualRollback");
+  EXPECT_NE(condition(plan, "Ready", "message").find("waiting for 1 Ready stable pods on its pair"),
+            std::string::npos)
+      << condition(plan, "Ready", "message");
+  EXPECT_EQ(condition(plan, "Reconciling"), "True");
   EXPECT_EQ(plan.status["rollback"]["from"], "gpt2-v8");
   EXPECT_EQ(plan.status["rollback"]["requestedBy"], "alice");
   EXPECT_TRUE(plan.jobsToCreate.empty());  // no gate runs again
@@ -690,10 +727,19 @@ TEST(ReleasePlan, ManualRollbackRestoresAPromotedReleaseWithoutAnyGate) {
   // release), the request is spent: the release stays Promoted, nothing replays.
   auto after = atRevision(applied(release, plan), "5");
   after.promotedRelease = "gpt2-v7";
+  after.serving = servingOf("gpt2-v7", 1);
   auto again = planRelease(after);
   EXPECT_FALSE(again.modelRollback.has_value());
   EXPECT_EQ(again.status["phase"], "Promoted");
-  EXPECT_FALSE(again.statusChanged);
+  EXPECT_EQ(condition(again, "Ready"), "True");
+  EXPECT_EQ(condition(again, "Ready", "reason"), "ManualRollback");
+  EXPECT_NE(condition(again, "Ready", "message")
+                .find("prod runs this release again: model \"gpt2\" rolled back from "
+                      "\"gpt2-v8\" by alice (1/1 stable pods Ready)"),
+            std::string::npos)
+      << condition(again, "Ready", "message");
+  after.release = applied(after.release, again);
+  EXPECT_FALSE(planRelease(after).statusChanged);
 
   // Later superseded again, the old annotation (revision 4) never fires by itself.
   auto later = atRevision(applied(release, plan), "6");
@@ -739,6 +785,7 @@ TEST(ReleasePlan, ReleaseTheAnchorNamesAgainIsPromotedAgain) {
   json release = supersededRelease();
   auto o = atRevision(release, "5");
   o.promotedRelease = release["metadata"]["name"];
+  o.serving = servingOf(release["metadata"]["name"], 1);
   auto plan = planRelease(o);
   EXPECT_FALSE(plan.modelRollback.has_value());
   EXPECT_EQ(plan.status["phase"], "Promoted");
@@ -757,6 +804,139 @@ TEST(ReleasePlan, ReleaseTheAnchorNamesAgainIsPromotedAgain) {
   EXPECT_EQ(plan.status["rollback"]["from"], "gpt2-v8") << plan.status.dump(2);
   EXPECT_EQ(plan.status["rollback"]["requestedBy"], "alice");
   EXPECT_EQ(plan.status["rollback"]["revision"], "4");
+}
+
+// Issue 20: a manual rollback is Ready only once stable has N Ready pods of
+// the target on its pair (not at the request, not on another pair's pods).
+TEST(ReleasePlan, ManualRollbackIsReadyOnlyWithNReadyStablePodsOnItsPair) {
+  json release = supersededRelease();
+  release["spec"]["stages"][1]["serving"]["replicas"] = 3;
+  // From its earlier time in prod.
+  release["status"]["conditions"].push_back({{"type", "Degraded"},
+                                             {"status", "False"},
+                                             {"reason", "StablePodsReady"},
+                                             {"message", "3/3 stable pods Ready"}});
+  release["metadata"]["annotations"]["rollback.lockstep.dev/4"] = "alice";
+  auto o = atRevision(release);
+  o.serving = servingOf("gpt2-v8", 3);  // prod still runs the release it rolls back from
+  auto asked = planRelease(o);
+  ASSERT_TRUE(asked.modelRollback.has_value());
+  EXPECT_EQ(condition(asked, "Ready"), "False");
+  EXPECT_EQ(condition(asked, "Degraded"), "") << "cleared: prod starts again under it";
+  EXPECT_NE(condition(asked, "Ready", "message").find("the stable Deployment runs gpt2-v8"),
+            std::string::npos)
+      << condition(asked, "Ready", "message");
+  EXPECT_GT(asked.requeueAfterSeconds, 0);
+
+  auto later = atRevision(applied(release, asked), "5");
+  later.promotedRelease = "gpt2-v7";
+  auto at = [&](ServingObserved s) {
+    later.serving = std::move(s);
+    return planRelease(later);
+  };
+  // Two of three Ready, a third Ready on another closure hash, a fourth Terminating.
+  ServingObserved mixed = servingOf("gpt2-v7", 2, 2);
+  mixed.pods.push_back(stablePod("gpt2-v7", 7, true, kOtherHash));
+  json terminating = stablePod("gpt2-v7", 8);
+  terminating["metadata"]["deletionTimestamp"] = kNow;
+  mixed.pods.push_back(terminating);
+  auto p = at(mixed);
+  EXPECT_EQ(p.status["phase"], "Promoted");
+  EXPECT_EQ(condition(p, "Ready"), "False");
+  EXPECT_EQ(condition(p, "Ready", "reason"), "ManualRollback");
+  EXPECT_NE(condition(p, "Ready", "message").find("(2/3 stable pods Ready)"), std::string::npos)
+      << condition(p, "Ready", "message");
+  EXPECT_EQ(condition(p, "Degraded"), "") << "no Degraded before prod first served it";
+  p = at(servingOf("gpt2-v7", 3));
+  EXPECT_EQ(condition(p, "Ready"), "True");
+  EXPECT_EQ(condition(p, "Ready", "reason"), "ManualRollback");
+  EXPECT_EQ(condition(p, "Reconciling"), "False");
+  EXPECT_EQ(condition(p, "Degraded"), "False");
+}
+
+// Issue 20: a Promoted release keeps being observed. Ready follows the stable
+// Deployment; Degraded says when prod is short of Ready pods, with an Event
+// on each change; only the release the anchor names as promoted.
+TEST(ReleasePlan, APromotedReleasesReadyFollowsTheStableDeployment) {
+  json release = ReleaseBuilder().serving("prod").build();
+  release["spec"]["stages"][0]["serving"]["replicas"] = 3;
+  release["status"] = {{"phase", "Promoted"},
+                       {"canary", {{"phase", "Promoted"}}},
+                       {"stages", json::array({{{"name", "prod"}, {"phase", "Succeeded"}}})},
+                       {"conditions", json::array({{{"type", "Ready"},
+                                                    {"status", "True"},
+                                                    {"reason", "Promoted"},
+                                                    {"message", "prod runs it"}}})}};
+  auto o = observed(release);
+  o.promotedRelease = "gpt2-v7";
+  auto step = [&](ServingObserved s) {
+    o.serving = std::move(s);
+    ReleasePlan p = planRelease(o);
+    o.release = applied(o.release, p);
+    return p;
+  };
+  auto p = step(servingOf("gpt2-v7", 3));
+  EXPECT_EQ(condition(p, "Ready"), "True");
+  EXPECT_EQ(condition(p, "Ready", "message"), "prod runs it") << "a healthy prod keeps it";
+  EXPECT_EQ(condition(p, "Degraded"), "False");
+  EXPECT_EQ(condition(p, "Degraded", "reason"), "StablePodsReady");
+  EXPECT_TRUE(p.events.empty());
+
+  p = step(servingOf("gpt2-v7", 1, 3));
+  EXPECT_EQ(p.status["phase"], "Promoted");
+  EXPECT_EQ(condition(p, "Ready"), "False");
+  EXPECT_EQ(condition(p, "Ready", "reason"), "ProdShortOfReadyPods");
+  EXPECT_EQ(condition(p, "Degraded"), "True");
+  EXPECT_EQ(condition(p, "Degraded", "reason"), "ProdShortOfReadyPods");
+  EXPECT_EQ(condition(p, "Degraded", "message"), "1/3 stable pods Ready");
+  EXPECT_TRUE(hasEvent(p, "ProdShortOfReadyPods", "1/3 stable pods Ready"));
+  EXPECT_GT(p.requeueAfterSeconds, 0);
+  p = step(servingOf("gpt2-v7", 2, 3));
+  EXPECT_EQ(condition(p, "Degraded", "message"), "2/3 stable pods Ready");
+  EXPECT_FALSE(hasEvent(p, "ProdShortOfReadyPods")) << "said once";
+
+  // A stable pod re-created on a node where its onStart check fails
+  // (spec.verify.onStart): Degraded names the pod and the check's report.
+  ServingObserved failing = servingOf("gpt2-v7", 2, 3);
+  failing.pods[2]["status"]["initContainerStatuses"] =
+      json::array({{{"name", "verify-host"},
+                    {"restartCount", 2},
+                    {"state", {{"waiting", {{"reason", "CrashLoopBackOff"}}}}},
+                    {"lastState",
+                     {{"terminated",
+                       {{"exitCode", 1},
+                        {"reason", "Error"},
+                        {"message", "driver 535 < 570 (CUDA 12.8)"}}}}}}});
+  p = step(failing);
+  EXPECT_EQ(condition(p, "Degraded"), "True");
+  const std::string degraded = condition(p, "Degraded", "message");
+  EXPECT_NE(degraded.find("2/3 stable pods Ready; stable pod "), std::string::npos) << degraded;
+  EXPECT_NE(degraded.find("runtime verification failed: verify-host exited 1: driver 535 < 570"),
+            std::string::npos)
+      << degraded;
+  p = step(servingOf("gpt2-v7", 2, 3));
+  EXPECT_EQ(condition(p, "Degraded", "message"), "2/3 stable pods Ready");
+
+  p = step(servingOf("gpt2-v7", 3));
+  EXPECT_EQ(condition(p, "Ready"), "True");
+  EXPECT_EQ(condition(p, "Ready", "reason"), "Promoted");
+  EXPECT_EQ(condition(p, "Degraded"), "False");
+  EXPECT_TRUE(hasEvent(p, "StablePodsReady", "recovered: 3/3 stable pods Ready"));
+
+  // Superseded (the anchor names another) or RolledBack: not observed.
+  o.promotedRelease = "gpt2-v8";
+  p = step(servingOf("gpt2-v8", 0, 3));
+  EXPECT_EQ(p.status["phase"], "Superseded");
+  EXPECT_FALSE(hasEvent(p, "ProdShortOfReadyPods"));
+  EXPECT_EQ(condition(p, "Degraded"), "") << "prod is another release's now";
+  json rolledBack = release;
+  rolledBack["status"]["phase"] = "RolledBack";
+  auto rb = observed(rolledBack);
+  rb.promotedRelease = "gpt2-v7";
+  rb.serving = servingOf("gpt2-v7", 0, 3);
+  p = planRelease(rb);
+  EXPECT_EQ(condition(p, "Degraded"), "");
+  EXPECT_EQ(condition(p, "Ready"), "True") << "its conditions stay as they were";
 }
 
 TEST(ReleasePlan, InvalidTimeoutIsAnInvalidSpec) {

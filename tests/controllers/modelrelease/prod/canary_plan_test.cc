@@ -207,6 +207,9 @@ struct RollbackCase {
   // canary pods stay until stable pods replace them.
   int canaryKept = 0;
   int stableNext = 4;
+  // A deadline case: a plan at kT0 + 1 already saw these pods (the last
+  // progress); the deadline counts from there.
+  bool sinceLastProgress = false;
 };
 
 TEST(CanaryPlan, AutomaticRollbackTable) {
@@ -229,19 +232,19 @@ TEST(CanaryPlan, AutomaticRollbackTable) {
        [](CanaryObserved& o) {
          o.canary = {1, 0};
        },
-       kT0 + 601, kReasonProgressDeadlineExceeded},
+       kT0 + 602, kReasonProgressDeadlineExceeded, 0, 4, true},
       {"canary Pending past the deadline",
        [](CanaryObserved& o) {
          o.canary = {1, 0};
          o.canaryPendingUnschedulable = 1;
        },
-       kT0 + 601, kReasonInsufficientGPUCapacity},
+       kT0 + 602, kReasonInsufficientGPUCapacity, 0, 4, true},
       {"no spare GPU past the deadline",
        [](CanaryObserved& o) {
          o.stable = {3, 3};  // one surge pod done; the second finds no GPU
          o.gpu = GpuCapacity{1, {0, 0}};
        },
-       kT0 + 601, kReasonInsufficientGPUCapacity, 1},
+       kT0 + 602, kReasonInsufficientGPUCapacity, 1, 4, true},
       {"bad metric",
        [](CanaryObserved& o) {
          o = atWeight(o, 50);
@@ -255,6 +258,14 @@ TEST(CanaryPlan, AutomaticRollbackTable) {
     auto o = after(observed(spec), p0, c.at);
     o.canary = {1, 1};  // the first surge pod runs
     c.world(o);
+    if (c.sinceLastProgress) {
+      auto seen = planCanary(after(o, p0, kT0 + 1));
+      ASSERT_EQ(seen.action, o.gpu ? CanaryAction::kWait : CanaryAction::kProgress);
+      EXPECT_EQ(seen.status["lastProgressAt"], rfc(kT0 + 1));
+      // One second before the deadline: still waiting.
+      EXPECT_NE(planCanary(after(o, seen, kT0 + 601)).action, CanaryAction::kRollingBack);
+      o = after(o, seen, c.at);
+    }
     auto p = planCanary(o);
     EXPECT_EQ(p.action, CanaryAction::kRollingBack);
     EXPECT_EQ(p.status["phase"], "RollingBack");
@@ -282,6 +293,96 @@ TEST(CanaryPlan, AutomaticRollbackTable) {
     EXPECT_EQ(again.status, done.status);
     EXPECT_EQ(again.replicas.canary, 0);
   }
+}
+
+// An admission webhook the API server could not call (the pod webhook down:
+// "failed calling webhook …") is no verdict on the model: the step waits,
+// saying why its pods are missing, and only the progress deadline rolls back.
+// A webhook's denial rolls back at once, as before; in a step and in Promoting.
+TEST(CanaryPlan, AnUnreachableWebhookIsNoVerdictOnlyTheDeadlineRollsBack) {
+  const std::string unreachable =
+      "FailedCreate: Internal error occurred: failed calling webhook \"pods.lockstep.dev\": "
+      "failed to call webhook: Post \"https://lockstep-webhook.lockstep-system.svc:443/"
+      "validate-pods?timeout=5s\": dial tcp 10.96.0.12:443: connect: connection refused";
+  const std::string denied =
+      "FailedCreate: pods \"gpt2-canary-x\" is forbidden: admission webhook "
+      "\"pods.lockstep.dev\" denied the request: closure hash mismatch";
+  auto spec = specOf({{"progressDeadline", "10m"}, {"steps", json::array({{{"weight", 50}}})}});
+  auto p0 = planCanary(observed(spec));
+  auto o = after(observed(spec), p0, kT0 + 10);
+  o.canary = {1, 0};  // the canary asks for a pod the API server cannot admit
+  o.admissionRefusals = {unreachable};
+  auto p1 = planCanary(o);
+  EXPECT_EQ(p1.action, CanaryAction::kProgress);
+  EXPECT_EQ(p1.reason, kReasonCanaryProgressing);
+  EXPECT_NE(p1.message.find("canary pods not created: " + unreachable), std::string::npos)
+      << p1.message;
+  // No progress for the deadline: rolled back, naming the webhook error.
+  auto p2 = planCanary(after(o, p1, kT0 + 10 + 601));
+  EXPECT_EQ(p2.action, CanaryAction::kRollingBack);
+  EXPECT_EQ(p2.status["reason"], kReasonProgressDeadlineExceeded);
+  EXPECT_NE(p2.status["message"].get<std::string>().find("failed calling webhook"),
+            std::string::npos)
+      << p2.status["message"];
+  // A denial is a verdict, even next to an unreachable one.
+  o.admissionRefusals = {unreachable, denied};
+  auto p3 = planCanary(o);
+  EXPECT_EQ(p3.action, CanaryAction::kRollingBack);
+  EXPECT_EQ(p3.status["reason"], kReasonAdmissionRefused);
+  EXPECT_NE(p3.status["message"].get<std::string>().find("denied the request"), std::string::npos);
+
+  // Promoting: the same rule (the canary cannot grow to N while the webhook is down).
+  auto full = after(observed(spec), p0, kT0 + 10);
+  full.promoteFullBy = "alice";
+  auto pr = planCanary(full);
+  ASSERT_EQ(pr.status["phase"], "Promoting");
+  auto op = after(full, pr, kT0 + 20);
+  op.promoteFullBy.clear();
+  op.canary = {1, 0};
+  op.admissionRefusals = {unreachable};
+  auto waiting = planCanary(op);
+  EXPECT_EQ(waiting.action, CanaryAction::kPromoting);
+  EXPECT_NE(waiting.message.find("pods not created: " + unreachable), std::string::npos)
+      << waiting.message;
+  auto late = planCanary(after(op, waiting, kT0 + 20 + 601));
+  EXPECT_EQ(late.status["reason"], kReasonProgressDeadlineExceeded) << late.status.dump(2);
+  op.admissionRefusals = {denied};
+  EXPECT_EQ(planCanary(op).status["reason"], kReasonAdmissionRefused);
+}
+
+// Promoting has a step's checks: a pod of the release whose onStart check
+// fails (spec.verify.onStart) while all traffic moves to it, or once the
+// stable Deployment carries it, rolls back with the check's report.
+TEST(CanaryPlan, AFailedRuntimeCheckDuringPromotionRollsBack) {
+  auto spec = specOf({{"progressDeadline", "10m"}, {"steps", json::array({{{"weight", 50}}})}});
+  auto p0 = planCanary(observed(spec));
+  auto full = after(observed(spec), p0, kT0 + 10);
+  full.promoteFullBy = "alice";
+  auto pr = planCanary(full);
+  ASSERT_EQ(pr.status["phase"], "Promoting");
+  auto op = after(full, pr, kT0 + 20);
+  op.promoteFullBy.clear();
+  op.canary = {3, 2};
+  op.verificationFailure = "verify-host exited 1: driver 535 < 570 (CUDA 12.8)";
+  auto p = planCanary(op);
+  EXPECT_EQ(p.action, CanaryAction::kRollingBack);
+  EXPECT_EQ(p.status["reason"], kReasonRuntimeVerificationFailed) << p.status.dump(2);
+  EXPECT_NE(p.status["message"].get<std::string>().find("driver 535 < 570"), std::string::npos)
+      << p.status["message"];
+  EXPECT_GE(p.replicas.stable, op.stable.readyReplicas) << "stable never shrinks on a rollback";
+  // In the handover (the stable Deployment carries the release): the same.
+  auto ho = op;
+  ho.verificationFailure.reset();
+  ho.canary = {4, 4};
+  ho.stable = {0, 0};
+  auto h1 = planCanary(ho);
+  ASSERT_EQ(h1.status["promotion"], "Handover") << h1.status.dump(2);
+  auto ho2 = after(ho, h1, kT0 + 30);
+  ho2.stableRelease = "gpt2-v2";
+  ho2.stable = {1, 0};
+  ho2.verificationFailure = "verify-env exited 1: torch 2.5.0 installed, 2.5.1 locked";
+  auto h2 = planCanary(ho2);
+  EXPECT_EQ(h2.status["reason"], kReasonRuntimeVerificationFailed) << h2.status.dump(2);
 }
 
 TEST(CanaryPlan, WaitsForGpuCapacityWithAClearReasonAndLeavesStableAlone) {

@@ -210,7 +210,22 @@ CanaryObserved World::observe() const {
   return observeCanary(r, spec, prod, rfc(now), now);
 }
 
-bool World::serving(const SimPod& p) const { return !p.deletedAt && (p.ready || p.crashed); }
+bool World::serving(const SimPod& p) const {
+  return !p.deletedAt && (p.ready || p.crashed || p.probeFailsUntil);
+}
+
+std::string World::failReadiness(const std::string& name, const std::string& release,
+                                 int64_t seconds) {
+  for (SimPod& p : pods) {
+    if (p.track != name || p.release != release || p.deletedAt || !p.ready) continue;
+    p.ready = false;
+    p.probeFailsUntil = seconds < 0 ? -1 : now + seconds;
+    event("pod " + p.name + " (" + p.release + ") readiness probe failing" +
+          (seconds < 0 ? std::string(" for good") : " for " + std::to_string(seconds) + "s"));
+    return p.name;
+  }
+  return "";
+}
 
 Measurement World::measure(int step) const {
   if (!promServes) return {now, {}, "connection refused"};
@@ -395,11 +410,22 @@ void World::step() {
     p.readyAt = now + knobs.warmup;
     event("pod " + p.name + " scheduled on " + p.node + ": Running, warming up");
   }
-  // The kubelet: warm-up, crashes.
+  // The kubelet: readiness blips, warm-up, crashes.
+  const bool fullLoad =
+      knobs.crashUnderFullLoad && std::none_of(pods.begin(), pods.end(), [](const SimPod& p) {
+        return p.track == kTrackStable && !p.deletedAt && p.ready;
+      });
   for (SimPod& p : pods) {
     if (p.node.empty() || p.deletedAt) continue;
-    if (p.ready && knobs.crashAfter > 0 && p.track == kTrackCanary && p.release == kRelease &&
-        now >= p.readyAt + knobs.crashAfter) {
+    if (p.probeFailsUntil) {
+      if (*p.probeFailsUntil < 0 || now < *p.probeFailsUntil) continue;
+      p.probeFailsUntil.reset();
+      p.ready = true;
+      event("pod " + p.name + " (" + p.release + ") readiness probe passes again: Ready");
+      continue;
+    }
+    if (p.ready && p.track == kTrackCanary && p.release == kRelease &&
+        ((knobs.crashAfter > 0 && now >= p.readyAt + knobs.crashAfter) || fullLoad)) {
       ++p.restarts;
       p.ready = false;
       p.crashed = true;

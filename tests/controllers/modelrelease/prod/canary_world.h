@@ -69,6 +69,9 @@ struct Knobs {
   // > 0: this release's canary pods crash this long after turning Ready (the
   // container restarts: not Ready, warm-up again after a 10 s back-off).
   int64_t crashAfter = 0;
+  // This release's Ready canary pods crash (restart, as crashAfter) while no
+  // stable pod serves: the model falls over under full load.
+  bool crashUnderFullLoad = false;
   // Pods of this release created after the start never turn Ready (its image
   // or runtime cannot be started again).
   std::string neverReady;
@@ -93,6 +96,8 @@ struct SimPod {
   bool ready = false;    // as last reported
   bool unschedulable = false;
   bool neverReady = false;
+  // Its readiness probe fails (no restart) until this time; -1: for good.
+  std::optional<int64_t> probeFailsUntil;
 };
 
 struct SimDeployment {
@@ -119,6 +124,11 @@ class World {
   void reconcile(bool crashBeforeStatus = false);
   // The world moves on, second by second.
   void tick(int64_t seconds);
+  // A readiness blip: the first Ready live pod of `track` running `release`
+  // fails its readiness probe (not Ready, no restart) for `seconds` (-1: for
+  // good). Counts as serving for the ready invariant (not the planner's doing).
+  // Returns the pod's name ("" when there is none).
+  std::string failReadiness(const std::string& track, const std::string& release, int64_t seconds);
   // Reconciles every `every` seconds (a restart, then a second reconcile at
   // the same instant, at reconcile `crashAt`) until Promoted or RolledBack.
   void run(int crashAt = -1, int64_t every = 10, int maxReconciles = 400);

@@ -414,7 +414,7 @@ TEST(ServicePort, AReleaseOnAnotherPortStallsBeforeItsCanaryAndProdStays) {
   ASSERT_TRUE(plan.execution.status.has_value());
   const json& status = plan.execution.status->object["status"];
   EXPECT_EQ(conditionOf(status, "Stalled", "status"), "True");
-  EXPECT_EQ(conditionOf(status, "Stalled", "reason"), kReasonServicePortConflict);
+  EXPECT_EQ(conditionOf(status, "Stalled", "reason"), v1::kReasonServicePortConflict);
   EXPECT_EQ(conditionOf(status, "Ready", "status"), "False");
   const std::string m = conditionOf(status, "Stalled", "message");
   EXPECT_NE(m.find("serving port 8000 (spec.stages[0].serving.port) differs from port 8080 of "
@@ -425,7 +425,7 @@ TEST(ServicePort, AReleaseOnAnotherPortStallsBeforeItsCanaryAndProdStays) {
   EXPECT_FALSE(status.contains("canary")) << "no canary started";
   int events = 0;
   for (const PlannedEvent& e : plan.execution.events)
-    events += e.reason == kReasonServicePortConflict ? 1 : 0;
+    events += e.reason == v1::kReasonServicePortConflict ? 1 : 0;
   EXPECT_EQ(events, 1);
 
   // The model's port: the canary may start (it claims the slot first).
@@ -452,7 +452,7 @@ TEST(ServicePort, WithoutProdAnyPortMayStartAndWithoutAServiceTheReleasesPortCou
   plan = planModelRelease(o);
   ASSERT_TRUE(plan.execution.status.has_value());
   EXPECT_EQ(conditionOf(plan.execution.status->object["status"], "Stalled", "reason"),
-            kReasonServicePortConflict);
+            v1::kReasonServicePortConflict);
 }
 
 TEST(ServicePort, AManualRollbackToAReleaseOnAnotherPortIsRefused) {
@@ -528,7 +528,7 @@ TEST(AnchorTrust, PromotedIsCheckedAgainstTheReleaseItNamesBeforeStableRunsIt) {
                         {"another closure", otherClosure, "records closure " + kHash}}) {
     ModelReleasePlan plan = planModelRelease(trustWorld(b.named));
     EXPECT_TRUE(plan.execution.apply.empty()) << b.name << ": nothing in prod written";
-    EXPECT_EQ(stalledReason(plan), kReasonAnchorMismatch) << b.name;
+    EXPECT_EQ(stalledReason(plan), v1::kReasonAnchorMismatch) << b.name;
     const std::string m =
         plan.execution.status
             ? conditionOf(plan.execution.status->object["status"], "Stalled", "message")

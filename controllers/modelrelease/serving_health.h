@@ -1,0 +1,40 @@
+// Whether prod serves a release (pure): the model's stable Deployment carries
+// the release's template and N of its pods are Ready on the release's pair
+// (its package and pinned closure hash). Used for the Ready of a release prod
+// runs: a Promoted one (Ready follows the stable Deployment, Degraded when
+// short of Ready pods) and a manual rollback's target (Ready only once stable
+// has N Ready pods of it). docs/modelrelease.md "Conditions". Thread-safety:
+// pure functions over values.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "api/v1alpha1/model_release.h"
+
+namespace lockstep::controllers {
+
+// The model's stable Deployment and pods, as the shell's caches hold them.
+struct ServingObserved {
+  std::string stableRelease;  // lockstep.dev/release of its template; "" when there is none
+  int stableSpecReplicas = 0;
+  std::vector<nlohmann::json> pods;  // the model's pods (lockstep.dev/model)
+};
+
+struct ServingHealth {
+  int want = 0;            // N: the serving stage's replicas
+  int ready = 0;           // Ready, not terminating stable pods of the release on its pair
+  bool onRelease = false;  // the stable Deployment carries the release's template
+  bool healthy() const { return onRelease && ready >= want; }
+  // "1/3 stable pods Ready", or "the stable Deployment runs gpt2-v2" when not on the release;
+  // when short, "; stable pod <name>: runtime verification failed: <report>" for the first
+  // stable pod whose onStart check failed (controllers/common/verify_containers.h).
+  std::string message;
+};
+
+ServingHealth servingHealth(const api::v1alpha1::ModelRelease& release,
+                            const ServingObserved& serving);
+
+}  // namespace lockstep::controllers
