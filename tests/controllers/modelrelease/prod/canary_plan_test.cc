@@ -295,6 +295,18 @@ TEST(CanaryPlan, AutomaticRollbackTable) {
   }
 }
 
+// The world at `at` after `--full` at kT0 + 10 started the promotion
+// (status.canary.phase Promoting, FullWeight).
+CanaryObserved promotingAt(const CanarySpec& spec, const CanaryPlan& p0, int64_t at) {
+  auto full = after(observed(spec), p0, kT0 + 10);
+  full.promoteFullBy = "alice";
+  auto pr = planCanary(full);
+  EXPECT_EQ(pr.status["phase"], "Promoting");
+  auto op = after(full, pr, at);
+  op.promoteFullBy.clear();
+  return op;
+}
+
 // An admission webhook the API server could not call (the pod webhook down:
 // "failed calling webhook …") is no verdict on the model: the step waits,
 // saying why its pods are missing, and only the progress deadline rolls back.
@@ -332,12 +344,7 @@ TEST(CanaryPlan, AnUnreachableWebhookIsNoVerdictOnlyTheDeadlineRollsBack) {
   EXPECT_NE(p3.status["message"].get<std::string>().find("denied the request"), std::string::npos);
 
   // Promoting: the same rule (the canary cannot grow to N while the webhook is down).
-  auto full = after(observed(spec), p0, kT0 + 10);
-  full.promoteFullBy = "alice";
-  auto pr = planCanary(full);
-  ASSERT_EQ(pr.status["phase"], "Promoting");
-  auto op = after(full, pr, kT0 + 20);
-  op.promoteFullBy.clear();
+  auto op = promotingAt(spec, p0, kT0 + 20);
   op.canary = {1, 0};
   op.admissionRefusals = {unreachable};
   auto waiting = planCanary(op);
@@ -356,12 +363,7 @@ TEST(CanaryPlan, AnUnreachableWebhookIsNoVerdictOnlyTheDeadlineRollsBack) {
 TEST(CanaryPlan, AFailedRuntimeCheckDuringPromotionRollsBack) {
   auto spec = specOf({{"progressDeadline", "10m"}, {"steps", json::array({{{"weight", 50}}})}});
   auto p0 = planCanary(observed(spec));
-  auto full = after(observed(spec), p0, kT0 + 10);
-  full.promoteFullBy = "alice";
-  auto pr = planCanary(full);
-  ASSERT_EQ(pr.status["phase"], "Promoting");
-  auto op = after(full, pr, kT0 + 20);
-  op.promoteFullBy.clear();
+  auto op = promotingAt(spec, p0, kT0 + 20);
   op.canary = {3, 2};
   op.verificationFailure = "verify-host exited 1: driver 535 < 570 (CUDA 12.8)";
   auto p = planCanary(op);
