@@ -120,6 +120,8 @@ void OperatorProcess::uninstallWebhooks() {
     for (const std::string mode : {"enforce", "warn", "audit"})
       bindings.push_back(name + "-" + policy + "-" + mode);
   }
+  policies.push_back(name + "-runtime-admissions");
+  bindings.push_back(name + "-runtime-admissions");
   kubectl(bindings);
   kubectl(policies);
 }
