@@ -32,7 +32,7 @@ if decoded=$(grep -nE 'json_pointer' "${outside_api[@]}" | grep -E "$lockstep_fi
 fi
 echo "lint: only api/ decodes Lockstep objects (${#outside_api[@]} files)"
 
-mapfile -t product < <(git ls-files 'common/*.cc' 'api/*.cc' 'operator/*.cc' 'closure/*.cc' 'verify/*.cc' 'controllers/*.cc' 'webhooks/*.cc' 'cmd/*.cc' 'rbac/*.cc')
+mapfile -t product < <(git ls-files 'common/*.cc' 'api/*.cc' 'operator/*.cc' 'closure/*.cc' 'advisories/*.cc' 'verify/*.cc' 'controllers/*.cc' 'webhooks/*.cc' 'cmd/*.cc' 'rbac/*.cc')
 if ! printf '%s\n' "${product[@]}" | xargs -P "${LOCKSTEP_JOBS:-2}" -n 4 clang-tidy -p "$build" --quiet 2>/dev/null; then
   echo "lint: clang-tidy found problems (see above)" >&2
   exit 1
