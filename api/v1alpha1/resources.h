@@ -17,6 +17,8 @@ inline const kube::Resource kModelReleases{kGroup, kVersion, "modelreleases", "M
 // (api/v1alpha1/runtime_admission.h).
 inline const kube::Resource kRuntimeAdmissions{kGroup, kVersion, "runtimeadmissions",
                                                "RuntimeAdmission", true};
+// The owner of a model's prod and its record (api/v1alpha1/model.h).
+inline const kube::Resource kModels{kGroup, kVersion, "models", "Model", true};
 // Cluster-scoped: written by the platform (api/v1alpha1/analysis_provider.h).
 inline const kube::Resource kAnalysisProviders{kGroup, kVersion, "analysisproviders",
                                                "AnalysisProvider", false};
