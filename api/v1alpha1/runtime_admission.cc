@@ -25,10 +25,10 @@ void splitImage(const std::string& image, json& into) {
 StatusOr<json> runtimeAdmissionSpec(const std::string& ns, const std::vector<RuntimeEnv>& envs,
                                     const std::string& trustedInitImage) {
   if (envs.size() > kRuntimeAdmissionMaxEnvs) {
-    return Status(Code::kResourceExhausted,
-                  "namespace " + ns + " has " + std::to_string(envs.size()) +
-                      " RuntimeEnvs; the admission table holds at most " +
-                      std::to_string(kRuntimeAdmissionMaxEnvs));
+    return Status(Code::kResourceExhausted, "namespace " + ns + " has " +
+                                                std::to_string(envs.size()) +
+                                                " RuntimeEnvs; the admission table holds at most " +
+                                                std::to_string(kRuntimeAdmissionMaxEnvs));
   }
   std::vector<const RuntimeEnv*> sorted;
   sorted.reserve(envs.size());

@@ -42,8 +42,8 @@ Result RuntimeAdmissionReconciler::reconcile(const Request& request) {
   return execute(plan, *client_, events_, "runtimeadmission").result;
 }
 
-void setupRuntimeAdmissionController(runtime::Manager& manager,
-                                     const std::string& trustedInitImage, int workers) {
+void setupRuntimeAdmissionController(runtime::Manager& manager, const std::string& trustedInitImage,
+                                     int workers) {
   kube::Informer& envs = manager.informer(v1::kRuntimeEnvs);
   kube::Informer& tables = manager.informer(v1::kRuntimeAdmissions);
   auto reconciler = std::make_shared<RuntimeAdmissionReconciler>(

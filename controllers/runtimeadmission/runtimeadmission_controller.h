@@ -20,9 +20,9 @@ namespace lockstep::controllers {
 
 class RuntimeAdmissionReconciler final : public runtime::Reconciler {
  public:
-  RuntimeAdmissionReconciler(std::shared_ptr<kube::Client> client,
-                             const kube::Indexer& runtimeEnvs, const kube::Indexer& tables,
-                             kube::EventSink& events, std::string trustedInitImage);
+  RuntimeAdmissionReconciler(std::shared_ptr<kube::Client> client, const kube::Indexer& runtimeEnvs,
+                             const kube::Indexer& tables, kube::EventSink& events,
+                             std::string trustedInitImage);
   runtime::Result reconcile(const runtime::Request& request) override;
 
  private:
@@ -35,7 +35,7 @@ class RuntimeAdmissionReconciler final : public runtime::Reconciler {
 
 // Registers the informers and the controller on `manager`. `trustedInitImage` is the
 // operator's --cli-image (the verification init containers' image, by digest).
-void setupRuntimeAdmissionController(runtime::Manager& manager,
-                                     const std::string& trustedInitImage, int workers = 1);
+void setupRuntimeAdmissionController(runtime::Manager& manager, const std::string& trustedInitImage,
+                                     int workers = 1);
 
 }  // namespace lockstep::controllers

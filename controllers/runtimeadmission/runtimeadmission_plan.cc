@@ -19,9 +19,9 @@ ExecutionPlan planRuntimeAdmission(const RuntimeAdmissionObserved& o) {
   StatusOr<json> spec = v1::runtimeAdmissionSpec(o.ns, o.runtimeEnvs, o.trustedInitImage);
   if (!spec.isOk()) {
     if (o.table) {
-      plan.events.push_back({o.table, "Warning", "AdmissionTableTooLarge",
-                             spec.status().message() +
-                                 "; the pod policy keeps admitting on the last table written"});
+      plan.events.push_back(
+          {o.table, "Warning", "AdmissionTableTooLarge",
+           spec.status().message() + "; the pod policy keeps admitting on the last table written"});
     }
     return plan;
   }

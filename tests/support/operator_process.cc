@@ -82,8 +82,7 @@ void OperatorProcess::installClusterPieces(int webhookPort, const std::string& a
   mustKubectl({"apply", "-f", std::string(LOCKSTEP_SOURCE_DIR) + "/crds"});
   mustKubectl({"wait", "--for", "condition=Established", "crd/runtimeenvs.lockstep.dev",
                "crd/modelreleases.lockstep.dev", "crd/analysisproviders.lockstep.dev",
-               "crd/models.lockstep.dev", "crd/runtimeadmissions.lockstep.dev",
-               "--timeout=60s"});
+               "crd/models.lockstep.dev", "crd/runtimeadmissions.lockstep.dev", "--timeout=60s"});
   kubectl({"create", "namespace", kOperatorNamespace});
   // The ServiceAccount, RBAC and the ValidatingAdmissionPolicy keeping the
   // model anchors the operator's alone (it names the ServiceAccount the

@@ -101,7 +101,8 @@ class AdmissionClusterTest : public OperatorSuite<AdmissionClusterTest> {
       EXPECT_TRUE(eventually([&] {
         json t = kubectlJson({"get", "runtimeadmission", "lockstep-runtimes", "-n", ns});
         return !t.is_discarded() && t["spec"]["runtimeEnvs"]["torch"].value("ready", false);
-      })) << "RuntimeAdmission " << ns << "/lockstep-runtimes never listed torch as Ready";
+      })) << "RuntimeAdmission "
+          << ns << "/lockstep-runtimes never listed torch as Ready";
     }
     return hash;
   }
@@ -382,8 +383,8 @@ TEST_F(AdmissionClusterTest, APodIsNotAdmittedOnTheStatusOfAnOlderGeneration) {
     EXPECT_NE(wrong.exitCode, 0) << "admitted with a wrong closure hash";
     EXPECT_NE(wrong.err.find(kPodDenial), std::string::npos) << wrong.err;
     // Once a leader runs, the table follows generation 2 and the old pair is refused.
-    ASSERT_EQ(
-        kubectl({"delete", "lease", "lockstep-operator", "-n", kOperatorNamespace}).exitCode, 0);
+    ASSERT_EQ(kubectl({"delete", "lease", "lockstep-operator", "-n", kOperatorNamespace}).exitCode,
+              0);
     EXPECT_TRUE(eventually([&] {
       old = kubectl({"create", "-n", ns, "--dry-run=server", "-f", "-"},
                     PodBuilder("stale").hash(hash).yaml());
@@ -438,8 +439,8 @@ TEST_F(AdmissionClusterTest, StoppedWebhookCannotLockSystemNamespaces) {
     // is down, and refused for what they are, not for an unreachable webhook ...
     EXPECT_NE(r.err.find(kPodDenial), std::string::npos) << r.err;
     EXPECT_NE(r.err.find("requires label lockstep.dev/runtime-env"), std::string::npos) << r.err;
-    std::string good = kubectlJson({"get", "rte", "torch", "-n", ns})["status"].value(
-        "closureHash", "");
+    std::string good =
+        kubectlJson({"get", "rte", "torch", "-n", ns})["status"].value("closureHash", "");
     r = create(ns, PodBuilder("admitted-while-down").hash(good).yaml());
     EXPECT_EQ(r.exitCode, 0) << r.err;
   } else {
