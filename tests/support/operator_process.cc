@@ -82,7 +82,7 @@ void OperatorProcess::installClusterPieces(int webhookPort) {
   mustKubectl({"apply", "-f", std::string(LOCKSTEP_SOURCE_DIR) + "/crds"});
   mustKubectl({"wait", "--for", "condition=Established", "crd/runtimeenvs.lockstep.dev",
                "crd/modelreleases.lockstep.dev", "crd/analysisproviders.lockstep.dev",
-               "--timeout=60s"});
+               "crd/models.lockstep.dev", "--timeout=60s"});
   kubectl({"create", "namespace", kOperatorNamespace});
   // The ServiceAccount, RBAC and the ValidatingAdmissionPolicy keeping the
   // model anchors the operator's alone (it names the ServiceAccount the
