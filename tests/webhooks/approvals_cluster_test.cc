@@ -286,9 +286,9 @@ TEST_F(ApprovalsClusterTest, MinApproversTwoNeedsTwoDistinctUsers) {
 TEST_F(ApprovalsClusterTest, AServiceAccountCannotBeTheSecondApprover) {
   ASSERT_EQ(kubectl({"create", "serviceaccount", "approver-bot", "-n", ns_}).exitCode, 0);
   const std::string bot = "system:serviceaccount:" + ns_ + ":approver-bot";
-  for (const auto& [binding, role] : {std::pair<std::string, std::string>{
-                                          "edit-bot", "--role=release-editor"},
-                                      {"approve-bot", "--clusterrole=lockstep-release-approver"}}) {
+  for (const auto& [binding, role] :
+       {std::pair<std::string, std::string>{"edit-bot", "--role=release-editor"},
+        {"approve-bot", "--clusterrole=lockstep-release-approver"}}) {
     ASSERT_EQ(kubectl({"create", "rolebinding", binding, "-n", ns_, role,
                        "--serviceaccount=" + ns_ + ":approver-bot"})
                   .exitCode,

@@ -9,9 +9,9 @@
 #include <string>
 #include <string_view>
 
+#include "api/v1alpha1/approval.h"
 #include "common/status.h"
 #include "operator/kube/clock.h"
-#include "api/v1alpha1/approval.h"
 #include "webhooks/admission/authorizer.h"
 #include "webhooks/admission/recorder.h"
 #include "webhooks/admission/types.h"

@@ -123,10 +123,9 @@ TEST(ApprovalDecision, ServiceAccountsDoNotCountUnlessThePlatformAllows) {
             std::string::npos)
       << d.message;
   // Alone, a ServiceAccount approves nothing.
-  EXPECT_FALSE(decideApproval(policyOf("Manual"),
-                              stageApprovals(releaseWith({{"approve.lockstep.dev/prod", bot}}),
-                                             "prod"),
-                              "bob")
+  EXPECT_FALSE(decideApproval(
+                   policyOf("Manual"),
+                   stageApprovals(releaseWith({{"approve.lockstep.dev/prod", bot}}), "prod"), "bob")
                    .approved);
   // The platform allows it (approvals.allowServiceAccounts): it counts.
   ApprovalRules allow;
