@@ -66,6 +66,13 @@ std::vector<FlagSpec> operatorFlagSpecs(const std::string& podNamespace) {
       {"workers", "2", "reconcile workers per controller", T::kInt},
       {"controllers", "runtimeenv,modelrelease",
        "controllers to run, comma-separated (the webhooks always run)"},
+      {"admission-mode",
+       "webhook",
+       "how pods are admitted: webhook (the API server calls /validate/pods) or policy (the "
+       "chart's ValidatingAdmissionPolicy checks them inside the API server against the "
+       "per-namespace RuntimeAdmission tables this operator then keeps; docs/security.md)",
+       T::kChoice,
+       {"webhook", "policy"}},
       {"package-mount",
        "auto",
        "how gate pods mount the checkpoint package: image-volume, init-container, or auto "
@@ -87,6 +94,11 @@ std::vector<FlagSpec> operatorFlagSpecs(const std::string& podNamespace) {
        "let a ModelRelease's analysis give its own prometheus.address instead of naming an "
        "AnalysisProvider (the operator then calls URLs tenants write, from inside the cluster: "
        "server-side request forgery); off by default",
+       T::kBool},
+      {"allow-service-account-approvers", "false",
+       "let ServiceAccounts approve release stages and count toward minApprovers (anyone who may "
+       "create a ServiceAccount and its token in a namespace then approves as many times as they "
+       "like: this weakens separation of duties); off by default: approvers are people",
        T::kBool},
       {"log-format", "text", "text or json", T::kChoice, {"text", "json"}},
       {"log-level",

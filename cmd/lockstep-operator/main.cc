@@ -20,6 +20,7 @@
 #include "cmd/lockstep-operator/flags.h"
 #include "controllers/analysisprovider/analysisprovider_controller.h"
 #include "controllers/modelrelease/modelrelease_controller.h"
+#include "controllers/runtimeadmission/runtimeadmission_controller.h"
 #include "controllers/runtimeenv/runtimeenv_controller.h"
 #include "operator/kube/connect.h"
 #include "operator/runtime/logging.h"
@@ -114,6 +115,12 @@ int main(int argc, char** argv) {
   lockstep::controllers::setupRuntimeEnvController(manager, flags.getInt("workers"),
                                                    {flags.get("cli-image")});
 
+  // Policy mode: the pod ValidatingAdmissionPolicy reads a table per namespace.
+  if (flags.get("admission-mode") == "policy") {
+    lockstep::controllers::setupRuntimeAdmissionController(manager, flags.get("cli-image"));
+    spdlog::info("admission mode policy: keeping the RuntimeAdmission tables");
+  }
+
   lockstep::controllers::ModelReleaseOptions releaseOptions;
   releaseOptions.fetchCommand = {"sh", "-c", flags.get("package-fetch-command")};
   releaseOptions.cliImage = flags.get("cli-image");
@@ -138,6 +145,10 @@ int main(int argc, char** argv) {
       return fail("--registry-ca-file " + ca + ": not a readable PEM certificate bundle");
     releaseOptions.registryCaPem = pem.str();
   }
+  releaseOptions.approvalRules.serviceAccountsApprove =
+      flags.getBool("allow-service-account-approvers");
+  if (releaseOptions.approvalRules.serviceAccountsApprove)
+    spdlog::warn("--allow-service-account-approvers: ServiceAccounts may approve release stages");
   spdlog::info("gate pods mount the package as {}",
                lockstep::controllers::packageMountName(releaseOptions.mount));
   // Canary analysis queries the platform's AnalysisProviders, on their own threads.
@@ -183,6 +194,7 @@ int main(int argc, char** argv) {
     return fail("--cli-image: " + s.message());
   lw::ModelReleaseWebhook releaseWebhook(envs, authorizer, recorder, manager.clock());
   releaseWebhook.allowPrometheusAddress(allowAddresses);
+  releaseWebhook.setApprovalRules(releaseOptions.approvalRules);
   releaseWebhook.setModelProds(&prods);
   releaseWebhook.setAnalysisProviders(&providers);
   lw::ModelReleaseCreatorWebhook creatorWebhook(recorder, manager.clock());
