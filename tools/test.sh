@@ -2,7 +2,8 @@
 # The test command: installs what is missing, builds, and runs the tests.
 #
 #   tools/test.sh            CI (.ci/run): unit tests, lint, the images, the integration tests
-#                            on real local clusters, a fuzz smoke, the suites' smoke tests
+#                            on real local clusters, a fuzz smoke, the suites' smoke tests,
+#                            the benchmark smoke
 #   tools/test.sh unit       unit tests and lint only (no cluster)
 #   tools/test.sh fuzz [S]   the long fuzz run: every target S seconds (default 300)
 #   tools/test.sh fleet      the multi-cluster suite (ctest label fleet), on local clusters
@@ -30,7 +31,9 @@ case "$what" in
     idle tools/image.sh build
     echo "--- images: $((SECONDS - s0)) s; fuzz build (tools/fuzz.sh)"
     LOCKSTEP_FUZZ_BUILD_ONLY=1 idle tools/fuzz.sh
-    echo "--- lint, images and fuzz build: $((SECONDS - s0)) s"
+    echo "--- fuzz build: $((SECONDS - s0)) s; the benchmark's peer, Argo Rollouts (bench/peers/argo-rollouts/build.sh)"
+    idle bench/peers/argo-rollouts/build.sh >/dev/null
+    echo "--- lint, images, fuzz build and the benchmark's peer: $((SECONDS - s0)) s"
     exit 0 ;;
   *) echo "usage: tools/test.sh [unit|fuzz [SECONDS]|fleet|scale]" >&2; exit 2 ;;
 esac
@@ -150,4 +153,11 @@ ctest --test-dir "$build" -L image --output-on-failure
 # is wall-clock time). The long run is `tools/test.sh fuzz`.
 step "fuzz smoke (tools/fuzz.sh, ${LOCKSTEP_FUZZ_RUNS:-5000} inputs a target)"
 LOCKSTEP_FUZZ_RUNS=${LOCKSTEP_FUZZ_RUNS:-5000} tools/fuzz.sh "${LOCKSTEP_FUZZ_SECONDS:-60}"
+# The benchmark smoke: the promotion benchmark side by side with Argo Rollouts at its
+# small size (100 KWOK nodes, 20 models, 5 canaries, both controllers at once) on a
+# cluster of its own, so the harness cannot rot; it fails when a canary does not end
+# as planned or a measure is missing, and records nothing. The sized run is
+# `bench/promotion.sh` (docs/benchmarks.md).
+step "benchmark smoke (bench/promotion.sh --smoke)"
+BUILD="$build" SKIP_BUILD=1 bench/promotion.sh --smoke
 step "all tests passed"

@@ -1,0 +1,937 @@
+#!/usr/bin/env python3
+"""Promotion at scale, side by side with Argo Rollouts' controller (issue 33, part 1).
+
+One control plane (tests/cluster/cluster.sh: a real kube-apiserver, etcd, the
+controller-manager and scheduler, KWOK nodes), one Prometheus scraping one
+simulated model server (tests/cluster/prometheus.sh, lockstep-test-exporter),
+and the two controllers taking turns on it, each at its defaults:
+
+  argo      Argo Rollouts' rollouts-controller (bench/peers/argo-rollouts/build.sh:
+            the pinned module from the Go module proxy), QPS 40, burst 80, 10
+            rollout workers, leader election; a Rollout per model (setWeight steps,
+            an inline analysis after each, an AnalysisTemplate with the Prometheus
+            provider), CRDs and ClusterRole read from the module at run time.
+  lockstep  lockstep-operator as the chart runs it (leader election, admission mode
+            policy, self-managed certificates, 2 workers); a ModelRelease per model
+            version with a prod stage only (canary steps, a Prometheus analysis each,
+            through an AnalysisProvider).
+
+Per controller, in a namespace of its own (deleted and waited for afterwards):
+  1. the controller starts; MODELS models get release v1 (no analysis) and reach
+     REPLICAS Ready pods;
+  2. CANARIES models get v2 at once: 3 steps (weights STEP_WEIGHTS), each analysed
+     by the same query (the error ratio of the release's pods); every FAIL_EVERY-th
+     serves ERROR_RATIO errors (the exporter) and must roll back;
+  3. SOAK seconds of repeated releases on the canary models (0: none), RSS sampled;
+  4. QUIESCENT more models at one release each (1 replica), then SETTLE seconds:
+     RSS with MODELS + QUIESCENT objects.
+
+Measured, the same way for both (nothing read from a controller's own metrics):
+  - API requests: the API server's audit log (only the two controllers' service
+    accounts are logged, at Metadata level): requests per minute from the
+    controller's start to the end of step 2, by verb and resource. The API
+    server's apiserver_request_total has no user-agent label (its cardinality),
+    so its per-client split comes from the audit log; the total delta of
+    apiserver_request_total over the same window is recorded beside it.
+  - CPU seconds (utime+stime, /proc) and peak RSS (VmHWM) of the controller
+    process at the end of step 2; RSS (VmRSS) after step 4.
+  - Step latency: from the analysis measurement that ended a step (its response
+    leaving the timing proxy in front of Prometheus, which both controllers
+    query) to the next weight's pods Ready (a pod watch: Ready and not
+    terminating). Rollback latency: from the first failing measurement to
+    REPLICAS Ready pods of the previous release and none of the failing one.
+
+    bench/promotion.sh                     # full size (below), ~1 h on 2 cores
+    bench/promotion.sh --smoke             # CI's benchmark smoke: 100 nodes, 20 models, 5 canaries
+
+Environment (full size / smoke): NODES (1000 / 100), MODELS (200 / 20),
+CANARIES (50 / 5), REPLICAS (4), QUIESCENT (9800 / 10: objects in step 4 on top
+of MODELS), SOAK (0 / 0 seconds), SETTLE (60 / 2), CONTROLLERS ("argo lockstep"),
+TOGETHER (0 / 1: both controllers at once, each in its namespace), PERF (1: perf
+record of lockstep-operator until the canaries end, in the work dir; KEEP_WORK=1),
+FAIL_EVERY (5), ERROR_RATIO (0.3), SCRAPE (2s / 1s), WINDOW (10s / 3s),
+INITIAL_DELAY (12s / 4s), INTERVAL (2s / 1s), COUNT (3 / 2), WARMUP (3s / 1s),
+TIMEOUT (1800 / 240 s per wait), BUILD (build), OPERATOR (another lockstep-operator
+binary, for a before/after), LOCKSTEP_ARGS (extra operator flags: a diagnosis, not
+the defaults), BENCH_CLUSTER_DIR (a cluster dir
+of one's own; it is started with the audit log and taken down at the end unless
+KEEP_CLUSTER=1), SKIP_BUILD=1, RECORD (1 / 0: write bench/results and
+docs/benchmarks.md). The smoke fails (exit 1) when a canary does not end as
+planned (promoted, or rolled back for the failing ones) or a measure is missing.
+"""
+import datetime
+import http.client
+import http.server
+import json
+import os
+import platform
+import re
+import shlex
+import socketserver
+import statistics
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import urllib.parse
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+SMOKE = "--smoke" in sys.argv[1:]
+ENV = os.environ
+
+
+def knob(name, full, smoke, conv=str):
+    return conv(ENV.get(name, smoke if SMOKE else full))
+
+
+NODES = knob("NODES", "1000", "100", int)
+MODELS = knob("MODELS", "200", "20", int)
+CANARIES = knob("CANARIES", "50", "5", int)
+REPLICAS = knob("REPLICAS", "4", "4", int)
+QUIESCENT = knob("QUIESCENT", "9800", "10", int)
+SOAK = knob("SOAK", "0", "0", int)
+SETTLE = knob("SETTLE", "60", "2", int)
+CONTROLLERS = knob("CONTROLLERS", "argo lockstep", "argo lockstep").split()
+FAIL_EVERY = knob("FAIL_EVERY", "5", "5", int)
+ERROR_RATIO = knob("ERROR_RATIO", "0.3", "0.3", float)
+SCRAPE = knob("SCRAPE", "2s", "1s")
+WINDOW = knob("WINDOW", "10s", "3s")
+INITIAL_DELAY = knob("INITIAL_DELAY", "12s", "4s")
+INTERVAL = knob("INTERVAL", "2s", "1s")
+COUNT = knob("COUNT", "3", "2", int)
+WARMUP = knob("WARMUP", "3s", "1s")
+TIMEOUT = knob("TIMEOUT", "1800", "240", int)
+RECORD = knob("RECORD", "1", "0") == "1"
+TOGETHER = knob("TOGETHER", "0", "1") == "1"
+PERF = ENV.get("PERF") == "1"
+MAX_ERROR = 0.05
+STEP_WEIGHTS = [25, 50, 100]
+BUILD = ENV.get("BUILD", os.path.join(ROOT, "build"))
+OPERATOR = ENV.get("OPERATOR", os.path.join(BUILD, "cmd/lockstep-operator"))
+LOCKSTEP_ARGS = ENV.get("LOCKSTEP_ARGS", "")
+SYS_NS = "bench-sys"
+IMAGE = "registry.example/runtimes/torch@sha256:" + "a" * 64
+AUDIT_USERS = {"argo": f"system:serviceaccount:{SYS_NS}:argo-rollouts",
+               "lockstep": f"system:serviceaccount:{SYS_NS}:lockstep"}
+
+
+T0 = time.monotonic()
+
+
+def log(*a):
+    print(f"promotion: [{time.monotonic() - T0:.0f}s]", *a, file=sys.stderr, flush=True)
+
+
+def sh(cmd, check=True, **kw):
+    r = subprocess.run(cmd, text=True, capture_output=True, **kw)
+    if check and r.returncode != 0:
+        raise SystemExit(f"promotion: {' '.join(cmd)} failed ({r.returncode}):\n{r.stdout}{r.stderr}")
+    return r
+
+
+def seconds(d):
+    m = re.fullmatch(r"(\d+)(ms|s|m)", d)
+    return int(m.group(1)) * {"ms": 0.001, "s": 1, "m": 60}[m.group(2)]
+
+
+def pct(xs, p):
+    """Nearest-rank percentile (p in 0..100) of a non-empty list."""
+    xs = sorted(xs)
+    k = max(0, min(len(xs) - 1, int(round(p / 100 * len(xs) + 0.5)) - 1))
+    return xs[k]
+
+
+def target_pods(weight):
+    """Canary pods at a weight: Argo's basic-canary rule (Lockstep's replica math) for REPLICAS."""
+    if weight >= 100:
+        return REPLICAS
+    return max(1, min(REPLICAS - 1, round(REPLICAS * weight / 100)))
+
+
+def proc_stat(pid):
+    """(CPU seconds, VmRSS MiB, VmHWM MiB) of one process."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            fields = f.read().rsplit(")", 1)[1].split()
+        cpu = (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+        rss = hwm = None
+        with open(f"/proc/{pid}/status") as f:
+            for line in f:
+                if line.startswith("VmRSS:"):
+                    rss = int(line.split()[1]) / 1024
+                elif line.startswith("VmHWM:"):
+                    hwm = int(line.split()[1]) / 1024
+        return cpu, rss, hwm
+    except (OSError, ValueError, IndexError):
+        return None, None, None
+
+
+# ---- the cluster and its tools ------------------------------------------------------------
+
+
+class Cluster:
+    def __init__(self, work):
+        self.dir = ENV.get("BENCH_CLUSTER_DIR") or os.path.join(work, "cluster")
+        self.audit = os.path.join(self.dir + "-audit", "audit.log")
+        os.makedirs(os.path.dirname(self.audit), exist_ok=True)
+        policy = os.path.join(os.path.dirname(self.audit), "policy.yaml")
+        with open(policy, "w") as f:
+            f.write("apiVersion: audit.k8s.io/v1\nkind: Policy\nomitStages: [RequestReceived]\nrules:\n"
+                    f"- level: Metadata\n  users: {json.dumps(sorted(AUDIT_USERS.values()))}\n"
+                    "- level: None\n")
+        script = os.path.join(ROOT, "tests/cluster/cluster.sh")
+        if sh([script, "status", "--dir", self.dir], check=False).returncode == 0:
+            raise SystemExit(f"promotion: a cluster is already up in {self.dir}; the benchmark starts its own "
+                             "(with the audit log): take it down or name another BENCH_CLUSTER_DIR")
+        log("starting a cluster in", self.dir)
+        env = dict(ENV, LOCKSTEP_APISERVER_EXTRA_ARGS=(
+            f"--audit-policy-file={policy} --audit-log-path={self.audit} --audit-log-format=json "
+            "--audit-log-maxsize=2000 --audit-log-mode=batch"))
+        sh([script, "up", "--dir", self.dir, "--warmup", WARMUP], env=env)
+        self.kubeconfig = os.path.join(self.dir, "kubeconfig")
+        self.tools = open(os.path.join(self.dir, "tools-bin")).read().strip()
+        self.env = dict(ENV, KUBECONFIG=self.kubeconfig)
+
+    def kubectl(self, *args, stdin=None, check=True):
+        return sh([os.path.join(self.tools, "kubectl"), *args], check=check, input=stdin, env=self.env)
+
+    def apply(self, objs, server_side=False):
+        """Applies objects in chunks (one kubectl per 200)."""
+        for i in range(0, len(objs), 200):
+            extra = ["--server-side", "--force-conflicts"] if server_side else []
+            self.kubectl("apply", *extra, "-f", "-",
+                         stdin=json.dumps({"apiVersion": "v1", "kind": "List", "items": objs[i:i + 200]}))
+
+    def down(self):
+        if ENV.get("KEEP_CLUSTER") != "1":
+            sh([os.path.join(ROOT, "tests/cluster/cluster.sh"), "down", "--dir", self.dir], check=False)
+            sh(["rm", "-rf", os.path.dirname(self.audit)], check=False)
+
+    def request_total(self):
+        """Sum of apiserver_request_total over every label set."""
+        text = self.kubectl("get", "--raw", "/metrics").stdout
+        return sum(float(line.rsplit(" ", 1)[1]) for line in text.splitlines()
+                   if line.startswith("apiserver_request_total{"))
+
+
+def gpu_nodes(n):
+    """KWOK GPU nodes (8 GPUs, driver 570: compatible with the bench's CUDA 12 runtime)."""
+    return [{"apiVersion": "v1", "kind": "Node",
+             "metadata": {"name": f"bench-gpu-{i}", "annotations": {"kwok.x-k8s.io/node": "fake"},
+                          "labels": {"type": "kwok", "kubernetes.io/hostname": f"bench-gpu-{i}",
+                                     "kubernetes.io/os": "linux", "kubernetes.io/arch": "amd64",
+                                     "lockstep.dev/test-pool": "bench-gpu",
+                                     "nvidia.com/gpu.present": "true", "nvidia.com/gpu.count": "8",
+                                     "nvidia.com/gpu.product": "NVIDIA-H100-80GB-HBM3",
+                                     "nvidia.com/cuda.driver.major": "570",
+                                     "nvidia.com/cuda.driver.minor": "124",
+                                     "nvidia.com/cuda.driver.rev": "06",
+                                     "nvidia.com/cuda.runtime.major": "12",
+                                     "nvidia.com/cuda.runtime.minor": "8"}},
+             "status": {"capacity": {"cpu": "64", "memory": "512Gi", "pods": "110", "nvidia.com/gpu": "8"},
+                        "allocatable": {"cpu": "64", "memory": "512Gi", "pods": "110",
+                                        "nvidia.com/gpu": "8"}}} for i in range(n)]
+
+
+def wait_for(what, fn, timeout, every=0.5):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        v = fn()
+        if v:
+            return v
+        time.sleep(every)
+    raise SystemExit(f"promotion: timed out after {timeout}s waiting for {what}")
+
+
+# ---- what both controllers are measured by ------------------------------------------------
+
+
+class PodWatch:
+    """A watch of every serving pod (label lockstep.dev/release): a line per change, stamped on arrival.
+
+    serving(ns, release) is the number of pods Ready and not terminating now; the event log
+    replays it at any time for the latencies."""
+
+    def __init__(self, cluster, logpath):
+        cols = ("E:.type,NS:.object.metadata.namespace,NAME:.object.metadata.name,"
+                r"REL:.object.metadata.labels.lockstep\.dev/release,"
+                'READY:.object.status.conditions[?(@.type=="Ready")].status,'
+                "DEL:.object.metadata.deletionTimestamp")
+        self.proc = subprocess.Popen(
+            [os.path.join(cluster.tools, "kubectl"), "get", "pods", "-A", "-l", "lockstep.dev/release",
+             "--watch", "--output-watch-events", "--no-headers", "-o", "custom-columns=" + cols],
+            stdout=subprocess.PIPE, stderr=open(logpath, "w"), text=True, env=cluster.env)
+        self.lock = threading.Lock()
+        self.pods = {}      # (ns, pod) -> (release, serving)
+        self.count = {}     # (ns, release) -> serving pods now
+        self.events = []    # (t, ns, release, serving count after the change)
+        threading.Thread(target=self._read, daemon=True).start()
+
+    def _read(self):
+        for line in self.proc.stdout:
+            t = time.time()
+            f = line.split()
+            if len(f) < 6:
+                continue
+            ev, ns, pod, rel, ready, dele = f[:6]
+            serving = ev != "DELETED" and ready == "True" and dele == "<none>"
+            with self.lock:
+                old = self.pods.get((ns, pod))
+                if ev == "DELETED":
+                    self.pods.pop((ns, pod), None)
+                else:
+                    self.pods[(ns, pod)] = (rel, serving)
+                changed = {}
+                if old and old[1]:
+                    changed[old[0]] = -1
+                if serving:
+                    changed[rel] = changed.get(rel, 0) + 1
+                for r, d in changed.items():
+                    if d:
+                        c = self.count.get((ns, r), 0) + d
+                        self.count[(ns, r)] = c
+                        self.events.append((t, ns, r, c))
+
+    def serving(self, ns, release):
+        with self.lock:
+            return self.count.get((ns, release), 0)
+
+    def first(self, ns, pred, after):
+        """First time >= after at which pred(count function) holds, replaying the log."""
+        with self.lock:
+            evs = list(self.events)
+        counts = {}
+        for t, n, r, c in evs:
+            if n != ns:
+                continue
+            counts[r] = c
+            if t >= after and pred(lambda rel: counts.get(rel, 0)):
+                return t
+        return None
+
+    def stop(self):
+        self.proc.terminate()
+
+
+class PromProxy:
+    """A timing proxy in front of Prometheus: both controllers' analyses query through it.
+
+    Every /api/v1/query is logged with the time its response left (ms), the release its
+    query names, and its value (None: an empty vector, NaN or an error: a measurement error
+    for both controllers)."""
+
+    def __init__(self, upstream):
+        u = urllib.parse.urlparse(upstream)
+        self.host, self.port_up = u.hostname, u.port
+        self.lock = threading.Lock()
+        self.log = []   # (t_done, namespace, release, value)
+        proxy = self
+
+        class Handler(http.server.BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+
+            def log_message(self, *a):
+                pass
+
+            def _forward(self):
+                n = int(self.headers.get("Content-Length") or 0)
+                body = self.rfile.read(n) if n else None
+                c = http.client.HTTPConnection(proxy.host, proxy.port_up, timeout=30)
+                hdrs = {k: v for k, v in self.headers.items() if k.lower() in ("content-type", "accept")}
+                c.request(self.command, self.path, body=body, headers=hdrs)
+                r = c.getresponse()
+                data = r.read()
+                self.send_response(r.status)
+                self.send_header("Content-Type", r.getheader("Content-Type") or "application/json")
+                self.send_header("Content-Length", str(len(data)))
+                self.end_headers()
+                self.wfile.write(data)
+                t = time.time()
+                if self.path.startswith("/api/v1/query"):
+                    q = urllib.parse.urlparse(self.path).query
+                    if body:
+                        q += "&" + body.decode("utf-8", "replace")
+                    text = " ".join(urllib.parse.parse_qs(q).get("query", [""]))
+                    rel = re.search(r'release="([^"]+)"', text)
+                    ns = re.search(r'namespace="([^"]+)"', text)
+                    val = None
+                    try:
+                        res = json.loads(data)["data"]["result"]
+                        if res:
+                            v = float(res[0]["value"][1])
+                            val = None if v != v else v
+                    except (ValueError, KeyError, IndexError, TypeError):
+                        pass
+                    with proxy.lock:
+                        proxy.log.append((t, ns.group(1) if ns else "", rel.group(1) if rel else "", val))
+
+            do_GET = _forward
+            do_POST = _forward
+
+        class Server(socketserver.ThreadingMixIn, http.server.HTTPServer):
+            daemon_threads = True
+
+        self.server = Server(("127.0.0.1", 0), Handler)
+        self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+
+    def measurements(self, ns, release):
+        with self.lock:
+            return [(t, v) for t, n, r, v in self.log if n == ns and r == release]
+
+
+# ---- the two controllers' objects ------------------------------------------------------------
+
+
+def error_query(ns, release):
+    sel = f'namespace="{ns}",release="{release}"'
+    return (f'(sum(rate(lockstep_test_requests_total{{{sel},code="500"}}[{WINDOW}])) or vector(0)) / '
+            f'sum(rate(lockstep_test_requests_total{{{sel}}}[{WINDOW}]))')
+
+
+def serve_container():
+    return {"name": "serve", "image": IMAGE, "ports": [{"containerPort": 8080}],
+            "resources": {"limits": {"nvidia.com/gpu": "1"}}}
+
+
+class Argo:
+    name = "argo"
+    user_agent_hint = "rollouts-controller"
+
+    def __init__(self, cluster, work, ns, proxy_url, moddir, bindir):
+        self.c, self.work, self.ns, self.moddir, self.bindir = cluster, work, ns, moddir, bindir
+        self.proxy_url = proxy_url
+
+    def install(self):
+        crds = os.path.join(self.moddir, "manifests/crds")
+        for f in sorted(os.listdir(crds)):
+            if f.endswith("-crd.yaml"):
+                self.c.kubectl("apply", "--server-side", "-f", os.path.join(crds, f))
+        wait_for("Argo Rollouts' CRDs established", lambda: self.c.kubectl(
+            "wait", "--for", "condition=Established", "crd/rollouts.argoproj.io", "crd/analysisruns.argoproj.io",
+            "crd/analysistemplates.argoproj.io", "--timeout=10s", check=False).returncode == 0, 60)
+        self.c.kubectl("apply", "-f", os.path.join(self.moddir, "manifests/role/argo-rollouts-clusterrole.yaml"))
+        self.c.apply([{"apiVersion": "v1", "kind": "ServiceAccount",
+                       "metadata": {"name": "argo-rollouts", "namespace": SYS_NS}},
+                      {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRoleBinding",
+                       "metadata": {"name": "bench-argo-rollouts"},
+                       "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole",
+                                   "name": "argo-rollouts"},
+                       "subjects": [{"kind": "ServiceAccount", "name": "argo-rollouts",
+                                     "namespace": SYS_NS}]}])
+
+    def prepare(self):
+        self.c.apply([{"apiVersion": "argoproj.io/v1alpha1", "kind": "AnalysisTemplate",
+                       "metadata": {"name": "error-ratio", "namespace": self.ns},
+                       "spec": {"args": [{"name": "release"}], "metrics": [{
+                           "name": "error-ratio", "interval": INTERVAL, "initialDelay": INITIAL_DELAY,
+                           "count": COUNT, "failureLimit": 0,
+                           "successCondition": f"result[0] <= {MAX_ERROR}",
+                           "provider": {"prometheus": {
+                               "address": self.proxy_url,
+                               "query": error_query(self.ns, "{{args.release}}")}}}]}}])
+
+    def start(self, procs, kubeconfig):
+        ports = [free_port(), free_port()]
+        return procs.start("rollouts-controller", [
+            os.path.join(self.bindir, "rollouts-controller"), "--kubeconfig", kubeconfig,
+            f"--metricsPort={ports[0]}", f"--healthzPort={ports[1]}"],
+            self.work, env=dict(ENV, POD_NAMESPACE=SYS_NS))
+
+    def objects(self, model, release, analysed, replicas):
+        steps = []
+        if analysed:
+            for w in STEP_WEIGHTS:
+                steps += [{"setWeight": w},
+                          {"analysis": {"templates": [{"templateName": "error-ratio"}],
+                                        "args": [{"name": "release", "value": release}]}}]
+        labels = {"lockstep.dev/model": model, "lockstep.dev/release": release,
+                  "lockstep.dev/track": "rollout"}
+        return [{"apiVersion": "argoproj.io/v1alpha1", "kind": "Rollout",
+                 "metadata": {"name": model, "namespace": self.ns},
+                 "spec": {"replicas": replicas, "revisionHistoryLimit": 2,
+                          "selector": {"matchLabels": {"lockstep.dev/model": model}},
+                          "template": {"metadata": {"labels": labels},
+                                       "spec": {"containers": [serve_container()]}},
+                          "strategy": {"canary": {"steps": steps}}}}]
+
+    def outcomes(self):
+        """{release: 'promoted' | 'rolledback' | None (still going)} as the controller reports it."""
+        out = {}
+        for r in json.loads(self.c.kubectl("get", "rollouts", "-n", self.ns, "-o", "json").stdout)["items"]:
+            st = r.get("status", {})
+            rel = r["spec"]["template"]["metadata"]["labels"]["lockstep.dev/release"]
+            if st.get("abort"):
+                out[rel] = "rolledback"
+            elif st.get("phase") == "Healthy" and st.get("stableRS") and \
+                    st.get("stableRS") == st.get("currentPodHash"):
+                out[rel] = "promoted"
+            else:
+                out[rel] = None
+        return out
+
+
+class Lockstep:
+    name = "lockstep"
+
+    def __init__(self, cluster, work, ns, proxy_url):
+        self.c, self.work, self.ns, self.proxy_url = cluster, work, ns, proxy_url
+        self.hash = None
+
+    def install(self):
+        self.c.kubectl("apply", "-f", os.path.join(ROOT, "crds"))
+        wait_for("Lockstep's CRDs established", lambda: self.c.kubectl(
+            "wait", "--for", "condition=Established", "crd/modelreleases.lockstep.dev", "crd/runtimeenvs.lockstep.dev",
+            "crd/analysisproviders.lockstep.dev", "--timeout=10s", check=False).returncode == 0, 60)
+        image = ["--set", "image.repository=registry.example/lockstep/operator",
+                 "--set", "image.digest=sha256:" + "0" * 64]
+        rbac = sh([os.path.join(self.c.tools, "helm"), "template", "lockstep", os.path.join(ROOT, "helm/lockstep"),
+                   "-n", SYS_NS, *image, "--show-only", "templates/serviceaccount.yaml",
+                   "--show-only", "templates/rbac.yaml"], env=self.c.env).stdout
+        self.c.kubectl("apply", "-n", SYS_NS, "-f", "-", stdin=rbac)
+        self.c.apply([{"apiVersion": "lockstep.dev/v1alpha1", "kind": "AnalysisProvider",
+                       "metadata": {"name": "bench-prometheus"},
+                       "spec": {"address": self.proxy_url, "allowInsecureHttp": True, "timeout": "5s"}}])
+
+    def prepare(self):
+        lock = open(os.path.join(ROOT, "tests/closure/testdata/lockfiles/pip",
+                                 "torch-2.1-cu12-tensorflow-sigstore-model-transparency.requirements.txt")).read()
+        self.c.apply([{"apiVersion": "lockstep.dev/v1alpha1", "kind": "RuntimeEnv",
+                       "metadata": {"name": "torch", "namespace": self.ns},
+                       "spec": {"lock": {"inline": lock, "format": "pip"}, "image": IMAGE}}])
+
+    def start(self, procs, kubeconfig):
+        p = procs.start("lockstep-operator", [
+            OPERATOR, "--kubeconfig", kubeconfig, "--namespace", SYS_NS,
+            "--bind-address", "127.0.0.1", "--webhook-port", "0", "--metrics-port", "0", "--health-port", "0",
+            "--webhook-ip", "127.0.0.1", "--leader-elect=true", "--admission-mode=policy",
+            "--log-format=json", "--log-level=info", *shlex.split(LOCKSTEP_ARGS)], self.work)
+        self.c.kubectl("wait", "--for=condition=Ready", "rte/torch", "-n", self.ns, "--timeout=120s")
+        self.hash = self.c.kubectl("get", "rte/torch", "-n", self.ns,
+                                   "-o", "jsonpath={.status.closureHash}").stdout.strip()
+        return p
+
+    def objects(self, model, release, analysed, replicas):
+        steps = [{"weight": 100}]
+        if analysed:
+            steps = [{"weight": w, "analysis": {"prometheus": {
+                "provider": "bench-prometheus", "query": error_query(self.ns, release), "max": MAX_ERROR,
+                "interval": INTERVAL, "initialDelay": INITIAL_DELAY, "count": COUNT}}} for w in STEP_WEIGHTS]
+        digest = sh(["sha256sum"], input=release).stdout.split()[0]
+        return [{"apiVersion": "lockstep.dev/v1alpha1", "kind": "ModelRelease",
+                 "metadata": {"name": release, "namespace": self.ns},
+                 "spec": {"model": model, "package": f"registry.example/models/{model}@sha256:{digest}",
+                          "runtimeEnvRef": {"name": "torch"}, "closureHash": self.hash,
+                          "stages": [{"name": "prod",
+                                      "serving": {"template": {"spec": {"containers": [{
+                                          "name": "serve", "ports": [{"containerPort": 8080}],
+                                          "resources": {"limits": {"nvidia.com/gpu": "1"}}}]}},
+                                          "replicas": replicas, "port": 8080},
+                                      "canary": {"steps": steps}}]}}]
+
+    def outcomes(self):
+        phases = {"Promoted": "promoted", "RolledBack": "rolledback"}
+        return {mr["metadata"]["name"]: phases.get(mr.get("status", {}).get("phase"))
+                for mr in json.loads(self.c.kubectl("get", "mr", "-n", self.ns, "-o", "json").stdout)["items"]}
+
+
+def free_port():
+    import socket
+    s = socket.socket()
+    s.bind(("127.0.0.1", 0))
+    p = s.getsockname()[1]
+    s.close()
+    return p
+
+
+class Procs:
+    def __init__(self):
+        self.procs = []
+
+    def start(self, name, cmd, logdir, env=None):
+        p = subprocess.Popen(cmd, stdout=open(os.path.join(logdir, name + ".log"), "w"),
+                             stderr=subprocess.STDOUT, env=env)
+        self.procs.append(p)
+        return p
+
+    def stop(self, p):
+        if p.poll() is None:
+            p.terminate()
+            try:
+                p.wait(timeout=15)
+            except subprocess.TimeoutExpired:
+                p.kill()
+
+    def stop_all(self):
+        for p in self.procs:
+            self.stop(p)
+
+
+def token_kubeconfig(c, sa, path):
+    token = c.kubectl("create", "token", sa, "-n", SYS_NS, "--duration=24h").stdout.strip()
+    server = c.kubectl("config", "view", "--raw", "-o", "jsonpath={.clusters[0].cluster.server}").stdout
+    ca = c.kubectl("config", "view", "--raw", "-o",
+                   "jsonpath={.clusters[0].cluster.certificate-authority-data}").stdout
+    with open(path, "w") as f:
+        f.write(f"apiVersion: v1\nkind: Config\nclusters: [{{name: local, cluster: {{server: {server}, "
+                f"certificate-authority-data: {ca}}}}}]\nusers: [{{name: {sa}, user: {{token: {token}}}}}]\n"
+                f"contexts: [{{name: local, context: {{cluster: local, user: {sa}}}}}]\ncurrent-context: local\n")
+    os.chmod(path, 0o600)
+    return path
+
+
+def audit_counts(path, user, t0, t1):
+    """Requests of one user received in [t0, t1): total and by 'verb resource[/subresource]'."""
+    seen, by = set(), {}
+    agents = set()
+    if not os.path.exists(path):
+        return None
+    with open(path) as f:
+        for line in f:
+            try:
+                e = json.loads(line)
+            except ValueError:
+                continue
+            if e.get("user", {}).get("username") != user or e["auditID"] in seen:
+                continue
+            ts = datetime.datetime.fromisoformat(e["requestReceivedTimestamp"].replace("Z", "+00:00")).timestamp()
+            if not t0 <= ts < t1:
+                continue
+            seen.add(e["auditID"])
+            agents.add(e.get("userAgent", "").split(" ")[0])
+            o = e.get("objectRef", {})
+            key = f"{e['verb']} {o.get('resource', e.get('requestURI', '?'))}" + (
+                f"/{o['subresource']}" if o.get("subresource") else "")
+            by[key] = by.get(key, 0) + 1
+    return {"total": len(seen), "by": dict(sorted(by.items(), key=lambda kv: -kv[1])),
+            "user_agents": sorted(agents)}
+
+
+# ---- one controller's turn ------------------------------------------------------------------
+
+
+def run_controller(ctl, c, procs, watch, proxy, prom_dir, kubeconfig, last):
+    ns = ctl.ns
+    res = {"controller": ctl.name}
+    c.apply([{"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}}])
+    ctl.prepare()
+    models = [f"m{i:04d}" for i in range(MODELS)]
+    canaries = models[:CANARIES]
+    failing = {m for i, m in enumerate(canaries) if FAIL_EVERY and i % FAIL_EVERY == FAIL_EVERY - 1}
+    for m in canaries:
+        rate = ERROR_RATIO if m in failing else 0
+        sh([os.path.join(ROOT, "tests/cluster/prometheus.sh"), "rate", "--dir", prom_dir, f"{m}-v2", str(rate)])
+
+    req0 = c.request_total()
+    t_start = time.time()
+    p = ctl.start(procs, kubeconfig)
+    perf = None
+    if PERF and ctl.name == "lockstep":  # where its CPU goes (99 Hz, call graphs), until the canaries end
+        perf = subprocess.Popen(["perf", "record", "-F", "99", "-g", "-p", str(p.pid), "-o",
+                                 os.path.join(ctl.work, "perf-lockstep.data")],
+                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    log(f"{ctl.name}: started (pid {p.pid}); {MODELS} models at v1")
+    objs = [o for m in models for o in ctl.objects(m, f"{m}-v1", False, REPLICAS)]
+    c.apply(objs)
+    # Ready pods first (cheap), then every v1 promoted as its controller says: a v2 that came
+    # while v1 was still being promoted would have no known-good to roll back to.
+    wait_for(f"{ctl.name}: {MODELS} models with {REPLICAS} Ready v1 pods",
+             lambda: all(watch.serving(ns, f"{m}-v1") >= REPLICAS for m in models), TIMEOUT)
+    wait_for(f"{ctl.name}: {MODELS} models promoted to v1",
+             lambda: all(o.get(f"{m}-v1") == "promoted" for o in [ctl.outcomes()] for m in models), TIMEOUT)
+    res["initial_s"] = time.time() - t_start
+    log(f"{ctl.name}: v1 Ready in {res['initial_s']:.1f} s; {CANARIES} canaries ({len(failing)} failing)")
+
+    t_canary = time.time()
+    c.apply([o for m in canaries for o in ctl.objects(m, f"{m}-v2", True, REPLICAS)])
+
+    def done(m):
+        old, new = f"{m}-v1", f"{m}-v2"
+        if m in failing:
+            return watch.serving(ns, old) >= REPLICAS and watch.serving(ns, new) == 0 and any(
+                v is not None and v > MAX_ERROR for _, v in proxy.measurements(ns, new))
+        return watch.serving(ns, new) >= REPLICAS and watch.serving(ns, old) == 0
+
+    def all_done():
+        if not all(done(m) for m in canaries):
+            return False
+        o = ctl.outcomes()
+        return all(o.get(f"{m}-v2") == ("rolledback" if m in failing else "promoted") for m in canaries)
+
+    wait_for(f"{ctl.name}: {CANARIES} canaries promoted or rolled back", all_done, TIMEOUT)
+    t_end = time.time()
+    cpu, rss, hwm = proc_stat(p.pid)
+    if perf:
+        perf.send_signal(2)
+        perf.wait(timeout=60)
+    req1 = c.request_total()
+    res.update({"canary_s": t_end - t_canary, "window_s": t_end - t_start, "cpu_s": cpu,
+                "peak_rss_mib": hwm, "rss_end_mib": rss,
+                "apiserver_request_total_delta": req1 - req0})
+    log(f"{ctl.name}: canaries done in {res['canary_s']:.1f} s; CPU {cpu:.1f} s, peak RSS {hwm:.1f} MiB")
+
+    # Latencies from the proxy's measurements and the pod watch.
+    steps, rollbacks, problems = [], [], []
+    for m in canaries:
+        old, new = f"{m}-v1", f"{m}-v2"
+        ms = proxy.measurements(ns, new)
+        valid = [(t, v) for t, v in ms if v is not None]
+        if m in failing:
+            bad = [t for t, v in valid if v > MAX_ERROR]
+            if not bad:
+                problems.append(f"{m}: no failing measurement")
+                continue
+            t_done = watch.first(ns, lambda n: n(old) >= REPLICAS and n(new) == 0, bad[0])
+            if t_done is None:
+                problems.append(f"{m}: rollback end not seen")
+                continue
+            rollbacks.append(t_done - bad[0])
+            continue
+        if len(valid) < COUNT * len(STEP_WEIGHTS):
+            problems.append(f"{m}: {len(valid)} measurements, expected {COUNT * len(STEP_WEIGHTS)}")
+        for k in range(len(STEP_WEIGHTS) - 1):
+            if len(valid) < COUNT * (k + 1):
+                break
+            t_pause_end = valid[COUNT * (k + 1) - 1][0]
+            want = target_pods(STEP_WEIGHTS[k + 1])
+            t_ready = watch.first(ns, lambda n: n(new) >= want, t_pause_end)
+            if t_ready is None:
+                problems.append(f"{m}: step {k + 1} weight not seen Ready")
+                continue
+            steps.append(t_ready - t_pause_end)
+    res["measurements"] = {m: proxy.measurements(ns, f"{m}-v2") for m in canaries}
+    res.update({"step_latency_s": steps, "rollback_latency_s": rollbacks, "problems": problems,
+                "measurement_errors": sum(1 for m in canaries for _, v in proxy.measurements(ns, f"{m}-v2")
+                                          if v is None)})
+
+    if SOAK > 0:
+        res["soak"] = soak(ctl, c, watch, p, canaries, failing)
+
+    if QUIESCENT > 0:
+        more = [f"q{i:05d}" for i in range(QUIESCENT)]
+        c.apply([o for m in more for o in ctl.objects(m, f"{m}-v1", False, 1)])
+        wait_for(f"{ctl.name}: {QUIESCENT} more models with a Ready pod",
+                 lambda: all(watch.serving(ns, f"{m}-v1") >= 1 for m in more) and all(
+                     o.get(f"{m}-v1") == "promoted" for o in [ctl.outcomes()] for m in more), TIMEOUT, 10)
+        time.sleep(SETTLE)
+        cpu_q, rss_q, hwm_q = proc_stat(p.pid)
+        res.update({"quiescent_objects": MODELS + QUIESCENT, "rss_quiescent_mib": rss_q,
+                    "peak_rss_quiescent_mib": hwm_q})
+        log(f"{ctl.name}: RSS with {MODELS + QUIESCENT} objects {rss_q:.1f} MiB")
+
+    t_stop = time.time()
+    # The namespace goes while the controller runs: Lockstep's releases carry a finalizer
+    # (rollback on delete) that only the operator removes.
+    if not last:  # the last one's namespace goes with the cluster
+        log(f"{ctl.name}: deleting namespace {ns}")
+        c.kubectl("delete", "namespace", ns, "--wait=true", "--timeout=30m")
+    procs.stop(p)
+    time.sleep(2)  # the audit log's batch is flushed
+    res["audit"] = audit_counts(c.audit, AUDIT_USERS[ctl.name], t_start, t_end)
+    res["audit_all"] = audit_counts(c.audit, AUDIT_USERS[ctl.name], t_start, t_stop)
+    if res["audit"]:
+        res["requests_per_min"] = res["audit"]["total"] / (res["window_s"] / 60)
+    log(f"{ctl.name}: {res.get('requests_per_min', 0):.0f} API requests/min")
+    return res
+
+
+def soak(ctl, c, watch, p, canaries, failing):
+    """Repeated releases of the canary models (promoted ones only) for SOAK seconds; RSS samples."""
+    samples, t0, gen = [], time.time(), 2
+    good = [m for m in canaries if m not in failing]
+    prev = {m: f"{m}-v2" for m in good}
+    while time.time() - t0 < SOAK:
+        gen += 1
+        c.apply([o for m in good for o in ctl.objects(m, f"{m}-v{gen}", True, REPLICAS)])
+        wait_for("soak round", lambda: all(watch.serving(ctl.ns, f"{m}-v{gen}") >= REPLICAS and
+                                           watch.serving(ctl.ns, prev[m]) == 0 for m in good), TIMEOUT)
+        prev = {m: f"{m}-v{gen}" for m in good}
+        samples.append((time.time() - t0, proc_stat(p.pid)[1]))
+    return {"rounds": gen - 2, "rss_samples": samples}
+
+
+# ---- results ------------------------------------------------------------------------------
+
+
+def fmt(v, nd=1):
+    return "-" if v is None else f"{v:,.{nd}f}"
+
+
+def summarize(r):
+    by = {x["controller"]: x for x in r["runs"]}
+    a, l = by.get("argo"), by.get("lockstep")
+    s = r["settings"]
+    md = [f"Measured by `{r['command']}` on {r['date']}: {r['machine']}; load average "
+          f"{r['loadavg_before']} before, {r['loadavg_after']} after. Kubernetes {r['versions']['kubernetes']}, "
+          f"Argo Rollouts {r['versions']['argo-rollouts']} ({r['versions']['go']}), lockstep-operator "
+          f"{r['versions']['lockstep']}. Raw numbers: `bench/results/{r['file']}`.\n",
+          f"{s['nodes']:,} KWOK GPU nodes, {s['models']} models of {s['replicas']} pods (1 GPU each), "
+          f"{s['canaries']} concurrent canaries of {len(STEP_WEIGHTS)} steps (weights "
+          f"{'/'.join(map(str, s['step_weights']))}, each analysed: {s['count']} measurements {s['interval']} "
+          f"apart after {s['initial_delay']}, error ratio over [{s['window']}] ≤ {MAX_ERROR}, Prometheus "
+          f"scraping every {s['scrape']}), every {s['fail_every']}th failing ({s['error_ratio']:.0%} errors); "
+          f"pods Ready {s['warmup']} after they start. Then {s['quiescent_objects']:,} objects for memory. " +
+          ("Both controllers ran at once (the smoke: these figures are not the comparison)"
+           if s.get("together") else "The controllers take turns") +
+          "; ratios are Lockstep / Argo (≤ 1.0 is the goal).\n",
+          "| measure | Argo Rollouts | Lockstep | ratio |", "|---|---|---|---|"]
+
+    def row(name, f, nd=1):
+        va, vl = (f(a) if a else None), (f(l) if l else None)
+        ratio = f"{vl / va:.2f}" if va and vl is not None else "-"
+        md.append(f"| {name} | {fmt(va, nd)} | {fmt(vl, nd)} | {ratio} |")
+
+    def p(key, q):
+        return lambda x: pct(x[key], q) if x.get(key) else None
+
+    row("API requests per minute (audit log, controller's start → last canary done)",
+        lambda x: x.get("requests_per_min"), 0)
+    row("controller CPU seconds (same window)", lambda x: x.get("cpu_s"))
+    row("controller peak RSS, MiB", lambda x: x.get("peak_rss_mib"))
+    row("step latency p50, s", p("step_latency_s", 50), 2)
+    row("step latency p99, s", p("step_latency_s", 99), 2)
+    row("rollback latency p50, s", p("rollback_latency_s", 50), 2)
+    row("rollback latency p99, s", p("rollback_latency_s", 99), 2)
+    row(f"RSS at {s['quiescent_objects']:,} quiescent objects, MiB", lambda x: x.get("rss_quiescent_mib"))
+    if any(x.get("soak") for x in r["runs"]):
+        row("RSS growth over the soak, MiB",
+            lambda x: (x["soak"]["rss_samples"][-1][1] - x["soak"]["rss_samples"][0][1]) if x.get("soak") and
+            x["soak"]["rss_samples"] else None)
+    md.append("")
+    for x in r["runs"]:
+        md.append(f"- {x['controller']}: v1 of {s['models']} models Ready in {fmt(x.get('initial_s'))} s, "
+                  f"the canaries in {fmt(x.get('canary_s'))} s; {len(x['step_latency_s'])} step and "
+                  f"{len(x['rollback_latency_s'])} rollback samples; {x.get('measurement_errors', 0)} "
+                  f"measurement errors; {fmt(x.get('apiserver_request_total_delta'), 0)} requests of all clients "
+                  f"(apiserver_request_total); user agents {', '.join((x.get('audit') or {}).get('user_agents', []))}; "
+                  "top requests: " + ", ".join(f"{k} {v}" for k, v in list(((x.get('audit') or {}).get('by') or {})
+                                                                          .items())[:6]) + ".")
+    return "\n".join(md) + "\n"
+
+
+def write_docs(table):
+    path = os.path.join(ROOT, "docs/benchmarks.md")
+    doc = open(path).read()
+    block = "<!-- promotion:begin -->\n" + table + "<!-- promotion:end -->"
+    if "<!-- promotion:begin -->" in doc:
+        doc = re.sub(r"<!-- promotion:begin -->.*?<!-- promotion:end -->", lambda _: block, doc, flags=re.S)
+    else:
+        doc += "\n## Promotion at scale, side by side with Argo Rollouts\n\n" + block + "\n"
+    open(path, "w").write(doc)
+
+
+def main():
+    if not ENV.get("SKIP_BUILD"):
+        sh(["cmake", "-S", ROOT, "-B", BUILD, "-G", "Ninja"])
+        sh(["cmake", "--build", BUILD, "--target", "lockstep-operator", "lockstep-test-exporter",
+            "-j", ENV.get("LOCKSTEP_JOBS", "2")])
+    argo_bin = moddir = None
+    if "argo" in CONTROLLERS:
+        argo_bin = sh([os.path.join(ROOT, "bench/peers/argo-rollouts/build.sh")]).stdout.strip()
+        moddir = sh([os.path.join(ROOT, "bench/peers/argo-rollouts/build.sh"), "moddir"]).stdout.strip()
+    work = tempfile.mkdtemp(prefix="lockstep-promotion-")
+    procs, c, watch = Procs(), None, None
+    prom_dir = os.path.join(work, "prometheus")
+    now = datetime.datetime.now(datetime.timezone.utc)
+    results = {"date": now.strftime("%Y-%m-%d %H:%M UTC"),
+               "file": f"promotion-{now.strftime('%Y-%m-%d')}{'-smoke' if SMOKE else ''}.json",
+               "command": " ".join(f"{k}={shlex.quote(ENV[k])}" for k in (
+                   "NODES", "MODELS", "CANARIES", "QUIESCENT", "SOAK", "CONTROLLERS", "LOCKSTEP_ARGS")
+                   if k in ENV) + (" OPERATOR=<another lockstep-operator>" if "OPERATOR" in ENV else "") +
+               " bench/promotion.sh" + (" --smoke" if SMOKE else ""),
+               "loadavg_before": " ".join(open("/proc/loadavg").read().split()[:3]),
+               "settings": {"nodes": NODES, "models": MODELS, "canaries": CANARIES, "replicas": REPLICAS,
+                            "quiescent_objects": MODELS + QUIESCENT, "soak_s": SOAK, "fail_every": FAIL_EVERY,
+                            "error_ratio": ERROR_RATIO, "scrape": SCRAPE, "window": WINDOW,
+                            "initial_delay": INITIAL_DELAY, "interval": INTERVAL, "count": COUNT,
+                            "warmup": WARMUP, "step_weights": STEP_WEIGHTS, "together": TOGETHER},
+               "runs": []}
+    try:
+        c = Cluster(work)
+        log(f"adding {NODES} KWOK GPU nodes")
+        c.apply(gpu_nodes(NODES))
+        wait_for(f"{NODES} bench nodes Ready", lambda: c.kubectl(
+            "get", "nodes", "-l", "lockstep.dev/test-pool=bench-gpu", "-o",
+            'jsonpath={range .items[*]}{.status.conditions[?(@.type=="Ready")].status}{"\\n"}{end}'
+        ).stdout.count("True") >= NODES, 600)
+        c.apply([{"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": SYS_NS}}])
+        out = sh([os.path.join(ROOT, "tests/cluster/prometheus.sh"), "up", "--dir", prom_dir,
+                  "--scrape-interval", SCRAPE, "--kubeconfig", c.kubeconfig,
+                  "--exporter", os.path.join(BUILD, "tests/prometheus/lockstep-test-exporter")]).stdout
+        prom_url = re.search(r"LOCKSTEP_PROMETHEUS_URL=(\S+)", out).group(1).strip("'\"")
+        proxy = PromProxy(prom_url)
+        watch = PodWatch(c, os.path.join(work, "podwatch.log"))
+        turns = []
+        for name in CONTROLLERS:
+            if name == "argo":
+                ctl, sa = Argo(c, work, "bench-argo", proxy.url, moddir, argo_bin), "argo-rollouts"
+            else:
+                ctl, sa = Lockstep(c, work, "bench-lockstep", proxy.url), "lockstep"
+            ctl.install()
+            turns.append((ctl, token_kubeconfig(c, sa, os.path.join(work, f"{name}.kubeconfig"))))
+        if TOGETHER:
+            # The smoke: both at once, each in its own namespace (a check that the harness works;
+            # the figures of a run together are not the comparison).
+            out, errors = {}, []
+
+            def turn(ctl, kc, last):
+                try:
+                    out[ctl.name] = run_controller(ctl, c, procs, watch, proxy, prom_dir, kc, last)
+                except BaseException as e:  # noqa: B036 - reported and re-raised below
+                    errors.append(f"{ctl.name}: {e}")
+            threads = [threading.Thread(target=turn, args=(ctl, kc, True)) for ctl, kc in turns]
+            for t in threads:
+                t.start()
+            for t in threads:
+                t.join()
+            if errors:
+                raise SystemExit("promotion: " + "; ".join(errors))
+            results["runs"] = [out[ctl.name] for ctl, _ in turns]
+        else:
+            for i, (ctl, kc) in enumerate(turns):
+                results["runs"].append(run_controller(ctl, c, procs, watch, proxy, prom_dir, kc,
+                                                      i == len(turns) - 1))
+        results["versions"] = {
+            "kubernetes": json.loads(c.kubectl("version", "-o", "json").stdout)["serverVersion"]["gitVersion"],
+            "argo-rollouts": (sh(["go", "list", "-m", "-f", "{{.Version}}", "github.com/argoproj/argo-rollouts"],
+                                 cwd=os.path.join(ROOT, "bench/peers/argo-rollouts")).stdout.strip()
+                              if argo_bin else "-"),
+            "go": sh(["go", "version"]).stdout.split()[2],
+            "lockstep": sh(["git", "-C", ROOT, "rev-parse", "--short", "HEAD"]).stdout.strip()}
+    finally:
+        if watch:
+            watch.stop()
+        procs.stop_all()
+        sh([os.path.join(ROOT, "tests/cluster/prometheus.sh"), "down", "--dir", prom_dir], check=False)
+        if c:
+            c.down()
+        if not ENV.get("KEEP_WORK"):
+            sh(["rm", "-rf", work], check=False)
+    results["loadavg_after"] = " ".join(open("/proc/loadavg").read().split()[:3])
+    with open("/proc/cpuinfo") as f:
+        m = re.search(r"model name\s*:\s*(.*)", f.read())
+    results["machine"] = f"{m.group(1) if m else '?'}, {os.cpu_count()} cores, kernel {platform.release()}"
+    table = summarize(results)
+    print(table)
+    if ENV.get("KEEP_WORK"):
+        with open(os.path.join(work, "results.json"), "w") as f:
+            json.dump(results, f, indent=1)
+    problems = [f"{x['controller']}: {p}" for x in results["runs"] for p in x["problems"]]
+    missing = [f"{x['controller']}: {k}" for x in results["runs"] for k in
+               ("requests_per_min", "cpu_s", "peak_rss_mib") if x.get(k) is None]
+    missing += [f"{x['controller']}: no step latency" for x in results["runs"] if not x["step_latency_s"]]
+    missing += [f"{x['controller']}: no rollback latency" for x in results["runs"]
+                if FAIL_EVERY and CANARIES >= FAIL_EVERY and not x["rollback_latency_s"]]
+    if RECORD:
+        os.makedirs(os.path.join(ROOT, "bench/results"), exist_ok=True)
+        with open(os.path.join(ROOT, "bench/results", results["file"]), "w") as f:
+            json.dump(results, f, indent=1)
+        write_docs(table)
+    if problems or missing:
+        log("FAILED:\n  " + "\n  ".join(problems + missing))
+        sys.exit(1)
+
+
+if __name__ == "__main__":
+    main()
