@@ -23,7 +23,44 @@ json servingSelector(const std::string& model) {
   return {{kModelLabel, model}, {"app.kubernetes.io/component", "serving"}};
 }
 
+// Every field of `want` is in `have` with the same value (objects: a subset;
+// arrays: the same length, element by element).
+bool holds(const json& want, const json& have) {
+  if (want.is_object()) {
+    if (!have.is_object()) return false;
+    for (const auto& [k, v] : want.items()) {
+      auto it = have.find(k);
+      if (it == have.end() || !holds(v, *it)) return false;
+    }
+    return true;
+  }
+  if (want.is_array()) {
+    if (!have.is_array() || have.size() != want.size()) return false;
+    for (size_t i = 0; i < want.size(); ++i)
+      if (!holds(want[i], have[i])) return false;
+    return true;
+  }
+  return want == have;
+}
+
+const json& field(const json& o, const char* a, const char* b) {
+  static const json kNull;
+  if (!o.is_object() || !o.contains(a) || !o[a].is_object() || !o[a].contains(b)) return kNull;
+  return o[a][b];
+}
+
 }  // namespace
+
+bool serviceHolds(const json& want, const json& current) {
+  // No owner reference wanted (no anchor yet) means none at all, not "any".
+  const json& refs = field(current, "metadata", "ownerReferences");
+  const json& wantRefs = field(want, "metadata", "ownerReferences");
+  const bool refsHold = refs.is_null() || refs.empty() ? wantRefs.is_null() || wantRefs.empty()
+                                                       : holds(wantRefs, refs);
+  return refsHold &&
+         holds(field(want, "metadata", "labels"), field(current, "metadata", "labels")) &&
+         holds(want.value("spec", json::object()), current.value("spec", json::object()));
+}
 
 std::string servingDeploymentName(const std::string& model, const std::string& track) {
   return model + "-" + track;

@@ -50,6 +50,12 @@ std::string servingDeploymentName(const std::string& model, const std::string& t
 // Service `<model>` selecting both tracks (weight = replica ratio).
 nlohmann::json buildModelService(const ServingObjectsInput& in);
 
+// Whether `current` (the Service as the API server holds it) already carries every
+// label, owner reference and spec field of `want` (buildModelService): applying `want`
+// again would change nothing, so the planner writes nothing. An edited or foreign-owned
+// field is missing or differs, and the next reconcile puts it back.
+bool serviceHolds(const nlohmann::json& want, const nlohmann::json& current);
+
 // Deployment `<model>-<track>`; kInvalidArgument naming what when the template cannot run.
 StatusOr<nlohmann::json> buildServingDeployment(const ServingObjectsInput& in,
                                                 const std::string& track, const ServingRelease& r,

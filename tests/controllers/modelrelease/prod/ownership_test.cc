@@ -675,10 +675,12 @@ TEST(NoWriteOverANewcomer, MissingNamesAreCreatedExistingOnesAppliedUnderTheirUi
   }
   EXPECT_EQ(creates, 2) << "the Service and gpt2-canary";
 
-  // Mid-canary: every serving write carries the uid it was read with.
+  // Mid-canary: every serving write carries the uid it was read with (the Service's
+  // selector was edited by hand, so it is applied again).
   ModelReleaseObserved mid = midCanary(false);
   json svc = buildModelService(inputFor());
   svc["metadata"]["uid"] = "svc-uid";
+  svc["spec"]["selector"]["app.kubernetes.io/component"] = "edited";
   mid.prod.service = share(svc);
   json canary = ourDeployment(kTrackCanary, "v2", 0);
   canary["metadata"]["uid"] = "canary-uid";
@@ -699,6 +701,14 @@ TEST(NoWriteOverANewcomer, MissingNamesAreCreatedExistingOnesAppliedUnderTheirUi
   }
   EXPECT_TRUE(sawService);
   EXPECT_TRUE(sawCanary) << "the canary scales to its step";
+
+  // A Service that already holds what would be applied is not written again.
+  svc = buildModelService(inputFor());
+  svc["metadata"]["uid"] = "svc-uid";
+  mid.prod.service = share(svc);
+  plan = planModelRelease(mid);
+  for (const PlannedApply& a : plan.execution.apply)
+    EXPECT_NE(a.resource.kind, "Service") << a.what;
 }
 
 }  // namespace

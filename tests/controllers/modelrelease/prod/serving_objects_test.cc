@@ -60,6 +60,52 @@ TEST(CanaryObjects, DeploymentRunsThePackageByDigestOnTheValidatedRuntime) {
   EXPECT_FALSE(svc["spec"]["selector"].contains("lockstep.dev/track")) << "both tracks serve";
 }
 
+// The Service as the API server returns it: what was applied, plus defaulted fields.
+json storedService(json applied) {
+  applied["metadata"]["uid"] = "svc-uid";
+  applied["metadata"]["resourceVersion"] = "42";
+  applied["spec"]["clusterIP"] = "10.0.0.17";
+  applied["spec"]["type"] = "ClusterIP";
+  applied["spec"]["sessionAffinity"] = "None";
+  applied["status"] = {{"loadBalancer", json::object()}};
+  return applied;
+}
+
+TEST(CanaryObjects, AServiceThatHoldsEverythingWantedIsNotWrittenAgain) {
+  ServingObjectsInput in{
+      "gpt2", "ml", 8080, CapacityMode::kSurge, PackageMount::kImageVolume, {}, "anchor-uid"};
+  const json want = buildModelService(in);
+  EXPECT_TRUE(serviceHolds(want, storedService(want)));
+
+  json edited = storedService(want);
+  edited["spec"]["selector"]["app.kubernetes.io/component"] = "other";
+  EXPECT_FALSE(serviceHolds(want, edited)) << "an edited selector is put back";
+  edited = storedService(want);
+  edited["spec"]["ports"][0]["targetPort"] = 9000;
+  EXPECT_FALSE(serviceHolds(want, edited));
+  edited = storedService(want);
+  edited["spec"]["ports"].push_back({{"name", "extra"}, {"port", 9090}});
+  EXPECT_FALSE(serviceHolds(want, edited)) << "a port added by hand goes";
+  edited = storedService(want);
+  edited["metadata"]["labels"].erase("app.kubernetes.io/managed-by");
+  EXPECT_FALSE(serviceHolds(want, edited));
+
+  // Written before the anchor existed (no owner reference): the anchor's reference is added.
+  ServingObjectsInput before = in;
+  before.anchorUid.clear();
+  const json early = storedService(buildModelService(before));
+  EXPECT_TRUE(serviceHolds(buildModelService(before), early));
+  EXPECT_FALSE(serviceHolds(want, early));
+  // A re-created anchor (another uid) is not this Service's owner.
+  ServingObjectsInput other = in;
+  other.anchorUid = "another-anchor";
+  EXPECT_FALSE(serviceHolds(buildModelService(other), storedService(want)));
+  // Owned by the anchor, but another owner was added: ours is compared, the list differs.
+  json twoOwners = storedService(want);
+  twoOwners["metadata"]["ownerReferences"].push_back({{"kind", "ConfigMap"}, {"uid", "x"}});
+  EXPECT_FALSE(serviceHolds(want, twoOwners));
+}
+
 TEST(CanaryObjects, DrainStrategyInitContainerModeAndForeignImage) {
   ServingObjectsInput in{
       "gpt2", "ml", 8080, CapacityMode::kDrain, PackageMount::kInitContainer, {"sh", "-c", "fetch"},
