@@ -135,10 +135,10 @@ class ReleaseCliClusterTest : public ::testing::Test {
     EXPECT_EQ(req.exitCode, 0) << req.err;
     std::ofstream(base + ".ext") << "extendedKeyUsage=clientAuth\n";
     // A serial of its own (not the CA's serial file, which parallel tests share).
-    auto sign = run({"openssl", "x509", "-req", "-in", base + ".csr", "-CA", certs + "/ca.crt",
-                     "-CAkey", certs + "/ca.key", "-set_serial",
-                     std::to_string(std::random_device{}()), "-days", "1", "-extfile",
-                     base + ".ext", "-out", base + ".crt"});
+    auto sign =
+        run({"openssl", "x509", "-req", "-in", base + ".csr", "-CA", certs + "/ca.crt", "-CAkey",
+             certs + "/ca.key", "-set_serial", std::to_string(std::random_device{}()), "-days", "1",
+             "-extfile", base + ".ext", "-out", base + ".crt"});
     EXPECT_EQ(sign.exitCode, 0) << sign.err;
     json admin = json::parse(kubectl({"config", "view", "--raw", "-o", "json"}).out);
     const json& cluster = admin["clusters"][0]["cluster"];
