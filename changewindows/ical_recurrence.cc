@@ -152,7 +152,13 @@ std::vector<CivilSecond> Recurrence::starts(const CivilSecond& from, const Civil
   std::vector<CivilSecond> out;
   if (truncated != nullptr) *truncated = false;
   if (to < from) return out;
-  const icalrecurrencetype& r = impl_->rule;
+  // UNTIL no later than `to`: libical looks for a matching time period by period and gives
+  // up only at UNTIL or in the year 2582, so an HOURLY rule whose parts never match
+  // ("BYYEARDAY=366;BYMONTH=1") would take seconds without it.
+  icalrecurrencetype r = impl_->rule;
+  if (icaltime_is_null_time(r.until) || icaltime_compare(toIcal(to), r.until) < 0) {
+    r.until = toIcal(to);
+  }
   icalrecur_iterator* it = icalrecur_iterator_new(r, toIcal(iterationStart(r, from)));
   if (it == nullptr) return out;
   for (;;) {

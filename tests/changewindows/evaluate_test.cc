@@ -140,7 +140,6 @@ TEST(EvaluateChangeWindows, DenyWinsOverAnOverlappingAllow) {
   v1::ChangeWindowSpec office = window("Allow", "FREQ=WEEKLY;BYDAY=MO,TU,WE,TH,FR;BYHOUR=9", "8h");
   v1::ChangeWindowSpec friday = window("Deny", "FREQ=WEEKLY;BYDAY=FR;BYHOUR=12", "8h");
   friday.inFlight = "pause";
-  friday.rollbacks = "Deny";
   const auto windows = compile({office, friday});
   // Friday 2026-12-04.
   WindowEvaluation e = evaluateChangeWindows(windows, utc("2026-12-04T10:00:00"));
@@ -153,15 +152,15 @@ TEST(EvaluateChangeWindows, DenyWinsOverAnOverlappingAllow) {
   EXPECT_FALSE(e.state.open);
   EXPECT_EQ(e.state.deciding, std::vector<size_t>{1});
   EXPECT_EQ(e.state.inFlight, InFlight::kPause);
-  EXPECT_FALSE(e.state.rollbacksAllowed);
+  EXPECT_TRUE(e.state.rollbacksAllowed);
   // The Allow window ends at 17:00 but the Deny window still decides; at 20:00 the model is
-  // still closed, now by being outside every Allow window: another answer (finishStep,
-  // rollbacks allowed), and it opens on Monday.
+  // still closed, now by being outside every Allow window: another answer (work in flight
+  // finishes its step rather than pausing), and it opens on Monday.
   EXPECT_EQ(e.nextTransition, utc("2026-12-04T20:00:00"));
   EXPECT_EQ(e.nextOpen, utc("2026-12-07T09:00:00"));
   EXPECT_EQ(e.message,
             "closed by Deny window (spec.changeWindows[1]); opens 2026-12-07T09:00:00+00:00; work "
-            "in flight: pause; rollbacks refused");
+            "in flight: pause; rollbacks allowed");
 
   e = evaluateChangeWindows(windows, utc("2026-12-05T12:00:00"));
   EXPECT_FALSE(e.state.open);
@@ -172,6 +171,23 @@ TEST(EvaluateChangeWindows, DenyWinsOverAnOverlappingAllow) {
   EXPECT_EQ(e.message,
             "closed: outside every Allow window; opens 2026-12-07T09:00:00+00:00; work in flight: "
             "finishStep; rollbacks allowed");
+}
+
+TEST(EvaluateChangeWindows, ADenyWindowMayRefuseRollbacks) {
+  v1::ChangeWindowSpec freeze = window("Deny", "FREQ=WEEKLY;BYDAY=FR;BYHOUR=12", "8h");
+  freeze.rollbacks = "Deny";
+  const auto windows = compile({window("Deny", "FREQ=WEEKLY;BYDAY=FR;BYHOUR=10", "4h"), freeze});
+  WindowEvaluation e = evaluateChangeWindows(windows, utc("2026-12-04T11:00:00"));
+  EXPECT_FALSE(e.state.open);
+  EXPECT_TRUE(e.state.rollbacksAllowed);
+  // From 12:00 both decide; one refusing rollbacks is enough. Still closed: a transition all
+  // the same, since the answer about rollbacks changes.
+  EXPECT_EQ(e.nextTransition, utc("2026-12-04T12:00:00"));
+  EXPECT_EQ(e.nextOpen, utc("2026-12-04T20:00:00"));
+  e = evaluateChangeWindows(windows, utc("2026-12-04T13:00:00"));
+  EXPECT_EQ(e.state.deciding, (std::vector<size_t>{0, 1}));
+  EXPECT_FALSE(e.state.rollbacksAllowed);
+  EXPECT_NE(e.message.find("rollbacks refused"), std::string::npos) << e.message;
 }
 
 TEST(EvaluateChangeWindows, OutsideAllowWindowsTheStrictestInFlightAndRollbacksApply) {
