@@ -7,6 +7,7 @@
 #include <libical/ical.h>
 
 #include <cstdlib>
+#include <string>
 
 #include "changewindows/recurrence.h"
 #include "changewindows/time_zone.h"
@@ -54,7 +55,7 @@ CivilSecond iterationStart(const icalrecurrencetype& r, const CivilSecond& from)
       units = civilDifference(from, a) / 86400;
       break;
     case ICAL_WEEKLY_RECURRENCE:
-      units = civilDifference(from, a) / (7 * 86400);
+      units = civilDifference(from, a) / (int64_t{7} * 86400);
       break;
     case ICAL_MONTHLY_RECURRENCE:
       units = (from.year - a.year) * 12 + (from.month - a.month);
@@ -115,6 +116,45 @@ StatusOr<Recurrence> Recurrence::parse(std::string_view rule) {
   if (r.by_second[0] != ICAL_RECURRENCE_ARRAY_MAX && r.by_second[1] != ICAL_RECURRENCE_ARRAY_MAX) {
     return invalidArgument(
         "BYSECOND lists one second at most: a change window recurs at most hourly");
+  }
+  // Parts that can never match make libical search for a first occurrence for about a
+  // second of CPU before it gives up (a MONTHLY rule with BYDAY=53MO). The bounds below can
+  // refuse no rule that could fire; a never-matching rule they miss still costs that second,
+  // once, when the windows are compiled.
+  for (int i = 0; i < ICAL_BY_DAY_SIZE && r.by_day[i] != ICAL_RECURRENCE_ARRAY_MAX; ++i) {
+    const int position = icalrecurrencetype_day_position(r.by_day[i]);
+    if (position == 0) continue;
+    const int most = r.freq == ICAL_MONTHLY_RECURRENCE  ? 5
+                     : r.freq == ICAL_YEARLY_RECURRENCE ? 53
+                                                        : 0;
+    if (most == 0) {
+      return invalidArgument(
+          "a numbered BYDAY (\"-1FR\") needs FREQ=MONTHLY or FREQ=YEARLY (RFC 5545)");
+    }
+    if (position > most || position < -most) {
+      return invalidArgument("BYDAY position " + std::to_string(position) +
+                             " never matches: " + (most == 5 ? "a month" : "a year") +
+                             " has at most " + std::to_string(most) + " of each weekday");
+    }
+  }
+  if (r.by_set_pos[0] != ICAL_RECURRENCE_ARRAY_MAX) {
+    // libical 3.0 applies BYSETPOS to the days of a month or a year only; on other rules it
+    // would be ignored without a word.
+    const int most = r.freq == ICAL_MONTHLY_RECURRENCE  ? 31
+                     : r.freq == ICAL_YEARLY_RECURRENCE ? 366
+                                                        : 0;
+    if (most == 0) {
+      return invalidArgument(
+          "BYSETPOS needs FREQ=MONTHLY or FREQ=YEARLY (it selects among the days of a month or a "
+          "year)");
+    }
+    for (int i = 0; i < ICAL_BY_SETPOS_SIZE && r.by_set_pos[i] != ICAL_RECURRENCE_ARRAY_MAX; ++i) {
+      if (r.by_set_pos[i] > most || r.by_set_pos[i] < -most) {
+        return invalidArgument("BYSETPOS " + std::to_string(r.by_set_pos[i]) +
+                               " never matches: " + (most == 31 ? "a month" : "a year") +
+                               " has at most " + std::to_string(most) + " days");
+      }
+    }
   }
   if (r.count > 0) {
     return invalidArgument(

@@ -126,6 +126,16 @@ TEST(Recurrence, UntilLocalDateAndUtc) {
   EXPECT_EQ(*r->untilUtc(), testing::utc("2026-12-03T08:00:00"));
 }
 
+TEST(Recurrence, NumberedDaysAndSetPositionsThatCanMatch) {
+  EXPECT_EQ(firstStarts("FREQ=MONTHLY;BYDAY=5FR", "2026-12-01T00:00:00", 1),
+            (std::vector<std::string>{"2027-01-29T00:00:00"}));
+  EXPECT_EQ(firstStarts("FREQ=YEARLY;BYDAY=-53TH", "2026-01-01T00:00:00", 1),
+            (std::vector<std::string>{"2026-01-01T00:00:00"}));
+  // The last weekday of the month.
+  EXPECT_EQ(firstStarts("FREQ=MONTHLY;BYDAY=MO,TU,WE,TH,FR;BYSETPOS=-1", "2027-01-01T00:00:00", 2),
+            (std::vector<std::string>{"2027-01-29T00:00:00", "2027-02-26T00:00:00"}));
+}
+
 TEST(Recurrence, LimitTruncates) {
   StatusOr<Recurrence> r = Recurrence::parse("FREQ=HOURLY");
   ASSERT_TRUE(r.isOk());
@@ -172,6 +182,14 @@ TEST(Recurrence, RefusesWhatIsNotAWindowRule) {
            Case{"FREQ=WEEKLY;COUNT=3", "COUNT is not supported"},
            Case{"FREQ=MONTHLY;RSCALE=HEBREW", "RSCALE"},
            Case{"DTSTART:20260101T000000\nRRULE:FREQ=DAILY", "one RRULE value"},
+           Case{"FREQ=MONTHLY;BYDAY=53MO", "BYDAY position 53 never matches: a month"},
+           Case{"FREQ=MONTHLY;BYDAY=-6SU", "BYDAY position -6 never matches"},
+           Case{"FREQ=YEARLY;BYDAY=54MO", "54"},
+           Case{"FREQ=WEEKLY;BYDAY=1MO", "needs FREQ=MONTHLY or FREQ=YEARLY"},
+           Case{"FREQ=MONTHLY;BYSETPOS=366", "BYSETPOS 366 never matches"},
+           Case{"FREQ=MONTHLY;BYSETPOS=-32", "BYSETPOS -32 never matches: a month"},
+           // libical would ignore it there.
+           Case{"FREQ=DAILY;BYHOUR=9,17;BYSETPOS=-1", "BYSETPOS needs FREQ=MONTHLY"},
            // Parses, but no date can match: February has no 30th.
            Case{"FREQ=YEARLY;BYMONTH=2;BYMONTHDAY=30", "cannot be expanded"},
        }) {
