@@ -9,7 +9,7 @@
 
 namespace lockstep::changewindows::testing {
 
-// "2026-03-29T01:00:00" in `zone` ("UTC" unless given) as seconds since the epoch.
+// "2026-03-29T01:00:00": a civil time; utc(): that time in UTC as seconds since the epoch.
 inline CivilSecond civil(const std::string& text) {
   CivilSecond c;
   long long year = 0;
