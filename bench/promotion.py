@@ -787,6 +787,8 @@ def summarize(r):
 
     row("API requests per minute (audit log, controller's start → last canary done)",
         lambda x: x.get("requests_per_min"), 0)
+    row("API requests in that window (the same work for both)",
+        lambda x: (x.get("audit") or {}).get("total"), 0)
     row("controller CPU seconds (same window)", lambda x: x.get("cpu_s"))
     row("controller peak RSS, MiB", lambda x: x.get("peak_rss_mib"))
     row("step latency p50, s", p("step_latency_s", 50), 2)

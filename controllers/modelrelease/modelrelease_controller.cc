@@ -205,14 +205,18 @@ ProdObserved ModelReleaseReconciler::observeProd(const v1::ModelRelease& r) cons
     std::string minDriver;
     if (auto rte = p.runtimeEnvs[r.spec.runtimeEnvName])
       minDriver = v1::decodeRuntimeEnv(*rte).status.minDriver;
-    std::vector<json> nodes, bound;
-    for (const auto& n : caches_.nodes.list()) {
-      if (!gpuNodeCompatible(*n, minDriver)) continue;
-      nodes.push_back(*n);
-      for (const auto& pod : caches_.gpuPods.byIndex(kPodByNodeIndex, kube::name(*n)))
-        bound.push_back(*pod);
-    }
-    p.gpu = gpuCapacityOf(gpusPerPod, nodes, bound, minDriver);
+    // The cached objects themselves (held by these lists while counting), not
+    // copies, each node's compatibility judged once: a reconcile used to copy every
+    // compatible node and its pods, then count node by pod (bench/promotion.py's
+    // profile at 1,000 nodes: 91 % of the operator's CPU).
+    const std::vector<kube::ObjectPtr> nodeObjects = caches_.nodes.list();
+    const std::vector<kube::ObjectPtr> podObjects = caches_.gpuPods.list();
+    std::vector<const json*> nodes, pods;
+    nodes.reserve(nodeObjects.size());
+    pods.reserve(podObjects.size());
+    for (const auto& n : nodeObjects) nodes.push_back(n.get());
+    for (const auto& pod : podObjects) pods.push_back(pod.get());
+    p.gpu = gpuCapacityOf(gpusPerPod, nodes, pods, minDriver);
   }
   return p;
 }

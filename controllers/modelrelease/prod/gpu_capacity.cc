@@ -54,6 +54,27 @@ int64_t containerGpus(const json& c) {
   return 0;
 }
 
+// o[a][b] when both are there, else null (no JSON pointer parsed per call: this
+// runs for every node and pod in every reconcile of a release in prod).
+const json& field(const json& o, const char* a, const char* b) {
+  static const json kNull;
+  if (!o.is_object()) return kNull;
+  auto i = o.find(a);
+  if (i == o.end() || !i->is_object()) return kNull;
+  auto j = i->find(b);
+  return j == i->end() ? kNull : *j;
+}
+
+std::string stringField(const json& o, const char* a, const char* b) {
+  const json& v = field(o, a, b);
+  return v.is_string() ? v.get<std::string>() : std::string();
+}
+
+int64_t allocatableGpus(const json& node) {
+  const json& alloc = field(node, "status", "allocatable");
+  return alloc.is_object() && alloc.contains(kGpuResource) ? quantity(alloc[kGpuResource]) : 0;
+}
+
 }  // namespace
 
 int64_t podGpuRequest(const json& spec) {
@@ -69,37 +90,49 @@ int64_t podGpuRequest(const json& spec) {
 }
 
 bool gpuNodeCompatible(const json& node, const std::string& minDriver) {
-  if (node.value("/spec/unschedulable"_json_pointer, false)) return false;
-  if (quantity(node.value("/status/allocatable"_json_pointer, json::object())
-                   .value(kGpuResource, json())) <= 0)
-    return false;
+  const json& unschedulable = field(node, "spec", "unschedulable");
+  if (unschedulable.is_boolean() && unschedulable.get<bool>()) return false;
+  if (allocatableGpus(node) <= 0) return false;
   if (minDriver.empty()) return true;
   std::map<std::string, std::string> labels;
-  const json nodeLabels = node.value("/metadata/labels"_json_pointer, json::object());
-  for (const auto& [k, v] : nodeLabels.items()) {
-    if (v.is_string()) labels[k] = v.get<std::string>();
+  const json& nodeLabels = field(node, "metadata", "labels");
+  if (nodeLabels.is_object()) {
+    for (const auto& [k, v] : nodeLabels.items()) {
+      if (v.is_string()) labels[k] = v.get<std::string>();
+    }
   }
   auto driver = closure::driverFromGfdLabels(labels);
   return driver && closure::driverSatisfies(*driver, minDriver);
 }
 
-GpuCapacity gpuCapacityOf(int64_t gpusPerPod, const std::vector<json>& nodes,
-                          const std::vector<json>& pods, const std::string& minDriver) {
+GpuCapacity gpuCapacityOf(int64_t gpusPerPod, const std::vector<const json*>& nodes,
+                          const std::vector<const json*>& pods, const std::string& minDriver) {
+  // GPUs requested on each node, in one pass over the pods.
+  std::map<std::string, int64_t, std::less<>> used;
+  for (const json* p : pods) {
+    const std::string phase = stringField(*p, "status", "phase");
+    if (phase == "Succeeded" || phase == "Failed") continue;
+    const json& spec = p->is_object() && p->contains("spec") ? (*p)["spec"] : json();
+    const int64_t gpus = podGpuRequest(spec);
+    if (gpus > 0) used[stringField(*p, "spec", "nodeName")] += gpus;
+  }
   GpuCapacity cap;
   cap.gpusPerPod = gpusPerPod;
-  for (const json& node : nodes) {
-    if (!gpuNodeCompatible(node, minDriver)) continue;
-    const std::string name = node.value("/metadata/name"_json_pointer, std::string());
-    int64_t free = quantity(
-        node.value("/status/allocatable"_json_pointer, json::object()).value(kGpuResource, json()));
-    for (const json& p : pods) {
-      if (p.value("/spec/nodeName"_json_pointer, std::string()) != name) continue;
-      const std::string phase = p.value("/status/phase"_json_pointer, std::string());
-      if (phase == "Succeeded" || phase == "Failed") continue;
-      free -= podGpuRequest(p.value("spec", json::object()));
-    }
-    cap.freePerNode.push_back(free);
+  for (const json* node : nodes) {
+    if (!gpuNodeCompatible(*node, minDriver)) continue;
+    auto u = used.find(stringField(*node, "metadata", "name"));
+    cap.freePerNode.push_back(allocatableGpus(*node) - (u == used.end() ? 0 : u->second));
   }
   return cap;
+}
+
+GpuCapacity gpuCapacityOf(int64_t gpusPerPod, const std::vector<json>& nodes,
+                          const std::vector<json>& pods, const std::string& minDriver) {
+  std::vector<const json*> n, p;
+  n.reserve(nodes.size());
+  p.reserve(pods.size());
+  for (const json& x : nodes) n.push_back(&x);
+  for (const json& x : pods) p.push_back(&x);
+  return gpuCapacityOf(gpusPerPod, n, p, minDriver);
 }
 }  // namespace lockstep::controllers

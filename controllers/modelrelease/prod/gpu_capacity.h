@@ -41,7 +41,13 @@ bool gpuNodeCompatible(const nlohmann::json& node, const std::string& minDriver)
 
 // Free GPUs on each compatible node among `nodes`: allocatable nvidia.com/gpu
 // minus the GPU requests of `pods` bound to it (spec.nodeName) that are not
-// Succeeded or Failed. `pods` may include pods of other nodes.
+// Succeeded or Failed. `pods` may include pods of other nodes. One pass over the
+// pods, then one over the nodes (the shell runs it in every reconcile of a
+// release in prod, over every node and GPU pod it caches).
 GpuCapacity gpuCapacityOf(int64_t gpusPerPod, const std::vector<nlohmann::json>& nodes,
                           const std::vector<nlohmann::json>& pods, const std::string& minDriver);
+// The same over objects the caller holds (the shell's cached objects, not copied).
+GpuCapacity gpuCapacityOf(int64_t gpusPerPod, const std::vector<const nlohmann::json*>& nodes,
+                          const std::vector<const nlohmann::json*>& pods,
+                          const std::string& minDriver);
 }  // namespace lockstep::controllers
