@@ -41,7 +41,8 @@ Measured, the same way for both (nothing read from a controller's own metrics):
     terminating). Rollback latency: from the first failing measurement to
     REPLICAS Ready pods of the previous release and none of the failing one.
 
-    bench/promotion.sh                     # full size (below), ~1 h on 2 cores
+    bench/promotion.sh                     # full size (below): hours on 2 cores with 10,000 objects
+    QUIESCENT=300 bench/promotion.sh       # the recorded run (docs/benchmarks.md), ~40 min
     bench/promotion.sh --smoke             # CI's benchmark smoke: 100 nodes, 20 models, 5 canaries
 
 Environment (full size / smoke): NODES (1000 / 100), MODELS (200 / 20),
@@ -258,23 +259,41 @@ class PodWatch:
                 r"REL:.object.metadata.labels.lockstep\.dev/release,"
                 'READY:.object.status.conditions[?(@.type=="Ready")].status,'
                 "DEL:.object.metadata.deletionTimestamp")
-        self.proc = subprocess.Popen(
-            [os.path.join(cluster.tools, "kubectl"), "get", "pods", "-A", "-l", "lockstep.dev/release",
-             "--watch", "--output-watch-events", "--no-headers", "-o", "custom-columns=" + cols],
-            stdout=subprocess.PIPE, stderr=open(logpath, "w"), text=True, env=cluster.env)
+        self.cmd = [os.path.join(cluster.tools, "kubectl"), "get", "pods", "-A", "-l", "lockstep.dev/release",
+                    "--watch", "--output-watch-events", "--no-headers", "-o", "custom-columns=" + cols]
+        self.env, self.logpath = cluster.env, logpath
         self.lock = threading.Lock()
+        self.stopped = False
+        self.proc = None
         self.pods = {}      # (ns, pod) -> (release, serving)
         self.count = {}     # (ns, release) -> serving pods now
         self.events = []    # (t, ns, release, serving count after the change)
-        threading.Thread(target=self._read, daemon=True).start()
+        threading.Thread(target=self._run, daemon=True).start()
 
-    def _read(self):
-        for line in self.proc.stdout:
+    def _run(self):
+        # The API server ends a watch after a while (kubectl then exits 0): watch again. The
+        # new watch lists every pod first (ADDED); a pod that went meanwhile is dropped then.
+        while not self.stopped:
+            self.proc = subprocess.Popen(self.cmd, stdout=subprocess.PIPE, stderr=open(self.logpath, "a"),
+                                         text=True, env=self.env)
+            self._read(self.proc.stdout)
+            self.proc.wait()
+
+    def _read(self, stream):
+        seen, listing, last = set(), True, time.time()
+        for line in stream:
             t = time.time()
             f = line.split()
             if len(f) < 6:
                 continue
             ev, ns, pod, rel, ready, dele = f[:6]
+            if listing and ev != "ADDED" or t - last > 1.0:
+                if listing:  # the first list is over: drop what it did not name
+                    self._forget([k for k in self.pods if k not in seen], t)
+                listing = False
+            last = t
+            if listing:
+                seen.add((ns, pod))
             serving = ev != "DELETED" and ready == "True" and dele == "<none>"
             with self.lock:
                 old = self.pods.get((ns, pod))
@@ -287,11 +306,21 @@ class PodWatch:
                     changed[old[0]] = -1
                 if serving:
                     changed[rel] = changed.get(rel, 0) + 1
-                for r, d in changed.items():
-                    if d:
-                        c = self.count.get((ns, r), 0) + d
-                        self.count[(ns, r)] = c
-                        self.events.append((t, ns, r, c))
+                self._apply(ns, changed, t)
+
+    def _apply(self, ns, changed, t):
+        for r, d in changed.items():
+            if d:
+                c = self.count.get((ns, r), 0) + d
+                self.count[(ns, r)] = c
+                self.events.append((t, ns, r, c))
+
+    def _forget(self, keys, t):
+        with self.lock:
+            for ns, pod in keys:
+                rel, serving = self.pods.pop((ns, pod))
+                if serving:
+                    self._apply(ns, {rel: -1}, t)
 
     def serving(self, ns, release):
         with self.lock:
@@ -311,7 +340,9 @@ class PodWatch:
         return None
 
     def stop(self):
-        self.proc.terminate()
+        self.stopped = True
+        if self.proc:
+            self.proc.terminate()
 
 
 class PromProxy:
