@@ -870,7 +870,7 @@ def main():
     results = {"date": now.strftime("%Y-%m-%d %H:%M UTC"),
                "file": f"promotion-{now.strftime('%Y-%m-%d')}{'-smoke' if SMOKE else ''}.json",
                "command": " ".join(f"{k}={shlex.quote(ENV[k])}" for k in (
-                   "NODES", "MODELS", "CANARIES", "QUIESCENT", "SOAK", "CONTROLLERS", "LOCKSTEP_ARGS")
+                   "NODES", "MODELS", "CANARIES", "QUIESCENT", "SOAK", "CONTROLLERS", "LOCKSTEP_ARGS", "TOGETHER")
                    if k in ENV) + (" OPERATOR=<another lockstep-operator>" if "OPERATOR" in ENV else "") +
                " bench/promotion.sh" + (" --smoke" if SMOKE else ""),
                "loadavg_before": " ".join(open("/proc/loadavg").read().split()[:3]),
