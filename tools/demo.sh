@@ -63,7 +63,7 @@ chart_image=(--set image.repository=registry.example/lockstep/operator
   --set "image.digest=sha256:$(printf '0%.0s' $(seq 64))")
 "$LOCKSTEP_TOOLS_BIN/helm" template lockstep helm/lockstep -n "$opns" "${chart_image[@]}" \
   --show-only templates/serviceaccount.yaml --show-only templates/rbac.yaml \
-  --show-only templates/anchor-policy.yaml |
+  --show-only templates/anchor-policy.yaml --show-only templates/status-policy.yaml |
   k apply -n "$opns" -f - >/dev/null
 "$LOCKSTEP_TOOLS_BIN/helm" template lockstep helm/lockstep -n "$opns" "${chart_image[@]}" \
   --set webhook.url="https://127.0.0.1:$port" --show-only templates/webhooks.yaml >"$dir/webhooks.yaml"

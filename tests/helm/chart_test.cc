@@ -249,6 +249,15 @@ std::vector<YAML::Node> ofKind(const std::vector<YAML::Node>& docs, const std::s
   return out;
 }
 
+// The object named `name` among `objects`; an undefined node (false) when none is.
+YAML::Node named(const std::vector<YAML::Node>& objects, const std::string& name) {
+  for (const YAML::Node& o : objects) {
+    if (o["metadata"]["name"] && o["metadata"]["name"].as<std::string>() == name) return o;
+  }
+  YAML::Node none(YAML::NodeType::Map);
+  return none["absent"];
+}
+
 bool hasLabel(const YAML::Node& o, const std::string& key) {
   return o["metadata"]["labels"] && o["metadata"]["labels"][key];
 }
@@ -478,10 +487,9 @@ TEST(HelmChart, AnchorPolicyNamesTheOperatorsServiceAccountAndItsNamespaces) {
   CommandResult r;
   auto docs = renderDocs({}, &r);
   ASSERT_EQ(r.exitCode, 0) << r.err;
-  auto policies = ofKind(docs, "ValidatingAdmissionPolicy");
-  ASSERT_EQ(policies.size(), 1u);
-  const YAML::Node& policy = policies[0];
-  EXPECT_EQ(policy["metadata"]["name"].as<std::string>(), "lockstep-model-anchors");
+  const YAML::Node policy =
+      named(ofKind(docs, "ValidatingAdmissionPolicy"), "lockstep-model-anchors");
+  ASSERT_TRUE(policy) << "no ValidatingAdmissionPolicy lockstep-model-anchors";
   EXPECT_EQ(policy["spec"]["failurePolicy"].as<std::string>(), "Fail");
   const YAML::Node rule = policy["spec"]["matchConstraints"]["resourceRules"][0];
   using Names = std::vector<std::string>;
@@ -498,23 +506,67 @@ TEST(HelmChart, AnchorPolicyNamesTheOperatorsServiceAccountAndItsNamespaces) {
   ASSERT_EQ(deployment.size(), 1u);
   EXPECT_EQ(deployment[0]["spec"]["template"]["spec"]["serviceAccountName"].as<std::string>(),
             "lockstep");
-  auto bindings = ofKind(docs, "ValidatingAdmissionPolicyBinding");
-  ASSERT_EQ(bindings.size(), 1u);
-  EXPECT_EQ(bindings[0]["spec"]["policyName"].as<std::string>(), "lockstep-model-anchors");
-  EXPECT_EQ(bindings[0]["spec"]["validationActions"].as<Names>(), Names{"Deny"});
-  EXPECT_FALSE(bindings[0]["spec"]["matchResources"]) << "every namespace in a cluster install";
+  const YAML::Node binding =
+      named(ofKind(docs, "ValidatingAdmissionPolicyBinding"), "lockstep-model-anchors");
+  ASSERT_TRUE(binding);
+  EXPECT_EQ(binding["spec"]["policyName"].as<std::string>(), "lockstep-model-anchors");
+  EXPECT_EQ(binding["spec"]["validationActions"].as<Names>(), Names{"Deny"});
+  EXPECT_FALSE(binding["spec"]["matchResources"]) << "every namespace in a cluster install";
 
   auto scoped = renderDocs({"watchNamespaces={ml,team-b}"}, &r);
   ASSERT_EQ(r.exitCode, 0) << r.err;
-  const YAML::Node sel =
-      ofKind(scoped, "ValidatingAdmissionPolicyBinding")[0]["spec"]["matchResources"];
+  const YAML::Node sel = named(ofKind(scoped, "ValidatingAdmissionPolicyBinding"),
+                               "lockstep-model-anchors")["spec"]["matchResources"];
   EXPECT_EQ(sel["namespaceSelector"]["matchExpressions"][0]["values"].as<Names>(),
             (Names{"ml", "team-b"}));
 
   auto off = renderDocs({"anchorPolicy.enabled=false"}, &r);
   ASSERT_EQ(r.exitCode, 0) << r.err;
-  EXPECT_TRUE(ofKind(off, "ValidatingAdmissionPolicy").empty());
-  EXPECT_TRUE(ofKind(off, "ValidatingAdmissionPolicyBinding").empty());
+  EXPECT_FALSE(named(ofKind(off, "ValidatingAdmissionPolicy"), "lockstep-model-anchors"));
+  EXPECT_FALSE(named(ofKind(off, "ValidatingAdmissionPolicyBinding"), "lockstep-model-anchors"));
+}
+
+// Lockstep's status is the operator's alone (docs/security.md): a
+// ValidatingAdmissionPolicy on every `*/status` of the group lockstep.dev (so a
+// kind added later is covered unchanged), admitting the chart's ServiceAccount
+// only, bound with Deny; scoped like the anchor policy; off only when asked.
+// tests/helm/rbac_cluster_test.cc shows it at work in a real API server.
+TEST(HelmChart, StatusPolicyCoversEveryLockstepStatusForTheOperatorOnly) {
+  CommandResult r;
+  auto docs = renderDocs({}, &r);
+  ASSERT_EQ(r.exitCode, 0) << r.err;
+  const YAML::Node policy = named(ofKind(docs, "ValidatingAdmissionPolicy"), "lockstep-status");
+  ASSERT_TRUE(policy) << "no ValidatingAdmissionPolicy lockstep-status";
+  EXPECT_EQ(policy["spec"]["failurePolicy"].as<std::string>(), "Fail");
+  using Names = std::vector<std::string>;
+  const YAML::Node rules = policy["spec"]["matchConstraints"]["resourceRules"];
+  ASSERT_EQ(rules.size(), 1u);
+  EXPECT_EQ(rules[0]["apiGroups"].as<Names>(), Names{"lockstep.dev"});
+  EXPECT_EQ(rules[0]["resources"].as<Names>(), Names{"*/status"});
+  EXPECT_EQ(rules[0]["operations"].as<Names>(), Names{"*"});
+  EXPECT_NE(
+      dumped(policy["spec"]["validations"])
+          .find("request.userInfo.username == 'system:serviceaccount:lockstep-system:lockstep'"),
+      std::string::npos)
+      << dumped(policy["spec"]["validations"]);
+  const YAML::Node binding =
+      named(ofKind(docs, "ValidatingAdmissionPolicyBinding"), "lockstep-status");
+  ASSERT_TRUE(binding);
+  EXPECT_EQ(binding["spec"]["policyName"].as<std::string>(), "lockstep-status");
+  EXPECT_EQ(binding["spec"]["validationActions"].as<Names>(), Names{"Deny"});
+  EXPECT_FALSE(binding["spec"]["matchResources"]) << "every namespace in a cluster install";
+
+  auto scoped = renderDocs({"watchNamespaces={ml,team-b}"}, &r);
+  ASSERT_EQ(r.exitCode, 0) << r.err;
+  const YAML::Node sel = named(ofKind(scoped, "ValidatingAdmissionPolicyBinding"),
+                               "lockstep-status")["spec"]["matchResources"];
+  EXPECT_EQ(sel["namespaceSelector"]["matchExpressions"][0]["values"].as<Names>(),
+            (Names{"ml", "team-b"}));
+
+  auto off = renderDocs({"statusPolicy.enabled=false"}, &r);
+  ASSERT_EQ(r.exitCode, 0) << r.err;
+  EXPECT_FALSE(named(ofKind(off, "ValidatingAdmissionPolicy"), "lockstep-status"));
+  EXPECT_TRUE(named(ofKind(off, "ValidatingAdmissionPolicy"), "lockstep-model-anchors"));
 }
 
 }  // namespace

@@ -16,6 +16,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "tests/support/process.h"
+
 namespace lockstep::testing {
 
 inline constexpr const char* kOperatorNamespace = "lockstep-system";
@@ -30,6 +32,9 @@ class OperatorProcess {
 
   // Installs CRDs, namespace, RBAC and both webhook configurations (once per process).
   static void installClusterPieces(int webhookPort);
+  // The same without the webhook configurations: CRDs, namespace, ServiceAccount,
+  // RBAC and the admission policies.
+  static void installCrdsAndRbac();
   // Deletes the webhook configurations (so a stopped operator cannot block other tests).
   static void uninstallWebhooks();
 
@@ -62,6 +67,18 @@ class OperatorProcess {
   int healthPort_ = 0;
   std::string dir_;
 };
+
+// Writes the status of `resource` ns/name (kubectl's name: "rte", "mr") as
+// the operator's ServiceAccount, impersonated by the test's admin: the only
+// user the chart's status policy (templates/status-policy.yaml) lets write a
+// Lockstep status. `statusPatch` is a JSON merge patch of the current status;
+// the result is server-side applied to the status subresource (field manager
+// lockstep-test), since the ServiceAccount may patch status but not read it,
+// which `kubectl patch` does first. A test that forges a status, to show what
+// the operator does with a record it did not write, writes it this way. Needs
+// the chart's RBAC (installClusterPieces).
+CommandResult patchStatusAsOperator(const std::string& resource, const std::string& ns,
+                                    const std::string& name, const nlohmann::json& statusPatch);
 
 // A token of ServiceAccount lockstep-test-scraper, bound to the chart's
 // <release>-metrics-reader ClusterRole (made once per test binary).
