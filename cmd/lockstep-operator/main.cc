@@ -117,6 +117,10 @@ int main(int argc, char** argv) {
   lockstep::controllers::ModelReleaseOptions releaseOptions;
   releaseOptions.fetchCommand = {"sh", "-c", flags.get("package-fetch-command")};
   releaseOptions.cliImage = flags.get("cli-image");
+  const auto deletionDeadline = std::chrono::duration_cast<std::chrono::seconds>(
+      flags.getDuration("release-deletion-deadline"));
+  if (deletionDeadline.count() < 1) return fail("--release-deletion-deadline must be at least 1s");
+  releaseOptions.releaseDeletionDeadlineSeconds = deletionDeadline.count();
   if (std::string mount = flags.get("package-mount"); mount == "image-volume") {
     releaseOptions.mount = lockstep::controllers::PackageMount::kImageVolume;
   } else if (mount == "init-container") {

@@ -99,6 +99,7 @@ std::optional<ModelReleaseObserved> ModelReleaseReconciler::observe(const Reques
   const v1::ModelRelease r = v1::decodeModelRelease(*release);
   ModelReleaseObserved out;
   out.release = release;
+  out.deletionDeadlineSeconds = options_.releaseDeletionDeadlineSeconds;
   ReleaseObserved& o = out.gates;
   o.release = *release;
   if (auto rte = caches_.runtimeEnvs.get(request.ns, r.spec.runtimeEnvName)) o.runtimeEnv = *rte;

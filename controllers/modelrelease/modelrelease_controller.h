@@ -57,6 +57,9 @@ struct ModelReleaseOptions {
   // The analysis providers (shared with the AnalysisProvider controller);
   // setupModelReleaseController makes one refusing release addresses when none is given.
   std::shared_ptr<AnalysisProviders> analysis;
+  // A release deleted mid-canary keeps its finalizer at most this long
+  // (--release-deletion-deadline; modelrelease_plan.h).
+  int64_t releaseDeletionDeadlineSeconds = kDefaultReleaseDeletionDeadlineSeconds;
 };
 
 // Index of the GPU pod cache: spec.nodeName.

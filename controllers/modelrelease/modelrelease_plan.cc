@@ -7,6 +7,7 @@
 #include "controllers/modelrelease/prod/canary_observe.h"
 #include "controllers/modelrelease/prod/ownership.h"
 #include "controllers/modelrelease/release_status.h"
+#include "controllers/modelrelease/timestamps.h"
 
 namespace lockstep::controllers {
 
@@ -54,21 +55,42 @@ bool prodCleanupNeeded(const v1::ModelRelease& r, const ProdObserved& p) {
   return holdsSlot || ownCanary;
 }
 
+// The Warning Event of a deletion past its deadline, when it is past it.
+std::optional<PlannedEvent> pastDeletionDeadline(const ModelReleaseObserved& o,
+                                                 const v1::ModelRelease& r) {
+  const std::string at =
+      v1::decode::string(v1::decode::object(*o.release, "metadata"), "deletionTimestamp");
+  const std::optional<int64_t> since = parseRfc3339(at);
+  if (!since || o.gates.nowUnix - *since < o.deletionDeadlineSeconds) return std::nullopt;
+  return PlannedEvent{
+      o.release, "Warning", kReasonReleaseDeletionDeadline,
+      "the rollback of release " + r.meta.name + "'s canary to the known-good did not finish " +
+          "within " + std::to_string(o.deletionDeadlineSeconds) + "s of its deletion (" + at +
+          "): the finalizer " + v1::kReleaseCleanupFinalizer +
+          " is removed and the canary slot freed; Deployment " + r.spec.model +
+          "-canary may still run its pods: roll the model back (lockstep model rollback) or "
+          "scale it to 0"};
+}
+
 // A release being deleted (it carries the finalizer; the shell observes no
 // other deleted release): its canary is rolled back first, as on an abort
-// (prod/canary_plan.h, reason ReleaseDeleted), then the finalizer goes. A
-// release with nothing in prod (never reached it, Promoted, RolledBack,
-// Superseded) goes at once: deleting a Promoted release never takes prod down.
+// (prod/canary_plan.h, reason ReleaseDeleted), then the finalizer goes; past
+// the deletion deadline it goes anyway, with a Warning Event. A release with
+// nothing in prod (never reached it, Promoted, RolledBack, Superseded) goes at
+// once: deleting a Promoted release never takes prod down.
 std::optional<ModelReleasePlan> planDeletion(const ModelReleaseObserved& o,
                                              const v1::ModelRelease& r) {
   if (!kube::isBeingDeleted(*o.release)) return std::nullopt;
   if (!kube::hasFinalizer(*o.release, v1::kReleaseCleanupFinalizer)) return ModelReleasePlan{};
   if (!r.spec.model.empty() && prodCleanupNeeded(r, o.prod)) {
+    std::optional<PlannedEvent> late = pastDeletionDeadline(o, r);
     ReleasePlan probe = planRelease(o.gates);
-    if (probe.prod) return std::nullopt;  // the canary rolls back through the prod stage
+    // The canary rolls back through the prod stage.
+    if (probe.prod && !late) return std::nullopt;
     // Holding the slot without a canary to run (e.g. it failed after
-    // claiming it): free the slot, then go.
+    // claiming it), or a rollback past the deadline: free the slot, then go.
     ModelReleasePlan out;
+    if (late) out.execution.events.push_back(std::move(*late));
     if (v1::decodeModelAnchor(*o.prod.anchor).canary == r.meta.name) {
       out.execution.apply.push_back(claimCanary(*o.prod.anchor, ""));
     }

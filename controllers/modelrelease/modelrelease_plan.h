@@ -22,10 +22,17 @@
 
 namespace lockstep::controllers {
 
+// How long a release deleted mid-canary waits for its rollback (reason
+// ReleaseDeleted) before its finalizer goes anyway (--release-deletion-deadline).
+inline constexpr int64_t kDefaultReleaseDeletionDeadlineSeconds = 15 * 60;
+
 struct ModelReleaseObserved {
   kube::ObjectPtr release;  // the informer cache's own object
-  ReleaseObserved gates;    // what planRelease reads
+  ReleaseObserved gates;    // what planRelease reads (and the clock: gates.nowUnix)
   ProdObserved prod;        // what the prod stage and a manual rollback read
+  // From metadata.deletionTimestamp: past it, a deleted release's finalizer
+  // goes whether or not its canary is rolled back (a Warning Event says so).
+  int64_t deletionDeadlineSeconds = kDefaultReleaseDeletionDeadlineSeconds;
 };
 
 struct ModelReleasePlan {
@@ -50,5 +57,10 @@ struct ModelReleasePlan {
 ModelReleasePlan planModelRelease(const ModelReleaseObserved& observed);
 
 inline constexpr const char* kReasonJobRefused = "JobRefused";
+// What a release deleted mid-canary does: its canary rolls back to the
+// known-good (reason ReleaseDeleted, through the prod stage) and the finalizer
+// goes; past the deletion deadline the finalizer goes anyway, the canary slot
+// freed, with a Warning Event of this reason (nothing waits forever).
+inline constexpr const char* kReasonReleaseDeletionDeadline = "ReleaseDeletionDeadline";
 
 }  // namespace lockstep::controllers

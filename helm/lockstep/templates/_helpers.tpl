@@ -63,3 +63,28 @@ namespaceSelector:
     values: {{- toYaml . | nindent 4 }}
 {{- end }}
 {{- end -}}
+
+{{/*
+The ModelRelease webhooks' matchConditions (validating and mutating: the same
+scope). An UPDATE that changes nothing but metadata.finalizers (and what the API
+server keeps: managedFields, resourceVersion) never calls the webhook: it checks
+nothing there, and removing the finalizer lockstep.dev/release-cleanup must never
+wait on the operator (the operator down, a namespace being deleted, helm
+uninstall: docs/modelrelease.md "Deleting a release"). Every read is guarded (an
+expression that errors applies Fail); deletes and the status subresource are
+outside the rules and outside these conditions too.
+tests/helm/match_conditions_test.cc evaluates them in a real API server.
+*/}}
+{{- define "lockstep.releaseMatchConditions" -}}
+matchConditions:
+- name: not-finalizers-only
+  expression: >-
+    (request.operation == 'CREATE' && !has(request.subResource))
+    || (request.operation == 'UPDATE' && !has(request.subResource) && (
+      object.exists(k, k != 'metadata' && (!(k in oldObject) || object[k] != oldObject[k]))
+      || oldObject.exists(k, k != 'metadata' && !(k in object))
+      || object.metadata.exists(k, !(k in ['finalizers', 'managedFields', 'resourceVersion'])
+           && (!(k in oldObject.metadata) || object.metadata[k] != oldObject.metadata[k]))
+      || oldObject.metadata.exists(k, !(k in ['finalizers', 'managedFields', 'resourceVersion'])
+           && !(k in object.metadata))))
+{{- end -}}

@@ -15,6 +15,9 @@
 //     ServicePortConflict before its canary, the Service untouched.
 //   - The anchor is the operator's alone (the chart's ValidatingAdmissionPolicy):
 //     an editor can neither write nor delete it.
+//   - Nothing waits forever (issue 28): a rollback-on-delete that cannot finish
+//     lets the release go at its deadline; with the operator down, a release and
+//     its namespace are deleted with the documented finalizer patch.
 // docs/rollouts.md ("Objects and ownership") and docs/modelrelease.md
 // ("Deleting a release") are the contract.
 #include <chrono>
@@ -328,6 +331,139 @@ TEST_F(ProdOwnershipClusterTest, AnEditorCannotWriteOrDeleteTheAnchorTheOperator
   EXPECT_TRUE(eventually([&] {
     return kubectl({"--as=editor", "delete", "configmap", anchor, "-n", ns_}).exitCode == 0;
   })) << "an approver (verb rollback) who may delete ConfigMaps may delete the anchor";
+}
+
+// Issue 28: nothing waits forever. v2 is deleted mid-canary (drain: stable at
+// N-1) while the known-good's pods cannot be scheduled any more (the nodes lost
+// the label its template selects), so the rollback can never restore stable.
+// At the deletion deadline (20 s here; --release-deletion-deadline) the
+// finalizer goes with a Warning Event naming what is left, and the slot is free.
+TEST_F(ProdOwnershipClusterTest, ARollbackThatCannotFinishLetsTheReleaseGoAtItsDeadline) {
+  const std::string label = "test.lockstep.dev/" + ns_;
+  struct Restore {
+    std::string label;
+    ~Restore() {
+      kubectl({"label", "nodes", "--all", label + "-"});
+      // The suite's operator again, with the default deadline.
+      ReleaseWorld::stopOperator();
+      EXPECT_EQ(ReleaseWorld::startOperator(), "");
+    }
+  } restore{label};
+  ReleaseWorld::stopOperator();
+  ASSERT_EQ(ReleaseWorld::startOperator({"--release-deletion-deadline=20s"}), "");
+  ASSERT_EQ(kubectl({"label", "nodes", "--all", label + "=yes"}).exitCode, 0);
+
+  auto onLabelled = [&](json steps, const std::string& capacity) {
+    return ProdStageBuilder(std::move(steps))
+        .replicas(2)
+        .capacity(capacity)
+        .nodeSelector({{label, "yes"}})
+        .build();
+  };
+  ASSERT_EQ(
+      w_.createRelease("v1", testPackage('1'),
+                       json::array({onLabelled(json::array({json{{"weight", 100}}}), "surge")}))
+          .exitCode,
+      0);
+  w_.waitPhase("v1", "Promoted");
+  json paused = json::array({json{{"weight", 50}, {"pause", "Indefinite"}}});
+  ASSERT_EQ(
+      w_.createRelease("v2", testPackage('2'), json::array({onLabelled(paused, "drain")})).exitCode,
+      0);
+  json v2;
+  ASSERT_TRUE(eventually(
+      [&] {
+        v2 = get("mr", "v2");
+        return conditionField(v2, "Ready", "reason") == "CanaryPaused";
+      },
+      std::chrono::seconds(120)))
+      << v2["status"].dump(2);
+  ASSERT_TRUE(hasCleanupFinalizer(v2));
+
+  // From here no new pod of either release can be scheduled.
+  ASSERT_EQ(kubectl({"label", "nodes", "--all", label + "-"}).exitCode, 0);
+  // The release goes while its canary's pods may still run: prod then runs
+  // pods of a deleted release by design, which the monitor would count.
+  w_.stopMonitor();
+  const auto deleted = std::chrono::steady_clock::now();
+  ASSERT_EQ(kubectl({"delete", "mr", "v2", "-n", ns_, "--wait=false"}).exitCode, 0);
+  EXPECT_TRUE(eventually([&] {
+    json o = get("mr", "v2");
+    return o.value("/status/canary/reason"_json_pointer, std::string()) == "ReleaseDeleted";
+  })) << get("mr", "v2").dump(2);
+  EXPECT_TRUE(exists("mr", "v2")) << "the rollback is under way: the finalizer holds";
+  EXPECT_TRUE(eventually([&] { return !exists("mr", "v2"); }, std::chrono::seconds(120)))
+      << get("mr", "v2").dump(2);
+  const auto took = std::chrono::steady_clock::now() - deleted;
+  EXPECT_GE(took, std::chrono::seconds(19)) << "gone before its deadline";
+  const std::string events = eventsOf("v2");
+  EXPECT_NE(events.find("RollingBack: ReleaseDeleted"), std::string::npos) << events;
+  EXPECT_NE(events.find("ReleaseDeletionDeadline: the rollback of release v2's canary to the "
+                        "known-good did not finish within 20s of its deletion"),
+            std::string::npos)
+      << events;
+  EXPECT_EQ(events.find("RolledBack: canary removed"), std::string::npos) << events;
+  json anchor = get("configmap", "lockstep-model-gpt2");
+  EXPECT_EQ(anchor["data"]["canary"], "") << "the canary slot is free";
+  EXPECT_EQ(anchor["data"]["promoted"], "v1");
+}
+
+// Issue 28: with the operator down (its webhooks still registered, Fail),
+// deleting a release and its namespace complete: a Promoted release carries no
+// finalizer; one deleted mid-canary keeps lockstep.dev/release-cleanup until
+// the documented patch removes it, which the ModelRelease webhook no longer
+// sees (its matchConditions skip finalizer-only updates); the namespace waits
+// only for the RuntimeEnv's in-use finalizer, removed the same way
+// (docs/modelrelease.md "Deleting a release").
+TEST_F(ProdOwnershipClusterTest, WithTheOperatorDownAReleaseAndItsNamespaceCanBeDeleted) {
+  json oneStep = json::array({json{{"weight", 100}}});
+  ASSERT_EQ(w_.createRelease("v1", testPackage('1'), json::array({prodStage(oneStep)})).exitCode,
+            0);
+  w_.waitPhase("v1", "Promoted");
+  json paused = json::array({json{{"weight", 50}, {"pause", "Indefinite"}}});
+  ASSERT_EQ(w_.createRelease("v2", testPackage('2'), json::array({prodStage(paused)})).exitCode, 0);
+  json v2;
+  ASSERT_TRUE(eventually(
+      [&] {
+        v2 = get("mr", "v2");
+        return conditionField(v2, "Ready", "reason") == "CanaryPaused" && hasCleanupFinalizer(v2);
+      },
+      std::chrono::seconds(120)))
+      << v2.dump(2);
+
+  w_.stopMonitor();                          // prod goes with the namespace
+  ASSERT_EQ(ReleaseWorld::op().stop(), "");  // scaled to 0; the next test's setUp restarts it
+  ASSERT_FALSE(kubectlJson({"get", "validatingwebhookconfiguration", "lockstep"}).is_discarded())
+      << "the webhooks stay registered, as with a Deployment at 0 replicas";
+
+  ASSERT_EQ(kubectl({"delete", "mr", "v1", "-n", ns_, "--timeout=30s"}).exitCode, 0)
+      << "a Promoted release has no finalizer";
+  ASSERT_EQ(kubectl({"delete", "mr", "v2", "-n", ns_, "--wait=false"}).exitCode, 0);
+  EXPECT_TRUE(exists("mr", "v2")) << "no operator to roll the canary back";
+  const std::string unfinalize = R"({"metadata":{"finalizers":null}})";
+  auto removed = kubectl({"patch", "mr", "v2", "-n", ns_, "--type=merge", "-p", unfinalize});
+  EXPECT_EQ(removed.exitCode, 0) << removed.err;
+  EXPECT_TRUE(eventually([&] { return !exists("mr", "v2"); }, std::chrono::seconds(30)));
+
+  json rte = get("rte", "torch");
+  EXPECT_NE(rte.value("/metadata/finalizers"_json_pointer, json::array())
+                .dump()
+                .find("lockstep.dev/runtimeenv-in-use"),
+            std::string::npos)
+      << rte["metadata"].dump(2);
+  ASSERT_EQ(kubectl({"delete", "namespace", ns_, "--wait=false"}).exitCode, 0);
+  EXPECT_TRUE(eventually([&] {
+    json o = get("rte", "torch");
+    return !o.is_discarded() && o.contains("/metadata/deletionTimestamp"_json_pointer);
+  }));
+  auto released = kubectl({"patch", "rte", "torch", "-n", ns_, "--type=merge", "-p", unfinalize});
+  EXPECT_EQ(released.exitCode, 0) << released.err;
+  EXPECT_TRUE(eventually(
+      [&] {
+        return kubectl({"get", "namespace", ns_}).err.find("NotFound") != std::string::npos;
+      },
+      std::chrono::seconds(90)))
+      << kubectl({"get", "namespace", ns_, "-o", "yaml"}).out;
 }
 
 }  // namespace

@@ -395,6 +395,78 @@ TEST(ReleaseDeletion, WhenProdItselfIsBeingDeletedTheFinalizerGoesAtOnce) {
   EXPECT_EQ(plan.execution.apply[0].resource.kind, "ModelRelease");
 }
 
+// Issue 28: no deletion waits forever. A release deleted mid-canary rolls back
+// until its deadline (from metadata.deletionTimestamp, the clock an input);
+// past it the finalizer goes with the slot freed and a Warning Event, whatever
+// the rollback's state. A release with nothing left to undo goes without one.
+TEST(ReleaseDeletion, PastItsDeadlineTheFinalizerGoesWithAWarning) {
+  const int64_t deletedAt = 1796126390;  // midCanary's deletionTimestamp, 11:59:50Z
+  struct Case {
+    const char* name;
+    int64_t deadline;
+    int64_t sinceDeletion;
+    bool late;
+  };
+  const Case cases[] = {
+      {"the default deadline, 10 s after the deletion", kDefaultReleaseDeletionDeadlineSeconds, 10,
+       false},
+      {"one second before the deadline", 60, 59, false},
+      {"at the deadline", 60, 60, true},
+      {"long past the default deadline", kDefaultReleaseDeletionDeadlineSeconds, 86400, true},
+      {"a clock behind the deletion", 60, -30, false},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.name);
+    ModelReleaseObserved o = midCanary(true);
+    o.deletionDeadlineSeconds = c.deadline;
+    o.gates.nowUnix = deletedAt + c.sinceDeletion;
+    ModelReleasePlan plan = planModelRelease(o);
+    int warnings = 0;
+    for (const PlannedEvent& e : plan.execution.events) {
+      if (e.reason != kReasonReleaseDeletionDeadline) continue;
+      ++warnings;
+      EXPECT_EQ(e.type, "Warning");
+      EXPECT_NE(e.message.find("v2"), std::string::npos) << e.message;
+      EXPECT_NE(e.message.find("gpt2-canary"), std::string::npos) << e.message;
+      EXPECT_NE(e.message.find(v1::kReleaseCleanupFinalizer), std::string::npos) << e.message;
+    }
+    if (!c.late) {
+      EXPECT_EQ(warnings, 0);
+      ASSERT_TRUE(plan.execution.status.has_value());
+      EXPECT_EQ(plan.execution.status->object["status"]["canary"]["reason"],
+                v1::kReasonReleaseDeleted);
+      EXPECT_FALSE(writesTo(plan.execution, "ModelRelease", "v2")) << "the finalizer stays";
+      continue;
+    }
+    EXPECT_EQ(warnings, 1);
+    ASSERT_EQ(plan.execution.apply.size(), 2u);
+    EXPECT_EQ(plan.execution.apply[0].resource.kind, "ConfigMap");
+    EXPECT_EQ(plan.execution.apply[0].object["data"][v1::kAnchorCanary], "") << "slot freed";
+    EXPECT_EQ(plan.execution.apply[1].resource.kind, "ModelRelease");
+    EXPECT_EQ(plan.execution.apply[1].object["metadata"]["finalizers"], json::array());
+    EXPECT_FALSE(plan.execution.status.has_value());
+    EXPECT_FALSE(writesTo(plan.execution, "Deployment", "gpt2-stable"));
+    EXPECT_FALSE(writesTo(plan.execution, "Deployment", "gpt2-canary"));
+  }
+
+  // Rolled back already: nothing to undo, no Warning, late or not.
+  ModelReleaseObserved done = midCanary(true);
+  json r = *done.release;
+  r["status"]["phase"] = v1::kPhaseRolledBack;
+  r["status"]["canary"]["phase"] = "RolledBack";
+  done = observed(r);
+  withAnchor(done, anchorOf("", "v1"));
+  done.prod.stableDeployment = share(ourDeployment(kTrackStable, "v1", 2));
+  done.prod.canaryDeployment = share(ourDeployment(kTrackCanary, "v2", 0));
+  done.prod.releaseDeleted = true;
+  done.deletionDeadlineSeconds = 60;
+  done.gates.nowUnix = deletedAt + 3600;
+  ModelReleasePlan plan = planModelRelease(done);
+  EXPECT_TRUE(plan.execution.events.empty());
+  ASSERT_EQ(plan.execution.apply.size(), 1u);
+  EXPECT_EQ(plan.execution.apply[0].resource.kind, "ModelRelease");
+}
+
 // --- The Service port belongs to the model (docs/rollouts.md). ---
 
 // v2 on `port`, created before v1 had prod; v1 now runs prod on 8080.
