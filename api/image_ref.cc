@@ -117,4 +117,11 @@ StatusOr<ImageRef> parseImageRef(std::string_view ref) {
   return out;
 }
 
+bool sameImage(std::string_view a, std::string_view b) {
+  StatusOr<ImageRef> x = parseImageRef(a);
+  StatusOr<ImageRef> y = parseImageRef(b);
+  return x.isOk() && y.isOk() && x->pinned() && y->pinned() && x->repository() == y->repository() &&
+         x->digest == y->digest;
+}
+
 }  // namespace lockstep::api

@@ -31,4 +31,11 @@ StatusOr<ImageRef> parseImageRef(std::string_view ref);
 // True when `s` is "sha256:" followed by exactly 64 lowercase hex digits.
 bool isSha256Digest(std::string_view s);
 
+// True when `a` and `b` are the same pinned image: both parse, both carry a
+// digest, and their normalized repositories and digests are equal ("foo@sha256:x"
+// is "docker.io/library/foo@sha256:x"; a tag beside the digest is ignored, as the
+// container runtime ignores it). Admission and the controllers compare images
+// with this, never as text.
+bool sameImage(std::string_view a, std::string_view b);
+
 }  // namespace lockstep::api

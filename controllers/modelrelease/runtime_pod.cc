@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstdlib>
 
+#include "api/image_ref.h"
 #include "api/v1alpha1/meta.h"
 #include "api/v1alpha1/runtime_env.h"
 #include "api/v1alpha1/runtime_revision.h"
@@ -34,9 +35,11 @@ std::string quote(const std::string& s) { return "\"" + s + "\""; }
 Status prepareContainer(json& c, const RuntimePod& pod) {
   std::string image =
       c.contains("image") && c["image"].is_string() ? c["image"].get<std::string>() : std::string();
-  if (image.empty()) {
+  if (image.empty() || api::sameImage(image, pod.runtimeImage)) {
+    // The pinned reference as the release recorded it (admission normalises
+    // both, so "foo@sha256:…" and "docker.io/library/foo@sha256:…" are one image).
     c["image"] = pod.runtimeImage;
-  } else if (image != pod.runtimeImage) {
+  } else {
     std::string name =
         c.contains("name") && c["name"].is_string() ? c["name"].get<std::string>() : std::string();
     return Status(Code::kInvalidArgument,

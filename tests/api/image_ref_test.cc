@@ -57,5 +57,32 @@ TEST(ImageRef, Sha256DigestForm) {
   EXPECT_FALSE(isSha256Digest("sha256:" + std::string(63, '0') + "g"));
 }
 
+// Issue 28: the controller compared images as text while admission normalised
+// them. One comparison for both.
+TEST(ImageRef, SameImageComparesNormalizedRepositoryAndDigest) {
+  const std::string d = sha('a');
+  struct Same {
+    std::string a, b;
+    bool same;
+  };
+  const Same cases[] = {
+      {"foo@" + d, "docker.io/library/foo@" + d, true},
+      {"foo@" + d, "index.docker.io/library/foo@" + d, true},
+      {"team/foo@" + d, "docker.io/team/foo@" + d, true},
+      {"registry.example/runtimes/torch:2.5@" + d, "registry.example/runtimes/torch@" + d, true},
+      {"Registry.Example/runtimes/torch@" + d, "registry.example/runtimes/torch@" + d, true},
+      {"foo@" + d, "foo@" + sha('b'), false},
+      {"foo@" + d, "bar@" + d, false},
+      {"registry.example/foo@" + d, "docker.io/library/foo@" + d, false},
+      {"foo:1.0", "foo:1.0", false},    // not pinned: never the same image
+      {"foo@" + d, "FOO@" + d, false},  // invalid
+      {"", "", false},
+  };
+  for (const Same& c : cases) {
+    EXPECT_EQ(sameImage(c.a, c.b), c.same) << c.a << " vs " << c.b;
+    EXPECT_EQ(sameImage(c.b, c.a), c.same) << c.b << " vs " << c.a;
+  }
+}
+
 }  // namespace
 }  // namespace lockstep::api

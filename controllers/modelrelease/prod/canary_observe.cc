@@ -1,8 +1,11 @@
 #include "controllers/modelrelease/prod/canary_observe.h"
 
 #include <algorithm>
-
+#include <cstddef>
+#include <map>
 #include <set>
+#include <utility>
+#include <vector>
 
 #include "api/v1alpha1/keys.h"
 #include "api/v1alpha1/model_anchor.h"
@@ -34,10 +37,29 @@ bool terminating(const json& pod) {
 
 int countReadyPods(const std::vector<json>& pods, const std::string& track,
                    const std::string& release) {
-  std::set<std::string> nodesWithTerminating;
+  auto nodeOf = [](const json& p) { return decode::string(decode::object(p, "spec"), "nodeName"); };
+  std::map<std::string, size_t> terminatingOn;
   for (const json& p : pods) {
-    std::string node = decode::string(decode::object(p, "spec"), "nodeName");
-    if (terminating(p) && !node.empty()) nodesWithTerminating.insert(node);
+    if (terminating(p) && !nodeOf(p).empty()) ++terminatingOn[nodeOf(p)];
+  }
+  // Each terminating pod hides one Ready pod of its node, the youngest (its
+  // replacement), never the node's other pods.
+  std::map<std::string, std::vector<const json*>> readyBeside;
+  for (const json& p : pods) {
+    if (!terminating(p) && podReady(p) && terminatingOn.count(nodeOf(p)) != 0)
+      readyBeside[nodeOf(p)].push_back(&p);
+  }
+  std::set<const json*> hidden;
+  for (auto& [node, ready] : readyBeside) {
+    auto key = [](const json* p) {
+      const json& meta = decode::object(*p, "metadata");
+      return std::make_pair(decode::string(meta, "creationTimestamp"),
+                            decode::string(meta, "name"));
+    };
+    std::sort(ready.begin(), ready.end(),
+              [&](const json* a, const json* b) { return key(a) > key(b); });
+    const size_t n = std::min(terminatingOn[node], ready.size());
+    hidden.insert(ready.begin(), ready.begin() + static_cast<std::ptrdiff_t>(n));
   }
   int n = 0;
   for (const json& p : pods) {
@@ -45,9 +67,7 @@ int countReadyPods(const std::vector<json>& pods, const std::string& track,
     if (decode::string(labels, kTrackLabel) != track ||
         decode::string(labels, kReleaseLabel) != release)
       continue;
-    if (terminating(p) || !podReady(p)) continue;
-    if (nodesWithTerminating.count(decode::string(decode::object(p, "spec"), "nodeName")) != 0)
-      continue;
+    if (terminating(p) || !podReady(p) || hidden.count(&p) != 0) continue;
     ++n;
   }
   return n;

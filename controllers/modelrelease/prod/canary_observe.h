@@ -19,9 +19,10 @@
 namespace lockstep::controllers {
 
 // Ready pods of `release` on `track` among `pods` (JSON core/v1 Pods of the
-// model). A pod is not counted while it is terminating, nor while another pod
-// of the model that is terminating still runs on its node (it still holds the
-// GPU the new pod will need once it is warm).
+// model). A pod is not counted while it is terminating; and each of the
+// model's terminating pods hides one Ready pod of its node, the youngest (by
+// creationTimestamp, then name): the replacement of a pod that still holds the
+// node's GPU. The node's other Ready pods count.
 int countReadyPods(const std::vector<nlohmann::json>& pods, const std::string& track,
                    const std::string& release);
 

@@ -436,5 +436,35 @@ TEST(RuntimePodVerify, TheChecksComeFirstAndTheFetchAfterThem) {
             "lockstep-closure-torch-3");
 }
 
+// Issue 28: the webhook admits a template container naming the RuntimeEnv's
+// image in another spelling (normalised: "torch@sha256:x" is
+// "docker.io/library/torch@sha256:x"); the controller compared text and
+// refused the release it had admitted. One comparison (api::sameImage): the
+// container runs the pinned reference; another image is still refused.
+TEST(RuntimePodImage, ThePinnedImageInAnotherSpellingRunsAnotherImageIsRefused) {
+  const std::string digest = "sha256:" + std::string(64, '7');
+  RuntimePod pod;
+  pod.owner = "stage \"eval\"";
+  pod.runtimeEnv = "torch";
+  pod.runtimeImage = "docker.io/library/torch@" + digest;
+  pod.closureHash = kHash;
+  pod.package = "registry.example/models/gpt2@sha256:" + std::string(64, 'd');
+  for (const std::string& spelling :
+       {"torch@" + digest, "index.docker.io/library/torch:2.5@" + digest, pod.runtimeImage}) {
+    json tmpl = {
+        {"spec", {{"containers", json::array({{{"name", "eval"}, {"image", spelling}}})}}}};
+    Status s = prepareRuntimePod(tmpl, pod);
+    EXPECT_TRUE(s.isOk()) << spelling << ": " << s.toString();
+    EXPECT_EQ(tmpl["spec"]["containers"][0]["image"], pod.runtimeImage) << spelling;
+  }
+  for (const std::string& other : {"torch@sha256:" + std::string(64, '8'),
+                                   "registry.example/torch@" + digest, std::string("torch:2.5")}) {
+    json tmpl = {{"spec", {{"containers", json::array({{{"name", "eval"}, {"image", other}}})}}}};
+    Status s = prepareRuntimePod(tmpl, pod);
+    EXPECT_FALSE(s.isOk()) << other;
+    EXPECT_NE(s.message().find("names image \"" + other + "\""), std::string::npos) << s.message();
+  }
+}
+
 }  // namespace
 }  // namespace lockstep::controllers

@@ -148,5 +148,32 @@ TEST(CanaryReplicas, WeightCountsOnlyReadyCanaryPodsWhoseGpuIsFree) {
   EXPECT_EQ(countReadyPods(pods, "stable", "v1"), 1);
 }
 
+// Issue 28: one terminating pod on a node hid every Ready pod of that node.
+// It hides one, the youngest (its replacement); the others count.
+TEST(CanaryReplicas, OneTerminatingPodHidesOneReadyPodOfItsNodeNotAll) {
+  auto born = [](json p, const std::string& at) {
+    p["metadata"]["creationTimestamp"] = at;
+    return p;
+  };
+  std::vector<json> pods = {
+      born(pod("s1", "stable", "v1", "gpu-1", true), "2026-11-30T09:00:00Z"),
+      born(pod("s2", "stable", "v1", "gpu-1", true), "2026-11-30T09:00:01Z"),
+      born(pod("s3", "stable", "v1", "gpu-1", true), "2026-11-30T09:00:02Z"),
+      born(pod("s4", "stable", "v1", "gpu-1", true, true), "2026-11-30T09:00:03Z"),
+      born(pod("c1", "canary", "v2", "gpu-1", true), "2026-11-30T10:00:00Z"),  // the youngest
+  };
+  EXPECT_EQ(countReadyPods(pods, "stable", "v1"), 3);
+  EXPECT_EQ(countReadyPods(pods, "canary", "v2"), 0);
+  // Two terminating: two hidden, youngest first.
+  pods.push_back(born(pod("s5", "stable", "v1", "gpu-1", true, true), "2026-11-30T08:00:00Z"));
+  EXPECT_EQ(countReadyPods(pods, "stable", "v1"), 2);
+  EXPECT_EQ(countReadyPods(pods, "canary", "v2"), 0);
+  // Another node's terminating pod hides nothing here.
+  std::vector<json> apart = {pod("s1", "stable", "v1", "gpu-1", true),
+                             pod("s2", "stable", "v1", "gpu-1", true),
+                             pod("t1", "stable", "v1", "gpu-2", true, true)};
+  EXPECT_EQ(countReadyPods(apart, "stable", "v1"), 2);
+}
+
 }  // namespace
 }  // namespace lockstep::controllers
