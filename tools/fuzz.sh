@@ -21,7 +21,9 @@
 #              LOCKSTEP_FUZZ_MAX_LEN (largest input, default 4096 bytes: the parsers'
 #                limits are tested by unit tests at full size; the fuzzers look for
 #                crashes in small inputs, where they run fastest),
-#              LOCKSTEP_FUZZ_RUNS (stop a target after this many inputs; default: time only).
+#              LOCKSTEP_FUZZ_RUNS (stop a target after this many inputs; default: time only),
+#              LOCKSTEP_FUZZ_BUILD_ONLY=1 (build the targets, run none: tools/test.sh builds
+#                them at idle priority, then runs them at a priority that keeps -timeout honest).
 set -euo pipefail
 
 seconds="${1:-30}"
@@ -49,6 +51,7 @@ fi
 echo "fuzz.sh: targets: ${targets}"
 # shellcheck disable=SC2086
 cmake --build "${build}" --target ${targets} -j"${jobs}"
+if [[ "${LOCKSTEP_FUZZ_BUILD_ONLY:-}" == 1 ]]; then exit 0; fi
 
 mkdir -p "${build}/corpus" "${build}/artifacts" "${build}/logs" "${build}/seeds"
 failed=()

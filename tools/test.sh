@@ -1,18 +1,39 @@
 #!/usr/bin/env bash
-# The test command: installs what is missing, builds, and runs every test.
+# The test command: installs what is missing, builds, and runs the tests.
 #
-#   tools/test.sh            unit tests, lint, integration tests on a real local cluster, short fuzz runs
+#   tools/test.sh            CI (.ci/run): unit tests, lint, the images, the integration tests
+#                            on real local clusters, a fuzz smoke, the suites' smoke tests
 #   tools/test.sh unit       unit tests and lint only (no cluster)
+#   tools/test.sh fuzz [S]   the long fuzz run: every target S seconds (default 300)
+#   tools/test.sh fleet      the multi-cluster suite (ctest label fleet), on local clusters
+#   tools/test.sh scale      the scale suite (ctest label scale), on local clusters
 #
-# Heavy builds are cached outside the source tree in $LOCKSTEP_CACHE
-# (default ~/.cache/lockstep): the Go-built control plane, ccache objects.
-# Integration tests run on $LOCKSTEP_TEST_CLUSTERS local clusters (default 1),
-# one test per cluster at a time (ctest resource groups, CMakeLists.txt), and
-# the tests that need no cluster beside them.
+# docs/testing.md "Test commands" says what each runs and how often, and where CI's
+# time goes. Heavy builds are cached outside the source tree in $LOCKSTEP_CACHE
+# (default ~/.cache/lockstep): the Go-built control plane, ccache objects, clang-tidy
+# verdicts. Cluster tests run on $LOCKSTEP_TEST_CLUSTERS local clusters (default 1),
+# one test binary per cluster at a time (ctest resource groups, CMakeLists.txt), the
+# longest first, and the tests that need no cluster beside them.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 root=$(pwd)
 what=${1:-all}
+case "$what" in
+  all | unit | fuzz | fleet | scale) ;;
+  _side) # tools/test.sh's side lane (below), in a session of its own: BUILD_DIR
+    echo 19 >/proc/self/autogroup 2>/dev/null || true
+    idle() { if chrt --idle 0 true 2>/dev/null; then chrt --idle 0 "$@"; else nice -n 19 "$@"; fi; }
+    s0=$SECONDS
+    echo "--- lint (clang-format, clang-tidy)"
+    idle tools/lint.sh "$2"
+    echo "--- lint: $((SECONDS - s0)) s; the images' Release build (tools/image.sh build)"
+    idle tools/image.sh build
+    echo "--- images: $((SECONDS - s0)) s; fuzz build (tools/fuzz.sh)"
+    LOCKSTEP_FUZZ_BUILD_ONLY=1 idle tools/fuzz.sh
+    echo "--- lint, images and fuzz build: $((SECONDS - s0)) s"
+    exit 0 ;;
+  *) echo "usage: tools/test.sh [unit|fuzz [SECONDS]|fleet|scale]" >&2; exit 2 ;;
+esac
 export LOCKSTEP_CACHE=${LOCKSTEP_CACHE:-$HOME/.cache/lockstep}
 export CCACHE_DIR=${CCACHE_DIR:-$LOCKSTEP_CACHE/ccache}
 # ccache keys on absolute paths: relative to the clone, a second clone elsewhere hits the cache.
@@ -29,6 +50,13 @@ step() { echo "==> [$((SECONDS - t0))s] $*"; }
 step "Debian packages"
 tools/install-deps.sh
 
+if [ "$what" = fuzz ]; then
+  step "fuzz: every target ${2:-300} s (tools/fuzz.sh)"
+  tools/fuzz.sh "${2:-300}"
+  step "fuzz run passed"
+  exit 0
+fi
+
 if [ "$what" != unit ]; then
   step "control plane binaries (cached after the first build)"
   # Build the Go tools beside the C++ build: both are long on a cold machine.
@@ -40,46 +68,86 @@ step "C++ build"
 cmake -S . -B "$build" -G Ninja -DCMAKE_CXX_COMPILER_LAUNCHER=ccache >/dev/null
 cmake --build "$build" -j "$jobs"
 
+# Starts $1 local clusters and writes ctest's resource spec naming them.
+cluster_dirs=()
+down_all() { for d in "${cluster_dirs[@]}"; do tests/cluster/cluster.sh down --dir "$d"; done; }
+start_clusters() {
+  step "waiting for the control plane build"
+  if ! wait "$tools_pid"; then cat "$LOCKSTEP_CACHE.tools-build.log"; exit 1; fi
+  tail -n 1 "$LOCKSTEP_CACHE.tools-build.log"
+  step "$1 local clusters"
+  if [ -z "${side_pid:-}" ]; then trap down_all EXIT; fi
+  local spec='{"version": {"major": 1, "minor": 0}, "local": [{"cluster": ['
+  for i in $(seq 0 $(($1 - 1))); do
+    cluster_dirs+=("$(mktemp -d /tmp/lockstep-ci.XXXXXX)")
+    tests/cluster/cluster.sh up --dir "${cluster_dirs[$i]}" >/dev/null
+    spec+="$([ "$i" -gt 0 ] && echo , || true){\"id\": \"$i\", \"slots\": 1}"
+  done
+  spec+=']}]}'
+  echo "$spec" >"$build/clusters.json"
+  export LOCKSTEP_CLUSTER_DIRS="${cluster_dirs[*]}"
+  eval "$(tests/cluster/cluster.sh env --dir "${cluster_dirs[0]}")"
+}
+clusters=${LOCKSTEP_TEST_CLUSTERS:-1}
+
+if [ "$what" = fleet ] || [ "$what" = scale ]; then
+  start_clusters "$clusters"
+  step "$what suite (ctest -L $what)"
+  ctest --test-dir "$build" -L "^$what\$" --output-on-failure -j "$((clusters + 1))" \
+    --resource-spec-file "$build/clusters.json" --no-tests=error
+  step "$what suite passed"
+  exit 0
+fi
+
 step "unit tests"
 ctest --test-dir "$build" -L unit --output-on-failure -j "$jobs"
 
-step "lint (clang-format, clang-tidy)"
-tools/lint.sh "$build"
+if [ "$what" = unit ]; then
+  step "lint (clang-format, clang-tidy)"
+  tools/lint.sh "$build"
+  exit 0
+fi
 
-[ "$what" = unit ] && exit 0
+# Lint, the images' Release build and the fuzz build need CPU and no cluster;
+# the integration tests mostly wait on their clusters. So these run beside the
+# integration tests at the lowest priority, taking only CPU time that nothing
+# else wants (the cluster tests' timing stays theirs): a session of their own
+# whose autogroup has nice 19 (the cluster's services run in sessions of their
+# own too, tests/cluster/lib.sh, so a plain nice would not rank below them),
+# and SCHED_IDLE inside it. Their log is printed when they end.
+side_log=$build/side-lane.log
+step "lint, the images' build and the fuzz build, at idle priority beside what follows ($side_log)"
+setsid tools/test.sh _side "$build" >"$side_log" 2>&1 &
+side_pid=$!
+kill_tree() { # pid: the process and all its descendants
+  local c
+  for c in $(ps -o pid= --ppid "$1" 2>/dev/null); do kill_tree "$c"; done
+  kill "$1" 2>/dev/null || true
+}
+trap 'kill_tree "$side_pid"; down_all' EXIT
+side_done() {
+  step "waiting for lint, the images' build and the fuzz build"
+  local rc=0
+  wait "$side_pid" || rc=$?
+  cat "$side_log"
+  if [ "$rc" != 0 ]; then echo "lint, the images' build or the fuzz build failed (above)" >&2; exit "$rc"; fi
+}
 
-# OCI images (tools/image.sh, docs/install.md): a Release build in build-release/, both
-# images, and their checks (tests/image, label "image"). The Debian packages are cached in
-# $LOCKSTEP_CACHE/image, the Release objects in ccache.
-step "OCI images (tools/image.sh build, tests/image)"
-ctest --test-dir "$build" -L image --output-on-failure
-
-step "waiting for the control plane build"
-if ! wait "$tools_pid"; then cat "$LOCKSTEP_CACHE.tools-build.log"; exit 1; fi
-tail -n 1 "$LOCKSTEP_CACHE.tools-build.log"
-
-clusters=${LOCKSTEP_TEST_CLUSTERS:-1}
-step "$clusters local clusters"
-cluster_dirs=()
-down_all() { for d in "${cluster_dirs[@]}"; do tests/cluster/cluster.sh down --dir "$d"; done; }
-trap down_all EXIT
-spec='{"version": {"major": 1, "minor": 0}, "local": [{"cluster": ['
-for i in $(seq 0 $((clusters - 1))); do
-  cluster_dirs+=("$(mktemp -d /tmp/lockstep-ci.XXXXXX)")
-  tests/cluster/cluster.sh up --dir "${cluster_dirs[$i]}" >/dev/null
-  spec+="$([ "$i" -gt 0 ] && echo , || true){\"id\": \"$i\", \"slots\": 1}"
-done
-spec+=']}]}'
-echo "$spec" >"$build/clusters.json"
-export LOCKSTEP_CLUSTER_DIRS="${cluster_dirs[*]}"
-eval "$(tests/cluster/cluster.sh env --dir "${cluster_dirs[0]}")"
-
+start_clusters "$clusters"
 step "integration tests"
 ctest --test-dir "$build" -L integration --output-on-failure -j "$((clusters + 1))" \
   --resource-spec-file "$build/clusters.json"
 
-if [ -x tools/fuzz.sh ]; then
-  step "short fuzz runs"
-  tools/fuzz.sh "${LOCKSTEP_FUZZ_SECONDS:-20}"
-fi
+side_done
+# OCI images (tools/image.sh, docs/install.md): both images from the Release build
+# in build-release/ (built above), and their checks (tests/image, label "image"; they
+# chroot, so they need root), the push and install on the first cluster among them.
+# The Debian packages are cached in $LOCKSTEP_CACHE/image, the Release objects in ccache.
+step "OCI images (tests/image)"
+ctest --test-dir "$build" -L image --output-on-failure
+# The fuzz smoke: each target replays its seeds and corpus (the regression
+# inputs), then runs 5,000 new inputs, at normal priority (libFuzzer's -timeout
+# is wall-clock time). The long run is `tools/test.sh fuzz`.
+step "fuzz smoke (tools/fuzz.sh, ${LOCKSTEP_FUZZ_RUNS:-5000} inputs a target)"
+LOCKSTEP_FUZZ_RUNS=${LOCKSTEP_FUZZ_RUNS:-5000} tools/fuzz.sh "${LOCKSTEP_FUZZ_SECONDS:-60}"
 step "all tests passed"

@@ -13,6 +13,8 @@ inline constexpr const char* kVersion = "v1alpha1";
 
 inline const kube::Resource kRuntimeEnvs{kGroup, kVersion, "runtimeenvs", "RuntimeEnv", true};
 inline const kube::Resource kModelReleases{kGroup, kVersion, "modelreleases", "ModelRelease", true};
+// The owner of a model's prod and its record (api/v1alpha1/model.h).
+inline const kube::Resource kModels{kGroup, kVersion, "models", "Model", true};
 // Cluster-scoped: written by the platform (api/v1alpha1/analysis_provider.h).
 inline const kube::Resource kAnalysisProviders{kGroup, kVersion, "analysisproviders",
                                                "AnalysisProvider", false};

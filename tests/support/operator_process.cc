@@ -94,7 +94,7 @@ void OperatorProcess::installCrdsAndRbac() {
   mustKubectl({"apply", "-f", std::string(LOCKSTEP_SOURCE_DIR) + "/crds"});
   mustKubectl({"wait", "--for", "condition=Established", "crd/runtimeenvs.lockstep.dev",
                "crd/modelreleases.lockstep.dev", "crd/analysisproviders.lockstep.dev",
-               "--timeout=60s"});
+               "crd/models.lockstep.dev", "--timeout=60s"});
   kubectl({"create", "namespace", kOperatorNamespace});
   // The ServiceAccount, RBAC and the ValidatingAdmissionPolicies keeping the
   // model anchors and every Lockstep status the operator's alone (they name

@@ -1,0 +1,198 @@
+#include "api/v1alpha1/model.h"
+
+#include <openssl/evp.h>
+
+#include <array>
+#include <cmath>
+
+namespace lockstep::api::v1alpha1 {
+namespace {
+
+using nlohmann::json;
+
+// The canonical value of `j`: an integral number as an integer (YAML and JSON
+// spell 2 and 2.0 alike for a person; the API server keeps what it was given).
+// Objects are std::map-ordered in nlohmann::json, so dump() sorts their keys.
+json canonical(const json& j) {
+  if (j.is_object()) {
+    json out = json::object();
+    for (const auto& [k, v] : j.items()) out[k] = canonical(v);
+    return out;
+  }
+  if (j.is_array()) {
+    json out = json::array();
+    for (const json& v : j) out.push_back(canonical(v));
+    return out;
+  }
+  if (j.is_number_float()) {
+    const double d = j.get<double>();
+    if (std::isfinite(d) && std::trunc(d) == d && std::fabs(d) < 9.0e15)
+      return static_cast<int64_t>(d);
+  }
+  if (j.is_number_unsigned()) return static_cast<int64_t>(j.get<uint64_t>());
+  return j;
+}
+
+std::string sha256Hex(const std::string& bytes) {
+  std::array<unsigned char, EVP_MAX_MD_SIZE> md{};
+  unsigned int len = 0;
+  EVP_Digest(bytes.data(), bytes.size(), md.data(), &len, EVP_sha256(), nullptr);
+  static constexpr char kHex[] = "0123456789abcdef";
+  std::string out;
+  out.reserve(static_cast<size_t>(len) * 2);
+  for (unsigned int i = 0; i < len; ++i) {
+    out.push_back(kHex[md[i] >> 4]);
+    out.push_back(kHex[md[i] & 0xf]);
+  }
+  return out;
+}
+
+// The domain of the digest: another document never hashes to a content digest.
+constexpr const char* kContentDomain = "lockstep.dev/release-content/v1\n";
+
+ModelRuntime decodeRuntime(const json& j) {
+  ModelRuntime r;
+  r.runtimeEnv = decode::string(j, "runtimeEnv");
+  r.image = decode::string(j, "image");
+  r.closureHash = decode::string(j, "closureHash");
+  r.revision = decode::integer(j, "revision", 0);
+  return r;
+}
+
+json encodeRuntime(const ModelRuntime& r) {
+  json out = json::object();
+  if (!r.runtimeEnv.empty()) out["runtimeEnv"] = r.runtimeEnv;
+  if (!r.image.empty()) out["image"] = r.image;
+  if (!r.closureHash.empty()) out["closureHash"] = r.closureHash;
+  if (r.revision > 0) out["revision"] = r.revision;
+  return out;
+}
+
+std::optional<ProdContent> decodeProdContent(const json& status, const char* key) {
+  const json* m = decode::member(status, key);
+  if (m == nullptr || !m->is_object()) return std::nullopt;
+  ProdContent p;
+  p.release = decode::string(*m, "release");
+  if (p.release.empty()) return std::nullopt;
+  p.uid = decode::string(*m, "uid");
+  p.contentDigest = decode::string(*m, "contentDigest");
+  p.package = decode::string(*m, "package");
+  p.runtime = decodeRuntime(decode::object(*m, "runtime"));
+  p.since = decode::string(*m, "since");
+  return p;
+}
+
+}  // namespace
+
+std::string referenceDigest(const std::string& reference) {
+  const auto at = reference.rfind('@');
+  return at == std::string::npos ? reference : reference.substr(at + 1);
+}
+
+std::string contentDigest(const ReleaseContent& c) {
+  const json doc = {{"package", referenceDigest(c.package)},
+                    {"image", referenceDigest(c.image)},
+                    {"closureHash", c.closureHash},
+                    {"stages", canonical(c.stages.is_array() ? c.stages : json::array())}};
+  return "sha256:" + sha256Hex(std::string(kContentDomain) + doc.dump());
+}
+
+ReleaseContent releaseContent(const json& release, const RuntimePin& pin) {
+  const json& spec = decode::object(release, "spec");
+  ReleaseContent c;
+  c.package = decode::string(spec, "package");
+  c.image = pin.image;
+  c.closureHash = pin.closureHash.empty() ? decode::string(spec, "closureHash") : pin.closureHash;
+  c.stages = decode::array(spec, "stages");
+  return c;
+}
+
+Model decodeModel(const json& object) {
+  Model m;
+  m.meta = decodeMeta(object);
+  const json& metadata = decode::object(object, "metadata");
+  m.resourceVersion = decode::string(metadata, "resourceVersion");
+  m.deleting = !decode::string(metadata, "deletionTimestamp").empty();
+  const json& spec = decode::object(object, "spec");
+  if (const json* p = decode::member(spec, "port"); p != nullptr && p->is_number_integer())
+    m.spec.port = p->get<int64_t>();
+  if (const json* r = decode::member(spec, "replicas"); r != nullptr && r->is_number_integer())
+    m.spec.replicas = r->get<int64_t>();
+  m.spec.capacity = decode::string(spec, "capacity");
+  const std::string type = decode::string(decode::object(spec, "service"), "type");
+  if (!type.empty()) m.spec.serviceType = type;
+  m.spec.revisionHistoryLimit =
+      decode::integer(spec, "revisionHistoryLimit", kDefaultRevisionHistoryLimit);
+  const json& status = decode::object(object, "status");
+  m.status.observedGeneration = decode::integer(status, "observedGeneration", -1);
+  m.status.revision = decode::integer(status, "revision", 0);
+  m.status.prod = decodeProdContent(status, "prod");
+  m.status.canary = decodeProdContent(status, "canary");
+  for (const json& h : decode::array(status, "history")) {
+    if (!h.is_object()) continue;
+    ModelHistoryEntry e;
+    e.action = decode::string(h, "action");
+    e.release = decode::string(h, "release");
+    e.uid = decode::string(h, "uid");
+    e.contentDigest = decode::string(h, "contentDigest");
+    e.package = decode::string(h, "package");
+    e.runtime = decodeRuntime(decode::object(h, "runtime"));
+    e.revision = decode::integer(h, "revision", 0);
+    e.at = decode::string(h, "at");
+    e.reason = decode::string(h, "reason");
+    e.stable = decode::string(h, "stable");
+    e.from = decode::string(h, "from");
+    e.by = decode::string(h, "by");
+    m.status.history.push_back(std::move(e));
+  }
+  m.status.conditions = decode::array(status, "conditions");
+  return m;
+}
+
+json encodeProdContent(const ProdContent& p) {
+  json out = {{"release", p.release}};
+  if (!p.uid.empty()) out["uid"] = p.uid;
+  if (!p.contentDigest.empty()) out["contentDigest"] = p.contentDigest;
+  if (!p.package.empty()) out["package"] = p.package;
+  if (json rt = encodeRuntime(p.runtime); !rt.empty()) out["runtime"] = std::move(rt);
+  if (!p.since.empty()) out["since"] = p.since;
+  return out;
+}
+
+json encodeHistoryEntry(const ModelHistoryEntry& h) {
+  json out = {{"action", h.action}, {"release", h.release}};
+  auto put = [&out](const char* key, const std::string& v) {
+    if (!v.empty()) out[key] = v;
+  };
+  put("uid", h.uid);
+  put("contentDigest", h.contentDigest);
+  put("package", h.package);
+  if (json rt = encodeRuntime(h.runtime); !rt.empty()) out["runtime"] = std::move(rt);
+  if (h.revision > 0) out["revision"] = h.revision;
+  put("at", h.at);
+  put("reason", h.reason);
+  put("stable", h.stable);
+  put("from", h.from);
+  put("by", h.by);
+  return out;
+}
+
+json encodeModelStatus(const ModelStatus& s) {
+  json out = json::object();
+  if (s.observedGeneration >= 0) out["observedGeneration"] = s.observedGeneration;
+  out["revision"] = s.revision;
+  if (s.prod) out["prod"] = encodeProdContent(*s.prod);
+  if (s.canary) out["canary"] = encodeProdContent(*s.canary);
+  json history = json::array();
+  for (const ModelHistoryEntry& h : s.history) history.push_back(encodeHistoryEntry(h));
+  out["history"] = std::move(history);
+  if (s.conditions.is_array() && !s.conditions.empty()) out["conditions"] = s.conditions;
+  return out;
+}
+
+void appendHistory(std::vector<ModelHistoryEntry>& history, ModelHistoryEntry entry) {
+  history.push_back(std::move(entry));
+  while (history.size() > kModelHistoryKept) history.erase(history.begin());
+}
+
+}  // namespace lockstep::api::v1alpha1

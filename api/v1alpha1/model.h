@@ -1,0 +1,135 @@
+// Model (lockstep.dev/v1alpha1), decoded once into a typed view: the object
+// that owns one model's prod (its Service and stable/canary Deployments, by
+// owner reference). Its spec holds what belongs to the model rather than to
+// one release (port, replicas, GPU strategy, Service type, history limit);
+// its status is the one record of what prod runs, by content: the release
+// uid, content digest, package and pinned runtime pair of prod and of the
+// canary in flight, the prod revision and a bounded history. Field names are
+// those of crds/lockstep.dev_models.yaml; the semantics are docs/rollouts.md
+// ("Objects and ownership", "Content identity").
+//
+// Also the content identity of a release (contentDigest): what prod runs is
+// known by its content, never by a release's name, which anyone may delete
+// and re-create with other content.
+// Thread-safety: values and pure functions.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "api/v1alpha1/meta.h"
+#include "api/v1alpha1/runtime_revision.h"
+
+namespace lockstep::api::v1alpha1 {
+
+// History entries kept in status.history (the oldest go first).
+inline constexpr size_t kModelHistoryKept = 50;
+// status.history[].action values.
+inline constexpr const char* kModelActionPromoted = "Promoted";
+inline constexpr const char* kModelActionRolledBack = "RolledBack";  // a canary rolled back
+inline constexpr const char* kModelActionRollback = "Rollback";      // a manual rollback
+// Built from an anchor ConfigMap of an earlier version (docs/rollouts.md "Migration").
+inline constexpr const char* kModelActionAdopted = "Adopted";
+
+// ---- content identity ---------------------------------------------------------------------
+
+// What a release's content is: the package by digest, the pinned runtime pair
+// (image by digest, closure hash) and the validated stage specs (spec.stages).
+struct ReleaseContent {
+  std::string package;      // repo@sha256:<hex> (only the digest counts)
+  std::string image;        // the pinned runtime image, repo@sha256:<hex> (only the digest counts)
+  std::string closureHash;  // sha256:<hex>
+  nlohmann::json stages = nlohmann::json::array();  // spec.stages as stored
+};
+
+// "sha256:<64 hex>" over a canonical form of `c`: object keys sorted, any
+// formatting gone, an integral number written as an integer (2.0 is 2), and
+// the package and image reduced to their digests (the same bytes under
+// another repository name or registry spelling are the same content). Stable
+// under reordering and reformatting; changes when any of the package digest,
+// the image digest, the closure hash or a stage field changes.
+std::string contentDigest(const ReleaseContent& c);
+
+// The content of the ModelRelease `release` (its spec) on the pinned pair
+// `pin` (its status.runtime, or the pair it would run on).
+ReleaseContent releaseContent(const nlohmann::json& release, const RuntimePin& pin);
+
+// The digest part of an image or package reference ("sha256:…" after '@'), or
+// the reference itself when it has none.
+std::string referenceDigest(const std::string& reference);
+
+// ---- the Model ----------------------------------------------------------------------------
+
+struct ModelRuntime {
+  std::string runtimeEnv;
+  std::string image;
+  std::string closureHash;
+  int64_t revision = 0;  // the RuntimeEnv revision number; 0: not recorded
+};
+
+// status.prod and status.canary: one release's content in prod.
+struct ProdContent {
+  std::string release;  // its name (the object may be gone since: prod keeps its content)
+  std::string uid;      // the object that brought the content to prod
+  std::string contentDigest;
+  std::string package;
+  ModelRuntime runtime;
+  std::string since;  // when it took prod (canary: when it took the slot)
+};
+
+struct ModelHistoryEntry {
+  std::string action;  // kModelAction*
+  std::string release, uid, contentDigest, package;
+  ModelRuntime runtime;
+  int64_t revision = 0;  // the prod revision it made (Promoted, Rollback)
+  std::string at;
+  std::string reason;  // RolledBack: the canary's reason
+  std::string stable;  // RolledBack: the release stable stayed on
+  std::string from;    // Rollback: the release prod ran before
+  std::string by;      // Rollback: the user who asked
+};
+
+struct ModelSpec {
+  std::optional<int64_t> port;      // the Service port; unset: the release's serving.port
+  std::optional<int64_t> replicas;  // prod's N; unset: the release's serving.replicas
+  std::string capacity;             // surge | drain; "": the release's canary.capacity
+  std::string serviceType = "ClusterIP";
+  int64_t revisionHistoryLimit = kDefaultRevisionHistoryLimit;
+};
+
+struct ModelStatus {
+  int64_t observedGeneration = -1;
+  int64_t revision = 0;  // the prod revision (0 before the first promotion)
+  std::optional<ProdContent> prod;
+  std::optional<ProdContent> canary;
+  std::vector<ModelHistoryEntry> history;  // oldest first
+  nlohmann::json conditions = nlohmann::json::array();
+};
+
+struct Model {
+  ObjectMeta meta;
+  std::string resourceVersion;
+  bool deleting = false;  // metadata.deletionTimestamp set
+  ModelSpec spec;
+  ModelStatus status;
+
+  // The prod revision as a rollback annotation names it ("0" before the first promotion).
+  std::string prodRevision() const { return std::to_string(status.revision); }
+};
+
+Model decodeModel(const nlohmann::json& object);
+
+nlohmann::json encodeProdContent(const ProdContent& p);
+nlohmann::json encodeHistoryEntry(const ModelHistoryEntry& h);
+// The whole status as the CRD spells it (conditions as given).
+nlohmann::json encodeModelStatus(const ModelStatus& s);
+
+// `history` with `entry` appended and the oldest dropped past kModelHistoryKept.
+void appendHistory(std::vector<ModelHistoryEntry>& history, ModelHistoryEntry entry);
+
+}  // namespace lockstep::api::v1alpha1

@@ -1,0 +1,158 @@
+#include "api/v1alpha1/model.h"
+
+#include <gtest/gtest.h>
+
+namespace lockstep::api::v1alpha1 {
+namespace {
+
+using nlohmann::json;
+
+const std::string kPkg = "registry.example/models/gpt2@sha256:" + std::string(64, 'a');
+const std::string kImg = "registry.example/runtimes/torch@sha256:" + std::string(64, 'b');
+const std::string kHash = "sha256:" + std::string(64, 'c');
+
+json stages() {
+  return json::parse(R"([
+    {"name": "eval", "gate": {"template": {"spec": {"containers": [{"name": "e", "image": "x"}]}},
+                              "metrics": [{"name": "acc", "min": 0.9}], "timeout": "30m"}},
+    {"name": "prod", "serving": {"replicas": 2, "port": 8080,
+                                 "template": {"spec": {"containers": [{"name": "s"}]}}},
+     "canary": {"steps": [{"weight": 50, "pause": "1m"}]}}])");
+}
+
+ReleaseContent content() { return {kPkg, kImg, kHash, stages()}; }
+
+TEST(ContentDigest, IsASha256DigestAndDeterministic) {
+  const std::string d = contentDigest(content());
+  EXPECT_EQ(d.rfind("sha256:", 0), 0U);
+  EXPECT_EQ(d.size(), 7U + 64U);
+  EXPECT_EQ(contentDigest(content()), d);
+}
+
+TEST(ContentDigest, StableUnderKeyOrderFormattingAndNumberSpelling) {
+  const std::string d = contentDigest(content());
+  // The same stages, keys in another order, written with other whitespace,
+  // replicas as 2.0 and the weight as 50.0.
+  ReleaseContent c = content();
+  c.stages = json::parse(R"([
+    {"gate": {"timeout": "30m", "metrics": [{"min": 0.9, "name": "acc"}],
+              "template": {"spec": {"containers": [{"image": "x", "name": "e"}]}}},
+     "name": "eval"},
+    {"canary": {"steps": [{"pause": "1m", "weight": 50.0}]},
+     "serving": {"template": {"spec": {"containers": [{"name": "s"}]}},
+                 "port": 8080, "replicas": 2.0},
+     "name": "prod"}])");
+  EXPECT_EQ(contentDigest(c), d);
+  // Only the digests of the package and the image count, not how the
+  // repository is spelled.
+  c.package = "other.example/mirror/gpt2@sha256:" + std::string(64, 'a');
+  c.image = "docker.io/library/torch@sha256:" + std::string(64, 'b');
+  EXPECT_EQ(contentDigest(c), d);
+}
+
+TEST(ContentDigest, ChangesWithEachPartOfTheContent) {
+  const std::string d = contentDigest(content());
+  ReleaseContent c = content();
+  c.package = "registry.example/models/gpt2@sha256:" + std::string(64, 'd');
+  EXPECT_NE(contentDigest(c), d) << "package digest";
+  c = content();
+  c.image = "registry.example/runtimes/torch@sha256:" + std::string(64, 'e');
+  EXPECT_NE(contentDigest(c), d) << "runtime image digest";
+  c = content();
+  c.closureHash = "sha256:" + std::string(64, 'f');
+  EXPECT_NE(contentDigest(c), d) << "closure hash";
+  c = content();
+  c.stages[1]["serving"]["replicas"] = 3;
+  EXPECT_NE(contentDigest(c), d) << "a serving field";
+  c = content();
+  c.stages[0]["gate"]["metrics"][0]["min"] = 0.91;
+  EXPECT_NE(contentDigest(c), d) << "a gate threshold";
+  c = content();
+  c.stages[1]["canary"]["steps"].push_back({{"weight", 100}});
+  EXPECT_NE(contentDigest(c), d) << "a canary step";
+  c = content();
+  std::swap(c.stages[0], c.stages[1]);
+  EXPECT_NE(contentDigest(c), d) << "the stage order";
+}
+
+TEST(ContentDigest, OfAReleaseReadsItsSpecAndThePinnedPair) {
+  json release = {{"metadata", {{"name", "v1"}}},
+                  {"spec",
+                   {{"model", "gpt2"},
+                    {"package", kPkg},
+                    {"closureHash", kHash},
+                    {"runtimeEnvRef", {{"name", "torch"}}},
+                    {"stages", stages()}}}};
+  RuntimePin pin{3, kImg, kHash};
+  EXPECT_EQ(contentDigest(releaseContent(release, pin)), contentDigest(content()));
+  // The name and the model are not content: the same spec under another name is the same content.
+  release["metadata"]["name"] = "v1-again";
+  EXPECT_EQ(contentDigest(releaseContent(release, pin)), contentDigest(content()));
+  pin.image = "registry.example/runtimes/torch@sha256:" + std::string(64, '0');
+  EXPECT_NE(contentDigest(releaseContent(release, pin)), contentDigest(content()));
+}
+
+TEST(ModelView, DecodesSpecAndStatusAndEncodesTheStatusBack) {
+  json model = json::parse(R"({
+    "apiVersion": "lockstep.dev/v1alpha1", "kind": "Model",
+    "metadata": {"name": "gpt2", "namespace": "ml", "uid": "m1", "resourceVersion": "9",
+                 "generation": 2},
+    "spec": {"port": 9000, "replicas": 4, "capacity": "drain",
+             "service": {"type": "NodePort"}, "revisionHistoryLimit": 3},
+    "status": {"observedGeneration": 2, "revision": 7,
+      "prod": {"release": "v1", "uid": "r1", "contentDigest": "sha256:11",
+               "package": "p@sha256:aa",
+               "runtime": {"runtimeEnv": "torch", "image": "i@sha256:bb",
+                           "closureHash": "sha256:cc", "revision": 2},
+               "since": "2026-01-01T00:00:00Z"},
+      "canary": {"release": "v2", "uid": "r2"},
+      "history": [{"action": "Promoted", "release": "v1", "uid": "r1", "revision": 7,
+                   "at": "2026-01-01T00:00:00Z"}]}})");
+  const Model m = decodeModel(model);
+  EXPECT_EQ(m.meta.name, "gpt2");
+  EXPECT_EQ(m.resourceVersion, "9");
+  EXPECT_EQ(m.spec.port, 9000);
+  EXPECT_EQ(m.spec.replicas, 4);
+  EXPECT_EQ(m.spec.capacity, "drain");
+  EXPECT_EQ(m.spec.serviceType, "NodePort");
+  EXPECT_EQ(m.spec.revisionHistoryLimit, 3);
+  EXPECT_EQ(m.status.revision, 7);
+  EXPECT_EQ(m.prodRevision(), "7");
+  ASSERT_TRUE(m.status.prod);
+  EXPECT_EQ(m.status.prod->uid, "r1");
+  EXPECT_EQ(m.status.prod->runtime.revision, 2);
+  ASSERT_TRUE(m.status.canary);
+  EXPECT_EQ(m.status.canary->release, "v2");
+  ASSERT_EQ(m.status.history.size(), 1U);
+  EXPECT_EQ(m.status.history[0].revision, 7);
+  json back = encodeModelStatus(m.status);
+  EXPECT_EQ(back, model["status"]);
+}
+
+TEST(ModelView, AnEmptyModelHasDefaultsAndNoProd) {
+  const Model m = decodeModel(json{{"metadata", {{"name", "gpt2"}}}});
+  EXPECT_FALSE(m.spec.port);
+  EXPECT_FALSE(m.spec.replicas);
+  EXPECT_EQ(m.spec.capacity, "");
+  EXPECT_EQ(m.spec.serviceType, "ClusterIP");
+  EXPECT_EQ(m.spec.revisionHistoryLimit, 5);
+  EXPECT_FALSE(m.status.prod);
+  EXPECT_FALSE(m.status.canary);
+  EXPECT_EQ(m.prodRevision(), "0");
+}
+
+TEST(ModelView, HistoryIsBounded) {
+  std::vector<ModelHistoryEntry> h;
+  for (size_t i = 0; i < kModelHistoryKept + 5; ++i) {
+    ModelHistoryEntry e;
+    e.action = kModelActionPromoted;
+    e.release = "v" + std::to_string(i);
+    appendHistory(h, e);
+  }
+  ASSERT_EQ(h.size(), kModelHistoryKept);
+  EXPECT_EQ(h.front().release, "v5");
+  EXPECT_EQ(h.back().release, "v" + std::to_string(kModelHistoryKept + 4));
+}
+
+}  // namespace
+}  // namespace lockstep::api::v1alpha1
