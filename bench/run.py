@@ -13,8 +13,10 @@ Sections (SECTIONS, comma-separated):
              concurrency (wrk), latency at a fixed rate (loadgen), CPU seconds
              per 1,000 requests and peak RSS of each server.
   apiserver  pod-create latency through the real kube-apiserver: no webhook,
-             Lockstep's operator webhook, the controller-runtime peer, and a
-             ValidatingAdmissionPolicy with the equivalent CEL check.
+             Lockstep's operator webhook, the controller-runtime peer, a
+             ValidatingAdmissionPolicy with the equivalent CEL check (the
+             floor), and the chart's own pod policies (admission.mode=policy:
+             the whole rule, against the operator's RuntimeAdmission table).
   closure    bench_closure (parse+hash per format vs raw SHA-256).
   scale      controller scale: for each SCALE_N, N RuntimeEnvs with distinct real
              inline uv.locks created in bulk (rtecreate, timed apart), then one
@@ -296,7 +298,8 @@ class Cluster:
 
 
 def setup_cluster(c, certs):
-    for crd in ("lockstep.dev_runtimeenvs.yaml", "lockstep.dev_modelreleases.yaml"):
+    for crd in ("lockstep.dev_runtimeenvs.yaml", "lockstep.dev_modelreleases.yaml",
+                "lockstep.dev_runtimeadmissions.yaml"):
         c.kubectl("apply", "-f", os.path.join(ROOT, "crds", crd))
     c.kubectl("wait", "--for", "condition=Established", "crd/runtimeenvs.lockstep.dev", "--timeout=60s")
     c.apply({"apiVersion": "v1", "kind": "Namespace",
@@ -316,7 +319,9 @@ def start_operator(c, procs, work, certs):
         "--kubeconfig=" + c.kubeconfig, "--namespace=" + NS, "--bind-address=127.0.0.1",
         f"--webhook-port={port}", f"--metrics-port={free_port()}", f"--health-port={free_port()}",
         "--cert-mode=file", "--cert-dir=" + certs, f"--webhook-threads={THREADS}",
-        "--port-file=" + port_file, "--controllers=runtimeenv", "--log-level=warn"], work)
+        "--port-file=" + port_file, "--controllers=runtimeenv", "--log-level=warn",
+        # Keeps the RuntimeAdmission table of NS for the "policy" configuration.
+        "--admission-mode=policy"], work)
     eventually("operator webhook port", lambda: os.path.exists(port_file) and open(port_file).read().strip())
     c.kubectl("wait", "--for=condition=Ready", "rte/torch", "-n", NS, "--timeout=120s")
     h = c.kubectl("get", "rte/torch", "-n", NS, "-o", "jsonpath={.status.closureHash}").stdout.strip()
@@ -512,6 +517,23 @@ VAP_BINDING = {"apiVersion": "admissionregistration.k8s.io/v1", "kind": "Validat
                         "matchResources": {"namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": NS}}}}}
 
 
+def chart_pod_policies(c):
+    """The chart's pod policies (admission.mode=policy, templates/pod-policy.yaml) as the product
+    ships them, without the policy guarding the tables (the bench's operator is not the chart's
+    ServiceAccount)."""
+    r = sh([os.path.join(c.bins["tools"], "helm"), "template", "lockstep", os.path.join(ROOT, "helm/lockstep"),
+            "--namespace", "lockstep-system", "--set", "image.repository=registry.example/lockstep/operator",
+            "--set", "image.digest=sha256:" + "0" * 64, "--set", "admission.mode=policy",
+            "--show-only", "templates/pod-policy.yaml"])
+    objs = c.kubectl("create", "--dry-run=client", "-o", "json", "-f", "-", stdin=r.stdout).stdout
+    out = []
+    for doc in json.loads("[" + objs.replace("}\n{", "},\n{") + "]"):
+        for o in doc.get("items", [doc]):
+            if not o["metadata"]["name"].endswith("runtime-admissions"):
+                out.append(o)
+    return out
+
+
 def pod_denied(c, work):
     """Creates (dry run) the pod with a wrong hash: True when admission denies it."""
     r = c.kubectl("create", "--dry-run=server", "-f", f"{work}/podobj-bad.json", "-o", "name", check=False)
@@ -520,7 +542,8 @@ def pod_denied(c, work):
 
 def run_apiserver(c, work, bins, ports):
     ca = open(f"{work}/ca.crt").read()
-    configs = ["none", "lockstep", "cr", "vap"]
+    configs = ["none", "lockstep", "cr", "vap", "policy"]
+    policies = chart_pod_policies(c)
     runs = []
     for rep in range(1, POD_REPS + 1):
         for cfg in configs:
@@ -529,6 +552,9 @@ def run_apiserver(c, work, bins, ports):
             elif cfg == "vap":
                 c.apply(VAP)
                 c.apply(VAP_BINDING)
+            elif cfg == "policy":
+                for o in policies:
+                    c.apply(o)
             if cfg != "none":
                 eventually(f"{cfg} enforcing", lambda: pod_denied(c, work), timeout=120)
             r = sh([os.path.join(bins["peers"], "podcreate"), "-kubeconfig", c.kubeconfig, "-namespace", NS,
@@ -543,6 +569,8 @@ def run_apiserver(c, work, bins, ports):
             c.kubectl("delete", "validatingwebhookconfiguration/lockstep-bench",
                       "validatingadmissionpolicybinding/lockstep-bench",
                       "validatingadmissionpolicy/lockstep-bench", "--ignore-not-found")
+            for o in policies if cfg == "policy" else []:
+                c.kubectl("delete", o["kind"].lower() + "/" + o["metadata"]["name"], "--ignore-not-found")
             eventually(f"{cfg} removed", lambda: not pod_denied(c, work), timeout=120)
     return runs
 
@@ -746,8 +774,10 @@ def summarize(results):
         md.append("| admission | creates/s | p50 ms | p99 ms | p99.9 ms | p50 overhead ms | p99 overhead ms |")
         md.append("|---|---|---|---|---|---|---|")
         med = {}
-        for cfg in ("none", "lockstep", "cr", "vap"):
+        for cfg in ("none", "lockstep", "cr", "vap", "policy"):
             sel = [r for r in api if r["config"] == cfg]
+            if not sel:
+                continue
             med[cfg] = {k: median([r[k] for r in sel]) for k in ("per_s", "p50_ms", "p99_ms", "p999_ms")}
         for cfg, m in med.items():
             o50 = m["p50_ms"] - med["none"]["p50_ms"] if cfg != "none" else None

@@ -131,6 +131,15 @@ const std::vector<Permission>& operatorPermissions() {
        "spec.verify: server-side apply of the closure ConfigMaps lockstep-closure-<runtimeenv>-"
        "<revision> (the lock and runtime.json the verification init containers check against); "
        "delete those of revisions no longer current or pinned"},
+      // RuntimeAdmission controller (controllers/runtimeadmission/), admission.mode=policy.
+      {"runtimeadmission-controller",
+       "lockstep.dev",
+       {"runtimeadmissions"},
+       {"list", "watch", "create", "patch"},
+       kW,
+       {},
+       "admission.mode=policy: the pod policy's table lockstep-runtimes per namespace "
+       "(informer; server-side apply, whose first apply creates it)"},
       // ModelRelease controller (controllers/modelrelease/modelrelease_controller.cc).
       {"modelrelease-controller",
        "lockstep.dev",

@@ -10,6 +10,10 @@ packages=(
   libspdlog-dev libfmt-dev libgtest-dev libgmock-dev libboost-dev libboost-system-dev
   # toml++: uv.lock, poetry.lock and Flox/pixi helpers read TOML; a real parser beats hand-written code
   libtomlplusplus-dev
+  # libzip: reads osv.dev's per-ecosystem all.zip for `lockstep advisories` (advisories/osv_export.cc);
+  # chosen over minizip (zlib's contrib, 1.1 in bookworm) for its maintained API, CRC checks
+  # on read and its CMake package
+  libzip-dev
   # libyaml: the event parser behind conda-lock/pixi parsing (closure/yaml_tree.cc); yaml-cpp's
   # scanner was 78 % of a conda-lock parse (docs/benchmarks.md)
   libyaml-dev

@@ -13,6 +13,10 @@ inline constexpr const char* kVersion = "v1alpha1";
 
 inline const kube::Resource kRuntimeEnvs{kGroup, kVersion, "runtimeenvs", "RuntimeEnv", true};
 inline const kube::Resource kModelReleases{kGroup, kVersion, "modelreleases", "ModelRelease", true};
+// The pod policy's params: one table per namespace, written by the operator
+// (api/v1alpha1/runtime_admission.h).
+inline const kube::Resource kRuntimeAdmissions{kGroup, kVersion, "runtimeadmissions",
+                                               "RuntimeAdmission", true};
 // The owner of a model's prod and its record (api/v1alpha1/model.h).
 inline const kube::Resource kModels{kGroup, kVersion, "models", "Model", true};
 // Cluster-scoped: written by the platform (api/v1alpha1/analysis_provider.h).

@@ -66,6 +66,13 @@ std::vector<FlagSpec> operatorFlagSpecs(const std::string& podNamespace) {
       {"workers", "2", "reconcile workers per controller", T::kInt},
       {"controllers", "runtimeenv,modelrelease",
        "controllers to run, comma-separated (the webhooks always run)"},
+      {"admission-mode",
+       "webhook",
+       "how pods are admitted: webhook (the API server calls /validate/pods) or policy (the "
+       "chart's ValidatingAdmissionPolicy checks them inside the API server against the "
+       "per-namespace RuntimeAdmission tables this operator then keeps; docs/security.md)",
+       T::kChoice,
+       {"webhook", "policy"}},
       {"package-mount",
        "auto",
        "how gate pods mount the checkpoint package: image-volume, init-container, or auto "

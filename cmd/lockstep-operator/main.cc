@@ -20,6 +20,7 @@
 #include "cmd/lockstep-operator/flags.h"
 #include "controllers/analysisprovider/analysisprovider_controller.h"
 #include "controllers/modelrelease/modelrelease_controller.h"
+#include "controllers/runtimeadmission/runtimeadmission_controller.h"
 #include "controllers/runtimeenv/runtimeenv_controller.h"
 #include "operator/kube/connect.h"
 #include "operator/runtime/logging.h"
@@ -113,6 +114,12 @@ int main(int argc, char** argv) {
 
   lockstep::controllers::setupRuntimeEnvController(manager, flags.getInt("workers"),
                                                    {flags.get("cli-image")});
+
+  // Policy mode: the pod ValidatingAdmissionPolicy reads a table per namespace.
+  if (flags.get("admission-mode") == "policy") {
+    lockstep::controllers::setupRuntimeAdmissionController(manager, flags.get("cli-image"));
+    spdlog::info("admission mode policy: keeping the RuntimeAdmission tables");
+  }
 
   lockstep::controllers::ModelReleaseOptions releaseOptions;
   releaseOptions.fetchCommand = {"sh", "-c", flags.get("package-fetch-command")};

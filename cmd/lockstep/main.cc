@@ -30,6 +30,7 @@ const Verb kVerbs[] = {
      runVerifyHost},
     {"runtime", "a RuntimeEnv's revisions (image, closure hash) and the releases pinning them",
      runRuntime},
+    {"advisories", "OSV advisories (a local export) that affect a lock's closure", runAdvisories},
     {"version", "print the version", runVersion},
     {"help", "show this help (help VERB for a verb's flags)", runHelp},
 };
@@ -56,6 +57,8 @@ int runHelp(const VerbContext& ctx) {
     verifyHostUsage(ctx.out, ctx.programName);
   } else if (!ctx.args.empty() && ctx.args[0] == "runtime") {
     runtimeUsage(ctx.out, ctx.programName);
+  } else if (!ctx.args.empty() && ctx.args[0] == "advisories") {
+    advisoriesUsage(ctx.out, ctx.programName);
   } else {
     usage(ctx.out, ctx.programName);
   }

@@ -569,5 +569,55 @@ TEST(HelmChart, StatusPolicyCoversEveryLockstepStatusForTheOperatorOnly) {
   EXPECT_TRUE(named(ofKind(off, "ValidatingAdmissionPolicy"), "lockstep-model-anchors"));
 }
 
+// admission.mode (docs/security.md "Admission inside the API server"): auto picks policy
+// only where the API server serves ValidatingAdmissionPolicy v1; policy drops the pods
+// webhook for the pod policies and tells the operator to keep the tables; the ModelRelease
+// webhooks stay in both; anything else is a rendering error naming the value.
+TEST(HelmChart, AdmissionModeChoosesThePodWebhookOrThePodPolicies) {
+  auto render = [](std::vector<std::string> set) {
+    std::vector<std::string> args = {"template",
+                                     "lockstep",
+                                     kChart,
+                                     "--show-only",
+                                     "templates/webhooks.yaml",
+                                     "--show-only",
+                                     "templates/deployment.yaml"};
+    args.insert(args.end(), set.begin(), set.end());
+    return helm(args);
+  };
+  auto offline = render({});  // no server: auto is webhook
+  ASSERT_EQ(offline.exitCode, 0) << offline.err;
+  EXPECT_NE(offline.out.find("name: pods.lockstep.dev"), std::string::npos) << offline.out;
+  EXPECT_NE(offline.out.find("--admission-mode=webhook"), std::string::npos) << offline.out;
+
+  auto served =
+      render({"--api-versions", "admissionregistration.k8s.io/v1/ValidatingAdmissionPolicy"});
+  ASSERT_EQ(served.exitCode, 0) << served.err;
+  EXPECT_EQ(served.out.find("name: pods.lockstep.dev"), std::string::npos) << served.out;
+  EXPECT_NE(served.out.find("name: modelreleases.lockstep.dev"), std::string::npos) << served.out;
+  EXPECT_NE(served.out.find("--admission-mode=policy"), std::string::npos) << served.out;
+  auto policies = helm({"template", "lockstep", kChart, "--api-versions",
+                        "admissionregistration.k8s.io/v1/ValidatingAdmissionPolicy", "--show-only",
+                        "templates/pod-policy.yaml"});
+  ASSERT_EQ(policies.exitCode, 0) << policies.err;
+  for (const char* name : {"lockstep-pod-declaration", "lockstep-pod-runtime",
+                           "lockstep-runtime-admissions", "lockstep-pod-runtime-enforce",
+                           "lockstep-pod-declaration-warn", "lockstep-pod-runtime-audit"}) {
+    EXPECT_NE(policies.out.find("name: " + std::string(name) + "\n"), std::string::npos) << name;
+  }
+
+  auto forced =
+      render({"--api-versions", "admissionregistration.k8s.io/v1/ValidatingAdmissionPolicy",
+              "--set", "admission.mode=webhook"});
+  ASSERT_EQ(forced.exitCode, 0) << forced.err;
+  EXPECT_NE(forced.out.find("name: pods.lockstep.dev"), std::string::npos) << forced.out;
+
+  auto typo = render({"--set", "admission.mode=polcy"});
+  EXPECT_NE(typo.exitCode, 0);
+  EXPECT_NE(typo.err.find("admission.mode must be auto, policy or webhook, got \"polcy\""),
+            std::string::npos)
+      << typo.err;
+}
+
 }  // namespace
 }  // namespace lockstep::testing

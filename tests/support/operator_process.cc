@@ -78,10 +78,16 @@ int sharedWebhookPort() {
   return port;
 }
 
-void OperatorProcess::installClusterPieces(int webhookPort) {
+void OperatorProcess::installClusterPieces(int webhookPort, const std::string& admissionMode) {
   installCrdsAndRbac();
+  const std::vector<std::string> mode = {"admission.mode=" + admissionMode};
+  // Policy mode: the pod ValidatingAdmissionPolicies and their bindings.
+  if (admissionMode == "policy") {
+    for (const auto& o : renderChart("templates/pod-policy.yaml", mode))
+      mustKubectl({"apply", "-f", "-"}, o.dump());
+  }
   // The Validating- and the MutatingWebhookConfiguration.
-  for (auto config : renderChart("templates/webhooks.yaml")) {
+  for (auto config : renderChart("templates/webhooks.yaml", mode)) {
     for (auto& w : config["webhooks"]) {
       std::string path = w["clientConfig"]["service"]["path"];
       w["clientConfig"] = {{"url", "https://127.0.0.1:" + std::to_string(webhookPort) + path}};
@@ -94,7 +100,7 @@ void OperatorProcess::installCrdsAndRbac() {
   mustKubectl({"apply", "-f", std::string(LOCKSTEP_SOURCE_DIR) + "/crds"});
   mustKubectl({"wait", "--for", "condition=Established", "crd/runtimeenvs.lockstep.dev",
                "crd/modelreleases.lockstep.dev", "crd/analysisproviders.lockstep.dev",
-               "crd/models.lockstep.dev", "--timeout=60s"});
+               "crd/models.lockstep.dev", "crd/runtimeadmissions.lockstep.dev", "--timeout=60s"});
   kubectl({"create", "namespace", kOperatorNamespace});
   // The ServiceAccount, RBAC and the ValidatingAdmissionPolicies keeping the
   // model anchors and every Lockstep status the operator's alone (they name
@@ -126,6 +132,19 @@ CommandResult patchStatusAsOperator(const std::string& resource, const std::stri
 void OperatorProcess::uninstallWebhooks() {
   kubectl({"delete", "validatingwebhookconfiguration", kReleaseName, "--ignore-not-found"});
   kubectl({"delete", "mutatingwebhookconfiguration", kReleaseName, "--ignore-not-found"});
+  const std::string name = kReleaseName;
+  std::vector<std::string> policies = {"delete", "validatingadmissionpolicy", "--ignore-not-found"};
+  std::vector<std::string> bindings = {"delete", "validatingadmissionpolicybinding",
+                                       "--ignore-not-found"};
+  for (const std::string policy : {"pod-declaration", "pod-runtime"}) {
+    policies.push_back(name + "-" + policy);
+    for (const std::string mode : {"enforce", "warn", "audit"})
+      bindings.push_back(name + "-" + policy + "-" + mode);
+  }
+  policies.push_back(name + "-runtime-admissions");
+  bindings.push_back(name + "-runtime-admissions");
+  kubectl(bindings);
+  kubectl(policies);
 }
 
 std::string OperatorProcess::start(const std::vector<std::string>& extraArgs) {

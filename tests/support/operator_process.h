@@ -30,12 +30,15 @@ class OperatorProcess {
   OperatorProcess(const OperatorProcess&) = delete;
   OperatorProcess& operator=(const OperatorProcess&) = delete;
 
-  // Installs CRDs, namespace, RBAC and both webhook configurations (once per process).
-  static void installClusterPieces(int webhookPort);
-  // The same without the webhook configurations: CRDs, namespace, ServiceAccount,
-  // RBAC and the admission policies.
+  // Installs CRDs, namespace, RBAC and both webhook configurations (once per process),
+  // rendered with the chart's admission.mode: "webhook" (the pods webhook) or "policy" (the
+  // pod ValidatingAdmissionPolicies instead; start the operator with --admission-mode=policy).
+  static void installClusterPieces(int webhookPort, const std::string& admissionMode = "webhook");
+  // The same without the webhook configurations and pod policies: CRDs, namespace,
+  // ServiceAccount, RBAC, the anchor and status policies.
   static void installCrdsAndRbac();
-  // Deletes the webhook configurations (so a stopped operator cannot block other tests).
+  // Deletes the webhook configurations and the pod policies (so a stopped operator cannot
+  // block other tests, and a later test binary meets the mode it installs).
   static void uninstallWebhooks();
 
   // Starts the operator and waits until its webhook is serving. Empty on success,

@@ -28,10 +28,13 @@ class OperatorSuite : public ::testing::Test {
     op_ = nullptr;
     OperatorProcess::uninstallWebhooks();
   }
-  // Installs the cluster pieces and starts the suite's operator with `args`.
-  static void startOperator(const std::vector<std::string>& args) {
-    OperatorProcess::installClusterPieces(sharedWebhookPort());
+  // Installs the cluster pieces and starts the suite's operator with `args`, pods admitted
+  // by `admissionMode` (the chart's admission.mode: webhook or policy).
+  static void startOperator(std::vector<std::string> args,
+                            const std::string& admissionMode = "webhook") {
+    OperatorProcess::installClusterPieces(sharedWebhookPort(), admissionMode);
     op_ = new OperatorProcess();
+    args.push_back("--admission-mode=" + admissionMode);
     ASSERT_EQ(op_->start(args), "");
   }
   // The operator's log tail on stderr when the current test failed.

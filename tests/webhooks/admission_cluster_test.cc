@@ -1,6 +1,12 @@
 // Admission policy against the real control plane: the operator binary serves
 // the chart's ValidatingWebhookConfiguration (URL on 127.0.0.1, caBundle
 // patched in by the operator) and reads its informer caches.
+//
+// Built twice (tests/webhooks/CMakeLists.txt): admission_cluster_test with the chart's
+// admission.mode=webhook, admission_policy_cluster_test with admission.mode=policy (the pod
+// ValidatingAdmissionPolicies, against the RuntimeAdmission tables the operator keeps). The
+// same cases hold in both; where policy mode differs by design (docs/security.md "Admission
+// inside the API server"), the test says so beside the expectation.
 #include <regex>
 #include <string>
 
@@ -15,6 +21,18 @@ namespace lockstep::testing {
 namespace {
 
 using nlohmann::json;
+
+#ifdef LOCKSTEP_ADMISSION_POLICY
+constexpr bool kPolicyMode = true;
+#else
+constexpr bool kPolicyMode = false;
+#endif
+const std::string kMode = kPolicyMode ? "policy" : "webhook";
+// How a refusal of the pod rule starts, and the words of a refusal in an Event.
+const std::string kPodDenial = kPolicyMode
+                                   ? "ValidatingAdmissionPolicy 'lockstep-pod-"
+                                   : "admission webhook \"pods.lockstep.dev\" denied the request";
+const std::string kDeniedWords = kPolicyMode ? "denied request" : "denied the request";
 
 const std::string kDigest =
     "sha256:4f1c000000000000000000000000000000000000000000000000000000000001";
@@ -56,6 +74,7 @@ class PodBuilder {
 
 class AdmissionClusterTest : public OperatorSuite<AdmissionClusterTest> {
  protected:
+  static void SetUpTestSuite() { startOperator({}, kMode); }
   void TearDown() override {
     printOperatorLogOnFailure();
     // With the webhook still installed, namespaces must finish deleting: a pod stuck in
@@ -77,6 +96,14 @@ class AdmissionClusterTest : public OperatorSuite<AdmissionClusterTest> {
     }
     std::string hash = applyReadyRuntimeEnv(ns, "torch", kImage, kLock);
     EXPECT_FALSE(hash.empty()) << "RuntimeEnv " << ns << "/torch never became Ready";
+    if (kPolicyMode) {
+      // The policy admits on the operator's table, written right after the RuntimeEnv's status.
+      EXPECT_TRUE(eventually([&] {
+        json t = kubectlJson({"get", "runtimeadmission", "lockstep-runtimes", "-n", ns});
+        return !t.is_discarded() && t["spec"]["runtimeEnvs"]["torch"].value("ready", false);
+      })) << "RuntimeAdmission "
+          << ns << "/lockstep-runtimes never listed torch as Ready";
+    }
     return hash;
   }
 
@@ -84,7 +111,24 @@ class AdmissionClusterTest : public OperatorSuite<AdmissionClusterTest> {
     return kubectl({"create", "-n", ns, "-f", "-"}, manifest);
   }
 
+  // Pods counted with `decision`: the webhook's lockstep_admission_requests_total, or in policy
+  // mode the API server's own count of the pod-runtime policy's decisions (an audit decision is
+  // an annotation in the API server's audit log; no request reaches Lockstep).
   double metric(const std::string& decision) {
+    if (kPolicyMode) {
+      std::regex re("apiserver_validating_admission_policy_check_total\\{([^}]*)\\} ([0-9.e+]+)");
+      std::string text = kubectl({"get", "--raw", "/metrics"}).out;
+      const std::string action = decision == "audited" ? "audit" : decision;
+      double total = 0;
+      for (std::sregex_iterator it(text.begin(), text.end(), re), end; it != end; ++it) {
+        std::string labels = (*it)[1];
+        if (labels.find("policy=\"lockstep-pod-runtime\"") != std::string::npos &&
+            labels.find("enforcement_action=\"" + action + "\"") != std::string::npos) {
+          total += std::stod((*it)[2]);
+        }
+      }
+      return total;
+    }
     std::regex re("lockstep_admission_requests_total\\{([^}]*)\\} ([0-9.e+]+)");
     std::string text = op_->scrapeMetrics();
     double total = 0;
@@ -156,9 +200,7 @@ TEST_F(AdmissionClusterTest, EnforceDeniesEachViolationWithAMessage) {
     SCOPED_TRACE(v.what);
     auto r = create(ns, v.pod(hash).yaml());
     EXPECT_NE(r.exitCode, 0) << "admitted: " << v.what;
-    EXPECT_NE(r.err.find("admission webhook \"pods.lockstep.dev\" denied the request"),
-              std::string::npos)
-        << r.err;
+    EXPECT_NE(r.err.find(kPodDenial), std::string::npos) << r.err;
     EXPECT_NE(r.err.find(v.message), std::string::npos) << r.err;
   }
 }
@@ -238,6 +280,7 @@ TEST_F(AdmissionClusterTest, AuditNamespaceAdmitsAndCounts) {
   r = create(ns, PodBuilder("a2").hash(hash).image("registry.example/runtimes/torch:2.5").yaml());
   EXPECT_EQ(r.exitCode, 0) << r.err;
   EXPECT_EQ(metric("audited") - before, 2.0) << op_->scrapeMetrics();
+  EXPECT_EQ(r.err.find("Warning"), std::string::npos) << r.err;
 }
 
 TEST_F(AdmissionClusterTest, DeploymentWithWrongHashShowsFailedCreateOnReplicaSet) {
@@ -259,7 +302,7 @@ TEST_F(AdmissionClusterTest, DeploymentWithWrongHashShowsFailedCreateOnReplicaSe
   std::string events;
   EXPECT_TRUE(eventually([&] {
     events = kubectl({"get", "events", "-n", ns, "--field-selector", "reason=FailedCreate"}).out;
-    return events.find("denied the request") != std::string::npos;
+    return events.find(kDeniedWords) != std::string::npos;
   })) << events;
   EXPECT_NE(events.find("replicaset/serve-"), std::string::npos) << events;
   EXPECT_NE(events.find("lockstep.dev/closure-hash is \"sha256:1111"), std::string::npos) << events;
@@ -316,7 +359,7 @@ TEST_F(AdmissionClusterTest, APodIsNotAdmittedOnTheStatusOfAnOlderGeneration) {
           .dump();
   auto held = kubectl({"apply", "-f", "-"}, lease);
   ASSERT_EQ(held.exitCode, 0) << held.err;
-  ASSERT_EQ(op_->start(), "");
+  ASSERT_EQ(op_->start({"--admission-mode=" + kMode}), "");
 
   // A new lock: generation 2, while the status still describes generation 1 with `hash`.
   const std::string newLock = "numpy==2.0.0 --hash=sha256:" + std::string(64, 'c') + "\n";
@@ -327,6 +370,29 @@ TEST_F(AdmissionClusterTest, APodIsNotAdmittedOnTheStatusOfAnOlderGeneration) {
   ASSERT_EQ(rte["metadata"].value("generation", 0), 2);
   ASSERT_EQ(rte["status"].value("observedGeneration", 0), 1) << "the controllers must not run";
 
+  if (kPolicyMode) {
+    // Policy mode admits on the table the leader last wrote (docs/security.md, "Admission
+    // inside the API server"): with no leader the table still says generation 1 is Ready, so
+    // the old pair is admitted, and every other pod is still checked, with no operator call.
+    CommandResult old = kubectl({"create", "-n", ns, "--dry-run=server", "-f", "-"},
+                                PodBuilder("stale").hash(hash).yaml());
+    EXPECT_EQ(old.exitCode, 0) << old.err;
+    CommandResult wrong =
+        kubectl({"create", "-n", ns, "--dry-run=server", "-f", "-"},
+                PodBuilder("wrong").hash("sha256:" + std::string(64, '0')).yaml());
+    EXPECT_NE(wrong.exitCode, 0) << "admitted with a wrong closure hash";
+    EXPECT_NE(wrong.err.find(kPodDenial), std::string::npos) << wrong.err;
+    // Once a leader runs, the table follows generation 2 and the old pair is refused.
+    ASSERT_EQ(kubectl({"delete", "lease", "lockstep-operator", "-n", kOperatorNamespace}).exitCode,
+              0);
+    EXPECT_TRUE(eventually([&] {
+      old = kubectl({"create", "-n", ns, "--dry-run=server", "-f", "-"},
+                    PodBuilder("stale").hash(hash).yaml());
+      return old.exitCode != 0;
+    })) << "the old pair is still admitted once the operator leads again";
+    EXPECT_NE(old.err.find("RuntimeEnv \"" + ns + "/torch\""), std::string::npos) << old.err;
+    return;
+  }
   // Until the webhook's cache has seen the edit it answers on the consistent old snapshot;
   // the pod (old hash, old image) must be refused once it has, and for the old status.
   CommandResult r;
@@ -366,10 +432,21 @@ TEST_F(AdmissionClusterTest, StoppedWebhookCannotLockSystemNamespaces) {
   const std::string bundleBefore = caBundle();
   EXPECT_EQ(bundleBefore, secret["data"]["ca.crt"].get<std::string>());
   op_->stop();
-  // failurePolicy Fail: an ordinary namespace is blocked while the webhook is down ...
   auto r = create(ns, PodBuilder("blocked").noRuntimeLabel().yaml());
   EXPECT_NE(r.exitCode, 0);
-  EXPECT_NE(r.err.find("failed calling webhook"), std::string::npos) << r.err;
+  if (kPolicyMode) {
+    // Policy mode: the API server checks pods itself, so they are checked while the operator
+    // is down, and refused for what they are, not for an unreachable webhook ...
+    EXPECT_NE(r.err.find(kPodDenial), std::string::npos) << r.err;
+    EXPECT_NE(r.err.find("requires label lockstep.dev/runtime-env"), std::string::npos) << r.err;
+    std::string good =
+        kubectlJson({"get", "rte", "torch", "-n", ns})["status"].value("closureHash", "");
+    r = create(ns, PodBuilder("admitted-while-down").hash(good).yaml());
+    EXPECT_EQ(r.exitCode, 0) << r.err;
+  } else {
+    // failurePolicy Fail: an ordinary namespace is blocked while the webhook is down ...
+    EXPECT_NE(r.err.find("failed calling webhook"), std::string::npos) << r.err;
+  }
   // ... but kube-system and the operator's own namespace are never matched.
   for (const std::string& sys : {std::string("kube-system"), std::string(kOperatorNamespace)}) {
     std::string name = uniqueName("sys");
@@ -378,11 +455,11 @@ TEST_F(AdmissionClusterTest, StoppedWebhookCannotLockSystemNamespaces) {
     kubectl({"delete", "pod", name, "-n", sys, "--wait=false"});
   }
   // Back up: the operator restarts with the certificate it stored in its Secret.
-  ASSERT_EQ(op_->start(), "");
+  ASSERT_EQ(op_->start({"--admission-mode=" + kMode}), "");
   EXPECT_EQ(caBundle(), bundleBefore) << "a restart must not re-issue the CA";
   EXPECT_TRUE(eventually([&] {
     auto again = create(ns, PodBuilder("after").noRuntimeLabel().yaml());
-    return again.err.find("denied the request") != std::string::npos;
+    return again.err.find(kDeniedWords) != std::string::npos;
   }));
 }
 

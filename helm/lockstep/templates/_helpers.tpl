@@ -88,3 +88,21 @@ matchConditions:
       || oldObject.metadata.exists(k, !(k in ['finalizers', 'managedFields', 'resourceVersion'])
            && !(k in object.metadata))))
 {{- end -}}
+
+{{/*
+How pods are admitted: "policy" (the pod ValidatingAdmissionPolicy, templates/pod-policy.yaml,
+inside the API server) or "webhook" (the pods webhook in templates/webhooks.yaml).
+admission.mode auto picks policy where the API server serves ValidatingAdmissionPolicy v1
+(Kubernetes >= 1.30; helm install/upgrade ask the server, an offline `helm template` knows
+only what --api-versions tells it).
+*/}}
+{{- define "lockstep.admissionMode" -}}
+{{- $mode := (.Values.admission).mode | default "auto" -}}
+{{- if eq $mode "auto" -}}
+{{- if .Capabilities.APIVersions.Has "admissionregistration.k8s.io/v1/ValidatingAdmissionPolicy" -}}policy{{- else -}}webhook{{- end -}}
+{{- else if or (eq $mode "policy") (eq $mode "webhook") -}}
+{{- $mode -}}
+{{- else -}}
+{{- fail (printf "admission.mode must be auto, policy or webhook, got %q" $mode) -}}
+{{- end -}}
+{{- end -}}
