@@ -102,18 +102,28 @@ std::string releaseCreator(const json& release) {
   return it != ann->end() && it->is_string() ? it->get<std::string>() : std::string();
 }
 
+bool isServiceAccountUser(const std::string& user) {
+  return user.rfind("system:serviceaccount:", 0) == 0;
+}
+
 ApprovalDecision decideApproval(const ApprovalPolicy& policy,
                                 const std::vector<StageApproval>& approvals,
-                                const std::string& creator) {
+                                const std::string& creator, const ApprovalRules& rules) {
   ApprovalDecision d;
   if (!policy.manual) {
     d.approved = true;
     return d;
   }
   std::vector<std::string> ignored;
+  std::vector<std::string> accounts;  // ServiceAccounts, when they may not approve
   for (const StageApproval& a : approvals) {
     if (a.user.empty()) continue;
     if (std::find(d.approvers.begin(), d.approvers.end(), a.user) != d.approvers.end()) continue;
+    if (!rules.serviceAccountsApprove && isServiceAccountUser(a.user)) {
+      if (std::find(accounts.begin(), accounts.end(), a.user) == accounts.end())
+        accounts.push_back(a.user);
+      continue;
+    }
     if (!policy.allowSelfApproval && !creator.empty() && a.user == creator) {
       ignored.push_back(a.user);
       continue;
@@ -127,6 +137,10 @@ ApprovalDecision decideApproval(const ApprovalPolicy& policy,
     if (!ignored.empty())
       d.message += "; the release's creator " + quote(ignored.front()) +
                    " cannot approve it (allowSelfApproval is false)";
+    if (!accounts.empty())
+      d.message += "; ServiceAccount " + quote(accounts.front()) +
+                   " does not count: approvers are people (the platform's chart value "
+                   "approvals.allowServiceAccounts)";
   }
   return d;
 }

@@ -9,7 +9,10 @@
 //   approve.lockstep.dev/<stage>.<k>: <user>      more approvers (k = 2, 3, ...)
 //   lockstep.dev/created-by: <user>               the creator, as the webhook checked it
 // The creator never counts as an approver unless allowSelfApproval is true;
-// a user counts once however many keys carry their name.
+// a user counts once however many keys carry their name. A ServiceAccount
+// (system:serviceaccount:NS:NAME) never counts unless the platform allows it
+// (ApprovalRules; the chart value approvals.allowServiceAccounts): whoever may
+// create a ServiceAccount in a namespace can mint as many "approvers" as they like.
 // Thread-safety: pure functions and constants.
 #pragma once
 
@@ -62,6 +65,16 @@ std::vector<StageApproval> stageApprovals(const nlohmann::json& release, const s
 // The recorded creator (the kCreatedByAnnotation value), "" when absent.
 std::string releaseCreator(const nlohmann::json& release);
 
+// The platform's rules for every release (operator flags, chart values).
+struct ApprovalRules {
+  // --allow-service-account-approvers: ServiceAccounts may approve and count toward
+  // minApprovers (weakens separation of duties; docs/security.md).
+  bool serviceAccountsApprove = false;
+};
+
+// True for a ServiceAccount's user name (system:serviceaccount:NS:NAME).
+bool isServiceAccountUser(const std::string& user);
+
 struct ApprovalDecision {
   bool approved = false;
   std::vector<std::string> approvers;  // distinct users that count, in key order
@@ -71,6 +84,6 @@ struct ApprovalDecision {
 // Whether `approvals` satisfy `policy` for a release created by `creator`.
 ApprovalDecision decideApproval(const ApprovalPolicy& policy,
                                 const std::vector<StageApproval>& approvals,
-                                const std::string& creator);
+                                const std::string& creator, const ApprovalRules& rules = {});
 
 }  // namespace lockstep::api::v1alpha1

@@ -100,6 +100,11 @@ std::vector<FlagSpec> operatorFlagSpecs(const std::string& podNamespace) {
        "AnalysisProvider (the operator then calls URLs tenants write, from inside the cluster: "
        "server-side request forgery); off by default",
        T::kBool},
+      {"allow-service-account-approvers", "false",
+       "let ServiceAccounts approve release stages and count toward minApprovers (anyone who may "
+       "create a ServiceAccount and its token in a namespace then approves as many times as they "
+       "like: this weakens separation of duties); off by default: approvers are people",
+       T::kBool},
       {"log-format", "text", "text or json", T::kChoice, {"text", "json"}},
       {"log-level",
        "info",

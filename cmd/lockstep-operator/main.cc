@@ -149,6 +149,10 @@ int main(int argc, char** argv) {
       return fail("--registry-ca-file " + ca + ": not a readable PEM certificate bundle");
     releaseOptions.registryCaPem = pem.str();
   }
+  releaseOptions.approvalRules.serviceAccountsApprove =
+      flags.getBool("allow-service-account-approvers");
+  if (releaseOptions.approvalRules.serviceAccountsApprove)
+    spdlog::warn("--allow-service-account-approvers: ServiceAccounts may approve release stages");
   spdlog::info("gate pods mount the package as {}",
                lockstep::controllers::packageMountName(releaseOptions.mount));
   // Canary analysis queries the platform's AnalysisProviders, on their own threads.
@@ -194,6 +198,7 @@ int main(int argc, char** argv) {
     return fail("--cli-image: " + s.message());
   lw::ModelReleaseWebhook releaseWebhook(envs, authorizer, recorder, manager.clock());
   releaseWebhook.allowPrometheusAddress(allowAddresses);
+  releaseWebhook.setApprovalRules(releaseOptions.approvalRules);
   releaseWebhook.setModelProds(&prods);
   releaseWebhook.setAnalysisProviders(&providers);
   lw::ModelReleaseCreatorWebhook creatorWebhook(recorder, manager.clock());

@@ -111,6 +111,7 @@ std::optional<ModelReleaseObserved> ModelReleaseReconciler::observe(const Reques
   o.mount = options_.mount;
   o.fetchCommand = options_.fetchCommand;
   o.cliImage = options_.cliImage;
+  o.approvalRules = options_.approvalRules;
   auto wall = clock_.wallNow();
   o.now = kube::formatTime(wall, false);
   o.nowUnix = std::chrono::duration_cast<std::chrono::seconds>(wall.time_since_epoch()).count();

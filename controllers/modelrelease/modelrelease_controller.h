@@ -49,6 +49,8 @@ struct ModelReleaseOptions {
   std::vector<std::string> fetchCommand;  // InitContainer mode
   // The lockstep CLI image (--cli-image): RuntimeEnv spec.verify.onStart's init containers.
   std::string cliImage;
+  // The platform's approval rules (--allow-service-account-approvers).
+  api::v1alpha1::ApprovalRules approvalRules;
   // Registry stage tags (tags/stage_tagger.h): the CA bundle registries are
   // verified against (empty: the system roots), and the tagger;
   // setupModelReleaseController makes one when none is given.

@@ -304,7 +304,7 @@ ReleasePlan planRelease(const ReleaseObserved& o) {
       }
       // approval: Manual on the serving stage holds the canary before it starts.
       if (!started && s.approval == v1::Approval::kManual) {
-        auto d = stageApproval(s, o.release);
+        auto d = stageApproval(s, o.release, o.approvalRules);
         if (!d.approved || !abortedBy.empty()) {
           sum.phase = gateIndex == 0 ? kPhaseEvaluating : kPhaseTesting;
           if (!abortedBy.empty()) {
@@ -396,7 +396,7 @@ ReleasePlan planRelease(const ReleaseObserved& o) {
       break;
     }
     if ((s.approval == v1::Approval::kManual)) {
-      auto d = stageApproval(s, o.release);
+      auto d = stageApproval(s, o.release, o.approvalRules);
       if (!d.approved) {
         st["phase"] = kStageWaitingForApproval;
         sum.readyReason = kReasonWaitingForApproval;

@@ -19,6 +19,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "api/v1alpha1/approval.h"
 #include "api/v1alpha1/keys.h"
 #include "api/v1alpha1/model_release.h"
 #include "controllers/modelrelease/release_event.h"
@@ -37,6 +38,8 @@ struct ReleaseObserved {
   std::vector<std::string> fetchCommand;
   // The lockstep CLI image (--cli-image) of RuntimeEnv spec.verify.onStart's init containers.
   std::string cliImage;
+  // The platform's approval rules (--allow-service-account-approvers).
+  api::v1alpha1::ApprovalRules approvalRules;
   std::string now;      // RFC 3339, for status timestamps
   int64_t nowUnix = 0;  // the same instant, seconds since the epoch
   // The model's prod state from its anchor ConfigMap (docs/rollouts.md,

@@ -280,6 +280,37 @@ TEST_F(ApprovalsClusterTest, MinApproversTwoNeedsTwoDistinctUsers) {
   EXPECT_EQ(stageOf(mr, "ci")["approvers"], json::array({"alice", "dave"}));
 }
 
+// Issue 29: a namespace admin can create a ServiceAccount, bind it to the approver role and
+// approve with its token; with minApprovers 2 that would be one person twice. A ServiceAccount
+// neither approves nor counts (the chart value approvals.allowServiceAccounts is off).
+TEST_F(ApprovalsClusterTest, AServiceAccountCannotBeTheSecondApprover) {
+  ASSERT_EQ(kubectl({"create", "serviceaccount", "approver-bot", "-n", ns_}).exitCode, 0);
+  const std::string bot = "system:serviceaccount:" + ns_ + ":approver-bot";
+  for (const auto& [binding, role] :
+       {std::pair<std::string, std::string>{"edit-bot", "--role=release-editor"},
+        {"approve-bot", "--clusterrole=lockstep-release-approver"}}) {
+    ASSERT_EQ(kubectl({"create", "rolebinding", binding, "-n", ns_, role,
+                       "--serviceaccount=" + ns_ + ":approver-bot"})
+                  .exitCode,
+              0);
+  }
+  json ci = gate("ci");
+  ci["approval"] = {{"policy", "Manual"}, {"minApprovers", 2}};
+  createWaiting("bot", json::array({gate("eval"), ci}), "ci");
+  ASSERT_EQ(as("alice", {"annotate", "mr", "bot", "approve.lockstep.dev/ci=alice"}).exitCode, 0);
+  auto r = as(bot, {"annotate", "mr", "bot", "approve.lockstep.dev/ci.2=" + bot});
+  EXPECT_NE(r.exitCode, 0) << "a ServiceAccount approved";
+  EXPECT_NE(r.err.find("is a ServiceAccount: approvers are people"), std::string::npos) << r.err;
+  // The release still waits for a second person.
+  json mr;
+  EXPECT_TRUE(eventually([&] {
+    mr = release("bot");
+    return conditionField(mr, "Ready", "message").find("1 of 2 distinct approver(s)") !=
+           std::string::npos;
+  })) << mr.dump(2);
+  EXPECT_EQ(stageOf(mr, "ci").value("phase", ""), "WaitingForApproval");
+}
+
 TEST_F(ApprovalsClusterTest, AnApprovalNeverOutlivesTheContentItApproved) {
   // A release whose RuntimeEnv does not exist stays Pending: its spec may change.
   json ci = gate("ci");

@@ -593,6 +593,26 @@ std::vector<ActionCase> actionCases() {
        {"may not approve"}},
       {"other annotations ignored", waiting().annotate("approve.example.com/ci", "bob").json(),
        waiting().json()},
+      // Issue 29: approvers are people (the platform's approvals.allowServiceAccounts is off).
+      {"a ServiceAccount cannot approve",
+       waiting().approvedBy("ci", "system:serviceaccount:ml:bot").json(),
+       waiting().json(),
+       {{"approve", Access::kAllowed}},
+       {},
+       Decision::kDenied,
+       403,
+       {"\"system:serviceaccount:ml:bot\" is a ServiceAccount: approvers are people",
+        "approvals.allowServiceAccounts"},
+       "system:serviceaccount:ml:bot"},
+      {"a ServiceAccount may still abort",
+       waiting().abortedBy("system:serviceaccount:ml:bot").json(),
+       waiting().json(),
+       {{"abort", Access::kAllowed}},
+       {"abort"},
+       Decision::kAllowed,
+       200,
+       {},
+       "system:serviceaccount:ml:bot"},
       {"anonymous request cannot approve",
        waiting().approvedBy("ci", "").json(),
        waiting().json(),
@@ -644,6 +664,24 @@ INSTANTIATE_TEST_SUITE_P(Table, ModelReleaseActionTest, ::testing::ValuesIn(acti
                              n += std::isalnum(static_cast<unsigned char>(ch)) ? ch : '_';
                            return n;
                          });
+
+TEST(ModelReleaseActions, AServiceAccountApprovesWhereThePlatformAllowsIt) {
+  json release = waiting().approvedBy("ci", "system:serviceaccount:ml:bot").json();
+  json old = waiting().json();
+  ModelReleaseReview r;
+  r.operation = Operation::kUpdate;
+  r.ns = "ml";
+  r.name = "gpt2-v7";
+  r.release = &release;
+  r.oldRelease = &old;
+  r.runtimeEnv = torch();
+  r.user.username = "system:serviceaccount:ml:bot";
+  r.approvalRules.serviceAccountsApprove = true;
+  EXPECT_EQ(verbsToAuthorize(r), std::set<std::string>{"approve"});
+  r.access.emplace("approve", AccessDecision{true, "", ""});
+  Verdict v = validateModelRelease(r);
+  EXPECT_EQ(decisionName(v.decision), decisionName(Decision::kAllowed)) << v.message;
+}
 
 TEST(ModelReleaseActions, InvalidSpecAndForgedApprovalReportsBoth) {
   json release = waiting().approvedBy("ci", "bob").set("closureHash", "x").json();

@@ -114,6 +114,7 @@ HttpReply ModelReleaseWebhook::handle(std::string_view body) {
     review.oldRelease = req.oldObject.is_null() ? nullptr : &req.oldObject;
     review.user = req.user;
     review.allowPrometheusAddress = allowPrometheusAddress_;
+    review.approvalRules = approvalRules_;
     review.providers = providers_;
     if (prods_ != nullptr) {
       const std::string* model = json_access::str(json_access::at(&req.object, {"spec", "model"}));

@@ -9,6 +9,7 @@
 #include <string>
 #include <string_view>
 
+#include "api/v1alpha1/approval.h"
 #include "common/status.h"
 #include "operator/kube/clock.h"
 #include "webhooks/admission/authorizer.h"
@@ -74,6 +75,8 @@ class ModelReleaseWebhook final : public AdmissionWebhook {
   HttpReply handle(std::string_view body) override;
   // --allow-release-prometheus-address: releases may give analysis addresses.
   void allowPrometheusAddress(bool allow) { allowPrometheusAddress_ = allow; }
+  // The platform's approval rules (--allow-service-account-approvers).
+  void setApprovalRules(const api::v1alpha1::ApprovalRules& rules) { approvalRules_ = rules; }
   // Models' prods (the Service port rule) and AnalysisProviders (a warning for
   // an unknown one); unset: those checks are skipped. Must outlive the webhook.
   void setModelProds(const ModelProdLookup* prods) { prods_ = prods; }
@@ -81,6 +84,7 @@ class ModelReleaseWebhook final : public AdmissionWebhook {
 
  private:
   bool allowPrometheusAddress_ = false;
+  api::v1alpha1::ApprovalRules approvalRules_;
   const ModelProdLookup* prods_ = nullptr;
   const AnalysisProviderLookup* providers_ = nullptr;
   const RuntimeEnvLookup& envs_;

@@ -379,6 +379,14 @@ bool precheckAction(const ModelReleaseReview& r, const ReleaseAction& a,
     forbidden.push_back(annotationPath(a) +
                         ": the request has no authenticated user name to record");
     ok = false;
+  } else if (a.kind == ReleaseActionKind::kApprove && !r.approvalRules.serviceAccountsApprove &&
+             api::v1alpha1::isServiceAccountUser(r.user.username)) {
+    forbidden.push_back(annotationPath(a) + ": " + quote(r.user.username) +
+                        " is a ServiceAccount: approvers are people (anyone who may create a "
+                        "ServiceAccount could approve as many times as they like); approve as "
+                        "yourself, or the platform sets the chart value "
+                        "approvals.allowServiceAccounts");
+    ok = false;
   } else if (a.value != r.user.username) {
     std::string recorded = a.kind == ReleaseActionKind::kAbort     ? "who aborted"
                            : a.kind == ReleaseActionKind::kPromote ? "who promoted"

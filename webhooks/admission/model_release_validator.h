@@ -54,6 +54,7 @@
 #include <set>
 #include <string>
 
+#include "api/v1alpha1/approval.h"
 #include "webhooks/admission/authorizer.h"
 #include "webhooks/admission/types.h"
 
@@ -69,6 +70,7 @@ struct ModelReleaseReview {
   std::optional<RuntimeEnvView> runtimeEnv;    // the RuntimeEnv named by spec.runtimeEnvRef
   UserInfo user;                               // request.userInfo
   bool allowPrometheusAddress = false;         // --allow-release-prometheus-address
+  api::v1alpha1::ApprovalRules approvalRules;  // --allow-service-account-approvers
   // The prod of spec.model (nullopt: none yet, or not looked up).
   std::optional<ModelProdView> prod;
   // The AnalysisProviders; null: not looked up (no warning).

@@ -39,7 +39,7 @@ GateJobStep planGateJob(GateJobContext& c, const json& jobObject) {
   st["packageMount"] = jobMount(*job);
   status["packageMount"] = st["packageMount"];
   if ((s.approval == v1::Approval::kManual)) {
-    auto d = stageApproval(s, o.release);
+    auto d = stageApproval(s, o.release, o.approvalRules);
     if (d.approved && !st.contains("approvedGeneration")) recordApprovers(st, d, r.meta.generation);
   }
   std::string jobUid = decode::string(decode::object(*job, "metadata"), "uid");

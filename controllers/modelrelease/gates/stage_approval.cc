@@ -6,9 +6,10 @@ namespace lockstep::controllers {
 
 namespace v1 = api::v1alpha1;
 
-v1::ApprovalDecision stageApproval(const v1::Stage& stage, const nlohmann::json& release) {
+v1::ApprovalDecision stageApproval(const v1::Stage& stage, const nlohmann::json& release,
+                                   const v1::ApprovalRules& rules) {
   return v1::decideApproval(stage.approvalPolicy, v1::stageApprovals(release, stage.name),
-                            v1::releaseCreator(release));
+                            v1::releaseCreator(release), rules);
 }
 
 void recordApprovers(nlohmann::json& st, const v1::ApprovalDecision& d, int64_t generation) {

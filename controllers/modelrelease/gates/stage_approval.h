@@ -15,9 +15,11 @@
 
 namespace lockstep::controllers {
 
-// The decision for `stage` from the approval annotations of `release` (the object as observed).
+// The decision for `stage` from the approval annotations of `release` (the object as observed),
+// under the platform's `rules` (ServiceAccounts count only where allowed).
 api::v1alpha1::ApprovalDecision stageApproval(const api::v1alpha1::Stage& stage,
-                                              const nlohmann::json& release);
+                                              const nlohmann::json& release,
+                                              const api::v1alpha1::ApprovalRules& rules);
 
 // Writes approvedBy ("alice, bob"), approvers and approvedGeneration into a status.stages entry.
 void recordApprovers(nlohmann::json& stageStatus, const api::v1alpha1::ApprovalDecision& d,

@@ -108,5 +108,35 @@ TEST(ApprovalDecision, DistinctApproversNeverTheCreator) {
   EXPECT_TRUE(decideApproval(policyOf("Automatic"), {}, "bob").approved);
 }
 
+// Issue 29: a namespace admin can mint ServiceAccount tokens at will, so a ServiceAccount
+// neither approves nor counts toward minApprovers unless the platform allows it.
+TEST(ApprovalDecision, ServiceAccountsDoNotCountUnlessThePlatformAllows) {
+  const std::string bot = "system:serviceaccount:ml:approver-bot";
+  json r = releaseWith({{"approve.lockstep.dev/prod", "alice"},
+                        {"approve.lockstep.dev/prod.2", bot},
+                        {"lockstep.dev/created-by", "bob"}});
+  ApprovalPolicy two = policyOf({{"policy", "Manual"}, {"minApprovers", 2}});
+  ApprovalDecision d = decideApproval(two, stageApprovals(r, "prod"), "bob");
+  EXPECT_FALSE(d.approved);
+  EXPECT_EQ(d.approvers, std::vector<std::string>{"alice"});
+  EXPECT_NE(d.message.find("ServiceAccount \"" + bot + "\" does not count: approvers are people"),
+            std::string::npos)
+      << d.message;
+  // Alone, a ServiceAccount approves nothing.
+  EXPECT_FALSE(decideApproval(
+                   policyOf("Manual"),
+                   stageApprovals(releaseWith({{"approve.lockstep.dev/prod", bot}}), "prod"), "bob")
+                   .approved);
+  // The platform allows it (approvals.allowServiceAccounts): it counts.
+  ApprovalRules allow;
+  allow.serviceAccountsApprove = true;
+  d = decideApproval(two, stageApprovals(r, "prod"), "bob", allow);
+  EXPECT_TRUE(d.approved);
+  EXPECT_EQ(d.approvers, (std::vector<std::string>{"alice", bot}));
+  // A user whose name merely contains the prefix elsewhere is a person.
+  EXPECT_FALSE(isServiceAccountUser("alice:system:serviceaccount:ml:x"));
+  EXPECT_TRUE(isServiceAccountUser(bot));
+}
+
 }  // namespace
 }  // namespace lockstep::api::v1alpha1
