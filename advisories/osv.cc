@@ -235,6 +235,10 @@ StatusOr<OsvRecord> parseOsvRecord(std::string_view text, std::string_view sourc
   } catch (const json::parse_error& e) {
     return invalidArgument(src + ":" + std::to_string(lineAt(text, e.byte == 0 ? 0 : e.byte - 1)) +
                            ": not JSON: " + e.what());
+  } catch (const json::exception& e) {
+    // The parser's other errors (out_of_range 406: a number such as 1e7097 that no double
+    // holds) carry no position.
+    return invalidArgument(src + ": not JSON: " + e.what());
   }
   return Reader(source).record(root);
 }

@@ -30,6 +30,8 @@ const Verb kVerbs[] = {
      runVerifyHost},
     {"runtime", "a RuntimeEnv's revisions (image, closure hash) and the releases pinning them",
      runRuntime},
+    {"evidence", "ML-BOM of a package from its lock; sign and verify statements, offline",
+     runEvidence},
     {"advisories", "OSV advisories (a local export) that affect a lock's closure", runAdvisories},
     {"version", "print the version", runVersion},
     {"help", "show this help (help VERB for a verb's flags)", runHelp},
@@ -55,6 +57,8 @@ int runHelp(const VerbContext& ctx) {
     verifyEnvUsage(ctx.out, ctx.programName);
   } else if (!ctx.args.empty() && ctx.args[0] == "verify-host") {
     verifyHostUsage(ctx.out, ctx.programName);
+  } else if (!ctx.args.empty() && ctx.args[0] == "evidence") {
+    evidenceUsage(ctx.out, ctx.programName);
   } else if (!ctx.args.empty() && ctx.args[0] == "runtime") {
     runtimeUsage(ctx.out, ctx.programName);
   } else if (!ctx.args.empty() && ctx.args[0] == "advisories") {

@@ -324,9 +324,12 @@ void ModelReleaseReconciler::recordMetrics(const Request& request, const ModelRe
                                            const kube::Object& release, bool statusWritten) {
   const ReleasePlan& p = plan.release;
   const v1::ModelRelease r = v1::decodeModelRelease(release);
+  // A plan that writes no status (a deletion, a finalizer change) leaves it null.
+  static const json kNoStatus = json::object();
+  const json& st = p.status.is_object() ? p.status : kNoStatus;
   if (statusWritten) {
-    spdlog::info("modelrelease {}: phase {} stage {}", request.key(), p.status.value("phase", ""),
-                 p.status.value("currentStage", "-"));
+    spdlog::info("modelrelease {}: phase {} stage {}", request.key(), st.value("phase", ""),
+                 st.value("currentStage", "-"));
   }
   if (!metrics_) return;
   // Counted once the result is recorded: a crash before this point re-plans the
@@ -334,7 +337,7 @@ void ModelReleaseReconciler::recordMetrics(const Request& request, const ModelRe
   if (statusWritten) {
     for (const StageOutcome& out : p.outcomes)
       metrics_->stageResult(out.stage, out.result, out.durationSeconds);
-    const json& canary = p.status.value("canary", json::object());
+    const json& canary = st.value("canary", json::object());
     const std::string before = r.status.canaryPhase;
     const std::string after = canary.value("phase", "");
     if (after != before && after == v1::kReasonRollingBack)
@@ -342,8 +345,8 @@ void ModelReleaseReconciler::recordMetrics(const Request& request, const ModelRe
     if (after != before && after == v1::kPhasePromoted) metrics_->promotion(r.spec.model);
   }
   // The canary step of a release in its prod stage, as applied; gone once it is finished.
-  const json& canary = p.status.value("canary", json::object());
-  if (p.prod && p.status.value("phase", "") == v1::kPhaseCanary && canary.contains("step")) {
+  const json& canary = st.value("canary", json::object());
+  if (p.prod && st.value("phase", "") == v1::kPhaseCanary && canary.contains("step")) {
     const int step = canary.value("step", 0);
     auto spec = v1::canarySpecOf(r.spec.stages.at(p.prod->index));
     const bool known = spec.isOk() && step >= 0 && step < static_cast<int>(spec->steps.size());

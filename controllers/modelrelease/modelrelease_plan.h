@@ -24,7 +24,7 @@ namespace lockstep::controllers {
 
 // How long a release deleted mid-canary waits for its rollback (reason
 // ReleaseDeleted) before its finalizer goes anyway (--release-deletion-deadline).
-inline constexpr int64_t kDefaultReleaseDeletionDeadlineSeconds = 15 * 60;
+inline constexpr int64_t kDefaultReleaseDeletionDeadlineSeconds = int64_t{15} * 60;
 
 struct ModelReleaseObserved {
   kube::ObjectPtr release;  // the informer cache's own object

@@ -7,8 +7,6 @@
 namespace lockstep::registry {
 namespace {
 
-constexpr char kAlphabet[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-
 std::string lower(std::string_view s) {
   std::string out(s);
   for (char& c : out) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
@@ -38,54 +36,6 @@ bool sameRegistry(const std::string& keyHostName, const std::string& host) {
 
 std::string Credentials::basicAuthorization() const {
   return "Basic " + base64Encode(username + ":" + password);
-}
-
-std::string base64Encode(std::string_view in) {
-  std::string out;
-  out.reserve((in.size() + 2) / 3 * 4);
-  size_t i = 0;
-  for (; i + 2 < in.size(); i += 3) {
-    uint32_t v = (static_cast<unsigned char>(in[i]) << 16) |
-                 (static_cast<unsigned char>(in[i + 1]) << 8) |
-                 static_cast<unsigned char>(in[i + 2]);
-    out += kAlphabet[(v >> 18) & 63];
-    out += kAlphabet[(v >> 12) & 63];
-    out += kAlphabet[(v >> 6) & 63];
-    out += kAlphabet[v & 63];
-  }
-  if (i < in.size()) {
-    uint32_t v = static_cast<unsigned char>(in[i]) << 16;
-    if (i + 1 < in.size()) v |= static_cast<unsigned char>(in[i + 1]) << 8;
-    out += kAlphabet[(v >> 18) & 63];
-    out += kAlphabet[(v >> 12) & 63];
-    out += i + 1 < in.size() ? kAlphabet[(v >> 6) & 63] : '=';
-    out += '=';
-  }
-  return out;
-}
-
-std::optional<std::string> base64Decode(std::string_view text) {
-  std::string out;
-  uint32_t acc = 0;
-  int bits = 0;
-  size_t pad = 0;
-  for (char c : text) {
-    if (c == '=') {
-      ++pad;
-      continue;
-    }
-    if (pad > 0) return std::nullopt;  // data after padding
-    const char* p = std::char_traits<char>::find(kAlphabet, 64, c);
-    if (p == nullptr) return std::nullopt;
-    acc = (acc << 6) | static_cast<uint32_t>(p - kAlphabet);
-    bits += 6;
-    if (bits >= 8) {
-      bits -= 8;
-      out += static_cast<char>((acc >> bits) & 0xFF);
-    }
-  }
-  if (pad > 2 || bits >= 6) return std::nullopt;
-  return out;
 }
 
 StatusOr<std::optional<Credentials>> credentialsForHost(std::string_view dockerConfigJson,

@@ -12,6 +12,7 @@
 #include <utility>
 #include <vector>
 
+#include "common/base64.h"
 #include "common/status.h"
 
 namespace lockstep::registry {
@@ -35,8 +36,9 @@ StatusOr<std::optional<Credentials>> credentialsForHost(std::string_view dockerC
                                                         const std::string& host,
                                                         const std::string& origin);
 
-std::string base64Encode(std::string_view bytes);
-std::optional<std::string> base64Decode(std::string_view text);
+// Base64 lives in common/ (DSSE envelopes use it too); the registry callers keep these names.
+using ::lockstep::base64Decode;
+using ::lockstep::base64Encode;
 
 // One WWW-Authenticate challenge: `Bearer realm="…",service="…",scope="…"`.
 struct Challenge {

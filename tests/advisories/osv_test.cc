@@ -72,6 +72,8 @@ TEST(OsvParse, ErrorsNameTheSourceAndTheField) {
        "r.json: severity[0].score: expected a string"},
       {"{\"id\": \"X\",\n \"summary\": \"a\"\n \"oops\"}", "r.json:3: not JSON"},
       {"[1, 2]", "r.json: (record): expected a JSON object"},
+      // Found by fuzz_advisories_osv: a number no double holds is an error, not a throw.
+      {R"({"id": "X", "database_specific": {"n": 1e7097}})", "r.json: not JSON: "},
   };
   for (const auto& [text, want] : cases) {
     auto r = parseOsvRecord(text, "r.json");

@@ -7,11 +7,13 @@
 // for (tests/cluster/kwok/stages.yaml).
 #include <cstdlib>
 #include <fstream>
+#include <random>
 #include <string>
 
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
+#include "tests/support/cluster_env.h"
 #include "tests/support/release_world.h"
 
 #ifndef LOCKSTEP_CLI_BIN
@@ -24,11 +26,6 @@ namespace {
 using nlohmann::json;
 
 const std::string kPackage = testPackage('b');
-
-std::string trim(std::string s) {
-  while (!s.empty() && (s.back() == '\n' || s.back() == ' ')) s.pop_back();
-  return s;
-}
 
 class ReleaseCliClusterTest : public ::testing::Test {
  protected:
@@ -108,13 +105,13 @@ class ReleaseCliClusterTest : public ::testing::Test {
     return kubectlJson({"get", "jobs", "-n", ns_, "-l", "lockstep.dev/release=" + release});
   }
 
-  // A ServiceAccount `user` of the test namespace, bound to `clusterRole` (or to
-  // `role`, a Role made here from `rules`), and a kubeconfig with its token whose
-  // context names the namespace. Returns the kubeconfig path.
+  // A person `name` (user name userName(name)), bound in the test namespace to
+  // `clusterRole` (or to `role`, a Role made here from `rules`), with a client
+  // certificate signed by the cluster's CA and a kubeconfig whose context
+  // names the namespace. Returns the kubeconfig path.
   std::string user(const std::string& name, const std::string& clusterRole,
                    const json& rules = nullptr) {
-    EXPECT_EQ(kubectl({"create", "serviceaccount", name, "-n", ns_}).exitCode, 0);
-    std::string subject = "--serviceaccount=" + ns_ + ":" + name;
+    std::string subject = "--user=" + userName(name);
     if (!clusterRole.empty()) {
       EXPECT_EQ(kubectl({"create", "rolebinding", name, "-n", ns_, "--clusterrole=" + clusterRole,
                          subject})
@@ -130,23 +127,34 @@ class ReleaseCliClusterTest : public ::testing::Test {
           kubectl({"create", "rolebinding", name, "-n", ns_, "--role=" + name, subject}).exitCode,
           0);
     }
-    auto token = kubectl({"create", "token", name, "-n", ns_, "--duration=1h"});
-    EXPECT_EQ(token.exitCode, 0) << token.err;
+    std::string base = dir_ + "/" + ns_ + "-" + name;
+    std::string certs = clusterDir() + "/certs";
+    auto req = run({"openssl", "req", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1",
+                    "-nodes", "-keyout", base + ".key", "-out", base + ".csr", "-subj",
+                    "/CN=" + userName(name)});
+    EXPECT_EQ(req.exitCode, 0) << req.err;
+    std::ofstream(base + ".ext") << "extendedKeyUsage=clientAuth\n";
+    // A serial of its own (not the CA's serial file, which parallel tests share).
+    auto sign =
+        run({"openssl", "x509", "-req", "-in", base + ".csr", "-CA", certs + "/ca.crt", "-CAkey",
+             certs + "/ca.key", "-set_serial", std::to_string(std::random_device{}()), "-days", "1",
+             "-extfile", base + ".ext", "-out", base + ".crt"});
+    EXPECT_EQ(sign.exitCode, 0) << sign.err;
     json admin = json::parse(kubectl({"config", "view", "--raw", "-o", "json"}).out);
     const json& cluster = admin["clusters"][0]["cluster"];
-    std::string path = dir_ + "/" + ns_ + "-" + name + ".kubeconfig";
+    std::string path = base + ".kubeconfig";
     std::ofstream(path) << "apiVersion: v1\nkind: Config\nclusters:\n- name: c\n  cluster:\n"
                         << "    server: " << cluster["server"].get<std::string>() << "\n"
                         << "    certificate-authority-data: "
                         << cluster["certificate-authority-data"].get<std::string>() << "\n"
-                        << "users:\n- name: u\n  user:\n    token: " << trim(token.out) << "\n"
+                        << "users:\n- name: u\n  user:\n    client-certificate: " << base
+                        << ".crt\n    client-key: " << base << ".key\n"
                         << "contexts:\n- name: c\n  context: {cluster: c, user: u, namespace: "
                         << ns_ << "}\ncurrent-context: c\n";
     return path;
   }
-  std::string userName(const std::string& sa) const {
-    return "system:serviceaccount:" + ns_ + ":" + sa;
-  }
+  // People of different tests are told apart by their namespace.
+  std::string userName(const std::string& name) const { return name + "@" + ns_; }
 
   // The CLI as `kubeconfig`'s user (namespace from its context).
   CommandResult cli(const std::string& kubeconfig, std::vector<std::string> args) {

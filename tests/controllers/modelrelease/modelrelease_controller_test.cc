@@ -13,6 +13,7 @@
 #include "api/v1alpha1/model_anchor.h"
 #include "api/v1alpha1/model_release.h"
 #include "api/v1alpha1/resources.h"
+#include "controllers/modelrelease/release_metrics.h"
 #include "operator/kube/conditions.h"
 #include "tests/support/builders.h"
 #include "tests/support/fake_clock.h"
@@ -47,6 +48,27 @@ class FakeQuerier final : public AnalysisQuerier {
     return Measurement{ask.atUnix, 0.001, ""};
   }
   int calls = 0;
+};
+
+// What the reconciler reported, one line per call.
+class RecordingMetrics : public ReleaseMetrics {
+ public:
+  void stageResult(const std::string& stage, const std::string& result, double) override {
+    calls.push_back("stageResult " + stage + " " + result);
+  }
+  void promotion(const std::string& model) override { calls.push_back("promotion " + model); }
+  void rollback(const std::string& model, const std::string& reason) override {
+    calls.push_back("rollback " + model + " " + reason);
+  }
+  void canaryStep(const std::string& ns, const std::string& release, const std::string&, int step,
+                  int weight) override {
+    calls.push_back("canaryStep " + ns + "/" + release + " " + std::to_string(step) + " " +
+                    std::to_string(weight));
+  }
+  void forgetRelease(const std::string& ns, const std::string& release) override {
+    calls.push_back("forgetRelease " + ns + "/" + release);
+  }
+  std::vector<std::string> calls;
 };
 
 class ModelReleaseControllerTest : public ::testing::Test {
@@ -158,12 +180,13 @@ class ModelReleaseControllerTest : public ::testing::Test {
   testing::FakeEventSink events_;
   testing::FakeClock clock_;
   std::shared_ptr<FakeQuerier> querier_ = std::make_shared<FakeQuerier>();
+  std::shared_ptr<RecordingMetrics> metrics_ = std::make_shared<RecordingMetrics>();
   ModelReleaseReconciler reconciler_{
       client_,
       {releases_, runtimeEnvs_, jobs_, pods_, deployments_, anchors_, services_, nodes_, gpuPods_},
       events_,
       clock_,
-      nullptr,
+      metrics_,
       ModelReleaseOptions{},
       querier_};
 };
@@ -513,6 +536,25 @@ TEST_F(ModelReleaseControllerTest, AnInvalidManualRollbackIsTerminalWithAConditi
     warned = warned || (e.reason == v1::kReasonInvalidSpec && e.type == "Warning");
   }
   EXPECT_TRUE(warned);
+}
+
+// A deleting release that never reached prod: the plan removes the finalizer
+// and writes no status; the metrics still forget it, and nothing throws (the
+// status left null was once read with value()).
+TEST_F(ModelReleaseControllerTest, ADeletingReleaseLosesItsFinalizerAndItsSeries) {
+  kube::Object release = finalized(gated());
+  release["metadata"]["deletionTimestamp"] = "2026-12-02T07:00:00Z";
+  put(releases_, release);
+  serveWrites();
+
+  runtime::Result r = reconcile();
+  EXPECT_TRUE(r.error.isOk()) << r.error.toString();
+  ASSERT_EQ(requests().size(), 1u);
+  EXPECT_EQ(
+      requests()[0].rfind("PATCH /apis/lockstep.dev/v1alpha1/namespaces/ml/modelreleases/v7", 0),
+      0u)
+      << requests()[0];
+  EXPECT_EQ(metrics_->calls, std::vector<std::string>{"forgetRelease ml/v7"});
 }
 
 TEST_F(ModelReleaseControllerTest, ADeletedReleaseIsDone) {

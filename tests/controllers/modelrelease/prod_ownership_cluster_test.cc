@@ -141,6 +141,13 @@ TEST_F(ProdOwnershipClusterTest, AForeignStableDeploymentIsFoundBeforeTheCanaryA
       "template":{"metadata":{"labels":{"app":"gpt2"}},
       "spec":{"containers":[{"name":"server","image":"registry.example/team/server:1"}]}}}})";
   ASSERT_EQ(kubectl({"create", "-f", "-"}, dep).exitCode, 0);
+  // The snapshot once the Deployment controller has written its status (it writes it
+  // again for nothing else here): what Lockstep must then leave exactly as it is.
+  ASSERT_TRUE(eventually([&] {
+    json d = get("deployment", "gpt2-stable");
+    return d["status"].value("observedGeneration", 0) >= 1 && d["status"].contains("conditions") &&
+           d["status"]["conditions"].size() >= 2;
+  }));
   const std::string before = exact("deployment", "gpt2-stable");
 
   json steps = json::array({json{{"weight", 50}}, json{{"weight", 100}}});
@@ -167,7 +174,12 @@ TEST_F(ProdOwnershipClusterTest, DeletingAReleaseMidCanaryRestoresStableThenTheO
   ASSERT_EQ(w_.createRelease("v1", testPackage('1'), json::array({prodStage(oneStep)})).exitCode,
             0);
   json v1 = w_.waitPhase("v1", "Promoted");
-  EXPECT_FALSE(hasCleanupFinalizer(v1)) << "a Promoted release lets go of the finalizer";
+  // The finalizer goes in the reconcile after the one that wrote Promoted.
+  EXPECT_TRUE(eventually([&] {
+    v1 = get("mr", "v1");
+    return !hasCleanupFinalizer(v1);
+  })) << "a Promoted release lets go of the finalizer: "
+      << v1["metadata"].dump(2);
 
   json paused = json::array({json{{"weight", 50}, {"pause", "Indefinite"}}});
   ASSERT_EQ(w_.createRelease("v2", testPackage('2'), json::array({prodStage(paused)})).exitCode, 0);

@@ -1,0 +1,201 @@
+#include "evidence/ml_bom.h"
+
+#include <map>
+#include <sstream>
+
+#include "evidence/purl.h"
+
+namespace lockstep::evidence {
+namespace {
+
+using Json = nlohmann::ordered_json;
+
+Json property(const std::string& name, const std::string& value) {
+  return Json{{"name", name}, {"value", value}};
+}
+
+// "%.17g" round-trips a double; the shortest form reads better and nlohmann's
+// serializer already finds it.
+std::string number(double v) { return nlohmann::json(v).dump(); }
+
+std::string lastPathComponent(const std::string& path) {
+  const size_t slash = path.rfind('/');
+  return path.substr(slash == std::string::npos ? 0 : slash + 1);
+}
+
+// A digest "sha256:<hex>" as a CycloneDX hash, or nullopt for other digests
+// (Nix store paths, git commits).
+std::optional<Json> sha256Hash(const std::string& digest) {
+  constexpr std::string_view kPrefix = "sha256:";
+  if (digest.rfind(kPrefix, 0) != 0 || digest.size() != kPrefix.size() + 64) return std::nullopt;
+  return Json{{"alg", "SHA-256"}, {"content", digest.substr(kPrefix.size())}};
+}
+
+Json ociComponent(const std::string& type, const std::string& bomRef, const api::ImageRef& ref) {
+  Json c;
+  c["type"] = type;
+  c["bom-ref"] = bomRef;
+  c["name"] = ref.repository();
+  if (!ref.tag.empty()) c["version"] = ref.tag;
+  c["hashes"] = Json::array({*sha256Hash(ref.digest)});
+  c["purl"] = ociPackageUrl(ref);
+  return c;
+}
+
+std::string comparatorText(const MetricResult& m) {
+  std::string out;
+  if (m.min) out += ">= " + number(*m.min);
+  if (m.max) out += std::string(out.empty() ? "" : ", ") + "<= " + number(*m.max);
+  return out;
+}
+
+Json modelComponent(const MlBomInput& in) {
+  Json c = ociComponent("machine-learning-model", kModelRef, in.package);
+  c["name"] = in.modelName.empty() ? lastPathComponent(in.package.path) : in.modelName;
+  c["properties"] = Json::array(
+      {property("lockstep:package", in.package.repository() + "@" + in.package.digest)});
+  Json metrics = Json::array();
+  Json thresholds = Json::array();
+  for (const GateResult& g : in.gates) {
+    for (const MetricResult& m : g.metrics) {
+      metrics.push_back(Json{{"type", m.name}, {"value", number(m.value)}, {"slice", g.stage}});
+      if (m.min || m.max) {
+        thresholds.push_back(
+            property("lockstep:gate:" + g.stage + ":" + m.name + ":threshold", comparatorText(m)));
+      }
+      thresholds.push_back(property("lockstep:gate:" + g.stage + ":" + m.name + ":passed",
+                                    m.passed() ? "true" : "false"));
+    }
+  }
+  if (!metrics.empty()) {
+    Json card;
+    card["bom-ref"] = "model-card";
+    card["quantitativeAnalysis"] = Json{{"performanceMetrics", metrics}};
+    card["properties"] = thresholds;
+    c["modelCard"] = card;
+  }
+  return c;
+}
+
+Json libraryComponent(const closure::Package& p, const std::string& bomRef) {
+  Json c;
+  c["type"] = "library";
+  c["bom-ref"] = bomRef;
+  c["name"] = p.name;
+  if (!p.version.empty()) c["version"] = p.version;
+  Json hashes = Json::array();
+  for (const std::string& d : p.digests) {
+    if (auto h = sha256Hash(d)) hashes.push_back(*h);
+  }
+  if (!hashes.empty()) c["hashes"] = hashes;
+  c["purl"] = packageUrl(p);
+  Json props = Json::array({property("lockstep:closure:ecosystem", p.ecosystem)});
+  for (const std::string& d : p.digests) props.push_back(property("lockstep:closure:digest", d));
+  c["properties"] = props;
+  return c;
+}
+
+Json gateWorkflow(const GateResult& g) {
+  Json w;
+  w["bom-ref"] = "gate-" + g.stage;
+  w["uid"] = g.jobUid.empty() ? "stage/" + g.stage : g.jobUid;
+  w["name"] = g.stage;
+  std::ostringstream description;
+  description << "gate stage " << g.stage << ": " << (g.passed() ? "passed" : "failed");
+  for (const MetricResult& m : g.metrics) {
+    description << "; " << m.name << " " << number(m.value);
+    if (m.min || m.max) description << " (" << comparatorText(m) << ")";
+  }
+  w["description"] = description.str();
+  w["taskTypes"] = Json::array({"test"});
+  if (!g.command.empty()) {
+    std::string executed;
+    for (const std::string& a : g.command) executed += (executed.empty() ? "" : " ") + a;
+    w["steps"] = Json::array(
+        {Json{{"name", g.stage}, {"commands", Json::array({Json{{"executed", executed}}})}}});
+  }
+  w["inputs"] = Json::array({Json{{"resource", Json{{"ref", kModelRef}}}}});
+  if (!g.startedAt.empty()) w["timeStart"] = g.startedAt;
+  if (!g.finishedAt.empty()) w["timeEnd"] = g.finishedAt;
+  Json props = Json::array();
+  if (!g.image.empty()) props.push_back(property("lockstep:gate:image", g.image));
+  if (!g.stageSpecDigest.empty())
+    props.push_back(property("lockstep:gate:stageSpecDigest", g.stageSpecDigest));
+  if (!props.empty()) w["properties"] = props;
+  return w;
+}
+
+}  // namespace
+
+StatusOr<nlohmann::ordered_json> makeMlBom(const MlBomInput& in) {
+  if (in.closure == nullptr) return invalidArgument("ML-BOM: no closure");
+  if (!api::isSha256Digest(in.package.digest)) {
+    return invalidArgument("ML-BOM: package " + in.package.repository() +
+                           " is not pinned by digest (@sha256:…)");
+  }
+  if (in.runtimeImage && !api::isSha256Digest(in.runtimeImage->digest)) {
+    return invalidArgument("ML-BOM: runtime image " + in.runtimeImage->repository() +
+                           " is not pinned by digest (@sha256:…)");
+  }
+  const closure::Closure& closure = *in.closure;
+
+  Json bom;
+  bom["bomFormat"] = "CycloneDX";
+  bom["specVersion"] = kBomSpecVersion;
+  bom["version"] = 1;
+  Json metadata;
+  if (!in.timestamp.empty()) metadata["timestamp"] = in.timestamp;
+  Json tool{{"type", "application"}, {"name", "lockstep"}};
+  if (!in.toolVersion.empty()) tool["version"] = in.toolVersion;
+  metadata["tools"] = Json{{"components", Json::array({tool})}};
+  metadata["component"] = modelComponent(in);
+  Json props = Json::array({
+      property("lockstep:closure:hash", closure.closureHash),
+      property("lockstep:closure:format", std::string(closure::formatName(closure.format))),
+      property("lockstep:closure:packageCount", std::to_string(closure.packageCount())),
+  });
+  if (!closure.platform.empty())
+    props.push_back(property("lockstep:closure:platform", closure.platform));
+  if (!closure.environment.empty())
+    props.push_back(property("lockstep:closure:environment", closure.environment));
+  if (closure.weak) props.push_back(property("lockstep:closure:weak", "true"));
+  metadata["properties"] = props;
+  bom["metadata"] = metadata;
+
+  Json components = Json::array();
+  if (in.runtimeImage) {
+    Json image = ociComponent("container", kRuntimeImageRef, *in.runtimeImage);
+    image["description"] = "the runtime image built from the closure";
+    components.push_back(image);
+  }
+  // bom-refs are the purls, made unique for the rare lock that lists one name and
+  // version twice with different artifacts (a canonical line each).
+  std::map<std::string, int> seen;
+  Json libraryRefs = Json::array();
+  for (const closure::Package& p : closure.packages) {
+    std::string ref = packageUrl(p);
+    if (int n = ++seen[ref]; n > 1) ref += "#" + std::to_string(n);
+    components.push_back(libraryComponent(p, ref));
+    libraryRefs.push_back(ref);
+  }
+  bom["components"] = components;
+
+  Json dependencies = Json::array();
+  if (in.runtimeImage) {
+    dependencies.push_back(
+        Json{{"ref", kModelRef}, {"dependsOn", Json::array({kRuntimeImageRef})}});
+    dependencies.push_back(Json{{"ref", kRuntimeImageRef}, {"dependsOn", libraryRefs}});
+  } else {
+    dependencies.push_back(Json{{"ref", kModelRef}, {"dependsOn", libraryRefs}});
+  }
+  bom["dependencies"] = dependencies;
+
+  if (!in.gates.empty()) {
+    Json workflows = Json::array();
+    for (const GateResult& g : in.gates) workflows.push_back(gateWorkflow(g));
+    bom["formulation"] = Json::array({Json{{"bom-ref", "formulation"}, {"workflows", workflows}}});
+  }
+  return bom;
+}
+
+}  // namespace lockstep::evidence
