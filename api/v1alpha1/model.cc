@@ -190,6 +190,14 @@ json encodeModelStatus(const ModelStatus& s) {
   return out;
 }
 
+json modelOwnerReference(const std::string& name, const std::string& uid) {
+  return {{"apiVersion", "lockstep.dev/v1alpha1"},
+          {"kind", "Model"},
+          {"name", name},
+          {"uid", uid},
+          {"controller", true}};
+}
+
 void appendHistory(std::vector<ModelHistoryEntry>& history, ModelHistoryEntry entry) {
   history.push_back(std::move(entry));
   while (history.size() > kModelHistoryKept) history.erase(history.begin());

@@ -2,7 +2,7 @@
 // (ModelReleaseObserved) -> planRelease (release_plan.h) -> for the prod
 // stage or a manual rollback, the serving writes (prod/prod_plan.h) -> one
 // ExecutionPlan that controllers/common/execute.h carries out: the serving
-// objects and the anchor, the gate Jobs, Events, and the release's status
+// Model's record and the serving objects, the gate Jobs, Events, and the release's status
 // last, guarded by the resourceVersion it was planned from. When the plan
 // needs one more observation (a measurement) it says so in `measure`, and the
 // shell plans once more with it.

@@ -1,6 +1,6 @@
 #include "controllers/modelrelease/prod/serving_objects.h"
 
-#include "api/v1alpha1/model_anchor.h"
+#include "api/v1alpha1/model.h"
 
 namespace lockstep::controllers {
 namespace {
@@ -10,13 +10,10 @@ using api::v1alpha1::kReleaseLabel;
 using nlohmann::json;
 
 json modelOwnerRefs(const ServingObjectsInput& in) {
-  if (in.anchorUid.empty()) return json::array();
-  // Not `controller`: a ConfigMap has no controller; GC still deletes the
-  // serving objects when the anchor goes (`lockstep model delete`).
-  return json::array({{{"apiVersion", "v1"},
-                       {"kind", "ConfigMap"},
-                       {"name", v1::modelAnchorName(in.model)},
-                       {"uid", in.anchorUid}}});
+  if (in.modelUid.empty()) return json::array();
+  // The Model is the controller: deleting it (lockstep model delete) lets
+  // garbage collection remove the serving objects.
+  return json::array({v1::modelOwnerReference(in.model, in.modelUid)});
 }
 
 json servingSelector(const std::string& model) {
@@ -38,7 +35,8 @@ json buildModelService(const ServingObjectsInput& in) {
             {"labels", {{kModelLabel, in.model}, {"app.kubernetes.io/managed-by", "lockstep"}}},
             {"ownerReferences", modelOwnerRefs(in)}}},
           {"spec",
-           {{"selector", servingSelector(in.model)},
+           {{"type", in.serviceType},
+            {"selector", servingSelector(in.model)},
             {"ports", json::array({{{"name", "http"},
                                     {"port", in.port},
                                     {"targetPort", in.port},

@@ -1,8 +1,8 @@
 // The model's serving objects (pure, docs/rollouts.md "Ownership"): the
 // Service `<model>` selecting both tracks (the weight is the replica ratio)
 // and a Deployment `<model>-<track>` per track, built from a release's serving
-// template by the one pod rule of runtime_pod.h, owned by the model's anchor
-// ConfigMap so deleting a release never takes prod down.
+// template by the one pod rule of runtime_pod.h, owned by the Model (its
+// controller owner reference) so deleting a release never takes prod down.
 // Thread-safety: pure functions over values.
 #pragma once
 
@@ -35,9 +35,10 @@ struct ServingObjectsInput {
   CapacityMode capacity = CapacityMode::kSurge;
   PackageMount mount = PackageMount::kImageVolume;
   std::vector<std::string> fetchCommand;  // InitContainer mode
-  // The per-model anchor ConfigMap `lockstep-model-<model>` that owns the
-  // serving objects (docs/rollouts.md "Ownership"); empty uid: no owner yet.
-  std::string anchorUid;
+  // The Model `<model>` that owns the serving objects (docs/rollouts.md
+  // "Ownership"); empty uid: no owner yet.
+  std::string modelUid;
+  std::string serviceType = "ClusterIP";  // the Model's spec.service.type
 };
 
 inline constexpr const char* kTrackStable = "stable";

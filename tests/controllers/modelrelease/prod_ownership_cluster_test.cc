@@ -13,14 +13,15 @@
 //   - The Service port belongs to the model: a release on another port than
 //     prod's is refused at apply; one admitted before prod existed stops
 //     ServicePortConflict before its canary, the Service untouched.
-//   - The anchor is the operator's alone (the chart's ValidatingAdmissionPolicy):
-//     an editor can neither write nor delete it.
+//   - The Model's record is the operator's alone: an editor can neither write
+//     its status nor delete it; who may roll the model back may delete it.
 //   - Nothing waits forever (issue 28): a rollback-on-delete that cannot finish
 //     lets the release go at its deadline; with the operator down, a release and
 //     its namespace are deleted with the documented finalizer patch.
 // docs/rollouts.md ("Objects and ownership") and docs/modelrelease.md
 // ("Deleting a release") are the contract.
 #include <chrono>
+#include <set>
 #include <string>
 #include <thread>
 
@@ -112,11 +113,11 @@ TEST_F(ProdOwnershipClusterTest, TheTeamsServiceIsNeverTakenOverAndTheReleaseGoe
   EXPECT_NE(message.find("Rename or delete that Service"), std::string::npos) << message;
   EXPECT_NE(eventsOf("v1").find("NameConflict: Service " + ns_ + "/gpt2"), std::string::npos)
       << eventsOf("v1");
-  // Nothing in prod moved: no anchor, no Deployment, the Service byte for byte
+  // Nothing in prod moved: no Model, no Deployment, the Service byte for byte
   // (a few more reconciles, each 10 s apart, first).
   std::this_thread::sleep_for(std::chrono::seconds(12));
   EXPECT_EQ(exact("service", "gpt2"), before);
-  EXPECT_FALSE(exists("configmap", "lockstep-model-gpt2"));
+  EXPECT_FALSE(exists("models.lockstep.dev", "gpt2"));
   EXPECT_FALSE(exists("deployment", "gpt2-canary"));
   EXPECT_FALSE(exists("deployment", "gpt2-stable"));
   EXPECT_EQ(get("mr", "v1").value("/status/phase"_json_pointer, std::string()), "Canary");
@@ -127,8 +128,8 @@ TEST_F(ProdOwnershipClusterTest, TheTeamsServiceIsNeverTakenOverAndTheReleaseGoe
   EXPECT_EQ(conditionField(v1, "Stalled", "status"), "False") << v1["status"].dump(2);
   json ours = get("service", "gpt2");
   EXPECT_EQ(ours.value("/metadata/labels/lockstep.dev~1model"_json_pointer, std::string()), "gpt2");
-  EXPECT_EQ(ours.value("/metadata/ownerReferences/0/name"_json_pointer, std::string()),
-            "lockstep-model-gpt2");
+  EXPECT_EQ(ours.value("/metadata/ownerReferences/0/kind"_json_pointer, std::string()), "Model");
+  EXPECT_EQ(ours.value("/metadata/ownerReferences/0/name"_json_pointer, std::string()), "gpt2");
 }
 
 // The issue's second reproduction: an existing `gpt2-stable` the first release
@@ -208,9 +209,9 @@ TEST_F(ProdOwnershipClusterTest, DeletingAReleaseMidCanaryRestoresStableThenTheO
     auto r = w_.readyPods();
     return r["stable/v1"] == 2 && r.size() == 1;
   })) << json(w_.readyPods()).dump();
-  json anchor = get("configmap", "lockstep-model-gpt2");
-  EXPECT_EQ(anchor["data"]["canary"], "") << "the canary slot is free";
-  EXPECT_EQ(anchor["data"]["promoted"], "v1");
+  json model = get("models.lockstep.dev", "gpt2");
+  EXPECT_FALSE(model.contains("/status/canary"_json_pointer)) << "the canary slot is free";
+  EXPECT_EQ(model.value("/status/prod/release"_json_pointer, std::string()), "v1");
 
   // The slot is free: the model's next release starts its canary.
   ASSERT_EQ(w_.createRelease("v3", testPackage('3'), json::array({prodStage(oneStep)})).exitCode,
@@ -225,7 +226,9 @@ TEST_F(ProdOwnershipClusterTest, DeletingAReleaseMidCanaryRestoresStableThenTheO
   EXPECT_EQ(w_.stableRelease(), "v3");
   auto ready = w_.readyPods();
   EXPECT_EQ(ready["stable/v3"], 2) << json(ready).dump();
-  EXPECT_EQ(get("configmap", "lockstep-model-gpt2")["data"]["promoted"], "v3");
+  EXPECT_EQ(
+      get("models.lockstep.dev", "gpt2").value("/status/prod/release"_json_pointer, std::string()),
+      "v3");
 }
 
 // The Service port belongs to the model (the issue's reproduction: v2 with
@@ -285,64 +288,132 @@ TEST_F(ProdOwnershipClusterTest,
   // what it was, v2 never took the slot nor ran a pod.
   std::this_thread::sleep_for(std::chrono::seconds(12));
   EXPECT_EQ(exact("service", "gpt2"), service);
-  EXPECT_EQ(get("configmap", "lockstep-model-gpt2")["data"].value("canary", ""), "");
+  EXPECT_FALSE(get("models.lockstep.dev", "gpt2").contains("/status/canary"_json_pointer));
   auto ready = w_.readyPods();
   EXPECT_EQ(ready["stable/v1"], 2) << json(ready).dump();
   EXPECT_EQ(ready.count("canary/v2"), 0u) << json(ready).dump();
 }
 
-// The anchor is a trust root: a user with edit rights on ConfigMaps (the
-// built-in `edit` role) can neither write nor delete it; the operator writes
-// it; who may roll the model back may also take it out of prod.
-TEST_F(ProdOwnershipClusterTest, AnEditorCannotWriteOrDeleteTheAnchorTheOperatorCan) {
+// Issue 28, must-show 1: a Promoted release deleted and re-applied (a GitOps
+// re-apply after a prune, a restore) is prod by its content: Promoted at once
+// with no gate Job and no pod created, and the invariant monitor (N fixed at
+// 2) sees prod's Ready pods never below N. The same name with another package
+// never takes prod (ContentMismatch) and prod stays as it is.
+TEST_F(ProdOwnershipClusterTest, AReleaseReAppliedWithProdsContentIsProdWithNoJobOrPod) {
+  w_.stopMonitor();
+  MonitorOptions fixed;
+  fixed.replicas = 2;
+  fixed.validated = {Triple{testPackage('1'), kTestImage, w_.hash()}};
+  ASSERT_EQ(w_.startMonitor(fixed), "");
+  json oneStep = json::array({json{{"weight", 100}}});
+  const json stages = json::array({gateStage("eval"), prodStage(oneStep)});
+  ASSERT_EQ(w_.createRelease("v1", testPackage('1'), stages).exitCode, 0);
+  w_.waitPhase("v1", "Promoted");
+  ASSERT_TRUE(eventually([&] { return w_.readyPods()["stable/v1"] == 2; }));
+  const std::string uid = get("mr", "v1")["metadata"]["uid"];
+  json model = get("models.lockstep.dev", "gpt2");
+  EXPECT_EQ(model.value("/status/prod/uid"_json_pointer, std::string()), uid);
+  const std::string content = model.value("/status/prod/contentDigest"_json_pointer, std::string());
+  EXPECT_EQ(content.rfind("sha256:", 0), 0u) << model["status"].dump(2);
+  auto podNames = [&] {
+    std::set<std::string> names;
+    json pods = kubectlJson({"get", "pods", "-n", ns_});
+    for (const json& p : pods["items"]) names.insert(p["metadata"]["name"].get<std::string>());
+    return names;
+  };
+  const std::set<std::string> before = podNames();
+
+  // The prune and the re-apply of the same manifest.
+  ASSERT_EQ(kubectl({"delete", "mr", "v1", "-n", ns_, "--timeout=30s"}).exitCode, 0);
+  ASSERT_EQ(w_.createRelease("v1", testPackage('1'), stages).exitCode, 0);
+  json again = w_.waitPhase("v1", "Promoted", std::chrono::seconds(30));
+  EXPECT_NE(again["metadata"]["uid"], uid);
+  EXPECT_EQ(conditionField(again, "Ready", "reason"), "RecognizedAsProd")
+      << again["status"].dump(2);
+  json jobs = kubectlJson({"get", "jobs", "-n", ns_, "-l", "lockstep.dev/release=v1"});
+  EXPECT_TRUE(jobs["items"].empty()) << "no gate Job ran again: " << jobs.dump(2);
+  std::this_thread::sleep_for(std::chrono::seconds(5));  // a few reconciles later
+  EXPECT_EQ(podNames(), before) << "no pod created or deleted";
+  model = get("models.lockstep.dev", "gpt2");
+  EXPECT_EQ(model.value("/status/prod/uid"_json_pointer, std::string()),
+            again["metadata"]["uid"].get<std::string>());
+  EXPECT_EQ(model.value("/status/prod/contentDigest"_json_pointer, std::string()), content);
+  EXPECT_EQ(model.value("/status/history/-1/action"_json_pointer, std::string()), "Recognized")
+      << model["status"].dump(2);
+
+  // The same name with another package: a new release, which never takes prod.
+  ASSERT_EQ(kubectl({"delete", "mr", "v1", "-n", ns_, "--timeout=30s"}).exitCode, 0);
+  ASSERT_EQ(w_.createRelease("v1", testPackage('2'), json::array({prodStage(oneStep)})).exitCode,
+            0);
+  json other;
+  ASSERT_TRUE(eventually(
+      [&] {
+        other = get("mr", "v1");
+        return conditionField(other, "Stalled", "reason") == "ContentMismatch";
+      },
+      std::chrono::seconds(60)))
+      << other["status"].dump(2);
+  std::this_thread::sleep_for(std::chrono::seconds(5));
+  EXPECT_EQ(podNames(), before) << "prod untouched";
+  EXPECT_EQ(w_.readyPods()["stable/v1"], 2);
+  EXPECT_EQ(get("models.lockstep.dev", "gpt2")
+                .value("/status/prod/contentDigest"_json_pointer, std::string()),
+            content);
+}
+
+// The Model's record is a trust root: a user with the built-in `edit` role
+// reads Models but can neither write their status nor delete them; the
+// operator writes it; who may roll the model back may take it out of prod.
+TEST_F(ProdOwnershipClusterTest, AnEditorCannotWriteOrDeleteTheModelTheOperatorCan) {
   json oneStep = json::array({json{{"weight", 100}}});
   ASSERT_EQ(w_.createRelease("v1", testPackage('1'), json::array({prodStage(oneStep)})).exitCode,
             0);
-  w_.waitPhase("v1", "Promoted");  // the operator created and updated the anchor
-  const std::string anchor = "lockstep-model-gpt2";
-  const std::string before = exact("configmap", anchor);
+  w_.waitPhase("v1", "Promoted");  // the operator created the Model and recorded v1
+  const std::string model = "models.lockstep.dev/gpt2";
+  const std::string before = exact("models.lockstep.dev", "gpt2");
   ASSERT_EQ(
       kubectl({"create", "rolebinding", "editor", "-n", ns_, "--clusterrole=edit", "--user=editor"})
           .exitCode,
       0);
-  // The editor's rights are real: any other ConfigMap is theirs to write.
+  // The editor's rights are real: the Model is theirs to read, a ConfigMap to write.
   ASSERT_TRUE(eventually([&] {
-    return kubectl({"--as=editor", "create", "configmap", "team-config", "-n", ns_}).exitCode == 0;
+    return kubectl({"--as=editor", "get", model, "-n", ns_}).exitCode == 0 &&
+           kubectl({"--as=editor", "create", "configmap", "team-config", "-n", ns_}).exitCode == 0;
   }));
-  const std::string who = "only the operator (system:serviceaccount:lockstep-system:lockstep) may ";
-  auto patch = kubectl({"--as=editor", "patch", "configmap", anchor, "-n", ns_, "--type=merge",
-                        "-p", R"({"data":{"promoted":"someone-elses-release"}})"});
-  EXPECT_NE(patch.exitCode, 0);
-  EXPECT_NE(
-      patch.err.find("ConfigMap " + ns_ + "/" + anchor + " is the anchor of a Lockstep model"),
-      std::string::npos)
-      << patch.err;
-  EXPECT_NE(patch.err.find(who + "change it; user editor may not"), std::string::npos) << patch.err;
-  auto label = kubectl({"--as=editor", "label", "configmap", anchor, "-n", ns_, "team=ml"});
-  EXPECT_NE(label.exitCode, 0) << label.out;
-  auto del = kubectl({"--as=editor", "delete", "configmap", anchor, "-n", ns_});
+  auto status =
+      kubectl({"--as=editor", "patch", model, "-n", ns_, "--subresource=status", "--type=merge",
+               "-p", R"({"status":{"prod":{"release":"someone-elses-release"}}})"});
+  EXPECT_NE(status.exitCode, 0);
+  EXPECT_NE(status.err.find("forbidden"), std::string::npos) << status.err;
+  auto spec = kubectl({"--as=editor", "patch", model, "-n", ns_, "--type=merge", "-p",
+                       R"({"spec":{"replicas":1}})"});
+  EXPECT_NE(spec.exitCode, 0) << "prod's spec is not an editor's";
+  auto del = kubectl({"--as=editor", "delete", model, "-n", ns_});
   EXPECT_NE(del.exitCode, 0);
-  EXPECT_NE(del.err.find("may delete it; user editor may not"), std::string::npos) << del.err;
-  auto create = kubectl({"--as=editor", "create", "configmap", "lockstep-model-llama", "-n", ns_});
-  EXPECT_NE(create.exitCode, 0);
-  EXPECT_NE(create.err.find(who + "create it"), std::string::npos) << create.err;
-  EXPECT_EQ(exact("configmap", anchor), before) << "the anchor is untouched";
+  EXPECT_NE(del.err.find("forbidden"), std::string::npos) << del.err;
+  EXPECT_EQ(exact("models.lockstep.dev", "gpt2"), before) << "the Model is untouched";
 
   // The operator still writes it: v2's promotion is recorded.
   ASSERT_EQ(w_.createRelease("v2", testPackage('2'), json::array({prodStage(oneStep)})).exitCode,
             0);
   w_.waitPhase("v2", "Promoted");
-  EXPECT_EQ(get("configmap", anchor)["data"]["promoted"], "v2");
+  EXPECT_EQ(
+      get("models.lockstep.dev", "gpt2").value("/status/prod/release"_json_pointer, std::string()),
+      "v2");
 
-  // Who may roll the model back may take it out of prod (lockstep model delete).
+  // Who may roll the model back may take it out of prod (lockstep model
+  // delete): garbage collection removes its Service and Deployments.
   w_.stopMonitor();  // prod goes away on purpose
   ASSERT_EQ(kubectl({"create", "rolebinding", "editor-approver", "-n", ns_,
                      "--clusterrole=lockstep-release-approver", "--user=editor"})
                 .exitCode,
             0);
   EXPECT_TRUE(eventually([&] {
-    return kubectl({"--as=editor", "delete", "configmap", anchor, "-n", ns_}).exitCode == 0;
-  })) << "an approver (verb rollback) who may delete ConfigMaps may delete the anchor";
+    return kubectl({"--as=editor", "delete", model, "-n", ns_}).exitCode == 0;
+  })) << "an approver (verb rollback) may delete the Model";
+  EXPECT_TRUE(
+      eventually([&] { return !exists("deployment", "gpt2-stable"); }, std::chrono::seconds(60)))
+      << "the Model owns the stable Deployment";
 }
 
 // Issue 28: nothing waits forever. v2 is deleted mid-canary (drain: stable at
@@ -415,9 +486,9 @@ TEST_F(ProdOwnershipClusterTest, ARollbackThatCannotFinishLetsTheReleaseGoAtItsD
             std::string::npos)
       << events;
   EXPECT_EQ(events.find("RolledBack: canary removed"), std::string::npos) << events;
-  json anchor = get("configmap", "lockstep-model-gpt2");
-  EXPECT_EQ(anchor["data"]["canary"], "") << "the canary slot is free";
-  EXPECT_EQ(anchor["data"]["promoted"], "v1");
+  json model = get("models.lockstep.dev", "gpt2");
+  EXPECT_FALSE(model.contains("/status/canary"_json_pointer)) << "the canary slot is free";
+  EXPECT_EQ(model.value("/status/prod/release"_json_pointer, std::string()), "v1");
 }
 
 // Issue 28: with the operator down (its webhooks still registered, Fail),
