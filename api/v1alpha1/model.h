@@ -148,6 +148,28 @@ nlohmann::json modelOwnerReference(const std::string& name, const std::string& u
 
 Model decodeModel(const nlohmann::json& object);
 
+// Why a Model's record holds a pair pinned.
+enum class ModelPinHold { kProd, kCanary, kRollbackTarget };
+
+// One pair a Model's record holds (docs/contracts.md "Runtime revisions":
+// pins come from what prod runs), under the release name its serving pods
+// carry (label lockstep.dev/release), whether or not that release object
+// still exists, so admission admits them while the Model records it.
+struct ModelPin {
+  std::string model;
+  std::string release;
+  std::string runtimeEnv;
+  RuntimePin pair;  // revision: the number recorded with it (0: unknown)
+  ModelPinHold hold = ModelPinHold::kProd;
+};
+
+// The pairs the Model's record holds pinned (docs/contracts.md "Runtime
+// revisions", "What stays pinned"): prod's, the canary's, and those of the
+// last spec.revisionHistoryLimit other releases prod ran (history entries
+// other than RolledBack; newest first, one per release). Entries without a
+// recorded image and closure hash (adopted from an anchor) hold nothing.
+std::vector<ModelPin> modelPins(const Model& model);
+
 nlohmann::json encodeProdContent(const ProdContent& p);
 nlohmann::json encodeHistoryEntry(const ModelHistoryEntry& h);
 // The whole status as the CRD spells it (conditions as given).
