@@ -100,11 +100,11 @@ std::vector<std::string> checkInvariants(const ModelWorld& world, const MonitorO
   std::string mode = options.capacity.empty() ? "surge" : options.capacity;
   if (options.replicas) {
     n = *options.replicas;
-  } else if (const json* promoted = release(str(world.model, "/status/prod/release"))) {
+  } else if (const json* promoted = release(str(world.modelObject, "/status/prod/release"))) {
     n = replicasOf(*promoted);
-    if (world.model.contains("/spec/replicas"_json_pointer))
-      n = world.model["/spec/replicas"_json_pointer].get<int>();
-    const json* slot = release(str(world.model, "/status/canary/release"));
+    if (world.modelObject.contains("/spec/replicas"_json_pointer))
+      n = world.modelObject["/spec/replicas"_json_pointer].get<int>();
+    const json* slot = release(str(world.modelObject, "/status/canary/release"));
     mode = capacityOf(slot != nullptr ? *slot : *promoted);
   }
   if (n != state.replicas) {
@@ -320,8 +320,8 @@ void InvariantMonitor::onEvent(const std::string& kind, const json& obj, bool de
       (*objects)[name] = obj;
     }
   } else {
-    before = world_.model.is_null() ? "" : summary(kind, world_.model, false);
-    world_.model = deleted ? json() : obj;
+    before = world_.modelObject.is_null() ? "" : summary(kind, world_.modelObject, false);
+    world_.modelObject = deleted ? json() : obj;
   }
   std::string line = summary(kind, obj, deleted);
   if (line != before) {
@@ -345,7 +345,7 @@ void InvariantMonitor::loadWorldFromCaches() {
                                                                   : nullptr;
     std::vector<kube::ObjectPtr> cached = informers_[i]->cache().list();
     if (objects == nullptr) {
-      world_.model = cached.empty() ? json() : json(*cached.front());
+      world_.modelObject = cached.empty() ? json() : json(*cached.front());
       continue;
     }
     objects->clear();

@@ -56,8 +56,8 @@ struct Triple {
 struct ModelWorld {
   std::string model;
   std::map<std::string, nlohmann::json> pods, deployments, releases;
-  nlohmann::json model;      // the Model; null until it exists
-  std::string runtimeImage;  // the RuntimeEnv's image (releases without gate evidence)
+  nlohmann::json modelObject;  // the Model; null until it exists
+  std::string runtimeImage;    // the RuntimeEnv's image (releases without gate evidence)
 };
 
 struct MonitorOptions {

@@ -477,8 +477,7 @@ TEST(ReleaseDeletion, PastItsDeadlineTheFinalizerGoesWithAWarning) {
     }
     EXPECT_EQ(warnings, 1);
     ASSERT_EQ(plan.execution.apply.size(), 2u);
-    EXPECT_EQ(plan.execution.apply[0].resource.kind, "ConfigMap");
-    EXPECT_EQ(plan.execution.apply[0].object["data"][v1::kAnchorCanary], "") << "slot freed";
+    EXPECT_FALSE(writtenModel(plan.execution.apply[0]).canary) << "slot freed";
     EXPECT_EQ(plan.execution.apply[1].resource.kind, "ModelRelease");
     EXPECT_EQ(plan.execution.apply[1].object["metadata"]["finalizers"], json::array());
     EXPECT_FALSE(plan.execution.status.has_value());
@@ -492,7 +491,7 @@ TEST(ReleaseDeletion, PastItsDeadlineTheFinalizerGoesWithAWarning) {
   r["status"]["phase"] = v1::kPhaseRolledBack;
   r["status"]["canary"]["phase"] = "RolledBack";
   done = observed(r);
-  withAnchor(done, anchorOf("", "v1"));
+  withModel(done, modelOf("", "v1"));
   done.prod.stableDeployment = share(ourDeployment(kTrackStable, "v1", 2));
   done.prod.canaryDeployment = share(ourDeployment(kTrackCanary, "v2", 0));
   done.prod.releaseDeleted = true;
