@@ -157,6 +157,7 @@ void ModelReleaseReconciler::readProdNames(const v1::ModelRelease& r, ProdObserv
       p.lookupError = got.status().withContext("reading " + resource.kind + " " + ns + "/" + name);
     }
   };
+  p.namesRead = true;
   read(p.service, v1::kServices, model);
   read(p.stableDeployment, v1::kDeployments, servingDeploymentName(model, kTrackStable));
   read(p.canaryDeployment, v1::kDeployments, servingDeploymentName(model, kTrackCanary));
@@ -230,7 +231,7 @@ Result ModelReleaseReconciler::reconcile(const Request& request) {
   // A release in its prod stage: what stands at each prod name the labelled
   // caches miss is read (an object without Lockstep's labels is in no cache;
   // prod/ownership.h decides whether it is ours), then planned again.
-  if (plan.prod && !observed->prod.releaseDeleted) {
+  if ((plan.prod || plan.readProdNames) && !observed->prod.releaseDeleted) {
     readProdNames(v1::decodeModelRelease(*observed->release), observed->prod);
     plan = planModelRelease(*observed);
   }

@@ -319,6 +319,15 @@ ModelReleasePlan planModelRelease(const ModelReleaseObserved& observed) {
     x.prune.push_back({v1::kJobs, r.meta.ns, name, ""});
   for (const ReleaseEvent& e : plan.events)
     x.events.push_back({o.release, e.type, e.reason, e.message});
+  // Prod heals: the release the Model runs as prod keeps its serving objects.
+  if (!out.prod && !deleted) {
+    if (auto heal = planProdHealing(r, o.release, o.prod)) {
+      out.readProdNames = heal->needsNames;
+      for (PlannedApply& w : heal->writes) x.apply.push_back(std::move(w));
+      for (const ReleaseEvent& e : heal->events)
+        x.events.push_back({o.release, e.type, e.reason, e.message});
+    }
+  }
   if (plan.statusChanged) {
     // Planned from the cache: the write carries the resourceVersion it was
     // planned from, so a plan made on a stale copy (our previous write not yet

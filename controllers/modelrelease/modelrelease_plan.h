@@ -52,6 +52,9 @@ struct ModelReleasePlan {
   int measureIndex = 0;  // ProdPlan::measureIndex
   // A manual rollback is counted once execution.apply[rollbackRecordedAt] is written.
   std::optional<size_t> rollbackRecordedAt;
+  // Prod's healing found a serving name missing from the caches: read the
+  // names (ModelReleaseReconciler::readProdNames), then plan again.
+  bool readProdNames = false;
 };
 
 ModelReleasePlan planModelRelease(const ModelReleaseObserved& observed);

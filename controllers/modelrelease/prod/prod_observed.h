@@ -50,6 +50,8 @@ struct ProdObserved {
   // A read of one of the serving names failed (not NotFound): nothing in prod is
   // written until it succeeds (an object that could not be read may be foreign).
   Status lookupError;
+  // The serving names the caches missed were read (ModelReleaseReconciler::readProdNames).
+  bool namesRead = false;
   // The release is being deleted (it still carries kReleaseCleanupFinalizer):
   // its canary rolls back as on an abort, reason ReleaseDeleted.
   bool releaseDeleted = false;

@@ -506,4 +506,84 @@ ProdPlan planRollbackWrites(const ReleaseObserved& o, const v1::ModelRelease& r,
   return out;
 }
 
+std::optional<ProdPlan> planProdHealing(const v1::ModelRelease& r,
+                                        const kube::ObjectPtr& releaseObject,
+                                        const ProdObserved& p) {
+  if (r.spec.model.empty() || !p.model || kube::isBeingDeleted(*p.model) || p.releaseDeleted)
+    return std::nullopt;
+  const std::string phase =
+      v1::decode::string(v1::decode::object(*releaseObject, "status"), "phase");
+  if (phase != v1::kPhasePromoted) return std::nullopt;
+  const v1::Model model = v1::decodeModel(*p.model);
+  // Prod's by the record (the uid, never the name alone), with no canary or
+  // manual rollback moving the tracks.
+  if (!model.status.prod || model.status.prod->release != r.meta.name ||
+      model.status.prod->uid != r.meta.uid || !model.canaryHolder().empty())
+    return std::nullopt;
+  if (!p.lookupError.isOk() || findNameConflict(r.spec.model, p, "")) return std::nullopt;
+  for (const kube::ObjectPtr& o : {p.stableDeployment, p.service}) {
+    if (o && kube::isBeingDeleted(*o)) return std::nullopt;  // gone soon: heal the next one
+  }
+  ProdPlan out;
+  if ((!p.stableDeployment || !p.service) && !p.namesRead) {
+    out.needsNames = true;
+    return out;
+  }
+  const v1::Stage* stage = r.prodStage();
+  if (stage == nullptr) return std::nullopt;
+  auto spec = canarySpecOf(*stage);
+  if (!spec.isOk()) return std::nullopt;
+  applyModelSpec(*spec, model);
+  if (auto port = prodPort(model, p); port && *port != spec->port && p.service)
+    return std::nullopt;  // the Service port is the model's; ServicePortConflict says so
+  const ServingObjectsInput in = servingInput(r, *spec, p);
+  auto restore = [&](PlannedApply w, const std::string& what, const std::string& drift) {
+    w.failureEventOn = releaseObject;
+    w.failureEventReason = v1::kReasonServingApplyFailed;
+    out.writes.push_back(std::move(w));
+    out.events.push_back({kube::kEventTypeWarning, kReasonProdRestored,
+                          what + " " + drift + ": restored to release " + r.meta.name +
+                              "'s serving objects (Model " + r.meta.ns + "/" + r.spec.model +
+                              " runs it as prod)"});
+  };
+  auto sr = servingReleaseOf(r, p);
+  if (sr.isOk()) {
+    auto built = buildServingDeployment(in, kTrackStable, *sr, spec->replicas);
+    if (built.isOk()) {
+      const std::string name = servingDeploymentName(r.spec.model, kTrackStable);
+      const std::string drift = p.stableDeployment ? deploymentDrift(*built, *p.stableDeployment)
+                                                   : std::string("is missing");
+      // Scaled only: scaled back, its template untouched (no pod restarts
+      // when only the operator's own settings changed since).
+      bool scaledOnly = false;
+      if (!drift.empty() && p.stableDeployment) {
+        json scaled = *built;
+        scaled["spec"]["replicas"] = specReplicas(p.stableDeployment.get());
+        scaledOnly = deploymentDrift(scaled, *p.stableDeployment).empty();
+      }
+      if (scaledOnly) {
+        PlannedApply w = plannedMergePatch(
+            v1::kDeployments, r.meta.ns, name, json{{"spec", {{"replicas", spec->replicas}}}},
+            "scaling Deployment " + name + " to " + std::to_string(spec->replicas));
+        w.uid = v1::decodeMeta(*p.stableDeployment).uid;
+        restore(std::move(w), "Deployment " + name, drift);
+      } else if (!drift.empty()) {
+        restore(ownedWrite(v1::kDeployments, std::move(*built), p.stableDeployment.get(),
+                           "Deployment " + name + " (release " + r.meta.name + ")"),
+                "Deployment " + name, drift);
+      }
+    }
+  }
+  json service = buildModelService(in);
+  const std::string drift =
+      p.service ? serviceDrift(service, *p.service) : std::string("is missing");
+  if (!drift.empty()) {
+    restore(
+        ownedWrite(v1::kServices, std::move(service), p.service.get(), "Service " + r.spec.model),
+        "Service " + r.spec.model, drift);
+  }
+  if (out.writes.empty()) return std::nullopt;
+  return out;
+}
+
 }  // namespace lockstep::controllers

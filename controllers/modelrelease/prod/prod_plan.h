@@ -44,6 +44,9 @@ struct ProdPlan {
   std::optional<size_t> rollbackRecordedAt;
   // After the status write: an error a retry cannot fix (kInvalidArgument: terminal).
   Status afterStatus;
+  // Healing: a serving name is missing from the caches; read it (something
+  // without Lockstep's labels may stand there), then plan again.
+  bool needsNames = false;
 };
 
 // The Model's record is a trust root (docs/rollouts.md "The record is
@@ -82,5 +85,22 @@ ProdPlan planRollbackWrites(const ReleaseObserved& observed,
                             const api::v1alpha1::ModelRelease& release,
                             const kube::ObjectPtr& releaseObject, const ProdObserved& prod,
                             ReleasePlan& plan);
+
+// Prod heals (docs/rollouts.md "Prod heals"): while no canary holds the slot,
+// the release the Model records as prod (by uid), Promoted, keeps the
+// model's stable Deployment and Service as Lockstep builds them from it. A
+// Deployment deleted, scaled, or with a container's image, a template label
+// or annotation changed, or a Service deleted or
+// re-pointed (selector, port), is re-applied with a Warning Event
+// kReasonProdRestored naming what drifted; Degraded follows the Ready pods
+// meanwhile (serving_health.h). nullopt: nothing to heal, or this release is
+// not prod's (a canary in flight owns the tracks; a foreign object at a name
+// is NameConflict's). Fields Lockstep does not set (e.g. an added env var)
+// are not compared and stay.
+std::optional<ProdPlan> planProdHealing(const api::v1alpha1::ModelRelease& release,
+                                        const kube::ObjectPtr& releaseObject,
+                                        const ProdObserved& prod);
+
+inline constexpr const char* kReasonProdRestored = "ProdRestored";
 
 }  // namespace lockstep::controllers

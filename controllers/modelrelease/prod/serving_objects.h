@@ -56,4 +56,17 @@ StatusOr<nlohmann::json> buildServingDeployment(const ServingObjectsInput& in,
                                                 const std::string& track, const ServingRelease& r,
                                                 int replicas);
 
+// How `current` (the live Deployment) differs from `desired` (as
+// buildServingDeployment builds it) in what Lockstep sets and the API server
+// never defaults: spec.replicas, every template label and annotation Lockstep
+// sets, and each container's name and image (in order; not the init
+// containers the operator's own settings add); the owner reference is
+// ownership.h's (without the Model's, it is not Lockstep's). "" when it matches; else what
+// differs, e.g. "spec.replicas is 0, not 2".
+std::string deploymentDrift(const nlohmann::json& desired, const nlohmann::json& current);
+
+// The same for the Service (buildModelService): its selector and ports'
+// port and targetPort.
+std::string serviceDrift(const nlohmann::json& desired, const nlohmann::json& current);
+
 }  // namespace lockstep::controllers

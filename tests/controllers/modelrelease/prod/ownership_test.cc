@@ -5,7 +5,9 @@
 // canary back before its finalizer goes; a Promoted one goes at once.
 #include "controllers/modelrelease/prod/ownership.h"
 
+#include <functional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include <gtest/gtest.h>
@@ -928,6 +930,206 @@ TEST(NoWriteOverANewcomer, MissingNamesAreCreatedExistingOnesAppliedUnderTheirUi
   }
   EXPECT_TRUE(sawService);
   EXPECT_TRUE(sawCanary) << "the canary scales to its step";
+}
+
+// --- Prod heals (prod_plan.h planProdHealing, through planModelRelease). ---
+
+// v1, Promoted, the Model's prod by uid, no canary in flight; the names read.
+ModelReleaseObserved promotedProd() {
+  json r = prodRelease("v1");
+  r["status"] = {{"phase", v1::kPhasePromoted}, {"canary", {{"phase", "Promoted"}}}};
+  ModelReleaseObserved o = observed(r);
+  json model = modelOf("", "v1");
+  model["status"]["prod"]["uid"] = "uid-v1";
+  withModel(o, model);
+  o.prod.namesRead = true;
+  return o;
+}
+
+// The serving objects as the healing builds them (from nothing at the names).
+std::pair<json, json> builtServingObjects() {
+  ModelReleasePlan plan = planModelRelease(promotedProd());
+  json deployment, service;
+  for (const PlannedApply& a : plan.execution.apply) {
+    if (a.resource.kind == "Deployment") deployment = a.object;
+    if (a.resource.kind == "Service") service = a.object;
+  }
+  EXPECT_TRUE(deployment.is_object() && service.is_object());
+  deployment["metadata"]["uid"] = "stable-uid";
+  service["metadata"]["uid"] = "svc-uid";
+  return {deployment, service};
+}
+
+std::vector<std::string> restoredEvents(const ModelReleasePlan& plan) {
+  std::vector<std::string> out;
+  for (const PlannedEvent& e : plan.execution.events) {
+    if (e.reason != kReasonProdRestored) continue;
+    EXPECT_EQ(e.type, "Warning");
+    out.push_back(e.message);
+  }
+  return out;
+}
+
+TEST(ProdHealing, MissingServingObjectsAreCreatedOnceTheNamesWereRead) {
+  ModelReleaseObserved o = promotedProd();
+  o.prod.namesRead = false;
+  ModelReleasePlan plan = planModelRelease(o);
+  EXPECT_TRUE(plan.readProdNames) << "something without Lockstep's labels may stand there";
+  EXPECT_FALSE(writesTo(plan.execution, "Deployment", "gpt2-stable"));
+
+  plan = planModelRelease(promotedProd());
+  EXPECT_FALSE(plan.readProdNames);
+  ASSERT_TRUE(writesTo(plan.execution, "Deployment", "gpt2-stable"));
+  ASSERT_TRUE(writesTo(plan.execution, "Service", "gpt2"));
+  for (const PlannedApply& a : plan.execution.apply) {
+    if (a.resource.kind != "Deployment") continue;
+    EXPECT_EQ(a.verb, WriteVerb::kCreate);
+    EXPECT_TRUE(a.alreadyExistsIsConflict);
+    EXPECT_EQ(a.object["spec"]["replicas"], 2);
+    EXPECT_EQ(a.object["metadata"]["labels"][v1::kReleaseLabel], "v1");
+    EXPECT_EQ(a.object["metadata"]["ownerReferences"][0]["uid"], "model-uid");
+  }
+  auto events = restoredEvents(plan);
+  ASSERT_EQ(events.size(), 2u);
+  EXPECT_EQ(events[0].rfind("Deployment gpt2-stable is missing: restored to release v1", 0), 0u)
+      << events[0];
+}
+
+TEST(ProdHealing, NothingDriftedNothingIsWritten) {
+  auto [deployment, service] = builtServingObjects();
+  ModelReleaseObserved o = promotedProd();
+  o.prod.stableDeployment = share(deployment);
+  o.prod.service = share(service);
+  ModelReleasePlan plan = planModelRelease(o);
+  EXPECT_FALSE(writesTo(plan.execution, "Deployment", "gpt2-stable"));
+  EXPECT_FALSE(writesTo(plan.execution, "Service", "gpt2"));
+  EXPECT_TRUE(restoredEvents(plan).empty());
+
+  // What the API server adds, and the operator's own init containers, are no drift.
+  deployment["spec"]["template"]["spec"]["containers"][0]["imagePullPolicy"] = "IfNotPresent";
+  deployment["spec"]["template"]["spec"]["initContainers"] =
+      json::array({{{"name", "lockstep-verify"}, {"image", "registry.example/cli@sha256:9"}}});
+  deployment["status"] = {{"readyReplicas", 2}};
+  o.prod.stableDeployment = share(deployment);
+  plan = planModelRelease(o);
+  EXPECT_FALSE(writesTo(plan.execution, "Deployment", "gpt2-stable"));
+}
+
+TEST(ProdHealing, AScaledStableDeploymentIsScaledBackWithItsTemplateUntouched) {
+  auto [deployment, service] = builtServingObjects();
+  deployment["spec"]["replicas"] = 0;
+  ModelReleaseObserved o = promotedProd();
+  o.prod.stableDeployment = share(deployment);
+  o.prod.service = share(service);
+  ModelReleasePlan plan = planModelRelease(o);
+  ASSERT_TRUE(writesTo(plan.execution, "Deployment", "gpt2-stable"));
+  for (const PlannedApply& a : plan.execution.apply) {
+    if (a.resource.kind != "Deployment") continue;
+    EXPECT_EQ(a.verb, WriteVerb::kMergePatch);
+    EXPECT_EQ(a.object, json({{"spec", {{"replicas", 2}}}}));
+    EXPECT_EQ(a.uid, "stable-uid") << "never onto a Deployment re-created meanwhile";
+  }
+  auto events = restoredEvents(plan);
+  ASSERT_EQ(events.size(), 1u);
+  EXPECT_NE(events[0].find("Deployment gpt2-stable spec.replicas is 0, not 2"), std::string::npos)
+      << events[0];
+}
+
+TEST(ProdHealing, AnEditedTemplateIsAppliedAgain) {
+  struct Case {
+    const char* name;
+    std::function<void(json&)> edit;
+    const char* says;
+  };
+  const Case cases[] = {
+      {"an image swapped",
+       [](json& d) { d["spec"]["template"]["spec"]["containers"][0]["image"] = "evil:latest"; },
+       "runs image \"evil:latest\""},
+      {"a container added",
+       [](json& d) {
+         d["spec"]["template"]["spec"]["containers"].push_back(
+             {{"name", "sidecar"}, {"image", "x"}});
+       },
+       "has 2 containers, not 1"},
+      {"the release label changed",
+       [](json& d) { d["spec"]["template"]["metadata"]["labels"][v1::kReleaseLabel] = "v9"; },
+       "spec.template.metadata.labels[\"lockstep.dev/release\"] is \"v9\", not \"v1\""},
+      {"the closure hash annotation dropped",
+       [](json& d) {
+         d["spec"]["template"]["metadata"]["annotations"].erase("lockstep.dev/closure-hash");
+       },
+       "annotations[\"lockstep.dev/closure-hash\"] is unset"},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.name);
+    auto [deployment, service] = builtServingObjects();
+    c.edit(deployment);
+    ModelReleaseObserved o = promotedProd();
+    o.prod.stableDeployment = share(deployment);
+    o.prod.service = share(service);
+    ModelReleasePlan plan = planModelRelease(o);
+    ASSERT_TRUE(writesTo(plan.execution, "Deployment", "gpt2-stable"));
+    for (const PlannedApply& a : plan.execution.apply) {
+      if (a.resource.kind != "Deployment") continue;
+      EXPECT_EQ(a.verb, WriteVerb::kApply);
+      EXPECT_EQ(a.uid, "stable-uid");
+      EXPECT_EQ(a.object["spec"]["template"]["metadata"]["labels"][v1::kReleaseLabel], "v1");
+    }
+    auto events = restoredEvents(plan);
+    ASSERT_EQ(events.size(), 1u);
+    EXPECT_NE(events[0].find(c.says), std::string::npos) << events[0];
+  }
+}
+
+TEST(ProdHealing, ARepointedServiceIsAppliedAgain) {
+  auto [deployment, service] = builtServingObjects();
+  service["spec"]["selector"] = {{"app", "elsewhere"}};
+  ModelReleaseObserved o = promotedProd();
+  o.prod.stableDeployment = share(deployment);
+  o.prod.service = share(service);
+  ModelReleasePlan plan = planModelRelease(o);
+  ASSERT_TRUE(writesTo(plan.execution, "Service", "gpt2"));
+  EXPECT_FALSE(writesTo(plan.execution, "Deployment", "gpt2-stable"));
+  auto events = restoredEvents(plan);
+  ASSERT_EQ(events.size(), 1u);
+  EXPECT_NE(events[0].find("Service gpt2 spec.selector is {\"app\":\"elsewhere\"}"),
+            std::string::npos)
+      << events[0];
+}
+
+TEST(ProdHealing, OnlyProdsReleaseByUidWithNoCanaryInFlightHeals) {
+  auto [deployment, service] = builtServingObjects();
+  deployment["spec"]["replicas"] = 0;
+  auto heals = [&](ModelReleaseObserved o) {
+    o.prod.stableDeployment = share(deployment);
+    o.prod.service = share(service);
+    return writesTo(planModelRelease(o).execution, "Deployment", "gpt2-stable");
+  };
+  EXPECT_TRUE(heals(promotedProd()));
+
+  ModelReleaseObserved canary = promotedProd();
+  json model = *canary.prod.model;
+  model["status"]["canary"] = {{"release", "v2"}};
+  withModel(canary, model);
+  EXPECT_FALSE(heals(canary)) << "the canary's plan owns the tracks";
+
+  ModelReleaseObserved other = promotedProd();
+  model = *other.prod.model;
+  model["status"]["prod"]["uid"] = "uid-of-an-older-v1";
+  withModel(other, model);
+  EXPECT_FALSE(heals(other)) << "another object under prod's name";
+
+  json superseded = *promotedProd().release;
+  superseded["status"]["phase"] = v1::kPhaseSuperseded;
+  ModelReleaseObserved old = promotedProd();
+  old.release = share(superseded);
+  old.gates.release = superseded;
+  EXPECT_FALSE(heals(old));
+
+  ModelReleaseObserved foreign = promotedProd();
+  foreign.prod.service = share(teamService());
+  EXPECT_FALSE(writesTo(planModelRelease(foreign).execution, "Deployment", "gpt2-stable"))
+      << "a foreign object at a name is NameConflict's";
 }
 
 }  // namespace
