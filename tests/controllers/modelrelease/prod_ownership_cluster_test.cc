@@ -556,5 +556,62 @@ TEST_F(ProdOwnershipClusterTest, WithTheOperatorDownAReleaseAndItsNamespaceCanBe
       << kubectl({"get", "namespace", ns_, "-o", "yaml"}).out;
 }
 
+// Issue 28, must-show 3: prod heals. With v1 prod (N=2), the stable
+// Deployment scaled to 0, its container's image swapped, the Deployment
+// deleted, and the Service deleted are each restored by the operator (a
+// Warning Event ProdRestored naming the drift), back to N Ready pods on v1.
+TEST_F(ProdOwnershipClusterTest, ProdHealsAScaledEditedOrDeletedServingObject) {
+  w_.stopMonitor();  // prod is taken below N on purpose
+  json oneStep = json::array({json{{"weight", 100}}});
+  ASSERT_EQ(w_.createRelease("v1", testPackage('1'), json::array({prodStage(oneStep)})).exitCode,
+            0);
+  w_.waitPhase("v1", "Promoted");
+  ASSERT_TRUE(eventually([&] { return w_.readyPods()["stable/v1"] == 2; }));
+  auto stable = [&] { return get("deployment", "gpt2-stable"); };
+  const json container = stable()["spec"]["template"]["spec"]["containers"][0];
+  const std::string name = container["name"];
+  const std::string image = container["image"];
+  auto restored = [&](const std::string& what) {
+    EXPECT_TRUE(eventually(
+        [&] {
+          json d = stable();
+          return !d.is_discarded() && d.value("/spec/replicas"_json_pointer, 0) == 2 &&
+                 d["spec"]["template"]["spec"]["containers"][0].value("image", "") == image;
+        },
+        std::chrono::seconds(30)))
+        << what << ": " << stable().dump(2);
+    EXPECT_TRUE(eventually([&] { return w_.readyPods()["stable/v1"] == 2; },
+                           std::chrono::seconds(90)))
+        << what;
+  };
+
+  ASSERT_EQ(kubectl({"scale", "deployment", "gpt2-stable", "-n", ns_, "--replicas=0"}).exitCode, 0);
+  restored("scaled to 0");
+  ASSERT_EQ(kubectl({"set", "image", "deployment/gpt2-stable", "-n", ns_,
+                     name + "=registry.example/someone/else:latest"})
+                .exitCode,
+            0);
+  restored("image swapped");
+  const std::string uid = stable()["metadata"]["uid"];
+  ASSERT_EQ(kubectl({"delete", "deployment", "gpt2-stable", "-n", ns_}).exitCode, 0);
+  restored("deleted");
+  EXPECT_NE(stable()["metadata"]["uid"], uid) << "a new Deployment";
+  EXPECT_EQ(stable().value("/metadata/ownerReferences/0/kind"_json_pointer, std::string()),
+            "Model");
+  ASSERT_EQ(kubectl({"delete", "service", "gpt2", "-n", ns_}).exitCode, 0);
+  EXPECT_TRUE(eventually([&] { return exists("service", "gpt2"); }, std::chrono::seconds(30)));
+
+  const std::string events = eventsOf("v1");
+  for (const char* said : {"ProdRestored: Deployment gpt2-stable spec.replicas is 0, not 2",
+                           "ProdRestored: Deployment gpt2-stable is missing",
+                           "ProdRestored: Service gpt2 is missing"})
+    EXPECT_NE(events.find(said), std::string::npos) << said << "\n" << events;
+  EXPECT_NE(events.find("runs image \"registry.example/someone/else:latest\""), std::string::npos)
+      << events;
+  json v1 = get("mr", "v1");
+  EXPECT_EQ(v1["status"]["phase"], "Promoted");
+  EXPECT_EQ(conditionField(v1, "Ready", "status"), "True") << v1["status"].dump(2);
+}
+
 }  // namespace
 }  // namespace lockstep::testing
