@@ -17,6 +17,12 @@ packages=(
   # libyaml: the event parser behind conda-lock/pixi parsing (closure/yaml_tree.cc); yaml-cpp's
   # scanner was 78 % of a conda-lock parse (docs/benchmarks.md)
   libyaml-dev
+  # change windows (changewindows/, docs/change-windows.md): libical parses and expands RFC 5545
+  # recurrence rules (the one maintained C/C++ RRULE implementation in Debian besides KDE's
+  # Qt-based KCalendarCore); cctz (Google's, Abseil's time-zone core) maps local times to
+  # instants across DST with RFC 5545's reading of skipped and repeated times; tzdata: the
+  # zones both read
+  libical-dev libcctz-dev tzdata
   # fuzzing (libFuzzer + sanitizers) and lint
   clang-14 libclang-rt-14-dev clang-format clang-tidy
   # test world: Argo CD customizations under Lua 5.1 (lua-yaml: their test files), metrics,

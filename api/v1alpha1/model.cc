@@ -109,6 +109,36 @@ ReleaseContent releaseContent(const json& release, const RuntimePin& pin) {
   return c;
 }
 
+std::vector<ChangeWindowSpec> decodeChangeWindows(const json& spec) {
+  std::vector<ChangeWindowSpec> out;
+  for (const json& w : decode::array(spec, "changeWindows")) {
+    ChangeWindowSpec c;
+    // A field that is there but not a string reads as "", so that it is refused by name
+    // rather than defaulted.
+    auto read = [&w](const char* key, std::string& field) {
+      if (const json* v = decode::member(w, key); v != nullptr) {
+        field = v->is_string() ? v->get<std::string>() : std::string();
+      }
+    };
+    read("name", c.name);
+    read("kind", c.kind);
+    read("rrule", c.rrule);
+    read("duration", c.duration);
+    read("timeZone", c.timeZone);
+    read("inFlight", c.inFlight);
+    read("rollbacks", c.rollbacks);
+    out.push_back(std::move(c));
+  }
+  return out;
+}
+
+json encodeChangeWindow(const ChangeWindowSpec& w) {
+  json out = {{"kind", w.kind},         {"rrule", w.rrule},       {"duration", w.duration},
+              {"timeZone", w.timeZone}, {"inFlight", w.inFlight}, {"rollbacks", w.rollbacks}};
+  if (!w.name.empty()) out["name"] = w.name;
+  return out;
+}
+
 Model decodeModel(const json& object) {
   Model m;
   m.meta = decodeMeta(object);
@@ -125,6 +155,7 @@ Model decodeModel(const json& object) {
   if (!type.empty()) m.spec.serviceType = type;
   m.spec.revisionHistoryLimit =
       decode::integer(spec, "revisionHistoryLimit", kDefaultRevisionHistoryLimit);
+  m.spec.changeWindows = decodeChangeWindows(spec);
   const json& status = decode::object(object, "status");
   m.status.observedGeneration = decode::integer(status, "observedGeneration", -1);
   m.status.revision = decode::integer(status, "revision", 0);

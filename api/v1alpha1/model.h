@@ -1,7 +1,8 @@
 // Model (lockstep.dev/v1alpha1), decoded once into a typed view: the object
 // that owns one model's prod (its Service and stable/canary Deployments, by
 // owner reference). Its spec holds what belongs to the model rather than to
-// one release (port, replicas, GPU strategy, Service type, history limit);
+// one release (port, replicas, GPU strategy, Service type, history limit,
+// change windows);
 // its status is the one record of what prod runs, by content: the release
 // uid, content digest, package and pinned runtime pair of prod and of the
 // canary in flight, the prod revision and a bounded history. Field names are
@@ -78,6 +79,40 @@ std::string referenceDigest(const std::string& reference);
 
 // ---- the Model ----------------------------------------------------------------------------
 
+// spec.changeWindows: when new work on the model may start (docs/change-windows.md). Decoded
+// as written, defaults applied; changewindows/ compiles and checks them (the recurrence rule
+// and the time zone need its libraries) and evaluates them against a clock it is given.
+inline constexpr size_t kMaxChangeWindows = 20;
+inline constexpr size_t kMaxChangeWindowRruleLength = 512;
+inline constexpr size_t kMaxChangeWindowNameLength = 63;
+inline constexpr size_t kMaxChangeWindowTimeZoneLength = 64;
+// kind
+inline constexpr const char* kChangeWindowAllow = "Allow";
+inline constexpr const char* kChangeWindowDeny = "Deny";
+// inFlight: what work already started does once the window closes the model
+inline constexpr const char* kInFlightFinishStep = "finishStep";  // the default
+inline constexpr const char* kInFlightPause = "pause";
+inline constexpr const char* kInFlightAbort = "abort";
+// rollbacks: whether a manual rollback may run while the window closes the model
+inline constexpr const char* kRollbacksAllow = "Allow";  // the default
+inline constexpr const char* kRollbacksDeny = "Deny";
+inline constexpr const char* kDefaultChangeWindowTimeZone = "UTC";
+
+struct ChangeWindowSpec {
+  std::string name;      // optional, for messages
+  std::string kind;      // Allow | Deny
+  std::string rrule;     // RFC 5545 RRULE value: "FREQ=WEEKLY;BYDAY=FR;BYHOUR=16"
+  std::string duration;  // "64h", "2d16h" (d: calendar days in timeZone)
+  std::string timeZone = kDefaultChangeWindowTimeZone;  // IANA name
+  std::string inFlight = kInFlightFinishStep;
+  std::string rollbacks = kRollbacksAllow;
+};
+
+// spec.changeWindows as the API server stores it: a missing field reads as its default, a
+// mistyped one as "" (the compiler then names it); a non-object entry as an empty window.
+std::vector<ChangeWindowSpec> decodeChangeWindows(const nlohmann::json& spec);
+nlohmann::json encodeChangeWindow(const ChangeWindowSpec& w);
+
 struct ModelRuntime {
   std::string runtimeEnv;
   std::string image;
@@ -113,6 +148,7 @@ struct ModelSpec {
   std::string capacity;             // surge | drain; "": the release's canary.capacity
   std::string serviceType = "ClusterIP";
   int64_t revisionHistoryLimit = kDefaultRevisionHistoryLimit;
+  std::vector<ChangeWindowSpec> changeWindows;
 };
 
 struct ModelStatus {

@@ -189,5 +189,34 @@ TEST(ModelView, HistoryIsBounded) {
   EXPECT_EQ(h.back().release, "v" + std::to_string(kModelHistoryKept + 4));
 }
 
+TEST(DecodeModel, ChangeWindowsWithDefaults) {
+  const json model = json::parse(R"({
+    "metadata": {"name": "gpt2", "namespace": "ml"},
+    "spec": {"changeWindows": [
+      {"name": "weekend-freeze", "kind": "Deny", "rrule": "FREQ=WEEKLY;BYDAY=FR;BYHOUR=16",
+       "duration": "2d16h", "timeZone": "Europe/Berlin", "inFlight": "pause", "rollbacks": "Deny"},
+      {"kind": "Allow", "rrule": "FREQ=DAILY;BYHOUR=9", "duration": "8h"},
+      {"kind": "Allow", "rrule": "FREQ=DAILY", "duration": "8h", "timeZone": 1},
+      "not an object"]}})");
+  const Model m = decodeModel(model);
+  ASSERT_EQ(m.spec.changeWindows.size(), 4U);
+  const ChangeWindowSpec& freeze = m.spec.changeWindows[0];
+  EXPECT_EQ(freeze.name, "weekend-freeze");
+  EXPECT_EQ(freeze.kind, "Deny");
+  EXPECT_EQ(freeze.duration, "2d16h");
+  EXPECT_EQ(freeze.timeZone, "Europe/Berlin");
+  EXPECT_EQ(freeze.inFlight, "pause");
+  EXPECT_EQ(freeze.rollbacks, "Deny");
+  // Absent: the defaults.
+  EXPECT_EQ(m.spec.changeWindows[1].timeZone, "UTC");
+  EXPECT_EQ(m.spec.changeWindows[1].inFlight, "finishStep");
+  EXPECT_EQ(m.spec.changeWindows[1].rollbacks, "Allow");
+  // Mistyped: "", so that the compiler refuses it by name rather than defaulting it.
+  EXPECT_EQ(m.spec.changeWindows[2].timeZone, "");
+  EXPECT_EQ(m.spec.changeWindows[3].kind, "");
+  EXPECT_EQ(encodeChangeWindow(freeze), model["spec"]["changeWindows"][0]);
+  EXPECT_TRUE(decodeModel(json::parse(R"({"spec": {}})")).spec.changeWindows.empty());
+}
+
 }  // namespace
 }  // namespace lockstep::api::v1alpha1
