@@ -741,8 +741,13 @@ TEST_F(CanaryClusterTest, ManualRollbackAfterALockEditRunsTheOldPairAndRefusesAP
   expectTrackOn(w_, "stable", "r1", kTestImage, hash_, 1);
   EXPECT_EQ(jobsOf("r1"), 1) << "a rollback must not run r1's gates again";
 
-  // Keep no rollback targets, then move the lock on again: r2's revision 2 is
-  // neither pinned, current nor the highest, so it is pruned.
+  // Keep no rollback targets (the Model's history pins none, the RuntimeEnv
+  // retains no unpinned revision), then move the lock on again: r2's revision
+  // 2 is neither pinned, current nor the highest, so it is pruned.
+  ASSERT_EQ(kubectl({"patch", "models.lockstep.dev", "gpt2", "-n", ns_, "--type=merge", "-p",
+                     R"({"spec":{"revisionHistoryLimit":0}})"})
+                .exitCode,
+            0);
   ASSERT_EQ(kubectl({"patch", "rte", "torch", "-n", ns_, "--type=merge", "-p",
                      R"({"spec":{"revisionHistoryLimit":0}})"})
                 .exitCode,
