@@ -580,8 +580,8 @@ TEST_F(ProdOwnershipClusterTest, ProdHealsAScaledEditedOrDeletedServingObject) {
         },
         std::chrono::seconds(30)))
         << what << ": " << stable().dump(2);
-    EXPECT_TRUE(eventually([&] { return w_.readyPods()["stable/v1"] == 2; },
-                           std::chrono::seconds(90)))
+    EXPECT_TRUE(
+        eventually([&] { return w_.readyPods()["stable/v1"] == 2; }, std::chrono::seconds(90)))
         << what;
   };
 
@@ -602,9 +602,9 @@ TEST_F(ProdOwnershipClusterTest, ProdHealsAScaledEditedOrDeletedServingObject) {
   EXPECT_TRUE(eventually([&] { return exists("service", "gpt2"); }, std::chrono::seconds(30)));
 
   const std::string events = eventsOf("v1");
-  for (const char* said : {"ProdRestored: Deployment gpt2-stable spec.replicas is 0, not 2",
-                           "ProdRestored: Deployment gpt2-stable is missing",
-                           "ProdRestored: Service gpt2 is missing"})
+  for (const char* said :
+       {"ProdRestored: Deployment gpt2-stable spec.replicas is 0, not 2",
+        "ProdRestored: Deployment gpt2-stable is missing", "ProdRestored: Service gpt2 is missing"})
     EXPECT_NE(events.find(said), std::string::npos) << said << "\n" << events;
   EXPECT_NE(events.find("runs image \"registry.example/someone/else:latest\""), std::string::npos)
       << events;
