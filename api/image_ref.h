@@ -34,8 +34,8 @@ bool isSha256Digest(std::string_view s);
 // True when `a` and `b` are the same pinned image: both parse, both carry a
 // digest, and their normalized repositories and digests are equal ("foo@sha256:x"
 // is "docker.io/library/foo@sha256:x"; a tag beside the digest is ignored, as the
-// container runtime ignores it): the comparison admission makes
-// (webhooks/admission), for the controllers, which never compare images as text.
+// container runtime ignores it). Admission and the controllers compare images
+// with this, never as text.
 bool sameImage(std::string_view a, std::string_view b);
 
 }  // namespace lockstep::api

@@ -3,7 +3,7 @@
 #include <string>
 
 #include "api/v1alpha1/meta.h"
-#include "api/v1alpha1/model_anchor.h"
+#include "api/v1alpha1/model.h"
 #include "api/v1alpha1/model_release.h"
 #include "operator/kube/resource.h"
 
@@ -61,12 +61,14 @@ std::optional<ModelProdView> InformerModelProds::prodOf(std::string_view ns,
                                                         std::string_view model) const {
   namespace v1 = api::v1alpha1;
   const std::string n(ns), m(model);
-  auto anchor = anchors_.get(n, v1::modelAnchorName(m));
-  if (!anchor || !lockstepLabelled(*anchor, model)) return std::nullopt;
+  auto modelObject = models_.get(n, m);
+  if (!modelObject) return std::nullopt;
+  const v1::Model record = v1::decodeModel(*modelObject);
   ModelProdView v;
-  v.release = v1::decodeModelAnchor(*anchor).promoted;
+  v.release = record.promoted();
   if (v.release.empty()) return std::nullopt;
-  if (auto svc = services_.get(n, m); svc && lockstepLabelled(*svc, model)) {
+  if (record.spec.port) v.port = *record.spec.port;
+  if (auto svc = services_.get(n, m); v.port == 0 && svc && lockstepLabelled(*svc, model)) {
     const nlohmann::json& ports = v1::decode::array(v1::decode::object(*svc, "spec"), "ports");
     if (!ports.empty()) v.port = v1::decode::integer(ports.front(), "port", 0);
   }

@@ -45,19 +45,18 @@ class InformerNamespaceModes final : public NamespaceModeLookup {
   std::shared_ptr<kube::Client> reader_;
 };
 
-// Models' prods from the operator's label-selected caches (label
-// lockstep.dev/model): the anchor ConfigMap `lockstep-model-<model>` (Lockstep's
-// labels) names the promoted release; the port is the one of the model's
-// Service (Lockstep's labels), else the promoted release's serving port.
+// Models' prods from the operator's caches: the Model `<model>` names the
+// release prod runs (status.prod); the port is the Model's spec.port, else the
+// one of the model's Service (Lockstep's labels), else that release's serving port.
 class InformerModelProds final : public ModelProdLookup {
  public:
-  InformerModelProds(const kube::Indexer& anchors, const kube::Indexer& services,
+  InformerModelProds(const kube::Indexer& models, const kube::Indexer& services,
                      const kube::Indexer& releases)
-      : anchors_(anchors), services_(services), releases_(releases) {}
+      : models_(models), services_(services), releases_(releases) {}
   std::optional<ModelProdView> prodOf(std::string_view ns, std::string_view model) const override;
 
  private:
-  const kube::Indexer& anchors_;
+  const kube::Indexer& models_;
   const kube::Indexer& services_;
   const kube::Indexer& releases_;
 };

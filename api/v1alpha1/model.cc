@@ -2,8 +2,10 @@
 
 #include <openssl/evp.h>
 
+#include <algorithm>
 #include <array>
 #include <cmath>
+#include <set>
 
 namespace lockstep::api::v1alpha1 {
 namespace {
@@ -218,6 +220,37 @@ json encodeModelStatus(const ModelStatus& s) {
   for (const ModelHistoryEntry& h : s.history) history.push_back(encodeHistoryEntry(h));
   out["history"] = std::move(history);
   if (s.conditions.is_array() && !s.conditions.empty()) out["conditions"] = s.conditions;
+  return out;
+}
+
+json modelOwnerReference(const std::string& name, const std::string& uid) {
+  return {{"apiVersion", "lockstep.dev/v1alpha1"},
+          {"kind", "Model"},
+          {"name", name},
+          {"uid", uid},
+          {"controller", true}};
+}
+
+std::vector<ModelPin> modelPins(const Model& m) {
+  std::vector<ModelPin> out;
+  auto add = [&](const std::string& release, const ModelRuntime& rt, ModelPinHold hold) {
+    if (release.empty() || rt.image.empty() || rt.closureHash.empty()) return;
+    out.push_back(
+        {m.meta.name, release, rt.runtimeEnv, {rt.revision, rt.image, rt.closureHash}, hold});
+  };
+  if (m.status.prod) add(m.status.prod->release, m.status.prod->runtime, ModelPinHold::kProd);
+  if (m.status.canary)
+    add(m.status.canary->release, m.status.canary->runtime, ModelPinHold::kCanary);
+  std::set<std::string> seen;
+  if (m.status.prod) seen.insert(m.status.prod->release);
+  const auto limit = static_cast<size_t>(std::max<int64_t>(m.spec.revisionHistoryLimit, 0));
+  size_t kept = 0;
+  for (auto it = m.status.history.rbegin(); it != m.status.history.rend() && kept < limit; ++it) {
+    if (it->action == kModelActionRolledBack || !seen.insert(it->release).second) continue;
+    if (it->runtime.image.empty() || it->runtime.closureHash.empty()) continue;
+    add(it->release, it->runtime, ModelPinHold::kRollbackTarget);
+    ++kept;
+  }
   return out;
 }
 

@@ -36,8 +36,21 @@ inline constexpr const char* kModelActionRolledBack = "RolledBack";  // a canary
 inline constexpr const char* kModelActionRollback = "Rollback";      // a manual rollback
 // Built from an anchor ConfigMap of an earlier version (docs/rollouts.md "Migration").
 inline constexpr const char* kModelActionAdopted = "Adopted";
+// A re-created release object with prod's very content now stands for it.
+inline constexpr const char* kModelActionRecognized = "Recognized";
 
 // ---- content identity ---------------------------------------------------------------------
+
+// ModelRelease reasons of content identity (docs/rollouts.md "Content
+// identity"; a stable API like those of conditions.h, kept beside the rule).
+// A release object re-created under the name prod's content was recorded
+// under, with that very content (package digest, pinned pair, stages), is
+// prod: Promoted at once, no gate, canary or pod (Ready=True with this reason).
+inline constexpr const char* kReasonRecognizedAsProd = "RecognizedAsProd";
+// A release under the name prod's content was recorded under, with other
+// content (another object): it may run its gates but never takes prod under
+// that name: Stalled before its canary, prod untouched.
+inline constexpr const char* kReasonContentMismatch = "ContentMismatch";
 
 // What a release's content is: the package by digest, the pinned runtime pair
 // (image by digest, closure hash) and the validated stage specs (spec.stages).
@@ -156,9 +169,42 @@ struct Model {
 
   // The prod revision as a rollback annotation names it ("0" before the first promotion).
   std::string prodRevision() const { return std::to_string(status.revision); }
+  // The revision the next change of prod records.
+  int64_t nextRevision() const { return status.revision + 1; }
+  // The release prod runs ("" before the first promotion) and the one holding
+  // the canary slot ("" when free), by name.
+  std::string promoted() const { return status.prod ? status.prod->release : std::string(); }
+  std::string canaryHolder() const {
+    return status.canary ? status.canary->release : std::string();
+  }
 };
 
+// The owner reference every serving object of the model carries (controller: true).
+nlohmann::json modelOwnerReference(const std::string& name, const std::string& uid);
+
 Model decodeModel(const nlohmann::json& object);
+
+// Why a Model's record holds a pair pinned.
+enum class ModelPinHold { kProd, kCanary, kRollbackTarget };
+
+// One pair a Model's record holds (docs/contracts.md "Runtime revisions":
+// pins come from what prod runs), under the release name its serving pods
+// carry (label lockstep.dev/release), whether or not that release object
+// still exists, so admission admits them while the Model records it.
+struct ModelPin {
+  std::string model;
+  std::string release;
+  std::string runtimeEnv;
+  RuntimePin pair;  // revision: the number recorded with it (0: unknown)
+  ModelPinHold hold = ModelPinHold::kProd;
+};
+
+// The pairs the Model's record holds pinned (docs/contracts.md "Runtime
+// revisions", "What stays pinned"): prod's, the canary's, and those of the
+// last spec.revisionHistoryLimit other releases prod ran (history entries
+// other than RolledBack; newest first, one per release). Entries without a
+// recorded image and closure hash (adopted from an anchor) hold nothing.
+std::vector<ModelPin> modelPins(const Model& model);
 
 nlohmann::json encodeProdContent(const ProdContent& p);
 nlohmann::json encodeHistoryEntry(const ModelHistoryEntry& h);

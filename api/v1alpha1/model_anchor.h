@@ -1,9 +1,9 @@
-// The per-model anchor ConfigMap `lockstep-model-<model>` (docs/rollouts.md,
-// "Ownership"): it owns the model's serving objects (a Deployment per track
-// and the Service), records which release prod runs and which holds the
-// canary slot, the prod revision a manual rollback is asked against, and the
-// history of promotions and rollbacks. The operator writes it
-// (controllers/modelrelease/prod/anchor_plan.h); `lockstep model` reads it.
+// The per-model anchor ConfigMap `lockstep-model-<model>` of earlier versions
+// (docs/rollouts.md, "Migration from the anchor ConfigMap"): it owned the
+// model's serving objects and recorded which release prod ran, which held the
+// canary slot, the prod revision and the history. The Model
+// (api/v1alpha1/model.h) replaces it; the operator reads an anchor only to
+// build the Model from it (controllers/modelrelease/prod/model_record.h).
 // The one decoder of its vocabulary. Thread-safety: values and pure functions.
 #pragma once
 

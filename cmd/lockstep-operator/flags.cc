@@ -87,6 +87,11 @@ std::vector<FlagSpec> operatorFlagSpecs(const std::string& podNamespace) {
        "verification init containers run verify-env and verify-host from (RuntimeEnv "
        "spec.verify.schedule and onStart); pod admission admits init containers on exactly this "
        "reference; empty: such RuntimeEnvs get Verified=False, reason NoCliImage"},
+      {"release-deletion-deadline", "15m",
+       "how long a ModelRelease deleted mid-canary keeps its finalizer while its canary rolls "
+       "back to the known-good; past it the finalizer goes anyway, with a Warning Event "
+       "ReleaseDeletionDeadline (whole seconds, at least 1s)",
+       T::kDuration},
       {"registry-ca-file", "",
        "registry stage tags: PEM CA bundle registries' certificates are verified against "
        "(empty: the system roots)"},

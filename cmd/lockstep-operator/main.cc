@@ -124,6 +124,10 @@ int main(int argc, char** argv) {
   lockstep::controllers::ModelReleaseOptions releaseOptions;
   releaseOptions.fetchCommand = {"sh", "-c", flags.get("package-fetch-command")};
   releaseOptions.cliImage = flags.get("cli-image");
+  const auto deletionDeadline = std::chrono::duration_cast<std::chrono::seconds>(
+      flags.getDuration("release-deletion-deadline"));
+  if (deletionDeadline.count() < 1) return fail("--release-deletion-deadline must be at least 1s");
+  releaseOptions.releaseDeletionDeadlineSeconds = deletionDeadline.count();
   if (std::string mount = flags.get("package-mount"); mount == "image-volume") {
     releaseOptions.mount = lockstep::controllers::PackageMount::kImageVolume;
   } else if (mount == "init-container") {
@@ -175,13 +179,11 @@ int main(int argc, char** argv) {
   lockstep::kube::Informer& nsInformer = manager.informer(v1::kNamespaces);
   lw::InformerRuntimeEnvs envs(rteInformer.cache());
   lw::InformerNamespaceModes modes(nsInformer.cache(), *authzClient);
-  // The model's prod (the Service port rule) from the controller's label-selected caches.
-  lockstep::kube::InformerOptions anchorOpts, serviceOpts;
-  anchorOpts.resource = v1::kConfigMaps;
-  anchorOpts.labelSelector = v1::kModelLabel;
+  // The model's prod (the Service port rule) from the controller's caches.
+  lockstep::kube::InformerOptions serviceOpts;
   serviceOpts.resource = v1::kServices;
   serviceOpts.labelSelector = v1::kModelLabel;
-  lw::InformerModelProds prods(manager.informer(anchorOpts).cache(),
+  lw::InformerModelProds prods(manager.informer(v1::kModels).cache(),
                                manager.informer(serviceOpts).cache(),
                                manager.informer(v1::kModelReleases).cache());
   lw::InformerAnalysisProviders providers(manager.informer(v1::kAnalysisProviders).cache());

@@ -77,9 +77,9 @@ void modelUsage(std::ostream& os, const std::string& program) {
         "                                refused when its runtime no longer resolves to the\n"
         "                                closure hash it was validated on, or while a canary\n"
         "                                runs (RBAC verb rollback on modelreleases)\n"
-        "  delete MODEL --yes            take the model out of prod: deletes its anchor\n"
-        "                                ConfigMap lockstep-model-MODEL, and garbage\n"
-        "                                collection removes its Service and Deployments\n"
+        "  delete MODEL --yes            take the model out of prod: deletes its Model\n"
+        "                                (models.lockstep.dev), and garbage collection\n"
+        "                                removes its Service and Deployments\n"
         "\n"
         "flags (as kubectl): --kubeconfig FILE, --context NAME, -n/--namespace NS\n";
 }

@@ -4,7 +4,7 @@
 #include <map>
 #include <mutex>
 
-#include "api/v1alpha1/model_anchor.h"
+#include "api/v1alpha1/model.h"
 #include "api/v1alpha1/model_release.h"
 #include "api/v1alpha1/resources.h"
 #include "cmd/lockstep/model_view.h"
@@ -25,28 +25,30 @@ int report(ReleaseIo& io, const std::string& what, const Status& s) {
   return kExitFailure;
 }
 
-StatusOr<json> getAnchor(ReleaseIo& io, const std::string& ns, const std::string& model) {
-  auto a = io.client.get(kube::resources::kConfigMaps, ns, anchorNameOf(model));
+StatusOr<json> getModel(ReleaseIo& io, const std::string& ns, const std::string& model) {
+  auto a = io.client.get(api::v1alpha1::kModels, ns, model);
   if (!a.isOk() && a.status().code() == Code::kNotFound)
     return Status(Code::kNotFound, "model " + quote(model) +
                                        " has never reached prod in namespace " + quote(ns) +
-                                       " (no ConfigMap " + quote(anchorNameOf(model)) + ")");
+                                       " (no Model " + quote(model) + ")");
   return a;
 }
 
 int history(const ModelCommand& cmd, const std::string& ns, ReleaseIo& io) {
-  auto anchor = getAnchor(io, ns, cmd.model);
-  if (!anchor.isOk()) return report(io, "history", anchor.status());
-  auto h = modelHistory(*anchor);
+  auto model = getModel(io, ns, cmd.model);
+  if (!model.isOk()) return report(io, "history", model.status());
+  auto h = modelHistory(*model);
   if (!h.isOk()) return report(io, "history", h.status());
   if (cmd.json) {
     json doc = {{"model", cmd.model},
-                {"promoted", api::v1alpha1::decodeModelAnchor(*anchor).promoted},
-                {"canary", api::v1alpha1::decodeModelAnchor(*anchor).canary},
+                {"promoted", api::v1alpha1::decodeModel(*model).promoted()},
+                {"canary", api::v1alpha1::decodeModel(*model).canaryHolder()},
+                {"prod", api::v1alpha1::decode::object(
+                             api::v1alpha1::decode::object(*model, "status"), "prod")},
                 {"history", *h}};
     io.out << doc.dump(2) << "\n";
   } else {
-    io.out << renderModelHistory(*anchor, *h, io.clock.wallNow());
+    io.out << renderModelHistory(*model, *h, io.clock.wallNow());
   }
   return kExitOk;
 }
@@ -57,8 +59,8 @@ int rollback(const ModelCommand& cmd, const std::string& ns, ReleaseIo& io) {
   constexpr int kConflictAttempts = 3;
   ModelRollbackPlan plan;
   for (int attempt = 1;; ++attempt) {
-    auto anchor = getAnchor(io, ns, cmd.model);
-    if (!anchor.isOk()) return report(io, "rollback", anchor.status());
+    auto model = getModel(io, ns, cmd.model);
+    if (!model.isOk()) return report(io, "rollback", model.status());
     auto listed = io.client.list(kModelReleases, ns);
     if (!listed.isOk()) return report(io, "listing ModelReleases", listed.status());
     std::map<std::string, json> releases;
@@ -77,7 +79,7 @@ int rollback(const ModelCommand& cmd, const std::string& ns, ReleaseIo& io) {
         return report(io, "reading RuntimeEnv " + quote(env), e.status());
       }
     }
-    auto planned = planModelRollback(*anchor, releases, envs, cmd.to, *user);
+    auto planned = planModelRollback(*model, releases, envs, cmd.to, *user);
     if (!planned.isOk())
       return report(io, "cannot roll back model " + quote(cmd.model), planned.status());
     plan = *planned;
@@ -110,9 +112,9 @@ int rollback(const ModelCommand& cmd, const std::string& ns, ReleaseIo& io) {
   std::mutex mu;
   std::condition_variable cv;  // never notified: waitUntil sleeps on the clock
   while (true) {
-    auto anchor = getAnchor(io, ns, cmd.model);
-    if (!anchor.isOk()) return report(io, "wait", anchor.status());
-    if (api::v1alpha1::decodeModelAnchor(*anchor).promoted == plan.target) {
+    auto model = getModel(io, ns, cmd.model);
+    if (!model.isOk()) return report(io, "wait", model.status());
+    if (api::v1alpha1::decodeModel(*model).promoted() == plan.target) {
       io.out << "model " << quote(cmd.model) << ": prod runs release " << quote(plan.target)
              << "\n";
       return kExitOk;
@@ -140,14 +142,13 @@ int rollback(const ModelCommand& cmd, const std::string& ns, ReleaseIo& io) {
 int remove(const ModelCommand& cmd, const std::string& ns, ReleaseIo& io) {
   kube::DeleteOptions del;
   del.propagationPolicy = "Background";
-  Status s = io.client.remove(kube::resources::kConfigMaps, ns, anchorNameOf(cmd.model), del);
+  Status s = io.client.remove(api::v1alpha1::kModels, ns, cmd.model, del);
   if (!s.isOk() && s.code() == Code::kNotFound)
     return report(io, "delete",
                   Status(Code::kNotFound, "model " + quote(cmd.model) +
                                               " is not in prod in namespace " + quote(ns)));
-  if (!s.isOk()) return report(io, "deleting ConfigMap " + quote(anchorNameOf(cmd.model)), s);
-  io.out << "model " << quote(cmd.model) << " taken out of prod: ConfigMap "
-         << quote(anchorNameOf(cmd.model))
+  if (!s.isOk()) return report(io, "deleting Model " + quote(cmd.model), s);
+  io.out << "model " << quote(cmd.model) << " taken out of prod: Model " << quote(cmd.model)
          << " deleted; garbage collection removes its Service and Deployments\n";
   return kExitOk;
 }

@@ -1,7 +1,7 @@
 #include "cmd/lockstep/model_view.h"
 
 #include "api/v1alpha1/keys.h"
-#include "api/v1alpha1/model_anchor.h"
+#include "api/v1alpha1/model.h"
 #include "api/v1alpha1/model_release.h"
 #include "api/v1alpha1/runtime_env.h"
 #include "cmd/lockstep/release_view.h"
@@ -27,27 +27,25 @@ std::string shortPackage(const std::string& p) {
 
 }  // namespace
 
-std::string anchorNameOf(const std::string& model) { return v1::modelAnchorName(model); }
-
-StatusOr<json> modelHistory(const json& anchor) {
-  const v1::ModelAnchor a = v1::decodeModelAnchor(anchor);
-  if (a.historyMalformed) {
-    return Status(Code::kInvalidArgument,
-                  "ConfigMap " + quote(a.meta.name) +
-                      " data.history is not a JSON array (the operator writes it; was it edited?)");
-  }
-  return a.history;
+StatusOr<json> modelHistory(const json& model) {
+  return v1::decode::array(v1::decode::object(model, "status"), "history");
 }
 
-std::string renderModelHistory(const json& anchor, const json& history, kube::Clock::WallTime now) {
+std::string renderModelHistory(const json& model, const json& history, kube::Clock::WallTime now) {
   std::string out;
-  const v1::ModelAnchor a = v1::decodeModelAnchor(anchor);
-  const std::string& promoted = a.promoted;
+  const v1::Model m = v1::decodeModel(model);
+  const std::string promoted = m.promoted();
   out += "prod runs: " + (promoted.empty() ? std::string("-") : promoted);
-  if (!promoted.empty())
-    out += " (" + shortPackage(a.promotedPackage) + ", closure " +
-           shortHash(a.promotedClosureHash) + ")";
-  if (!a.canary.empty()) out += "; in canary: " + a.canary;
+  if (m.status.prod) {
+    out += " (" + shortPackage(m.status.prod->package) + ", closure " +
+           shortHash(m.status.prod->runtime.closureHash);
+    if (m.status.prod->runtime.revision > 0)
+      out += ", runtime revision " + std::to_string(m.status.prod->runtime.revision);
+    if (!m.status.prod->contentDigest.empty())
+      out += ", content " + shortHash(m.status.prod->contentDigest);
+    out += ")";
+  }
+  if (!m.canaryHolder().empty()) out += "; in canary: " + m.canaryHolder();
   out += "\n";
   std::vector<std::vector<std::string>> rows = {
       {"AGE", "TIME", "ACTION", "RELEASE", "PACKAGE", "CLOSURE-HASH", "DETAIL"}};
@@ -55,37 +53,40 @@ std::string renderModelHistory(const json& anchor, const json& history, kube::Cl
     if (!e.is_object()) continue;
     const std::string action = e.value("action", "");
     std::string detail;
-    if (action == v1::kHistoryRolledBack) {
+    if (action == v1::kModelActionRolledBack) {
       detail = e.value("reason", "");
       if (!e.value("stable", "").empty()) detail += "; stable stayed on " + e.value("stable", "");
-    } else if (action == v1::kHistoryRollback) {
+    } else if (action == v1::kModelActionRollback) {
       detail = "from " + e.value("from", "") + " by " + e.value("by", "");
+    } else if (action == v1::kModelActionAdopted) {
+      detail = e.value("reason", "");
     }
+    const std::string closure = v1::decode::string(v1::decode::object(e, "runtime"), "closureHash");
     rows.push_back({formatAge(e.value("at", ""), now), e.value("at", ""), action,
                     e.value("release", ""), shortPackage(e.value("package", "")),
-                    shortHash(e.value("closureHash", "")), detail});
+                    shortHash(closure), detail});
   }
   if (rows.size() == 1) return out + "no promotions or rollbacks recorded\n";
   return out + renderTable(rows);
 }
 
-StatusOr<ModelRollbackPlan> planModelRollback(const json& anchor,
+StatusOr<ModelRollbackPlan> planModelRollback(const json& modelObject,
                                               const std::map<std::string, json>& releases,
                                               const std::map<std::string, json>& runtimeEnvs,
                                               const std::string& to, const std::string& user) {
   ModelRollbackPlan plan;
-  const v1::ModelAnchor a = v1::decodeModelAnchor(anchor);
-  const std::string& model = a.model;
-  plan.from = a.promoted;
-  plan.revision = a.prodRevision();
+  const v1::Model m = v1::decodeModel(modelObject);
+  const std::string& model = m.meta.name;
+  plan.from = m.promoted();
+  plan.revision = m.prodRevision();
   if (plan.from.empty())
     return Status(Code::kInvalidArgument,
                   "model " + quote(model) + " runs no promoted release; nothing to roll back");
-  if (const std::string& canary = a.canary; !canary.empty())
+  if (const std::string canary = m.canaryHolder(); !canary.empty())
     return Status(Code::kInvalidArgument,
                   "release " + quote(canary) + " is in canary on model " + quote(model) +
                       "; abort it first (lockstep release abort " + canary + ")");
-  auto parsed = modelHistory(anchor);
+  auto parsed = modelHistory(modelObject);
   if (!parsed.isOk()) return parsed.status();
   const json& history = *parsed;
 
@@ -95,8 +96,8 @@ StatusOr<ModelRollbackPlan> planModelRollback(const json& anchor,
     for (auto it = history.rbegin(); it != history.rend() && plan.target.empty(); ++it) {
       const std::string action = it->is_object() ? it->value("action", "") : "";
       const std::string r = it->is_object() ? it->value("release", "") : "";
-      if ((action == v1::kHistoryPromoted || action == v1::kHistoryRollback) && r != plan.from &&
-          releases.count(r))
+      if ((action == v1::kModelActionPromoted || action == v1::kModelActionRollback) &&
+          r != plan.from && releases.count(r))
         plan.target = r;
     }
     if (plan.target.empty())

@@ -1,8 +1,7 @@
-// The pure side of `lockstep model`: a model's prod record (the anchor
-// ConfigMap `lockstep-model-<model>`, docs/rollouts.md "Ownership") shown as a
-// history table, and what a rollback means for it, decided from the objects
-// as read, before anything is written. No I/O; the clock is an argument.
-// Thread-safety: pure functions and values.
+// The pure side of `lockstep model`: a model's prod record (the Model's
+// status, docs/rollouts.md "Objects and ownership") shown as a history table, and what a rollback
+// means for it, decided from the objects as read, before anything is written. No I/O; the clock is
+// an argument. Thread-safety: pure functions and values.
 #pragma once
 
 #include <map>
@@ -17,16 +16,13 @@
 
 namespace lockstep::cli {
 
-// "lockstep-model-<model>".
-std::string anchorNameOf(const std::string& model);
-
-// The anchor's data.history (promotions and rollbacks, oldest first).
-// Errors name the ConfigMap and the field when the record is not a JSON array.
-StatusOr<nlohmann::json> modelHistory(const nlohmann::json& anchor);
+// The Model's status.history (promotions and rollbacks, oldest first).
+StatusOr<nlohmann::json> modelHistory(const nlohmann::json& model);
 
 // TIME ACTION RELEASE PACKAGE CLOSURE-HASH DETAIL, oldest first, and a first
-// line naming the release prod runs now (and the one in canary, if any).
-std::string renderModelHistory(const nlohmann::json& anchor, const nlohmann::json& history,
+// line naming the release prod runs now, its content digest (and the one in
+// canary, if any).
+std::string renderModelHistory(const nlohmann::json& model, const nlohmann::json& history,
                                kube::Clock::WallTime now);
 
 // What `lockstep model rollback MODEL [--to RELEASE]` will write.
@@ -51,7 +47,7 @@ struct ModelRollbackPlan {
 // which and what to do. `releases`: the model's
 // ModelReleases by name.
 StatusOr<ModelRollbackPlan> planModelRollback(
-    const nlohmann::json& anchor, const std::map<std::string, nlohmann::json>& releases,
+    const nlohmann::json& model, const std::map<std::string, nlohmann::json>& releases,
     const std::map<std::string, nlohmann::json>& runtimeEnvs, const std::string& to,
     const std::string& user);
 

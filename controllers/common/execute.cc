@@ -8,6 +8,7 @@ namespace lockstep::controllers {
 namespace {
 
 StatusOr<kube::Object> write(kube::Client& client, const PlannedApply& a, bool status) {
+  status = status || a.statusSubresource;
   kube::Object object = a.object;
   if (!a.resourceVersion.empty() && a.verb != WriteVerb::kMergePatch) {
     object["metadata"]["resourceVersion"] = a.resourceVersion;

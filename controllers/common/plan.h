@@ -44,6 +44,10 @@ struct PlannedApply {
   // refuses the write when the object was deleted and re-created meanwhile
   // (by someone else), instead of writing over the newcomer.
   std::string uid;
+  // kUpdate, kMergePatch: write the object's /status subresource (an entry of
+  // `apply` that must precede the others, e.g. a guarded record written before
+  // the objects it describes change).
+  bool statusSubresource = false;
   // kCreate: AlreadyExists is a Conflict ("plan again from what stands
   // there") instead of done: for a name someone else may have taken between
   // the read and the create.

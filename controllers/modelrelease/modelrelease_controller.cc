@@ -8,15 +8,16 @@
 
 #include "api/v1alpha1/conditions.h"
 #include "api/v1alpha1/keys.h"
+#include "api/v1alpha1/model.h"
 #include "api/v1alpha1/model_anchor.h"
 #include "api/v1alpha1/model_release.h"
 #include "api/v1alpha1/resources.h"
 #include "api/v1alpha1/runtime_env.h"
 #include "controllers/common/execute.h"
-#include "controllers/modelrelease/prod/anchor_plan.h"
 #include "controllers/modelrelease/prod/canary_observe.h"
 #include "controllers/modelrelease/prod/fold.h"
 #include "controllers/modelrelease/prod/gpu_capacity.h"
+#include "controllers/modelrelease/prod/model_record.h"
 #include "controllers/modelrelease/prod/serving_objects.h"
 #include "controllers/modelrelease/release_status.h"
 #include "operator/kube/api_error.h"
@@ -99,6 +100,7 @@ std::optional<ModelReleaseObserved> ModelReleaseReconciler::observe(const Reques
   const v1::ModelRelease r = v1::decodeModelRelease(*release);
   ModelReleaseObserved out;
   out.release = release;
+  out.deletionDeadlineSeconds = options_.releaseDeletionDeadlineSeconds;
   ReleaseObserved& o = out.gates;
   o.release = *release;
   if (auto rte = caches_.runtimeEnvs.get(request.ns, r.spec.runtimeEnvName)) o.runtimeEnv = *rte;
@@ -115,18 +117,17 @@ std::optional<ModelReleaseObserved> ModelReleaseReconciler::observe(const Reques
   o.now = kube::formatTime(wall, false);
   o.nowUnix = std::chrono::duration_cast<std::chrono::seconds>(wall.time_since_epoch()).count();
   if (!r.spec.model.empty()) {
-    auto anchor = caches_.anchors.get(request.ns, v1::modelAnchorName(r.spec.model));
-    const v1::ModelAnchor a = anchor ? v1::decodeModelAnchor(*anchor) : v1::ModelAnchor{};
-    o.promotedRelease = a.promoted;
-    o.canaryRelease = a.canary;
-    o.modelRevision = anchor ? a.prodRevision() : std::string();
-    // The last manual rollback to this release, as the anchor recorded it (a
-    // status write lost after the anchor moved is re-derived from it).
-    const json& history = a.history;
-    if (!history.empty() && history.back().is_object() &&
-        history.back().value("action", "") == v1::kHistoryRollback &&
-        history.back().value("release", "") == request.name)
-      o.rollbackFrom = history.back().value("from", "");
+    auto modelObject = caches_.models.get(request.ns, r.spec.model);
+    const v1::Model m = modelObject ? v1::decodeModel(*modelObject) : v1::Model{};
+    o.promotedRelease = m.promoted();
+    o.canaryRelease = m.canaryHolder();
+    o.modelRevision = modelObject ? m.prodRevision() : std::string();
+    // The last manual rollback to this release, as the Model recorded it (a
+    // status write lost after the Model moved is re-derived from it).
+    const std::vector<v1::ModelHistoryEntry>& history = m.status.history;
+    if (!history.empty() && history.back().action == v1::kModelActionRollback &&
+        history.back().release == request.name)
+      o.rollbackFrom = history.back().from;
     out.prod = observeProd(r);
     out.prod.releaseDeleted = kube::isBeingDeleted(*release);
     // A release prod runs or ran: its Ready follows the stable Deployment
@@ -156,7 +157,7 @@ void ModelReleaseReconciler::readProdNames(const v1::ModelRelease& r, ProdObserv
       p.lookupError = got.status().withContext("reading " + resource.kind + " " + ns + "/" + name);
     }
   };
-  read(p.anchor, v1::kConfigMaps, v1::modelAnchorName(model));
+  p.namesRead = true;
   read(p.service, v1::kServices, model);
   read(p.stableDeployment, v1::kDeployments, servingDeploymentName(model, kTrackStable));
   read(p.canaryDeployment, v1::kDeployments, servingDeploymentName(model, kTrackCanary));
@@ -169,20 +170,21 @@ ProdObserved ModelReleaseReconciler::observeProd(const v1::ModelRelease& r) cons
   p.mount = options_.mount;
   p.fetchCommand = options_.fetchCommand;
   p.cliImage = options_.cliImage;
-  p.anchor = caches_.anchors.get(ns, v1::modelAnchorName(model));
+  p.model = caches_.models.get(ns, model);
+  p.legacyAnchor = caches_.anchors.get(ns, v1::modelAnchorName(model));
   p.service = caches_.services.get(ns, model);
   p.stableDeployment = caches_.deployments.get(ns, servingDeploymentName(model, kTrackStable));
   p.canaryDeployment = caches_.deployments.get(ns, servingDeploymentName(model, kTrackCanary));
   p.pods = caches_.pods.byIndex(v1::kReleaseByModelIndex, ns + "/" + model);
-  // No anchor (yet, or deleted): the revision a new one starts at goes past
-  // every rollback request of the model's releases.
-  if (!p.anchor) {
-    for (const auto& mr : caches_.releases.byIndex(v1::kReleaseByModelIndex, ns + "/" + model))
-      p.highestRollbackRevision = std::max(p.highestRollbackRevision, highestRollbackRevision(*mr));
-  }
-  // The releases the stable track may run: prod's, and the canary's recorded known-good.
+  // The revision a claim of the canary slot writes goes past every rollback
+  // request of the model's releases (a re-created Model starts past them).
+  for (const auto& mr : caches_.releases.byIndex(v1::kReleaseByModelIndex, ns + "/" + model))
+    p.highestRollbackRevision = std::max(p.highestRollbackRevision, highestRollbackRevision(*mr));
+  // The releases the stable track may run: prod's (the Model's, or, before
+  // the Model is built from it, the anchor's), and the canary's recorded known-good.
   std::set<std::string> names;
-  if (p.anchor) names.insert(v1::decodeModelAnchor(*p.anchor).promoted);
+  if (p.model) names.insert(v1::decodeModel(*p.model).promoted());
+  if (p.legacyAnchor) names.insert(v1::decodeModelAnchor(*p.legacyAnchor).promoted);
   names.insert(v1::decode::string(v1::decode::object(r.status.canary, "knownGood"), "release"));
   names.erase("");
   names.erase(r.meta.name);
@@ -233,7 +235,7 @@ Result ModelReleaseReconciler::reconcile(const Request& request) {
   // A release in its prod stage: what stands at each prod name the labelled
   // caches miss is read (an object without Lockstep's labels is in no cache;
   // prod/ownership.h decides whether it is ours), then planned again.
-  if (plan.prod && !observed->prod.releaseDeleted) {
+  if ((plan.prod || plan.readProdNames) && !observed->prod.releaseDeleted) {
     readProdNames(v1::decodeModelRelease(*observed->release), observed->prod);
     plan = planModelRelease(*observed);
   }
@@ -258,12 +260,12 @@ Result ModelReleaseReconciler::reconcile(const Request& request) {
       measuring = true;
     }
   }
-  // Execute: the serving objects and the anchor, Jobs, Events, the status last.
+  // Execute: the Model's record and the serving objects, Jobs, Events, the status last.
   ExecutionOutcome outcome = execute(plan.execution, *client_, events_, "modelrelease");
   const std::string model = v1::decodeModelRelease(*observed->release).spec.model;
-  // Counted at the anchor write (guarded by its resourceVersion, so once per
+  // Counted at the Model write (guarded by its resourceVersion, so once per
   // rollback), not at the status write, which may conflict and be re-planned
-  // from an anchor that already moved.
+  // from a Model that already moved.
   if (metrics_ && plan.rollbackRecordedAt && outcome.applied > *plan.rollbackRecordedAt)
     metrics_->rollback(model, v1::kReasonManualRollback);
   if (!outcome.result.error.isOk()) {
@@ -281,10 +283,11 @@ Result ModelReleaseReconciler::reconcile(const Request& request) {
   if (options_.stageTagger && !model.empty()) {
     // Registry stage tags for what this plan recorded; never fails the reconcile.
     const ProdObserved& p = observed->prod;
-    const v1::ModelAnchor anchor = p.anchor ? v1::decodeModelAnchor(*p.anchor) : v1::ModelAnchor{};
-    int64_t retry = options_.stageTagger->run(*observed->release, plan.release.status,
-                                              anchor.promoted, anchor.promotedPackage,
-                                              observed->gates.now, observed->gates.nowUnix);
+    const v1::Model m = p.model ? v1::decodeModel(*p.model) : v1::Model{};
+    int64_t retry =
+        options_.stageTagger->run(*observed->release, plan.release.status, m.promoted(),
+                                  m.status.prod ? m.status.prod->package : std::string(),
+                                  observed->gates.now, observed->gates.nowUnix);
     if (retry > 0 && (requeue == 0 || retry < requeue)) requeue = retry;
   }
   // An error a retry cannot fix, recorded in the status just written.
@@ -304,7 +307,7 @@ Result ModelReleaseReconciler::reconcile(const Request& request) {
 void ModelReleaseReconciler::reportServingWriteFailure(const ModelReleaseObserved& observed,
                                                        const ModelReleasePlan& plan,
                                                        const ExecutionOutcome& outcome) {
-  // Only a prod write (the serving objects, the anchor) the server refused
+  // Only a prod write (the serving objects, the Model) the server refused
   // for good; a Conflict or an unavailable server is simply retried.
   const Status& error = outcome.result.error;
   if (!plan.prod || outcome.applied >= plan.prod->writes.size() || kube::isTransient(error)) return;
@@ -373,6 +376,7 @@ void setupModelReleaseController(runtime::Manager& manager, ModelReleaseOptions 
   kube::Informer& pods = manager.informer(podOpts);
   kube::Informer& deployments = manager.informer(deployOpts);
   kube::Informer& anchors = manager.informer(anchorOpts);
+  kube::Informer& models = manager.informer(v1::kModels);
   kube::Informer& services = manager.informer(serviceOpts);
   // GPU nodes for the canary's capacity pre-check (shared with the RuntimeEnv
   // controller), and the pods that hold their GPUs: every unfinished pod (in
@@ -400,14 +404,14 @@ void setupModelReleaseController(runtime::Manager& manager, ModelReleaseOptions 
   auto reconciler = std::make_shared<ModelReleaseReconciler>(
       manager.sharedClient(),
       ModelReleaseReconciler::Caches{releases.cache(), rtes.cache(), jobs.cache(), pods.cache(),
-                                     deployments.cache(), anchors.cache(), services.cache(),
-                                     nodes.cache(), gpuPods.cache()},
+                                     deployments.cache(), models.cache(), anchors.cache(),
+                                     services.cache(), nodes.cache(), gpuPods.cache()},
       manager.syncEvents(), manager.clock(),
       makePrometheusReleaseMetrics(*manager.metrics().registry()), std::move(options), analysis);
 
   const kube::Indexer* releaseCache = &releases.cache();
-  // A model's Deployments and anchor: every release of that model (the one in
-  // canary scales, a promoted one notices it was superseded).
+  // A model's Deployments, Model and legacy anchor: every release of that
+  // model (the one in canary scales, a promoted one notices it was superseded).
   auto releasesOfModel = [releaseCache](const kube::Object& o) {
     std::vector<Request> out;
     for (const std::string& key : byModelLabel(o)) {
@@ -439,6 +443,15 @@ void setupModelReleaseController(runtime::Manager& manager, ModelReleaseOptions 
                    })
           .watches(deployOpts, releasesOfModel)
           .watches(anchorOpts, releasesOfModel)
+          // The Model is named after the model.
+          .watches(v1::kModels,
+                   [releaseCache](const kube::Object& model) {
+                     std::vector<Request> out;
+                     const std::string key = kube::objectKey(model);
+                     for (const auto& mr : releaseCache->byIndex(v1::kReleaseByModelIndex, key))
+                       out.push_back({kube::namespaceOf(*mr), kube::name(*mr)});
+                     return out;
+                   })
           .watches(serviceOpts, releasesOfModel)
           // A RuntimeEnv's resolved hash or readiness decides whether its releases may advance.
           .watches(v1::kRuntimeEnvs,

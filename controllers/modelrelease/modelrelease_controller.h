@@ -1,13 +1,13 @@
 // The ModelRelease controller's shell: observe (informer caches only) ->
 // plan (modelrelease_plan.h, pure) -> execute (controllers/common/execute.h:
-// the serving objects and the anchor, gate Jobs, Events, then the release's
+// the Model's record and the serving objects, gate Jobs, Events, then the release's
 // status last, by server-side apply on /status guarded by the resourceVersion
 // it was planned from). When the plan asks for a canary analysis measurement
 // it asks its provider's queue (prod/analysis_querier.h) and plans once more
 // with the answer when one landed; else it goes on without it, and the
 // provider's executor enqueues the release when the answer lands (queries
 // never run on the reconcile workers); when it plans the prod stage it first
-// reads each of the model's four prod names its labelled caches miss (one
+// reads each of the model's three serving names its labelled caches miss (one
 // GET each: an object without Lockstep's labels is in no cache;
 // prod/ownership.h) and plans once more. After a status write it records metrics
 // and runs the registry stage tags (tags/stage_tagger.h). Every error is
@@ -18,7 +18,8 @@
 // promote, rollback), the Jobs they own, pods labelled with a release (gate
 // pods carry the gate's metrics in their termination message; serving pods
 // their readiness), RuntimeEnvs (a moved closure hash makes releases stale),
-// and the models' Deployments and anchors (every release of the model). The
+// and the models' Models, Deployments and anchors of an earlier version
+// (every release of the model). The
 // GPU capacity comes from a cache of the pods that are not finished, indexed
 // by node name.
 // Thread-safety: reconcile() may run on several workers for different keys.
@@ -59,6 +60,9 @@ struct ModelReleaseOptions {
   // The analysis providers (shared with the AnalysisProvider controller);
   // setupModelReleaseController makes one refusing release addresses when none is given.
   std::shared_ptr<AnalysisProviders> analysis;
+  // A release deleted mid-canary keeps its finalizer at most this long
+  // (--release-deletion-deadline; modelrelease_plan.h).
+  int64_t releaseDeletionDeadlineSeconds = kDefaultReleaseDeletionDeadlineSeconds;
 };
 
 // Index of the GPU pod cache: spec.nodeName.
@@ -72,7 +76,8 @@ class ModelReleaseReconciler final : public runtime::Reconciler {
     const kube::Indexer& jobs;         // label lockstep.dev/release, indexed by owner uid
     const kube::Indexer& pods;         // label lockstep.dev/release, indexed by owner uid and model
     const kube::Indexer& deployments;  // label lockstep.dev/model
-    const kube::Indexer& anchors;      // ConfigMaps labelled lockstep.dev/model
+    const kube::Indexer& models;       // Models (the record of each model's prod)
+    const kube::Indexer& anchors;      // ConfigMaps labelled lockstep.dev/model (migration)
     const kube::Indexer& services;     // Services labelled lockstep.dev/model
     const kube::Indexer& nodes;        // Nodes (GPU capacity pre-check)
     const kube::Indexer& gpuPods;      // pods not Succeeded/Failed, indexed by kPodByNodeIndex
@@ -88,7 +93,7 @@ class ModelReleaseReconciler final : public runtime::Reconciler {
 
  private:
   ProdObserved observeProd(const api::v1alpha1::ModelRelease& release) const;
-  // Each of the model's four prod names the labelled caches miss: one GET (an
+  // Each of the model's three serving names the labelled caches miss: one GET (an
   // object without Lockstep's labels is in no cache). A failed read (not
   // NotFound) is p.lookupError: nothing in prod is written then.
   void readProdNames(const api::v1alpha1::ModelRelease& release, ProdObserved& prod) const;

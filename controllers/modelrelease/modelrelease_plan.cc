@@ -1,13 +1,17 @@
 #include "controllers/modelrelease/modelrelease_plan.h"
 
+#include "api/v1alpha1/conditions.h"
 #include "api/v1alpha1/keys.h"
+#include "api/v1alpha1/model.h"
 #include "api/v1alpha1/model_anchor.h"
 #include "api/v1alpha1/resources.h"
-#include "controllers/modelrelease/prod/anchor_plan.h"
 #include "controllers/modelrelease/prod/canary_observe.h"
+#include "controllers/modelrelease/prod/model_record.h"
 #include "controllers/modelrelease/prod/ownership.h"
 #include "controllers/modelrelease/release_status.h"
 #include "controllers/modelrelease/timestamps.h"
+#include "operator/kube/conditions.h"
+#include "operator/kube/event_sink.h"
 
 namespace lockstep::controllers {
 
@@ -42,14 +46,13 @@ bool deleting(const kube::ObjectPtr& o) { return o && kube::isBeingDeleted(*o); 
 
 // Whether the deleted release still has something in prod to undo, and prod
 // is there to undo it in: it holds the canary slot or its canary Deployment
-// still has replicas, and the anchor and Deployments are neither gone nor
+// still has replicas, and the Model and Deployments are neither gone nor
 // being deleted (a namespace or `lockstep model delete` takes them all).
 bool prodCleanupNeeded(const v1::ModelRelease& r, const ProdObserved& p) {
-  if (!p.anchor || deleting(p.anchor) || deleting(p.stableDeployment) ||
-      deleting(p.canaryDeployment))
+  if (!p.model || deleting(p.model) || deleting(p.stableDeployment) || deleting(p.canaryDeployment))
     return false;
   if (findNameConflict(r.spec.model, p, "")) return false;  // prod was never ours to move
-  const bool holdsSlot = v1::decodeModelAnchor(*p.anchor).canary == r.meta.name;
+  const bool holdsSlot = v1::decodeModel(*p.model).canaryHolder() == r.meta.name;
   const bool ownCanary = templateRelease(p.canaryDeployment.get()) == r.meta.name &&
                          specReplicas(p.canaryDeployment.get()) > 0;
   return holdsSlot || ownCanary;
@@ -91,8 +94,8 @@ std::optional<ModelReleasePlan> planDeletion(const ModelReleaseObserved& o,
     // claiming it), or a rollback past the deadline: free the slot, then go.
     ModelReleasePlan out;
     if (late) out.execution.events.push_back(std::move(*late));
-    if (v1::decodeModelAnchor(*o.prod.anchor).canary == r.meta.name) {
-      out.execution.apply.push_back(claimCanary(*o.prod.anchor, ""));
+    if (v1::decodeModel(*o.prod.model).canaryHolder() == r.meta.name) {
+      out.execution.apply.push_back(claimCanary(*o.prod.model, std::nullopt, o.gates.now));
     }
     out.execution.apply.push_back(removeFinalizer(r, *o.release));
     return out;
@@ -102,10 +105,150 @@ std::optional<ModelReleasePlan> planDeletion(const ModelReleaseObserved& o,
   return out;
 }
 
+ModelReleasePlan stopAfter(std::vector<PlannedApply> writes) {
+  ModelReleasePlan out;
+  out.execution.apply = std::move(writes);
+  out.stop = true;
+  out.stopRequeueSeconds = 1;
+  return out;
+}
+
+// Migration from the anchor ConfigMap of an earlier version (model_record.h):
+// the Model created, its status built from the anchor, the serving objects
+// re-owned (a merge patch of their ownerReferences: no pod restarts), then the
+// anchor deleted. Each step is one guarded write, planned again from the
+// cache; any release of the model may take it. nullopt: nothing to migrate.
+std::optional<ModelReleasePlan> planMigration(const ModelReleaseObserved& o,
+                                              const v1::ModelRelease& r) {
+  const ProdObserved& p = o.prod;
+  if (r.spec.model.empty() || !p.legacyAnchor || deleting(p.legacyAnchor) ||
+      !missingLockstepLabels(*p.legacyAnchor, r.spec.model).empty())
+    return std::nullopt;
+  if (!p.model) return stopAfter({createModel(r.meta.ns, r.spec.model)});
+  if (deleting(p.model)) return std::nullopt;
+  const v1::ModelAnchor anchor = v1::decodeModelAnchor(*p.legacyAnchor);
+  std::optional<RecordedRelease> prod;
+  if (auto named = p.releases.find(anchor.promoted); named != p.releases.end() && named->second)
+    prod = recordedOf(v1::decodeModelRelease(*named->second), *named->second, p);
+  if (anchor.promoted == r.meta.name) prod = recordedOf(r, *o.release, p);
+  if (auto adopt = adoptAnchor(*p.model, *p.legacyAnchor, o.gates.now, prod))
+    return stopAfter({std::move(*adopt)});
+  std::vector<PlannedApply> reown;
+  const v1::ObjectMeta model = v1::decodeMeta(*p.model);
+  const std::pair<const kube::ObjectPtr*, const kube::Resource*> serving[] = {
+      {&p.service, &v1::kServices},
+      {&p.stableDeployment, &v1::kDeployments},
+      {&p.canaryDeployment, &v1::kDeployments}};
+  for (const auto& [obj, resource] : serving) {
+    if (!*obj || !ownedByLegacyAnchor(**obj, p)) continue;
+    nlohmann::json patch = {{"metadata",
+                             {{"ownerReferences", nlohmann::json::array({v1::modelOwnerReference(
+                                                      model.name, model.uid)})}}}};
+    PlannedApply a = plannedMergePatch(
+        *resource, r.meta.ns, kube::name(**obj), std::move(patch),
+        "re-owning " + resource->kind + " " + kube::name(**obj) + " by Model " + model.name);
+    a.uid = v1::decodeMeta(**obj).uid;
+    reown.push_back(std::move(a));
+  }
+  if (!reown.empty()) return stopAfter(std::move(reown));
+  // Everything is the Model's: the anchor goes (its history is the Model's now).
+  ModelReleasePlan out = stopAfter({});
+  out.execution.prune.push_back({v1::kConfigMaps, r.meta.ns, kube::name(*p.legacyAnchor),
+                                 v1::decodeMeta(*p.legacyAnchor).uid});
+  return out;
+}
+
+// A release is known by its content (docs/rollouts.md "Content identity"): a
+// fresh release object (nothing started, no pin) re-created under the name
+// prod's content was recorded under, with that very content, is prod. The
+// Model's record takes its uid first (guarded), then its status says
+// Promoted on the recorded pair: no gate, canary or pod. nullopt: not such a release.
+std::optional<ModelReleasePlan> planRecognition(const ModelReleaseObserved& o,
+                                                const v1::ModelRelease& r) {
+  const ProdObserved& p = o.prod;
+  if (r.spec.model.empty() || !p.model || deleting(p.model) || kube::isBeingDeleted(*o.release))
+    return std::nullopt;
+  const std::string prevPhase =
+      v1::decode::string(v1::decode::object(*o.release, "status"), "phase");
+  if ((!prevPhase.empty() && prevPhase != v1::kPhasePending) || r.status.runtime)
+    return std::nullopt;
+  const v1::Model model = v1::decodeModel(*p.model);
+  if (prodIdentity(model, *o.release) != ProdIdentity::kRecreated) return std::nullopt;
+  const v1::Stage* prodStage = r.prodStage();
+  if (prodStage == nullptr) return std::nullopt;
+  const v1::ProdContent& rec = *model.status.prod;
+  const std::string message = "recognised as the content prod runs (Model " + r.meta.ns + "/" +
+                              r.spec.model + ", content " + rec.contentDigest +
+                              "): a release object re-created with prod's package, runtime pair "
+                              "and stages is prod; no gate, canary or pod ran";
+  json status = v1::decode::object(*o.release, "status");
+  status["observedGeneration"] = r.meta.generation;
+  status["phase"] = v1::kPhasePromoted;
+  status["currentStage"] = prodStage->name;
+  status["runtime"] =
+      v1::encodeRuntimePin({rec.runtime.revision, rec.runtime.image, rec.runtime.closureHash});
+  status["validatedClosureHash"] = rec.runtime.closureHash;
+  status["promotedPackage"] = r.spec.package;
+  json stages = json::array();
+  for (const v1::Stage& s : r.spec.stages) {
+    stages.push_back({{"name", s.name},
+                      {"phase", v1::kStageSucceeded},
+                      {"message", message},
+                      {"startedAt", o.gates.now},
+                      {"finishedAt", o.gates.now}});
+  }
+  status["stages"] = std::move(stages);
+  status["canary"] = {{"phase", v1::kPhasePromoted},
+                      {"finishedAt", o.gates.now},
+                      {"message", message},
+                      {"modelUid", model.meta.uid}};
+  json& conditions = status["conditions"];
+  if (!conditions.is_array()) conditions = json::array();
+  kube::setCondition(conditions,
+                     {v1::kConditionReady, v1::kStatusTrue, v1::kReasonRecognizedAsProd, message},
+                     r.meta.generation, o.gates.now);
+  kube::setCondition(
+      conditions, {v1::kConditionStalled, v1::kStatusFalse, v1::kReasonRecognizedAsProd, message},
+      r.meta.generation, o.gates.now);
+  kube::setCondition(
+      conditions,
+      {v1::kConditionReconciling, v1::kStatusFalse, v1::kReasonRecognizedAsProd, message},
+      r.meta.generation, o.gates.now);
+  ModelReleasePlan out;
+  out.execution.apply.push_back(recordRecognized(*p.model, r.meta.uid, o.gates.now));
+  out.execution.events.push_back(
+      {o.release, kube::kEventTypeNormal, v1::kReasonRecognizedAsProd, message});
+  PlannedApply write;
+  write.resource = v1::kModelReleases;
+  write.object = statusApply(v1::kModelReleases, r.meta.ns, r.meta.name, status);
+  write.resourceVersion = r.resourceVersion;
+  write.what = "status of ModelRelease " + r.meta.name;
+  out.execution.status = std::move(write);
+  return out;
+}
+
+// What the prod stage reads, with the release the Model's record names
+// dropped when the object standing at that name is another content: prod's
+// known-good is the recorded content, never whatever now holds its name.
+ProdObserved recordedReleasesOnly(const ProdObserved& p) {
+  ProdObserved out = p;
+  if (!p.model) return out;
+  const v1::Model model = v1::decodeModel(*p.model);
+  auto named = out.releases.find(model.promoted());
+  if (named != out.releases.end() && named->second &&
+      prodIdentity(model, *named->second) == ProdIdentity::kOtherContent)
+    named->second = nullptr;
+  return out;
+}
+
 }  // namespace
 
-ModelReleasePlan planModelRelease(const ModelReleaseObserved& o) {
+ModelReleasePlan planModelRelease(const ModelReleaseObserved& observed) {
+  ModelReleaseObserved o = observed;
+  o.prod = recordedReleasesOnly(observed.prod);
   const v1::ModelRelease r = v1::decodeModelRelease(*o.release);
+  if (auto migrate = planMigration(o, r)) return std::move(*migrate);
+  if (auto recognized = planRecognition(o, r)) return std::move(*recognized);
   if (auto gone = planDeletion(o, r)) return std::move(*gone);
   ModelReleasePlan out;
   out.release = planRelease(o.gates);
@@ -138,12 +281,13 @@ ModelReleasePlan planModelRelease(const ModelReleaseObserved& o) {
   const bool finishedBefore =
       !prevPhase.empty() && isTerminalPhase(prevPhase) && !plan.prod && !plan.modelRollback;
   if (finalized && !deleted && finishedBefore && !plan.statusChanged) {
-    const bool holdsSlot = o.prod.anchor && !deleting(o.prod.anchor) &&
+    const bool holdsSlot = o.prod.model && !deleting(o.prod.model) &&
                            !findNameConflict(r.spec.model, o.prod, "") &&
-                           v1::decodeModelAnchor(*o.prod.anchor).canary == r.meta.name;
+                           v1::decodeModel(*o.prod.model).canaryHolder() == r.meta.name;
     // Failed after claiming the canary slot: free it for the model's next
     // release first (the finalizer goes on the next reconcile).
-    x.apply.push_back(holdsSlot ? claimCanary(*o.prod.anchor, "") : removeFinalizer(r, *o.release));
+    x.apply.push_back(holdsSlot ? claimCanary(*o.prod.model, std::nullopt, o.gates.now)
+                                : removeFinalizer(r, *o.release));
   }
   if (deleted && plan.requeueAfterSeconds == 0) plan.requeueAfterSeconds = 2;
   if (out.prod) {
@@ -175,6 +319,15 @@ ModelReleasePlan planModelRelease(const ModelReleaseObserved& o) {
     x.prune.push_back({v1::kJobs, r.meta.ns, name, ""});
   for (const ReleaseEvent& e : plan.events)
     x.events.push_back({o.release, e.type, e.reason, e.message});
+  // Prod heals: the release the Model runs as prod keeps its serving objects.
+  if (!out.prod && !deleted) {
+    if (auto heal = planProdHealing(r, o.release, o.prod)) {
+      out.readProdNames = heal->needsNames;
+      for (PlannedApply& w : heal->writes) x.apply.push_back(std::move(w));
+      for (const ReleaseEvent& e : heal->events)
+        x.events.push_back({o.release, e.type, e.reason, e.message});
+    }
+  }
   if (plan.statusChanged) {
     // Planned from the cache: the write carries the resourceVersion it was
     // planned from, so a plan made on a stale copy (our previous write not yet

@@ -2,7 +2,7 @@
 // (ModelReleaseObserved) -> planRelease (release_plan.h) -> for the prod
 // stage or a manual rollback, the serving writes (prod/prod_plan.h) -> one
 // ExecutionPlan that controllers/common/execute.h carries out: the serving
-// objects and the anchor, the gate Jobs, Events, and the release's status
+// Model's record and the serving objects, the gate Jobs, Events, and the release's status
 // last, guarded by the resourceVersion it was planned from. When the plan
 // needs one more observation (a measurement) it says so in `measure`, and the
 // shell plans once more with it.
@@ -23,7 +23,7 @@
 namespace lockstep::controllers {
 
 // How long a release deleted mid-canary waits for its rollback (reason
-// ReleaseDeleted) before its finalizer goes anyway.
+// ReleaseDeleted) before its finalizer goes anyway (--release-deletion-deadline).
 inline constexpr int64_t kDefaultReleaseDeletionDeadlineSeconds = int64_t{15} * 60;
 
 struct ModelReleaseObserved {
@@ -52,6 +52,9 @@ struct ModelReleasePlan {
   int measureIndex = 0;  // ProdPlan::measureIndex
   // A manual rollback is counted once execution.apply[rollbackRecordedAt] is written.
   std::optional<size_t> rollbackRecordedAt;
+  // Prod's healing found a serving name missing from the caches: read the
+  // names (ModelReleaseReconciler::readProdNames), then plan again.
+  bool readProdNames = false;
 };
 
 ModelReleasePlan planModelRelease(const ModelReleaseObserved& observed);

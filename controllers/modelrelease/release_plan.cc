@@ -32,7 +32,7 @@ const json* findByName(const std::vector<json>& objects, const std::string& name
   return nullptr;
 }
 
-// A Promoted release the anchor names (docs/modelrelease.md "A Promoted
+// A Promoted release the Model names (docs/modelrelease.md "A Promoted
 // release keeps being observed"): Ready follows the stable Deployment (N Ready
 // pods of it on its pair); Degraded=True (ProdShortOfReadyPods) when it is
 // short, False (StablePodsReady) when not, with an Event on each change. A

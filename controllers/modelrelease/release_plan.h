@@ -42,14 +42,14 @@ struct ReleaseObserved {
   api::v1alpha1::ApprovalRules approvalRules;
   std::string now;      // RFC 3339, for status timestamps
   int64_t nowUnix = 0;  // the same instant, seconds since the epoch
-  // The model's prod state from its anchor ConfigMap (docs/rollouts.md,
+  // The model's prod state from its Model's status (docs/rollouts.md,
   // "Ownership"): the release prod runs and the release holding the canary
   // slot. A Promoted release that prod no longer runs, or a release in canary
   // that lost the slot, is Superseded.
   std::string promotedRelease;
   std::string canaryRelease;
-  std::string modelRevision;  // the anchor's `revision` ("0" when it has none yet)
-  // The anchor history's last entry is a Rollback to this release: from where.
+  std::string modelRevision;  // the Model's status.revision ("" when there is no Model)
+  // The Model history's last entry is a Rollback to this release: from where.
   std::string rollbackFrom;
   // The model's stable Deployment and pods, observed for a release prod runs
   // or ran (Promoted, Superseded): its Ready follows them (serving_health.h).
@@ -72,7 +72,7 @@ struct StageOutcome {
 };
 
 // A manual rollback of the model to this release: the shell re-points the
-// model's stable track to it (canary to zero), records it on the anchor, then
+// model's stable track to it (canary to zero), records it on the Model, then
 // writes the status (docs/rollouts.md "Manual rollback").
 struct ModelRollbackRequest {
   std::string from;      // the release prod ran

@@ -46,7 +46,7 @@ bool planManualRollback(const ReleaseObserved& o, const v1::ModelRelease& r,
   // that was promoted once, annotated rollback.lockstep.dev/<the model's
   // current prod revision>, takes the stable track back without re-running any
   // gate, unless its pinned revision was pruned or another release is in canary. A release the
-  // anchor names as promoted again (a rollback whose status write was lost) is
+  // Model names as prod again (a rollback whose status write was lost) is
   // Promoted again.
   if (decode::string(decode::object(prevStatus, "canary"), "phase") == kPhasePromoted &&
       (prevPhase == kPhaseSuperseded || prevPhase == kPhasePromoted)) {
@@ -83,8 +83,8 @@ bool planManualRollback(const ReleaseObserved& o, const v1::ModelRelease& r,
         status["rollback"] = refused;
       } else {
         if (by.empty() && rollback.empty() && !o.rollbackFrom.empty()) {
-          // The rollback ran (the anchor moved to this release) but its status
-          // write was lost: re-derive the record from the anchor and the request.
+          // The rollback ran (the Model moved to this release) but its status
+          // write was lost: re-derive the record from the Model and the request.
           const std::string spent = previousRevision(o.modelRevision);
           const std::string requester =
               spent.empty() ? std::string()

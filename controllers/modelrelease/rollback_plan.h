@@ -5,7 +5,7 @@
 // exactly the runtime pair it pinned (a RuntimeMovedOn Warning when the
 // RuntimeEnv has moved on), unless that revision was pruned or another release
 // is in canary (then the request is refused in status.rollback, with an Event). A release the
-// anchor names as promoted again (a rollback whose status write was lost) is Promoted again. The
+// Model names as prod again (a rollback whose status write was lost) is Promoted again. The
 // writes are prod/rollback_writes.h. Thread-safety: pure functions.
 #pragma once
 

@@ -5,6 +5,7 @@
 #include <spdlog/spdlog.h>
 
 #include "api/v1alpha1/conditions.h"
+#include "api/v1alpha1/model.h"
 #include "api/v1alpha1/resources.h"
 #include "api/v1alpha1/runtime_env.h"
 #include "api/v1alpha1/runtime_revision.h"
@@ -88,6 +89,8 @@ std::optional<RuntimeEnvObserved> RuntimeEnvReconciler::observe(const Request& r
   // (ModelReleases compute their own Stale condition from the cached RuntimeEnv,
   // controllers/modelrelease: this controller writes only RuntimeEnvs.)
   observed.releases = caches_.releases.byIndex(kube::kNamespaceIndex, request.ns);
+  if (caches_.models != nullptr)
+    observed.models = caches_.models->byIndex(kube::kNamespaceIndex, request.ns);
   // Scheduled verification: this RuntimeEnv's Jobs (by owner), their pods, its closure ConfigMap.
   const std::string uid = kube::uid(*rte);
   if (caches_.verifyJobs != nullptr) {
@@ -156,6 +159,7 @@ void setupRuntimeEnvController(runtime::Manager& manager, int workers,
   kube::Informer& cms = manager.informer(v1::kConfigMaps);
   kube::Informer& nodes = manager.informer(v1::kNodes);
   kube::Informer& releases = manager.informer(v1::kModelReleases);
+  kube::Informer& models = manager.informer(v1::kModels);
   rtes.addIndex(v1::kRuntimeEnvByConfigMapIndex, v1::indexByConfigMap);
   kube::InformerOptions verifyJobOpts;
   verifyJobOpts.resource = v1::kJobs;
@@ -171,6 +175,7 @@ void setupRuntimeEnvController(runtime::Manager& manager, int workers,
   RuntimeEnvReconciler::Caches caches{rtes.cache(), cms.cache(), nodes.cache(), releases.cache()};
   caches.verifyJobs = &verifyJobs.cache();
   caches.verifyPods = &verifyPods.cache();
+  caches.models = &models.cache();
   auto reconciler = std::make_shared<RuntimeEnvReconciler>(
       manager.sharedClient(), caches, manager.events(), manager.clock(),
       makePrometheusVerificationMetrics(*manager.metrics().registry()), options.cliImage);
@@ -214,6 +219,16 @@ void setupRuntimeEnvController(runtime::Manager& manager, int workers,
           v1::kModelReleases,
           [releaseCache](const kube::Object& mr) { return runtimeEnvsOfModel(mr, *releaseCache); },
           releasePinChanged())
+      // A Model's record of prod pins the pairs it names: their RuntimeEnvs.
+      .watches(v1::kModels,
+               [](const kube::Object& model) {
+                 std::set<std::string> names;
+                 for (const v1::ModelPin& p : v1::modelPins(v1::decodeModel(model)))
+                   names.insert(p.runtimeEnv);
+                 std::vector<Request> out;
+                 for (const std::string& n : names) out.push_back({kube::namespaceOf(model), n});
+                 return out;
+               })
       // Node driver labels decide compatibleNodes: any node change re-counts for all.
       .watches(
           v1::kNodes, [rteCache](const kube::Object&) { return requestsFor(rteCache->list()); },

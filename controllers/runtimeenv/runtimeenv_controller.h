@@ -40,6 +40,8 @@ class RuntimeEnvReconciler final : public runtime::Reconciler {
     // Verification Jobs and their pods (label lockstep.dev/verify-runtime-env).
     const kube::Indexer* verifyJobs = nullptr;
     const kube::Indexer* verifyPods = nullptr;
+    // Models (their records of prod pin revisions); null: none read.
+    const kube::Indexer* models = nullptr;
   };
   // One client for every write: the field manager is chosen per call.
   RuntimeEnvReconciler(std::shared_ptr<kube::Client> client, Caches caches, kube::EventSink& events,

@@ -6,6 +6,7 @@
 #include "api/image_ref.h"
 #include "api/v1alpha1/conditions.h"
 #include "api/v1alpha1/keys.h"
+#include "api/v1alpha1/model.h"
 #include "api/v1alpha1/model_release.h"
 #include "api/v1alpha1/resources.h"
 #include "api/v1alpha1/runtime_env.h"
@@ -319,13 +320,15 @@ RuntimeEnvPlan planRuntimeEnv(const RuntimeEnvObserved& o, const std::string& no
   in.now = now;
   in.releases.reserve(o.releases.size());
   for (const auto& mr : o.releases) in.releases.push_back(releasePinFacts(*mr));
+  for (const auto& m : o.models) {
+    for (ModelPin& p : modelPins(decodeModel(*m))) in.models.push_back(std::move(p));
+  }
   RevisionsPlan revisions = planRevisions(in);
   recordRevisions(revisions, status, plan.events);
 
   planVerificationInto(plan, o, rte, r, resolved, revisions, status, now);
 
-  const bool pinned = std::any_of(revisions.pins.begin(), revisions.pins.end(),
-                                  [](const ReleasePin& p) { return p.revision > 0; });
+  const bool pinned = revisions.anyPinned();
   const bool hasFinalizer = kube::hasFinalizer(*o.runtimeEnv, kRuntimeEnvInUseFinalizer);
   if (kube::isBeingDeleted(*o.runtimeEnv)) {
     if (!pinned || !hasFinalizer) {
@@ -336,7 +339,7 @@ RuntimeEnvPlan planRuntimeEnv(const RuntimeEnvObserved& o, const std::string& no
       return plan;
     }
     const std::string m =
-        "deletion waits until no release pins a revision of this RuntimeEnv; "
+        "deletion waits until no release or Model's prod pins a revision of this RuntimeEnv; "
         "pinned by " +
         revisions.describePins();
     const auto old = findCondition(rte.status.conditions, kConditionTerminating);

@@ -34,6 +34,9 @@ struct RuntimeEnvObserved {
   // Every ModelRelease of the RuntimeEnv's namespace (pins, and the rollback
   // targets of each model, are derived from them).
   std::vector<kube::ObjectPtr> releases;
+  // Every Model of the namespace: the pairs their records of prod hold stay
+  // pinned, whether or not a release object still exists.
+  std::vector<kube::ObjectPtr> models;
   // Scheduled verification (runtimeenv_verification.h): the RuntimeEnv's
   // verification Jobs and their pods, its closure ConfigMaps (one per revision),
   // the CLI image the Jobs run the checks on, and the clock as Unix seconds.

@@ -24,7 +24,26 @@ const char* holdName(PinHold h) {
   }
 }
 
+const char* modelHoldName(api::v1alpha1::ModelPinHold h) {
+  switch (h) {
+    case api::v1alpha1::ModelPinHold::kProd:
+      return "prod";
+    case api::v1alpha1::ModelPinHold::kCanary:
+      return "canary";
+    case api::v1alpha1::ModelPinHold::kRollbackTarget:
+      return "rollback target";
+  }
+  return "";
+}
+
 }  // namespace
+
+bool RevisionsPlan::anyPinned() const {
+  return std::any_of(pins.begin(), pins.end(),
+                     [](const ReleasePin& p) { return p.revision > 0; }) ||
+         std::any_of(modelPins.begin(), modelPins.end(),
+                     [](const api::v1alpha1::ModelPin& p) { return p.pair.revision > 0; });
+}
 
 int64_t RevisionsPlan::pinnedCount() const {
   return std::count_if(revisions.begin(), revisions.end(),
@@ -38,6 +57,13 @@ std::string RevisionsPlan::describePins() const {
     out += p.release + " (" +
            (p.revision > 0 ? "revision " + std::to_string(p.revision) : "a pruned revision") +
            ", " + holdName(p.hold) + ")";
+  }
+  for (const api::v1alpha1::ModelPin& p : modelPins) {
+    if (!out.empty()) out += ", ";
+    out += p.release + " (" +
+           (p.pair.revision > 0 ? "revision " + std::to_string(p.pair.revision)
+                                : "a pruned revision") +
+           ", Model " + p.model + "'s " + modelHoldName(p.hold) + ")";
   }
   return out;
 }
@@ -91,6 +117,20 @@ RevisionsPlan planRevisions(const RevisionsInput& in) {
   std::map<int64_t, std::set<std::string>> pinnedBy;
   for (const ReleasePin& p : plan.pins) {
     if (p.revision > 0) pinnedBy[p.revision].insert(p.release);
+  }
+  // What the Models' records hold, once per (release, revision) not already held.
+  for (const api::v1alpha1::ModelPin& m : in.models) {
+    if (m.runtimeEnv != in.runtimeEnv || m.pair.image.empty() || m.pair.closureHash.empty())
+      continue;
+    api::v1alpha1::ModelPin held = m;
+    held.pair.revision = api::v1alpha1::recordedRevision(revs, m.pair);
+    const bool byRelease =
+        std::any_of(plan.pins.begin(), plan.pins.end(), [&held](const ReleasePin& p) {
+          return p.release == held.release && p.revision == held.pair.revision;
+        });
+    if (byRelease) continue;
+    if (held.pair.revision > 0) pinnedBy[held.pair.revision].insert(held.release);
+    plan.modelPins.push_back(std::move(held));
   }
   for (RuntimeRevision& r : revs) {
     const auto& names = pinnedBy[r.number];

@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "api/v1alpha1/model.h"
 #include "api/v1alpha1/runtime_revision.h"
 
 namespace lockstep::controllers {
@@ -31,6 +32,8 @@ struct RevisionsInput {
   int64_t currentRevision = 0;                           // status.currentRevision
   std::optional<ResolvedPair> resolved;                  // nullopt: the lock did not resolve
   std::vector<api::v1alpha1::ReleasePinFacts> releases;  // every release of the namespace
+  // What the namespace's Models' records hold (api/v1alpha1/model.h modelPins).
+  std::vector<api::v1alpha1::ModelPin> models;
   int64_t historyLimit = api::v1alpha1::kDefaultRevisionHistoryLimit;
   std::string now;
 };
@@ -39,6 +42,9 @@ struct RevisionsPlan {
   std::vector<api::v1alpha1::RuntimeRevision> revisions;  // to record, ascending number
   int64_t currentRevision = 0;
   std::vector<api::v1alpha1::ReleasePin> pins;  // the releases holding a pin, by name
+  // The pairs the Models' records hold (pair.revision: the recorded revision
+  // with that pair, 0 when pruned), besides the (release, revision) pins above.
+  std::vector<api::v1alpha1::ModelPin> modelPins;
   std::vector<api::v1alpha1::RuntimeRevision> pruned;
   // Set when the resolution is a pair never recorded: its new number.
   int64_t created = 0;
@@ -46,6 +52,8 @@ struct RevisionsPlan {
   int64_t restored = 0;
 
   int64_t pinnedCount() const;
+  // Whether a release or a Model's record pins a recorded revision.
+  bool anyPinned() const;
   // "a (revision 2, in a gate), b (revision 3, rollback target)": the pins, for messages.
   std::string describePins() const;
 };
@@ -55,7 +63,8 @@ struct RevisionsPlan {
 //    revision current (its lockDigest, CUDA and driver follow the resolution);
 //    a new pair is a new revision numbered one above the highest recorded;
 //  - a change of current sets lastResolved on both the old and new current;
-//  - pinnedBy is re-derived from the releases every time (releasePins);
+//  - pinnedBy is re-derived from the releases and the Models' records of
+//    prod every time (releasePins);
 //  - kept: the current revision, every pinned one, the highest-numbered one
 //    (numbers are never reused) and the newest `historyLimit` other ones;
 //    the rest is pruned.

@@ -20,39 +20,39 @@ using testing::FakeTransport;
 const std::string kHashA = "sha256:" + std::string(64, 'a');
 const std::string kHashB = "sha256:" + std::string(64, 'b');
 
-json anchor(const std::string& promoted, const std::string& canary = "",
-            const std::string& revision = "2") {
+// The Model gpt2 (status.prod: `promoted`, the canary slot: `canary`).
+json model(const std::string& promoted, const std::string& canary = "", int64_t revision = 2) {
+  auto runtime = [] { return json{{"runtimeEnv", "torch"}, {"closureHash", kHashA}}; };
   json history = json::array({{{"action", "Promoted"},
                                {"release", "gpt2-v6"},
                                {"package", "reg.example/m@sha256:" + std::string(64, '6')},
-                               {"closureHash", kHashA},
+                               {"runtime", runtime()},
                                {"at", "2026-11-30T08:00:00Z"}},
                               {{"action", "RolledBack"},
                                {"release", "gpt2-v7"},
                                {"package", "reg.example/m@sha256:" + std::string(64, '7')},
-                               {"closureHash", kHashA},
+                               {"runtime", runtime()},
                                {"reason", "AnalysisFailed"},
                                {"stable", "gpt2-v6"},
                                {"at", "2026-11-30T09:00:00Z"}},
                               {{"action", "Promoted"},
                                {"release", "gpt2-v8"},
                                {"package", "reg.example/m@sha256:" + std::string(64, '8')},
-                               {"closureHash", kHashA},
+                               {"runtime", runtime()},
                                {"at", "2026-11-30T09:30:00Z"}}});
-  return {{"apiVersion", "v1"},
-          {"kind", "ConfigMap"},
-          {"metadata",
-           {{"name", "lockstep-model-gpt2"},
-            {"namespace", "ml"},
-            {"labels", {{"lockstep.dev/model", "gpt2"}}},
-            {"resourceVersion", "9"}}},
-          {"data",
-           {{"promoted", promoted},
-            {"promotedPackage", "reg.example/m@sha256:" + std::string(64, '8')},
-            {"promotedClosureHash", kHashA},
-            {"canary", canary},
-            {"revision", revision},
-            {"history", history.dump()}}}};
+  json status = {{"revision", revision}, {"history", history}};
+  if (!promoted.empty()) {
+    status["prod"] = {{"release", promoted},
+                      {"package", "reg.example/m@sha256:" + std::string(64, '8')},
+                      {"runtime", runtime()},
+                      {"contentDigest", "sha256:" + std::string(64, 'c')}};
+  }
+  if (!canary.empty()) status["canary"] = {{"release", canary}};
+  return {{"apiVersion", "lockstep.dev/v1alpha1"},
+          {"kind", "Model"},
+          {"metadata", {{"name", "gpt2"}, {"namespace", "ml"}, {"resourceVersion", "9"}}},
+          {"spec", json::object()},
+          {"status", status}};
 }
 
 json release(const std::string& name, const std::string& canaryPhase,
@@ -100,7 +100,7 @@ TEST(ModelArgs, ParsesEachSubcommandAndRefusesMisplacedFlags) {
 
 TEST(ModelView, RollbackGoesToTheReleaseProdRanBefore) {
   auto plan = planModelRollback(
-      anchor("gpt2-v8"),
+      model("gpt2-v8"),
       releasesOf({release("gpt2-v6", "Promoted"), release("gpt2-v7", "RolledBack"),
                   release("gpt2-v8", "Promoted")}),
       {{"torch", runtimeEnv()}}, "", "alice");
@@ -122,37 +122,32 @@ TEST(ModelView, RollbackRefusalsSayWhyAndWhatToDo) {
     return p.status().message();
   };
   std::map<std::string, json> fresh = {{"torch", runtimeEnv()}};
-  EXPECT_NE(msg(anchor("gpt2-v8"), all, {{"torch", runtimeEnv(kHashB)}}, "")
+  EXPECT_NE(msg(model("gpt2-v8"), all, {{"torch", runtimeEnv(kHashB)}}, "")
                 .find("RuntimeEnv \"torch\" now resolves to " + kHashB),
             std::string::npos);
-  EXPECT_NE(msg(anchor("gpt2-v8", "gpt2-v9"), all, fresh, "").find("abort it first"),
+  EXPECT_NE(msg(model("gpt2-v8", "gpt2-v9"), all, fresh, "").find("abort it first"),
             std::string::npos);
-  EXPECT_NE(msg(anchor("gpt2-v8"), all, fresh, "gpt2-v7").find("was never promoted"),
+  EXPECT_NE(msg(model("gpt2-v8"), all, fresh, "gpt2-v7").find("was never promoted"),
             std::string::npos);
-  EXPECT_NE(msg(anchor("gpt2-v8"), all, fresh, "gpt2-v8").find("what prod runs already"),
+  EXPECT_NE(msg(model("gpt2-v8"), all, fresh, "gpt2-v8").find("what prod runs already"),
             std::string::npos);
-  EXPECT_NE(msg(anchor("gpt2-v8"), all, fresh, "gpt2-v1").find("does not exist"),
-            std::string::npos);
-  EXPECT_NE(msg(anchor(""), all, fresh, "").find("runs no promoted release"), std::string::npos);
-  EXPECT_NE(msg(anchor("gpt2-v8"), releasesOf({release("gpt2-v8", "Promoted")}), fresh, "")
+  EXPECT_NE(msg(model("gpt2-v8"), all, fresh, "gpt2-v1").find("does not exist"), std::string::npos);
+  EXPECT_NE(msg(model(""), all, fresh, "").find("runs no promoted release"), std::string::npos);
+  EXPECT_NE(msg(model("gpt2-v8"), releasesOf({release("gpt2-v8", "Promoted")}), fresh, "")
                 .find("no earlier promoted release"),
-            std::string::npos);
-  json broken = anchor("gpt2-v8");
-  broken["data"]["history"] = "{not json";
-  EXPECT_NE(msg(broken, all, fresh, "").find("data.history is not a JSON array"),
             std::string::npos);
 }
 
 TEST(ModelView, HistoryShowsEveryPromotionAndRollback) {
-  json a = anchor("gpt2-v8");
+  json a = model("gpt2-v8");
   auto h = modelHistory(a);
   ASSERT_TRUE(h.isOk());
   kube::Clock::WallTime now;
   ASSERT_TRUE(kube::parseTime("2026-11-30T10:00:00Z", &now));
   std::string out = renderModelHistory(a, *h, now);
-  EXPECT_NE(
-      out.find("prod runs: gpt2-v8 (reg.example/m@sha256:888888888888, closure aaaaaaaaaaaa)"),
-      std::string::npos)
+  EXPECT_NE(out.find("prod runs: gpt2-v8 (reg.example/m@sha256:888888888888, closure aaaaaaaaaaaa, "
+                     "content cccccccccccc)"),
+            std::string::npos)
       << out;
   EXPECT_NE(out.find("RolledBack"), std::string::npos) << out;
   EXPECT_NE(out.find("AnalysisFailed; stable stayed on gpt2-v6"), std::string::npos) << out;
@@ -182,18 +177,18 @@ json whoami(const std::string& user) {
 
 TEST_F(ModelCommandsTest, RollbackAnnotatesTheTargetWithTheRevisionAndWaits) {
   transport_->push(FakeTransport::ok(whoami("alice")));
-  transport_->push(FakeTransport::ok(anchor("gpt2-v8")));
+  transport_->push(FakeTransport::ok(model("gpt2-v8")));
   transport_->push(
       FakeTransport::list({release("gpt2-v6", "Promoted"), release("gpt2-v8", "Promoted")}, "10"));
   transport_->push(FakeTransport::ok(runtimeEnv()));
   transport_->push(FakeTransport::ok(release("gpt2-v6", "Promoted")));  // the patch's answer
-  transport_->push(FakeTransport::ok(anchor("gpt2-v8")));               // wait: not yet
+  transport_->push(FakeTransport::ok(model("gpt2-v8")));                // wait: not yet
   transport_->push(FakeTransport::ok(release("gpt2-v6", "Promoted")));
-  transport_->push(FakeTransport::ok(anchor("gpt2-v6", "", "3")));  // prod runs it
+  transport_->push(FakeTransport::ok(model("gpt2-v6", "", 3)));  // prod runs it
   EXPECT_EQ(run({"rollback", "gpt2", "--wait"}), 0) << err_.str();
   auto reqs = transport_->requests();
   ASSERT_EQ(reqs.size(), 8u);
-  EXPECT_EQ(reqs[1].path, "/api/v1/namespaces/ml/configmaps/lockstep-model-gpt2");
+  EXPECT_EQ(reqs[1].path, "/apis/lockstep.dev/v1alpha1/namespaces/ml/models/gpt2");
   EXPECT_EQ(reqs[4].method, "PATCH");
   EXPECT_EQ(reqs[4].path, "/apis/lockstep.dev/v1alpha1/namespaces/ml/modelreleases/gpt2-v6");
   EXPECT_EQ(json::parse(reqs[4].body),
@@ -208,7 +203,7 @@ TEST_F(ModelCommandsTest, RollbackAnnotatesTheTargetWithTheRevisionAndWaits) {
 
 TEST_F(ModelCommandsTest, RollbackToAStaleRuntimeWritesNothing) {
   transport_->push(FakeTransport::ok(whoami("alice")));
-  transport_->push(FakeTransport::ok(anchor("gpt2-v8")));
+  transport_->push(FakeTransport::ok(model("gpt2-v8")));
   transport_->push(
       FakeTransport::list({release("gpt2-v6", "Promoted"), release("gpt2-v8", "Promoted")}, "10"));
   transport_->push(FakeTransport::ok(runtimeEnv(kHashB)));
@@ -222,20 +217,20 @@ TEST_F(ModelCommandsTest, RollbackToAStaleRuntimeWritesNothing) {
 
 TEST_F(ModelCommandsTest, HistoryOfAModelNeverInProdSaysSo) {
   transport_->push(
-      FakeTransport::status(404, "NotFound", "configmaps \"lockstep-model-bert\" not found"));
+      FakeTransport::status(404, "NotFound", "models.lockstep.dev \"bert\" not found"));
   EXPECT_EQ(run({"history", "bert"}), 1);
   EXPECT_NE(err_.str().find("model \"bert\" has never reached prod in namespace \"ml\""),
             std::string::npos)
       << err_.str();
 }
 
-TEST_F(ModelCommandsTest, DeleteRemovesTheAnchorInBackground) {
+TEST_F(ModelCommandsTest, DeleteRemovesTheModelInBackground) {
   transport_->push(FakeTransport::ok(json{{"kind", "Status"}, {"status", "Success"}}));
   EXPECT_EQ(run({"delete", "gpt2", "--yes"}), 0) << err_.str();
   auto reqs = transport_->requests();
   ASSERT_EQ(reqs.size(), 1u);
   EXPECT_EQ(reqs[0].method, "DELETE");
-  EXPECT_EQ(reqs[0].path, "/api/v1/namespaces/ml/configmaps/lockstep-model-gpt2");
+  EXPECT_EQ(reqs[0].path, "/apis/lockstep.dev/v1alpha1/namespaces/ml/models/gpt2");
   EXPECT_NE(reqs[0].body.find("Background"), std::string::npos) << reqs[0].body;
 }
 

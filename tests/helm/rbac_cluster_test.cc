@@ -1,8 +1,9 @@
 // The chart's RBAC against the code's permission table (rbac/permissions.cc),
 // both ways, for a cluster install and namespaced installs; what the chart's
 // ServiceAccount must not be able to do, asked of a real API server
-// (`kubectl auth can-i --as`); and a namespaced install at work: the operator
-// reconciles in its watched namespace and is denied outside it.
+// (`kubectl auth can-i --as`); a namespaced install at work: the operator
+// reconciles in its watched namespace and is denied outside it; and the status
+// of Lockstep's objects, which only the operator may write whatever RBAC says.
 #include <sstream>
 #include <string>
 #include <vector>
@@ -196,6 +197,160 @@ TEST_F(OperatorAccount, NamespacedInstallWorksInItsNamespaceOnly) {
   kubectl({"delete", "role,rolebinding", std::string(kReleaseName) + "-watched", "-n", watched,
            "--ignore-not-found"});
   kubectl({"delete", "namespace", watched, outside, "--wait=false"});
+}
+
+// Issue 28 (must-show 6): the status of every Lockstep kind is the operator's
+// alone. RBAC lets user "mallory" write `*/status` in lockstep.dev (a wildcard
+// tenant role, plus update/patch on modelreleases/status and runtimeenvs/status
+// by name); the chart's status policy (templates/status-policy.yaml) refuses
+// each of her writes, by merge patch, JSON patch and update, on a RuntimeEnv, a
+// ModelRelease, an AnalysisProvider and a kind the chart has never heard of; the
+// cluster's admin is refused too. The operator, as its ServiceAccount, keeps
+// writing them.
+TEST_F(OperatorAccount, OnlyTheOperatorWritesLockstepStatus) {
+  const std::string ns = uniqueName("status");
+  const std::string mallory = "--as=mallory";
+  const std::string provider = uniqueName("prom");
+  const std::string probeCrd = "statusprobes.lockstep.dev";
+  ASSERT_EQ(kubectl({"create", "namespace", ns}).exitCode, 0);
+  json role = {
+      {"apiVersion", "rbac.authorization.k8s.io/v1"},
+      {"kind", "ClusterRole"},
+      {"metadata", {{"name", "lockstep-test-status-writer"}}},
+      {"rules",
+       json::array({{{"apiGroups", {"lockstep.dev"}},
+                     {"resources", {"*/status"}},
+                     {"verbs", {"get", "update", "patch"}}},
+                    {{"apiGroups", {"lockstep.dev"}},
+                     {"resources", {"modelreleases/status", "runtimeenvs/status"}},
+                     {"verbs", {"update", "patch"}}},
+                    {{"apiGroups", {"lockstep.dev"}}, {"resources", {"*"}}, {"verbs", {"get"}}}})}};
+  ASSERT_EQ(kubectl({"apply", "-f", "-"}, role.dump()).exitCode, 0);
+  // A Role's worth in the namespace; the cluster-scoped AnalysisProviders need a cluster binding.
+  ASSERT_EQ(kubectl({"create", "rolebinding", "status-writer", "-n", ns,
+                     "--clusterrole=lockstep-test-status-writer", "--user=mallory"})
+                .exitCode,
+            0);
+  ASSERT_EQ(kubectl({"create", "clusterrolebinding", "lockstep-test-status-writer",
+                     "--clusterrole=lockstep-test-status-writer", "--user=mallory"})
+                .exitCode,
+            0);
+  // So every refusal below is the policy's, not RBAC's.
+  EXPECT_TRUE(eventually([&] {
+    return kubectl({"auth", "can-i", "patch", "modelreleases.lockstep.dev", "--subresource=status",
+                    "-n", ns, mallory})
+               .out.rfind("yes", 0) == 0;
+  }));
+
+  OperatorProcess op;
+  ASSERT_EQ(op.start(), "");
+  const std::string hash = applyReadyRuntimeEnv(ns, "torch", kImage, kLock);
+  ASSERT_NE(hash, "") << op.log();
+  json mr = {
+      {"apiVersion", "lockstep.dev/v1alpha1"},
+      {"kind", "ModelRelease"},
+      {"metadata", {{"name", "v1"}, {"namespace", ns}}},
+      {"spec",
+       {{"model", "gpt2"},
+        {"package", "registry.example/models/gpt2@sha256:" + std::string(64, 'c')},
+        {"runtimeEnvRef", {{"name", "torch"}}},
+        {"closureHash", hash},
+        {"stages", json::array({{{"name", "eval"}, {"gate", {{"template", json::object()}}}}})}}}};
+  auto created = kubectl({"create", "-f", "-"}, mr.dump());
+  ASSERT_EQ(created.exitCode, 0) << created.err;
+  std::string phase;
+  ASSERT_TRUE(eventually([&] {
+    phase = kubectlJson({"get", "mr", "v1", "-n", ns})["status"].value("phase", "");
+    return !phase.empty();
+  })) << op.log();
+  json ap = {{"apiVersion", "lockstep.dev/v1alpha1"},
+             {"kind", "AnalysisProvider"},
+             {"metadata", {{"name", provider}}},
+             {"spec", {{"address", "https://prometheus.invalid:9090"}}}};
+  ASSERT_EQ(kubectl({"apply", "-f", "-"}, ap.dump()).exitCode, 0);
+  // A kind added to the group later is covered without a change to the policy.
+  json crd = json::parse(R"({
+    "apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
+    "metadata": {"name": "statusprobes.lockstep.dev"},
+    "spec": {"group": "lockstep.dev", "scope": "Namespaced",
+      "names": {"plural": "statusprobes", "singular": "statusprobe", "kind": "StatusProbe"},
+      "versions": [{"name": "v1alpha1", "served": true, "storage": true,
+        "subresources": {"status": {}},
+        "schema": {"openAPIV3Schema": {"type": "object",
+          "x-kubernetes-preserve-unknown-fields": true}}}]}})");
+  ASSERT_EQ(kubectl({"apply", "-f", "-"}, crd.dump()).exitCode, 0);
+  ASSERT_EQ(
+      kubectl({"wait", "--for=condition=Established", "crd/" + probeCrd, "--timeout=60s"}).exitCode,
+      0);
+  ASSERT_TRUE(eventually([&] {
+    return kubectl({"create", "-n", ns, "-f", "-"},
+                   R"({"apiVersion":"lockstep.dev/v1alpha1","kind":"StatusProbe",)"
+                   R"("metadata":{"name":"p"}})")
+               .exitCode == 0;
+  }));
+
+  const std::string forged = R"({"status":{"phase":"Promoted","closureHash":"sha256:)" +
+                             std::string(64, 'f') + R"(","observedGeneration":99}})";
+  auto refused = [&](const std::string& what, const CommandResult& r) {
+    SCOPED_TRACE(what);
+    EXPECT_NE(r.exitCode, 0) << "the status write was admitted";
+    EXPECT_NE(r.err.find("is written by the Lockstep operator alone"), std::string::npos) << r.err;
+    EXPECT_NE(r.err.find("ValidatingAdmissionPolicy 'lockstep-status'"), std::string::npos)
+        << r.err;
+  };
+  auto patchStatus = [&](const std::vector<std::string>& target, const std::string& type,
+                         const std::string& body, const std::string& as) {
+    std::vector<std::string> args = {"patch"};
+    args.insert(args.end(), target.begin(), target.end());
+    args.insert(args.end(), {"--subresource=status", "--type=" + type, "-p", body});
+    if (!as.empty()) args.push_back(as);
+    return kubectl(args);
+  };
+  // The policy's binding reaches the API server asynchronously.
+  ASSERT_TRUE(eventually([&] {
+    return patchStatus({"mr", "v1", "-n", ns}, "merge", forged, mallory).exitCode != 0;
+  }));
+  refused("mallory: merge patch of a ModelRelease's status",
+          patchStatus({"mr", "v1", "-n", ns}, "merge", forged, mallory));
+  refused("mallory: JSON patch of a ModelRelease's phase",
+          patchStatus({"mr", "v1", "-n", ns}, "json",
+                      R"([{"op":"add","path":"/status/phase","value":"Promoted"}])", mallory));
+  json replaced = kubectlJson({"get", "mr", "v1", "-n", ns});
+  replaced["status"]["phase"] = "Promoted";
+  refused("mallory: update of a ModelRelease's status",
+          kubectl({"replace", "--subresource=status", "-f", "-", mallory}, replaced.dump()));
+  refused("mallory: merge patch of a RuntimeEnv's status",
+          patchStatus({"rte", "torch", "-n", ns}, "merge", forged, mallory));
+  refused("mallory: merge patch of an AnalysisProvider's status",
+          patchStatus({"analysisprovider", provider}, "merge", forged, mallory));
+  refused("mallory: merge patch of a new kind's status",
+          patchStatus({"statusprobe", "p", "-n", ns}, "merge", forged, mallory));
+  refused("the cluster's admin: merge patch of a RuntimeEnv's status",
+          patchStatus({"rte", "torch", "-n", ns}, "merge", forged, ""));
+  // Nothing was written.
+  EXPECT_EQ(kubectlJson({"get", "rte", "torch", "-n", ns})["status"].value("closureHash", ""),
+            hash);
+  EXPECT_NE(kubectlJson({"get", "mr", "v1", "-n", ns})["status"].value("phase", ""), "Promoted");
+
+  // The operator still writes: a changed lock is a new closure hash in status.
+  json rte = kubectlJson({"get", "rte", "torch", "-n", ns});
+  rte["spec"]["lock"]["inline"] = "numpy==1.26.3 --hash=sha256:" + std::string(64, 'b') + "\n";
+  ASSERT_EQ(kubectl({"replace", "-f", "-"}, rte.dump()).exitCode, 0);
+  std::string now;
+  EXPECT_TRUE(eventually([&] {
+    json o = kubectlJson({"get", "rte", "torch", "-n", ns});
+    now = o["status"].value("closureHash", "");
+    return now != hash && !now.empty() &&
+           o["status"].value("observedGeneration", 0) == o["metadata"].value("generation", -1);
+  })) << now
+      << "\n"
+      << op.log();
+  EXPECT_EQ(op.log().find("ValidatingAdmissionPolicy"), std::string::npos) << op.log();
+
+  kubectl({"delete", "crd", probeCrd, "--wait=false"});
+  kubectl({"delete", "analysisprovider", provider, "--wait=false"});
+  kubectl({"delete", "clusterrolebinding,clusterrole", "lockstep-test-status-writer"});
+  kubectl({"delete", "namespace", ns, "--wait=false"});
 }
 
 }  // namespace

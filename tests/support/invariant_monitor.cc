@@ -100,9 +100,11 @@ std::vector<std::string> checkInvariants(const ModelWorld& world, const MonitorO
   std::string mode = options.capacity.empty() ? "surge" : options.capacity;
   if (options.replicas) {
     n = *options.replicas;
-  } else if (const json* promoted = release(str(world.anchor, "/data/promoted"))) {
+  } else if (const json* promoted = release(str(world.modelObject, "/status/prod/release"))) {
     n = replicasOf(*promoted);
-    const json* slot = release(str(world.anchor, "/data/canary"));
+    if (world.modelObject.contains("/spec/replicas"_json_pointer))
+      n = world.modelObject["/spec/replicas"_json_pointer].get<int>();
+    const json* slot = release(str(world.modelObject, "/status/canary/release"));
     mode = capacityOf(slot != nullptr ? *slot : *promoted);
   }
   if (n != state.replicas) {
@@ -211,9 +213,11 @@ std::string summary(const std::string& kind, const json& o, bool deleted) {
     s << " release=" << str(o, "/spec/template/metadata/labels/lockstep.dev~1release")
       << " replicas=" << (o.contains(spec) ? o[spec].dump() : "?")
       << " ready=" << (o.contains(rdy) ? o[rdy].dump() : "0");
-  } else if (kind == "anchor") {
-    s << " promoted=" << str(o, "/data/promoted") << " canary=" << str(o, "/data/canary")
-      << " revision=" << str(o, "/data/revision");
+  } else if (kind == "model") {
+    json::json_pointer revision("/status/revision");
+    s << " prod=" << str(o, "/status/prod/release")
+      << " canary=" << str(o, "/status/canary/release")
+      << " revision=" << (o.contains(revision) ? o[revision].dump() : "-");
   } else {
     json::json_pointer step("/status/canary/step");
     s << " phase=" << str(o, "/status/phase")
@@ -247,7 +251,7 @@ std::unique_ptr<InvariantMonitor> InvariantMonitor::start(const std::string& kub
   std::vector<Watch> watches = {
       {"pod", kube::resources::kPods, "lockstep.dev/model=" + options.model, ""},
       {"deployment", kube::resources::kDeployments, "lockstep.dev/model=" + options.model, ""},
-      {"anchor", kube::resources::kConfigMaps, "", "metadata.name=lockstep-model-" + options.model},
+      {"model", api::v1alpha1::kModels, "", "metadata.name=" + options.model},
   };
   if (!options.replicas) watches.push_back({"release", api::v1alpha1::kModelReleases, "", ""});
   InvariantMonitor* self = m.get();
@@ -316,8 +320,8 @@ void InvariantMonitor::onEvent(const std::string& kind, const json& obj, bool de
       (*objects)[name] = obj;
     }
   } else {
-    before = world_.anchor.is_null() ? "" : summary(kind, world_.anchor, false);
-    world_.anchor = deleted ? json() : obj;
+    before = world_.modelObject.is_null() ? "" : summary(kind, world_.modelObject, false);
+    world_.modelObject = deleted ? json() : obj;
   }
   std::string line = summary(kind, obj, deleted);
   if (line != before) {
@@ -341,7 +345,7 @@ void InvariantMonitor::loadWorldFromCaches() {
                                                                   : nullptr;
     std::vector<kube::ObjectPtr> cached = informers_[i]->cache().list();
     if (objects == nullptr) {
-      world_.anchor = cached.empty() ? json() : json(*cached.front());
+      world_.modelObject = cached.empty() ? json() : json(*cached.front());
       continue;
     }
     objects->clear();

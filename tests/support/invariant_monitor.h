@@ -1,6 +1,6 @@
 // InvariantMonitor: watches one model's prod world in a namespace of the test
-// cluster (its serving pods, the Deployments, the anchor ConfigMap
-// lockstep-model-<model> and the ModelReleases) and checks, on every event:
+// cluster (its serving pods, the Deployments, the Model <model> (the record
+// of prod) and the ModelReleases) and checks, on every event:
 //
 //   ready      Ready serving pods (Ready, not terminating) >= N in surge mode,
 //              >= N-1 in drain mode, once the model's first rollout is over
@@ -13,8 +13,9 @@
 //              (phase Canary)
 //   steps      status.canary.passedSteps has no gap: steps 0, 1, 2, ... in order
 //
-// N and the capacity mode are those of the release the anchor names as
-// promoted (the one in the canary slot for the mode), unless Options fix them.
+// N is the Model's spec.replicas, else that of the release the Model names as
+// prod; the capacity mode that of the release in the canary slot (else prod's),
+// unless Options fix them.
 // Every violation is kept with the trail of the last events that led to it.
 // The invariant logic is pure (checkInvariants) and unit-tested; the monitor
 // adds the watches (the project's Kubernetes client).
@@ -55,15 +56,15 @@ struct Triple {
 struct ModelWorld {
   std::string model;
   std::map<std::string, nlohmann::json> pods, deployments, releases;
-  nlohmann::json anchor;     // null until it exists
-  std::string runtimeImage;  // the RuntimeEnv's image (releases without gate evidence)
+  nlohmann::json modelObject;  // the Model; null until it exists
+  std::string runtimeImage;    // the RuntimeEnv's image (releases without gate evidence)
 };
 
 struct MonitorOptions {
   std::string ns, model = "gpt2";
   std::string runtimeImage;
   // Fixed N and capacity mode ("surge"/"drain"), armed from the first time N
-  // pods are Ready, without reading releases or the anchor.
+  // pods are Ready, without reading releases or the Model.
   std::optional<int> replicas;
   std::string capacity;
   // Triples valid besides those the releases validated.
@@ -120,7 +121,7 @@ class InvariantMonitor {
   std::string knownFindings() const;
   // The number of events seen (every watch event of the model's objects).
   int events() const;
-  // Test hook: stops the watch of `kind` ("pod", "deployment", "anchor",
+  // Test hook: stops the watch of `kind` ("pod", "deployment", "model",
   // "release"), as a watch that lags after an API server restart; the monitor
   // keeps what it last saw.
   void stopWatching(const std::string& kind);

@@ -46,7 +46,7 @@ ModelWorld world() {
   w.model = "gpt2";
   w.runtimeImage = kImage;
   w.releases["v1"] = release("v1", "Promoted");
-  w.anchor = {{"data", {{"promoted", "v1"}}}};
+  w.modelObject = {{"status", {{"prod", {{"release", "v1"}}}}}};
   return w;
 }
 
@@ -66,7 +66,7 @@ TEST(InvariantsTest, ReadyPodsCountOnlyAfterTheFirstRolloutReachedN) {
             "ready: 1 Ready serving pod(s) < 2 (N=2, surge); Ready by track/release: stable/v1=1");
   // In drain mode (the release in the canary slot drains) N-1 is allowed.
   w.releases["v2"] = release("v2", "Canary", 2, "drain");
-  w.anchor["data"]["canary"] = "v2";
+  w.modelObject["status"]["canary"] = {{"release", "v2"}};
   EXPECT_TRUE(checkInvariants(w, o, s, t).empty());
   w.pods.erase("a");
   EXPECT_NE(only(checkInvariants(w, o, s, t)).find("ready: 0 Ready"), std::string::npos);

@@ -79,19 +79,7 @@ int sharedWebhookPort() {
 }
 
 void OperatorProcess::installClusterPieces(int webhookPort, const std::string& admissionMode) {
-  mustKubectl({"apply", "-f", std::string(LOCKSTEP_SOURCE_DIR) + "/crds"});
-  mustKubectl({"wait", "--for", "condition=Established", "crd/runtimeenvs.lockstep.dev",
-               "crd/modelreleases.lockstep.dev", "crd/analysisproviders.lockstep.dev",
-               "crd/models.lockstep.dev", "crd/runtimeadmissions.lockstep.dev", "--timeout=60s"});
-  kubectl({"create", "namespace", kOperatorNamespace});
-  // The ServiceAccount, RBAC and the ValidatingAdmissionPolicy keeping the
-  // model anchors the operator's alone (it names the ServiceAccount the
-  // operator runs as here).
-  for (const char* t :
-       {"templates/serviceaccount.yaml", "templates/rbac.yaml", "templates/anchor-policy.yaml"}) {
-    for (const auto& o : renderChart(t))
-      mustKubectl({"apply", "-n", kOperatorNamespace, "-f", "-"}, o.dump());
-  }
+  installCrdsAndRbac();
   const std::vector<std::string> mode = {"admission.mode=" + admissionMode};
   // Policy mode: the pod ValidatingAdmissionPolicies and their bindings.
   if (admissionMode == "policy") {
@@ -106,6 +94,39 @@ void OperatorProcess::installClusterPieces(int webhookPort, const std::string& a
     }
     mustKubectl({"apply", "-f", "-"}, config.dump());
   }
+}
+
+void OperatorProcess::installCrdsAndRbac() {
+  mustKubectl({"apply", "-f", std::string(LOCKSTEP_SOURCE_DIR) + "/crds"});
+  mustKubectl({"wait", "--for", "condition=Established", "crd/runtimeenvs.lockstep.dev",
+               "crd/modelreleases.lockstep.dev", "crd/analysisproviders.lockstep.dev",
+               "crd/models.lockstep.dev", "crd/runtimeadmissions.lockstep.dev", "--timeout=60s"});
+  kubectl({"create", "namespace", kOperatorNamespace});
+  // The ServiceAccount, RBAC and the ValidatingAdmissionPolicies keeping the
+  // model anchors and every Lockstep status the operator's alone (they name
+  // the ServiceAccount the operator runs as here).
+  for (const char* t : {"templates/serviceaccount.yaml", "templates/rbac.yaml",
+                        "templates/anchor-policy.yaml", "templates/status-policy.yaml"}) {
+    for (const auto& o : renderChart(t))
+      mustKubectl({"apply", "-n", kOperatorNamespace, "-f", "-"}, o.dump());
+  }
+}
+
+CommandResult patchStatusAsOperator(const std::string& resource, const std::string& ns,
+                                    const std::string& name, const json& statusPatch) {
+  json o = kubectlJson({"get", resource, name, "-n", ns});
+  if (o.is_discarded()) return {1, "", "cannot read " + resource + " " + ns + "/" + name};
+  json status = o.value("status", json::object());
+  status.merge_patch(statusPatch);
+  json body = {{"apiVersion", o["apiVersion"]},
+               {"kind", o["kind"]},
+               {"metadata", {{"name", name}, {"namespace", ns}}},
+               {"status", status}};
+  return kubectl(
+      {"apply", "--server-side", "--subresource=status", "--field-manager=lockstep-test",
+       "--force-conflicts", "-f", "-",
+       "--as=system:serviceaccount:" + std::string(kOperatorNamespace) + ":" + kReleaseName},
+      body.dump());
 }
 
 void OperatorProcess::uninstallWebhooks() {

@@ -16,6 +16,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "tests/support/process.h"
+
 namespace lockstep::testing {
 
 inline constexpr const char* kOperatorNamespace = "lockstep-system";
@@ -32,6 +34,9 @@ class OperatorProcess {
   // rendered with the chart's admission.mode: "webhook" (the pods webhook) or "policy" (the
   // pod ValidatingAdmissionPolicies instead; start the operator with --admission-mode=policy).
   static void installClusterPieces(int webhookPort, const std::string& admissionMode = "webhook");
+  // The same without the webhook configurations and pod policies: CRDs, namespace,
+  // ServiceAccount, RBAC, the anchor and status policies.
+  static void installCrdsAndRbac();
   // Deletes the webhook configurations and the pod policies (so a stopped operator cannot
   // block other tests, and a later test binary meets the mode it installs).
   static void uninstallWebhooks();
@@ -65,6 +70,18 @@ class OperatorProcess {
   int healthPort_ = 0;
   std::string dir_;
 };
+
+// Writes the status of `resource` ns/name (kubectl's name: "rte", "mr") as
+// the operator's ServiceAccount, impersonated by the test's admin: the only
+// user the chart's status policy (templates/status-policy.yaml) lets write a
+// Lockstep status. `statusPatch` is a JSON merge patch of the current status;
+// the result is server-side applied to the status subresource (field manager
+// lockstep-test), since the ServiceAccount may patch status but not read it,
+// which `kubectl patch` does first. A test that forges a status, to show what
+// the operator does with a record it did not write, writes it this way. Needs
+// the chart's RBAC (installClusterPieces).
+CommandResult patchStatusAsOperator(const std::string& resource, const std::string& ns,
+                                    const std::string& name, const nlohmann::json& statusPatch);
 
 // A token of ServiceAccount lockstep-test-scraper, bound to the chart's
 // <release>-metrics-reader ClusterRole (made once per test binary).

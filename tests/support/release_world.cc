@@ -114,7 +114,7 @@ void ReleaseWorld::tearDown(bool failed) {
     kubectl({"delete", "analysisprovider", p, "--ignore-not-found", "--wait=false"});
   providers_.clear();
   if (!ns_.empty()) {
-    auto r = kubectl({"delete", "namespace", ns_, "--timeout=120s"});
+    auto r = kubectl({"delete", "namespace", ns_, "--ignore-not-found", "--timeout=120s"});
     EXPECT_EQ(r.exitCode, 0) << "namespace did not finish deleting: " << r.err;
   }
   prom_.reset();

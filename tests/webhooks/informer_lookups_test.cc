@@ -126,27 +126,25 @@ TEST(InformerRuntimeEnvs, StatusOfAnOlderGenerationIsNotReadyButKeepsItsRevision
   EXPECT_FALSE(InformerRuntimeEnvs(cache).find("ml", "torch")->ready);
 }
 
-// The model's prod for the Service port rule: the anchor's `promoted`, the
-// port of Lockstep's Service, else that release's serving port.
+// The model's prod for the Service port rule: the Model's status.prod, its
+// spec.port, else the port of Lockstep's Service, else that release's serving port.
 kube::ObjectPtr shared(json o) { return std::make_shared<const kube::Object>(std::move(o)); }
 json lockstepLabels() {
   return {{"lockstep.dev/model", "gpt2"}, {"app.kubernetes.io/managed-by", "lockstep"}};
 }
 
-TEST(InformerModelProds, TheAnchorNamesTheReleaseAndTheServiceThePort) {
-  kube::Indexer anchors, services, releases;
-  InformerModelProds prods(anchors, services, releases);
-  EXPECT_FALSE(prods.prodOf("ml", "gpt2")) << "no anchor: no prod";
-  json anchor = {
-      {"apiVersion", "v1"},
-      {"kind", "ConfigMap"},
-      {"metadata",
-       {{"name", "lockstep-model-gpt2"}, {"namespace", "ml"}, {"labels", lockstepLabels()}}},
-      {"data", {{"canary", "v1"}}}};
-  anchors.upsert(shared(anchor));
+TEST(InformerModelProds, TheModelNamesTheReleaseAndThePort) {
+  kube::Indexer models, services, releases;
+  InformerModelProds prods(models, services, releases);
+  EXPECT_FALSE(prods.prodOf("ml", "gpt2")) << "no Model: no prod";
+  json model = {{"apiVersion", "lockstep.dev/v1alpha1"},
+                {"kind", "Model"},
+                {"metadata", {{"name", "gpt2"}, {"namespace", "ml"}}},
+                {"status", {{"canary", {{"release", "v1"}}}}}};
+  models.upsert(shared(model));
   EXPECT_FALSE(prods.prodOf("ml", "gpt2")) << "nothing promoted yet";
-  anchor["data"]["promoted"] = "v1";
-  anchors.upsert(shared(anchor));
+  model["status"]["prod"] = {{"release", "v1"}};
+  models.upsert(shared(model));
   json release = {
       {"apiVersion", "lockstep.dev/v1alpha1"},
       {"kind", "ModelRelease"},
@@ -166,11 +164,10 @@ TEST(InformerModelProds, TheAnchorNamesTheReleaseAndTheServiceThePort) {
               {"spec", {{"ports", json::array({{{"port", 8080}}})}}}};
   services.upsert(shared(svc));
   EXPECT_EQ(prods.prodOf("ml", "gpt2")->port, 8080) << "the Service's port wins";
+  model["spec"] = {{"port", 7000}};
+  models.upsert(shared(model));
+  EXPECT_EQ(prods.prodOf("ml", "gpt2")->port, 7000) << "the Model's spec.port wins";
   EXPECT_FALSE(prods.prodOf("other", "gpt2"));
-  // An anchor without Lockstep's labels is not a prod (the controller calls it a NameConflict).
-  anchor["metadata"].erase("labels");
-  anchors.upsert(shared(anchor));
-  EXPECT_FALSE(prods.prodOf("ml", "gpt2"));
 }
 
 TEST(InformerAnalysisProviders, ClusterScopedByName) {

@@ -103,8 +103,9 @@ TEST_F(RevisionAdmissionTest, OldPinnedRevisionIsAdmittedOnlyForThePinningReleas
         {"closureHash", h1},
         {"stages", json::array({{{"name", "eval"}, {"gate", {{"template", json::object()}}}}})}}}};
   ASSERT_EQ(kubectl({"create", "-n", ns_, "-f", "-"}, mr.dump()).exitCode, 0);
-  ASSERT_EQ(kubectl({"patch", "mr", "v1", "-n", ns_, "--subresource=status", "--type=merge", "-p",
-                     R"({"status":{"phase":"Promoted","canary":{"phase":"Promoted"}}})"})
+  // As the operator (the chart's status policy admits no one else to a release's status).
+  ASSERT_EQ(patchStatusAsOperator("mr", ns_, "v1",
+                                  {{"phase", "Promoted"}, {"canary", {{"phase", "Promoted"}}}})
                 .exitCode,
             0);
   json pinned;

@@ -165,14 +165,8 @@ bool runsRevision(const PodReview& r, const std::vector<ContainerImage>& contain
   if (hash == nullptr || *hash != rev.closureHash) return false;
   StatusOr<ImageRef> expected = parseImageRef(rev.image);
   if (!expected.isOk() || !expected->pinned()) return false;
-  for (const ContainerImage& c : containers) {
-    StatusOr<ImageRef> found = parseImageRef(c.image);
-    if (!found.isOk() || !found->pinned() || found->domain != expected->domain ||
-        found->path != expected->path || found->digest != expected->digest) {
-      return false;
-    }
-  }
-  return true;
+  return std::all_of(containers.begin(), containers.end(),
+                     [&](const ContainerImage& c) { return api::sameImage(c.image, rev.image); });
 }
 
 std::string describeRevision(const RevisionView& rev) {

@@ -8,7 +8,7 @@
 #include <vector>
 
 #include "api/v1alpha1/keys.h"
-#include "api/v1alpha1/model_anchor.h"
+#include "api/v1alpha1/model.h"
 #include "api/v1alpha1/runtime_env.h"
 #include "controllers/common/verify_containers.h"
 #include "controllers/modelrelease/prod/serving_objects.h"
@@ -195,11 +195,12 @@ CanaryObserved observeCanary(const v1::ModelRelease& release, const v1::CanarySp
   if (co.stableRelease == name) {
     for (std::string& f : replicaFailures(stableDep)) co.admissionRefusals.push_back(std::move(f));
   }
-  const v1::ModelAnchor anchor =
-      prod.anchor ? v1::decodeModelAnchor(*prod.anchor) : v1::ModelAnchor{};
-  if (!anchor.promoted.empty() && anchor.promoted != name) {
-    co.knownGood = KnownGood{anchor.promoted, anchor.promotedPackage, anchor.promotedClosureHash};
-    if (auto kg = prod.releases.find(anchor.promoted); kg != prod.releases.end() && kg->second) {
+  const v1::Model model = prod.model ? v1::decodeModel(*prod.model) : v1::Model{};
+  const std::string promoted = model.promoted();
+  if (!promoted.empty() && promoted != name) {
+    co.knownGood =
+        KnownGood{promoted, model.status.prod->package, model.status.prod->runtime.closureHash};
+    if (auto kg = prod.releases.find(promoted); kg != prod.releases.end() && kg->second) {
       const v1::ModelRelease known = v1::decodeModelRelease(*kg->second);
       const std::string& env = known.spec.runtimeEnvName;
       if (auto rte = prod.runtimeEnvs.find(env); rte != prod.runtimeEnvs.end() && rte->second) {

@@ -9,29 +9,31 @@ namespace {
 
 namespace v1 = api::v1alpha1;
 
-// "" when `o` is owned by the ConfigMap `anchorName` with `anchorUid`, else why not.
-std::string notOwnedBy(const kube::Object& o, const std::string& anchorName,
-                       const std::string& anchorUid) {
+// "" when `o` is owned by `kind` `ownerName` with `ownerUid`; else why not
+// ("" uid: no such owner exists).
+std::string notOwnedBy(const kube::Object& o, const std::string& kind, const std::string& ownerName,
+                       const std::string& ownerUid) {
   std::string other;
   for (const kube::OwnerReference& ref : kube::ownerReferences(o)) {
-    if (ref.kind != "ConfigMap" || ref.name != anchorName) continue;
-    if (ref.uid == anchorUid) return "";
+    if (ref.kind != kind || ref.name != ownerName) continue;
+    if (!ownerUid.empty() && ref.uid == ownerUid) return "";
     other = ref.uid;
   }
   if (!other.empty()) {
-    return "is owned by an earlier ConfigMap " + anchorName + " (uid " + other +
-           "), not by the model's anchor" + (anchorUid.empty() ? "" : " (uid " + anchorUid + ")");
+    return "is owned by an earlier " + kind + " " + ownerName + " (uid " + other +
+           "), not by the " + (kind == "Model" ? "model's Model" : "model's anchor") +
+           (ownerUid.empty() ? "" : " (uid " + ownerUid + ")");
   }
-  return "has no owner reference to the model's anchor ConfigMap " + anchorName;
+  return "has no owner reference to the Model " + ownerName;
 }
 
 std::optional<NameConflict> checkServing(const kube::ObjectPtr& o, const std::string& kind,
-                                         const std::string& model, const kube::ObjectPtr& anchor) {
+                                         const std::string& model, const ProdObserved& p) {
   if (!o) return std::nullopt;
   std::string why = missingLockstepLabels(*o, model);
   if (why.empty()) {
-    why = notOwnedBy(*o, v1::modelAnchorName(model),
-                     anchor ? v1::decodeMeta(*anchor).uid : std::string());
+    why = notOwnedBy(*o, "Model", model, p.model ? v1::decodeMeta(*p.model).uid : std::string());
+    if (!why.empty() && ownedByLegacyAnchor(*o, p)) why.clear();
   }
   if (why.empty()) return std::nullopt;
   return NameConflict{kind, kube::name(*o), why};
@@ -59,21 +61,29 @@ std::string missingLockstepLabels(const kube::Object& o, const std::string& mode
   return "";
 }
 
+bool ownedByLegacyAnchor(const kube::Object& o, const ProdObserved& p) {
+  if (!p.legacyAnchor) return false;
+  const std::string model = kube::label(*p.legacyAnchor, v1::kModelLabel).value_or("");
+  if (model.empty() || !missingLockstepLabels(*p.legacyAnchor, model).empty()) return false;
+  return notOwnedBy(o, "ConfigMap", v1::modelAnchorName(model), v1::decodeMeta(*p.legacyAnchor).uid)
+      .empty();
+}
+
 std::optional<NameConflict> findNameConflict(const std::string& model, const ProdObserved& p,
-                                             const std::string& startedAnchorUid) {
-  if (p.anchor) {
-    std::string why = missingLockstepLabels(*p.anchor, model);
-    const std::string uid = v1::decodeMeta(*p.anchor).uid;
-    if (why.empty() && !startedAnchorUid.empty() && uid != startedAnchorUid) {
-      why = "is not the anchor this release's canary started with (uid " + startedAnchorUid +
-            ", now " + uid + "): it was deleted and re-created, and the model's prod history " +
-            "with it";
+                                             const std::string& startedModelUid) {
+  if (p.model) {
+    const std::string uid = v1::decodeMeta(*p.model).uid;
+    if (!startedModelUid.empty() && uid != startedModelUid) {
+      return NameConflict{"Model", kube::name(*p.model),
+                          "is not the Model this release's canary started with (uid " +
+                              startedModelUid + ", now " + uid +
+                              "): it was deleted and re-created, and the model's prod history "
+                              "with it"};
     }
-    if (!why.empty()) return NameConflict{"ConfigMap", kube::name(*p.anchor), why};
   }
-  if (auto c = checkServing(p.service, "Service", model, p.anchor)) return c;
-  if (auto c = checkServing(p.stableDeployment, "Deployment", model, p.anchor)) return c;
-  if (auto c = checkServing(p.canaryDeployment, "Deployment", model, p.anchor)) return c;
+  if (auto c = checkServing(p.service, "Service", model, p)) return c;
+  if (auto c = checkServing(p.stableDeployment, "Deployment", model, p)) return c;
+  if (auto c = checkServing(p.canaryDeployment, "Deployment", model, p)) return c;
   return std::nullopt;
 }
 

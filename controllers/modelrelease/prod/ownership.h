@@ -1,15 +1,16 @@
 // Whether the objects standing at a model's prod names are Lockstep's (pure,
-// docs/rollouts.md "Objects and ownership"). The prod stage writes four
-// names: the anchor ConfigMap `lockstep-model-<model>`, the Service `<model>`
-// and the Deployments `<model>-stable` and `<model>-canary`. It never adopts,
+// docs/rollouts.md "Objects and ownership"). The prod stage writes three
+// names: the Service `<model>` and the Deployments `<model>-stable` and
+// `<model>-canary`, all owned by the Model `<model>`. It never adopts,
 // overwrites or deletes an object of one of those names that is not already
 // its own:
-//   - the anchor is Lockstep's when it carries the labels lockstep.dev/model=<model>
-//     and app.kubernetes.io/managed-by=lockstep, and, once the release's canary
-//     started, it is the very ConfigMap the canary started with (its uid,
-//     status.canary.anchorUid): a re-created anchor lost the model's history;
+//   - the Model is Lockstep's kind; once the release's canary started, it
+//     must be the very Model it started with (its uid, status.canary.modelUid):
+//     a re-created Model lost the model's history;
 //   - the Service and the Deployments are Lockstep's when they carry both labels
-//     and an owner reference to the model's anchor ConfigMap with its uid.
+//     and an owner reference to the Model with its uid (labels alone can be
+//     copied), or, until the Model is built from it (model_record.h,
+//     "Migration"), to the anchor ConfigMap of an earlier version with its uid.
 // Anything else is a NameConflict: the release stops (Stalled) and prod is
 // not touched until the object is gone.
 // Thread-safety: pure functions over values.
@@ -27,7 +28,7 @@ inline constexpr const char* kManagedByLabel = "app.kubernetes.io/managed-by";
 inline constexpr const char* kManagedByLockstep = "lockstep";
 
 struct NameConflict {
-  std::string kind;  // Service, Deployment, ConfigMap
+  std::string kind;  // Service, Deployment, Model
   std::string name;
   std::string why;  // "has no label lockstep.dev/model=gpt2"
   // The whole sentence for status and the Event: the object, why it is not
@@ -39,11 +40,15 @@ struct NameConflict {
 // carries them, else what is missing.
 std::string missingLockstepLabels(const kube::Object& o, const std::string& model);
 
-// The first object among the model's prod names (anchor, Service, stable,
+// The first object among the model's prod names (Model, Service, stable,
 // canary) that is not Lockstep's; nullopt when every one is absent or ours.
-// `startedAnchorUid`: status.canary.anchorUid of the release ("" before its
-// canary started).
+// `startedModelUid`: status.canary.modelUid of the release ("" before its
+// canary started under a Model).
 std::optional<NameConflict> findNameConflict(const std::string& model, const ProdObserved& prod,
-                                             const std::string& startedAnchorUid);
+                                             const std::string& startedModelUid);
+
+// Whether `o` is owned by the anchor ConfigMap `prod.legacyAnchor` and not yet
+// by the Model (it is re-owned during the migration).
+bool ownedByLegacyAnchor(const kube::Object& o, const ProdObserved& prod);
 
 }  // namespace lockstep::controllers

@@ -1,12 +1,12 @@
 #include "controllers/modelrelease/prod/prod_plan.h"
 
 #include "api/v1alpha1/conditions.h"
-#include "api/v1alpha1/model_anchor.h"
+#include "api/v1alpha1/model.h"
 #include "api/v1alpha1/resources.h"
 #include "api/v1alpha1/runtime_env.h"
-#include "controllers/modelrelease/prod/anchor_plan.h"
 #include "controllers/modelrelease/prod/canary_observe.h"
 #include "controllers/modelrelease/prod/fold.h"
+#include "controllers/modelrelease/prod/model_record.h"
 #include "controllers/modelrelease/prod/ownership.h"
 #include "controllers/modelrelease/prod/serving_objects.h"
 #include "operator/kube/conditions.h"
@@ -122,19 +122,21 @@ ServingObjectsInput servingInput(const v1::ModelRelease& r, const v1::CanarySpec
   in.capacity = spec.capacity;
   in.mount = p.mount;
   in.fetchCommand = p.fetchCommand;
-  in.anchorUid = p.anchor ? v1::decodeMeta(*p.anchor).uid : std::string();
+  in.modelUid = p.model ? v1::decodeMeta(*p.model).uid : std::string();
+  if (p.model) in.serviceType = v1::decodeModel(*p.model).spec.serviceType;
   return in;
 }
 
-// The port the model's prod serves on: its Service's, else (no Service) the
-// serving port of the release the anchor records as promoted; nullopt when
-// neither is known.
-std::optional<int64_t> prodPort(const v1::ModelAnchor& anchor, const ProdObserved& p) {
+// The port the model's prod serves on: the Model's spec.port, else its
+// Service's, else (no Service) the serving port of the release the Model
+// records as prod; nullopt when none is known.
+std::optional<int64_t> prodPort(const v1::Model& model, const ProdObserved& p) {
+  if (model.spec.port) return *model.spec.port;
   if (p.service) {
     const json& ports = v1::decode::array(v1::decode::object(*p.service, "spec"), "ports");
     if (!ports.empty()) return v1::decode::integer(ports.front(), "port", 0);
   }
-  auto promoted = p.releases.find(anchor.promoted);
+  auto promoted = p.releases.find(model.promoted());
   if (promoted == p.releases.end() || !promoted->second) return std::nullopt;
   const v1::ModelRelease pr = v1::decodeModelRelease(*promoted->second);
   if (const v1::Stage* stage = pr.prodStage()) {
@@ -143,12 +145,21 @@ std::optional<int64_t> prodPort(const v1::ModelAnchor& anchor, const ProdObserve
   return std::nullopt;
 }
 
+// What belongs to the model overrides the release (api/v1alpha1/model.h):
+// prod's N and the GPU strategy, when the Model's spec sets them.
+void applyModelSpec(v1::CanarySpec& spec, const v1::Model& model) {
+  if (model.spec.replicas) spec.replicas = static_cast<int>(*model.spec.replicas);
+  if (model.spec.capacity == "surge") spec.capacity = v1::CapacityMode::kSurge;
+  if (model.spec.capacity == "drain") spec.capacity = v1::CapacityMode::kDrain;
+}
+
 }  // namespace
 
-std::optional<std::string> promotedMismatch(const v1::ModelRelease& r,
-                                            const v1::ModelAnchor& anchor, const ProdObserved& p) {
-  const std::string& promoted = anchor.promoted;
+std::optional<std::string> promotedMismatch(const v1::ModelRelease& r, const v1::Model& model,
+                                            const ProdObserved& p) {
+  const std::string promoted = model.promoted();
   if (promoted.empty() || promoted == r.meta.name) return std::nullopt;
+  const v1::ProdContent& rec = *model.status.prod;
   std::string why;
   auto named = p.releases.find(promoted);
   if (named == p.releases.end() || !named->second) {
@@ -167,42 +178,73 @@ std::optional<std::string> promotedMismatch(const v1::ModelRelease& r,
     } else if (!reachedProd) {
       why = "that release never reached prod (its status shows no promotion" +
             std::string(canaryPhase.empty() ? "" : "; canary phase " + canaryPhase) + ")";
-    } else if (!anchor.promotedPackage.empty() && anchor.promotedPackage != known.spec.package) {
-      why = "the anchor records package " + anchor.promotedPackage + " but that release is " +
-            known.spec.package;
-    } else if (!anchor.promotedClosureHash.empty() &&
-               anchor.promotedClosureHash != known.spec.closureHash) {
-      why = "the anchor records closure " + anchor.promotedClosureHash + " but that release pins " +
+    } else if (!rec.package.empty() && rec.package != known.spec.package) {
+      why =
+          "the Model records package " + rec.package + " but that release is " + known.spec.package;
+    } else if (!rec.runtime.closureHash.empty() &&
+               rec.runtime.closureHash != known.spec.closureHash) {
+      why = "the Model records closure " + rec.runtime.closureHash + " but that release pins " +
             known.spec.closureHash;
     }
   }
   if (why.empty()) return std::nullopt;
-  return "ConfigMap " + r.meta.ns + "/" + v1::modelAnchorName(r.spec.model) +
-         " says prod of model " + r.spec.model + " runs release " + promoted + ", but " + why +
-         ": the anchor does not match the release it names, so stable never runs it and "
-         "nothing in prod moved. Restore the anchor (its history lists what prod ran) or take "
-         "the model out of prod (lockstep model delete " +
-         r.spec.model + ")";
+  return "Model " + r.meta.ns + "/" + r.spec.model + " says prod runs release " + promoted +
+         ", but " + why +
+         ": the record does not match the release it names, so stable never runs it and "
+         "nothing in prod moved. Check the Model's status.history (lockstep model history " +
+         r.spec.model + ") or take the model out of prod (lockstep model delete " + r.spec.model +
+         ")";
 }
 
 std::optional<std::string> servicePortConflict(const v1::ModelRelease& r,
-                                               const v1::CanarySpec& spec,
-                                               const v1::ModelAnchor& anchor,
+                                               const v1::CanarySpec& spec, const v1::Model& model,
                                                const ProdObserved& p) {
-  if (anchor.promoted.empty() || anchor.promoted == r.meta.name) return std::nullopt;
-  const std::optional<int64_t> port = prodPort(anchor, p);
+  // The Model's port binds every release; without one, prod's port binds the
+  // releases other than the one prod runs.
+  const std::string promoted = model.promoted();
+  if (!model.spec.port && (promoted.empty() || promoted == r.meta.name)) return std::nullopt;
+  const std::optional<int64_t> port = prodPort(model, p);
   if (!port || *port == spec.port) return std::nullopt;
   const v1::Stage* stage = r.prodStage();
   const auto at = stage != nullptr ? stage - r.spec.stages.data() : 0;
   const std::string field = "spec.stages[" + std::to_string(at) + "].serving.port";
   const std::string have = std::to_string(*port);
-  return "serving port " + std::to_string(spec.port) + " (" + field + ") differs from port " +
-         have + " of Service " + r.meta.ns + "/" + r.spec.model + ", on which release " +
-         anchor.promoted + " runs model " + r.spec.model +
-         "'s prod: the Service port belongs to the model, and this release would re-point the "
+  const std::string where =
+      model.spec.port
+          ? "the port of Model " + r.meta.ns + "/" + r.spec.model + " (spec.port)"
+          : "port " + have + " of Service " + r.meta.ns + "/" + r.spec.model +
+                ", on which release " + promoted + " runs model " + r.spec.model + "'s prod";
+  return "serving port " + std::to_string(spec.port) + " (" + field + ") differs from " +
+         (model.spec.port ? where + ", " + have : where) +
+         ": the Service port belongs to the model, and this release would re-point the "
          "Service of its stable pods. Nothing in prod moved. Create a release with port " +
          have + ", or retire the model first (lockstep model delete " + r.spec.model +
          ") to serve it on another port";
+}
+
+RecordedRelease recordedOf(const v1::ModelRelease& r, const kube::Object& object,
+                           const ProdObserved& p) {
+  RecordedRelease out;
+  out.name = r.meta.name;
+  out.uid = r.meta.uid;
+  out.package = r.spec.package;
+  out.runtime.runtimeEnv = r.spec.runtimeEnvName;
+  out.runtime.closureHash = r.spec.closureHash;
+  v1::RuntimePin pin;
+  if (r.status.runtime) {
+    pin = *r.status.runtime;
+  } else if (auto env = p.runtimeEnvs.find(r.spec.runtimeEnvName);
+             env != p.runtimeEnvs.end() && env->second) {
+    const v1::RuntimeEnv e = v1::decodeRuntimeEnv(*env->second);
+    if (auto pair = v1::runtimeOf(std::nullopt, e.status.revisions, e.status.currentRevision,
+                                  r.spec.closureHash, r.spec.runtimeImage))
+      pin = *pair;
+  }
+  if (!pin.closureHash.empty()) out.runtime.closureHash = pin.closureHash;
+  out.runtime.image = pin.image;
+  out.runtime.revision = pin.revision;
+  out.contentDigest = v1::contentDigest(v1::releaseContent(object, pin));
+  return out;
 }
 
 namespace {
@@ -233,42 +275,58 @@ ProdPlan planProd(const ReleaseObserved& o, const v1::ModelRelease& r,
     stopWith(out, p.lookupError);
     return out;
   }
-  const std::string startedAnchorUid = v1::decode::string(r.status.canary, "anchorUid");
-  if (auto conflict = findNameConflict(r.spec.model, p, startedAnchorUid)) {
+  const std::string startedModelUid = v1::decode::string(r.status.canary, "modelUid");
+  if (auto conflict = findNameConflict(r.spec.model, p, startedModelUid)) {
     stallProdStage(plan, v1::kReasonNameConflict, conflict->message(r.meta.ns, r.spec.model),
                    prevStatus, generation, o.now, kNameConflictRecheckSeconds);
     return out;
   }
 
-  // The anchor: create it, or claim the canary slot (the newest release to
-  // reach prod takes it; the one it displaces turns Superseded). Then plan
-  // again from the cache.
-  if (!p.anchor) {
-    // Its revision goes on past every rollback request a release of the model
-    // carries: a re-created anchor never makes an old request fire again.
-    out.writes.push_back(createAnchor(
-        r.meta.ns, r.spec.model, name,
-        p.highestRollbackRevision > 0 ? std::to_string(p.highestRollbackRevision) : std::string()));
+  // The Model: create it (defaults) when the model has none, or claim the
+  // canary slot (the newest release to reach prod takes it; the one it
+  // displaces turns Superseded). Then plan again from the cache.
+  if (!p.model) {
+    out.writes.push_back(createModel(r.meta.ns, r.spec.model));
     out.stop = true;
     out.stopRequeueSeconds = 1;
     return out;
   }
-  const v1::ModelAnchor anchor = v1::decodeModelAnchor(*p.anchor);
-  // The release the anchor says prod runs must be one that got there.
-  if (auto mismatch = promotedMismatch(r, anchor, p)) {
+  const v1::Model model = v1::decodeModel(*p.model);
+  applyModelSpec(*spec, model);
+  // A release is known by its content: under the name prod's content was
+  // recorded under, another content never takes prod (it would count prod's
+  // own pods as its own).
+  if (prodIdentity(model, o.release) == ProdIdentity::kOtherContent) {
+    const v1::ProdContent& rec = *model.status.prod;
+    stallProdStage(
+        plan, v1::kReasonContentMismatch,
+        "Model " + r.meta.ns + "/" + r.spec.model + " records that prod runs content " +
+            rec.contentDigest + " under the name " + name + " (release object uid " + rec.uid +
+            "), but this object (uid " + r.meta.uid +
+            ") has other content (package, runtime pair or stages): a release with other "
+            "content never takes prod under the name of the content prod runs, and nothing in "
+            "prod moved. Create it under a new name; prod keeps running its recorded content",
+        prevStatus, generation, o.now, kNameConflictRecheckSeconds);
+    return out;
+  }
+  // The release the Model says prod runs must be one that got there.
+  if (auto mismatch = promotedMismatch(r, model, p)) {
     stallProdStage(plan, v1::kReasonAnchorMismatch, *mismatch, prevStatus, generation, o.now,
                    kNameConflictRecheckSeconds);
     return out;
   }
   // The Service port belongs to the model: never re-pointed under the stable
   // pods of another release (found before this release claims the slot).
-  if (auto conflict = servicePortConflict(r, *spec, anchor, p)) {
+  if (auto conflict = servicePortConflict(r, *spec, model, p)) {
     stallProdStage(plan, v1::kReasonServicePortConflict, *conflict, prevStatus, generation, o.now,
                    kNameConflictRecheckSeconds);
     return out;
   }
-  if (anchor.canary != name && !r.status.canary.is_object()) {
-    out.writes.push_back(claimCanary(*p.anchor, name));
+  if (model.canaryHolder() != name && !r.status.canary.is_object()) {
+    // The prod revision goes on past every rollback request a release of the
+    // model carries: a re-created Model never makes an old request fire again.
+    out.writes.push_back(
+        claimCanary(*p.model, recordedOf(r, o.release, p), o.now, p.highestRollbackRevision));
     out.stop = true;
     out.stopRequeueSeconds = 1;
     return out;
@@ -281,8 +339,9 @@ ProdPlan planProd(const ReleaseObserved& o, const v1::ModelRelease& r,
 
   CanaryObserved co = observeCanary(r, *spec, p, o.now, o.nowUnix);
   CanaryPlan cp = planCanary(co);
-  // The anchor this canary runs under (a re-created one is a NameConflict).
-  cp.status["anchorUid"] = v1::decodeMeta(*p.anchor).uid;
+  // The Model this canary runs under (a re-created one is a NameConflict).
+  if (cp.status.is_object()) cp.status.erase("anchorUid");
+  cp.status["modelUid"] = model.meta.uid;
   if (cp.measureNow && !p.measurement) {
     const int at = static_cast<int>(v1::decode::integer(cp.status, "step", 0));
     if (at >= 0 && at < static_cast<int>(spec->steps.size()) &&
@@ -292,6 +351,21 @@ ProdPlan planProd(const ReleaseObserved& o, const v1::ModelRelease& r,
       const AnalysisCounters c = countersFrom(v1::decode::object(cp.status, "analysis"));
       out.measureIndex = c.count + c.errors;
     }
+  }
+
+  // The Model records promotions and rollbacks (and frees the canary slot)
+  // first: the guarded write (its resourceVersion) precedes every change of
+  // the serving objects, so a plan from a stale cache moves nothing.
+  // (Put in front of the writes once every one of them could be planned.)
+  std::optional<PlannedApply> record;
+  if (cp.action == CanaryAction::kPromoted || cp.action == CanaryAction::kRolledBack) {
+    CanaryEndRecord rec;
+    rec.release = recordedOf(self, o.release, p);
+    rec.now = o.now;
+    rec.promoted = cp.action == CanaryAction::kPromoted;
+    rec.rollbackReason = v1::decode::string(cp.status, "reason");
+    rec.stable = co.knownGood ? co.knownGood->release : std::string();
+    record = recordCanaryEnd(*p.model, rec);
   }
 
   // The Service, then both Deployments (the track that grows first; a failed
@@ -329,19 +403,7 @@ ProdPlan planProd(const ReleaseObserved& o, const v1::ModelRelease& r,
     }
     if (*w) out.writes.push_back(std::move(**w));
   }
-
-  // The anchor records promotions and rollbacks (and frees the canary slot).
-  if (cp.action == CanaryAction::kPromoted || cp.action == CanaryAction::kRolledBack) {
-    AnchorRecord rec;
-    rec.release = name;
-    rec.package = co.package;
-    rec.closureHash = co.closureHash;
-    rec.now = o.now;
-    rec.promoted = cp.action == CanaryAction::kPromoted;
-    rec.rollbackReason = v1::decode::string(cp.status, "reason");
-    rec.stable = co.knownGood ? co.knownGood->release : std::string();
-    if (auto w = recordCanaryEnd(*p.anchor, rec)) out.writes.push_back(std::move(*w));
-  }
+  if (record) out.writes.insert(out.writes.begin(), std::move(*record));
   foldCanaryPlan(plan, cp, prevStatus, generation, o.now);
   out.canary = std::move(cp);
   return out;
@@ -383,10 +445,10 @@ ProdPlan planRollbackWrites(const ReleaseObserved& o, const v1::ModelRelease& r,
   ProdPlan out;
   const ModelRollbackRequest rb = *plan.modelRollback;
   const std::string& name = r.meta.name;
-  // The planner decided from this same cache; a moved anchor means plan again.
-  const v1::ModelAnchor anchor = p.anchor ? v1::decodeModelAnchor(*p.anchor) : v1::ModelAnchor{};
-  if (!p.anchor || anchor.promoted != rb.from || anchor.prodRevision() != rb.revision ||
-      !anchor.canary.empty()) {
+  // The planner decided from this same cache; a moved Model means plan again.
+  const v1::Model model = p.model ? v1::decodeModel(*p.model) : v1::Model{};
+  if (!p.model || model.promoted() != rb.from || model.prodRevision() != rb.revision ||
+      !model.canaryHolder().empty()) {
     out.stop = true;
     out.stopRequeueSeconds = 1;
     return out;
@@ -399,6 +461,8 @@ ProdPlan planRollbackWrites(const ReleaseObserved& o, const v1::ModelRelease& r,
     refuseRollback(out, o, r, plan, "rollback target: " + spec.status().message());
     return out;
   }
+  // The Model's replicas and GPU strategy, not the target's.
+  applyModelSpec(*spec, model);
   if (!p.lookupError.isOk()) {
     stopWith(out, p.lookupError);
     return out;
@@ -412,7 +476,7 @@ ProdPlan planRollbackWrites(const ReleaseObserved& o, const v1::ModelRelease& r,
   }
   // The rollback writes the Deployments only: its target must serve on the
   // model's port (the Service port belongs to the model).
-  if (auto port = prodPort(anchor, p); port && *port != spec->port) {
+  if (auto port = prodPort(model, p); port && *port != spec->port) {
     refuseRollback(out, o, r, plan,
                    "rollback target: release " + name + " serves on port " +
                        std::to_string(spec->port) + ", but Service " + r.meta.ns + "/" +
@@ -422,6 +486,9 @@ ProdPlan planRollbackWrites(const ReleaseObserved& o, const v1::ModelRelease& r,
                        "serving on that port");
     return out;
   }
+  // The record goes first (guarded by the Model's resourceVersion, put in
+  // front once the Deployments' writes could be planned): a rollback that
+  // races a canary's claim is refused before any Deployment moves.
   const ServingObjectsInput in = servingInput(r, *spec, p);
   for (bool stableTrack : {true, false}) {
     auto w = stableTrack ? placeTrack(in, r, releaseObject, kTrackStable, name, spec->replicas,
@@ -438,9 +505,89 @@ ProdPlan planRollbackWrites(const ReleaseObserved& o, const v1::ModelRelease& r,
     }
     if (*w) out.writes.push_back(std::move(**w));
   }
-  out.writes.push_back(
-      recordRollback(*p.anchor, {name, r.spec.package, r.spec.closureHash, rb.from, rb.by, o.now}));
-  out.rollbackRecordedAt = out.writes.size() - 1;
+  out.writes.insert(out.writes.begin(),
+                    recordRollback(*p.model, {recordedOf(r, o.release, p), rb.from, rb.by, o.now}));
+  out.rollbackRecordedAt = 0;
+  return out;
+}
+
+std::optional<ProdPlan> planProdHealing(const v1::ModelRelease& r,
+                                        const kube::ObjectPtr& releaseObject,
+                                        const ProdObserved& p) {
+  if (r.spec.model.empty() || !p.model || kube::isBeingDeleted(*p.model) || p.releaseDeleted)
+    return std::nullopt;
+  const std::string phase =
+      v1::decode::string(v1::decode::object(*releaseObject, "status"), "phase");
+  if (phase != v1::kPhasePromoted) return std::nullopt;
+  const v1::Model model = v1::decodeModel(*p.model);
+  // Prod's by the record (the uid, never the name alone), with no canary or
+  // manual rollback moving the tracks.
+  if (!model.status.prod || model.status.prod->release != r.meta.name ||
+      model.status.prod->uid != r.meta.uid || !model.canaryHolder().empty())
+    return std::nullopt;
+  if (!p.lookupError.isOk() || findNameConflict(r.spec.model, p, "")) return std::nullopt;
+  for (const kube::ObjectPtr& o : {p.stableDeployment, p.service}) {
+    if (o && kube::isBeingDeleted(*o)) return std::nullopt;  // gone soon: heal the next one
+  }
+  ProdPlan out;
+  if ((!p.stableDeployment || !p.service) && !p.namesRead) {
+    out.needsNames = true;
+    return out;
+  }
+  const v1::Stage* stage = r.prodStage();
+  if (stage == nullptr) return std::nullopt;
+  auto spec = canarySpecOf(*stage);
+  if (!spec.isOk()) return std::nullopt;
+  applyModelSpec(*spec, model);
+  if (auto port = prodPort(model, p); port && *port != spec->port && p.service)
+    return std::nullopt;  // the Service port is the model's; ServicePortConflict says so
+  const ServingObjectsInput in = servingInput(r, *spec, p);
+  auto restore = [&](PlannedApply w, const std::string& what, const std::string& drift) {
+    w.failureEventOn = releaseObject;
+    w.failureEventReason = v1::kReasonServingApplyFailed;
+    out.writes.push_back(std::move(w));
+    out.events.push_back({kube::kEventTypeWarning, kReasonProdRestored,
+                          what + " " + drift + ": restored to release " + r.meta.name +
+                              "'s serving objects (Model " + r.meta.ns + "/" + r.spec.model +
+                              " runs it as prod)"});
+  };
+  auto sr = servingReleaseOf(r, p);
+  if (sr.isOk()) {
+    auto built = buildServingDeployment(in, kTrackStable, *sr, spec->replicas);
+    if (built.isOk()) {
+      const std::string name = servingDeploymentName(r.spec.model, kTrackStable);
+      const std::string drift = p.stableDeployment ? deploymentDrift(*built, *p.stableDeployment)
+                                                   : std::string("is missing");
+      // Scaled only: scaled back, its template untouched (no pod restarts
+      // when only the operator's own settings changed since).
+      bool scaledOnly = false;
+      if (!drift.empty() && p.stableDeployment) {
+        json scaled = *built;
+        scaled["spec"]["replicas"] = specReplicas(p.stableDeployment.get());
+        scaledOnly = deploymentDrift(scaled, *p.stableDeployment).empty();
+      }
+      if (scaledOnly) {
+        PlannedApply w = plannedMergePatch(
+            v1::kDeployments, r.meta.ns, name, json{{"spec", {{"replicas", spec->replicas}}}},
+            "scaling Deployment " + name + " to " + std::to_string(spec->replicas));
+        w.uid = v1::decodeMeta(*p.stableDeployment).uid;
+        restore(std::move(w), "Deployment " + name, drift);
+      } else if (!drift.empty()) {
+        restore(ownedWrite(v1::kDeployments, std::move(*built), p.stableDeployment.get(),
+                           "Deployment " + name + " (release " + r.meta.name + ")"),
+                "Deployment " + name, drift);
+      }
+    }
+  }
+  json service = buildModelService(in);
+  const std::string drift =
+      p.service ? serviceDrift(service, *p.service) : std::string("is missing");
+  if (!drift.empty()) {
+    restore(
+        ownedWrite(v1::kServices, std::move(service), p.service.get(), "Service " + r.spec.model),
+        "Service " + r.spec.model, drift);
+  }
+  if (out.writes.empty()) return std::nullopt;
   return out;
 }
 

@@ -1,11 +1,11 @@
 // The prod stage of a ModelRelease as writes (pure, docs/rollouts.md): the
-// anchor created or its canary slot claimed first (then planned again from
+// Model created or its canary slot claimed first (then planned again from
 // the cache), else the canary planned (canary_observe.h -> canary_plan.h),
-// the model's Service and both Deployments placed (the track that grows
-// first), the canary's end recorded on the anchor, and the canary plan folded
-// into the release's status (fold.h). A manual rollback (rollback_plan.h)
-// becomes the same kind of writes: stable takes the release, canary to zero,
-// the anchor records it.
+// the canary's end recorded on the Model (first: a guarded status write), the
+// model's Service and both Deployments placed (the track that grows first),
+// and the canary plan folded into the release's status (fold.h). A manual
+// rollback (rollback_plan.h) becomes the same kind of writes: the Model
+// records it, then stable takes the release and the canary goes to zero.
 // Thread-safety: pure functions.
 #pragma once
 
@@ -13,11 +13,12 @@
 #include <optional>
 #include <vector>
 
-#include "api/v1alpha1/model_anchor.h"
+#include "api/v1alpha1/model.h"
 #include "api/v1alpha1/model_release.h"
 #include "common/status.h"
 #include "controllers/common/plan.h"
 #include "controllers/modelrelease/prod/canary_plan.h"
+#include "controllers/modelrelease/prod/model_record.h"
 #include "controllers/modelrelease/prod/prod_observed.h"
 #include "controllers/modelrelease/release_plan.h"
 
@@ -26,7 +27,7 @@ namespace lockstep::controllers {
 struct ProdPlan {
   std::vector<PlannedApply> writes;  // in order, before the release's own writes
   // Stop after `writes` (and `events`): no Jobs, no status. With stopError OK,
-  // look again after stopRequeueSeconds (the anchor moved: plan from the cache).
+  // look again after stopRequeueSeconds (the Model moved: plan from the cache).
   bool stop = false;
   int64_t stopRequeueSeconds = 0;
   Status stopError;  // retried through resultFor (e.g. a release the stable track needs is gone)
@@ -39,29 +40,38 @@ struct ProdPlan {
   int measureStep = 0;
   int measureIndex = 0;
   std::optional<CanaryPlan> canary;  // the canary's decision (metrics)
-  // A manual rollback is counted once the anchor write at this index is done.
+  // A manual rollback is counted once the Model write at this index is done.
   std::optional<size_t> rollbackRecordedAt;
   // After the status write: an error a retry cannot fix (kInvalidArgument: terminal).
   Status afterStatus;
+  // Healing: a serving name is missing from the caches; read it (something
+  // without Lockstep's labels may stand there), then plan again.
+  bool needsNames = false;
 };
 
-// The anchor is a trust root (docs/rollouts.md "The anchor is Lockstep's
-// alone"): before stable runs the release the anchor names as promoted, that
-// release is checked. The message for status and the Event; nullopt when it
-// matches (or nothing else is promoted).
+// The Model's record is a trust root (docs/rollouts.md "The record is
+// Lockstep's alone"): before stable runs the release the Model names as prod,
+// that release is checked. The message for status and the Event; nullopt
+// when it matches (or nothing else is prod).
 std::optional<std::string> promotedMismatch(const api::v1alpha1::ModelRelease& release,
-                                            const api::v1alpha1::ModelAnchor& anchor,
+                                            const api::v1alpha1::Model& model,
                                             const ProdObserved& prod);
 
 // The Service port belongs to the model (docs/rollouts.md "The Service port
-// belongs to the model"): while another release runs prod (the anchor's
-// `promoted`), a release whose serving port differs from the port of the
-// model's Service (no Service: the promoted release's port) may not start its
+// belongs to the model"): a release whose serving port differs from the
+// Model's spec.port, or, while another release runs prod, from the port of
+// the model's Service (no Service: prod's release's port), may not start its
 // canary. The message for status and the Event; nullopt when it may.
 std::optional<std::string> servicePortConflict(const api::v1alpha1::ModelRelease& release,
                                                const api::v1alpha1::CanarySpec& spec,
-                                               const api::v1alpha1::ModelAnchor& anchor,
+                                               const api::v1alpha1::Model& model,
                                                const ProdObserved& prod);
+
+// The release `release` (its object `object`) as the Model records it: uid,
+// package, pinned runtime pair (status.runtime, else the pair the pin rule
+// names) and content digest (api/v1alpha1/model.h).
+RecordedRelease recordedOf(const api::v1alpha1::ModelRelease& release, const kube::Object& object,
+                           const ProdObserved& prod);
 
 // `plan` is planRelease's with plan.prod set; it gets the canary folded in (or
 // the stage failed as InvalidSpec).
@@ -75,5 +85,22 @@ ProdPlan planRollbackWrites(const ReleaseObserved& observed,
                             const api::v1alpha1::ModelRelease& release,
                             const kube::ObjectPtr& releaseObject, const ProdObserved& prod,
                             ReleasePlan& plan);
+
+// Prod heals (docs/rollouts.md "Prod heals"): while no canary holds the slot,
+// the release the Model records as prod (by uid), Promoted, keeps the
+// model's stable Deployment and Service as Lockstep builds them from it. A
+// Deployment deleted, scaled, or with a container's image, a template label
+// or annotation changed, or a Service deleted or
+// re-pointed (selector, port), is re-applied with a Warning Event
+// kReasonProdRestored naming what drifted; Degraded follows the Ready pods
+// meanwhile (serving_health.h). nullopt: nothing to heal, or this release is
+// not prod's (a canary in flight owns the tracks; a foreign object at a name
+// is NameConflict's). Fields Lockstep does not set (e.g. an added env var)
+// are not compared and stay.
+std::optional<ProdPlan> planProdHealing(const api::v1alpha1::ModelRelease& release,
+                                        const kube::ObjectPtr& releaseObject,
+                                        const ProdObserved& prod);
+
+inline constexpr const char* kReasonProdRestored = "ProdRestored";
 
 }  // namespace lockstep::controllers

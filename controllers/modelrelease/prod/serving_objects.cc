@@ -1,6 +1,6 @@
 #include "controllers/modelrelease/prod/serving_objects.h"
 
-#include "api/v1alpha1/model_anchor.h"
+#include "api/v1alpha1/model.h"
 
 namespace lockstep::controllers {
 namespace {
@@ -10,13 +10,10 @@ using api::v1alpha1::kReleaseLabel;
 using nlohmann::json;
 
 json modelOwnerRefs(const ServingObjectsInput& in) {
-  if (in.anchorUid.empty()) return json::array();
-  // Not `controller`: a ConfigMap has no controller; GC still deletes the
-  // serving objects when the anchor goes (`lockstep model delete`).
-  return json::array({{{"apiVersion", "v1"},
-                       {"kind", "ConfigMap"},
-                       {"name", v1::modelAnchorName(in.model)},
-                       {"uid", in.anchorUid}}});
+  if (in.modelUid.empty()) return json::array();
+  // The Model is the controller: deleting it (lockstep model delete) lets
+  // garbage collection remove the serving objects.
+  return json::array({v1::modelOwnerReference(in.model, in.modelUid)});
 }
 
 json servingSelector(const std::string& model) {
@@ -75,7 +72,8 @@ json buildModelService(const ServingObjectsInput& in) {
             {"labels", {{kModelLabel, in.model}, {"app.kubernetes.io/managed-by", "lockstep"}}},
             {"ownerReferences", modelOwnerRefs(in)}}},
           {"spec",
-           {{"selector", servingSelector(in.model)},
+           {{"type", in.serviceType},
+            {"selector", servingSelector(in.model)},
             {"ports", json::array({{{"name", "http"},
                                     {"port", in.port},
                                     {"targetPort", in.port},
@@ -126,4 +124,87 @@ StatusOr<json> buildServingDeployment(const ServingObjectsInput& in, const std::
           {"rollingUpdate", {{"maxSurge", surge ? 1 : 0}, {"maxUnavailable", surge ? 0 : 1}}}}},
         {"template", tmpl}}}};
 }
+
+namespace {
+
+const json& at(const json& o, const json::json_pointer& ptr) {
+  static const json kNull;
+  return o.contains(ptr) ? o.at(ptr) : kNull;
+}
+
+std::string shown(const json& v) { return v.is_null() ? "unset" : v.dump(); }
+
+// Each key of `want` (an object of strings) with the same value in `have`.
+std::string mapDrift(const json& want, const json& have, const std::string& field) {
+  if (!want.is_object()) return "";
+  for (const auto& [k, v] : want.items()) {
+    const json got = have.is_object() && have.contains(k) ? have.at(k) : json();
+    if (got != v) return field + "[\"" + k + "\"] is " + shown(got) + ", not " + v.dump();
+  }
+  return "";
+}
+
+std::string containersDrift(const json& want, const json& have, const std::string& field) {
+  const json w = want.is_array() ? want : json::array();
+  const json h = have.is_array() ? have : json::array();
+  if (w.size() != h.size()) {
+    return field + " has " + std::to_string(h.size()) + " containers, not " +
+           std::to_string(w.size());
+  }
+  for (size_t i = 0; i < w.size(); ++i) {
+    const std::string name = w[i].value("name", "");
+    if (h[i].value("name", "") != name) {
+      return field + "[" + std::to_string(i) + "] is " + shown(h[i].value("name", json())) +
+             ", not " + json(name).dump();
+    }
+    if (h[i].value("image", json()) != w[i].value("image", json())) {
+      return "container " + name + " runs image " + shown(h[i].value("image", json())) + ", not " +
+             shown(w[i].value("image", json()));
+    }
+  }
+  return "";
+}
+
+}  // namespace
+
+std::string deploymentDrift(const json& desired, const json& current) {
+  const json& want = at(desired, "/spec/replicas"_json_pointer);
+  const json& have = at(current, "/spec/replicas"_json_pointer);
+  // An unset spec.replicas is 1 (the API server's default).
+  if ((have.is_null() ? json(1) : have) != want)
+    return "spec.replicas is " + shown(have) + ", not " + shown(want);
+  for (const char* part : {"labels", "annotations"}) {
+    const json::json_pointer ptr("/spec/template/metadata/" + std::string(part));
+    std::string d =
+        mapDrift(at(desired, ptr), at(current, ptr), "spec.template.metadata." + std::string(part));
+    if (!d.empty()) return d;
+  }
+  // The containers the release's template and runtime pair make; not the init
+  // containers the operator's own settings add (verify on start, package
+  // fetch), which an operator upgrade may change without prod being touched.
+  const json::json_pointer ptr("/spec/template/spec/containers");
+  std::string d =
+      containersDrift(at(desired, ptr), at(current, ptr), "spec.template.spec.containers");
+  return d;
+}
+
+std::string serviceDrift(const json& desired, const json& current) {
+  const json& want = at(desired, "/spec/selector"_json_pointer);
+  const json& have = at(current, "/spec/selector"_json_pointer);
+  if (want != have) return "spec.selector is " + shown(have) + ", not " + want.dump();
+  const json& wp = at(desired, "/spec/ports"_json_pointer);
+  const json& hp = at(current, "/spec/ports"_json_pointer);
+  if (!hp.is_array() || hp.size() != wp.size())
+    return "spec.ports is " + shown(hp) + ", not " + wp.dump();
+  for (size_t i = 0; i < wp.size(); ++i) {
+    for (const char* f : {"port", "targetPort"}) {
+      if (hp[i].value(f, json()) != wp[i].value(f, json())) {
+        return "spec.ports[" + std::to_string(i) + "]." + f + " is " +
+               shown(hp[i].value(f, json())) + ", not " + wp[i].value(f, json()).dump();
+      }
+    }
+  }
+  return "";
+}
+
 }  // namespace lockstep::controllers

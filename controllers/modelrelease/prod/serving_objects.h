@@ -1,8 +1,8 @@
 // The model's serving objects (pure, docs/rollouts.md "Ownership"): the
 // Service `<model>` selecting both tracks (the weight is the replica ratio)
 // and a Deployment `<model>-<track>` per track, built from a release's serving
-// template by the one pod rule of runtime_pod.h, owned by the model's anchor
-// ConfigMap so deleting a release never takes prod down.
+// template by the one pod rule of runtime_pod.h, owned by the Model (its
+// controller owner reference) so deleting a release never takes prod down.
 // Thread-safety: pure functions over values.
 #pragma once
 
@@ -35,9 +35,10 @@ struct ServingObjectsInput {
   CapacityMode capacity = CapacityMode::kSurge;
   PackageMount mount = PackageMount::kImageVolume;
   std::vector<std::string> fetchCommand;  // InitContainer mode
-  // The per-model anchor ConfigMap `lockstep-model-<model>` that owns the
-  // serving objects (docs/rollouts.md "Ownership"); empty uid: no owner yet.
-  std::string anchorUid;
+  // The Model `<model>` that owns the serving objects (docs/rollouts.md
+  // "Ownership"); empty uid: no owner yet.
+  std::string modelUid;
+  std::string serviceType = "ClusterIP";  // the Model's spec.service.type
 };
 
 inline constexpr const char* kTrackStable = "stable";
@@ -60,5 +61,18 @@ bool serviceHolds(const nlohmann::json& want, const nlohmann::json& current);
 StatusOr<nlohmann::json> buildServingDeployment(const ServingObjectsInput& in,
                                                 const std::string& track, const ServingRelease& r,
                                                 int replicas);
+
+// How `current` (the live Deployment) differs from `desired` (as
+// buildServingDeployment builds it) in what Lockstep sets and the API server
+// never defaults: spec.replicas, every template label and annotation Lockstep
+// sets, and each container's name and image (in order; not the init
+// containers the operator's own settings add); the owner reference is
+// ownership.h's (without the Model's, it is not Lockstep's). "" when it matches; else what
+// differs, e.g. "spec.replicas is 0, not 2".
+std::string deploymentDrift(const nlohmann::json& desired, const nlohmann::json& current);
+
+// The same for the Service (buildModelService): its selector and ports'
+// port and targetPort.
+std::string serviceDrift(const nlohmann::json& desired, const nlohmann::json& current);
 
 }  // namespace lockstep::controllers

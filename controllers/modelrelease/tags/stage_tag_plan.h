@@ -1,6 +1,6 @@
 // Registry stage tags (pure): which `<repo>:<stage>` tag must point at which
 // package digest, from a release's spec (spec.registryTags), its status (the
-// gates that passed, Promoted or RolledBack) and the model's anchor (the
+// gates that passed, Promoted or RolledBack) and the model's Model (the
 // last known-good package), and how the outcome of tagging is recorded in
 // status.registryTags and the RegistryTagged condition. The shell that talks
 // to the registry is stage_tagger.h; spec.registryTags is decoded by
@@ -33,7 +33,7 @@ struct StageTagTarget {
 struct StageTagsObserved {
   nlohmann::json release;       // metadata + spec from the cache
   nlohmann::json status;        // the status just planned (and written)
-  std::string promotedRelease;  // the model's anchor: the release prod runs
+  std::string promotedRelease;  // the model's Model: the release prod runs
   std::string promotedPackage;  // and its package
   std::string now;              // RFC 3339
   int64_t nowUnix = 0;

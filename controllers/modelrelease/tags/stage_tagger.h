@@ -49,7 +49,7 @@ class StageTagger {
               std::shared_ptr<RegistryTagger> registry);
 
   // `plannedStatus`: the release's status as just planned and written. The
-  // promoted release/package come from the model's anchor. Returns the
+  // promoted release/package come from the model's Model. Returns the
   // seconds until a retry is due (0: nothing pending).
   int64_t run(const nlohmann::json& release, const nlohmann::json& plannedStatus,
               const std::string& promotedRelease, const std::string& promotedPackage,

@@ -73,6 +73,7 @@ wait on the operator (the operator down, a namespace being deleted, helm
 uninstall: docs/modelrelease.md "Deleting a release"). Every read is guarded (an
 expression that errors applies Fail); deletes and the status subresource are
 outside the rules and outside these conditions too.
+tests/helm/match_conditions_test.cc evaluates them in a real API server.
 */}}
 {{- define "lockstep.releaseMatchConditions" -}}
 matchConditions:

@@ -141,6 +141,41 @@ TEST(ModelView, AnEmptyModelHasDefaultsAndNoProd) {
   EXPECT_EQ(m.prodRevision(), "0");
 }
 
+TEST(ModelPins, ProdCanaryAndTheLastRevisionHistoryLimitEarlierReleases) {
+  Model m = decodeModel(json{{"metadata", {{"name", "gpt2"}}}});
+  m.spec.revisionHistoryLimit = 2;
+  auto rt = [](char c) {
+    return ModelRuntime{"torch", "i@sha256:" + std::string(64, c), "sha256:" + std::string(64, c),
+                        c - '0'};
+  };
+  auto entry = [&](const std::string& action, const std::string& release, char c) {
+    ModelHistoryEntry e;
+    e.action = action;
+    e.release = release;
+    e.runtime = rt(c);
+    return e;
+  };
+  m.status.history = {entry("Promoted", "v1", '1'),   entry("Promoted", "v2", '2'),
+                      entry("RolledBack", "v3", '3'), entry("Promoted", "v4", '4'),
+                      entry("Rollback", "v2", '2'),   entry("Promoted", "v5", '5')};
+  m.status.prod = ProdContent{"v5", "u5", "sha256:c5", "p5", rt('5'), ""};
+  m.status.canary = ProdContent{"v6", "u6", "", "p6", rt('6'), ""};
+  std::vector<std::string> got;
+  for (const ModelPin& p : modelPins(m)) {
+    got.push_back(p.release + "@" + std::to_string(p.pair.revision) + "/" +
+                  std::to_string(static_cast<int>(p.hold)));
+    EXPECT_EQ(p.model, "gpt2");
+    EXPECT_EQ(p.runtimeEnv, "torch");
+  }
+  // prod v5, the canary v6, then the two newest other releases prod ran: v2
+  // (its rollback) and v4; v3 only rolled back, v1 is past the limit.
+  const auto h = [](ModelPinHold x) { return std::to_string(static_cast<int>(x)); };
+  EXPECT_EQ(got, (std::vector<std::string>{"v5@5/" + h(ModelPinHold::kProd),
+                                           "v6@6/" + h(ModelPinHold::kCanary),
+                                           "v2@2/" + h(ModelPinHold::kRollbackTarget),
+                                           "v4@4/" + h(ModelPinHold::kRollbackTarget)}));
+}
+
 TEST(ModelView, HistoryIsBounded) {
   std::vector<ModelHistoryEntry> h;
   for (size_t i = 0; i < kModelHistoryKept + 5; ++i) {

@@ -3,7 +3,7 @@
 // up before they are Ready and stay Terminating a while, docs/testing.md),
 // measures the canary's error ratio from Prometheus 2.42 scraping the
 // simulated model server's per-pod series (tests/cluster/prometheus.sh),
-// promotes or rolls back, and records both on the model's anchor ConfigMap.
+// promotes or rolls back, and records both on the model's Model.
 // The invariant monitor (tests/support/invariant_monitor.h) watches every
 // test's model. docs/rollouts.md is the contract.
 #include <set>
@@ -79,7 +79,7 @@ class CanaryClusterTest : public ::testing::Test {
 
 // Must-show 1 and 2 of issue 14: v1 and v2 promoted through analysed canary
 // steps (v1 superseded), then v3's canary error ratio is high: automatic
-// rollback, prod stays on v2, the anchor's history says why.
+// rollback, prod stays on v2, the Model's history says why.
 TEST_F(CanaryClusterTest, PromotesThroughAnalysedStepsThenRollsBackABadCanary) {
   ASSERT_EQ(createRelease("v1", package('1'),
                           json::array({prodStage(json::array({analysedStep(50, 2)}))}))
@@ -142,10 +142,10 @@ TEST_F(CanaryClusterTest, PromotesThroughAnalysedStepsThenRollsBackABadCanary) {
   })) << json(readyPods()).dump();
   EXPECT_EQ(get("mr", "v2")["status"]["phase"], "Promoted");
 
-  json anchor = get("configmap", "lockstep-model-gpt2");
-  EXPECT_EQ(anchor["data"]["promoted"], "v2");
-  EXPECT_EQ(anchor["data"].value("canary", ""), "");
-  json history = json::parse(anchor["data"].value("history", "[]"));
+  json model = get("models.lockstep.dev", "gpt2");
+  EXPECT_EQ(model.value("/status/prod/release"_json_pointer, std::string()), "v2");
+  EXPECT_FALSE(model.contains("/status/canary"_json_pointer)) << model["status"].dump(2);
+  json history = model.value("/status/history"_json_pointer, json::array());
   ASSERT_EQ(history.size(), 3u) << history.dump(2);
   EXPECT_EQ(history[0]["release"], "v1");
   EXPECT_EQ(history[1]["release"], "v2");
@@ -322,9 +322,9 @@ TEST_F(CanaryClusterTest, AbortThenModelRollbackWithoutGates) {
   })) << json(readyPods()).dump();
   EXPECT_EQ(jobsOf("r1"), 1) << "a rollback must not run r1's gates again";
   // The request is spent: prod stays on r1 and nothing replays it.
-  json anchor = get("configmap", "lockstep-model-gpt2");
-  EXPECT_EQ(anchor["data"]["promoted"], "r1");
-  EXPECT_EQ(anchor["data"]["revision"], "3");  // r1, r2, then the rollback
+  json model = get("models.lockstep.dev", "gpt2");
+  EXPECT_EQ(model.value("/status/prod/release"_json_pointer, std::string()), "r1");
+  EXPECT_EQ(model.value("/status/revision"_json_pointer, 0), 3);  // r1, r2, then the rollback
 
   auto history = lockstepCli({"model", "history", "gpt2", "-n", ns_});
   ASSERT_EQ(history.exitCode, 0) << history.err;
@@ -741,8 +741,13 @@ TEST_F(CanaryClusterTest, ManualRollbackAfterALockEditRunsTheOldPairAndRefusesAP
   expectTrackOn(w_, "stable", "r1", kTestImage, hash_, 1);
   EXPECT_EQ(jobsOf("r1"), 1) << "a rollback must not run r1's gates again";
 
-  // Keep no rollback targets, then move the lock on again: r2's revision 2 is
-  // neither pinned, current nor the highest, so it is pruned.
+  // Keep no rollback targets (the Model's history pins none, the RuntimeEnv
+  // retains no unpinned revision), then move the lock on again: r2's revision
+  // 2 is neither pinned, current nor the highest, so it is pruned.
+  ASSERT_EQ(kubectl({"patch", "models.lockstep.dev", "gpt2", "-n", ns_, "--type=merge", "-p",
+                     R"({"spec":{"revisionHistoryLimit":0}})"})
+                .exitCode,
+            0);
   ASSERT_EQ(kubectl({"patch", "rte", "torch", "-n", ns_, "--type=merge", "-p",
                      R"({"spec":{"revisionHistoryLimit":0}})"})
                 .exitCode,
@@ -764,7 +769,7 @@ TEST_F(CanaryClusterTest, ManualRollbackAfterALockEditRunsTheOldPairAndRefusesAP
   EXPECT_NE(refused.err.find("pruned"), std::string::npos) << refused.err;
   // The controller refuses the same request (as the annotation the CLI would write).
   const std::string revision =
-      get("configmap", "lockstep-model-gpt2")["data"].value("revision", "");
+      std::to_string(get("models.lockstep.dev", "gpt2").value("/status/revision"_json_pointer, 0));
   ASSERT_EQ(kubectl({"annotate", "mr", "r2", "-n", ns_,
                      "rollback.lockstep.dev/" + revision + "=" + whoAmI()})
                 .exitCode,
@@ -1042,7 +1047,9 @@ TEST_F(CanaryClusterTest, PodsThatCrashOnlyAfterFullWeightRollBackInsteadOfPromo
   EXPECT_NE(v2.value("/status/canary/message"_json_pointer, std::string()).find("promotion ("),
             std::string::npos)
       << v2["status"].dump(2);
-  EXPECT_EQ(get("configmap", "lockstep-model-gpt2")["data"]["promoted"], "v1");
+  EXPECT_EQ(
+      get("models.lockstep.dev", "gpt2").value("/status/prod/release"_json_pointer, std::string()),
+      "v1");
   EXPECT_EQ(get("mr", "v1")["status"]["phase"], "Promoted");
   EXPECT_EQ(stableRelease(), "v1");
   EXPECT_EQ(get("deployment", "gpt2-canary")["spec"]["replicas"], 0);

@@ -257,10 +257,10 @@ class CanaryFaultsTest : public ::testing::Test {
     EXPECT_EQ(got, std::multiset<std::string>(jobNames.begin(), jobNames.end()));
   }
 
-  // The anchor's history lists each promotion and rollback once, in order.
+  // The Model's history lists each promotion and rollback once, in order.
   void expectHistory(const std::vector<std::pair<std::string, std::string>>& want) {
-    json anchor = get("configmap", "lockstep-model-gpt2");
-    json history = json::parse(anchor["data"].value("history", "[]"));
+    json model = get("models.lockstep.dev", "gpt2");
+    json history = model.value("/status/history"_json_pointer, json::array());
     std::vector<std::pair<std::string, std::string>> got;
     for (const json& h : history) got.emplace_back(h["release"], h["action"]);
     EXPECT_EQ(got, want) << history.dump(2);

@@ -10,7 +10,7 @@
 
 #include "api/v1alpha1/conditions.h"
 #include "api/v1alpha1/keys.h"
-#include "api/v1alpha1/model_anchor.h"
+#include "api/v1alpha1/model.h"
 #include "api/v1alpha1/model_release.h"
 #include "api/v1alpha1/resources.h"
 #include "controllers/modelrelease/release_metrics.h"
@@ -86,25 +86,22 @@ class ModelReleaseControllerTest : public ::testing::Test {
                  {"conditions", {{{"type", "Ready"}, {"status", "True"}, {"reason", "Resolved"}}}}})
             .build());
   }
-  // The model's anchor as Lockstep created it (labelled, with a uid), `canary` in its slot.
-  void putLockstepAnchor(const std::string& canary) {
-    kube::Object anchor = kube::newObject(v1::kConfigMaps, "ml", v1::modelAnchorName("gpt2"));
-    anchor["metadata"]["uid"] = "anchor-uid";
-    anchor["metadata"]["labels"] = {{v1::kModelLabel, "gpt2"},
-                                    {"app.kubernetes.io/managed-by", "lockstep"}};
-    anchor["data"] = {{v1::kAnchorCanary, canary}};
-    put(anchors_, anchor);
+  // The Model as Lockstep created it (with a uid), `canary` in its slot.
+  void putLockstepModel(const std::string& canary) {
+    kube::Object model = kube::newObject(v1::kModels, "ml", "gpt2");
+    model["metadata"]["uid"] = "model-uid";
+    model["metadata"]["resourceVersion"] = "5";
+    model["status"] = {{"revision", 0}, {"canary", {{"release", canary}}}};
+    put(models_, model);
   }
-  // The model's Service as Lockstep made it (labels, owned by the anchor).
+  // The model's Service as Lockstep made it (labels, owned by the Model).
   void putLockstepService(const std::string& uid) {
     kube::Object svc = kube::newObject(v1::kServices, "ml", "gpt2");
     svc["metadata"]["uid"] = uid;
     svc["metadata"]["labels"] = {{v1::kModelLabel, "gpt2"},
                                  {"app.kubernetes.io/managed-by", "lockstep"}};
-    svc["metadata"]["ownerReferences"] = json::array({{{"apiVersion", "v1"},
-                                                       {"kind", "ConfigMap"},
-                                                       {"name", v1::modelAnchorName("gpt2")},
-                                                       {"uid", "anchor-uid"}}});
+    svc["metadata"]["ownerReferences"] =
+        json::array({v1::modelOwnerReference("gpt2", "model-uid")});
     svc["spec"] = {{"ports", json::array({{{"port", 8080}}})}};
     put(services_, svc);
   }
@@ -173,22 +170,22 @@ class ModelReleaseControllerTest : public ::testing::Test {
     return c ? c->value(field, "") : "";
   }
 
-  kube::Indexer releases_, runtimeEnvs_, jobs_, pods_, deployments_, anchors_, services_, nodes_,
-      gpuPods_;
+  kube::Indexer releases_, runtimeEnvs_, jobs_, pods_, deployments_, models_, anchors_, services_,
+      nodes_, gpuPods_;
   std::shared_ptr<FakeTransport> transport_ = std::make_shared<FakeTransport>();
   std::shared_ptr<kube::Client> client_ = operatorClient(transport_);
   testing::FakeEventSink events_;
   testing::FakeClock clock_;
   std::shared_ptr<FakeQuerier> querier_ = std::make_shared<FakeQuerier>();
   std::shared_ptr<RecordingMetrics> metrics_ = std::make_shared<RecordingMetrics>();
-  ModelReleaseReconciler reconciler_{
-      client_,
-      {releases_, runtimeEnvs_, jobs_, pods_, deployments_, anchors_, services_, nodes_, gpuPods_},
-      events_,
-      clock_,
-      metrics_,
-      ModelReleaseOptions{},
-      querier_};
+  ModelReleaseReconciler reconciler_{client_,
+                                     {releases_, runtimeEnvs_, jobs_, pods_, deployments_, models_,
+                                      anchors_, services_, nodes_, gpuPods_},
+                                     events_,
+                                     clock_,
+                                     metrics_,
+                                     ModelReleaseOptions{},
+                                     querier_};
 };
 
 TEST_F(ModelReleaseControllerTest, ObservePlanExecuteCreatesTheGateJobThenWritesStatusLast) {
@@ -292,7 +289,7 @@ TEST_F(ModelReleaseControllerTest, ReachingProdAddsTheCleanupFinalizerFirst) {
   EXPECT_EQ(patch["metadata"]["resourceVersion"], "11");
 }
 
-TEST_F(ModelReleaseControllerTest, FirstReleaseInProdCreatesTheAnchorAndLooksAgain) {
+TEST_F(ModelReleaseControllerTest, FirstReleaseInProdCreatesTheModelAndLooksAgain) {
   kube::Object release = finalized(gated());
   release["spec"]["stages"] = json::array({prodStage(1, 0, oneStep(50))});
   put(releases_, release);
@@ -301,20 +298,21 @@ TEST_F(ModelReleaseControllerTest, FirstReleaseInProdCreatesTheAnchorAndLooksAga
   runtime::Result r = reconcile();
   EXPECT_TRUE(r.error.isOk()) << r.error.toString();
   EXPECT_EQ(r.requeueAfter, std::chrono::seconds(1));
-  // Only the anchor: the rest is planned again from the cache once it is there.
+  // Only the Model (defaults): the rest is planned again from the cache once it is there.
   ASSERT_EQ(requests(),
-            std::vector<std::string>{
-                "POST /api/v1/namespaces/ml/configmaps?fieldManager=lockstep-operator"});
-  json cm = json::parse(writes()[0].body);
-  EXPECT_EQ(cm["metadata"]["name"], v1::modelAnchorName("gpt2"));
-  EXPECT_EQ(cm["data"][v1::kAnchorCanary], "v7");
+            std::vector<std::string>{"POST /apis/lockstep.dev/v1alpha1/namespaces/ml/models?"
+                                     "fieldManager=lockstep-operator"});
+  json m = json::parse(writes()[0].body);
+  EXPECT_EQ(m["kind"], "Model");
+  EXPECT_EQ(m["metadata"]["name"], "gpt2");
+  EXPECT_EQ(m["spec"], json::object());
 }
 
 TEST_F(ModelReleaseControllerTest, ProdStageAppliesServingObjectsFromTheCachesThenStatus) {
   kube::Object release = finalized(gated());
   release["spec"]["stages"] = json::array({prodStage(2, 1, oneStep(50))});
   put(releases_, release);
-  putLockstepAnchor("v7");
+  putLockstepModel("v7");
   kube::Object node = testing::gpuNode("gpu-0", "570", "124", "06");
   node["status"]["allocatable"] = {{"nvidia.com/gpu", "4"}};
   put(nodes_, node);
@@ -357,7 +355,7 @@ TEST_F(ModelReleaseControllerTest, TheCanaryDeploymentRunsThePinnedPairNotTheRun
   kube::Object release = finalized(gated());
   release["spec"]["stages"] = json::array({prodStage(2, 0, oneStep(50))});
   put(releases_, release);
-  putLockstepAnchor("v7");
+  putLockstepModel("v7");
   serveWrites();
 
   runtime::Result r = reconcile();
@@ -382,7 +380,7 @@ TEST_F(ModelReleaseControllerTest,
   kube::Object release = finalized(gated());
   release["spec"]["stages"] = json::array({prodStage(2, 0, oneStep(50))});
   put(releases_, release);
-  putLockstepAnchor("v7");
+  putLockstepModel("v7");
   transport_->setHandler([](const kube::Request& r) -> std::optional<testing::FakeReply> {
     if (r.method == "GET") return FakeTransport::status(404, "NotFound", "not found");
     if (r.uri().find("/deployments") != std::string::npos)
@@ -420,7 +418,7 @@ TEST_F(ModelReleaseControllerTest, ANameTakenBetweenReadAndCreateIsNeverWrittenO
   kube::Object release = finalized(gated());
   release["spec"]["stages"] = json::array({prodStage(2, 0, oneStep(50))});
   put(releases_, release);
-  putLockstepAnchor("v7");
+  putLockstepModel("v7");
   bool created = false;  // the team's Service appears right after Lockstep's GET
   const json team = {{"apiVersion", "v1"},
                      {"kind", "Service"},
@@ -463,7 +461,7 @@ TEST_F(ModelReleaseControllerTest, AnObjectThatWasReadIsAppliedUnderTheUidItWasR
   kube::Object release = finalized(gated());
   release["spec"]["stages"] = json::array({prodStage(2, 0, oneStep(50))});
   put(releases_, release);
-  putLockstepAnchor("v7");
+  putLockstepModel("v7");
   putLockstepService("svc-uid");
   serveWrites();
   runtime::Result r = reconcile();
@@ -512,10 +510,10 @@ TEST_F(ModelReleaseControllerTest, AnInvalidManualRollbackIsTerminalWithAConditi
                        {"canary", {{"phase", "Promoted"}}},
                        {"stages", {{{"name", "prod"}, {"phase", "Succeeded"}}}}};
   put(releases_, release);
-  kube::Object anchor = kube::newObject(v1::kConfigMaps, "ml", v1::modelAnchorName("gpt2"));
-  anchor["metadata"]["labels"] = {{v1::kModelLabel, "gpt2"}};
-  anchor["data"] = {{v1::kAnchorPromoted, "v8"}, {v1::kAnchorRevision, "3"}};
-  put(anchors_, anchor);
+  kube::Object model = kube::newObject(v1::kModels, "ml", "gpt2");
+  model["metadata"]["uid"] = "model-uid";
+  model["status"] = {{"revision", 3}, {"prod", {{"release", "v8"}}}};
+  put(models_, model);
   serveWrites();
 
   runtime::Result r = reconcile();
@@ -523,7 +521,7 @@ TEST_F(ModelReleaseControllerTest, AnInvalidManualRollbackIsTerminalWithAConditi
   EXPECT_EQ(r.error.code(), Code::kInvalidArgument);
   EXPECT_FALSE(r.requeue);
   EXPECT_EQ(r.requeueAfter, kube::Clock::Duration::zero());
-  // No Deployment and no anchor write: only the status, with the refusal.
+  // No Deployment and no Model write: only the status, with the refusal.
   ASSERT_EQ(requests(), std::vector<std::string>{std::string("PATCH ") + kStatusUri});
   json status = json::parse(writes()[0].body)["status"];
   EXPECT_EQ(status["phase"], v1::kPhaseSuperseded);

@@ -13,11 +13,15 @@
 //   - The Service port belongs to the model: a release on another port than
 //     prod's is refused at apply; one admitted before prod existed stops
 //     ServicePortConflict before its canary, the Service untouched.
-//   - The anchor is the operator's alone (the chart's ValidatingAdmissionPolicy):
-//     an editor can neither write nor delete it.
+//   - The Model's record is the operator's alone: an editor can neither write
+//     its status nor delete it; who may roll the model back may delete it.
+//   - Nothing waits forever (issue 28): a rollback-on-delete that cannot finish
+//     lets the release go at its deadline; with the operator down, a release and
+//     its namespace are deleted with the documented finalizer patch.
 // docs/rollouts.md ("Objects and ownership") and docs/modelrelease.md
 // ("Deleting a release") are the contract.
 #include <chrono>
+#include <set>
 #include <string>
 #include <thread>
 
@@ -109,11 +113,11 @@ TEST_F(ProdOwnershipClusterTest, TheTeamsServiceIsNeverTakenOverAndTheReleaseGoe
   EXPECT_NE(message.find("Rename or delete that Service"), std::string::npos) << message;
   EXPECT_NE(eventsOf("v1").find("NameConflict: Service " + ns_ + "/gpt2"), std::string::npos)
       << eventsOf("v1");
-  // Nothing in prod moved: no anchor, no Deployment, the Service byte for byte
+  // Nothing in prod moved: no Model, no Deployment, the Service byte for byte
   // (a few more reconciles, each 10 s apart, first).
   std::this_thread::sleep_for(std::chrono::seconds(12));
   EXPECT_EQ(exact("service", "gpt2"), before);
-  EXPECT_FALSE(exists("configmap", "lockstep-model-gpt2"));
+  EXPECT_FALSE(exists("models.lockstep.dev", "gpt2"));
   EXPECT_FALSE(exists("deployment", "gpt2-canary"));
   EXPECT_FALSE(exists("deployment", "gpt2-stable"));
   EXPECT_EQ(get("mr", "v1").value("/status/phase"_json_pointer, std::string()), "Canary");
@@ -124,8 +128,8 @@ TEST_F(ProdOwnershipClusterTest, TheTeamsServiceIsNeverTakenOverAndTheReleaseGoe
   EXPECT_EQ(conditionField(v1, "Stalled", "status"), "False") << v1["status"].dump(2);
   json ours = get("service", "gpt2");
   EXPECT_EQ(ours.value("/metadata/labels/lockstep.dev~1model"_json_pointer, std::string()), "gpt2");
-  EXPECT_EQ(ours.value("/metadata/ownerReferences/0/name"_json_pointer, std::string()),
-            "lockstep-model-gpt2");
+  EXPECT_EQ(ours.value("/metadata/ownerReferences/0/kind"_json_pointer, std::string()), "Model");
+  EXPECT_EQ(ours.value("/metadata/ownerReferences/0/name"_json_pointer, std::string()), "gpt2");
 }
 
 // The issue's second reproduction: an existing `gpt2-stable` the first release
@@ -205,9 +209,9 @@ TEST_F(ProdOwnershipClusterTest, DeletingAReleaseMidCanaryRestoresStableThenTheO
     auto r = w_.readyPods();
     return r["stable/v1"] == 2 && r.size() == 1;
   })) << json(w_.readyPods()).dump();
-  json anchor = get("configmap", "lockstep-model-gpt2");
-  EXPECT_EQ(anchor["data"]["canary"], "") << "the canary slot is free";
-  EXPECT_EQ(anchor["data"]["promoted"], "v1");
+  json model = get("models.lockstep.dev", "gpt2");
+  EXPECT_FALSE(model.contains("/status/canary"_json_pointer)) << "the canary slot is free";
+  EXPECT_EQ(model.value("/status/prod/release"_json_pointer, std::string()), "v1");
 
   // The slot is free: the model's next release starts its canary.
   ASSERT_EQ(w_.createRelease("v3", testPackage('3'), json::array({prodStage(oneStep)})).exitCode,
@@ -222,7 +226,9 @@ TEST_F(ProdOwnershipClusterTest, DeletingAReleaseMidCanaryRestoresStableThenTheO
   EXPECT_EQ(w_.stableRelease(), "v3");
   auto ready = w_.readyPods();
   EXPECT_EQ(ready["stable/v3"], 2) << json(ready).dump();
-  EXPECT_EQ(get("configmap", "lockstep-model-gpt2")["data"]["promoted"], "v3");
+  EXPECT_EQ(
+      get("models.lockstep.dev", "gpt2").value("/status/prod/release"_json_pointer, std::string()),
+      "v3");
 }
 
 // The Service port belongs to the model (the issue's reproduction: v2 with
@@ -282,64 +288,329 @@ TEST_F(ProdOwnershipClusterTest,
   // what it was, v2 never took the slot nor ran a pod.
   std::this_thread::sleep_for(std::chrono::seconds(12));
   EXPECT_EQ(exact("service", "gpt2"), service);
-  EXPECT_EQ(get("configmap", "lockstep-model-gpt2")["data"].value("canary", ""), "");
+  EXPECT_FALSE(get("models.lockstep.dev", "gpt2").contains("/status/canary"_json_pointer));
   auto ready = w_.readyPods();
   EXPECT_EQ(ready["stable/v1"], 2) << json(ready).dump();
   EXPECT_EQ(ready.count("canary/v2"), 0u) << json(ready).dump();
 }
 
-// The anchor is a trust root: a user with edit rights on ConfigMaps (the
-// built-in `edit` role) can neither write nor delete it; the operator writes
-// it; who may roll the model back may also take it out of prod.
-TEST_F(ProdOwnershipClusterTest, AnEditorCannotWriteOrDeleteTheAnchorTheOperatorCan) {
+// Issue 28, must-show 1: a Promoted release deleted and re-applied (a GitOps
+// re-apply after a prune, a restore) is prod by its content: Promoted at once
+// with no gate Job and no pod created, and the invariant monitor (N fixed at
+// 2) sees prod's Ready pods never below N. The same name with another package
+// never takes prod (ContentMismatch) and prod stays as it is.
+TEST_F(ProdOwnershipClusterTest, AReleaseReAppliedWithProdsContentIsProdWithNoJobOrPod) {
+  w_.stopMonitor();
+  MonitorOptions fixed;
+  fixed.replicas = 2;
+  fixed.validated = {Triple{testPackage('1'), kTestImage, w_.hash()}};
+  ASSERT_EQ(w_.startMonitor(fixed), "");
+  json oneStep = json::array({json{{"weight", 100}}});
+  const json stages = json::array({gateStage("eval"), prodStage(oneStep)});
+  ASSERT_EQ(w_.createRelease("v1", testPackage('1'), stages).exitCode, 0);
+  w_.waitPhase("v1", "Promoted");
+  ASSERT_TRUE(eventually([&] { return w_.readyPods()["stable/v1"] == 2; }));
+  const std::string uid = get("mr", "v1")["metadata"]["uid"];
+  json model = get("models.lockstep.dev", "gpt2");
+  EXPECT_EQ(model.value("/status/prod/uid"_json_pointer, std::string()), uid);
+  const std::string content = model.value("/status/prod/contentDigest"_json_pointer, std::string());
+  EXPECT_EQ(content.rfind("sha256:", 0), 0u) << model["status"].dump(2);
+  // The serving pods (the eval Job's pod goes with the deleted release, the
+  // canary's once it has terminated).
+  auto podNames = [&] {
+    std::set<std::string> names;
+    json pods = kubectlJson({"get", "pods", "-n", ns_, "-l", "lockstep.dev/track"});
+    for (const json& p : pods["items"]) names.insert(p["metadata"]["name"].get<std::string>());
+    return names;
+  };
+  std::set<std::string> before;
+  ASSERT_TRUE(eventually([&] {
+    before = podNames();
+    return before.size() == 2;
+  })) << "only prod's two stable pods";
+
+  // The prune and the re-apply of the same manifest.
+  ASSERT_EQ(kubectl({"delete", "mr", "v1", "-n", ns_, "--timeout=30s"}).exitCode, 0);
+  ASSERT_EQ(w_.createRelease("v1", testPackage('1'), stages).exitCode, 0);
+  json again = w_.waitPhase("v1", "Promoted", std::chrono::seconds(30));
+  EXPECT_NE(again["metadata"]["uid"], uid);
+  EXPECT_EQ(conditionField(again, "Ready", "reason"), "RecognizedAsProd")
+      << again["status"].dump(2);
+  json jobs = kubectlJson({"get", "jobs", "-n", ns_, "-l", "lockstep.dev/release=v1"});
+  EXPECT_TRUE(jobs["items"].empty()) << "no gate Job ran again: " << jobs.dump(2);
+  std::this_thread::sleep_for(std::chrono::seconds(5));  // a few reconciles later
+  EXPECT_EQ(podNames(), before) << "no pod created or deleted";
+  model = get("models.lockstep.dev", "gpt2");
+  EXPECT_EQ(model.value("/status/prod/uid"_json_pointer, std::string()),
+            again["metadata"]["uid"].get<std::string>());
+  EXPECT_EQ(model.value("/status/prod/contentDigest"_json_pointer, std::string()), content);
+  const json history = model.value("/status/history"_json_pointer, json::array());
+  ASSERT_FALSE(history.empty()) << model["status"].dump(2);
+  EXPECT_EQ(history.back().value("action", ""), "Recognized") << model["status"].dump(2);
+
+  // The same name with another package: a new release, which never takes prod.
+  ASSERT_EQ(kubectl({"delete", "mr", "v1", "-n", ns_, "--timeout=30s"}).exitCode, 0);
+  ASSERT_EQ(w_.createRelease("v1", testPackage('2'), json::array({prodStage(oneStep)})).exitCode,
+            0);
+  json other;
+  ASSERT_TRUE(eventually(
+      [&] {
+        other = get("mr", "v1");
+        return conditionField(other, "Stalled", "reason") == "ContentMismatch";
+      },
+      std::chrono::seconds(60)))
+      << other["status"].dump(2);
+  std::this_thread::sleep_for(std::chrono::seconds(5));
+  EXPECT_EQ(podNames(), before) << "prod untouched";
+  EXPECT_EQ(w_.readyPods()["stable/v1"], 2);
+  EXPECT_EQ(get("models.lockstep.dev", "gpt2")
+                .value("/status/prod/contentDigest"_json_pointer, std::string()),
+            content);
+}
+
+// The Model's record is a trust root: a user with the built-in `edit` role
+// reads Models but can neither write their status nor delete them; the
+// operator writes it; who may roll the model back may take it out of prod.
+TEST_F(ProdOwnershipClusterTest, AnEditorCannotWriteOrDeleteTheModelTheOperatorCan) {
   json oneStep = json::array({json{{"weight", 100}}});
   ASSERT_EQ(w_.createRelease("v1", testPackage('1'), json::array({prodStage(oneStep)})).exitCode,
             0);
-  w_.waitPhase("v1", "Promoted");  // the operator created and updated the anchor
-  const std::string anchor = "lockstep-model-gpt2";
-  const std::string before = exact("configmap", anchor);
+  w_.waitPhase("v1", "Promoted");  // the operator created the Model and recorded v1
+  const std::string model = "models.lockstep.dev/gpt2";
+  const std::string before = exact("models.lockstep.dev", "gpt2");
   ASSERT_EQ(
       kubectl({"create", "rolebinding", "editor", "-n", ns_, "--clusterrole=edit", "--user=editor"})
           .exitCode,
       0);
-  // The editor's rights are real: any other ConfigMap is theirs to write.
+  // The editor's rights are real: the Model is theirs to read, a ConfigMap to write.
   ASSERT_TRUE(eventually([&] {
-    return kubectl({"--as=editor", "create", "configmap", "team-config", "-n", ns_}).exitCode == 0;
+    return kubectl({"--as=editor", "get", model, "-n", ns_}).exitCode == 0 &&
+           kubectl({"--as=editor", "create", "configmap", "team-config", "-n", ns_}).exitCode == 0;
   }));
-  const std::string who = "only the operator (system:serviceaccount:lockstep-system:lockstep) may ";
-  auto patch = kubectl({"--as=editor", "patch", "configmap", anchor, "-n", ns_, "--type=merge",
-                        "-p", R"({"data":{"promoted":"someone-elses-release"}})"});
-  EXPECT_NE(patch.exitCode, 0);
-  EXPECT_NE(
-      patch.err.find("ConfigMap " + ns_ + "/" + anchor + " is the anchor of a Lockstep model"),
-      std::string::npos)
-      << patch.err;
-  EXPECT_NE(patch.err.find(who + "change it; user editor may not"), std::string::npos) << patch.err;
-  auto label = kubectl({"--as=editor", "label", "configmap", anchor, "-n", ns_, "team=ml"});
-  EXPECT_NE(label.exitCode, 0) << label.out;
-  auto del = kubectl({"--as=editor", "delete", "configmap", anchor, "-n", ns_});
+  auto status =
+      kubectl({"--as=editor", "patch", model, "-n", ns_, "--subresource=status", "--type=merge",
+               "-p", R"({"status":{"prod":{"release":"someone-elses-release"}}})"});
+  EXPECT_NE(status.exitCode, 0);
+  EXPECT_NE(status.err.find("forbidden"), std::string::npos) << status.err;
+  auto spec = kubectl({"--as=editor", "patch", model, "-n", ns_, "--type=merge", "-p",
+                       R"({"spec":{"replicas":1}})"});
+  EXPECT_NE(spec.exitCode, 0) << "prod's spec is not an editor's";
+  auto del = kubectl({"--as=editor", "delete", model, "-n", ns_});
   EXPECT_NE(del.exitCode, 0);
-  EXPECT_NE(del.err.find("may delete it; user editor may not"), std::string::npos) << del.err;
-  auto create = kubectl({"--as=editor", "create", "configmap", "lockstep-model-llama", "-n", ns_});
-  EXPECT_NE(create.exitCode, 0);
-  EXPECT_NE(create.err.find(who + "create it"), std::string::npos) << create.err;
-  EXPECT_EQ(exact("configmap", anchor), before) << "the anchor is untouched";
+  EXPECT_NE(del.err.find("forbidden"), std::string::npos) << del.err;
+  EXPECT_EQ(exact("models.lockstep.dev", "gpt2"), before) << "the Model is untouched";
 
   // The operator still writes it: v2's promotion is recorded.
   ASSERT_EQ(w_.createRelease("v2", testPackage('2'), json::array({prodStage(oneStep)})).exitCode,
             0);
   w_.waitPhase("v2", "Promoted");
-  EXPECT_EQ(get("configmap", anchor)["data"]["promoted"], "v2");
+  EXPECT_EQ(
+      get("models.lockstep.dev", "gpt2").value("/status/prod/release"_json_pointer, std::string()),
+      "v2");
 
-  // Who may roll the model back may take it out of prod (lockstep model delete).
+  // Who may roll the model back may take it out of prod (lockstep model
+  // delete): garbage collection removes its Service and Deployments.
   w_.stopMonitor();  // prod goes away on purpose
   ASSERT_EQ(kubectl({"create", "rolebinding", "editor-approver", "-n", ns_,
                      "--clusterrole=lockstep-release-approver", "--user=editor"})
                 .exitCode,
             0);
   EXPECT_TRUE(eventually([&] {
-    return kubectl({"--as=editor", "delete", "configmap", anchor, "-n", ns_}).exitCode == 0;
-  })) << "an approver (verb rollback) who may delete ConfigMaps may delete the anchor";
+    return kubectl({"--as=editor", "delete", model, "-n", ns_}).exitCode == 0;
+  })) << "an approver (verb rollback) may delete the Model";
+  EXPECT_TRUE(
+      eventually([&] { return !exists("deployment", "gpt2-stable"); }, std::chrono::seconds(60)))
+      << "the Model owns the stable Deployment";
+}
+
+// Issue 28: nothing waits forever. v2 is deleted mid-canary (drain: stable at
+// N-1) while the known-good's pods cannot be scheduled any more (the nodes lost
+// the label its template selects), so the rollback can never restore stable.
+// At the deletion deadline (20 s here; --release-deletion-deadline) the
+// finalizer goes with a Warning Event naming what is left, and the slot is free.
+TEST_F(ProdOwnershipClusterTest, ARollbackThatCannotFinishLetsTheReleaseGoAtItsDeadline) {
+  const std::string label = "test.lockstep.dev/" + ns_;
+  struct Restore {
+    std::string label;
+    ~Restore() {
+      kubectl({"label", "nodes", "--all", label + "-"});
+      // The suite's operator again, with the default deadline.
+      ReleaseWorld::stopOperator();
+      EXPECT_EQ(ReleaseWorld::startOperator(), "");
+    }
+  } restore{label};
+  ReleaseWorld::stopOperator();
+  ASSERT_EQ(ReleaseWorld::startOperator({"--release-deletion-deadline=20s"}), "");
+  ASSERT_EQ(kubectl({"label", "nodes", "--all", label + "=yes"}).exitCode, 0);
+
+  auto onLabelled = [&](json steps, const std::string& capacity) {
+    return ProdStageBuilder(std::move(steps))
+        .replicas(2)
+        .capacity(capacity)
+        .nodeSelector({{label, "yes"}})
+        .build();
+  };
+  ASSERT_EQ(
+      w_.createRelease("v1", testPackage('1'),
+                       json::array({onLabelled(json::array({json{{"weight", 100}}}), "surge")}))
+          .exitCode,
+      0);
+  w_.waitPhase("v1", "Promoted");
+  json paused = json::array({json{{"weight", 50}, {"pause", "Indefinite"}}});
+  ASSERT_EQ(
+      w_.createRelease("v2", testPackage('2'), json::array({onLabelled(paused, "drain")})).exitCode,
+      0);
+  json v2;
+  ASSERT_TRUE(eventually(
+      [&] {
+        v2 = get("mr", "v2");
+        return conditionField(v2, "Ready", "reason") == "CanaryPaused";
+      },
+      std::chrono::seconds(120)))
+      << v2["status"].dump(2);
+  ASSERT_TRUE(hasCleanupFinalizer(v2));
+
+  // From here no new pod of either release can be scheduled.
+  ASSERT_EQ(kubectl({"label", "nodes", "--all", label + "-"}).exitCode, 0);
+  // The release goes while its canary's pods may still run: prod then runs
+  // pods of a deleted release by design, which the monitor would count.
+  w_.stopMonitor();
+  const auto deleted = std::chrono::steady_clock::now();
+  ASSERT_EQ(kubectl({"delete", "mr", "v2", "-n", ns_, "--wait=false"}).exitCode, 0);
+  EXPECT_TRUE(eventually([&] {
+    json o = get("mr", "v2");
+    return o.value("/status/canary/reason"_json_pointer, std::string()) == "ReleaseDeleted";
+  })) << get("mr", "v2").dump(2);
+  EXPECT_TRUE(exists("mr", "v2")) << "the rollback is under way: the finalizer holds";
+  EXPECT_TRUE(eventually([&] { return !exists("mr", "v2"); }, std::chrono::seconds(120)))
+      << get("mr", "v2").dump(2);
+  const auto took = std::chrono::steady_clock::now() - deleted;
+  EXPECT_GE(took, std::chrono::seconds(19)) << "gone before its deadline";
+  const std::string events = eventsOf("v2");
+  EXPECT_NE(events.find("RollingBack: ReleaseDeleted"), std::string::npos) << events;
+  EXPECT_NE(events.find("ReleaseDeletionDeadline: the rollback of release v2's canary to the "
+                        "known-good did not finish within 20s of its deletion"),
+            std::string::npos)
+      << events;
+  EXPECT_EQ(events.find("RolledBack: canary removed"), std::string::npos) << events;
+  json model = get("models.lockstep.dev", "gpt2");
+  EXPECT_FALSE(model.contains("/status/canary"_json_pointer)) << "the canary slot is free";
+  EXPECT_EQ(model.value("/status/prod/release"_json_pointer, std::string()), "v1");
+}
+
+// Issue 28: with the operator down (its webhooks still registered, Fail),
+// deleting a release and its namespace complete: a Promoted release carries no
+// finalizer; one deleted mid-canary keeps lockstep.dev/release-cleanup until
+// the documented patch removes it, which the ModelRelease webhook no longer
+// sees (its matchConditions skip finalizer-only updates); the namespace waits
+// only for the RuntimeEnv's in-use finalizer, removed the same way
+// (docs/modelrelease.md "Deleting a release").
+TEST_F(ProdOwnershipClusterTest, WithTheOperatorDownAReleaseAndItsNamespaceCanBeDeleted) {
+  json oneStep = json::array({json{{"weight", 100}}});
+  ASSERT_EQ(w_.createRelease("v1", testPackage('1'), json::array({prodStage(oneStep)})).exitCode,
+            0);
+  w_.waitPhase("v1", "Promoted");
+  json paused = json::array({json{{"weight", 50}, {"pause", "Indefinite"}}});
+  ASSERT_EQ(w_.createRelease("v2", testPackage('2'), json::array({prodStage(paused)})).exitCode, 0);
+  json v2;
+  ASSERT_TRUE(eventually(
+      [&] {
+        v2 = get("mr", "v2");
+        return conditionField(v2, "Ready", "reason") == "CanaryPaused" && hasCleanupFinalizer(v2);
+      },
+      std::chrono::seconds(120)))
+      << v2.dump(2);
+
+  w_.stopMonitor();                          // prod goes with the namespace
+  ASSERT_EQ(ReleaseWorld::op().stop(), "");  // scaled to 0; the next test's setUp restarts it
+  ASSERT_FALSE(kubectlJson({"get", "validatingwebhookconfiguration", "lockstep"}).is_discarded())
+      << "the webhooks stay registered, as with a Deployment at 0 replicas";
+
+  ASSERT_EQ(kubectl({"delete", "mr", "v1", "-n", ns_, "--timeout=30s"}).exitCode, 0)
+      << "a Promoted release has no finalizer";
+  ASSERT_EQ(kubectl({"delete", "mr", "v2", "-n", ns_, "--wait=false"}).exitCode, 0);
+  EXPECT_TRUE(exists("mr", "v2")) << "no operator to roll the canary back";
+  const std::string unfinalize = R"({"metadata":{"finalizers":null}})";
+  auto removed = kubectl({"patch", "mr", "v2", "-n", ns_, "--type=merge", "-p", unfinalize});
+  EXPECT_EQ(removed.exitCode, 0) << removed.err;
+  EXPECT_TRUE(eventually([&] { return !exists("mr", "v2"); }, std::chrono::seconds(30)));
+
+  json rte = get("rte", "torch");
+  EXPECT_NE(rte.value("/metadata/finalizers"_json_pointer, json::array())
+                .dump()
+                .find("lockstep.dev/runtimeenv-in-use"),
+            std::string::npos)
+      << rte["metadata"].dump(2);
+  ASSERT_EQ(kubectl({"delete", "namespace", ns_, "--wait=false"}).exitCode, 0);
+  EXPECT_TRUE(eventually([&] {
+    json o = get("rte", "torch");
+    return !o.is_discarded() && o.contains("/metadata/deletionTimestamp"_json_pointer);
+  }));
+  auto released = kubectl({"patch", "rte", "torch", "-n", ns_, "--type=merge", "-p", unfinalize});
+  EXPECT_EQ(released.exitCode, 0) << released.err;
+  EXPECT_TRUE(eventually(
+      [&] {
+        return kubectl({"get", "namespace", ns_}).err.find("NotFound") != std::string::npos;
+      },
+      std::chrono::seconds(90)))
+      << kubectl({"get", "namespace", ns_, "-o", "yaml"}).out;
+}
+
+// Issue 28, must-show 3: prod heals. With v1 prod (N=2), the stable
+// Deployment scaled to 0, its container's image swapped, the Deployment
+// deleted, and the Service deleted are each restored by the operator (a
+// Warning Event ProdRestored naming the drift), back to N Ready pods on v1.
+TEST_F(ProdOwnershipClusterTest, ProdHealsAScaledEditedOrDeletedServingObject) {
+  w_.stopMonitor();  // prod is taken below N on purpose
+  json oneStep = json::array({json{{"weight", 100}}});
+  ASSERT_EQ(w_.createRelease("v1", testPackage('1'), json::array({prodStage(oneStep)})).exitCode,
+            0);
+  w_.waitPhase("v1", "Promoted");
+  ASSERT_TRUE(eventually([&] { return w_.readyPods()["stable/v1"] == 2; }));
+  auto stable = [&] { return get("deployment", "gpt2-stable"); };
+  const json container = stable()["spec"]["template"]["spec"]["containers"][0];
+  const std::string name = container["name"];
+  const std::string image = container["image"];
+  auto restored = [&](const std::string& what) {
+    EXPECT_TRUE(eventually(
+        [&] {
+          json d = stable();
+          return !d.is_discarded() && d.value("/spec/replicas"_json_pointer, 0) == 2 &&
+                 d["spec"]["template"]["spec"]["containers"][0].value("image", "") == image;
+        },
+        std::chrono::seconds(30)))
+        << what << ": " << stable().dump(2);
+    EXPECT_TRUE(
+        eventually([&] { return w_.readyPods()["stable/v1"] == 2; }, std::chrono::seconds(90)))
+        << what;
+  };
+
+  ASSERT_EQ(kubectl({"scale", "deployment", "gpt2-stable", "-n", ns_, "--replicas=0"}).exitCode, 0);
+  restored("scaled to 0");
+  ASSERT_EQ(kubectl({"set", "image", "deployment/gpt2-stable", "-n", ns_,
+                     name + "=registry.example/someone/else:latest"})
+                .exitCode,
+            0);
+  restored("image swapped");
+  const std::string uid = stable()["metadata"]["uid"];
+  ASSERT_EQ(kubectl({"delete", "deployment", "gpt2-stable", "-n", ns_}).exitCode, 0);
+  restored("deleted");
+  EXPECT_NE(stable()["metadata"]["uid"], uid) << "a new Deployment";
+  EXPECT_EQ(stable().value("/metadata/ownerReferences/0/kind"_json_pointer, std::string()),
+            "Model");
+  ASSERT_EQ(kubectl({"delete", "service", "gpt2", "-n", ns_}).exitCode, 0);
+  EXPECT_TRUE(eventually([&] { return exists("service", "gpt2"); }, std::chrono::seconds(30)));
+
+  const std::string events = eventsOf("v1");
+  for (const char* said :
+       {"ProdRestored: Deployment gpt2-stable spec.replicas is 0, not 2",
+        "ProdRestored: Deployment gpt2-stable is missing", "ProdRestored: Service gpt2 is missing"})
+    EXPECT_NE(events.find(said), std::string::npos) << said << "\n" << events;
+  EXPECT_NE(events.find("runs image \"registry.example/someone/else:latest\""), std::string::npos)
+      << events;
+  json v1 = get("mr", "v1");
+  EXPECT_EQ(v1["status"]["phase"], "Promoted");
+  EXPECT_EQ(conditionField(v1, "Ready", "status"), "True") << v1["status"].dump(2);
 }
 
 }  // namespace

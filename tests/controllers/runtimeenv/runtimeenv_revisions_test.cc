@@ -264,6 +264,44 @@ TEST(PlanRevisions, APinOnAPrunedPairHoldsNothing) {
   EXPECT_EQ(p.describePins(), "v1 (a pruned revision, promoted)");
 }
 
+// Pins come from what prod runs (issue 28): a Promoted release deleted since
+// (a prune, `kubectl delete`) leaves its pair pinned by the Model's record,
+// under the release name its stable pods carry, so a lock edit does not leave
+// them unadmissible; the RuntimeEnv says which Model holds it.
+TEST(PlanRevisions, TheModelsRecordOfProdPinsWithoutAnyReleaseObject) {
+  using api::v1alpha1::ModelPin;
+  using api::v1alpha1::ModelPinHold;
+  std::vector<RuntimeRevision> recorded = {rev(1, img('a'), hash('1')),
+                                           rev(2, img('a'), hash('2'))};
+  ModelPin prod{"gpt2", "v1", "torch", RuntimePin{1, img('a'), hash('1')}, ModelPinHold::kProd};
+  RevisionsInput in = input(recorded, 2, pair(img('a'), hash('2')), {}, 0);
+  // Without the Model's pin, revision 1 is unpinned and pruned (limit 0).
+  RevisionsPlan without = planRevisions(in);
+  EXPECT_EQ(numbers(without.revisions), (std::vector<int64_t>{2}));
+  in.models = {prod};
+  RevisionsPlan p = planRevisions(in);
+  EXPECT_EQ(numbers(p.revisions), (std::vector<int64_t>{1, 2}));
+  EXPECT_EQ(numbered(p, 1).pinnedBy, (std::vector<std::string>{"v1"}));
+  EXPECT_EQ(p.describePins(), "v1 (revision 1, Model gpt2's prod)");
+  EXPECT_TRUE(p.anyPinned()) << "the RuntimeEnv stays in use while prod runs on it";
+  // Another RuntimeEnv's pair, or a pair without an image (adopted from an
+  // anchor), holds nothing here.
+  in.models = {
+      ModelPin{"gpt2", "v1", "other", prod.pair, ModelPinHold::kProd},
+      ModelPin{"gpt2", "v0", "torch", RuntimePin{0, "", hash('1')}, ModelPinHold::kRollbackTarget}};
+  EXPECT_EQ(planRevisions(in).pinnedCount(), 0);
+  EXPECT_FALSE(planRevisions(in).anyPinned());
+  // A live release holding the same revision is not named twice.
+  ReleasePinFacts v1 = promoted("v1", "Promoted", hash('1'), kT0);
+  v1.pin = RuntimePin{1, img('a'), hash('1')};
+  in.releases = {v1};
+  in.models = {prod};
+  RevisionsPlan both = planRevisions(in);
+  EXPECT_EQ(both.pins.size(), 1u);
+  EXPECT_TRUE(both.modelPins.empty());
+  EXPECT_EQ(both.describePins(), "v1 (revision 1, promoted)");
+}
+
 TEST(ReleasePinFacts, DecodesTheReleaseObject) {
   nlohmann::json mr = {
       {"metadata", {{"name", "v1"}, {"namespace", "ml"}}},

@@ -4,7 +4,7 @@
 #include <memory>
 
 #include "api/v1alpha1/keys.h"
-#include "api/v1alpha1/model_anchor.h"
+#include "api/v1alpha1/model.h"
 #include "controllers/modelrelease/prod/canary_observe.h"
 #include "controllers/modelrelease/prod/gpu_capacity.h"
 #include "controllers/modelrelease/prod/prod_observed.h"
@@ -175,12 +175,14 @@ CanaryObserved World::observe() const {
   const auto [promotedPackage, promotedHash] = validated_.count(anchorPromoted_) != 0
                                                    ? validated_.at(anchorPromoted_)
                                                    : std::pair<std::string, std::string>();
-  prod.anchor = std::make_shared<json>(json{{"metadata", {{"labels", {{v1::kModelLabel, "gpt2"}}}}},
-                                            {"data",
-                                             {{v1::kAnchorPromoted, anchorPromoted_},
-                                              {v1::kAnchorPromotedPackage, promotedPackage},
-                                              {v1::kAnchorPromotedClosureHash, promotedHash},
-                                              {v1::kAnchorCanary, anchorCanary_}}}});
+  json modelStatus = json::object();
+  if (!anchorPromoted_.empty())
+    modelStatus["prod"] = {{"release", anchorPromoted_},
+                           {"package", promotedPackage},
+                           {"runtime", {{"closureHash", promotedHash}}}};
+  if (!anchorCanary_.empty()) modelStatus["canary"] = {{"release", anchorCanary_}};
+  prod.model = std::make_shared<json>(
+      json{{"metadata", {{"name", "gpt2"}, {"uid", "model-uid"}}}, {"status", modelStatus}});
   std::vector<json> all;
   for (const SimPod& p : pods) {
     all.push_back(podJson(p));

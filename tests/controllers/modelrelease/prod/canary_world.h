@@ -1,6 +1,6 @@
 // A simulated prod world for the canary planner (controllers/modelrelease/prod/
 // canary_plan.h), as unkind as a GPU cluster: the API server (two Deployments,
-// the model's anchor, the releases' phases and status.canary), the ReplicaSet
+// the model's Model, the releases' phases and status.canary), the ReplicaSet
 // controller, the scheduler (GPUs per node, other workloads' GPUs), the
 // kubelet (warm-up before Ready, Terminating pods that keep their GPUs,
 // crashing containers) and Prometheus (a pod's series exist only once it was
@@ -10,7 +10,7 @@
 // grows first). A reconcile may "crash" after its writes, before its status.
 //
 // After every simulated event (a Deployment write, a pod created, scheduled,
-// Ready, crashed, deleted or gone, a scrape, an anchor or status write) it
+// Ready, crashed, deleted or gone, a scrape, a Model or status write) it
 // checks the invariants of tests/support/invariant_monitor.h:
 //   ready     Ready serving pods >= N (surge) or N-1 (drain), once N were
 //             Ready; a pod down after an injected crash counts as serving

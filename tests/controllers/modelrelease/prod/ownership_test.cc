@@ -5,17 +5,20 @@
 // canary back before its finalizer goes; a Promoted one goes at once.
 #include "controllers/modelrelease/prod/ownership.h"
 
+#include <functional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include <gtest/gtest.h>
 
 #include "api/v1alpha1/conditions.h"
 #include "api/v1alpha1/keys.h"
+#include "api/v1alpha1/model.h"
 #include "api/v1alpha1/model_anchor.h"
 #include "api/v1alpha1/resources.h"
 #include "controllers/modelrelease/modelrelease_plan.h"
-#include "controllers/modelrelease/prod/anchor_plan.h"
+#include "controllers/modelrelease/prod/model_record.h"
 #include "controllers/modelrelease/prod/prod_plan.h"
 #include "controllers/modelrelease/prod/serving_objects.h"
 #include "operator/kube/conditions.h"
@@ -34,6 +37,23 @@ const std::string kOldPackage = "registry.example/models/gpt2@sha256:" + std::st
 
 kube::ObjectPtr share(const json& o) { return std::make_shared<const kube::Object>(o); }
 
+// The Model gpt2: `canary` holds the slot, prod runs `promoted` (package kOldPackage).
+json modelOf(const std::string& canary, const std::string& promoted = "",
+             const std::string& uid = "model-uid") {
+  json m = kube::newObject(v1::kModels, "ml", "gpt2");
+  m["metadata"]["uid"] = uid;
+  m["metadata"]["resourceVersion"] = "40";
+  m["status"] = {{"revision", 0}};
+  if (!canary.empty()) m["status"]["canary"] = {{"release", canary}};
+  if (!promoted.empty()) {
+    m["status"]["prod"] = {
+        {"release", promoted}, {"package", kOldPackage}, {"runtime", {{"closureHash", kHash}}}};
+    m["status"]["revision"] = 1;
+  }
+  return m;
+}
+
+// The anchor ConfigMap an earlier version kept the record in.
 json anchorOf(const std::string& canary, const std::string& promoted = "",
               const std::string& uid = "anchor-uid") {
   json cm = kube::newObject(v1::kConfigMaps, "ml", v1::modelAnchorName("gpt2"));
@@ -45,27 +65,33 @@ json anchorOf(const std::string& canary, const std::string& promoted = "",
     cm["data"][v1::kAnchorPromoted] = promoted;
     cm["data"][v1::kAnchorPromotedPackage] = kOldPackage;
     cm["data"][v1::kAnchorPromotedClosureHash] = kHash;
-    cm["data"][v1::kAnchorRevision] = "1";
+    cm["data"][v1::kAnchorRevision] = "4";
+    cm["data"][v1::kAnchorHistory] = json::array({{{"action", "Promoted"},
+                                                   {"release", promoted},
+                                                   {"package", kOldPackage},
+                                                   {"closureHash", kHash},
+                                                   {"at", "2026-11-30T08:00:00Z"}}})
+                                         .dump();
   }
   return cm;
 }
 
-ServingObjectsInput inputFor(const std::string& anchorUid = "anchor-uid") {
+ServingObjectsInput inputFor(const std::string& modelUid = "model-uid") {
   ServingObjectsInput in;
   in.model = "gpt2";
   in.ns = "ml";
-  in.anchorUid = anchorUid;
+  in.modelUid = modelUid;
   return in;
 }
 
 // A Deployment of `track` as Lockstep builds it, running `release` with
-// `replicas`, owned by the anchor `anchorUid`.
+// `replicas`, owned by the Model `modelUid`.
 json ourDeployment(const std::string& track, const std::string& release, int replicas,
-                   const std::string& anchorUid = "anchor-uid") {
+                   const std::string& modelUid = "model-uid") {
   ServingRelease r{release, kPackage,
                    kHash,   "torch",
                    kImage,  {{"spec", {{"containers", json::array({{{"name", "srv"}}})}}}}};
-  auto d = buildServingDeployment(inputFor(anchorUid), track, r, replicas);
+  auto d = buildServingDeployment(inputFor(modelUid), track, r, replicas);
   EXPECT_TRUE(d.isOk()) << d.status().toString();
   return *d;
 }
@@ -82,11 +108,11 @@ json teamService() {
 TEST(NameConflict, NothingAtTheNamesOrEverythingOursIsNoConflict) {
   ProdObserved p;
   EXPECT_FALSE(findNameConflict("gpt2", p, "").has_value());
-  p.anchor = share(anchorOf("v2", "v1"));
+  p.model = share(modelOf("v2", "v1"));
   p.service = share(buildModelService(inputFor()));
   p.stableDeployment = share(ourDeployment(kTrackStable, "v1", 3));
   p.canaryDeployment = share(ourDeployment(kTrackCanary, "v2", 1));
-  auto c = findNameConflict("gpt2", p, "anchor-uid");
+  auto c = findNameConflict("gpt2", p, "model-uid");
   EXPECT_FALSE(c.has_value()) << c->message("ml", "gpt2");
 }
 
@@ -102,25 +128,38 @@ TEST(NameConflict, TheTeamsServiceWithoutLockstepsLabelsIsAConflictNamingIt) {
   EXPECT_NE(m.find("Rename or delete that Service"), std::string::npos) << m;
 }
 
-TEST(NameConflict, LabelsAloneDoNotMakeAnObjectLockstepsTheAnchorMustOwnIt) {
+TEST(NameConflict, LabelsAloneDoNotMakeAnObjectLockstepsTheModelMustOwnIt) {
   ProdObserved p;
-  p.anchor = share(anchorOf("v2"));
-  // Labelled like Lockstep's, but owned by no anchor (copied from another namespace).
+  p.model = share(modelOf("v2"));
+  // Labelled like Lockstep's, but owned by no Model (copied from another namespace).
   json copied = ourDeployment(kTrackStable, "v1", 3);
   copied["metadata"].erase("ownerReferences");
   p.stableDeployment = share(copied);
   auto c = findNameConflict("gpt2", p, "");
   ASSERT_TRUE(c.has_value());
   EXPECT_EQ(c->name, "gpt2-stable");
-  EXPECT_NE(c->why.find("no owner reference to the model's anchor"), std::string::npos) << c->why;
+  EXPECT_NE(c->why.find("no owner reference to the Model gpt2"), std::string::npos) << c->why;
 
-  // Owned by an anchor of the same name that is gone (another uid).
-  p.stableDeployment = share(ourDeployment(kTrackStable, "v1", 3, "old-anchor"));
+  // Owned by a Model of the same name that is gone (another uid).
+  p.stableDeployment = share(ourDeployment(kTrackStable, "v1", 3, "old-model"));
   c = findNameConflict("gpt2", p, "");
   ASSERT_TRUE(c.has_value());
-  EXPECT_NE(c->why.find("earlier ConfigMap lockstep-model-gpt2 (uid old-anchor)"),
-            std::string::npos)
-      << c->why;
+  EXPECT_NE(c->why.find("earlier Model gpt2 (uid old-model)"), std::string::npos) << c->why;
+
+  // Owned by the anchor ConfigMap of an earlier version: Lockstep's while
+  // that anchor stands (the migration re-owns it), not once it is gone.
+  json legacy = ourDeployment(kTrackStable, "v1", 3);
+  legacy["metadata"]["ownerReferences"] = json::array({{{"apiVersion", "v1"},
+                                                        {"kind", "ConfigMap"},
+                                                        {"name", "lockstep-model-gpt2"},
+                                                        {"uid", "anchor-uid"}}});
+  p.stableDeployment = share(legacy);
+  EXPECT_TRUE(findNameConflict("gpt2", p, "").has_value());
+  p.legacyAnchor = share(anchorOf("", "v1"));
+  EXPECT_FALSE(findNameConflict("gpt2", p, "").has_value());
+  p.legacyAnchor = share(anchorOf("", "v1", "another-anchor"));
+  EXPECT_TRUE(findNameConflict("gpt2", p, "").has_value());
+  p.legacyAnchor = nullptr;
 
   // Another model's label.
   json other = ourDeployment(kTrackCanary, "v2", 1);
@@ -140,20 +179,13 @@ TEST(NameConflict, LabelsAloneDoNotMakeAnObjectLockstepsTheAnchorMustOwnIt) {
   EXPECT_NE(c->why.find("app.kubernetes.io/managed-by=lockstep"), std::string::npos) << c->why;
 }
 
-TEST(NameConflict, AnUnlabelledOrReCreatedAnchorIsAConflict) {
+TEST(NameConflict, AReCreatedModelIsAConflict) {
+  // Not the Model this release's canary started with.
   ProdObserved p;
-  json plain = anchorOf("");
-  plain["metadata"].erase("labels");
-  p.anchor = share(plain);
-  auto c = findNameConflict("gpt2", p, "");
+  p.model = share(modelOf("v2", "", "new-uid"));
+  auto c = findNameConflict("gpt2", p, "model-uid");
   ASSERT_TRUE(c.has_value());
-  EXPECT_EQ(c->kind, "ConfigMap");
-  EXPECT_EQ(c->name, "lockstep-model-gpt2");
-
-  // Lockstep's labels, but not the anchor this release's canary started with.
-  p.anchor = share(anchorOf("v2", "", "new-uid"));
-  c = findNameConflict("gpt2", p, "anchor-uid");
-  ASSERT_TRUE(c.has_value());
+  EXPECT_EQ(c->kind, "Model");
   EXPECT_NE(c->why.find("deleted and re-created"), std::string::npos) << c->why;
   EXPECT_FALSE(findNameConflict("gpt2", p, "new-uid").has_value());
 }
@@ -193,12 +225,20 @@ ModelReleaseObserved observed(const json& release) {
   return o;
 }
 
-void withAnchor(ModelReleaseObserved& o, const json& anchor) {
-  o.prod.anchor = share(anchor);
-  const v1::ModelAnchor a = v1::decodeModelAnchor(anchor);
-  o.gates.canaryRelease = a.canary;
-  o.gates.promotedRelease = a.promoted;
-  o.gates.modelRevision = a.prodRevision();
+void withModel(ModelReleaseObserved& o, const json& model) {
+  o.prod.model = share(model);
+  const v1::Model m = v1::decodeModel(model);
+  o.gates.canaryRelease = m.canaryHolder();
+  o.gates.promotedRelease = m.promoted();
+  o.gates.modelRevision = m.prodRevision();
+}
+
+// The Model status a planned write of it carries.
+v1::ModelStatus writtenModel(const PlannedApply& a) {
+  EXPECT_EQ(a.resource.kind, "Model");
+  EXPECT_TRUE(a.statusSubresource) << a.what;
+  EXPECT_EQ(a.verb, WriteVerb::kUpdate) << a.what;
+  return v1::decodeModel(a.object).status;
 }
 
 std::string conditionOf(const json& status, const std::string& type, const std::string& field) {
@@ -216,10 +256,10 @@ bool writesTo(const ExecutionPlan& x, const std::string& kind, const std::string
 
 TEST(NameConflictPlan, AForeignServiceStopsTheReleaseBeforeAnyProdWrite) {
   ModelReleaseObserved o = observed(prodRelease("v2"));
-  o.prod.service = share(teamService());  // the anchor does not exist yet
+  o.prod.service = share(teamService());  // the Model does not exist yet
   ModelReleasePlan plan = planModelRelease(o);
 
-  EXPECT_TRUE(plan.execution.apply.empty()) << "no anchor, no Service, no Deployment written";
+  EXPECT_TRUE(plan.execution.apply.empty()) << "no Model, no Service, no Deployment written";
   EXPECT_TRUE(plan.execution.prune.empty());
   ASSERT_TRUE(plan.execution.status.has_value());
   const json& status = plan.execution.status->object["status"];
@@ -254,7 +294,7 @@ TEST(NameConflictPlan, AForeignStableDeploymentIsFoundBeforeTheFirstCanaryStarts
   // The first release: no stable track would be written before its promotion,
   // yet the conflict is found before any canary pod.
   ModelReleaseObserved o = observed(prodRelease("v1"));
-  withAnchor(o, anchorOf("v1"));
+  withModel(o, modelOf("v1"));
   json foreign = kube::newObject(v1::kDeployments, "ml", "gpt2-stable");
   foreign["spec"] = {{"replicas", 3}, {"selector", {{"matchLabels", {{"app", "gpt2"}}}}}};
   o.prod.stableDeployment = share(foreign);
@@ -271,7 +311,7 @@ TEST(NameConflictPlan, AForeignStableDeploymentIsFoundBeforeTheFirstCanaryStarts
   plan = planModelRelease(o);
   EXPECT_TRUE(writesTo(plan.execution, "Service", "gpt2"));
   EXPECT_TRUE(writesTo(plan.execution, "Deployment", "gpt2-canary"));
-  EXPECT_EQ(plan.execution.status->object["status"]["canary"]["anchorUid"], "anchor-uid");
+  EXPECT_EQ(plan.execution.status->object["status"]["canary"]["modelUid"], "model-uid");
 }
 
 TEST(ReleaseDeletion, ReachingProdAddsTheFinalizerBeforeAnyProdWrite) {
@@ -304,11 +344,11 @@ ModelReleaseObserved midCanary(bool deleted) {
         {"stepStartedAt", "2026-12-01T11:59:00Z"},
         {"weightReachedAt", "2026-12-01T11:59:30Z"},
         {"capacity", "surge"},
-        {"anchorUid", "anchor-uid"},
+        {"modelUid", "model-uid"},
         {"knownGood", {{"release", "v1"}, {"package", kOldPackage}, {"closureHash", kHash}}}}}};
   if (deleted) r["metadata"]["deletionTimestamp"] = "2026-12-01T11:59:50Z";
   ModelReleaseObserved o = observed(r);
-  withAnchor(o, anchorOf("v2", "v1"));
+  withModel(o, modelOf("v2", "v1"));
   o.prod.service = share(buildModelService(inputFor()));
   o.prod.stableDeployment = share(ourDeployment(kTrackStable, "v1", 2));
   o.prod.canaryDeployment = share(ourDeployment(kTrackCanary, "v2", 1));
@@ -339,7 +379,7 @@ TEST(ReleaseDeletion, OnceRolledBackTheFinalizerGoesAndNothingElseIsWritten) {
   r["status"]["phase"] = v1::kPhaseRolledBack;
   r["status"]["canary"]["phase"] = "RolledBack";
   o = observed(r);
-  withAnchor(o, anchorOf("", "v1"));  // the rollback freed the slot
+  withModel(o, modelOf("", "v1"));  // the rollback freed the slot
   o.prod.stableDeployment = share(ourDeployment(kTrackStable, "v1", 2));
   o.prod.canaryDeployment = share(ourDeployment(kTrackCanary, "v2", 0));
   o.prod.releaseDeleted = true;
@@ -356,7 +396,7 @@ TEST(ReleaseDeletion, DeletingAPromotedReleaseNeverTouchesProd) {
   r["metadata"]["deletionTimestamp"] = "2026-12-01T11:59:50Z";
   r["status"] = {{"phase", v1::kPhasePromoted}, {"canary", {{"phase", "Promoted"}}}};
   ModelReleaseObserved o = observed(r);
-  withAnchor(o, anchorOf("", "v2"));
+  withModel(o, modelOf("", "v2"));
   o.prod.service = share(buildModelService(inputFor()));
   o.prod.stableDeployment = share(ourDeployment(kTrackStable, "v2", 2));
   o.prod.canaryDeployment = share(ourDeployment(kTrackCanary, "v2", 0));
@@ -374,22 +414,21 @@ TEST(ReleaseDeletion, AReleaseHoldingTheSlotWithoutACanaryFreesItBeforeItGoes) {
   r["metadata"]["deletionTimestamp"] = "2026-12-01T11:59:50Z";
   r["status"] = {{"phase", v1::kPhaseFailed}};
   ModelReleaseObserved o = observed(r);
-  withAnchor(o, anchorOf("v2", "v1"));
+  withModel(o, modelOf("v2", "v1"));
   o.prod.stableDeployment = share(ourDeployment(kTrackStable, "v1", 2));
   o.prod.releaseDeleted = true;
   ModelReleasePlan plan = planModelRelease(o);
   ASSERT_EQ(plan.execution.apply.size(), 2u);
-  EXPECT_EQ(plan.execution.apply[0].resource.kind, "ConfigMap");
-  EXPECT_EQ(plan.execution.apply[0].object["data"][v1::kAnchorCanary], "");
+  EXPECT_FALSE(writtenModel(plan.execution.apply[0]).canary) << "the slot is free";
   EXPECT_EQ(plan.execution.apply[1].resource.kind, "ModelRelease");
 }
 
 TEST(ReleaseDeletion, WhenProdItselfIsBeingDeletedTheFinalizerGoesAtOnce) {
   // A namespace deletion or `lockstep model delete`: nothing to restore into.
   ModelReleaseObserved o = midCanary(true);
-  json anchor = anchorOf("v2", "v1");
-  anchor["metadata"]["deletionTimestamp"] = "2026-12-01T11:59:55Z";
-  o.prod.anchor = share(anchor);
+  json model = modelOf("v2", "v1");
+  model["metadata"]["deletionTimestamp"] = "2026-12-01T11:59:55Z";
+  o.prod.model = share(model);
   ModelReleasePlan plan = planModelRelease(o);
   ASSERT_EQ(plan.execution.apply.size(), 1u);
   EXPECT_EQ(plan.execution.apply[0].resource.kind, "ModelRelease");
@@ -440,8 +479,7 @@ TEST(ReleaseDeletion, PastItsDeadlineTheFinalizerGoesWithAWarning) {
     }
     EXPECT_EQ(warnings, 1);
     ASSERT_EQ(plan.execution.apply.size(), 2u);
-    EXPECT_EQ(plan.execution.apply[0].resource.kind, "ConfigMap");
-    EXPECT_EQ(plan.execution.apply[0].object["data"][v1::kAnchorCanary], "") << "slot freed";
+    EXPECT_FALSE(writtenModel(plan.execution.apply[0]).canary) << "slot freed";
     EXPECT_EQ(plan.execution.apply[1].resource.kind, "ModelRelease");
     EXPECT_EQ(plan.execution.apply[1].object["metadata"]["finalizers"], json::array());
     EXPECT_FALSE(plan.execution.status.has_value());
@@ -455,7 +493,7 @@ TEST(ReleaseDeletion, PastItsDeadlineTheFinalizerGoesWithAWarning) {
   r["status"]["phase"] = v1::kPhaseRolledBack;
   r["status"]["canary"]["phase"] = "RolledBack";
   done = observed(r);
-  withAnchor(done, anchorOf("", "v1"));
+  withModel(done, modelOf("", "v1"));
   done.prod.stableDeployment = share(ourDeployment(kTrackStable, "v1", 2));
   done.prod.canaryDeployment = share(ourDeployment(kTrackCanary, "v2", 0));
   done.prod.releaseDeleted = true;
@@ -474,7 +512,7 @@ ModelReleaseObserved portWorld(int port) {
   json r = prodRelease("v2");
   r["spec"]["stages"][0]["serving"]["port"] = port;
   ModelReleaseObserved o = observed(r);
-  withAnchor(o, anchorOf("", "v1"));
+  withModel(o, modelOf("", "v1"));
   o.prod.service = share(buildModelService(inputFor()));  // port 8080
   o.prod.stableDeployment = share(ourDeployment(kTrackStable, "v1", 2));
   return o;
@@ -503,17 +541,16 @@ TEST(ServicePort, AReleaseOnAnotherPortStallsBeforeItsCanaryAndProdStays) {
   // The model's port: the canary may start (it claims the slot first).
   ModelReleasePlan same = planModelRelease(portWorld(8080));
   ASSERT_FALSE(same.execution.apply.empty());
-  EXPECT_EQ(same.execution.apply[0].resource.kind, "ConfigMap");
-  EXPECT_EQ(same.execution.apply[0].object["data"][v1::kAnchorCanary], "v2");
+  EXPECT_EQ(writtenModel(same.execution.apply[0]).canary->release, "v2");
 }
 
 TEST(ServicePort, WithoutProdAnyPortMayStartAndWithoutAServiceTheReleasesPortCounts) {
   // No release runs prod yet (the first one rolled back): the Service may move.
   ModelReleaseObserved o = portWorld(8000);
-  withAnchor(o, anchorOf(""));
+  withModel(o, modelOf(""));
   ModelReleasePlan plan = planModelRelease(o);
   ASSERT_FALSE(plan.execution.apply.empty());
-  EXPECT_EQ(plan.execution.apply[0].object["data"][v1::kAnchorCanary], "v2");
+  EXPECT_EQ(writtenModel(plan.execution.apply[0]).canary->release, "v2");
 
   // Prod runs v1 but its Service is gone: v1's own serving port is the model's.
   o = portWorld(8000);
@@ -534,12 +571,12 @@ TEST(ServicePort, AManualRollbackToAReleaseOnAnotherPortIsRefused) {
   r["metadata"]["annotations"] = {{"rollback.lockstep.dev/1", "alice"}};
   r["status"] = {{"phase", v1::kPhaseSuperseded}, {"canary", {{"phase", "Promoted"}}}};
   ModelReleaseObserved o = observed(r);
-  withAnchor(o, anchorOf("", "v2"));
+  withModel(o, modelOf("", "v2"));
   o.prod.service = share(buildModelService(inputFor()));  // port 8080
   o.prod.stableDeployment = share(ourDeployment(kTrackStable, "v2", 2));
   ModelReleasePlan plan = planModelRelease(o);
   EXPECT_FALSE(writesTo(plan.execution, "Deployment", "gpt2-stable")) << "stable stays on v2";
-  EXPECT_FALSE(writesTo(plan.execution, "ConfigMap", "lockstep-model-gpt2"));
+  EXPECT_FALSE(writesTo(plan.execution, "Model", "gpt2"));
   ASSERT_TRUE(plan.execution.status.has_value());
   const json& status = plan.execution.status->object["status"];
   const std::string refused = status["rollback"].value("refused", "");
@@ -549,12 +586,12 @@ TEST(ServicePort, AManualRollbackToAReleaseOnAnotherPortIsRefused) {
       << status.dump(2);
 }
 
-// --- The anchor is a trust root (docs/rollouts.md). ---
+// --- The Model's record is a trust root (docs/rollouts.md). ---
 
-// v2 about to claim the slot while the anchor says prod runs `named`.
+// v2 about to claim the slot while the Model says prod runs `named`.
 ModelReleaseObserved trustWorld(const json& named) {
   ModelReleaseObserved o = observed(prodRelease("v2"));
-  withAnchor(o, anchorOf("", "v1"));
+  withModel(o, modelOf("", "v1"));
   o.prod.service = share(buildModelService(inputFor()));
   o.prod.releases["v1"] = named.is_null() ? nullptr : share(named);
   return o;
@@ -566,17 +603,19 @@ json promotedV1() {
   return v1r;
 }
 
+json promotedV1Release() { return promotedV1(); }
+
 std::string stalledReason(const ModelReleasePlan& plan) {
   if (!plan.execution.status) return "";
   return conditionOf(plan.execution.status->object["status"], "Stalled", "reason");
 }
 
 TEST(AnchorTrust, PromotedIsCheckedAgainstTheReleaseItNamesBeforeStableRunsIt) {
-  // The release the anchor names got there: the canary goes on (claims the slot).
+  // The release the Model names got there: the canary goes on (claims the slot).
   ModelReleasePlan ok = planModelRelease(trustWorld(promotedV1()));
   EXPECT_EQ(stalledReason(ok), "") << ok.execution.status->object.dump(2);
   ASSERT_FALSE(ok.execution.apply.empty());
-  EXPECT_EQ(ok.execution.apply[0].object["data"][v1::kAnchorCanary], "v2");
+  EXPECT_EQ(writtenModel(ok.execution.apply[0]).canary->release, "v2");
 
   struct Bad {
     std::string name;
@@ -605,9 +644,7 @@ TEST(AnchorTrust, PromotedIsCheckedAgainstTheReleaseItNamesBeforeStableRunsIt) {
         plan.execution.status
             ? conditionOf(plan.execution.status->object["status"], "Stalled", "message")
             : "";
-    EXPECT_NE(m.find("ConfigMap ml/lockstep-model-gpt2 says prod of model gpt2 runs release v1, "
-                     "but "),
-              std::string::npos)
+    EXPECT_NE(m.find("Model ml/gpt2 says prod runs release v1, but "), std::string::npos)
         << b.name << ": " << m;
     EXPECT_NE(m.find(b.why), std::string::npos) << b.name << ": " << m;
   }
@@ -618,7 +655,7 @@ TEST(AnchorTrust, PromotedIsCheckedAgainstTheReleaseItNamesBeforeStableRunsIt) {
   EXPECT_EQ(stalledReason(planModelRelease(deleted)), "");
 }
 
-TEST(AnchorTrust, AReCreatedAnchorStartsPastEveryRollbackRequestOfTheModel) {
+TEST(AnchorTrust, AReCreatedModelStartsPastEveryRollbackRequestOfTheModel) {
   json r = prodRelease("v3");
   r["metadata"]["annotations"] = {{"rollback.lockstep.dev/2", "alice"},
                                   {"rollback.lockstep.dev/x", "bob"},
@@ -628,35 +665,229 @@ TEST(AnchorTrust, AReCreatedAnchorStartsPastEveryRollbackRequestOfTheModel) {
   EXPECT_EQ(highestRollbackRevision(r), 5);
   EXPECT_EQ(highestRollbackRevision(prodRelease("v1")), 0);
 
-  ModelReleaseObserved o = observed(prodRelease("v4"));  // no anchor: it was deleted
+  // No Model (it was deleted): one is created with defaults, then looked at again.
+  ModelReleaseObserved o = observed(prodRelease("v4"));
   o.prod.highestRollbackRevision = 5;
   ModelReleasePlan plan = planModelRelease(o);
   ASSERT_EQ(plan.execution.apply.size(), 1u);
   const PlannedApply& create = plan.execution.apply[0];
   EXPECT_EQ(create.verb, WriteVerb::kCreate);
+  EXPECT_EQ(create.resource.kind, "Model");
   EXPECT_TRUE(create.alreadyExistsIsConflict);
-  EXPECT_EQ(create.object["data"][v1::kAnchorRevision], "5");
-  // The first promotion on it records revision 6: a request keyed 5 or less never fires.
-  json created = create.object;
-  created["metadata"]["uid"] = "new-uid";
-  EXPECT_EQ(v1::decodeModelAnchor(created).nextRevision(), "6");
-  // A model none ever rolled back: no revision written (0).
+  EXPECT_EQ(create.object["spec"], json::object());
+  EXPECT_TRUE(plan.stop);
+  // Its first status write (the claim) starts the revision at 5: the first
+  // promotion on it records 6, so a request keyed 5 or less never fires.
+  withModel(o, modelOf(""));
+  plan = planModelRelease(o);
+  ASSERT_EQ(plan.execution.apply.size(), 1u);
+  const v1::ModelStatus claimed = writtenModel(plan.execution.apply[0]);
+  EXPECT_EQ(claimed.revision, 5);
+  EXPECT_EQ(claimed.canary->release, "v4");
+  EXPECT_EQ(claimed.canary->uid, "uid-v4");
+  EXPECT_EQ(claimed.canary->contentDigest.rfind("sha256:", 0), 0u);
+  // A model none ever rolled back: revision 0.
   o.prod.highestRollbackRevision = 0;
   plan = planModelRelease(o);
   ASSERT_EQ(plan.execution.apply.size(), 1u);
-  EXPECT_FALSE(plan.execution.apply[0].object["data"].contains(v1::kAnchorRevision));
+  EXPECT_EQ(writtenModel(plan.execution.apply[0]).revision, 0);
 }
 
-TEST(AnchorTrust, AnUnlabelledConfigMapAtTheAnchorsNameStallsNotARequeueLoop) {
-  ModelReleaseObserved o = observed(prodRelease("v1"));
-  json plain = anchorOf("");
-  plain["metadata"].erase("labels");
-  o.prod.anchor = share(plain);  // found by the GET: no label, so in no cache
+// --- Migration from the anchor ConfigMap of an earlier version. ---
+
+TEST(Migration, TheAnchorBecomesAModelKeepingHistoryThenServingIsReOwnedThenTheAnchorGoes) {
+  // An earlier version ran v1 in prod: the anchor owns the Service and stable.
+  json v1r = promotedV1Release();
+  ModelReleaseObserved o = observed(v1r);
+  json legacyOwner = json::array({{{"apiVersion", "v1"},
+                                   {"kind", "ConfigMap"},
+                                   {"name", "lockstep-model-gpt2"},
+                                   {"uid", "anchor-uid"}}});
+  json svc = buildModelService(inputFor(""));
+  svc["metadata"]["uid"] = "svc-uid";
+  svc["metadata"]["ownerReferences"] = legacyOwner;
+  json stable = ourDeployment(kTrackStable, "v1", 2, "");
+  stable["metadata"]["uid"] = "stable-uid";
+  stable["metadata"]["ownerReferences"] = legacyOwner;
+  o.prod.service = share(svc);
+  o.prod.stableDeployment = share(stable);
+  o.prod.legacyAnchor = share(anchorOf("", "v1"));
+
+  // 1. No Model: it is created.
   ModelReleasePlan plan = planModelRelease(o);
+  ASSERT_EQ(plan.execution.apply.size(), 1u);
+  EXPECT_EQ(plan.execution.apply[0].verb, WriteVerb::kCreate);
+  EXPECT_EQ(plan.execution.apply[0].resource.kind, "Model");
+  EXPECT_TRUE(plan.stop);
+
+  // 2. Its status is built from the anchor: prod (with v1's uid and content
+  // digest, its package and closure matching), the revision, the history and
+  // an Adopted entry.
+  o.prod.model = share(modelOf(""));
+  plan = planModelRelease(o);
+  ASSERT_EQ(plan.execution.apply.size(), 1u);
+  const v1::ModelStatus adopted = writtenModel(plan.execution.apply[0]);
+  ASSERT_TRUE(adopted.prod);
+  EXPECT_EQ(adopted.prod->release, "v1");
+  EXPECT_EQ(adopted.prod->uid, "uid-v1");
+  EXPECT_EQ(adopted.prod->package, kOldPackage);
+  EXPECT_EQ(adopted.prod->contentDigest.rfind("sha256:", 0), 0u);
+  EXPECT_EQ(adopted.revision, 4);
+  ASSERT_EQ(adopted.history.size(), 2u);
+  EXPECT_EQ(adopted.history[0].action, "Promoted");
+  EXPECT_EQ(adopted.history[0].runtime.closureHash, kHash);
+  EXPECT_EQ(adopted.history[1].action, "Adopted");
+  EXPECT_TRUE(plan.stop);
+  // Nothing else moved: no Service or Deployment written, the anchor kept.
+  EXPECT_FALSE(writesTo(plan.execution, "Service", "gpt2"));
+  EXPECT_TRUE(plan.execution.prune.empty());
+
+  // 3. The serving objects are re-owned by the Model: a merge patch of their
+  // ownerReferences under their uid (their pod template is untouched).
+  json model = modelOf("", "v1");
+  model["status"]["history"] = json::array({{{"action", "Adopted"}, {"release", "v1"}}});
+  o.prod.model = share(model);
+  plan = planModelRelease(o);
+  ASSERT_EQ(plan.execution.apply.size(), 2u);
+  for (const PlannedApply& a : plan.execution.apply) {
+    EXPECT_EQ(a.verb, WriteVerb::kMergePatch);
+    EXPECT_FALSE(a.object.contains("spec")) << a.what;
+    EXPECT_EQ(a.object["metadata"]["ownerReferences"],
+              json::array({v1::modelOwnerReference("gpt2", "model-uid")}));
+  }
+  EXPECT_EQ(plan.execution.apply[0].uid, "svc-uid");
+  EXPECT_EQ(plan.execution.apply[1].name, "gpt2-stable");
+  EXPECT_EQ(plan.execution.apply[1].uid, "stable-uid");
+  EXPECT_TRUE(plan.execution.prune.empty()) << "the anchor stays until nothing needs it";
+
+  // 4. Everything is the Model's: the anchor is deleted under its uid.
+  o.prod.service = share(buildModelService(inputFor()));
+  o.prod.stableDeployment = share(ourDeployment(kTrackStable, "v1", 2));
+  plan = planModelRelease(o);
   EXPECT_TRUE(plan.execution.apply.empty());
-  EXPECT_EQ(stalledReason(plan), v1::kReasonNameConflict);
-  EXPECT_EQ(plan.release.requeueAfterSeconds, 10) << "not the 1 s of an anchor being created";
-  EXPECT_FALSE(plan.stop) << "the status is written";
+  ASSERT_EQ(plan.execution.prune.size(), 1u);
+  EXPECT_EQ(plan.execution.prune[0].name, "lockstep-model-gpt2");
+  EXPECT_EQ(plan.execution.prune[0].uid, "anchor-uid");
+
+  // 5. Once it is gone, the release plans as usual (a Promoted release writes nothing).
+  o.prod.legacyAnchor = nullptr;
+  withModel(o, model);
+  plan = planModelRelease(o);
+  EXPECT_TRUE(plan.execution.prune.empty());
+  EXPECT_FALSE(plan.stop);
+}
+
+// --- A release is known by its content (docs/rollouts.md "Content identity"). ---
+
+// The Model after v1 (package kOldPackage, pinned to revision 2) was promoted
+// as the object `uid`; prod's stable Deployment runs v1 with 2 pods.
+ModelReleaseObserved prodRunsV1(const json& release, const std::string& uid = "uid-v1-deleted") {
+  ModelReleaseObserved o = observed(release);
+  json recorded = prodRelease("v1", kOldPackage);
+  const v1::RuntimePin pin{2, kImage, kHash};
+  json model = modelOf("", "v1");
+  model["status"]["revision"] = 3;
+  model["status"]["prod"] = {
+      {"release", "v1"},
+      {"uid", uid},
+      {"contentDigest", v1::contentDigest(v1::releaseContent(recorded, pin))},
+      {"package", kOldPackage},
+      {"runtime",
+       {{"runtimeEnv", "torch"}, {"image", kImage}, {"closureHash", kHash}, {"revision", 2}}}};
+  withModel(o, model);
+  o.prod.service = share(buildModelService(inputFor()));
+  o.prod.stableDeployment = share(ourDeployment(kTrackStable, "v1", 2));
+  return o;
+}
+
+bool writesAnyServingObject(const ExecutionPlan& x) {
+  return writesTo(x, "Service", "gpt2") || writesTo(x, "Deployment", "gpt2-stable") ||
+         writesTo(x, "Deployment", "gpt2-canary");
+}
+
+// The review's finding: a Promoted release deleted and re-applied (a GitOps
+// re-apply after a prune, a restore, kubectl replace --force) is a new object
+// under prod's name. With prod's very content it IS prod: Promoted at once on
+// the recorded pair, no gate Job, no canary, no write to a serving object.
+TEST(ContentIdentity, AReleaseReCreatedWithProdsContentIsPromotedWithNoGateCanaryOrPod) {
+  json again = testing::modelRelease("v1")
+                   .model("gpt2")
+                   .package(kOldPackage)
+                   .runtimeEnv("torch")
+                   .closureHash(kHash)
+                   .uid("uid-v1")
+                   .withStage("eval")
+                   .withProdStage(
+                       testing::prodStage(json::array({testing::canaryStep(50, "1h")})).replicas(2))
+                   .build();
+  again["metadata"]["resourceVersion"] = "11";
+  // What prod ran: the same spec (gate and prod stage) as the deleted object.
+  json recorded = again;
+  ModelReleaseObserved o = prodRunsV1(again);
+  {
+    const v1::RuntimePin pin{2, kImage, kHash};
+    json model = *o.prod.model;
+    model["status"]["prod"]["contentDigest"] = v1::contentDigest(v1::releaseContent(recorded, pin));
+    withModel(o, model);
+  }
+  ModelReleasePlan plan = planModelRelease(o);
+  ASSERT_EQ(plan.execution.apply.size(), 1u) << "the Model's record, nothing else";
+  const v1::ModelStatus m = writtenModel(plan.execution.apply[0]);
+  EXPECT_EQ(m.prod->uid, "uid-v1") << "the record now names this object";
+  EXPECT_EQ(m.prod->release, "v1");
+  EXPECT_EQ(m.revision, 3) << "prod did not change";
+  ASSERT_FALSE(m.history.empty());
+  EXPECT_EQ(m.history.back().action, v1::kModelActionRecognized);
+  EXPECT_FALSE(writesAnyServingObject(plan.execution));
+  EXPECT_TRUE(plan.release.jobsToCreate.empty()) << "no gate Job";
+  ASSERT_TRUE(plan.execution.status.has_value());
+  const json& status = plan.execution.status->object["status"];
+  EXPECT_EQ(status["phase"], v1::kPhasePromoted);
+  EXPECT_EQ(status["canary"]["phase"], v1::kPhasePromoted);
+  EXPECT_EQ(status["runtime"], v1::encodeRuntimePin({2, kImage, kHash})) << "the recorded pair";
+  EXPECT_EQ(conditionOf(status, "Ready", "status"), "True");
+  EXPECT_EQ(conditionOf(status, "Ready", "reason"), v1::kReasonRecognizedAsProd);
+  for (const json& st : status["stages"]) EXPECT_EQ(st["phase"], "Succeeded") << st.dump();
+}
+
+// The same name with other content is a new release: it never takes prod
+// under that name, and prod (stable v1, 2 pods) is never scaled down for it.
+TEST(ContentIdentity, TheSameNameWithOtherContentNeverTakesProdAndNeverScalesStableDown) {
+  json other = prodRelease("v1", kPackage);  // another package under prod's name
+  ModelReleasePlan plan = planModelRelease(prodRunsV1(other));
+  EXPECT_TRUE(plan.execution.apply.empty()) << "no claim, no Service, no Deployment written";
+  EXPECT_EQ(stalledReason(plan), v1::kReasonContentMismatch);
+  const std::string m = conditionOf(plan.execution.status->object["status"], "Stalled", "message");
+  EXPECT_NE(m.find("Create it under a new name"), std::string::npos) << m;
+
+  // Had it claimed the slot earlier (a Model written before content identity),
+  // it still never moves prod.
+  ModelReleaseObserved claimed = prodRunsV1(other);
+  json model = *claimed.prod.model;
+  model["status"]["canary"] = {{"release", "v1"}};
+  withModel(claimed, model);
+  plan = planModelRelease(claimed);
+  EXPECT_FALSE(writesAnyServingObject(plan.execution));
+}
+
+// The known-good is the recorded content, never whatever object now holds
+// its name: v2 about to start, the Model says prod runs v1 (deleted since),
+// and a v1 with other content stands at that name.
+TEST(ContentIdentity, AKnownGoodIsNeverFollowedByNameToAnotherContent) {
+  ModelReleaseObserved o = prodRunsV1(prodRelease("v2"));
+  json impostor = prodRelease("v1", kPackage);
+  impostor["status"] = {{"phase", v1::kPhasePromoted}, {"canary", {{"phase", "Promoted"}}}};
+  o.prod.releases["v1"] = share(impostor);
+  // Stable runs v1's recorded content: v2 goes on (claims the slot) as with v1 deleted.
+  ModelReleasePlan plan = planModelRelease(o);
+  EXPECT_EQ(stalledReason(plan), "");
+  ASSERT_FALSE(plan.execution.apply.empty());
+  EXPECT_EQ(writtenModel(plan.execution.apply[0]).canary->release, "v2");
+  // Stable does not run it (any more): the impostor is not taken for prod.
+  o.prod.stableDeployment = nullptr;
+  plan = planModelRelease(o);
+  EXPECT_EQ(stalledReason(plan), v1::kReasonAnchorMismatch);
+  EXPECT_TRUE(plan.execution.apply.empty());
 }
 
 // --- No write over a newcomer (docs/rollouts.md). ---
@@ -664,7 +895,7 @@ TEST(AnchorTrust, AnUnlabelledConfigMapAtTheAnchorsNameStallsNotARequeueLoop) {
 TEST(NoWriteOverANewcomer, MissingNamesAreCreatedExistingOnesAppliedUnderTheirUid) {
   // The first canary: no Service, no canary Deployment yet.
   ModelReleaseObserved o = observed(prodRelease("v1"));
-  withAnchor(o, anchorOf("v1"));
+  withModel(o, modelOf("v1"));
   ModelReleasePlan plan = planModelRelease(o);
   int creates = 0;
   for (const PlannedApply& a : plan.execution.apply) {
@@ -709,6 +940,206 @@ TEST(NoWriteOverANewcomer, MissingNamesAreCreatedExistingOnesAppliedUnderTheirUi
   plan = planModelRelease(mid);
   for (const PlannedApply& a : plan.execution.apply)
     EXPECT_NE(a.resource.kind, "Service") << a.what;
+}
+
+// --- Prod heals (prod_plan.h planProdHealing, through planModelRelease). ---
+
+// v1, Promoted, the Model's prod by uid, no canary in flight; the names read.
+ModelReleaseObserved promotedProd() {
+  json r = prodRelease("v1");
+  r["status"] = {{"phase", v1::kPhasePromoted}, {"canary", {{"phase", "Promoted"}}}};
+  ModelReleaseObserved o = observed(r);
+  json model = modelOf("", "v1");
+  model["status"]["prod"]["uid"] = "uid-v1";
+  withModel(o, model);
+  o.prod.namesRead = true;
+  return o;
+}
+
+// The serving objects as the healing builds them (from nothing at the names).
+std::pair<json, json> builtServingObjects() {
+  ModelReleasePlan plan = planModelRelease(promotedProd());
+  json deployment, service;
+  for (const PlannedApply& a : plan.execution.apply) {
+    if (a.resource.kind == "Deployment") deployment = a.object;
+    if (a.resource.kind == "Service") service = a.object;
+  }
+  EXPECT_TRUE(deployment.is_object() && service.is_object());
+  deployment["metadata"]["uid"] = "stable-uid";
+  service["metadata"]["uid"] = "svc-uid";
+  return {deployment, service};
+}
+
+std::vector<std::string> restoredEvents(const ModelReleasePlan& plan) {
+  std::vector<std::string> out;
+  for (const PlannedEvent& e : plan.execution.events) {
+    if (e.reason != kReasonProdRestored) continue;
+    EXPECT_EQ(e.type, "Warning");
+    out.push_back(e.message);
+  }
+  return out;
+}
+
+TEST(ProdHealing, MissingServingObjectsAreCreatedOnceTheNamesWereRead) {
+  ModelReleaseObserved o = promotedProd();
+  o.prod.namesRead = false;
+  ModelReleasePlan plan = planModelRelease(o);
+  EXPECT_TRUE(plan.readProdNames) << "something without Lockstep's labels may stand there";
+  EXPECT_FALSE(writesTo(plan.execution, "Deployment", "gpt2-stable"));
+
+  plan = planModelRelease(promotedProd());
+  EXPECT_FALSE(plan.readProdNames);
+  ASSERT_TRUE(writesTo(plan.execution, "Deployment", "gpt2-stable"));
+  ASSERT_TRUE(writesTo(plan.execution, "Service", "gpt2"));
+  for (const PlannedApply& a : plan.execution.apply) {
+    if (a.resource.kind != "Deployment") continue;
+    EXPECT_EQ(a.verb, WriteVerb::kCreate);
+    EXPECT_TRUE(a.alreadyExistsIsConflict);
+    EXPECT_EQ(a.object["spec"]["replicas"], 2);
+    EXPECT_EQ(a.object["metadata"]["labels"][v1::kReleaseLabel], "v1");
+    EXPECT_EQ(a.object["metadata"]["ownerReferences"][0]["uid"], "model-uid");
+  }
+  auto events = restoredEvents(plan);
+  ASSERT_EQ(events.size(), 2u);
+  EXPECT_EQ(events[0].rfind("Deployment gpt2-stable is missing: restored to release v1", 0), 0u)
+      << events[0];
+}
+
+TEST(ProdHealing, NothingDriftedNothingIsWritten) {
+  auto [deployment, service] = builtServingObjects();
+  ModelReleaseObserved o = promotedProd();
+  o.prod.stableDeployment = share(deployment);
+  o.prod.service = share(service);
+  ModelReleasePlan plan = planModelRelease(o);
+  EXPECT_FALSE(writesTo(plan.execution, "Deployment", "gpt2-stable"));
+  EXPECT_FALSE(writesTo(plan.execution, "Service", "gpt2"));
+  EXPECT_TRUE(restoredEvents(plan).empty());
+
+  // What the API server adds, and the operator's own init containers, are no drift.
+  deployment["spec"]["template"]["spec"]["containers"][0]["imagePullPolicy"] = "IfNotPresent";
+  deployment["spec"]["template"]["spec"]["initContainers"] =
+      json::array({{{"name", "lockstep-verify"}, {"image", "registry.example/cli@sha256:9"}}});
+  deployment["status"] = {{"readyReplicas", 2}};
+  o.prod.stableDeployment = share(deployment);
+  plan = planModelRelease(o);
+  EXPECT_FALSE(writesTo(plan.execution, "Deployment", "gpt2-stable"));
+}
+
+TEST(ProdHealing, AScaledStableDeploymentIsScaledBackWithItsTemplateUntouched) {
+  auto [deployment, service] = builtServingObjects();
+  deployment["spec"]["replicas"] = 0;
+  ModelReleaseObserved o = promotedProd();
+  o.prod.stableDeployment = share(deployment);
+  o.prod.service = share(service);
+  ModelReleasePlan plan = planModelRelease(o);
+  ASSERT_TRUE(writesTo(plan.execution, "Deployment", "gpt2-stable"));
+  for (const PlannedApply& a : plan.execution.apply) {
+    if (a.resource.kind != "Deployment") continue;
+    EXPECT_EQ(a.verb, WriteVerb::kMergePatch);
+    EXPECT_EQ(a.object, json({{"spec", {{"replicas", 2}}}}));
+    EXPECT_EQ(a.uid, "stable-uid") << "never onto a Deployment re-created meanwhile";
+  }
+  auto events = restoredEvents(plan);
+  ASSERT_EQ(events.size(), 1u);
+  EXPECT_NE(events[0].find("Deployment gpt2-stable spec.replicas is 0, not 2"), std::string::npos)
+      << events[0];
+}
+
+TEST(ProdHealing, AnEditedTemplateIsAppliedAgain) {
+  struct Case {
+    const char* name;
+    std::function<void(json&)> edit;
+    const char* says;
+  };
+  const Case cases[] = {
+      {"an image swapped",
+       [](json& d) { d["spec"]["template"]["spec"]["containers"][0]["image"] = "evil:latest"; },
+       "runs image \"evil:latest\""},
+      {"a container added",
+       [](json& d) {
+         d["spec"]["template"]["spec"]["containers"].push_back(
+             {{"name", "sidecar"}, {"image", "x"}});
+       },
+       "has 2 containers, not 1"},
+      {"the release label changed",
+       [](json& d) { d["spec"]["template"]["metadata"]["labels"][v1::kReleaseLabel] = "v9"; },
+       "spec.template.metadata.labels[\"lockstep.dev/release\"] is \"v9\", not \"v1\""},
+      {"the closure hash annotation dropped",
+       [](json& d) {
+         d["spec"]["template"]["metadata"]["annotations"].erase("lockstep.dev/closure-hash");
+       },
+       "annotations[\"lockstep.dev/closure-hash\"] is unset"},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.name);
+    auto [deployment, service] = builtServingObjects();
+    c.edit(deployment);
+    ModelReleaseObserved o = promotedProd();
+    o.prod.stableDeployment = share(deployment);
+    o.prod.service = share(service);
+    ModelReleasePlan plan = planModelRelease(o);
+    ASSERT_TRUE(writesTo(plan.execution, "Deployment", "gpt2-stable"));
+    for (const PlannedApply& a : plan.execution.apply) {
+      if (a.resource.kind != "Deployment") continue;
+      EXPECT_EQ(a.verb, WriteVerb::kApply);
+      EXPECT_EQ(a.uid, "stable-uid");
+      EXPECT_EQ(a.object["spec"]["template"]["metadata"]["labels"][v1::kReleaseLabel], "v1");
+    }
+    auto events = restoredEvents(plan);
+    ASSERT_EQ(events.size(), 1u);
+    EXPECT_NE(events[0].find(c.says), std::string::npos) << events[0];
+  }
+}
+
+TEST(ProdHealing, ARepointedServiceIsAppliedAgain) {
+  auto [deployment, service] = builtServingObjects();
+  service["spec"]["selector"] = {{"app", "elsewhere"}};
+  ModelReleaseObserved o = promotedProd();
+  o.prod.stableDeployment = share(deployment);
+  o.prod.service = share(service);
+  ModelReleasePlan plan = planModelRelease(o);
+  ASSERT_TRUE(writesTo(plan.execution, "Service", "gpt2"));
+  EXPECT_FALSE(writesTo(plan.execution, "Deployment", "gpt2-stable"));
+  auto events = restoredEvents(plan);
+  ASSERT_EQ(events.size(), 1u);
+  EXPECT_NE(events[0].find("Service gpt2 spec.selector is {\"app\":\"elsewhere\"}"),
+            std::string::npos)
+      << events[0];
+}
+
+TEST(ProdHealing, OnlyProdsReleaseByUidWithNoCanaryInFlightHeals) {
+  auto [deployment, service] = builtServingObjects();
+  deployment["spec"]["replicas"] = 0;
+  auto heals = [&](ModelReleaseObserved o) {
+    o.prod.stableDeployment = share(deployment);
+    o.prod.service = share(service);
+    return writesTo(planModelRelease(o).execution, "Deployment", "gpt2-stable");
+  };
+  EXPECT_TRUE(heals(promotedProd()));
+
+  ModelReleaseObserved canary = promotedProd();
+  json model = *canary.prod.model;
+  model["status"]["canary"] = {{"release", "v2"}};
+  withModel(canary, model);
+  EXPECT_FALSE(heals(canary)) << "the canary's plan owns the tracks";
+
+  ModelReleaseObserved other = promotedProd();
+  model = *other.prod.model;
+  model["status"]["prod"]["uid"] = "uid-of-an-older-v1";
+  withModel(other, model);
+  EXPECT_FALSE(heals(other)) << "another object under prod's name";
+
+  json superseded = *promotedProd().release;
+  superseded["status"]["phase"] = v1::kPhaseSuperseded;
+  ModelReleaseObserved old = promotedProd();
+  old.release = share(superseded);
+  old.gates.release = superseded;
+  EXPECT_FALSE(heals(old));
+
+  ModelReleaseObserved foreign = promotedProd();
+  foreign.prod.service = share(teamService());
+  EXPECT_FALSE(writesTo(planModelRelease(foreign).execution, "Deployment", "gpt2-stable"))
+      << "a foreign object at a name is NameConflict's";
 }
 
 }  // namespace

@@ -28,15 +28,18 @@ ServingRelease servingRelease() {
 }
 
 TEST(CanaryObjects, DeploymentRunsThePackageByDigestOnTheValidatedRuntime) {
-  ServingObjectsInput in{
-      "gpt2", "ml", 8080, CapacityMode::kSurge, PackageMount::kImageVolume, {}, "anchor-uid"};
+  ServingObjectsInput in{"gpt2", "ml",       8080, CapacityMode::kSurge, PackageMount::kImageVolume,
+                         {},     "model-uid"};
   auto built = buildServingDeployment(in, kTrackCanary, servingRelease(), 3);
   ASSERT_TRUE(built.isOk()) << built.status().toString();
   const json& d = *built;
   EXPECT_EQ(d["metadata"]["name"], "gpt2-canary");
   EXPECT_EQ(d["metadata"]["labels"]["lockstep.dev/track"], "canary");
-  EXPECT_EQ(d["metadata"]["ownerReferences"][0]["kind"], "ConfigMap");
-  EXPECT_EQ(d["metadata"]["ownerReferences"][0]["name"], "lockstep-model-gpt2");
+  EXPECT_EQ(d["metadata"]["ownerReferences"][0]["kind"], "Model");
+  EXPECT_EQ(d["metadata"]["ownerReferences"][0]["apiVersion"], "lockstep.dev/v1alpha1");
+  EXPECT_EQ(d["metadata"]["ownerReferences"][0]["name"], "gpt2");
+  EXPECT_EQ(d["metadata"]["ownerReferences"][0]["uid"], "model-uid");
+  EXPECT_EQ(d["metadata"]["ownerReferences"][0]["controller"], true);
   EXPECT_EQ(d["spec"]["replicas"], 3);
   EXPECT_EQ(d["spec"]["strategy"]["rollingUpdate"]["maxSurge"], 1);
   EXPECT_EQ(d["spec"]["strategy"]["rollingUpdate"]["maxUnavailable"], 0);
