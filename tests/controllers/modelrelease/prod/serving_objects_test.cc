@@ -75,8 +75,8 @@ json storedService(json applied) {
 }
 
 TEST(CanaryObjects, AServiceThatHoldsEverythingWantedIsNotWrittenAgain) {
-  ServingObjectsInput in{
-      "gpt2", "ml", 8080, CapacityMode::kSurge, PackageMount::kImageVolume, {}, "anchor-uid"};
+  ServingObjectsInput in{"gpt2", "ml",       8080, CapacityMode::kSurge, PackageMount::kImageVolume,
+                         {},     "model-uid"};
   const json want = buildModelService(in);
   EXPECT_TRUE(serviceHolds(want, storedService(want)));
 
@@ -93,17 +93,17 @@ TEST(CanaryObjects, AServiceThatHoldsEverythingWantedIsNotWrittenAgain) {
   edited["metadata"]["labels"].erase("app.kubernetes.io/managed-by");
   EXPECT_FALSE(serviceHolds(want, edited));
 
-  // Written before the anchor existed (no owner reference): the anchor's reference is added.
+  // Written before the Model existed (no owner reference): the Model's reference is added.
   ServingObjectsInput before = in;
-  before.anchorUid.clear();
+  before.modelUid.clear();
   const json early = storedService(buildModelService(before));
   EXPECT_TRUE(serviceHolds(buildModelService(before), early));
   EXPECT_FALSE(serviceHolds(want, early));
-  // A re-created anchor (another uid) is not this Service's owner.
+  // A re-created Model (another uid) is not this Service's owner.
   ServingObjectsInput other = in;
-  other.anchorUid = "another-anchor";
+  other.modelUid = "another-model";
   EXPECT_FALSE(serviceHolds(buildModelService(other), storedService(want)));
-  // Owned by the anchor, but another owner was added: ours is compared, the list differs.
+  // Owned by the Model, but another owner was added: ours is compared, the list differs.
   json twoOwners = storedService(want);
   twoOwners["metadata"]["ownerReferences"].push_back({{"kind", "ConfigMap"}, {"uid", "x"}});
   EXPECT_FALSE(serviceHolds(want, twoOwners));
