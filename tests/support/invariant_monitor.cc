@@ -141,12 +141,22 @@ std::vector<std::string> checkInvariants(const ModelWorld& world, const MonitorO
       valid.insert({str(*r, "/spec/package"), world.runtimeImage, hash});
     }
   }
+  // What the Model records as prod and as the canary in flight is validated
+  // content too: its release object may be gone (deleted after promotion, or
+  // re-created), prod keeps serving it (issue 28).
+  for (const char* slot : {"/status/prod", "/status/canary"}) {
+    const json::json_pointer at(slot);
+    if (!world.modelObject.is_object() || !world.modelObject.contains(at)) continue;
+    const json& rec = world.modelObject[at];
+    Triple t{str(rec, "/package"), str(rec, "/runtime/image"), str(rec, "/runtime/closureHash")};
+    if (!t.package.empty() && !t.closureHash.empty()) valid.insert(t);
+  }
   for (const auto& [name, pod] : world.pods) {
     Triple t = tripleOf(pod);
     if (valid.count(t) != 0) continue;
     if (lasted(state, "triple/" + name, now, options.grace, seen)) {
       out.push_back("triple: pod " + name + " runs " + describe(t) +
-                    ", which no release validated");
+                    ", which no release validated and the Model does not record");
     }
   }
 

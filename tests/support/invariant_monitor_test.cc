@@ -95,6 +95,33 @@ TEST(InvariantsTest, ATripleNoReleaseValidatedIsAViolationOnceItLasts) {
   EXPECT_TRUE(checkInvariants(w, o, s, t + 14s).empty());
 }
 
+// Issue 28: the content the Model records as prod is validated content even
+// when no release object validates it any more (deleted after promotion).
+TEST(InvariantsTest, TheModelsRecordedProdContentIsValidWithoutItsRelease) {
+  ModelWorld w = world();
+  MonitorOptions o;
+  MonitorState s;
+  Clock::time_point t{};
+  w.releases.clear();
+  w.pods["a"] = pod("v1", "stable", true, "h-prod");
+  w.pods["b"] = pod("v1", "stable", true, "h-prod");
+  auto joined = [](const std::vector<std::string>& v) {
+    std::string out;
+    for (const std::string& x : v) out += x + "\n";
+    return out;
+  };
+  EXPECT_TRUE(checkInvariants(w, o, s, t).empty()) << "within the grace";
+  EXPECT_NE(joined(checkInvariants(w, o, s, t + 6s)).find("triple: pod a runs"), std::string::npos);
+  w.modelObject["status"]["prod"] = {{"release", "v1"},
+                                     {"package", "pkg-v1"},
+                                     {"runtime", {{"image", kImage}, {"closureHash", "h-prod"}}}};
+  EXPECT_TRUE(checkInvariants(w, o, s, t + 7s).empty());
+  // Another runtime than the record's is still a violation.
+  w.pods["b"] = pod("v1", "stable", true, "h-other");
+  EXPECT_TRUE(checkInvariants(w, o, s, t + 8s).empty()) << "within the grace";
+  EXPECT_NE(only(checkInvariants(w, o, s, t + 14s)).find("triple: pod b runs"), std::string::npos);
+}
+
 TEST(InvariantsTest, TwoPromotedOrTwoCanariesAreViolationsOnceTheyLast) {
   ModelWorld w = world();
   MonitorOptions o;

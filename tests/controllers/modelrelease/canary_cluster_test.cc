@@ -1105,5 +1105,53 @@ TEST_F(CanaryClusterTest, APromotedReleaseIsDegradedWhileAStablePodIsDownThenRec
   EXPECT_EQ(get("mr", "v1")["status"]["phase"], "Promoted");
 }
 
+// Issue 28, must-show 2: pins come from what prod runs. The Promoted release
+// p1 is deleted (prod keeps serving it), then the lock is edited and the
+// runtime image swapped: revision 1 stays pinned by the Model's prod under
+// p1's name, a deleted stable pod comes back on that pair (admission admits
+// it), and deleting the RuntimeEnv waits, naming the Model.
+TEST_F(CanaryClusterTest, ADeletedPromotedReleaseStaysPinnedByTheModelsProd) {
+  ASSERT_EQ(
+      createRelease("p1", package('1'), json::array({prodStage(json::array({canaryStep(100)}))}))
+          .exitCode,
+      0);
+  waitPhase("p1", "Promoted");
+  ASSERT_TRUE(eventually([&] { return readyPods()["stable/p1"] == 2; }))
+      << json(readyPods()).dump();
+  ASSERT_EQ(kubectl({"delete", "mr", "p1", "-n", ns_, "--timeout=30s"}).exitCode, 0);
+
+  setLock(w_, kTestOtherLock, 2);
+  const std::string newImage =
+      "registry.example/runtimes/torch@sha256:" + std::string(60, '0') + "5e1f";
+  json patch = {{"spec", {{"image", newImage}}}};
+  ASSERT_EQ(
+      kubectl({"patch", "rte", "torch", "-n", ns_, "--type=merge", "-p", patch.dump()}).exitCode,
+      0);
+  ASSERT_TRUE(eventually([&] {
+    return get("rte", "torch").value("/status/currentRevision"_json_pointer, 0) == 3;
+  })) << get("rte", "torch")["status"].dump(2);
+  json rte = get("rte", "torch");
+  bool pinned = false;
+  for (const json& rev : rte.value("/status/revisions"_json_pointer, json::array())) {
+    if (rev.value("number", 0) != 1) continue;
+    EXPECT_EQ(rev.value("closureHash", ""), hash_);
+    for (const json& by : rev.value("pinnedBy", json::array())) pinned = pinned || by == "p1";
+  }
+  EXPECT_TRUE(pinned) << "no release object, yet prod's pods carry p1: " << rte["status"].dump(2);
+  ASSERT_NO_FATAL_FAILURE(expectDeletedStablePodComesBack(w_, "p1"));
+  expectTrackOn(w_, "stable", "p1", kTestImage, hash_, 1);
+
+  ASSERT_EQ(kubectl({"delete", "rte", "torch", "-n", ns_, "--wait=false"}).exitCode, 0);
+  json waiting;
+  EXPECT_TRUE(eventually([&] {
+    waiting = get("rte", "torch");
+    return condition(waiting, "Terminating") == "True";
+  })) << waiting.dump(2);
+  EXPECT_EQ(condition(waiting, "Terminating", "reason"), "InUse") << waiting["status"].dump(2);
+  const std::string m = condition(waiting, "Terminating", "message");
+  EXPECT_NE(m.find("p1 (revision 1, Model gpt2's prod)"), std::string::npos) << m;
+  EXPECT_EQ(readyPods()["stable/p1"], 2) << "prod keeps serving";
+}
+
 }  // namespace
 }  // namespace lockstep::testing
