@@ -226,6 +226,7 @@ void setupRuntimeEnvController(runtime::Manager& manager, int workers,
                  for (const v1::ModelPin& p : v1::modelPins(v1::decodeModel(model)))
                    names.insert(p.runtimeEnv);
                  std::vector<Request> out;
+                 out.reserve(names.size());
                  for (const std::string& n : names) out.push_back({kube::namespaceOf(model), n});
                  return out;
                })
