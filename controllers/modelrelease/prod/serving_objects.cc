@@ -189,6 +189,7 @@ std::string deploymentDrift(const json& desired, const json& current) {
 }
 
 std::string serviceDrift(const json& desired, const json& current) {
+  if (serviceHolds(desired, current)) return "";
   const json& want = at(desired, "/spec/selector"_json_pointer);
   const json& have = at(current, "/spec/selector"_json_pointer);
   if (want != have) return "spec.selector is " + shown(have) + ", not " + want.dump();
@@ -204,7 +205,7 @@ std::string serviceDrift(const json& desired, const json& current) {
       }
     }
   }
-  return "";
+  return "has other labels, type or owner references than Lockstep's";
 }
 
 }  // namespace lockstep::controllers

@@ -71,8 +71,9 @@ StatusOr<nlohmann::json> buildServingDeployment(const ServingObjectsInput& in,
 // differs, e.g. "spec.replicas is 0, not 2".
 std::string deploymentDrift(const nlohmann::json& desired, const nlohmann::json& current);
 
-// The same for the Service (buildModelService): its selector and ports'
-// port and targetPort.
+// The same for the Service (buildModelService): "" when serviceHolds; else
+// its selector or ports' port and targetPort named, or its labels, type or
+// owner references.
 std::string serviceDrift(const nlohmann::json& desired, const nlohmann::json& current);
 
 }  // namespace lockstep::controllers
