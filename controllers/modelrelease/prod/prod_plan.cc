@@ -539,7 +539,7 @@ std::optional<ProdPlan> planProdHealing(const v1::ModelRelease& r,
   auto spec = canarySpecOf(*stage);
   if (!spec.isOk()) return std::nullopt;
   applyModelSpec(*spec, model);
-  if (auto port = prodPort(model, p); port && *port != spec->port && p.service)
+  if (auto port = prodPort(model, p); port && *port != spec->port)
     return std::nullopt;  // the Service port is the model's; ServicePortConflict says so
   const ServingObjectsInput in = servingInput(r, *spec, p);
   auto restore = [&](PlannedApply w, const std::string& what, const std::string& drift) {

@@ -1136,6 +1136,16 @@ TEST(ProdHealing, OnlyProdsReleaseByUidWithNoCanaryInFlightHeals) {
   old.gates.release = superseded;
   EXPECT_FALSE(heals(old));
 
+  // The Model's port is not the release's: neither object is rebuilt on the
+  // release's port (the Service port is the model's; ServicePortConflict's).
+  ModelReleaseObserved otherPort = promotedProd();
+  model = *otherPort.prod.model;
+  model["spec"]["port"] = 9090;
+  withModel(otherPort, model);
+  ModelReleasePlan noService = planModelRelease(otherPort);
+  EXPECT_FALSE(writesTo(noService.execution, "Service", "gpt2"));
+  EXPECT_FALSE(writesTo(noService.execution, "Deployment", "gpt2-stable"));
+
   ModelReleaseObserved foreign = promotedProd();
   foreign.prod.service = share(teamService());
   EXPECT_FALSE(writesTo(planModelRelease(foreign).execution, "Deployment", "gpt2-stable"))
