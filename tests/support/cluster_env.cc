@@ -158,19 +158,27 @@ std::string readFile(const std::string& path) {
 }
 
 int freePort() {
-  int fd = socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  addr.sin_port = 0;
-  socklen_t len = sizeof addr;
-  int port = -1;
-  if (bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0 &&
-      getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len) == 0) {
-    port = ntohs(addr.sin_port);
+  // Outside the kernel's ephemeral range (32768-60999 by default): a port that
+  // bind(0) hands out is the kind every outgoing connection (kubectl, the
+  // client) takes next, so it could be taken between this check and the
+  // operator's own bind. Here only another test's pick can collide, and the
+  // start is spread by pid and time over 16,000 ports.
+  constexpr int kFirst = 16000, kCount = 16000;
+  static std::atomic<unsigned> next{static_cast<unsigned>(
+      getpid() * 7919 + std::chrono::steady_clock::now().time_since_epoch().count())};
+  for (int attempt = 0; attempt < 500; ++attempt) {
+    int port = kFirst + static_cast<int>(next.fetch_add(104729) % kCount);
+    int fd = socket(AF_INET, SOCK_STREAM, 0);
+    if (fd < 0) return -1;
+    sockaddr_in addr{};
+    addr.sin_family = AF_INET;
+    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    addr.sin_port = htons(static_cast<uint16_t>(port));
+    bool ok = bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0;
+    close(fd);
+    if (ok) return port;
   }
-  close(fd);
-  return port;
+  return -1;
 }
 
 std::string uniqueName(const std::string& prefix) {

@@ -53,7 +53,8 @@ bool eventually(const std::function<bool()>& probe,
 // The whole content of a file ("" when it cannot be read).
 std::string readFile(const std::string& path);
 
-// A free TCP port on 127.0.0.1 (bound, then released).
+// A free TCP port on 127.0.0.1 (bound, then released), outside the ephemeral range that
+// outgoing connections take their ports from.
 int freePort();
 
 // A fresh namespace name for one test (lowercase, unique within the run).

@@ -6,6 +6,7 @@
 #include <chrono>
 #include <cstdio>
 #include <fstream>
+#include <iostream>
 #include <sstream>
 #include <thread>
 
@@ -73,10 +74,29 @@ std::string applyReadyRuntimeEnv(const std::string& ns, const std::string& name,
   return o.is_discarded() ? "" : o["status"].value("closureHash", "");
 }
 
-int sharedWebhookPort() {
+namespace {
+int& sharedPort() {
   static int port = freePort();
   return port;
 }
+
+// Points every webhook of both configurations at https://127.0.0.1:<port>, keeping paths.
+void repointWebhooks(int port) {
+  for (const char* kind : {"validatingwebhookconfiguration", "mutatingwebhookconfiguration"}) {
+    json config = kubectlJson({"get", kind, kReleaseName});
+    if (config.is_discarded()) continue;
+    for (auto& w : config["webhooks"]) {
+      std::string url = w["clientConfig"].value("url", "");
+      auto path = url.find('/', std::string("https://").size());
+      if (path == std::string::npos) continue;
+      w["clientConfig"]["url"] = "https://127.0.0.1:" + std::to_string(port) + url.substr(path);
+    }
+    mustKubectl({"replace", "-f", "-"}, config.dump());
+  }
+}
+}  // namespace
+
+int sharedWebhookPort() { return sharedPort(); }
 
 void OperatorProcess::installClusterPieces(int webhookPort, const std::string& admissionMode) {
   installCrdsAndRbac();
@@ -148,6 +168,22 @@ void OperatorProcess::uninstallWebhooks() {
 }
 
 std::string OperatorProcess::start(const std::vector<std::string>& extraArgs) {
+  // A port picked free can still be taken before the operator binds it (by another test
+  // binary's pick). The operator then exits naming the port: pick again, once.
+  std::string failure = startOnce(extraArgs);
+  if (failure.find("Address already in use") == std::string::npos) return failure;
+  std::cerr << "operator start: a port was taken before the operator bound it; picking new "
+               "ports and starting again\n";
+  if (failure.find(":" + std::to_string(webhookPort_) + ": bind") != std::string::npos &&
+      portOverride_ == 0) {
+    sharedPort() = freePort();
+    repointWebhooks(sharedPort());
+  }
+  run({"rm", "-rf", dir_});
+  return startOnce(extraArgs);
+}
+
+std::string OperatorProcess::startOnce(const std::vector<std::string>& extraArgs) {
   char tmpl[] = "/tmp/lockstep-operator-XXXXXX";
   dir_ = mkdtemp(tmpl);
   webhookPort_ = portOverride_ != 0 ? portOverride_ : sharedWebhookPort();

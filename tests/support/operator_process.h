@@ -63,6 +63,8 @@ class OperatorProcess {
   std::string log() const;
 
  private:
+  std::string startOnce(const std::vector<std::string>& extraArgs);
+
   pid_t pid_ = -1;
   int webhookPort_ = 0;
   int portOverride_ = 0;
