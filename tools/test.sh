@@ -102,6 +102,12 @@ if [ "$what" = fleet ] || [ "$what" = scale ]; then
   exit 0
 fi
 
+if [ "$what" = all ]; then
+  step "the previous release's operator, for the upgrade test (tests/upgrade/previous.sh; cached)"
+  tests/upgrade/previous.sh >"$LOCKSTEP_CACHE.previous-build.log" 2>&1 &
+  previous_pid=$!
+fi
+
 step "unit tests"
 ctest --test-dir "$build" -L unit --output-on-failure -j "$jobs"
 
@@ -136,6 +142,9 @@ side_done() {
   if [ "$rc" != 0 ]; then echo "lint, the images' build or the fuzz build failed (above)" >&2; exit "$rc"; fi
 }
 
+step "waiting for the previous release's operator"
+if ! wait "$previous_pid"; then cat "$LOCKSTEP_CACHE.previous-build.log"; exit 1; fi
+tail -n 1 "$LOCKSTEP_CACHE.previous-build.log"
 start_clusters "$clusters"
 step "integration tests"
 ctest --test-dir "$build" -L integration --output-on-failure -j "$((clusters + 1))" \

@@ -110,17 +110,8 @@ std::string_view expandMacro(std::string_view text) {
   return "";
 }
 
-// Days since 1970-01-01 of a civil date, and back (the proleptic Gregorian
+// The civil date of a day count since 1970-01-01 (the proleptic Gregorian
 // calendar's era arithmetic).
-int64_t daysFromCivil(int64_t y, int64_t m, int64_t d) {
-  y -= m <= 2 ? 1 : 0;
-  const int64_t era = (y >= 0 ? y : y - 399) / 400;
-  const int64_t yoe = y - era * 400;
-  const int64_t doy = (153 * (m + (m > 2 ? -3 : 9)) + 2) / 5 + d - 1;
-  const int64_t doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
-  return era * 146097 + doe - 719468;
-}
-
 struct Civil {
   int64_t year;
   int month;

@@ -60,6 +60,9 @@ inline constexpr const char* kReasonSuperseded = "Superseded";
 inline constexpr const char* kReasonWaitingForMetrics = "WaitingForMetrics";
 inline constexpr const char* kReasonManualRollback = "ManualRollback";
 inline constexpr const char* kReasonRollbackRefused = "RollbackRefused";
+// A manual rollback's target did not have N Ready stable pods within the
+// Model's spec.rollbackDeadlineSeconds (Ready=False, Stalled=True, a Warning).
+inline constexpr const char* kReasonRollbackDeadlineExceeded = "RollbackDeadlineExceeded";
 
 // ModelRelease reasons of the prod stage (docs/rollouts.md; also the `reason`
 // label of lockstep_release_rollbacks_total).

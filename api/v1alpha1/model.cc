@@ -155,6 +155,8 @@ Model decodeModel(const json& object) {
   if (!type.empty()) m.spec.serviceType = type;
   m.spec.revisionHistoryLimit =
       decode::integer(spec, "revisionHistoryLimit", kDefaultRevisionHistoryLimit);
+  m.spec.rollbackDeadlineSeconds =
+      decode::integer(spec, "rollbackDeadlineSeconds", kDefaultRollbackDeadlineSeconds);
   m.spec.changeWindows = decodeChangeWindows(spec);
   const json& status = decode::object(object, "status");
   m.status.observedGeneration = decode::integer(status, "observedGeneration", -1);

@@ -142,12 +142,18 @@ struct ModelHistoryEntry {
   std::string by;      // Rollback: the user who asked
 };
 
+// A manual rollback's deadline when the Model sets none (Deployment's progressDeadlineSeconds).
+inline constexpr int64_t kDefaultRollbackDeadlineSeconds = 600;
+
 struct ModelSpec {
   std::optional<int64_t> port;      // the Service port; unset: the release's serving.port
   std::optional<int64_t> replicas;  // prod's N; unset: the release's serving.replicas
   std::string capacity;             // surge | drain; "": the release's canary.capacity
   std::string serviceType = "ClusterIP";
   int64_t revisionHistoryLimit = kDefaultRevisionHistoryLimit;
+  // How long a manual rollback may take to have N Ready stable pods before it
+  // is reported failed (RollbackDeadlineExceeded).
+  int64_t rollbackDeadlineSeconds = kDefaultRollbackDeadlineSeconds;
   std::vector<ChangeWindowSpec> changeWindows;
 };
 

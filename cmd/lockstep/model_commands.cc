@@ -4,6 +4,7 @@
 #include <map>
 #include <mutex>
 
+#include "api/v1alpha1/conditions.h"
 #include "api/v1alpha1/model.h"
 #include "api/v1alpha1/model_release.h"
 #include "api/v1alpha1/resources.h"
@@ -114,17 +115,32 @@ int rollback(const ModelCommand& cmd, const std::string& ns, ReleaseIo& io) {
   while (true) {
     auto model = getModel(io, ns, cmd.model);
     if (!model.isOk()) return report(io, "wait", model.status());
-    if (api::v1alpha1::decodeModel(*model).promoted() == plan.target) {
-      io.out << "model " << quote(cmd.model) << ": prod runs release " << quote(plan.target)
-             << "\n";
-      return kExitOk;
-    }
+    const bool recorded = api::v1alpha1::decodeModel(*model).promoted() == plan.target;
     auto target = io.client.get(kModelReleases, ns, plan.target);
     if (target.isOk()) {
-      const json rb = api::v1alpha1::decodeModelRelease(*target).status.rollback;
+      const auto release = api::v1alpha1::decodeModelRelease(*target);
+      const json& rb = release.status.rollback;
       const std::string refused = api::v1alpha1::decode::string(rb, "refused");
       if (!refused.empty() && api::v1alpha1::decode::string(rb, "revision") == plan.revision) {
         io.err << io.program << ": the controller refused the rollback: " << refused << "\n";
+        return kExitFailure;
+      }
+      // Done once prod serves it: the Model records it and its Ready says N
+      // stable pods are Ready on its pair; failed past the Model's deadline.
+      const json* ready = nullptr;
+      if (release.status.conditions.is_array()) {
+        for (const json& c : release.status.conditions)
+          if (api::v1alpha1::decode::string(c, "type") == "Ready") ready = &c;
+      }
+      const std::string reason = ready ? api::v1alpha1::decode::string(*ready, "reason") : "";
+      const std::string message = ready ? api::v1alpha1::decode::string(*ready, "message") : "";
+      if (recorded && ready && api::v1alpha1::decode::string(*ready, "status") == "True") {
+        io.out << "model " << quote(cmd.model) << ": prod runs release " << quote(plan.target)
+               << " (" << message << ")\n";
+        return kExitOk;
+      }
+      if (recorded && reason == api::v1alpha1::kReasonRollbackDeadlineExceeded) {
+        io.err << io.program << ": the rollback failed: " << message << "\n";
         return kExitFailure;
       }
     }

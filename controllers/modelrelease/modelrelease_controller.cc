@@ -128,6 +128,7 @@ std::optional<ModelReleaseObserved> ModelReleaseReconciler::observe(const Reques
     if (!history.empty() && history.back().action == v1::kModelActionRollback &&
         history.back().release == request.name)
       o.rollbackFrom = history.back().from;
+    if (modelObject) o.rollbackDeadlineSeconds = m.spec.rollbackDeadlineSeconds;
     out.prod = observeProd(r);
     out.prod.releaseDeleted = kube::isBeingDeleted(*release);
     // A release prod runs or ran: its Ready follows the stable Deployment
@@ -138,6 +139,7 @@ std::optional<ModelReleaseObserved> ModelReleaseReconciler::observe(const Reques
       ServingObserved serving;
       serving.stableRelease = templateRelease(out.prod.stableDeployment.get());
       serving.stableSpecReplicas = specReplicas(out.prod.stableDeployment.get());
+      if (m.spec.replicas) serving.modelReplicas = static_cast<int>(*m.spec.replicas);
       for (const auto& pod : out.prod.pods) serving.pods.push_back(*pod);
       o.serving = std::move(serving);
     }
@@ -203,7 +205,13 @@ ProdObserved ModelReleaseReconciler::observeProd(const v1::ModelRelease& r) cons
       stage != nullptr ? podGpuRequest(v1::decode::object(stage->serving->podTemplate, "spec")) : 0;
   const bool finished =
       r.status.phase && isTerminalPhase(std::string(v1::phaseName(*r.status.phase)));
-  if (gpusPerPod > 0 && !finished) {
+  // A finished release counts GPUs only when asked to take prod back (a manual
+  // rollback's one-pod trade, prod_plan.h planRollbackWrites).
+  const bool rollbackAsked =
+      p.model &&
+      !r.annotation(std::string(v1::kRollbackAnnotationPrefix) + v1::decodeModel(*p.model).prodRevision())
+           .empty();
+  if (gpusPerPod > 0 && (!finished || rollbackAsked)) {
     std::string minDriver;
     if (auto rte = p.runtimeEnvs[r.spec.runtimeEnvName])
       minDriver = v1::decodeRuntimeEnv(*rte).status.minDriver;

@@ -44,7 +44,9 @@ void observeProd(const ReleaseObserved& o, const v1::ModelRelease& r, const json
   const bool degradedBefore = conditionTrue(conditions, kConditionDegraded);
   // A manual rollback to it still warming up: not Ready, and no Degraded yet
   // (its request cleared the one from the release's earlier time in prod).
-  if (sum.readyReason == kReasonManualRollback && !sum.ready) {
+  if ((sum.readyReason == kReasonManualRollback ||
+       sum.readyReason == kReasonRollbackDeadlineExceeded) &&
+      !sum.ready) {
     manualRollbackReadiness(o, r, decode::object(prevStatus, "rollback"), sum, plan);
     if (!sum.ready) return;
   }

@@ -21,6 +21,7 @@
 
 #include "api/v1alpha1/approval.h"
 #include "api/v1alpha1/keys.h"
+#include "api/v1alpha1/model.h"
 #include "api/v1alpha1/model_release.h"
 #include "controllers/modelrelease/release_event.h"
 #include "controllers/modelrelease/runtime_pod.h"
@@ -51,6 +52,9 @@ struct ReleaseObserved {
   std::string modelRevision;  // the Model's status.revision ("" when there is no Model)
   // The Model history's last entry is a Rollback to this release: from where.
   std::string rollbackFrom;
+  // The Model's spec.rollbackDeadlineSeconds: a manual rollback whose target has
+  // not got N Ready stable pods this long after it was requested has failed.
+  int64_t rollbackDeadlineSeconds = api::v1alpha1::kDefaultRollbackDeadlineSeconds;
   // The model's stable Deployment and pods, observed for a release prod runs
   // or ran (Promoted, Superseded): its Ready follows them (serving_health.h).
   // nullopt: not observed (a Promoted release then keeps its conditions).

@@ -4,6 +4,7 @@
 #include "api/v1alpha1/model_anchor.h"
 #include "api/v1alpha1/runtime_env.h"
 #include "controllers/modelrelease/serving_health.h"
+#include "controllers/modelrelease/timestamps.h"
 
 namespace lockstep::controllers {
 namespace {
@@ -20,22 +21,45 @@ void manualRollbackReadiness(const ReleaseObserved& o, const v1::ModelRelease& r
   const std::string what = "model " + quote(r.spec.model) + " rolled back from " +
                            quote(rollback.value("from", "")) + " by " +
                            rollback.value("requestedBy", "");
+  const bool pastDeadlineBefore = sum.readyReason == kReasonRollbackDeadlineExceeded;
   sum.readyReason = kReasonManualRollback;
+  if (sum.stalledReason == kReasonRollbackDeadlineExceeded) sum.stalledReason.clear();
+  std::string waiting;
   if (!o.serving) {
     sum.ready = false;
-    sum.readyMessage = what + "; the stable Deployment is not observed yet";
+    waiting = "the stable Deployment is not observed yet";
+    sum.readyMessage = what + "; " + waiting;
   } else {
     const ServingHealth h = servingHealth(r, *o.serving);
     sum.ready = h.healthy();
-    sum.readyMessage = h.healthy()
-                           ? "prod runs this release again: " + what + " (" + h.message + ")"
-                           : what + "; waiting for " + std::to_string(h.want) +
-                                 " Ready stable pods on its pair (" + h.message + ")";
+    waiting = "waiting for " + std::to_string(h.want) + " Ready stable pods on its pair (" +
+              h.message + ")";
+    sum.readyMessage = h.healthy() ? "prod runs this release again: " + what + " (" + h.message + ")"
+                                   : what + "; " + waiting;
   }
   sum.reconciling = !sum.ready;
-  // Pod events of the stable Deployment wake it too (its pods carry this release).
-  if (!sum.ready && (plan.requeueAfterSeconds == 0 || plan.requeueAfterSeconds > 5))
-    plan.requeueAfterSeconds = 5;
+  if (sum.ready) return;
+  // The deadline (the Model's spec.rollbackDeadlineSeconds from the request):
+  // past it the rollback has failed, said in Ready and Stalled and by one
+  // Warning; it goes on (the stable Deployment keeps rolling) and is Ready
+  // once N pods are.
+  const std::optional<int64_t> at = parseRfc3339(rollback.value("at", ""));
+  const int64_t left = at ? *at + o.rollbackDeadlineSeconds - o.nowUnix : 1;
+  if (left <= 0) {
+    const std::string message = what + " did not complete within " +
+                                std::to_string(o.rollbackDeadlineSeconds) +
+                                "s (the Model's spec.rollbackDeadlineSeconds): " + waiting;
+    sum.readyReason = sum.stalledReason = kReasonRollbackDeadlineExceeded;
+    sum.readyMessage = sum.stalledMessage = message;
+    sum.reconciling = false;
+    if (!pastDeadlineBefore)
+      plan.events.push_back({"Warning", kReasonRollbackDeadlineExceeded, message});
+  }
+  // Pod events of the stable Deployment wake it too (its pods carry this
+  // release); this is the backstop, and the deadline's own wake-up.
+  const int64_t wake = left > 0 ? std::min<int64_t>(left, 5) : 30;
+  if (plan.requeueAfterSeconds == 0 || plan.requeueAfterSeconds > wake)
+    plan.requeueAfterSeconds = wake;
 }
 
 bool planManualRollback(const ReleaseObserved& o, const v1::ModelRelease& r,

@@ -28,8 +28,11 @@ bool planManualRollback(const ReleaseObserved& observed, const api::v1alpha1::Mo
 
 // A manual rollback's target is Ready (reason ManualRollback) only once the
 // stable Deployment carries it with N Ready pods on its pair
-// (serving_health.h); until then Ready=False, Reconciling=True, a requeue.
-// `rollback` is its status.rollback record (from, requestedBy).
+// (serving_health.h; N is the Model's replicas); until then Ready=False,
+// Reconciling=True, a requeue. Past the Model's spec.rollbackDeadlineSeconds
+// from the request (status.rollback.at): Ready=False and Stalled=True with
+// reason RollbackDeadlineExceeded and one Warning Event; Ready once N pods are.
+// `rollback` is its status.rollback record (from, requestedBy, at).
 void manualRollbackReadiness(const ReleaseObserved& observed,
                              const api::v1alpha1::ModelRelease& release,
                              const nlohmann::json& rollback, ReleaseSummary& sum,

@@ -20,11 +20,12 @@ namespace lockstep::controllers {
 struct ServingObserved {
   std::string stableRelease;  // lockstep.dev/release of its template; "" when there is none
   int stableSpecReplicas = 0;
+  int modelReplicas = 0;  // the Model's spec.replicas (prod's N for every release); 0: unset
   std::vector<nlohmann::json> pods;  // the model's pods (lockstep.dev/model)
 };
 
 struct ServingHealth {
-  int want = 0;            // N: the serving stage's replicas
+  int want = 0;            // N: the Model's replicas, else the serving stage's
   int ready = 0;           // Ready, not terminating stable pods of the release on its pair
   bool onRelease = false;  // the stable Deployment carries the release's template
   bool healthy() const { return onRelease && ready >= want; }

@@ -65,6 +65,13 @@ json release(const std::string& name, const std::string& canaryPhase,
       {"status", {{"phase", "Superseded"}, {"canary", {{"phase", canaryPhase}}}}}};
 }
 
+json withReady(json release, const std::string& status, const std::string& reason,
+               const std::string& message) {
+  release["status"]["conditions"] = json::array(
+      {{{"type", "Ready"}, {"status", status}, {"reason", reason}, {"message", message}}});
+  return release;
+}
+
 json runtimeEnv(const std::string& hash = kHashA) {
   return {{"apiVersion", "lockstep.dev/v1alpha1"},
           {"kind", "RuntimeEnv"},
@@ -184,10 +191,16 @@ TEST_F(ModelCommandsTest, RollbackAnnotatesTheTargetWithTheRevisionAndWaits) {
   transport_->push(FakeTransport::ok(release("gpt2-v6", "Promoted")));  // the patch's answer
   transport_->push(FakeTransport::ok(model("gpt2-v8")));                // wait: not yet
   transport_->push(FakeTransport::ok(release("gpt2-v6", "Promoted")));
-  transport_->push(FakeTransport::ok(model("gpt2-v6", "", 3)));  // prod runs it
+  // The Model records it, but its pods are not Ready yet: still waiting.
+  transport_->push(FakeTransport::ok(model("gpt2-v6", "", 3)));
+  transport_->push(FakeTransport::ok(withReady(release("gpt2-v6", "Promoted"), "False",
+                                               "ManualRollback", "waiting for 2 Ready")));
+  transport_->push(FakeTransport::ok(model("gpt2-v6", "", 3)));  // prod serves it
+  transport_->push(FakeTransport::ok(withReady(release("gpt2-v6", "Promoted"), "True",
+                                               "ManualRollback", "2/2 stable pods Ready")));
   EXPECT_EQ(run({"rollback", "gpt2", "--wait"}), 0) << err_.str();
   auto reqs = transport_->requests();
-  ASSERT_EQ(reqs.size(), 8u);
+  ASSERT_EQ(reqs.size(), 11u);
   EXPECT_EQ(reqs[1].path, "/apis/lockstep.dev/v1alpha1/namespaces/ml/models/gpt2");
   EXPECT_EQ(reqs[4].method, "PATCH");
   EXPECT_EQ(reqs[4].path, "/apis/lockstep.dev/v1alpha1/namespaces/ml/modelreleases/gpt2-v6");
@@ -198,7 +211,29 @@ TEST_F(ModelCommandsTest, RollbackAnnotatesTheTargetWithTheRevisionAndWaits) {
   EXPECT_NE(out_.str().find("rollback from \"gpt2-v8\" to \"gpt2-v6\" requested by alice"),
             std::string::npos)
       << out_.str();
-  EXPECT_NE(out_.str().find("prod runs release \"gpt2-v6\""), std::string::npos) << out_.str();
+  EXPECT_NE(out_.str().find("prod runs release \"gpt2-v6\" (2/2 stable pods Ready)"),
+            std::string::npos)
+      << out_.str();
+}
+
+// Issue 28: --wait ends with the rollback's clear failure past the Model's deadline.
+TEST_F(ModelCommandsTest, RollbackWaitFailsWithTheDeadlineMessage) {
+  transport_->push(FakeTransport::ok(whoami("alice")));
+  transport_->push(FakeTransport::ok(model("gpt2-v8")));
+  transport_->push(
+      FakeTransport::list({release("gpt2-v6", "Promoted"), release("gpt2-v8", "Promoted")}, "10"));
+  transport_->push(FakeTransport::ok(runtimeEnv()));
+  transport_->push(FakeTransport::ok(release("gpt2-v6", "Promoted")));  // the patch's answer
+  transport_->push(FakeTransport::ok(model("gpt2-v6", "", 3)));
+  transport_->push(FakeTransport::ok(
+      withReady(release("gpt2-v6", "Promoted"), "False", "RollbackDeadlineExceeded",
+                "model \"gpt2\" rolled back from \"gpt2-v8\" by alice did not complete within "
+                "600s")));
+  EXPECT_EQ(run({"rollback", "gpt2", "--wait"}), 1);
+  EXPECT_NE(err_.str().find("lockstep: the rollback failed: model \"gpt2\" rolled back from "
+                            "\"gpt2-v8\" by alice did not complete within 600s"),
+            std::string::npos)
+      << err_.str();
 }
 
 TEST_F(ModelCommandsTest, RollbackToAStaleRuntimeWritesNothing) {

@@ -2,6 +2,7 @@
 
 #include <set>
 #include <sstream>
+#include <utility>
 
 #include "api/v1alpha1/resources.h"
 #include "operator/kube/client.h"
@@ -106,6 +107,15 @@ std::vector<std::string> checkInvariants(const ModelWorld& world, const MonitorO
       n = world.modelObject["/spec/replicas"_json_pointer].get<int>();
     const json* slot = release(str(world.modelObject, "/status/canary/release"));
     mode = capacityOf(slot != nullptr ? *slot : *promoted);
+    if (std::string m = str(world.modelObject, "/spec/capacity"); !m.empty()) mode = m;
+    // A manual rollback on a cluster with no spare GPU trades one stable pod
+    // at a time (drain), which the stable Deployment's rolling update says.
+    const json& history = world.modelObject.value("/status/history"_json_pointer, json::array());
+    auto stable = world.deployments.find(world.model + "-stable");
+    if (slot == nullptr && !history.empty() && history.back().value("action", "") == "Rollback" &&
+        stable != world.deployments.end() &&
+        stable->second.value("/spec/strategy/rollingUpdate/maxSurge"_json_pointer, json(1)) == 0)
+      mode = "drain";
   }
   if (n != state.replicas) {
     state.armed = false;
@@ -157,6 +167,61 @@ std::vector<std::string> checkInvariants(const ModelWorld& world, const MonitorO
     if (lasted(state, "triple/" + name, now, options.grace, seen)) {
       out.push_back("triple: pod " + name + " runs " + describe(t) +
                     ", which no release validated and the Model does not record");
+    }
+  }
+
+  // served: every Ready serving pod runs content (package, closure hash) that
+  // the Model names as prod or as the canary in flight; while the stable
+  // Deployment is rolling (a promotion's handover is over, a manual rollback
+  // or a heal is replacing pods), the prod before too.
+  if (world.modelObject.is_object() && !str(world.modelObject, "/status/prod/package").empty()) {
+    using Content = std::pair<std::string, std::string>;
+    auto contentOf = [](const json& rec) -> Content {
+      return {str(rec, "/package"), str(rec, "/runtime/closureHash")};
+    };
+    std::set<Content> named = {contentOf(world.modelObject["/status/prod"_json_pointer])};
+    std::string allowed = "the Model's prod (" + str(world.modelObject, "/status/prod/release");
+    if (world.modelObject.contains("/status/canary/package"_json_pointer)) {
+      named.insert(contentOf(world.modelObject["/status/canary"_json_pointer]));
+      allowed += ") or canary (" + str(world.modelObject, "/status/canary/release");
+    }
+    allowed += ")";
+    auto stable = world.deployments.find(world.model + "-stable");
+    const bool rolling =
+        stable != world.deployments.end() &&
+        (stable->second.value("/status/observedGeneration"_json_pointer, int64_t{0}) <
+             stable->second.value("/metadata/generation"_json_pointer, int64_t{0}) ||
+         stable->second.value("/status/updatedReplicas"_json_pointer, 0) <
+             stable->second.value("/spec/replicas"_json_pointer, 1) ||
+         stable->second.value("/status/replicas"_json_pointer, 0) >
+             stable->second.value("/spec/replicas"_json_pointer, 1));
+    if (rolling) {
+      // The prod before: the second newest entry that set prod.
+      int seenProd = 0;
+      const json history = world.modelObject.value("/status/history"_json_pointer, json::array());
+      for (auto it = history.rbegin(); it != history.rend(); ++it) {
+        const std::string action = it->value("action", "");
+        if (action != "Promoted" && action != "Rollback" && action != "Adopted" &&
+            action != "Recognized")
+          continue;
+        if (++seenProd == 2) {
+          named.insert(contentOf(*it));
+          allowed += " or the prod before it (" + it->value("release", "") + ", stable rolling)";
+          break;
+        }
+      }
+    }
+    for (const auto& [name, pod] : world.pods) {
+      if (terminating(pod) || !ready(pod)) continue;
+      const Triple t = tripleOf(pod);
+      if (named.count({t.package, t.closureHash}) != 0) continue;
+      if (lasted(state, "served/" + name, now, options.grace, seen)) {
+        out.push_back("served: Ready pod " + name + " (" +
+                      str(pod, "/metadata/labels/lockstep.dev~1track") + "/" +
+                      str(pod, "/metadata/labels/lockstep.dev~1release") + ") runs package " +
+                      t.package + " with closure hash " + t.closureHash +
+                      ", not the content of " + allowed);
+      }
     }
   }
 

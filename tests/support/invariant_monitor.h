@@ -8,14 +8,20 @@
 //   triple     every serving pod runs a (package, image, closure hash) triple
 //              that some release validated (a gate's evidence, or the
 //              release's package, the RuntimeEnv image and its closure hash)
+//   served     every Ready serving pod runs content (package, closure hash)
+//              that the Model's status.prod or status.canary names, or, while
+//              the stable Deployment is rolling, the prod before (the second
+//              newest history entry that set prod)
 //   promoted   at most one release of the model is Promoted
 //   canary     at most one release of the model holds the canary slot
 //              (phase Canary)
 //   steps      status.canary.passedSteps has no gap: steps 0, 1, 2, ... in order
 //
 // N is the Model's spec.replicas, else that of the release the Model names as
-// prod; the capacity mode that of the release in the canary slot (else prod's),
-// unless Options fix them.
+// prod; the capacity mode the Model's spec.capacity, else that of the release in
+// the canary slot (else prod's), unless Options fix them. After a manual
+// rollback whose stable Deployment rolls with maxSurge 0 (the one-pod trade on a
+// cluster with no spare GPU), drain.
 // Every violation is kept with the trail of the last events that led to it.
 // The invariant logic is pure (checkInvariants) and unit-tested; the monitor
 // adds the watches (the project's Kubernetes client).

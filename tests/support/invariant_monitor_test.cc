@@ -72,6 +72,92 @@ TEST(InvariantsTest, ReadyPodsCountOnlyAfterTheFirstRolloutReachedN) {
   EXPECT_NE(only(checkInvariants(w, o, s, t)).find("ready: 0 Ready"), std::string::npos);
 }
 
+// N-1 only where the operator drains: the Model's capacity, or a manual
+// rollback whose stable Deployment trades one pod at a time (maxSurge 0).
+TEST(InvariantsTest, TheModelsCapacityAndARollbacksOnePodTradeAllowNMinusOne) {
+  ModelWorld w = world();
+  MonitorOptions o;
+  MonitorState s;
+  Clock::time_point t{};
+  w.pods["a"] = pod("v1", "stable", true);
+  w.pods["b"] = pod("v1", "stable", true);
+  EXPECT_TRUE(checkInvariants(w, o, s, t).empty());
+  w.pods["b"] = pod("v1", "stable", true, "h1", /*terminating=*/true);
+  ASSERT_FALSE(checkInvariants(w, o, s, t).empty()) << "surge: N";
+  w.modelObject["spec"]["capacity"] = "drain";
+  EXPECT_TRUE(checkInvariants(w, o, s, t).empty()) << "the Model drains";
+  w.modelObject["spec"].erase("capacity");
+  // A rollback to v1, stable rolling with maxSurge 0.
+  w.modelObject["status"]["history"] =
+      json::array({{{"action", "Promoted"}, {"release", "v0"}},
+                   {{"action", "Rollback"}, {"release", "v1"}, {"from", "v0"}}});
+  w.deployments["gpt2-stable"] = {
+      {"spec", {{"strategy", {{"rollingUpdate", {{"maxSurge", 1}, {"maxUnavailable", 0}}}}}}}};
+  EXPECT_FALSE(checkInvariants(w, o, s, t).empty()) << "a surge rollback keeps N";
+  w.deployments["gpt2-stable"]["spec"]["strategy"]["rollingUpdate"] = {{"maxSurge", 0},
+                                                                       {"maxUnavailable", 1}};
+  EXPECT_TRUE(checkInvariants(w, o, s, t).empty()) << "the one-pod trade: N-1";
+  w.pods.erase("a");
+  EXPECT_FALSE(checkInvariants(w, o, s, t).empty()) << "never below N-1";
+}
+
+// Issue 28 (must-show 7): a Ready serving pod runs what the Model names: its
+// prod or its canary; the prod before only while stable is rolling.
+TEST(InvariantsTest, EveryReadyPodRunsContentTheModelNames) {
+  ModelWorld w = world();
+  auto rec = [](const std::string& r) {
+    return json{{"release", r}, {"package", "pkg-" + r}, {"runtime", {{"closureHash", "h1"}}}};
+  };
+  w.modelObject["status"]["prod"] = rec("v2");
+  w.modelObject["status"]["history"] = json::array(
+      {{{"action", "Promoted"}, {"release", "v1"}, {"package", "pkg-v1"},
+        {"runtime", {{"closureHash", "h1"}}}},
+       {{"action", "RolledBack"}, {"release", "v9"}, {"package", "pkg-v9"},
+        {"runtime", {{"closureHash", "h1"}}}},
+       {{"action", "Promoted"}, {"release", "v2"}, {"package", "pkg-v2"},
+        {"runtime", {{"closureHash", "h1"}}}}});
+  w.releases["v2"] = release("v2", "Promoted");
+  w.deployments["gpt2-stable"] = {
+      {"metadata", {{"generation", 4}}},
+      {"spec", {{"replicas", 2}}},
+      {"status", {{"observedGeneration", 4}, {"updatedReplicas", 2}, {"replicas", 2}}}};
+  MonitorOptions o;
+  o.grace = std::chrono::milliseconds(1000);
+  MonitorState s;
+  Clock::time_point t{};
+  auto served = [&](Clock::time_point at) {
+    std::vector<std::string> out;
+    for (const std::string& v : checkInvariants(w, o, s, at))
+      if (v.rfind("served:", 0) == 0) out.push_back(v);
+    return out;
+  };
+  w.pods["a"] = pod("v2", "stable", true);
+  w.pods["b"] = pod("v2", "stable", true);
+  EXPECT_TRUE(served(t).empty());
+  // A pod of v1 (the prod before), Ready while stable has finished rolling.
+  w.pods["c"] = pod("v1", "stable", true);
+  EXPECT_TRUE(served(t).empty()) << "a moment's grace";
+  EXPECT_EQ(only(served(t + 2s)),
+            "served: Ready pod c (stable/v1) runs package pkg-v1 with closure hash h1, not the "
+            "content of the Model's prod (v2)");
+  // While stable is rolling, the prod before is allowed; never the rolled-back v9.
+  w.deployments["gpt2-stable"]["status"]["updatedReplicas"] = 1;
+  EXPECT_TRUE(served(t + 3s).empty());
+  w.pods["d"] = pod("v9", "canary", true);
+  served(t + 3s);
+  EXPECT_EQ(only(served(t + 5s)),
+            "served: Ready pod d (canary/v9) runs package pkg-v9 with closure hash h1, not the "
+            "content of the Model's prod (v2) or the prod before it (v1, stable rolling)");
+  // A canary the Model names is fine; a pod not Ready or Terminating is not serving.
+  w.modelObject["status"]["canary"] = rec("v9");
+  EXPECT_TRUE(served(t + 6s).empty());
+  w.modelObject["status"].erase("canary");
+  w.pods["d"] = pod("v9", "canary", false);
+  EXPECT_TRUE(served(t + 7s).empty());
+  w.pods["d"] = pod("v9", "canary", true, "h1", /*terminating=*/true);
+  EXPECT_TRUE(served(t + 8s).empty());
+}
+
 TEST(InvariantsTest, ATripleNoReleaseValidatedIsAViolationOnceItLasts) {
   ModelWorld w = world();
   MonitorOptions o;
@@ -119,7 +205,13 @@ TEST(InvariantsTest, TheModelsRecordedProdContentIsValidWithoutItsRelease) {
   // Another runtime than the record's is still a violation.
   w.pods["b"] = pod("v1", "stable", true, "h-other");
   EXPECT_TRUE(checkInvariants(w, o, s, t + 8s).empty()) << "within the grace";
-  EXPECT_NE(only(checkInvariants(w, o, s, t + 14s)).find("triple: pod b runs"), std::string::npos);
+  const std::string late = joined(checkInvariants(w, o, s, t + 14s));
+  EXPECT_NE(late.find("triple: pod b runs"), std::string::npos) << late;
+  // And it is not what the Model names as prod (the served invariant).
+  EXPECT_NE(late.find("served: Ready pod b (stable/v1) runs package pkg-v1 with closure hash "
+                      "h-other, not the content of the Model's prod (v1)"),
+            std::string::npos)
+      << late;
 }
 
 TEST(InvariantsTest, TwoPromotedOrTwoCanariesAreViolationsOnceTheyLast) {

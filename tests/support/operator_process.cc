@@ -24,7 +24,20 @@ namespace {
 
 using nlohmann::json;
 
-std::string chartDir() { return std::string(LOCKSTEP_SOURCE_DIR) + "/helm/lockstep"; }
+// useOperatorRelease's directory; "" = this build's.
+std::string& releaseDir() {
+  static std::string dir;
+  return dir;
+}
+std::string sourceDir() {
+  return releaseDir().empty() ? std::string(LOCKSTEP_SOURCE_DIR) : releaseDir() + "/src";
+}
+std::string operatorBinary() {
+  return releaseDir().empty() ? std::string(LOCKSTEP_OPERATOR_BIN)
+                              : releaseDir() + "/lockstep-operator";
+}
+std::string chartDir() { return sourceDir() + "/helm/lockstep"; }
+bool exists(const std::string& path) { return access(path.c_str(), F_OK) == 0; }
 
 void mustKubectl(const std::vector<std::string>& args, const std::string& input = "") {
   auto r = kubectl(args, input);
@@ -116,17 +129,19 @@ void OperatorProcess::installClusterPieces(int webhookPort, const std::string& a
   }
 }
 
+void useOperatorRelease(const std::string& dir) { releaseDir() = dir; }
+
 void OperatorProcess::installCrdsAndRbac() {
-  mustKubectl({"apply", "-f", std::string(LOCKSTEP_SOURCE_DIR) + "/crds"});
-  mustKubectl({"wait", "--for", "condition=Established", "crd/runtimeenvs.lockstep.dev",
-               "crd/modelreleases.lockstep.dev", "crd/analysisproviders.lockstep.dev",
-               "crd/models.lockstep.dev", "crd/runtimeadmissions.lockstep.dev", "--timeout=60s"});
+  mustKubectl({"apply", "-f", sourceDir() + "/crds"});
+  mustKubectl({"wait", "--for", "condition=Established", "-f", sourceDir() + "/crds",
+               "--timeout=60s"});
   kubectl({"create", "namespace", kOperatorNamespace});
   // The ServiceAccount, RBAC and the ValidatingAdmissionPolicies keeping the
   // model anchors and every Lockstep status the operator's alone (they name
   // the ServiceAccount the operator runs as here).
   for (const char* t : {"templates/serviceaccount.yaml", "templates/rbac.yaml",
                         "templates/anchor-policy.yaml", "templates/status-policy.yaml"}) {
+    if (!exists(chartDir() + "/" + t)) continue;  // an earlier release's chart lacks it
     for (const auto& o : renderChart(t))
       mustKubectl({"apply", "-n", kOperatorNamespace, "-f", "-"}, o.dump());
   }
@@ -205,7 +220,7 @@ std::string OperatorProcess::startOnce(const std::vector<std::string>& extraArgs
       << "\nusers:\n- name: lockstep\n  user:\n    token: " << tok
       << "\ncontexts:\n- name: c\n  context: {cluster: c, user: lockstep}\ncurrent-context: c\n";
 
-  std::vector<std::string> args = {LOCKSTEP_OPERATOR_BIN,
+  std::vector<std::string> args = {operatorBinary(),
                                    "--kubeconfig=" + dir_ + "/kubeconfig",
                                    "--namespace=" + std::string(kOperatorNamespace),
                                    "--bind-address=127.0.0.1",

@@ -103,4 +103,11 @@ std::string applyReadyRuntimeEnv(const std::string& ns, const std::string& name,
 // The webhook port every test in this binary registers (chosen once).
 int sharedWebhookPort();
 
+// Where the cluster pieces (crds/, the chart) and the operator binary of
+// installCrdsAndRbac, installClusterPieces, renderChart and the next start()
+// come from: an earlier release's directory as tests/upgrade/previous.sh
+// makes it (its lockstep-operator and src/), or "" for this build's (the
+// default). Process-wide.
+void useOperatorRelease(const std::string& dir);
+
 }  // namespace lockstep::testing

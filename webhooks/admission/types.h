@@ -62,15 +62,15 @@ class RuntimeEnvLookup {
   virtual std::optional<RuntimeEnvView> find(std::string_view ns, std::string_view name) const = 0;
 };
 
-// The prod of a model as the operator's caches see it: the release its anchor
-// ConfigMap `lockstep-model-<model>` records as `promoted` and the port prod
-// serves on (its Service's, else that release's serving port; 0: unknown).
+// The prod of a model as the operator's caches see it: the release its Model
+// records as prod (status.prod) and the port prod serves on (the Model's
+// spec.port, else its Service's, else that release's serving port; 0: unknown).
 struct ModelProdView {
   std::string release;
   int64_t port = 0;
 };
 
-// Looks up a model's prod; nullopt when the model has no prod yet (no anchor,
+// Looks up a model's prod; nullopt when the model has no prod yet (no Model,
 // or nothing promoted). Same thread-safety contract as RuntimeEnvLookup.
 class ModelProdLookup {
  public:

@@ -467,6 +467,19 @@ ProdPlan planRollbackWrites(const ReleaseObserved& o, const v1::ModelRelease& r,
     stopWith(out, p.lookupError);
     return out;
   }
+  // Surge re-templates stable with one extra pod first: it needs a spare GPU.
+  // On a full cluster stable trades one pod at a time instead (drain: a pod
+  // goes, its GPU takes the target's pod), as a canary's rollback does; a surge
+  // pod would stay Pending and the rollback never end.
+  if (spec->capacity == v1::CapacityMode::kSurge && p.gpu) {
+    if (const GpuCheck check = gpuPreCheck(*p.gpu, 1); !check.go) {
+      spec->capacity = v1::CapacityMode::kDrain;
+      plan.events.push_back({kube::kEventTypeNormal, kReasonRollbackTradesPods,
+                            "rollback of model " + r.spec.model + " to release " + name +
+                                ": no spare GPU for a surge pod (" + check.message +
+                                "); stable's pods are replaced one at a time"});
+    }
+  }
   if (auto conflict = findNameConflict(r.spec.model, p, "")) {
     const std::string m = conflict->message(r.meta.ns, r.spec.model);
     out.events.push_back({kube::kEventTypeWarning, v1::kReasonNameConflict, m});

@@ -81,6 +81,9 @@ ProdPlan planProd(const ReleaseObserved& observed, const api::v1alpha1::ModelRel
 
 // `plan` is planRelease's with plan.modelRollback set; a rollback that cannot
 // run (an invalid prod stage) is dropped from it with an InvalidSpec condition.
+// Prod keeps the Model's replicas and GPU strategy; a surge rollback with no
+// spare GPU for one pod re-templates stable as drain (one pod traded at a
+// time; a Normal Event kReasonRollbackTradesPods says so).
 ProdPlan planRollbackWrites(const ReleaseObserved& observed,
                             const api::v1alpha1::ModelRelease& release,
                             const kube::ObjectPtr& releaseObject, const ProdObserved& prod,
@@ -102,5 +105,6 @@ std::optional<ProdPlan> planProdHealing(const api::v1alpha1::ModelRelease& relea
                                         const ProdObserved& prod);
 
 inline constexpr const char* kReasonProdRestored = "ProdRestored";
+inline constexpr const char* kReasonRollbackTradesPods = "RollbackTradesPods";
 
 }  // namespace lockstep::controllers

@@ -73,6 +73,32 @@ class CanaryClusterTest : public ::testing::Test {
     return true;
   }
 
+  // The RuntimeEnv asks for CUDA 12.8 (driver 570.26): gpu-0 and gpu-1 are
+  // compatible, gpu-old-0 is not.
+  void needCuda128() {
+    json accel = {{"spec", {{"accelerator", {{"cuda", "12.8"}}}}}};
+    ASSERT_EQ(
+        kubectl({"patch", "rte", "torch", "-n", ns_, "--type=merge", "-p", accel.dump()}).exitCode,
+        0);
+    ASSERT_TRUE(eventually([&] {
+      json rte = get("rte", "torch");
+      return rte.value("/status/minDriver"_json_pointer, std::string()) != "" &&
+             rte.value("/status/compatibleNodes"_json_pointer, 0) == 2;
+    })) << get("rte", "torch")["status"].dump(2);
+  }
+  // A prod stage whose pods take one GPU each, on the 570 driver's nodes.
+  json gpuStage(json steps, const std::string& capacity, const std::string& deadline = "20s") {
+    json stage = prodStage(std::move(steps));
+    stage["serving"]["template"]["spec"]["containers"][0]["resources"] = {
+        {"requests", {{"nvidia.com/gpu", "1"}}}, {"limits", {{"nvidia.com/gpu", "1"}}}};
+    // Only on nodes with the driver the runtime needs (as users pin GPU pods).
+    stage["serving"]["template"]["spec"]["nodeSelector"] = {
+        {"nvidia.com/cuda.driver.major", "570"}};
+    stage["canary"]["capacity"] = capacity;
+    stage["canary"]["progressDeadline"] = deadline;
+    return stage;
+  }
+
   ReleaseWorld w_;
   std::string ns_, hash_;
 };
@@ -874,48 +900,11 @@ int gpusInUse(const std::string& node) {
   return used;
 }
 
-// Must-show 7: on GPU nodes filled by other pods, a `surge` canary waits with a
-// clear condition, then aborts with InsufficientGPUCapacity (stable untouched);
-// a `drain` canary proceeds by scaling stable down first and is promoted.
-TEST_F(CanaryClusterTest, ScarceGpusSurgeWaitsThenAbortsDrainProceeds) {
-  // Only g4 (at the end) has an analysis: it must fail.
-  ASSERT_TRUE(prom()->setRate("g4", 0.5));
-  // CUDA 12.8 needs driver 570.26: gpu-0 and gpu-1 are compatible, gpu-old-0 is not.
-  json accel = {{"spec", {{"accelerator", {{"cuda", "12.8"}}}}}};
-  ASSERT_EQ(
-      kubectl({"patch", "rte", "torch", "-n", ns_, "--type=merge", "-p", accel.dump()}).exitCode,
-      0);
-  ASSERT_TRUE(eventually([&] {
-    json rte = get("rte", "torch");
-    return rte.value("/status/minDriver"_json_pointer, std::string()) != "" &&
-           rte.value("/status/compatibleNodes"_json_pointer, 0) == 2;
-  })) << get("rte", "torch")["status"].dump(2);
-  auto gpuStage = [&](json steps, const std::string& capacity,
-                      const std::string& deadline = "20s") {
-    json stage = prodStage(std::move(steps));
-    stage["serving"]["template"]["spec"]["containers"][0]["resources"] = {
-        {"requests", {{"nvidia.com/gpu", "1"}}}, {"limits", {{"nvidia.com/gpu", "1"}}}};
-    // Only on nodes with the driver the runtime needs (as users pin GPU pods).
-    stage["serving"]["template"]["spec"]["nodeSelector"] = {
-        {"nvidia.com/cuda.driver.major", "570"}};
-    stage["canary"]["capacity"] = capacity;
-    stage["canary"]["progressDeadline"] = deadline;
-    return stage;
-  };
-  ASSERT_EQ(createRelease("g1", package('a'),
-                          json::array({gpuStage(json::array({json{{"weight", 100}}}), "surge")}))
-                .exitCode,
-            0);
-  waitPhase("g1", "Promoted");
-  ASSERT_TRUE(eventually([&] { return readyPods()["stable/g1"] == 2; }))
-      << json(readyPods()).dump();
-  // The first rollout's canary pods hold their GPUs until they are gone.
-  ASSERT_TRUE(eventually([&] { return noneTerminating(); }));
-
-  // Other tenants take every remaining GPU (the old-driver node too, so the
-  // scheduler could not place a canary pod anywhere either).
+// Other tenants' pods (in a namespace of their own, returned) take every GPU
+// left on the three GPU nodes.
+std::string fillEveryGpu() {
   const std::string fill = uniqueName("gpu-fill");
-  ASSERT_EQ(kubectl({"create", "namespace", fill}).exitCode, 0);
+  EXPECT_EQ(kubectl({"create", "namespace", fill}).exitCode, 0);
   for (const std::string node : {"gpu-0", "gpu-1", "gpu-old-0"}) {
     int free = 8 - gpusInUse(node);
     if (free <= 0) continue;
@@ -930,10 +919,34 @@ TEST_F(CanaryClusterTest, ScarceGpusSurgeWaitsThenAbortsDrainProceeds) {
                                  {"resources",
                                   {{"requests", {{"nvidia.com/gpu", std::to_string(free)}}},
                                    {"limits", {{"nvidia.com/gpu", std::to_string(free)}}}}}}})}}}};
-    ASSERT_EQ(kubectl({"create", "-f", "-"}, pod.dump()).exitCode, 0) << node;
+    EXPECT_EQ(kubectl({"create", "-f", "-"}, pod.dump()).exitCode, 0) << node;
   }
   for (const std::string node : {"gpu-0", "gpu-1", "gpu-old-0"})
-    ASSERT_EQ(gpusInUse(node), 8) << node;
+    EXPECT_EQ(gpusInUse(node), 8) << node;
+  return fill;
+}
+
+// Must-show 7: on GPU nodes filled by other pods, a `surge` canary waits with a
+// clear condition, then aborts with InsufficientGPUCapacity (stable untouched);
+// a `drain` canary proceeds by scaling stable down first and is promoted.
+TEST_F(CanaryClusterTest, ScarceGpusSurgeWaitsThenAbortsDrainProceeds) {
+  // Only g4 (at the end) has an analysis: it must fail.
+  ASSERT_TRUE(prom()->setRate("g4", 0.5));
+  ASSERT_NO_FATAL_FAILURE(needCuda128());
+  ASSERT_EQ(createRelease("g1", package('a'),
+                          json::array({gpuStage(json::array({json{{"weight", 100}}}), "surge")}))
+                .exitCode,
+            0);
+  waitPhase("g1", "Promoted");
+  ASSERT_TRUE(eventually([&] { return readyPods()["stable/g1"] == 2; }))
+      << json(readyPods()).dump();
+  // The first rollout's canary pods hold their GPUs until they are gone.
+  ASSERT_TRUE(eventually([&] { return noneTerminating(); }));
+
+  // Other tenants take every remaining GPU (the old-driver node too, so the
+  // scheduler could not place a canary pod anywhere either).
+  std::string fill;
+  ASSERT_NO_FATAL_FAILURE(fill = fillEveryGpu());
 
   ASSERT_EQ(createRelease("g2", package('b'),
                           json::array({gpuStage(json::array({json{{"weight", 50}}}), "surge")}))
@@ -1001,6 +1014,79 @@ TEST_F(CanaryClusterTest, ScarceGpusSurgeWaitsThenAbortsDrainProceeds) {
     return r["stable/g3"] == 2 && r.size() == 1;
   })) << json(readyPods()).dump();
   for (const std::string node : {"gpu-0", "gpu-1"}) EXPECT_EQ(gpusInUse(node), 8) << node;
+  EXPECT_EQ(kubectl({"delete", "namespace", fill, "--timeout=120s"}).exitCode, 0);
+}
+
+// Issue 28 must-show 4: a manual rollback on a cluster with no free GPU, in
+// the default mode (surge), completes within its deadline and keeps the
+// Model's replicas. h1 and h2 were written for 2 pods; the Model says 3. Every
+// GPU is taken when `lockstep model rollback --wait` asks for h1: stable trades
+// one pod at a time (a surge pod would stay Pending forever), the invariant
+// monitor holds N-1 Ready throughout, and --wait returns once 3 pods of h1
+// are Ready.
+TEST_F(CanaryClusterTest, ManualRollbackOnAFullGpuClusterTradesPodsAndKeepsTheModelsReplicas) {
+  ASSERT_NO_FATAL_FAILURE(needCuda128());
+  json oneStep = json::array({json{{"weight", 100}}});
+  ASSERT_EQ(
+      createRelease("h1", package('a'), json::array({gpuStage(oneStep, "surge", "2m")})).exitCode,
+      0);
+  waitPhase("h1", "Promoted");
+  ASSERT_EQ(
+      createRelease("h2", package('b'), json::array({gpuStage(oneStep, "surge", "2m")})).exitCode,
+      0);
+  waitPhase("h2", "Promoted");
+  waitPhase("h1", "Superseded", std::chrono::seconds(30));
+  // The model's N is 3 from now on, whatever a release says; prod grows to it.
+  json modelSpec = {{"spec", {{"replicas", 3}, {"rollbackDeadlineSeconds", 180}}}};
+  ASSERT_EQ(kubectl({"patch", "models.lockstep.dev", "gpt2", "-n", ns_, "--type=merge", "-p",
+                     modelSpec.dump()})
+                .exitCode,
+            0);
+  ASSERT_TRUE(eventually([&] {
+    auto r = readyPods();
+    return r["stable/h2"] == 3 && r.size() == 1;
+  })) << json(readyPods()).dump();
+  ASSERT_TRUE(eventually([&] { return noneTerminating(); }));
+  std::string fill;
+  ASSERT_NO_FATAL_FAILURE(fill = fillEveryGpu());
+
+  const auto asked = std::chrono::steady_clock::now();
+  auto rb = lockstepCli({"model", "rollback", "gpt2", "--to", "h1", "-n", ns_, "--wait",
+                         "--timeout=4m"});
+  const auto took = std::chrono::duration_cast<std::chrono::seconds>(
+      std::chrono::steady_clock::now() - asked);
+  ASSERT_EQ(rb.exitCode, 0) << rb.out << rb.err << get("mr", "h1")["status"].dump(2);
+  EXPECT_LT(took.count(), 180) << "within the Model's deadline";
+  EXPECT_NE(rb.out.find("prod runs release \"h1\" (prod runs this release again"),
+            std::string::npos)
+      << rb.out;
+  json h1 = get("mr", "h1");
+  EXPECT_EQ(condition(h1, "Ready"), "True") << h1["status"].dump(2);
+  EXPECT_EQ(condition(h1, "Ready", "reason"), "ManualRollback");
+  EXPECT_NE(condition(h1, "Ready", "message").find("3/3 stable pods Ready"), std::string::npos)
+      << condition(h1, "Ready", "message");
+  // The one-pod trade, said in an Event; the Model's replicas kept.
+  json events = kubectlJson({"get", "events", "-n", ns_, "--field-selector",
+                             "reason=RollbackTradesPods,involvedObject.name=h1"});
+  ASSERT_FALSE(events.is_discarded());
+  ASSERT_EQ(events["items"].size(), 1u) << events.dump(2);
+  EXPECT_NE(events["items"][0].value("message", "").find("no spare GPU for a surge pod"),
+            std::string::npos)
+      << events["items"][0].dump(2);
+  json stable = get("deployment", "gpt2-stable");
+  EXPECT_EQ(stable["spec"]["replicas"], 3);
+  EXPECT_EQ(stable.value("/spec/strategy/rollingUpdate/maxSurge"_json_pointer, json()), 0);
+  json model = get("models.lockstep.dev", "gpt2");
+  EXPECT_EQ(model.value("/spec/replicas"_json_pointer, 0), 3);
+  EXPECT_EQ(model.value("/status/prod/release"_json_pointer, std::string()), "h1");
+  EXPECT_TRUE(eventually([&] {
+    auto r = readyPods();
+    return r["stable/h1"] == 3 && r.size() == 1;
+  })) << json(readyPods()).dump();
+  for (const std::string node : {"gpu-0", "gpu-1"}) EXPECT_EQ(gpusInUse(node), 8) << node;
+  json missed = kubectlJson({"get", "events", "-n", ns_, "--field-selector",
+                             "reason=RollbackDeadlineExceeded"});
+  EXPECT_TRUE(missed.is_discarded() || missed["items"].empty()) << missed.dump(2);
   EXPECT_EQ(kubectl({"delete", "namespace", fill, "--timeout=120s"}).exitCode, 0);
 }
 

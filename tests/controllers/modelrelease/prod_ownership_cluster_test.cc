@@ -498,9 +498,10 @@ TEST_F(ProdOwnershipClusterTest, ARollbackThatCannotFinishLetsTheReleaseGoAtItsD
   EXPECT_EQ(model.value("/status/prod/release"_json_pointer, std::string()), "v1");
 }
 
-// Issue 28: with the operator down (its webhooks still registered, Fail),
-// deleting a release and its namespace complete: a Promoted release carries no
-// finalizer; one deleted mid-canary keeps lockstep.dev/release-cleanup until
+// Issue 28 (must-show 5): with the operator down (its webhooks still
+// registered, Fail), deleting a release, the Model and the namespace complete:
+// a Promoted release carries no finalizer, nor does the Model (its serving
+// objects go by garbage collection); one deleted mid-canary keeps lockstep.dev/release-cleanup until
 // the documented patch removes it, which the ModelRelease webhook no longer
 // sees (its matchConditions skip finalizer-only updates); the namespace waits
 // only for the RuntimeEnv's in-use finalizer, removed the same way
@@ -534,6 +535,17 @@ TEST_F(ProdOwnershipClusterTest, WithTheOperatorDownAReleaseAndItsNamespaceCanBe
   auto removed = kubectl({"patch", "mr", "v2", "-n", ns_, "--type=merge", "-p", unfinalize});
   EXPECT_EQ(removed.exitCode, 0) << removed.err;
   EXPECT_TRUE(eventually([&] { return !exists("mr", "v2"); }, std::chrono::seconds(30)));
+  // The Model carries no finalizer: it goes at once, and the garbage collector
+  // takes the serving objects it owns.
+  ASSERT_EQ(kubectl({"delete", "models.lockstep.dev", "gpt2", "-n", ns_, "--timeout=30s"}).exitCode,
+            0);
+  EXPECT_TRUE(eventually(
+      [&] {
+        return !exists("deployment", "gpt2-stable") && !exists("deployment", "gpt2-canary") &&
+               !exists("service", "gpt2");
+      },
+      std::chrono::seconds(60)))
+      << "the Model's serving objects are garbage collected";
 
   json rte = get("rte", "torch");
   EXPECT_NE(rte.value("/metadata/finalizers"_json_pointer, json::array())

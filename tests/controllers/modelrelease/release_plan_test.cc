@@ -854,6 +854,74 @@ TEST(ReleasePlan, ManualRollbackIsReadyOnlyWithNReadyStablePodsOnItsPair) {
   EXPECT_EQ(condition(p, "Degraded"), "False");
 }
 
+// Issue 28 (must-show 4): a manual rollback keeps the Model's replicas (N is
+// the Model's, not the target's serving.replicas), and one that has not got N
+// Ready stable pods within the Model's spec.rollbackDeadlineSeconds fails
+// clearly (Ready=False and Stalled=True, RollbackDeadlineExceeded, one Warning),
+// then is Ready once the pods are.
+TEST(ReleasePlan, ManualRollbackCountsTheModelsReplicasAndFailsPastItsDeadline) {
+  json release = supersededRelease();  // written with serving.replicas 1
+  release["metadata"]["annotations"]["rollback.lockstep.dev/4"] = "alice";
+  auto o = atRevision(release);
+  o.rollbackDeadlineSeconds = 120;
+  o.serving = servingOf("gpt2-v8", 3);
+  o.serving->modelReplicas = 3;
+  auto asked = planRelease(o);
+  ASSERT_TRUE(asked.modelRollback.has_value());
+  EXPECT_EQ(asked.status["rollback"]["at"], kNow);
+
+  auto later = atRevision(applied(release, asked), "5");
+  later.promotedRelease = "gpt2-v7";
+  later.rollbackDeadlineSeconds = 120;
+  auto at = [&](int64_t secondsAfter, int ready) {
+    later.nowUnix = kNowUnix + secondsAfter;
+    later.now = formatRfc3339(later.nowUnix);
+    later.serving = servingOf("gpt2-v7", ready, 3);
+    later.serving->modelReplicas = 3;
+    ReleasePlan p = planRelease(later);
+    later.release = applied(later.release, p);
+    return p;
+  };
+  // One Ready pod of the target is enough for the release's own 1, not for the Model's 3.
+  auto p = at(60, 1);
+  EXPECT_EQ(condition(p, "Ready"), "False");
+  EXPECT_EQ(condition(p, "Ready", "reason"), "ManualRollback");
+  EXPECT_NE(condition(p, "Ready", "message").find("waiting for 3 Ready stable pods"),
+            std::string::npos)
+      << condition(p, "Ready", "message");
+  EXPECT_EQ(condition(p, "Stalled"), "False");
+  EXPECT_GT(p.requeueAfterSeconds, 0);
+  EXPECT_LE(p.requeueAfterSeconds, 5);
+  EXPECT_FALSE(hasEvent(p, "RollbackDeadlineExceeded"));
+
+  // Past the deadline: failed, said once.
+  p = at(121, 2);
+  EXPECT_EQ(p.status["phase"], "Promoted");
+  EXPECT_EQ(condition(p, "Ready"), "False");
+  EXPECT_EQ(condition(p, "Ready", "reason"), "RollbackDeadlineExceeded");
+  EXPECT_EQ(condition(p, "Stalled"), "True");
+  EXPECT_EQ(condition(p, "Stalled", "reason"), "RollbackDeadlineExceeded");
+  EXPECT_NE(condition(p, "Ready", "message")
+                .find("did not complete within 120s (the Model's spec.rollbackDeadlineSeconds): "
+                      "waiting for 3 Ready stable pods on its pair (2/3 stable pods Ready)"),
+            std::string::npos)
+      << condition(p, "Ready", "message");
+  EXPECT_TRUE(hasEvent(p, "RollbackDeadlineExceeded", "did not complete within 120s"));
+  EXPECT_EQ(condition(p, "Degraded"), "") << "no Degraded before prod first served it";
+  p = at(150, 2);
+  EXPECT_FALSE(hasEvent(p, "RollbackDeadlineExceeded")) << "said once";
+  EXPECT_EQ(condition(p, "Ready", "reason"), "RollbackDeadlineExceeded");
+  EXPECT_GT(p.requeueAfterSeconds, 0);
+
+  // The pods come after all: Ready, no longer Stalled.
+  p = at(200, 3);
+  EXPECT_EQ(condition(p, "Ready"), "True");
+  EXPECT_EQ(condition(p, "Ready", "reason"), "ManualRollback");
+  EXPECT_EQ(condition(p, "Stalled"), "False");
+  EXPECT_EQ(condition(p, "Reconciling"), "False");
+  EXPECT_EQ(condition(p, "Degraded"), "False");
+}
+
 // Issue 20: a Promoted release keeps being observed. Ready follows the stable
 // Deployment; Degraded says when prod is short of Ready pods, with an Event
 // on each change; only the release the anchor names as promoted.

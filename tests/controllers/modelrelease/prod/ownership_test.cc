@@ -586,6 +586,55 @@ TEST(ServicePort, AManualRollbackToAReleaseOnAnotherPortIsRefused) {
       << status.dump(2);
 }
 
+// Issue 28 (must-show 4): a manual rollback keeps the Model's replicas, and in
+// surge with no spare GPU for one pod, re-templates stable as drain (one pod
+// traded at a time) instead of leaving a surge pod Pending forever.
+TEST(ManualRollbackCapacity, AFullClusterTradesOnePodAtATimeAndTheModelsReplicasStay) {
+  auto world = [](std::vector<int64_t> freePerNode) {
+    json r = prodRelease("v1", kOldPackage);  // written with serving.replicas 2, surge
+    r["metadata"]["annotations"] = {{"rollback.lockstep.dev/1", "alice"}};
+    r["status"] = {{"phase", v1::kPhaseSuperseded}, {"canary", {{"phase", "Promoted"}}}};
+    ModelReleaseObserved o = observed(r);
+    json model = modelOf("", "v2");
+    model["spec"]["replicas"] = 3;
+    withModel(o, model);
+    o.prod.service = share(buildModelService(inputFor()));
+    o.prod.stableDeployment = share(ourDeployment(kTrackStable, "v2", 3));
+    o.prod.gpu = GpuCapacity{1, std::move(freePerNode)};
+    return o;
+  };
+  auto stableWrite = [](const ModelReleasePlan& plan) -> json {
+    for (const PlannedApply& a : plan.execution.apply) {
+      if (a.resource.kind == "Deployment" && kube::name(a.object) == "gpt2-stable")
+        return a.object;
+    }
+    return nullptr;
+  };
+  auto traded = [](const ModelReleasePlan& plan) {
+    for (const PlannedEvent& e : plan.execution.events) {
+      if (e.reason == kReasonRollbackTradesPods) return true;
+    }
+    return false;
+  };
+  // Every GPU taken: drain, said in an Event.
+  ModelReleasePlan full = planModelRelease(world({0, 0}));
+  json stable = stableWrite(full);
+  ASSERT_TRUE(stable.is_object()) << "the rollback re-templates stable";
+  EXPECT_EQ(stable["spec"]["replicas"], 3) << "the Model's replicas, not the target's 2";
+  EXPECT_EQ(stable["spec"]["strategy"]["rollingUpdate"]["maxSurge"], 0);
+  EXPECT_EQ(stable["spec"]["strategy"]["rollingUpdate"]["maxUnavailable"], 1);
+  EXPECT_TRUE(traded(full));
+  EXPECT_TRUE(writesTo(full.execution, "Model", "gpt2")) << "the record moves first, as always";
+  // A spare GPU: the Model's surge.
+  ModelReleasePlan spare = planModelRelease(world({0, 1}));
+  stable = stableWrite(spare);
+  ASSERT_TRUE(stable.is_object());
+  EXPECT_EQ(stable["spec"]["replicas"], 3);
+  EXPECT_EQ(stable["spec"]["strategy"]["rollingUpdate"]["maxSurge"], 1);
+  EXPECT_EQ(stable["spec"]["strategy"]["rollingUpdate"]["maxUnavailable"], 0);
+  EXPECT_FALSE(traded(spare));
+}
+
 // --- The Model's record is a trust root (docs/rollouts.md). ---
 
 // v2 about to claim the slot while the Model says prod runs `named`.
