@@ -67,6 +67,7 @@ std::optional<ModelProdView> InformerModelProds::prodOf(std::string_view ns,
   ModelProdView v;
   v.release = record.promoted();
   if (v.release.empty()) return std::nullopt;
+  v.revision = record.status.revision;
   if (record.spec.port) v.port = *record.spec.port;
   if (auto svc = services_.get(n, m); v.port == 0 && svc && lockstepLabelled(*svc, model)) {
     const nlohmann::json& ports = v1::decode::array(v1::decode::object(*svc, "spec"), "ports");

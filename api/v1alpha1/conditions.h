@@ -63,6 +63,9 @@ inline constexpr const char* kReasonRollbackRefused = "RollbackRefused";
 // A manual rollback's target did not have N Ready stable pods within the
 // Model's spec.rollbackDeadlineSeconds (Ready=False, Stalled=True, a Warning).
 inline constexpr const char* kReasonRollbackDeadlineExceeded = "RollbackDeadlineExceeded";
+// A gate Job built for another generation of the release, or existing for a
+// Manual stage not approved: deleted, never credited (a Warning Event).
+inline constexpr const char* kReasonGateJobNotCredited = "GateJobNotCredited";
 
 // ModelRelease reasons of the prod stage (docs/rollouts.md; also the `reason`
 // label of lockstep_release_rollbacks_total).

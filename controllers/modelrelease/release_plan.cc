@@ -268,6 +268,19 @@ ReleasePlan planRelease(const ReleaseObserved& o) {
       // admitted, docs/rollouts.md "When the runtime moves on during a
       // canary"); one not started waits like a gate.
       bool started = status.contains("canary") && status["canary"].is_object();
+      // An abort ends a release whose canary has not started in whatever it
+      // waits for (the runtime, its verification, an approval): no canary pod
+      // is ever made. A started canary rolls back (prod/canary_plan.h).
+      if (!started && !abortedBy.empty()) {
+        st["phase"] = kStageFailed;
+        st["message"] = "aborted by " + abortedBy;
+        sum.phase = kPhaseFailed;
+        sum.readyReason = sum.stalledReason = kReasonAborted;
+        sum.readyMessage = sum.stalledMessage =
+            "aborted by " + abortedBy + " during stage " + quote(s.name);
+        plan.events.push_back({"Warning", kReasonAborted, sum.readyMessage});
+        break;
+      }
       if (!started && (stale || !env.ready)) {
         sum.phase = gateIndex == 0 ? kPhasePending : kPhaseTesting;
         sum.readyReason = stale       ? kReasonRuntimeStale
@@ -307,18 +320,8 @@ ReleasePlan planRelease(const ReleaseObserved& o) {
       // approval: Manual on the serving stage holds the canary before it starts.
       if (!started && s.approval == v1::Approval::kManual) {
         auto d = stageApproval(s, o.release, o.approvalRules);
-        if (!d.approved || !abortedBy.empty()) {
+        if (!d.approved) {
           sum.phase = gateIndex == 0 ? kPhaseEvaluating : kPhaseTesting;
-          if (!abortedBy.empty()) {
-            st["phase"] = kStageFailed;
-            st["message"] = "aborted by " + abortedBy;
-            sum.phase = kPhaseFailed;
-            sum.readyReason = sum.stalledReason = kReasonAborted;
-            sum.readyMessage = sum.stalledMessage =
-                "aborted by " + abortedBy + " during stage " + quote(s.name);
-            plan.events.push_back({"Warning", kReasonAborted, sum.readyMessage});
-            break;
-          }
           st["phase"] = kStageWaitingForApproval;
           sum.readyReason = kReasonWaitingForApproval;
           sum.readyMessage =
@@ -368,6 +371,43 @@ ReleasePlan planRelease(const ReleaseObserved& o) {
     }
 
     if (job != nullptr) {
+      // A Job is credited only for the generation it was built for (the spec
+      // may have changed between the Job's creation and the status write that
+      // froze it), and a Manual gate's only once the stage is approved (this
+      // controller never starts one before): otherwise it goes, uncredited,
+      // with a Warning. A Job without the annotation predates it and counts.
+      const std::optional<int64_t> built = jobGeneration(*job);
+      const bool otherGeneration = built && *built != r.meta.generation;
+      const bool unapproved = s.approval == v1::Approval::kManual &&
+                              !stageApproval(s, o.release, o.approvalRules).approved;
+      if (otherGeneration || unapproved) {
+        plan.jobsToDelete.push_back(jobName);
+        const std::string why =
+            otherGeneration ? "was built for generation " + std::to_string(*built) +
+                                  " of the release, which is at generation " +
+                                  std::to_string(r.meta.generation) + " now"
+                            : "exists, but stage " + quote(s.name) + " is not approved";
+        plan.events.push_back({"Warning", kReasonGateJobNotCredited,
+                               "Job " + jobName + " " + why + ": not credited, deleted" +
+                                   (otherGeneration ? "; the stage runs again" : "")});
+        st.erase("startedAt");
+        if (otherGeneration) {
+          st["attempt"] = attempt + 1;
+          st["phase"] = kStagePending;
+          sum.readyReason = kReasonGateRunning;
+          sum.readyMessage = "stage " + quote(s.name) + ": Job " + jobName + " " + why +
+                             "; running the stage again";
+          sum.reconciling = true;
+          plan.requeueAfterSeconds = 1;
+        } else {
+          st["phase"] = kStageWaitingForApproval;
+          sum.readyReason = kReasonWaitingForApproval;
+          sum.readyMessage = "stage " + quote(s.name) + " is " +
+                             stageApproval(s, o.release, o.approvalRules).message + " (Job " +
+                             jobName + " " + why + ": deleted, not credited)";
+        }
+        break;
+      }
       GateJobContext gc{o, r, s, jobName, attempt, status, st, sum, plan};
       if (planGateJob(gc, *job) == GateJobStep::kPassed) {
         ++gateIndex;

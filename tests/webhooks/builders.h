@@ -161,6 +161,30 @@ class ReleaseBuilder {
   ReleaseBuilder& abortedBy(const std::string& user) {
     return annotate("lockstep.dev/abort", user);
   }
+  // Status as the controller writes it when `stage` waits for approval: the
+  // stages before it Succeeded, phase Testing (an approval is for a waiting stage).
+  ReleaseBuilder& waitingForApproval(const std::string& stage) {
+    mr_ = withStageWaiting(std::move(mr_), stage);
+    return *this;
+  }
+  // Status of a release in canary at `step` (0-based), paused there.
+  ReleaseBuilder& pausedAt(int step) {
+    mr_["status"] = {{"phase", "Canary"}, {"canary", {{"step", step}, {"reason", "CanaryPaused"}}}};
+    return *this;
+  }
+  // `release` with the status of waitingForApproval(stage), its other status fields kept.
+  static nlohmann::json withStageWaiting(nlohmann::json release, const std::string& stage) {
+    nlohmann::json stages = nlohmann::json::array();
+    for (const auto& s : release["spec"]["stages"]) {
+      const bool here = s.value("name", "") == stage;
+      stages.push_back({{"name", s.value("name", "")},
+                        {"phase", here ? "WaitingForApproval" : "Succeeded"}});
+      if (here) break;
+    }
+    release["status"]["phase"] = "Testing";
+    release["status"]["stages"] = std::move(stages);
+    return release;
+  }
   ReleaseBuilder& rawStage(nlohmann::json stage) {
     mr_["spec"]["stages"].push_back(std::move(stage));
     return *this;

@@ -218,8 +218,9 @@ TEST_F(HandlerTest, ApprovalAsksTheAuthorizerAsTheRequestingUser) {
                    {"uid", "u-42"},
                    {"groups", {"team-a", "system:authenticated"}},
                    {"extra", {{"scopes", {"read", "write"}}}}};
-  json before = ReleaseBuilder::good().manual("ci").json();
-  json after = ReleaseBuilder::good().manual("ci").approvedBy("ci", "alice").json();
+  json before = ReleaseBuilder::good().manual("ci").waitingForApproval("ci").json();
+  json after =
+      ReleaseBuilder::good().manual("ci").waitingForApproval("ci").approvedBy("ci", "alice").json();
   json denied = response(
       releases_.handle(testing::review("UPDATE", after, before, false, "u-1", "", userInfo)));
   EXPECT_EQ(denied["allowed"], false);

@@ -408,7 +408,14 @@ struct ActionCase {
   std::string user = "alice";
 };
 
-ReleaseBuilder waiting() { return ReleaseBuilder().gate("eval").gate("ci").manual("ci"); }
+// Stage ci waits for approval; the model's prod is at revision 4 (the driver's world).
+ReleaseBuilder waiting() {
+  return ReleaseBuilder().gate("eval").gate("ci").manual("ci").waitingForApproval("ci");
+}
+// In canary, paused at step 1.
+ReleaseBuilder paused() {
+  return ReleaseBuilder().gate("eval").serving("prod").pausedAt(1);
+}
 
 std::vector<ActionCase> actionCases() {
   const std::string need =
@@ -465,29 +472,29 @@ std::vector<ActionCase> actionCases() {
        422,
        {"\"\" is not a stage of this release"}},
       {"promote of a step by the user with the verb admitted",
-       waiting().annotate("promote.lockstep.dev/1", "alice").json(),
-       waiting().json(),
+       paused().annotate("promote.lockstep.dev/1", "alice").json(),
+       paused().json(),
        {{"promote", Access::kAllowed}},
        {"promote"}},
       {"promote-full without the verb forbidden",
-       waiting().annotate("lockstep.dev/promote-full", "alice").json(),
-       waiting().json(),
+       paused().annotate("lockstep.dev/promote-full", "alice").json(),
+       paused().json(),
        {{"promote", Access::kDenied}},
        {"promote"},
        Decision::kDenied,
        403,
        {"user \"alice\" may not promote ModelRelease \"ml/gpt2-v7\": RBAC verb \"promote\""}},
       {"promote naming another user forbidden",
-       waiting().annotate("promote.lockstep.dev/0", "bob").json(),
-       waiting().json(),
+       paused().annotate("promote.lockstep.dev/1", "bob").json(),
+       paused().json(),
        {},
        {},
        Decision::kDenied,
        403,
        {"value \"bob\" must be your own user name \"alice\" (it records who promoted)"}},
       {"promote of a step that is not an index invalid",
-       waiting().annotate("promote.lockstep.dev/first", "alice").json(),
-       waiting().json(),
+       paused().annotate("promote.lockstep.dev/first", "alice").json(),
+       paused().json(),
        {},
        {},
        Decision::kDenied,
@@ -583,14 +590,78 @@ std::vector<ActionCase> actionCases() {
       {"removing an approval is not an action", waiting().json(),
        waiting().approvedBy("ci", "bob").json()},
       // As the API server sends it: the mutating webhook recorded the creator.
-      {"approval on CREATE checked",
-       waiting().approvedBy("ci", "alice").annotate("lockstep.dev/created-by", "alice").json(),
+      // Issue 29: actions only for the present. A CREATE has no status: no
+      // stage waits yet, so an approval written with it is refused before any
+      // authorizer call.
+      {"approval on CREATE refused: no stage waits yet",
+       ReleaseBuilder()
+           .gate("eval")
+           .gate("ci")
+           .manual("ci")
+           .approvedBy("ci", "alice")
+           .annotate("lockstep.dev/created-by", "alice")
+           .json(),
        nullptr,
-       {{"approve", Access::kDenied}},
-       {"approve"},
+       {},
+       {},
        Decision::kDenied,
-       403,
-       {"may not approve"}},
+       422,
+       {"metadata.annotations[\"approve.lockstep.dev/ci\"]: stage \"ci\" has not been reached "
+        "yet; approve it once it waits"}},
+      {"approval of a stage still running refused",
+       ReleaseBuilder::withStageWaiting(waiting().approvedBy("eval", "alice").json(), "ci"),
+       waiting().json(),
+       {},
+       {},
+       Decision::kDenied,
+       422,
+       {"stage \"eval\" is \"Succeeded\", not WaitingForApproval"}},
+      {"promote of a later step refused",
+       paused().annotate("promote.lockstep.dev/3", "alice").json(),
+       paused().json(),
+       {},
+       {},
+       Decision::kDenied,
+       422,
+       {"metadata.annotations[\"promote.lockstep.dev/3\"]: the canary is at step 1, not step 3; "
+        "a promote is for the step paused now"}},
+      {"promote of the current step before it pauses refused",
+       [] {
+         json r = paused().annotate("promote.lockstep.dev/1", "alice").json();
+         r["status"]["canary"]["reason"] = "CanaryProgressing";
+         return r;
+       }(),
+       paused().json(),
+       {},
+       {},
+       Decision::kDenied,
+       422,
+       {"step 1 is not paused (canary \"CanaryProgressing\"); promote it once it pauses"}},
+      {"promote of a release not in canary refused",
+       waiting().annotate("lockstep.dev/promote-full", "alice").json(),
+       waiting().json(),
+       {},
+       {},
+       Decision::kDenied,
+       422,
+       {"the release is not in canary (phase \"Testing\")"}},
+      {"rollback against a revision the model does not have yet refused",
+       waiting().annotate("rollback.lockstep.dev/5", "alice").json(),
+       waiting().json(),
+       {},
+       {},
+       Decision::kDenied,
+       422,
+       {"metadata.annotations[\"rollback.lockstep.dev/5\"]: the model's prod is at revision 4, "
+        "not 5"}},
+      {"rollback against a past revision refused",
+       waiting().annotate("rollback.lockstep.dev/3", "alice").json(),
+       waiting().json(),
+       {},
+       {},
+       Decision::kDenied,
+       422,
+       {"the model's prod is at revision 4, not 3"}},
       {"other annotations ignored", waiting().annotate("approve.example.com/ci", "bob").json(),
        waiting().json()},
       // Issue 29: approvers are people (the platform's approvals.allowServiceAccounts is off).
@@ -638,6 +709,7 @@ TEST_P(ModelReleaseActionTest, Decides) {
   r.release = &c.release;
   r.oldRelease = c.oldRelease.is_null() ? nullptr : &c.oldRelease;
   r.runtimeEnv = torch();
+  r.prod = ModelProdView{"gpt2-v8", 8080, 4};
   r.user.username = c.user;
   EXPECT_EQ(verbsToAuthorize(r), c.wantVerbs);
   for (const auto& [verb, a] : c.access) {

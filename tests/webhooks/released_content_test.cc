@@ -165,7 +165,7 @@ TEST(ReleaseCreator, RecordedOnCreateOnlyAsTheRequestingUser) {
 }
 
 TEST(ReleaseCreator, CannotApproveUnlessTheStageAllowsIt) {
-  json old = withPhase(gated().json(), "Testing");
+  json old = withPhase(gated().waitingForApproval("ci").json(), "Testing");
   json now = old;
   now["metadata"]["annotations"]["approve.lockstep.dev/ci"] = "carol";
   Verdict v = review(now, &old, "carol");
@@ -189,7 +189,7 @@ TEST(ReleaseCreator, CannotApproveUnlessTheStageAllowsIt) {
 }
 
 TEST(ReleaseApprovals, SecondApproverUsesTheNextSlotAndMustBeAnotherUser) {
-  json old = withPhase(gated().json(), "Testing");
+  json old = withPhase(gated().waitingForApproval("ci").json(), "Testing");
   old["spec"]["stages"][1]["approval"] = {{"policy", "Manual"}, {"minApprovers", 2}};
   old["metadata"]["annotations"]["approve.lockstep.dev/ci"] = "alice";
   json again = old;

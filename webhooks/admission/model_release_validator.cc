@@ -2,10 +2,12 @@
 
 #include <algorithm>
 #include <map>
+#include <optional>
 #include <string_view>
 #include <vector>
 
 #include "api/image_ref.h"
+#include "api/v1alpha1/conditions.h"
 #include "api/v1alpha1/model_release.h"
 #include "webhooks/admission/analysis_advice.h"
 #include "webhooks/admission/approval_policy.h"
@@ -342,6 +344,58 @@ std::string annotationPath(const ReleaseAction& a) {
   return "metadata.annotations[" + quote(a.annotation) + "]";
 }
 
+// Actions only for the present (issue 29): a promote only for the current
+// canary step while it is paused (promote-full: while in canary), a rollback
+// only against the model's current prod revision, an approval only for a
+// stage that waits for it. The release's status in an UPDATE is the stored
+// one (the API server keeps it before admission); a CREATE has none, so only
+// an abort may come with it. nullopt: the action is for now.
+std::optional<std::string> notForNow(const ModelReleaseReview& r, const ReleaseAction& a) {
+  namespace decode = api::v1alpha1::decode;
+  if (a.kind == ReleaseActionKind::kAbort) return std::nullopt;
+  const json& status = decode::object(*r.release, "status");
+  const std::string phase = decode::string(status, "phase");
+  const json& canary = decode::object(status, "canary");
+  if (a.kind == ReleaseActionKind::kPromote) {
+    if (phase != api::v1alpha1::kPhaseCanary)
+      return "the release is not in canary (phase " + quote(phase.empty() ? "unset" : phase) +
+             "); a promote is for the step paused now";
+    if (a.annotation == kPromoteFullAnnotation) return std::nullopt;
+    const int64_t at = decode::integer(canary, "step", 0);
+    const std::string reason = decode::string(canary, "reason");
+    if (a.stage != std::to_string(at))
+      return "the canary is at step " + std::to_string(at) + ", not step " + a.stage +
+             "; a promote is for the step paused now (a promote written early would end a "
+             "later pause the moment it is reached)";
+    if (reason != api::v1alpha1::kReasonCanaryPaused &&
+        reason != api::v1alpha1::kReasonAnalysisRunning)
+      return "step " + a.stage + " is not paused (" +
+             (reason.empty() ? std::string("not at its weight yet") : "canary " + quote(reason)) +
+             "); promote it once it pauses";
+    return std::nullopt;
+  }
+  if (a.kind == ReleaseActionKind::kRollback) {
+    if (!r.prod) return "model " + quote(decode::string(decode::object(*r.release, "spec"), "model")) +
+                        " has no prod to roll back";
+    const std::string current = std::to_string(r.prod->revision);
+    if (a.stage != current)
+      return "the model's prod is at revision " + current + ", not " + a.stage +
+             " (a rollback is asked against prod as it is now; run `lockstep model rollback` "
+             "again)";
+    return std::nullopt;
+  }
+  // An approval: the stage must wait for it.
+  for (const json& st : decode::array(status, "stages")) {
+    if (decode::string(st, "name") != a.stage) continue;
+    const std::string sp = decode::string(st, "phase");
+    if (sp == api::v1alpha1::kStageWaitingForApproval) return std::nullopt;
+    return "stage " + quote(a.stage) + " is " + quote(sp.empty() ? "Pending" : sp) +
+           ", not WaitingForApproval; approve it once it waits (an approval given before "
+           "the stage's gates ran approves what nobody has seen)";
+  }
+  return "stage " + quote(a.stage) + " has not been reached yet; approve it once it waits";
+}
+
 // The checks that need no authorizer. Problems go to `invalid` (the write is
 // wrong) or `forbidden` (the user may not do this); true when there are none.
 bool precheckAction(const ModelReleaseReview& r, const ReleaseAction& a,
@@ -374,6 +428,12 @@ bool precheckAction(const ModelReleaseReview& r, const ReleaseAction& a,
                       " is not a prod revision of the model (rollback.lockstep.dev/<revision>, "
                       "as `lockstep model rollback` writes it)");
     ok = false;
+  }
+  if (ok) {
+    if (auto why = notForNow(r, a)) {
+      invalid.push_back(annotationPath(a) + ": " + *why);
+      ok = false;
+    }
   }
   if (r.user.username.empty()) {
     forbidden.push_back(annotationPath(a) +

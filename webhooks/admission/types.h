@@ -68,6 +68,7 @@ class RuntimeEnvLookup {
 struct ModelProdView {
   std::string release;
   int64_t port = 0;
+  int64_t revision = 0;  // the Model's status.revision (a rollback is asked against it)
 };
 
 // Looks up a model's prod; nullopt when the model has no prod yet (no Model,

@@ -1,5 +1,7 @@
 #include "controllers/modelrelease/gates/gate_job.h"
 
+#include <algorithm>
+
 #include "api/v1alpha1/keys.h"
 #include "api/v1alpha1/resources.h"
 #include "controllers/common/object_names.h"
@@ -46,7 +48,9 @@ StatusOr<json> buildGateJob(const v1::ModelRelease& r, const v1::Stage& s, const
        {{"name", in.jobName},
         {"namespace", r.meta.ns},
         {"labels", jobLabels},
-        {"annotations", {{"lockstep.dev/attempt", std::to_string(in.attempt)}}},
+        {"annotations",
+         {{"lockstep.dev/attempt", std::to_string(in.attempt)},
+          {kGateJobGenerationAnnotation, std::to_string(r.meta.generation)}}},
         {"ownerReferences", json::array({{{"apiVersion", v1::kModelReleases.apiVersion()},
                                           {"kind", v1::kModelReleases.kind},
                                           {"name", name},
@@ -54,6 +58,17 @@ StatusOr<json> buildGateJob(const v1::ModelRelease& r, const v1::Stage& s, const
                                           {"controller", true},
                                           {"blockOwnerDeletion", true}}})}}},
       {"spec", {{"backoffLimit", 0}, {"activeDeadlineSeconds", timeout}, {"template", tmpl}}}};
+}
+
+std::optional<int64_t> jobGeneration(const json& job) {
+  const std::string g = v1::decode::string(
+      v1::decode::object(v1::decode::object(job, "metadata"), "annotations"),
+      kGateJobGenerationAnnotation);
+  if (g.empty() || g.size() > 18 || !std::all_of(g.begin(), g.end(), [](char c) {
+        return c >= '0' && c <= '9';
+      }))
+    return std::nullopt;
+  return std::stoll(g);
 }
 
 std::string jobMount(const json& job) {

@@ -40,6 +40,12 @@ struct GateJobInput {
 StatusOr<nlohmann::json> buildGateJob(const api::v1alpha1::ModelRelease& release,
                                       const api::v1alpha1::Stage& stage, const GateJobInput& in);
 
+// The release generation a gate Job was built for (buildGateJob writes it):
+// a Job of another generation is never credited (release_plan.cc).
+inline constexpr const char* kGateJobGenerationAnnotation = "lockstep.dev/generation";
+// Its value; nullopt when missing or not a number (a Job built before it was written).
+std::optional<int64_t> jobGeneration(const nlohmann::json& job);
+
 // How a gate Job (as buildGateJob made it) mounts the package: ImageVolume | InitContainer.
 std::string jobMount(const nlohmann::json& job);
 

@@ -276,12 +276,45 @@ TEST_F(CanaryClusterTest, IndefinitePauseWaitsForPromote) {
   auto wrong = kubectl({"annotate", "mr", "p1", "-n", ns_, "promote.lockstep.dev/0=someone-else"});
   EXPECT_NE(wrong.exitCode, 0);
   EXPECT_NE(wrong.err.find("must be your own user name"), std::string::npos) << wrong.err;
+  // Issue 29 (must-show 3): actions only for the present. A promote for a
+  // step the canary is not paused at is refused (written early, it would end
+  // that later pause the moment it is reached).
+  auto early = kubectl({"annotate", "mr", "p1", "-n", ns_, "promote.lockstep.dev/3=" + who.out});
+  EXPECT_NE(early.exitCode, 0);
+  EXPECT_NE(early.err.find("promote.lockstep.dev/3\"]: the canary is at step 0, not step 3"),
+            std::string::npos)
+      << early.err;
   auto r = kubectl({"annotate", "mr", "p1", "-n", ns_, "promote.lockstep.dev/0=" + who.out});
   ASSERT_EQ(r.exitCode, 0) << r.err;
   p1 = waitPhase("p1", "Promoted");
   EXPECT_EQ(get("deployment",
                 "gpt2-stable")["spec"]["template"]["metadata"]["labels"]["lockstep.dev/release"],
             "p1");
+  // A rollback for a revision the Model does not have yet (prod is at 1) is refused.
+  ASSERT_TRUE(eventually([&] {
+    return get("models.lockstep.dev", "gpt2").value("/status/revision"_json_pointer, 0) == 1;
+  }));
+  auto future = kubectl({"annotate", "mr", "p1", "-n", ns_, "rollback.lockstep.dev/2=" + who.out});
+  EXPECT_NE(future.exitCode, 0);
+  EXPECT_NE(future.err.find("the model's prod is at revision 1, not 2"), std::string::npos)
+      << future.err;
+  // An abort while the release waits for its runtime ends it; no canary pod is ever made.
+  json waiting = w_.release("p2", package('5'))
+                     .withProdStage(ProdStageBuilder(json::array({json{{"weight", 50}}})))
+                     .build();
+  waiting["spec"]["runtimeEnvRef"]["name"] = "not-yet";
+  ASSERT_EQ(kubectl({"create", "-f", "-"}, waiting.dump()).exitCode, 0);
+  ASSERT_TRUE(eventually([&] {
+    return condition(get("mr", "p2"), "Ready", "reason") == "RuntimeEnvNotFound";
+  })) << get("mr", "p2")["status"].dump(2);
+  ASSERT_EQ(
+      kubectl({"annotate", "mr", "p2", "-n", ns_, "lockstep.dev/abort=" + who.out}).exitCode, 0);
+  json p2 = waitPhase("p2", "Failed", std::chrono::seconds(30));
+  EXPECT_EQ(condition(p2, "Ready", "reason"), "Aborted") << p2["status"].dump(2);
+  EXPECT_FALSE(p2["status"].contains("canary")) << p2["status"].dump(2);
+  json pods = kubectlJson({"get", "pods", "-n", ns_, "-l", "lockstep.dev/release=p2"});
+  EXPECT_TRUE(!pods.is_discarded() && pods["items"].empty()) << pods.dump(2);
+  EXPECT_EQ(stableRelease(), "p1");
 }
 
 // Must-show 4: abort of a canary; `lockstep model rollback` after a promotion

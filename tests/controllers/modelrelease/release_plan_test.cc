@@ -464,6 +464,55 @@ TEST(ReleasePlan, StaleCacheAfterCreateKeepsMountAndApprover) {
   EXPECT_EQ(plan.status["packageMount"], "ImageVolume");
 }
 
+// Issue 29: a gate Job is credited only for the generation it was built for,
+// and a Manual gate's only once the stage is approved.
+TEST(ReleasePlan, AGateJobOfAnotherGenerationOrAnUnapprovedStageIsNeverCredited) {
+  json release = ReleaseBuilder().gate("eval").gate("ci").build();
+  auto first = planRelease(observed(release));
+  ASSERT_EQ(first.jobsToCreate.size(), 1u);
+  json job = jobFor(first);
+  EXPECT_EQ(job["metadata"]["annotations"]["lockstep.dev/generation"], "1");
+  // The spec changed (generation 2) after the Job was made, before the status froze it.
+  json edited = applied(release, first);
+  edited["metadata"]["generation"] = 2;
+  auto o = observed(edited);
+  o.jobs = {finished(job, "Complete")};
+  o.pods = {podOf(o.jobs[0], "Succeeded", R"({"accuracy": 0.99})", 0)};
+  auto plan = planRelease(o);
+  EXPECT_EQ(plan.jobsToDelete, std::vector<std::string>{"gpt2-v7-eval-1"});
+  EXPECT_NE(stage(plan, "eval")["phase"], "Succeeded") << "never credited";
+  EXPECT_EQ(stage(plan, "eval")["attempt"], 2);
+  EXPECT_TRUE(hasEvent(plan, "GateJobNotCredited",
+                       "was built for generation 1 of the release, which is at generation 2"));
+  // The next reconcile runs it again, for generation 2.
+  auto again = observed(applied(edited, plan));
+  auto rerun = planRelease(again);
+  ASSERT_EQ(rerun.jobsToCreate.size(), 1u);
+  EXPECT_EQ(rerun.jobsToCreate[0]["metadata"]["name"], "gpt2-v7-eval-2");
+  EXPECT_EQ(rerun.jobsToCreate[0]["metadata"]["annotations"]["lockstep.dev/generation"], "2");
+  // The same Job at its own generation is credited.
+  o = observed(applied(release, first));
+  o.jobs = {finished(job, "Complete")};
+  o.pods = {podOf(o.jobs[0], "Succeeded", R"({"accuracy": 0.99})", 0)};
+  EXPECT_TRUE(planRelease(o).jobsToDelete.empty());
+
+  // A Job at the name of a Manual stage nobody approved: deleted, the stage waits.
+  json manual = ReleaseBuilder().gate("ci").manual().build();
+  json forged = withUid(jobFor(planRelease(observed(ReleaseBuilder()
+                                                        .gate("ci")
+                                                        .manual()
+                                                        .annotate("approve.lockstep.dev/ci", "alice")
+                                                        .build()))));
+  auto m = observed(manual);
+  m.jobs = {finished(forged, "Complete")};
+  m.pods = {podOf(m.jobs[0], "Succeeded", "{}", 0)};
+  plan = planRelease(m);
+  EXPECT_EQ(plan.jobsToDelete, std::vector<std::string>{"gpt2-v7-ci-1"});
+  EXPECT_EQ(stage(plan, "ci")["phase"], "WaitingForApproval");
+  EXPECT_EQ(condition(plan, "Ready", "reason"), "WaitingForApproval");
+  EXPECT_TRUE(hasEvent(plan, "GateJobNotCredited", "stage \"ci\" is not approved"));
+}
+
 TEST(ReleasePlan, AbortDeletesTheRunningJobAndFailsTheRelease) {
   json release = ReleaseBuilder().gate("eval").gate("ci").build();
   auto first = planRelease(observed(release));
@@ -521,6 +570,28 @@ TEST(ReleasePlan, RuntimeMovingOnDuringEvalRecordsEvalButStartsNoCi) {
   EXPECT_EQ(condition(plan, "Stale"), "True");
   EXPECT_EQ(condition(plan, "Stalled", "reason"), "RuntimeStale");
   EXPECT_EQ(plan.status["phase"], "Testing");
+}
+
+// Issue 29: an abort is honoured in every phase before the release ends, also
+// while its prod stage waits for the runtime: it ends Failed (Aborted) and no
+// canary is ever planned.
+TEST(ReleasePlan, AnAbortWhileTheProdStageWaitsForItsRuntimeEndsTheRelease) {
+  json release = ReleaseBuilder().serving("prod").annotate("lockstep.dev/abort", "bob").build();
+  for (const std::optional<json>& env :
+       {std::optional<json>(), std::optional<json>(runtimeEnv(kHash, false))}) {
+    auto plan = planRelease(observed(release, env));
+    EXPECT_FALSE(plan.prod.has_value()) << "no canary is planned";
+    EXPECT_EQ(plan.status["phase"], "Failed");
+    EXPECT_EQ(condition(plan, "Ready", "reason"), "Aborted");
+    EXPECT_EQ(condition(plan, "Stalled", "reason"), "Aborted");
+    EXPECT_EQ(stage(plan, "prod")["message"], "aborted by bob");
+    EXPECT_TRUE(hasEvent(plan, "Aborted", "aborted by bob during stage \"prod\""));
+  }
+  // Without the abort it waits.
+  json waiting = ReleaseBuilder().serving("prod").build();
+  auto plan = planRelease(observed(waiting, std::nullopt));
+  EXPECT_EQ(condition(plan, "Ready", "reason"), "RuntimeEnvNotFound");
+  EXPECT_NE(plan.status["phase"], "Failed");
 }
 
 TEST(ReleasePlan, MissingOrUnreadyRuntimeWaits) {
