@@ -167,6 +167,14 @@ TEST_F(ApprovalsClusterTest, RemovingTheWaitingStagesApprovalIsRefusedNamingTheF
   json mr = release("bypass");
   EXPECT_EQ(stageOf(mr, "ci").value("phase", ""), "WaitingForApproval") << mr.dump(2);
   EXPECT_EQ(mr["spec"]["stages"][1].value("approval", json()), "Manual");
+  // Issue 29: so is spec.registryTags (the Secret tags are pushed with), added or changed.
+  r = as("bob", {"patch", "mr", "bypass", "--type=merge", "-p",
+                 R"({"spec":{"registryTags":{"secretRef":{"name":"someone-elses"}}}})"});
+  EXPECT_NE(r.exitCode, 0) << r.out;
+  EXPECT_NE(r.err.find("spec.registryTags is immutable once the release has left Pending (phase "
+                       "Testing)"),
+            std::string::npos)
+      << r.err;
 }
 
 TEST_F(ApprovalsClusterTest, TheCreatorCannotApproveAnotherApproverCan) {
