@@ -382,11 +382,11 @@ ReleasePlan planRelease(const ReleaseObserved& o) {
                               !stageApproval(s, o.release, o.approvalRules).approved;
       if (otherGeneration || unapproved) {
         plan.jobsToDelete.push_back(jobName);
-        const std::string why =
-            otherGeneration ? "was built for generation " + std::to_string(*built) +
-                                  " of the release, which is at generation " +
-                                  std::to_string(r.meta.generation) + " now"
-                            : "exists, but stage " + quote(s.name) + " is not approved";
+        const std::string why = otherGeneration
+                                    ? "was built for generation " + std::to_string(*built) +
+                                          " of the release, which is at generation " +
+                                          std::to_string(r.meta.generation) + " now"
+                                    : "exists, but stage " + quote(s.name) + " is not approved";
         plan.events.push_back({"Warning", kReasonGateJobNotCredited,
                                "Job " + jobName + " " + why + ": not credited, deleted" +
                                    (otherGeneration ? "; the stage runs again" : "")});
