@@ -207,10 +207,9 @@ ProdObserved ModelReleaseReconciler::observeProd(const v1::ModelRelease& r) cons
       r.status.phase && isTerminalPhase(std::string(v1::phaseName(*r.status.phase)));
   // A finished release counts GPUs only when asked to take prod back (a manual
   // rollback's one-pod trade, prod_plan.h planRollbackWrites).
-  const bool rollbackAsked =
-      p.model &&
-      !r.annotation(std::string(v1::kRollbackAnnotationPrefix) + v1::decodeModel(*p.model).prodRevision())
-           .empty();
+  const bool rollbackAsked = p.model && !r.annotation(std::string(v1::kRollbackAnnotationPrefix) +
+                                                      v1::decodeModel(*p.model).prodRevision())
+                                             .empty();
   if (gpusPerPod > 0 && (!finished || rollbackAsked)) {
     std::string minDriver;
     if (auto rte = p.runtimeEnvs[r.spec.runtimeEnvName])

@@ -34,8 +34,9 @@ void manualRollbackReadiness(const ReleaseObserved& o, const v1::ModelRelease& r
     sum.ready = h.healthy();
     waiting = "waiting for " + std::to_string(h.want) + " Ready stable pods on its pair (" +
               h.message + ")";
-    sum.readyMessage = h.healthy() ? "prod runs this release again: " + what + " (" + h.message + ")"
-                                   : what + "; " + waiting;
+    sum.readyMessage = h.healthy()
+                           ? "prod runs this release again: " + what + " (" + h.message + ")"
+                           : what + "; " + waiting;
   }
   sum.reconciling = !sum.ready;
   if (sum.ready) return;

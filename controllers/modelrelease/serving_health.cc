@@ -25,7 +25,7 @@ bool ready(const json& pod) {
 ServingHealth servingHealth(const v1::ModelRelease& r, const ServingObserved& s) {
   ServingHealth h;
   const v1::Stage* stage = r.prodStage();
-  h.want = s.modelReplicas > 0                     ? s.modelReplicas
+  h.want = s.modelReplicas > 0                  ? s.modelReplicas
            : stage != nullptr && stage->serving ? static_cast<int>(stage->serving->replicas)
                                                 : 1;
   h.onRelease = s.stableRelease == r.meta.name;

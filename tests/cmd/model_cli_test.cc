@@ -193,8 +193,8 @@ TEST_F(ModelCommandsTest, RollbackAnnotatesTheTargetWithTheRevisionAndWaits) {
   transport_->push(FakeTransport::ok(release("gpt2-v6", "Promoted")));
   // The Model records it, but its pods are not Ready yet: still waiting.
   transport_->push(FakeTransport::ok(model("gpt2-v6", "", 3)));
-  transport_->push(FakeTransport::ok(withReady(release("gpt2-v6", "Promoted"), "False",
-                                               "ManualRollback", "waiting for 2 Ready")));
+  transport_->push(FakeTransport::ok(
+      withReady(release("gpt2-v6", "Promoted"), "False", "ManualRollback", "waiting for 2 Ready")));
   transport_->push(FakeTransport::ok(model("gpt2-v6", "", 3)));  // prod serves it
   transport_->push(FakeTransport::ok(withReady(release("gpt2-v6", "Promoted"), "True",
                                                "ManualRollback", "2/2 stable pods Ready")));

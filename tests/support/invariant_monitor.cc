@@ -216,11 +216,10 @@ std::vector<std::string> checkInvariants(const ModelWorld& world, const MonitorO
       const Triple t = tripleOf(pod);
       if (named.count({t.package, t.closureHash}) != 0) continue;
       if (lasted(state, "served/" + name, now, options.grace, seen)) {
-        out.push_back("served: Ready pod " + name + " (" +
-                      str(pod, "/metadata/labels/lockstep.dev~1track") + "/" +
-                      str(pod, "/metadata/labels/lockstep.dev~1release") + ") runs package " +
-                      t.package + " with closure hash " + t.closureHash +
-                      ", not the content of " + allowed);
+        out.push_back(
+            "served: Ready pod " + name + " (" + str(pod, "/metadata/labels/lockstep.dev~1track") +
+            "/" + str(pod, "/metadata/labels/lockstep.dev~1release") + ") runs package " +
+            t.package + " with closure hash " + t.closureHash + ", not the content of " + allowed);
       }
     }
   }

@@ -109,13 +109,18 @@ TEST(InvariantsTest, EveryReadyPodRunsContentTheModelNames) {
     return json{{"release", r}, {"package", "pkg-" + r}, {"runtime", {{"closureHash", "h1"}}}};
   };
   w.modelObject["status"]["prod"] = rec("v2");
-  w.modelObject["status"]["history"] = json::array(
-      {{{"action", "Promoted"}, {"release", "v1"}, {"package", "pkg-v1"},
-        {"runtime", {{"closureHash", "h1"}}}},
-       {{"action", "RolledBack"}, {"release", "v9"}, {"package", "pkg-v9"},
-        {"runtime", {{"closureHash", "h1"}}}},
-       {{"action", "Promoted"}, {"release", "v2"}, {"package", "pkg-v2"},
-        {"runtime", {{"closureHash", "h1"}}}}});
+  w.modelObject["status"]["history"] = json::array({{{"action", "Promoted"},
+                                                     {"release", "v1"},
+                                                     {"package", "pkg-v1"},
+                                                     {"runtime", {{"closureHash", "h1"}}}},
+                                                    {{"action", "RolledBack"},
+                                                     {"release", "v9"},
+                                                     {"package", "pkg-v9"},
+                                                     {"runtime", {{"closureHash", "h1"}}}},
+                                                    {{"action", "Promoted"},
+                                                     {"release", "v2"},
+                                                     {"package", "pkg-v2"},
+                                                     {"runtime", {{"closureHash", "h1"}}}}});
   w.releases["v2"] = release("v2", "Promoted");
   w.deployments["gpt2-stable"] = {
       {"metadata", {{"generation", 4}}},

@@ -133,8 +133,8 @@ void useOperatorRelease(const std::string& dir) { releaseDir() = dir; }
 
 void OperatorProcess::installCrdsAndRbac() {
   mustKubectl({"apply", "-f", sourceDir() + "/crds"});
-  mustKubectl({"wait", "--for", "condition=Established", "-f", sourceDir() + "/crds",
-               "--timeout=60s"});
+  mustKubectl(
+      {"wait", "--for", "condition=Established", "-f", sourceDir() + "/crds", "--timeout=60s"});
   kubectl({"create", "namespace", kOperatorNamespace});
   // The ServiceAccount, RBAC and the ValidatingAdmissionPolicies keeping the
   // model anchors and every Lockstep status the operator's alone (they name

@@ -138,8 +138,7 @@ TEST_F(UpgradeClusterTest, TheAnchorBecomesAModelProdKeepsItsPodsAndTheHistoryIs
     EXPECT_EQ(d["metadata"]["ownerReferences"][0].value("uid", ""),
               model["metadata"].value("uid", ""));
   }
-  EXPECT_EQ(w_.get("service", "gpt2")["metadata"]["ownerReferences"][0].value("kind", ""),
-            "Model");
+  EXPECT_EQ(w_.get("service", "gpt2")["metadata"]["ownerReferences"][0].value("kind", ""), "Model");
   EXPECT_EQ(readyStablePods(ns), before) << "prod kept its pods: nothing restarted";
   json v2 = w_.get("mr", "v2");
   EXPECT_EQ(v2.value("/status/phase"_json_pointer, std::string()), "Promoted");

@@ -346,8 +346,8 @@ TEST_F(ApprovalsClusterTest, AnApprovalForAStageNotWaitingYetIsRefused) {
   EXPECT_EQ(r.exitCode, 0) << r.err;
   json now = release("early");
   EXPECT_EQ(now["spec"]["stages"][1]["gate"]["timeout"], "1h");
-  EXPECT_FALSE(now["metadata"].value("annotations", json::object()).contains(
-      "approve.lockstep.dev/ci"));
+  EXPECT_FALSE(
+      now["metadata"].value("annotations", json::object()).contains("approve.lockstep.dev/ci"));
 }
 
 TEST_F(ApprovalsClusterTest, AManualServingStageWaitsBeforeItsCanary) {

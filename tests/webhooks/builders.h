@@ -177,8 +177,8 @@ class ReleaseBuilder {
     nlohmann::json stages = nlohmann::json::array();
     for (const auto& s : release["spec"]["stages"]) {
       const bool here = s.value("name", "") == stage;
-      stages.push_back({{"name", s.value("name", "")},
-                        {"phase", here ? "WaitingForApproval" : "Succeeded"}});
+      stages.push_back(
+          {{"name", s.value("name", "")}, {"phase", here ? "WaitingForApproval" : "Succeeded"}});
       if (here) break;
     }
     release["status"]["phase"] = "Testing";

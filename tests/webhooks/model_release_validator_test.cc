@@ -413,9 +413,7 @@ ReleaseBuilder waiting() {
   return ReleaseBuilder().gate("eval").gate("ci").manual("ci").waitingForApproval("ci");
 }
 // In canary, paused at step 1.
-ReleaseBuilder paused() {
-  return ReleaseBuilder().gate("eval").serving("prod").pausedAt(1);
-}
+ReleaseBuilder paused() { return ReleaseBuilder().gate("eval").serving("prod").pausedAt(1); }
 
 std::vector<ActionCase> actionCases() {
   const std::string need =

@@ -375,8 +375,9 @@ std::optional<std::string> notForNow(const ModelReleaseReview& r, const ReleaseA
     return std::nullopt;
   }
   if (a.kind == ReleaseActionKind::kRollback) {
-    if (!r.prod) return "model " + quote(decode::string(decode::object(*r.release, "spec"), "model")) +
-                        " has no prod to roll back";
+    if (!r.prod)
+      return "model " + quote(decode::string(decode::object(*r.release, "spec"), "model")) +
+             " has no prod to roll back";
     const std::string current = std::to_string(r.prod->revision);
     if (a.stage != current)
       return "the model's prod is at revision " + current + ", not " + a.stage +

@@ -61,12 +61,11 @@ StatusOr<json> buildGateJob(const v1::ModelRelease& r, const v1::Stage& s, const
 }
 
 std::optional<int64_t> jobGeneration(const json& job) {
-  const std::string g = v1::decode::string(
-      v1::decode::object(v1::decode::object(job, "metadata"), "annotations"),
-      kGateJobGenerationAnnotation);
-  if (g.empty() || g.size() > 18 || !std::all_of(g.begin(), g.end(), [](char c) {
-        return c >= '0' && c <= '9';
-      }))
+  const std::string g =
+      v1::decode::string(v1::decode::object(v1::decode::object(job, "metadata"), "annotations"),
+                         kGateJobGenerationAnnotation);
+  if (g.empty() || g.size() > 18 ||
+      !std::all_of(g.begin(), g.end(), [](char c) { return c >= '0' && c <= '9'; }))
     return std::nullopt;
   return std::stoll(g);
 }

@@ -475,9 +475,9 @@ ProdPlan planRollbackWrites(const ReleaseObserved& o, const v1::ModelRelease& r,
     if (const GpuCheck check = gpuPreCheck(*p.gpu, 1); !check.go) {
       spec->capacity = v1::CapacityMode::kDrain;
       plan.events.push_back({kube::kEventTypeNormal, kReasonRollbackTradesPods,
-                            "rollback of model " + r.spec.model + " to release " + name +
-                                ": no spare GPU for a surge pod (" + check.message +
-                                "); stable's pods are replaced one at a time"});
+                             "rollback of model " + r.spec.model + " to release " + name +
+                                 ": no spare GPU for a surge pod (" + check.message +
+                                 "); stable's pods are replaced one at a time"});
     }
   }
   if (auto conflict = findNameConflict(r.spec.model, p, "")) {

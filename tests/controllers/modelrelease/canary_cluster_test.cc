@@ -307,8 +307,8 @@ TEST_F(CanaryClusterTest, IndefinitePauseWaitsForPromote) {
   ASSERT_TRUE(eventually([&] {
     return condition(get("mr", "p2"), "Ready", "reason") == "RuntimeEnvNotFound";
   })) << get("mr", "p2")["status"].dump(2);
-  ASSERT_EQ(
-      kubectl({"annotate", "mr", "p2", "-n", ns_, "lockstep.dev/abort=" + who.out}).exitCode, 0);
+  ASSERT_EQ(kubectl({"annotate", "mr", "p2", "-n", ns_, "lockstep.dev/abort=" + who.out}).exitCode,
+            0);
   json p2 = waitPhase("p2", "Failed", std::chrono::seconds(30));
   EXPECT_EQ(condition(p2, "Ready", "reason"), "Aborted") << p2["status"].dump(2);
   EXPECT_FALSE(p2["status"].contains("canary")) << p2["status"].dump(2);
@@ -1084,10 +1084,10 @@ TEST_F(CanaryClusterTest, ManualRollbackOnAFullGpuClusterTradesPodsAndKeepsTheMo
   ASSERT_NO_FATAL_FAILURE(fill = fillEveryGpu());
 
   const auto asked = std::chrono::steady_clock::now();
-  auto rb = lockstepCli({"model", "rollback", "gpt2", "--to", "h1", "-n", ns_, "--wait",
-                         "--timeout=4m"});
-  const auto took = std::chrono::duration_cast<std::chrono::seconds>(
-      std::chrono::steady_clock::now() - asked);
+  auto rb =
+      lockstepCli({"model", "rollback", "gpt2", "--to", "h1", "-n", ns_, "--wait", "--timeout=4m"});
+  const auto took =
+      std::chrono::duration_cast<std::chrono::seconds>(std::chrono::steady_clock::now() - asked);
   ASSERT_EQ(rb.exitCode, 0) << rb.out << rb.err << get("mr", "h1")["status"].dump(2);
   EXPECT_LT(took.count(), 180) << "within the Model's deadline";
   EXPECT_NE(rb.out.find("prod runs release \"h1\" (prod runs this release again"),
@@ -1117,8 +1117,8 @@ TEST_F(CanaryClusterTest, ManualRollbackOnAFullGpuClusterTradesPodsAndKeepsTheMo
     return r["stable/h1"] == 3 && r.size() == 1;
   })) << json(readyPods()).dump();
   for (const std::string node : {"gpu-0", "gpu-1"}) EXPECT_EQ(gpusInUse(node), 8) << node;
-  json missed = kubectlJson({"get", "events", "-n", ns_, "--field-selector",
-                             "reason=RollbackDeadlineExceeded"});
+  json missed = kubectlJson(
+      {"get", "events", "-n", ns_, "--field-selector", "reason=RollbackDeadlineExceeded"});
   EXPECT_TRUE(missed.is_discarded() || missed["items"].empty()) << missed.dump(2);
   EXPECT_EQ(kubectl({"delete", "namespace", fill, "--timeout=120s"}).exitCode, 0);
 }

@@ -501,11 +501,10 @@ TEST_F(ProdOwnershipClusterTest, ARollbackThatCannotFinishLetsTheReleaseGoAtItsD
 // Issue 28 (must-show 5): with the operator down (its webhooks still
 // registered, Fail), deleting a release, the Model and the namespace complete:
 // a Promoted release carries no finalizer, nor does the Model (its serving
-// objects go by garbage collection); one deleted mid-canary keeps lockstep.dev/release-cleanup until
-// the documented patch removes it, which the ModelRelease webhook no longer
-// sees (its matchConditions skip finalizer-only updates); the namespace waits
-// only for the RuntimeEnv's in-use finalizer, removed the same way
-// (docs/modelrelease.md "Deleting a release").
+// objects go by garbage collection); one deleted mid-canary keeps lockstep.dev/release-cleanup
+// until the documented patch removes it, which the ModelRelease webhook no longer sees (its
+// matchConditions skip finalizer-only updates); the namespace waits only for the RuntimeEnv's
+// in-use finalizer, removed the same way (docs/modelrelease.md "Deleting a release").
 TEST_F(ProdOwnershipClusterTest, WithTheOperatorDownAReleaseAndItsNamespaceCanBeDeleted) {
   json oneStep = json::array({json{{"weight", 100}}});
   ASSERT_EQ(w_.createRelease("v1", testPackage('1'), json::array({prodStage(oneStep)})).exitCode,

@@ -498,11 +498,8 @@ TEST(ReleasePlan, AGateJobOfAnotherGenerationOrAnUnapprovedStageIsNeverCredited)
 
   // A Job at the name of a Manual stage nobody approved: deleted, the stage waits.
   json manual = ReleaseBuilder().gate("ci").manual().build();
-  json forged = withUid(jobFor(planRelease(observed(ReleaseBuilder()
-                                                        .gate("ci")
-                                                        .manual()
-                                                        .annotate("approve.lockstep.dev/ci", "alice")
-                                                        .build()))));
+  json forged = withUid(jobFor(planRelease(observed(
+      ReleaseBuilder().gate("ci").manual().annotate("approve.lockstep.dev/ci", "alice").build()))));
   auto m = observed(manual);
   m.jobs = {finished(forged, "Complete")};
   m.pods = {podOf(m.jobs[0], "Succeeded", "{}", 0)};

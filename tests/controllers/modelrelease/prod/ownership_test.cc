@@ -605,8 +605,7 @@ TEST(ManualRollbackCapacity, AFullClusterTradesOnePodAtATimeAndTheModelsReplicas
   };
   auto stableWrite = [](const ModelReleasePlan& plan) -> json {
     for (const PlannedApply& a : plan.execution.apply) {
-      if (a.resource.kind == "Deployment" && kube::name(a.object) == "gpt2-stable")
-        return a.object;
+      if (a.resource.kind == "Deployment" && kube::name(a.object) == "gpt2-stable") return a.object;
     }
     return nullptr;
   };
