@@ -128,7 +128,10 @@ std::optional<ModelReleaseObserved> ModelReleaseReconciler::observe(const Reques
     if (!history.empty() && history.back().action == v1::kModelActionRollback &&
         history.back().release == request.name)
       o.rollbackFrom = history.back().from;
-    if (modelObject) o.rollbackDeadlineSeconds = m.spec.rollbackDeadlineSeconds;
+    if (modelObject) {
+      o.rollbackDeadlineSeconds = m.spec.rollbackDeadlineSeconds;
+      o.window = windows_.closedAt(*modelObject, o.nowUnix);
+    }
     out.prod = observeProd(r);
     out.prod.releaseDeleted = kube::isBeingDeleted(*release);
     // A release prod runs or ran: its Ready follows the stable Deployment

@@ -31,6 +31,7 @@
 #include <vector>
 
 #include "controllers/common/execute.h"
+#include "controllers/modelrelease/model_windows.h"
 #include "controllers/modelrelease/modelrelease_plan.h"
 #include "controllers/modelrelease/package_mount_probe.h"
 #include "controllers/modelrelease/prod/analysis_querier.h"
@@ -112,6 +113,8 @@ class ModelReleaseReconciler final : public runtime::Reconciler {
   std::shared_ptr<ReleaseMetrics> metrics_;
   ModelReleaseOptions options_;
   std::shared_ptr<AnalysisQuerier> querier_;
+  // The Models' change windows, compiled once per generation (observe is const).
+  mutable ModelWindows windows_;
 };
 
 // Registers informers, indexes, watches, metrics and the controller on `manager`.

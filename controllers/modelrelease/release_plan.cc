@@ -335,6 +335,16 @@ ReleasePlan planRelease(const ReleaseObserved& o) {
                "stage " + quote(s.name) + " approved by " + st["approvedBy"].get<std::string>()});
         }
       }
+      // A closed change window starts no canary (docs/change-windows.md).
+      if (!started && o.window) {
+        sum.phase = gateIndex == 0 ? kPhasePending : kPhaseTesting;
+        sum.readyReason = kReasonWaitingForWindow;
+        sum.readyMessage =
+            "stage " + quote(s.name) +
+            " (the canary) waits for the model's change window: " + o.window->message;
+        plan.requeueAfterSeconds = o.window->requeueSeconds(o.nowUnix);
+        break;
+      }
       if (!started && !pinOrFail()) {
         st["phase"] = kStageFailed;
         st["message"] = rt.mismatch;
@@ -451,6 +461,14 @@ ReleasePlan planRelease(const ReleaseObserved& o) {
             {"Normal", "StageApproved",
              "stage " + quote(s.name) + " approved by " + st["approvedBy"].get<std::string>()});
       }
+    }
+    // A closed change window starts no gate Job; one already running completes.
+    if (o.window) {
+      sum.readyReason = kReasonWaitingForWindow;
+      sum.readyMessage =
+          "stage " + quote(s.name) + " waits for the model's change window: " + o.window->message;
+      plan.requeueAfterSeconds = o.window->requeueSeconds(o.nowUnix);
+      break;
     }
     if (!pinOrFail()) {
       st["phase"] = kStageFailed;

@@ -23,6 +23,7 @@
 #include "api/v1alpha1/keys.h"
 #include "api/v1alpha1/model.h"
 #include "api/v1alpha1/model_release.h"
+#include "controllers/modelrelease/change_window_gate.h"
 #include "controllers/modelrelease/release_event.h"
 #include "controllers/modelrelease/runtime_pod.h"
 #include "controllers/modelrelease/serving_health.h"
@@ -52,6 +53,8 @@ struct ReleaseObserved {
   std::string modelRevision;  // the Model's status.revision ("" when there is no Model)
   // The Model history's last entry is a Rollback to this release: from where.
   std::string rollbackFrom;
+  // The model's change windows, when they keep it closed now (change_window_gate.h).
+  std::optional<ClosedWindow> window;
   // The Model's spec.rollbackDeadlineSeconds: a manual rollback whose target has
   // not got N Ready stable pods this long after it was requested has failed.
   int64_t rollbackDeadlineSeconds = api::v1alpha1::kDefaultRollbackDeadlineSeconds;

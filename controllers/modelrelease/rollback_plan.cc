@@ -93,6 +93,9 @@ bool planManualRollback(const ReleaseObserved& o, const v1::ModelRelease& r,
                   quote(r.spec.model) + "; abort it first";
       } else if (!by.empty() && !runtime.refusal.empty()) {
         refusal = runtime.refusal;
+      } else if (!by.empty() && o.window && !o.window->rollbacksAllowed) {
+        refusal = "the model's change window refuses manual rollbacks now (rollbacks: Deny): " +
+                  o.window->message;
       }
       json rollback = decode::object(prevStatus, "rollback");
       if (!refusal.empty()) {

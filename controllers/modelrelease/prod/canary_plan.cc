@@ -562,7 +562,17 @@ struct Planner {
       return false;
     }
 
-    // The step passed.
+    // The step passed; what comes next is new work, which a closed change
+    // window holds (finishStep: the step finished, the next one waits).
+    if (o.window) {
+      holdForWindow("step " + std::to_string(index) + " passed at weight " +
+                    std::to_string(s.weight) + "%; " +
+                    (index + 1 < static_cast<int>(o.spec.steps.size())
+                         ? "step " + std::to_string(index + 1)
+                         : std::string("promotion")) +
+                    " waits for the model's change window");
+      return false;
+    }
     event("Normal", "CanaryStepPassed",
           stepName + " passed at weight " + std::to_string(s.weight) + "%" +
               (verdict ? " (" + verdict->message + ")" : std::string()));
@@ -574,6 +584,34 @@ struct Planner {
     }
     startPromotion("every canary step passed");
     return false;
+  }
+
+  // Held by a closed change window: the current counts stay, the reason says
+  // why and until when (the evaluator's message), the next look is at the
+  // window's transition.
+  void holdForWindow(const std::string& what) {
+    plan.action = CanaryAction::kWait;
+    plan.replicas = {o.canary.specReplicas, o.stable.specReplicas};
+    plan.reason = kReasonWaitingForWindow;
+    plan.message = what + ": " + o.window->message;
+    if (decode::string(st, "reason") != kReasonWaitingForWindow)
+      event("Normal", kReasonWaitingForWindow, plan.message);
+    st["reason"] = kReasonWaitingForWindow;
+    st["message"] = plan.message;
+    plan.requeueAfterSeconds = o.window->requeueSeconds(o.nowUnix);
+  }
+
+  // inFlight pause: the step's clocks stop while the window holds it, so a
+  // pause, a progress deadline or an analysis' delay counts only open time.
+  // On reopening every step clock moves on by the time held.
+  void resumeAfterWindowPause() {
+    const std::optional<int64_t> since = parseRfc3339(decode::string(st, "windowPausedAt"));
+    st.erase("windowPausedAt");
+    if (!since || o.nowUnix <= *since) return;
+    const int64_t held = o.nowUnix - *since;
+    for (const char* clock : {"stepStartedAt", "weightReachedAt", "lastProgressAt"}) {
+      if (auto t = parseRfc3339(decode::string(st, clock))) st[clock] = formatRfc3339(*t + held);
+    }
   }
 
   void run() {
@@ -612,6 +650,12 @@ struct Planner {
       st["abortedBy"] = o.abortBy;
       return rollBack(kReasonAborted, "aborted by " + o.abortBy);
     }
+    // A change window with inFlight abort rolls the canary back like an abort.
+    if (o.window && o.window->inFlight == ClosedWindow::InFlight::kAbort) {
+      st["abortedBy"] = "change window";
+      return rollBack(kReasonAborted, "aborted by the model's change window (inFlight: abort): " +
+                                          o.window->message);
+    }
     if (phase == kCanaryPromoting) return promoting();
     if (displacing()) return drainDisplaced();
 
@@ -627,7 +671,15 @@ struct Planner {
       return rollBack(kReasonCanaryRestarting,
                       std::to_string(o.canaryRestarts) + " container restart(s) in canary pods");
     }
+    // inFlight pause: the canary holds its weight, its clocks stopped.
+    if (o.window && o.window->inFlight == ClosedWindow::InFlight::kPause) {
+      if (!st.contains("windowPausedAt")) st["windowPausedAt"] = o.now;
+      return holdForWindow("step " + std::to_string(decode::integer(st, "step", 0)) +
+                           " paused at its weight");
+    }
+    if (st.contains("windowPausedAt")) resumeAfterWindowPause();
     if (!o.promoteFullBy.empty()) {
+      if (o.window) return holdForWindow("promotion (--full)");
       st["promotedBy"] = o.promoteFullBy;
       return startPromotion("promoted by " + o.promoteFullBy +
                             " (--full: remaining steps skipped)");

@@ -22,6 +22,7 @@
 
 #include "api/v1alpha1/keys.h"
 #include "api/v1alpha1/model_release.h"
+#include "controllers/modelrelease/change_window_gate.h"
 #include "controllers/modelrelease/prod/analysis.h"
 #include "controllers/modelrelease/prod/gpu_capacity.h"
 #include "controllers/modelrelease/prod/replica_math.h"
@@ -79,6 +80,10 @@ struct CanaryObserved {
   bool releaseDeleted = false;
   std::string now;  // RFC 3339
   int64_t nowUnix = 0;
+  // The model's change windows keep it closed (change_window_gate.h): no next
+  // step and no promotion start; `pause` holds the weight with the step's
+  // clocks stopped (status.canary.windowPausedAt); `abort` rolls back.
+  std::optional<ClosedWindow> window;
 };
 
 enum class CanaryAction {

@@ -338,6 +338,7 @@ ProdPlan planProd(const ReleaseObserved& o, const v1::ModelRelease& r,
     self.status.runtime = v1::decodeRuntimePin(json{{"status", plan.status}});
 
   CanaryObserved co = observeCanary(r, *spec, p, o.now, o.nowUnix);
+  co.window = o.window;
   CanaryPlan cp = planCanary(co);
   // The Model this canary runs under (a re-created one is a NameConflict).
   if (cp.status.is_object()) cp.status.erase("anchorUid");

@@ -6,8 +6,11 @@
 // promotes or rolls back, and records both on the model's Model.
 // The invariant monitor (tests/support/invariant_monitor.h) watches every
 // test's model. docs/rollouts.md is the contract.
+#include <chrono>
+#include <ctime>
 #include <set>
 #include <string>
+#include <thread>
 
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
@@ -28,6 +31,8 @@ CommandResult lockstepCli(std::vector<std::string> args) {
   return run(args);
 }
 
+std::string fillEveryGpuNow();
+
 class CanaryClusterTest : public ::testing::Test {
  protected:
   static void SetUpTestSuite() { ASSERT_EQ(ReleaseWorld::startOperator(), ""); }
@@ -37,7 +42,12 @@ class CanaryClusterTest : public ::testing::Test {
     ns_ = w_.ns();
     hash_ = w_.hash();
   }
-  void TearDown() override { w_.tearDown(HasFailure()); }
+  void TearDown() override {
+    // Other tenants' namespaces go even when the test failed: their pods hold
+    // GPUs the next test on this cluster needs.
+    for (const std::string& ns : tenants_) kubectl({"delete", "namespace", ns, "--wait=false"});
+    w_.tearDown(HasFailure());
+  }
 
   json prodStage(json steps, int replicas = 2) {
     return ProdStageBuilder(std::move(steps)).replicas(replicas).build();
@@ -99,8 +109,16 @@ class CanaryClusterTest : public ::testing::Test {
     return stage;
   }
 
+  // Other tenants' pods (in a namespace of their own, deleted at TearDown) take
+  // every GPU left on the three GPU nodes; the namespace.
+  std::string fillEveryGpu() {
+    tenants_.push_back(fillEveryGpuNow());
+    return tenants_.back();
+  }
+
   ReleaseWorld w_;
   std::string ns_, hash_;
+  std::vector<std::string> tenants_;
 };
 
 // Must-show 1 and 2 of issue 14: v1 and v2 promoted through analysed canary
@@ -935,7 +953,7 @@ int gpusInUse(const std::string& node) {
 
 // Other tenants' pods (in a namespace of their own, returned) take every GPU
 // left on the three GPU nodes.
-std::string fillEveryGpu() {
+std::string fillEveryGpuNow() {
   const std::string fill = uniqueName("gpu-fill");
   EXPECT_EQ(kubectl({"create", "namespace", fill}).exitCode, 0);
   for (const std::string node : {"gpu-0", "gpu-1", "gpu-old-0"}) {
@@ -1121,6 +1139,73 @@ TEST_F(CanaryClusterTest, ManualRollbackOnAFullGpuClusterTradesPodsAndKeepsTheMo
       {"get", "events", "-n", ns_, "--field-selector", "reason=RollbackDeadlineExceeded"});
   EXPECT_TRUE(missed.is_discarded() || missed["items"].empty()) << missed.dump(2);
   EXPECT_EQ(kubectl({"delete", "namespace", fill, "--timeout=120s"}).exitCode, 0);
+}
+
+// Issue 29 (change windows, must-show 5 on the real control plane, real time):
+// a Deny window that is active now (a daily rule at this UTC minute, three
+// minutes long, inFlight finishStep) holds what would start: v2's canary at
+// its Indefinite pause is promoted by a person, the step passes, and the next
+// step waits (WaitingForWindow, the window named) at the same weight with no
+// step transition while the window lasts; then it starts and v2 is promoted.
+// (Manual rollbacks under a window: unit tests, ReleasePlan.AWindowWith...)
+TEST_F(CanaryClusterTest, ADenyWindowHoldsTheNextStepUntilItEnds) {
+  json oneStep = json::array({json{{"weight", 100}}});
+  ASSERT_EQ(createRelease("w1", package('1'), json::array({prodStage(oneStep)})).exitCode, 0);
+  waitPhase("w1", "Promoted");
+  json twoSteps =
+      json::array({json{{"weight", 50}, {"pause", "Indefinite"}}, json{{"weight", 100}}});
+  ASSERT_EQ(createRelease("w2", package('2'), json::array({prodStage(twoSteps)})).exitCode, 0);
+  ASSERT_TRUE(eventually([&] {
+    return condition(get("mr", "w2"), "Ready", "reason") == "CanaryPaused";
+  })) << get("mr", "w2")["status"].dump(2);
+
+  // The window: from the start of this UTC minute, for three minutes.
+  const std::time_t now = std::time(nullptr);
+  std::tm utc{};
+  gmtime_r(&now, &utc);
+  const std::string rule = "FREQ=DAILY;BYHOUR=" + std::to_string(utc.tm_hour) +
+                           ";BYMINUTE=" + std::to_string(utc.tm_min);
+  const auto windowEnds = std::chrono::system_clock::from_time_t(now - utc.tm_sec + 180);
+  json window = {{"spec",
+                  {{"changeWindows", json::array({{{"name", "freeze"},
+                                                   {"kind", "Deny"},
+                                                   {"rrule", rule},
+                                                   {"duration", "3m"},
+                                                   {"timeZone", "UTC"},
+                                                   {"inFlight", "finishStep"}}})}}}};
+  ASSERT_EQ(kubectl({"patch", "models.lockstep.dev", "gpt2", "-n", ns_, "--type=merge", "-p",
+                     window.dump()})
+                .exitCode,
+            0);
+  // A person ends the pause; the step passes, the next step does not start.
+  ASSERT_EQ(
+      kubectl({"annotate", "mr", "w2", "-n", ns_, "promote.lockstep.dev/0=" + whoAmI()}).exitCode,
+      0);
+  json w2;
+  ASSERT_TRUE(eventually([&] {
+    w2 = get("mr", "w2");
+    return condition(w2, "Ready", "reason") == "WaitingForWindow";
+  })) << w2["status"].dump(2);
+  EXPECT_NE(condition(w2, "Ready", "message").find("step 1 waits for the model's change window"),
+            std::string::npos)
+      << condition(w2, "Ready", "message");
+  EXPECT_NE(condition(w2, "Ready", "message").find("Deny window \"freeze\""), std::string::npos);
+  // Held while the window lasts: no step transition, the weight kept.
+  const int canaryPods = get("deployment", "gpt2-canary")["spec"].value("replicas", -1);
+  while (std::chrono::system_clock::now() < windowEnds - std::chrono::seconds(10)) {
+    w2 = get("mr", "w2");
+    ASSERT_EQ(w2.value("/status/canary/step"_json_pointer, -1), 0) << w2["status"].dump(2);
+    ASSERT_EQ(get("deployment", "gpt2-canary")["spec"].value("replicas", -1), canaryPods);
+    std::this_thread::sleep_for(std::chrono::seconds(5));
+  }
+  // The window ends: step 1 starts and w2 is promoted.
+  w2 = waitPhase("w2", "Promoted", std::chrono::seconds(120));
+  EXPECT_EQ(stableRelease(), "w2");
+  const std::string events =
+      kubectl({"get", "events", "-n", ns_, "--field-selector",
+               "involvedObject.name=w2,reason=WaitingForWindow", "-o", "name"})
+          .out;
+  EXPECT_FALSE(events.empty()) << "the wait is said in an Event";
 }
 
 // Issue 20: promotion has a step's health checks. v2 serves its 50% step;

@@ -591,6 +591,43 @@ TEST(ReleasePlan, AnAbortWhileTheProdStageWaitsForItsRuntimeEndsTheRelease) {
   EXPECT_NE(plan.status["phase"], "Failed");
 }
 
+// Issue 29 (change windows): while the model's windows keep it closed, no gate
+// Job and no canary starts (WaitingForWindow, requeued at the transition); a
+// running gate Job is not touched.
+TEST(ReleasePlan, AClosedChangeWindowStartsNoGateAndNoCanary) {
+  ClosedWindow closed;
+  closed.message = "closed by Deny window \"freeze\" (spec.changeWindows[0]) until later";
+  closed.nextTransition = kNowUnix + 90;
+  json release = ReleaseBuilder().gate("eval").serving("prod").build();
+  auto o = observed(release);
+  o.window = closed;
+  auto plan = planRelease(o);
+  EXPECT_TRUE(plan.jobsToCreate.empty());
+  EXPECT_EQ(condition(plan, "Ready", "reason"), "WaitingForWindow");
+  EXPECT_NE(condition(plan, "Ready", "message")
+                .find("stage \"eval\" waits for the model's change window: closed by Deny "
+                      "window \"freeze\""),
+            std::string::npos)
+      << condition(plan, "Ready", "message");
+  EXPECT_EQ(plan.requeueAfterSeconds, 90);
+  // Open: the Job starts.
+  o.window.reset();
+  auto open = planRelease(o);
+  ASSERT_EQ(open.jobsToCreate.size(), 1u);
+  // With eval passed, the canary does not start while closed.
+  json evalDone = applied(release, open);
+  evalDone["status"]["stages"][0]["phase"] = "Succeeded";
+  auto atProd = observed(evalDone);
+  atProd.window = closed;
+  plan = planRelease(atProd);
+  EXPECT_FALSE(plan.prod.has_value()) << "no canary";
+  EXPECT_EQ(condition(plan, "Ready", "reason"), "WaitingForWindow");
+  EXPECT_NE(condition(plan, "Ready", "message").find("stage \"prod\" (the canary) waits"),
+            std::string::npos);
+  atProd.window.reset();
+  EXPECT_TRUE(planRelease(atProd).prod.has_value());
+}
+
 TEST(ReleasePlan, MissingOrUnreadyRuntimeWaits) {
   json release = ReleaseBuilder().gate("eval").build();
   auto plan = planRelease(observed(release, std::nullopt));
@@ -846,6 +883,26 @@ TEST(ReleasePlan, ManualRollbackIsRefusedOnAStaleRuntimeOrDuringACanary) {
   never["status"]["canary"]["phase"] = "RolledBack";
   never["metadata"]["annotations"]["rollback.lockstep.dev/4"] = "alice";
   EXPECT_FALSE(planRelease(atRevision(never)).modelRollback.has_value());
+}
+
+TEST(ReleasePlan, AWindowWithRollbacksDenyRefusesAManualRollback) {
+  json release = supersededRelease();
+  release["metadata"]["annotations"]["rollback.lockstep.dev/4"] = "alice";
+  auto o = atRevision(release);
+  ClosedWindow closed;
+  closed.rollbacksAllowed = false;
+  closed.message = "closed by Deny window \"audit\" (spec.changeWindows[1])";
+  o.window = closed;
+  auto plan = planRelease(o);
+  EXPECT_FALSE(plan.modelRollback.has_value());
+  EXPECT_NE(plan.status["rollback"]
+                .value("refused", "")
+                .find("the model's change window refuses manual rollbacks now (rollbacks: Deny)"),
+            std::string::npos)
+      << plan.status["rollback"];
+  // A window that allows rollbacks lets it run.
+  o.window->rollbacksAllowed = true;
+  EXPECT_TRUE(planRelease(o).modelRollback.has_value());
 }
 
 TEST(ReleasePlan, ReleaseTheAnchorNamesAgainIsPromotedAgain) {

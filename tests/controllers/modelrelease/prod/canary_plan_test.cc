@@ -147,6 +147,100 @@ TEST(CanaryPlan, DurationPauseStartsWhenTheWeightIsReadyThenTheNextStepStarts) {
   EXPECT_EQ(p3.replicas.canary, 3);  // 50% → 75% of 4 with one surge pod
 }
 
+// Issue 29 (change windows): a closed window starts no new step. finishStep:
+// the step in flight finishes (its pause), then the next one waits at the same
+// weight; once the window opens it starts.
+ClosedWindow closedBy(ClosedWindow::InFlight inFlight, int64_t until) {
+  ClosedWindow w;
+  w.inFlight = inFlight;
+  w.message = "closed by Deny window \"freeze\" (spec.changeWindows[0]) until " + rfc(until);
+  w.nextTransition = until;
+  return w;
+}
+
+TEST(CanaryChangeWindow, FinishStepLetsTheStepEndThenHoldsTheNextUntilTheWindowOpens) {
+  auto spec =
+      specOf({{"steps", json::array({{{"weight", 50}, {"pause", "5m"}}, {{"weight", 75}}})}});
+  auto p0 = planCanary(observed(spec));
+  auto o = atWeight(after(observed(spec), p0, kT0 + 60), 50);
+  o.window = closedBy(ClosedWindow::InFlight::kFinishStep, kT0 + 1000);
+  auto p1 = planCanary(o);
+  EXPECT_EQ(p1.reason, kReasonCanaryPaused) << "the step in flight goes on";
+  auto p2 = planCanary(after(o, p1, kT0 + 400));  // its pause is over
+  EXPECT_EQ(p2.status["step"], 0) << "the next step does not start";
+  EXPECT_EQ(p2.reason, kReasonWaitingForWindow);
+  EXPECT_NE(p2.message.find("step 0 passed at weight 50%; step 1 waits for the model's change "
+                            "window: closed by Deny window \"freeze\""),
+            std::string::npos)
+      << p2.message;
+  EXPECT_EQ(p2.replicas.canary, o.canary.specReplicas) << "the weight is held";
+  EXPECT_EQ(p2.replicas.stable, o.stable.specReplicas);
+  EXPECT_EQ(p2.requeueAfterSeconds, 600) << "until the window's transition";
+  EXPECT_FALSE(p2.status.contains("passedSteps")) << "not recorded until it moves on";
+  EXPECT_EQ(p2.events.size(), 1u);
+  auto p3 = planCanary(after(o, p2, kT0 + 500));
+  EXPECT_TRUE(p3.events.empty()) << "the wait is said once";
+  // Open again: step 1 starts.
+  auto open = after(o, p3, kT0 + 1000);
+  open.window.reset();
+  auto p4 = planCanary(open);
+  EXPECT_EQ(p4.status["step"], 1);
+  EXPECT_EQ(p4.status["passedSteps"].size(), 1u);
+}
+
+// pause: the canary holds its weight at once with its clocks stopped; on
+// reopening the pause has as long left as when the window closed.
+TEST(CanaryChangeWindow, PauseHoldsTheWeightAndStopsTheStepsClocks) {
+  auto spec =
+      specOf({{"steps", json::array({{{"weight", 50}, {"pause", "5m"}}, {{"weight", 75}}})}});
+  auto p0 = planCanary(observed(spec));
+  auto o = atWeight(after(observed(spec), p0, kT0 + 60), 50);
+  auto p1 = planCanary(o);  // weight reached at kT0+60, pause until kT0+360
+  ASSERT_EQ(p1.status["weightReachedAt"], rfc(kT0 + 60));
+  auto closed = after(o, p1, kT0 + 100);
+  closed.window = closedBy(ClosedWindow::InFlight::kPause, kT0 + 1100);
+  auto p2 = planCanary(closed);
+  EXPECT_EQ(p2.action, CanaryAction::kWait);
+  EXPECT_EQ(p2.reason, kReasonWaitingForWindow);
+  EXPECT_EQ(p2.status["windowPausedAt"], rfc(kT0 + 100));
+  EXPECT_EQ(p2.replicas.canary, o.canary.specReplicas);
+  auto p3 = planCanary(after(closed, p2, kT0 + 900));  // long past the pause's own end
+  EXPECT_EQ(p3.status["step"], 0) << "held";
+  EXPECT_EQ(p3.status["windowPausedAt"], rfc(kT0 + 100)) << "since the first hold";
+  // Open at kT0+1100 after 1000 s held: the pause ends at kT0+360+1000.
+  auto open = after(closed, p3, kT0 + 1100);
+  open.window.reset();
+  auto p4 = planCanary(open);
+  EXPECT_FALSE(p4.status.contains("windowPausedAt"));
+  EXPECT_EQ(p4.status["weightReachedAt"], rfc(kT0 + 1060));
+  EXPECT_EQ(p4.reason, kReasonCanaryPaused);
+  EXPECT_EQ(p4.requeueAfterSeconds, 260);
+  auto p5 = planCanary(after(open, p4, kT0 + 1360));
+  EXPECT_EQ(p5.status["step"], 1);
+}
+
+// abort: the canary rolls back like an abort, naming the window; an automatic
+// rollback is never held by a window.
+TEST(CanaryChangeWindow, AbortRollsBackAndNoWindowHoldsAnAutomaticRollback) {
+  auto spec = specOf({{"steps", json::array({{{"weight", 50}, {"pause", "5m"}}})}});
+  auto p0 = planCanary(observed(spec));
+  auto o = atWeight(after(observed(spec), p0, kT0 + 60), 50);
+  o.window = closedBy(ClosedWindow::InFlight::kAbort, kT0 + 1000);
+  auto p1 = planCanary(o);
+  EXPECT_EQ(p1.action, CanaryAction::kRollingBack);
+  EXPECT_EQ(p1.rollbackReason, kReasonAborted);
+  EXPECT_NE(p1.message.find("aborted by the model's change window (inFlight: abort): closed by "
+                            "Deny window \"freeze\""),
+            std::string::npos)
+      << p1.message;
+  // finishStep (or pause) and restarting canary pods: rolled back all the same.
+  o.window = closedBy(ClosedWindow::InFlight::kPause, kT0 + 1000);
+  o.canaryRestarts = 2;
+  auto p2 = planCanary(o);
+  EXPECT_EQ(p2.action, CanaryAction::kRollingBack);
+  EXPECT_EQ(p2.rollbackReason, kReasonCanaryRestarting);
+}
+
 TEST(CanaryPlan, RequestedButNotReadyCanaryPodsDoNotCountTowardTheWeight) {
   auto spec = specOf(
       {{"analysis", promAnalysis(1)}, {"steps", json::array({{{"weight", 50}, {"pause", "1m"}}})}});
