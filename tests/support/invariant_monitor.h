@@ -149,6 +149,8 @@ class InvariantMonitor {
   // Replaces the releases the watch delivered by a fresh list from the API
   // server; false when the list failed.
   bool refreshReleases();
+  // GETs the Model into the world (false: the read failed).
+  bool refreshModel();
   // The world as the informers' caches hold it now. A relist replaces a cache
   // at once and then reports each changed object, one event at a time; the
   // world is read from the caches, so no check sees half a relist (a pod's
