@@ -186,6 +186,23 @@ std::vector<std::string> checkInvariants(const ModelWorld& world, const MonitorO
       allowed += ") or canary (" + str(world.modelObject, "/status/canary/release");
     }
     allowed += ")";
+    // A release that took the canary slot first drains the canary it displaced
+    // (docs/rollouts.md "A superseding release starts from zero pods"): while the
+    // canary Deployment still carries the displaced release's template, that
+    // release's content serves.
+    auto canaryDeployment = world.deployments.find(world.model + "-canary");
+    if (canaryDeployment != world.deployments.end()) {
+      const std::string displaced =
+          str(canaryDeployment->second, "/spec/template/metadata/labels/lockstep.dev~1release");
+      auto r = world.releases.find(displaced);
+      if (!displaced.empty() && displaced != str(world.modelObject, "/status/canary/release") &&
+          r != world.releases.end()) {
+        std::string hash = str(r->second, "/status/runtime/closureHash");
+        if (hash.empty()) hash = str(r->second, "/spec/closureHash");
+        named.insert({str(r->second, "/spec/package"), hash});
+        allowed += " or the canary it displaced (" + displaced + ", draining)";
+      }
+    }
     auto stable = world.deployments.find(world.model + "-stable");
     const bool rolling =
         stable != world.deployments.end() &&
@@ -461,7 +478,7 @@ void InvariantMonitor::check(Clock::time_point now) {
     return false;
   };
   if (newServed()) {
-    if (!refreshModel()) {
+    if (!refreshModel() || !refreshPods()) {
       std::erase_if(found, [](const std::string& v) { return v.rfind("served:", 0) == 0; });
     } else {
       found = checkInvariants(world_, options_, state_, now);
@@ -500,6 +517,26 @@ bool InvariantMonitor::refreshModel() {
     while (trail_.size() > options_.trailLength) trail_.pop_front();
     world_.modelObject = *got;
   }
+  return true;
+}
+
+bool InvariantMonitor::refreshPods() {
+  kube::ListOptions lo;
+  lo.labelSelector = "lockstep.dev/model=" + options_.model;
+  auto listed = client_->list(kube::resources::kPods, options_.ns, lo);
+  if (!listed.isOk()) return false;
+  std::map<std::string, json> pods;
+  for (const kube::Object& p : listed->items) pods[str(p, "/metadata/name")] = p;
+  if (pods.size() != world_.pods.size()) {
+    double t = std::chrono::duration<double>(Clock::now() - t0_).count();
+    std::ostringstream s;
+    s.precision(1);
+    s << std::fixed << "+" << t << "s monitor: the pods' watch was behind; " << pods.size()
+      << " pod(s) listed afresh (the watch had " << world_.pods.size() << ")";
+    trail_.push_back(s.str());
+    while (trail_.size() > options_.trailLength) trail_.pop_front();
+  }
+  world_.pods = std::move(pods);
   return true;
 }
 

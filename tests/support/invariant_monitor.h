@@ -11,7 +11,10 @@
 //   served     every Ready serving pod runs content (package, closure hash)
 //              that the Model's status.prod or status.canary names, or, while
 //              the stable Deployment is rolling, the prod before (the second
-//              newest history entry that set prod)
+//              newest history entry that set prod), or, while the canary
+//              Deployment still carries a release that lost the slot, that
+//              release's (a superseding release drains it first). The Model
+//              and the pods are read afresh before a violation is recorded.
 //   promoted   at most one release of the model is Promoted
 //   canary     at most one release of the model holds the canary slot
 //              (phase Canary)
@@ -151,6 +154,8 @@ class InvariantMonitor {
   bool refreshReleases();
   // GETs the Model into the world (false: the read failed).
   bool refreshModel();
+  // Lists the model's pods into the world (false: the list failed).
+  bool refreshPods();
   // The world as the informers' caches hold it now. A relist replaces a cache
   // at once and then reports each changed object, one event at a time; the
   // world is read from the caches, so no check sees half a relist (a pod's

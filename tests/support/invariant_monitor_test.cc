@@ -161,6 +161,22 @@ TEST(InvariantsTest, EveryReadyPodRunsContentTheModelNames) {
   EXPECT_TRUE(served(t + 7s).empty());
   w.pods["d"] = pod("v9", "canary", true, "h1", /*terminating=*/true);
   EXPECT_TRUE(served(t + 8s).empty());
+  // v10 took the canary slot from v9 and drains v9's canary first: while the
+  // canary Deployment still carries v9's template, v9's pods serve.
+  w.modelObject["status"]["canary"] = rec("v10");
+  w.releases["v9"] = release("v9", "Superseded");
+  w.deployments["gpt2-canary"] = {
+      {"spec",
+       {{"replicas", 1},
+        {"template", {{"metadata", {{"labels", {{"lockstep.dev/release", "v9"}}}}}}}}}};
+  w.pods["d"] = pod("v9", "canary", true);
+  EXPECT_TRUE(served(t + 9s).empty());
+  EXPECT_TRUE(served(t + 12s).empty()) << "draining";
+  // Once the canary Deployment carries v10, a Ready v9 pod is a violation.
+  w.deployments["gpt2-canary"]["spec"]["template"]["metadata"]["labels"]["lockstep.dev/release"] =
+      "v10";
+  served(t + 13s);
+  EXPECT_NE(only(served(t + 15s)).find("served: Ready pod d (canary/v9)"), std::string::npos);
 }
 
 TEST(InvariantsTest, ATripleNoReleaseValidatedIsAViolationOnceItLasts) {
