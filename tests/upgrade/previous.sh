@@ -23,8 +23,11 @@ if ! git -C "$root" cat-file -e "$commit^{commit}" 2>/dev/null; then
     "the upgrade test needs it: git fetch --unshallow" >&2
   exit 1
 fi
+# While this builds, $out.building holds its pid: the upgrade test waits for it
+# (tools/test.sh starts the build at idle priority beside the integration tests).
+echo $$ >"$out.building"
 tmp=$(mktemp -d "$cache/previous-build.XXXXXX")
-trap 'rm -rf "$tmp"' EXIT
+trap 'rm -rf "$tmp" "$out.building"' EXIT
 mkdir -p "$tmp/src"
 git -C "$root" archive "$commit" | tar -x -C "$tmp/src"
 export CCACHE_DIR=${CCACHE_DIR:-$cache/ccache}

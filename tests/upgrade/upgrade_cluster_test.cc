@@ -8,10 +8,14 @@
 // anchor becomes a Model with its history, the serving objects are re-owned
 // by the Model, and the next release goes through to prod on the new operator.
 // docs/rollouts.md "Migration from the anchor ConfigMap".
+#include <signal.h>
+
+#include <chrono>
 #include <cstdlib>
 #include <fstream>
 #include <set>
 #include <string>
+#include <thread>
 
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
@@ -34,7 +38,17 @@ std::string previousRelease(std::string& why) {
                                ? std::string(cache)
                                : std::string(home != nullptr ? home : "") + "/.cache/lockstep") +
                           "/previous-" + commit;
-  if (readFile(dir + "/src/crds/lockstep.dev_modelreleases.yaml").empty()) {
+  auto built = [&] { return !readFile(dir + "/src/crds/lockstep.dev_modelreleases.yaml").empty(); };
+  // tools/test.sh builds it beside the integration tests: wait while that build runs
+  // (previous.sh keeps its pid in <dir>.building).
+  auto building = [&] {
+    const std::string pid = readFile(dir + ".building");
+    return !pid.empty() && kill(std::stoi(pid), 0) == 0;
+  };
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::minutes(40);
+  while (!built() && building() && std::chrono::steady_clock::now() < deadline)
+    std::this_thread::sleep_for(std::chrono::seconds(5));
+  if (!built()) {
     why = "the previous release's operator is not built in " + dir +
           ": run tests/upgrade/previous.sh (tools/test.sh does)";
     return "";
