@@ -19,8 +19,13 @@ if [ -x "$out/lockstep-operator" ] && [ -d "$out/src/crds" ]; then
   exit 0
 fi
 if ! git -C "$root" cat-file -e "$commit^{commit}" 2>/dev/null; then
-  echo "previous.sh: commit $commit is not in this clone's history (a shallow clone?);" \
-    "the upgrade test needs it: git fetch --unshallow" >&2
+  # A shallow clone: fetch that commit (or the whole history) from the clone's origin.
+  git -C "$root" fetch --quiet origin "$commit" 2>/dev/null ||
+    git -C "$root" fetch --quiet --unshallow 2>/dev/null || true
+fi
+if ! git -C "$root" cat-file -e "$commit^{commit}" 2>/dev/null; then
+  echo "previous.sh: commit $commit is not in this clone's history, and fetching it from" \
+    "origin failed; the upgrade test needs it (git fetch --unshallow)" >&2
   exit 1
 fi
 # While this builds, $out.building holds its pid: the upgrade test waits for it
