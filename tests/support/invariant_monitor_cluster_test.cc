@@ -73,6 +73,16 @@ void scale(const std::string& ns, const std::string& track, int replicas) {
   ASSERT_EQ(r.exitCode, 0) << r.err;
 }
 
+// Lockstep's CRDs, established: the monitor watches the Model kind, whatever its
+// options, and this binary may be the first on a fresh cluster.
+void installCrds() {
+  ASSERT_EQ(kubectl({"apply", "-f", std::string(LOCKSTEP_SOURCE_DIR) + "/crds"}).exitCode, 0);
+  ASSERT_EQ(kubectl({"wait", "--for", "condition=Established", "-f",
+                     std::string(LOCKSTEP_SOURCE_DIR) + "/crds", "--timeout=60s"})
+                .exitCode,
+            0);
+}
+
 // A canary step at 50% done right, then the wrong rollback. The monitor's report.
 std::string wrongRollback(bool warmup) {
   const std::string ns = uniqueName(warmup ? "surge-warm" : "surge-kind");
@@ -113,6 +123,7 @@ std::string wrongRollback(bool warmup) {
 }
 
 TEST(InvariantMonitorClusterTest, AWrongSurgeRollbackFailsWithWarmUpAndPassesWithout) {
+  ASSERT_NO_FATAL_FAILURE(installCrds());
   std::string warm = wrongRollback(/*warmup=*/true);
   std::cout << "with warm-up:\n" << warm << "\n";
   EXPECT_NE(warm.find("invariant violated: ready: 1 Ready serving pod(s) < 2 (N=2, surge)"),
