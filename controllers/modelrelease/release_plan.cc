@@ -254,6 +254,16 @@ ReleasePlan planRelease(const ReleaseObserved& o) {
   }
 
   std::string abortedBy = r.annotation(kAbortAnnotation);
+  // An abort ends the release in stage `st` (Failed, reason Aborted, a Warning).
+  auto endAborted = [&](json& st, const std::string& stage) {
+    st["phase"] = kStageFailed;
+    st["message"] = "aborted by " + abortedBy;
+    sum.phase = kPhaseFailed;
+    sum.readyReason = sum.stalledReason = kReasonAborted;
+    sum.readyMessage = sum.stalledMessage =
+        "aborted by " + abortedBy + " during stage " + quote(stage);
+    plan.events.push_back({"Warning", kReasonAborted, sum.readyMessage});
+  };
   int gateIndex = 0;
   for (const v1::Stage& s : r.spec.stages) {
     json& st = stageStatus(stages, s.name);
@@ -272,13 +282,7 @@ ReleasePlan planRelease(const ReleaseObserved& o) {
       // waits for (the runtime, its verification, an approval): no canary pod
       // is ever made. A started canary rolls back (prod/canary_plan.h).
       if (!started && !abortedBy.empty()) {
-        st["phase"] = kStageFailed;
-        st["message"] = "aborted by " + abortedBy;
-        sum.phase = kPhaseFailed;
-        sum.readyReason = sum.stalledReason = kReasonAborted;
-        sum.readyMessage = sum.stalledMessage =
-            "aborted by " + abortedBy + " during stage " + quote(s.name);
-        plan.events.push_back({"Warning", kReasonAborted, sum.readyMessage});
+        endAborted(st, s.name);
         break;
       }
       if (!started && (stale || !env.ready)) {
@@ -365,18 +369,12 @@ ReleasePlan planRelease(const ReleaseObserved& o) {
     const json* job = findByName(o.jobs, jobName);
 
     if (!abortedBy.empty()) {
-      st["phase"] = kStageFailed;
-      st["message"] = "aborted by " + abortedBy;
       if (st.contains("startedAt")) st["finishedAt"] = o.now;
       if (job != nullptr || phase == kStageRunning) {
         plan.jobsToDelete.push_back(jobName);
         plan.outcomes.push_back({s.name, "aborted", stageDurationSeconds(st, o.nowUnix)});
       }
-      sum.phase = kPhaseFailed;
-      sum.readyReason = sum.stalledReason = kReasonAborted;
-      sum.readyMessage = sum.stalledMessage =
-          "aborted by " + abortedBy + " during stage " + quote(s.name);
-      plan.events.push_back({"Warning", kReasonAborted, sum.readyMessage});
+      endAborted(st, s.name);
       break;
     }
 
@@ -388,8 +386,10 @@ ReleasePlan planRelease(const ReleaseObserved& o) {
       // with a Warning. A Job without the annotation predates it and counts.
       const std::optional<int64_t> built = jobGeneration(*job);
       const bool otherGeneration = built && *built != r.meta.generation;
-      const bool unapproved = s.approval == v1::Approval::kManual &&
-                              !stageApproval(s, o.release, o.approvalRules).approved;
+      std::optional<v1::ApprovalDecision> approval;
+      if (s.approval == v1::Approval::kManual)
+        approval = stageApproval(s, o.release, o.approvalRules);
+      const bool unapproved = approval && !approval->approved;
       if (otherGeneration || unapproved) {
         plan.jobsToDelete.push_back(jobName);
         const std::string why = otherGeneration
@@ -412,8 +412,7 @@ ReleasePlan planRelease(const ReleaseObserved& o) {
         } else {
           st["phase"] = kStageWaitingForApproval;
           sum.readyReason = kReasonWaitingForApproval;
-          sum.readyMessage = "stage " + quote(s.name) + " is " +
-                             stageApproval(s, o.release, o.approvalRules).message + " (Job " +
+          sum.readyMessage = "stage " + quote(s.name) + " is " + approval->message + " (Job " +
                              jobName + " " + why + ": deleted, not credited)";
         }
         break;
