@@ -169,6 +169,9 @@ class ModelCommandsTest : public ::testing::Test {
     EXPECT_TRUE(cmd.isOk()) << cmd.status().toString();
     return runModelCommand(*cmd, "ml", io_);
   }
+  // The answers of a rollback request by alice: prod runs gpt2-v8, gpt2-v6 ran
+  // before on a runtime that has not moved, the annotation PATCH succeeds.
+  void pushRollbackOfV8ToV6();
   std::shared_ptr<FakeTransport> transport_ = std::make_shared<FakeTransport>();
   kube::Client client_{transport_};
   FakeClock clock_;
@@ -182,14 +185,18 @@ json whoami(const std::string& user) {
           {"status", {{"userInfo", {{"username", user}}}}}};
 }
 
-TEST_F(ModelCommandsTest, RollbackAnnotatesTheTargetWithTheRevisionAndWaits) {
+void ModelCommandsTest::pushRollbackOfV8ToV6() {
   transport_->push(FakeTransport::ok(whoami("alice")));
   transport_->push(FakeTransport::ok(model("gpt2-v8")));
   transport_->push(
       FakeTransport::list({release("gpt2-v6", "Promoted"), release("gpt2-v8", "Promoted")}, "10"));
   transport_->push(FakeTransport::ok(runtimeEnv()));
   transport_->push(FakeTransport::ok(release("gpt2-v6", "Promoted")));  // the patch's answer
-  transport_->push(FakeTransport::ok(model("gpt2-v8")));                // wait: not yet
+}
+
+TEST_F(ModelCommandsTest, RollbackAnnotatesTheTargetWithTheRevisionAndWaits) {
+  pushRollbackOfV8ToV6();
+  transport_->push(FakeTransport::ok(model("gpt2-v8")));  // wait: not yet
   transport_->push(FakeTransport::ok(release("gpt2-v6", "Promoted")));
   // The Model records it, but its pods are not Ready yet: still waiting.
   transport_->push(FakeTransport::ok(model("gpt2-v6", "", 3)));
@@ -218,12 +225,7 @@ TEST_F(ModelCommandsTest, RollbackAnnotatesTheTargetWithTheRevisionAndWaits) {
 
 // Issue 28: --wait ends with the rollback's clear failure past the Model's deadline.
 TEST_F(ModelCommandsTest, RollbackWaitFailsWithTheDeadlineMessage) {
-  transport_->push(FakeTransport::ok(whoami("alice")));
-  transport_->push(FakeTransport::ok(model("gpt2-v8")));
-  transport_->push(
-      FakeTransport::list({release("gpt2-v6", "Promoted"), release("gpt2-v8", "Promoted")}, "10"));
-  transport_->push(FakeTransport::ok(runtimeEnv()));
-  transport_->push(FakeTransport::ok(release("gpt2-v6", "Promoted")));  // the patch's answer
+  pushRollbackOfV8ToV6();
   transport_->push(FakeTransport::ok(model("gpt2-v6", "", 3)));
   transport_->push(FakeTransport::ok(
       withReady(release("gpt2-v6", "Promoted"), "False", "RollbackDeadlineExceeded",
