@@ -4,9 +4,9 @@
 # certificate for 127.0.0.1 from a CA made in DIR/tls) and Basic auth from an
 # htpasswd file (bcrypt, apache2-utils' htpasswd).
 #
-#   tests/cluster/registry.sh up   --dir DIR [--owner-pid PID]   start it; prints env
-#   tests/cluster/registry.sh down --dir DIR                     stop it, remove DIR
-#   tests/cluster/registry.sh env  --dir DIR                     print env again
+#   tests/cluster/registry.sh up   --dir DIR [--owner-pid PID] [--kind K]  start it; prints env
+#   tests/cluster/registry.sh down --dir DIR                              stop it, remove DIR
+#   tests/cluster/registry.sh env  --dir DIR                              print env again
 #
 # It listens on 127.0.0.1 on a free port and stores blobs under DIR/data; the
 # package's systemd unit and /etc/docker/registry play no part. `up` returns
@@ -15,16 +15,22 @@
 # binary that crashes leaves nothing running. Printed env:
 # LOCKSTEP_REGISTRY_HOST (127.0.0.1:PORT), LOCKSTEP_REGISTRY_CA (PEM),
 # LOCKSTEP_REGISTRY_USERNAME, LOCKSTEP_REGISTRY_PASSWORD (made per run).
+# --kind referrers starts go-containerregistry's registry instead, which has the
+# OCI 1.1 referrers API that distribution 2.8 lacks (same TLS, auth and env;
+# manifests in memory; the binary from $LOCKSTEP_EVIDENCE_TOOLS_BIN, else
+# tests/cluster/build-evidence-tools.sh). The default is --kind distribution.
 set -euo pipefail
 
 verb=${1:-}
 shift || true
 dir=""
 owner=""
+kind=distribution
 while [ $# -gt 0 ]; do
   case "$1" in
     --dir) dir=$2; shift 2 ;;
     --owner-pid) owner=$2; shift 2 ;;
+    --kind) kind=$2; shift 2 ;;
     *) echo "registry.sh: unknown argument $1" >&2; exit 2 ;;
   esac
 done
@@ -32,8 +38,12 @@ done
 prog=registry.sh
 # shellcheck source=tests/cluster/lib.sh
 . "$(cd "$(dirname "$0")" && pwd)/lib.sh"
-usage() { sed -n '2,19p' "$0" | sed 's/^# \{0,1\}//' >&2; }
+usage() { sed -n '2,23p' "$0" | sed 's/^# \{0,1\}//' >&2; }
 [ -n "$dir" ] || { usage; die "--dir is required"; }
+case "$kind" in
+  distribution | referrers) ;;
+  *) usage; die "--kind is distribution or referrers, not $kind" ;;
+esac
 
 make_tls() {
   tls_ca "$dir/tls" lockstep-test-registry-ca 2
@@ -102,9 +112,41 @@ do_down() {
   rm -rf "$dir"
 }
 
+# The go-containerregistry server of --kind referrers (tests/evidence-tools/registry).
+referrers_bin() {
+  local d=${LOCKSTEP_EVIDENCE_TOOLS_BIN:-}
+  if [ -z "$d" ]; then
+    d=$("$(cd "$(dirname "$0")" && pwd)/build-evidence-tools.sh") || die "building the evidence tools failed"
+  fi
+  [ -x "$d/registry" ] || die "no registry binary in $d (tests/cluster/build-evidence-tools.sh)"
+  echo "$d/registry"
+}
+
+start_registry() {
+  if [ "$kind" = referrers ]; then
+    start registry "$REFERRERS_BIN" --addr "127.0.0.1:$PORT" --cert "$dir/tls/registry.crt" \
+      --key "$dir/tls/registry.key" --htpasswd "$dir/htpasswd" --data "$dir/data" --quiet
+  else
+    write_config
+    start registry docker-registry serve "$dir/config.yml"
+  fi
+}
+
+registry_name() {
+  if [ "$kind" = referrers ]; then
+    echo "go-containerregistry registry (referrers API)"
+  else
+    echo "docker-registry $(docker-registry --version 2>&1 | awk '{print $3}')"
+  fi
+}
+
 do_up() {
-  command -v docker-registry >/dev/null ||
-    die "docker-registry is not installed (tools/install-deps.sh installs Debian's package)"
+  if [ "$kind" = referrers ]; then
+    REFERRERS_BIN=$(referrers_bin)
+  else
+    command -v docker-registry >/dev/null ||
+      die "docker-registry is not installed (tools/install-deps.sh installs Debian's package)"
+  fi
   command -v htpasswd >/dev/null ||
     die "htpasswd is not installed (tools/install-deps.sh installs Debian's apache2-utils)"
   do_down
@@ -120,10 +162,9 @@ do_up() {
     PORT=$(free_port)
     printf 'PORT=%s\nUSERNAME=%s\nPASSWORD=%s\n' "$PORT" "$USERNAME" "$PASSWORD" >"$dir/registry.env"
     chmod 600 "$dir/registry.env"
-    write_config
-    start registry docker-registry serve "$dir/config.yml"
+    start_registry
     if wait_registry; then
-      log "docker-registry $(docker-registry --version 2>&1 | awk '{print $3}') ready on 127.0.0.1:$PORT"
+      log "$(registry_name) ready on 127.0.0.1:$PORT"
       registry_env
       return 0
     fi
