@@ -169,8 +169,9 @@ for kind in referrers distribution; do
   step "$kind: the bundle pushed as a referrer of v1 in cosign's layout"
   layout manifest "$tmp/bundle.json" "$subject_type" "$subject" "$subject_size" \
     "$(date -u +%Y-%m-%dT%H:%M:%SZ)" >"$tmp/referrer.json"
-  layout same-layout "$tmp/referrer.json" "$tmp/cosign-referrer.json" ||
-    fail "our referrer's layout is not cosign's ($tmp/cosign-referrer.json)"
+  layout same-layout "$tmp/referrer.json" "$tmp/cosign-referrer.json" || {
+    echo "cosign's: $(cat "$tmp/cosign-referrer.json")" >&2
+    fail "our referrer's layout is not cosign's"; }
   printf '{}' >"$tmp/empty.json"
   oras blob push --ca-file "$regca" "$repo" "$tmp/empty.json" >/dev/null
   oras blob push --ca-file "$regca" "$repo" "$tmp/bundle.json" >/dev/null
