@@ -38,7 +38,7 @@ done
 prog=registry.sh
 # shellcheck source=tests/cluster/lib.sh
 . "$(cd "$(dirname "$0")" && pwd)/lib.sh"
-usage() { sed -n '2,23p' "$0" | sed 's/^# \{0,1\}//' >&2; }
+usage() { sed -n '2,21p' "$0" | sed 's/^# \{0,1\}//' >&2; }
 [ -n "$dir" ] || { usage; die "--dir is required"; }
 case "$kind" in
   distribution | referrers) ;;
