@@ -80,15 +80,18 @@ StatusOr<std::vector<PlannedStatement>> plannedStatements(const json& release,
         if (c.is_string()) in.gate.command.push_back(c.get<std::string>());
       in.gate.startedAt = decode::string(st, "startedAt");
       in.gate.finishedAt = decode::string(st, "finishedAt");
+      // Every metric the gate reported (sorted by name), with the spec's thresholds.
       const json& measured = decode::object(st, "metrics");
-      for (const json& m : decode::array(decode::object(stage, "gate"), "metrics")) {
+      for (const auto& [metric, value] : measured.items()) {
+        if (!value.is_number()) continue;
         evidence::MetricResult r;
-        r.name = decode::string(m, "name");
-        auto v = measured.find(r.name);
-        if (v == measured.end() || !v->is_number()) continue;
-        r.value = v->get<double>();
-        if (auto mn = m.find("min"); mn != m.end() && mn->is_number()) r.min = mn->get<double>();
-        if (auto mx = m.find("max"); mx != m.end() && mx->is_number()) r.max = mx->get<double>();
+        r.name = metric;
+        r.value = value.get<double>();
+        for (const json& m : decode::array(decode::object(stage, "gate"), "metrics")) {
+          if (decode::string(m, "name") != metric) continue;
+          if (auto mn = m.find("min"); mn != m.end() && mn->is_number()) r.min = mn->get<double>();
+          if (auto mx = m.find("max"); mx != m.end() && mx->is_number()) r.max = mx->get<double>();
+        }
         in.gate.metrics.push_back(r);
       }
       in.closureHash = closureHash;

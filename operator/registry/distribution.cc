@@ -305,6 +305,38 @@ StatusOr<TagOutcome> RegistryClient::tag(const PackageRef& ref, const std::strin
   return out;
 }
 
+StatusOr<std::string> RegistryClient::getBlob(const std::string& repository,
+                                              const std::string& digest, size_t maxBytes) {
+  HttpRequest r;
+  r.target = "/v2/" + repository + "/blobs/" + digest;
+  auto resp = send(r, origin_, repository, "pull");
+  if (!resp.isOk()) return resp.status();
+  if (resp->status == 307 || resp->status == 302 || resp->status == 303) {
+    // Storage behind a redirect (S3, a CDN): the URL carries its own authorization.
+    std::string location = resp->header("Location");
+    auto split = splitUrl(location);
+    if (!split.isOk()) return split.status().withContext("registry " + host_ + ": blob redirect");
+    auto t = transport(split->first);
+    if (!t.isOk()) return t.status();
+    HttpRequest follow;
+    follow.target = split->second;
+    resp = (*t)->send(follow);
+    if (!resp.isOk()) return resp.status().withContext("registry " + host_ + ": blob redirect");
+  }
+  if (resp->status != 200) return httpError(*resp, repository, "GET blob " + digest);
+  if (resp->body.size() > maxBytes) {
+    return invalidArgument("registry " + host_ + ", repository " + repository + ": blob " +
+                           digest + " is " + std::to_string(resp->body.size()) +
+                           " bytes, more than " + std::to_string(maxBytes));
+  }
+  if (sha256Digest(resp->body) != digest) {
+    return invalidArgument("registry " + host_ + ", repository " + repository + ": blob " +
+                           digest + " was served with bytes whose digest is " +
+                           sha256Digest(resp->body));
+  }
+  return std::move(resp->body);
+}
+
 StatusOr<std::string> RegistryClient::pushBlob(const std::string& repository,
                                                const std::string& bytes) {
   const std::string digest = sha256Digest(bytes);

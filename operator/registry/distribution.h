@@ -67,6 +67,11 @@ class RegistryClient {
   // Points `<ref.repository>:tag` at ref.digest: the manifest fetched by digest
   // and verified, re-put under the tag unless the tag already points there.
   StatusOr<TagOutcome> tag(const PackageRef& ref, const std::string& tag);
+  // GET /v2/<repository>/blobs/<digest>, following a redirect to another origin
+  // once; bytes whose sha256 differs from `digest` are an error. At most
+  // `maxBytes` (a larger blob is refused).
+  StatusOr<std::string> getBlob(const std::string& repository, const std::string& digest,
+                                size_t maxBytes = size_t{64} << 20);
   // Monolithic blob upload (POST then PUT ?digest=); returns the digest.
   StatusOr<std::string> pushBlob(const std::string& repository, const std::string& bytes);
 
