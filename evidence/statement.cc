@@ -142,4 +142,35 @@ StatusOr<nlohmann::ordered_json> decisionStatement(const DecisionInput& in) {
   return statement(*subjects, kVerificationSummaryPredicate, predicate);
 }
 
+StatusOr<nlohmann::ordered_json> prodRecordStatement(const ProdRecordInput& in) {
+  auto subjects = subject(in.package);
+  if (!subjects.isOk()) return subjects.status();
+  if (in.outcome != "Promoted" && in.outcome != "RolledBack")
+    return invalidArgument("outcome: \"" + in.outcome + "\" is not Promoted or RolledBack");
+  if (!in.closureHash.empty()) LOCKSTEP_RETURN_IF_ERROR(checkDigest(in.closureHash, "closureHash"));
+  Json inputs = Json::array();
+  for (const InputAttestation& a : in.inputs) {
+    LOCKSTEP_RETURN_IF_ERROR(checkDigest(a.payloadDigest, "inputAttestations[" + a.name + "]"));
+    inputs.push_back(Json{{"name", a.name},
+                          {"digest", digestSet(a.payloadDigest)},
+                          {"mediaType", kInTotoPayloadType}});
+  }
+  Json predicate{{"outcome", in.outcome},
+                 {"cluster", in.cluster},
+                 {"namespace", in.ns},
+                 {"model", in.model},
+                 {"release", Json{{"name", in.release}, {"uid", in.releaseUid}}},
+                 {"since", in.since}};
+  Json runtime = Json::object();
+  if (!in.closureHash.empty()) runtime["closureHash"] = in.closureHash;
+  if (!in.runtimeImage.empty()) runtime["image"] = in.runtimeImage;
+  if (!in.revision.empty()) runtime["revision"] = in.revision;
+  predicate["runtime"] = runtime;
+  if (!in.reason.empty()) predicate["reason"] = in.reason;
+  if (!in.message.empty()) predicate["message"] = in.message;
+  predicate["canarySteps"] = in.canarySteps.is_array() ? Json(in.canarySteps) : Json::array();
+  predicate["inputAttestations"] = inputs;
+  return statement(*subjects, kProdRecordPredicate, predicate);
+}
+
 }  // namespace lockstep::evidence

@@ -29,6 +29,8 @@ inline constexpr char kVerificationSummaryPredicate[] = "https://slsa.dev/verifi
 inline constexpr char kInTotoPayloadType[] = "application/vnd.in-toto+json";
 // The media type of a stage spec, named in the statements' descriptors.
 inline constexpr char kStageSpecMediaType[] = "application/vnd.lockstep.stage-spec.v1+json";
+// Lockstep's own predicate: which content served in which cluster, from when.
+inline constexpr char kProdRecordPredicate[] = "https://lockstep.dev/attestation/prod-record/v1";
 inline constexpr char kVerifierId[] = "https://lockstep.dev/operator";
 
 // "sha256:" + hex of the stage spec serialized as compact JSON with every object's
@@ -70,10 +72,27 @@ struct DecisionInput {
   std::string verifierVersion;  // the lockstep version
 };
 
+// A prod record: the release's canary ended (Promoted: it serves from `since`;
+// RolledBack: it served as a canary until `since` and the prior release serves).
+struct ProdRecordInput {
+  api::ImageRef package;  // the subject; pinned by digest
+  std::string outcome;    // "Promoted" | "RolledBack"
+  std::string cluster;    // the serving cluster's name (the operator's --cluster-name)
+  std::string ns, model, release, releaseUid;
+  std::string since;         // RFC 3339
+  std::string closureHash;   // the runtime it served on …
+  std::string runtimeImage;  // … REPOSITORY@sha256:…
+  std::string revision;
+  std::string reason, message;      // why it was rolled back
+  nlohmann::json canarySteps;       // status.canary.passedSteps as recorded
+  std::vector<InputAttestation> inputs;  // the decisions of the stages before prod
+};
+
 // kInvalidArgument naming the field when the package is not pinned by digest or a
 // digest is not sha256:<64 hex>.
 StatusOr<nlohmann::ordered_json> evalStatement(const EvalStatementInput& in);
 StatusOr<nlohmann::ordered_json> decisionStatement(const DecisionInput& in);
+StatusOr<nlohmann::ordered_json> prodRecordStatement(const ProdRecordInput& in);
 
 // "sha256:…" of bytes (a statement's payload, a spec).
 std::string sha256Digest(std::string_view bytes);

@@ -115,7 +115,11 @@ StatusOr<VerifiedStatement> verifyBundle(std::string_view bundleText,
 
   const nlohmann::json predicate = s.value("predicate", nlohmann::json::object());
   v.stage = stringAt(predicate.value("lockstep", nlohmann::json::object()), "stage");
-  if (v.predicateType == kVerificationSummaryPredicate) {
+  if (v.predicateType == kProdRecordPredicate) {
+    // A prod record passes when the release was promoted (served as prod).
+    v.stage = "prod";
+    v.passed = stringAt(predicate, "outcome") == "Promoted";
+  } else if (v.predicateType == kVerificationSummaryPredicate) {
     v.stageSpecDigest = sha256Of(predicate.value("policy", nlohmann::json::object()));
     v.passed = stringAt(predicate, "verificationResult") == "PASSED";
   } else {

@@ -293,6 +293,22 @@ const std::vector<Permission>& operatorPermissions() {
        kO,
        {},
        "a provider's spec.caConfigMapRef (the CA bundle), read once a minute"},
+      // Evidence publisher (controllers/evidence/evidence_controller.cc).
+      {"evidence-controller",
+       "lockstep.dev",
+       {"signingconfigs"},
+       {"list", "watch"},
+       kC,
+       {},
+       "informer: which key signs which packages' evidence (the platform's, cluster-scoped)"},
+      {"evidence-controller",
+       "",
+       {"secrets"},
+       {"get"},
+       kO,
+       {},
+       "a SigningConfig's key and registry credentials, read when statements are due (never "
+       "listed or watched, never logged or put in status); only in the operator's namespace"},
       // Admission (webhooks/, cmd/lockstep-operator/main.cc).
       {"webhooks",
        "lockstep.dev",

@@ -22,6 +22,9 @@ inline const kube::Resource kModels{kGroup, kVersion, "models", "Model", true};
 // Cluster-scoped: written by the platform (api/v1alpha1/analysis_provider.h).
 inline const kube::Resource kAnalysisProviders{kGroup, kVersion, "analysisproviders",
                                                "AnalysisProvider", false};
+// Cluster-scoped: which key signs which packages' evidence (api/v1alpha1/signing_config.h).
+inline const kube::Resource kSigningConfigs{kGroup, kVersion, "signingconfigs", "SigningConfig",
+                                           false};
 
 // Core kinds Lockstep reads or writes.
 using kube::resources::kConfigMaps;

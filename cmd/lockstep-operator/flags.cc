@@ -92,6 +92,9 @@ std::vector<FlagSpec> operatorFlagSpecs(const std::string& podNamespace) {
        "back to the known-good; past it the finalizer goes anyway, with a Warning Event "
        "ReleaseDeletionDeadline (whole seconds, at least 1s)",
        T::kDuration},
+      {"cluster-name", "",
+       "this cluster's name in the prod records of the evidence (docs/evidence.md); "
+       "\"unnamed\" when empty: set it per cluster of a fleet"},
       {"registry-ca-file", "",
        "registry stage tags: PEM CA bundle registries' certificates are verified against "
        "(empty: the system roots)"},

@@ -19,6 +19,7 @@
 #include "api/v1alpha1/resources.h"
 #include "cmd/lockstep-operator/flags.h"
 #include "controllers/analysisprovider/analysisprovider_controller.h"
+#include "controllers/evidence/evidence_controller.h"
 #include "controllers/modelrelease/modelrelease_controller.h"
 #include "controllers/runtimeadmission/runtimeadmission_controller.h"
 #include "controllers/runtimeenv/runtimeenv_controller.h"
@@ -170,6 +171,14 @@ int main(int argc, char** argv) {
     lockstep::controllers::setupAnalysisProviderController(manager, releaseOptions.analysis, ns);
     lockstep::controllers::setupModelReleaseController(manager, releaseOptions,
                                                        flags.getInt("workers"));
+    // Signed evidence as referrers of each package, on a queue of its own.
+    lockstep::controllers::EvidenceOptions evidenceOptions;
+    evidenceOptions.operatorNamespace = ns;
+    evidenceOptions.context.clusterName =
+        flags.get("cluster-name").empty() ? "unnamed" : flags.get("cluster-name");
+    evidenceOptions.context.version = LOCKSTEP_VERSION;
+    evidenceOptions.registryCaPem = releaseOptions.registryCaPem;
+    lockstep::controllers::setupEvidenceController(manager, std::move(evidenceOptions), 1);
   } else {
     spdlog::warn("--controllers: the ModelRelease controller is off");
   }

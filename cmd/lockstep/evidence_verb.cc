@@ -12,6 +12,7 @@
 
 #include "api/image_ref.h"
 #include "closure/closure.h"
+#include "cmd/lockstep/evidence_registry.h"
 #include "cmd/lockstep/file_include_reader.h"
 #include "cmd/lockstep/path_names.h"
 #include "cmd/lockstep/verbs.h"
@@ -264,6 +265,24 @@ void evidenceUsage(std::ostream& os, const std::string& program) {
         "                [--stage S] [--spec-digest sha256:…] [--predicate eval|decision] BUNDLE\n"
         "verify-bundle: exit 0 when a trusted key signed a passing statement about the subject\n"
         "     (for the stage and stage spec when given), else 1 with the reason. Offline.\n"
+        "\n"
+        "       "
+     << program
+     << " evidence list PACKAGE [-o table|json]\n"
+        "       "
+     << program
+     << " evidence get PACKAGE --statement NAME|--referrer DIGEST [--bundle]\n"
+        "       "
+     << program
+     << " evidence verify PACKAGE --key PUB.pem[,…] [--stage S] [--spec-digest sha256:…]\n"
+        "                [--predicate any|eval|decision|prod]\n"
+        "list, get, verify: the signed statements published as OCI referrers of PACKAGE\n"
+        "     (REGISTRY/REPOSITORY@sha256:…), read from its registry (the referrers API, else\n"
+        "     the sha256-<hex> tag). verify: exit 0 when every matching statement verifies with\n"
+        "     a trusted key and at least one does; each refusal says why. get prints the\n"
+        "     statement unverified. Registry flags: --authfile FILE (docker config; default\n"
+        "     $REGISTRY_AUTH_FILE, $DOCKER_CONFIG/config.json, ~/.docker/config.json),\n"
+        "     --cert-dir DIR (*.crt CA certificates; default the system roots).\n"
         "See docs/evidence.md.\n";
 }
 
@@ -276,6 +295,9 @@ int runEvidence(const VerbContext& ctx) {
   if (ctx.args[0] == "bom") return runBom(ctx, rest);
   if (ctx.args[0] == "sign") return runSign(ctx, rest);
   if (ctx.args[0] == "verify-bundle") return runVerifyBundle(ctx, rest);
+  if (ctx.args[0] == "list") return runEvidenceList(ctx, rest);
+  if (ctx.args[0] == "get") return runEvidenceGet(ctx, rest);
+  if (ctx.args[0] == "verify") return runEvidenceVerify(ctx, rest);
   ctx.err << "evidence: unknown command \"" << ctx.args[0] << "\"\n";
   evidenceUsage(ctx.err, ctx.programName);
   return kExitUsage;

@@ -491,7 +491,8 @@ ReleasePlan planRelease(const ReleaseObserved& o) {
     }
     auto built = buildGateJob(r, s,
                               {jobName, attempt, image, hash, rt.pin ? rt.pin->revision : 0,
-                               o.mount, o.fetchCommand, std::move(*verify)});
+                               o.mount, o.fetchCommand, std::move(*verify),
+                               stageSpecDigestOf(o.release, s.name)});
     if (!built.isOk()) {
       st["phase"] = kStageFailed;
       st["message"] = built.status().message();

@@ -154,25 +154,138 @@ StatusOr<std::string> RegistryClient::resolveTag(const std::string& repository,
   return m->digest;
 }
 
-Status RegistryClient::putManifest(const std::string& repository, const std::string& tag,
-                                   const Manifest& manifest) {
-  if (!isValidTag(tag) && tag != manifest.digest)
-    return invalidArgument("\"" + tag + "\" is not a valid tag");
+StatusOr<HttpResponse> RegistryClient::putManifestResponse(const std::string& repository,
+                                                           const std::string& reference,
+                                                           const Manifest& manifest) {
   HttpRequest r;
   r.method = "PUT";
-  r.target = manifestPath(repository, tag);
+  r.target = manifestPath(repository, reference);
   r.headers.emplace_back("Content-Type", manifest.mediaType);
   r.body = manifest.bytes;
   auto resp = send(r, origin_, repository, "pull,push");
   if (!resp.isOk()) return resp.status();
   if (resp->status != 201 && resp->status != 200) {
-    return httpError(*resp, repository, "PUT manifest " + tag);
+    return httpError(*resp, repository, "PUT manifest " + reference);
   }
   if (std::string d = resp->header("Docker-Content-Digest"); !d.empty() && d != manifest.digest) {
     return internalError("registry " + host_ + ", repository " + repository + ": PUT manifest " +
-                         tag + " stored digest " + d + ", not " + manifest.digest);
+                         reference + " stored digest " + d + ", not " + manifest.digest);
   }
-  return Status::ok();
+  return resp;
+}
+
+Status RegistryClient::putManifest(const std::string& repository, const std::string& tag,
+                                   const Manifest& manifest) {
+  if (!isValidTag(tag) && tag != manifest.digest)
+    return invalidArgument("\"" + tag + "\" is not a valid tag");
+  auto resp = putManifestResponse(repository, tag, manifest);
+  return resp.isOk() ? Status::ok() : resp.status();
+}
+
+StatusOr<Descriptor> RegistryClient::describe(const std::string& repository,
+                                              const std::string& digest) {
+  auto m = getManifest(repository, digest);
+  if (!m.isOk()) return m.status();
+  Descriptor d;
+  d.mediaType = m->mediaType;
+  d.digest = m->digest;
+  d.size = static_cast<int64_t>(m->bytes.size());
+  return d;
+}
+
+StatusOr<ReferrersList> RegistryClient::referrers(const std::string& repository,
+                                                  const std::string& subjectDigest) {
+  ReferrersList out;
+  std::string origin = origin_;
+  std::string target = "/v2/" + repository + "/referrers/" + subjectDigest;
+  for (int page = 0; page < 100 && !target.empty(); ++page) {
+    HttpRequest r;
+    r.target = target;
+    r.headers.emplace_back("Accept", kOciIndex);
+    auto resp = send(r, origin, repository, "pull");
+    if (!resp.isOk()) return resp.status();
+    if (resp->status == 404 && page == 0) {
+      // No referrers API (distribution-spec v1.1: "the registry does not support
+      // the referrers API" answers 404): the tag schema.
+      out.viaTag = true;
+      auto index = getManifest(repository, referrersTag(subjectDigest));
+      if (!index.isOk()) {
+        if (index.status().code() == Code::kNotFound) return out;
+        return index.status();
+      }
+      auto parsed = parseReferrersIndex(index->bytes, "registry " + host_ + ", repository " +
+                                                          repository + ", tag " +
+                                                          referrersTag(subjectDigest));
+      if (!parsed.isOk()) return parsed.status();
+      out.descriptors = std::move(*parsed);
+      return out;
+    }
+    if (resp->status != 200) {
+      return httpError(*resp, repository, "GET referrers of " + subjectDigest);
+    }
+    auto parsed = parseReferrersIndex(resp->body, "registry " + host_ + ", repository " +
+                                                      repository + ", referrers of " +
+                                                      subjectDigest);
+    if (!parsed.isOk()) return parsed.status();
+    for (Descriptor& d : *parsed) out.descriptors.push_back(std::move(d));
+    // Link: <url>; rel="next" (RFC 5988), as the catalog and tags lists page.
+    target.clear();
+    const std::string link = resp->header("Link");
+    if (link.find("rel=\"next\"") != std::string::npos) {
+      auto open = link.find('<');
+      auto close = link.find('>', open == std::string::npos ? 0 : open);
+      if (open != std::string::npos && close != std::string::npos) {
+        std::string next = link.substr(open + 1, close - open - 1);
+        if (!next.empty() && next.front() != '/') {
+          auto split = splitUrl(next);
+          if (!split.isOk()) return split.status().withContext("registry " + host_ + ": Link");
+          origin = split->first;
+          next = split->second;
+        }
+        target = next;
+      }
+    }
+  }
+  return out;
+}
+
+StatusOr<Descriptor> RegistryClient::pushReferrer(const std::string& repository,
+                                                  const Descriptor& subject,
+                                                  const Artifact& artifact) {
+  auto config = pushBlob(repository, kEmptyBlob);
+  if (!config.isOk()) return config.status();
+  auto layer = pushBlob(repository, artifact.bytes);
+  if (!layer.isOk()) return layer.status();
+  Manifest m;
+  m.mediaType = kOciManifest;
+  m.bytes = referrerManifest(subject, artifact);
+  m.digest = sha256Digest(m.bytes);
+  auto resp = putManifestResponse(repository, m.digest, m);
+  if (!resp.isOk()) return resp.status();
+  auto descriptor = referrerDescriptor(m.bytes);
+  if (!descriptor.isOk()) return descriptor.status();
+  if (resp->header("OCI-Subject") == subject.digest) return descriptor;
+  // Not indexed by the registry: the fallback tag's index, read, extended, written.
+  const std::string tag = referrersTag(subject.digest);
+  std::string current;
+  auto existing = getManifest(repository, tag);
+  if (existing.isOk()) {
+    current = existing->bytes;
+  } else if (existing.status().code() != Code::kNotFound) {
+    return existing.status();
+  }
+  auto index = indexWith(current, *descriptor);
+  if (!index.isOk()) {
+    return index.status().withContext("registry " + host_ + ", repository " + repository +
+                                      ", tag " + tag);
+  }
+  if (*index == current) return descriptor;
+  Manifest im;
+  im.mediaType = kOciIndex;
+  im.bytes = *index;
+  im.digest = sha256Digest(im.bytes);
+  LOCKSTEP_RETURN_IF_ERROR(putManifest(repository, tag, im));
+  return descriptor;
 }
 
 StatusOr<TagOutcome> RegistryClient::tag(const PackageRef& ref, const std::string& tag) {
@@ -190,6 +303,38 @@ StatusOr<TagOutcome> RegistryClient::tag(const PackageRef& ref, const std::strin
   LOCKSTEP_RETURN_IF_ERROR(putManifest(ref.repository, tag, *m));
   out.moved = true;
   return out;
+}
+
+StatusOr<std::string> RegistryClient::getBlob(const std::string& repository,
+                                              const std::string& digest, size_t maxBytes) {
+  HttpRequest r;
+  r.target = "/v2/" + repository + "/blobs/" + digest;
+  auto resp = send(r, origin_, repository, "pull");
+  if (!resp.isOk()) return resp.status();
+  if (resp->status == 307 || resp->status == 302 || resp->status == 303) {
+    // Storage behind a redirect (S3, a CDN): the URL carries its own authorization.
+    std::string location = resp->header("Location");
+    auto split = splitUrl(location);
+    if (!split.isOk()) return split.status().withContext("registry " + host_ + ": blob redirect");
+    auto t = transport(split->first);
+    if (!t.isOk()) return t.status();
+    HttpRequest follow;
+    follow.target = split->second;
+    resp = (*t)->send(follow);
+    if (!resp.isOk()) return resp.status().withContext("registry " + host_ + ": blob redirect");
+  }
+  if (resp->status != 200) return httpError(*resp, repository, "GET blob " + digest);
+  if (resp->body.size() > maxBytes) {
+    return invalidArgument("registry " + host_ + ", repository " + repository + ": blob " +
+                           digest + " is " + std::to_string(resp->body.size()) +
+                           " bytes, more than " + std::to_string(maxBytes));
+  }
+  if (sha256Digest(resp->body) != digest) {
+    return invalidArgument("registry " + host_ + ", repository " + repository + ": blob " +
+                           digest + " was served with bytes whose digest is " +
+                           sha256Digest(resp->body));
+  }
+  return std::move(resp->body);
 }
 
 StatusOr<std::string> RegistryClient::pushBlob(const std::string& repository,

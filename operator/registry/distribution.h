@@ -17,11 +17,13 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "common/status.h"
 #include "operator/registry/credentials.h"
 #include "operator/registry/http.h"
 #include "operator/registry/reference.h"
+#include "operator/registry/referrers.h"
 
 namespace lockstep::registry {
 
@@ -29,6 +31,12 @@ struct Manifest {
   std::string mediaType;
   std::string bytes;   // exactly as served
   std::string digest;  // sha256 of bytes
+};
+
+// The referrers of a subject, and how the registry gave them.
+struct ReferrersList {
+  std::vector<Descriptor> descriptors;
+  bool viaTag = false;  // no referrers API: read from the "sha256-<hex>" fallback tag
 };
 
 // Where a tag was, and whether tagging moved it.
@@ -59,8 +67,27 @@ class RegistryClient {
   // Points `<ref.repository>:tag` at ref.digest: the manifest fetched by digest
   // and verified, re-put under the tag unless the tag already points there.
   StatusOr<TagOutcome> tag(const PackageRef& ref, const std::string& tag);
+  // GET /v2/<repository>/blobs/<digest>, following a redirect to another origin
+  // once; bytes whose sha256 differs from `digest` are an error. At most
+  // `maxBytes` (a larger blob is refused).
+  StatusOr<std::string> getBlob(const std::string& repository, const std::string& digest,
+                                size_t maxBytes = size_t{64} << 20);
   // Monolithic blob upload (POST then PUT ?digest=); returns the digest.
   StatusOr<std::string> pushBlob(const std::string& repository, const std::string& bytes);
+
+  // The descriptor of the manifest `digest` (fetched and verified).
+  StatusOr<Descriptor> describe(const std::string& repository, const std::string& digest);
+  // The manifests whose subject is `subjectDigest`: GET /v2/<repository>/referrers/<digest>
+  // (following Link rel="next" pages); a registry without the API (404) is read
+  // through the fallback tag, which may not exist (no referrers).
+  StatusOr<ReferrersList> referrers(const std::string& repository,
+                                    const std::string& subjectDigest);
+  // Pushes `artifact` as a referrer of `subject`: the empty config and the layer
+  // blob, then the manifest by digest. A registry that does not answer with an
+  // OCI-Subject header did not index it: the descriptor is added to the fallback
+  // index under referrersTag(subject.digest). Returns the manifest's descriptor.
+  StatusOr<Descriptor> pushReferrer(const std::string& repository, const Descriptor& subject,
+                                    const Artifact& artifact);
 
   const std::string& host() const { return host_; }
 
@@ -72,6 +99,9 @@ class RegistryClient {
   StatusOr<std::shared_ptr<HttpTransport>> transport(const std::string& origin);
   Status authorize(const std::string& challengeHeader, const std::string& repository,
                    const std::string& actions);
+  StatusOr<HttpResponse> putManifestResponse(const std::string& repository,
+                                             const std::string& reference,
+                                             const Manifest& manifest);
   Status httpError(const HttpResponse& r, const std::string& repository,
                    const std::string& what) const;
 

@@ -6,6 +6,7 @@
 #include "api/v1alpha1/resources.h"
 #include "controllers/common/object_names.h"
 #include "controllers/modelrelease/release_status.h"
+#include "evidence/statement.h"
 
 namespace lockstep::controllers {
 
@@ -41,6 +42,10 @@ StatusOr<json> buildGateJob(const v1::ModelRelease& r, const v1::Stage& s, const
   json jobLabels = {
       {v1::kReleaseLabel, name}, {"lockstep.dev/stage", s.name}, {v1::kModelLabel, model}};
   const int64_t timeout = s.gate ? s.gate->timeoutSeconds() : v1::kDefaultGateTimeoutSeconds;
+  json annotations = {{"lockstep.dev/attempt", std::to_string(in.attempt)},
+                      {kGateJobGenerationAnnotation, std::to_string(r.meta.generation)}};
+  if (!in.stageSpecDigest.empty())
+    annotations[kGateJobSpecDigestAnnotation] = in.stageSpecDigest;
   return json{
       {"apiVersion", "batch/v1"},
       {"kind", "Job"},
@@ -48,9 +53,7 @@ StatusOr<json> buildGateJob(const v1::ModelRelease& r, const v1::Stage& s, const
        {{"name", in.jobName},
         {"namespace", r.meta.ns},
         {"labels", jobLabels},
-        {"annotations",
-         {{"lockstep.dev/attempt", std::to_string(in.attempt)},
-          {kGateJobGenerationAnnotation, std::to_string(r.meta.generation)}}},
+        {"annotations", annotations},
         {"ownerReferences", json::array({{{"apiVersion", v1::kModelReleases.apiVersion()},
                                           {"kind", v1::kModelReleases.kind},
                                           {"name", name},
@@ -58,6 +61,14 @@ StatusOr<json> buildGateJob(const v1::ModelRelease& r, const v1::Stage& s, const
                                           {"controller", true},
                                           {"blockOwnerDeletion", true}}})}}},
       {"spec", {{"backoffLimit", 0}, {"activeDeadlineSeconds", timeout}, {"template", tmpl}}}};
+}
+
+std::string stageSpecDigestOf(const json& release, const std::string& stage) {
+  for (const json& s : v1::decode::array(v1::decode::object(release, "spec"), "stages")) {
+    if (s.is_object() && v1::decode::string(s, "name") == stage)
+      return evidence::stageSpecDigest(s);
+  }
+  return "";
 }
 
 std::optional<int64_t> jobGeneration(const json& job) {

@@ -33,6 +33,9 @@ struct GateJobInput {
   std::vector<std::string> fetchCommand;  // InitContainer mode
   // RuntimeEnv spec.verify.onStart: the verification init containers (onStartVerification).
   std::optional<VerifyContainers> verify;
+  // evidence::stageSpecDigest of the stage's spec as the release holds it: the
+  // policy a verdict is for, committed on the Job before it runs.
+  std::string stageSpecDigest;
 };
 
 // The Job of gate stage `stage` of `release`; kInvalidArgument naming what
@@ -43,6 +46,11 @@ StatusOr<nlohmann::json> buildGateJob(const api::v1alpha1::ModelRelease& release
 // The release generation a gate Job was built for (buildGateJob writes it):
 // a Job of another generation is never credited (release_plan.cc).
 inline constexpr const char* kGateJobGenerationAnnotation = "lockstep.dev/generation";
+// The stage spec digest the Job was built for (GateJobInput::stageSpecDigest).
+inline constexpr const char* kGateJobSpecDigestAnnotation = "lockstep.dev/stage-spec-digest";
+// evidence::stageSpecDigest of the stage named `stage` in `release`'s spec.stages
+// as the object holds it ("" when there is no such stage).
+std::string stageSpecDigestOf(const nlohmann::json& release, const std::string& stage);
 // Its value; nullopt when missing or not a number (a Job built before it was written).
 std::optional<int64_t> jobGeneration(const nlohmann::json& job);
 

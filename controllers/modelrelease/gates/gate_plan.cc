@@ -85,6 +85,19 @@ GateJobStep planGateJob(GateJobContext& c, const json& jobObject) {
         {"image",
          podContainers.empty() ? std::string() : decode::string(podContainers[0], "image")},
         {"jobUID", jobUid}};
+    // What the statements of this stage need once the Job may be gone
+    // (controllers/evidence): the policy committed before it ran, its command.
+    const std::string specDigest =
+        decode::string(decode::object(decode::object(*job, "metadata"), "annotations"),
+                       kGateJobSpecDigestAnnotation);
+    if (!specDigest.empty()) evidence["specDigest"] = specDigest;
+    if (!podContainers.empty()) {
+      json command = json::array();
+      for (const char* key : {"command", "args"})
+        for (const json& a : decode::array(podContainers[0], key))
+          if (a.is_string()) command.push_back(a);
+      evidence["command"] = command;
+    }
     st["evidence"] = evidence;
     bool passed = st["phase"] == kStageSucceeded;
     plan.outcomes.push_back(

@@ -1,0 +1,55 @@
+#include "api/v1alpha1/signing_config.h"
+
+#include "api/v1alpha1/meta.h"
+
+namespace lockstep::api::v1alpha1 {
+namespace {
+
+using nlohmann::json;
+
+Status bad(const std::string& field, const std::string& why) {
+  return invalidArgument("spec." + field + ": " + why);
+}
+
+}  // namespace
+
+StatusOr<SigningConfigSpec> decodeSigningConfigSpec(const json& spec) {
+  SigningConfigSpec out;
+  if (const json* repos = decode::member(spec, "repositories"); repos != nullptr) {
+    if (!repos->is_array()) return bad("repositories", "must be a list of prefixes");
+    for (size_t i = 0; i < repos->size(); ++i) {
+      const json& r = (*repos)[i];
+      if (!r.is_string() || r.get<std::string>().empty())
+        return bad("repositories[" + std::to_string(i) + "]", "must be a non-empty string");
+      out.repositories.push_back(r.get<std::string>());
+    }
+  }
+  const json* key = decode::member(spec, "keySecretRef");
+  if (key == nullptr) return bad("keySecretRef", "is required");
+  if (!key->is_object()) return bad("keySecretRef", "must be an object {name, key}");
+  out.key.name = decode::string(*key, "name");
+  out.key.key = decode::string(*key, "key");
+  if (out.key.name.empty()) return bad("keySecretRef.name", "is required");
+  if (decode::member(*key, "namespace") != nullptr)
+    return bad("keySecretRef.namespace",
+               "is not accepted: the Secret is always read in the operator's namespace");
+  if (out.key.key.empty()) out.key.key = kDefaultSigningKeyKey;
+  if (const json* creds = decode::member(spec, "registryCredentialsSecretRef"); creds != nullptr) {
+    if (!creds->is_object()) return bad("registryCredentialsSecretRef", "must be an object {name}");
+    if (decode::member(*creds, "namespace") != nullptr)
+      return bad("registryCredentialsSecretRef.namespace",
+                 "is not accepted: the Secret is always read in the operator's namespace");
+    out.credentialsSecret = decode::string(*creds, "name");
+    if (out.credentialsSecret.empty()) return bad("registryCredentialsSecretRef.name", "is required");
+  }
+  return out;
+}
+
+bool signsFor(const SigningConfigSpec& spec, const std::string& packageName) {
+  if (spec.repositories.empty()) return true;
+  for (const std::string& prefix : spec.repositories)
+    if (packageName.rfind(prefix, 0) == 0) return true;
+  return false;
+}
+
+}  // namespace lockstep::api::v1alpha1

@@ -1,0 +1,26 @@
+// The CLI's way to a registry, as `tools/image.sh push`, skopeo and oras reach
+// one: credentials from a docker config file (--authfile, else
+// $REGISTRY_AUTH_FILE, else $DOCKER_CONFIG/config.json, else
+// ~/.docker/config.json; none found: anonymous), certificates verified
+// against the system roots or the *.crt files of --cert-dir, https only
+// (TLS 1.2+). Thread-safety: functions over values.
+#pragma once
+
+#include <memory>
+#include <string>
+
+#include "common/status.h"
+#include "operator/registry/distribution.h"
+
+namespace lockstep::cli {
+
+struct RegistryAccess {
+  std::string authFile;  // --authfile; "" the environment's
+  std::string certDir;   // --cert-dir; "" the system roots
+};
+
+// A client for `host` (PackageRef::apiHost()). Errors name the file read.
+StatusOr<std::unique_ptr<registry::RegistryClient>> openRegistry(const std::string& host,
+                                                                  const RegistryAccess& access);
+
+}  // namespace lockstep::cli

@@ -1,0 +1,325 @@
+#include "controllers/evidence/evidence_controller.h"
+
+#include <spdlog/spdlog.h>
+
+#include <algorithm>
+
+#include "api/v1alpha1/meta.h"
+#include "api/v1alpha1/resources.h"
+#include "controllers/modelrelease/timestamps.h"
+#include "evidence/bundle.h"
+#include "evidence/ecdsa_p256.h"
+#include "operator/kube/object.h"
+#include "operator/registry/connect.h"
+#include "operator/runtime/builder.h"
+
+namespace lockstep::controllers {
+namespace {
+
+namespace v1 = api::v1alpha1;
+namespace decode = api::v1alpha1::decode;
+using nlohmann::json;
+using runtime::Request;
+using runtime::Result;
+
+constexpr const char* kDockerConfigJsonType = "kubernetes.io/dockerconfigjson";
+
+// The Secret's `key`, base64-decoded; errors name the Secret and the field of the config.
+StatusOr<std::pair<std::string, std::string>> secretValue(kube::Client& client,
+                                                          const std::string& ns,
+                                                          const std::string& name,
+                                                          const std::string& key,
+                                                          const std::string& field,
+                                                          std::string* type = nullptr) {
+  const std::string what = "Secret " + ns + "/" + name + " (SigningConfig " + field + ")";
+  auto got = client.get(v1::kSecrets, ns, name);
+  if (!got.isOk()) {
+    if (got.status().code() == Code::kNotFound) return Status(Code::kNotFound, what + " not found");
+    return Status(got.status().code(), "reading " + what + ": " + got.status().message());
+  }
+  if (type) *type = decode::string(*got, "type");
+  const json* value = decode::member(decode::object(*got, "data"), key);
+  if (value == nullptr || !value->is_string())
+    return Status(Code::kNotFound, what + " has no key \"" + key + "\"");
+  auto decoded = registry::base64Decode(value->get<std::string>());
+  if (!decoded) return invalidArgument(what + " key \"" + key + "\" is not base64");
+  return std::make_pair(*decoded,
+                        decode::string(decode::object(*got, "metadata"), "resourceVersion"));
+}
+
+bool statusChanged(const kube::Object& a, const kube::Object& b) {
+  return decode::object(a, "status") != decode::object(b, "status") ||
+         decode::integer(decode::object(a, "metadata"), "generation", 0) !=
+             decode::integer(decode::object(b, "metadata"), "generation", 0);
+}
+
+}  // namespace
+
+RegistryOpener connectingOpener(std::string caPem) {
+  return [caPem = std::move(caPem)](const std::string& host,
+                                    const std::optional<registry::Credentials>& credentials)
+             -> StatusOr<std::unique_ptr<registry::RegistryClient>> {
+    registry::ConnectOptions options;
+    options.caPem = caPem;
+    options.timeout = std::chrono::seconds(20);
+    return registry::connectRegistry(host, credentials, options);
+  };
+}
+
+EvidenceReconciler::EvidenceReconciler(std::shared_ptr<kube::Client> client,
+                                       const kube::Indexer& releases,
+                                       const kube::Indexer& signingConfigs,
+                                       kube::EventSink& events, kube::Clock& clock,
+                                       EvidenceOptions options)
+    : client_(std::move(client)),
+      releases_(releases),
+      signingConfigs_(signingConfigs),
+      events_(events),
+      clock_(clock),
+      options_(std::move(options)) {
+  if (!options_.opener) options_.opener = connectingOpener(options_.registryCaPem);
+}
+
+StatusOr<std::optional<v1::SigningConfigSpec>> EvidenceReconciler::configFor(
+    const std::string& packageName) const {
+  std::vector<kube::ObjectPtr> configs = signingConfigs_.list();
+  std::sort(configs.begin(), configs.end(),
+            [](const kube::ObjectPtr& a, const kube::ObjectPtr& b) {
+              return kube::name(*a) < kube::name(*b);
+            });
+  for (const kube::ObjectPtr& c : configs) {
+    const json& spec = decode::object(*c, "spec");
+    auto decoded = v1::decodeSigningConfigSpec(spec);
+    if (!decoded.isOk()) {
+      // One that cannot be read may still be meant for this package: say so
+      // rather than sign with another or silently not at all.
+      bool mentions = false;
+      for (const json& r : decode::array(spec, "repositories"))
+        mentions = mentions || (r.is_string() && packageName.rfind(r.get<std::string>(), 0) == 0);
+      if (mentions || !spec.contains("repositories"))
+        return decoded.status().withContext("SigningConfig " + kube::name(*c));
+      continue;
+    }
+    if (v1::signsFor(*decoded, packageName)) return std::optional<v1::SigningConfigSpec>(*decoded);
+  }
+  return std::optional<v1::SigningConfigSpec>();
+}
+
+StatusOr<EvidenceReconciler::Setup> EvidenceReconciler::setup(const v1::SigningConfigSpec& config,
+                                                              const std::string& host) {
+  Setup out;
+  const std::string& ns = options_.operatorNamespace;
+  auto key = secretValue(*client_, ns, config.key.name, config.key.key, "spec.keySecretRef");
+  if (!key.isOk()) return key.status();
+  const std::string cacheKey = config.key.name + "/" + key->second + "/" + config.key.key;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (auto it = signers_.find(cacheKey); it != signers_.end()) out.signer = it->second;
+  }
+  if (!out.signer) {
+    auto signer = evidence::parseP256PrivateKey(
+        key->first, "Secret " + ns + "/" + config.key.name + " key \"" + config.key.key + "\"");
+    if (!signer.isOk()) return signer.status();
+    out.signer = std::shared_ptr<const evidence::Signer>(std::move(*signer));
+    std::lock_guard<std::mutex> lock(mu_);
+    signers_[cacheKey] = out.signer;
+  }
+  if (!config.credentialsSecret.empty()) {
+    std::string type;
+    auto docker = secretValue(*client_, ns, config.credentialsSecret, ".dockerconfigjson",
+                              "spec.registryCredentialsSecretRef", &type);
+    if (!docker.isOk()) return docker.status();
+    if (type != kDockerConfigJsonType) {
+      return invalidArgument("Secret " + ns + "/" + config.credentialsSecret + " has type \"" +
+                             type + "\", not " + kDockerConfigJsonType);
+    }
+    auto creds = registry::credentialsForHost(
+        docker->first, host, "Secret " + ns + "/" + config.credentialsSecret);
+    if (!creds.isOk()) return creds.status();
+    out.credentials = *creds;
+  }
+  return out;
+}
+
+std::vector<EvidenceOutcome> EvidenceReconciler::publish(const std::vector<PlannedStatement>& due,
+                                                         const std::string& package,
+                                                         const Setup& setup,
+                                                         const std::string& now) {
+  std::vector<EvidenceOutcome> out;
+  auto fail = [&](const std::string& error) {
+    for (const PlannedStatement& p : due) {
+      EvidenceOutcome o;
+      o.name = p.name;
+      o.predicateType = p.predicateType;
+      o.statementDigest = p.digest;
+      o.error = error;
+      out.push_back(o);
+    }
+    return out;
+  };
+  auto ref = registry::parsePackageRef(package);
+  if (!ref.isOk()) return fail(ref.status().message());
+  auto client = options_.opener(ref->apiHost(), setup.credentials);
+  if (!client.isOk()) return fail(client.status().message());
+  auto subject = (*client)->describe(ref->repository, ref->digest);
+  if (!subject.isOk()) return fail(subject.status().message());
+  auto existing = (*client)->referrers(ref->repository, ref->digest);
+  if (!existing.isOk()) return fail(existing.status().message());
+  for (const PlannedStatement& p : due) {
+    EvidenceOutcome o;
+    o.name = p.name;
+    o.predicateType = p.predicateType;
+    o.statementDigest = p.digest;
+    o.repository = ref->name();
+    for (const registry::Descriptor& d : existing->descriptors) {
+      auto a = d.annotations.find(kStatementDigestAnnotation);
+      if (a != d.annotations.end() && a->second == p.digest) {
+        o.referrer = d.digest;
+        o.alreadyThere = true;
+      }
+    }
+    if (o.alreadyThere) {
+      out.push_back(o);
+      continue;
+    }
+    auto bundle = evidence::signStatement(p.payload, *setup.signer);
+    if (!bundle.isOk()) {
+      o.error = "signing: " + bundle.status().message();
+      out.push_back(o);
+      continue;
+    }
+    registry::Artifact artifact;
+    artifact.artifactType = evidence::kBundleMediaType;
+    artifact.bytes = bundle->dump();
+    // cosign v3's annotations for a bundle referrer, and Lockstep's own.
+    artifact.annotations = {{"dev.sigstore.bundle.content", "dsse-envelope"},
+                            {"dev.sigstore.bundle.predicateType", p.predicateType},
+                            {"org.opencontainers.image.created", now},
+                            {kStatementNameAnnotation, p.name},
+                            {kStatementDigestAnnotation, p.digest}};
+    auto pushed = (*client)->pushReferrer(ref->repository, *subject, artifact);
+    if (pushed.isOk()) {
+      o.referrer = pushed->digest;
+    } else {
+      o.error = pushed.status().message();
+    }
+    out.push_back(o);
+  }
+  return out;
+}
+
+Result EvidenceReconciler::reconcile(const Request& request) {
+  kube::ObjectPtr obj = releases_.get(request.ns, request.name);
+  if (!obj) return Result::done();
+  const json& release = *obj;
+  const v1::ObjectMeta meta = v1::decodeMeta(release);
+  const std::string key = meta.key();
+  if (decode::member(decode::object(release, "metadata"), "deletionTimestamp") != nullptr)
+    return Result::done();
+  json status = decode::object(release, "status");
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (auto it = written_.find(meta.uid); it != written_.end()) status["evidence"] = it->second;
+  }
+  auto planned = plannedStatements(release, options_.context);
+  if (!planned.isOk()) {
+    spdlog::debug("evidence {}: {}", key, planned.status().message());
+    return Result::done();
+  }
+  if (planned->empty()) return Result::done();
+  const std::string package = decode::string(decode::object(release, "spec"), "package");
+  auto ref = registry::parsePackageRef(package);
+  if (!ref.isOk()) return Result::done();
+  auto config = configFor(ref->name());
+  std::string setupError;
+  if (!config.isOk()) {
+    setupError = config.status().message();
+  } else if (!config->has_value()) {
+    return Result::done();  // no SigningConfig signs for this package
+  }
+
+  const auto wall = clock_.wallNow();
+  const std::string now = kube::formatTime(wall, false);
+  const int64_t nowUnix =
+      std::chrono::duration_cast<std::chrono::seconds>(wall.time_since_epoch()).count();
+  int64_t heldBack = 0;
+  std::vector<PlannedStatement> due =
+      dueStatements(decode::array(status, "evidence"), *planned, nowUnix, &heldBack);
+  if (due.empty() && decode::array(status, "evidence").size() == planned->size()) {
+    return heldBack > 0 ? Result::after(std::chrono::seconds(heldBack)) : Result::done();
+  }
+  std::vector<EvidenceOutcome> outcomes;
+  if (!due.empty() && setupError.empty()) {
+    auto s = setup(**config, ref->registry);
+    if (!s.isOk()) {
+      setupError = s.status().message();
+    } else {
+      outcomes = publish(due, package, *s, now);
+    }
+  }
+  if (!setupError.empty()) {
+    for (const PlannedStatement& p : due)
+      outcomes.push_back({p.name, p.predicateType, p.digest, "", "", false, setupError});
+  }
+  EvidenceStatus st = foldEvidence(status, *planned, outcomes, "", meta.generation, now);
+  json apply = {{"apiVersion", v1::kModelReleases.apiVersion()},
+                {"kind", v1::kModelReleases.kind},
+                {"metadata", {{"name", meta.name}, {"namespace", meta.ns}}},
+                {"status",
+                 {{"evidence", st.entries}, {"conditions", json::array({st.condition})}}}};
+  auto applied = client_->applyStatus(v1::kModelReleases, apply,
+                                      kube::PatchParams::apply(kEvidenceFieldManager));
+  if (applied.isOk()) {
+    std::lock_guard<std::mutex> lock(mu_);
+    written_[meta.uid] = st.entries;
+  } else {
+    spdlog::warn("evidence {}: recording status: {}", key, applied.status().toString());
+  }
+  for (const EvidenceOutcome& o : outcomes) {
+    if (o.error.empty()) {
+      const std::string msg = o.name + " (" + o.statementDigest + ") " +
+                              (o.alreadyThere ? "was already" : "published") + " as referrer " +
+                              o.referrer + " of " + package;
+      spdlog::info("evidence {}: {}", key, msg);
+      if (!o.alreadyThere) (void)events_.normal(release, "EvidencePublished", msg);
+    } else {
+      spdlog::warn("evidence {}: {}: {}", key, o.name, o.error);
+    }
+  }
+  if (!outcomes.empty() && std::any_of(outcomes.begin(), outcomes.end(),
+                                       [](const EvidenceOutcome& o) { return !o.error.empty(); })) {
+    // One Warning per pass that failed, not per statement.
+    std::string first;
+    for (const EvidenceOutcome& o : outcomes)
+      if (first.empty() && !o.error.empty()) first = o.name + ": " + o.error;
+    (void)events_.warning(release, "EvidencePublishFailed",
+                          first + " (retrying; the release is not held back)");
+  }
+  int64_t retry = st.retryAfterSeconds;
+  if (heldBack > 0 && (retry == 0 || heldBack < retry)) retry = heldBack;
+  if (!applied.isOk() && (retry == 0 || retry > 10)) retry = 10;
+  return retry > 0 ? Result::after(std::chrono::seconds(retry)) : Result::done();
+}
+
+void setupEvidenceController(runtime::Manager& manager, EvidenceOptions options, int workers) {
+  kube::Informer& releases = manager.informer(v1::kModelReleases);
+  kube::Informer& configs = manager.informer(v1::kSigningConfigs);
+  auto reconciler = std::make_shared<EvidenceReconciler>(
+      manager.sharedClient(), releases.cache(), configs.cache(), manager.events(),
+      manager.clock(), std::move(options));
+  const kube::Indexer* releaseCache = &releases.cache();
+  // A config made, changed or deleted: every release may now be signed.
+  auto everyRelease = [releaseCache](const kube::Object&) {
+    std::vector<Request> out;
+    for (const kube::ObjectPtr& r : releaseCache->list())
+      out.push_back({kube::namespaceOf(*r), kube::name(*r)});
+    return out;
+  };
+  runtime::ControllerBuilder(manager, "evidence")
+      .workers(workers)
+      .forKind(v1::kModelReleases, statusChanged)
+      .watches(v1::kSigningConfigs, everyRelease)
+      .complete(reconciler);
+}
+
+}  // namespace lockstep::controllers

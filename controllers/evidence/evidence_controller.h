@@ -1,0 +1,94 @@
+// The evidence publisher (docs/evidence.md): a controller of its own over
+// ModelReleases, so a slow or absent registry never holds a release's
+// worker. For each release it plans the statements its status warrants
+// (evidence_plan.h), finds the SigningConfig for the package, reads the key
+// and the registry credentials from the operator's namespace, signs each due
+// statement into a Sigstore bundle, and pushes it as an OCI 1.1 referrer of
+// the package (the tag schema where the registry lacks the referrers API).
+// A statement found among the referrers (annotation dev.lockstep.statement-
+// digest) is not pushed again: a crash between push and status write
+// publishes once. The outcome goes to status.evidence and the
+// EvidencePublished condition under the field manager
+// kEvidenceFieldManager; failures are retried with back-off and never touch
+// the release's phase. A package no SigningConfig matches gets nothing.
+// Thread-safety: reconcile() may run on several workers for different keys.
+#pragma once
+
+#include <functional>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "api/v1alpha1/signing_config.h"
+#include "controllers/evidence/evidence_plan.h"
+#include "evidence/signer.h"
+#include "operator/kube/client.h"
+#include "operator/kube/clock.h"
+#include "operator/kube/event_sink.h"
+#include "operator/kube/indexer.h"
+#include "operator/registry/credentials.h"
+#include "operator/registry/distribution.h"
+#include "operator/runtime/manager.h"
+#include "operator/runtime/reconciler.h"
+
+namespace lockstep::controllers {
+
+inline constexpr const char* kEvidenceFieldManager = "lockstep-evidence";
+// Annotations of a referrer manifest Lockstep pushes (beside cosign's own).
+inline constexpr const char* kStatementDigestAnnotation = "dev.lockstep.statement-digest";
+inline constexpr const char* kStatementNameAnnotation = "dev.lockstep.statement";
+
+// Opens a registry client for a host (the production one: https, TLS 1.2+).
+using RegistryOpener = std::function<StatusOr<std::unique_ptr<registry::RegistryClient>>(
+    const std::string& host, const std::optional<registry::Credentials>& credentials)>;
+
+// Over registry::connectRegistry with `caPem` (a private registry's CA) or the system roots.
+RegistryOpener connectingOpener(std::string caPem);
+
+struct EvidenceOptions {
+  std::string operatorNamespace;  // where SigningConfigs' Secrets are read
+  EvidenceContext context;        // cluster name, version
+  RegistryOpener opener;          // default: connectingOpener(registryCaPem)
+  std::string registryCaPem;
+};
+
+class EvidenceReconciler final : public runtime::Reconciler {
+ public:
+  EvidenceReconciler(std::shared_ptr<kube::Client> client, const kube::Indexer& releases,
+                     const kube::Indexer& signingConfigs, kube::EventSink& events,
+                     kube::Clock& clock, EvidenceOptions options);
+  runtime::Result reconcile(const runtime::Request& request) override;
+
+ private:
+  struct Setup {
+    std::shared_ptr<const evidence::Signer> signer;
+    std::optional<registry::Credentials> credentials;
+  };
+  // The config that signs for `packageName`, or nullopt; an error for a config
+  // that matches but cannot be decoded.
+  StatusOr<std::optional<api::v1alpha1::SigningConfigSpec>> configFor(
+      const std::string& packageName) const;
+  StatusOr<Setup> setup(const api::v1alpha1::SigningConfigSpec& config, const std::string& host);
+  std::vector<EvidenceOutcome> publish(const std::vector<PlannedStatement>& due,
+                                       const std::string& package, const Setup& setup,
+                                       const std::string& now);
+
+  std::shared_ptr<kube::Client> client_;
+  const kube::Indexer& releases_;
+  const kube::Indexer& signingConfigs_;
+  kube::EventSink& events_;
+  kube::Clock& clock_;
+  EvidenceOptions options_;
+  std::mutex mu_;
+  // Parsed keys by "secret name/resourceVersion/key": a key is parsed once per version.
+  std::map<std::string, std::shared_ptr<const evidence::Signer>> signers_;
+  // status.evidence as last written, by release UID (only this controller writes it).
+  std::map<std::string, nlohmann::json> written_;
+};
+
+void setupEvidenceController(runtime::Manager& manager, EvidenceOptions options, int workers = 1);
+
+}  // namespace lockstep::controllers

@@ -1,0 +1,280 @@
+#include "controllers/evidence/evidence_plan.h"
+
+#include <algorithm>
+#include <map>
+
+#include "api/image_ref.h"
+#include "api/v1alpha1/meta.h"
+#include "api/v1alpha1/model_release.h"
+#include "controllers/modelrelease/timestamps.h"
+#include "evidence/statement.h"
+#include "operator/kube/conditions.h"
+
+namespace lockstep::controllers {
+namespace {
+
+namespace v1 = api::v1alpha1;
+namespace decode = api::v1alpha1::decode;
+using nlohmann::json;
+
+std::string revisionText(const json& status) {
+  const json& runtime = decode::object(status, "runtime");
+  const int64_t revision = decode::integer(runtime, "revision", 0);
+  return revision > 0 ? std::to_string(revision) : std::string();
+}
+
+PlannedStatement planned(const std::string& name, const std::string& stage,
+                         const std::string& predicateType, const nlohmann::ordered_json& st) {
+  PlannedStatement p;
+  p.name = name;
+  p.stage = stage;
+  p.predicateType = predicateType;
+  p.payload = st.dump();
+  p.digest = evidence::sha256Digest(p.payload);
+  return p;
+}
+
+}  // namespace
+
+StatusOr<std::vector<PlannedStatement>> plannedStatements(const json& release,
+                                                          const EvidenceContext& context) {
+  std::vector<PlannedStatement> out;
+  const json& spec = decode::object(release, "spec");
+  const json& status = decode::object(release, "status");
+  auto package = api::parseImageRef(decode::string(spec, "package"));
+  if (!package.isOk() || !package->pinned()) {
+    return invalidArgument("spec.package: \"" + decode::string(spec, "package") +
+                           "\" is not pinned by digest: no evidence is made for it");
+  }
+  const json& runtime = decode::object(status, "runtime");
+  const std::string revision = revisionText(status);
+  std::map<std::string, const json*> stageStatus;
+  for (const json& st : decode::array(status, "stages"))
+    if (st.is_object()) stageStatus[decode::string(st, "name")] = &st;
+
+  std::vector<evidence::InputAttestation> decisions;
+  for (const json& stage : decode::array(spec, "stages")) {
+    if (!stage.is_object()) continue;
+    const std::string name = decode::string(stage, "name");
+    auto it = stageStatus.find(name);
+    if (it == stageStatus.end() || decode::string(*it->second, "phase") != v1::kStageSucceeded)
+      continue;
+    const json& st = *it->second;
+    if (stage.contains("serving") || stage.contains("canary")) continue;  // the prod record
+    const json& ev = decode::object(st, "evidence");
+    std::string specDigest = decode::string(ev, "specDigest");
+    if (specDigest.empty()) specDigest = evidence::stageSpecDigest(stage);
+    const std::string closureHash = decode::string(ev, "closureHash").empty()
+                                        ? decode::string(runtime, "closureHash")
+                                        : decode::string(ev, "closureHash");
+    const std::string runtimeImage = decode::string(runtime, "image");
+    std::vector<evidence::InputAttestation> inputs;
+    if (stage.contains("gate") && !decode::string(ev, "jobUID").empty()) {
+      evidence::EvalStatementInput in;
+      in.package = *package;
+      in.gate.stage = name;
+      in.gate.stageSpecDigest = specDigest;
+      in.gate.jobUid = decode::string(ev, "jobUID");
+      in.gate.image = decode::string(ev, "image");
+      for (const json& c : decode::array(ev, "command"))
+        if (c.is_string()) in.gate.command.push_back(c.get<std::string>());
+      in.gate.startedAt = decode::string(st, "startedAt");
+      in.gate.finishedAt = decode::string(st, "finishedAt");
+      // Every metric the gate reported (sorted by name), with the spec's thresholds.
+      const json& measured = decode::object(st, "metrics");
+      for (const auto& [metric, value] : measured.items()) {
+        if (!value.is_number()) continue;
+        evidence::MetricResult r;
+        r.name = metric;
+        r.value = value.get<double>();
+        for (const json& m : decode::array(decode::object(stage, "gate"), "metrics")) {
+          if (decode::string(m, "name") != metric) continue;
+          if (auto mn = m.find("min"); mn != m.end() && mn->is_number()) r.min = mn->get<double>();
+          if (auto mx = m.find("max"); mx != m.end() && mx->is_number()) r.max = mx->get<double>();
+        }
+        in.gate.metrics.push_back(r);
+      }
+      in.closureHash = closureHash;
+      in.runtimeImage = runtimeImage;
+      auto statement = evidence::evalStatement(in);
+      if (!statement.isOk()) return statement.status().withContext("stage " + name);
+      PlannedStatement p =
+          planned(name + "/test-result", name, evidence::kTestResultPredicate, *statement);
+      inputs.push_back({name, p.digest});
+      out.push_back(std::move(p));
+    }
+    evidence::DecisionInput d;
+    d.package = *package;
+    d.stage = name;
+    d.stageSpecDigest = specDigest;
+    d.passed = true;
+    d.inputs = inputs;
+    for (const json& u : decode::array(st, "approvers"))
+      if (u.is_string()) d.approvers.push_back({u.get<std::string>(), {}, ""});
+    d.closureHash = closureHash;
+    d.runtimeImage = runtimeImage;
+    d.revision = revision;
+    d.timeVerified = decode::string(st, "finishedAt");
+    d.verifierVersion = context.version;
+    auto statement = evidence::decisionStatement(d);
+    if (!statement.isOk()) return statement.status().withContext("stage " + name);
+    PlannedStatement p =
+        planned(name + "/decision", name, evidence::kVerificationSummaryPredicate, *statement);
+    decisions.push_back({name, p.digest});
+    out.push_back(std::move(p));
+  }
+
+  // The prod record, once the canary ended.
+  const json& canary = decode::object(status, "canary");
+  const std::string canaryPhase = decode::string(canary, "phase");
+  const std::string finishedAt = decode::string(canary, "finishedAt");
+  if ((canaryPhase == v1::kPhasePromoted || canaryPhase == v1::kPhaseRolledBack) &&
+      !finishedAt.empty()) {
+    const v1::ObjectMeta meta = v1::decodeMeta(release);
+    evidence::ProdRecordInput in;
+    in.package = *package;
+    in.outcome = canaryPhase;
+    in.cluster = context.clusterName;
+    in.ns = meta.ns;
+    in.model = decode::string(spec, "model");
+    in.release = meta.name;
+    in.releaseUid = meta.uid;
+    in.since = finishedAt;
+    in.closureHash = decode::string(runtime, "closureHash");
+    in.runtimeImage = decode::string(runtime, "image");
+    in.revision = revision;
+    if (canaryPhase == v1::kPhaseRolledBack) {
+      in.reason = decode::string(canary, "reason");
+      in.message = decode::string(canary, "message");
+    }
+    in.canarySteps = decode::array(canary, "passedSteps");
+    in.inputs = decisions;
+    auto statement = evidence::prodRecordStatement(in);
+    if (!statement.isOk()) return statement.status().withContext("prod record");
+    std::string stage = "prod";
+    for (const json& s : decode::array(spec, "stages"))
+      if (s.is_object() && (s.contains("serving") || s.contains("canary")))
+        stage = decode::string(s, "name");
+    out.push_back(planned(
+        std::string("prod/") + (canaryPhase == v1::kPhasePromoted ? "promoted" : "rolled-back"),
+        stage, evidence::kProdRecordPredicate, *statement));
+  }
+  return out;
+}
+
+int64_t evidenceBackoffSeconds(int attempts) {
+  int64_t wait = 5;
+  for (int i = 1; i < attempts && wait < 300; ++i) wait *= 2;
+  return std::min<int64_t>(wait, 300);
+}
+
+std::vector<PlannedStatement> dueStatements(const json& evidence,
+                                            const std::vector<PlannedStatement>& planned,
+                                            int64_t nowUnix, int64_t* retryAfterSeconds) {
+  std::map<std::string, const json*> recorded;
+  if (evidence.is_array()) {
+    for (const json& e : evidence)
+      if (e.is_object()) recorded[decode::string(e, "name")] = &e;
+  }
+  std::vector<PlannedStatement> due;
+  for (const PlannedStatement& p : planned) {
+    auto it = recorded.find(p.name);
+    if (it == recorded.end() || decode::string(*it->second, "statementDigest") != p.digest) {
+      due.push_back(p);
+      continue;
+    }
+    const json& e = *it->second;
+    if (decode::string(e, "phase") == "Published") continue;
+    auto last = parseRfc3339(decode::string(e, "lastAttemptAt"));
+    const int64_t wait = evidenceBackoffSeconds(static_cast<int>(decode::integer(e, "attempts", 1)));
+    if (last && nowUnix < *last + wait) {
+      const int64_t left = *last + wait - nowUnix;
+      if (retryAfterSeconds && (*retryAfterSeconds == 0 || left < *retryAfterSeconds))
+        *retryAfterSeconds = left;
+      continue;
+    }
+    due.push_back(p);
+  }
+  return due;
+}
+
+EvidenceStatus foldEvidence(const json& status, const std::vector<PlannedStatement>& planned,
+                            const std::vector<EvidenceOutcome>& outcomes,
+                            const std::string& setupError, int64_t generation,
+                            const std::string& now) {
+  std::map<std::string, json> before;
+  for (const json& e : decode::array(status, "evidence"))
+    if (e.is_object()) before[decode::string(e, "name")] = e;
+  std::map<std::string, const EvidenceOutcome*> byName;
+  for (const EvidenceOutcome& o : outcomes) byName[o.name] = &o;
+
+  EvidenceStatus out;
+  out.entries = json::array();
+  int published = 0;
+  std::string firstError;
+  for (const PlannedStatement& p : planned) {
+    json e = {{"name", p.name}, {"predicateType", p.predicateType}, {"statementDigest", p.digest}};
+    auto prev = before.find(p.name);
+    const bool sameStatement =
+        prev != before.end() && decode::string(prev->second, "statementDigest") == p.digest;
+    const int priorAttempts =
+        sameStatement ? static_cast<int>(decode::integer(prev->second, "attempts", 0)) : 0;
+    auto o = byName.find(p.name);
+    if (o != byName.end() && o->second->error.empty()) {
+      e["phase"] = "Published";
+      e["referrer"] = o->second->referrer;
+      e["repository"] = o->second->repository;
+      e["publishedAt"] = sameStatement && prev->second.contains("publishedAt")
+                             ? prev->second["publishedAt"]
+                             : json(now);
+      e["attempts"] = priorAttempts + 1;
+      e["lastAttemptAt"] = now;
+      ++published;
+    } else if (o != byName.end() || (!setupError.empty() &&
+                                     !(sameStatement &&
+                                       decode::string(prev->second, "phase") == "Published"))) {
+      const std::string error = o != byName.end() ? o->second->error : setupError;
+      e["phase"] = "Failed";
+      e["message"] = error;
+      e["attempts"] = priorAttempts + 1;
+      e["lastAttemptAt"] = now;
+      if (firstError.empty()) firstError = p.name + ": " + error;
+      const int64_t wait = evidenceBackoffSeconds(priorAttempts + 1);
+      if (out.retryAfterSeconds == 0 || wait < out.retryAfterSeconds) out.retryAfterSeconds = wait;
+    } else if (sameStatement) {
+      e = prev->second;  // untouched this pass: as recorded
+      if (decode::string(e, "phase") == "Published") {
+        ++published;
+      } else if (firstError.empty()) {
+        firstError = p.name + ": " + decode::string(e, "message");
+      }
+    } else {
+      e["phase"] = "Pending";
+    }
+    out.entries.push_back(std::move(e));
+  }
+  kube::Condition c;
+  c.type = kConditionEvidencePublished;
+  if (!firstError.empty()) {
+    c.status = "False";
+    c.reason = setupError.empty() ? "PublishFailed" : "SigningUnavailable";
+    c.message = std::to_string(published) + " of " + std::to_string(planned.size()) +
+                " statements published; " + firstError + " (retrying; the release is not held back)";
+  } else if (published < static_cast<int>(planned.size())) {
+    c.status = "False";
+    c.reason = "Pending";
+    c.message = std::to_string(published) + " of " + std::to_string(planned.size()) +
+                " statements published";
+  } else {
+    c.status = "True";
+    c.reason = "Published";
+    c.message = std::to_string(published) + " statements published as referrers of the package";
+  }
+  json conditions = decode::array(status, "conditions");
+  if (!conditions.is_array()) conditions = json::array();
+  kube::setCondition(conditions, c, generation, now);
+  out.condition = *kube::findCondition(conditions, kConditionEvidencePublished);
+  return out;
+}
+
+}  // namespace lockstep::controllers

@@ -1,0 +1,205 @@
+// The statements a release's status warrants, and their status: pure.
+#include "controllers/evidence/evidence_plan.h"
+
+#include <gtest/gtest.h>
+
+#include "evidence/statement.h"
+
+namespace lockstep::controllers {
+namespace {
+
+using nlohmann::json;
+
+const std::string kDigest = "sha256:" + std::string(64, 'a');
+const std::string kHash = "sha256:" + std::string(64, 'c');
+const std::string kSpecDigest = "sha256:" + std::string(64, 'd');
+
+json evalStage() {
+  return {{"name", "eval"},
+          {"approval", "Manual"},
+          {"gate", {{"metrics", json::array({{{"name", "accuracy"}, {"min", 0.8}}})}}}};
+}
+
+json release() {
+  return {
+      {"apiVersion", "lockstep.dev/v1alpha1"},
+      {"kind", "ModelRelease"},
+      {"metadata", {{"name", "v1"}, {"namespace", "ml"}, {"uid", "u-1"}, {"generation", 1}}},
+      {"spec",
+       {{"model", "gpt2"},
+        {"package", "registry.example/models/gpt2@" + kDigest},
+        {"stages",
+         json::array({evalStage(),
+                      {{"name", "prod"},
+                       {"serving", json::object()},
+                       {"canary", {{"steps", json::array({{{"weight", 50}}})}}}}})}}},
+      {"status",
+       {{"runtime",
+         {{"revision", 3}, {"image", "registry.example/rt@" + kDigest}, {"closureHash", kHash}}},
+        {"stages",
+         json::array({{{"name", "eval"},
+                       {"phase", "Succeeded"},
+                       {"startedAt", "2026-12-02T10:00:00Z"},
+                       {"finishedAt", "2026-12-02T10:05:00Z"},
+                       {"approvers", json::array({"alice"})},
+                       {"metrics", {{"accuracy", 0.91}}},
+                       {"evidence",
+                        {{"package", "registry.example/models/gpt2@" + kDigest},
+                         {"closureHash", kHash},
+                         {"image", "registry.example/rt@" + kDigest},
+                         {"jobUID", "job-1"},
+                         {"specDigest", kSpecDigest},
+                         {"command", json::array({"python", "eval.py"})}}}}})}}}};
+}
+
+const PlannedStatement* find(const std::vector<PlannedStatement>& v, const std::string& name) {
+  for (const auto& p : v)
+    if (p.name == name) return &p;
+  return nullptr;
+}
+
+TEST(EvidencePlan, APassedGateGivesItsTestResultAndADecisionCitingIt) {
+  auto planned = plannedStatements(release(), {"east", "0.1.0"});
+  ASSERT_TRUE(planned.isOk()) << planned.status().toString();
+  ASSERT_EQ(planned->size(), 2u);
+  const PlannedStatement* eval = find(*planned, "eval/test-result");
+  const PlannedStatement* decision = find(*planned, "eval/decision");
+  ASSERT_TRUE(eval && decision);
+  EXPECT_EQ(&(*planned)[0], eval) << "the eval statement comes before the decision citing it";
+  json e = json::parse(eval->payload);
+  EXPECT_EQ(e["predicateType"], evidence::kTestResultPredicate);
+  EXPECT_EQ(e["subject"][0]["digest"]["sha256"], std::string(64, 'a'));
+  EXPECT_EQ(e["predicate"]["result"], "PASSED");
+  EXPECT_EQ(e["predicate"]["configuration"][0]["digest"]["sha256"], std::string(64, 'd'))
+      << "the spec digest committed on the Job, not one computed now";
+  EXPECT_EQ(e["predicate"]["lockstep"]["gateJob"]["uid"], "job-1");
+  EXPECT_EQ(e["predicate"]["lockstep"]["gateJob"]["command"], json({"python", "eval.py"}));
+  EXPECT_EQ(e["predicate"]["lockstep"]["metrics"][0]["threshold"], 0.8);
+  EXPECT_EQ(eval->digest, evidence::sha256Digest(eval->payload));
+  json d = json::parse(decision->payload);
+  EXPECT_EQ(d["predicateType"], evidence::kVerificationSummaryPredicate);
+  EXPECT_EQ(d["predicate"]["inputAttestations"][0]["digest"]["sha256"], eval->digest.substr(7));
+  EXPECT_EQ(d["predicate"]["lockstep"]["approvers"][0]["user"], "alice");
+  EXPECT_EQ(d["predicate"]["lockstep"]["revision"], "3");
+  EXPECT_EQ(d["predicate"]["timeVerified"], "2026-12-02T10:05:00Z");
+  // The same status gives the same bytes: a retry publishes what it meant to.
+  auto again = plannedStatements(release(), {"east", "0.1.0"});
+  EXPECT_EQ((*again)[0].payload, eval->payload);
+  EXPECT_EQ((*again)[1].digest, decision->digest);
+}
+
+TEST(EvidencePlan, NothingBeforeAStageSucceedsAndAFailedStageIsNoEvidence) {
+  json r = release();
+  r["status"]["stages"][0]["phase"] = "Running";
+  EXPECT_TRUE(plannedStatements(r, {})->empty());
+  r["status"]["stages"][0]["phase"] = "Failed";
+  EXPECT_TRUE(plannedStatements(r, {})->empty());
+  r["status"].erase("stages");
+  EXPECT_TRUE(plannedStatements(r, {})->empty());
+}
+
+TEST(EvidencePlan, AReleaseWithoutARecordedSpecDigestUsesItsSpec) {
+  json r = release();
+  r["status"]["stages"][0]["evidence"].erase("specDigest");
+  auto planned = plannedStatements(r, {});
+  ASSERT_TRUE(planned.isOk());
+  json e = json::parse((*planned)[0].payload);
+  EXPECT_EQ("sha256:" + e["predicate"]["configuration"][0]["digest"]["sha256"].get<std::string>(),
+            evidence::stageSpecDigest(evalStage()));
+}
+
+TEST(EvidencePlan, TheProdRecordFollowsTheCanarysEndAndCitesTheDecisions) {
+  json r = release();
+  r["status"]["canary"] = {{"phase", "Promoted"},
+                           {"finishedAt", "2026-12-02T11:00:00Z"},
+                           {"passedSteps", json::array({{{"step", 0}, {"weight", 50}}})}};
+  auto planned = plannedStatements(r, {"east", "0.1.0"});
+  ASSERT_TRUE(planned.isOk()) << planned.status().toString();
+  ASSERT_EQ(planned->size(), 3u);
+  EXPECT_EQ(planned->back().name, "prod/promoted");
+  EXPECT_EQ(planned->back().stage, "prod");
+  json p = json::parse(planned->back().payload);
+  EXPECT_EQ(p["predicateType"], evidence::kProdRecordPredicate);
+  EXPECT_EQ(p["predicate"]["outcome"], "Promoted");
+  EXPECT_EQ(p["predicate"]["cluster"], "east");
+  EXPECT_EQ(p["predicate"]["since"], "2026-12-02T11:00:00Z");
+  EXPECT_EQ(p["predicate"]["release"]["uid"], "u-1");
+  EXPECT_EQ(p["predicate"]["canarySteps"][0]["weight"], 50);
+  EXPECT_EQ(p["predicate"]["inputAttestations"][0]["digest"]["sha256"],
+            (*planned)[1].digest.substr(7));
+  r["status"]["canary"]["phase"] = "RolledBack";
+  r["status"]["canary"]["reason"] = "AnalysisFailed";
+  planned = plannedStatements(r, {"east", "0.1.0"});
+  EXPECT_EQ(planned->back().name, "prod/rolled-back");
+  EXPECT_EQ(json::parse(planned->back().payload)["predicate"]["reason"], "AnalysisFailed");
+  r["status"]["canary"] = {{"phase", "Promoted"}};  // not finished yet
+  EXPECT_EQ(plannedStatements(r, {})->size(), 2u);
+}
+
+TEST(EvidencePlan, APackageNotPinnedIsRefusedNamingTheField) {
+  json r = release();
+  r["spec"]["package"] = "registry.example/models/gpt2:latest";
+  auto planned = plannedStatements(r, {});
+  ASSERT_FALSE(planned.isOk());
+  EXPECT_NE(planned.status().message().find("spec.package"), std::string::npos);
+}
+
+TEST(EvidenceStatus, PublishedFailedAndRetriedWithBackOff) {
+  auto planned = *plannedStatements(release(), {"east", "0.1.0"});
+  const std::string t0 = "2026-12-02T12:00:00Z";
+  std::vector<EvidenceOutcome> outcomes = {
+      {planned[0].name, planned[0].predicateType, planned[0].digest, "sha256:r1", "repo", false,
+       ""},
+      {planned[1].name, planned[1].predicateType, planned[1].digest, "", "", false,
+       "registry registry.example: HTTP 429"}};
+  EvidenceStatus st = foldEvidence(json::object(), planned, outcomes, "", 1, t0);
+  ASSERT_EQ(st.entries.size(), 2u);
+  EXPECT_EQ(st.entries[0]["phase"], "Published");
+  EXPECT_EQ(st.entries[0]["referrer"], "sha256:r1");
+  EXPECT_EQ(st.entries[1]["phase"], "Failed");
+  EXPECT_EQ(st.entries[1]["attempts"], 1);
+  EXPECT_EQ(st.condition["status"], "False");
+  EXPECT_EQ(st.condition["reason"], "PublishFailed");
+  EXPECT_NE(st.condition["message"].get<std::string>().find("HTTP 429"), std::string::npos);
+  EXPECT_EQ(st.retryAfterSeconds, 5);
+
+  // Within the back-off nothing is due; after it, only the failed one.
+  const int64_t t0Unix = 1796212800;  // 2026-12-02T12:00:00Z
+  int64_t wait = 0;
+  EXPECT_TRUE(dueStatements(st.entries, planned, t0Unix + 2, &wait).empty());
+  EXPECT_EQ(wait, 3);
+  auto due = dueStatements(st.entries, planned, t0Unix + 5, &wait);
+  ASSERT_EQ(due.size(), 1u);
+  EXPECT_EQ(due[0].name, planned[1].name);
+
+  json status = {{"evidence", st.entries}, {"conditions", json::array({st.condition})}};
+  EvidenceStatus again = foldEvidence(
+      status, planned,
+      {{planned[1].name, planned[1].predicateType, planned[1].digest, "sha256:r2", "repo", false,
+        ""}},
+      "", 1, "2026-12-02T12:00:05Z");
+  EXPECT_EQ(again.entries[0]["publishedAt"], t0) << "a published entry keeps its first time";
+  EXPECT_EQ(again.entries[1]["phase"], "Published");
+  EXPECT_EQ(again.entries[1]["attempts"], 2);
+  EXPECT_EQ(again.condition["status"], "True");
+  EXPECT_EQ(again.retryAfterSeconds, 0);
+  EXPECT_TRUE(dueStatements(again.entries, planned, t0Unix + 100, nullptr).empty());
+}
+
+TEST(EvidenceStatus, AStatementThatChangedIsDueAgain) {
+  auto planned = *plannedStatements(release(), {});
+  json entries = json::array();
+  for (const auto& p : planned)
+    entries.push_back({{"name", p.name}, {"statementDigest", "sha256:old"}, {"phase", "Published"}});
+  EXPECT_EQ(dueStatements(entries, planned, 0, nullptr).size(), planned.size());
+}
+
+TEST(EvidenceStatus, BackOffDoublesToFiveMinutes) {
+  EXPECT_EQ(evidenceBackoffSeconds(1), 5);
+  EXPECT_EQ(evidenceBackoffSeconds(2), 10);
+  EXPECT_EQ(evidenceBackoffSeconds(7), 300);
+  EXPECT_EQ(evidenceBackoffSeconds(50), 300);
+}
+
+}  // namespace
+}  // namespace lockstep::controllers

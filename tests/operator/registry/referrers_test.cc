@@ -1,0 +1,243 @@
+// OCI referrers: the pure manifest/index code, and RegistryClient's push and
+// list against an in-memory registry with a knob: with the referrers API
+// (OCI-Subject on PUT, GET /referrers/) or without it (404, the tag schema).
+#include "operator/registry/referrers.h"
+
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include <functional>
+#include <map>
+
+#include "operator/registry/distribution.h"
+
+namespace lockstep::registry {
+namespace {
+
+using nlohmann::json;
+
+constexpr const char* kHost = "registry.example";
+constexpr const char* kRepo = "models/gpt2";
+
+HttpResponse reply(int status, std::string body = "", Headers headers = {}) {
+  HttpResponse r;
+  r.status = status;
+  r.body = std::move(body);
+  r.headers = std::move(headers);
+  return r;
+}
+
+// A registry in memory: blobs, manifests by digest and tag; with
+// `referrersApi` it indexes manifests by their subject as distribution 3 does.
+class MemoryRegistry final : public HttpTransport {
+ public:
+  bool referrersApi = true;
+  int failPutsLeft = 0;  // the next N manifest PUTs answer 429
+  std::map<std::string, std::string> blobs;
+  std::map<std::string, std::pair<std::string, std::string>> manifests;  // ref -> (type, bytes)
+  std::vector<HttpRequest> requests;
+
+  StatusOr<HttpResponse> send(const HttpRequest& r) override {
+    requests.push_back(r);
+    const std::string base = std::string("/v2/") + kRepo;
+    if (r.method == "POST" && r.target == base + "/blobs/uploads/")
+      return reply(202, "", {{"Location", base + "/blobs/uploads/u1?state=x"}});
+    if (r.method == "PUT" && r.target.rfind(base + "/blobs/uploads/u1", 0) == 0) {
+      blobs[sha256Digest(r.body)] = r.body;
+      return reply(201);
+    }
+    const std::string mprefix = base + "/manifests/";
+    if (r.target.rfind(mprefix, 0) == 0) {
+      std::string ref = r.target.substr(mprefix.size());
+      if (r.method == "PUT") {
+        if (failPutsLeft > 0) {
+          --failPutsLeft;
+          return reply(429, R"({"errors":[{"code":"TOOMANYREQUESTS","message":"slow down"}]})");
+        }
+        std::string digest = sha256Digest(r.body);
+        manifests[ref] = {r.header("Content-Type"), r.body};
+        manifests[digest] = manifests[ref];
+        Headers h{{"Docker-Content-Digest", digest}};
+        json m = json::parse(r.body);
+        if (referrersApi && m.contains("subject"))
+          h.emplace_back("OCI-Subject", m["subject"]["digest"].get<std::string>());
+        return reply(201, "", h);
+      }
+      auto it = manifests.find(ref);
+      if (it == manifests.end())
+        return reply(404, R"({"errors":[{"code":"MANIFEST_UNKNOWN","message":"unknown"}]})");
+      return reply(200, it->second.second, {{"Content-Type", it->second.first}});
+    }
+    const std::string rprefix = base + "/referrers/";
+    if (r.target.rfind(rprefix, 0) == 0) {
+      if (!referrersApi) return reply(404, "404 page not found\n");
+      std::string subject = r.target.substr(rprefix.size());
+      json index = {{"schemaVersion", 2}, {"mediaType", kOciIndex}, {"manifests", json::array()}};
+      for (const auto& [ref, tm] : manifests) {
+        if (ref.rfind("sha256:", 0) != 0) continue;
+        json m = json::parse(tm.second);
+        if (!m.contains("subject") || m["subject"]["digest"] != subject) continue;
+        auto d = referrerDescriptor(tm.second);
+        json e = {{"mediaType", d->mediaType}, {"digest", d->digest}, {"size", d->size},
+                  {"artifactType", d->artifactType}};
+        if (!d->annotations.empty()) e["annotations"] = d->annotations;
+        index["manifests"].push_back(e);
+      }
+      return reply(200, index.dump(), {{"Content-Type", kOciIndex}});
+    }
+    return reply(404);
+  }
+};
+
+const std::string kPackage =
+    R"({"schemaVersion":2,"mediaType":"application/vnd.oci.image.manifest.v1+json",)"
+    R"("config":{"mediaType":"application/vnd.oci.image.config.v1+json","digest":"sha256:c","size":2},)"
+    R"("layers":[]})";
+
+struct World {
+  std::shared_ptr<MemoryRegistry> reg = std::make_shared<MemoryRegistry>();
+  std::string subjectDigest;
+  World() {
+    subjectDigest = sha256Digest(kPackage);
+    reg->manifests[subjectDigest] = {kOciManifest, kPackage};
+  }
+  RegistryClient client() {
+    return RegistryClient(kHost, std::nullopt,
+                          [this](const std::string&) -> StatusOr<std::shared_ptr<HttpTransport>> {
+                            return std::shared_ptr<HttpTransport>(reg);
+                          });
+  }
+  Artifact bundle(const std::string& payload, const std::string& predicate) const {
+    return {"application/vnd.dev.sigstore.bundle.v0.3+json", payload,
+            {{"dev.sigstore.bundle.predicateType", predicate}}};
+  }
+};
+
+TEST(ReferrerManifest, CarriesSubjectArtifactTypeEmptyConfigAndOneLayer) {
+  Descriptor subject{kOciManifest, "sha256:" + std::string(64, 'a'), 321, "x", {{"a", "b"}}};
+  Artifact a{"application/vnd.dev.sigstore.bundle.v0.3+json", "BUNDLE", {{"k", "v"}}};
+  const std::string bytes = referrerManifest(subject, a);
+  json m = json::parse(bytes);
+  EXPECT_EQ(m["schemaVersion"], 2);
+  EXPECT_EQ(m["mediaType"], kOciManifest);
+  EXPECT_EQ(m["artifactType"], a.artifactType);
+  EXPECT_EQ(m["config"]["mediaType"], kEmptyMediaType);
+  EXPECT_EQ(m["config"]["digest"],
+            "sha256:44136fa355b3678a1146ad16f7e8649e94fb4fc21fe77e8310c060f61caaff8a");
+  EXPECT_EQ(m["config"]["size"], 2);
+  ASSERT_EQ(m["layers"].size(), 1u);
+  EXPECT_EQ(m["layers"][0]["digest"], sha256Digest("BUNDLE"));
+  EXPECT_EQ(m["layers"][0]["size"], 6);
+  // The subject is a plain descriptor: what a list shows of it is not copied in.
+  EXPECT_EQ(m["subject"], json({{"mediaType", kOciManifest},
+                                {"digest", subject.digest},
+                                {"size", 321}}));
+  EXPECT_EQ(m["annotations"]["k"], "v");
+  EXPECT_EQ(referrerManifest(subject, a), bytes) << "the same input gives the same bytes";
+  auto d = referrerDescriptor(bytes);
+  ASSERT_TRUE(d.isOk());
+  EXPECT_EQ(d->digest, sha256Digest(bytes));
+  EXPECT_EQ(d->artifactType, a.artifactType);
+  EXPECT_EQ(d->annotations.at("k"), "v");
+}
+
+TEST(ReferrersIndex, FallbackIndexKeepsWhatIsThereAndAddsOnce) {
+  EXPECT_EQ(referrersTag("sha256:abc"), "sha256-abc");
+  Descriptor one{kOciManifest, "sha256:" + std::string(64, '1'), 10, "t1", {}};
+  Descriptor two{kOciManifest, "sha256:" + std::string(64, '2'), 20, "t2", {{"p", "q"}}};
+  auto first = indexWith("", one);
+  ASSERT_TRUE(first.isOk());
+  auto second = indexWith(*first, two);
+  ASSERT_TRUE(second.isOk());
+  auto again = indexWith(*second, one);
+  ASSERT_TRUE(again.isOk());
+  EXPECT_EQ(*again, *second) << "a descriptor already listed is not added twice";
+  auto list = parseReferrersIndex(*second, "index");
+  ASSERT_TRUE(list.isOk()) << list.status().toString();
+  ASSERT_EQ(list->size(), 2u);
+  EXPECT_EQ((*list)[0].digest, one.digest);
+  EXPECT_EQ((*list)[1].annotations.at("p"), "q");
+  EXPECT_EQ(json::parse(*second)["mediaType"], kOciIndex);
+}
+
+TEST(ReferrersIndex, MalformedIndexNamesTheField) {
+  auto bad = parseReferrersIndex(R"({"manifests":[{"mediaType":"x","digest":"d"}]})", "tag t");
+  ASSERT_FALSE(bad.isOk());
+  EXPECT_EQ(bad.status().message(), "tag t.manifests[0].size: missing or not a non-negative integer");
+  auto wrongType = parseReferrersIndex(R"({"mediaType":"application/json"})", "tag t");
+  ASSERT_FALSE(wrongType.isOk());
+  EXPECT_NE(wrongType.status().message().find("tag t.mediaType"), std::string::npos);
+  EXPECT_FALSE(parseReferrersIndex("not json", "tag t").isOk());
+  EXPECT_FALSE(indexWith("[]", Descriptor{}).isOk());
+}
+
+TEST(RegistryReferrers, PushedWithTheApiAreListedByIt) {
+  World w;
+  auto c = w.client();
+  auto subject = c.describe(kRepo, w.subjectDigest);
+  ASSERT_TRUE(subject.isOk()) << subject.status().toString();
+  EXPECT_EQ(subject->size, static_cast<int64_t>(kPackage.size()));
+  auto pushed = c.pushReferrer(kRepo, *subject, w.bundle("B1", "https://p/eval"));
+  ASSERT_TRUE(pushed.isOk()) << pushed.status().toString();
+  EXPECT_EQ(w.reg->blobs.count(sha256Digest("B1")), 1u);
+  EXPECT_EQ(w.reg->blobs.count(sha256Digest(kEmptyBlob)), 1u);
+  EXPECT_EQ(w.reg->manifests.count(referrersTag(w.subjectDigest)), 0u)
+      << "a registry that indexed the subject gets no fallback tag";
+  auto list = c.referrers(kRepo, w.subjectDigest);
+  ASSERT_TRUE(list.isOk()) << list.status().toString();
+  EXPECT_FALSE(list->viaTag);
+  ASSERT_EQ(list->descriptors.size(), 1u);
+  EXPECT_EQ(list->descriptors[0].digest, pushed->digest);
+  EXPECT_EQ(list->descriptors[0].annotations.at("dev.sigstore.bundle.predicateType"),
+            "https://p/eval");
+}
+
+TEST(RegistryReferrers, WithoutTheApiTheFallbackTagIndexHoldsEveryReferrer) {
+  World w;
+  w.reg->referrersApi = false;
+  auto c = w.client();
+  auto none = c.referrers(kRepo, w.subjectDigest);
+  ASSERT_TRUE(none.isOk()) << none.status().toString();
+  EXPECT_TRUE(none->viaTag);
+  EXPECT_TRUE(none->descriptors.empty());
+  auto subject = c.describe(kRepo, w.subjectDigest);
+  ASSERT_TRUE(subject.isOk());
+  auto p1 = c.pushReferrer(kRepo, *subject, w.bundle("B1", "https://p/eval"));
+  auto p2 = c.pushReferrer(kRepo, *subject, w.bundle("B2", "https://p/decision"));
+  ASSERT_TRUE(p1.isOk() && p2.isOk());
+  auto again = c.pushReferrer(kRepo, *subject, w.bundle("B1", "https://p/eval"));
+  ASSERT_TRUE(again.isOk());
+  EXPECT_EQ(again->digest, p1->digest);
+  auto list = c.referrers(kRepo, w.subjectDigest);
+  ASSERT_TRUE(list.isOk()) << list.status().toString();
+  EXPECT_TRUE(list->viaTag);
+  ASSERT_EQ(list->descriptors.size(), 2u) << "pushed twice, listed once";
+  EXPECT_EQ(list->descriptors[0].digest, p1->digest);
+  EXPECT_EQ(list->descriptors[1].digest, p2->digest);
+  EXPECT_EQ(list->descriptors[1].artifactType, "application/vnd.dev.sigstore.bundle.v0.3+json");
+  const auto& tagged = w.reg->manifests.at(referrersTag(w.subjectDigest));
+  EXPECT_EQ(tagged.first, kOciIndex);
+}
+
+TEST(RegistryReferrers, ARefusedPushIsAnErrorNamingTheRegistryAndNothingIsIndexed) {
+  World w;
+  w.reg->referrersApi = false;
+  w.reg->failPutsLeft = 1;
+  auto c = w.client();
+  auto subject = c.describe(kRepo, w.subjectDigest);
+  ASSERT_TRUE(subject.isOk());
+  auto pushed = c.pushReferrer(kRepo, *subject, w.bundle("B1", "https://p/eval"));
+  ASSERT_FALSE(pushed.isOk());
+  EXPECT_EQ(pushed.status().code(), Code::kUnavailable) << pushed.status().toString();
+  EXPECT_NE(pushed.status().message().find("registry registry.example, repository models/gpt2"),
+            std::string::npos)
+      << pushed.status().message();
+  EXPECT_NE(pushed.status().message().find("HTTP 429"), std::string::npos);
+  EXPECT_EQ(w.reg->manifests.count(referrersTag(w.subjectDigest)), 0u);
+  // The retry lands.
+  ASSERT_TRUE(c.pushReferrer(kRepo, *subject, w.bundle("B1", "https://p/eval")).isOk());
+  EXPECT_EQ(c.referrers(kRepo, w.subjectDigest)->descriptors.size(), 1u);
+}
+
+}  // namespace
+}  // namespace lockstep::registry
