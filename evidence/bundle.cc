@@ -20,7 +20,10 @@ StatusOr<nlohmann::ordered_json> signStatement(std::string_view statement, const
   auto sig = signer.sign(pae(kInTotoPayloadType, statement));
   if (!sig.isOk()) return sig.status();
   const std::string hint = signer.publicKey().hint();
-  Envelope e{kInTotoPayloadType, std::string(statement), {{hint, *sig}}};
+  // No keyid in the signature, as cosign writes it: DSSE verifiers (cosign's,
+  // go-securesystemslib) skip a signature whose keyid is neither empty nor their
+  // own fingerprint of the key. The bundle's hint names the key.
+  Envelope e{kInTotoPayloadType, std::string(statement), {{"", *sig}}};
   return nlohmann::ordered_json{
       {"mediaType", kBundleMediaType},
       {"verificationMaterial", {{"publicKey", {{"hint", hint}}}}},

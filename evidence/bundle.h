@@ -20,8 +20,9 @@ namespace lockstep::evidence {
 inline constexpr char kBundleMediaType[] = "application/vnd.dev.sigstore.bundle.v0.3+json";
 
 // Signs `statement` (an in-toto statement's bytes, the DSSE payload) as a DSSE
-// envelope of type application/vnd.in-toto+json, in a bundle whose key hint (and
-// the signature's keyid: the spec wants them equal) is the signer's.
+// envelope of type application/vnd.in-toto+json, in a bundle whose key hint is
+// the signer's. The signature carries no keyid, as cosign writes it (its DSSE
+// verifier skips a signature whose keyid is another fingerprint than its own).
 StatusOr<nlohmann::ordered_json> signStatement(std::string_view statement, const Signer& signer);
 
 struct Bundle {

@@ -62,7 +62,11 @@ StatusOr<Session> open(const std::string& name, const Flags& flags, bool fetchBu
   if (!list.isOk()) return list.status();
   s.viaTag = list->viaTag;
   for (registry::Descriptor& d : list->descriptors) {
-    if (d.artifactType != evidence::kBundleMediaType) continue;
+    // A bundle referrer: its artifactType, or (registries that list the config's
+    // media type instead, go-containerregistry's) cosign's annotation.
+    if (d.artifactType != evidence::kBundleMediaType &&
+        d.annotations.count("dev.sigstore.bundle.content") == 0)
+      continue;
     Referrer r;
     r.descriptor = std::move(d);
     if (fetchBundles) {
@@ -73,8 +77,11 @@ StatusOr<Session> open(const std::string& name, const Flags& flags, bool fetchBu
         json manifest = json::parse(m->bytes, nullptr, false);
         const json layers = manifest.is_object() ? manifest.value("layers", json::array()) : json();
         if (!layers.is_array() || layers.size() != 1 || !layers[0].is_object() ||
-            !layers[0].value("digest", json()).is_string()) {
-          r.error = "manifest " + r.descriptor.digest + " does not have exactly one layer";
+            !layers[0].value("digest", json()).is_string() ||
+            layers[0].value("mediaType", "").rfind("application/vnd.dev.sigstore.bundle", 0) !=
+                0) {
+          r.error = "manifest " + r.descriptor.digest +
+                    " does not have exactly one layer holding a Sigstore bundle";
         } else {
           auto blob = s.client->getBlob(ref->repository, layers[0]["digest"].get<std::string>(),
                                         kMaxBundleBytes);

@@ -25,6 +25,9 @@ namespace {
 using nlohmann::json;
 
 const std::string kRepo = "models/evidence";
+// What a release with an eval gate and a prod stage publishes, in order.
+const std::vector<std::string> kStatements = {"eval/test-result", "eval/decision",
+                                              "prod/promoted"};
 
 CommandResult lockstepCli(std::vector<std::string> args) {
   args.insert(args.begin(), LOCKSTEP_CLI_BIN);
@@ -128,14 +131,17 @@ class EvidenceClusterTest : public ::testing::Test {
                                              json::array({{{"name", "score"}, {"min", 0.5}}})))
                          .withProdStage(prodStage(json::array({json{{"weight", 50}}}))));
   }
-  // Waits until the release is Promoted and EvidencePublished has `status`.
-  json waitEvidence(const std::string& name, const std::string& status) {
+  // Waits until the release is Promoted and EvidencePublished has `status`
+  // over all `statements` (the prod record is planned once the canary ended).
+  json waitEvidence(const std::string& name, const std::string& status, size_t statements) {
     json last;
     bool ok = eventually(
         [&] {
           last = w_.get("mr", name);
           return !last.is_discarded() &&
                  last.value("/status/phase"_json_pointer, std::string()) == "Promoted" &&
+                 last.value("/status/evidence"_json_pointer, json::array()).size() ==
+                     statements &&
                  conditionField(last, "EvidencePublished", "status") == status;
         },
         std::chrono::seconds(180));
@@ -161,14 +167,11 @@ class EvidenceClusterTest : public ::testing::Test {
 RegistryWorld* EvidenceClusterTest::registry_ = nullptr;
 std::string EvidenceClusterTest::dir_;
 
-const std::vector<std::string> kStatements = {"eval/test-result", "eval/decision",
-                                              "prod/promoted"};
-
 TEST_F(EvidenceClusterTest, PromotionPublishesSignedStatementsThatTheCliVerifies) {
   const std::string d1 = push("v1");
   ASSERT_FALSE(d1.empty());
   ASSERT_EQ(createRelease("v1", pkg(d1)).exitCode, 0);
-  json v1 = waitEvidence("v1", "True");
+  json v1 = waitEvidence("v1", "True", kStatements.size());
   const json& entries = v1["status"]["evidence"];
   ASSERT_EQ(entries.size(), kStatements.size()) << entries.dump(2);
   for (size_t i = 0; i < kStatements.size(); ++i) {
@@ -232,7 +235,7 @@ TEST_F(EvidenceClusterTest, ARegistryThatRefusesThePushNeverHoldsThePromotion) {
   ASSERT_FALSE(d2.empty());
   setRegistryPassword("revoked");
   ASSERT_EQ(createRelease("v2", pkg(d2)).exitCode, 0);
-  json v2 = waitEvidence("v2", "False");
+  json v2 = waitEvidence("v2", "False", kStatements.size());
   const std::string message = conditionField(v2, "EvidencePublished", "message");
   EXPECT_NE(message.find("HTTP 401"), std::string::npos) << message;
   EXPECT_NE(message.find("retrying"), std::string::npos) << message;
@@ -240,7 +243,7 @@ TEST_F(EvidenceClusterTest, ARegistryThatRefusesThePushNeverHoldsThePromotion) {
   EXPECT_TRUE(client_->referrers(kRepo, d2)->descriptors.empty());
 
   setRegistryPassword(registry_->password());
-  json back = waitEvidence("v2", "True");
+  json back = waitEvidence("v2", "True", kStatements.size());
   EXPECT_EQ(back["status"]["evidence"].size(), kStatements.size());
   for (const json& e : back["status"]["evidence"]) EXPECT_GE(e.value("attempts", 0), 2) << e;
   EXPECT_EQ(client_->referrers(kRepo, d2)->descriptors.size(), kStatements.size());
