@@ -179,12 +179,19 @@ std::vector<PlannedStatement> dueStatements(const json& evidence,
   std::vector<PlannedStatement> due;
   for (const PlannedStatement& p : planned) {
     auto it = recorded.find(p.name);
-    if (it == recorded.end() || decode::string(*it->second, "statementDigest") != p.digest) {
+    if (it == recorded.end()) {
       due.push_back(p);
       continue;
     }
     const json& e = *it->second;
+    // Published evidence is append-only: a status that changed since (a
+    // superseded release's canary end) never publishes a second statement of
+    // the name.
     if (decode::string(e, "phase") == "Published") continue;
+    if (decode::string(e, "statementDigest") != p.digest) {
+      due.push_back(p);
+      continue;
+    }
     auto last = parseRfc3339(decode::string(e, "lastAttemptAt"));
     const int64_t wait = evidenceBackoffSeconds(static_cast<int>(decode::integer(e, "attempts", 1)));
     if (last && nowUnix < *last + wait) {
@@ -215,6 +222,12 @@ EvidenceStatus foldEvidence(const json& status, const std::vector<PlannedStateme
   for (const PlannedStatement& p : planned) {
     json e = {{"name", p.name}, {"predicateType", p.predicateType}, {"statementDigest", p.digest}};
     auto prev = before.find(p.name);
+    if (prev != before.end() && decode::string(prev->second, "phase") == "Published" &&
+        byName.count(p.name) == 0) {
+      out.entries.push_back(prev->second);  // published: as recorded, whatever the status says now
+      ++published;
+      continue;
+    }
     const bool sameStatement =
         prev != before.end() && decode::string(prev->second, "statementDigest") == p.digest;
     const int priorAttempts =

@@ -73,8 +73,10 @@ EvidenceStatus foldEvidence(const nlohmann::json& status,
 int64_t evidenceBackoffSeconds(int attempts);
 
 // The statements of `planned` to publish now: not recorded as published in
-// `evidence` (status.evidence, for that statement digest), and not failed less than their
-// back-off ago. `retryAfterSeconds` gets the wait of the earliest held back.
+// `evidence` (status.evidence; under any digest: published evidence is
+// append-only, a status that changed later publishes no second statement of
+// the name), and not failed less than their back-off ago (unless the
+// statement changed since). `retryAfterSeconds` gets the wait of the earliest held back.
 std::vector<PlannedStatement> dueStatements(const nlohmann::json& evidence,
                                             const std::vector<PlannedStatement>& planned,
                                             int64_t nowUnix, int64_t* retryAfterSeconds);

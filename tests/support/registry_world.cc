@@ -24,7 +24,7 @@ CommandResult runScript(const std::vector<std::string>& args) {
 
 }  // namespace
 
-std::unique_ptr<RegistryWorld> RegistryWorld::start(std::string& error) {
+std::unique_ptr<RegistryWorld> RegistryWorld::start(std::string& error, const std::string& kind) {
   std::unique_ptr<RegistryWorld> w(new RegistryWorld);
   char tmpl[] = "/tmp/lockstep-registry-XXXXXX";
   if (mkdtemp(tmpl) == nullptr) {
@@ -32,7 +32,8 @@ std::unique_ptr<RegistryWorld> RegistryWorld::start(std::string& error) {
     return nullptr;
   }
   w->dir_ = tmpl;
-  CommandResult r = runScript({"up", "--dir", w->dir_, "--owner-pid", std::to_string(getpid())});
+  CommandResult r = runScript(
+      {"up", "--dir", w->dir_, "--owner-pid", std::to_string(getpid()), "--kind", kind});
   if (r.exitCode != 0) {
     error =
         "tests/cluster/registry.sh up exited " + std::to_string(r.exitCode) + ":\n" + r.out + r.err;

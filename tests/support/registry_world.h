@@ -16,7 +16,10 @@ namespace lockstep::testing {
 class RegistryWorld {
  public:
   // nullptr, with the script's output in `error`, when it does not start.
-  static std::unique_ptr<RegistryWorld> start(std::string& error);
+  // `kind`: "distribution" (Debian's docker-registry 2.8, no referrers API) or
+  // "referrers" (go-containerregistry's, tests/cluster/build-evidence-tools.sh).
+  static std::unique_ptr<RegistryWorld> start(std::string& error,
+                                              const std::string& kind = "distribution");
   ~RegistryWorld();
   RegistryWorld(const RegistryWorld&) = delete;
   RegistryWorld& operator=(const RegistryWorld&) = delete;

@@ -5,7 +5,10 @@
 // namespace, signs each passed stage's test result and decision and the prod
 // record of a promoted release and pushes them as referrers of the package;
 // `lockstep evidence list|verify` reads them back from the registry and
-// refuses them under another key or another stage spec. A registry that
+// refuses them under another key or another stage spec. On that registry and
+// on go-containerregistry's (which has the referrers API), the independent
+// tools agree: cosign v3 verify-attestation accepts each statement under the
+// key and refuses it under another, and oras discover lists them. A registry that
 // refuses the push (credentials revoked mid-promotion) never holds the
 // release: EvidencePublished=False says why, and the statements land once the
 // credentials are back. The invariant monitor watches every test's model.
@@ -40,6 +43,13 @@ class EvidenceClusterTest : public ::testing::Test {
     std::string error;
     registry_ = ReleaseWorld::registry(error);
     ASSERT_NE(registry_, nullptr) << error;
+    // cosign, oras and go-containerregistry's registry (cached after the first build).
+    auto tools = run({sourcePath("tests/cluster/build-evidence-tools.sh")});
+    ASSERT_EQ(tools.exitCode, 0) << tools.err;
+    tools_ = tools.out.substr(0, tools.out.find('\n'));
+    setenv("LOCKSTEP_EVIDENCE_TOOLS_BIN", tools_.c_str(), 1);
+    referrers_ = RegistryWorld::start(error, "referrers").release();
+    ASSERT_NE(referrers_, nullptr) << error;
     auto dir = run({"mktemp", "-d"});
     ASSERT_EQ(dir.exitCode, 0);
     dir_ = dir.out.substr(0, dir.out.find('\n'));
@@ -60,13 +70,18 @@ class EvidenceClusterTest : public ::testing::Test {
     }
     run({"mkdir", "-p", dir_ + "/certs"});
     run({"cp", registry_->caFile(), dir_ + "/certs/ca.crt"});
-    std::ofstream(dir_ + "/auth.json")
-        << json{{"auths",
-                 {{registry_->host(),
-                   {{"username", registry_->username()}, {"password", registry_->password()}}}}}}
-               .dump();
+    run({"cp", referrers_->caFile(), dir_ + "/certs/referrers.crt"});
+    run({"mkdir", "-p", dir_ + "/docker", dir_ + "/tuf"});
+    std::ofstream(dir_ + "/auth.json") << dockerConfig(registry_->password());
+    std::ofstream(dir_ + "/docker/config.json") << dockerConfig(registry_->password());
+    // The operator trusts both registries' CAs.
+    ASSERT_EQ(run({"sh", "-c",
+                   "cat '" + registry_->caFile() + "' '" + referrers_->caFile() + "' > '" + dir_ +
+                       "/cas.pem'"})
+                  .exitCode,
+              0);
     ASSERT_EQ(ReleaseWorld::startOperator(
-                  {"--registry-ca-file=" + registry_->caFile(), "--cluster-name=test-east"},
+                  {"--registry-ca-file=" + dir_ + "/cas.pem", "--cluster-name=test-east"},
                   [] {
                     kubectl({"delete", "secret", "-n", kOperatorNamespace, "evidence-key",
                              "evidence-registry", "--ignore-not-found"});
@@ -81,7 +96,8 @@ class EvidenceClusterTest : public ::testing::Test {
                              {"kind", "SigningConfig"},
                              {"metadata", {{"name", "test-evidence"}}},
                              {"spec",
-                              {{"repositories", json::array({registry_->host() + "/models/"})},
+                              {{"repositories", json::array({registry_->host() + "/models/",
+                                                             referrers_->host() + "/models/"})},
                                {"keySecretRef", {{"name", "evidence-key"}}},
                                {"registryCredentialsSecretRef", {{"name", "evidence-registry"}}}}}}
                             .dump());
@@ -91,18 +107,40 @@ class EvidenceClusterTest : public ::testing::Test {
   }
   static void TearDownTestSuite() {
     ReleaseWorld::stopOperator();
+    delete referrers_;
+    referrers_ = nullptr;
     kubectl({"delete", "signingconfig", "test-evidence", "--ignore-not-found"});
     if (!dir_.empty()) run({"rm", "-rf", dir_});
   }
-  // The push credentials of the SigningConfig (a wrong password: the registry refuses).
+  // A docker config with both registries' credentials; `password` for docker-registry's.
+  static std::string dockerConfig(const std::string& password) {
+    return json{{"auths",
+                 {{registry_->host(),
+                   {{"username", registry_->username()}, {"password", password}}},
+                  {referrers_->host(),
+                   {{"username", referrers_->username()},
+                    {"password", referrers_->password()}}}}}}
+        .dump();
+  }
+  // The push credentials of the SigningConfig (a wrong password: docker-registry refuses).
   static void setRegistryPassword(const std::string& password) {
-    auto secret = kubectl({"create", "secret", "docker-registry", "evidence-registry", "-n",
-                           kOperatorNamespace, "--docker-server=" + registry_->host(),
-                           "--docker-username=" + registry_->username(),
-                           "--docker-password=" + password, "--dry-run=client", "-o", "json"});
+    const std::string file = dir_ + "/push.json";
+    std::ofstream(file) << dockerConfig(password);
+    auto secret = kubectl({"create", "secret", "generic", "evidence-registry", "-n",
+                           kOperatorNamespace, "--type=kubernetes.io/dockerconfigjson",
+                           "--from-file=.dockerconfigjson=" + file, "--dry-run=client", "-o",
+                           "json"});
     ASSERT_EQ(secret.exitCode, 0) << secret.err;
     auto applied = kubectl({"apply", "-f", "-"}, secret.out);
     ASSERT_EQ(applied.exitCode, 0) << applied.err;
+  }
+  // An independent tool from the cache, with the test's docker config and no
+  // Sigstore TUF cache of the machine's.
+  static CommandResult tool(const std::string& name, std::vector<std::string> args) {
+    args.insert(args.begin(), {"env", "DOCKER_CONFIG=" + dir_ + "/docker",
+                               "TUF_ROOT=" + dir_ + "/tuf", "HOME=" + dir_,
+                               tools_ + "/" + name});
+    return run(args);
   }
 
   void SetUp() override {
@@ -117,13 +155,13 @@ class EvidenceClusterTest : public ::testing::Test {
   }
   void TearDown() override { w_.tearDown(HasFailure()); }
 
-  std::string push(const std::string& salt) {
-    auto d = pushTestImage(*client_, kRepo, w_.ns() + "-" + salt);
+  std::string push(const std::string& salt, registry::RegistryClient* client = nullptr) {
+    auto d = pushTestImage(client ? *client : *client_, kRepo, w_.ns() + "-" + salt);
     EXPECT_TRUE(d.isOk()) << d.status().toString();
     return d.isOk() ? *d : "";
   }
-  std::string pkg(const std::string& digest) {
-    return registry_->host() + "/" + kRepo + "@" + digest;
+  std::string pkg(const std::string& digest, const RegistryWorld* r = nullptr) {
+    return (r ? r : registry_)->host() + "/" + kRepo + "@" + digest;
   }
   CommandResult createRelease(const std::string& name, const std::string& package) {
     return w_.create(w_.release(name, package)
@@ -152,6 +190,15 @@ class EvidenceClusterTest : public ::testing::Test {
   std::vector<std::string> access() {
     return {"--authfile=" + dir_ + "/auth.json", "--cert-dir=" + dir_ + "/certs"};
   }
+  std::unique_ptr<registry::RegistryClient> referrersClient() {
+    registry::ConnectOptions co;
+    co.caPem = referrers_->caPem();
+    auto c = registry::connectRegistry(
+        referrers_->host(),
+        registry::Credentials{referrers_->username(), referrers_->password(), ""}, co);
+    EXPECT_TRUE(c.isOk()) << c.status().toString();
+    return c.isOk() ? std::move(*c) : nullptr;
+  }
   CommandResult evidence(std::vector<std::string> args) {
     args.insert(args.begin(), "evidence");
     for (const auto& a : access()) args.push_back(a);
@@ -159,13 +206,16 @@ class EvidenceClusterTest : public ::testing::Test {
   }
 
   static RegistryWorld* registry_;
-  static std::string dir_;
+  static RegistryWorld* referrers_;
+  static std::string dir_, tools_;
   ReleaseWorld w_;
   std::unique_ptr<registry::RegistryClient> client_;
 };
 
 RegistryWorld* EvidenceClusterTest::registry_ = nullptr;
+RegistryWorld* EvidenceClusterTest::referrers_ = nullptr;
 std::string EvidenceClusterTest::dir_;
+std::string EvidenceClusterTest::tools_;
 
 TEST_F(EvidenceClusterTest, PromotionPublishesSignedStatementsThatTheCliVerifies) {
   const std::string d1 = push("v1");
@@ -247,6 +297,54 @@ TEST_F(EvidenceClusterTest, ARegistryThatRefusesThePushNeverHoldsThePromotion) {
   EXPECT_EQ(back["status"]["evidence"].size(), kStatements.size());
   for (const json& e : back["status"]["evidence"]) EXPECT_GE(e.value("attempts", 0), 2) << e;
   EXPECT_EQ(client_->referrers(kRepo, d2)->descriptors.size(), kStatements.size());
+}
+
+// Must-show 1 of issue 30: the operator's statements, as pushed, are accepted by
+// cosign v3 under the key (and refused under another) and listed by oras, on a
+// registry with the referrers API and on one without; lockstep agrees.
+TEST_F(EvidenceClusterTest, CosignAndOrasAgreeWithLockstepOnBothRegistries) {
+  auto referrers = referrersClient();
+  ASSERT_NE(referrers, nullptr);
+  const std::vector<std::pair<const RegistryWorld*, std::string>> packages = {
+      {registry_, pkg(push("dist"), registry_)},
+      {referrers_, pkg(push("ref", referrers.get()), referrers_)}};
+  ASSERT_EQ(createRelease("dist", packages[0].second).exitCode, 0);
+  json dist = waitEvidence("dist", "True", kStatements.size());
+  ASSERT_EQ(createRelease("ref", packages[1].second).exitCode, 0);
+  json ref = waitEvidence("ref", "True", kStatements.size());
+  const std::vector<std::string> predicates = {"https://in-toto.io/attestation/test-result/v0.1",
+                                               "https://slsa.dev/verification_summary/v1",
+                                               "https://lockstep.dev/attestation/prod-record/v1"};
+  for (size_t i = 0; i < packages.size(); ++i) {
+    const auto& [world, package] = packages[i];
+    const json& release = i == 0 ? dist : ref;
+    SCOPED_TRACE(package);
+    for (const std::string& p : predicates) {
+      auto ok = tool("cosign", {"verify-attestation", "--key", dir_ + "/key.pub",
+                                "--insecure-ignore-tlog", "--type", p, "--registry-cacert",
+                                world->caFile(), package});
+      EXPECT_EQ(ok.exitCode, 0) << p << ":\n" << ok.out << ok.err;
+      auto other = tool("cosign", {"verify-attestation", "--key", dir_ + "/other.pub",
+                                   "--insecure-ignore-tlog", "--type", p, "--registry-cacert",
+                                   world->caFile(), package});
+      EXPECT_NE(other.exitCode, 0) << p << " verified under a key nobody trusts";
+    }
+    auto discovered = tool("oras", {"discover", "--ca-file", world->caFile(), "--format", "json",
+                                    package});
+    EXPECT_EQ(discovered.exitCode, 0) << discovered.err;
+    for (const json& e : release["status"]["evidence"]) {
+      EXPECT_NE(discovered.out.find(e.value("referrer", "?")), std::string::npos)
+          << e.value("name", "") << " not listed by oras discover:\n" << discovered.out;
+    }
+    auto verified = evidence({"verify", package, "--key=" + dir_ + "/key.pub"});
+    EXPECT_EQ(verified.exitCode, 0) << verified.out << verified.err;
+    EXPECT_NE(verified.out.find("3 statements verified"), std::string::npos)
+        << verified.out << evidence({"list", package, "--output=json"}).out;
+    for (const json& e : release["status"]["evidence"]) {
+      auto got = evidence({"get", package, "--referrer=" + e.value("referrer", "")});
+      EXPECT_EQ(got.exitCode, 0) << got.err;
+    }
+  }
 }
 
 }  // namespace

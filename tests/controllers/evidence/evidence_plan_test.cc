@@ -186,12 +186,26 @@ TEST(EvidenceStatus, PublishedFailedAndRetriedWithBackOff) {
   EXPECT_TRUE(dueStatements(again.entries, planned, t0Unix + 100, nullptr).empty());
 }
 
-TEST(EvidenceStatus, AStatementThatChangedIsDueAgain) {
+TEST(EvidenceStatus, PublishedEvidenceIsAppendOnlyAndAChangedFailedOneIsDueAtOnce) {
   auto planned = *plannedStatements(release(), {});
   json entries = json::array();
   for (const auto& p : planned)
-    entries.push_back({{"name", p.name}, {"statementDigest", "sha256:old"}, {"phase", "Published"}});
-  EXPECT_EQ(dueStatements(entries, planned, 0, nullptr).size(), planned.size());
+    entries.push_back({{"name", p.name},
+                       {"statementDigest", "sha256:old"},
+                       {"phase", "Published"},
+                       {"referrer", "sha256:r"}});
+  EXPECT_TRUE(dueStatements(entries, planned, 0, nullptr).empty())
+      << "a later status (a superseded release's canary end) publishes no second statement";
+  EvidenceStatus st = foldEvidence({{"evidence", entries}}, planned, {}, "", 1, "t");
+  EXPECT_EQ(st.entries, entries) << "the published entries stay as recorded";
+  EXPECT_EQ(st.condition["status"], "True");
+  for (json& e : entries) {
+    e["phase"] = "Failed";
+    e["attempts"] = 1;
+    e["lastAttemptAt"] = "2026-12-02T12:00:00Z";
+  }
+  EXPECT_EQ(dueStatements(entries, planned, 1796212800, nullptr).size(), planned.size())
+      << "a failed statement that changed is not held by the old one's back-off";
 }
 
 TEST(EvidenceStatus, BackOffDoublesToFiveMinutes) {
