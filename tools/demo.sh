@@ -11,7 +11,11 @@
 #   5. starts a real Prometheus scraping a simulated model server, promotes a
 #      ModelRelease through eval, ci and three analysed canary steps, rolls a
 #      second release back automatically on a bad canary error ratio, and
-#      prints the model's history (examples/demo/release.yaml.in).
+#      prints the model's history (examples/demo/release.yaml.in),
+#   6. with a real OCI registry (Debian's docker-registry over TLS) holding the
+#      model packages and a SigningConfig, shows the signed evidence the
+#      operator pushed as referrers of v1's package: `lockstep evidence list`
+#      and `lockstep evidence verify` (docs/evidence.md).
 #
 # Re-runnable: with the cluster still up, a second run replaces the webhook
 # configuration, restarts the operator and Prometheus, and starts the model
@@ -31,6 +35,7 @@ opns=lockstep-system
 if [ "${1:-}" = down ]; then
   [ -f "$dir/operator.pid" ] && kill "$(cat "$dir/operator.pid")" 2>/dev/null || true
   tests/cluster/prometheus.sh down --dir "$dir/prometheus" 2>/dev/null || true
+  tests/cluster/registry.sh down --dir "$dir/registry" 2>/dev/null || true
   exec tests/cluster/cluster.sh down --dir "$dir"
 fi
 
@@ -49,7 +54,8 @@ k get nodes -L nvidia.com/cuda.driver.major,nvidia.com/gpu.product
 
 say "Lockstep: CRDs, RBAC, webhook configuration"
 k apply -f crds/ >/dev/null
-k wait --for condition=Established crd/runtimeenvs.lockstep.dev crd/modelreleases.lockstep.dev >/dev/null
+k wait --for condition=Established crd/runtimeenvs.lockstep.dev crd/modelreleases.lockstep.dev \
+  crd/signingconfigs.lockstep.dev >/dev/null
 k create namespace "$opns" --dry-run=client -o yaml | k apply -f - >/dev/null
 # A Service cannot reach 127.0.0.1: the chart renders the webhooks' clientConfig
 # as a URL to the local operator (webhook.url). The configuration is replaced
@@ -76,6 +82,71 @@ else
   k create --save-config -f "$dir/webhooks.yaml" >/dev/null
 fi
 
+say "an OCI registry for the model packages and their evidence (TLS, htpasswd)"
+tests/cluster/registry.sh down --dir "$dir/registry" 2>/dev/null || true
+tests/cluster/registry.sh up --dir "$dir/registry" >"$dir/registry.env"
+. "$dir/registry.env"
+echo "registry: $LOCKSTEP_REGISTRY_HOST"
+mkdir -p "$dir/registry-certs"
+cp "$LOCKSTEP_REGISTRY_CA" "$dir/registry-certs/ca.crt"
+(umask 077 && printf '{"auths":{"%s":{"username":"%s","password":"%s"}}}' "$LOCKSTEP_REGISTRY_HOST" \
+  "$LOCKSTEP_REGISTRY_USERNAME" "$LOCKSTEP_REGISTRY_PASSWORD" >"$dir/auth.json")
+registry_api() { # METHOD PATH [curl args]: the registry's API with the demo's credentials
+  local m=$1 p=$2
+  shift 2
+  curl -fsS --cacert "$LOCKSTEP_REGISTRY_CA" \
+    -u "$LOCKSTEP_REGISTRY_USERNAME:$LOCKSTEP_REGISTRY_PASSWORD" \
+    -X "$m" "https://$LOCKSTEP_REGISTRY_HOST$p" "$@"
+}
+push_blob() { # REPO FILE: a monolithic upload; prints the digest
+  local d loc
+  d="sha256:$(sha256sum "$2" | cut -d' ' -f1)"
+  loc=$(registry_api POST "/v2/$1/blobs/uploads/" -D - -o /dev/null | tr -d '\r' |
+    sed -n 's/^[Ll]ocation: //p')
+  case "$loc" in http*) loc=/${loc#*://*/} ;; esac
+  case "$loc" in *\?*) loc="$loc&digest=$d" ;; *) loc="$loc?digest=$d" ;; esac
+  registry_api PUT "$loc" -H 'Content-Type: application/octet-stream' --data-binary "@$2" >/dev/null
+  echo "$d"
+}
+push_package() { # VERSION: a small model package (an OCI image); prints REGISTRY/REPO@DIGEST
+  local repo=models/gpt2-small f=$dir/pkg-$1 cd ld md
+  printf '{"architecture":"amd64","os":"linux","lockstep-demo":"%s"}' "$1" >"$f.config"
+  printf 'gpt2-small checkpoint %s\n' "$1" >"$f.layer"
+  cd=$(push_blob "$repo" "$f.config")
+  ld=$(push_blob "$repo" "$f.layer")
+  printf '{"schemaVersion":2,"mediaType":"application/vnd.oci.image.manifest.v1+json",%s%s}' \
+    "$(printf '"config":{"mediaType":"application/vnd.oci.image.config.v1+json","digest":"%s","size":%d},' \
+      "$cd" "$(stat -c %s "$f.config")")" \
+    "$(printf '"layers":[{"mediaType":"application/vnd.oci.image.layer.v1.tar","digest":"%s","size":%d}]' \
+      "$ld" "$(stat -c %s "$f.layer")")" >"$f.manifest"
+  md="sha256:$(sha256sum "$f.manifest" | cut -d' ' -f1)"
+  registry_api PUT "/v2/$repo/manifests/$md" \
+    -H 'Content-Type: application/vnd.oci.image.manifest.v1+json' --data-binary "@$f.manifest" >/dev/null
+  echo "$LOCKSTEP_REGISTRY_HOST/$repo@$md"
+}
+
+say "evidence signing: a P-256 key and push credentials in $opns, a SigningConfig naming them"
+if [ ! -s "$dir/evidence.key" ]; then
+  openssl ecparam -genkey -name prime256v1 -noout |
+    openssl pkcs8 -topk8 -nocrypt -out "$dir/evidence.key"
+fi
+openssl ec -in "$dir/evidence.key" -pubout -out "$dir/evidence.pub" 2>/dev/null
+k -n "$opns" create secret generic lockstep-evidence-key --from-file=key.pem="$dir/evidence.key" \
+  --dry-run=client -o yaml | k apply -f - >/dev/null
+k -n "$opns" create secret generic lockstep-evidence-registry \
+  --type=kubernetes.io/dockerconfigjson --from-file=.dockerconfigjson="$dir/auth.json" \
+  --dry-run=client -o yaml | k apply -f - >/dev/null
+k apply -f - >/dev/null <<EOF
+apiVersion: lockstep.dev/v1alpha1
+kind: SigningConfig
+metadata: {name: demo}
+spec:
+  repositories: [$LOCKSTEP_REGISTRY_HOST/models/]
+  keySecretRef: {name: lockstep-evidence-key}
+  registryCredentialsSecretRef: {name: lockstep-evidence-registry}
+EOF
+k get signingconfigs
+
 say "lockstep-operator (as ServiceAccount lockstep-system/lockstep)"
 [ -f "$dir/operator.pid" ] && kill "$(cat "$dir/operator.pid")" 2>/dev/null || true
 token=$(k create token lockstep -n "$opns" --duration=24h)
@@ -94,7 +165,8 @@ rm -f "$dir/operator.port"
 "$build/cmd/lockstep-operator" --kubeconfig "$dir/operator.kubeconfig" --namespace "$opns" \
   --bind-address 127.0.0.1 --webhook-port "$port" --metrics-port 0 --health-port 0 \
   --webhook-ip 127.0.0.1 --webhook-service lockstep --webhook-config lockstep \
-  --mutating-webhook-config lockstep \
+  --mutating-webhook-config lockstep --cluster-name demo \
+  --registry-ca-file "$LOCKSTEP_REGISTRY_CA" \
   --port-file "$dir/operator.port" >"$dir/operator.log" 2>&1 &
 echo $! >"$dir/operator.pid"
 for _ in $(seq 1 120); do [ -s "$dir/operator.port" ] && break; sleep 0.25; done
@@ -150,8 +222,8 @@ if k -n ml get configmap lockstep-model-gpt2-small >/dev/null 2>&1; then
     sleep 0.5
   done
 fi
-release() { # NAME DIGEST-SUFFIX: apply examples/demo/release.yaml.in filled in
-  sed -e "s|@NAME@|$1|g" -e "s|@DIGEST@|sha256:$(printf 'ab12%060d' "$2")|" \
+release() { # NAME PACKAGE: apply examples/demo/release.yaml.in filled in
+  sed -e "s|@NAME@|$1|g" -e "s|@PACKAGE@|$2|" \
     -e "s|@HASH@|$hash|" \
     examples/demo/release.yaml.in | k apply -f -
 }
@@ -161,14 +233,15 @@ prodPods() {
 }
 
 say "promotion: gpt2-small-v1 passes eval and ci, then three analysed canary steps"
-release gpt2-small-v1 1
+v1=$(push_package v1)
+release gpt2-small-v1 "$v1"
 k -n ml wait --for=condition=Ready mr/gpt2-small-v1 --timeout=5m >/dev/null
 k -n ml get mr gpt2-small-v1
 prodPods
 
 say "automatic rollback: gpt2-small-v2's pods fail 30% of their requests"
 tests/cluster/prometheus.sh rate --dir "$dir/prometheus" gpt2-small-v2 0.3 >/dev/null
-release gpt2-small-v2 2
+release gpt2-small-v2 "$(push_package v2)"
 k -n ml wait --for=jsonpath='{.status.phase}'=RolledBack mr/gpt2-small-v2 --timeout=5m >/dev/null
 k -n ml get mr
 k -n ml get mr gpt2-small-v2 -o jsonpath='{.status.canary.reason}: {.status.canary.message}{"\n"}'
@@ -181,7 +254,21 @@ prodPods
 say "lockstep model history gpt2-small"
 lockstep model history gpt2-small -n ml
 
+say "the signed evidence of v1, pushed as OCI referrers of its package"
+for _ in $(seq 1 60); do
+  [ "$(k -n ml get mr gpt2-small-v1 \
+    -o jsonpath='{.status.conditions[?(@.type=="EvidencePublished")].status}')" = True ] && break
+  sleep 1
+done
+k -n ml get mr gpt2-small-v1 \
+  -o jsonpath='{range .status.evidence[*]}{.name}{"\t"}{.phase}{"\t"}{.referrer}{"\n"}{end}'
+evidence_access=(--authfile "$dir/auth.json" --cert-dir "$dir/registry-certs")
+echo "\$ lockstep evidence list $v1"
+"$build/cmd/lockstep/lockstep" evidence list "$v1" "${evidence_access[@]}"
+echo "\$ lockstep evidence verify $v1 --key evidence.pub"
+"$build/cmd/lockstep/lockstep" evidence verify "$v1" --key "$dir/evidence.pub" "${evidence_access[@]}"
+
 echo
-echo "The cluster, operator and Prometheus stay up. Use them with:"
+echo "The cluster, operator, Prometheus and registry stay up. Use them with:"
 echo "  export KUBECONFIG=$LOCKSTEP_KUBECONFIG PATH=$LOCKSTEP_TOOLS_BIN:\$PATH"
 echo "Stop with: tools/demo.sh down"

@@ -62,8 +62,11 @@ fi
 
 if [ "$what" != unit ]; then
   step "control plane binaries (cached after the first build)"
-  # Build the Go tools beside the C++ build: both are long on a cold machine.
-  tests/cluster/build-tools.sh >"$LOCKSTEP_CACHE.tools-build.log" 2>&1 &
+  # Build the Go tools beside the C++ build: both are long on a cold machine. Then the
+  # evidence tools (cosign, oras, go-containerregistry's registry: docs/testing.md "The
+  # evidence tools"), whose last line is their bin dir.
+  { tests/cluster/build-tools.sh && tests/cluster/build-evidence-tools.sh; } \
+    >"$LOCKSTEP_CACHE.tools-build.log" 2>&1 &
   tools_pid=$!
 fi
 
@@ -77,7 +80,9 @@ down_all() { for d in "${cluster_dirs[@]}"; do tests/cluster/cluster.sh down --d
 start_clusters() {
   step "waiting for the control plane build"
   if ! wait "$tools_pid"; then cat "$LOCKSTEP_CACHE.tools-build.log"; exit 1; fi
-  tail -n 1 "$LOCKSTEP_CACHE.tools-build.log"
+  LOCKSTEP_EVIDENCE_TOOLS_BIN=$(tail -n 1 "$LOCKSTEP_CACHE.tools-build.log")
+  export LOCKSTEP_EVIDENCE_TOOLS_BIN
+  echo "evidence tools: $LOCKSTEP_EVIDENCE_TOOLS_BIN"
   step "$1 local clusters"
   if [ -z "${side_pid:-}" ]; then trap down_all EXIT; fi
   local spec='{"version": {"major": 1, "minor": 0}, "local": [{"cluster": ['
@@ -148,6 +153,11 @@ kill -0 $! 2>/dev/null && echo $! >"$previous_marker"  # previous.sh writes it t
 step "integration tests"
 ctest --test-dir "$build" -L integration --output-on-failure -j "$((clusters + 1))" \
   --resource-spec-file "$build/clusters.json"
+
+# Lockstep's bundles under cosign v3 and oras, offline and on both kinds of registry
+# (tests/evidence/cosign_registry_test.sh, about 15 s).
+step "evidence under the independent tools (ctest -L evtools)"
+ctest --test-dir "$build" -L evtools --output-on-failure --no-tests=error
 
 side_done
 # OCI images (tools/image.sh, docs/install.md): both images from the Release build
