@@ -169,6 +169,8 @@ StatusOr<nlohmann::ordered_json> prodRecordStatement(const ProdRecordInput& in) 
   if (!in.reason.empty()) predicate["reason"] = in.reason;
   if (!in.message.empty()) predicate["message"] = in.message;
   predicate["canarySteps"] = in.canarySteps.is_array() ? Json(in.canarySteps) : Json::array();
+  if (in.failedStep.is_object()) predicate["failedStep"] = Json(in.failedStep);
+  if (!in.restoredPackage.empty()) predicate["restoredPackage"] = in.restoredPackage;
   predicate["inputAttestations"] = inputs;
   return statement(*subjects, kProdRecordPredicate, predicate);
 }

@@ -85,6 +85,10 @@ struct ProdRecordInput {
   std::string revision;
   std::string reason, message;      // why it was rolled back
   nlohmann::json canarySteps;       // status.canary.passedSteps as recorded
+  // RolledBack: the step that failed ({step, analysis} as status.canary records
+  // them: counts and the last measurements) and what prod went back to.
+  nlohmann::json failedStep;
+  std::string restoredPackage;
   std::vector<InputAttestation> inputs;  // the decisions of the stages before prod
 };
 

@@ -26,9 +26,10 @@ constexpr const char* kPredicateAnnotation = "dev.sigstore.bundle.predicateType"
 constexpr const char* kStatementAnnotation = "dev.lockstep.statement";
 
 std::vector<FlagSpec> accessFlags(std::vector<FlagSpec> more) {
-  more.push_back({"authfile", "", "docker config with the registry's credentials (default: "
-                                  "$REGISTRY_AUTH_FILE, $DOCKER_CONFIG/config.json, "
-                                  "~/.docker/config.json)"});
+  more.push_back({"authfile", "",
+                  "docker config with the registry's credentials (default: "
+                  "$REGISTRY_AUTH_FILE, $DOCKER_CONFIG/config.json, "
+                  "~/.docker/config.json)"});
   more.push_back({"cert-dir", "", "a directory of *.crt CA certificates (default: system roots)"});
   return more;
 }
@@ -78,8 +79,7 @@ StatusOr<Session> open(const std::string& name, const Flags& flags, bool fetchBu
         const json layers = manifest.is_object() ? manifest.value("layers", json::array()) : json();
         if (!layers.is_array() || layers.size() != 1 || !layers[0].is_object() ||
             !layers[0].value("digest", json()).is_string() ||
-            layers[0].value("mediaType", "").rfind("application/vnd.dev.sigstore.bundle", 0) !=
-                0) {
+            layers[0].value("mediaType", "").rfind("application/vnd.dev.sigstore.bundle", 0) != 0) {
           r.error = "manifest " + r.descriptor.digest +
                     " does not have exactly one layer holding a Sigstore bundle";
         } else {
@@ -143,9 +143,9 @@ std::string pad(std::string s, size_t n) {
 }  // namespace
 
 int runEvidenceList(const VerbContext& ctx, const std::vector<std::string>& args) {
-  Flags flags(accessFlags({{"output", "table", "table or json", FlagType::kChoice,
-                            {"table", "json"}}}),
-              /*maxPositional=*/1);
+  Flags flags(
+      accessFlags({{"output", "table", "table or json", FlagType::kChoice, {"table", "json"}}}),
+      /*maxPositional=*/1);
   if (auto rc = parse(ctx, flags, "evidence list", args)) return *rc;
   auto s = open("evidence list", flags, /*fetchBundles=*/true);
   if (!s.isOk()) {
@@ -232,7 +232,9 @@ int runEvidenceGet(const VerbContext& ctx, const std::vector<std::string>& args)
     return kExitFailure;
   }
   // Unverified: `evidence verify` checks the signature.
-  json statement = json::parse(b->envelope.payload, nullptr, false);
+  // In the order it was signed.
+  nlohmann::ordered_json statement =
+      nlohmann::ordered_json::parse(b->envelope.payload, nullptr, false);
   if (statement.is_discarded()) {
     ctx.err << "evidence get: " << found->descriptor.digest << ": the payload is not JSON\n";
     return kExitFailure;
@@ -246,7 +248,10 @@ int runEvidenceVerify(const VerbContext& ctx, const std::vector<std::string>& ar
       accessFlags({{"key", "", "trusted public keys, PEM files, comma-separated"},
                    {"stage", "", "only the statements of this stage (eval, ci, prod)"},
                    {"spec-digest", "", "the stage spec digest verdicts must be for, sha256:…"},
-                   {"predicate", "any", "only statements with this predicate", FlagType::kChoice,
+                   {"predicate",
+                    "any",
+                    "only statements with this predicate",
+                    FlagType::kChoice,
                     {"any", "eval", "decision", "prod"}}}),
       /*maxPositional=*/1);
   if (auto rc = parse(ctx, flags, "evidence verify", args)) return *rc;
@@ -300,8 +305,8 @@ int runEvidenceVerify(const VerbContext& ctx, const std::vector<std::string>& ar
     ++verified;
     ctx.out << "verified: " << annotation(r.descriptor, kStatementAnnotation) << " "
             << v->predicateType << ", stage \"" << v->stage << "\""
-            << (v->stageSpecDigest.empty() ? "" : ", spec " + v->stageSpecDigest)
-            << ", signed by " << v->keyName << "\n";
+            << (v->stageSpecDigest.empty() ? "" : ", spec " + v->stageSpecDigest) << ", signed by "
+            << v->keyName << "\n";
   }
   if (refused > 0 || verified == 0) {
     ctx.err << "evidence verify: " << verified << " verified, " << refused << " refused"

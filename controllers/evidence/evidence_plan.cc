@@ -146,6 +146,15 @@ StatusOr<std::vector<PlannedStatement>> plannedStatements(const json& release,
     if (canaryPhase == v1::kPhaseRolledBack) {
       in.reason = decode::string(canary, "reason");
       in.message = decode::string(canary, "message");
+      json failed = {{"step", decode::integer(canary, "step", 0)}};
+      if (const json* a = decode::member(canary, "analysis"); a != nullptr && a->is_object()) {
+        json analysis = json::object();
+        for (const char* k : {"count", "successful", "failed", "errors", "measurements"})
+          if (a->contains(k)) analysis[k] = (*a)[k];
+        failed["analysis"] = analysis;
+      }
+      in.failedStep = failed;
+      in.restoredPackage = decode::string(decode::object(canary, "knownGood"), "package");
     }
     in.canarySteps = decode::array(canary, "passedSteps");
     in.inputs = decisions;

@@ -129,9 +129,19 @@ TEST(EvidencePlan, TheProdRecordFollowsTheCanarysEndAndCitesTheDecisions) {
             (*planned)[1].digest.substr(7));
   r["status"]["canary"]["phase"] = "RolledBack";
   r["status"]["canary"]["reason"] = "AnalysisFailed";
+  r["status"]["canary"]["step"] = 1;
+  r["status"]["canary"]["analysis"] = {
+      {"count", 1}, {"failed", 1}, {"phase", "Failed"},
+      {"measurements", json::array({{{"at", "2026-12-02T11:00:00Z"}, {"value", 0.3}}})}};
+  r["status"]["canary"]["knownGood"] = {{"package", "registry.example/models/gpt2@sha256:00"}};
   planned = plannedStatements(r, {"east", "0.1.0"});
   EXPECT_EQ(planned->back().name, "prod/rolled-back");
-  EXPECT_EQ(json::parse(planned->back().payload)["predicate"]["reason"], "AnalysisFailed");
+  json rolledBack = json::parse(planned->back().payload)["predicate"];
+  EXPECT_EQ(rolledBack["reason"], "AnalysisFailed");
+  EXPECT_EQ(rolledBack["failedStep"]["step"], 1);
+  EXPECT_EQ(rolledBack["failedStep"]["analysis"]["measurements"][0]["value"], 0.3);
+  EXPECT_FALSE(rolledBack["failedStep"]["analysis"].contains("phase"));
+  EXPECT_EQ(rolledBack["restoredPackage"], "registry.example/models/gpt2@sha256:00");
   r["status"]["canary"] = {{"phase", "Promoted"}};  // not finished yet
   EXPECT_EQ(plannedStatements(r, {})->size(), 2u);
 }
