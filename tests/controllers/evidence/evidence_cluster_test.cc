@@ -19,6 +19,7 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
+#include "common/base64.h"
 #include "operator/registry/connect.h"
 #include "tests/support/release_world.h"
 
@@ -264,6 +265,50 @@ TEST_F(EvidenceClusterTest, PromotionPublishesSignedStatementsThatTheCliVerifies
   EXPECT_EQ(changed.exitCode, 1) << changed.out;
   EXPECT_NE(changed.out.find("the stage changed since"), std::string::npos) << changed.out;
 
+  // Tamper-evidence in the registry: whoever may push to the repository adds a
+  // referrer of this package whose bundle was altered after signing (one byte of
+  // the statement), and one whose statement is about another package.
+  auto bundle = evidence({"get", pkg(d1), "--statement=eval/decision", "--bundle"});
+  ASSERT_EQ(bundle.exitCode, 0) << bundle.err;
+  json b = json::parse(bundle.out);
+  std::string payload = *base64Decode(b["dsseEnvelope"]["payload"].get<std::string>());
+  auto subject = client_->describe(kRepo, d1);
+  ASSERT_TRUE(subject.isOk()) << subject.status().toString();
+  auto pushForged = [&](const std::string& statement, const std::string& name) {
+    json forged = b;
+    forged["dsseEnvelope"]["payload"] = base64Encode(statement);
+    registry::Artifact a{"application/vnd.dev.sigstore.bundle.v0.3+json", forged.dump(),
+                         {{"dev.sigstore.bundle.content", "dsse-envelope"},
+                          {"dev.sigstore.bundle.predicateType",
+                           "https://slsa.dev/verification_summary/v1"},
+                          {"dev.lockstep.statement", name}}};
+    auto pushed = client_->pushReferrer(kRepo, *subject, a);
+    ASSERT_TRUE(pushed.isOk()) << pushed.status().toString();
+  };
+  std::string altered = payload;
+  const size_t at = altered.find("PASSED");
+  ASSERT_NE(at, std::string::npos);
+  altered.replace(at, 6, "PASSEd");
+  pushForged(altered, "forged/altered");
+  auto refused = evidence({"verify", pkg(d1), "--key=" + dir_ + "/key.pub"});
+  EXPECT_EQ(refused.exitCode, 1) << refused.out;
+  EXPECT_NE(refused.out.find("altered after signing"), std::string::npos) << refused.out;
+  EXPECT_NE(refused.err.find("3 verified, 1 refused"), std::string::npos) << refused.err;
+  // Signed with the trusted key, but about another package: refused as such.
+  json aboutOther = json::parse(payload);
+  aboutOther["subject"][0]["digest"]["sha256"] = std::string(64, 'e');
+  std::ofstream(dir_ + "/other-subject.json") << aboutOther.dump();
+  auto signedOther = lockstepCli(
+      {"evidence", "sign", "--key", dir_ + "/key.pem", dir_ + "/other-subject.json"});
+  ASSERT_EQ(signedOther.exitCode, 0) << signedOther.err;
+  json otherBundle = json::parse(signedOther.out);
+  b = otherBundle;
+  pushForged(aboutOther.dump(), "forged/other-subject");
+  refused = evidence({"verify", pkg(d1), "--key=" + dir_ + "/key.pub"});
+  EXPECT_EQ(refused.exitCode, 1) << refused.out;
+  EXPECT_NE(refused.out.find("not the package " + d1), std::string::npos) << refused.out;
+  EXPECT_NE(refused.err.find("3 verified, 2 refused"), std::string::npos) << refused.err;
+
   // The statement as JSON: the prod record names this cluster.
   auto got = evidence({"get", pkg(d1), "--statement=prod/promoted"});
   ASSERT_EQ(got.exitCode, 0) << got.err;
@@ -277,7 +322,8 @@ TEST_F(EvidenceClusterTest, PromotionPublishesSignedStatementsThatTheCliVerifies
   ReleaseWorld::op().stop();
   ASSERT_EQ(ReleaseWorld::ensureOperator(), "");
   std::this_thread::sleep_for(std::chrono::seconds(5));
-  EXPECT_EQ(client_->referrers(kRepo, d1)->descriptors.size(), kStatements.size());
+  EXPECT_EQ(client_->referrers(kRepo, d1)->descriptors.size(), kStatements.size() + 2)
+      << "the operator's three and the two forged ones";
 }
 
 TEST_F(EvidenceClusterTest, ARegistryThatRefusesThePushNeverHoldsThePromotion) {
