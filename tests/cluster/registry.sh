@@ -7,6 +7,8 @@
 #   tests/cluster/registry.sh up   --dir DIR [--owner-pid PID] [--kind K]  start it; prints env
 #   tests/cluster/registry.sh down --dir DIR                              stop it, remove DIR
 #   tests/cluster/registry.sh env  --dir DIR                              print env again
+#   tests/cluster/registry.sh stop --dir DIR     stop the server, keep DIR (a registry that is down)
+#   tests/cluster/registry.sh start --dir DIR    start it again on the same port, data and credentials
 #
 # It listens on 127.0.0.1 on a free port and stores blobs under DIR/data; the
 # package's systemd unit and /etc/docker/registry play no part. `up` returns
@@ -38,7 +40,7 @@ done
 prog=registry.sh
 # shellcheck source=tests/cluster/lib.sh
 . "$(cd "$(dirname "$0")" && pwd)/lib.sh"
-usage() { sed -n '2,21p' "$0" | sed 's/^# \{0,1\}//' >&2; }
+usage() { sed -n '2,23p' "$0" | sed 's/^# \{0,1\}//' >&2; }
 [ -n "$dir" ] || { usage; die "--dir is required"; }
 case "$kind" in
   distribution | referrers) ;;
@@ -160,7 +162,8 @@ do_up() {
   # A free port can be taken between the probe and the registry's bind: try another.
   for attempt in 1 2 3; do
     PORT=$(free_port)
-    printf 'PORT=%s\nUSERNAME=%s\nPASSWORD=%s\n' "$PORT" "$USERNAME" "$PASSWORD" >"$dir/registry.env"
+    printf 'PORT=%s\nUSERNAME=%s\nPASSWORD=%s\nKIND=%s\n' "$PORT" "$USERNAME" "$PASSWORD" "$kind" \
+      >"$dir/registry.env"
     chmod 600 "$dir/registry.env"
     start_registry
     if wait_registry; then
@@ -174,9 +177,22 @@ do_up() {
   die "the registry did not start; see $dir/logs/registry.log"
 }
 
+# `start` after `stop`: the same port, TLS, credentials and blobs (the go-containerregistry
+# server keeps manifests in memory: they are gone).
+do_start() {
+  load_env
+  kind=${KIND:-distribution}
+  if [ "$kind" = referrers ]; then REFERRERS_BIN=$(referrers_bin); fi
+  start_registry
+  wait_registry || die "the registry did not start again on port $PORT; see $dir/logs/registry.log"
+  log "$(registry_name) ready again on 127.0.0.1:$PORT"
+}
+
 case "$verb" in
   up) do_up ;;
   down) do_down ;;
+  stop) load_env; stop registry ;;
+  start) do_start ;;
   env) load_env; registry_env ;;
   *) usage; exit 2 ;;
 esac

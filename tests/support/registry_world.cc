@@ -51,6 +51,18 @@ std::unique_ptr<RegistryWorld> RegistryWorld::start(std::string& error, const st
   return w;
 }
 
+Status RegistryWorld::stop() {
+  CommandResult r = runScript({"stop", "--dir", dir_});
+  if (r.exitCode != 0) return internalError("registry.sh stop: " + r.out + r.err);
+  return Status::ok();
+}
+
+Status RegistryWorld::startAgain() {
+  CommandResult r = runScript({"start", "--dir", dir_});
+  if (r.exitCode != 0) return internalError("registry.sh start: " + r.out + r.err);
+  return Status::ok();
+}
+
 RegistryWorld::~RegistryWorld() {
   if (dir_.empty()) return;
   CommandResult r = runScript({"down", "--dir", dir_});

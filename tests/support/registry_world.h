@@ -24,6 +24,10 @@ class RegistryWorld {
   RegistryWorld(const RegistryWorld&) = delete;
   RegistryWorld& operator=(const RegistryWorld&) = delete;
 
+  // A registry that is down (registry.sh stop), then back on the same port and data.
+  Status stop();
+  Status startAgain();
+
   const std::string& host() const { return host_; }  // 127.0.0.1:PORT
   const std::string& caFile() const { return caFile_; }
   std::string caPem() const;

@@ -345,6 +345,35 @@ TEST_F(EvidenceClusterTest, ARegistryThatRefusesThePushNeverHoldsThePromotion) {
   EXPECT_EQ(client_->referrers(kRepo, d2)->descriptors.size(), kStatements.size());
 }
 
+// Must-show 4: the registry is down while a release is promoted. The promotion
+// completes; EvidencePublished=False says why; once the registry is back (same
+// address and data), every statement lands, once.
+TEST_F(EvidenceClusterTest, ARegistryThatIsDownNeverHoldsThePromotionAndGetsTheEvidenceWhenBack) {
+  const std::string d3 = push("v3");
+  ASSERT_FALSE(d3.empty());
+  ASSERT_TRUE(registry_->stop().isOk());
+  struct Restart {  // for the next test, should this one stop early
+    RegistryWorld* r;
+    bool done = false;
+    ~Restart() {
+      if (!done) (void)r->startAgain();
+    }
+  } restart{registry_};
+  ASSERT_EQ(createRelease("v3", pkg(d3)).exitCode, 0);
+  json v3 = waitEvidence("v3", "False", kStatements.size());
+  const std::string message = conditionField(v3, "EvidencePublished", "message");
+  EXPECT_NE(message.find("registry " + registry_->host()), std::string::npos) << message;
+  EXPECT_EQ(conditionField(v3, "Ready", "status"), "True") << v3["status"].dump(2);
+  auto events = kubectlJson({"get", "events", "-n", w_.ns(), "--field-selector",
+                             "involvedObject.name=v3,reason=EvidencePublishFailed"});
+  EXPECT_GE(events["items"].size(), 1u) << events.dump(2);
+
+  restart.done = true;
+  ASSERT_TRUE(registry_->startAgain().isOk());
+  json back = waitEvidence("v3", "True", kStatements.size());
+  EXPECT_EQ(client_->referrers(kRepo, d3)->descriptors.size(), kStatements.size());
+}
+
 // Must-show 1 of issue 30: the operator's statements, as pushed, are accepted by
 // cosign v3 under the key (and refused under another) and listed by oras, on a
 // registry with the referrers API and on one without; lockstep agrees.
