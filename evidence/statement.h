@@ -83,8 +83,8 @@ struct ProdRecordInput {
   std::string closureHash;   // the runtime it served on …
   std::string runtimeImage;  // … REPOSITORY@sha256:…
   std::string revision;
-  std::string reason, message;      // why it was rolled back
-  nlohmann::json canarySteps;       // status.canary.passedSteps as recorded
+  std::string reason, message;  // why it was rolled back
+  nlohmann::json canarySteps;   // status.canary.passedSteps as recorded
   // RolledBack: the step that failed ({step, analysis} as status.canary records
   // them: counts and the last measurements) and what prod went back to.
   nlohmann::json failedStep;

@@ -24,7 +24,7 @@ inline const kube::Resource kAnalysisProviders{kGroup, kVersion, "analysisprovid
                                                "AnalysisProvider", false};
 // Cluster-scoped: which key signs which packages' evidence (api/v1alpha1/signing_config.h).
 inline const kube::Resource kSigningConfigs{kGroup, kVersion, "signingconfigs", "SigningConfig",
-                                           false};
+                                            false};
 
 // Core kinds Lockstep reads or writes.
 using kube::resources::kConfigMaps;

@@ -40,7 +40,8 @@ StatusOr<SigningConfigSpec> decodeSigningConfigSpec(const json& spec) {
       return bad("registryCredentialsSecretRef.namespace",
                  "is not accepted: the Secret is always read in the operator's namespace");
     out.credentialsSecret = decode::string(*creds, "name");
-    if (out.credentialsSecret.empty()) return bad("registryCredentialsSecretRef.name", "is required");
+    if (out.credentialsSecret.empty())
+      return bad("registryCredentialsSecretRef.name", "is required");
   }
   return out;
 }

@@ -56,7 +56,7 @@ StatusOr<std::string> certificates(const std::string& dir) {
 }  // namespace
 
 StatusOr<std::unique_ptr<registry::RegistryClient>> openRegistry(const std::string& host,
-                                                                  const RegistryAccess& access) {
+                                                                 const RegistryAccess& access) {
   std::optional<registry::Credentials> creds;
   auto path = authFilePath(access);
   if (!path.isOk()) return path.status();

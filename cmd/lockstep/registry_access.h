@@ -21,6 +21,6 @@ struct RegistryAccess {
 
 // A client for `host` (PackageRef::apiHost()). Errors name the file read.
 StatusOr<std::unique_ptr<registry::RegistryClient>> openRegistry(const std::string& host,
-                                                                  const RegistryAccess& access);
+                                                                 const RegistryAccess& access);
 
 }  // namespace lockstep::cli

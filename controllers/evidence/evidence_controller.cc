@@ -25,12 +25,9 @@ using runtime::Result;
 constexpr const char* kDockerConfigJsonType = "kubernetes.io/dockerconfigjson";
 
 // The Secret's `key`, base64-decoded; errors name the Secret and the field of the config.
-StatusOr<std::pair<std::string, std::string>> secretValue(kube::Client& client,
-                                                          const std::string& ns,
-                                                          const std::string& name,
-                                                          const std::string& key,
-                                                          const std::string& field,
-                                                          std::string* type = nullptr) {
+StatusOr<std::pair<std::string, std::string>> secretValue(
+    kube::Client& client, const std::string& ns, const std::string& name, const std::string& key,
+    const std::string& field, std::string* type = nullptr) {
   const std::string what = "Secret " + ns + "/" + name + " (SigningConfig " + field + ")";
   auto got = client.get(v1::kSecrets, ns, name);
   if (!got.isOk()) {
@@ -68,9 +65,8 @@ RegistryOpener connectingOpener(std::string caPem) {
 
 EvidenceReconciler::EvidenceReconciler(std::shared_ptr<kube::Client> client,
                                        const kube::Indexer& releases,
-                                       const kube::Indexer& signingConfigs,
-                                       kube::EventSink& events, kube::Clock& clock,
-                                       EvidenceOptions options)
+                                       const kube::Indexer& signingConfigs, kube::EventSink& events,
+                                       kube::Clock& clock, EvidenceOptions options)
     : client_(std::move(client)),
       releases_(releases),
       signingConfigs_(signingConfigs),
@@ -83,10 +79,9 @@ EvidenceReconciler::EvidenceReconciler(std::shared_ptr<kube::Client> client,
 StatusOr<std::optional<v1::SigningConfigSpec>> EvidenceReconciler::configFor(
     const std::string& packageName) const {
   std::vector<kube::ObjectPtr> configs = signingConfigs_.list();
-  std::sort(configs.begin(), configs.end(),
-            [](const kube::ObjectPtr& a, const kube::ObjectPtr& b) {
-              return kube::name(*a) < kube::name(*b);
-            });
+  std::sort(configs.begin(), configs.end(), [](const kube::ObjectPtr& a, const kube::ObjectPtr& b) {
+    return kube::name(*a) < kube::name(*b);
+  });
   for (const kube::ObjectPtr& c : configs) {
     const json& spec = decode::object(*c, "spec");
     auto decoded = v1::decodeSigningConfigSpec(spec);
@@ -133,8 +128,8 @@ StatusOr<EvidenceReconciler::Setup> EvidenceReconciler::setup(const v1::SigningC
       return invalidArgument("Secret " + ns + "/" + config.credentialsSecret + " has type \"" +
                              type + "\", not " + kDockerConfigJsonType);
     }
-    auto creds = registry::credentialsForHost(
-        docker->first, host, "Secret " + ns + "/" + config.credentialsSecret);
+    auto creds = registry::credentialsForHost(docker->first, host,
+                                              "Secret " + ns + "/" + config.credentialsSecret);
     if (!creds.isOk()) return creds.status();
     out.credentials = *creds;
   }
@@ -262,11 +257,11 @@ Result EvidenceReconciler::reconcile(const Request& request) {
       outcomes.push_back({p.name, p.predicateType, p.digest, "", "", false, setupError});
   }
   EvidenceStatus st = foldEvidence(status, *planned, outcomes, "", meta.generation, now);
-  json apply = {{"apiVersion", v1::kModelReleases.apiVersion()},
-                {"kind", v1::kModelReleases.kind},
-                {"metadata", {{"name", meta.name}, {"namespace", meta.ns}}},
-                {"status",
-                 {{"evidence", st.entries}, {"conditions", json::array({st.condition})}}}};
+  json apply = {
+      {"apiVersion", v1::kModelReleases.apiVersion()},
+      {"kind", v1::kModelReleases.kind},
+      {"metadata", {{"name", meta.name}, {"namespace", meta.ns}}},
+      {"status", {{"evidence", st.entries}, {"conditions", json::array({st.condition})}}}};
   auto applied = client_->applyStatus(v1::kModelReleases, apply,
                                       kube::PatchParams::apply(kEvidenceFieldManager));
   if (applied.isOk()) {
@@ -304,9 +299,9 @@ Result EvidenceReconciler::reconcile(const Request& request) {
 void setupEvidenceController(runtime::Manager& manager, EvidenceOptions options, int workers) {
   kube::Informer& releases = manager.informer(v1::kModelReleases);
   kube::Informer& configs = manager.informer(v1::kSigningConfigs);
-  auto reconciler = std::make_shared<EvidenceReconciler>(
-      manager.sharedClient(), releases.cache(), configs.cache(), manager.events(),
-      manager.clock(), std::move(options));
+  auto reconciler = std::make_shared<EvidenceReconciler>(manager.sharedClient(), releases.cache(),
+                                                         configs.cache(), manager.events(),
+                                                         manager.clock(), std::move(options));
   const kube::Indexer* releaseCache = &releases.cache();
   // A config made, changed or deleted: every release may now be signed.
   auto everyRelease = [releaseCache](const kube::Object&) {

@@ -202,7 +202,8 @@ std::vector<PlannedStatement> dueStatements(const json& evidence,
       continue;
     }
     auto last = parseRfc3339(decode::string(e, "lastAttemptAt"));
-    const int64_t wait = evidenceBackoffSeconds(static_cast<int>(decode::integer(e, "attempts", 1)));
+    const int64_t wait =
+        evidenceBackoffSeconds(static_cast<int>(decode::integer(e, "attempts", 1)));
     if (last && nowUnix < *last + wait) {
       const int64_t left = *last + wait - nowUnix;
       if (retryAfterSeconds && (*retryAfterSeconds == 0 || left < *retryAfterSeconds))
@@ -252,9 +253,9 @@ EvidenceStatus foldEvidence(const json& status, const std::vector<PlannedStateme
       e["attempts"] = priorAttempts + 1;
       e["lastAttemptAt"] = now;
       ++published;
-    } else if (o != byName.end() || (!setupError.empty() &&
-                                     !(sameStatement &&
-                                       decode::string(prev->second, "phase") == "Published"))) {
+    } else if (o != byName.end() ||
+               (!setupError.empty() &&
+                !(sameStatement && decode::string(prev->second, "phase") == "Published"))) {
       const std::string error = o != byName.end() ? o->second->error : setupError;
       e["phase"] = "Failed";
       e["message"] = error;
@@ -281,7 +282,8 @@ EvidenceStatus foldEvidence(const json& status, const std::vector<PlannedStateme
     c.status = "False";
     c.reason = setupError.empty() ? "PublishFailed" : "SigningUnavailable";
     c.message = std::to_string(published) + " of " + std::to_string(planned.size()) +
-                " statements published; " + firstError + " (retrying; the release is not held back)";
+                " statements published; " + firstError +
+                " (retrying; the release is not held back)";
   } else if (published < static_cast<int>(planned.size())) {
     c.status = "False";
     c.reason = "Pending";

@@ -53,16 +53,16 @@ struct EvidenceOutcome {
 };
 
 struct EvidenceStatus {
-  nlohmann::json entries;    // status.evidence, one per planned statement
-  nlohmann::json condition;  // EvidencePublished
+  nlohmann::json entries;         // status.evidence, one per planned statement
+  nlohmann::json condition;       // EvidencePublished
   int64_t retryAfterSeconds = 0;  // 0: nothing to retry
 };
 
 // Folds this pass's outcomes into the entries recorded before (`status`: the
-// release's status, its evidence as last written and its conditions) for `planned`: a published entry keeps its
-// first publishedAt; a failed one counts its attempts and is retried with
-// back-off (evidenceBackoffSeconds). `setupError`, when not empty (no key, no
-// credentials), fails every entry not yet published with that message.
+// release's status, its evidence as last written and its conditions) for `planned`: a published
+// entry keeps its first publishedAt; a failed one counts its attempts and is retried with back-off
+// (evidenceBackoffSeconds). `setupError`, when not empty (no key, no credentials), fails every
+// entry not yet published with that message.
 EvidenceStatus foldEvidence(const nlohmann::json& status,
                             const std::vector<PlannedStatement>& planned,
                             const std::vector<EvidenceOutcome>& outcomes,

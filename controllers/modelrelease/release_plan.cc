@@ -489,10 +489,10 @@ ReleasePlan planRelease(const ReleaseObserved& o) {
           "stage " + quote(s.name) + " does not start: " + verify.status().message();
       break;
     }
-    auto built = buildGateJob(r, s,
-                              {jobName, attempt, image, hash, rt.pin ? rt.pin->revision : 0,
-                               o.mount, o.fetchCommand, std::move(*verify),
-                               stageSpecDigestOf(o.release, s.name)});
+    auto built =
+        buildGateJob(r, s,
+                     {jobName, attempt, image, hash, rt.pin ? rt.pin->revision : 0, o.mount,
+                      o.fetchCommand, std::move(*verify), stageSpecDigestOf(o.release, s.name)});
     if (!built.isOk()) {
       st["phase"] = kStageFailed;
       st["message"] = built.status().message();

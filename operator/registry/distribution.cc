@@ -213,9 +213,9 @@ StatusOr<ReferrersList> RegistryClient::referrers(const std::string& repository,
         if (index.status().code() == Code::kNotFound) return out;
         return index.status();
       }
-      auto parsed = parseReferrersIndex(index->bytes, "registry " + host_ + ", repository " +
-                                                          repository + ", tag " +
-                                                          referrersTag(subjectDigest));
+      auto parsed =
+          parseReferrersIndex(index->bytes, "registry " + host_ + ", repository " + repository +
+                                                ", tag " + referrersTag(subjectDigest));
       if (!parsed.isOk()) return parsed.status();
       out.descriptors = std::move(*parsed);
       return out;
@@ -223,9 +223,9 @@ StatusOr<ReferrersList> RegistryClient::referrers(const std::string& repository,
     if (resp->status != 200) {
       return httpError(*resp, repository, "GET referrers of " + subjectDigest);
     }
-    auto parsed = parseReferrersIndex(resp->body, "registry " + host_ + ", repository " +
-                                                      repository + ", referrers of " +
-                                                      subjectDigest);
+    auto parsed =
+        parseReferrersIndex(resp->body, "registry " + host_ + ", repository " + repository +
+                                            ", referrers of " + subjectDigest);
     if (!parsed.isOk()) return parsed.status();
     for (Descriptor& d : *parsed) out.descriptors.push_back(std::move(d));
     // Link: <url>; rel="next" (RFC 5988), as the catalog and tags lists page.
@@ -325,14 +325,13 @@ StatusOr<std::string> RegistryClient::getBlob(const std::string& repository,
   }
   if (resp->status != 200) return httpError(*resp, repository, "GET blob " + digest);
   if (resp->body.size() > maxBytes) {
-    return invalidArgument("registry " + host_ + ", repository " + repository + ": blob " +
-                           digest + " is " + std::to_string(resp->body.size()) +
-                           " bytes, more than " + std::to_string(maxBytes));
+    return invalidArgument("registry " + host_ + ", repository " + repository + ": blob " + digest +
+                           " is " + std::to_string(resp->body.size()) + " bytes, more than " +
+                           std::to_string(maxBytes));
   }
   if (sha256Digest(resp->body) != digest) {
-    return invalidArgument("registry " + host_ + ", repository " + repository + ": blob " +
-                           digest + " was served with bytes whose digest is " +
-                           sha256Digest(resp->body));
+    return invalidArgument("registry " + host_ + ", repository " + repository + ": blob " + digest +
+                           " was served with bytes whose digest is " + sha256Digest(resp->body));
   }
   return std::move(resp->body);
 }

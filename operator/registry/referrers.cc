@@ -55,9 +55,11 @@ std::string referrerManifest(const Descriptor& subject, const Artifact& artifact
   m["mediaType"] = kOciManifest;
   m["artifactType"] = artifact.artifactType;
   m["config"] = descriptorJson({kEmptyMediaType, sha256Digest(kEmptyBlob), 2, "", {}});
-  m["layers"] = ordered_json::array(
-      {descriptorJson({artifact.artifactType, sha256Digest(artifact.bytes),
-                       static_cast<int64_t>(artifact.bytes.size()), "", {}})});
+  m["layers"] = ordered_json::array({descriptorJson({artifact.artifactType,
+                                                     sha256Digest(artifact.bytes),
+                                                     static_cast<int64_t>(artifact.bytes.size()),
+                                                     "",
+                                                     {}})});
   Descriptor s = subject;
   s.artifactType.clear();
   s.annotations.clear();

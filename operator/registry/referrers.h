@@ -33,8 +33,8 @@ struct Descriptor {
 
 // What is pushed as a referrer: one blob (a layer) in a manifest of its own.
 struct Artifact {
-  std::string artifactType;    // also the layer's media type
-  std::string bytes;           // the layer's bytes
+  std::string artifactType;                        // also the layer's media type
+  std::string bytes;                               // the layer's bytes
   std::map<std::string, std::string> annotations;  // the manifest's annotations
 };
 

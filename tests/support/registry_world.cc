@@ -32,8 +32,8 @@ std::unique_ptr<RegistryWorld> RegistryWorld::start(std::string& error, const st
     return nullptr;
   }
   w->dir_ = tmpl;
-  CommandResult r = runScript(
-      {"up", "--dir", w->dir_, "--owner-pid", std::to_string(getpid()), "--kind", kind});
+  CommandResult r =
+      runScript({"up", "--dir", w->dir_, "--owner-pid", std::to_string(getpid()), "--kind", kind});
   if (r.exitCode != 0) {
     error =
         "tests/cluster/registry.sh up exited " + std::to_string(r.exitCode) + ":\n" + r.out + r.err;

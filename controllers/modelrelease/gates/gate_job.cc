@@ -44,8 +44,7 @@ StatusOr<json> buildGateJob(const v1::ModelRelease& r, const v1::Stage& s, const
   const int64_t timeout = s.gate ? s.gate->timeoutSeconds() : v1::kDefaultGateTimeoutSeconds;
   json annotations = {{"lockstep.dev/attempt", std::to_string(in.attempt)},
                       {kGateJobGenerationAnnotation, std::to_string(r.meta.generation)}};
-  if (!in.stageSpecDigest.empty())
-    annotations[kGateJobSpecDigestAnnotation] = in.stageSpecDigest;
+  if (!in.stageSpecDigest.empty()) annotations[kGateJobSpecDigestAnnotation] = in.stageSpecDigest;
   return json{
       {"apiVersion", "batch/v1"},
       {"kind", "Job"},

@@ -30,8 +30,7 @@ using nlohmann::json;
 
 const std::string kRepo = "models/evidence";
 // What a release with an eval gate and a prod stage publishes, in order.
-const std::vector<std::string> kStatements = {"eval/test-result", "eval/decision",
-                                              "prod/promoted"};
+const std::vector<std::string> kStatements = {"eval/test-result", "eval/decision", "prod/promoted"};
 
 CommandResult lockstepCli(std::vector<std::string> args) {
   args.insert(args.begin(), LOCKSTEP_CLI_BIN);
@@ -86,9 +85,9 @@ class EvidenceClusterTest : public ::testing::Test {
                   [] {
                     kubectl({"delete", "secret", "-n", kOperatorNamespace, "evidence-key",
                              "evidence-registry", "--ignore-not-found"});
-                    auto key = kubectl({"create", "secret", "generic", "evidence-key", "-n",
-                                        kOperatorNamespace, "--from-file=key.pem=" + dir_ +
-                                                                "/key.pem"});
+                    auto key =
+                        kubectl({"create", "secret", "generic", "evidence-key", "-n",
+                                 kOperatorNamespace, "--from-file=key.pem=" + dir_ + "/key.pem"});
                     EXPECT_EQ(key.exitCode, 0) << key.err;
                     setRegistryPassword(registry_->password());
                     auto config = kubectl(
@@ -115,22 +114,21 @@ class EvidenceClusterTest : public ::testing::Test {
   }
   // A docker config with both registries' credentials; `password` for docker-registry's.
   static std::string dockerConfig(const std::string& password) {
-    return json{{"auths",
-                 {{registry_->host(),
-                   {{"username", registry_->username()}, {"password", password}}},
-                  {referrers_->host(),
-                   {{"username", referrers_->username()},
-                    {"password", referrers_->password()}}}}}}
+    return json{
+        {"auths",
+         {{registry_->host(), {{"username", registry_->username()}, {"password", password}}},
+          {referrers_->host(),
+           {{"username", referrers_->username()}, {"password", referrers_->password()}}}}}}
         .dump();
   }
   // The push credentials of the SigningConfig (a wrong password: docker-registry refuses).
   static void setRegistryPassword(const std::string& password) {
     const std::string file = dir_ + "/push.json";
     std::ofstream(file) << dockerConfig(password);
-    auto secret = kubectl({"create", "secret", "generic", "evidence-registry", "-n",
-                           kOperatorNamespace, "--type=kubernetes.io/dockerconfigjson",
-                           "--from-file=.dockerconfigjson=" + file, "--dry-run=client", "-o",
-                           "json"});
+    auto secret =
+        kubectl({"create", "secret", "generic", "evidence-registry", "-n", kOperatorNamespace,
+                 "--type=kubernetes.io/dockerconfigjson", "--from-file=.dockerconfigjson=" + file,
+                 "--dry-run=client", "-o", "json"});
     ASSERT_EQ(secret.exitCode, 0) << secret.err;
     auto applied = kubectl({"apply", "-f", "-"}, secret.out);
     ASSERT_EQ(applied.exitCode, 0) << applied.err;
@@ -139,8 +137,7 @@ class EvidenceClusterTest : public ::testing::Test {
   // Sigstore TUF cache of the machine's.
   static CommandResult tool(const std::string& name, std::vector<std::string> args) {
     args.insert(args.begin(), {"env", "DOCKER_CONFIG=" + dir_ + "/docker",
-                               "TUF_ROOT=" + dir_ + "/tuf", "HOME=" + dir_,
-                               tools_ + "/" + name});
+                               "TUF_ROOT=" + dir_ + "/tuf", "HOME=" + dir_, tools_ + "/" + name});
     return run(args);
   }
 
@@ -179,8 +176,7 @@ class EvidenceClusterTest : public ::testing::Test {
           last = w_.get("mr", name);
           return !last.is_discarded() &&
                  last.value("/status/phase"_json_pointer, std::string()) == "Promoted" &&
-                 last.value("/status/evidence"_json_pointer, json::array()).size() ==
-                     statements &&
+                 last.value("/status/evidence"_json_pointer, json::array()).size() == statements &&
                  conditionField(last, "EvidencePublished", "status") == status;
         },
         std::chrono::seconds(180));
@@ -277,11 +273,12 @@ TEST_F(EvidenceClusterTest, PromotionPublishesSignedStatementsThatTheCliVerifies
   auto pushForged = [&](const std::string& statement, const std::string& name) {
     json forged = b;
     forged["dsseEnvelope"]["payload"] = base64Encode(statement);
-    registry::Artifact a{"application/vnd.dev.sigstore.bundle.v0.3+json", forged.dump(),
-                         {{"dev.sigstore.bundle.content", "dsse-envelope"},
-                          {"dev.sigstore.bundle.predicateType",
-                           "https://slsa.dev/verification_summary/v1"},
-                          {"dev.lockstep.statement", name}}};
+    registry::Artifact a{
+        "application/vnd.dev.sigstore.bundle.v0.3+json",
+        forged.dump(),
+        {{"dev.sigstore.bundle.content", "dsse-envelope"},
+         {"dev.sigstore.bundle.predicateType", "https://slsa.dev/verification_summary/v1"},
+         {"dev.lockstep.statement", name}}};
     auto pushed = client_->pushReferrer(kRepo, *subject, a);
     ASSERT_TRUE(pushed.isOk()) << pushed.status().toString();
   };
@@ -298,8 +295,8 @@ TEST_F(EvidenceClusterTest, PromotionPublishesSignedStatementsThatTheCliVerifies
   json aboutOther = json::parse(payload);
   aboutOther["subject"][0]["digest"]["sha256"] = std::string(64, 'e');
   std::ofstream(dir_ + "/other-subject.json") << aboutOther.dump();
-  auto signedOther = lockstepCli(
-      {"evidence", "sign", "--key", dir_ + "/key.pem", dir_ + "/other-subject.json"});
+  auto signedOther =
+      lockstepCli({"evidence", "sign", "--key", dir_ + "/key.pem", dir_ + "/other-subject.json"});
   ASSERT_EQ(signedOther.exitCode, 0) << signedOther.err;
   json otherBundle = json::parse(signedOther.out);
   b = otherBundle;
@@ -395,21 +392,22 @@ TEST_F(EvidenceClusterTest, CosignAndOrasAgreeWithLockstepOnBothRegistries) {
     const json& release = i == 0 ? dist : ref;
     SCOPED_TRACE(package);
     for (const std::string& p : predicates) {
-      auto ok = tool("cosign", {"verify-attestation", "--key", dir_ + "/key.pub",
-                                "--insecure-ignore-tlog", "--type", p, "--registry-cacert",
-                                world->caFile(), package});
+      auto ok = tool("cosign",
+                     {"verify-attestation", "--key", dir_ + "/key.pub", "--insecure-ignore-tlog",
+                      "--type", p, "--registry-cacert", world->caFile(), package});
       EXPECT_EQ(ok.exitCode, 0) << p << ":\n" << ok.out << ok.err;
-      auto other = tool("cosign", {"verify-attestation", "--key", dir_ + "/other.pub",
-                                   "--insecure-ignore-tlog", "--type", p, "--registry-cacert",
-                                   world->caFile(), package});
+      auto other = tool(
+          "cosign", {"verify-attestation", "--key", dir_ + "/other.pub", "--insecure-ignore-tlog",
+                     "--type", p, "--registry-cacert", world->caFile(), package});
       EXPECT_NE(other.exitCode, 0) << p << " verified under a key nobody trusts";
     }
-    auto discovered = tool("oras", {"discover", "--ca-file", world->caFile(), "--format", "json",
-                                    package});
+    auto discovered =
+        tool("oras", {"discover", "--ca-file", world->caFile(), "--format", "json", package});
     EXPECT_EQ(discovered.exitCode, 0) << discovered.err;
     for (const json& e : release["status"]["evidence"]) {
       EXPECT_NE(discovered.out.find(e.value("referrer", "?")), std::string::npos)
-          << e.value("name", "") << " not listed by oras discover:\n" << discovered.out;
+          << e.value("name", "") << " not listed by oras discover:\n"
+          << discovered.out;
     }
     auto verified = evidence({"verify", package, "--key=" + dir_ + "/key.pub"});
     EXPECT_EQ(verified.exitCode, 0) << verified.out << verified.err;

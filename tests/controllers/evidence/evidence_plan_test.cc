@@ -28,28 +28,26 @@ json release() {
       {"spec",
        {{"model", "gpt2"},
         {"package", "registry.example/models/gpt2@" + kDigest},
-        {"stages",
-         json::array({evalStage(),
-                      {{"name", "prod"},
-                       {"serving", json::object()},
-                       {"canary", {{"steps", json::array({{{"weight", 50}}})}}}}})}}},
+        {"stages", json::array({evalStage(),
+                                {{"name", "prod"},
+                                 {"serving", json::object()},
+                                 {"canary", {{"steps", json::array({{{"weight", 50}}})}}}}})}}},
       {"status",
        {{"runtime",
          {{"revision", 3}, {"image", "registry.example/rt@" + kDigest}, {"closureHash", kHash}}},
-        {"stages",
-         json::array({{{"name", "eval"},
-                       {"phase", "Succeeded"},
-                       {"startedAt", "2026-12-02T10:00:00Z"},
-                       {"finishedAt", "2026-12-02T10:05:00Z"},
-                       {"approvers", json::array({"alice"})},
-                       {"metrics", {{"accuracy", 0.91}}},
-                       {"evidence",
-                        {{"package", "registry.example/models/gpt2@" + kDigest},
-                         {"closureHash", kHash},
-                         {"image", "registry.example/rt@" + kDigest},
-                         {"jobUID", "job-1"},
-                         {"specDigest", kSpecDigest},
-                         {"command", json::array({"python", "eval.py"})}}}}})}}}};
+        {"stages", json::array({{{"name", "eval"},
+                                 {"phase", "Succeeded"},
+                                 {"startedAt", "2026-12-02T10:00:00Z"},
+                                 {"finishedAt", "2026-12-02T10:05:00Z"},
+                                 {"approvers", json::array({"alice"})},
+                                 {"metrics", {{"accuracy", 0.91}}},
+                                 {"evidence",
+                                  {{"package", "registry.example/models/gpt2@" + kDigest},
+                                   {"closureHash", kHash},
+                                   {"image", "registry.example/rt@" + kDigest},
+                                   {"jobUID", "job-1"},
+                                   {"specDigest", kSpecDigest},
+                                   {"command", json::array({"python", "eval.py"})}}}}})}}}};
 }
 
 const PlannedStatement* find(const std::vector<PlannedStatement>& v, const std::string& name) {
@@ -131,7 +129,9 @@ TEST(EvidencePlan, TheProdRecordFollowsTheCanarysEndAndCitesTheDecisions) {
   r["status"]["canary"]["reason"] = "AnalysisFailed";
   r["status"]["canary"]["step"] = 1;
   r["status"]["canary"]["analysis"] = {
-      {"count", 1}, {"failed", 1}, {"phase", "Failed"},
+      {"count", 1},
+      {"failed", 1},
+      {"phase", "Failed"},
       {"measurements", json::array({{{"at", "2026-12-02T11:00:00Z"}, {"value", 0.3}}})}};
   r["status"]["canary"]["knownGood"] = {{"package", "registry.example/models/gpt2@sha256:00"}};
   planned = plannedStatements(r, {"east", "0.1.0"});
@@ -183,11 +183,10 @@ TEST(EvidenceStatus, PublishedFailedAndRetriedWithBackOff) {
   EXPECT_EQ(due[0].name, planned[1].name);
 
   json status = {{"evidence", st.entries}, {"conditions", json::array({st.condition})}};
-  EvidenceStatus again = foldEvidence(
-      status, planned,
-      {{planned[1].name, planned[1].predicateType, planned[1].digest, "sha256:r2", "repo", false,
-        ""}},
-      "", 1, "2026-12-02T12:00:05Z");
+  EvidenceStatus again = foldEvidence(status, planned,
+                                      {{planned[1].name, planned[1].predicateType,
+                                        planned[1].digest, "sha256:r2", "repo", false, ""}},
+                                      "", 1, "2026-12-02T12:00:05Z");
   EXPECT_EQ(again.entries[0]["publishedAt"], t0) << "a published entry keeps its first time";
   EXPECT_EQ(again.entries[1]["phase"], "Published");
   EXPECT_EQ(again.entries[1]["attempts"], 2);

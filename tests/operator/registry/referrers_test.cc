@@ -78,7 +78,9 @@ class MemoryRegistry final : public HttpTransport {
         json m = json::parse(tm.second);
         if (!m.contains("subject") || m["subject"]["digest"] != subject) continue;
         auto d = referrerDescriptor(tm.second);
-        json e = {{"mediaType", d->mediaType}, {"digest", d->digest}, {"size", d->size},
+        json e = {{"mediaType", d->mediaType},
+                  {"digest", d->digest},
+                  {"size", d->size},
                   {"artifactType", d->artifactType}};
         if (!d->annotations.empty()) e["annotations"] = d->annotations;
         index["manifests"].push_back(e);
@@ -108,7 +110,8 @@ struct World {
                           });
   }
   Artifact bundle(const std::string& payload, const std::string& predicate) const {
-    return {"application/vnd.dev.sigstore.bundle.v0.3+json", payload,
+    return {"application/vnd.dev.sigstore.bundle.v0.3+json",
+            payload,
             {{"dev.sigstore.bundle.predicateType", predicate}}};
   }
 };
@@ -129,9 +132,8 @@ TEST(ReferrerManifest, CarriesSubjectArtifactTypeEmptyConfigAndOneLayer) {
   EXPECT_EQ(m["layers"][0]["digest"], sha256Digest("BUNDLE"));
   EXPECT_EQ(m["layers"][0]["size"], 6);
   // The subject is a plain descriptor: what a list shows of it is not copied in.
-  EXPECT_EQ(m["subject"], json({{"mediaType", kOciManifest},
-                                {"digest", subject.digest},
-                                {"size", 321}}));
+  EXPECT_EQ(m["subject"],
+            json({{"mediaType", kOciManifest}, {"digest", subject.digest}, {"size", 321}}));
   EXPECT_EQ(m["annotations"]["k"], "v");
   EXPECT_EQ(referrerManifest(subject, a), bytes) << "the same input gives the same bytes";
   auto d = referrerDescriptor(bytes);
@@ -163,7 +165,8 @@ TEST(ReferrersIndex, FallbackIndexKeepsWhatIsThereAndAddsOnce) {
 TEST(ReferrersIndex, MalformedIndexNamesTheField) {
   auto bad = parseReferrersIndex(R"({"manifests":[{"mediaType":"x","digest":"d"}]})", "tag t");
   ASSERT_FALSE(bad.isOk());
-  EXPECT_EQ(bad.status().message(), "tag t.manifests[0].size: missing or not a non-negative integer");
+  EXPECT_EQ(bad.status().message(),
+            "tag t.manifests[0].size: missing or not a non-negative integer");
   auto wrongType = parseReferrersIndex(R"({"mediaType":"application/json"})", "tag t");
   ASSERT_FALSE(wrongType.isOk());
   EXPECT_NE(wrongType.status().message().find("tag t.mediaType"), std::string::npos);
