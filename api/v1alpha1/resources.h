@@ -25,6 +25,10 @@ inline const kube::Resource kAnalysisProviders{kGroup, kVersion, "analysisprovid
 // Cluster-scoped: which key signs which packages' evidence (api/v1alpha1/signing_config.h).
 inline const kube::Resource kSigningConfigs{kGroup, kVersion, "signingconfigs", "SigningConfig",
                                             false};
+// Cluster-scoped: whose evidence is accepted for which packages and stages
+// (api/v1alpha1/trust_policy.h).
+inline const kube::Resource kTrustPolicies{kGroup, kVersion, "trustpolicies", "TrustPolicy",
+                                          false};
 
 // Core kinds Lockstep reads or writes.
 using kube::resources::kConfigMaps;

@@ -13,6 +13,7 @@
 // release: EvidencePublished=False says why, and the statements land once the
 // credentials are back. The invariant monitor watches every test's model.
 #include <fstream>
+#include <sstream>
 #include <string>
 #include <thread>
 
@@ -260,6 +261,39 @@ TEST_F(EvidenceClusterTest, PromotionPublishesSignedStatementsThatTheCliVerifies
                            "--spec-digest=sha256:" + std::string(64, '0')});
   EXPECT_EQ(changed.exitCode, 1) << changed.out;
   EXPECT_NE(changed.out.find("the stage changed since"), std::string::npos) << changed.out;
+
+  // A TrustPolicy, validated by the API server and read back as kubectl prints it:
+  // trusted for eval only, the prod record is refused; for eval and prod, all pass.
+  auto trust = [&](const json& stages) {
+    std::ifstream pub(dir_ + "/key.pub");
+    std::stringstream pem;
+    pem << pub.rdbuf();
+    json policy = {
+        {"apiVersion", "lockstep.dev/v1alpha1"},
+        {"kind", "TrustPolicy"},
+        {"metadata", {{"name", "evidence-test"}}},
+        {"spec",
+         {{"keys", json::array({{{"name", "release-key"}, {"publicKey", pem.str()}}})},
+          {"rules", json::array({{{"repositories", json::array({registry_->host() + "/models/"})},
+                                  {"stages", stages},
+                                  {"keys", json::array({"release-key"})}}})}}}};
+    auto applied = kubectl({"apply", "-f", "-"}, policy.dump());
+    EXPECT_EQ(applied.exitCode, 0) << applied.err;
+    auto yaml = kubectl({"get", "trustpolicies", "evidence-test", "-o", "yaml"});
+    EXPECT_EQ(yaml.exitCode, 0) << yaml.err;
+    std::ofstream(dir_ + "/policy.yaml") << yaml.out;
+    return evidence({"verify", pkg(d1), "--policy=" + dir_ + "/policy.yaml"});
+  };
+  auto evalOnly = trust(json::array({"eval"}));
+  EXPECT_EQ(evalOnly.exitCode, 1) << evalOnly.out << evalOnly.err;
+  EXPECT_NE(evalOnly.out.find("signed by evidence-test/release-key, which the policy does not "
+                              "trust for stage \"prod\""),
+            std::string::npos)
+      << evalOnly.out;
+  auto evalAndProd = trust(json::array({"eval", "prod"}));
+  EXPECT_EQ(evalAndProd.exitCode, 0) << evalAndProd.out << evalAndProd.err;
+  EXPECT_NE(evalAndProd.out.find("3 statements verified"), std::string::npos) << evalAndProd.out;
+  kubectl({"delete", "trustpolicy", "evidence-test"});
 
   // Tamper-evidence in the registry: whoever may push to the repository adds a
   // referrer of this package whose bundle was altered after signing (one byte of
