@@ -29,6 +29,8 @@ inline constexpr char kVerificationSummaryPredicate[] = "https://slsa.dev/verifi
 inline constexpr char kInTotoPayloadType[] = "application/vnd.in-toto+json";
 // The media type of a stage spec, named in the statements' descriptors.
 inline constexpr char kStageSpecMediaType[] = "application/vnd.lockstep.stage-spec.v1+json";
+// in-toto's predicate for a CycloneDX document (the ML-BOM as a statement).
+inline constexpr char kCycloneDxBomPredicate[] = "https://cyclonedx.org/bom";
 // Lockstep's own predicate: which content served in which cluster, from when.
 inline constexpr char kProdRecordPredicate[] = "https://lockstep.dev/attestation/prod-record/v1";
 inline constexpr char kVerifierId[] = "https://lockstep.dev/operator";

@@ -115,7 +115,11 @@ StatusOr<VerifiedStatement> verifyBundle(std::string_view bundleText,
 
   const nlohmann::json predicate = s.value("predicate", nlohmann::json::object());
   v.stage = stringAt(predicate.value("lockstep", nlohmann::json::object()), "stage");
-  if (v.predicateType == kProdRecordPredicate) {
+  if (v.predicateType == kCycloneDxBomPredicate) {
+    // An ML-BOM is a record, not a verdict: it passes once its signature and subject do.
+    v.stage = "bom";
+    v.passed = true;
+  } else if (v.predicateType == kProdRecordPredicate) {
     // A prod record passes when the release was promoted (served as prod).
     v.stage = "prod";
     v.passed = stringAt(predicate, "outcome") == "Promoted";

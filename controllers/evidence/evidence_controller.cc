@@ -6,6 +6,11 @@
 
 #include "api/v1alpha1/meta.h"
 #include "api/v1alpha1/resources.h"
+#include "api/v1alpha1/model_release.h"
+#include "api/v1alpha1/runtime_env.h"
+#include "api/v1alpha1/runtime_revision.h"
+#include "closure/include_reader.h"
+#include "controllers/common/verify_containers.h"
 #include "controllers/modelrelease/timestamps.h"
 #include "evidence/bundle.h"
 #include "evidence/ecdsa_p256.h"
@@ -50,6 +55,14 @@ bool statusChanged(const kube::Object& a, const kube::Object& b) {
              decode::integer(decode::object(b, "metadata"), "generation", 0);
 }
 
+// A cached ConfigMap's data, or NotFound naming it.
+StatusOr<json> configMapData(const kube::Indexer& cache, const std::string& ns,
+                             const std::string& name) {
+  kube::ObjectPtr cm = cache.get(ns, name);
+  if (!cm) return Status(Code::kNotFound, "ConfigMap " + ns + "/" + name + " not found");
+  return decode::object(*cm, "data");
+}
+
 }  // namespace
 
 RegistryOpener connectingOpener(std::string caPem) {
@@ -65,11 +78,15 @@ RegistryOpener connectingOpener(std::string caPem) {
 
 EvidenceReconciler::EvidenceReconciler(std::shared_ptr<kube::Client> client,
                                        const kube::Indexer& releases,
-                                       const kube::Indexer& signingConfigs, kube::EventSink& events,
+                                       const kube::Indexer& signingConfigs,
+                                       const kube::Indexer& runtimeEnvs,
+                                       const kube::Indexer& configMaps, kube::EventSink& events,
                                        kube::Clock& clock, EvidenceOptions options)
     : client_(std::move(client)),
       releases_(releases),
       signingConfigs_(signingConfigs),
+      runtimeEnvs_(runtimeEnvs),
+      configMaps_(configMaps),
       events_(events),
       clock_(clock),
       options_(std::move(options)) {
@@ -134,6 +151,66 @@ StatusOr<EvidenceReconciler::Setup> EvidenceReconciler::setup(const v1::SigningC
     out.credentials = *creds;
   }
   return out;
+}
+
+StatusOr<closure::Closure> EvidenceReconciler::pinnedClosure(const json& release) {
+  const v1::ModelRelease r = v1::decodeModelRelease(release);
+  auto pin = v1::decodeRuntimePin(release);
+  if (!pin) return invalidArgument("status.runtime: the release pinned no runtime revision");
+  kube::ObjectPtr got = runtimeEnvs_.get(r.meta.ns, r.spec.runtimeEnvName);
+  if (!got) return notFound("RuntimeEnv " + r.meta.ns + "/" + r.spec.runtimeEnvName + " not found");
+  const v1::RuntimeEnv rte = v1::decodeRuntimeEnv(*got);
+  std::string text, format, platform, environment, source;
+  std::map<std::string, std::string> siblings;
+  // The revision's own copy first: it outlives lock edits.
+  auto kept = configMapData(configMaps_, r.meta.ns, closureConfigMapName(rte.meta.name, pin->revision));
+  if (kept.isOk() && decode::member(*kept, "lock") != nullptr) {
+    text = decode::string(*kept, "lock");
+    json runtime = json::parse(decode::string(*kept, "runtime.json"), nullptr, false);
+    format = decode::string(runtime, "format");
+    platform = decode::string(runtime, "platform");
+    environment = decode::string(runtime, "environment");
+    source = "configmap/" + closureConfigMapName(rte.meta.name, pin->revision) + "[lock]";
+  } else {
+    const v1::LockSource& lock = rte.spec.lock;
+    if (lock.inlineText) {
+      text = *lock.inlineText;
+      source = "spec.lock.inline";
+    } else if (lock.configMapRef) {
+      auto data = configMapData(configMaps_, r.meta.ns, lock.configMapRef->name);
+      if (!data.isOk()) return data.status();
+      text = decode::string(*data, lock.configMapRef->key);
+      for (const auto& [k, v] : data->items())
+        if (v.is_string()) siblings[k] = v.get<std::string>();
+      source = "configmap/" + lock.configMapRef->name + "[" + lock.configMapRef->key + "]";
+    }
+    format = lock.format.value_or("");
+    platform = lock.platform;
+    environment = lock.environment;
+  }
+  if (text.empty())
+    return invalidArgument("RuntimeEnv " + rte.meta.name + ": no lock text to make the BOM from");
+  closure::ClosureOptions options;
+  if (!format.empty()) {
+    auto f = closure::parseFormatName(format);
+    if (!f.isOk()) return f.status().withContext(source);
+    options.format = *f;
+  }
+  options.platform = platform;
+  options.environment = environment;
+  options.allowUnhashed = rte.spec.allowUnhashed;
+  options.sourceName = source;
+  closure::MapIncludeReader includes(std::move(siblings));
+  options.includes = &includes;
+  auto c = closure::computeClosure(text, options);
+  if (!c.isOk()) return c.status();
+  if (c->closureHash != pin->closureHash) {
+    return invalidArgument(
+        "the lock of RuntimeEnv " + rte.meta.name + " gives closure " + c->closureHash +
+        ", not the pinned revision " + std::to_string(pin->revision) + "'s " + pin->closureHash +
+        " (the lock changed since; set spec.verify to keep each revision's lock)");
+  }
+  return c;
 }
 
 std::vector<EvidenceOutcome> EvidenceReconciler::publish(const std::vector<PlannedStatement>& due,
@@ -217,9 +294,29 @@ Result EvidenceReconciler::reconcile(const Request& request) {
     if (auto it = written_.find(meta.uid); it != written_.end()) status["evidence"] = it->second;
   }
   auto planned = plannedStatements(release, options_.context);
+  std::string bomError;  // the BOM could not be made (no lock for the pinned closure)
   if (!planned.isOk()) {
     spdlog::debug("evidence {}: {}", key, planned.status().message());
     return Result::done();
+  }
+  // The ML-BOM once the gates passed, unless already published.
+  if (bomDue(release)) {
+    bool published = false;
+    for (const json& e : decode::array(status, "evidence"))
+      published = published || (decode::string(e, "name") == kBomStatementName &&
+                                 decode::string(e, "phase") == "Published");
+    if (published) {
+      // As recorded: published evidence is append-only (foldEvidence keeps it).
+      planned->push_back({kBomStatementName, "bom", kCycloneDxPredicate, "", ""});
+    } else if (auto closure = pinnedClosure(release); !closure.isOk()) {
+      bomError = closure.status().message();
+      planned->push_back({kBomStatementName, "bom", kCycloneDxPredicate, "", ""});
+    } else if (auto bom = bomStatement(release, *closure, options_.context); bom.isOk()) {
+      planned->push_back(std::move(*bom));
+    } else {
+      bomError = bom.status().message();
+      planned->push_back({kBomStatementName, "bom", kCycloneDxPredicate, "", ""});
+    }
   }
   if (planned->empty()) return Result::done();
   const std::string package = decode::string(decode::object(release, "spec"), "package");
@@ -240,16 +337,27 @@ Result EvidenceReconciler::reconcile(const Request& request) {
   int64_t heldBack = 0;
   std::vector<PlannedStatement> due =
       dueStatements(decode::array(status, "evidence"), *planned, nowUnix, &heldBack);
-  if (due.empty() && decode::array(status, "evidence").size() == planned->size()) {
+  // A BOM that could not be made is not pushed: it fails with the reason.
+  std::vector<EvidenceOutcome> outcomes;
+  for (auto it = due.begin(); it != due.end();) {
+    if (it->payload.empty()) {
+      if (!bomError.empty())
+        outcomes.push_back({it->name, it->predicateType, "", "", "", false, bomError});
+      it = due.erase(it);
+    } else {
+      ++it;
+    }
+  }
+  if (due.empty() && bomError.empty() &&
+      decode::array(status, "evidence").size() == planned->size()) {
     return heldBack > 0 ? Result::after(std::chrono::seconds(heldBack)) : Result::done();
   }
-  std::vector<EvidenceOutcome> outcomes;
   if (!due.empty() && setupError.empty()) {
     auto s = setup(**config, ref->registry);
     if (!s.isOk()) {
       setupError = s.status().message();
     } else {
-      outcomes = publish(due, package, *s, now);
+      for (EvidenceOutcome& o : publish(due, package, *s, now)) outcomes.push_back(std::move(o));
     }
   }
   if (!setupError.empty()) {
@@ -299,9 +407,12 @@ Result EvidenceReconciler::reconcile(const Request& request) {
 void setupEvidenceController(runtime::Manager& manager, EvidenceOptions options, int workers) {
   kube::Informer& releases = manager.informer(v1::kModelReleases);
   kube::Informer& configs = manager.informer(v1::kSigningConfigs);
-  auto reconciler = std::make_shared<EvidenceReconciler>(manager.sharedClient(), releases.cache(),
-                                                         configs.cache(), manager.events(),
-                                                         manager.clock(), std::move(options));
+  // The RuntimeEnv controller's informers (the same options: the same watch).
+  kube::Informer& rtes = manager.informer(v1::kRuntimeEnvs);
+  kube::Informer& cms = manager.informer(v1::kConfigMaps);
+  auto reconciler = std::make_shared<EvidenceReconciler>(
+      manager.sharedClient(), releases.cache(), configs.cache(), rtes.cache(), cms.cache(),
+      manager.events(), manager.clock(), std::move(options));
   const kube::Indexer* releaseCache = &releases.cache();
   // A config made, changed or deleted: every release may now be signed.
   auto everyRelease = [releaseCache](const kube::Object&) {

@@ -10,7 +10,10 @@
 // publishes once. The outcome goes to status.evidence and the
 // EvidencePublished condition under the field manager
 // kEvidenceFieldManager; failures are retried with back-off and never touch
-// the release's phase. A package no SigningConfig matches gets nothing.
+// the release's phase. A package no SigningConfig matches gets nothing. Once the gates passed, the
+// release's ML-BOM (statement "bom") is published the same way, made from the
+// pinned runtime's lock (the RuntimeEnv and its lock's ConfigMap, from the caches
+// the RuntimeEnv controller shares).
 // Thread-safety: reconcile() may run on several workers for different keys.
 #pragma once
 
@@ -23,6 +26,7 @@
 #include <vector>
 
 #include "api/v1alpha1/signing_config.h"
+#include "closure/closure.h"
 #include "controllers/evidence/evidence_plan.h"
 #include "evidence/signer.h"
 #include "operator/kube/client.h"
@@ -58,8 +62,9 @@ struct EvidenceOptions {
 class EvidenceReconciler final : public runtime::Reconciler {
  public:
   EvidenceReconciler(std::shared_ptr<kube::Client> client, const kube::Indexer& releases,
-                     const kube::Indexer& signingConfigs, kube::EventSink& events,
-                     kube::Clock& clock, EvidenceOptions options);
+                     const kube::Indexer& signingConfigs, const kube::Indexer& runtimeEnvs,
+                     const kube::Indexer& configMaps, kube::EventSink& events, kube::Clock& clock,
+                     EvidenceOptions options);
   runtime::Result reconcile(const runtime::Request& request) override;
 
  private:
@@ -72,6 +77,10 @@ class EvidenceReconciler final : public runtime::Reconciler {
   StatusOr<std::optional<api::v1alpha1::SigningConfigSpec>> configFor(
       const std::string& packageName) const;
   StatusOr<Setup> setup(const api::v1alpha1::SigningConfigSpec& config, const std::string& host);
+  // The closure of the runtime the release pinned: from its RuntimeEnv's closure
+  // ConfigMap of that revision (kept when spec.verify is set), else its lock as it
+  // is now, which must still give the pinned closure hash.
+  StatusOr<closure::Closure> pinnedClosure(const nlohmann::json& release);
   std::vector<EvidenceOutcome> publish(const std::vector<PlannedStatement>& due,
                                        const std::string& package, const Setup& setup,
                                        const std::string& now);
@@ -79,6 +88,8 @@ class EvidenceReconciler final : public runtime::Reconciler {
   std::shared_ptr<kube::Client> client_;
   const kube::Indexer& releases_;
   const kube::Indexer& signingConfigs_;
+  const kube::Indexer& runtimeEnvs_;  // the RuntimeEnv controller's caches: no extra RBAC
+  const kube::Indexer& configMaps_;
   kube::EventSink& events_;
   kube::Clock& clock_;
   EvidenceOptions options_;

@@ -7,6 +7,7 @@
 #include "api/v1alpha1/meta.h"
 #include "api/v1alpha1/model_release.h"
 #include "controllers/modelrelease/timestamps.h"
+#include "evidence/ml_bom.h"
 #include "evidence/statement.h"
 #include "operator/kube/conditions.h"
 
@@ -22,6 +23,39 @@ std::string revisionText(const json& status) {
   const int64_t revision = decode::integer(runtime, "revision", 0);
   return revision > 0 ? std::to_string(revision) : std::string();
 }
+
+// What a passed gate stage measured, from its status (evidence, metrics, times)
+// and the thresholds of its spec.
+evidence::GateResult gateResultOf(const json& stage, const json& st,
+                                  const std::string& specDigest) {
+  const json& ev = decode::object(st, "evidence");
+  evidence::GateResult g;
+  g.stage = decode::string(stage, "name");
+  g.stageSpecDigest = specDigest;
+  g.jobUid = decode::string(ev, "jobUID");
+  g.image = decode::string(ev, "image");
+  for (const json& c : decode::array(ev, "command"))
+    if (c.is_string()) g.command.push_back(c.get<std::string>());
+  g.startedAt = decode::string(st, "startedAt");
+  g.finishedAt = decode::string(st, "finishedAt");
+  // Every metric the gate reported (sorted by name), with the spec's thresholds.
+  const json& measured = decode::object(st, "metrics");
+  for (const auto& [metric, value] : measured.items()) {
+    if (!value.is_number()) continue;
+    evidence::MetricResult r;
+    r.name = metric;
+    r.value = value.get<double>();
+    for (const json& m : decode::array(decode::object(stage, "gate"), "metrics")) {
+      if (decode::string(m, "name") != metric) continue;
+      if (auto mn = m.find("min"); mn != m.end() && mn->is_number()) r.min = mn->get<double>();
+      if (auto mx = m.find("max"); mx != m.end() && mx->is_number()) r.max = mx->get<double>();
+    }
+    g.metrics.push_back(r);
+  }
+  return g;
+}
+
+bool servingStage(const json& stage) { return stage.contains("serving") || stage.contains("canary"); }
 
 PlannedStatement planned(const std::string& name, const std::string& stage,
                          const std::string& predicateType, const nlohmann::ordered_json& st) {
@@ -60,7 +94,7 @@ StatusOr<std::vector<PlannedStatement>> plannedStatements(const json& release,
     if (it == stageStatus.end() || decode::string(*it->second, "phase") != v1::kStageSucceeded)
       continue;
     const json& st = *it->second;
-    if (stage.contains("serving") || stage.contains("canary")) continue;  // the prod record
+    if (servingStage(stage)) continue;  // the prod record
     const json& ev = decode::object(st, "evidence");
     std::string specDigest = decode::string(ev, "specDigest");
     if (specDigest.empty()) specDigest = evidence::stageSpecDigest(stage);
@@ -72,28 +106,7 @@ StatusOr<std::vector<PlannedStatement>> plannedStatements(const json& release,
     if (stage.contains("gate") && !decode::string(ev, "jobUID").empty()) {
       evidence::EvalStatementInput in;
       in.package = *package;
-      in.gate.stage = name;
-      in.gate.stageSpecDigest = specDigest;
-      in.gate.jobUid = decode::string(ev, "jobUID");
-      in.gate.image = decode::string(ev, "image");
-      for (const json& c : decode::array(ev, "command"))
-        if (c.is_string()) in.gate.command.push_back(c.get<std::string>());
-      in.gate.startedAt = decode::string(st, "startedAt");
-      in.gate.finishedAt = decode::string(st, "finishedAt");
-      // Every metric the gate reported (sorted by name), with the spec's thresholds.
-      const json& measured = decode::object(st, "metrics");
-      for (const auto& [metric, value] : measured.items()) {
-        if (!value.is_number()) continue;
-        evidence::MetricResult r;
-        r.name = metric;
-        r.value = value.get<double>();
-        for (const json& m : decode::array(decode::object(stage, "gate"), "metrics")) {
-          if (decode::string(m, "name") != metric) continue;
-          if (auto mn = m.find("min"); mn != m.end() && mn->is_number()) r.min = mn->get<double>();
-          if (auto mx = m.find("max"); mx != m.end() && mx->is_number()) r.max = mx->get<double>();
-        }
-        in.gate.metrics.push_back(r);
-      }
+      in.gate = gateResultOf(stage, st, specDigest);
       in.closureHash = closureHash;
       in.runtimeImage = runtimeImage;
       auto statement = evidence::evalStatement(in);
@@ -162,13 +175,67 @@ StatusOr<std::vector<PlannedStatement>> plannedStatements(const json& release,
     if (!statement.isOk()) return statement.status().withContext("prod record");
     std::string stage = "prod";
     for (const json& s : decode::array(spec, "stages"))
-      if (s.is_object() && (s.contains("serving") || s.contains("canary")))
+      if (s.is_object() && servingStage(s))
         stage = decode::string(s, "name");
     out.push_back(planned(
         std::string("prod/") + (canaryPhase == v1::kPhasePromoted ? "promoted" : "rolled-back"),
         stage, evidence::kProdRecordPredicate, *statement));
   }
   return out;
+}
+
+bool bomDue(const json& release) {
+  std::map<std::string, std::string> phases;
+  for (const json& st : decode::array(decode::object(release, "status"), "stages"))
+    if (st.is_object()) phases[decode::string(st, "name")] = decode::string(st, "phase");
+  int gates = 0;
+  for (const json& stage : decode::array(decode::object(release, "spec"), "stages")) {
+    if (!stage.is_object() || servingStage(stage)) continue;
+    ++gates;
+    if (phases[decode::string(stage, "name")] != v1::kStageSucceeded) return false;
+  }
+  return gates > 0;
+}
+
+StatusOr<PlannedStatement> bomStatement(const json& release, const closure::Closure& closure,
+                                        const EvidenceContext& context) {
+  const json& spec = decode::object(release, "spec");
+  const json& status = decode::object(release, "status");
+  auto package = api::parseImageRef(decode::string(spec, "package"));
+  if (!package.isOk() || !package->pinned())
+    return invalidArgument("spec.package: not pinned by digest: no BOM is made for it");
+  std::map<std::string, const json*> stageStatus;
+  for (const json& st : decode::array(status, "stages"))
+    if (st.is_object()) stageStatus[decode::string(st, "name")] = &st;
+  evidence::MlBomInput in;
+  in.package = *package;
+  in.modelName = decode::string(spec, "model");
+  in.closure = &closure;
+  if (auto image = api::parseImageRef(decode::string(decode::object(status, "runtime"), "image"));
+      image.isOk() && image->pinned())
+    in.runtimeImage = *image;
+  for (const json& stage : decode::array(spec, "stages")) {
+    if (!stage.is_object() || !stage.contains("gate")) continue;
+    auto it = stageStatus.find(decode::string(stage, "name"));
+    if (it == stageStatus.end() || decode::string(*it->second, "phase") != v1::kStageSucceeded)
+      continue;
+    std::string specDigest =
+        decode::string(decode::object(*it->second, "evidence"), "specDigest");
+    if (specDigest.empty()) specDigest = evidence::stageSpecDigest(stage);
+    in.gates.push_back(gateResultOf(stage, *it->second, specDigest));
+    in.timestamp = std::max(in.timestamp, in.gates.back().finishedAt);
+  }
+  in.toolVersion = context.version;
+  auto bom = evidence::makeMlBom(in);
+  if (!bom.isOk()) return bom.status().withContext("ML-BOM");
+  nlohmann::ordered_json statement = {
+      {"_type", evidence::kStatementType},
+      {"subject", nlohmann::ordered_json::array(
+                      {{{"name", package->repository()},
+                        {"digest", {{"sha256", package->digest.substr(7)}}}}})},
+      {"predicateType", kCycloneDxPredicate},
+      {"predicate", *bom}};
+  return planned(kBomStatementName, "bom", kCycloneDxPredicate, statement);
 }
 
 int64_t evidenceBackoffSeconds(int attempts) {

@@ -14,7 +14,9 @@
 
 #include <nlohmann/json.hpp>
 
+#include "closure/closure.h"
 #include "common/status.h"
+#include "evidence/statement.h"
 
 namespace lockstep::controllers {
 
@@ -40,6 +42,22 @@ StatusOr<std::vector<PlannedStatement>> plannedStatements(const nlohmann::json& 
                                                           const EvidenceContext& context);
 
 inline constexpr const char* kConditionEvidencePublished = "EvidencePublished";
+
+// The in-toto predicate of a CycloneDX BOM (in-toto attestation predicates: cyclonedx).
+inline constexpr const char* kCycloneDxPredicate = evidence::kCycloneDxBomPredicate;
+inline constexpr const char* kBomStatementName = "bom";
+
+// True once every stage before prod Succeeded (and there is one): the gates the
+// ML-BOM's model card and formulation describe are all in.
+bool bomDue(const nlohmann::json& release);
+
+// The ML-BOM of the release as a statement ("bom", predicate the CycloneDX 1.6
+// document of evidence/ml_bom.h): the package, `closure` (the pinned runtime's, as
+// its lock gives it), the runtime image, every passed gate. Its timestamp is the
+// last gate's finishedAt: the same status gives the same bytes.
+StatusOr<PlannedStatement> bomStatement(const nlohmann::json& release,
+                                        const closure::Closure& closure,
+                                        const EvidenceContext& context);
 
 // status.evidence[] entries for publishing and their summary condition.
 struct EvidenceOutcome {

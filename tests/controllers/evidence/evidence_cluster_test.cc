@@ -31,7 +31,8 @@ using nlohmann::json;
 
 const std::string kRepo = "models/evidence";
 // What a release with an eval gate and a prod stage publishes, in order.
-const std::vector<std::string> kStatements = {"eval/test-result", "eval/decision", "prod/promoted"};
+const std::vector<std::string> kStatements = {"eval/test-result", "eval/decision",
+                                              "prod/promoted", "bom"};
 
 CommandResult lockstepCli(std::vector<std::string> args) {
   args.insert(args.begin(), LOCKSTEP_CLI_BIN);
@@ -242,11 +243,11 @@ TEST_F(EvidenceClusterTest, PromotionPublishesSignedStatementsThatTheCliVerifies
   EXPECT_EQ(listed.exitCode, 0) << listed.err;
   for (const std::string& s : kStatements)
     EXPECT_NE(listed.out.find(s), std::string::npos) << s << " in\n" << listed.out;
-  EXPECT_NE(listed.out.find("3 signed statements"), std::string::npos) << listed.out;
+  EXPECT_NE(listed.out.find("4 signed statements"), std::string::npos) << listed.out;
 
   auto verified = evidence({"verify", pkg(d1), "--key=" + dir_ + "/key.pub"});
   EXPECT_EQ(verified.exitCode, 0) << verified.out << verified.err;
-  EXPECT_NE(verified.out.find("3 statements verified"), std::string::npos) << verified.out;
+  EXPECT_NE(verified.out.find("4 statements verified"), std::string::npos) << verified.out;
 
   auto eval = evidence({"verify", pkg(d1), "--key=" + dir_ + "/key.pub", "--stage=eval",
                         "--spec-digest=" + specDigest});
@@ -290,9 +291,9 @@ TEST_F(EvidenceClusterTest, PromotionPublishesSignedStatementsThatTheCliVerifies
                               "trust for stage \"prod\""),
             std::string::npos)
       << evalOnly.out;
-  auto evalAndProd = trust(json::array({"eval", "prod"}));
+  auto evalAndProd = trust(json::array({"eval", "prod", "bom"}));
   EXPECT_EQ(evalAndProd.exitCode, 0) << evalAndProd.out << evalAndProd.err;
-  EXPECT_NE(evalAndProd.out.find("3 statements verified"), std::string::npos) << evalAndProd.out;
+  EXPECT_NE(evalAndProd.out.find("4 statements verified"), std::string::npos) << evalAndProd.out;
   kubectl({"delete", "trustpolicy", "evidence-test"});
 
   // Tamper-evidence in the registry: whoever may push to the repository adds a
@@ -324,7 +325,7 @@ TEST_F(EvidenceClusterTest, PromotionPublishesSignedStatementsThatTheCliVerifies
   auto refused = evidence({"verify", pkg(d1), "--key=" + dir_ + "/key.pub"});
   EXPECT_EQ(refused.exitCode, 1) << refused.out;
   EXPECT_NE(refused.out.find("altered after signing"), std::string::npos) << refused.out;
-  EXPECT_NE(refused.err.find("3 verified, 1 refused"), std::string::npos) << refused.err;
+  EXPECT_NE(refused.err.find("4 verified, 1 refused"), std::string::npos) << refused.err;
   // Signed with the trusted key, but about another package: refused as such.
   json aboutOther = json::parse(payload);
   aboutOther["subject"][0]["digest"]["sha256"] = std::string(64, 'e');
@@ -338,7 +339,7 @@ TEST_F(EvidenceClusterTest, PromotionPublishesSignedStatementsThatTheCliVerifies
   refused = evidence({"verify", pkg(d1), "--key=" + dir_ + "/key.pub"});
   EXPECT_EQ(refused.exitCode, 1) << refused.out;
   EXPECT_NE(refused.out.find("not the package " + d1), std::string::npos) << refused.out;
-  EXPECT_NE(refused.err.find("3 verified, 2 refused"), std::string::npos) << refused.err;
+  EXPECT_NE(refused.err.find("4 verified, 2 refused"), std::string::npos) << refused.err;
 
   // The statement as JSON: the prod record names this cluster.
   auto got = evidence({"get", pkg(d1), "--statement=prod/promoted"});
@@ -349,12 +350,27 @@ TEST_F(EvidenceClusterTest, PromotionPublishesSignedStatementsThatTheCliVerifies
   EXPECT_EQ(record["predicate"]["outcome"], "Promoted");
   EXPECT_EQ(record["subject"][0]["digest"]["sha256"], d1.substr(7));
 
+  // The ML-BOM: the pinned runtime's closure, the hash it gives is the release's.
+  auto bomGot = evidence({"get", pkg(d1), "--statement=bom"});
+  ASSERT_EQ(bomGot.exitCode, 0) << bomGot.err;
+  json bomStatement = json::parse(bomGot.out, nullptr, false);
+  ASSERT_FALSE(bomStatement.is_discarded()) << bomGot.out;
+  const json& bom = bomStatement["predicate"];
+  EXPECT_EQ(bom["specVersion"], "1.6");
+  std::string bomHash;
+  for (const json& p : bom["metadata"]["properties"])
+    if (p["name"] == "lockstep:closure:hash") bomHash = p["value"];
+  EXPECT_EQ(bomHash, v1["status"]["runtime"].value("closureHash", std::string("?")));
+  EXPECT_EQ(bom["metadata"]["component"]["modelCard"]["quantitativeAnalysis"]
+               ["performanceMetrics"][0]["type"],
+            "score");
+
   // The operator restarted: nothing is pushed twice.
   ReleaseWorld::op().stop();
   ASSERT_EQ(ReleaseWorld::ensureOperator(), "");
   std::this_thread::sleep_for(std::chrono::seconds(5));
   EXPECT_EQ(client_->referrers(kRepo, d1)->descriptors.size(), kStatements.size() + 2)
-      << "the operator's three and the two forged ones";
+      << "the operator's four and the two forged ones";
 }
 
 TEST_F(EvidenceClusterTest, ARegistryThatRefusesThePushNeverHoldsThePromotion) {
@@ -420,7 +436,8 @@ TEST_F(EvidenceClusterTest, CosignAndOrasAgreeWithLockstepOnBothRegistries) {
   json ref = waitEvidence("ref", "True", kStatements.size());
   const std::vector<std::string> predicates = {"https://in-toto.io/attestation/test-result/v0.1",
                                                "https://slsa.dev/verification_summary/v1",
-                                               "https://lockstep.dev/attestation/prod-record/v1"};
+                                               "https://lockstep.dev/attestation/prod-record/v1",
+                                               "https://cyclonedx.org/bom"};
   for (size_t i = 0; i < packages.size(); ++i) {
     const auto& [world, package] = packages[i];
     const json& release = i == 0 ? dist : ref;
@@ -445,7 +462,7 @@ TEST_F(EvidenceClusterTest, CosignAndOrasAgreeWithLockstepOnBothRegistries) {
     }
     auto verified = evidence({"verify", package, "--key=" + dir_ + "/key.pub"});
     EXPECT_EQ(verified.exitCode, 0) << verified.out << verified.err;
-    EXPECT_NE(verified.out.find("3 statements verified"), std::string::npos)
+    EXPECT_NE(verified.out.find("4 statements verified"), std::string::npos)
         << verified.out << evidence({"list", package, "--output=json"}).out;
     for (const json& e : release["status"]["evidence"]) {
       auto got = evidence({"get", package, "--referrer=" + e.value("referrer", "")});

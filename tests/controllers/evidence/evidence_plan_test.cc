@@ -3,6 +3,7 @@
 
 #include <gtest/gtest.h>
 
+#include "closure/closure.h"
 #include "evidence/statement.h"
 
 namespace lockstep::controllers {
@@ -152,6 +153,46 @@ TEST(EvidencePlan, APackageNotPinnedIsRefusedNamingTheField) {
   auto planned = plannedStatements(r, {});
   ASSERT_FALSE(planned.isOk());
   EXPECT_NE(planned.status().message().find("spec.package"), std::string::npos);
+}
+
+closure::Closure twoPackages() {
+  const std::string lock =
+      "six==1.16.0 --hash=sha256:" + std::string(64, '1') + "\n" +
+      "numpy==2.1.0 --hash=sha256:" + std::string(64, '2') + "\n";
+  closure::ClosureOptions options;
+  options.format = closure::LockFormat::kPip;
+  auto c = closure::computeClosure(lock, options);
+  EXPECT_TRUE(c.isOk()) << c.status().toString();
+  return *c;
+}
+
+TEST(EvidencePlan, TheBomIsDueOnceEveryGatePassedAndDescribesThem) {
+  json r = release();
+  EXPECT_TRUE(bomDue(r));
+  r["status"]["stages"][0]["phase"] = "Running";
+  EXPECT_FALSE(bomDue(r));
+  r = release();
+  r["spec"]["stages"].erase(0);  // a prod stage only: no gate to describe
+  EXPECT_FALSE(bomDue(r));
+
+  const closure::Closure c = twoPackages();
+  auto bom = bomStatement(release(), c, {"east", "0.1.0"});
+  ASSERT_TRUE(bom.isOk()) << bom.status().toString();
+  EXPECT_EQ(bom->name, "bom");
+  json st = json::parse(bom->payload);
+  EXPECT_EQ(st["predicateType"], "https://cyclonedx.org/bom");
+  EXPECT_EQ(st["subject"][0]["digest"]["sha256"], std::string(64, 'a'));
+  const json& doc = st["predicate"];
+  EXPECT_EQ(doc["bomFormat"], "CycloneDX");
+  EXPECT_EQ(doc["specVersion"], "1.6");
+  EXPECT_EQ(doc["metadata"]["timestamp"], "2026-12-02T10:05:00Z") << "the last gate's end";
+  EXPECT_EQ(doc["metadata"]["component"]["type"], "machine-learning-model");
+  int libraries = 0;
+  for (const json& comp : doc["components"]) libraries += comp["type"] == "library" ? 1 : 0;
+  EXPECT_EQ(libraries, 2);
+  EXPECT_EQ(doc["formulation"][0]["workflows"][0]["uid"], "job-1");
+  EXPECT_EQ(bomStatement(release(), c, {"east", "0.1.0"})->payload, bom->payload)
+      << "the same status and closure give the same bytes";
 }
 
 TEST(EvidenceStatus, PublishedFailedAndRetriedWithBackOff) {
