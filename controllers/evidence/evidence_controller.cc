@@ -299,6 +299,18 @@ Result EvidenceReconciler::reconcile(const Request& request) {
     spdlog::debug("evidence {}: {}", key, planned.status().message());
     return Result::done();
   }
+  if (planned->empty()) return Result::done();
+  const std::string package = decode::string(decode::object(release, "spec"), "package");
+  auto ref = registry::parsePackageRef(package);
+  if (!ref.isOk()) return Result::done();
+  auto config = configFor(ref->name());
+  std::string setupError;
+  if (!config.isOk()) {
+    setupError = config.status().message();
+  } else if (!config->has_value()) {
+    return Result::done();  // no SigningConfig signs for this package
+  }
+  // After the config check: a package nobody signs for costs no lock parse.
   // The ML-BOM once the gates passed, unless already published.
   if (bomDue(release)) {
     bool published = false;
@@ -317,17 +329,6 @@ Result EvidenceReconciler::reconcile(const Request& request) {
       bomError = bom.status().message();
       planned->push_back({kBomStatementName, "bom", kCycloneDxPredicate, "", ""});
     }
-  }
-  if (planned->empty()) return Result::done();
-  const std::string package = decode::string(decode::object(release, "spec"), "package");
-  auto ref = registry::parsePackageRef(package);
-  if (!ref.isOk()) return Result::done();
-  auto config = configFor(ref->name());
-  std::string setupError;
-  if (!config.isOk()) {
-    setupError = config.status().message();
-  } else if (!config->has_value()) {
-    return Result::done();  // no SigningConfig signs for this package
   }
 
   const auto wall = clock_.wallNow();
