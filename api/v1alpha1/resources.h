@@ -27,8 +27,7 @@ inline const kube::Resource kSigningConfigs{kGroup, kVersion, "signingconfigs", 
                                             false};
 // Cluster-scoped: whose evidence is accepted for which packages and stages
 // (api/v1alpha1/trust_policy.h).
-inline const kube::Resource kTrustPolicies{kGroup, kVersion, "trustpolicies", "TrustPolicy",
-                                          false};
+inline const kube::Resource kTrustPolicies{kGroup, kVersion, "trustpolicies", "TrustPolicy", false};
 
 // Core kinds Lockstep reads or writes.
 using kube::resources::kConfigMaps;

@@ -5,8 +5,8 @@
 #include <algorithm>
 
 #include "api/v1alpha1/meta.h"
-#include "api/v1alpha1/resources.h"
 #include "api/v1alpha1/model_release.h"
+#include "api/v1alpha1/resources.h"
 #include "api/v1alpha1/runtime_env.h"
 #include "api/v1alpha1/runtime_revision.h"
 #include "closure/include_reader.h"
@@ -163,7 +163,8 @@ StatusOr<closure::Closure> EvidenceReconciler::pinnedClosure(const json& release
   std::string text, format, platform, environment, source;
   std::map<std::string, std::string> siblings;
   // The revision's own copy first: it outlives lock edits.
-  auto kept = configMapData(configMaps_, r.meta.ns, closureConfigMapName(rte.meta.name, pin->revision));
+  auto kept =
+      configMapData(configMaps_, r.meta.ns, closureConfigMapName(rte.meta.name, pin->revision));
   if (kept.isOk() && decode::member(*kept, "lock") != nullptr) {
     text = decode::string(*kept, "lock");
     json runtime = json::parse(decode::string(*kept, "runtime.json"), nullptr, false);
@@ -316,7 +317,7 @@ Result EvidenceReconciler::reconcile(const Request& request) {
     bool published = false;
     for (const json& e : decode::array(status, "evidence"))
       published = published || (decode::string(e, "name") == kBomStatementName &&
-                                 decode::string(e, "phase") == "Published");
+                                decode::string(e, "phase") == "Published");
     if (published) {
       // As recorded: published evidence is append-only (foldEvidence keeps it).
       planned->push_back({kBomStatementName, "bom", kCycloneDxPredicate, "", ""});

@@ -55,7 +55,9 @@ evidence::GateResult gateResultOf(const json& stage, const json& st,
   return g;
 }
 
-bool servingStage(const json& stage) { return stage.contains("serving") || stage.contains("canary"); }
+bool servingStage(const json& stage) {
+  return stage.contains("serving") || stage.contains("canary");
+}
 
 PlannedStatement planned(const std::string& name, const std::string& stage,
                          const std::string& predicateType, const nlohmann::ordered_json& st) {
@@ -175,8 +177,7 @@ StatusOr<std::vector<PlannedStatement>> plannedStatements(const json& release,
     if (!statement.isOk()) return statement.status().withContext("prod record");
     std::string stage = "prod";
     for (const json& s : decode::array(spec, "stages"))
-      if (s.is_object() && servingStage(s))
-        stage = decode::string(s, "name");
+      if (s.is_object() && servingStage(s)) stage = decode::string(s, "name");
     out.push_back(planned(
         std::string("prod/") + (canaryPhase == v1::kPhasePromoted ? "promoted" : "rolled-back"),
         stage, evidence::kProdRecordPredicate, *statement));
@@ -219,8 +220,7 @@ StatusOr<PlannedStatement> bomStatement(const json& release, const closure::Clos
     auto it = stageStatus.find(decode::string(stage, "name"));
     if (it == stageStatus.end() || decode::string(*it->second, "phase") != v1::kStageSucceeded)
       continue;
-    std::string specDigest =
-        decode::string(decode::object(*it->second, "evidence"), "specDigest");
+    std::string specDigest = decode::string(decode::object(*it->second, "evidence"), "specDigest");
     if (specDigest.empty()) specDigest = evidence::stageSpecDigest(stage);
     in.gates.push_back(gateResultOf(stage, *it->second, specDigest));
     in.timestamp = std::max(in.timestamp, in.gates.back().finishedAt);
@@ -230,9 +230,9 @@ StatusOr<PlannedStatement> bomStatement(const json& release, const closure::Clos
   if (!bom.isOk()) return bom.status().withContext("ML-BOM");
   nlohmann::ordered_json statement = {
       {"_type", evidence::kStatementType},
-      {"subject", nlohmann::ordered_json::array(
-                      {{{"name", package->repository()},
-                        {"digest", {{"sha256", package->digest.substr(7)}}}}})},
+      {"subject",
+       nlohmann::ordered_json::array({{{"name", package->repository()},
+                                       {"digest", {{"sha256", package->digest.substr(7)}}}}})},
       {"predicateType", kCycloneDxPredicate},
       {"predicate", *bom}};
   return planned(kBomStatementName, "bom", kCycloneDxPredicate, statement);

@@ -31,8 +31,8 @@ using nlohmann::json;
 
 const std::string kRepo = "models/evidence";
 // What a release with an eval gate and a prod stage publishes, in order.
-const std::vector<std::string> kStatements = {"eval/test-result", "eval/decision",
-                                              "prod/promoted", "bom"};
+const std::vector<std::string> kStatements = {"eval/test-result", "eval/decision", "prod/promoted",
+                                              "bom"};
 
 CommandResult lockstepCli(std::vector<std::string> args) {
   args.insert(args.begin(), LOCKSTEP_CLI_BIN);
@@ -361,8 +361,8 @@ TEST_F(EvidenceClusterTest, PromotionPublishesSignedStatementsThatTheCliVerifies
   for (const json& p : bom["metadata"]["properties"])
     if (p["name"] == "lockstep:closure:hash") bomHash = p["value"];
   EXPECT_EQ(bomHash, v1["status"]["runtime"].value("closureHash", std::string("?")));
-  EXPECT_EQ(bom["metadata"]["component"]["modelCard"]["quantitativeAnalysis"]
-               ["performanceMetrics"][0]["type"],
+  EXPECT_EQ(bom["metadata"]["component"]["modelCard"]["quantitativeAnalysis"]["performanceMetrics"]
+               [0]["type"],
             "score");
 
   // The operator restarted: nothing is pushed twice.
@@ -434,10 +434,9 @@ TEST_F(EvidenceClusterTest, CosignAndOrasAgreeWithLockstepOnBothRegistries) {
   json dist = waitEvidence("dist", "True", kStatements.size());
   ASSERT_EQ(createRelease("ref", packages[1].second).exitCode, 0);
   json ref = waitEvidence("ref", "True", kStatements.size());
-  const std::vector<std::string> predicates = {"https://in-toto.io/attestation/test-result/v0.1",
-                                               "https://slsa.dev/verification_summary/v1",
-                                               "https://lockstep.dev/attestation/prod-record/v1",
-                                               "https://cyclonedx.org/bom"};
+  const std::vector<std::string> predicates = {
+      "https://in-toto.io/attestation/test-result/v0.1", "https://slsa.dev/verification_summary/v1",
+      "https://lockstep.dev/attestation/prod-record/v1", "https://cyclonedx.org/bom"};
   for (size_t i = 0; i < packages.size(); ++i) {
     const auto& [world, package] = packages[i];
     const json& release = i == 0 ? dist : ref;

@@ -156,9 +156,8 @@ TEST(EvidencePlan, APackageNotPinnedIsRefusedNamingTheField) {
 }
 
 closure::Closure twoPackages() {
-  const std::string lock =
-      "six==1.16.0 --hash=sha256:" + std::string(64, '1') + "\n" +
-      "numpy==2.1.0 --hash=sha256:" + std::string(64, '2') + "\n";
+  const std::string lock = "six==1.16.0 --hash=sha256:" + std::string(64, '1') + "\n" +
+                           "numpy==2.1.0 --hash=sha256:" + std::string(64, '2') + "\n";
   closure::ClosureOptions options;
   options.format = closure::LockFormat::kPip;
   auto c = closure::computeClosure(lock, options);
