@@ -45,6 +45,18 @@ Json imageDescriptor(const std::string& name, const std::string& image) {
   return d;
 }
 
+// The statements a verdict rests on, as resource descriptors of their payloads.
+StatusOr<Json> inputAttestations(const std::vector<InputAttestation>& in) {
+  Json inputs = Json::array();
+  for (const InputAttestation& a : in) {
+    LOCKSTEP_RETURN_IF_ERROR(checkDigest(a.payloadDigest, "inputAttestations[" + a.name + "]"));
+    inputs.push_back(Json{{"name", a.name},
+                          {"digest", digestSet(a.payloadDigest)},
+                          {"mediaType", kInTotoPayloadType}});
+  }
+  return inputs;
+}
+
 Json statement(Json subjects, const char* predicateType, Json predicate) {
   return Json{{"_type", kStatementType},
               {"subject", std::move(subjects)},
@@ -109,13 +121,8 @@ StatusOr<nlohmann::ordered_json> decisionStatement(const DecisionInput& in) {
   if (!subjects.isOk()) return subjects.status();
   LOCKSTEP_RETURN_IF_ERROR(checkDigest(in.stageSpecDigest, "stageSpecDigest"));
   if (!in.closureHash.empty()) LOCKSTEP_RETURN_IF_ERROR(checkDigest(in.closureHash, "closureHash"));
-  Json inputs = Json::array();
-  for (const InputAttestation& a : in.inputs) {
-    LOCKSTEP_RETURN_IF_ERROR(checkDigest(a.payloadDigest, "inputAttestations[" + a.name + "]"));
-    inputs.push_back(Json{{"name", a.name},
-                          {"digest", digestSet(a.payloadDigest)},
-                          {"mediaType", kInTotoPayloadType}});
-  }
+  auto inputs = inputAttestations(in.inputs);
+  if (!inputs.isOk()) return inputs.status();
   Json approvers = Json::array();
   for (const Approver& a : in.approvers) {
     Json j{{"user", a.user}, {"groups", a.groups}};
@@ -134,7 +141,7 @@ StatusOr<nlohmann::ordered_json> decisionStatement(const DecisionInput& in) {
   if (!in.timeVerified.empty()) predicate["timeVerified"] = in.timeVerified;
   predicate["resourceUri"] = ociPackageUrl(in.package);
   predicate["policy"] = stageSpecDescriptor(in.stage, in.stageSpecDigest);
-  predicate["inputAttestations"] = inputs;
+  predicate["inputAttestations"] = *inputs;
   predicate["verificationResult"] = in.passed ? "PASSED" : "FAILED";
   // VSA v1 reserves the SLSA_ prefix; a custom level names what was verified.
   predicate["verifiedLevels"] = Json::array({in.passed ? "LOCKSTEP_STAGE_PASSED" : "FAILED"});
@@ -148,13 +155,8 @@ StatusOr<nlohmann::ordered_json> prodRecordStatement(const ProdRecordInput& in) 
   if (in.outcome != "Promoted" && in.outcome != "RolledBack")
     return invalidArgument("outcome: \"" + in.outcome + "\" is not Promoted or RolledBack");
   if (!in.closureHash.empty()) LOCKSTEP_RETURN_IF_ERROR(checkDigest(in.closureHash, "closureHash"));
-  Json inputs = Json::array();
-  for (const InputAttestation& a : in.inputs) {
-    LOCKSTEP_RETURN_IF_ERROR(checkDigest(a.payloadDigest, "inputAttestations[" + a.name + "]"));
-    inputs.push_back(Json{{"name", a.name},
-                          {"digest", digestSet(a.payloadDigest)},
-                          {"mediaType", kInTotoPayloadType}});
-  }
+  auto inputs = inputAttestations(in.inputs);
+  if (!inputs.isOk()) return inputs.status();
   Json predicate{{"outcome", in.outcome},
                  {"cluster", in.cluster},
                  {"namespace", in.ns},
@@ -171,7 +173,7 @@ StatusOr<nlohmann::ordered_json> prodRecordStatement(const ProdRecordInput& in) 
   predicate["canarySteps"] = in.canarySteps.is_array() ? Json(in.canarySteps) : Json::array();
   if (in.failedStep.is_object()) predicate["failedStep"] = Json(in.failedStep);
   if (!in.restoredPackage.empty()) predicate["restoredPackage"] = in.restoredPackage;
-  predicate["inputAttestations"] = inputs;
+  predicate["inputAttestations"] = *inputs;
   return statement(*subjects, kProdRecordPredicate, predicate);
 }
 

@@ -24,6 +24,7 @@ namespace {
 using nlohmann::json;
 
 constexpr size_t kMaxBundleBytes = size_t{16} << 20;
+constexpr size_t kMaxKeyBytes = size_t{1} << 20;
 constexpr const char* kPredicateAnnotation = "dev.sigstore.bundle.predicateType";
 constexpr const char* kStatementAnnotation = "dev.lockstep.statement";
 
@@ -106,37 +107,6 @@ std::string annotation(const registry::Descriptor& d, const char* key) {
   return it == d.annotations.end() ? std::string() : it->second;
 }
 
-std::optional<int> parse(const VerbContext& ctx, Flags& flags, const std::string& name,
-                         const std::vector<std::string>& args) {
-  std::vector<const char*> argv{name.c_str()};
-  for (const auto& a : args) argv.push_back(a.c_str());
-  if (Status s = flags.parse(static_cast<int>(argv.size()), argv.data()); !s.isOk()) {
-    ctx.err << name << ": " << s.message() << "\n";
-    evidenceUsage(ctx.err, ctx.programName);
-    return kExitUsage;
-  }
-  if (flags.helpRequested()) {
-    evidenceUsage(ctx.out, ctx.programName);
-    return kExitOk;
-  }
-  return std::nullopt;
-}
-
-StatusOr<std::vector<evidence::TrustedKey>> trustedKeys(const std::string& list) {
-  std::vector<evidence::TrustedKey> keys;
-  std::stringstream in(list);
-  for (std::string path; std::getline(in, path, ',');) {
-    if (path.empty()) continue;
-    auto pem = readFile(path, kMaxBundleBytes);
-    if (!pem.isOk()) return pem.status();
-    auto key = evidence::parseP256PublicKey(*pem, path);
-    if (!key.isOk()) return key.status();
-    keys.push_back({path, *key});
-  }
-  if (keys.empty()) return invalidArgument("--key: no key file given");
-  return keys;
-}
-
 // A YAML node as JSON: scalars are strings (a TrustPolicy holds only strings).
 json yamlJson(const closure::internal::YamlNode& n) {
   if (n.IsMap()) {
@@ -215,11 +185,42 @@ std::string pad(std::string s, size_t n) {
 
 }  // namespace
 
+std::optional<int> parseEvidenceFlags(const VerbContext& ctx, Flags& flags, const std::string& name,
+                                      const std::vector<std::string>& args) {
+  std::vector<const char*> argv{name.c_str()};
+  for (const auto& a : args) argv.push_back(a.c_str());
+  if (Status s = flags.parse(static_cast<int>(argv.size()), argv.data()); !s.isOk()) {
+    ctx.err << name << ": " << s.message() << "\n";
+    evidenceUsage(ctx.err, ctx.programName);
+    return kExitUsage;
+  }
+  if (flags.helpRequested()) {
+    evidenceUsage(ctx.out, ctx.programName);
+    return kExitOk;
+  }
+  return std::nullopt;
+}
+
+StatusOr<std::vector<evidence::TrustedKey>> readTrustedKeys(const std::string& list) {
+  std::vector<evidence::TrustedKey> keys;
+  std::stringstream in(list);
+  for (std::string path; std::getline(in, path, ',');) {
+    if (path.empty()) continue;
+    auto pem = readFile(path, kMaxKeyBytes);
+    if (!pem.isOk()) return pem.status();
+    auto key = evidence::parseP256PublicKey(*pem, path);
+    if (!key.isOk()) return key.status();
+    keys.push_back({path, *key});
+  }
+  if (keys.empty()) return invalidArgument("--key: no key file given");
+  return keys;
+}
+
 int runEvidenceList(const VerbContext& ctx, const std::vector<std::string>& args) {
   Flags flags(
       accessFlags({{"output", "table", "table or json", FlagType::kChoice, {"table", "json"}}}),
       /*maxPositional=*/1);
-  if (auto rc = parse(ctx, flags, "evidence list", args)) return *rc;
+  if (auto rc = parseEvidenceFlags(ctx, flags, "evidence list", args)) return *rc;
   auto s = open("evidence list", flags, /*fetchBundles=*/true);
   if (!s.isOk()) {
     ctx.err << "evidence list: " << s.status().message() << "\n";
@@ -269,7 +270,7 @@ int runEvidenceGet(const VerbContext& ctx, const std::vector<std::string>& args)
                            {"bundle", "false", "print the signed bundle, not the statement",
                             FlagType::kBool}}),
               /*maxPositional=*/1);
-  if (auto rc = parse(ctx, flags, "evidence get", args)) return *rc;
+  if (auto rc = parseEvidenceFlags(ctx, flags, "evidence get", args)) return *rc;
   if (flags.get("statement").empty() == flags.get("referrer").empty()) {
     ctx.err << "evidence get: give --statement NAME or --referrer DIGEST\n";
     return kExitUsage;
@@ -328,7 +329,7 @@ int runEvidenceVerify(const VerbContext& ctx, const std::vector<std::string>& ar
                     FlagType::kChoice,
                     {"any", "eval", "decision", "prod"}}}),
       /*maxPositional=*/1);
-  if (auto rc = parse(ctx, flags, "evidence verify", args)) return *rc;
+  if (auto rc = parseEvidenceFlags(ctx, flags, "evidence verify", args)) return *rc;
   if (flags.get("key").empty() == flags.get("policy").empty()) {
     ctx.err << "evidence verify: give --key FILES or --policy FILE\n";
     return kExitUsage;
@@ -343,7 +344,7 @@ int runEvidenceVerify(const VerbContext& ctx, const std::vector<std::string>& ar
     }
     policies = std::move(*p);
   } else {
-    auto k = trustedKeys(flags.get("key"));
+    auto k = readTrustedKeys(flags.get("key"));
     if (!k.isOk()) {
       ctx.err << "evidence verify: " << k.status().message() << "\n";
       return kExitFailure;

@@ -7,8 +7,18 @@
 #include <vector>
 
 #include "cmd/lockstep/verbs.h"
+#include "common/flags.h"
+#include "common/status.h"
+#include "evidence/verify.h"
 
 namespace lockstep::cli {
+
+// Parses an `evidence` sub-command's arguments: nullopt to go on, else the exit
+// code (usage printed on an error or --help).
+std::optional<int> parseEvidenceFlags(const VerbContext& ctx, Flags& flags, const std::string& name,
+                                      const std::vector<std::string>& args);
+// The PEM public keys of a comma-separated list of files, each named by its path.
+StatusOr<std::vector<evidence::TrustedKey>> readTrustedKeys(const std::string& list);
 
 int runEvidenceList(const VerbContext& ctx, const std::vector<std::string>& args);
 int runEvidenceGet(const VerbContext& ctx, const std::vector<std::string>& args);

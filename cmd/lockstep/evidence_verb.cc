@@ -8,7 +8,6 @@
 #include <cstdlib>
 #include <ctime>
 #include <ostream>
-#include <sstream>
 
 #include "api/image_ref.h"
 #include "closure/closure.h"
@@ -40,23 +39,6 @@ std::string nowRfc3339() {
   return buf;
 }
 
-// Parses argv for a sub-command; nullopt to go on, else the exit code.
-std::optional<int> parseSub(const VerbContext& ctx, Flags& flags, const char* name,
-                            const std::vector<std::string>& args) {
-  std::vector<const char*> argv{name};
-  for (const auto& a : args) argv.push_back(a.c_str());
-  if (Status s = flags.parse(static_cast<int>(argv.size()), argv.data()); !s.isOk()) {
-    ctx.err << name << ": " << s.message() << "\n";
-    evidenceUsage(ctx.err, ctx.programName);
-    return kExitUsage;
-  }
-  if (flags.helpRequested()) {
-    evidenceUsage(ctx.out, ctx.programName);
-    return kExitOk;
-  }
-  return std::nullopt;
-}
-
 int runBom(const VerbContext& ctx, const std::vector<std::string>& args) {
   Flags flags(
       {
@@ -70,7 +52,7 @@ int runBom(const VerbContext& ctx, const std::vector<std::string>& args) {
           {"allow-unhashed", "false", "keep packages without digests", FlagType::kBool},
       },
       /*maxPositional=*/0);
-  if (auto rc = parseSub(ctx, flags, "evidence bom", args)) return *rc;
+  if (auto rc = parseEvidenceFlags(ctx, flags, "evidence bom", args)) return *rc;
   if (flags.get("lock").empty() || flags.get("package").empty()) {
     ctx.err << "evidence bom: --lock and --package are required\n";
     return kExitUsage;
@@ -139,7 +121,7 @@ constexpr size_t kMaxEvidenceBytes = size_t{16} << 20;
 int runSign(const VerbContext& ctx, const std::vector<std::string>& args) {
   Flags flags({{"key", "", "the signing key: an unencrypted P-256 private key, PEM"}},
               /*maxPositional=*/1);
-  if (auto rc = parseSub(ctx, flags, "evidence sign", args)) return *rc;
+  if (auto rc = parseEvidenceFlags(ctx, flags, "evidence sign", args)) return *rc;
   if (flags.get("key").empty() || flags.positional().empty()) {
     ctx.err << "evidence sign: --key and a STATEMENT file are required\n";
     return kExitUsage;
@@ -191,7 +173,7 @@ int runVerifyBundle(const VerbContext& ctx, const std::vector<std::string>& args
            {"any", "eval", "decision"}},
       },
       /*maxPositional=*/1);
-  if (auto rc = parseSub(ctx, flags, "evidence verify-bundle", args)) return *rc;
+  if (auto rc = parseEvidenceFlags(ctx, flags, "evidence verify-bundle", args)) return *rc;
   if (flags.get("key").empty() || flags.get("subject").empty() || flags.positional().empty()) {
     ctx.err << "evidence verify-bundle: --key, --subject and a BUNDLE file are required\n";
     return kExitUsage;
@@ -201,21 +183,10 @@ int runVerifyBundle(const VerbContext& ctx, const std::vector<std::string>& args
             << "\" is not sha256:<64 lowercase hex>\n";
     return kExitUsage;
   }
-  std::vector<evidence::TrustedKey> keys;
-  std::stringstream list(flags.get("key"));
-  for (std::string path; std::getline(list, path, ',');) {
-    if (path.empty()) continue;
-    auto pem = readFile(path, kMaxEvidenceBytes);
-    if (!pem.isOk()) {
-      ctx.err << "evidence verify-bundle: " << pem.status().message() << "\n";
-      return kExitFailure;
-    }
-    auto key = evidence::parseP256PublicKey(*pem, path);
-    if (!key.isOk()) {
-      ctx.err << "evidence verify-bundle: " << key.status().message() << "\n";
-      return kExitFailure;
-    }
-    keys.push_back({path, *key});
+  auto keys = readTrustedKeys(flags.get("key"));
+  if (!keys.isOk()) {
+    ctx.err << "evidence verify-bundle: " << keys.status().message() << "\n";
+    return kExitFailure;
   }
   evidence::Expectation want;
   want.subjectDigest = flags.get("subject");
@@ -231,7 +202,7 @@ int runVerifyBundle(const VerbContext& ctx, const std::vector<std::string>& args
     ctx.err << "evidence verify-bundle: " << text.status().message() << "\n";
     return kExitFailure;
   }
-  auto v = evidence::verifyBundle(*text, keys, want, file);
+  auto v = evidence::verifyBundle(*text, *keys, want, file);
   if (!v.isOk()) {
     ctx.err << "evidence verify-bundle: refused: " << v.status().message() << "\n";
     return kExitFailure;
