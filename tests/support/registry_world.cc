@@ -10,6 +10,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "operator/registry/connect.h"
 #include "tests/support/process.h"
 
 namespace lockstep::testing {
@@ -67,6 +68,12 @@ RegistryWorld::~RegistryWorld() {
   if (dir_.empty()) return;
   CommandResult r = runScript({"down", "--dir", dir_});
   if (r.exitCode != 0) std::cerr << "registry.sh down: " << r.out << r.err;
+}
+
+StatusOr<std::unique_ptr<registry::RegistryClient>> RegistryWorld::client() const {
+  registry::ConnectOptions options;
+  options.caPem = caPem();
+  return registry::connectRegistry(host_, registry::Credentials{username_, password_, ""}, options);
 }
 
 std::string RegistryWorld::caPem() const {

@@ -28,6 +28,9 @@ class RegistryWorld {
   Status stop();
   Status startAgain();
 
+  // A client with the registry's credentials, trusting its CA (https, TLS 1.2+).
+  StatusOr<std::unique_ptr<registry::RegistryClient>> client() const;
+
   const std::string& host() const { return host_; }  // 127.0.0.1:PORT
   const std::string& caFile() const { return caFile_; }
   std::string caPem() const;

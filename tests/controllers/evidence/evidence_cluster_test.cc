@@ -145,11 +145,7 @@ class EvidenceClusterTest : public ::testing::Test {
 
   void SetUp() override {
     ASSERT_EQ(w_.setUp({.nsPrefix = "evidence", .monitor = true}), "");
-    registry::ConnectOptions co;
-    co.caPem = registry_->caPem();
-    auto c = registry::connectRegistry(
-        registry_->host(), registry::Credentials{registry_->username(), registry_->password(), ""},
-        co);
+    auto c = registry_->client();
     ASSERT_TRUE(c.isOk()) << c.status().toString();
     client_ = std::move(*c);
   }
@@ -190,11 +186,7 @@ class EvidenceClusterTest : public ::testing::Test {
     return {"--authfile=" + dir_ + "/auth.json", "--cert-dir=" + dir_ + "/certs"};
   }
   std::unique_ptr<registry::RegistryClient> referrersClient() {
-    registry::ConnectOptions co;
-    co.caPem = referrers_->caPem();
-    auto c = registry::connectRegistry(
-        referrers_->host(),
-        registry::Credentials{referrers_->username(), referrers_->password(), ""}, co);
+    auto c = referrers_->client();
     EXPECT_TRUE(c.isOk()) << c.status().toString();
     return c.isOk() ? std::move(*c) : nullptr;
   }

@@ -46,11 +46,7 @@ class StageTagsClusterTest : public ::testing::Test {
   void SetUp() override {
     ASSERT_EQ(w_.setUp({.nsPrefix = "tags", .prometheus = true, .monitor = true}), "");
     ns_ = w_.ns();
-    registry::ConnectOptions co;
-    co.caPem = registry_->caPem();
-    auto c = registry::connectRegistry(
-        registry_->host(), registry::Credentials{registry_->username(), registry_->password(), ""},
-        co);
+    auto c = registry_->client();
     ASSERT_TRUE(c.isOk()) << c.status().toString();
     client_ = std::move(*c);
     auto secret = kubectl({"create", "secret", "docker-registry", "pull", "-n", ns_,
