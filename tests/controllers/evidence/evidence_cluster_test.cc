@@ -21,7 +21,6 @@
 #include <nlohmann/json.hpp>
 
 #include "common/base64.h"
-#include "operator/registry/connect.h"
 #include "tests/support/release_world.h"
 
 namespace lockstep::testing {

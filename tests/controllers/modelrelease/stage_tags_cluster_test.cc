@@ -11,7 +11,6 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
-#include "operator/registry/connect.h"
 #include "tests/support/release_world.h"
 
 namespace lockstep::testing {
