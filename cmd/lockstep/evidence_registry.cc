@@ -51,8 +51,24 @@ struct Session {
   std::vector<Referrer> referrers;
 };
 
+// The Sigstore bundle a referrer manifest holds: its one layer, verified by digest.
+StatusOr<std::string> readBundle(registry::RegistryClient& client, const std::string& repository,
+                                 const std::string& manifestDigest) {
+  auto m = client.getManifest(repository, manifestDigest);
+  if (!m.isOk()) return m.status();
+  json manifest = json::parse(m->bytes, nullptr, false);
+  const json layers = manifest.is_object() ? manifest.value("layers", json::array()) : json();
+  if (!layers.is_array() || layers.size() != 1 || !layers[0].is_object() ||
+      !layers[0].value("digest", json()).is_string() ||
+      layers[0].value("mediaType", "").rfind("application/vnd.dev.sigstore.bundle", 0) != 0) {
+    return invalidArgument("manifest " + manifestDigest +
+                           " does not have exactly one layer holding a Sigstore bundle");
+  }
+  return client.getBlob(repository, layers[0]["digest"].get<std::string>(), kMaxBundleBytes);
+}
+
 // Opens the registry and reads every bundle referrer of the package.
-StatusOr<Session> open(const std::string& name, const Flags& flags, bool fetchBundles) {
+StatusOr<Session> open(const Flags& flags) {
   if (flags.positional().size() != 1)
     return invalidArgument("give one PACKAGE (REGISTRY/REPOSITORY@sha256:…)");
   Session s;
@@ -73,32 +89,14 @@ StatusOr<Session> open(const std::string& name, const Flags& flags, bool fetchBu
       continue;
     Referrer r;
     r.descriptor = std::move(d);
-    if (fetchBundles) {
-      auto m = s.client->getManifest(ref->repository, r.descriptor.digest);
-      if (!m.isOk()) {
-        r.error = m.status().message();
-      } else {
-        json manifest = json::parse(m->bytes, nullptr, false);
-        const json layers = manifest.is_object() ? manifest.value("layers", json::array()) : json();
-        if (!layers.is_array() || layers.size() != 1 || !layers[0].is_object() ||
-            !layers[0].value("digest", json()).is_string() ||
-            layers[0].value("mediaType", "").rfind("application/vnd.dev.sigstore.bundle", 0) != 0) {
-          r.error = "manifest " + r.descriptor.digest +
-                    " does not have exactly one layer holding a Sigstore bundle";
-        } else {
-          auto blob = s.client->getBlob(ref->repository, layers[0]["digest"].get<std::string>(),
-                                        kMaxBundleBytes);
-          if (blob.isOk()) {
-            r.bundle = std::move(*blob);
-          } else {
-            r.error = blob.status().message();
-          }
-        }
-      }
+    auto bundle = readBundle(*s.client, ref->repository, r.descriptor.digest);
+    if (bundle.isOk()) {
+      r.bundle = std::move(*bundle);
+    } else {
+      r.error = bundle.status().message();
     }
     s.referrers.push_back(std::move(r));
   }
-  (void)name;
   return s;
 }
 
@@ -221,7 +219,7 @@ int runEvidenceList(const VerbContext& ctx, const std::vector<std::string>& args
       accessFlags({{"output", "table", "table or json", FlagType::kChoice, {"table", "json"}}}),
       /*maxPositional=*/1);
   if (auto rc = parseEvidenceFlags(ctx, flags, "evidence list", args)) return *rc;
-  auto s = open("evidence list", flags, /*fetchBundles=*/true);
+  auto s = open(flags);
   if (!s.isOk()) {
     ctx.err << "evidence list: " << s.status().message() << "\n";
     return kExitFailure;
@@ -275,7 +273,7 @@ int runEvidenceGet(const VerbContext& ctx, const std::vector<std::string>& args)
     ctx.err << "evidence get: give --statement NAME or --referrer DIGEST\n";
     return kExitUsage;
   }
-  auto s = open("evidence get", flags, /*fetchBundles=*/true);
+  auto s = open(flags);
   if (!s.isOk()) {
     ctx.err << "evidence get: " << s.status().message() << "\n";
     return kExitFailure;
@@ -351,7 +349,7 @@ int runEvidenceVerify(const VerbContext& ctx, const std::vector<std::string>& ar
     }
     keys = std::move(*k);
   }
-  auto s = open("evidence verify", flags, /*fetchBundles=*/true);
+  auto s = open(flags);
   if (!s.isOk()) {
     ctx.err << "evidence verify: " << s.status().message() << "\n";
     return kExitFailure;
