@@ -2,6 +2,7 @@
 
 #include "evidence/bundle.h"
 #include "evidence/dsse.h"
+#include "evidence/fleet_statement.h"
 #include "evidence/statement.h"
 
 namespace lockstep::evidence {
@@ -123,6 +124,11 @@ StatusOr<VerifiedStatement> verifyBundle(std::string_view bundleText,
     // A prod record passes when the release was promoted (served as prod).
     v.stage = "prod";
     v.passed = stringAt(predicate, "outcome") == "Promoted";
+  } else if (v.predicateType == kWavePermitPredicate || v.predicateType == kFleetAbortPredicate) {
+    // A hub's permit or abort is a record, trusted for the fleet stage: its
+    // signature is what counts (docs/fleet.md "Fleet statements").
+    v.stage = kFleetStage;
+    v.passed = true;
   } else if (v.predicateType == kVerificationSummaryPredicate) {
     v.stageSpecDigest = sha256Of(predicate.value("policy", nlohmann::json::object()));
     v.passed = stringAt(predicate, "verificationResult") == "PASSED";

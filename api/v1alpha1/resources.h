@@ -19,6 +19,8 @@ inline const kube::Resource kRuntimeAdmissions{kGroup, kVersion, "runtimeadmissi
                                                "RuntimeAdmission", true};
 // The owner of a model's prod and its record (api/v1alpha1/model.h).
 inline const kube::Resource kModels{kGroup, kVersion, "models", "Model", true};
+// On the hub: one package promoted to a fleet in waves (api/v1alpha1/model_rollout.h).
+inline const kube::Resource kModelRollouts{kGroup, kVersion, "modelrollouts", "ModelRollout", true};
 // Cluster-scoped: written by the platform (api/v1alpha1/analysis_provider.h).
 inline const kube::Resource kAnalysisProviders{kGroup, kVersion, "analysisproviders",
                                                "AnalysisProvider", false};
