@@ -20,8 +20,8 @@ StatusOr<Json> subjectOf(const api::ImageRef& package) {
   if (!api::isSha256Digest(package.digest))
     return invalidArgument("subject: package " + package.repository() +
                            " is not pinned by digest (@sha256:…)");
-  return Json::array(
-      {Json{{"name", package.repository()}, {"digest", Json{{"sha256", package.digest.substr(7)}}}}});
+  return Json::array({Json{{"name", package.repository()},
+                           {"digest", Json{{"sha256", package.digest.substr(7)}}}}});
 }
 
 Json statement(Json subject, const char* predicateType, Json predicate) {
@@ -186,9 +186,12 @@ StatusOr<nlohmann::ordered_json> fleetAbortStatement(const FleetAbort& abort) {
                             {"at", statementTime(f.at)},
                             {"reason", f.reason}});
   }
-  Json predicate{{"rollout", abort.rollout},          {"rolloutUid", abort.rolloutUid},
-                 {"wave", abort.wave},                {"failures", failures},
-                 {"maxFailures", abort.maxFailures},  {"issuedAt", statementTime(abort.issuedAt)},
+  Json predicate{{"rollout", abort.rollout},
+                 {"rolloutUid", abort.rolloutUid},
+                 {"wave", abort.wave},
+                 {"failures", failures},
+                 {"maxFailures", abort.maxFailures},
+                 {"issuedAt", statementTime(abort.issuedAt)},
                  {"model", abort.model}};
   return statement(*subject, kFleetAbortPredicate, predicate);
 }
@@ -266,9 +269,8 @@ StatusOr<FleetAbort> parseFleetAbort(const json& statement) {
     auto at = timeAt(f, "at", field + ".at");
     if (!at.isOk()) return at.status();
     failure.at = *at;
-    failure.reason = f.contains("reason") && f.at("reason").is_string()
-                         ? f.at("reason").get<std::string>()
-                         : "";
+    failure.reason =
+        f.contains("reason") && f.at("reason").is_string() ? f.at("reason").get<std::string>() : "";
     out.failures.push_back(std::move(failure));
   }
   auto max = count(p, "maxFailures");

@@ -35,11 +35,11 @@ inline constexpr char kFleetStage[] = "fleet";
 inline constexpr char kOpenPermitWave[] = "*";
 
 struct WavePermit {
-  api::ImageRef package;   // the subject; pinned by digest
-  std::string rollout;     // "namespace/name" of the ModelRollout on the hub
-  std::string rolloutUid;  // its uid
-  std::string wave;        // the wave's name; kOpenPermitWave for the open permit
-  int64_t waveIndex = 0;   // 0-based; the number of waves for the open permit
+  api::ImageRef package;              // the subject; pinned by digest
+  std::string rollout;                // "namespace/name" of the ModelRollout on the hub
+  std::string rolloutUid;             // its uid
+  std::string wave;                   // the wave's name; kOpenPermitWave for the open permit
+  int64_t waveIndex = 0;              // 0-based; the number of waves for the open permit
   std::vector<std::string> clusters;  // empty when allClusters
   bool allClusters = false;           // the open permit
   int64_t issuedAt = 0;               // seconds since the epoch
@@ -95,9 +95,9 @@ struct ProdRecord {
   std::string outcome;  // kOutcomePromoted | kOutcomeRolledBack
   int64_t since = 0;    // the cluster's time: served from (Promoted) / until (RolledBack)
   std::string releaseUid;
-  std::string closureHash;   // the runtime it served on …
-  std::string runtimeImage;  // … REPOSITORY@sha256:…
-  std::string reason;        // RolledBack: why
+  std::string closureHash;    // the runtime it served on …
+  std::string runtimeImage;   // … REPOSITORY@sha256:…
+  std::string reason;         // RolledBack: why
   nlohmann::json failedStep;  // RolledBack: {step, analysis}; null otherwise
 };
 

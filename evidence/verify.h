@@ -53,7 +53,7 @@ enum class Refusal {
 struct VerifiedStatement {
   std::string keyName;  // the trusted key that verified it
   std::string predicateType;
-  std::string stage;            // predicate.lockstep.stage; "bom", "prod", "fleet" for those records
+  std::string stage;            // predicate.lockstep.stage; "bom", "prod", "fleet": records
   std::string stageSpecDigest;  // "sha256:…": the configuration / policy digest
   bool passed = false;
   std::string payload;       // the verified bytes

@@ -20,7 +20,9 @@ std::string indexed(const std::string& field, size_t i) {
 }
 
 // A value as an error message quotes it: strings in quotes, anything else as JSON.
-std::string shown(const json& v) { return v.is_string() ? "\"" + v.get<std::string>() + "\"" : v.dump(); }
+std::string shown(const json& v) {
+  return v.is_string() ? "\"" + v.get<std::string>() + "\"" : v.dump();
+}
 
 StatusOr<std::string> requiredString(const json& parent, const std::string& key,
                                      const std::string& field) {
@@ -65,7 +67,8 @@ StatusOr<ClusterSelector> decodeSelector(const json& s, const std::string& field
     r.op = *op;
     const bool withValues = r.op == "In" || r.op == "NotIn";
     if (!withValues && r.op != "Exists" && r.op != "DoesNotExist")
-      return bad(f + ".operator", shown(e.at("operator")) + " is not In, NotIn, Exists or DoesNotExist");
+      return bad(f + ".operator",
+                 shown(e.at("operator")) + " is not In, NotIn, Exists or DoesNotExist");
     if (const json* values = decode::member(e, "values"); values != nullptr) {
       if (!values->is_array()) return bad(f + ".values", "must be a list of strings");
       for (size_t j = 0; j < values->size(); ++j) {
@@ -91,8 +94,9 @@ StatusOr<IntOrPercent> intOrPercent(const json& v, const std::string& field, int
     std::string text = v.get<std::string>();
     out.percent = !text.empty() && text.back() == '%';
     if (out.percent) text.pop_back();
-    const bool digits = !text.empty() && text.size() <= 9 &&
-                        std::all_of(text.begin(), text.end(), [](char c) { return c >= '0' && c <= '9'; });
+    const bool digits =
+        !text.empty() && text.size() <= 9 &&
+        std::all_of(text.begin(), text.end(), [](char c) { return c >= '0' && c <= '9'; });
     if (!digits) return bad(field, shown(v) + " is not an integer or a percentage (\"20%\")");
     out.value = std::stoll(text);
   } else {
@@ -100,8 +104,8 @@ StatusOr<IntOrPercent> intOrPercent(const json& v, const std::string& field, int
   }
   if (out.percent && out.value > 100) return bad(field, shown(v) + " is more than 100%");
   if (out.value < minCount)
-    return bad(field, shown(v) + " is less than " + std::to_string(minCount) +
-                          (out.percent ? "%" : ""));
+    return bad(field,
+               shown(v) + " is less than " + std::to_string(minCount) + (out.percent ? "%" : ""));
   return out;
 }
 
@@ -204,7 +208,8 @@ Status decodeInventory(const json& spec, ModelRolloutSpec* out) {
     auto name = requiredString(e, "name", field + ".name");
     if (!name.isOk()) return name.status();
     c.name = *name;
-    if (!names.insert(c.name).second) return bad(field + ".name", "\"" + c.name + "\" is listed twice");
+    if (!names.insert(c.name).second)
+      return bad(field + ".name", "\"" + c.name + "\" is listed twice");
     if (const json* labels = decode::member(e, "labels"); labels != nullptr) {
       auto m = stringMap(*labels, field + ".labels");
       if (!m.isOk()) return m.status();
@@ -273,8 +278,9 @@ std::vector<ResolvedWave> resolveWaves(const ModelRolloutSpec& spec,
   std::vector<const InventoryCluster*> byName;
   byName.reserve(inventory.size());
   for (const InventoryCluster& c : inventory) byName.push_back(&c);
-  std::stable_sort(byName.begin(), byName.end(),
-                   [](const InventoryCluster* a, const InventoryCluster* b) { return a->name < b->name; });
+  std::stable_sort(
+      byName.begin(), byName.end(),
+      [](const InventoryCluster* a, const InventoryCluster* b) { return a->name < b->name; });
   std::set<std::string> claimed;
   std::vector<ResolvedWave> out;
   for (const RolloutWave& w : spec.waves) {

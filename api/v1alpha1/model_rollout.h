@@ -71,9 +71,9 @@ struct IntOrPercent {
 
 // OCM's RolloutStrategy fields (docs/fleet.md "Waves and strategy").
 struct RolloutStrategy {
-  std::optional<IntOrPercent> maxConcurrency;  // unset: the whole wave at once
-  IntOrPercent maxFailures;                    // default 0: the first failure aborts
-  int64_t minSuccessTimeSeconds = 0;           // the soak after a cluster's Promoted record
+  std::optional<IntOrPercent> maxConcurrency;      // unset: the whole wave at once
+  IntOrPercent maxFailures;                        // default 0: the first failure aborts
+  int64_t minSuccessTimeSeconds = 0;               // the soak after a cluster's Promoted record
   std::optional<int64_t> progressDeadlineSeconds;  // unset (or "None"): wait forever
 };
 

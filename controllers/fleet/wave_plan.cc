@@ -21,15 +21,15 @@ std::string duration(int64_t secs) {
 // What the registry says of one cluster.
 struct ClusterView {
   std::string name;
-  int wave = -1;                          // index in the waves; -1: in none
-  std::optional<int64_t> permittedAt;     // earliest permit naming it
-  bool openPermit = false;                // an allClusters permit covers it
+  int wave = -1;                           // index in the waves; -1: in none
+  std::optional<int64_t> permittedAt;      // earliest permit naming it
+  bool openPermit = false;                 // an allClusters permit covers it
   std::vector<const ProdRecord*> records;  // by since; a RolledBack after a Promoted on ties
   std::string state = kClusterPending;
-  std::optional<int64_t> since;      // Promoted: serving since; RolledBack: its record's
-  std::optional<int64_t> failedAt;   // RolledBack or TimedOut
-  std::optional<int64_t> soakEnd;    // Promoted: since + minSuccessTime
-  std::optional<int64_t> deadline;   // permittedAt + progressDeadline
+  std::optional<int64_t> since;     // Promoted: serving since; RolledBack: its record's
+  std::optional<int64_t> failedAt;  // RolledBack or TimedOut
+  std::optional<int64_t> soakEnd;   // Promoted: since + minSuccessTime
+  std::optional<int64_t> deadline;  // permittedAt + progressDeadline
   std::string reason;
 
   bool failed() const { return state == kClusterRolledBack || state == kClusterTimedOut; }
@@ -65,7 +65,8 @@ void classify(ClusterView* c, const v1::RolloutStrategy& strategy, int64_t now) 
       c->state = kClusterTimedOut;
       c->failedAt = c->deadline;
       c->reason = "its first prod record (" + first->outcome + " at " +
-                  evidence::statementTime(first->since) + ") is dated after its progress deadline " +
+                  evidence::statementTime(first->since) +
+                  ") is dated after its progress deadline " +
                   evidence::statementTime(*c->deadline) + ": the failure stands";
       return;
     }
@@ -99,7 +100,7 @@ json clusterStatus(const ClusterView& c, const std::vector<v1::ResolvedWave>& wa
   if (c.permittedAt) j["permittedAt"] = evidence::statementTime(*c.permittedAt);
   if (c.since) j["since"] = evidence::statementTime(*c.since);
   std::string reason = c.reason;
-  if (c.state == kClusterPromoted && c.soakEnd)
+  if (c.state == kClusterPromoted && c.soakEnd && c.wave >= 0)
     reason = "soaking until " + evidence::statementTime(*c.soakEnd);
   if (c.wave < 0)
     reason = "in no wave of this rollout: listed, not counted" +
@@ -264,14 +265,16 @@ WavePlan planWaves(const WavePlanInput& in) {
   };
   json waves = json::array();
   for (size_t w = 0; w < waveCount; ++w) {
-    json entry{{"name", in.waves[w].name}, {"phase", wavePhase(w)}};
+    const std::string phase = wavePhase(w);
+    json entry{{"name", in.waves[w].name}, {"phase", phase}};
     int64_t waveFailures = 0;
     for (const ClusterView* c : members[w]) waveFailures += c->failed() ? 1 : 0;
     if (members[w].empty()) {
-      entry["message"] = "no cluster matched: done at once";
+      entry["message"] = phase == kWavePending ? "no cluster matched: done at once when reached"
+                                               : "no cluster matched: done at once";
     } else if (waveFailures > 0) {
-      entry["message"] = std::to_string(waveFailures) + " of " +
-                         std::to_string(members[w].size()) + " clusters failed";
+      entry["message"] = std::to_string(waveFailures) + " of " + std::to_string(members[w].size()) +
+                         " clusters failed";
     }
     waves.push_back(std::move(entry));
   }
@@ -296,8 +299,8 @@ WavePlan planWaves(const WavePlanInput& in) {
     } else {
       message += "soaking until " + evidence::statementTime(*soakEnd);
     }
-    message += "; failures " + std::to_string(failures) + " of at most " +
-               std::to_string(maxFailures);
+    message +=
+        "; failures " + std::to_string(failures) + " of at most " + std::to_string(maxFailures);
     plan.phase = pending + inFlight > 0 ? kRolloutProgressing : kRolloutSoaking;
   } else {
     plan.phase = aborted ? kRolloutAborted : kRolloutSucceeded;
@@ -320,17 +323,16 @@ WavePlan planWaves(const WavePlanInput& in) {
   }
 
   json clusters = json::array();
-  for (const std::string& name : waveOrder) clusters.push_back(clusterStatus(views[name], in.waves));
+  for (const std::string& name : waveOrder)
+    clusters.push_back(clusterStatus(views[name], in.waves));
   for (const auto& [name, c] : views)
     if (c.wave < 0) clusters.push_back(clusterStatus(c, in.waves));
 
-  plan.status = json{{"phase", plan.phase},
-                     {"currentWave", current < waveCount ? in.waves[current].name : ""},
-                     {"waves", waves},
-                     {"clusters", clusters},
-                     {"failures", failures},
-                     {"maxFailures", maxFailures},
-                     {"message", message}};
+  plan.status = json{
+      {"phase", plan.phase},  {"currentWave", current < waveCount ? in.waves[current].name : ""},
+      {"waves", waves},       {"clusters", clusters},
+      {"failures", failures}, {"maxFailures", maxFailures},
+      {"message", message}};
   return plan;
 }
 

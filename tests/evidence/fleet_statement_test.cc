@@ -120,7 +120,8 @@ TEST(WavePermit, ParserNamesTheField) {
   EXPECT_EQ(errorOf(s), "predicate.clusters[1]: must be a non-empty string");
   s = good;
   s["predicate"].erase("clusters");
-  EXPECT_EQ(errorOf(s), "predicate.clusters: must name at least one cluster (or allClusters: true)");
+  EXPECT_EQ(errorOf(s),
+            "predicate.clusters: must name at least one cluster (or allClusters: true)");
   s = good;
   s["predicate"]["issuedAt"] = "yesterday";
   EXPECT_EQ(errorOf(s), "predicate.issuedAt: \"yesterday\" is not an RFC 3339 time");
@@ -229,7 +230,8 @@ TEST(ProdRecord, ErrorsNameTheField) {
   EXPECT_EQ(parseProdRecord(s).status().message(), "predicate.cluster: is required");
   s = verified(prodRecordStatement(record("Promoted")));
   s["predicate"]["release"] = "llama-v7";
-  EXPECT_EQ(parseProdRecord(s).status().message(), "predicate.release: must be an object {name, uid}");
+  EXPECT_EQ(parseProdRecord(s).status().message(),
+            "predicate.release: must be an object {name, uid}");
   EXPECT_EQ(parseProdRecord(verified(wavePermitStatement(permit()))).status().message(),
             std::string("predicateType: \"") + kWavePermitPredicate + "\" is not " +
                 kProdRecordPredicate);

@@ -14,7 +14,8 @@ const std::string kPackage = "registry.example/models/llama@" + kDigest;
 
 json spec() {
   return json::parse(R"({
-    "package": ")" + kPackage + R"(",
+    "package": ")" + kPackage +
+                     R"(",
     "model": "llama",
     "waves": [
       {"name": "first", "clusters": ["b"]},
@@ -130,7 +131,8 @@ TEST(ModelRollout, ErrorsNameTheField) {
   EXPECT_EQ(errorOf(s), "spec.model: must be a non-empty string");
   s = spec();
   s["waves"] = json::array();
-  EXPECT_EQ(errorOf(s), "spec.waves: must list at least one wave {name, clusters, clusterSelector}");
+  EXPECT_EQ(errorOf(s),
+            "spec.waves: must list at least one wave {name, clusters, clusterSelector}");
   s = spec();
   s["waves"][1]["name"] = "first";
   EXPECT_EQ(errorOf(s), "spec.waves[1].name: \"first\" is already the name of spec.waves[0]");
@@ -195,7 +197,8 @@ TEST(ModelRollout, ResolvesWavesInOrderWithoutRepeatingAClaimedCluster) {
 
 TEST(ModelRollout, ANamedClusterNeedNotBeInTheInventoryAndASelectorMayMatchNothing) {
   json s = spec();
-  s["waves"].push_back({{"name", "gpu"}, {"clusterSelector", {{"matchLabels", {{"gpu", "b200"}}}}}});
+  s["waves"].push_back(
+      {{"name", "gpu"}, {"clusterSelector", {{"matchLabels", {{"gpu", "b200"}}}}}});
   auto r = decodeModelRolloutSpec(s);
   ASSERT_TRUE(r.isOk()) << r.status().toString();
   auto waves = resolveWaves(*r, {});

@@ -113,7 +113,9 @@ json clusterOf(const WavePlan& p, const std::string& name) {
 std::string stateOf(const WavePlan& p, const std::string& name) {
   return clusterOf(p, name).value("state", "");
 }
-std::string wavePhase(const WavePlan& p, size_t i) { return p.status.at("waves").at(i).at("phase"); }
+std::string wavePhase(const WavePlan& p, size_t i) {
+  return p.status.at("waves").at(i).at("phase");
+}
 std::vector<std::string> permitted(const WavePlan& p) {
   return p.permits.empty() ? std::vector<std::string>{} : p.permits.at(0).clusters;
 }
@@ -405,6 +407,16 @@ TEST(WavePlan, AnEmptyWaveIsDoneAtOnce) {
   EXPECT_EQ(p.permits.at(0).waveIndex, 1);
   EXPECT_EQ(wavePhase(p, 0), kWaveSucceeded);
   EXPECT_EQ(p.status.at("waves").at(0).at("message"), "no cluster matched: done at once");
+  // After the current wave it waits its turn, and is then done at once too.
+  Fleet g({{"first", {"a"}}, {"gpu", {}}, {"rest", {"b"}}}, json::object());
+  p = g.step();
+  EXPECT_EQ(wavePhase(p, 1), kWavePending);
+  EXPECT_EQ(p.status.at("waves").at(1).at("message"),
+            "no cluster matched: done at once when reached");
+  p = g.promoted("a", 10).at(20).plan();
+  EXPECT_EQ(permitted(p), Names{"b"});
+  EXPECT_EQ(p.permits.at(0).waveIndex, 2);
+  EXPECT_EQ(wavePhase(p, 1), kWaveSucceeded);
 }
 
 TEST(WavePlan, ClustersInNoWaveAreListedAndDecideNothing) {
@@ -476,7 +488,6 @@ TEST(WavePlan, TheSameInputGivesTheSamePlan) {
   std::reverse(f.input().records.begin(), f.input().records.end());
   EXPECT_EQ(f.plan().status.dump(), one.status.dump());
 }
-
 
 // Simulated rollouts. Each seed draws waves (empty ones too), a strategy and
 // how each cluster answers its permit: it promotes, rolls back, or stays
@@ -596,7 +607,8 @@ void checkInvariants(const WavePlanInput& in, const WavePlan& p, const std::stri
   const int64_t maxFailures = v1::maxFailuresFor(strategy, o.total());
   int64_t maxCap = 1;
   for (const auto& w : in.waves)
-    maxCap = std::max(maxCap, v1::maxConcurrencyFor(strategy, static_cast<int64_t>(w.clusters.size())));
+    maxCap =
+        std::max(maxCap, v1::maxConcurrencyFor(strategy, static_cast<int64_t>(w.clusters.size())));
 
   // 5. At most one permit, never both a permit and an abort; an abort only once.
   ASSERT_LE(p.permits.size(), 1U);
@@ -715,9 +727,9 @@ void simulate(uint64_t seed, bool failAfterPromotion, SimStats* stats) {
     const WavePlan again = fleet.plan();
     ASSERT_EQ(p.status.dump(), again.status.dump()) << where;
     ASSERT_EQ(p.permits, again.permits) << where;
-    checkInvariants(in, p, phase, failAfterPromotion,
-                    where + " pass " + std::to_string(pass) + " at +" +
-                        std::to_string(in.nowUnix - kT0));
+    checkInvariants(
+        in, p, phase, failAfterPromotion,
+        where + " pass " + std::to_string(pass) + " at +" + std::to_string(in.nowUnix - kT0));
     if (testing::Test::HasFatalFailure()) return;
     for (const json& c : p.status.at("clusters"))
       sawTimeout = sawTimeout || c.at("state") == kClusterTimedOut;
@@ -742,7 +754,8 @@ void simulate(uint64_t seed, bool failAfterPromotion, SimStats* stats) {
     in.nowUnix = *next;
   }
   // Nothing left to happen: the rollout has ended one way or the other.
-  ASSERT_TRUE(phase == kRolloutSucceeded || phase == kRolloutAborted) << where << " ended " << phase;
+  ASSERT_TRUE(phase == kRolloutSucceeded || phase == kRolloutAborted)
+      << where << " ended " << phase;
   if (phase == kRolloutSucceeded) {
     ++stats->succeeded;
     const WavePlan last = fleet.plan();
@@ -765,10 +778,11 @@ TEST(WavePlanSimulation, InvariantsHoldOnEveryPass) {
   EXPECT_GT(stats.toleratedFailures, 5);
   EXPECT_GT(stats.timedOut, 10);
   EXPECT_GT(stats.batches, 600);
-  std::printf("%d runs, %d passes, %d succeeded (%d with failures within maxFailures), %d aborted, "
-              "%d with a timeout, %d batches\n",
-              stats.runs, stats.passes, stats.succeeded, stats.toleratedFailures, stats.aborted,
-              stats.timedOut, stats.batches);
+  std::printf(
+      "%d runs, %d passes, %d succeeded (%d with failures within maxFailures), %d aborted, "
+      "%d with a timeout, %d batches\n",
+      stats.runs, stats.passes, stats.succeeded, stats.toleratedFailures, stats.aborted,
+      stats.timedOut, stats.batches);
 }
 
 TEST(WavePlanSimulation, InvariantsHoldWhenClustersRollBackAfterPromoting) {
