@@ -304,9 +304,12 @@ WavePlan planWaves(const WavePlanInput& in) {
     plan.phase = pending + inFlight > 0 ? kRolloutProgressing : kRolloutSoaking;
   } else {
     plan.phase = aborted ? kRolloutAborted : kRolloutSucceeded;
-    if (succeeded && failures > 0)
+    if (succeeded && failures > 0 && failures <= maxFailures)
       message += " (" + std::to_string(failures) + " failed, within maxFailures " +
                  std::to_string(maxFailures) + ")";
+    if (succeeded && failures > maxFailures)
+      message += " (" + std::to_string(failures) + " failed, past maxFailures " +
+                 std::to_string(maxFailures) + " after the open permit: listed, deciding nothing)";
   }
 
   // The next change by time alone: a soak's end, a progress deadline.

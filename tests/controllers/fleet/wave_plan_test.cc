@@ -388,6 +388,9 @@ TEST(WavePlan, AfterTheOpenPermitFailuresDecideNothing) {
   EXPECT_EQ(p.phase, kRolloutSucceeded);
   EXPECT_FALSE(p.abort);
   EXPECT_EQ(stateOf(p, "a"), kClusterRolledBack) << "still shown";
+  EXPECT_EQ(p.status.at("message"),
+            "every wave is done: the open permit lets every cluster promote it (1 failed, past "
+            "maxFailures 0 after the open permit: listed, deciding nothing)");
 }
 
 TEST(WavePlan, AnAbortInTheRegistryHoldsEverything) {
