@@ -19,6 +19,51 @@ std::string EvidenceCheckRequest::key() const {
   return evidence::sha256Digest(j.dump());
 }
 
+json evidenceAnswerJson(const std::string& stage, const EvidenceCheckObserved& answer) {
+  json out = answer.result.toJson();
+  out["stage"] = stage;
+  out["key"] = answer.key;
+  out["checkedAt"] = answer.checkedAt;
+  out["retryAfterSeconds"] = answer.retryAfterSeconds;
+  return out;
+}
+
+std::optional<EvidenceCheckObserved> evidenceAnswerOf(const json& status,
+                                                      const std::string& stage) {
+  if (!status.is_object() || !status.contains("evidenceChecks") ||
+      !status["evidenceChecks"].is_array())
+    return std::nullopt;
+  for (const json& e : status["evidenceChecks"]) {
+    if (!e.is_object() || e.value("stage", "") != stage) continue;
+    if (!e.contains("key") || !e["key"].is_string() || !e.contains("passed") ||
+        !e["passed"].is_boolean())
+      return std::nullopt;
+    EvidenceCheckObserved a;
+    a.key = e["key"].get<std::string>();
+    a.result.passed = e["passed"].get<bool>();
+    a.result.reason = e.value("reason", "");
+    a.result.message = e.value("message", "");
+    a.checkedAt = e.value("checkedAt", "");
+    a.retryAfterSeconds = e.value("retryAfterSeconds", int64_t{30});
+    if (e.contains("statements") && e["statements"].is_array()) {
+      for (const json& f : e["statements"]) {
+        if (!f.is_object()) continue;
+        a.result.statements.push_back({f.value("stage", ""), f.value("predicateType", ""),
+                                       f.value("payloadDigest", ""), f.value("referrer", ""),
+                                       f.value("signedBy", ""), f.value("specDigest", "")});
+      }
+    }
+    return a;
+  }
+  return std::nullopt;
+}
+
+json evidenceRequestJson(const EvidenceCheckRequest& request, const std::string& runtimeImage) {
+  return {{"key", request.key()},
+          {"closureHash", request.requirement.closureHash},
+          {"image", runtimeImage}};
+}
+
 StatusOr<EvidenceCheckRequest> evidenceCheckRequest(const api::v1alpha1::ModelRelease& release,
                                                     const api::v1alpha1::Stage& stage,
                                                     const std::string& closureHash,

@@ -37,7 +37,10 @@ bool planEvidenceStage(const ReleaseObserved& o, const v1::ModelRelease& r, cons
   }
   sum.reconciling = true;
   const std::string key = request->key();
-  if (!o.evidence || o.evidence->key != key) {
+  st["evidenceRequest"] = evidenceRequestJson(*request, runtimeImage);
+  const std::optional<EvidenceCheckObserved> answer =
+      o.evidence ? o.evidence : evidenceAnswerOf(status, s.name);
+  if (!answer || answer->key != key) {
     plan.evidenceCheck = *request;
     st["message"] = "reading the evidence of stage" +
                     std::string(s.evidence->stages.size() == 1 ? " " : "s ") +
@@ -46,7 +49,7 @@ bool planEvidenceStage(const ReleaseObserved& o, const v1::ModelRelease& r, cons
     sum.readyMessage = name + ": " + st["message"].get<std::string>();
     return false;
   }
-  const evidence::StageEvidenceResult& result = o.evidence->result;
+  const evidence::StageEvidenceResult& result = answer->result;
   if (!result.passed) {
     plan.evidenceCheck = *request;
     const std::string before = st.value("message", "");
@@ -54,7 +57,7 @@ bool planEvidenceStage(const ReleaseObserved& o, const v1::ModelRelease& r, cons
     st["reason"] = result.reason;
     sum.readyReason = result.reason;
     sum.readyMessage = name + " holds: " + result.message;
-    plan.requeueAfterSeconds = o.evidence->retryAfterSeconds;
+    plan.requeueAfterSeconds = answer->retryAfterSeconds;
     if (before != result.message)
       plan.events.push_back({"Warning", result.reason, sum.readyMessage});
     return false;

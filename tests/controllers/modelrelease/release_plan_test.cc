@@ -1422,6 +1422,25 @@ TEST(ReleasePlanEvidence, VerifiedEvidencePassesTheStageAndTheCanaryStarts) {
   EXPECT_EQ(stage(later, "verified")["phase"], "Succeeded");
 }
 
+TEST(ReleasePlanEvidence, TheEvidenceControllersAnswerIsReadFromTheStatus) {
+  const json r = ReleaseBuilder().evidence("verified", {"eval"}).serving("prod").build();
+  auto first = planRelease(observed(r));
+  // The request is recorded for the evidence controller.
+  EXPECT_EQ(stage(first, "verified")["evidenceRequest"]["key"], first.evidenceCheck->key());
+  EXPECT_EQ(stage(first, "verified")["evidenceRequest"]["image"], kImage);
+  json answered = applied(r, first);
+  answered["status"]["evidenceChecks"] = json::array(
+      {evidenceAnswerJson("verified", answer(first, false, "EvidenceMissing", "none"))});
+  auto held = planRelease(observed(answered));
+  EXPECT_EQ(condition(held, "Ready", "reason"), "EvidenceMissing");
+  answered["status"]["evidenceChecks"] =
+      json::array({evidenceAnswerJson("verified", answer(first, true, "", "ok"))});
+  auto plan = planRelease(observed(answered));
+  EXPECT_EQ(stage(plan, "verified")["phase"], "Succeeded");
+  EXPECT_EQ(stage(plan, "verified")["evidence"]["statements"][0]["signedBy"], "fleet-key");
+  ASSERT_TRUE(plan.prod.has_value());
+}
+
 TEST(ReleasePlanEvidence, AnAnswerForAnotherRequestIsNotUsed) {
   const json r = ReleaseBuilder().evidence("verified", {"eval"}).serving("prod").build();
   auto first = planRelease(observed(r));
