@@ -58,6 +58,10 @@ inline constexpr const char* kReasonRuntimeEnvNotReady = "RuntimeEnvNotReady";
 inline constexpr const char* kReasonRuntimeStale = "RuntimeStale";
 inline constexpr const char* kReasonSuperseded = "Superseded";
 inline constexpr const char* kReasonWaitingForMetrics = "WaitingForMetrics";
+// An evidence stage (docs/fleet.md): its evidence is being read from the registry;
+// held, it carries evidence/stage_evidence.h's reasons (EvidenceMissing, …).
+inline constexpr const char* kReasonCheckingEvidence = "CheckingEvidence";
+inline constexpr const char* kReasonEvidenceVerified = "EvidenceVerified";
 inline constexpr const char* kReasonManualRollback = "ManualRollback";
 inline constexpr const char* kReasonRollbackRefused = "RollbackRefused";
 // A manual rollback's target did not have N Ready stable pods within the

@@ -194,6 +194,16 @@ ModelRelease decodeModelRelease(const json& object) {
       st.approvalError = *err;
     st.approval = st.approvalPolicy.manual ? Approval::kManual : Approval::kAutomatic;
     if (isObject(s, "gate")) st.gate = decodeGate(decode::object(s, "gate"));
+    if (isObject(s, "evidence")) {
+      const json& e = decode::object(s, "evidence");
+      EvidenceStage ev;
+      for (const json& n : decode::array(e, "stages"))
+        if (n.is_string()) ev.stages.push_back(n.get<std::string>());
+      ev.trustPolicy = decode::string(e, "trustPolicy");
+      for (const auto& [k, v] : decode::object(e, "specDigests").items())
+        if (v.is_string()) ev.specDigests[k] = v.get<std::string>();
+      st.evidence = std::move(ev);
+    }
     if (isObject(s, "serving")) {
       const json& sv = decode::object(s, "serving");
       st.serving = Serving{decode::object(sv, "template"), decode::integer(sv, "replicas", 1),
@@ -255,6 +265,18 @@ Status checkStages(const ModelReleaseSpec& spec) {
     if (s.gate && !s.gate->timeout.text.empty()) {
       auto secs = positiveSeconds(s.gate->timeout, where + ".gate.timeout");
       if (!secs.isOk()) return secs.status();
+    }
+    if (s.evidence) {
+      if (s.gate || s.serving)
+        return Status(Code::kInvalidArgument,
+                      where + " has evidence and also " + (s.gate ? "gate" : "serving"));
+      if (s.evidence->stages.empty())
+        return Status(Code::kInvalidArgument, where + ".evidence.stages is empty");
+      if (s.evidence->trustPolicy.empty())
+        return Status(Code::kInvalidArgument, where + ".evidence.trustPolicy is empty");
+      if (s.approval == Approval::kManual)
+        return Status(Code::kInvalidArgument,
+                      where + ".approval: an evidence stage takes no approval");
     }
   }
   return Status::ok();

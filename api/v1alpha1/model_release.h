@@ -132,6 +132,14 @@ struct CanaryField {
   std::vector<CanaryStepField> steps;
 };
 
+// spec.stages[].evidence: the stage passes on signed evidence already in the
+// package's registry, never a Job (docs/fleet.md "Evidence stages").
+struct EvidenceStage {
+  std::vector<std::string> stages;                 // whose decisions are needed: eval, ci
+  std::string trustPolicy;                         // the TrustPolicy's name
+  std::map<std::string, std::string> specDigests;  // stage → the spec digest required
+};
+
 struct Stage {
   std::string name;
   Approval approval = Approval::kAutomatic;
@@ -140,6 +148,7 @@ struct Stage {
   ApprovalPolicy approvalPolicy;
   std::string approvalError;
   std::optional<Gate> gate;
+  std::optional<EvidenceStage> evidence;
   std::optional<Serving> serving;
   std::optional<CanaryField> canary;
 };

@@ -16,6 +16,7 @@
 #include "evidence/ecdsa_p256.h"
 #include "evidence/statement.h"
 #include "evidence/verify.h"
+#include "operator/registry/bundle_referrers.h"
 #include "operator/registry/reference.h"
 
 namespace lockstep::cli {
@@ -23,10 +24,10 @@ namespace {
 
 using nlohmann::json;
 
-constexpr size_t kMaxBundleBytes = size_t{16} << 20;
+using registry::kMaxBundleBytes;
 constexpr size_t kMaxKeyBytes = size_t{1} << 20;
-constexpr const char* kPredicateAnnotation = "dev.sigstore.bundle.predicateType";
-constexpr const char* kStatementAnnotation = "dev.lockstep.statement";
+constexpr const char* kPredicateAnnotation = registry::kBundlePredicateAnnotation;
+constexpr const char* kStatementAnnotation = registry::kBundleStatementAnnotation;
 
 std::vector<FlagSpec> accessFlags(std::vector<FlagSpec> more) {
   more.push_back({"authfile", "",
@@ -37,12 +38,7 @@ std::vector<FlagSpec> accessFlags(std::vector<FlagSpec> more) {
   return more;
 }
 
-// One referrer of the package that holds a Sigstore bundle.
-struct Referrer {
-  registry::Descriptor descriptor;
-  std::string bundle;  // the layer's bytes ("" when not fetched)
-  std::string error;   // why the bundle could not be read
-};
+using Referrer = registry::BundleReferrer;
 
 struct Session {
   registry::PackageRef package;
@@ -50,22 +46,6 @@ struct Session {
   bool viaTag = false;
   std::vector<Referrer> referrers;
 };
-
-// The Sigstore bundle a referrer manifest holds: its one layer, verified by digest.
-StatusOr<std::string> readBundle(registry::RegistryClient& client, const std::string& repository,
-                                 const std::string& manifestDigest) {
-  auto m = client.getManifest(repository, manifestDigest);
-  if (!m.isOk()) return m.status();
-  json manifest = json::parse(m->bytes, nullptr, false);
-  const json layers = manifest.is_object() ? manifest.value("layers", json::array()) : json();
-  if (!layers.is_array() || layers.size() != 1 || !layers[0].is_object() ||
-      !layers[0].value("digest", json()).is_string() ||
-      layers[0].value("mediaType", "").rfind("application/vnd.dev.sigstore.bundle", 0) != 0) {
-    return invalidArgument("manifest " + manifestDigest +
-                           " does not have exactly one layer holding a Sigstore bundle");
-  }
-  return client.getBlob(repository, layers[0]["digest"].get<std::string>(), kMaxBundleBytes);
-}
 
 // Opens the registry and reads every bundle referrer of the package.
 StatusOr<Session> open(const Flags& flags) {
@@ -78,31 +58,15 @@ StatusOr<Session> open(const Flags& flags) {
   auto client = openRegistry(ref->apiHost(), {flags.get("authfile"), flags.get("cert-dir")});
   if (!client.isOk()) return client.status();
   s.client = std::move(*client);
-  auto list = s.client->referrers(ref->repository, ref->digest);
+  auto list = registry::readBundleReferrers(*s.client, ref->repository, ref->digest);
   if (!list.isOk()) return list.status();
   s.viaTag = list->viaTag;
-  for (registry::Descriptor& d : list->descriptors) {
-    // A bundle referrer: its artifactType, or (registries that list the config's
-    // media type instead, go-containerregistry's) cosign's annotation.
-    if (d.artifactType != evidence::kBundleMediaType &&
-        d.annotations.count("dev.sigstore.bundle.content") == 0)
-      continue;
-    Referrer r;
-    r.descriptor = std::move(d);
-    auto bundle = readBundle(*s.client, ref->repository, r.descriptor.digest);
-    if (bundle.isOk()) {
-      r.bundle = std::move(*bundle);
-    } else {
-      r.error = bundle.status().message();
-    }
-    s.referrers.push_back(std::move(r));
-  }
+  s.referrers = std::move(list->referrers);
   return s;
 }
 
 std::string annotation(const registry::Descriptor& d, const char* key) {
-  auto it = d.annotations.find(key);
-  return it == d.annotations.end() ? std::string() : it->second;
+  return registry::annotationOf(d, key);
 }
 
 // A YAML node as JSON: scalars are strings (a TrustPolicy holds only strings).

@@ -9,12 +9,15 @@
 #include "api/v1alpha1/resources.h"
 #include "api/v1alpha1/runtime_env.h"
 #include "api/v1alpha1/runtime_revision.h"
+#include "api/v1alpha1/trust_policy.h"
 #include "closure/include_reader.h"
 #include "controllers/common/verify_containers.h"
 #include "controllers/modelrelease/timestamps.h"
 #include "evidence/bundle.h"
 #include "evidence/ecdsa_p256.h"
+#include "evidence/stage_evidence.h"
 #include "operator/kube/object.h"
+#include "operator/registry/bundle_referrers.h"
 #include "operator/registry/connect.h"
 #include "operator/runtime/builder.h"
 
@@ -49,6 +52,16 @@ StatusOr<std::pair<std::string, std::string>> secretValue(
                         decode::string(decode::object(*got, "metadata"), "resourceVersion"));
 }
 
+// The earlier of two results: an error first, then the shorter wait.
+Result sooner(const Result& a, const Result& b) {
+  if (!a.error.isOk()) return a;
+  if (!b.error.isOk()) return b;
+  if (a.requeue || b.requeue) return Result::requeueNow();
+  if (a.requeueAfter.count() == 0) return b;
+  if (b.requeueAfter.count() == 0) return a;
+  return a.requeueAfter < b.requeueAfter ? a : b;
+}
+
 bool statusChanged(const kube::Object& a, const kube::Object& b) {
   return decode::object(a, "status") != decode::object(b, "status") ||
          decode::integer(decode::object(a, "metadata"), "generation", 0) !=
@@ -79,12 +92,14 @@ RegistryOpener connectingOpener(std::string caPem) {
 EvidenceReconciler::EvidenceReconciler(std::shared_ptr<kube::Client> client,
                                        const kube::Indexer& releases,
                                        const kube::Indexer& signingConfigs,
+                                       const kube::Indexer& trustPolicies,
                                        const kube::Indexer& runtimeEnvs,
                                        const kube::Indexer& configMaps, kube::EventSink& events,
                                        kube::Clock& clock, EvidenceOptions options)
     : client_(std::move(client)),
       releases_(releases),
       signingConfigs_(signingConfigs),
+      trustPolicies_(trustPolicies),
       runtimeEnvs_(runtimeEnvs),
       configMaps_(configMaps),
       events_(events),
@@ -136,21 +151,28 @@ StatusOr<EvidenceReconciler::Setup> EvidenceReconciler::setup(const v1::SigningC
     std::lock_guard<std::mutex> lock(mu_);
     signers_[cacheKey] = out.signer;
   }
-  if (!config.credentialsSecret.empty()) {
-    std::string type;
-    auto docker = secretValue(*client_, ns, config.credentialsSecret, ".dockerconfigjson",
-                              "spec.registryCredentialsSecretRef", &type);
-    if (!docker.isOk()) return docker.status();
-    if (type != kDockerConfigJsonType) {
-      return invalidArgument("Secret " + ns + "/" + config.credentialsSecret + " has type \"" +
-                             type + "\", not " + kDockerConfigJsonType);
-    }
-    auto creds = registry::credentialsForHost(docker->first, host,
-                                              "Secret " + ns + "/" + config.credentialsSecret);
-    if (!creds.isOk()) return creds.status();
-    out.credentials = *creds;
-  }
+  auto creds = credentials(config, host);
+  if (!creds.isOk()) return creds.status();
+  out.credentials = *creds;
   return out;
+}
+
+StatusOr<std::optional<registry::Credentials>> EvidenceReconciler::credentials(
+    const v1::SigningConfigSpec& config, const std::string& host) {
+  if (config.credentialsSecret.empty()) return std::optional<registry::Credentials>();
+  const std::string& ns = options_.operatorNamespace;
+  std::string type;
+  auto docker = secretValue(*client_, ns, config.credentialsSecret, ".dockerconfigjson",
+                            "spec.registryCredentialsSecretRef", &type);
+  if (!docker.isOk()) return docker.status();
+  if (type != kDockerConfigJsonType) {
+    return invalidArgument("Secret " + ns + "/" + config.credentialsSecret + " has type \"" + type +
+                           "\", not " + kDockerConfigJsonType);
+  }
+  auto creds = registry::credentialsForHost(docker->first, host,
+                                            "Secret " + ns + "/" + config.credentialsSecret);
+  if (!creds.isOk()) return creds.status();
+  return std::optional<registry::Credentials>(*creds);
 }
 
 StatusOr<closure::Closure> EvidenceReconciler::pinnedClosure(const json& release) {
@@ -285,10 +307,14 @@ Result EvidenceReconciler::reconcile(const Request& request) {
   kube::ObjectPtr obj = releases_.get(request.ns, request.name);
   if (!obj) return Result::done();
   const json& release = *obj;
-  const v1::ObjectMeta meta = v1::decodeMeta(release);
-  const std::string key = meta.key();
   if (decode::member(decode::object(release, "metadata"), "deletionTimestamp") != nullptr)
     return Result::done();
+  return sooner(answerEvidenceStage(release), publishEvidence(release));
+}
+
+Result EvidenceReconciler::publishEvidence(const json& release) {
+  const v1::ObjectMeta meta = v1::decodeMeta(release);
+  const std::string key = meta.key();
   json status = decode::object(release, "status");
   {
     std::lock_guard<std::mutex> lock(mu_);
@@ -406,15 +432,132 @@ Result EvidenceReconciler::reconcile(const Request& request) {
   return retry > 0 ? Result::after(std::chrono::seconds(retry)) : Result::done();
 }
 
+evidence::StageEvidenceResult EvidenceReconciler::readStageEvidence(
+    const EvidenceCheckRequest& request) {
+  evidence::StageEvidenceResult out;
+  auto unavailable = [&](const std::string& why) {
+    out.reason = kReasonRegistryUnavailable;
+    out.message = why;
+    return out;
+  };
+  const std::string& policyName = request.requirement.policyName;
+  kube::ObjectPtr policy = trustPolicies_.get("", policyName);
+  if (!policy) {
+    out.reason = evidence::kReasonEvidenceUntrusted;
+    out.message = "TrustPolicy \"" + policyName + "\" does not exist: no key is trusted";
+    return out;
+  }
+  auto spec = v1::decodeTrustPolicySpec(decode::object(*policy, "spec"));
+  if (!spec.isOk()) {
+    out.reason = evidence::kReasonEvidenceInvalid;
+    out.message = "TrustPolicy \"" + policyName + "\": " + spec.status().message();
+    return out;
+  }
+  auto ref = registry::parsePackageRef(request.package);
+  if (!ref.isOk()) return unavailable(ref.status().message());
+  // Read with the credentials of the SigningConfig for the package, if any.
+  std::optional<registry::Credentials> creds;
+  auto config = configFor(ref->name());
+  if (config.isOk() && config->has_value()) {
+    auto c = credentials(**config, ref->registry);
+    if (!c.isOk()) return unavailable(c.status().message());
+    creds = *c;
+  }
+  auto client = options_.opener(ref->registry, creds);
+  if (!client.isOk())
+    return unavailable("registry " + ref->registry + ": " + client.status().message());
+  auto list = registry::readBundleReferrers(**client, ref->repository, ref->digest);
+  if (!list.isOk()) {
+    return unavailable("reading the referrers of " + request.package + ": " +
+                       list.status().message());
+  }
+  std::vector<evidence::ReferrerBundle> bundles;
+  for (const registry::BundleReferrer& r : list->referrers) {
+    bundles.push_back({r.descriptor.digest,
+                       registry::annotationOf(r.descriptor, registry::kBundleStatementAnnotation),
+                       r.bundle, r.error});
+  }
+  return evidence::checkStageEvidence(bundles, *spec, request.requirement);
+}
+
+void EvidenceReconciler::recheckNow() {
+  std::lock_guard<std::mutex> lock(mu_);
+  for (auto& [slot, r] : rechecks_) r.nextUnix = 0;
+}
+
+Result EvidenceReconciler::answerEvidenceStage(const json& release) {
+  std::optional<EvidenceCheckRequest> request = pendingEvidenceRequest(release);
+  if (!request) return Result::done();
+  const v1::ObjectMeta meta = v1::decodeMeta(release);
+  const json& status = decode::object(release, "status");
+  const std::optional<EvidenceCheckObserved> previous = evidenceAnswerOf(status, request->stage);
+  const std::string key = request->key();
+  if (previous && previous->key == key && previous->result.passed) return Result::done();
+  const auto wall = clock_.wallNow();
+  const int64_t nowUnix =
+      std::chrono::duration_cast<std::chrono::seconds>(wall.time_since_epoch()).count();
+  const std::string slot = meta.uid + "/" + request->stage;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto it = rechecks_.find(slot);
+    if (it != rechecks_.end() && it->second.key == key && nowUnix < it->second.nextUnix)
+      return Result::after(std::chrono::seconds(it->second.nextUnix - nowUnix));
+  }
+  EvidenceCheckObserved answer;
+  answer.key = key;
+  answer.result = readStageEvidence(*request);
+  answer.checkedAt = kube::formatTime(wall, false);
+  int failures = 0;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    Recheck& r = rechecks_[slot];
+    if (r.key != key) r = Recheck{key, 0, 0};
+    r.failures = answer.result.reason == kReasonRegistryUnavailable ? r.failures + 1 : 0;
+    failures = r.failures;
+  }
+  answer.retryAfterSeconds =
+      failures > 0 ? evidenceBackoffSeconds(failures) : options_.evidenceRecheckSeconds;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    rechecks_[slot].nextUnix = answer.result.passed ? 0 : nowUnix + answer.retryAfterSeconds;
+  }
+  const std::string what = "evidence " + meta.key() + " stage \"" + request->stage + "\"";
+  if (evidenceAnswerChanged(previous, answer)) {
+    json apply = {
+        {"apiVersion", v1::kModelReleases.apiVersion()},
+        {"kind", v1::kModelReleases.kind},
+        {"metadata", {{"name", meta.name}, {"namespace", meta.ns}}},
+        {"status",
+         {{"evidenceChecks", json::array({evidenceAnswerJson(request->stage, answer)})}}}};
+    auto applied = client_->applyStatus(v1::kModelReleases, apply,
+                                        kube::PatchParams::apply(kEvidenceCheckFieldManager));
+    if (!applied.isOk()) {
+      spdlog::warn("{}: recording the answer: {}", what, applied.status().toString());
+      std::lock_guard<std::mutex> lock(mu_);
+      rechecks_[slot].nextUnix = 0;  // the answer is not recorded: read again
+      return Result::failed(applied.status());
+    }
+    spdlog::info("{}: {}{}", what, answer.result.passed ? "" : answer.result.reason + ": ",
+                 answer.result.message);
+  }
+  if (answer.result.passed) {
+    std::lock_guard<std::mutex> lock(mu_);
+    rechecks_.erase(slot);
+    return Result::done();
+  }
+  return Result::after(std::chrono::seconds(answer.retryAfterSeconds));
+}
+
 void setupEvidenceController(runtime::Manager& manager, EvidenceOptions options, int workers) {
   kube::Informer& releases = manager.informer(v1::kModelReleases);
   kube::Informer& configs = manager.informer(v1::kSigningConfigs);
+  kube::Informer& policies = manager.informer(v1::kTrustPolicies);
   // The RuntimeEnv controller's informers (the same options: the same watch).
   kube::Informer& rtes = manager.informer(v1::kRuntimeEnvs);
   kube::Informer& cms = manager.informer(v1::kConfigMaps);
   auto reconciler = std::make_shared<EvidenceReconciler>(
-      manager.sharedClient(), releases.cache(), configs.cache(), rtes.cache(), cms.cache(),
-      manager.events(), manager.clock(), std::move(options));
+      manager.sharedClient(), releases.cache(), configs.cache(), policies.cache(), rtes.cache(),
+      cms.cache(), manager.events(), manager.clock(), std::move(options));
   const kube::Indexer* releaseCache = &releases.cache();
   // A config made, changed or deleted: every release may now be signed.
   auto everyRelease = [releaseCache](const kube::Object&) {
@@ -427,6 +570,12 @@ void setupEvidenceController(runtime::Manager& manager, EvidenceOptions options,
       .workers(workers)
       .forKind(v1::kModelReleases, statusChanged)
       .watches(v1::kSigningConfigs, everyRelease)
+      // A policy made or changed: a held evidence stage may now pass.
+      .watches(v1::kTrustPolicies,
+               [everyRelease, reconciler](const kube::Object& o) {
+                 reconciler->recheckNow();
+                 return everyRelease(o);
+               })
       .complete(reconciler);
 }
 

@@ -14,6 +14,14 @@
 // release's ML-BOM (statement "bom") is published the same way, made from the
 // pinned runtime's lock (the RuntimeEnv and its lock's ConfigMap, from the caches
 // the RuntimeEnv controller shares).
+// It also answers evidence stages (docs/fleet.md "Evidence stages"): for a stage
+// whose request the release planner recorded (status.stages[].evidenceRequest),
+// it reads the package's bundle referrers (anonymously, or with the credentials
+// of the SigningConfig that matches the package), checks them against the
+// stage's TrustPolicy (evidence/stage_evidence.h) and writes the answer to
+// status.evidenceChecks[] under kEvidenceCheckFieldManager when it changed. A
+// held stage is read again every recheck interval; an unreadable registry
+// answers RegistryUnavailable and is retried with back-off.
 // Thread-safety: reconcile() may run on several workers for different keys.
 #pragma once
 
@@ -28,7 +36,9 @@
 #include "api/v1alpha1/signing_config.h"
 #include "closure/closure.h"
 #include "controllers/evidence/evidence_plan.h"
+#include "controllers/modelrelease/gates/evidence_stage.h"
 #include "evidence/signer.h"
+#include "evidence/stage_evidence.h"
 #include "operator/kube/client.h"
 #include "operator/kube/clock.h"
 #include "operator/kube/event_sink.h"
@@ -41,6 +51,9 @@
 namespace lockstep::controllers {
 
 inline constexpr const char* kEvidenceFieldManager = "lockstep-evidence";
+// The evidence stages' answers (status.evidenceChecks) are applied under their own
+// manager: an apply that omits a field it owned removes it.
+inline constexpr const char* kEvidenceCheckFieldManager = "lockstep-evidence-check";
 // Annotations of a referrer manifest Lockstep pushes (beside cosign's own).
 inline constexpr const char* kStatementDigestAnnotation = "dev.lockstep.statement-digest";
 inline constexpr const char* kStatementNameAnnotation = "dev.lockstep.statement";
@@ -57,15 +70,19 @@ struct EvidenceOptions {
   EvidenceContext context;        // cluster name, version
   RegistryOpener opener;          // default: connectingOpener(registryCaPem)
   std::string registryCaPem;
+  // A held evidence stage is read from the registry again after this long.
+  int64_t evidenceRecheckSeconds = 15;
 };
 
 class EvidenceReconciler final : public runtime::Reconciler {
  public:
   EvidenceReconciler(std::shared_ptr<kube::Client> client, const kube::Indexer& releases,
-                     const kube::Indexer& signingConfigs, const kube::Indexer& runtimeEnvs,
-                     const kube::Indexer& configMaps, kube::EventSink& events, kube::Clock& clock,
-                     EvidenceOptions options);
+                     const kube::Indexer& signingConfigs, const kube::Indexer& trustPolicies,
+                     const kube::Indexer& runtimeEnvs, const kube::Indexer& configMaps,
+                     kube::EventSink& events, kube::Clock& clock, EvidenceOptions options);
   runtime::Result reconcile(const runtime::Request& request) override;
+  // A TrustPolicy changed: every held evidence stage is read again at once.
+  void recheckNow();
 
  private:
   struct Setup {
@@ -77,6 +94,15 @@ class EvidenceReconciler final : public runtime::Reconciler {
   StatusOr<std::optional<api::v1alpha1::SigningConfigSpec>> configFor(
       const std::string& packageName) const;
   StatusOr<Setup> setup(const api::v1alpha1::SigningConfigSpec& config, const std::string& host);
+  // The registry credentials of `config` for `host` (nullopt: anonymous).
+  StatusOr<std::optional<registry::Credentials>> credentials(
+      const api::v1alpha1::SigningConfigSpec& config, const std::string& host);
+  // The publishing half of reconcile().
+  runtime::Result publishEvidence(const nlohmann::json& release);
+  // The evidence stage half: answers a recorded request (status.evidenceChecks).
+  runtime::Result answerEvidenceStage(const nlohmann::json& release);
+  // Reads the registry for `request`: the check's result, or RegistryUnavailable.
+  evidence::StageEvidenceResult readStageEvidence(const EvidenceCheckRequest& request);
   // The closure of the runtime the release pinned: from its RuntimeEnv's closure
   // ConfigMap of that revision (kept when spec.verify is set), else its lock as it
   // is now, which must still give the pinned closure hash.
@@ -88,6 +114,7 @@ class EvidenceReconciler final : public runtime::Reconciler {
   std::shared_ptr<kube::Client> client_;
   const kube::Indexer& releases_;
   const kube::Indexer& signingConfigs_;
+  const kube::Indexer& trustPolicies_;
   const kube::Indexer& runtimeEnvs_;  // the RuntimeEnv controller's caches: no extra RBAC
   const kube::Indexer& configMaps_;
   kube::EventSink& events_;
@@ -98,6 +125,14 @@ class EvidenceReconciler final : public runtime::Reconciler {
   std::map<std::string, std::shared_ptr<const evidence::Signer>> signers_;
   // status.evidence as last written, by release UID (only this controller writes it).
   std::map<std::string, nlohmann::json> written_;
+  // Evidence stages read: by "uid/stage", the request key, when to read again and
+  // the registry failures in a row.
+  struct Recheck {
+    std::string key;
+    int64_t nextUnix = 0;
+    int failures = 0;
+  };
+  std::map<std::string, Recheck> rechecks_;
 };
 
 void setupEvidenceController(runtime::Manager& manager, EvidenceOptions options, int workers = 1);

@@ -368,4 +368,33 @@ EvidenceStatus foldEvidence(const json& status, const std::vector<PlannedStateme
   return out;
 }
 
+std::optional<EvidenceCheckRequest> pendingEvidenceRequest(const json& release) {
+  const api::v1alpha1::ModelRelease r = api::v1alpha1::decodeModelRelease(release);
+  const json& status = decode::object(release, "status");
+  for (const api::v1alpha1::Stage& s : r.spec.stages) {
+    if (!s.evidence) continue;
+    const json* st = nullptr;
+    for (const json& e : decode::array(status, "stages"))
+      if (decode::string(e, "name") == s.name) st = &e;
+    if (st == nullptr || decode::string(*st, "phase") != api::v1alpha1::kStageRunning) continue;
+    const json& recorded = decode::object(*st, "evidenceRequest");
+    const std::string key = decode::string(recorded, "key");
+    if (key.empty()) continue;
+    auto request = evidenceCheckRequest(r, s, decode::string(recorded, "closureHash"),
+                                        decode::string(recorded, "image"));
+    if (!request.isOk() || request->key() != key) return std::nullopt;
+    return *request;
+  }
+  return std::nullopt;
+}
+
+bool evidenceAnswerChanged(const std::optional<EvidenceCheckObserved>& previous,
+                           const EvidenceCheckObserved& answer) {
+  if (!previous) return true;
+  return previous->key != answer.key || previous->result.passed != answer.result.passed ||
+         previous->result.reason != answer.result.reason ||
+         previous->result.message != answer.result.message ||
+         previous->result.toJson()["statements"] != answer.result.toJson()["statements"];
+}
+
 }  // namespace lockstep::controllers

@@ -9,6 +9,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -16,6 +17,7 @@
 
 #include "closure/closure.h"
 #include "common/status.h"
+#include "controllers/modelrelease/gates/evidence_stage.h"
 #include "evidence/statement.h"
 
 namespace lockstep::controllers {
@@ -98,5 +100,17 @@ int64_t evidenceBackoffSeconds(int attempts);
 std::vector<PlannedStatement> dueStatements(const nlohmann::json& evidence,
                                             const std::vector<PlannedStatement>& planned,
                                             int64_t nowUnix, int64_t* retryAfterSeconds);
+
+// The evidence stage of `release` waiting for an answer: the first stage with
+// `evidence` that is Running with a request the planner recorded
+// (status.stages[].evidenceRequest), rebuilt from the spec and the recorded
+// runtime pair; nullopt when there is none, or when the spec no longer gives
+// the recorded key (the planner records the new request first).
+std::optional<EvidenceCheckRequest> pendingEvidenceRequest(const nlohmann::json& release);
+
+// Whether `answer` says something other than `previous` (another request, outcome,
+// reason, message or statements): only then is it written.
+bool evidenceAnswerChanged(const std::optional<EvidenceCheckObserved>& previous,
+                           const EvidenceCheckObserved& answer);
 
 }  // namespace lockstep::controllers

@@ -433,13 +433,17 @@ void setupModelReleaseController(runtime::Manager& manager, ModelReleaseOptions 
   runtime::Controller& controller =
       runtime::ControllerBuilder(manager, "modelrelease")
           .workers(workers)
-          // The release: spec edits and annotations (approve, abort); its status is ours.
+          // The release: spec edits and annotations (approve, abort); its status is ours
+          // but for the evidence controller's answers.
           .forKind(v1::kModelReleases,
                    [](const kube::Object& a, const kube::Object& b) {
                      return kube::generation(a) != kube::generation(b) ||
                             kube::isBeingDeleted(a) != kube::isBeingDeleted(b) ||
                             a.value("/metadata/annotations"_json_pointer, json::object()) !=
-                                b.value("/metadata/annotations"_json_pointer, json::object());
+                                b.value("/metadata/annotations"_json_pointer, json::object()) ||
+                            // The evidence controller's answer for an evidence stage.
+                            a.value("/status/evidenceChecks"_json_pointer, json::array()) !=
+                                b.value("/status/evidenceChecks"_json_pointer, json::array());
                    })
           // Its Jobs, by controller owner reference.
           .owns(jobOpts)

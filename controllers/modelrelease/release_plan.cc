@@ -4,6 +4,7 @@
 
 #include "api/v1alpha1/conditions.h"
 #include "api/v1alpha1/runtime_verify.h"
+#include "controllers/modelrelease/gates/evidence_stage_plan.h"
 #include "controllers/modelrelease/gates/gate_job.h"
 #include "controllers/modelrelease/gates/gate_plan.h"
 #include "controllers/modelrelease/gates/gate_verdict.h"
@@ -264,6 +265,19 @@ ReleasePlan planRelease(const ReleaseObserved& o) {
         "aborted by " + abortedBy + " during stage " + quote(stage);
     plan.events.push_back({"Warning", kReasonAborted, sum.readyMessage});
   };
+  // A stale or unready runtime starts no stage: it waits, saying why.
+  auto holdForRuntime = [&](const std::string& stage, bool pending) {
+    if (pending) sum.phase = kPhasePending;
+    if (stale) {
+      sum.readyReason = sum.stalledReason = kReasonRuntimeStale;
+      sum.readyMessage = sum.stalledMessage = staleStage(stage);
+    } else {
+      sum.readyReason = env.found ? kReasonRuntimeEnvNotReady : kReasonRuntimeEnvNotFound;
+      sum.readyMessage =
+          "RuntimeEnv " + quote(r.meta.ns + "/" + r.spec.runtimeEnvName) +
+          (env.found ? " is not Ready (" + env.notReadyMessage + ")" : " does not exist");
+    }
+  };
   int gateIndex = 0;
   for (const v1::Stage& s : r.spec.stages) {
     json& st = stageStatus(stages, s.name);
@@ -364,6 +378,29 @@ ReleasePlan planRelease(const ReleaseObserved& o) {
       break;
     }
     sum.phase = gateIndex == 0 ? kPhaseEvaluating : kPhaseTesting;
+    if (s.evidence) {
+      if (!abortedBy.empty()) {
+        if (st.contains("startedAt")) st["finishedAt"] = o.now;
+        endAborted(st, s.name);
+        break;
+      }
+      if (stale || !env.ready) {
+        holdForRuntime(s.name, gateIndex == 0);
+        break;
+      }
+      if (!pinOrFail()) {
+        st["phase"] = kStageFailed;
+        st["message"] = rt.mismatch;
+        break;
+      }
+      const std::string image = rt.pin ? rt.pin->image : env.image;
+      const std::string hash = rt.pin ? rt.pin->closureHash : env.closureHash;
+      if (planEvidenceStage(o, r, s, hash, image, status, st, sum, plan)) {
+        ++gateIndex;
+        continue;
+      }
+      break;
+    }
     int attempt = st.value("attempt", 1);
     std::string jobName = gateJobName(r.meta.name, s.name, attempt);
     const json* job = findByName(o.jobs, jobName);
@@ -434,16 +471,7 @@ ReleasePlan planRelease(const ReleaseObserved& o) {
         sum.readyMessage = "stage " + quote(s.name) + ": waiting for Job " + jobName;
         break;
       }
-      if (gateIndex == 0 && phase != kStageWaitingForApproval) sum.phase = kPhasePending;
-      if (stale) {
-        sum.readyReason = sum.stalledReason = kReasonRuntimeStale;
-        sum.readyMessage = sum.stalledMessage = staleStage(s.name);
-      } else {
-        sum.readyReason = env.found ? kReasonRuntimeEnvNotReady : kReasonRuntimeEnvNotFound;
-        sum.readyMessage =
-            "RuntimeEnv " + quote(r.meta.ns + "/" + r.spec.runtimeEnvName) +
-            (env.found ? " is not Ready (" + env.notReadyMessage + ")" : " does not exist");
-      }
+      holdForRuntime(s.name, gateIndex == 0 && phase != kStageWaitingForApproval);
       break;
     }
     if ((s.approval == v1::Approval::kManual)) {

@@ -24,6 +24,7 @@
 #include "api/v1alpha1/model.h"
 #include "api/v1alpha1/model_release.h"
 #include "controllers/modelrelease/change_window_gate.h"
+#include "controllers/modelrelease/gates/evidence_stage.h"
 #include "controllers/modelrelease/release_event.h"
 #include "controllers/modelrelease/runtime_pod.h"
 #include "controllers/modelrelease/serving_health.h"
@@ -62,6 +63,9 @@ struct ReleaseObserved {
   // or ran (Promoted, Superseded): its Ready follows them (serving_health.h).
   // nullopt: not observed (a Promoted release then keeps its conditions).
   std::optional<ServingObserved> serving;
+  // The registry's answer for the evidence stage being planned (the plan's
+  // evidenceCheck of an earlier pass); nullopt: none yet.
+  std::optional<EvidenceCheckObserved> evidence;
 };
 
 // The release reached its prod (serving) stage: prod/prod_plan.h plans the
@@ -98,6 +102,9 @@ struct ReleasePlan {
   int64_t requeueAfterSeconds = 0;
   std::optional<ProdStageRequest> prod;
   std::optional<ModelRollbackRequest> modelRollback;
+  // An evidence stage waits for the registry: the shell reads it (off this
+  // worker) and passes the answer in ReleaseObserved::evidence.
+  std::optional<EvidenceCheckRequest> evidenceCheck;
 };
 
 // Keys of api/v1alpha1/keys.h the planner reads (approvals, abort) and writes (labels).

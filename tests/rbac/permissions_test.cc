@@ -58,8 +58,8 @@ TEST(Permissions, NamespacedInstallGrantsWatchedRowsPerNamespace) {
                   x.resource == "validatingwebhookconfigurations" ||
                   x.resource == "mutatingwebhookconfigurations" ||
                   x.resource == "subjectaccessreviews" || x.resource == "tokenreviews" ||
-                  x.resource == "signingconfigs" || x.resource == "analysisproviders" ||
-                  x.resource == "analysisproviders/status")
+                  x.resource == "signingconfigs" || x.resource == "trustpolicies" ||
+                  x.resource == "analysisproviders" || x.resource == "analysisproviders/status")
           << toString(x);
     }
   }

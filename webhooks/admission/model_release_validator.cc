@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <map>
 #include <optional>
+#include <set>
 #include <string_view>
 #include <vector>
 
@@ -125,6 +126,51 @@ void checkCanary(const json* stage, const std::string& path, std::vector<std::st
   }
 }
 
+// spec.stages[].evidence (docs/fleet.md "Evidence stages"): the stages whose
+// decisions it needs, the TrustPolicy, pinned spec digests of listed stages only.
+void checkEvidenceStage(const json& stage, const std::string& path, std::vector<std::string>& out) {
+  const std::string p = path + ".evidence";
+  const json* e = ja::child(&stage, "evidence");
+  if (!e->is_object()) {
+    out.push_back(p + ": must be an object {stages, trustPolicy}");
+    return;
+  }
+  const json* list = ja::child(e, "stages");
+  std::set<std::string> names;
+  if (list == nullptr || !list->is_array() || list->empty()) {
+    out.push_back(p + ".stages: at least one stage name is required (e.g. [eval, ci])");
+  } else {
+    for (std::size_t i = 0; i < list->size(); ++i) {
+      const std::string* n = ja::str(&(*list)[i]);
+      if (n == nullptr || !isDnsLabel(*n)) {
+        out.push_back(p + ".stages[" + std::to_string(i) + "]: must be a stage name");
+      } else if (!names.insert(*n).second) {
+        out.push_back(p + ".stages[" + std::to_string(i) + "]: " + quote(*n) + " is listed twice");
+      }
+    }
+  }
+  const std::string* policy = ja::str(ja::child(e, "trustPolicy"));
+  if (policy == nullptr || policy->empty())
+    out.push_back(p + ".trustPolicy: required: the TrustPolicy whose keys are trusted");
+  if (const json* digests = ja::child(e, "specDigests"); digests != nullptr) {
+    if (!digests->is_object()) {
+      out.push_back(p + ".specDigests: must be a map of stage name to sha256:<64 hex>");
+    } else {
+      for (const auto& [k, v] : digests->items()) {
+        if (!names.empty() && names.count(k) == 0)
+          out.push_back(p + ".specDigests." + k + ": " + quote(k) + " is not in .stages");
+        if (!v.is_string() || !api::isSha256Digest(v.get<std::string>()))
+          out.push_back(p + ".specDigests." + k + ": must be sha256:<64 lowercase hex>");
+      }
+    }
+  }
+  if (const json* a = ja::child(&stage, "approval");
+      a != nullptr && !(a->is_string() && a->get<std::string>() == "Automatic"))
+    out.push_back(path +
+                  ".approval: an evidence stage takes no approval (its decisions were "
+                  "made where its gates ran); approve the serving stage instead");
+}
+
 void checkStages(const json* spec, std::vector<std::string>& out) {
   const json* stages = ja::child(spec, "stages");
   if (stages == nullptr || !stages->is_array() || stages->empty()) {
@@ -153,11 +199,14 @@ void checkStages(const json* spec, std::vector<std::string>& out) {
     }
     bool gate = ja::child(&stage, "gate") != nullptr;
     bool serving = ja::child(&stage, "serving") != nullptr;
-    if (gate == serving) {
+    bool evidence = ja::child(&stage, "evidence") != nullptr;
+    if (int(gate) + int(serving) + int(evidence) != 1) {
       out.push_back(path +
-                    ": must have exactly one of gate (eval/ci stages) or serving (prod stage)");
+                    ": must have exactly one of gate (eval/ci stages), evidence (stages that "
+                    "passed elsewhere) or serving (prod stage)");
       continue;
     }
+    if (evidence) checkEvidenceStage(stage, path, out);
     std::string nm = name != nullptr ? *name : "";
     if (serving && (nm == "eval" || nm == "ci")) {
       out.push_back(path + ".name: " + quote(nm) +

@@ -50,6 +50,12 @@ class ReleaseBuilder {
          {"gate", {{"template", tmpl}, {"metrics", metrics}, {"timeout", timeout}}}});
     return *this;
   }
+  ReleaseBuilder& evidence(const std::string& name, std::vector<std::string> stages,
+                           const std::string& policy = "fleet") {
+    o_["spec"]["stages"].push_back(
+        {{"name", name}, {"evidence", {{"stages", stages}, {"trustPolicy", policy}}}});
+    return *this;
+  }
   ReleaseBuilder& manual() {
     o_["spec"]["stages"].back()["approval"] = "Manual";
     return *this;
@@ -1330,6 +1336,148 @@ TEST(ReleasePlan, CreatorNeverApprovesAndMinApproversCountsDistinctUsers) {
   // allowSelfApproval lets the creator count.
   release["spec"]["stages"][1]["approval"] = {{"policy", "Manual"}, {"allowSelfApproval", true}};
   EXPECT_EQ(afterEval(release, {{"approve.lockstep.dev/ci", "carol"}}).jobsToCreate.size(), 1u);
+}
+
+// ---- evidence stages (docs/fleet.md) -------------------------------------------------
+
+EvidenceCheckObserved answer(const ReleasePlan& plan, bool passed, const std::string& reason = "",
+                             const std::string& message = "") {
+  EvidenceCheckObserved a;
+  a.key = plan.evidenceCheck->key();
+  a.result.passed = passed;
+  a.result.reason = reason;
+  a.result.message = message;
+  if (passed) {
+    a.result.statements = {{"eval", "https://slsa.dev/verification_summary/v1",
+                            "sha256:" + std::string(64, 'd'), "sha256:" + std::string(64, 'e'),
+                            "fleet-key", "sha256:" + std::string(64, 'f')}};
+  }
+  a.checkedAt = kNow;
+  a.retryAfterSeconds = 20;
+  return a;
+}
+
+TEST(ReleasePlanEvidence, AnEvidenceStageAsksTheRegistryAndStartsNoJob) {
+  const json r = ReleaseBuilder().evidence("verified", {"eval", "ci"}).serving("prod").build();
+  auto plan = planRelease(observed(r));
+  EXPECT_TRUE(plan.jobsToCreate.empty());
+  ASSERT_TRUE(plan.evidenceCheck.has_value());
+  const evidence::EvidenceRequirement& w = plan.evidenceCheck->requirement;
+  EXPECT_EQ(plan.evidenceCheck->stage, "verified");
+  EXPECT_EQ(w.stages, (std::vector<std::string>{"eval", "ci"}));
+  EXPECT_EQ(w.policyName, "fleet");
+  EXPECT_EQ(w.packageName, "registry.example/models/gpt2");
+  EXPECT_EQ(w.packageDigest, "sha256:" + std::string(64, 'c'));
+  EXPECT_EQ(w.closureHash, kHash);
+  EXPECT_EQ(w.runtimeImageDigest, "sha256:" + std::string(64, '1'));
+  EXPECT_EQ(stage(plan, "verified")["phase"], "Running");
+  EXPECT_EQ(plan.status["phase"], "Evaluating");
+  EXPECT_EQ(condition(plan, "Ready", "reason"), "CheckingEvidence");
+  EXPECT_FALSE(plan.prod.has_value());
+}
+
+TEST(ReleasePlanEvidence, HeldEvidenceKeepsTheStageRunningWithTheReasonAndWarnsOnce) {
+  const json r = ReleaseBuilder().evidence("verified", {"eval"}).serving("prod").build();
+  auto first = planRelease(observed(r));
+  ReleaseObserved o = observed(applied(r, first));
+  o.evidence = answer(first, false, "EvidenceUntrusted", "stage \"eval\": signed by another key");
+  auto held = planRelease(o);
+  EXPECT_TRUE(held.jobsToCreate.empty());
+  EXPECT_EQ(stage(held, "verified")["phase"], "Running");
+  EXPECT_EQ(stage(held, "verified")["reason"], "EvidenceUntrusted");
+  EXPECT_EQ(condition(held, "Ready", "reason"), "EvidenceUntrusted");
+  EXPECT_NE(condition(held, "Ready", "message").find("signed by another key"), std::string::npos);
+  EXPECT_TRUE(hasEvent(held, "EvidenceUntrusted", "signed by another key"));
+  EXPECT_EQ(held.requeueAfterSeconds, 20);
+  ASSERT_TRUE(held.evidenceCheck.has_value());  // asked again
+  EXPECT_FALSE(held.prod.has_value());
+  // The same answer again: no second Warning.
+  o.release = applied(r, held);
+  auto again = planRelease(o);
+  EXPECT_FALSE(hasEvent(again, "EvidenceUntrusted"));
+  EXPECT_EQ(stage(again, "verified")["startedAt"], kNow);
+}
+
+TEST(ReleasePlanEvidence, VerifiedEvidencePassesTheStageAndTheCanaryStarts) {
+  const json r = ReleaseBuilder().evidence("verified", {"eval"}).serving("prod").build();
+  auto first = planRelease(observed(r));
+  ReleaseObserved o = observed(applied(r, first));
+  o.evidence = answer(first, true, "", "verified 1 statement for stage eval, signed by fleet-key");
+  auto plan = planRelease(o);
+  EXPECT_TRUE(plan.jobsToCreate.empty());
+  const json st = stage(plan, "verified");
+  ASSERT_EQ(st.value("phase", ""), "Succeeded") << plan.status.dump();
+  EXPECT_EQ(st["evidence"]["trustPolicy"], "fleet");
+  EXPECT_EQ(st["evidence"]["closureHash"], kHash);
+  EXPECT_EQ(st["evidence"]["statements"][0]["signedBy"], "fleet-key");
+  EXPECT_EQ(plan.status["validatedClosureHash"], kHash);
+  EXPECT_TRUE(hasEvent(plan, "EvidenceVerified", "signed by fleet-key"));
+  ASSERT_TRUE(plan.prod.has_value());
+  EXPECT_EQ(plan.prod->stage, "prod");
+  EXPECT_EQ(plan.status["phase"], "Canary");
+  EXPECT_FALSE(plan.evidenceCheck.has_value());
+  // Passed is final: the next pass, without an answer, does not ask again.
+  auto later = planRelease(observed(applied(r, plan)));
+  EXPECT_FALSE(later.evidenceCheck.has_value());
+  EXPECT_EQ(stage(later, "verified")["phase"], "Succeeded");
+}
+
+TEST(ReleasePlanEvidence, TheEvidenceControllersAnswerIsReadFromTheStatus) {
+  const json r = ReleaseBuilder().evidence("verified", {"eval"}).serving("prod").build();
+  auto first = planRelease(observed(r));
+  // The request is recorded for the evidence controller.
+  EXPECT_EQ(stage(first, "verified")["evidenceRequest"]["key"], first.evidenceCheck->key());
+  EXPECT_EQ(stage(first, "verified")["evidenceRequest"]["image"], kImage);
+  json answered = applied(r, first);
+  answered["status"]["evidenceChecks"] = json::array(
+      {evidenceAnswerJson("verified", answer(first, false, "EvidenceMissing", "none"))});
+  auto held = planRelease(observed(answered));
+  EXPECT_EQ(condition(held, "Ready", "reason"), "EvidenceMissing");
+  answered["status"]["evidenceChecks"] =
+      json::array({evidenceAnswerJson("verified", answer(first, true, "", "ok"))});
+  auto plan = planRelease(observed(answered));
+  EXPECT_EQ(stage(plan, "verified")["phase"], "Succeeded");
+  EXPECT_EQ(stage(plan, "verified")["evidence"]["statements"][0]["signedBy"], "fleet-key");
+  ASSERT_TRUE(plan.prod.has_value());
+}
+
+TEST(ReleasePlanEvidence, AnAnswerForAnotherRequestIsNotUsed) {
+  const json r = ReleaseBuilder().evidence("verified", {"eval"}).serving("prod").build();
+  auto first = planRelease(observed(r));
+  ReleaseObserved o = observed(applied(r, first));
+  o.evidence = answer(first, true);
+  o.evidence->key = "sha256:" + std::string(64, '0');  // asked for other stages, another pin
+  auto plan = planRelease(o);
+  EXPECT_EQ(stage(plan, "verified")["phase"], "Running");
+  EXPECT_EQ(condition(plan, "Ready", "reason"), "CheckingEvidence");
+  EXPECT_FALSE(plan.prod.has_value());
+}
+
+TEST(ReleasePlanEvidence, AbortEndsAHeldEvidenceStage) {
+  const json r = ReleaseBuilder().evidence("verified", {"eval"}).serving("prod").build();
+  auto first = planRelease(observed(r));
+  json aborted = applied(r, first);
+  aborted["metadata"]["annotations"]["lockstep.dev/abort"] = "alice";
+  auto plan = planRelease(observed(aborted));
+  EXPECT_EQ(plan.status["phase"], "Failed");
+  EXPECT_EQ(stage(plan, "verified")["phase"], "Failed");
+  EXPECT_EQ(condition(plan, "Ready", "reason"), "Aborted");
+  EXPECT_FALSE(plan.evidenceCheck.has_value());
+}
+
+TEST(ReleasePlanEvidence, AStaleRuntimeAsksNothing) {
+  const json r = ReleaseBuilder().evidence("verified", {"eval"}).serving("prod").build();
+  auto plan = planRelease(observed(r, runtimeEnv(kOtherHash)));
+  EXPECT_FALSE(plan.evidenceCheck.has_value());
+  EXPECT_EQ(condition(plan, "Ready", "reason"), "RuntimeStale");
+}
+
+TEST(ReleasePlanEvidence, GatesBeforeAnEvidenceStageRunFirst) {
+  const json r =
+      ReleaseBuilder().gate("smoke").evidence("verified", {"eval"}).serving("prod").build();
+  auto plan = planRelease(observed(r));
+  ASSERT_EQ(plan.jobsToCreate.size(), 1u);
+  EXPECT_FALSE(plan.evidenceCheck.has_value());
 }
 
 }  // namespace
