@@ -11,7 +11,11 @@
 // key and refuses it under another, and oras discover lists them. A registry that
 // refuses the push (credentials revoked mid-promotion) never holds the
 // release: EvidencePublished=False says why, and the statements land once the
-// credentials are back. The invariant monitor watches every test's model.
+// credentials are back. A serving namespace whose release has evidence stages
+// instead of gates promotes by the gate cluster's statements alone, with no
+// Job, and holds what is unsigned, signed by an untrusted key or made for
+// other content, with the reason. The invariant monitor watches every test's
+// model.
 #include <fstream>
 #include <sstream>
 #include <string>
@@ -459,6 +463,132 @@ TEST_F(EvidenceClusterTest, CosignAndOrasAgreeWithLockstepOnBothRegistries) {
       EXPECT_EQ(got.exitCode, 0) << got.err;
     }
   }
+}
+
+// Issue 31, must-show 1 and 3 on one control plane: a second namespace stands
+// for a serving cluster that runs no gate. Its releases name an evidence stage
+// instead; the operator reads the package's referrers and passes the stage on
+// the gate cluster's trusted, matching decision: no Job is ever made there, and
+// the release goes on to prod. Evidence under an untrusted key, or for a
+// package digest nobody gated, holds the stage with a reason that names what is
+// missing; trusting the key (a TrustPolicy edit) lets the held stage pass.
+TEST_F(EvidenceClusterTest, AServingNamespacePromotesByEvidenceAloneAndHoldsWhatIsNotTrusted) {
+  const std::string d1 = push("gated");
+  const std::string d2 = push("ungated");
+  ASSERT_FALSE(d1.empty());
+  ASSERT_FALSE(d2.empty());
+  ASSERT_EQ(createRelease("gated", pkg(d1)).exitCode, 0);
+  waitEvidence("gated", "True", kStatements.size());
+
+  auto readFile = [](const std::string& path) {
+    std::ifstream in(path);
+    std::stringstream ss;
+    ss << in.rdbuf();
+    return ss.str();
+  };
+  auto policy = [&](const std::string& name, const std::string& pubFile) {
+    return kubectl(
+        {"apply", "-f", "-"},
+        json{{"apiVersion", "lockstep.dev/v1alpha1"},
+             {"kind", "TrustPolicy"},
+             {"metadata", {{"name", name}}},
+             {"spec",
+              {{"keys", json::array({{{"name", "gate-cluster"},
+                                      {"publicKey", readFile(dir_ + "/" + pubFile)}}})},
+               {"rules",
+                json::array({{{"repositories", json::array({registry_->host() + "/models/"})},
+                              {"stages", json::array({"eval"})},
+                              {"keys", json::array({"gate-cluster"})}}})}}}}
+            .dump());
+  };
+  const std::string trusted = w_.ns() + "-trusted", other = w_.ns() + "-other";
+  ASSERT_EQ(policy(trusted, "key.pub").exitCode, 0);
+  ASSERT_EQ(policy(other, "other.pub").exitCode, 0);
+  struct Cleanup {
+    std::vector<std::string> names;
+    ~Cleanup() {
+      for (const auto& n : names) kubectl({"delete", "trustpolicy", n, "--ignore-not-found"});
+    }
+  } cleanup{{trusted, other}};
+
+  ReleaseWorld b;
+  ASSERT_EQ(b.setUp({.nsPrefix = "serving", .monitor = true}), "");
+  auto evidenceStage = [](const std::string& policyName) {
+    return json{{"name", "verified"},
+                {"evidence", {{"stages", json::array({"eval"})}, {"trustPolicy", policyName}}}};
+  };
+  ASSERT_EQ(b.create(b.release("by-evidence", pkg(d1))
+                         .withGate(evidenceStage(trusted))
+                         .withProdStage(prodStage(json::array({json{{"weight", 50}}}))))
+                .exitCode,
+            0);
+  ASSERT_EQ(b.create(b.release("untrusted", pkg(d1)).model("gpt2-u").withGate(evidenceStage(other)))
+                .exitCode,
+            0);
+  ASSERT_EQ(b.create(b.release("ungated", pkg(d2)).model("gpt2-n").withGate(evidenceStage(trusted)))
+                .exitCode,
+            0);
+
+  // Promoted by evidence alone.
+  json promoted;
+  ASSERT_TRUE(eventually(
+      [&] {
+        promoted = b.get("mr", "by-evidence");
+        return promoted.value("/status/phase"_json_pointer, std::string()) == "Promoted";
+      },
+      std::chrono::seconds(180)))
+      << promoted.value("status", json()).dump(2);
+  const json stage = promoted["status"]["stages"][0];
+  EXPECT_EQ(stage["phase"], "Succeeded");
+  const json statements = stage["evidence"]["statements"];
+  ASSERT_EQ(statements.size(), 2u) << stage.dump(2);  // the decision and the eval it cites
+  EXPECT_EQ(statements[0]["predicateType"], "https://slsa.dev/verification_summary/v1");
+  EXPECT_EQ(statements[1]["predicateType"], "https://in-toto.io/attestation/test-result/v0.1");
+  for (const json& s : statements) EXPECT_EQ(s["signedBy"], "gate-cluster");
+  // The decision verified is the one the gate namespace published.
+  json gated = w_.get("mr", "gated");
+  std::string decisionDigest;
+  for (const json& e : gated["status"]["evidence"])
+    if (e["name"] == "eval/decision") decisionDigest = e.value("statementDigest", "");
+  EXPECT_EQ(statements[0]["payloadDigest"], decisionDigest);
+
+  // Held, each with its reason, and never a Job.
+  auto heldWith = [&](const std::string& name, const std::string& reason, const std::string& text) {
+    json last;
+    bool ok = eventually(
+        [&] {
+          last = b.get("mr", name);
+          return conditionField(last, "Ready", "reason") == reason;
+        },
+        std::chrono::seconds(120));
+    EXPECT_TRUE(ok) << name << ": " << last.value("status", json()).dump(2);
+    const std::string message = conditionField(last, "Ready", "message");
+    EXPECT_NE(message.find(text), std::string::npos) << message;
+    EXPECT_EQ(last["status"]["stages"][0]["phase"], "Running");
+  };
+  heldWith("untrusted", "EvidenceUntrusted", "not trusted");
+  heldWith("ungated", "EvidenceMissing",
+           "no decision signed by a key TrustPolicy \"" + trusted + "\" trusts for " +
+               registry_->host() + "/" + kRepo + "@" + d2);
+  auto events = kubectlJson({"get", "events", "-n", b.ns(), "--field-selector",
+                             "involvedObject.name=untrusted,reason=EvidenceUntrusted"});
+  EXPECT_GE(events["items"].size(), 1u);
+
+  // Trusting the gate cluster's key lets the held stage pass (a release with
+  // no serving stage ends Validated).
+  ASSERT_EQ(policy(other, "key.pub").exitCode, 0);
+  json validated;
+  EXPECT_TRUE(eventually(
+      [&] {
+        validated = b.get("mr", "untrusted");
+        return validated.value("/status/phase"_json_pointer, std::string()) == "Validated";
+      },
+      std::chrono::seconds(120)))
+      << validated.value("status", json()).dump(2);
+  auto jobs = kubectlJson({"get", "jobs", "-n", b.ns()});
+  EXPECT_TRUE(jobs["items"].empty()) << "an evidence stage never makes a Job: " << jobs.dump(2);
+  heldWith("ungated", "EvidenceMissing", d2);
+  b.tearDown(HasFailure());
 }
 
 }  // namespace
