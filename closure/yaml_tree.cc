@@ -90,6 +90,8 @@ class YamlBuilder {
           } else {
             LOCKSTEP_RETURN_IF_ERROR(add(YamlTree::Type::kScalar, line, e.data.scalar.anchor));
             YamlTree::Node& n = tree_.nodes_.back();
+            n.plain =
+                e.data.scalar.tag == nullptr && e.data.scalar.style == YAML_PLAIN_SCALAR_STYLE;
             n.begin = static_cast<uint32_t>(tree_.scalars_.size());
             n.size = static_cast<uint32_t>(e.data.scalar.length);
             tree_.scalars_.append(reinterpret_cast<const char*>(e.data.scalar.value),
@@ -147,7 +149,7 @@ class YamlBuilder {
   Status add(YamlTree::Type type, int line, const yaml_char_t* anchor, bool closed = true) {
     LOCKSTEP_RETURN_IF_ERROR(count(1, line));
     const auto i = static_cast<uint32_t>(tree_.nodes_.size());
-    tree_.nodes_.push_back({type, closed, line});
+    tree_.nodes_.push_back({type, closed, /*plain=*/false, line});
     expanded_.push_back(1);
     if (anchor != nullptr) anchors_[reinterpret_cast<const char*>(anchor)] = i;
     attach(i);
@@ -241,6 +243,8 @@ bool YamlNode::IsMap() const { return tree_ && tree_->nodes_[index_].type == Yam
 std::string_view YamlNode::Scalar() const {
   return IsScalar() ? tree_->scalar(tree_->nodes_[index_]) : std::string_view();
 }
+
+bool YamlNode::IsPlain() const { return IsScalar() && tree_->nodes_[index_].plain; }
 
 int YamlNode::line() const { return tree_ ? tree_->nodes_[index_].line : 0; }
 

@@ -35,7 +35,10 @@ class YamlNode {
   bool IsSequence() const;
   bool IsMap() const;
   std::string_view Scalar() const;  // "" unless a scalar; lives as long as the tree
-  int line() const;                 // 1-based; 0 for a missing node
+  // An untagged plain scalar (not quoted, no block style): one whose type a reader
+  // resolves from its text (`1` an integer, `"1"` a string).
+  bool IsPlain() const;
+  int line() const;  // 1-based; 0 for a missing node
   // Map lookup by scalar key; a missing node when absent or not a map.
   YamlNode operator[](std::string_view key) const;
   // Sequence items, or map keys and values interleaved (key, value, key, ...).
@@ -75,6 +78,7 @@ class YamlTree {
   struct Node {
     Type type = Type::kNull;
     bool closed = false;
+    bool plain = false;  // kScalar: untagged and in the plain style
     int line = 0;
     uint32_t begin = 0;  // scalar: offset in scalars_; container: first child in kids_
     uint32_t size = 0;   // scalar: bytes; container: children

@@ -6,10 +6,9 @@
 #include <ostream>
 #include <sstream>
 
-#include "api/v1alpha1/trust_policy.h"
-#include "closure/yaml_tree.h"
 #include "cmd/lockstep/file_include_reader.h"
 #include "cmd/lockstep/registry_access.h"
+#include "cmd/lockstep/verifier_trust.h"
 #include "common/flags.h"
 #include "evidence/bundle.h"
 #include "evidence/dsse.h"
@@ -25,7 +24,6 @@ namespace {
 using nlohmann::json;
 
 using registry::kMaxBundleBytes;
-constexpr size_t kMaxKeyBytes = size_t{1} << 20;
 constexpr const char* kPredicateAnnotation = registry::kBundlePredicateAnnotation;
 constexpr const char* kStatementAnnotation = registry::kBundleStatementAnnotation;
 
@@ -69,77 +67,6 @@ std::string annotation(const registry::Descriptor& d, const char* key) {
   return registry::annotationOf(d, key);
 }
 
-// A YAML node as JSON: scalars are strings (a TrustPolicy holds only strings).
-json yamlJson(const closure::internal::YamlNode& n) {
-  if (n.IsMap()) {
-    json o = json::object();
-    for (auto [k, v] : closure::internal::entries(n)) o[std::string(k.Scalar())] = yamlJson(v);
-    return o;
-  }
-  if (n.IsSequence()) {
-    json a = json::array();
-    for (auto item : closure::internal::items(n)) a.push_back(yamlJson(item));
-    return a;
-  }
-  if (n.IsScalar()) return std::string(n.Scalar());
-  return nullptr;
-}
-
-// The keys of the TrustPolicy objects in `file` (YAML or JSON: one object, or a
-// List as `kubectl get trustpolicies -o yaml` prints), each with the policies
-// that trust it, by name "POLICY/KEY".
-struct Policies {
-  std::vector<std::pair<std::string, api::v1alpha1::TrustPolicySpec>> specs;  // by policy name
-  std::vector<evidence::TrustedKey> keys;  // every key, named "POLICY/KEY"
-};
-
-StatusOr<Policies> loadPolicies(const std::string& file) {
-  auto text = readFile(file, kMaxBundleBytes);
-  if (!text.isOk()) return text.status();
-  json doc = json::parse(*text, nullptr, false);
-  if (doc.is_discarded()) {
-    auto tree = closure::internal::YamlTree::parse(*text, file, 100000);
-    if (!tree.isOk()) return tree.status();
-    doc = yamlJson(tree->root());
-  }
-  std::vector<json> objects;
-  if (doc.is_object() && doc.value("kind", "") == "List" && doc.contains("items") &&
-      doc["items"].is_array()) {
-    for (const json& o : doc["items"]) objects.push_back(o);
-  } else {
-    objects.push_back(doc);
-  }
-  Policies out;
-  for (size_t i = 0; i < objects.size(); ++i) {
-    const json& o = objects[i];
-    const std::string where =
-        file + (objects.size() > 1 ? " items[" + std::to_string(i) + "]" : "");
-    if (!o.is_object() || o.value("kind", "") != "TrustPolicy")
-      return invalidArgument(where + ": not a TrustPolicy (kind)");
-    const std::string name = o.value("/metadata/name"_json_pointer, std::string("unnamed"));
-    auto spec = api::v1alpha1::decodeTrustPolicySpec(o.value("spec", json::object()));
-    if (!spec.isOk()) return spec.status().withContext(where + " (TrustPolicy " + name + ")");
-    for (const auto& k : spec->keys) {
-      auto key = evidence::parseP256PublicKey(k.publicKey, where + " key " + k.name);
-      if (!key.isOk()) return key.status();
-      out.keys.push_back({name + "/" + k.name, *key});
-    }
-    out.specs.emplace_back(name, std::move(*spec));
-  }
-  return out;
-}
-
-// True when a policy trusts `keyName` ("POLICY/KEY") for `stage` of `package`.
-bool policyTrusts(const Policies& p, const std::string& keyName, const std::string& package,
-                  const std::string& stage) {
-  for (const auto& [name, spec] : p.specs) {
-    if (keyName.rfind(name + "/", 0) != 0) continue;
-    if (api::v1alpha1::trustedKeyNames(spec, package, stage).count(keyName.substr(name.size() + 1)))
-      return true;
-  }
-  return false;
-}
-
 std::string pad(std::string s, size_t n) {
   if (s.size() < n) s.append(n - s.size(), ' ');
   return s;
@@ -161,21 +88,6 @@ std::optional<int> parseEvidenceFlags(const VerbContext& ctx, Flags& flags, cons
     return kExitOk;
   }
   return std::nullopt;
-}
-
-StatusOr<std::vector<evidence::TrustedKey>> readTrustedKeys(const std::string& list) {
-  std::vector<evidence::TrustedKey> keys;
-  std::stringstream in(list);
-  for (std::string path; std::getline(in, path, ',');) {
-    if (path.empty()) continue;
-    auto pem = readFile(path, kMaxKeyBytes);
-    if (!pem.isOk()) return pem.status();
-    auto key = evidence::parseP256PublicKey(*pem, path);
-    if (!key.isOk()) return key.status();
-    keys.push_back({path, *key});
-  }
-  if (keys.empty()) return invalidArgument("--key: no key file given");
-  return keys;
 }
 
 int runEvidenceList(const VerbContext& ctx, const std::vector<std::string>& args) {
@@ -296,38 +208,23 @@ int runEvidenceVerify(const VerbContext& ctx, const std::vector<std::string>& ar
     ctx.err << "evidence verify: give --key FILES or --policy FILE\n";
     return kExitUsage;
   }
-  std::optional<Policies> policies;
-  std::vector<evidence::TrustedKey> keys;
-  if (!flags.get("policy").empty()) {
-    auto p = loadPolicies(flags.get("policy"));
-    if (!p.isOk()) {
-      ctx.err << "evidence verify: " << p.status().message() << "\n";
-      return kExitFailure;
-    }
-    policies = std::move(*p);
-  } else {
-    auto k = readTrustedKeys(flags.get("key"));
-    if (!k.isOk()) {
-      ctx.err << "evidence verify: " << k.status().message() << "\n";
-      return kExitFailure;
-    }
-    keys = std::move(*k);
+  auto trust = loadTrust(flags.get("key"), flags.get("policy"));
+  if (!trust.isOk()) {
+    ctx.err << "evidence verify: " << trust.status().message() << "\n";
+    return kExitFailure;
   }
   auto s = open(flags);
   if (!s.isOk()) {
     ctx.err << "evidence verify: " << s.status().message() << "\n";
     return kExitFailure;
   }
-  if (policies) {
-    // The keys some rule trusts for this package, at any stage; the stage is
-    // checked once the statement is verified.
-    for (const evidence::TrustedKey& k : policies->keys)
-      if (policyTrusts(*policies, k.name, s->package.name(), "")) keys.push_back(k);
-    if (keys.empty()) {
-      ctx.err << "evidence verify: no rule of " << flags.get("policy") << " trusts a key for "
-              << s->package.name() << "\n";
-      return kExitFailure;
-    }
+  // The keys some rule trusts for this package, at any stage; the stage is
+  // checked once the statement is verified.
+  const std::vector<evidence::TrustedKey> keys = trust->keysFor(s->package.name());
+  if (keys.empty()) {
+    ctx.err << "evidence verify: no rule of " << flags.get("policy") << " trusts a key for "
+            << s->package.name() << "\n";
+    return kExitFailure;
   }
   const std::map<std::string, std::string> predicates = {
       {"eval", evidence::kTestResultPredicate},
@@ -362,7 +259,7 @@ int runEvidenceVerify(const VerbContext& ctx, const std::vector<std::string>& ar
       ++refused;
       continue;
     }
-    if (policies && !policyTrusts(*policies, v->keyName, s->package.name(), v->stage)) {
+    if (!trust->trusts(v->keyName, s->package.name(), v->stage)) {
       ctx.out << "refused: " << where << ": signed by " << v->keyName
               << ", which the policy does not trust for stage \"" << v->stage << "\" of "
               << s->package.name() << "\n";

@@ -17,8 +17,6 @@ namespace lockstep::cli {
 // code (usage printed on an error or --help).
 std::optional<int> parseEvidenceFlags(const VerbContext& ctx, Flags& flags, const std::string& name,
                                       const std::vector<std::string>& args);
-// The PEM public keys of a comma-separated list of files, each named by its path.
-StatusOr<std::vector<evidence::TrustedKey>> readTrustedKeys(const std::string& list);
 
 int runEvidenceList(const VerbContext& ctx, const std::vector<std::string>& args);
 int runEvidenceGet(const VerbContext& ctx, const std::vector<std::string>& args);

@@ -15,6 +15,7 @@
 #include "cmd/lockstep/file_include_reader.h"
 #include "cmd/lockstep/path_names.h"
 #include "cmd/lockstep/verbs.h"
+#include "cmd/lockstep/verifier_trust.h"
 #include "common/flags.h"
 #include "evidence/bundle.h"
 #include "evidence/ecdsa_p256.h"

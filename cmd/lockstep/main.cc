@@ -32,6 +32,8 @@ const Verb kVerbs[] = {
      runRuntime},
     {"evidence", "ML-BOM of a package from its lock; sign and verify statements, offline",
      runEvidence},
+    {"fleet", "a package's fleet rollout from its registry: waves, clusters, permits, aborts",
+     runFleet},
     {"advisories", "OSV advisories (a local export) that affect a lock's closure", runAdvisories},
     {"version", "print the version", runVersion},
     {"help", "show this help (help VERB for a verb's flags)", runHelp},
@@ -61,6 +63,8 @@ int runHelp(const VerbContext& ctx) {
     evidenceUsage(ctx.out, ctx.programName);
   } else if (!ctx.args.empty() && ctx.args[0] == "runtime") {
     runtimeUsage(ctx.out, ctx.programName);
+  } else if (!ctx.args.empty() && ctx.args[0] == "fleet") {
+    fleetUsage(ctx.out, ctx.programName);
   } else if (!ctx.args.empty() && ctx.args[0] == "advisories") {
     advisoriesUsage(ctx.out, ctx.programName);
   } else {

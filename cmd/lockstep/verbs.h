@@ -37,10 +37,12 @@ int runVerifyHost(const VerbContext& ctx);
 int runRuntime(const VerbContext& ctx);
 int runEvidence(const VerbContext& ctx);
 int runAdvisories(const VerbContext& ctx);
+int runFleet(const VerbContext& ctx);
 void closureHashUsage(std::ostream& os, const std::string& program);
 void verifyEnvUsage(std::ostream& os, const std::string& program);
 void verifyHostUsage(std::ostream& os, const std::string& program);
 void evidenceUsage(std::ostream& os, const std::string& program);
 void advisoriesUsage(std::ostream& os, const std::string& program);
+void fleetUsage(std::ostream& os, const std::string& program);
 
 }  // namespace lockstep::cli
