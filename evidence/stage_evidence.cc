@@ -83,6 +83,24 @@ json StageEvidenceResult::toJson() const {
   return out;
 }
 
+StatusOr<std::vector<TrustedKey>> trustedKeys(const api::v1alpha1::TrustPolicySpec& policy,
+                                              const std::string& packageName,
+                                              const std::string& stage,
+                                              const std::string& policyName) {
+  const std::set<std::string> names = api::v1alpha1::trustedKeyNames(policy, packageName, stage);
+  std::vector<TrustedKey> out;
+  for (size_t i = 0; i < policy.keys.size(); ++i) {
+    const api::v1alpha1::TrustPolicyKey& k = policy.keys[i];
+    // Every key is parsed: a broken one makes the whole policy invalid.
+    auto parsed =
+        parseP256PublicKey(k.publicKey, "TrustPolicy " + quote(policyName) + " spec.keys[" +
+                                            std::to_string(i) + "] " + quote(k.name));
+    if (!parsed.isOk()) return parsed.status();
+    if (names.count(k.name)) out.push_back(TrustedKey{k.name, *parsed});
+  }
+  return out;
+}
+
 StageEvidenceResult checkStageEvidence(const std::vector<ReferrerBundle>& referrers,
                                        const api::v1alpha1::TrustPolicySpec& policy,
                                        const EvidenceRequirement& want) {
@@ -95,20 +113,12 @@ StageEvidenceResult checkStageEvidence(const std::vector<ReferrerBundle>& referr
     out.statements.clear();
     return out;
   };
-  std::map<std::string, TrustedKey> keys;
-  for (size_t i = 0; i < policy.keys.size(); ++i) {
-    const api::v1alpha1::TrustPolicyKey& k = policy.keys[i];
-    auto parsed = parseP256PublicKey(
-        k.publicKey, policyName + " spec.keys[" + std::to_string(i) + "] " + quote(k.name));
-    if (!parsed.isOk()) return hold(kReasonEvidenceInvalid, parsed.status().message());
-    keys[k.name] = TrustedKey{k.name, *parsed};
-  }
   if (want.stages.empty()) return hold(kReasonEvidenceInvalid, "no stage is asked for");
 
   for (const std::string& stage : want.stages) {
-    std::vector<TrustedKey> trusted;
-    for (const std::string& name : api::v1alpha1::trustedKeyNames(policy, want.packageName, stage))
-      if (auto it = keys.find(name); it != keys.end()) trusted.push_back(it->second);
+    auto keys = trustedKeys(policy, want.packageName, stage, want.policyName);
+    if (!keys.isOk()) return hold(kReasonEvidenceInvalid, keys.status().message());
+    const std::vector<TrustedKey>& trusted = *keys;
     if (trusted.empty()) {
       return hold(kReasonEvidenceUntrusted, policyName + " trusts no key for stage " +
                                                 quote(stage) + " of " + want.packageName);

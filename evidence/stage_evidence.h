@@ -22,6 +22,8 @@
 #include <nlohmann/json.hpp>
 
 #include "api/v1alpha1/trust_policy.h"
+#include "common/status.h"
+#include "evidence/verify.h"
 
 namespace lockstep::evidence {
 
@@ -66,6 +68,14 @@ struct StageEvidenceResult {
   std::vector<FoundStatement> statements;  // decisions and the inputs they cite, when passed
   nlohmann::json toJson() const;           // {passed, reason, message, statements[]}
 };
+
+// The keys `policy` (named `policyName` in messages) trusts for `stage` of
+// `packageName`, parsed; kInvalidArgument naming a key of the policy that does
+// not parse (any key: a broken one makes the whole policy invalid).
+StatusOr<std::vector<TrustedKey>> trustedKeys(const api::v1alpha1::TrustPolicySpec& policy,
+                                              const std::string& packageName,
+                                              const std::string& stage,
+                                              const std::string& policyName);
 
 StageEvidenceResult checkStageEvidence(const std::vector<ReferrerBundle>& referrers,
                                        const api::v1alpha1::TrustPolicySpec& policy,

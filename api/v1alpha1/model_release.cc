@@ -210,6 +210,8 @@ ModelRelease decodeModelRelease(const json& object) {
                            decode::integer(sv, "port", 8080)};
     }
     if (isObject(s, "canary")) st.canary = decodeCanary(decode::object(s, "canary"));
+    if (isObject(s, "fleet"))
+      st.fleet = FleetField{decode::string(decode::object(s, "fleet"), "trustPolicy")};
     r.spec.stages.push_back(std::move(st));
   }
   if (decode::member(spec, "registryTags") != nullptr) {
@@ -251,6 +253,7 @@ ModelRelease decodeModelRelease(const json& object) {
   if (const json* c = decode::member(status, "canary"); c != nullptr) r.status.canary = *c;
   r.status.canaryPhase = decode::string(decode::object(status, "canary"), "phase");
   r.status.rollback = decode::object(status, "rollback");
+  r.status.evidenceChecks = decode::array(status, "evidenceChecks");
   r.status.conditions = decode::array(status, "conditions");
   return r;
 }
@@ -277,6 +280,13 @@ Status checkStages(const ModelReleaseSpec& spec) {
       if (s.approval == Approval::kManual)
         return Status(Code::kInvalidArgument,
                       where + ".approval: an evidence stage takes no approval");
+    }
+    if (s.fleet) {
+      if (!s.serving)
+        return Status(Code::kInvalidArgument,
+                      where + ".fleet: only the serving stage waits for a fleet's wave permit");
+      if (s.fleet->trustPolicy.empty())
+        return Status(Code::kInvalidArgument, where + ".fleet.trustPolicy is empty");
     }
   }
   return Status::ok();

@@ -140,6 +140,14 @@ struct EvidenceStage {
   std::map<std::string, std::string> specDigests;  // stage → the spec digest required
 };
 
+// spec.stages[].fleet (the serving stage only): the canary starts once the
+// registry holds a wave permit naming this cluster, signed by a key the
+// TrustPolicy trusts for stage "fleet"; a fleet abort for its wave rolls it
+// back (docs/fleet.md "The serving side").
+struct FleetField {
+  std::string trustPolicy;
+};
+
 struct Stage {
   std::string name;
   Approval approval = Approval::kAutomatic;
@@ -151,6 +159,7 @@ struct Stage {
   std::optional<EvidenceStage> evidence;
   std::optional<Serving> serving;
   std::optional<CanaryField> canary;
+  std::optional<FleetField> fleet;
 };
 
 // spec.registryTags: tag the package `<repo>:<stage>` after each stage passes
@@ -216,6 +225,9 @@ struct ModelReleaseStatus {
   // status.rollback: the last manual rollback to this release, or why it was
   // refused ({from, requestedBy, revision, at | refused}); empty when none.
   nlohmann::json rollback = nlohmann::json::object();
+  // status.evidenceChecks: the evidence controller's answers (evidence stages,
+  // a fleet rollout's wave permit), as written.
+  nlohmann::json evidenceChecks = nlohmann::json::array();
   nlohmann::json conditions = nlohmann::json::array();
 };
 

@@ -14,6 +14,7 @@
 #include "api/v1alpha1/resources.h"
 #include "api/v1alpha1/runtime_env.h"
 #include "controllers/common/execute.h"
+#include "controllers/modelrelease/gates/fleet_check.h"
 #include "controllers/modelrelease/prod/canary_observe.h"
 #include "controllers/modelrelease/prod/fold.h"
 #include "controllers/modelrelease/prod/gpu_capacity.h"
@@ -128,6 +129,12 @@ std::optional<ModelReleaseObserved> ModelReleaseReconciler::observe(const Reques
     if (!history.empty() && history.back().action == v1::kModelActionRollback &&
         history.back().release == request.name)
       o.rollbackFrom = history.back().from;
+    // A fleet abort for the wave of the release prod runs takes prod back to
+    // the release its canary replaced (gates/fleet_check.h).
+    if (!o.promotedRelease.empty() && o.promotedRelease != request.name) {
+      if (auto prod = caches_.releases.get(request.ns, o.promotedRelease))
+        o.fleetRollbackBy = fleetRollbackBy(v1::decodeModelRelease(*prod), request.name);
+    }
     if (modelObject) {
       o.rollbackDeadlineSeconds = m.spec.rollbackDeadlineSeconds;
       o.window = windows_.closedAt(*modelObject, o.nowUnix);
@@ -445,6 +452,25 @@ void setupModelReleaseController(runtime::Manager& manager, ModelReleaseOptions 
                             a.value("/status/evidenceChecks"_json_pointer, json::array()) !=
                                 b.value("/status/evidenceChecks"_json_pointer, json::array());
                    })
+          // A fleet abort recorded on the release prod runs: the release its
+          // canary replaced takes prod back (gates/fleet_check.h).
+          .watches(
+              v1::kModelReleases,
+              [](const kube::Object& o) {
+                std::vector<Request> out;
+                if (o.value("/status/evidenceChecks"_json_pointer, json::array()).empty())
+                  return out;
+                const v1::ModelRelease r = v1::decodeModelRelease(o);
+                if (!concernedFleetAbort(r)) return out;
+                const std::string known = v1::decode::string(
+                    v1::decode::object(r.status.canary, "knownGood"), "release");
+                if (!known.empty()) out.push_back({r.meta.ns, known});
+                return out;
+              },
+              [](const kube::Object& a, const kube::Object& b) {
+                return a.value("/status/evidenceChecks"_json_pointer, json::array()) !=
+                       b.value("/status/evidenceChecks"_json_pointer, json::array());
+              })
           // Its Jobs, by controller owner reference.
           .owns(jobOpts)
           // Pods of those Jobs, by the release label the Job's template carries.

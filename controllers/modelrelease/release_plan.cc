@@ -5,6 +5,7 @@
 #include "api/v1alpha1/conditions.h"
 #include "api/v1alpha1/runtime_verify.h"
 #include "controllers/modelrelease/gates/evidence_stage_plan.h"
+#include "controllers/modelrelease/gates/fleet_permit_plan.h"
 #include "controllers/modelrelease/gates/gate_job.h"
 #include "controllers/modelrelease/gates/gate_plan.h"
 #include "controllers/modelrelease/gates/gate_verdict.h"
@@ -368,6 +369,11 @@ ReleasePlan planRelease(const ReleaseObserved& o) {
         st["message"] = rt.mismatch;
         break;
       }
+      // A fleet rollout's serving stage starts on its wave permit (gates/fleet_check.h).
+      if (!started && s.fleet &&
+          !planFleetPermit(o, r, s, gateIndex == 0 ? kPhasePending : kPhaseTesting, status, st,
+                           sum, plan))
+        break;
       sum.phase = kPhaseCanary;
       sum.reconciling = true;
       if (st.value("phase", "Pending") != kStageRunning) {

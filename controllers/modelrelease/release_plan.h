@@ -25,6 +25,7 @@
 #include "api/v1alpha1/model_release.h"
 #include "controllers/modelrelease/change_window_gate.h"
 #include "controllers/modelrelease/gates/evidence_stage.h"
+#include "controllers/modelrelease/gates/fleet_check.h"
 #include "controllers/modelrelease/release_event.h"
 #include "controllers/modelrelease/runtime_pod.h"
 #include "controllers/modelrelease/serving_health.h"
@@ -66,6 +67,13 @@ struct ReleaseObserved {
   // The registry's answer for the evidence stage being planned (the plan's
   // evidenceCheck of an earlier pass); nullopt: none yet.
   std::optional<EvidenceCheckObserved> evidence;
+  // The registry's answer for the serving stage of a fleet rollout (its wave
+  // permit, gates/fleet_check.h); nullopt: read from status.evidenceChecks.
+  std::optional<FleetCheckObserved> fleet;
+  // A fleet abort concerns the release prod runs now, and this release is the
+  // one its canary replaced: prod comes back to this release as on a manual
+  // rollback, requested by the abort (its message); "" when none.
+  std::string fleetRollbackBy;
 };
 
 // The release reached its prod (serving) stage: prod/prod_plan.h plans the

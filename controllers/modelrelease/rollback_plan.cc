@@ -76,10 +76,13 @@ bool planManualRollback(const ReleaseObserved& o, const v1::ModelRelease& r,
   if (decode::string(decode::object(prevStatus, "canary"), "phase") == kPhasePromoted &&
       (prevPhase == kPhaseSuperseded || prevPhase == kPhasePromoted)) {
     const std::string from = o.promotedRelease;
-    const std::string by =
-        from.empty() || from == r.meta.name || o.modelRevision.empty()
-            ? std::string()
-            : r.annotation(std::string(kRollbackAnnotationPrefix) + o.modelRevision);
+    std::string by = from.empty() || from == r.meta.name || o.modelRevision.empty()
+                         ? std::string()
+                         : r.annotation(std::string(kRollbackAnnotationPrefix) + o.modelRevision);
+    // A fleet abort for the wave of the release prod runs asks for this one
+    // (the release its canary replaced) as a person would (gates/fleet_check.h).
+    if (by.empty() && !from.empty() && from != r.meta.name && !o.modelRevision.empty())
+      by = o.fleetRollbackBy;
     const bool restoredBefore = prevPhase == kPhaseSuperseded && from == r.meta.name;
     if (!by.empty() || restoredBefore) {
       // The stable pods run the release's pinned pair (v1::rollbackRuntime):

@@ -165,6 +165,32 @@ std::vector<Case> cases() {
        torch(),
        Decision::kAllowed,
        {}},
+      {"fleet serving stage allowed",
+       Operation::kCreate,
+       ReleaseBuilder()
+           .rawStage({{"name", "verified"},
+                      {"evidence", {{"stages", {"eval", "ci"}}, {"trustPolicy", "fleet"}}}})
+           .rawStage({{"name", "prod"},
+                      {"serving", {{"replicas", 2}, {"port", 8080}}},
+                      {"fleet", {{"trustPolicy", "hub"}}}})
+           .json(),
+       nullptr,
+       torch(),
+       Decision::kAllowed,
+       {}},
+      {"fleet on a gate, and a fleet without a policy, denied",
+       Operation::kCreate,
+       ReleaseBuilder()
+           .rawStage({{"name", "eval"}, {"gate", json::object()}, {"fleet", {{"trustPolicy", "hub"}}}})
+           .rawStage({{"name", "prod"},
+                      {"serving", {{"replicas", 2}, {"port", 8080}}},
+                      {"fleet", json::object()}})
+           .json(),
+       nullptr,
+       torch(),
+       Decision::kDenied,
+       {"spec.stages[0].fleet: only the serving stage waits for a fleet's wave permit",
+        "spec.stages[1].fleet.trustPolicy: required"}},
       {"evidence stage with a gate too denied",
        Operation::kCreate,
        ReleaseBuilder()

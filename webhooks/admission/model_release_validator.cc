@@ -207,6 +207,18 @@ void checkStages(const json* spec, std::vector<std::string>& out) {
       continue;
     }
     if (evidence) checkEvidenceStage(stage, path, out);
+    if (const json* fleet = ja::child(&stage, "fleet"); fleet != nullptr) {
+      const std::string* policy = ja::str(ja::child(fleet, "trustPolicy"));
+      if (!serving) {
+        out.push_back(path +
+                      ".fleet: only the serving stage waits for a fleet's wave permit (its "
+                      "canary starts once a permit names this cluster)");
+      } else if (!fleet->is_object() || policy == nullptr || policy->empty()) {
+        out.push_back(path +
+                      ".fleet.trustPolicy: required: the TrustPolicy whose keys are trusted "
+                      "for stage fleet (the hub's)");
+      }
+    }
     std::string nm = name != nullptr ? *name : "";
     if (serving && (nm == "eval" || nm == "ci")) {
       out.push_back(path + ".name: " + quote(nm) +

@@ -11,6 +11,7 @@
 #include "api/v1alpha1/model.h"
 #include "api/v1alpha1/runtime_env.h"
 #include "controllers/common/verify_containers.h"
+#include "controllers/modelrelease/gates/fleet_check.h"
 #include "controllers/modelrelease/prod/serving_objects.h"
 
 namespace lockstep::controllers {
@@ -213,6 +214,7 @@ CanaryObserved observeCanary(const v1::ModelRelease& release, const v1::CanarySp
   co.promoteStepBy = release.annotation(v1::kPromoteAnnotationPrefix + std::to_string(step));
   co.promoteFullBy = release.annotation(v1::kPromoteFullAnnotation);
   co.abortBy = release.annotation(v1::kAbortAnnotation);
+  co.fleetAbort = concernedFleetAbort(release);
   co.releaseDeleted = prod.releaseDeleted;
   co.gpu = prod.gpu;
   co.measurement = prod.measurement;

@@ -8,6 +8,7 @@
 #include "api/v1alpha1/runtime_verify.h"
 #include "controllers/modelrelease/prod/rollback_capacity.h"
 #include "controllers/modelrelease/timestamps.h"
+#include "evidence/fleet_permit.h"
 
 namespace lockstep::controllers {
 namespace {
@@ -649,6 +650,10 @@ struct Planner {
     if (!o.abortBy.empty()) {
       st["abortedBy"] = o.abortBy;
       return rollBack(kReasonAborted, "aborted by " + o.abortBy);
+    }
+    if (o.fleetAbort) {
+      st["abortedBy"] = "fleet abort";
+      return rollBack(evidence::kReasonFleetAborted, *o.fleetAbort);
     }
     // A change window with inFlight abort rolls the canary back like an abort.
     if (o.window && o.window->inFlight == ClosedWindow::InFlight::kAbort) {

@@ -76,6 +76,9 @@ struct CanaryObserved {
   std::string promoteStepBy;  // annotation promote.lockstep.dev/<step> for the current step
   std::string promoteFullBy;  // annotation lockstep.dev/promote-full
   std::string abortBy;        // annotation lockstep.dev/abort
+  // A fleet abort for the wave that permitted this cluster (gates/fleet_check.h):
+  // its message; the canary rolls back as on an abort, reason FleetAborted.
+  std::optional<std::string> fleetAbort;
   // The release is being deleted (its finalizer holds it): rolled back like an abort.
   bool releaseDeleted = false;
   std::string now;  // RFC 3339
