@@ -36,6 +36,7 @@
 #include "api/v1alpha1/signing_config.h"
 #include "closure/closure.h"
 #include "controllers/evidence/evidence_plan.h"
+#include "controllers/evidence/registry_publisher.h"
 #include "controllers/modelrelease/gates/evidence_stage.h"
 #include "evidence/signer.h"
 #include "evidence/stage_evidence.h"
@@ -54,17 +55,6 @@ inline constexpr const char* kEvidenceFieldManager = "lockstep-evidence";
 // The evidence stages' answers (status.evidenceChecks) are applied under their own
 // manager: an apply that omits a field it owned removes it.
 inline constexpr const char* kEvidenceCheckFieldManager = "lockstep-evidence-check";
-// Annotations of a referrer manifest Lockstep pushes (beside cosign's own).
-inline constexpr const char* kStatementDigestAnnotation = "dev.lockstep.statement-digest";
-inline constexpr const char* kStatementNameAnnotation = "dev.lockstep.statement";
-
-// Opens a registry client for a host (the production one: https, TLS 1.2+).
-using RegistryOpener = std::function<StatusOr<std::unique_ptr<registry::RegistryClient>>(
-    const std::string& host, const std::optional<registry::Credentials>& credentials)>;
-
-// Over registry::connectRegistry with `caPem` (a private registry's CA) or the system roots.
-RegistryOpener connectingOpener(std::string caPem);
-
 struct EvidenceOptions {
   std::string operatorNamespace;  // where SigningConfigs' Secrets are read
   EvidenceContext context;        // cluster name, version
@@ -85,18 +75,6 @@ class EvidenceReconciler final : public runtime::Reconciler {
   void recheckNow();
 
  private:
-  struct Setup {
-    std::shared_ptr<const evidence::Signer> signer;
-    std::optional<registry::Credentials> credentials;
-  };
-  // The config that signs for `packageName`, or nullopt; an error for a config
-  // that matches but cannot be decoded.
-  StatusOr<std::optional<api::v1alpha1::SigningConfigSpec>> configFor(
-      const std::string& packageName) const;
-  StatusOr<Setup> setup(const api::v1alpha1::SigningConfigSpec& config, const std::string& host);
-  // The registry credentials of `config` for `host` (nullopt: anonymous).
-  StatusOr<std::optional<registry::Credentials>> credentials(
-      const api::v1alpha1::SigningConfigSpec& config, const std::string& host);
   // The publishing half of reconcile().
   runtime::Result publishEvidence(const nlohmann::json& release);
   // The evidence stage half: answers a recorded request (status.evidenceChecks).
@@ -107,22 +85,17 @@ class EvidenceReconciler final : public runtime::Reconciler {
   // ConfigMap of that revision (kept when spec.verify is set), else its lock as it
   // is now, which must still give the pinned closure hash.
   StatusOr<closure::Closure> pinnedClosure(const nlohmann::json& release);
-  std::vector<EvidenceOutcome> publish(const std::vector<PlannedStatement>& due,
-                                       const std::string& package, const Setup& setup,
-                                       const std::string& now);
 
   std::shared_ptr<kube::Client> client_;
   const kube::Indexer& releases_;
-  const kube::Indexer& signingConfigs_;
   const kube::Indexer& trustPolicies_;
   const kube::Indexer& runtimeEnvs_;  // the RuntimeEnv controller's caches: no extra RBAC
   const kube::Indexer& configMaps_;
   kube::EventSink& events_;
   kube::Clock& clock_;
   EvidenceOptions options_;
+  RegistryPublisher publisher_;  // signs and pushes; finds the SigningConfig for a package
   std::mutex mu_;
-  // Parsed keys by "secret name/resourceVersion/key": a key is parsed once per version.
-  std::map<std::string, std::shared_ptr<const evidence::Signer>> signers_;
   // status.evidence as last written, by release UID (only this controller writes it).
   std::map<std::string, nlohmann::json> written_;
   // Evidence stages read: by "uid/stage", the request key, when to read again and
