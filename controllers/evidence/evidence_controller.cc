@@ -4,6 +4,7 @@
 
 #include <algorithm>
 
+#include "api/image_ref.h"
 #include "api/v1alpha1/meta.h"
 #include "api/v1alpha1/model_release.h"
 #include "api/v1alpha1/resources.h"
@@ -13,6 +14,7 @@
 #include "closure/include_reader.h"
 #include "controllers/common/verify_containers.h"
 #include "controllers/modelrelease/timestamps.h"
+#include "evidence/fleet_permit.h"
 #include "evidence/stage_evidence.h"
 #include "operator/kube/object.h"
 #include "operator/registry/bundle_referrers.h"
@@ -140,7 +142,8 @@ Result EvidenceReconciler::reconcile(const Request& request) {
   const json& release = *obj;
   if (decode::member(decode::object(release, "metadata"), "deletionTimestamp") != nullptr)
     return Result::done();
-  return sooner(answerEvidenceStage(release), publishEvidence(release));
+  return sooner(sooner(answerEvidenceStage(release), answerFleetPermit(release)),
+                publishEvidence(release));
 }
 
 Result EvidenceReconciler::publishEvidence(const json& release) {
@@ -264,44 +267,41 @@ Result EvidenceReconciler::publishEvidence(const json& release) {
   return retry > 0 ? Result::after(std::chrono::seconds(retry)) : Result::done();
 }
 
-evidence::StageEvidenceResult EvidenceReconciler::readStageEvidence(
-    const EvidenceCheckRequest& request) {
-  evidence::StageEvidenceResult out;
-  auto unavailable = [&](const std::string& why) {
-    out.reason = kReasonRegistryUnavailable;
-    out.message = why;
-    return out;
-  };
-  const std::string& policyName = request.requirement.policyName;
-  kube::ObjectPtr policy = trustPolicies_.get("", policyName);
+StatusOr<v1::TrustPolicySpec> EvidenceReconciler::trustPolicy(const std::string& name,
+                                                              std::string* reason) const {
+  kube::ObjectPtr policy = trustPolicies_.get("", name);
   if (!policy) {
-    out.reason = evidence::kReasonEvidenceUntrusted;
-    out.message = "TrustPolicy \"" + policyName + "\" does not exist: no key is trusted";
-    return out;
+    *reason = evidence::kReasonEvidenceUntrusted;
+    return notFound("TrustPolicy \"" + name + "\" does not exist: no key is trusted");
   }
   auto spec = v1::decodeTrustPolicySpec(decode::object(*policy, "spec"));
   if (!spec.isOk()) {
-    out.reason = evidence::kReasonEvidenceInvalid;
-    out.message = "TrustPolicy \"" + policyName + "\": " + spec.status().message();
-    return out;
+    *reason = evidence::kReasonEvidenceInvalid;
+    return invalidArgument("TrustPolicy \"" + name + "\": " + spec.status().message());
   }
-  auto ref = registry::parsePackageRef(request.package);
-  if (!ref.isOk()) return unavailable(ref.status().message());
+  return *spec;
+}
+
+StatusOr<std::vector<evidence::ReferrerBundle>> EvidenceReconciler::readReferrers(
+    const std::string& package) {
+  auto ref = registry::parsePackageRef(package);
+  if (!ref.isOk()) return ref.status();
   // Read with the credentials of the SigningConfig for the package, if any.
   std::optional<registry::Credentials> creds;
   auto config = publisher_.configFor(ref->name());
   if (config.isOk() && config->has_value()) {
     auto c = publisher_.credentials(**config, ref->registry);
-    if (!c.isOk()) return unavailable(c.status().message());
+    if (!c.isOk()) return c.status();
     creds = *c;
   }
   auto client = options_.opener(ref->registry, creds);
   if (!client.isOk())
-    return unavailable("registry " + ref->registry + ": " + client.status().message());
+    return Status(client.status().code(),
+                  "registry " + ref->registry + ": " + client.status().message());
   auto list = registry::readBundleReferrers(**client, ref->repository, ref->digest);
   if (!list.isOk()) {
-    return unavailable("reading the referrers of " + request.package + ": " +
-                       list.status().message());
+    return Status(list.status().code(),
+                  "reading the referrers of " + package + ": " + list.status().message());
   }
   std::vector<evidence::ReferrerBundle> bundles;
   for (const registry::BundleReferrer& r : list->referrers) {
@@ -309,7 +309,53 @@ evidence::StageEvidenceResult EvidenceReconciler::readStageEvidence(
                        registry::annotationOf(r.descriptor, registry::kBundleStatementAnnotation),
                        r.bundle, r.error});
   }
-  return evidence::checkStageEvidence(bundles, *spec, request.requirement);
+  return bundles;
+}
+
+evidence::StageEvidenceResult EvidenceReconciler::readStageEvidence(
+    const EvidenceCheckRequest& request) {
+  evidence::StageEvidenceResult out;
+  auto spec = trustPolicy(request.requirement.policyName, &out.reason);
+  if (!spec.isOk()) {
+    out.message = spec.status().message();
+    return out;
+  }
+  auto bundles = readReferrers(request.package);
+  if (!bundles.isOk()) {
+    out.reason = kReasonRegistryUnavailable;
+    out.message = bundles.status().message();
+    return out;
+  }
+  return evidence::checkStageEvidence(*bundles, *spec, request.requirement);
+}
+
+FleetCheckObserved EvidenceReconciler::readFleetPermit(const FleetCheckRequest& request) {
+  FleetCheckObserved out;
+  out.key = request.key();
+  out.cluster = options_.context.clusterName;
+  auto spec = trustPolicy(request.trustPolicy, &out.result.reason);
+  if (!spec.isOk()) {
+    out.result.message = spec.status().message();
+    return out;
+  }
+  auto ref = api::parseImageRef(request.package);
+  if (!ref.isOk() || ref->digest.empty()) {
+    out.result.reason = evidence::kReasonEvidenceInvalid;
+    out.result.message = "spec.package " + request.package + " is not pinned by digest";
+    return out;
+  }
+  auto bundles = readReferrers(request.package);
+  if (!bundles.isOk()) {
+    out.unavailable = bundles.status().message();
+    return out;
+  }
+  evidence::FleetPermitRequirement want;
+  want.packageName = ref->domain + "/" + ref->path;
+  want.packageDigest = ref->digest;
+  want.cluster = out.cluster;
+  want.policyName = request.trustPolicy;
+  out.result = evidence::checkFleetPermit(*bundles, *spec, want);
+  return out;
 }
 
 void EvidenceReconciler::recheckNow() {
@@ -373,6 +419,74 @@ Result EvidenceReconciler::answerEvidenceStage(const json& release) {
                  answer.result.message);
   }
   if (answer.result.passed) {
+    std::lock_guard<std::mutex> lock(mu_);
+    rechecks_.erase(slot);
+    return Result::done();
+  }
+  return Result::after(std::chrono::seconds(answer.retryAfterSeconds));
+}
+
+Result EvidenceReconciler::answerFleetPermit(const json& release) {
+  std::optional<FleetCheckRequest> request = pendingFleetRequest(release);
+  if (!request) return Result::done();
+  const v1::ObjectMeta meta = v1::decodeMeta(release);
+  const json& status = decode::object(release, "status");
+  const std::optional<FleetCheckObserved> previous = fleetAnswerOf(status, request->stage);
+  const std::string key = request->key();
+  const auto wall = clock_.wallNow();
+  const int64_t nowUnix =
+      std::chrono::duration_cast<std::chrono::seconds>(wall.time_since_epoch()).count();
+  const std::string slot = meta.uid + "/" + request->stage + "/fleet";
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto it = rechecks_.find(slot);
+    if (it != rechecks_.end() && it->second.key == key && nowUnix < it->second.nextUnix)
+      return Result::after(std::chrono::seconds(it->second.nextUnix - nowUnix));
+  }
+  FleetCheckObserved answer = readFleetPermit(*request);
+  answer.checkedAt = kube::formatTime(wall, false);
+  int failures = 0;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    Recheck& r = rechecks_[slot];
+    if (r.key != key) r = Recheck{key, 0, 0};
+    r.failures = answer.unavailable.empty() ? 0 : r.failures + 1;
+    failures = r.failures;
+  }
+  answer.retryAfterSeconds =
+      failures > 0 ? evidenceBackoffSeconds(failures) : options_.evidenceRecheckSeconds;
+  // Final once aborted or settled: nothing read later can change it.
+  const bool final = answer.unavailable.empty() && (answer.result.aborted || answer.result.settled);
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    rechecks_[slot].nextUnix = final ? 0 : nowUnix + answer.retryAfterSeconds;
+  }
+  const std::string what = "fleet permit " + meta.key() + " stage \"" + request->stage + "\"";
+  auto comparable = [&](const FleetCheckObserved& a) {
+    json j = fleetAnswerJson(request->stage, a);
+    j.erase("checkedAt");
+    j.erase("retryAfterSeconds");
+    return j;
+  };
+  if (!previous || comparable(*previous) != comparable(answer)) {
+    json apply = {
+        {"apiVersion", v1::kModelReleases.apiVersion()},
+        {"kind", v1::kModelReleases.kind},
+        {"metadata", {{"name", meta.name}, {"namespace", meta.ns}}},
+        {"status", {{"evidenceChecks", json::array({fleetAnswerJson(request->stage, answer)})}}}};
+    auto applied = client_->applyStatus(v1::kModelReleases, apply,
+                                        kube::PatchParams::apply(kFleetCheckFieldManager));
+    if (!applied.isOk()) {
+      spdlog::warn("{}: recording the answer: {}", what, applied.status().toString());
+      std::lock_guard<std::mutex> lock(mu_);
+      rechecks_[slot].nextUnix = 0;  // the answer is not recorded: read again
+      return Result::failed(applied.status());
+    }
+    spdlog::info("{} (cluster {}): {}", what, answer.cluster,
+                 answer.unavailable.empty() ? answer.result.message
+                                            : "RegistryUnavailable: " + answer.unavailable);
+  }
+  if (final) {
     std::lock_guard<std::mutex> lock(mu_);
     rechecks_.erase(slot);
     return Result::done();
