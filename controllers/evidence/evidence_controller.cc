@@ -4,6 +4,7 @@
 
 #include <algorithm>
 
+#include "api/image_ref.h"
 #include "api/v1alpha1/meta.h"
 #include "api/v1alpha1/model_release.h"
 #include "api/v1alpha1/resources.h"
@@ -13,12 +14,10 @@
 #include "closure/include_reader.h"
 #include "controllers/common/verify_containers.h"
 #include "controllers/modelrelease/timestamps.h"
-#include "evidence/bundle.h"
-#include "evidence/ecdsa_p256.h"
+#include "evidence/fleet_permit.h"
 #include "evidence/stage_evidence.h"
 #include "operator/kube/object.h"
 #include "operator/registry/bundle_referrers.h"
-#include "operator/registry/connect.h"
 #include "operator/runtime/builder.h"
 
 namespace lockstep::controllers {
@@ -29,28 +28,6 @@ namespace decode = api::v1alpha1::decode;
 using nlohmann::json;
 using runtime::Request;
 using runtime::Result;
-
-constexpr const char* kDockerConfigJsonType = "kubernetes.io/dockerconfigjson";
-
-// The Secret's `key`, base64-decoded; errors name the Secret and the field of the config.
-StatusOr<std::pair<std::string, std::string>> secretValue(
-    kube::Client& client, const std::string& ns, const std::string& name, const std::string& key,
-    const std::string& field, std::string* type = nullptr) {
-  const std::string what = "Secret " + ns + "/" + name + " (SigningConfig " + field + ")";
-  auto got = client.get(v1::kSecrets, ns, name);
-  if (!got.isOk()) {
-    if (got.status().code() == Code::kNotFound) return Status(Code::kNotFound, what + " not found");
-    return Status(got.status().code(), "reading " + what + ": " + got.status().message());
-  }
-  if (type) *type = decode::string(*got, "type");
-  const json* value = decode::member(decode::object(*got, "data"), key);
-  if (value == nullptr || !value->is_string())
-    return Status(Code::kNotFound, what + " has no key \"" + key + "\"");
-  auto decoded = registry::base64Decode(value->get<std::string>());
-  if (!decoded) return invalidArgument(what + " key \"" + key + "\" is not base64");
-  return std::make_pair(*decoded,
-                        decode::string(decode::object(*got, "metadata"), "resourceVersion"));
-}
 
 // The earlier of two results: an error first, then the shorter wait.
 Result sooner(const Result& a, const Result& b) {
@@ -78,17 +55,6 @@ StatusOr<json> configMapData(const kube::Indexer& cache, const std::string& ns,
 
 }  // namespace
 
-RegistryOpener connectingOpener(std::string caPem) {
-  return [caPem = std::move(caPem)](const std::string& host,
-                                    const std::optional<registry::Credentials>& credentials)
-             -> StatusOr<std::unique_ptr<registry::RegistryClient>> {
-    registry::ConnectOptions options;
-    options.caPem = caPem;
-    options.timeout = std::chrono::seconds(20);
-    return registry::connectRegistry(host, credentials, options);
-  };
-}
-
 EvidenceReconciler::EvidenceReconciler(std::shared_ptr<kube::Client> client,
                                        const kube::Indexer& releases,
                                        const kube::Indexer& signingConfigs,
@@ -98,81 +64,15 @@ EvidenceReconciler::EvidenceReconciler(std::shared_ptr<kube::Client> client,
                                        kube::Clock& clock, EvidenceOptions options)
     : client_(std::move(client)),
       releases_(releases),
-      signingConfigs_(signingConfigs),
       trustPolicies_(trustPolicies),
       runtimeEnvs_(runtimeEnvs),
       configMaps_(configMaps),
       events_(events),
       clock_(clock),
-      options_(std::move(options)) {
-  if (!options_.opener) options_.opener = connectingOpener(options_.registryCaPem);
-}
-
-StatusOr<std::optional<v1::SigningConfigSpec>> EvidenceReconciler::configFor(
-    const std::string& packageName) const {
-  std::vector<kube::ObjectPtr> configs = signingConfigs_.list();
-  std::sort(configs.begin(), configs.end(), [](const kube::ObjectPtr& a, const kube::ObjectPtr& b) {
-    return kube::name(*a) < kube::name(*b);
-  });
-  for (const kube::ObjectPtr& c : configs) {
-    const json& spec = decode::object(*c, "spec");
-    auto decoded = v1::decodeSigningConfigSpec(spec);
-    if (!decoded.isOk()) {
-      // One that cannot be read may still be meant for this package: say so
-      // rather than sign with another or silently not at all.
-      bool mentions = false;
-      for (const json& r : decode::array(spec, "repositories"))
-        mentions = mentions || (r.is_string() && packageName.rfind(r.get<std::string>(), 0) == 0);
-      if (mentions || !spec.contains("repositories"))
-        return decoded.status().withContext("SigningConfig " + kube::name(*c));
-      continue;
-    }
-    if (v1::signsFor(*decoded, packageName)) return std::optional<v1::SigningConfigSpec>(*decoded);
-  }
-  return std::optional<v1::SigningConfigSpec>();
-}
-
-StatusOr<EvidenceReconciler::Setup> EvidenceReconciler::setup(const v1::SigningConfigSpec& config,
-                                                              const std::string& host) {
-  Setup out;
-  const std::string& ns = options_.operatorNamespace;
-  auto key = secretValue(*client_, ns, config.key.name, config.key.key, "spec.keySecretRef");
-  if (!key.isOk()) return key.status();
-  const std::string cacheKey = config.key.name + "/" + key->second + "/" + config.key.key;
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    if (auto it = signers_.find(cacheKey); it != signers_.end()) out.signer = it->second;
-  }
-  if (!out.signer) {
-    auto signer = evidence::parseP256PrivateKey(
-        key->first, "Secret " + ns + "/" + config.key.name + " key \"" + config.key.key + "\"");
-    if (!signer.isOk()) return signer.status();
-    out.signer = std::shared_ptr<const evidence::Signer>(std::move(*signer));
-    std::lock_guard<std::mutex> lock(mu_);
-    signers_[cacheKey] = out.signer;
-  }
-  auto creds = credentials(config, host);
-  if (!creds.isOk()) return creds.status();
-  out.credentials = *creds;
-  return out;
-}
-
-StatusOr<std::optional<registry::Credentials>> EvidenceReconciler::credentials(
-    const v1::SigningConfigSpec& config, const std::string& host) {
-  if (config.credentialsSecret.empty()) return std::optional<registry::Credentials>();
-  const std::string& ns = options_.operatorNamespace;
-  std::string type;
-  auto docker = secretValue(*client_, ns, config.credentialsSecret, ".dockerconfigjson",
-                            "spec.registryCredentialsSecretRef", &type);
-  if (!docker.isOk()) return docker.status();
-  if (type != kDockerConfigJsonType) {
-    return invalidArgument("Secret " + ns + "/" + config.credentialsSecret + " has type \"" + type +
-                           "\", not " + kDockerConfigJsonType);
-  }
-  auto creds = registry::credentialsForHost(docker->first, host,
-                                            "Secret " + ns + "/" + config.credentialsSecret);
-  if (!creds.isOk()) return creds.status();
-  return std::optional<registry::Credentials>(*creds);
+      options_(std::move(options)),
+      publisher_(client_, signingConfigs, options_.operatorNamespace,
+                 options_.opener ? options_.opener : connectingOpener(options_.registryCaPem)) {
+  options_.opener = publisher_.opener();
 }
 
 StatusOr<closure::Closure> EvidenceReconciler::pinnedClosure(const json& release) {
@@ -236,80 +136,14 @@ StatusOr<closure::Closure> EvidenceReconciler::pinnedClosure(const json& release
   return c;
 }
 
-std::vector<EvidenceOutcome> EvidenceReconciler::publish(const std::vector<PlannedStatement>& due,
-                                                         const std::string& package,
-                                                         const Setup& setup,
-                                                         const std::string& now) {
-  std::vector<EvidenceOutcome> out;
-  auto fail = [&](const std::string& error) {
-    for (const PlannedStatement& p : due) {
-      EvidenceOutcome o;
-      o.name = p.name;
-      o.predicateType = p.predicateType;
-      o.statementDigest = p.digest;
-      o.error = error;
-      out.push_back(o);
-    }
-    return out;
-  };
-  auto ref = registry::parsePackageRef(package);
-  if (!ref.isOk()) return fail(ref.status().message());
-  auto client = options_.opener(ref->apiHost(), setup.credentials);
-  if (!client.isOk()) return fail(client.status().message());
-  auto subject = (*client)->describe(ref->repository, ref->digest);
-  if (!subject.isOk()) return fail(subject.status().message());
-  auto existing = (*client)->referrers(ref->repository, ref->digest);
-  if (!existing.isOk()) return fail(existing.status().message());
-  for (const PlannedStatement& p : due) {
-    EvidenceOutcome o;
-    o.name = p.name;
-    o.predicateType = p.predicateType;
-    o.statementDigest = p.digest;
-    o.repository = ref->name();
-    for (const registry::Descriptor& d : existing->descriptors) {
-      auto a = d.annotations.find(kStatementDigestAnnotation);
-      if (a != d.annotations.end() && a->second == p.digest) {
-        o.referrer = d.digest;
-        o.alreadyThere = true;
-      }
-    }
-    if (o.alreadyThere) {
-      out.push_back(o);
-      continue;
-    }
-    auto bundle = evidence::signStatement(p.payload, *setup.signer);
-    if (!bundle.isOk()) {
-      o.error = "signing: " + bundle.status().message();
-      out.push_back(o);
-      continue;
-    }
-    registry::Artifact artifact;
-    artifact.artifactType = evidence::kBundleMediaType;
-    artifact.bytes = bundle->dump();
-    // cosign v3's annotations for a bundle referrer, and Lockstep's own.
-    artifact.annotations = {{"dev.sigstore.bundle.content", "dsse-envelope"},
-                            {"dev.sigstore.bundle.predicateType", p.predicateType},
-                            {"org.opencontainers.image.created", now},
-                            {kStatementNameAnnotation, p.name},
-                            {kStatementDigestAnnotation, p.digest}};
-    auto pushed = (*client)->pushReferrer(ref->repository, *subject, artifact);
-    if (pushed.isOk()) {
-      o.referrer = pushed->digest;
-    } else {
-      o.error = pushed.status().message();
-    }
-    out.push_back(o);
-  }
-  return out;
-}
-
 Result EvidenceReconciler::reconcile(const Request& request) {
   kube::ObjectPtr obj = releases_.get(request.ns, request.name);
   if (!obj) return Result::done();
   const json& release = *obj;
   if (decode::member(decode::object(release, "metadata"), "deletionTimestamp") != nullptr)
     return Result::done();
-  return sooner(answerEvidenceStage(release), publishEvidence(release));
+  return sooner(sooner(answerEvidenceStage(release), answerFleetPermit(release)),
+                publishEvidence(release));
 }
 
 Result EvidenceReconciler::publishEvidence(const json& release) {
@@ -330,7 +164,7 @@ Result EvidenceReconciler::publishEvidence(const json& release) {
   const std::string package = decode::string(decode::object(release, "spec"), "package");
   auto ref = registry::parsePackageRef(package);
   if (!ref.isOk()) return Result::done();
-  auto config = configFor(ref->name());
+  auto config = publisher_.configFor(ref->name());
   std::string setupError;
   if (!config.isOk()) {
     setupError = config.status().message();
@@ -381,11 +215,12 @@ Result EvidenceReconciler::publishEvidence(const json& release) {
     return heldBack > 0 ? Result::after(std::chrono::seconds(heldBack)) : Result::done();
   }
   if (!due.empty() && setupError.empty()) {
-    auto s = setup(**config, ref->registry);
+    auto s = publisher_.setup(**config, ref->registry);
     if (!s.isOk()) {
       setupError = s.status().message();
     } else {
-      for (EvidenceOutcome& o : publish(due, package, *s, now)) outcomes.push_back(std::move(o));
+      for (EvidenceOutcome& o : publisher_.publish(due, package, *s, now))
+        outcomes.push_back(std::move(o));
     }
   }
   if (!setupError.empty()) {
@@ -432,44 +267,41 @@ Result EvidenceReconciler::publishEvidence(const json& release) {
   return retry > 0 ? Result::after(std::chrono::seconds(retry)) : Result::done();
 }
 
-evidence::StageEvidenceResult EvidenceReconciler::readStageEvidence(
-    const EvidenceCheckRequest& request) {
-  evidence::StageEvidenceResult out;
-  auto unavailable = [&](const std::string& why) {
-    out.reason = kReasonRegistryUnavailable;
-    out.message = why;
-    return out;
-  };
-  const std::string& policyName = request.requirement.policyName;
-  kube::ObjectPtr policy = trustPolicies_.get("", policyName);
+StatusOr<v1::TrustPolicySpec> EvidenceReconciler::trustPolicy(const std::string& name,
+                                                              std::string* reason) const {
+  kube::ObjectPtr policy = trustPolicies_.get("", name);
   if (!policy) {
-    out.reason = evidence::kReasonEvidenceUntrusted;
-    out.message = "TrustPolicy \"" + policyName + "\" does not exist: no key is trusted";
-    return out;
+    *reason = evidence::kReasonEvidenceUntrusted;
+    return notFound("TrustPolicy \"" + name + "\" does not exist: no key is trusted");
   }
   auto spec = v1::decodeTrustPolicySpec(decode::object(*policy, "spec"));
   if (!spec.isOk()) {
-    out.reason = evidence::kReasonEvidenceInvalid;
-    out.message = "TrustPolicy \"" + policyName + "\": " + spec.status().message();
-    return out;
+    *reason = evidence::kReasonEvidenceInvalid;
+    return invalidArgument("TrustPolicy \"" + name + "\": " + spec.status().message());
   }
-  auto ref = registry::parsePackageRef(request.package);
-  if (!ref.isOk()) return unavailable(ref.status().message());
+  return *spec;
+}
+
+StatusOr<std::vector<evidence::ReferrerBundle>> EvidenceReconciler::readReferrers(
+    const std::string& package) {
+  auto ref = registry::parsePackageRef(package);
+  if (!ref.isOk()) return ref.status();
   // Read with the credentials of the SigningConfig for the package, if any.
   std::optional<registry::Credentials> creds;
-  auto config = configFor(ref->name());
+  auto config = publisher_.configFor(ref->name());
   if (config.isOk() && config->has_value()) {
-    auto c = credentials(**config, ref->registry);
-    if (!c.isOk()) return unavailable(c.status().message());
+    auto c = publisher_.credentials(**config, ref->registry);
+    if (!c.isOk()) return c.status();
     creds = *c;
   }
   auto client = options_.opener(ref->registry, creds);
   if (!client.isOk())
-    return unavailable("registry " + ref->registry + ": " + client.status().message());
+    return Status(client.status().code(),
+                  "registry " + ref->registry + ": " + client.status().message());
   auto list = registry::readBundleReferrers(**client, ref->repository, ref->digest);
   if (!list.isOk()) {
-    return unavailable("reading the referrers of " + request.package + ": " +
-                       list.status().message());
+    return Status(list.status().code(),
+                  "reading the referrers of " + package + ": " + list.status().message());
   }
   std::vector<evidence::ReferrerBundle> bundles;
   for (const registry::BundleReferrer& r : list->referrers) {
@@ -477,7 +309,53 @@ evidence::StageEvidenceResult EvidenceReconciler::readStageEvidence(
                        registry::annotationOf(r.descriptor, registry::kBundleStatementAnnotation),
                        r.bundle, r.error});
   }
-  return evidence::checkStageEvidence(bundles, *spec, request.requirement);
+  return bundles;
+}
+
+evidence::StageEvidenceResult EvidenceReconciler::readStageEvidence(
+    const EvidenceCheckRequest& request) {
+  evidence::StageEvidenceResult out;
+  auto spec = trustPolicy(request.requirement.policyName, &out.reason);
+  if (!spec.isOk()) {
+    out.message = spec.status().message();
+    return out;
+  }
+  auto bundles = readReferrers(request.package);
+  if (!bundles.isOk()) {
+    out.reason = kReasonRegistryUnavailable;
+    out.message = bundles.status().message();
+    return out;
+  }
+  return evidence::checkStageEvidence(*bundles, *spec, request.requirement);
+}
+
+FleetCheckObserved EvidenceReconciler::readFleetPermit(const FleetCheckRequest& request) {
+  FleetCheckObserved out;
+  out.key = request.key();
+  out.cluster = options_.context.clusterName;
+  auto spec = trustPolicy(request.trustPolicy, &out.result.reason);
+  if (!spec.isOk()) {
+    out.result.message = spec.status().message();
+    return out;
+  }
+  auto ref = api::parseImageRef(request.package);
+  if (!ref.isOk() || ref->digest.empty()) {
+    out.result.reason = evidence::kReasonEvidenceInvalid;
+    out.result.message = "spec.package " + request.package + " is not pinned by digest";
+    return out;
+  }
+  auto bundles = readReferrers(request.package);
+  if (!bundles.isOk()) {
+    out.unavailable = bundles.status().message();
+    return out;
+  }
+  evidence::FleetPermitRequirement want;
+  want.packageName = ref->domain + "/" + ref->path;
+  want.packageDigest = ref->digest;
+  want.cluster = out.cluster;
+  want.policyName = request.trustPolicy;
+  out.result = evidence::checkFleetPermit(*bundles, *spec, want);
+  return out;
 }
 
 void EvidenceReconciler::recheckNow() {
@@ -541,6 +419,74 @@ Result EvidenceReconciler::answerEvidenceStage(const json& release) {
                  answer.result.message);
   }
   if (answer.result.passed) {
+    std::lock_guard<std::mutex> lock(mu_);
+    rechecks_.erase(slot);
+    return Result::done();
+  }
+  return Result::after(std::chrono::seconds(answer.retryAfterSeconds));
+}
+
+Result EvidenceReconciler::answerFleetPermit(const json& release) {
+  std::optional<FleetCheckRequest> request = pendingFleetRequest(release);
+  if (!request) return Result::done();
+  const v1::ObjectMeta meta = v1::decodeMeta(release);
+  const json& status = decode::object(release, "status");
+  const std::optional<FleetCheckObserved> previous = fleetAnswerOf(status, request->stage);
+  const std::string key = request->key();
+  const auto wall = clock_.wallNow();
+  const int64_t nowUnix =
+      std::chrono::duration_cast<std::chrono::seconds>(wall.time_since_epoch()).count();
+  const std::string slot = meta.uid + "/" + request->stage + "/fleet";
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto it = rechecks_.find(slot);
+    if (it != rechecks_.end() && it->second.key == key && nowUnix < it->second.nextUnix)
+      return Result::after(std::chrono::seconds(it->second.nextUnix - nowUnix));
+  }
+  FleetCheckObserved answer = readFleetPermit(*request);
+  answer.checkedAt = kube::formatTime(wall, false);
+  int failures = 0;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    Recheck& r = rechecks_[slot];
+    if (r.key != key) r = Recheck{key, 0, 0};
+    r.failures = answer.unavailable.empty() ? 0 : r.failures + 1;
+    failures = r.failures;
+  }
+  answer.retryAfterSeconds =
+      failures > 0 ? evidenceBackoffSeconds(failures) : options_.evidenceRecheckSeconds;
+  // Final once aborted or settled: nothing read later can change it.
+  const bool final = answer.unavailable.empty() && (answer.result.aborted || answer.result.settled);
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    rechecks_[slot].nextUnix = final ? 0 : nowUnix + answer.retryAfterSeconds;
+  }
+  const std::string what = "fleet permit " + meta.key() + " stage \"" + request->stage + "\"";
+  auto comparable = [&](const FleetCheckObserved& a) {
+    json j = fleetAnswerJson(request->stage, a);
+    j.erase("checkedAt");
+    j.erase("retryAfterSeconds");
+    return j;
+  };
+  if (!previous || comparable(*previous) != comparable(answer)) {
+    json apply = {
+        {"apiVersion", v1::kModelReleases.apiVersion()},
+        {"kind", v1::kModelReleases.kind},
+        {"metadata", {{"name", meta.name}, {"namespace", meta.ns}}},
+        {"status", {{"evidenceChecks", json::array({fleetAnswerJson(request->stage, answer)})}}}};
+    auto applied = client_->applyStatus(v1::kModelReleases, apply,
+                                        kube::PatchParams::apply(kFleetCheckFieldManager));
+    if (!applied.isOk()) {
+      spdlog::warn("{}: recording the answer: {}", what, applied.status().toString());
+      std::lock_guard<std::mutex> lock(mu_);
+      rechecks_[slot].nextUnix = 0;  // the answer is not recorded: read again
+      return Result::failed(applied.status());
+    }
+    spdlog::info("{} (cluster {}): {}", what, answer.cluster,
+                 answer.unavailable.empty() ? answer.result.message
+                                            : "RegistryUnavailable: " + answer.unavailable);
+  }
+  if (final) {
     std::lock_guard<std::mutex> lock(mu_);
     rechecks_.erase(slot);
     return Result::done();

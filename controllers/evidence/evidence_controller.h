@@ -22,6 +22,12 @@
 // status.evidenceChecks[] under kEvidenceCheckFieldManager when it changed. A
 // held stage is read again every recheck interval; an unreadable registry
 // answers RegistryUnavailable and is retried with back-off.
+// It answers the serving stage of a fleet rollout too (gates/fleet_check.h):
+// the wave permit naming this cluster (EvidenceOptions::context.clusterName)
+// and any fleet abort, verified under the stage's TrustPolicy for stage
+// "fleet", written to the stage's status.evidenceChecks[] entry under
+// kFleetCheckFieldManager, and read again every recheck interval while the
+// canary waits, runs or has promoted, until the answer is aborted or settled.
 // Thread-safety: reconcile() may run on several workers for different keys.
 #pragma once
 
@@ -34,9 +40,12 @@
 #include <vector>
 
 #include "api/v1alpha1/signing_config.h"
+#include "api/v1alpha1/trust_policy.h"
 #include "closure/closure.h"
 #include "controllers/evidence/evidence_plan.h"
+#include "controllers/evidence/registry_publisher.h"
 #include "controllers/modelrelease/gates/evidence_stage.h"
+#include "controllers/modelrelease/gates/fleet_check.h"
 #include "evidence/signer.h"
 #include "evidence/stage_evidence.h"
 #include "operator/kube/client.h"
@@ -54,17 +63,9 @@ inline constexpr const char* kEvidenceFieldManager = "lockstep-evidence";
 // The evidence stages' answers (status.evidenceChecks) are applied under their own
 // manager: an apply that omits a field it owned removes it.
 inline constexpr const char* kEvidenceCheckFieldManager = "lockstep-evidence-check";
-// Annotations of a referrer manifest Lockstep pushes (beside cosign's own).
-inline constexpr const char* kStatementDigestAnnotation = "dev.lockstep.statement-digest";
-inline constexpr const char* kStatementNameAnnotation = "dev.lockstep.statement";
-
-// Opens a registry client for a host (the production one: https, TLS 1.2+).
-using RegistryOpener = std::function<StatusOr<std::unique_ptr<registry::RegistryClient>>(
-    const std::string& host, const std::optional<registry::Credentials>& credentials)>;
-
-// Over registry::connectRegistry with `caPem` (a private registry's CA) or the system roots.
-RegistryOpener connectingOpener(std::string caPem);
-
+// A fleet rollout's wave-permit answers (status.evidenceChecks[] of the serving stage):
+// their own manager, so an apply of one kind of answer never removes the other.
+inline constexpr const char* kFleetCheckFieldManager = "lockstep-fleet-check";
 struct EvidenceOptions {
   std::string operatorNamespace;  // where SigningConfigs' Secrets are read
   EvidenceContext context;        // cluster name, version
@@ -85,44 +86,37 @@ class EvidenceReconciler final : public runtime::Reconciler {
   void recheckNow();
 
  private:
-  struct Setup {
-    std::shared_ptr<const evidence::Signer> signer;
-    std::optional<registry::Credentials> credentials;
-  };
-  // The config that signs for `packageName`, or nullopt; an error for a config
-  // that matches but cannot be decoded.
-  StatusOr<std::optional<api::v1alpha1::SigningConfigSpec>> configFor(
-      const std::string& packageName) const;
-  StatusOr<Setup> setup(const api::v1alpha1::SigningConfigSpec& config, const std::string& host);
-  // The registry credentials of `config` for `host` (nullopt: anonymous).
-  StatusOr<std::optional<registry::Credentials>> credentials(
-      const api::v1alpha1::SigningConfigSpec& config, const std::string& host);
   // The publishing half of reconcile().
   runtime::Result publishEvidence(const nlohmann::json& release);
   // The evidence stage half: answers a recorded request (status.evidenceChecks).
   runtime::Result answerEvidenceStage(const nlohmann::json& release);
   // Reads the registry for `request`: the check's result, or RegistryUnavailable.
   evidence::StageEvidenceResult readStageEvidence(const EvidenceCheckRequest& request);
+  // The fleet half: answers a serving stage's wave-permit request (gates/fleet_check.h)
+  // under kFleetCheckFieldManager, until the answer is aborted or settled.
+  runtime::Result answerFleetPermit(const nlohmann::json& release);
+  FleetCheckObserved readFleetPermit(const FleetCheckRequest& request);
+  // The TrustPolicy `name` (reason: EvidenceUntrusted when missing, EvidenceInvalid when broken).
+  StatusOr<api::v1alpha1::TrustPolicySpec> trustPolicy(const std::string& name,
+                                                       std::string* reason) const;
+  // The package's Sigstore bundle referrers, read with the matching SigningConfig's
+  // credentials (else anonymously); an error says why the registry could not be read.
+  StatusOr<std::vector<evidence::ReferrerBundle>> readReferrers(const std::string& package);
   // The closure of the runtime the release pinned: from its RuntimeEnv's closure
   // ConfigMap of that revision (kept when spec.verify is set), else its lock as it
   // is now, which must still give the pinned closure hash.
   StatusOr<closure::Closure> pinnedClosure(const nlohmann::json& release);
-  std::vector<EvidenceOutcome> publish(const std::vector<PlannedStatement>& due,
-                                       const std::string& package, const Setup& setup,
-                                       const std::string& now);
 
   std::shared_ptr<kube::Client> client_;
   const kube::Indexer& releases_;
-  const kube::Indexer& signingConfigs_;
   const kube::Indexer& trustPolicies_;
   const kube::Indexer& runtimeEnvs_;  // the RuntimeEnv controller's caches: no extra RBAC
   const kube::Indexer& configMaps_;
   kube::EventSink& events_;
   kube::Clock& clock_;
   EvidenceOptions options_;
+  RegistryPublisher publisher_;  // signs and pushes; finds the SigningConfig for a package
   std::mutex mu_;
-  // Parsed keys by "secret name/resourceVersion/key": a key is parsed once per version.
-  std::map<std::string, std::shared_ptr<const evidence::Signer>> signers_;
   // status.evidence as last written, by release UID (only this controller writes it).
   std::map<std::string, nlohmann::json> written_;
   // Evidence stages read: by "uid/stage", the request key, when to read again and

@@ -462,8 +462,8 @@ void setupModelReleaseController(runtime::Manager& manager, ModelReleaseOptions 
                   return out;
                 const v1::ModelRelease r = v1::decodeModelRelease(o);
                 if (!concernedFleetAbort(r)) return out;
-                const std::string known = v1::decode::string(
-                    v1::decode::object(r.status.canary, "knownGood"), "release");
+                const std::string known =
+                    v1::decode::string(v1::decode::object(r.status.canary, "knownGood"), "release");
                 if (!known.empty()) out.push_back({r.meta.ns, known});
                 return out;
               },

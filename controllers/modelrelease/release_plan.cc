@@ -284,7 +284,7 @@ ReleasePlan planRelease(const ReleaseObserved& o) {
     json& st = stageStatus(stages, s.name);
     std::string phase = st.value("phase", "Pending");
     if (phase == kStageSucceeded) {
-      if (s.gate) ++gateIndex;
+      if (s.gate || s.evidence) ++gateIndex;
       continue;
     }
     status["currentStage"] = s.name;
@@ -371,8 +371,8 @@ ReleasePlan planRelease(const ReleaseObserved& o) {
       }
       // A fleet rollout's serving stage starts on its wave permit (gates/fleet_check.h).
       if (!started && s.fleet &&
-          !planFleetPermit(o, r, s, gateIndex == 0 ? kPhasePending : kPhaseTesting, status, st,
-                           sum, plan))
+          !planFleetPermit(o, r, s, gateIndex == 0 ? kPhasePending : kPhaseTesting, status, st, sum,
+                           plan))
         break;
       sum.phase = kPhaseCanary;
       sum.reconciling = true;

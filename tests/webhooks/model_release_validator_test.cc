@@ -181,7 +181,8 @@ std::vector<Case> cases() {
       {"fleet on a gate, and a fleet without a policy, denied",
        Operation::kCreate,
        ReleaseBuilder()
-           .rawStage({{"name", "eval"}, {"gate", json::object()}, {"fleet", {{"trustPolicy", "hub"}}}})
+           .rawStage(
+               {{"name", "eval"}, {"gate", json::object()}, {"fleet", {{"trustPolicy", "hub"}}}})
            .rawStage({{"name", "prod"},
                       {"serving", {{"replicas", 2}, {"port", 8080}}},
                       {"fleet", json::object()}})

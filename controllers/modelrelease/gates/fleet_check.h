@@ -1,15 +1,13 @@
 // The serving stage of a fleet rollout, its request and answer (pure;
-// docs/fleet.md "The serving side"): a prod stage with `fleet: {trustPolicy}` starts its canary only on a
-// wave permit naming this cluster, and a fleet abort for its wave rolls back
-// what the package's canary put in prod. The registry is read by the evidence
-// controller (controllers/evidence), off the release's worker, as for
-// evidence stages (gates/evidence_stage.h): the planner records its request
-// in status.stages[].fleetRequest, the evidence controller answers in
-// status.evidenceChecks[] (the entry of the serving stage's name, with
-// `fleet`) under its own field manager, and keeps answering while the canary
-// runs and after it promoted until the answer is settled (the open permit or a
-// later wave's permit). An answer for another request (another policy or
-// package) is not used.
+// docs/fleet.md "The serving side"): a prod stage with `fleet: {trustPolicy}` starts its canary
+// only on a wave permit naming this cluster, and a fleet abort for its wave rolls back what the
+// package's canary put in prod. The registry is read by the evidence controller
+// (controllers/evidence), off the release's worker, as for evidence stages
+// (gates/evidence_stage.h): the planner records its request in status.stages[].fleetRequest, the
+// evidence controller answers in status.evidenceChecks[] (the entry of the serving stage's name,
+// with `fleet`) under its own field manager, and keeps answering while the canary runs and after it
+// promoted until the answer is settled (the open permit or a later wave's permit). An answer for
+// another request (another policy or package) is not used.
 //   - before the canary: no answer yet, or no permit → the stage waits
 //     (WaitingForPermit, EvidenceUntrusted, RegistryUnavailable: nothing
 //     starts); an abort → the release fails (FleetAborted), no canary pod is
@@ -34,7 +32,6 @@
 #include "evidence/fleet_permit.h"
 
 namespace lockstep::controllers {
-
 
 // What the shell must read from the registry for the serving stage of a fleet rollout.
 struct FleetCheckRequest {
@@ -80,7 +77,6 @@ std::optional<std::string> concernedFleetAbort(const api::v1alpha1::ModelRelease
 // fleet abort concerns `prod` (the release prod runs, promoted by its canary)
 // and `candidate` is the release that canary replaced (its
 // status.canary.knownGood); "" otherwise.
-std::string fleetRollbackBy(const api::v1alpha1::ModelRelease& prod,
-                            const std::string& candidate);
+std::string fleetRollbackBy(const api::v1alpha1::ModelRelease& prod, const std::string& candidate);
 
 }  // namespace lockstep::controllers

@@ -30,8 +30,10 @@ bool planFleetPermit(const ReleaseObserved& o, const v1::ModelRelease& r, const 
   if (!answer->unavailable.empty()) {
     st["message"] = answer->unavailable;
     sum.readyReason = kReasonRegistryUnavailable;
-    sum.readyMessage = name + " (the canary) waits for its wave permit: the registry cannot be "
-                       "read (" + answer->unavailable + "); nothing starts without a permit";
+    sum.readyMessage = name +
+                       " (the canary) waits for its wave permit: the registry cannot be "
+                       "read (" +
+                       answer->unavailable + "); nothing starts without a permit";
     plan.requeueAfterSeconds = answer->retryAfterSeconds;
     return false;
   }

@@ -1480,5 +1480,206 @@ TEST(ReleasePlanEvidence, GatesBeforeAnEvidenceStageRunFirst) {
   EXPECT_FALSE(plan.evidenceCheck.has_value());
 }
 
+// ---- the serving stage of a fleet rollout (docs/fleet.md "The serving side") --------
+
+json fleetRelease() {
+  json r = ReleaseBuilder().evidence("verified", {"eval"}).serving("prod").build();
+  r["spec"]["stages"][1]["fleet"] = {{"trustPolicy", "hub"}};
+  return r;
+}
+
+// The release after its evidence stage passed: the next pass reaches prod.
+json atProdStage() {
+  const json r = fleetRelease();
+  auto first = planRelease(observed(r));
+  ReleaseObserved o = observed(applied(r, first));
+  o.evidence = answer(first, true, "", "verified");
+  return applied(r, planRelease(o));
+}
+
+FleetCheckObserved fleetAnswer(const json& release, bool permitted, bool aborted = false,
+                               const std::string& reason = "", const std::string& message = "") {
+  FleetCheckObserved a;
+  a.key = fleetCheckRequest(api::v1alpha1::decodeModelRelease(release))->key();
+  a.cluster = "b";
+  a.result.permitted = permitted;
+  a.result.aborted = aborted;
+  a.result.concerned = aborted;
+  a.result.reason = reason;
+  a.result.message = message;
+  if (permitted) {
+    a.result.permit = evidence::FleetStatementFound{
+        "ml/llama-v7", "first", 0, 1796029200, "sha256:" + std::string(64, 'e'), "hub", ""};
+  }
+  if (aborted) {
+    a.result.abort = evidence::FleetStatementFound{"ml/llama-v7",
+                                                   "first",
+                                                   0,
+                                                   1796029300,
+                                                   "sha256:" + std::string(64, 'f'),
+                                                   "hub",
+                                                   "c RolledBack (AnalysisFailed)"};
+  }
+  a.checkedAt = kNow;
+  a.retryAfterSeconds = 15;
+  return a;
+}
+
+TEST(ReleasePlanFleet, TheCanaryWaitsForItsWavePermitAndRecordsTheRequest) {
+  const json r = atProdStage();
+  ASSERT_EQ(r["status"]["phase"], "Testing") << r["status"].dump();
+  auto plan = planRelease(observed(r));
+  EXPECT_FALSE(plan.prod.has_value()) << "no canary without a permit";
+  EXPECT_EQ(plan.status["phase"], "Testing");
+  EXPECT_EQ(condition(plan, "Ready", "reason"), "WaitingForPermit");
+  const json st = stage(plan, "prod");
+  EXPECT_EQ(st["fleetRequest"]["trustPolicy"], "hub");
+  EXPECT_EQ(st["fleetRequest"]["key"],
+            fleetCheckRequest(api::v1alpha1::decodeModelRelease(r))->key());
+  // What the evidence controller is asked for once the request is recorded.
+  const json asked = applied(r, plan);
+  auto pending = pendingFleetRequest(asked);
+  ASSERT_TRUE(pending.has_value());
+  EXPECT_EQ(pending->trustPolicy, "hub");
+  EXPECT_EQ(pending->stage, "prod");
+  EXPECT_FALSE(pendingFleetRequest(fleetRelease()).has_value()) << "not before the planner asked";
+}
+
+TEST(ReleasePlanFleet, NoPermitAnUntrustedOneOrNoRegistryStartsNothing) {
+  const json r = atProdStage();
+  ReleaseObserved o = observed(r);
+  o.fleet = fleetAnswer(r, false, false, "WaitingForPermit",
+                        "no wave permit signed by a key TrustPolicy \"hub\" trusts names cluster "
+                        "\"b\"");
+  auto waiting = planRelease(o);
+  EXPECT_FALSE(waiting.prod.has_value());
+  EXPECT_EQ(condition(waiting, "Ready", "reason"), "WaitingForPermit");
+  EXPECT_NE(condition(waiting, "Ready", "message").find("names cluster \"b\""), std::string::npos);
+  EXPECT_EQ(waiting.requeueAfterSeconds, 15);
+  EXPECT_FALSE(hasEvent(waiting, "WaitingForPermit")) << "waiting is no warning";
+
+  o.fleet = fleetAnswer(r, false, false, "EvidenceUntrusted", "signed by an untrusted key");
+  auto untrusted = planRelease(o);
+  EXPECT_FALSE(untrusted.prod.has_value());
+  EXPECT_EQ(condition(untrusted, "Ready", "reason"), "EvidenceUntrusted");
+  EXPECT_TRUE(hasEvent(untrusted, "EvidenceUntrusted", "untrusted key"));
+
+  o.fleet = fleetAnswer(r, false);
+  o.fleet->unavailable = "registry.example: connection refused";
+  auto down = planRelease(o);
+  EXPECT_FALSE(down.prod.has_value());
+  EXPECT_EQ(condition(down, "Ready", "reason"), "RegistryUnavailable");
+  EXPECT_NE(condition(down, "Ready", "message").find("nothing starts without a permit"),
+            std::string::npos);
+  EXPECT_NE(down.status["phase"], "Failed");
+}
+
+TEST(ReleasePlanFleet, APermitStartsTheCanaryAndIsRecorded) {
+  const json r = atProdStage();
+  ReleaseObserved o = observed(r);
+  o.fleet = fleetAnswer(r, true, false, "",
+                        "wave \"first\" of the fleet rollout ml/llama-v7 "
+                        "permits cluster \"b\"");
+  auto plan = planRelease(o);
+  ASSERT_TRUE(plan.prod.has_value());
+  EXPECT_EQ(plan.status["phase"], "Canary");
+  EXPECT_EQ(stage(plan, "prod")["permit"]["wave"], "first");
+  EXPECT_EQ(stage(plan, "prod")["permit"]["signedBy"], "hub");
+  EXPECT_TRUE(hasEvent(plan, "WavePermitted", "permits cluster \"b\""));
+  // An answer to another request (the policy was edited) is not used.
+  json edited = r;
+  edited["spec"]["stages"][1]["fleet"]["trustPolicy"] = "other-hub";
+  o.release = edited;
+  EXPECT_FALSE(planRelease(o).prod.has_value());
+}
+
+TEST(ReleasePlanFleet, AnAbortBeforeTheCanaryFailsTheReleaseWithoutAPod) {
+  const json r = atProdStage();
+  ReleaseObserved o = observed(r);
+  o.fleet =
+      fleetAnswer(r, false, true, "FleetAborted", "the fleet rollout ml/llama-v7 was aborted");
+  auto plan = planRelease(o);
+  EXPECT_FALSE(plan.prod.has_value());
+  EXPECT_EQ(plan.status["phase"], "Failed");
+  EXPECT_EQ(stage(plan, "prod")["phase"], "Failed");
+  EXPECT_EQ(condition(plan, "Ready", "reason"), "FleetAborted");
+  EXPECT_EQ(condition(plan, "Stalled", "reason"), "FleetAborted");
+  EXPECT_TRUE(hasEvent(plan, "FleetAborted", "was aborted"));
+  EXPECT_FALSE(pendingFleetRequest(applied(r, plan)).has_value()) << "final";
+}
+
+// The answer as the evidence controller writes it into the release's status.
+json withAnswer(json release, const FleetCheckObserved& a) {
+  release["status"]["evidenceChecks"] = json::array({fleetAnswerJson("prod", a)});
+  return release;
+}
+
+TEST(ReleasePlanFleet, TheEvidenceControllerKeepsAnsweringUntilSettledOrAborted) {
+  json r = atProdStage();
+  r = applied(r, planRelease(observed(r)));  // asked
+  ASSERT_TRUE(pendingFleetRequest(r).has_value());
+  json promoted = withAnswer(r, fleetAnswer(r, true));
+  promoted["status"]["phase"] = "Promoted";
+  EXPECT_TRUE(pendingFleetRequest(promoted).has_value()) << "an abort may still come";
+  FleetCheckObserved settled = fleetAnswer(r, true);
+  settled.result.settled = true;
+  EXPECT_FALSE(pendingFleetRequest(withAnswer(promoted, settled)).has_value());
+  EXPECT_FALSE(pendingFleetRequest(withAnswer(promoted, fleetAnswer(r, true, true))).has_value());
+  // The registry down is no answer: asked again.
+  FleetCheckObserved down = fleetAnswer(r, false);
+  down.unavailable = "connection refused";
+  settled.unavailable = "";
+  EXPECT_TRUE(pendingFleetRequest(withAnswer(promoted, down)).has_value());
+  json rolledBack = promoted;
+  rolledBack["status"]["phase"] = "RolledBack";
+  EXPECT_FALSE(pendingFleetRequest(rolledBack).has_value());
+  json deleted = promoted;
+  deleted["metadata"]["deletionTimestamp"] = kNow;
+  EXPECT_FALSE(pendingFleetRequest(deleted).has_value());
+  // The stored answer round-trips.
+  auto back = fleetAnswerOf(withAnswer(r, down)["status"], "prod");
+  ASSERT_TRUE(back.has_value());
+  EXPECT_EQ(back->unavailable, "connection refused");
+  EXPECT_EQ(back->cluster, "b");
+}
+
+TEST(ReleasePlanFleet, AnAbortOfItsWaveTakesProdBackToTheReleaseTheCanaryReplaced) {
+  // gpt2-v8 promoted by a fleet canary that replaced gpt2-v7; the abort concerns it.
+  json v8 = atProdStage();
+  v8["metadata"]["name"] = "gpt2-v8";
+  v8 = applied(v8, planRelease(observed(v8)));
+  v8 = withAnswer(v8, fleetAnswer(v8, true, true));
+  v8["status"]["phase"] = "Promoted";
+  v8["status"]["canary"] = {{"phase", "Promoted"}, {"knownGood", {{"release", "gpt2-v7"}}}};
+  const auto prod = api::v1alpha1::decodeModelRelease(v8);
+  EXPECT_EQ(fleetRollbackBy(prod, "gpt2-v7"), "fleet abort of rollout ml/llama-v7");
+  EXPECT_EQ(fleetRollbackBy(prod, "gpt2-v6"), "") << "only the release the canary replaced";
+  EXPECT_EQ(
+      fleetRollbackBy(api::v1alpha1::decodeModelRelease(withAnswer(v8, fleetAnswer(v8, true))),
+                      "gpt2-v7"),
+      "")
+      << "no abort, no rollback";
+  FleetCheckObserved earlierWave = fleetAnswer(v8, true, true);
+  earlierWave.result.concerned = false;
+  EXPECT_EQ(
+      fleetRollbackBy(api::v1alpha1::decodeModelRelease(withAnswer(v8, earlierWave)), "gpt2-v7"),
+      "")
+      << "a cluster of an earlier, finished wave keeps serving";
+
+  // gpt2-v7, superseded by v8, takes prod back as on a manual rollback.
+  json v7 = supersededRelease();
+  ASSERT_EQ(v7["metadata"]["name"], "gpt2-v7");
+  auto o = atRevision(v7);
+  o.fleetRollbackBy = fleetRollbackBy(prod, "gpt2-v7");
+  o.serving = servingOf("gpt2-v8", 1);
+  auto plan = planRelease(o);
+  ASSERT_TRUE(plan.modelRollback.has_value());
+  EXPECT_EQ(plan.modelRollback->from, "gpt2-v8");
+  EXPECT_EQ(plan.modelRollback->by, "fleet abort of rollout ml/llama-v7");
+  EXPECT_EQ(plan.status["phase"], "Promoted");
+  EXPECT_TRUE(plan.jobsToCreate.empty());
+  EXPECT_TRUE(hasEvent(plan, "ManualRollback", "fleet abort of rollout ml/llama-v7"));
+}
+
 }  // namespace
 }  // namespace lockstep::controllers

@@ -312,6 +312,11 @@ TEST(CanaryPlan, AutomaticRollbackTable) {
                       {"steps", json::array({{{"weight", 50}}})}});
   const std::vector<RollbackCase> cases = {
       {"abort", [](CanaryObserved& o) { o.abortBy = "bob"; }, kT0 + 10, kReasonAborted},
+      {"a fleet abort for the wave that permitted this cluster",
+       [](CanaryObserved& o) {
+         o.fleetAbort = "the fleet rollout ml/llama-v7 was aborted in wave \"first\"";
+       },
+       kT0 + 10, "FleetAborted"},
       {"admission refused a canary pod",
        [](CanaryObserved& o) {
          o.admissionRefusals = {"admission webhook denied the request: closure hash mismatch"};
