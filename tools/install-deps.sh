@@ -41,6 +41,9 @@ packages=(
   # verify-env on a real venv (tests/verify/venv_test.sh): venv + ensurepip, pip, and
   # setuptools + wheel to build the test's own wheels offline
   python3-venv python3-pip python3-setuptools python3-wheel
+  # the fleet's GitOps example (tests/gitops): the ApplicationSet against Argo CD's types
+  # (node, npm), the manifests against the CRDs (python3-yaml with python3-jsonschema)
+  nodejs npm python3-yaml
 )
 
 SUDO=""

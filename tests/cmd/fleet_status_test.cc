@@ -166,6 +166,22 @@ TEST(RolloutManifest, ErrorsNameTheFileLineAndField) {
   EXPECT_EQ(decodeRolloutManifest(*file).status().message(), "cm.yaml:2: kind: not a ModelRollout");
 }
 
+// The hub's example in gitops/fleet decodes with the kind's one decoder, and its
+// selectors resolve as docs/fleet.md says.
+TEST(RolloutManifest, TheGitOpsExampleDecodes) {
+  auto file =
+      ManifestFile::read(std::string(LOCKSTEP_SOURCE_DIR) + "/gitops/fleet/hub/modelrollout.yaml");
+  ASSERT_TRUE(file.isOk()) << file.status().toString();
+  auto r = decodeRolloutManifest(*file);
+  ASSERT_TRUE(r.isOk()) << r.status().toString();
+  const auto waves =
+      api::v1alpha1::resolveWaves(r->spec, api::v1alpha1::rolloutInventory(r->spec, {}));
+  ASSERT_EQ(waves.size(), 3u);
+  EXPECT_EQ(waves[0].clusters, std::vector<std::string>{"eu-west-1"});
+  EXPECT_EQ(waves[1].clusters, std::vector<std::string>{"eu-central-1"});
+  EXPECT_EQ(waves[2].clusters, (std::vector<std::string>{"us-east-1", "us-west-2"}));
+}
+
 TEST(VerifierTrust, PolicyErrorsNameTheFileLineAndField) {
   VerifierTrust t;
   std::string text = policyText();
