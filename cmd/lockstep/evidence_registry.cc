@@ -4,7 +4,6 @@
 
 #include <map>
 #include <ostream>
-#include <sstream>
 
 #include "cmd/lockstep/file_include_reader.h"
 #include "cmd/lockstep/registry_access.h"
@@ -23,7 +22,6 @@ namespace {
 
 using nlohmann::json;
 
-using registry::kMaxBundleBytes;
 constexpr const char* kPredicateAnnotation = registry::kBundlePredicateAnnotation;
 constexpr const char* kStatementAnnotation = registry::kBundleStatementAnnotation;
 
