@@ -101,6 +101,36 @@ const std::string& kubeconfigPath() { return state().kubeconfig; }
 const std::string& toolsBin() { return state().tools; }
 const std::string& clusterDir() { return state().dir; }
 
+ExtraCluster::ExtraCluster(std::string dir) : dir_(std::move(dir)) {
+  auto r = run({scriptPath(), "up", "--dir", dir_});
+  if (r.exitCode != 0) {
+    error_ = "cluster.sh up --dir " + dir_ + " failed: " + r.out + r.err;
+    return;
+  }
+  kubeconfig_ = dir_ + "/kubeconfig";
+  std::ifstream bin(dir_ + "/tools-bin");
+  std::getline(bin, tools_);
+}
+
+ExtraCluster::~ExtraCluster() { (void)run({scriptPath(), "down", "--dir", dir_}); }
+
+UseCluster::UseCluster(const ExtraCluster& cluster) {
+  State& s = state();
+  kubeconfig_ = s.kubeconfig;
+  tools_ = s.tools;
+  dir_ = s.dir;
+  s.kubeconfig = cluster.kubeconfig();
+  s.tools = cluster.tools();
+  s.dir = cluster.dir();
+}
+
+UseCluster::~UseCluster() {
+  State& s = state();
+  s.kubeconfig = kubeconfig_;
+  s.tools = tools_;
+  s.dir = dir_;
+}
+
 CommandResult kubectl(const std::vector<std::string>& args, const std::string& input) {
   std::vector<std::string> argv{toolsBin().empty() ? "kubectl" : toolsBin() + "/kubectl",
                                 "--kubeconfig", kubeconfigPath()};

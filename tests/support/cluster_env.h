@@ -32,6 +32,40 @@ const std::string& toolsBin();
 // The cluster's state directory (certs, logs); unique per cluster.
 const std::string& clusterDir();
 
+// Another local control plane for a multi-cluster test (the fleet suite):
+// cluster.sh up in `dir` (cached tools, its own ports and certificates); the
+// object stops it (cluster.sh down) when destroyed. `error` says why it did not start.
+class ExtraCluster {
+ public:
+  explicit ExtraCluster(std::string dir);
+  ~ExtraCluster();
+  ExtraCluster(const ExtraCluster&) = delete;
+  ExtraCluster& operator=(const ExtraCluster&) = delete;
+  const std::string& error() const { return error_; }
+  const std::string& dir() const { return dir_; }
+  const std::string& kubeconfig() const { return kubeconfig_; }
+  const std::string& tools() const { return tools_; }
+
+ private:
+  std::string dir_, kubeconfig_, tools_, error_;
+};
+
+// While it lives, kubectl(), kubeconfigPath(), toolsBin(), clusterDir() and
+// everything built on them (OperatorProcess, ReleaseWorld) speak to `cluster`;
+// the previous cluster comes back when it goes. Not for background threads
+// (the invariant monitor): those keep the cluster they started on only if they
+// copied its kubeconfig. Scopes nest.
+class UseCluster {
+ public:
+  explicit UseCluster(const ExtraCluster& cluster);
+  ~UseCluster();
+  UseCluster(const UseCluster&) = delete;
+  UseCluster& operator=(const UseCluster&) = delete;
+
+ private:
+  std::string kubeconfig_, tools_, dir_;  // the previous cluster's
+};
+
 // Runs kubectl against the test cluster: kubectl({"get", "nodes"}).
 CommandResult kubectl(const std::vector<std::string>& args, const std::string& input = "");
 // Runs the cluster script verb (e.g. "restart-apiserver", "compact-etcd").

@@ -16,6 +16,7 @@
 // Job, and holds what is unsigned, signed by an untrusted key or made for
 // other content, with the reason. The invariant monitor watches every test's
 // model.
+#include <ctime>
 #include <fstream>
 #include <sstream>
 #include <string>
@@ -24,7 +25,9 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
+#include "api/image_ref.h"
 #include "common/base64.h"
+#include "evidence/fleet_statement.h"
 #include "tests/support/release_world.h"
 
 namespace lockstep::testing {
@@ -589,6 +592,171 @@ TEST_F(EvidenceClusterTest, AServingNamespacePromotesByEvidenceAloneAndHoldsWhat
   EXPECT_TRUE(jobs["items"].empty()) << "an evidence stage never makes a Job: " << jobs.dump(2);
   heldWith("ungated", "EvidenceMissing", d2);
   b.tearDown(HasFailure());
+}
+
+// The serving side of a fleet rollout (docs/fleet.md "The serving side"): a
+// release whose prod stage has `fleet` starts its canary only on a wave permit
+// naming this cluster (--cluster-name=test-east) signed by a key its TrustPolicy
+// trusts for stage fleet; a permit under another key, or naming another
+// cluster, starts nothing. A fleet abort for its wave takes prod back to the
+// release its canary replaced (no gate, no new pod of the aborted package), and
+// fails a release that has not started, without a pod. The test plays the hub:
+// it signs permits and the abort with the `lockstep evidence sign` CLI and pushes them.
+TEST_F(EvidenceClusterTest, AFleetCanaryStartsOnItsWavePermitAndAnAbortTakesProdBack) {
+  const std::string d0 = push("fleet-known-good");
+  const std::string d1 = push("fleet-aborted");
+  ASSERT_FALSE(d0.empty());
+  ASSERT_FALSE(d1.empty());
+  auto readFile = [](const std::string& path) {
+    std::ifstream in(path);
+    std::stringstream ss;
+    ss << in.rdbuf();
+    return ss.str();
+  };
+  // The hub's key is "other"; the gate key ("key") is trusted for nothing here.
+  const std::string hub = w_.ns() + "-hub";
+  ASSERT_EQ(
+      kubectl({"apply", "-f", "-"},
+              json{{"apiVersion", "lockstep.dev/v1alpha1"},
+                   {"kind", "TrustPolicy"},
+                   {"metadata", {{"name", hub}}},
+                   {"spec",
+                    {{"keys", json::array({{{"name", "hub"},
+                                            {"publicKey", readFile(dir_ + "/other.pub")}}})},
+                     {"rules",
+                      json::array({{{"repositories", json::array({registry_->host() + "/models/"})},
+                                    {"stages", json::array({"fleet"})},
+                                    {"keys", json::array({"hub"})}}})}}}}
+                  .dump())
+          .exitCode,
+      0);
+  struct Cleanup {
+    std::string name;
+    ~Cleanup() { kubectl({"delete", "trustpolicy", name, "--ignore-not-found"}); }
+  } cleanup{hub};
+  // Signs `statement` with `keyFile` and pushes it as a referrer of the package.
+  int pushed = 0;
+  auto hubWrites = [&](const StatusOr<nlohmann::ordered_json>& statement, const std::string& digest,
+                       const std::string& keyFile, const std::string& name) {
+    ASSERT_TRUE(statement.isOk()) << statement.status().toString();
+    const std::string file = dir_ + "/fleet-" + std::to_string(++pushed) + ".json";
+    std::ofstream(file) << statement->dump();
+    auto bundle = lockstepCli({"evidence", "sign", "--key", dir_ + "/" + keyFile, file});
+    ASSERT_EQ(bundle.exitCode, 0) << bundle.err;
+    auto subject = client_->describe(kRepo, digest);
+    ASSERT_TRUE(subject.isOk()) << subject.status().toString();
+    registry::Artifact a{"application/vnd.dev.sigstore.bundle.v0.3+json",
+                         bundle.out,
+                         {{"dev.sigstore.bundle.content", "dsse-envelope"},
+                          {"dev.sigstore.bundle.predicateType", (*statement)["predicateType"]},
+                          {"dev.lockstep.statement", name}}};
+    auto done = client_->pushReferrer(kRepo, *subject, a);
+    ASSERT_TRUE(done.isOk()) << done.status().toString();
+  };
+  auto packageRef = [&](const std::string& digest) { return *api::parseImageRef(pkg(digest)); };
+  const int64_t now = static_cast<int64_t>(::time(nullptr));
+  auto permit = [&](const std::string& digest, const std::vector<std::string>& clusters) {
+    evidence::WavePermit p;
+    p.package = packageRef(digest);
+    p.rollout = "hub/llama-v7";
+    p.rolloutUid = "uid-hub-1";
+    p.wave = "first";
+    p.waveIndex = 0;
+    p.clusters = clusters;
+    p.issuedAt = now;
+    p.model = "gpt2";
+    return evidence::wavePermitStatement(p);
+  };
+
+  // Prod runs v1 (no fleet): the known-good the aborted canary replaces.
+  ASSERT_EQ(w_.create(w_.release("v1", pkg(d0))
+                          .withProdStage(prodStage(json::array({json{{"weight", 100}}}))))
+                .exitCode,
+            0);
+  w_.waitPhase("v1", "Promoted");
+  json fleetProd = prodStage(json::array({json{{"weight", 50}}})).build();
+  fleetProd["fleet"] = {{"trustPolicy", hub}};
+  ASSERT_EQ(w_.create(w_.release("v2", pkg(d1)).withProdStage(fleetProd)).exitCode, 0);
+  auto waitReason = [&](const std::string& name, const std::string& reason,
+                        const std::string& text) {
+    json last;
+    bool ok = eventually(
+        [&] {
+          last = w_.get("mr", name);
+          return conditionField(last, "Ready", "reason") == reason &&
+                 conditionField(last, "Ready", "message").find(text) != std::string::npos;
+        },
+        std::chrono::seconds(90));
+    EXPECT_TRUE(ok) << name << " not " << reason << " (" << text
+                    << "): " << last.value("status", json()).dump(2);
+    return last;
+  };
+  waitReason("v2", "WaitingForPermit", "names cluster \"test-east\"");
+  // A permit for another cluster, and one for this cluster under the gate's
+  // key (not trusted for stage fleet): still nothing starts.
+  hubWrites(permit(d1, {"test-west"}), d1, "other.pem", "fleet/permit");
+  waitReason("v2", "WaitingForPermit", "1 trusted permit name other clusters");
+  hubWrites(permit(d1, {"test-east"}), d1, "key.pem", "fleet/permit");
+  std::this_thread::sleep_for(std::chrono::seconds(20));  // more than one recheck
+  json waiting = w_.get("mr", "v2");
+  EXPECT_NE(waiting.value("/status/phase"_json_pointer, std::string()), "Canary")
+      << waiting["status"].dump(2);
+  EXPECT_EQ(w_.readyPods().count("canary/v2"), 0u);
+  EXPECT_EQ(w_.stableRelease(), "v1");
+
+  // The hub's permit for this cluster: the canary runs and promotes.
+  hubWrites(permit(d1, {"test-west", "test-east"}), d1, "other.pem", "fleet/permit");
+  json v2 = w_.waitPhase("v2", "Promoted");
+  json prodStatus;
+  for (const json& st : v2["status"]["stages"])
+    if (st["name"] == "prod") prodStatus = st;
+  EXPECT_EQ(prodStatus["permit"]["wave"], "first") << v2["status"].dump(2);
+  EXPECT_EQ(prodStatus["permit"]["signedBy"], "hub");
+  EXPECT_EQ(prodStatus["permit"]["rollout"], "hub/llama-v7");
+  EXPECT_EQ(w_.stableRelease(), "v2");
+
+  // The hub aborts the wave: prod comes back to v1, by the abort, with no gate.
+  evidence::FleetAbort abort;
+  abort.package = packageRef(d1);
+  abort.rollout = "hub/llama-v7";
+  abort.rolloutUid = "uid-hub-1";
+  abort.wave = "first";
+  abort.failures = {{"test-west", evidence::kOutcomeRolledBack, now + 1,
+                     "AnalysisFailed: error-rate 0.09 > 0.05"}};
+  abort.issuedAt = now + 2;
+  abort.model = "gpt2";
+  hubWrites(evidence::fleetAbortStatement(abort), d1, "other.pem", "fleet/abort");
+  json back;
+  ASSERT_TRUE(eventually(
+      [&] {
+        back = w_.get("models.lockstep.dev", "gpt2");
+        return back.value("/status/prod/release"_json_pointer, std::string()) == "v1";
+      },
+      std::chrono::seconds(120)))
+      << back.value("status", json()).dump(2);
+  json v1 = w_.get("mr", "v1");
+  EXPECT_EQ(v1.value("/status/rollback/requestedBy"_json_pointer, std::string()),
+            "fleet abort of rollout hub/llama-v7")
+      << v1["status"].dump(2);
+  EXPECT_EQ(v1.value("/status/rollback/from"_json_pointer, std::string()), "v2");
+  ASSERT_TRUE(eventually([&] { return w_.readyPods()["stable/v1"] >= 1; }));
+  EXPECT_EQ(w_.stableRelease(), "v1");
+  auto events = kubectlJson({"get", "events", "-n", w_.ns(), "--field-selector",
+                             "involvedObject.name=v1,reason=ManualRollback"});
+  ASSERT_GE(events["items"].size(), 1u);
+  EXPECT_NE(events["items"][0].value("message", "").find("fleet abort of rollout hub/llama-v7"),
+            std::string::npos);
+
+  // The aborted package never starts again in this cluster: a new release of
+  // it fails before its canary, with no pod.
+  ASSERT_EQ(
+      w_.create(w_.release("v3", pkg(d1)).model("gpt2-late").withProdStage(fleetProd)).exitCode, 0);
+  json late = w_.waitPhase("v3", "Failed", std::chrono::seconds(90));
+  EXPECT_EQ(conditionField(late, "Ready", "reason"), "FleetAborted") << late["status"].dump(2);
+  EXPECT_NE(conditionField(late, "Ready", "message").find("was aborted in wave \"first\""),
+            std::string::npos);
+  auto pods = kubectlJson({"get", "pods", "-n", w_.ns(), "-l", "lockstep.dev/model=gpt2-late"});
+  EXPECT_TRUE(pods["items"].empty()) << pods.dump(2);
 }
 
 }  // namespace
