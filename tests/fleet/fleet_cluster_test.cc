@@ -398,5 +398,131 @@ TEST_F(FleetTest, AFailedCanaryInTheFirstWaveAbortsTheFleet) {
       << model.value("status", json()).dump(2);
 }
 
+// Must-show 4: the registry down pauses everything (no cluster starts, none
+// rolls back, the hub writes nothing and says why); the hub down mid-rollout
+// pauses the waves while the clusters keep serving, and the rollout resumes
+// once it is back.
+TEST_F(FleetTest, TheRegistryOrTheHubDownPausesTheWavesAndChangesNothing) {
+  const std::string good = push("v0");
+  const std::string next = push("v1");
+  for (const char* c : {"b", "c", "d"}) ASSERT_NO_FATAL_FAILURE(knownGood(c, "v0", good));
+  for (const char* c : {"b", "c", "d"}) {
+    ASSERT_TRUE(
+        eventually([&] { return phaseOn(c, "v0") == "Promoted"; }, std::chrono::seconds(120)))
+        << c;
+  }
+  ASSERT_NO_FATAL_FAILURE(gateOnA("v1", next));
+  for (const char* c : {"b", "c", "d"}) ASSERT_NO_FATAL_FAILURE(serve(c, "v1", next));
+  // Each cluster has read its evidence and waits for a permit.
+  for (const char* c : {"b", "c", "d"}) {
+    json r;
+    ASSERT_TRUE(eventually(
+        [&] {
+          r = releaseOn(c, "v1");
+          return conditionField(r, "Ready", "reason") == "WaitingForPermit";
+        },
+        std::chrono::seconds(180)))
+        << c << ": " << r.value("status", json()).dump(2);
+  }
+
+  // The registry stops before the hub wrote anything.
+  ASSERT_TRUE(registry_->stop().isOk());
+  rollout("llama", next,
+          json::array({{{"name", "first"}, {"clusters", {"b"}}},
+                       {{"name", "rest"}, {"clusters", {"c", "d"}}}}),
+          {{"maxFailures", 0}, {"minSuccessTime", "10s"}});
+  json status;
+  EXPECT_TRUE(eventually(
+      [&] {
+        status = kubectlJson({"get", "modelrollout", "llama", "-n", ns_});
+        return status.value("/status/phase"_json_pointer, std::string()) == "WaitingForRegistry";
+      },
+      std::chrono::seconds(60)))
+      << status.value("status", json()).dump(2);
+  for (const char* c : {"b", "c", "d"}) {
+    json r;
+    EXPECT_TRUE(eventually(
+        [&] {
+          r = releaseOn(c, "v1");
+          return conditionField(r, "Ready", "reason") == "RegistryUnavailable";
+        },
+        std::chrono::seconds(120)))
+        << c << ": " << r.value("status", json()).dump(2);
+    EXPECT_NE(phaseOn(c, "v1"), "Canary");
+    EXPECT_EQ(phaseOn(c, "v0"), "Promoted") << c << " keeps serving its prod";
+  }
+  ASSERT_TRUE(registry_->startAgain().isOk());
+
+  // B goes first; the hub stops once B promoted.
+  ASSERT_TRUE(
+      eventually([&] { return phaseOn("b", "v1") == "Promoted"; }, std::chrono::seconds(300)))
+      << releaseOn("b", "v1").value("status", json()).dump(2);
+  ReleaseWorld::stopOperator();
+  std::this_thread::sleep_for(std::chrono::seconds(40));  // B's soak passes, hub down
+  for (const char* c : {"c", "d"}) {
+    EXPECT_EQ(conditionField(releaseOn(c, "v1"), "Ready", "reason"), "WaitingForPermit")
+        << c << " starts nothing without the hub's permit";
+    EXPECT_EQ(phaseOn(c, "v0"), "Promoted");
+  }
+  EXPECT_EQ(phaseOn("b", "v1"), "Promoted") << "b keeps serving";
+  // The hub is back: the second wave goes, the rollout succeeds.
+  ASSERT_EQ(ReleaseWorld::ensureOperator(), "");
+  for (const char* c : {"c", "d"}) {
+    EXPECT_TRUE(
+        eventually([&] { return phaseOn(c, "v1") == "Promoted"; }, std::chrono::seconds(300)))
+        << c << ": " << releaseOn(c, "v1").value("status", json()).dump(2);
+  }
+  EXPECT_TRUE(eventually(
+      [&] {
+        status = kubectlJson({"get", "modelrollout", "llama", "-n", ns_});
+        return status.value("/status/phase"_json_pointer, std::string()) == "Succeeded";
+      },
+      std::chrono::seconds(120)))
+      << status.value("status", json()).dump(2);
+}
+
+// Must-show 2, the budget: with maxFailures 1 over a first wave of two, one
+// failed canary (C, which ends on its known-good) lets the wave finish and the
+// next wave (D) start; the rollout succeeds with the failure listed.
+TEST_F(FleetTest, OneFailureWithinMaxFailuresLetsTheWaveFinish) {
+  const std::string good = push("v0");
+  const std::string next = push("v1");
+  ASSERT_NO_FATAL_FAILURE(knownGood("c", "v0", good));
+  ASSERT_TRUE(
+      eventually([&] { return phaseOn("c", "v0") == "Promoted"; }, std::chrono::seconds(120)));
+  ASSERT_NO_FATAL_FAILURE(gateOnA("v1", next));
+  ASSERT_NO_FATAL_FAILURE(serve("b", "v1", next));
+  ASSERT_NO_FATAL_FAILURE(serve("c", "v1", next, "Indefinite"));
+  ASSERT_NO_FATAL_FAILURE(serve("d", "v1", next));
+  rollout("llama", next,
+          json::array({{{"name", "first"}, {"clusters", {"b", "c"}}},
+                       {{"name", "rest"}, {"clusters", {"d"}}}}),
+          {{"maxFailures", 1}, {"minSuccessTime", "5s"}});
+  ASSERT_TRUE(eventually([&] { return phaseOn("c", "v1") == "Canary"; }, std::chrono::seconds(240)))
+      << releaseOn("c", "v1").value("status", json()).dump(2);
+  EXPECT_NE(phaseOn("d", "v1"), "Canary") << "the second wave waits for the first";
+  auto aborted = on("c", [&] {
+    return kubectl({"annotate", "mr", "v1", "-n", ns_, "lockstep.dev/abort=oncall"});
+  });
+  ASSERT_EQ(aborted.exitCode, 0) << aborted.err;
+  json status;
+  ASSERT_TRUE(eventually(
+      [&] {
+        status = kubectlJson({"get", "modelrollout", "llama", "-n", ns_});
+        return status.value("/status/phase"_json_pointer, std::string()) == "Succeeded";
+      },
+      std::chrono::seconds(360)))
+      << status.value("status", json()).dump(2);
+  EXPECT_EQ(phaseOn("b", "v1"), "Promoted");
+  EXPECT_EQ(phaseOn("d", "v1"), "Promoted");
+  EXPECT_EQ(phaseOn("c", "v1"), "RolledBack");
+  json model = on("c", [&] {
+    return kubectlJson({"get", "models.lockstep.dev", "gpt2", "-n", ns_});
+  });
+  EXPECT_EQ(model.value("/status/prod/release"_json_pointer, std::string()), "v0");
+  EXPECT_NE(status["status"].dump().find("RolledBack"), std::string::npos)
+      << "the failure is listed: " << status["status"].dump(2);
+}
+
 }  // namespace
 }  // namespace lockstep::testing
