@@ -316,6 +316,30 @@ const std::vector<Permission>& operatorPermissions() {
        {},
        "a SigningConfig's key and registry credentials, read when statements are due (never "
        "listed or watched, never logged or put in status); only in the operator's namespace"},
+      // The hub's ModelRollout controller (controllers/fleet/modelrollout_controller.cc).
+      {"modelrollout-controller",
+       "lockstep.dev",
+       {"modelrollouts"},
+       {"list", "watch"},
+       kW,
+       {},
+       "informer: the hub's rollouts of a package to a fleet in waves (only with "
+       "--controllers=...,modelrollout)"},
+      {"modelrollout-controller",
+       "lockstep.dev",
+       {"modelrollouts/status"},
+       {"patch"},
+       kW,
+       {},
+       "server-side apply of status (phase, waves, clusters, failures, Ready, Stalled)"},
+      {"modelrollout-controller",
+       "multicluster.x-k8s.io",
+       {"clusterprofiles"},
+       {"list", "watch"},
+       kC,
+       {},
+       "the fleet's inventory (ClusterProfiles, KEP-4322, in any namespace), listed each pass "
+       "when the API is served; else spec.inventory"},
       // Admission (webhooks/, cmd/lockstep-operator/main.cc).
       {"webhooks",
        "lockstep.dev",

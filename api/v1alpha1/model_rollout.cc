@@ -268,6 +268,24 @@ StatusOr<ModelRolloutSpec> decodeModelRolloutSpec(const json& spec) {
   return out;
 }
 
+std::vector<InventoryCluster> clusterProfileInventory(const std::vector<nlohmann::json>& profiles) {
+  std::map<std::string, InventoryCluster> byName;
+  for (const nlohmann::json& p : profiles) {
+    const nlohmann::json& meta = decode::object(p, "metadata");
+    const std::string name = decode::string(meta, "name");
+    if (name.empty() || byName.count(name)) continue;
+    InventoryCluster c;
+    c.name = name;
+    for (const auto& [k, v] : decode::object(meta, "labels").items())
+      if (v.is_string()) c.labels[k] = v.get<std::string>();
+    byName[name] = std::move(c);
+  }
+  std::vector<InventoryCluster> out;
+  out.reserve(byName.size());
+  for (auto& [name, c] : byName) out.push_back(std::move(c));
+  return out;
+}
+
 std::vector<InventoryCluster> rolloutInventory(const ModelRolloutSpec& spec,
                                                const std::vector<InventoryCluster>& profiles) {
   return profiles.empty() ? spec.inventory : profiles;

@@ -99,6 +99,11 @@ struct ResolvedWave {
   std::vector<std::string> clusters;
 };
 
+// The inventory of the hub's ClusterProfile objects (KEP-4322): each one's
+// metadata.name and metadata.labels, sorted by name; a name in several
+// namespaces once.
+std::vector<InventoryCluster> clusterProfileInventory(const std::vector<nlohmann::json>& profiles);
+
 // The inventory the waves' selectors read: the hub's ClusterProfiles when it has
 // any, else spec.inventory.
 std::vector<InventoryCluster> rolloutInventory(const ModelRolloutSpec& spec,

@@ -30,6 +30,10 @@ inline const kube::Resource kSigningConfigs{kGroup, kVersion, "signingconfigs", 
 // Cluster-scoped: whose evidence is accepted for which packages and stages
 // (api/v1alpha1/trust_policy.h).
 inline const kube::Resource kTrustPolicies{kGroup, kVersion, "trustpolicies", "TrustPolicy", false};
+// On the hub: the fleet's clusters (SIG Multicluster's ClusterProfile, KEP-4322), read
+// when the API exists as the inventory of ModelRollouts' selectors.
+inline const kube::Resource kClusterProfiles{"multicluster.x-k8s.io", "v1alpha1", "clusterprofiles",
+                                             "ClusterProfile", true};
 
 // Core kinds Lockstep reads or writes.
 using kube::resources::kConfigMaps;

@@ -65,7 +65,12 @@ std::vector<FlagSpec> operatorFlagSpecs(const std::string& podNamespace) {
       {"leader-elect-retry-period", "2s", "retry period", T::kDuration},
       {"workers", "2", "reconcile workers per controller", T::kInt},
       {"controllers", "runtimeenv,modelrelease",
-       "controllers to run, comma-separated (the webhooks always run)"},
+       "controllers to run, comma-separated, of runtimeenv, modelrelease and modelrollout (a "
+       "fleet's hub: docs/fleet.md); the webhooks always run"},
+      {"fleet-poll-interval", "15s",
+       "modelrollout: how often the hub reads each rollout's package's referrers for new prod "
+       "records (whole seconds, at least 1s)",
+       T::kDuration},
       {"admission-mode",
        "webhook",
        "how pods are admitted: webhook (the API server calls /validate/pods) or policy (the "

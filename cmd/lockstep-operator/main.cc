@@ -20,6 +20,7 @@
 #include "cmd/lockstep-operator/flags.h"
 #include "controllers/analysisprovider/analysisprovider_controller.h"
 #include "controllers/evidence/evidence_controller.h"
+#include "controllers/fleet/modelrollout_controller.h"
 #include "controllers/modelrelease/modelrelease_controller.h"
 #include "controllers/runtimeadmission/runtimeadmission_controller.h"
 #include "controllers/runtimeenv/runtimeenv_controller.h"
@@ -181,6 +182,18 @@ int main(int argc, char** argv) {
     lockstep::controllers::setupEvidenceController(manager, std::move(evidenceOptions), 1);
   } else {
     spdlog::warn("--controllers: the ModelRelease controller is off");
+  }
+  if (controllers.find(",modelrollout,") != std::string::npos) {
+    // The hub (docs/fleet.md "Running the hub"): ModelRollouts, through the registry alone.
+    lockstep::controllers::ModelRolloutOptions rolloutOptions;
+    rolloutOptions.operatorNamespace = ns;
+    rolloutOptions.registryCaPem = releaseOptions.registryCaPem;
+    rolloutOptions.pollSeconds =
+        std::chrono::duration_cast<std::chrono::seconds>(flags.getDuration("fleet-poll-interval"))
+            .count();
+    if (rolloutOptions.pollSeconds < 1) return fail("--fleet-poll-interval must be at least 1s");
+    lockstep::controllers::setupModelRolloutController(manager, std::move(rolloutOptions),
+                                                       flags.getInt("workers"));
   }
 
   // Admission reads the caches the controllers share.

@@ -619,5 +619,25 @@ TEST(HelmChart, AdmissionModeChoosesThePodWebhookOrThePodPolicies) {
       << typo.err;
 }
 
+// A fleet's hub (docs/fleet.md "Running the hub"): the ModelRollout controller
+// only with hub.enabled, beside the controllers every cluster runs.
+TEST(HelmChart, TheHubControllerIsOptIn) {
+  CommandResult r;
+  auto args = [&](const std::vector<std::string>& set) {
+    auto docs = renderDocs(set, &r);
+    EXPECT_EQ(r.exitCode, 0) << r.err;
+    auto deployments = ofKind(docs, "Deployment");
+    return deployments.empty()
+               ? std::string()
+               : YAML::Dump(deployments[0]["spec"]["template"]["spec"]["containers"][0]["args"]);
+  };
+  const std::string off = args({});
+  EXPECT_EQ(off.find("modelrollout"), std::string::npos) << off;
+  EXPECT_EQ(off.find("--fleet-poll-interval"), std::string::npos) << off;
+  const std::string on = args({"hub.enabled=true", "hub.pollInterval=30s"});
+  EXPECT_NE(on.find("--controllers=runtimeenv,modelrelease,modelrollout"), std::string::npos) << on;
+  EXPECT_NE(on.find("--fleet-poll-interval=30s"), std::string::npos) << on;
+}
+
 }  // namespace
 }  // namespace lockstep::testing

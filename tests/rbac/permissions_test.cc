@@ -59,7 +59,8 @@ TEST(Permissions, NamespacedInstallGrantsWatchedRowsPerNamespace) {
                   x.resource == "mutatingwebhookconfigurations" ||
                   x.resource == "subjectaccessreviews" || x.resource == "tokenreviews" ||
                   x.resource == "signingconfigs" || x.resource == "trustpolicies" ||
-                  x.resource == "analysisproviders" || x.resource == "analysisproviders/status")
+                  x.resource == "clusterprofiles" || x.resource == "analysisproviders" ||
+                  x.resource == "analysisproviders/status")
           << toString(x);
     }
   }

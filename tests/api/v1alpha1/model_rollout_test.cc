@@ -219,6 +219,21 @@ TEST(ModelRollout, InventoryIsTheClusterProfilesWhenThereAreAny) {
   EXPECT_EQ(inv[0].name, "profile");
 }
 
+TEST(ModelRollout, ClusterProfilesGiveNamesAndLabelsOnceSortedByName) {
+  const std::vector<json> profiles = {
+      {{"metadata", {{"name", "west"}, {"namespace", "fleet"}, {"labels", {{"region", "us"}}}}}},
+      {{"metadata", {{"name", "east"}, {"namespace", "fleet"}, {"labels", {{"region", "eu"}}}}}},
+      {{"metadata", {{"name", "west"}, {"namespace", "other"}}}},
+      {{"metadata", {{"namespace", "fleet"}}}}};
+  auto inv = clusterProfileInventory(profiles);
+  ASSERT_EQ(inv.size(), 2U);
+  EXPECT_EQ(inv[0].name, "east");
+  EXPECT_EQ(inv[0].labels.at("region"), "eu");
+  EXPECT_EQ(inv[1].name, "west");
+  EXPECT_EQ(inv[1].labels.at("region"), "us") << "the first of a name counts";
+  EXPECT_TRUE(clusterProfileInventory({}).empty());
+}
+
 TEST(ModelRollout, ConcurrencyRoundsUpAndFailuresRoundDown) {
   RolloutStrategy s;
   EXPECT_EQ(maxConcurrencyFor(s, 5), 5) << "unset: the whole wave";
