@@ -9,12 +9,14 @@
 // status at every step, not only at the end:
 //   - waves in order: wave 1's permit names b; b's Promoted record and its
 //     soak give wave 2's permit naming c and d; their records give the open
-//     permit and Succeeded; each permit once;
+//     permit and Succeeded; each permit once; an unchanged pass writes no status;
 //   - b's RolledBack record with maxFailures 0: the fleet abort, Aborted, wave
 //     1 Failed, no permit for c ever;
 //   - the registry stopped mid-rollout: WaitingForRegistry with the
 //     registry's error, the clusters as last seen, nothing written; back, the
-//     rollout goes on from what the registry holds.
+//     rollout goes on from what the registry holds;
+//   - with ClusterProfiles on the hub, a wave's selector reads them (not spec.inventory);
+//   - a missing TrustPolicy stalls the rollout, nothing written, until it exists.
 #include <chrono>
 #include <fstream>
 #include <string>
@@ -300,9 +302,13 @@ TEST_F(ModelRolloutClusterTest, WavesPromoteInOrderThroughTheRegistryAlone) {
                              "involvedObject.name=llama-v7,reason=WavePermitted"});
   EXPECT_EQ(events["items"].size(), 1u) << events.dump(2);
 
-  // A few polls later nothing more is written: wave 2 waits for b.
+  // A few polls later nothing more is written, to the registry or the status: wave 2 waits
+  // for b.
+  const std::string version = rollout("llama-v7")["metadata"].value("resourceVersion", "");
   std::this_thread::sleep_for(std::chrono::seconds(3 * kPollSeconds));
   EXPECT_EQ(registryHolds(d).permits.size(), 1u);
+  EXPECT_EQ(rollout("llama-v7")["metadata"].value("resourceVersion", ""), version)
+      << "an unchanged pass writes no status";
 
   // b promoted: it soaks, then wave 2's permit names c and d.
   pushRecord(d, "b", "Promoted", nowRfc3339());
@@ -435,6 +441,125 @@ TEST_F(ModelRolloutClusterTest, ARegistryThatIsDownHoldsTheRolloutUntilItIsBack)
       "c Permitted");
   EXPECT_EQ(clusterState(s, "b"), "Soaked");
   EXPECT_EQ(registryHolds(d).permits.size(), 2u);
+}
+
+// The hub's inventory: when the API multicluster.x-k8s.io serves ClusterProfiles and
+// the hub has some, a wave's selector reads their labels (spec.inventory is not used).
+TEST_F(ModelRolloutClusterTest, SelectorsReadTheHubsClusterProfiles) {
+  // A ClusterProfile CRD as SIG Multicluster's (KEP-4322), reduced to what the hub reads.
+  const json crd = {
+      {"apiVersion", "apiextensions.k8s.io/v1"},
+      {"kind", "CustomResourceDefinition"},
+      {"metadata", {{"name", "clusterprofiles.multicluster.x-k8s.io"}}},
+      {"spec",
+       {{"group", "multicluster.x-k8s.io"},
+        {"scope", "Namespaced"},
+        {"names",
+         {{"plural", "clusterprofiles"},
+          {"singular", "clusterprofile"},
+          {"kind", "ClusterProfile"}}},
+        {"versions", json::array({{{"name", "v1alpha1"},
+                                   {"served", true},
+                                   {"storage", true},
+                                   {"schema",
+                                    {{"openAPIV3Schema",
+                                      {{"type", "object"},
+                                       {"x-kubernetes-preserve-unknown-fields", true}}}}}}})}}}};
+  ASSERT_EQ(kubectl({"apply", "-f", "-"}, crd.dump()).exitCode, 0);
+  struct Cleanup {
+    ~Cleanup() {
+      kubectl({"delete", "crd", "clusterprofiles.multicluster.x-k8s.io", "--ignore-not-found"});
+    }
+  } cleanup;
+  ASSERT_EQ(kubectl({"wait", "--for", "condition=Established",
+                     "crd/clusterprofiles.multicluster.x-k8s.io", "--timeout=60s"})
+                .exitCode,
+            0);
+  for (const auto& [name, region] : std::vector<std::pair<std::string, std::string>>{
+           {"eu-2", "eu"}, {"eu-1", "eu"}, {"us-1", "us"}}) {
+    auto made = kubectl(
+        {"apply", "-f", "-"},
+        json{{"apiVersion", "multicluster.x-k8s.io/v1alpha1"},
+             {"kind", "ClusterProfile"},
+             {"metadata", {{"name", name}, {"namespace", ns_}, {"labels", {{"region", region}}}}},
+             {"spec", {{"displayName", name}}}}
+            .dump());
+    ASSERT_EQ(made.exitCode, 0) << made.err;
+  }
+  const std::string d = push("profiles");
+  ASSERT_FALSE(d.empty());
+  ASSERT_EQ(
+      kubectl({"apply", "-f", "-"},
+              json{{"apiVersion", "lockstep.dev/v1alpha1"},
+                   {"kind", "ModelRollout"},
+                   {"metadata", {{"name", "llama-eu"}, {"namespace", ns_}}},
+                   {"spec",
+                    {{"package", pkg(d)},
+                     {"model", "llama"},
+                     {"waves",
+                      json::array({{{"name", "eu"},
+                                    {"clusterSelector", {{"matchLabels", {{"region", "eu"}}}}}}})},
+                     // Not read while the hub has ClusterProfiles.
+                     {"inventory",
+                      json::array({{{"name", "eu-static"}, {"labels", {{"region", "eu"}}}}})},
+                     {"trustPolicy", "fleet-clusters"}}}}
+                  .dump())
+          .exitCode,
+      0);
+  json s = waitStatus(
+      "llama-eu", [](const json& st) { return clusterState(st, "eu-1") == "Permitted"; },
+      "eu-1 Permitted");
+  EXPECT_EQ(clusterState(s, "eu-2"), "Permitted");
+  EXPECT_EQ(clusterState(s, "us-1"), "<absent>");
+  EXPECT_EQ(clusterState(s, "eu-static"), "<absent>") << "spec.inventory is not read";
+  auto held = registryHolds(d);
+  ASSERT_EQ(held.permits.size(), 1u);
+  EXPECT_EQ(held.permits[0].clusters, std::vector<std::string>({"eu-1", "eu-2"}));
+}
+
+// A rollout whose TrustPolicy does not exist stalls, says so and writes nothing; the
+// policy made, the hub goes on at once (it watches TrustPolicies).
+TEST_F(ModelRolloutClusterTest, AMissingTrustPolicyStallsUntilItExists) {
+  const std::string d = push("stalled");
+  ASSERT_FALSE(d.empty());
+  ASSERT_EQ(kubectl({"apply", "-f", "-"},
+                    json{{"apiVersion", "lockstep.dev/v1alpha1"},
+                         {"kind", "ModelRollout"},
+                         {"metadata", {{"name", "llama-later"}, {"namespace", ns_}}},
+                         {"spec",
+                          {{"package", pkg(d)},
+                           {"model", "llama"},
+                           {"waves", json::array({{{"name", "first"}, {"clusters", {"b"}}}})},
+                           {"trustPolicy", "fleet-later"}}}}
+                        .dump())
+                .exitCode,
+            0);
+  json s = waitStatus(
+      "llama-later",
+      [](const json& st) {
+        return conditionField({{"status", st}}, "Stalled", "reason") == "TrustPolicyNotFound";
+      },
+      "Stalled TrustPolicyNotFound");
+  EXPECT_EQ(conditionField({{"status", s}}, "Stalled"), "True");
+  EXPECT_NE(s.value("message", "").find("\"fleet-later\" does not exist"), std::string::npos)
+      << s.dump(2);
+  EXPECT_EQ(referrerCount(d), 0u);
+
+  json policy = kubectlJson({"get", "trustpolicy", "fleet-clusters"});
+  ASSERT_FALSE(policy.is_discarded());
+  json later = {{"apiVersion", "lockstep.dev/v1alpha1"},
+                {"kind", "TrustPolicy"},
+                {"metadata", {{"name", "fleet-later"}}},
+                {"spec", policy["spec"]}};
+  ASSERT_EQ(kubectl({"apply", "-f", "-"}, later.dump()).exitCode, 0);
+  struct Cleanup {
+    ~Cleanup() { kubectl({"delete", "trustpolicy", "fleet-later", "--ignore-not-found"}); }
+  } cleanup;
+  s = waitStatus(
+      "llama-later", [](const json& st) { return clusterState(st, "b") == "Permitted"; },
+      "b Permitted", std::chrono::seconds(20));
+  EXPECT_EQ(conditionField({{"status", s}}, "Stalled"), "False");
+  EXPECT_EQ(registryHolds(d).permits.size(), 1u);
 }
 
 }  // namespace
