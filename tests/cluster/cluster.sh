@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # A real, local Kubernetes control plane for Lockstep's tests and demo.
 #
-#   tests/cluster/cluster.sh up     [--dir DIR] [--warmup D] [--termination D]
-#                                                 start (or reuse) a cluster; prints its env
+#   tests/cluster/cluster.sh up     [--dir DIR] [--warmup D] [--termination D] [--owner-pid PID]
+#                                                 start (or reuse) a cluster; prints its env;
+#                                                 with --owner-pid, a watcher runs `down` once
+#                                                 that process has gone (a test that crashed)
 #   tests/cluster/cluster.sh down   [--dir DIR]   stop every process, remove DIR
 #   tests/cluster/cluster.sh status [--dir DIR]   exit 0 when the API server is ready
 #   tests/cluster/cluster.sh env    [--dir DIR]   print export lines for the cluster
@@ -31,11 +33,13 @@ shift || true
 dir=${LOCKSTEP_CLUSTER_DIR:-/tmp/lockstep-cluster}
 warmup=${LOCKSTEP_TEST_WARMUP:-3s}
 termination=${LOCKSTEP_TEST_TERMINATION:-2s}
+owner=""
 while [ $# -gt 0 ]; do
   case "$1" in
     --dir) dir=$2; shift 2 ;;
     --warmup) warmup=$2; shift 2 ;;
     --termination) termination=$2; shift 2 ;;
+    --owner-pid) owner=$2; shift 2 ;;
     *) echo "cluster.sh: unknown argument $1" >&2; exit 2 ;;
   esac
 done
@@ -238,6 +242,7 @@ all_components=(kwok kube-scheduler kube-controller-manager kube-apiserver etcd)
 
 do_down() {
   [ -d "$dir" ] || return 0
+  stop_watcher
   for n in "${all_components[@]}"; do stop "$n"; done
   # A crashed earlier run can leave children whose pid files are gone: end
   # anything still started with this cluster's directory on its command line.
@@ -282,6 +287,7 @@ do_up() {
   wait_nodes
   wait_default_sa
   log "cluster ready in $((SECONDS - t0))s: $(kctl version -o json | python3 -c 'import json,sys; print(json.load(sys.stdin)["serverVersion"]["gitVersion"])')"
+  if [ -n "$owner" ]; then start_watcher "$owner" "$here/cluster.sh"; fi
   cluster_env
 }
 

@@ -102,7 +102,8 @@ const std::string& toolsBin() { return state().tools; }
 const std::string& clusterDir() { return state().dir; }
 
 ExtraCluster::ExtraCluster(std::string dir) : dir_(std::move(dir)) {
-  auto r = run({scriptPath(), "up", "--dir", dir_});
+  // The watcher stops it should this test binary die before the destructor runs.
+  auto r = run({scriptPath(), "up", "--dir", dir_, "--owner-pid", std::to_string(getpid())});
   if (r.exitCode != 0) {
     error_ = "cluster.sh up --dir " + dir_ + " failed: " + r.out + r.err;
     return;
