@@ -335,11 +335,11 @@ const std::vector<Permission>& operatorPermissions() {
       {"modelrollout-controller",
        "multicluster.x-k8s.io",
        {"clusterprofiles"},
-       {"list", "watch"},
+       {"list"},
        kC,
        {},
        "the fleet's inventory (ClusterProfiles, KEP-4322, in any namespace), listed each pass "
-       "when the API is served; else spec.inventory"},
+       "when the API is served (never watched: it may not be); else spec.inventory"},
       // Admission (webhooks/, cmd/lockstep-operator/main.cc).
       {"webhooks",
        "lockstep.dev",
