@@ -1,5 +1,8 @@
 #include "operator/registry/distribution.h"
 
+#include <chrono>
+#include <random>
+#include <thread>
 #include <utility>
 
 namespace lockstep::registry {
@@ -265,27 +268,43 @@ StatusOr<Descriptor> RegistryClient::pushReferrer(const std::string& repository,
   auto descriptor = referrerDescriptor(m.bytes);
   if (!descriptor.isOk()) return descriptor.status();
   if (resp->header("OCI-Subject") == subject.digest) return descriptor;
-  // Not indexed by the registry: the fallback tag's index, read, extended, written.
+  // Not indexed by the registry: the fallback tag's index, read, extended,
+  // written, and read again after a pause until it holds this entry (a
+  // concurrent writer from an older read may have dropped it).
   const std::string tag = referrersTag(subject.digest);
-  std::string current;
-  auto existing = getManifest(repository, tag);
-  if (existing.isOk()) {
-    current = existing->bytes;
-  } else if (existing.status().code() != Code::kNotFound) {
-    return existing.status();
+  for (int attempt = 1; attempt <= kFallbackAttempts + 1; ++attempt) {
+    std::string current;
+    auto existing = getManifest(repository, tag);
+    if (existing.isOk()) {
+      current = existing->bytes;
+    } else if (existing.status().code() != Code::kNotFound) {
+      return existing.status();
+    }
+    auto index = indexWith(current, *descriptor);
+    if (!index.isOk()) {
+      return index.status().withContext("registry " + host_ + ", repository " + repository +
+                                        ", tag " + tag);
+    }
+    if (*index == current) return descriptor;  // there (before, or since this write)
+    if (attempt > kFallbackAttempts) break;
+    Manifest im;
+    im.mediaType = kOciIndex;
+    im.bytes = *index;
+    im.digest = sha256Digest(im.bytes);
+    LOCKSTEP_RETURN_IF_ERROR(putManifest(repository, tag, im));
+    if (settle_) {
+      settle_(attempt);
+    } else {
+      thread_local std::mt19937 jitter{std::random_device{}()};
+      const int ms = 150 + static_cast<int>(jitter() % 350);
+      std::this_thread::sleep_for(std::chrono::milliseconds(ms * attempt));
+    }
   }
-  auto index = indexWith(current, *descriptor);
-  if (!index.isOk()) {
-    return index.status().withContext("registry " + host_ + ", repository " + repository +
-                                      ", tag " + tag);
-  }
-  if (*index == current) return descriptor;
-  Manifest im;
-  im.mediaType = kOciIndex;
-  im.bytes = *index;
-  im.digest = sha256Digest(im.bytes);
-  LOCKSTEP_RETURN_IF_ERROR(putManifest(repository, tag, im));
-  return descriptor;
+  return Status(Code::kUnavailable, "registry " + host_ + ", repository " + repository + ", tag " +
+                                        tag +
+                                        ": the referrers index lost this entry to concurrent "
+                                        "writers " +
+                                        std::to_string(kFallbackAttempts) + " times; retry later");
 }
 
 StatusOr<TagOutcome> RegistryClient::tag(const PackageRef& ref, const std::string& tag) {

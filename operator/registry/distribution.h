@@ -86,8 +86,18 @@ class RegistryClient {
   // blob, then the manifest by digest. A registry that does not answer with an
   // OCI-Subject header did not index it: the descriptor is added to the fallback
   // index under referrersTag(subject.digest). Returns the manifest's descriptor.
+  // That index is read, extended and written back, and the registry offers no
+  // conditional write: another writer (another cluster's operator, the fleet's
+  // hub) that read it before this write and writes after drops this entry. So
+  // the index is read again after a short pause (settle) and the entry added
+  // again until it is seen there (at most kFallbackAttempts writes; then an
+  // error says the index kept being overwritten).
   StatusOr<Descriptor> pushReferrer(const std::string& repository, const Descriptor& subject,
                                     const Artifact& artifact);
+  static constexpr int kFallbackAttempts = 6;
+  // The pause before the fallback index is read back (attempt 1, 2, …); the
+  // default sleeps a jittered 150-500 ms times the attempt. Tests pass a no-op.
+  void setSettle(std::function<void(int attempt)> settle) { settle_ = std::move(settle); }
 
   const std::string& host() const { return host_; }
 
@@ -111,6 +121,7 @@ class RegistryClient {
   TransportFactory factory_;
   std::map<std::string, std::shared_ptr<HttpTransport>> transports_;
   std::map<std::string, std::string> authorization_;  // by actions
+  std::function<void(int)> settle_;
 };
 
 }  // namespace lockstep::registry

@@ -33,6 +33,9 @@ class MemoryRegistry final : public HttpTransport {
  public:
   bool referrersApi = true;
   int failPutsLeft = 0;  // the next N manifest PUTs answer 429
+  // The next N writes of a fallback index tag are overwritten at once by a
+  // concurrent writer that read the index before them (a lost update).
+  int clobberIndexPuts = 0;
   std::map<std::string, std::string> blobs;
   std::map<std::string, std::pair<std::string, std::string>> manifests;  // ref -> (type, bytes)
   std::vector<HttpRequest> requests;
@@ -55,6 +58,16 @@ class MemoryRegistry final : public HttpTransport {
           return reply(429, R"({"errors":[{"code":"TOOMANYREQUESTS","message":"slow down"}]})");
         }
         std::string digest = sha256Digest(r.body);
+        if (ref.rfind("sha256-", 0) == 0 && clobberIndexPuts > 0) {
+          --clobberIndexPuts;
+          auto before = manifests.find(ref);
+          if (before == manifests.end()) {
+            manifests.erase(ref);
+          } else {
+            manifests[sha256Digest(before->second.second)] = before->second;
+          }
+          return reply(201, "", {{"Docker-Content-Digest", digest}});
+        }
         manifests[ref] = {r.header("Content-Type"), r.body};
         manifests[digest] = manifests[ref];
         Headers h{{"Docker-Content-Digest", digest}};
@@ -104,11 +117,14 @@ struct World {
     reg->manifests[subjectDigest] = {kOciManifest, kPackage};
   }
   RegistryClient client() {
-    return RegistryClient(kHost, std::nullopt,
-                          [this](const std::string&) -> StatusOr<std::shared_ptr<HttpTransport>> {
-                            return std::shared_ptr<HttpTransport>(reg);
-                          });
+    RegistryClient c(kHost, std::nullopt,
+                     [this](const std::string&) -> StatusOr<std::shared_ptr<HttpTransport>> {
+                       return std::shared_ptr<HttpTransport>(reg);
+                     });
+    c.setSettle([this](int attempt) { settles.push_back(attempt); });
+    return c;
   }
+  std::vector<int> settles;  // the pauses before each read-back
   Artifact bundle(const std::string& payload, const std::string& predicate) const {
     return {"application/vnd.dev.sigstore.bundle.v0.3+json",
             payload,
@@ -243,4 +259,32 @@ TEST(RegistryReferrers, ARefusedPushIsAnErrorNamingTheRegistryAndNothingIsIndexe
 }
 
 }  // namespace
+TEST(RegistryReferrers, AnEntryAConcurrentWriterDroppedFromTheFallbackIndexIsAddedAgain) {
+  World w;
+  w.reg->referrersApi = false;
+  auto c = w.client();
+  auto subject = c.describe(kRepo, w.subjectDigest);
+  ASSERT_TRUE(subject.isOk());
+  ASSERT_TRUE(c.pushReferrer(kRepo, *subject, w.bundle("B1", "https://p/eval")).isOk());
+  EXPECT_EQ(w.settles, std::vector<int>({1})) << "written, paused, read back";
+  // Another writer's older read overwrites the next two writes of B2.
+  w.reg->clobberIndexPuts = 2;
+  w.settles.clear();
+  auto p2 = c.pushReferrer(kRepo, *subject, w.bundle("B2", "https://p/decision"));
+  ASSERT_TRUE(p2.isOk()) << p2.status().toString();
+  EXPECT_EQ(w.settles, std::vector<int>({1, 2, 3}));
+  auto list = c.referrers(kRepo, w.subjectDigest);
+  ASSERT_TRUE(list.isOk());
+  ASSERT_EQ(list->descriptors.size(), 2u) << "B1 kept, B2 there in the end";
+  EXPECT_EQ(list->descriptors[1].digest, p2->digest);
+  // Overwritten every time: an error that says so, for the caller to retry later.
+  w.reg->clobberIndexPuts = 100;
+  auto lost = c.pushReferrer(kRepo, *subject, w.bundle("B3", "https://p/prod"));
+  ASSERT_FALSE(lost.isOk());
+  EXPECT_EQ(lost.status().code(), Code::kUnavailable);
+  EXPECT_NE(lost.status().message().find("lost this entry to concurrent writers 6 times"),
+            std::string::npos)
+      << lost.status().message();
+}
+
 }  // namespace lockstep::registry
