@@ -2,6 +2,7 @@
 # A real, local Kubernetes control plane for Lockstep's tests and demo.
 #
 #   tests/cluster/cluster.sh up     [--dir DIR] [--warmup D] [--termination D] [--owner-pid PID]
+#                                   [--nodes all|cpu]
 #                                                 start (or reuse) a cluster; prints its env;
 #                                                 with --owner-pid, a watcher runs `down` once
 #                                                 that process has gone (a test that crashed)
@@ -13,9 +14,11 @@
 #
 # Components: etcd 3.6 (TLS, client-cert auth), kube-apiserver (RBAC, TLS 1.2+),
 # kube-controller-manager, kube-scheduler and KWOK with two CPU nodes, two GPU
-# nodes (driver 570) and one GPU node with an old driver (525). All listen on
-# 127.0.0.1 on free ports; certificates are made per cluster. Binaries come
-# from tests/cluster/build-tools.sh (cached outside the source tree).
+# nodes (driver 570) and one GPU node with an old driver (525); with --nodes cpu
+# only the two CPU nodes (a lighter cluster, for bench/fleet.sh's 21 control
+# planes, whose pods request no GPU). All listen on 127.0.0.1 on free ports;
+# certificates are made per cluster. Binaries come from
+# tests/cluster/build-tools.sh (cached outside the source tree).
 #
 # DIR defaults to $LOCKSTEP_CLUSTER_DIR or /tmp/lockstep-cluster. It holds
 # kubeconfig, tools-bin (the binaries' dir), certs/, logs/ and pids/.
@@ -34,12 +37,14 @@ dir=${LOCKSTEP_CLUSTER_DIR:-/tmp/lockstep-cluster}
 warmup=${LOCKSTEP_TEST_WARMUP:-3s}
 termination=${LOCKSTEP_TEST_TERMINATION:-2s}
 owner=""
+nodes=all
 while [ $# -gt 0 ]; do
   case "$1" in
     --dir) dir=$2; shift 2 ;;
     --warmup) warmup=$2; shift 2 ;;
     --termination) termination=$2; shift 2 ;;
     --owner-pid) owner=$2; shift 2 ;;
+    --nodes) nodes=$2; shift 2 ;;
     *) echo "cluster.sh: unknown argument $1" >&2; exit 2 ;;
   esac
 done
@@ -47,6 +52,11 @@ done
 prog=cluster.sh
 # shellcheck source=tests/cluster/lib.sh
 . "$here/lib.sh"
+case "$nodes" in
+  all) node_selector=() want_nodes=5 ;;
+  cpu) node_selector=(-l lockstep.dev/test-pool=cpu) want_nodes=2 ;;
+  *) die "--nodes is all or cpu, not $nodes" ;;
+esac
 
 # ready SECONDS: the API server answers /readyz within SECONDS.
 ready() {
@@ -210,7 +220,7 @@ wait_nodes() {
   for _ in $(seq 1 120); do
     local ready
     ready=$(kctl get nodes -o jsonpath='{range .items[*]}{.status.conditions[?(@.type=="Ready")].status}{"\n"}{end}' 2>/dev/null | grep -c True || true)
-    [ "$ready" -ge 5 ] && return 0
+    [ "$ready" -ge "$want_nodes" ] && return 0
     sleep 0.5
   done
   kctl get nodes -o wide >&2 || true
@@ -283,7 +293,7 @@ do_up() {
   start_apiserver
   wait_ready
   start_controllers
-  kctl apply -f "$here/kwok/nodes.yaml" >/dev/null
+  kctl apply -f "$here/kwok/nodes.yaml" "${node_selector[@]}" >/dev/null
   wait_nodes
   wait_default_sa
   log "cluster ready in $((SECONDS - t0))s: $(kctl version -o json | python3 -c 'import json,sys; print(json.load(sys.stdin)["serverVersion"]["gitVersion"])')"
@@ -322,5 +332,5 @@ case "$verb" in
   env) cluster_env ;;
   restart-apiserver) do_restart_apiserver ;;
   compact-etcd) do_compact_etcd ;;
-  *) sed -n '2,25p' "$0" | sed 's/^# \{0,1\}//'; exit 2 ;;
+  *) sed -n '2,30p' "$0" | sed 's/^# \{0,1\}//'; exit 2 ;;
 esac
