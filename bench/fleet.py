@@ -49,7 +49,8 @@ Measured (nothing read from the operators' own metrics):
   - operator CPU seconds (utime+stime, /proc) per window and peak RSS (VmHWM);
   - memory: each cluster's control-plane RSS (etcd, kube-apiserver, controller-manager,
     scheduler, KWOK) at the rollout's end, the sum of every process of the run
-    (sampled every 5 s, its peak) and MemAvailable (its lowest).
+    (sampled every 5 s, its peak) and MemAvailable (its lowest); the 1-minute load
+    average's peak.
 
     bench/fleet.sh                            # 20 serving clusters in 4 waves (the table)
     bench/fleet.sh --clusters 8 --waves 2     # another size
@@ -579,7 +580,7 @@ class Sampler:
     and MemAvailable; keeps the peak sum and the lowest MemAvailable."""
 
     def __init__(self, fleet):
-        self.fleet, self.peak_rss, self.min_available = fleet, 0.0, None
+        self.fleet, self.peak_rss, self.min_available, self.peak_load = fleet, 0.0, None, 0.0
         self.stopped = False
         threading.Thread(target=self._run, daemon=True).start()
 
@@ -602,6 +603,7 @@ class Sampler:
     def _run(self):
         while not self.stopped:
             self.peak_rss = max(self.peak_rss, self.total_rss())
+            self.peak_load = max(self.peak_load, float(open("/proc/loadavg").read().split()[0]))
             a = mem_available_mib()
             self.min_available = a if self.min_available is None else min(self.min_available, a)
             time.sleep(5)
@@ -843,7 +845,8 @@ def fleet_status(fleet):
     if r.returncode != 0:
         log("lockstep fleet status failed:", r.stdout, r.stderr)
         return None
-    return json.loads(r.stdout)
+    # The CLI names each signer by its key file: keep the key's name, not this machine's path.
+    return json.loads(r.stdout.replace(fleet.keys + "/", "keys/"))
 
 
 def wave_latencies(fleet, status, entries, t_create):
@@ -905,7 +908,9 @@ def render(r):
     win = {w["name"]: w for w in r["windows"]}
     roll = win.get("rollout")
     md = [f"Measured by `{r['command']}` on {r['date']}: {r['machine']}, {r['memory_gib']} GiB; load average "
-          f"{r['loadavg_before']} before, {r['loadavg_after']} after. Kubernetes {r['versions']['kubernetes']}, "
+          f"{r['loadavg_before']} before, {r['loadavg_after']} after" +
+          (f", {r['peak_loadavg_1m']:.1f} at its highest during the run" if r.get("peak_loadavg_1m") else "") +
+          f". Kubernetes {r['versions']['kubernetes']}, "
           f"docker-registry {r['versions']['registry']}, lockstep-operator {r['versions']['lockstep']}. "
           f"Raw numbers: `bench/results/{r['file']}`.\n",
           f"1 hub (also the gate cluster) and {s['clusters']} serving clusters, each a control plane of its own "
@@ -1120,6 +1125,7 @@ def main():
         mem["peak_total_rss_mib"] = sampler.peak_rss
         mem["min_available_mib"] = sampler.min_available
         mem["available_before_mib"] = available_before
+        results["peak_loadavg_1m"] = sampler.peak_load
         results["memory"] = mem
         results["versions"] = {
             "kubernetes": json.loads(fleet.hub.kubectl("version", "-o", "json").stdout)["serverVersion"]["gitVersion"],
