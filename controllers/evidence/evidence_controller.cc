@@ -453,8 +453,10 @@ Result EvidenceReconciler::answerFleetPermit(const json& release) {
     r.failures = answer.unavailable.empty() ? 0 : r.failures + 1;
     failures = r.failures;
   }
-  answer.retryAfterSeconds =
-      failures > 0 ? evidenceBackoffSeconds(failures) : options_.evidenceRecheckSeconds;
+  // A registry that is back is seen within a minute: a waiting canary, or an
+  // abort of a promoted one, is never held up by a long back-off.
+  answer.retryAfterSeconds = failures > 0 ? std::min<int64_t>(evidenceBackoffSeconds(failures), 60)
+                                          : options_.evidenceRecheckSeconds;
   // Final once aborted or settled: nothing read later can change it.
   const bool final = answer.unavailable.empty() && (answer.result.aborted || answer.result.settled);
   {

@@ -264,13 +264,19 @@ Result ModelRolloutReconciler::reconcile(const Request& request) {
     std::lock_guard<std::mutex> lock(mu_);
     registryErrors_.erase(meta.uid);
     Pushed& mine = pushed_[meta.uid];
-    auto listed = [&](const evidence::WavePermit& p) {
-      return std::find(found.permits.begin(), found.permits.end(), p) != found.permits.end();
+    // Listed: done. Not listed this many reads after its push: lost, planned again.
+    auto settled = [&](std::pair<evidence::WavePermit, int>& p) {
+      if (std::find(found.permits.begin(), found.permits.end(), p.first) != found.permits.end())
+        return true;
+      return ++p.second > kForgetAfterMisses;
     };
-    mine.permits.erase(std::remove_if(mine.permits.begin(), mine.permits.end(), listed),
+    mine.permits.erase(std::remove_if(mine.permits.begin(), mine.permits.end(), settled),
                        mine.permits.end());
-    for (const evidence::WavePermit& p : mine.permits) in.permits.push_back(p);
-    if (!found.aborts.empty()) mine.abort = false;
+    for (const auto& [p, misses] : mine.permits) in.permits.push_back(p);
+    if (!found.aborts.empty() || (mine.abort && ++mine.abortMisses > kForgetAfterMisses)) {
+      mine.abort = false;
+      mine.abortMisses = 0;
+    }
     in.abortInRegistry = in.abortInRegistry || mine.abort;
   }
   WavePlan plan = planWaves(in);
@@ -313,7 +319,7 @@ Result ModelRolloutReconciler::reconcile(const Request& request) {
       std::lock_guard<std::mutex> lock(mu_);
       if (out.predicateType == evidence::kWavePermitPredicate) {
         const evidence::WavePermit& p = plan.permits.at(i);
-        pushed_[meta.uid].permits.push_back(p);
+        pushed_[meta.uid].permits.emplace_back(p, 0);
         in.permits.push_back(p);
         written.emplace_back("WavePermitted",
                              "wave " + quote(p.wave) + ": " +

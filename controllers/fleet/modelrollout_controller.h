@@ -21,6 +21,7 @@
 #include <memory>
 #include <mutex>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "api/v1alpha1/model_rollout.h"
@@ -53,10 +54,16 @@ class ModelRolloutReconciler final : public runtime::Reconciler {
 
  private:
   // What this replica pushed for a rollout and the registry did not list yet.
+  // What this hub pushed that the registry did not list yet, with the reads
+  // since that did not list it: past kForgetAfterMisses the statement is
+  // forgotten and planned (and pushed) again, so a write the registry lost is
+  // never taken for done.
   struct Pushed {
-    std::vector<evidence::WavePermit> permits;
+    std::vector<std::pair<evidence::WavePermit, int>> permits;
     bool abort = false;
+    int abortMisses = 0;
   };
+  static constexpr int kForgetAfterMisses = 3;
   // The ClusterProfiles' inventory; none when the API is not served.
   StatusOr<std::vector<api::v1alpha1::InventoryCluster>> clusterProfiles();
 
