@@ -478,11 +478,9 @@ TEST_F(FleetTest, TheRegistryOrTheHubDownPausesTheWavesAndChangesNothing) {
   EXPECT_EQ(phaseOn("b", "v1"), "Promoted") << "b keeps serving";
   // The hub is back: the second wave goes, the rollout succeeds.
   ASSERT_EQ(ReleaseWorld::ensureOperator(), "");
-  for (const char* c : {"c", "d"}) {
-    EXPECT_TRUE(
-        eventually([&] { return phaseOn(c, "v1") == "Promoted"; }, std::chrono::seconds(300)))
-        << c << ": " << releaseOn(c, "v1").value("status", json()).dump(2);
-  }
+  EXPECT_TRUE(
+      eventually([&] { return phaseOn("c", "v1") == "Promoted"; }, std::chrono::seconds(300)))
+      << releaseOn("c", "v1").value("status", json()).dump(2);
   EXPECT_TRUE(eventually(
       [&] {
         status = getJson({"get", "modelrollout", "llama", "-n", ns_});
