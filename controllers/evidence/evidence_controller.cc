@@ -298,7 +298,7 @@ StatusOr<std::vector<evidence::ReferrerBundle>> EvidenceReconciler::readReferrer
   if (!client.isOk())
     return Status(client.status().code(),
                   "registry " + ref->registry + ": " + client.status().message());
-  auto list = registry::readBundleReferrers(**client, ref->repository, ref->digest);
+  auto list = registry::readBundleReferrers(**client, ref->repository, ref->digest, &bundles_);
   if (!list.isOk()) {
     return Status(list.status().code(),
                   "reading the referrers of " + package + ": " + list.status().message());

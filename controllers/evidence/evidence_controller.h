@@ -52,6 +52,7 @@
 #include "operator/kube/clock.h"
 #include "operator/kube/event_sink.h"
 #include "operator/kube/indexer.h"
+#include "operator/registry/bundle_referrers.h"
 #include "operator/registry/credentials.h"
 #include "operator/registry/distribution.h"
 #include "operator/runtime/manager.h"
@@ -127,6 +128,8 @@ class EvidenceReconciler final : public runtime::Reconciler {
     int failures = 0;
   };
   std::map<std::string, Recheck> rechecks_;
+  // Bundles read before, by referrer digest: a poll reads only the referrers list again.
+  registry::BundleCache bundles_;
 };
 
 void setupEvidenceController(runtime::Manager& manager, EvidenceOptions options, int workers = 1);

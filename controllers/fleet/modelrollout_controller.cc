@@ -238,7 +238,7 @@ Result ModelRolloutReconciler::reconcile(const Request& request) {
   auto client = publisher_.opener()(ref->apiHost(), setup ? setup->credentials : std::nullopt);
   if (!client.isOk())
     return registryFailed("registry " + ref->registry + ": " + client.status().message());
-  auto list = registry::readBundleReferrers(**client, ref->repository, ref->digest);
+  auto list = registry::readBundleReferrers(**client, ref->repository, ref->digest, &bundles_);
   if (!list.isOk()) {
     return registryFailed("reading the referrers of " + spec->package + ": " +
                           list.status().message());

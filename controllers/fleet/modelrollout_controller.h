@@ -31,6 +31,7 @@
 #include "operator/kube/clock.h"
 #include "operator/kube/event_sink.h"
 #include "operator/kube/indexer.h"
+#include "operator/registry/bundle_referrers.h"
 #include "operator/runtime/manager.h"
 #include "operator/runtime/reconciler.h"
 
@@ -76,7 +77,9 @@ class ModelRolloutReconciler final : public runtime::Reconciler {
   ModelRolloutOptions options_;
   RegistryPublisher publisher_;
   std::mutex mu_;
-  std::map<std::string, Pushed> pushed_;       // by rollout uid
+  std::map<std::string, Pushed> pushed_;  // by rollout uid
+  // Bundles read before, by referrer digest: a poll reads only the referrers list again.
+  registry::BundleCache bundles_;
   std::map<std::string, int> registryErrors_;  // failures in a row, by rollout uid
 };
 

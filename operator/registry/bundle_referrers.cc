@@ -37,8 +37,27 @@ std::string annotationOf(const Descriptor& d, const char* key) {
   return it == d.annotations.end() ? std::string() : it->second;
 }
 
+std::optional<std::string> BundleCache::get(const std::string& manifestDigest) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = bundles_.find(manifestDigest);
+  if (it == bundles_.end()) return std::nullopt;
+  return it->second;
+}
+
+void BundleCache::put(const std::string& manifestDigest, const std::string& bundle) {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (bundles_.size() >= kMaxEntries) bundles_.clear();
+  bundles_[manifestDigest] = bundle;
+}
+
+size_t BundleCache::size() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return bundles_.size();
+}
+
 StatusOr<BundleReferrers> readBundleReferrers(RegistryClient& client, const std::string& repository,
-                                              const std::string& subjectDigest) {
+                                              const std::string& subjectDigest,
+                                              BundleCache* cache) {
   auto list = client.referrers(repository, subjectDigest);
   if (!list.isOk()) return list.status();
   BundleReferrers out;
@@ -50,9 +69,17 @@ StatusOr<BundleReferrers> readBundleReferrers(RegistryClient& client, const std:
       continue;
     BundleReferrer r;
     r.descriptor = std::move(d);
+    if (cache != nullptr) {
+      if (auto known = cache->get(r.descriptor.digest)) {
+        r.bundle = std::move(*known);
+        out.referrers.push_back(std::move(r));
+        continue;
+      }
+    }
     auto bundle = readBundle(client, repository, r.descriptor.digest);
     if (bundle.isOk()) {
       r.bundle = std::move(*bundle);
+      if (cache != nullptr) cache->put(r.descriptor.digest, r.bundle);
     } else {
       r.error = bundle.status().message();
     }

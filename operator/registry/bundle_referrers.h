@@ -8,6 +8,9 @@
 #pragma once
 
 #include <cstddef>
+#include <map>
+#include <mutex>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -34,12 +37,32 @@ struct BundleReferrers {
   bool viaTag = false;  // listed through the "sha256-<hex>" fallback tag
 };
 
+// Bundles already read, by their referrer manifest's digest: a referrer is
+// content-addressed (its manifest is read by that digest and its layer by the
+// digest the manifest names, both verified), so its bundle never changes and a
+// reader that polls the same package (the evidence controller, the hub) reads
+// only the list again. Bounded: past kMaxEntries it starts over.
+// Thread-safety: every method may be called from several threads.
+class BundleCache {
+ public:
+  static constexpr size_t kMaxEntries = 4096;
+  std::optional<std::string> get(const std::string& manifestDigest) const;
+  void put(const std::string& manifestDigest, const std::string& bundle);
+  size_t size() const;
+
+ private:
+  mutable std::mutex mu_;
+  std::map<std::string, std::string> bundles_;
+};
+
 // The value of a descriptor's annotation, "" when absent.
 std::string annotationOf(const Descriptor& d, const char* key);
 
 // Every bundle referrer of `subjectDigest` in `repository`. An error only when
 // the list itself cannot be read.
+// With `cache`, a bundle read before is taken from it, and one read now is put there.
 StatusOr<BundleReferrers> readBundleReferrers(RegistryClient& client, const std::string& repository,
-                                              const std::string& subjectDigest);
+                                              const std::string& subjectDigest,
+                                              BundleCache* cache = nullptr);
 
 }  // namespace lockstep::registry

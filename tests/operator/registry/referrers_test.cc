@@ -2,6 +2,7 @@
 // list against an in-memory registry with a knob: with the referrers API
 // (OCI-Subject on PUT, GET /referrers/) or without it (404, the tag schema).
 #include "operator/registry/referrers.h"
+#include "operator/registry/bundle_referrers.h"
 
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
@@ -9,6 +10,7 @@
 #include <functional>
 #include <map>
 
+#include "operator/registry/bundle_referrers.h"
 #include "operator/registry/distribution.h"
 
 namespace lockstep::registry {
@@ -48,6 +50,12 @@ class MemoryRegistry final : public HttpTransport {
     if (r.method == "PUT" && r.target.rfind(base + "/blobs/uploads/u1", 0) == 0) {
       blobs[sha256Digest(r.body)] = r.body;
       return reply(201);
+    }
+    const std::string bprefix = base + "/blobs/";
+    if (r.method == "GET" && r.target.rfind(bprefix + "sha256:", 0) == 0) {
+      auto it = blobs.find(r.target.substr(bprefix.size()));
+      if (it == blobs.end()) return reply(404);
+      return reply(200, it->second);
     }
     const std::string mprefix = base + "/manifests/";
     if (r.target.rfind(mprefix, 0) == 0) {
@@ -285,6 +293,34 @@ TEST(RegistryReferrers, AnEntryAConcurrentWriterDroppedFromTheFallbackIndexIsAdd
   EXPECT_NE(lost.status().message().find("lost this entry to concurrent writers 6 times"),
             std::string::npos)
       << lost.status().message();
+}
+
+TEST(BundleReferrers, ACacheReadsEachBundleOnceAndOnlyTheListAgain) {
+  World w;
+  auto c = w.client();
+  auto subject = c.describe(kRepo, w.subjectDigest);
+  ASSERT_TRUE(subject.isOk());
+  Artifact a{"application/vnd.dev.sigstore.bundle.v0.3+json",
+             R"({"bundle":1})",
+             {{"dev.sigstore.bundle.content", "dsse-envelope"}}};
+  ASSERT_TRUE(c.pushReferrer(kRepo, *subject, a).isOk());
+  BundleCache cache;
+  auto first = readBundleReferrers(c, kRepo, w.subjectDigest, &cache);
+  ASSERT_TRUE(first.isOk()) << first.status().toString();
+  ASSERT_EQ(first->referrers.size(), 1u);
+  EXPECT_EQ(first->referrers[0].bundle, R"({"bundle":1})");
+  EXPECT_EQ(cache.size(), 1u);
+  w.reg->requests.clear();
+  auto again = readBundleReferrers(c, kRepo, w.subjectDigest, &cache);
+  ASSERT_TRUE(again.isOk());
+  ASSERT_EQ(again->referrers.size(), 1u);
+  EXPECT_EQ(again->referrers[0].bundle, R"({"bundle":1})");
+  ASSERT_EQ(w.reg->requests.size(), 1u) << "only the referrers list";
+  EXPECT_NE(w.reg->requests[0].target.find("/referrers/"), std::string::npos);
+  // Without a cache every bundle is read again.
+  w.reg->requests.clear();
+  ASSERT_TRUE(readBundleReferrers(c, kRepo, w.subjectDigest).isOk());
+  EXPECT_EQ(w.reg->requests.size(), 3u) << "the list, the manifest, the blob";
 }
 
 }  // namespace lockstep::registry
