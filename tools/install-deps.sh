@@ -41,10 +41,16 @@ packages=(
   # verify-env on a real venv (tests/verify/venv_test.sh): venv + ensurepip, pip, and
   # setuptools + wheel to build the test's own wheels offline
   python3-venv python3-pip python3-setuptools python3-wheel
-  # the fleet's GitOps example (tests/gitops): the ApplicationSet against Argo CD's types
-  # (node, npm), the manifests against the CRDs (python3-yaml with python3-jsonschema)
-  nodejs npm python3-yaml
+  # the fleet's GitOps example (tests/gitops): the manifests against the CRDs (python3-yaml
+  # with python3-jsonschema); the ApplicationSet against Argo CD's types needs node and npm,
+  # added below only where the machine has none of its own
+  python3-yaml
 )
+# A machine with its own Node.js (e.g. NodeSource's nodejs, which bundles npm) must keep it:
+# Debian's npm depends on Debian's nodejs and cannot be installed beside it.
+if ! command -v node >/dev/null 2>&1 || ! command -v npm >/dev/null 2>&1; then
+  packages+=(nodejs npm)
+fi
 
 SUDO=""
 if [ "$(id -u)" -ne 0 ]; then SUDO="sudo"; fi
