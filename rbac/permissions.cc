@@ -219,6 +219,15 @@ const std::vector<Permission>& operatorPermissions() {
        "informer misses (a foreign object: NameConflict); server-side apply (create: the first "
        "apply) and replica patches"},
       {"modelrelease-controller",
+       "apps",
+       {"replicasets"},
+       {"list", "watch"},
+       kW,
+       {},
+       "prod stage: informer on the ReplicaSets labelled lockstep.dev/model (slimmed to their "
+       "owner references, template labels and replicas): a pod counts as prod only when its "
+       "owner chain leads to the model's Deployment (api/v1alpha1/serving_pod.h)"},
+      {"modelrelease-controller",
        "",
        {"services"},
        {"get", "list", "watch", "create", "patch"},
@@ -356,6 +365,22 @@ const std::vector<Permission>& operatorPermissions() {
        {},
        "informer: a model's prod and port (the Service port rule of modelreleases.lockstep.dev)"},
       {"webhooks",
+       "apps",
+       {"deployments", "replicasets"},
+       {"list", "watch"},
+       kW,
+       {},
+       "informers (the ModelRelease controller's): the owner chain of a pod carrying the serving "
+       "label lockstep.dev/serving (webhooks/admission/serving_pod_rule.h)"},
+      {"webhooks",
+       "apps",
+       {"replicasets"},
+       {"get"},
+       kW,
+       {},
+       "webhooks/informer_lookups.cc: a serving pod's ReplicaSet not yet in the cache (created "
+       "a moment before its first pod) is read once"},
+      {"webhooks",
        "",
        {"namespaces"},
        {"list", "watch"},
@@ -375,7 +400,8 @@ const std::vector<Permission>& operatorPermissions() {
        {"create"},
        kC,
        {},
-       "webhooks/kube_authorizer.cc: may this user approve/abort a release?"},
+       "webhooks/kube_authorizer.cc: may this user approve/abort a release, and get the Secret "
+       "its spec.registryTags names?"},
       // /metrics over HTTPS (webhooks/metrics/kube_metrics_reviews.cc).
       {"metrics",
        "authentication.k8s.io",

@@ -5,6 +5,8 @@
 #include "api/v1alpha1/meta.h"
 #include "api/v1alpha1/model.h"
 #include "api/v1alpha1/model_release.h"
+#include "api/v1alpha1/resources.h"
+#include "api/v1alpha1/serving_pod.h"
 #include "operator/kube/resource.h"
 
 namespace lockstep::webhooks {
@@ -100,6 +102,37 @@ StatusOr<NamespaceMode> InformerNamespaceModes::modeOf(std::string_view ns) cons
   if (read.isOk()) return parseNamespaceMode(kube::label(*read, std::string(kEnforceLabel)));
   if (read.status().code() == Code::kNotFound) return NamespaceMode::kUnset;
   return read.status().withContext("namespace " + std::string(ns) +
+                                   " is not in the informer cache; reading it from the API server");
+}
+
+StatusOr<kube::ObjectPtr> InformerServingObjects::find(std::string_view ns, std::string_view kind,
+                                                       const std::string& name) const {
+  const kube::Indexer* cache = nullptr;
+  const kube::Resource* resource = nullptr;
+  if (kind == "ReplicaSet") {
+    cache = &replicaSets_;
+    resource = &api::v1alpha1::kReplicaSets;
+  } else if (kind == "Deployment") {
+    cache = &deployments_;
+    resource = &api::v1alpha1::kDeployments;
+  } else if (kind == "Model") {
+    cache = &models_;
+    resource = &api::v1alpha1::kModels;
+  } else {
+    return kube::ObjectPtr();
+  }
+  if (kube::ObjectPtr cached = cache->get(std::string(ns), name)) return cached;
+  // Only a ReplicaSet is new enough to miss: the Deployment and the Model
+  // stood long before the pod's first ReplicaSet.
+  if (!reader_ || kind != "ReplicaSet") return kube::ObjectPtr();
+  StatusOr<kube::Object> read = reader_->get(*resource, std::string(ns), name);
+  if (read.isOk()) {
+    kube::Object o = std::move(*read);
+    if (kind == "ReplicaSet") api::v1alpha1::slimReplicaSet(o);
+    return kube::ObjectPtr(std::make_shared<const kube::Object>(std::move(o)));
+  }
+  if (read.status().code() == Code::kNotFound) return kube::ObjectPtr();
+  return read.status().withContext(std::string(kind) + " " + std::string(ns) + "/" + name +
                                    " is not in the informer cache; reading it from the API server");
 }
 

@@ -71,6 +71,32 @@ class InformerAnalysisProviders final : public AnalysisProviderLookup {
   const kube::Indexer& cache_;
 };
 
+// The objects of serving pods' owner chains from the operator's caches:
+// ReplicaSets and Deployments labelled lockstep.dev/model (ReplicaSets
+// slimmed, api/v1alpha1/serving_pod.h) and Models. An object the cache has
+// not seen yet (a ReplicaSet the Deployment controller created a moment
+// before its first pod; only ReplicaSets) is read once through `reader` (a
+// short deadline); NotFound there is "does not exist". Without a reader a miss
+// is "does not exist".
+class InformerServingObjects final : public ServingObjectLookup {
+ public:
+  InformerServingObjects(const kube::Indexer& replicaSets, const kube::Indexer& deployments,
+                         const kube::Indexer& models,
+                         std::shared_ptr<kube::Client> reader = nullptr)
+      : replicaSets_(replicaSets),
+        deployments_(deployments),
+        models_(models),
+        reader_(std::move(reader)) {}
+  StatusOr<kube::ObjectPtr> find(std::string_view ns, std::string_view kind,
+                                 const std::string& name) const override;
+
+ private:
+  const kube::Indexer& replicaSets_;
+  const kube::Indexer& deployments_;
+  const kube::Indexer& models_;
+  std::shared_ptr<kube::Client> reader_;
+};
+
 // The view of one RuntimeEnv object (pure; exposed for tests).
 RuntimeEnvView runtimeEnvView(const kube::Object& rte);
 

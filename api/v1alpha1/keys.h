@@ -21,6 +21,12 @@ inline constexpr std::string_view kEnforceLabel = "lockstep.dev/enforce";
 inline constexpr const char* kReleaseLabel = "lockstep.dev/release";
 inline constexpr const char* kModelLabel = "lockstep.dev/model";
 inline constexpr const char* kTrackLabel = "lockstep.dev/track";
+// The label the model's Service selects on besides the model: the operator
+// puts it on its serving Deployments' pod templates, and admission refuses it
+// on every pod that the ReplicaSet of such a Deployment did not create
+// (api/v1alpha1/serving_pod.h). Its value is always kServingLabelValue.
+inline constexpr const char* kServingLabel = "lockstep.dev/serving";
+inline constexpr const char* kServingLabelValue = "true";
 
 // ModelRelease annotations whose value is the acting user's name, each checked
 // by the webhook against a SubjectAccessReview (docs/modelrelease.md,

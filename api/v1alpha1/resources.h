@@ -44,6 +44,7 @@ using kube::resources::kLeases;
 using kube::resources::kNamespaces;
 using kube::resources::kNodes;
 using kube::resources::kPods;
+using kube::resources::kReplicaSets;
 using kube::resources::kSecrets;
 using kube::resources::kServices;
 using kube::resources::kValidatingWebhookConfigurations;

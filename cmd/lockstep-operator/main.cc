@@ -17,6 +17,7 @@
 
 #include "api/v1alpha1/keys.h"
 #include "api/v1alpha1/resources.h"
+#include "api/v1alpha1/serving_pod.h"
 #include "cmd/lockstep-operator/flags.h"
 #include "controllers/analysisprovider/analysisprovider_controller.h"
 #include "controllers/evidence/evidence_controller.h"
@@ -213,6 +214,19 @@ int main(int argc, char** argv) {
   lw::LogRecorder logRecorder;
   lw::FanoutRecorder recorder{&promRecorder, &logRecorder};
   lw::PodWebhook podWebhook(envs, modes, recorder, manager.clock());
+  // The serving label's owner chain (webhooks/admission/serving_pod_rule.h):
+  // the same ReplicaSet and Deployment informers the ModelRelease controller reads.
+  lockstep::kube::InformerOptions replicaSetOpts;
+  replicaSetOpts.resource = v1::kReplicaSets;
+  replicaSetOpts.labelSelector = v1::kModelLabel;
+  replicaSetOpts.transform = v1::slimReplicaSet;
+  lockstep::kube::InformerOptions deploymentOpts;
+  deploymentOpts.resource = v1::kDeployments;
+  deploymentOpts.labelSelector = v1::kModelLabel;
+  lw::InformerServingObjects servingObjects(manager.informer(replicaSetOpts).cache(),
+                                            manager.informer(deploymentOpts).cache(),
+                                            manager.informer(v1::kModels).cache(), *authzClient);
+  podWebhook.setServingObjects(&servingObjects);
   // The verification init containers run the CLI image: admitted only by digest.
   if (Status s = podWebhook.trustInitImage(flags.get("cli-image")); !s.isOk())
     return fail("--cli-image: " + s.message());

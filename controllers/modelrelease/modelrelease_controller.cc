@@ -13,12 +13,14 @@
 #include "api/v1alpha1/model_release.h"
 #include "api/v1alpha1/resources.h"
 #include "api/v1alpha1/runtime_env.h"
+#include "api/v1alpha1/serving_pod.h"
 #include "controllers/common/execute.h"
 #include "controllers/modelrelease/gates/fleet_check.h"
 #include "controllers/modelrelease/prod/canary_observe.h"
 #include "controllers/modelrelease/prod/fold.h"
 #include "controllers/modelrelease/prod/gpu_capacity.h"
 #include "controllers/modelrelease/prod/model_record.h"
+#include "controllers/modelrelease/prod/ownership.h"
 #include "controllers/modelrelease/prod/serving_objects.h"
 #include "controllers/modelrelease/release_status.h"
 #include "operator/kube/api_error.h"
@@ -187,7 +189,12 @@ ProdObserved ModelReleaseReconciler::observeProd(const v1::ModelRelease& r) cons
   p.service = caches_.services.get(ns, model);
   p.stableDeployment = caches_.deployments.get(ns, servingDeploymentName(model, kTrackStable));
   p.canaryDeployment = caches_.deployments.get(ns, servingDeploymentName(model, kTrackCanary));
-  p.pods = caches_.pods.byIndex(v1::kReleaseByModelIndex, ns + "/" + model);
+  // Only pods whose owner chain leads to the model's Deployments are prod
+  // (api/v1alpha1/serving_pod.h): the cached links, no API call per pod.
+  for (const auto& rs : caches_.replicaSets.byIndex(v1::kReleaseByModelIndex, ns + "/" + model))
+    p.replicaSets[kube::name(*rs)] = rs;
+  p.pods =
+      servingPodsOf(model, p, caches_.pods.byIndex(v1::kReleaseByModelIndex, ns + "/" + model));
   // The revision a claim of the canary slot writes goes past every rollback
   // request of the model's releases (a re-created Model starts past them).
   for (const auto& mr : caches_.releases.byIndex(v1::kReleaseByModelIndex, ns + "/" + model))
@@ -389,12 +396,16 @@ void setupModelReleaseController(runtime::Manager& manager, ModelReleaseOptions 
   const kube::InformerOptions deployOpts = labelled(v1::kDeployments, v1::kModelLabel);
   const kube::InformerOptions anchorOpts = labelled(v1::kConfigMaps, v1::kModelLabel);
   const kube::InformerOptions serviceOpts = labelled(v1::kServices, v1::kModelLabel);
+  // The same options as the pod webhook's (cmd/lockstep-operator/main.cc): one informer.
+  kube::InformerOptions replicaSetOpts = labelled(v1::kReplicaSets, v1::kModelLabel);
+  replicaSetOpts.transform = v1::slimReplicaSet;
   kube::Informer& jobs = manager.informer(jobOpts);
   kube::Informer& pods = manager.informer(podOpts);
   kube::Informer& deployments = manager.informer(deployOpts);
   kube::Informer& anchors = manager.informer(anchorOpts);
   kube::Informer& models = manager.informer(v1::kModels);
   kube::Informer& services = manager.informer(serviceOpts);
+  kube::Informer& replicaSets = manager.informer(replicaSetOpts);
   // GPU nodes for the canary's capacity pre-check (shared with the RuntimeEnv
   // controller), and the pods that hold their GPUs: every unfinished pod (in
   // the watched namespaces of a namespaced install; docs/rollouts.md "GPU
@@ -411,6 +422,7 @@ void setupModelReleaseController(runtime::Manager& manager, ModelReleaseOptions 
   pods.addIndex(kube::kOwnerUidIndex, kube::ownerUidIndexFunc());
   pods.addIndex(v1::kReleaseByModelIndex, byModelLabel);
   gpuPods.addIndex(kPodByNodeIndex, byNodeName);
+  replicaSets.addIndex(v1::kReleaseByModelIndex, byModelLabel);
 
   if (!options.stageTagger) {
     options.stageTagger = std::make_shared<StageTagger>(
@@ -422,7 +434,8 @@ void setupModelReleaseController(runtime::Manager& manager, ModelReleaseOptions 
       manager.sharedClient(),
       ModelReleaseReconciler::Caches{releases.cache(), rtes.cache(), jobs.cache(), pods.cache(),
                                      deployments.cache(), models.cache(), anchors.cache(),
-                                     services.cache(), nodes.cache(), gpuPods.cache()},
+                                     services.cache(), nodes.cache(), gpuPods.cache(),
+                                     replicaSets.cache()},
       manager.syncEvents(), manager.clock(),
       makePrometheusReleaseMetrics(*manager.metrics().registry()), std::move(options), analysis);
 
@@ -493,6 +506,15 @@ void setupModelReleaseController(runtime::Manager& manager, ModelReleaseOptions 
                      return out;
                    })
           .watches(serviceOpts, releasesOfModel)
+          // A ReplicaSet the pods of which were seen first (the link that makes them
+          // count) and the ones that drain: the Service's serving label.
+          .watches(replicaSetOpts, releasesOfModel,
+                   [](const kube::Object& a, const kube::Object& b) {
+                     json x = a, y = b;  // slimmed: the links, template labels and replicas
+                     x["metadata"].erase("resourceVersion");
+                     y["metadata"].erase("resourceVersion");
+                     return x != y;
+                   })
           // A RuntimeEnv's resolved hash or readiness decides whether its releases may advance.
           .watches(v1::kRuntimeEnvs,
                    [releaseCache](const kube::Object& rte) {

@@ -82,6 +82,9 @@ class ModelReleaseReconciler final : public runtime::Reconciler {
     const kube::Indexer& services;     // Services labelled lockstep.dev/model
     const kube::Indexer& nodes;        // Nodes (GPU capacity pre-check)
     const kube::Indexer& gpuPods;      // pods not Succeeded/Failed, indexed by kPodByNodeIndex
+    // ReplicaSets labelled lockstep.dev/model, slimmed (api/v1alpha1/serving_pod.h),
+    // indexed by model: the link between a serving pod and its Deployment.
+    const kube::Indexer& replicaSets;
   };
   ModelReleaseReconciler(std::shared_ptr<kube::Client> client, Caches caches,
                          kube::EventSink& events, kube::Clock& clock,

@@ -33,6 +33,7 @@ inline const Resource kConfigMaps{"", "v1", "configmaps", "ConfigMap", true};
 inline const Resource kSecrets{"", "v1", "secrets", "Secret", true};
 inline const Resource kEvents{"", "v1", "events", "Event", true};
 inline const Resource kDeployments{"apps", "v1", "deployments", "Deployment", true};
+inline const Resource kReplicaSets{"apps", "v1", "replicasets", "ReplicaSet", true};
 inline const Resource kJobs{"batch", "v1", "jobs", "Job", true};
 inline const Resource kLeases{"coordination.k8s.io", "v1", "leases", "Lease", true};
 inline const Resource kCustomResourceDefinitions{

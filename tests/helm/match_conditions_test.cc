@@ -104,6 +104,9 @@ TEST_F(MatchConditionsTest, EveryRequestKindEvaluatesWithoutError) {
   for (const char* name : {"p", "evicted", "doomed"}) {
     ASSERT_EQ(kubectl({"create", "-n", ns_, "-f", "-"}, pod(name).dump()).exitCode, 0);
   }
+  json served = pod("served");
+  served["metadata"]["labels"]["lockstep.dev/serving"] = "true";
+  ASSERT_EQ(kubectl({"create", "-n", ns_, "-f", "-"}, served.dump()).exitCode, 0);
   json unbound = pod("unbound");
   unbound["spec"]["schedulerName"] = "nobody";
   ASSERT_EQ(kubectl({"create", "-n", ns_, "-f", "-"}, unbound.dump()).exitCode, 0);
@@ -138,6 +141,13 @@ TEST_F(MatchConditionsTest, EveryRequestKindEvaluatesWithoutError) {
          Want::kMatched);
   expect("UPDATE: runtime-env label removed",
          kubectl({"label", "pod", "p", "-n", ns_, "lockstep.dev/runtime-env-"}), Want::kMatched);
+  expect("UPDATE: serving label added",
+         kubectl({"label", "pod", "p", "-n", ns_, "lockstep.dev/serving=true"}), Want::kMatched);
+  expect("UPDATE: unrelated label of a pod with the serving label",
+         kubectl({"label", "pod", "served", "-n", ns_, "team=a"}), Want::kNotMatched);
+  expect("UPDATE: serving label removed",
+         kubectl({"label", "pod", "served", "-n", ns_, "lockstep.dev/serving-"}),
+         Want::kNotMatched);
   expect("UPDATE: closure-hash annotation changed",
          kubectl({"annotate", "pod", "p", "-n", ns_,
                   "lockstep.dev/closure-hash=sha256:" + std::string(64, 'b'), "--overwrite"}),

@@ -9,6 +9,7 @@
 #include "webhooks/admission/json_access.h"
 #include "webhooks/admission/model_release_validator.h"
 #include "webhooks/admission/pod_validator.h"
+#include "webhooks/admission/serving_pod_rule.h"
 
 namespace lockstep::webhooks {
 namespace {
@@ -85,6 +86,15 @@ HttpReply PodWebhook::handle(std::string_view body) {
                  review.pod = &req.object;
                  review.oldPod = req.oldObject.is_null() ? nullptr : &req.oldObject;
                  review.trustedInitImage = trustedInitImage_;
+                 // The serving label first: it holds in every namespace mode.
+                 ServingPodReview serving;
+                 serving.operation = req.operation;
+                 serving.ns = req.ns;
+                 serving.pod = &req.object;
+                 serving.oldPod = review.oldPod;
+                 serving.user = req.user;
+                 serving.objects = servingObjects_;
+                 if (Verdict s = validateServingPod(serving); !s.allowed()) return s;
                  StatusOr<NamespaceMode> mode = namespaces_.modeOf(req.ns);
                  if (!mode.isOk()) {
                    Verdict unknown;
@@ -124,6 +134,7 @@ HttpReply ModelReleaseWebhook::handle(std::string_view body) {
       review.runtimeEnv = envs_.find(req.ns, *env);
     for (const std::string& verb : verbsToAuthorize(review))
       review.access.emplace(verb, authorizer_.authorize(accessRequestFor(review, verb)));
+    if (auto q = secretAccessRequestFor(review)) review.secretAccess = authorizer_.authorize(*q);
     return validateModelRelease(review);
   });
 }

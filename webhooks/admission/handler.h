@@ -53,9 +53,13 @@ class PodWebhook final : public AdmissionWebhook {
   // verification containers) are admitted (pod_validator.h). Refused unless
   // pinned by digest (checkTrustedInitImage); "" trusts none.
   Status trustInitImage(const std::string& image);
+  // The objects of serving pods' owner chains (serving_pod_rule.h); unset: a
+  // pod carrying the serving label is refused. Must outlive the webhook.
+  void setServingObjects(const ServingObjectLookup* objects) { servingObjects_ = objects; }
 
  private:
   std::string trustedInitImage_;
+  const ServingObjectLookup* servingObjects_ = nullptr;
   const RuntimeEnvLookup& envs_;
   const NamespaceModeLookup& namespaces_;
   AdmissionRecorder& recorder_;

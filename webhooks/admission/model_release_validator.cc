@@ -555,7 +555,59 @@ bool reviewed(const ModelReleaseReview& r) {
          r.subResource.empty();
 }
 
+// The Secret spec.registryTags names when the tags are on ("" otherwise).
+std::string registrySecretOf(const json* release) {
+  const json* tags = ja::at(release, {"spec", "registryTags"});
+  if (tags == nullptr || !tags->is_object()) return "";
+  const json* enabled = ja::child(tags, "enabled");
+  if (enabled != nullptr && enabled->is_boolean() && !enabled->get<bool>()) return "";
+  return ja::strOr(ja::at(tags, {"secretRef", "name"}));
+}
+
+void checkSecretAccess(const ModelReleaseReview& r, std::vector<std::string>& forbidden) {
+  const std::optional<AccessRequest> q = secretAccessRequestFor(r);
+  if (!q) return;
+  const std::string path = "spec.registryTags.secretRef.name";
+  const std::string secret = quote(r.ns + "/" + q->name);
+  const std::string user = quote(r.user.username);
+  const std::string need =
+      "RBAC verb \"get\" on resource \"secrets\" (core API group) for Secret " + secret +
+      " is required to name it: the operator would push this release's registry tags with "
+      "credentials its author cannot read";
+  if (!r.secretAccess) {
+    forbidden.push_back(path + ": permission to get Secret " + secret + " was not checked; " +
+                        need);
+  } else if (!r.secretAccess->isOk()) {
+    forbidden.push_back(path + ": cannot check whether user " + user + " may get Secret " + secret +
+                        " (SubjectAccessReview failed: " + r.secretAccess->status().message() +
+                        "); refused, try again");
+  } else if (!(*r.secretAccess)->allowed) {
+    std::string said;
+    if (!(*r.secretAccess)->reason.empty()) said = "; authorizer: " + (*r.secretAccess)->reason;
+    forbidden.push_back(path + ": user " + user + " may not get Secret " + secret + ": " + need +
+                        said);
+  }
+}
+
 }  // namespace
+
+std::optional<AccessRequest> secretAccessRequestFor(const ModelReleaseReview& r) {
+  if (!reviewed(r)) return std::nullopt;
+  const std::string secret = registrySecretOf(r.release);
+  if (secret.empty()) return std::nullopt;
+  // An UPDATE that keeps the Secret (and the tags on) was checked when it was named.
+  if (r.operation == Operation::kUpdate && r.oldRelease != nullptr &&
+      registrySecretOf(r.oldRelease) == secret)
+    return std::nullopt;
+  AccessRequest q;
+  q.user = r.user;
+  q.verb = "get";
+  q.group = "";
+  q.resource = "secrets";
+  q.ns = r.ns;
+  q.name = secret;
+  return q;
+}
 
 std::set<std::string> verbsToAuthorize(const ModelReleaseReview& r) {
   std::set<std::string> verbs;
@@ -647,6 +699,7 @@ Verdict validateModelRelease(const ModelReleaseReview& r) {
     if (precheckAction(r, a, stages, v.violations, forbidden)) checkActionAccess(r, a, forbidden);
   }
   checkApprovalRules(r, v.violations, forbidden, v.warnings);
+  checkSecretAccess(r, forbidden);
   const bool invalid = !v.violations.empty();
   v.violations.insert(v.violations.end(), forbidden.begin(), forbidden.end());
   if (!v.violations.empty()) {

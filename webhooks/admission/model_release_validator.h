@@ -43,6 +43,13 @@
 //    modelreleases.lockstep.dev. The caller asks the authorizer for
 //    verbsToAuthorize() and passes the answers in `access`; a verb without an
 //    answer, or whose check failed, is refused (fail closed).
+//  - Registry stage tags (docs/security.md "The registry Secret"): a release
+//    naming a Secret in spec.registryTags.secretRef.name (on CREATE, and on an
+//    UPDATE that changes the name or turns the tags on) makes the operator
+//    push with that Secret's credentials, so its author must be allowed to
+//    `get` that Secret: the caller asks the authorizer for
+//    secretAccessRequestFor() and passes the answer in `secretAccess`; no
+//    answer, a failed check or a "no" is refused naming the Secret and the verb.
 // Denials are 422 Invalid, or 403 Forbidden when the only problems are
 // approval/abort permissions (forged name, RBAC verb missing, check failed).
 // Thread-safety: pure functions.
@@ -77,6 +84,8 @@ struct ModelReleaseReview {
   const AnalysisProviderLookup* providers = nullptr;
   // Authorizer answers by verb ("approve", "abort") for verbsToAuthorize().
   std::map<std::string, StatusOr<AccessDecision>, std::less<>> access;
+  // The authorizer's answer for secretAccessRequestFor() (nullopt: not asked).
+  std::optional<StatusOr<AccessDecision>> secretAccess;
 };
 
 // spec.runtimeEnvRef.name, when set.
@@ -88,6 +97,10 @@ std::set<std::string> verbsToAuthorize(const ModelReleaseReview& review);
 
 // The SubjectAccessReview question for `verb` on the reviewed release.
 AccessRequest accessRequestFor(const ModelReleaseReview& review, std::string_view verb);
+
+// The question "may the requesting user get the Secret spec.registryTags.secretRef
+// names?" when the write needs it asked; nullopt otherwise.
+std::optional<AccessRequest> secretAccessRequestFor(const ModelReleaseReview& review);
 
 Verdict validateModelRelease(const ModelReleaseReview& review);
 

@@ -333,7 +333,9 @@ const json& podFieldMask() {
                   {"generateName", true},
                   {"namespace", true},
                   {"labels", true},
-                  {"annotations", true}}},
+                  {"annotations", true},
+                  // The serving label's owner chain (serving_pod_rule.h).
+                  {"ownerReferences", true}}},
                 {"spec", std::move(spec)}};
   }();
   return mask;

@@ -11,6 +11,7 @@
 
 #include "api/v1alpha1/keys.h"
 #include "common/status.h"
+#include "operator/kube/object.h"
 
 namespace lockstep::webhooks {
 
@@ -78,6 +79,18 @@ class ModelProdLookup {
   virtual ~ModelProdLookup() = default;
   virtual std::optional<ModelProdView> prodOf(std::string_view ns,
                                               std::string_view model) const = 0;
+};
+
+// The objects a serving pod's owner chain names (api/v1alpha1/serving_pod.h),
+// in the pod's namespace: kind "ReplicaSet", "Deployment" or "Model". Null:
+// it does not exist; an error: it could not be read (the webhook answers 500).
+// Same thread-safety contract as RuntimeEnvLookup; an implementation may read
+// the API server for an object its cache has not seen yet.
+class ServingObjectLookup {
+ public:
+  virtual ~ServingObjectLookup() = default;
+  virtual StatusOr<kube::ObjectPtr> find(std::string_view ns, std::string_view kind,
+                                         const std::string& name) const = 0;
 };
 
 // Whether a (cluster-scoped) AnalysisProvider exists. Same contract.

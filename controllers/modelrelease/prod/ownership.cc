@@ -2,6 +2,7 @@
 
 #include "api/v1alpha1/keys.h"
 #include "api/v1alpha1/model_anchor.h"
+#include "api/v1alpha1/serving_pod.h"
 #include "controllers/modelrelease/prod/serving_objects.h"
 
 namespace lockstep::controllers {
@@ -39,7 +40,57 @@ std::optional<NameConflict> checkServing(const kube::ObjectPtr& o, const std::st
   return NameConflict{kind, kube::name(*o), why};
 }
 
+v1::NamespacedLookup lookupIn(const ProdObserved& p, const std::string& model) {
+  return [&p, model](std::string_view kind, const std::string& name) -> kube::ObjectPtr {
+    if (kind == "ReplicaSet") {
+      auto it = p.replicaSets.find(name);
+      return it == p.replicaSets.end() ? nullptr : it->second;
+    }
+    if (kind == "Deployment") {
+      if (name == servingDeploymentName(model, kTrackStable)) return p.stableDeployment;
+      if (name == servingDeploymentName(model, kTrackCanary)) return p.canaryDeployment;
+      return nullptr;
+    }
+    if (kind == "Model") return name == model ? p.model : nullptr;
+    if (kind == "ConfigMap") return name == v1::modelAnchorName(model) ? p.legacyAnchor : nullptr;
+    return nullptr;
+  };
+}
+
+int64_t replicasAt(const kube::Object& o, const char* pointer) {
+  const nlohmann::json::json_pointer at(pointer);
+  return o.contains(at) && o.at(at).is_number_integer() ? o.at(at).get<int64_t>() : 0;
+}
+
 }  // namespace
+
+std::vector<kube::ObjectPtr> servingPodsOf(const std::string& model, const ProdObserved& p,
+                                           const std::vector<kube::ObjectPtr>& pods) {
+  const v1::NamespacedLookup lookup = lookupIn(p, model);
+  std::vector<kube::ObjectPtr> out;
+  for (const kube::ObjectPtr& pod : pods) {
+    const std::string track = kube::label(*pod, v1::kTrackLabel).value_or("");
+    if (v1::countsAsServing(*pod, model, track, lookup)) out.push_back(pod);
+  }
+  return out;
+}
+
+bool servingLabelSelectable(const std::string& model, const ProdObserved& p) {
+  for (const kube::ObjectPtr& d : {p.stableDeployment, p.canaryDeployment}) {
+    if (d && replicasAt(*d, "/spec/replicas") > 0 && !v1::templateServes(*d)) return false;
+  }
+  for (const auto& [name, rs] : p.replicaSets) {
+    const std::optional<kube::OwnerReference> owner = kube::controllerOf(*rs);
+    if (!owner || owner->kind != "Deployment" ||
+        (owner->name != servingDeploymentName(model, kTrackStable) &&
+         owner->name != servingDeploymentName(model, kTrackCanary)))
+      continue;
+    const bool wantsPods =
+        replicasAt(*rs, "/spec/replicas") > 0 || replicasAt(*rs, "/status/replicas") > 0;
+    if (wantsPods && !v1::templateServes(*rs)) return false;
+  }
+  return true;
+}
 
 std::string NameConflict::message(const std::string& ns, const std::string& model) const {
   return kind + " " + ns + "/" + name + " " + why +

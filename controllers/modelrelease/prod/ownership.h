@@ -18,6 +18,7 @@
 
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "controllers/modelrelease/prod/prod_observed.h"
 #include "operator/kube/object.h"
@@ -46,6 +47,19 @@ std::string missingLockstepLabels(const kube::Object& o, const std::string& mode
 // canary started under a Model).
 std::optional<NameConflict> findNameConflict(const std::string& model, const ProdObserved& prod,
                                              const std::string& startedModelUid);
+
+// The pods of `pods` that are the model's serving pods (api/v1alpha1/serving_pod.h
+// countsAsServing, on the track their label names), looked up in `prod`'s
+// ReplicaSets, Deployments, Model and anchor: a hand-made pod with prod's
+// labels is neither counted Ready nor looked at.
+std::vector<kube::ObjectPtr> servingPodsOf(const std::string& model, const ProdObserved& prod,
+                                           const std::vector<kube::ObjectPtr>& pods);
+
+// Whether the model's Service may select on the serving label without taking
+// traffic from a pod an earlier version built: each of the model's two
+// Deployments that wants pods has the label in its template, and so has every
+// ReplicaSet of theirs that has or wants pods.
+bool servingLabelSelectable(const std::string& model, const ProdObserved& prod);
 
 // Whether `o` is owned by the anchor ConfigMap `prod.legacyAnchor` and not yet
 // by the Model (it is re-owned during the migration).

@@ -27,10 +27,16 @@ struct ProdObserved {
   // record in (labelled lockstep.dev/model); null: none. Read only to build
   // the Model from it (model_record.h, "Migration").
   kube::ObjectPtr legacyAnchor;
-  kube::ObjectPtr service;            // <model>; null: none yet
-  kube::ObjectPtr stableDeployment;   // <model>-stable; null: none yet
-  kube::ObjectPtr canaryDeployment;   // <model>-canary
-  std::vector<kube::ObjectPtr> pods;  // the model's serving pods (label lockstep.dev/model)
+  kube::ObjectPtr service;           // <model>; null: none yet
+  kube::ObjectPtr stableDeployment;  // <model>-stable; null: none yet
+  kube::ObjectPtr canaryDeployment;  // <model>-canary
+  // The model's serving pods: those labelled lockstep.dev/model whose owner
+  // chain leads to one of its Deployments (servingPodsOf, ownership.h); a pod
+  // that merely carries prod's labels is not among them.
+  std::vector<kube::ObjectPtr> pods;
+  // The ReplicaSets labelled lockstep.dev/model=<model>, by name (slimmed:
+  // api/v1alpha1/serving_pod.h slimReplicaSet).
+  std::map<std::string, kube::ObjectPtr> replicaSets;
   // Releases the tracks may run other than the one reconciled (the Model's
   // prod, the canary's recorded known-good), by name; absent: gone. A release
   // found by name is the recorded one only when its uid or its content digest

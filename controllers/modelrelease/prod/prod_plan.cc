@@ -124,6 +124,7 @@ ServingObjectsInput servingInput(const v1::ModelRelease& r, const v1::CanarySpec
   in.fetchCommand = p.fetchCommand;
   in.modelUid = p.model ? v1::decodeMeta(*p.model).uid : std::string();
   if (p.model) in.serviceType = v1::decodeModel(*p.model).spec.serviceType;
+  in.selectServingLabel = servingLabelSelectable(in.model, p);
   return in;
 }
 

@@ -46,6 +46,14 @@ const json& field(const json& o, const char* a, const char* b) {
   return o[a][b];
 }
 
+// The Deployments' selector (immutable: the serving label is not in it) and,
+// once every pod of the model carries it, the serving label.
+json serviceSelector(const ServingObjectsInput& in) {
+  json s = servingSelector(in.model);
+  if (in.selectServingLabel) s[v1::kServingLabel] = v1::kServingLabelValue;
+  return s;
+}
+
 }  // namespace
 
 bool serviceHolds(const json& want, const json& current) {
@@ -54,6 +62,10 @@ bool serviceHolds(const json& want, const json& current) {
   const json& wantRefs = field(want, "metadata", "ownerReferences");
   const bool refsHold = refs.is_null() || refs.empty() ? wantRefs.is_null() || wantRefs.empty()
                                                        : holds(wantRefs, refs);
+  // The selector exactly: a key too many selects too few pods (the serving
+  // label is dropped again while a pod an earlier version built serves).
+  const json& wantSelector = field(want, "spec", "selector");
+  if (!wantSelector.is_null() && wantSelector != field(current, "spec", "selector")) return false;
   return refsHold &&
          holds(field(want, "metadata", "labels"), field(current, "metadata", "labels")) &&
          holds(want.value("spec", json::object()), current.value("spec", json::object()));
@@ -73,7 +85,7 @@ json buildModelService(const ServingObjectsInput& in) {
             {"ownerReferences", modelOwnerRefs(in)}}},
           {"spec",
            {{"type", in.serviceType},
-            {"selector", servingSelector(in.model)},
+            {"selector", serviceSelector(in)},
             {"ports", json::array({{{"name", "http"},
                                     {"port", in.port},
                                     {"targetPort", in.port},
@@ -94,6 +106,7 @@ StatusOr<json> buildServingDeployment(const ServingObjectsInput& in, const std::
   for (const auto& [k, v] : selectorLabels.items()) pod.labels[k] = v.get<std::string>();
   pod.labels[kTrackLabel] = track;
   pod.labels[kReleaseLabel] = r.release;
+  pod.labels[v1::kServingLabel] = v1::kServingLabelValue;
   pod.env = {
       {"LOCKSTEP_RELEASE", r.release}, {"LOCKSTEP_MODEL", in.model}, {"LOCKSTEP_TRACK", track}};
   pod.mount = in.mount;
@@ -175,8 +188,12 @@ std::string deploymentDrift(const json& desired, const json& current) {
     return "spec.replicas is " + shown(have) + ", not " + shown(want);
   for (const char* part : {"labels", "annotations"}) {
     const json::json_pointer ptr("/spec/template/metadata/" + std::string(part));
-    std::string d =
-        mapDrift(at(desired, ptr), at(current, ptr), "spec.template.metadata." + std::string(part));
+    json want = at(desired, ptr);
+    // Not re-templated for the serving label alone: no pod restarts on an
+    // operator upgrade (the Service keeps the earlier selector meanwhile).
+    if (want.is_object() && !at(current, ptr).contains(v1::kServingLabel))
+      want.erase(v1::kServingLabel);
+    std::string d = mapDrift(want, at(current, ptr), "spec.template.metadata." + std::string(part));
     if (!d.empty()) return d;
   }
   // The containers the release's template and runtime pair make; not the init

@@ -39,6 +39,11 @@ struct ServingObjectsInput {
   // "Ownership"); empty uid: no owner yet.
   std::string modelUid;
   std::string serviceType = "ClusterIP";  // the Model's spec.service.type
+  // The Service selects on the serving label as well (docs/rollouts.md "Which
+  // pods are prod"): once no ReplicaSet of the model's Deployments that has or
+  // wants pods lacks it in its template (servingLabelSelectable, ownership.h);
+  // until then a pod an earlier version built keeps its traffic.
+  bool selectServingLabel = true;
 };
 
 inline constexpr const char* kTrackStable = "stable";
@@ -65,10 +70,11 @@ StatusOr<nlohmann::json> buildServingDeployment(const ServingObjectsInput& in,
 // How `current` (the live Deployment) differs from `desired` (as
 // buildServingDeployment builds it) in what Lockstep sets and the API server
 // never defaults: spec.replicas, every template label and annotation Lockstep
-// sets, and each container's name and image (in order; not the init
-// containers the operator's own settings add); the owner reference is
-// ownership.h's (without the Model's, it is not Lockstep's). "" when it matches; else what
-// differs, e.g. "spec.replicas is 0, not 2".
+// sets (but the serving label: a template an earlier version built keeps its
+// pods until the next release re-templates it), and each container's name and image (in order; not
+// the init containers the operator's own settings add); the owner reference is ownership.h's
+// (without the Model's, it is not Lockstep's). "" when it matches; else what differs, e.g.
+// "spec.replicas is 0, not 2".
 std::string deploymentDrift(const nlohmann::json& desired, const nlohmann::json& current);
 
 // The same for the Service (buildModelService): "" when serviceHolds; else

@@ -77,6 +77,7 @@ class ModelReleaseControllerTest : public ::testing::Test {
     jobs_.addIndex(kube::kOwnerUidIndex, kube::ownerUidIndexFunc());
     pods_.addIndex(kube::kOwnerUidIndex, kube::ownerUidIndexFunc());
     pods_.addIndex(v1::kReleaseByModelIndex, byOwnerOrModel);
+    replicaSets_.addIndex(v1::kReleaseByModelIndex, byOwnerOrModel);
     put(runtimeEnvs_,
         testing::runtimeEnv("torch")
             .image(kImage)
@@ -171,7 +172,7 @@ class ModelReleaseControllerTest : public ::testing::Test {
   }
 
   kube::Indexer releases_, runtimeEnvs_, jobs_, pods_, deployments_, models_, anchors_, services_,
-      nodes_, gpuPods_;
+      nodes_, gpuPods_, replicaSets_;
   std::shared_ptr<FakeTransport> transport_ = std::make_shared<FakeTransport>();
   std::shared_ptr<kube::Client> client_ = operatorClient(transport_);
   testing::FakeEventSink events_;
@@ -180,7 +181,7 @@ class ModelReleaseControllerTest : public ::testing::Test {
   std::shared_ptr<RecordingMetrics> metrics_ = std::make_shared<RecordingMetrics>();
   ModelReleaseReconciler reconciler_{client_,
                                      {releases_, runtimeEnvs_, jobs_, pods_, deployments_, models_,
-                                      anchors_, services_, nodes_, gpuPods_},
+                                      anchors_, services_, nodes_, gpuPods_, replicaSets_},
                                      events_,
                                      clock_,
                                      metrics_,

@@ -1202,3 +1202,116 @@ TEST(ProdHealing, OnlyProdsReleaseByUidWithNoCanaryInFlightHeals) {
 
 }  // namespace
 }  // namespace lockstep::controllers
+
+namespace lockstep::controllers {
+namespace {
+
+// Which pods are prod (docs/rollouts.md "Which pods are prod"): the model's
+// Deployments, one ReplicaSet each, and pods of every kind.
+struct PodWorld {
+  ProdObserved p;
+  PodWorld() {
+    json model = kube::newObject(v1::kModels, "ml", "gpt2");
+    model["metadata"]["uid"] = "model-uid";
+    p.model = share(model);
+    json stable = ourDeployment("stable", "v1", 2);
+    stable["metadata"]["uid"] = "stable-uid";
+    p.stableDeployment = share(stable);
+    json canary = ourDeployment("canary", "v2", 1);
+    canary["metadata"]["uid"] = "canary-uid";
+    p.canaryDeployment = share(canary);
+    putReplicaSet("gpt2-stable-1", "gpt2-stable", "stable-uid", true, 2);
+    putReplicaSet("gpt2-canary-1", "gpt2-canary", "canary-uid", true, 1);
+  }
+  void putReplicaSet(const std::string& name, const std::string& deployment,
+                     const std::string& deploymentUid, bool servingTemplate, int replicas) {
+    json rs = kube::newObject(v1::kReplicaSets, "ml", name);
+    rs["metadata"]["uid"] = name + "-uid";
+    rs["metadata"]["ownerReferences"] = json::array({{{"apiVersion", "apps/v1"},
+                                                      {"kind", "Deployment"},
+                                                      {"name", deployment},
+                                                      {"uid", deploymentUid},
+                                                      {"controller", true}}});
+    rs["spec"]["replicas"] = replicas;
+    rs["spec"]["template"]["metadata"]["labels"] = {{v1::kModelLabel, "gpt2"}};
+    if (servingTemplate)
+      rs["spec"]["template"]["metadata"]["labels"][v1::kServingLabel] = v1::kServingLabelValue;
+    p.replicaSets[name] = share(rs);
+  }
+  // A pod with prod's labels on `track`, made by `replicaSet` ("": by hand).
+  static kube::ObjectPtr pod(const std::string& name, const std::string& track,
+                             const std::string& replicaSet, bool servingLabel = true) {
+    json o = kube::newObject(v1::kPods, "ml", name);
+    o["metadata"]["labels"] = {{v1::kModelLabel, "gpt2"},
+                               {v1::kTrackLabel, track},
+                               {v1::kReleaseLabel, track == "stable" ? "v1" : "v2"}};
+    if (servingLabel) o["metadata"]["labels"][v1::kServingLabel] = v1::kServingLabelValue;
+    if (!replicaSet.empty()) {
+      o["metadata"]["ownerReferences"] = json::array({{{"apiVersion", "apps/v1"},
+                                                       {"kind", "ReplicaSet"},
+                                                       {"name", replicaSet},
+                                                       {"uid", replicaSet + "-uid"},
+                                                       {"controller", true}}});
+    }
+    return share(o);
+  }
+};
+
+std::vector<std::string> names(const std::vector<kube::ObjectPtr>& pods) {
+  std::vector<std::string> out;
+  for (const auto& p : pods) out.push_back(kube::name(*p));
+  return out;
+}
+
+TEST(ServingPods, OnlyPodsWhoseChainLeadsToTheModelsDeploymentsAreProd) {
+  PodWorld w;
+  const std::vector<kube::ObjectPtr> pods = {
+      PodWorld::pod("stable-a", "stable", "gpt2-stable-1"),
+      PodWorld::pod("canary-a", "canary", "gpt2-canary-1"),
+      // Must-show 4: prod's labels by hand (the old ones, and the serving label too).
+      PodWorld::pod("impostor", "stable", ""),
+      PodWorld::pod("impostor-old-labels", "stable", "", false),
+      // A forged owner reference to the operator's ReplicaSet, without the
+      // serving label (which only the ReplicaSet controller's pods may carry).
+      PodWorld::pod("forged", "stable", "gpt2-stable-1", false),
+      // Its label says canary, its chain says stable.
+      PodWorld::pod("relabelled", "canary", "gpt2-stable-1"),
+  };
+  EXPECT_EQ(names(servingPodsOf("gpt2", w.p, pods)),
+            (std::vector<std::string>{"stable-a", "canary-a"}));
+}
+
+TEST(ServingPods, PodsOfATemplateAnEarlierVersionBuiltStayProdUntilReTemplated) {
+  PodWorld w;
+  w.putReplicaSet("gpt2-stable-0", "gpt2-stable", "stable-uid", false, 2);
+  const std::vector<kube::ObjectPtr> pods = {
+      PodWorld::pod("old-stable", "stable", "gpt2-stable-0", false)};
+  EXPECT_EQ(names(servingPodsOf("gpt2", w.p, pods)), std::vector<std::string>{"old-stable"});
+}
+
+// The Service selects on the serving label only once no pod of the model
+// would lose its traffic by it: an upgrade keeps prod serving on its pods.
+TEST(ServingPods, TheServiceSelectsTheServingLabelOnceEveryReplicaSetWithPodsCarriesIt) {
+  PodWorld w;
+  EXPECT_TRUE(servingLabelSelectable("gpt2", w.p));
+  // A ReplicaSet an earlier version's template made, still with pods.
+  w.putReplicaSet("gpt2-stable-0", "gpt2-stable", "stable-uid", false, 0);
+  json rs = *w.p.replicaSets["gpt2-stable-0"];
+  rs["status"]["replicas"] = 1;  // draining
+  w.p.replicaSets["gpt2-stable-0"] = share(rs);
+  EXPECT_FALSE(servingLabelSelectable("gpt2", w.p));
+  rs["status"]["replicas"] = 0;  // drained
+  w.p.replicaSets["gpt2-stable-0"] = share(rs);
+  EXPECT_TRUE(servingLabelSelectable("gpt2", w.p));
+  // Another model's ReplicaSet is not this model's business.
+  w.putReplicaSet("llama-stable-0", "llama-stable", "x", false, 3);
+  EXPECT_TRUE(servingLabelSelectable("gpt2", w.p));
+  // A Deployment of an earlier version's template that wants pods.
+  json stable = *w.p.stableDeployment;
+  stable["spec"]["template"]["metadata"]["labels"].erase(v1::kServingLabel);
+  w.p.stableDeployment = share(stable);
+  EXPECT_FALSE(servingLabelSelectable("gpt2", w.p));
+}
+
+}  // namespace
+}  // namespace lockstep::controllers

@@ -132,3 +132,44 @@ TEST(CanaryObjects, DrainStrategyInitContainerModeAndForeignImage) {
 
 }  // namespace
 }  // namespace lockstep::controllers
+
+namespace lockstep::controllers {
+namespace {
+
+// The serving label (docs/rollouts.md "Which pods are prod"): on every pod
+// template, never in a Deployment's (immutable) selector; in the Service's
+// selector once selectServingLabel says no pod would lose its traffic by it.
+TEST(ServingLabel, OnTheTemplatesAndInTheServiceSelectorWhenSelectable) {
+  ServingObjectsInput in{"gpt2", "ml",       8080, CapacityMode::kSurge, PackageMount::kImageVolume,
+                         {},     "model-uid"};
+  auto built = buildServingDeployment(in, kTrackStable, servingRelease(), 2);
+  ASSERT_TRUE(built.isOk());
+  EXPECT_EQ((*built)["spec"]["template"]["metadata"]["labels"]["lockstep.dev/serving"], "true");
+  EXPECT_FALSE((*built)["spec"]["selector"]["matchLabels"].contains("lockstep.dev/serving"));
+  EXPECT_EQ(buildModelService(in)["spec"]["selector"]["lockstep.dev/serving"], "true");
+  in.selectServingLabel = false;
+  const json legacy = buildModelService(in);
+  EXPECT_FALSE(legacy["spec"]["selector"].contains("lockstep.dev/serving"));
+  // Either way the selector is held exactly: the label is added, and dropped again.
+  in.selectServingLabel = true;
+  const json labelled = buildModelService(in);
+  EXPECT_FALSE(serviceHolds(labelled, storedService(legacy)));
+  EXPECT_FALSE(serviceHolds(legacy, storedService(labelled)));
+  EXPECT_NE(serviceDrift(legacy, storedService(labelled)).find("spec.selector"), std::string::npos);
+}
+
+// An upgrade re-templates nothing for the serving label alone (no pod restarts).
+TEST(ServingLabel, ATemplateWithoutItIsNoDrift) {
+  ServingObjectsInput in{"gpt2", "ml",       8080, CapacityMode::kSurge, PackageMount::kImageVolume,
+                         {},     "model-uid"};
+  auto built = buildServingDeployment(in, kTrackStable, servingRelease(), 2);
+  ASSERT_TRUE(built.isOk());
+  json earlier = *built;
+  earlier["spec"]["template"]["metadata"]["labels"].erase("lockstep.dev/serving");
+  EXPECT_EQ(deploymentDrift(*built, earlier), "");
+  earlier["spec"]["template"]["metadata"]["labels"]["lockstep.dev/serving"] = "no";
+  EXPECT_NE(deploymentDrift(*built, earlier), "");
+}
+
+}  // namespace
+}  // namespace lockstep::controllers
