@@ -600,9 +600,10 @@ TEST(HelmChart, AdmissionModeChoosesThePodWebhookOrThePodPolicies) {
                         "admissionregistration.k8s.io/v1/ValidatingAdmissionPolicy", "--show-only",
                         "templates/pod-policy.yaml"});
   ASSERT_EQ(policies.exitCode, 0) << policies.err;
-  for (const char* name : {"lockstep-pod-declaration", "lockstep-pod-runtime",
-                           "lockstep-runtime-admissions", "lockstep-pod-runtime-enforce",
-                           "lockstep-pod-declaration-warn", "lockstep-pod-runtime-audit"}) {
+  for (const char* name :
+       {"lockstep-pod-declaration", "lockstep-pod-runtime", "lockstep-runtime-admissions",
+        "lockstep-pod-runtime-enforce", "lockstep-pod-declaration-warn",
+        "lockstep-pod-runtime-audit", "lockstep-serving-pods", "lockstep-serving-replicasets"}) {
     EXPECT_NE(policies.out.find("name: " + std::string(name) + "\n"), std::string::npos) << name;
   }
 

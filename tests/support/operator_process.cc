@@ -176,8 +176,10 @@ void OperatorProcess::uninstallWebhooks() {
     for (const std::string mode : {"enforce", "warn", "audit"})
       bindings.push_back(name + "-" + policy + "-" + mode);
   }
-  policies.push_back(name + "-runtime-admissions");
-  bindings.push_back(name + "-runtime-admissions");
+  for (const std::string policy : {"runtime-admissions", "serving-pods", "serving-replicasets"}) {
+    policies.push_back(name + "-" + policy);
+    bindings.push_back(name + "-" + policy);
+  }
   kubectl(bindings);
   kubectl(policies);
 }

@@ -311,6 +311,75 @@ TEST_F(AdmissionClusterTest, DeploymentWithWrongHashShowsFailedCreateOnReplicaSe
   EXPECT_EQ(rs["items"][0]["status"].value("readyReplicas", 0), 0);
 }
 
+// Issue 29 (docs/security.md "Only Lockstep's pods are prod"): the serving
+// label lockstep.dev/serving, which a model's Service selects on, is refused on
+// a pod Lockstep's ReplicaSets did not create, even one that passes the
+// runtime rule and is written by a cluster admin; the refusal names the label.
+// A ReplicaSet of one's own making cannot lend it to its pods either: the
+// webhook refuses its pods (FailedCreate), the policy refuses the ReplicaSet
+// itself (only the Deployment controller makes one whose template carries the
+// label).
+TEST_F(AdmissionClusterTest, TheServingLabelIsRefusedOnPodsLockstepDidNotBuild) {
+  std::string ns;
+  std::string hash = namespaceWithRuntime("enforce", ns);
+  json pod = json::parse(PodBuilder("impostor").hash(hash).yaml());
+  pod["metadata"]["labels"].update({{"lockstep.dev/model", "gpt2"},
+                                    {"lockstep.dev/track", "stable"},
+                                    {"lockstep.dev/release", "v1"},
+                                    {"app.kubernetes.io/component", "serving"},
+                                    {"lockstep.dev/serving", "true"}});
+  auto refused = create(ns, pod.dump());
+  EXPECT_NE(refused.exitCode, 0);
+  const std::string denial = kPolicyMode
+                                 ? "ValidatingAdmissionPolicy 'lockstep-serving-pods'"
+                                 : "admission webhook \"pods.lockstep.dev\" denied the request";
+  EXPECT_NE(refused.err.find(denial), std::string::npos) << refused.err;
+  EXPECT_NE(refused.err.find("pod \"" + ns +
+                             "/impostor\": label lockstep.dev/serving is reserved for the serving "
+                             "pods Lockstep builds"),
+            std::string::npos)
+      << refused.err;
+  // Without the label the same pod is only a pod (it passes the runtime rule).
+  pod["metadata"]["labels"].erase("lockstep.dev/serving");
+  auto plain = create(ns, pod.dump());
+  EXPECT_EQ(plain.exitCode, 0) << plain.err;
+
+  json rs = {{"apiVersion", "apps/v1"},
+             {"kind", "ReplicaSet"},
+             {"metadata", {{"name", "gpt2-stable-own"}}},
+             {"spec",
+              {{"replicas", 1},
+               {"selector", {{"matchLabels", {{"app", "own"}}}}},
+               {"template", json::parse(PodBuilder("x").hash(hash).yaml())}}}};
+  rs["spec"]["template"].erase("apiVersion");
+  rs["spec"]["template"].erase("kind");
+  rs["spec"]["template"]["metadata"].erase("name");
+  rs["spec"]["template"]["metadata"]["labels"].update(
+      {{"app", "own"}, {"lockstep.dev/model", "gpt2"}, {"lockstep.dev/serving", "true"}});
+  auto made = create(ns, rs.dump());
+  if (kPolicyMode) {
+    EXPECT_NE(made.exitCode, 0);
+    EXPECT_NE(made.err.find("ValidatingAdmissionPolicy 'lockstep-serving-replicasets'"),
+              std::string::npos)
+        << made.err;
+    EXPECT_NE(made.err.find("its pod template carries label lockstep.dev/serving"),
+              std::string::npos)
+        << made.err;
+    return;
+  }
+  ASSERT_EQ(made.exitCode, 0) << made.err;
+  std::string events;
+  EXPECT_TRUE(eventually([&] {
+    events = kubectl({"get", "events", "-n", ns, "--field-selector", "reason=FailedCreate"}).out;
+    return events.find("lockstep.dev/serving") != std::string::npos;
+  })) << events;
+  EXPECT_NE(events.find("is not owned by the Deployment gpt2-stable or gpt2-canary"),
+            std::string::npos)
+      << events;
+  EXPECT_EQ(kubectlJson({"get", "rs", "gpt2-stable-own", "-n", ns})["status"].value("replicas", 0),
+            0);
+}
+
 TEST_F(AdmissionClusterTest, ModelReleaseWebhookChecksTheRuntimeEnv) {
   std::string ns;
   std::string hash = namespaceWithRuntime("enforce", ns);

@@ -15,6 +15,10 @@
 //     ServicePortConflict before its canary, the Service untouched.
 //   - The Model's record is the operator's alone: an editor can neither write
 //     its status nor delete it; who may roll the model back may delete it.
+//   - Only Lockstep's pods are prod (issue 29, must-show 4): a tenant's pod
+//     with prod's labels and the serving label is refused naming the label;
+//     one with only the old labels is admitted but gets no traffic (not in the
+//     Service's endpoints) and does not count toward the release's Ready pods.
 //   - Nothing waits forever (issue 28): a rollback-on-delete that cannot finish
 //     lets the release go at its deadline; with the operator down, a release and
 //     its namespace are deleted with the documented finalizer patch.
@@ -633,6 +637,79 @@ TEST_F(ProdOwnershipClusterTest, ProdHealsAScaledEditedOrDeletedServingObject) {
   json v1 = get("mr", "v1");
   EXPECT_EQ(v1["status"]["phase"], "Promoted");
   EXPECT_EQ(conditionField(v1, "Ready", "status"), "True") << v1["status"].dump(2);
+}
+
+// Issue 29, must-show 4: anyone who may create pods in the namespace (here a
+// tenant with the `edit` role) copies a stable pod of prod. With the serving
+// label the copy is refused naming it; with prod's other labels only it runs
+// and turns Ready, but the Service never sends it traffic and v1 still counts
+// its own 2 stable pods (docs/rollouts.md "Which pods are prod").
+TEST_F(ProdOwnershipClusterTest, AHandMadePodWithProdsLabelsGetsNoTrafficAndDoesNotCount) {
+  json oneStep = json::array({json{{"weight", 100}}});
+  ASSERT_EQ(w_.createRelease("v1", testPackage('1'), json::array({prodStage(oneStep)})).exitCode,
+            0);
+  w_.waitPhase("v1", "Promoted");
+  ASSERT_TRUE(eventually([&] { return w_.readyPods()["stable/v1"] == 2; }));
+  // A Promoted release's Degraded condition carries its count of Ready stable pods.
+  auto counted = [&] { return conditionField(get("mr", "v1"), "Degraded", "message"); };
+  ASSERT_TRUE(eventually([&] { return counted() == "2/2 stable pods Ready"; })) << counted();
+  EXPECT_EQ(get("service", "gpt2")
+                .value("/spec/selector/lockstep.dev~1serving"_json_pointer, std::string()),
+            "true");
+
+  json real = kubectlJson(
+      {"get", "pods", "-n", ns_, "-l", "lockstep.dev/model=gpt2,lockstep.dev/track=stable"});
+  ASSERT_FALSE(real.is_discarded());
+  ASSERT_FALSE(real["items"].empty());
+  json copy = real["items"][0];
+  json meta = {{"name", "impostor"},
+               {"namespace", ns_},
+               {"labels", copy["metadata"]["labels"]},
+               {"annotations", copy["metadata"].value("annotations", json::object())}};
+  copy["metadata"] = meta;
+  copy.erase("status");
+  copy["spec"].erase("nodeName");
+  ASSERT_EQ(copy["metadata"]["labels"].value("lockstep.dev/serving", ""), "true");
+  kubectl(
+      {"create", "rolebinding", "tenant-edit", "-n", ns_, "--clusterrole=edit", "--user=tenant"});
+
+  auto refused = kubectl({"--as=tenant", "create", "-f", "-"}, copy.dump());
+  EXPECT_NE(refused.exitCode, 0);
+  EXPECT_NE(refused.err.find("label lockstep.dev/serving is reserved for the serving pods "
+                             "Lockstep builds"),
+            std::string::npos)
+      << refused.err;
+  EXPECT_NE(refused.err.find("not by the ReplicaSet controller"), std::string::npos) << refused.err;
+
+  copy["metadata"]["labels"].erase("lockstep.dev/serving");
+  auto made = kubectl({"--as=tenant", "create", "-f", "-"}, copy.dump());
+  ASSERT_EQ(made.exitCode, 0) << made.err;
+  ASSERT_TRUE(
+      eventually([&] { return w_.readyPods()["stable/v1"] == 3; }, std::chrono::seconds(60)))
+      << "the impostor runs and turns Ready: " << json(w_.readyPods()).dump();
+  // The endpoint controller and the operator had time to look (a few seconds
+  // after the pod turned Ready): the impostor is in neither's count.
+  std::set<std::string> endpoints;
+  auto endpointNames = [&] {
+    endpoints.clear();
+    json slices =
+        kubectlJson({"get", "endpointslices", "-n", ns_, "-l", "kubernetes.io/service-name=gpt2"});
+    for (const json& s : slices.value("items", json::array()))
+      for (const json& e : s.value("endpoints", json::array()))
+        endpoints.insert(e.value("/targetRef/name"_json_pointer, std::string()));
+    return endpoints.size() == 2;
+  };
+  ASSERT_TRUE(eventually(endpointNames)) << json(endpoints).dump();
+  std::this_thread::sleep_for(std::chrono::seconds(5));
+  EXPECT_TRUE(endpointNames()) << json(endpoints).dump();
+  EXPECT_EQ(endpoints.count("impostor"), 0u) << json(endpoints).dump();
+  EXPECT_EQ(counted(), "2/2 stable pods Ready") << "the impostor is not counted";
+  json v1 = get("mr", "v1");
+  EXPECT_EQ(v1["status"]["phase"], "Promoted");
+  EXPECT_EQ(conditionField(v1, "Ready", "status"), "True") << v1["status"].dump(2);
+  EXPECT_EQ(
+      get("models.lockstep.dev", "gpt2").value("/status/prod/release"_json_pointer, std::string()),
+      "v1");
 }
 
 }  // namespace
