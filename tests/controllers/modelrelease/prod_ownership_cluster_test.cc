@@ -667,8 +667,7 @@ TEST_F(ProdOwnershipClusterTest, AHandMadePodWithProdsLabelsGetsNoTrafficAndDoes
                {"labels", copy["metadata"]["labels"]},
                {"annotations", copy["metadata"].value("annotations", json::object())}};
   copy["metadata"] = meta;
-  copy.erase("status");
-  copy["spec"].erase("nodeName");
+  copy.erase("status");  // on the same (KWOK) node as the pod it copies
   ASSERT_EQ(copy["metadata"]["labels"].value("lockstep.dev/serving", ""), "true");
   kubectl(
       {"create", "rolebinding", "tenant-edit", "-n", ns_, "--clusterrole=edit", "--user=tenant"});
@@ -681,12 +680,24 @@ TEST_F(ProdOwnershipClusterTest, AHandMadePodWithProdsLabelsGetsNoTrafficAndDoes
       << refused.err;
   EXPECT_NE(refused.err.find("not by the ReplicaSet controller"), std::string::npos) << refused.err;
 
+  // Without an owner the stable ReplicaSet would adopt the copy (its selector
+  // matches) and delete it as surplus: the tenant gives it a controller owner
+  // of its own, so it stays and turns Ready.
+  auto owner = kubectl({"--as=tenant", "create", "configmap", "impostor-owner", "-n", ns_});
+  ASSERT_EQ(owner.exitCode, 0) << owner.err;
+  json cm = get("configmap", "impostor-owner");
+  copy["metadata"]["ownerReferences"] = json::array({{{"apiVersion", "v1"},
+                                                      {"kind", "ConfigMap"},
+                                                      {"name", "impostor-owner"},
+                                                      {"uid", cm["metadata"]["uid"]},
+                                                      {"controller", true}}});
   copy["metadata"]["labels"].erase("lockstep.dev/serving");
   auto made = kubectl({"--as=tenant", "create", "-f", "-"}, copy.dump());
   ASSERT_EQ(made.exitCode, 0) << made.err;
   ASSERT_TRUE(
       eventually([&] { return w_.readyPods()["stable/v1"] == 3; }, std::chrono::seconds(60)))
-      << "the impostor runs and turns Ready: " << json(w_.readyPods()).dump();
+      << "the impostor runs and turns Ready: " << json(w_.readyPods()).dump()
+      << get("pod", "impostor").dump(2);
   // The endpoint controller and the operator had time to look (a few seconds
   // after the pod turned Ready): the impostor is in neither's count.
   std::set<std::string> endpoints;
