@@ -67,6 +67,11 @@ std::vector<FlagSpec> operatorFlagSpecs(const std::string& podNamespace) {
       {"controllers", "runtimeenv,modelrelease",
        "controllers to run, comma-separated, of runtimeenv, modelrelease and modelrollout (a "
        "fleet's hub: docs/fleet.md); the webhooks always run"},
+      {"drift-scan-interval", "5m",
+       "how often every namespace's running pods are scanned for drift from their RuntimeEnvs "
+       "(PolicyReports where wgpolicyk8s.io/v1alpha2 is served, else Events; "
+       "docs/supply-chain.md); 0 turns the scan off",
+       T::kDuration},
       {"fleet-poll-interval", "15s",
        "modelrollout: how often the hub reads each rollout's package's referrers for new prod "
        "records (whole seconds, at least 1s)",

@@ -22,6 +22,7 @@
 #include "controllers/evidence/evidence_controller.h"
 #include "controllers/fleet/modelrollout_controller.h"
 #include "controllers/modelrelease/modelrelease_controller.h"
+#include "controllers/drift/drift_controller.h"
 #include "controllers/runtimeadmission/runtimeadmission_controller.h"
 #include "controllers/runtimeenv/runtimeenv_controller.h"
 #include "operator/kube/connect.h"
@@ -121,6 +122,18 @@ int main(int argc, char** argv) {
   if (flags.get("admission-mode") == "policy") {
     lockstep::controllers::setupRuntimeAdmissionController(manager, flags.get("cli-image"));
     spdlog::info("admission mode policy: keeping the RuntimeAdmission tables");
+  }
+
+  // Drift of running pods against their RuntimeEnvs (docs/supply-chain.md), from the caches.
+  if (const auto every = std::chrono::duration_cast<std::chrono::seconds>(
+          flags.getDuration("drift-scan-interval"));
+      every.count() > 0) {
+    lockstep::controllers::DriftOptions driftOptions;
+    driftOptions.trustedInitImage = flags.get("cli-image");
+    driftOptions.interval = every;
+    lockstep::controllers::setupDriftController(manager, std::move(driftOptions));
+  } else {
+    spdlog::warn("--drift-scan-interval=0: running pods are not scanned for drift");
   }
 
   lockstep::controllers::ModelReleaseOptions releaseOptions;
