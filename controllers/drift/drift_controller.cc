@@ -29,7 +29,7 @@ namespace {
 const kube::Resource kPolicyReports{"wgpolicyk8s.io", "v1alpha2", "policyreports", "PolicyReport",
                                     true};
 constexpr const char* kFieldManager = "lockstep-drift";
-constexpr auto kServedRecheck = std::chrono::seconds(60);
+constexpr kube::Clock::Duration kServedRecheckMax = std::chrono::seconds(60);
 
 class PrometheusDriftMetrics final : public DriftMetrics {
  public:
@@ -91,7 +91,9 @@ DriftReconciler::DriftReconciler(std::shared_ptr<kube::Client> client, Caches ca
 bool DriftReconciler::reportsServed(const std::string& ns) {
   {
     std::lock_guard<std::mutex> lock(mu_);
-    if (servedChecked_ && clock_.now() - servedCheckedAt_ < kServedRecheck) return served_;
+    const kube::Clock::Duration recheck =
+        std::min<kube::Clock::Duration>(kServedRecheckMax, options_.interval);
+    if (servedChecked_ && clock_.now() - servedCheckedAt_ < recheck) return served_;
   }
   // A list of one item in the namespace: NotFound only when the kind is not served.
   kube::ListOptions one;

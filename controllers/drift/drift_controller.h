@@ -11,7 +11,7 @@
 //    with drift, and lockstep_drift_scan_seconds times each scan.
 // API requests: none for a scan whose report is unchanged; one apply for a
 // changed one; one GET of a namespace's report per operator start (first-seen
-// times), and one probe of the kind a minute.
+// times), and one probe of the kind per interval (at most a minute apart).
 // Thread-safety: reconcile() may run on several workers for different namespaces.
 #pragma once
 
