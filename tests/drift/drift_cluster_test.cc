@@ -16,6 +16,7 @@
 #include "tests/support/cluster_env.h"
 #include "tests/support/operator_process.h"
 #include "tests/support/operator_suite.h"
+#include "tests/support/process.h"
 
 namespace lockstep::testing {
 namespace {
@@ -151,7 +152,8 @@ TEST_F(DriftClusterTest, AWarnModePodOnAnotherImageIsReportedWithinOneScan) {
   // Several scans with nothing changed leave the report as it is (first-seen times kept).
   const std::string version = r["metadata"]["resourceVersion"];
   std::this_thread::sleep_for(std::chrono::seconds(7));
-  EXPECT_EQ(report()["metadata"]["resourceVersion"], version) << "an unchanged scan changed the report";
+  EXPECT_EQ(report()["metadata"]["resourceVersion"], version)
+      << "an unchanged scan changed the report";
 
   // The lock is edited and revision 1, pinned by no release, is pruned: the good pod
   // now runs a revision the RuntimeEnv no longer records.
@@ -169,6 +171,12 @@ TEST_F(DriftClusterTest, AWarnModePodOnAnotherImageIsReportedWithinOneScan) {
       },
       std::chrono::seconds(30)))
       << r.dump(2);
+
+  // `lockstep drift` sees what the operator reports, from its own lists.
+  CommandResult cli = run({LOCKSTEP_CLI_BIN, "drift", "-n", ns_, "--kubeconfig", kubeconfigPath()});
+  EXPECT_EQ(cli.exitCode, 1) << cli.out << cli.err;
+  EXPECT_NE(cli.out.find(ns_ + "\tgood\ttorch\tpruned-revision\t"), std::string::npos) << cli.out;
+  EXPECT_NE(cli.out.find(ns_ + "\tstray\ttorch\tunrecorded-pair\t"), std::string::npos) << cli.out;
 
   // A deleted pod's result goes with it.
   ASSERT_EQ(kubectl({"delete", "pod", "stray", "-n", ns_, "--wait=false"}).exitCode, 0);
