@@ -19,10 +19,10 @@
 #include "api/v1alpha1/resources.h"
 #include "cmd/lockstep-operator/flags.h"
 #include "controllers/analysisprovider/analysisprovider_controller.h"
+#include "controllers/drift/drift_controller.h"
 #include "controllers/evidence/evidence_controller.h"
 #include "controllers/fleet/modelrollout_controller.h"
 #include "controllers/modelrelease/modelrelease_controller.h"
-#include "controllers/drift/drift_controller.h"
 #include "controllers/runtimeadmission/runtimeadmission_controller.h"
 #include "controllers/runtimeenv/runtimeenv_controller.h"
 #include "operator/kube/connect.h"
@@ -115,8 +115,17 @@ int main(int argc, char** argv) {
       metricsSecure ? "" : bind + ":" + std::to_string(flags.getInt("metrics-port"));
   lr::Manager manager(*client, mo);
 
+  // Advisories against every RuntimeEnv's closure (docs/supply-chain.md), from a local OSV export.
+  lockstep::controllers::RuntimeEnvOptions runtimeEnvOptions;
+  runtimeEnvOptions.cliImage = flags.get("cli-image");
+  if (std::string osv = flags.get("osv-export"); !osv.empty()) {
+    runtimeEnvOptions.advisories =
+        std::make_shared<lockstep::controllers::AdvisorySource>(osv, manager.clock());
+    if (Status s = runtimeEnvOptions.advisories->load(); !s.isOk())
+      return fail("--osv-export: " + s.toString());
+  }
   lockstep::controllers::setupRuntimeEnvController(manager, flags.getInt("workers"),
-                                                   {flags.get("cli-image")});
+                                                   runtimeEnvOptions);
 
   // Policy mode: the pod ValidatingAdmissionPolicy reads a table per namespace.
   if (flags.get("admission-mode") == "policy") {
