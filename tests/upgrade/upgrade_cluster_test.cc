@@ -7,6 +7,8 @@
 // `helm upgrade` does. Prod keeps serving on the same pods (no restart), the
 // anchor becomes a Model with its history, the serving objects are re-owned
 // by the Model, and the next release goes through to prod on the new operator.
+// The Service keeps its selector (and its pods their traffic) until the next
+// release's templates carry the serving label (issue 29).
 // docs/rollouts.md "Migration from the anchor ConfigMap".
 #include <signal.h>
 
@@ -69,6 +71,30 @@ std::set<std::string> readyStablePods(const std::string& ns) {
         out.insert(p["metadata"].value("uid", ""));
     }
   }
+  return out;
+}
+
+// The names of the pods with these uids.
+std::set<std::string> podNames(const std::string& ns, const std::set<std::string>& uids) {
+  std::set<std::string> out;
+  json pods = kubectlJson({"get", "pods", "-n", ns, "-l", "lockstep.dev/model=gpt2"});
+  if (pods.is_discarded()) return out;
+  for (const json& p : pods["items"])
+    if (uids.count(p["metadata"].value("uid", "")) != 0)
+      out.insert(p["metadata"].value("name", ""));
+  return out;
+}
+
+// The pods the Service gpt2 sends traffic to (its EndpointSlices' Ready endpoints).
+std::set<std::string> endpointPods(const std::string& ns) {
+  std::set<std::string> out;
+  json slices =
+      kubectlJson({"get", "endpointslices", "-n", ns, "-l", "kubernetes.io/service-name=gpt2"});
+  if (slices.is_discarded()) return out;
+  for (const json& s : slices["items"])
+    for (const json& e : s.value("endpoints", json::array()))
+      if (e.value("/conditions/ready"_json_pointer, false))
+        out.insert(e.value("/targetRef/name"_json_pointer, std::string()));
   return out;
 }
 
@@ -154,6 +180,11 @@ TEST_F(UpgradeClusterTest, TheAnchorBecomesAModelProdKeepsItsPodsAndTheHistoryIs
   }
   EXPECT_EQ(w_.get("service", "gpt2")["metadata"]["ownerReferences"][0].value("kind", ""), "Model");
   EXPECT_EQ(readyStablePods(ns), before) << "prod kept its pods: nothing restarted";
+  // Issue 29: the pods of the earlier template carry no serving label, so the
+  // Service does not select on it yet; they keep their traffic.
+  auto selector = [&] { return w_.get("service", "gpt2")["spec"]["selector"]; };
+  EXPECT_FALSE(selector().contains("lockstep.dev/serving")) << selector().dump();
+  EXPECT_EQ(endpointPods(ns), podNames(ns, before));
   json v2 = w_.get("mr", "v2");
   EXPECT_EQ(v2.value("/status/phase"_json_pointer, std::string()), "Promoted");
   EXPECT_TRUE(eventually([&] { return conditionField(w_.get("mr", "v2"), "Ready") == "True"; }))
@@ -167,6 +198,11 @@ TEST_F(UpgradeClusterTest, TheAnchorBecomesAModelProdKeepsItsPodsAndTheHistoryIs
     auto r = w_.readyPods();
     return r["stable/v3"] == 2 && r.size() == 1;
   })) << json(w_.readyPods()).dump();
+  // v3's templates carry the serving label: once v2's pods are gone the Service selects on it.
+  EXPECT_TRUE(eventually([&] { return selector().value("lockstep.dev/serving", "") == "true"; }))
+      << selector().dump();
+  EXPECT_TRUE(eventually([&] { return endpointPods(ns) == podNames(ns, readyStablePods(ns)); }))
+      << json(endpointPods(ns)).dump();
   model = w_.get("models.lockstep.dev", "gpt2");
   EXPECT_EQ(model.value("/status/prod/release"_json_pointer, std::string()), "v3");
   EXPECT_EQ(model.value("/status/history"_json_pointer, json::array()).size(), 4u)

@@ -710,7 +710,7 @@ TEST_F(ProdOwnershipClusterTest, AHandMadePodWithProdsLabelsGetsNoTrafficAndDoes
         endpoints.insert(e.value("/targetRef/name"_json_pointer, std::string()));
     return endpoints.size() == 2;
   };
-  ASSERT_TRUE(eventually(endpointNames)) << json(endpoints).dump();
+  EXPECT_TRUE(eventually(endpointNames, std::chrono::seconds(20))) << json(endpoints).dump();
   std::this_thread::sleep_for(std::chrono::seconds(5));
   EXPECT_TRUE(endpointNames()) << json(endpoints).dump();
   EXPECT_EQ(endpoints.count("impostor"), 0u) << json(endpoints).dump();
