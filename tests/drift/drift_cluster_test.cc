@@ -1,9 +1,12 @@
-// Drift of running pods against the real control plane (issue 32, must show 3):
+// The runtime's supply chain against the real control plane (issue 32). Drift of running
+// pods (must show 3):
 // the operator (RuntimeEnv controller and the drift scan every 2 s) reports a pod
 // admitted in warn mode on another image in its namespace's PolicyReport within
 // one scan, writes nothing while nothing changes, names a pod whose revision was
 // pruned, drops a deleted pod's result, and without the PolicyReport kind sends
-// a Warning Event instead.
+// a Warning Event instead. Advisories (must show 2): with real OSV records
+// (tests/advisories/testdata/osv) the RuntimeEnv of a real lock lists them, and a release
+// whose maxSeverity is below one starts nothing.
 #include <algorithm>
 #include <chrono>
 #include <string>
@@ -56,7 +59,9 @@ class DriftClusterTest : public OperatorSuite<DriftClusterTest> {
     ASSERT_EQ(kubectl({"wait", "--for", "condition=Established", "-f", crdPath(), "--timeout=60s"})
                   .exitCode,
               0);
-    startOperator({"--controllers=runtimeenv", "--drift-scan-interval=2s"});
+    startOperator(
+        {"--controllers=runtimeenv,modelrelease", "--drift-scan-interval=2s",
+         "--osv-export=" + std::string(LOCKSTEP_SOURCE_DIR) + "/tests/advisories/testdata/osv"});
   }
   static void TearDownTestSuite() {
     kubectl({"delete", "-f", crdPath(), "--ignore-not-found", "--wait=false"});
@@ -187,6 +192,77 @@ TEST_F(DriftClusterTest, AWarnModePodOnAnotherImageIsReportedWithinOneScan) {
       },
       std::chrono::seconds(30)))
       << r.dump(2);
+}
+
+TEST_F(DriftClusterTest, AnAdvisoryAboveMaxSeverityHoldsTheReleaseBeforeAnyJob) {
+  makeNamespace("advisories", "warn");
+  const std::string lock =
+      readFile(std::string(LOCKSTEP_SOURCE_DIR) +
+               "/tests/closure/testdata/lockfiles/pip/"
+               "torch-2.1-cu12-tensorflow-sigstore-model-transparency.requirements.txt");
+  ASSERT_FALSE(lock.empty());
+  applyRte(lock);
+  const std::string hash = waitRevision(1);
+  json rte;
+  ASSERT_TRUE(eventually([&] {
+    rte = kubectlJson({"get", "rte", "torch", "-n", ns_});
+    return rte.contains("status") && rte["status"].contains("advisories");
+  })) << rte.dump(2);
+  const json& advisories = rte["status"]["advisories"];
+  EXPECT_EQ(advisories["revision"], 1);
+  EXPECT_EQ(advisories["closureHash"], hash);
+  json jinja;
+  for (const json& a : advisories["items"])
+    if (a["id"] == "GHSA-h5c8-rqwp-cp95") jinja = a;
+  ASSERT_FALSE(jinja.is_null()) << advisories.dump(2);
+  EXPECT_EQ(jinja["package"], "jinja2");
+  EXPECT_EQ(jinja["version"], "3.1.2");
+  EXPECT_EQ(jinja["fixed"], "3.1.3");
+  EXPECT_EQ(advisories["highest"], "high") << advisories.dump(2);
+
+  auto release = [&](const std::string& name, const std::string& maxSeverity) {
+    json mr = {
+        {"apiVersion", "lockstep.dev/v1alpha1"},
+        {"kind", "ModelRelease"},
+        {"metadata", {{"name", name}}},
+        {"spec",
+         {{"model", "gpt2"},
+          {"package", "registry.example/models/gpt2@sha256:" + std::string(64, 'c')},
+          {"runtimeEnvRef", {{"name", "torch"}}},
+          {"closureHash", hash},
+          {"policy", {{"maxSeverity", maxSeverity}}},
+          {"stages",
+           json::array(
+               {{{"name", "eval"},
+                 {"gate",
+                  {{"template",
+                    {{"spec", {{"containers", json::array({{{"name", "eval"}}})}}}}}}}}})}}}};
+    CommandResult r = kubectl({"create", "-n", ns_, "-f", "-"}, mr.dump());
+    EXPECT_EQ(r.exitCode, 0) << r.err;
+  };
+  // medium: the idna advisory (high) holds it, and no gate Job is made.
+  release("held", "medium");
+  json held;
+  ASSERT_TRUE(eventually([&] {
+    held = kubectlJson({"get", "mr", "held", "-n", ns_});
+    return conditionField(held, "Ready", "reason") == "AdvisoriesAboveMaxSeverity";
+  })) << held.dump(2);
+  EXPECT_EQ(held["status"]["phase"], "Pending");
+  const std::string message = conditionField(held, "Ready", "message");
+  EXPECT_NE(
+      message.find("above spec.policy.maxSeverity medium: GHSA-jjg7-2v4v-x38h (idna 3.4, high"),
+      std::string::npos)
+      << message;
+  // critical: nothing above it, the gate starts.
+  release("starts", "critical");
+  json jobs;
+  ASSERT_TRUE(eventually([&] {
+    jobs = kubectlJson({"get", "jobs", "-n", ns_, "-l", "lockstep.dev/release=starts"});
+    return jobs.contains("items") && jobs["items"].size() == 1;
+  })) << jobs.dump(2)
+      << kubectlJson({"get", "mr", "starts", "-n", ns_}).dump(2);
+  jobs = kubectlJson({"get", "jobs", "-n", ns_, "-l", "lockstep.dev/release=held"});
+  EXPECT_TRUE(jobs["items"].empty()) << jobs.dump(2);
 }
 
 TEST_F(DriftClusterTest, WithoutThePolicyReportKindAFindingIsAWarningEventOnThePod) {
