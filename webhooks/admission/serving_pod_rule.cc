@@ -83,7 +83,7 @@ Verdict validateServingPod(const ServingPodReview& r) {
   }
   if (!model.empty()) {
     if (r.objects == nullptr) {
-      why.push_back("the webhook has no view of the model's ReplicaSets and Deployments");
+      why.emplace_back("the webhook has no view of the model's ReplicaSets and Deployments");
     } else {
       Status lookupError;
       const v1::NamespacedLookup lookup = [&](std::string_view kind,
