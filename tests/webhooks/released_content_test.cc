@@ -168,6 +168,7 @@ TEST(ReleaseCreator, CannotApproveUnlessTheStageAllowsIt) {
   json old = withPhase(gated().waitingForApproval("ci").json(), "Testing");
   json now = old;
   now["metadata"]["annotations"]["approve.lockstep.dev/ci"] = "carol";
+  now["metadata"]["annotations"]["approver-groups.lockstep.dev/ci"] = "[]";
   Verdict v = review(now, &old, "carol");
   EXPECT_EQ(v.decision, Decision::kDenied);
   EXPECT_EQ(v.code, 403);
@@ -178,12 +179,14 @@ TEST(ReleaseCreator, CannotApproveUnlessTheStageAllowsIt) {
   // Another user may.
   json byBob = old;
   byBob["metadata"]["annotations"]["approve.lockstep.dev/ci"] = "bob";
+  byBob["metadata"]["annotations"]["approver-groups.lockstep.dev/ci"] = "[]";  // the webhook's
   EXPECT_NE(review(byBob, &old, "bob").decision, Decision::kDenied);
   // allowSelfApproval: the creator may.
   json selfOk = old;
   selfOk["spec"]["stages"][1]["approval"] = {{"policy", "Manual"}, {"allowSelfApproval", true}};
   json selfOkNow = selfOk;
   selfOkNow["metadata"]["annotations"]["approve.lockstep.dev/ci"] = "carol";
+  selfOkNow["metadata"]["annotations"]["approver-groups.lockstep.dev/ci"] = "[]";
   EXPECT_NE(review(selfOkNow, &selfOk, "carol").decision, Decision::kDenied)
       << review(selfOkNow, &selfOk, "carol").message;
 }
@@ -202,6 +205,7 @@ TEST(ReleaseApprovals, SecondApproverUsesTheNextSlotAndMustBeAnotherUser) {
       << v.message;
   json bob = old;
   bob["metadata"]["annotations"]["approve.lockstep.dev/ci.2"] = "bob";
+  bob["metadata"]["annotations"]["approver-groups.lockstep.dev/ci.2"] = "[]";
   EXPECT_NE(review(bob, &old, "bob").decision, Decision::kDenied)
       << review(bob, &old, "bob").message;
   // Each approver is RBAC-checked.
