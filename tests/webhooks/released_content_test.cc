@@ -259,6 +259,33 @@ TEST(ReleaseApprovals, AReleaseCreatedBeforeCreatorsWereRecordedIsWarnedOnUpdate
       << v.warnings[0];
 }
 
+// Issue 29: a release created by a ServiceAccount on someone's behalf (CI, Argo CD): the
+// person behind it is not known, so a one-approver stage is warned about; two approvers or
+// fromGroups are not.
+TEST(ReleaseApprovals, AReleaseCreatedByAServiceAccountIsWarnedAboutItsUnknownAuthor) {
+  const std::string argocd = "system:serviceaccount:argocd:argocd-application-controller";
+  json mr = ReleaseBuilder().gate("eval").gate("ci").manual("ci").json();
+  mr["metadata"]["annotations"]["lockstep.dev/created-by"] = argocd;
+  Verdict v = review(mr, nullptr, argocd);
+  EXPECT_EQ(v.decision, Decision::kWarned) << v.message;
+  ASSERT_EQ(v.warnings.size(), 1u);
+  EXPECT_NE(v.warnings[0].find("spec.stages[1].approval: the release is created by "
+                               "ServiceAccount \"" +
+                               argocd + "\", so its creator check excludes only that"),
+            std::string::npos)
+      << v.warnings[0];
+  EXPECT_NE(v.warnings[0].find("require minApprovers: 2 or fromGroups"), std::string::npos);
+  for (const json& approval : {json{{"policy", "Manual"}, {"minApprovers", 2}},
+                               json{{"policy", "Manual"}, {"fromGroups", {"ml-leads"}}}}) {
+    mr["spec"]["stages"][1]["approval"] = approval;
+    EXPECT_EQ(review(mr, nullptr, argocd).decision, Decision::kAllowed) << approval.dump();
+  }
+  // A person creating it: no warning.
+  mr["spec"]["stages"][1]["approval"] = "Manual";
+  mr["metadata"]["annotations"]["lockstep.dev/created-by"] = "alice";
+  EXPECT_EQ(review(mr, nullptr, "alice").decision, Decision::kAllowed);
+}
+
 TEST(ReleaseApprovals, AnApprovalNeverOutlivesTheContentItApproved) {
   // Pending: the spec may change, but not together with an approval, and not
   // while an approval of the old content is kept.

@@ -120,6 +120,23 @@ void checkApprovalRules(const ModelReleaseReview& r, std::vector<std::string>& i
     }
   }
 
+  // A release created by a ServiceAccount (CI, Argo CD, Flux) on someone's behalf: that
+  // someone is not known here, so nothing keeps them from approving a one-approver stage.
+  if (!update && v1::isServiceAccountUser(r.user.username)) {
+    for (const StagePolicy& p : policies) {
+      if (!p.decoded || !p.policy.manual || p.policy.minApprovers >= 2 ||
+          !p.policy.fromGroups.empty())
+        continue;
+      warnings.push_back("lockstep: spec.stages[" + std::to_string(p.index) +
+                         "].approval: the release is created by ServiceAccount " +
+                         quote(r.user.username) +
+                         ", so its creator check excludes only that ServiceAccount: the person "
+                         "who asked for the release is not known to the API server and may "
+                         "approve it alone; require minApprovers: 2 or fromGroups "
+                         "(docs/security.md \"Who created a release\")");
+    }
+  }
+
   // Approvals this write adds or changes.
   bool approvalAdded = false;
   const json* annotations = ja::at(r.release, {"metadata", "annotations"});

@@ -16,6 +16,9 @@
 //    a groups annotation written without its approval or removed while its
 //    approval stands. A stage with fromGroups refuses an approver in none of
 //    them, naming the groups.
+//  - A CREATE by a ServiceAccount (CI or GitOps on someone's behalf) with a
+//    Manual stage of one approver and no fromGroups is warned: the person
+//    behind it is not known, and nothing keeps them from approving alone.
 //  - An approval is bound to the content it approved: a write that changes
 //    spec may neither add an approval nor keep existing ones (they approved
 //    the old generation; remove them in the same write).
