@@ -38,6 +38,13 @@ namespace lockstep::api::v1alpha1 {
 // is not the requesting user and any UPDATE that changes it.
 inline constexpr const char* kCreatedByAnnotation = "lockstep.dev/created-by";
 
+// The groups of the user who wrote approve.lockstep.dev/<stage>[.<k>], as the
+// API server authenticated them (request.userInfo.groups, a JSON array of
+// strings): written by the mutating webhook next to each approval it admits
+// (creator_patch.h), checked by the validating webhook, never a client's.
+inline constexpr const char* kApproverGroupsAnnotationPrefix =
+    "approver-groups.lockstep.dev/";  // + the approval key's suffix
+
 inline constexpr int kMaxApprovers = 10;
 inline constexpr int kMaxFromGroups = 10;
 

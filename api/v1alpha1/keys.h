@@ -35,12 +35,6 @@ inline constexpr const char* kAbortAnnotation = "lockstep.dev/abort";
 inline constexpr const char* kPromoteAnnotationPrefix = "promote.lockstep.dev/";  // + step index
 inline constexpr const char* kPromoteFullAnnotation = "lockstep.dev/promote-full";
 inline constexpr const char* kRollbackAnnotationPrefix = "rollback.lockstep.dev/";  // + revision
-// The groups of the user who wrote approve.lockstep.dev/<stage>[.<k>], as the
-// API server authenticated them (request.userInfo.groups, a JSON array of
-// strings): written by the mutating webhook next to each approval it admits,
-// never by a client (docs/modelrelease.md "Approver groups").
-inline constexpr const char* kApproverGroupsAnnotationPrefix =
-    "approver-groups.lockstep.dev/";  // + the approval key's suffix
 
 // The finalizer a ModelRelease carries while its prod stage may hold canary
 // pods or the model's canary slot (docs/modelrelease.md "Deleting a release"):
