@@ -29,7 +29,7 @@ struct RawPackage {
   std::string name;
   std::string version;
   std::vector<std::string> digests;
-  std::string where;            // "uv.lock:12", for errors about this package
+  std::string where;             // "uv.lock:12", for errors about this package
   std::vector<RawFile> files{};  // sources of some of `digests` (none for pip, nix)
 };
 

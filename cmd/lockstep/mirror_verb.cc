@@ -332,8 +332,8 @@ int runPush(const VerbContext& ctx, const std::vector<std::string>& args) {
         if (e.fileName.empty() && source.kind == mirror::Source::kDirFile) {
           mirror::nameEntry(e, baseName(source.location));
         }
-        const std::string label = e.name + " " + e.version + " " +
-                                  (e.fileName.empty() ? e.digest : e.fileName);
+        const std::string label =
+            e.name + " " + e.version + " " + (e.fileName.empty() ? e.digest : e.fileName);
         auto have = client.blobSize(repository, e.digest);
         if (!have.isOk()) {
           progress.failed("mirror push: " + label + ": " + have.status().message());
@@ -354,10 +354,9 @@ int runPush(const VerbContext& ctx, const std::vector<std::string>& args) {
           progress.failed("mirror push: " + label + " " + e.digest + ": " + source.location);
           return;
         }
-        StatusOr<std::string> bytes =
-            source.kind == mirror::Source::kDirFile
-                ? readFile(source.location, kMaxFileBytes)
-                : httpsGet(source.location, common->access);
+        StatusOr<std::string> bytes = source.kind == mirror::Source::kDirFile
+                                          ? readFile(source.location, kMaxFileBytes)
+                                          : httpsGet(source.location, common->access);
         if (!bytes.isOk()) {
           progress.failed("mirror push: " + label + ": " + bytes.status().message());
           return;

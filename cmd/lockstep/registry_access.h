@@ -16,8 +16,8 @@
 namespace lockstep::cli {
 
 struct RegistryAccess {
-  std::string authFile;  // --authfile; "" the environment's
-  std::string certDir;   // --cert-dir; "" the system roots
+  std::string authFile;                       // --authfile; "" the environment's
+  std::string certDir;                        // --cert-dir; "" the system roots
   std::chrono::seconds timeout{30};           // per request step
   size_t maxResponseBytes = size_t{8} << 20;  // the largest answer read
 };

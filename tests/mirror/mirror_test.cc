@@ -35,8 +35,7 @@ const Entry* find(const Plan& p, const std::string& fileName) {
   return nullptr;
 }
 
-constexpr char kDigestA[] =
-    "sha256:aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa";
+const std::string kDigestA = "sha256:" + std::string(64, 'a');
 
 TEST(PlanTest, UvFixtureListsEveryWheelAndSdistWithUrlSizeAndPurl) {
   const std::string text = fixture("uv/torch-cu121-yyhhenry-uv-torch-env.uv.lock");
@@ -54,7 +53,9 @@ TEST(PlanTest, UvFixtureListsEveryWheelAndSdistWithUrlSizeAndPurl) {
   for (const Entry& e : p.entries) {
     EXPECT_FALSE(e.fileName.empty()) << e.digest;
     EXPECT_EQ(e.url.rfind("https://", 0), 0u) << e.fileName;
-    EXPECT_EQ(e.purl, "pkg:pypi/" + e.name + "@" + e.version);
+    std::string version = e.version;  // a purl percent-encodes the local version's '+'
+    if (auto plus = version.find('+'); plus != std::string::npos) version.replace(plus, 1, "%2B");
+    EXPECT_EQ(e.purl, "pkg:pypi/" + e.name + "@" + version);
     EXPECT_TRUE(e.mediaType == kWheelMediaType || e.mediaType == kSdistMediaType) << e.fileName;
   }
   // uv says the size of PyPI's files (not of the PyTorch index's).
@@ -96,9 +97,8 @@ TEST(PlanTest, CondaLockFixtureKeepsTheChannelSubdir) {
 }
 
 TEST(PlanTest, PipLockNamesNoFileUntilTheWheelhouseDoes) {
-  const std::string lock =
-      "alpha==1.0.0 \\\n    --hash=sha256:" + std::string(64, 'a') + "\n" +
-      "beta @ git+https://example.invalid/beta@" + std::string(40, 'c') + "\n";
+  const std::string lock = "alpha==1.0.0 \\\n    --hash=sha256:" + std::string(64, 'a') + "\n" +
+                           "beta @ git+https://example.invalid/beta@" + std::string(40, 'c') + "\n";
   Plan p = planOf(lock);
   ASSERT_EQ(p.entries.size(), 1u);
   EXPECT_EQ(p.entries[0].fileName, "");
@@ -110,11 +110,12 @@ TEST(PlanTest, PipLockNamesNoFileUntilTheWheelhouseDoes) {
 }
 
 TEST(PlanTest, ALockFileNameThatIsAPathIsRefused) {
-  const std::string lock = "version = 1\n[[package]]\nname = \"x\"\nversion = \"1\"\n"
-                           "source = { registry = \"https://example.invalid/simple\" }\n"
-                           "wheels = [{ url = \"https://example.invalid/a/..%2F..%2Fx.whl\", "
-                           "hash = \"sha256:" +
-                           std::string(64, 'b') + "\" }]\n";
+  const std::string lock =
+      "version = 1\n[[package]]\nname = \"x\"\nversion = \"1\"\n"
+      "source = { registry = \"https://example.invalid/simple\" }\n"
+      "wheels = [{ url = \"https://example.invalid/a/..%2F..%2Fx.whl\", "
+      "hash = \"sha256:" +
+      std::string(64, 'b') + "\" }]\n";
   auto c = closure::computeClosure(lock, {});
   ASSERT_TRUE(c.isOk()) << c.status().message();
   auto p = planMirror(*c);
