@@ -177,8 +177,7 @@ StatusOr<RepositoryRef> parseRepository(std::string_view text) {
     return invalidArgument(where + ": \"" + r.registry +
                            "\" is not a registry host (no '.' or ':'); name the registry");
   }
-  if (text.find_first_of("@") != std::string_view::npos ||
-      r.repository.find(':') != std::string::npos) {
+  if (text.find('@') != std::string_view::npos || r.repository.find(':') != std::string::npos) {
     return invalidArgument(where + ": a repository, without a tag or digest");
   }
   bool componentStart = true;
@@ -239,8 +238,7 @@ bool needsDigestLookup(const Entry& e, const DirIndex& dir) {
 StatusOr<std::string> mirrorManifest(const Plan& plan) {
   ordered_json layers = ordered_json::array();
   std::map<std::string, std::string> paths;  // path -> digest
-  for (size_t i = 0; i < plan.entries.size(); ++i) {
-    const Entry& e = plan.entries[i];
+  for (const Entry& e : plan.entries) {
     if (e.fileName.empty() || e.size < 0 || !isDigest(e.digest)) {
       return invalidArgument("mirror manifest: " + who(e) + " " + e.digest +
                              ": no file name or size yet");

@@ -37,6 +37,8 @@ cleanup() {
 }
 trap cleanup EXIT
 export PIP_NO_INDEX=1 PIP_DISABLE_PIP_VERSION_CHECK=1 PIP_NO_CACHE_DIR=1 PIP_NO_INPUT=1
+# Only the fetched directory: no wheelhouse of the environment's.
+unset PIP_FIND_LINKS PIP_INDEX_URL PIP_EXTRA_INDEX_URL
 
 # project NAME VERSION [sdist]: a one-module setuptools project built into $work/wheels.
 project() {
