@@ -75,6 +75,13 @@ EvidenceReconciler::EvidenceReconciler(std::shared_ptr<kube::Client> client,
   options_.opener = publisher_.opener();
 }
 
+json EvidenceReconciler::runtimeEnvAdvisories(const json& release) const {
+  const v1::ModelRelease r = v1::decodeModelRelease(release);
+  kube::ObjectPtr got = runtimeEnvs_.get(r.meta.ns, r.spec.runtimeEnvName);
+  if (!got) return json();
+  return decode::object(decode::object(*got, "status"), "advisories");
+}
+
 StatusOr<closure::Closure> EvidenceReconciler::pinnedClosure(const json& release) {
   const v1::ModelRelease r = v1::decodeModelRelease(release);
   auto pin = v1::decodeRuntimePin(release);
@@ -184,7 +191,9 @@ Result EvidenceReconciler::publishEvidence(const json& release) {
     } else if (auto closure = pinnedClosure(release); !closure.isOk()) {
       bomError = closure.status().message();
       planned->push_back({kBomStatementName, "bom", kCycloneDxPredicate, "", ""});
-    } else if (auto bom = bomStatement(release, *closure, options_.context); bom.isOk()) {
+    } else if (auto bom =
+                   bomStatement(release, *closure, options_.context, runtimeEnvAdvisories(release));
+               bom.isOk()) {
       planned->push_back(std::move(*bom));
     } else {
       bomError = bom.status().message();

@@ -106,6 +106,8 @@ class EvidenceReconciler final : public runtime::Reconciler {
   // The closure of the runtime the release pinned: from its RuntimeEnv's closure
   // ConfigMap of that revision (kept when spec.verify is set), else its lock as it
   // is now, which must still give the pinned closure hash.
+  // The RuntimeEnv's status.advisories (null when none), for the BOM's vulnerabilities.
+  nlohmann::json runtimeEnvAdvisories(const nlohmann::json& release) const;
   StatusOr<closure::Closure> pinnedClosure(const nlohmann::json& release);
 
   std::shared_ptr<kube::Client> client_;
