@@ -159,7 +159,15 @@ Result EvidenceReconciler::publishEvidence(const json& release) {
   json status = decode::object(release, "status");
   {
     std::lock_guard<std::mutex> lock(mu_);
-    if (auto it = written_.find(meta.uid); it != written_.end()) status["evidence"] = it->second;
+    // What this controller wrote last, until the cache shows it (then forgotten: the map
+    // holds only releases whose status write the informer has not delivered yet).
+    if (auto it = written_.find(meta.uid); it != written_.end()) {
+      if (decode::member(status, "evidence") != nullptr && status["evidence"] == it->second) {
+        written_.erase(it);
+      } else {
+        status["evidence"] = it->second;
+      }
+    }
   }
   auto planned = plannedStatements(release, options_.context);
   std::string bomError;  // the BOM could not be made (no lock for the pinned closure)
@@ -297,13 +305,15 @@ StatusOr<std::vector<evidence::ReferrerBundle>> EvidenceReconciler::readReferrer
   if (!ref.isOk()) return ref.status();
   // Read with the credentials of the SigningConfig for the package, if any.
   std::optional<registry::Credentials> creds;
+  std::string caPem;
   auto config = publisher_.configFor(ref->name());
   if (config.isOk() && config->has_value()) {
     auto c = publisher_.credentials(**config, ref->registry);
     if (!c.isOk()) return c.status();
     creds = *c;
+    caPem = (*config)->registryCaPem;
   }
-  auto client = options_.opener(ref->registry, creds);
+  auto client = options_.opener(ref->registry, creds, caPem);
   if (!client.isOk())
     return Status(client.status().code(),
                   "registry " + ref->registry + ": " + client.status().message());

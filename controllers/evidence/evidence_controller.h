@@ -121,6 +121,7 @@ class EvidenceReconciler final : public runtime::Reconciler {
   RegistryPublisher publisher_;  // signs and pushes; finds the SigningConfig for a package
   std::mutex mu_;
   // status.evidence as last written, by release UID (only this controller writes it).
+  // status.evidence this controller wrote, by release uid, until the cache delivers it.
   std::map<std::string, nlohmann::json> written_;
   // Evidence stages read: by "uid/stage", the request key, when to read again and
   // the registry failures in a row.
