@@ -28,6 +28,10 @@ struct Measurement {
   int64_t atUnix = 0;
   std::optional<double> value;
   std::string error;
+  // The provider refuses this release (its namespace is not served, or a
+  // free-form query on a templates-only provider): no retry can fix it, so
+  // the step fails at once (kReasonAnalysisRefused), never after the error limit.
+  bool refused = false;
 };
 
 enum class AnalysisPhase { kRunning, kPassed, kFailed };

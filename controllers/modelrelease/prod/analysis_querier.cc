@@ -399,7 +399,11 @@ std::optional<Measurement> AnalysisProviders::measure(const MeasurementAsk& ask)
   if (!p->executor) return error(p->label + " is not configured yet");
   p->lastAskMs = steadyMs();
   auto promql = queryFor(ask, *p);
-  if (!promql.isOk()) return error(promql.status().message());
+  if (!promql.isOk()) {
+    Measurement refused = error(promql.status().message());
+    refused.refused = promql.status().code() == Code::kForbidden;
+    return refused;
+  }
   QueryScheduler::Ask got = p->executor->ask(ask.key, *promql, ask.atUnix,
                                              kReleaseWaker + ask.ns + "/" + ask.name, ask.ns);
   if (!got.answer) return std::nullopt;

@@ -101,6 +101,7 @@ TEST(AnalysisProvidersTenancy, ANamespaceTheSelectorDoesNotMatchIsRefusedAtEvery
   EXPECT_EQ(refused->error,
             "AnalysisProvider \"team-a\" does not serve namespace \"tenant-b\": the namespace's "
             "labels do not match its spec.namespaceSelector (team=a)");
+  EXPECT_TRUE(refused->refused) << "no retry fixes it: the step fails at once";
   // A's namespace relabelled later: A is refused too.
   labels["tenant-a"] = {{"team", "c"}};
   a.key.index = 1;
