@@ -83,9 +83,6 @@ inline constexpr const char* kReasonRollingBack = "RollingBack";
 inline constexpr const char* kReasonRolledBack = "RolledBack";
 inline constexpr const char* kReasonAnalysisFailed = "AnalysisFailed";
 inline constexpr const char* kReasonAnalysisError = "AnalysisError";
-// The analysis' provider refuses the release's namespace or its free-form
-// query (docs/rollouts.md "Providers scoped to tenants").
-inline constexpr const char* kReasonAnalysisRefused = "AnalysisRefused";
 inline constexpr const char* kReasonAdmissionRefused = "AdmissionRefused";
 inline constexpr const char* kReasonCanaryRestarting = "CanaryRestarting";
 inline constexpr const char* kReasonProgressDeadlineExceeded = "ProgressDeadlineExceeded";

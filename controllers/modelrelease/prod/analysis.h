@@ -22,6 +22,10 @@ using api::v1alpha1::PrometheusAnalysis;
 // interval over a duration pause, else one.
 int effectiveCount(const CanaryStep& step);
 
+// The canary's reason when the analysis' provider refuses the release's
+// namespace or its free-form query (docs/rollouts.md "Providers scoped to tenants").
+inline constexpr const char* kReasonAnalysisRefused = "AnalysisRefused";
+
 // One Prometheus measurement as the shell took it: a value, or an error (query
 // error, HTTP failure, an empty vector, a NaN).
 struct Measurement {

@@ -502,8 +502,7 @@ struct Planner {
         return v;
       };
       verdict = assess();
-      if (verdict->phase == AnalysisPhase::kRunning && o.measurement &&
-          o.measurement->refused) {
+      if (verdict->phase == AnalysisPhase::kRunning && o.measurement && o.measurement->refused) {
         // The provider refuses this release (its namespace, its free-form
         // query): no retry can fix that; fail the step now, saying why.
         json m = {{"at", formatRfc3339(o.measurement->atUnix)}, {"error", o.measurement->error}};

@@ -18,8 +18,8 @@
 #include <ctime>
 #include <iomanip>
 #include <map>
-#include <sstream>
 #include <mutex>
+#include <sstream>
 #include <string>
 #include <thread>
 #include <vector>
@@ -330,30 +330,30 @@ TEST_F(AnalysisProviderClusterTest, TenantBCannotUseOrReadTenantAsAnalysisNorDel
       "b0", testPackage('6'),
       json::array({prodStage(json::array({templated(fast_.providerName(), "b0", "2s", 3)}))}));
   EXPECT_NE(refused.exitCode, 0);
-  EXPECT_NE(refused.err.find("spec.stages[0].canary.steps[0].analysis.prometheus.provider: "
-                             "AnalysisProvider \"" +
-                             fast_.providerName() + "\" does not serve namespace \"" +
-                             slow_.ns() + "\""),
-            std::string::npos)
+  EXPECT_NE(
+      refused.err.find("spec.stages[0].canary.steps[0].analysis.prometheus.provider: "
+                       "AnalysisProvider \"" +
+                       fast_.providerName() + "\" does not serve namespace \"" + slow_.ns() + "\""),
+      std::string::npos)
       << refused.err;
   // A free-form query on a templates-only provider: refused too.
   const std::string shared = fast_.addProvider(
       fast_.prom().url(),
       {{"namespaceSelector",
-        {{"matchExpressions",
-          json::array({{{"key", "kubernetes.io/metadata.name"},
-                        {"operator", "In"},
-                        {"values", {fast_.ns(), slow_.ns()}}}})}}},
+        {{"matchExpressions", json::array({{{"key", "kubernetes.io/metadata.name"},
+                                            {"operator", "In"},
+                                            {"values", {fast_.ns(), slow_.ns()}}}})}}},
        {"allowFreeFormQueries", false},
        {"maxConcurrentQueries", 1}});
   ASSERT_FALSE(shared.empty());
   CommandResult freeForm = slow_.createRelease(
       "b0", testPackage('6'),
-      json::array({prodStage(json::array({json{
-          {"weight", 50},
-          {"analysis",
-           {{"prometheus",
-             {{"provider", shared}, {"query", "sum(lockstep_test_requests_total)"}, {"max", 1}}}}}}}))}));
+      json::array({prodStage(json::array({json{{"weight", 50},
+                                               {"analysis",
+                                                {{"prometheus",
+                                                  {{"provider", shared},
+                                                   {"query", "sum(lockstep_test_requests_total)"},
+                                                   {"max", 1}}}}}}}))}));
   EXPECT_NE(freeForm.exitCode, 0);
   EXPECT_NE(freeForm.err.find("analysis.prometheus.query: AnalysisProvider \"" + shared +
                               "\" does not run free-form queries"),
@@ -374,12 +374,13 @@ TEST_F(AnalysisProviderClusterTest, TenantBCannotUseOrReadTenantAsAnalysisNorDel
   slow_.waitPhase("b1", "Promoted");
   // B's canary asks for every release's series (A's exist in this
   // Prometheus), every second for about 45 s, on the shared provider's one slot.
-  ASSERT_EQ(slow_
-                .createRelease("b2", testPackage('3'),
-                               json::array({prodStage(
-                                   json::array({templated(shared, ".+", "1s", 100, 45, "0s")}))}))
-                .exitCode,
-            0);
+  ASSERT_EQ(
+      slow_
+          .createRelease(
+              "b2", testPackage('3'),
+              json::array({prodStage(json::array({templated(shared, ".+", "1s", 100, 45, "0s")}))}))
+          .exitCode,
+      0);
   ASSERT_TRUE(eventually(
       [&] {
         json b = slow_.get("mr", "b2");
