@@ -171,14 +171,47 @@ StatusOr<nlohmann::ordered_json> makeMlBom(const MlBomInput& in) {
   // bom-refs are the purls, made unique for the rare lock that lists one name and
   // version twice with different artifacts (a canonical line each).
   std::map<std::string, int> seen;
+  std::map<std::pair<std::string, std::string>, std::string> refByEntry;  // (name, version)
   Json libraryRefs = Json::array();
   for (const closure::Package& p : closure.packages) {
     std::string ref = packageUrl(p);
     if (int n = ++seen[ref]; n > 1) ref += "#" + std::to_string(n);
     components.push_back(libraryComponent(p, ref));
     libraryRefs.push_back(ref);
+    refByEntry.emplace(std::make_pair(p.name, p.version), ref);
   }
   bom["components"] = components;
+
+  // CycloneDX 1.6 vulnerabilities: the source is OSV, the rating the advisory's, and
+  // `affects` the library component of the closure entry.
+  if (!in.vulnerabilities.empty()) {
+    Json vulnerabilities = Json::array();
+    for (const BomVulnerability& v : in.vulnerabilities) {
+      auto ref = refByEntry.find({v.package, v.version});
+      if (ref == refByEntry.end()) {
+        return invalidArgument("vulnerabilities: " + v.id + " names " + v.package + " " +
+                               v.version + ", which is no entry of the closure");
+      }
+      Json rating = Json{{"severity", v.severity}};
+      if (v.score >= 0) rating["score"] = v.score;
+      Json entry = {{"bom-ref", "vuln-" + v.id + "-" + ref->second},
+                    {"id", v.id},
+                    {"source", {{"name", "OSV"}, {"url", "https://osv.dev/vulnerability/" + v.id}}},
+                    {"ratings", Json::array({rating})}};
+      if (!v.aliases.empty()) {
+        Json refs = Json::array();
+        for (const std::string& a : v.aliases)
+          refs.push_back({{"id", a}, {"source", {{"name", "OSV"}}}});
+        entry["references"] = refs;
+      }
+      if (!v.fixed.empty()) entry["recommendation"] = "upgrade " + v.package + " to " + v.fixed;
+      entry["affects"] = Json::array(
+          {{{"ref", ref->second},
+            {"versions", Json::array({{{"version", v.version}, {"status", "affected"}}})}}});
+      vulnerabilities.push_back(std::move(entry));
+    }
+    bom["vulnerabilities"] = std::move(vulnerabilities);
+  }
 
   Json dependencies = Json::array();
   if (in.runtimeImage) {

@@ -31,6 +31,17 @@ inline constexpr char kBomSpecVersion[] = "1.6";
 inline constexpr char kModelRef[] = "model";
 inline constexpr char kRuntimeImageRef[] = "runtime-image";
 
+// An advisory that affects a closure entry (RuntimeEnv status.advisories): a CycloneDX
+// `vulnerabilities` entry whose `affects` names the library component of that entry.
+struct BomVulnerability {
+  std::string id;                    // "GHSA-h5c8-rqwp-cp95"
+  std::vector<std::string> aliases;  // other ids of it (PYSEC-…, CVE-…)
+  std::string package, version;      // the closure entry (normalized name, locked version)
+  std::string severity;              // critical | high | medium | low | none | unknown
+  double score = -1;                 // CVSS base score; < 0: none
+  std::string fixed;                 // a fixing version; "" when none is known
+};
+
 struct MlBomInput {
   api::ImageRef package;                      // the model package; must be pinned by digest
   std::string modelName;                      // default: the repository's last path component
@@ -39,6 +50,8 @@ struct MlBomInput {
   std::vector<GateResult> gates;              // model card metrics and formulation
   std::string timestamp;                      // RFC 3339; empty leaves metadata.timestamp out
   std::string toolVersion;                    // the lockstep version, for metadata.tools
+  // Advisories known when the BOM is made; one naming no closure entry is an error.
+  std::vector<BomVulnerability> vulnerabilities;
 };
 
 // The BOM; kInvalidArgument naming the field for an unpinned package or image.

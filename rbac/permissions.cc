@@ -148,6 +148,31 @@ const std::vector<Permission>& operatorPermissions() {
        {},
        "admission.mode=policy: the pod policy's table lockstep-runtimes per namespace "
        "(informer; server-side apply, whose first apply creates it)"},
+      // The drift scan (controllers/drift/drift_controller.cc).
+      {"drift-scan",
+       "wgpolicyk8s.io",
+       {"policyreports"},
+       {"get", "list", "create", "patch"},
+       kW,
+       {},
+       "the PolicyReport lockstep-runtime-drift per namespace: server-side apply (whose first "
+       "apply creates it), get of its first-seen times after a restart, a list of one to "
+       "learn whether the kind is served"},
+      {"drift-scan",
+       "",
+       {"pods"},
+       {"list", "watch"},
+       kW,
+       {},
+       "informer: the unfinished pods, slimmed (controllers/common/cached_pods.h; shared with "
+       "the GPU pre-check)"},
+      {"drift-scan",
+       "",
+       {"events"},
+       {"create", "patch"},
+       kW,
+       {},
+       "where PolicyReports are not served: a Warning Event RuntimeDrift on each drifting pod"},
       // ModelRelease controller (controllers/modelrelease/modelrelease_controller.cc).
       {"modelrelease-controller",
        "lockstep.dev",

@@ -17,3 +17,6 @@ set(LOCKSTEP_COST_admission_policy_cluster_test 470)
 # modelrollout_cluster_test passed whole (5 cases, 102 s, 3 Dec 2026, one private
 # cluster, load about 5: `./build/tests/controllers/modelrollout_cluster_test`).
 set(LOCKSTEP_COST_modelrollout_cluster_test 102)
+# drift_cluster_test passed whole (2 cases, 59 s, 3 Dec 2026, one private cluster, load
+# about 6: `./build/tests/drift/drift_cluster_test`).
+set(LOCKSTEP_COST_drift_cluster_test 59)

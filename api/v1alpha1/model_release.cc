@@ -244,6 +244,7 @@ ModelRelease decodeModelRelease(const json& object) {
     r.spec.registryTags = RegistryTags{decode::boolean(rt, "enabled", true),
                                        decode::string(decode::object(rt, "secretRef"), "name")};
   }
+  r.spec.maxSeverity = decode::string(decode::object(spec, "policy"), "maxSeverity");
 
   const json& status = decode::object(object, "status");
   r.status.observedGeneration = decode::integer(status, "observedGeneration", -1);

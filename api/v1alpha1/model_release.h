@@ -183,6 +183,10 @@ struct ModelReleaseSpec {
   std::vector<Stage> stages;
   bool stagesGiven = false;  // spec.stages is an array (possibly empty)
   std::optional<RegistryTags> registryTags;
+  // spec.policy.maxSeverity: no stage or canary starts while the runtime's revision
+  // has an OSV advisory above it (RuntimeEnv status.advisories; docs/supply-chain.md).
+  // "" = no limit; else low | medium | high | critical.
+  std::string maxSeverity;
 };
 
 struct StageStatus {

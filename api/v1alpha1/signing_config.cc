@@ -43,6 +43,12 @@ StatusOr<SigningConfigSpec> decodeSigningConfigSpec(const json& spec) {
     if (out.credentialsSecret.empty())
       return bad("registryCredentialsSecretRef.name", "is required");
   }
+  if (const json* ca = decode::member(spec, "registryCABundle"); ca != nullptr) {
+    if (!ca->is_string()) return bad("registryCABundle", "must be PEM text");
+    out.registryCaPem = ca->get<std::string>();
+    if (out.registryCaPem.find("-----BEGIN CERTIFICATE-----") == std::string::npos)
+      return bad("registryCABundle", "holds no PEM certificate (-----BEGIN CERTIFICATE-----)");
+  }
   return out;
 }
 

@@ -5,6 +5,7 @@
 //     repositories: [registry.example/models/]   # package name prefixes; [] every package
 //     keySecretRef: {name: lockstep-evidence-key, key: key.pem}
 //     registryCredentialsSecretRef: {name: lockstep-evidence-registry}  # optional
+//     registryCABundle: "-----BEGIN CERTIFICATE-----..."                 # optional
 //
 // Both Secrets live in the operator's namespace (never a release's): the key
 // an unencrypted P-256 private key in PEM, the credentials a
@@ -29,6 +30,9 @@ struct SigningConfigSpec {
   std::vector<std::string> repositories;  // prefixes of "registry/repository"; empty: all
   KeyRef key;                             // keySecretRef
   std::string credentialsSecret;          // registryCredentialsSecretRef.name; "" anonymous
+  // registryCABundle: PEM certificates the packages' registry is verified with (a
+  // private registry's CA); "" = the operator's --registry-ca-file, else the system roots.
+  std::string registryCaPem;
 };
 
 // kInvalidArgument naming the field ("spec.keySecretRef.name: is required").

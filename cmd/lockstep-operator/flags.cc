@@ -67,6 +67,15 @@ std::vector<FlagSpec> operatorFlagSpecs(const std::string& podNamespace) {
       {"controllers", "runtimeenv,modelrelease",
        "controllers to run, comma-separated, of runtimeenv, modelrelease and modelrollout (a "
        "fleet's hub: docs/fleet.md); the webhooks always run"},
+      {"osv-export", "",
+       "a local OSV export (a directory of OSV JSON records, or osv.dev's all.zip) the "
+       "platform refreshes: each RuntimeEnv's status.advisories lists the records that affect "
+       "its current revision (reloaded when the files change; docs/supply-chain.md)"},
+      {"drift-scan-interval", "5m",
+       "how often every namespace's running pods are scanned for drift from their RuntimeEnvs "
+       "(PolicyReports where wgpolicyk8s.io/v1alpha2 is served, else Events; "
+       "docs/supply-chain.md); 0 turns the scan off",
+       T::kDuration},
       {"fleet-poll-interval", "15s",
        "modelrollout: how often the hub reads each rollout's package's referrers for new prod "
        "records (whole seconds, at least 1s)",

@@ -19,6 +19,7 @@
 #include "api/v1alpha1/resources.h"
 #include "cmd/lockstep-operator/flags.h"
 #include "controllers/analysisprovider/analysisprovider_controller.h"
+#include "controllers/drift/drift_controller.h"
 #include "controllers/evidence/evidence_controller.h"
 #include "controllers/fleet/modelrollout_controller.h"
 #include "controllers/modelrelease/modelrelease_controller.h"
@@ -114,13 +115,34 @@ int main(int argc, char** argv) {
       metricsSecure ? "" : bind + ":" + std::to_string(flags.getInt("metrics-port"));
   lr::Manager manager(*client, mo);
 
+  // Advisories against every RuntimeEnv's closure (docs/supply-chain.md), from a local OSV export.
+  lockstep::controllers::RuntimeEnvOptions runtimeEnvOptions;
+  runtimeEnvOptions.cliImage = flags.get("cli-image");
+  if (std::string osv = flags.get("osv-export"); !osv.empty()) {
+    runtimeEnvOptions.advisories =
+        std::make_shared<lockstep::controllers::AdvisorySource>(osv, manager.clock());
+    if (Status s = runtimeEnvOptions.advisories->load(); !s.isOk())
+      return fail("--osv-export: " + s.toString());
+  }
   lockstep::controllers::setupRuntimeEnvController(manager, flags.getInt("workers"),
-                                                   {flags.get("cli-image")});
+                                                   runtimeEnvOptions);
 
   // Policy mode: the pod ValidatingAdmissionPolicy reads a table per namespace.
   if (flags.get("admission-mode") == "policy") {
     lockstep::controllers::setupRuntimeAdmissionController(manager, flags.get("cli-image"));
     spdlog::info("admission mode policy: keeping the RuntimeAdmission tables");
+  }
+
+  // Drift of running pods against their RuntimeEnvs (docs/supply-chain.md), from the caches.
+  if (const auto every = std::chrono::duration_cast<std::chrono::seconds>(
+          flags.getDuration("drift-scan-interval"));
+      every.count() > 0) {
+    lockstep::controllers::DriftOptions driftOptions;
+    driftOptions.trustedInitImage = flags.get("cli-image");
+    driftOptions.interval = every;
+    lockstep::controllers::setupDriftController(manager, std::move(driftOptions));
+  } else {
+    spdlog::warn("--drift-scan-interval=0: running pods are not scanned for drift");
   }
 
   lockstep::controllers::ModelReleaseOptions releaseOptions;

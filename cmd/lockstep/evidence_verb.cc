@@ -9,6 +9,8 @@
 #include <ctime>
 #include <ostream>
 
+#include "advisories/osv_export.h"
+#include "advisories/severity.h"
 #include "api/image_ref.h"
 #include "closure/closure.h"
 #include "cmd/lockstep/evidence_registry.h"
@@ -51,6 +53,9 @@ int runBom(const VerbContext& ctx, const std::vector<std::string>& args) {
           {"platform", "", "per-platform locks: the platform"},
           {"environment", "", "pixi environment"},
           {"allow-unhashed", "false", "keep packages without digests", FlagType::kBool},
+          {"osv", "",
+           "a local OSV export (directory or all.zip): the advisories that affect the closure "
+           "become the BOM's vulnerabilities"},
       },
       /*maxPositional=*/0);
   if (auto rc = parseEvidenceFlags(ctx, flags, "evidence bom", args)) return *rc;
@@ -108,6 +113,26 @@ int runBom(const VerbContext& ctx, const std::vector<std::string>& args) {
   in.runtimeImage = image;
   in.timestamp = nowRfc3339();
   in.toolVersion = LOCKSTEP_VERSION;
+  if (std::string osv = flags.get("osv"); !osv.empty()) {
+    auto loaded = advisories::loadOsvExport(osv);
+    if (!loaded.isOk()) {
+      ctx.err << "evidence bom: --osv: " << loaded.status().message() << "\n";
+      return kExitFailure;
+    }
+    for (const advisories::Finding& f : loaded->index.match(closure->packages).findings) {
+      evidence::BomVulnerability v;
+      v.id = f.id;
+      for (const std::string& id : f.ids)
+        if (id != f.id) v.aliases.push_back(id);
+      v.aliases.insert(v.aliases.end(), f.aliases.begin(), f.aliases.end());
+      v.package = f.package.name;
+      v.version = f.package.version;
+      v.severity = std::string(advisories::severityName(f.severity.severity));
+      v.score = f.severity.score;
+      v.fixed = f.fixed;
+      in.vulnerabilities.push_back(std::move(v));
+    }
+  }
   auto bom = evidence::makeMlBom(in);
   if (!bom.isOk()) {
     ctx.err << "evidence bom: " << bom.status().message() << "\n";

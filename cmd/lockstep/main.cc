@@ -30,6 +30,8 @@ const Verb kVerbs[] = {
      runVerifyHost},
     {"runtime", "a RuntimeEnv's revisions (image, closure hash) and the releases pinning them",
      runRuntime},
+    {"drift", "running pods that run what their RuntimeEnv does not record (runtime drift)",
+     runDrift},
     {"evidence", "ML-BOM of a package from its lock; sign and verify statements, offline",
      runEvidence},
     {"fleet", "a package's fleet rollout from its registry: waves, clusters, permits, aborts",
@@ -61,7 +63,7 @@ int runHelp(const VerbContext& ctx) {
     verifyHostUsage(ctx.out, ctx.programName);
   } else if (!ctx.args.empty() && ctx.args[0] == "evidence") {
     evidenceUsage(ctx.out, ctx.programName);
-  } else if (!ctx.args.empty() && ctx.args[0] == "runtime") {
+  } else if (!ctx.args.empty() && (ctx.args[0] == "runtime" || ctx.args[0] == "drift")) {
     runtimeUsage(ctx.out, ctx.programName);
   } else if (!ctx.args.empty() && ctx.args[0] == "fleet") {
     fleetUsage(ctx.out, ctx.programName);

@@ -98,4 +98,11 @@ int runRuntime(const VerbContext& ctx) {
   });
 }
 
+// `lockstep drift …` is `lockstep runtime drift …`.
+int runDrift(const VerbContext& ctx) {
+  std::vector<std::string> args = {"drift"};
+  args.insert(args.end(), ctx.args.begin(), ctx.args.end());
+  return runRuntime(VerbContext{std::move(args), ctx.out, ctx.err, ctx.programName});
+}
+
 }  // namespace lockstep::cli

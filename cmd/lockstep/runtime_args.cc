@@ -15,16 +15,24 @@ StatusOr<RuntimeCommand> parseRuntimeArgs(const std::vector<std::string>& args) 
     }
     if (auto common = takeCommonFlag(args, i, cmd.kube, cmd.json)) {
       if (!common->isOk()) return *common;
+    } else if (a == "-A" || a == "--all-namespaces") {
+      cmd.kube.allNamespaces = true;
     } else if (a.size() > 1 && a[0] == '-') {
       return invalidArgument("unknown flag " + a);
     } else {
       positional.push_back(a);
     }
   }
-  if (positional.empty()) return invalidArgument("missing subcommand (history)");
+  if (positional.empty()) return invalidArgument("missing subcommand (history, drift)");
   const std::string& sub = positional[0];
   if (sub == "help") return cmd;
-  if (sub != "history") return invalidArgument("unknown subcommand \"" + sub + "\" (history)");
+  if (sub == "drift") {
+    if (positional.size() > 1) return invalidArgument("unexpected argument " + positional[1]);
+    cmd.action = RuntimeCommand::Action::kDrift;
+    return cmd;
+  }
+  if (sub != "history")
+    return invalidArgument("unknown subcommand \"" + sub + "\" (history, drift)");
   cmd.action = RuntimeCommand::Action::kHistory;
   if (positional.size() < 2) return invalidArgument("history needs a RuntimeEnv name");
   if (positional.size() > 2) return invalidArgument("unexpected argument " + positional[2]);
@@ -34,13 +42,18 @@ StatusOr<RuntimeCommand> parseRuntimeArgs(const std::vector<std::string>& args) 
 }
 
 void runtimeUsage(std::ostream& os, const std::string& program) {
-  os << "usage: " << program << " runtime SUBCOMMAND NAME [flags]\n"
+  os << "usage: " << program << " runtime SUBCOMMAND [NAME] [flags]\n"
      << "\n"
         "  history NAME                  the revisions of RuntimeEnv NAME (image by digest,\n"
         "                                closure hash), the current one, and the releases\n"
         "                                pinning each (-o json: status.revisions as JSON)\n"
+        "  drift                         the running pods of the namespace (-A: of every\n"
+        "                                namespace) that run what their RuntimeEnv does not\n"
+        "                                record, as the operator's drift scan reports them\n"
+        "                                (-o json: the PolicyReports); exit 1 when any does\n"
         "\n"
-        "flags (as kubectl): --kubeconfig FILE, --context NAME, -n/--namespace NS\n";
+        "flags (as kubectl): --kubeconfig FILE, --context NAME, -n/--namespace NS,\n"
+        "  -A/--all-namespaces (drift)\n";
 }
 
 }  // namespace lockstep::cli

@@ -35,6 +35,7 @@ int runModel(const VerbContext& ctx);
 int runVerifyEnv(const VerbContext& ctx);
 int runVerifyHost(const VerbContext& ctx);
 int runRuntime(const VerbContext& ctx);
+int runDrift(const VerbContext& ctx);
 int runEvidence(const VerbContext& ctx);
 int runAdvisories(const VerbContext& ctx);
 int runFleet(const VerbContext& ctx);

@@ -75,6 +75,13 @@ EvidenceReconciler::EvidenceReconciler(std::shared_ptr<kube::Client> client,
   options_.opener = publisher_.opener();
 }
 
+json EvidenceReconciler::runtimeEnvAdvisories(const json& release) const {
+  const v1::ModelRelease r = v1::decodeModelRelease(release);
+  kube::ObjectPtr got = runtimeEnvs_.get(r.meta.ns, r.spec.runtimeEnvName);
+  if (!got) return json();
+  return decode::object(decode::object(*got, "status"), "advisories");
+}
+
 StatusOr<closure::Closure> EvidenceReconciler::pinnedClosure(const json& release) {
   const v1::ModelRelease r = v1::decodeModelRelease(release);
   auto pin = v1::decodeRuntimePin(release);
@@ -152,7 +159,15 @@ Result EvidenceReconciler::publishEvidence(const json& release) {
   json status = decode::object(release, "status");
   {
     std::lock_guard<std::mutex> lock(mu_);
-    if (auto it = written_.find(meta.uid); it != written_.end()) status["evidence"] = it->second;
+    // What this controller wrote last, until the cache shows it (then forgotten: the map
+    // holds only releases whose status write the informer has not delivered yet).
+    if (auto it = written_.find(meta.uid); it != written_.end()) {
+      if (decode::member(status, "evidence") != nullptr && status["evidence"] == it->second) {
+        written_.erase(it);
+      } else {
+        status["evidence"] = it->second;
+      }
+    }
   }
   auto planned = plannedStatements(release, options_.context);
   std::string bomError;  // the BOM could not be made (no lock for the pinned closure)
@@ -184,7 +199,9 @@ Result EvidenceReconciler::publishEvidence(const json& release) {
     } else if (auto closure = pinnedClosure(release); !closure.isOk()) {
       bomError = closure.status().message();
       planned->push_back({kBomStatementName, "bom", kCycloneDxPredicate, "", ""});
-    } else if (auto bom = bomStatement(release, *closure, options_.context); bom.isOk()) {
+    } else if (auto bom =
+                   bomStatement(release, *closure, options_.context, runtimeEnvAdvisories(release));
+               bom.isOk()) {
       planned->push_back(std::move(*bom));
     } else {
       bomError = bom.status().message();
@@ -288,13 +305,15 @@ StatusOr<std::vector<evidence::ReferrerBundle>> EvidenceReconciler::readReferrer
   if (!ref.isOk()) return ref.status();
   // Read with the credentials of the SigningConfig for the package, if any.
   std::optional<registry::Credentials> creds;
+  std::string caPem;
   auto config = publisher_.configFor(ref->name());
   if (config.isOk() && config->has_value()) {
     auto c = publisher_.credentials(**config, ref->registry);
     if (!c.isOk()) return c.status();
     creds = *c;
+    caPem = (*config)->registryCaPem;
   }
-  auto client = options_.opener(ref->registry, creds);
+  auto client = options_.opener(ref->registry, creds, caPem);
   if (!client.isOk())
     return Status(client.status().code(),
                   "registry " + ref->registry + ": " + client.status().message());

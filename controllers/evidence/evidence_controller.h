@@ -106,6 +106,8 @@ class EvidenceReconciler final : public runtime::Reconciler {
   // The closure of the runtime the release pinned: from its RuntimeEnv's closure
   // ConfigMap of that revision (kept when spec.verify is set), else its lock as it
   // is now, which must still give the pinned closure hash.
+  // The RuntimeEnv's status.advisories (null when none), for the BOM's vulnerabilities.
+  nlohmann::json runtimeEnvAdvisories(const nlohmann::json& release) const;
   StatusOr<closure::Closure> pinnedClosure(const nlohmann::json& release);
 
   std::shared_ptr<kube::Client> client_;
@@ -119,6 +121,7 @@ class EvidenceReconciler final : public runtime::Reconciler {
   RegistryPublisher publisher_;  // signs and pushes; finds the SigningConfig for a package
   std::mutex mu_;
   // status.evidence as last written, by release UID (only this controller writes it).
+  // status.evidence this controller wrote, by release uid, until the cache delivers it.
   std::map<std::string, nlohmann::json> written_;
   // Evidence stages read: by "uid/stage", the request key, when to read again and
   // the registry failures in a row.

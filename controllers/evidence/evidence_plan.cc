@@ -199,7 +199,7 @@ bool bomDue(const json& release) {
 }
 
 StatusOr<PlannedStatement> bomStatement(const json& release, const closure::Closure& closure,
-                                        const EvidenceContext& context) {
+                                        const EvidenceContext& context, const json& advisories) {
   const json& spec = decode::object(release, "spec");
   const json& status = decode::object(release, "status");
   auto package = api::parseImageRef(decode::string(spec, "package"));
@@ -226,6 +226,21 @@ StatusOr<PlannedStatement> bomStatement(const json& release, const closure::Clos
     in.timestamp = std::max(in.timestamp, in.gates.back().finishedAt);
   }
   in.toolVersion = context.version;
+  const int64_t pinned = decode::integer(decode::object(status, "runtime"), "revision", -1);
+  if (advisories.is_object() && decode::integer(advisories, "revision", -2) == pinned) {
+    for (const json& a : decode::array(advisories, "items")) {
+      evidence::BomVulnerability v;
+      v.id = decode::string(a, "id");
+      for (const json& alias : decode::array(a, "aliases"))
+        if (alias.is_string()) v.aliases.push_back(alias.get<std::string>());
+      v.package = decode::string(a, "package");
+      v.version = decode::string(a, "version");
+      v.severity = decode::string(a, "severity");
+      if (a.contains("score") && a["score"].is_number()) v.score = a["score"].get<double>();
+      v.fixed = decode::string(a, "fixed");
+      in.vulnerabilities.push_back(std::move(v));
+    }
+  }
   auto bom = evidence::makeMlBom(in);
   if (!bom.isOk()) return bom.status().withContext("ML-BOM");
   nlohmann::ordered_json statement = {

@@ -57,9 +57,12 @@ bool bomDue(const nlohmann::json& release);
 // document of evidence/ml_bom.h): the package, `closure` (the pinned runtime's, as
 // its lock gives it), the runtime image, every passed gate. Its timestamp is the
 // last gate's finishedAt: the same status gives the same bytes.
+// `advisories`: the RuntimeEnv's status.advisories; its items become the BOM's
+// vulnerabilities when it is for the revision the release pinned (else none are known).
 StatusOr<PlannedStatement> bomStatement(const nlohmann::json& release,
                                         const closure::Closure& closure,
-                                        const EvidenceContext& context);
+                                        const EvidenceContext& context,
+                                        const nlohmann::json& advisories = nlohmann::json());
 
 // status.evidence[] entries for publishing and their summary condition.
 struct EvidenceOutcome {

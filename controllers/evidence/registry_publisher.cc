@@ -41,12 +41,12 @@ StatusOr<std::pair<std::string, std::string>> secretValue(
 
 }  // namespace
 
-RegistryOpener connectingOpener(std::string caPem) {
-  return [caPem = std::move(caPem)](const std::string& host,
-                                    const std::optional<registry::Credentials>& credentials)
-             -> StatusOr<std::unique_ptr<registry::RegistryClient>> {
+RegistryOpener connectingOpener(std::string defaultCaPem) {
+  return [defaultCaPem = std::move(defaultCaPem)](
+             const std::string& host, const std::optional<registry::Credentials>& credentials,
+             const std::string& caPem) -> StatusOr<std::unique_ptr<registry::RegistryClient>> {
     registry::ConnectOptions options;
-    options.caPem = caPem;
+    options.caPem = caPem.empty() ? defaultCaPem : caPem;
     options.timeout = std::chrono::seconds(20);
     return registry::connectRegistry(host, credentials, options);
   };
@@ -106,6 +106,7 @@ StatusOr<RegistryPublisher::Setup> RegistryPublisher::setup(const v1::SigningCon
   auto creds = credentials(config, host);
   if (!creds.isOk()) return creds.status();
   out.credentials = *creds;
+  out.caPem = config.registryCaPem;
   return out;
 }
 
@@ -145,7 +146,7 @@ std::vector<EvidenceOutcome> RegistryPublisher::publish(const std::vector<Planne
   };
   auto ref = registry::parsePackageRef(package);
   if (!ref.isOk()) return fail(ref.status().message());
-  auto client = opener_(ref->apiHost(), setup.credentials);
+  auto client = opener_(ref->apiHost(), setup.credentials, setup.caPem);
   if (!client.isOk()) return fail(client.status().message());
   auto subject = (*client)->describe(ref->repository, ref->digest);
   if (!subject.isOk()) return fail(subject.status().message());

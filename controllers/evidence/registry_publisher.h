@@ -32,11 +32,14 @@ inline constexpr const char* kStatementDigestAnnotation = "dev.lockstep.statemen
 inline constexpr const char* kStatementNameAnnotation = "dev.lockstep.statement";
 
 // Opens a registry client for a host (the production one: https, TLS 1.2+).
+// `caPem`: the SigningConfig's registryCABundle ("" = the opener's default).
 using RegistryOpener = std::function<StatusOr<std::unique_ptr<registry::RegistryClient>>(
-    const std::string& host, const std::optional<registry::Credentials>& credentials)>;
+    const std::string& host, const std::optional<registry::Credentials>& credentials,
+    const std::string& caPem)>;
 
-// Over registry::connectRegistry with `caPem` (a private registry's CA) or the system roots.
-RegistryOpener connectingOpener(std::string caPem);
+// Over registry::connectRegistry with the caller's CA, else `defaultCaPem` (the operator's
+// --registry-ca-file), else the system roots.
+RegistryOpener connectingOpener(std::string defaultCaPem);
 
 class RegistryPublisher {
  public:
@@ -44,6 +47,7 @@ class RegistryPublisher {
   struct Setup {
     std::shared_ptr<const evidence::Signer> signer;
     std::optional<registry::Credentials> credentials;
+    std::string caPem;  // the SigningConfig's registryCABundle ("" = the opener's default)
   };
 
   // `signingConfigs`: the informer cache of SigningConfigs; Secrets are read

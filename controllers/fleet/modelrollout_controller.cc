@@ -235,7 +235,8 @@ Result ModelRolloutReconciler::reconcile(const Request& request) {
     o.registryError = why;
     return finish(Result::after(std::chrono::seconds(evidenceBackoffSeconds(failures))));
   };
-  auto client = publisher_.opener()(ref->apiHost(), setup ? setup->credentials : std::nullopt);
+  auto client = publisher_.opener()(ref->apiHost(), setup ? setup->credentials : std::nullopt,
+                                    setup ? setup->caPem : std::string());
   if (!client.isOk())
     return registryFailed("registry " + ref->registry + ": " + client.status().message());
   auto list = registry::readBundleReferrers(**client, ref->repository, ref->digest, &bundles_);

@@ -13,6 +13,7 @@
 #include "api/v1alpha1/model_release.h"
 #include "api/v1alpha1/resources.h"
 #include "api/v1alpha1/runtime_env.h"
+#include "controllers/common/cached_pods.h"
 #include "controllers/common/execute.h"
 #include "controllers/modelrelease/gates/fleet_check.h"
 #include "controllers/modelrelease/prod/canary_observe.h"
@@ -43,29 +44,6 @@ std::vector<std::string> byNodeName(const kube::Object& pod) {
   std::string node = pod.value("/spec/nodeName"_json_pointer, std::string());
   if (node.empty()) return {};
   return {node};
-}
-
-// What the GPU pre-check reads of a pod: its node, phase and resource requests.
-void slimGpuPod(kube::Object& pod) {
-  json containers = json::array(), inits = json::array();
-  const json& spec = v1::decode::object(pod, "spec");
-  for (const json& c : v1::decode::array(spec, "containers"))
-    containers.push_back({{"resources", v1::decode::object(c, "resources")}});
-  for (const json& c : v1::decode::array(spec, "initContainers"))
-    inits.push_back({{"resources", v1::decode::object(c, "resources")}});
-  const json& meta = v1::decode::object(pod, "metadata");
-  json slim = {
-      {"metadata",
-       {{"name", v1::decode::string(meta, "name")},
-        {"namespace", v1::decode::string(meta, "namespace")},
-        {"uid", v1::decode::string(meta, "uid")},
-        {"resourceVersion", v1::decode::string(meta, "resourceVersion")}}},
-      {"spec",
-       {{"nodeName", v1::decode::string(spec, "nodeName")},
-        {"containers", containers},
-        {"initContainers", inits}}},
-      {"status", {{"phase", v1::decode::string(v1::decode::object(pod, "status"), "phase")}}}};
-  pod = std::move(slim);
 }
 
 // The objects of `resource` that carry the label `label` (server-side selector).
@@ -399,13 +377,10 @@ void setupModelReleaseController(runtime::Manager& manager, ModelReleaseOptions 
   // GPU nodes for the canary's capacity pre-check (shared with the RuntimeEnv
   // controller), and the pods that hold their GPUs: every unfinished pod (in
   // the watched namespaces of a namespaced install; docs/rollouts.md "GPU
-  // capacity"), slimmed to what the pre-check reads.
+  // capacity"), slimmed: the cache shared with the drift scan
+  // (controllers/common/cached_pods.h).
   kube::Informer& nodes = manager.informer(v1::kNodes);
-  kube::InformerOptions gpuPodOpts;
-  gpuPodOpts.resource = v1::kPods;
-  gpuPodOpts.fieldSelector = "status.phase!=Succeeded,status.phase!=Failed";
-  gpuPodOpts.transform = slimGpuPod;
-  kube::Informer& gpuPods = manager.informer(gpuPodOpts);
+  kube::Informer& gpuPods = manager.informer(unfinishedPods());
   releases.addIndex(v1::kReleaseByRuntimeEnvIndex, v1::indexByRuntimeEnv);
   releases.addIndex(v1::kReleaseByModelIndex, v1::indexByModel);
   jobs.addIndex(kube::kOwnerUidIndex, kube::ownerUidIndexFunc());

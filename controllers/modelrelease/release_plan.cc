@@ -267,11 +267,17 @@ ReleasePlan planRelease(const ReleaseObserved& o) {
     plan.events.push_back({"Warning", kReasonAborted, sum.readyMessage});
   };
   // A stale or unready runtime starts no stage: it waits, saying why.
+  // spec.policy.maxSeverity (runtime_env_state.h): advisories hold what has not started.
+  const std::string advisoryBlock = advisoryHold(env, rt, r);
+  const bool runtimeHeld = stale || !env.ready || !advisoryBlock.empty();
   auto holdForRuntime = [&](const std::string& stage, bool pending) {
     if (pending) sum.phase = kPhasePending;
     if (stale) {
       sum.readyReason = sum.stalledReason = kReasonRuntimeStale;
       sum.readyMessage = sum.stalledMessage = staleStage(stage);
+    } else if (env.ready && !advisoryBlock.empty()) {
+      sum.readyReason = kReasonAdvisoriesAboveMaxSeverity;
+      sum.readyMessage = "stage " + quote(stage) + " does not start: " + advisoryBlock;
     } else {
       sum.readyReason = env.found ? kReasonRuntimeEnvNotReady : kReasonRuntimeEnvNotFound;
       sum.readyMessage =
@@ -298,6 +304,12 @@ ReleasePlan planRelease(const ReleaseObserved& o) {
       // is ever made. A started canary rolls back (prod/canary_plan.h).
       if (!started && !abortedBy.empty()) {
         endAborted(st, s.name);
+        break;
+      }
+      if (!started && !stale && env.ready && !advisoryBlock.empty()) {
+        sum.phase = gateIndex == 0 ? kPhasePending : kPhaseTesting;
+        sum.readyReason = kReasonAdvisoriesAboveMaxSeverity;
+        sum.readyMessage = "stage " + quote(s.name) + " does not start: " + advisoryBlock;
         break;
       }
       if (!started && (stale || !env.ready)) {
@@ -390,7 +402,7 @@ ReleasePlan planRelease(const ReleaseObserved& o) {
         endAborted(st, s.name);
         break;
       }
-      if (stale || !env.ready) {
+      if (runtimeHeld) {
         holdForRuntime(s.name, gateIndex == 0);
         break;
       }
@@ -468,8 +480,9 @@ ReleasePlan planRelease(const ReleaseObserved& o) {
       break;
     }
 
-    // No Job (yet). A stale or unready runtime starts nothing.
-    if (stale || !env.ready) {
+    // No Job (yet). A stale or unready runtime, or one with advisories above the
+    // release's maxSeverity, starts nothing.
+    if (runtimeHeld) {
       if (phase == kStageRunning) {
         // Created before the runtime moved; the Job will appear in the cache.
         sum.reconciling = true;

@@ -1,5 +1,7 @@
 #include "controllers/modelrelease/runtime_env_state.h"
 
+#include "advisories/severity.h"
+
 #include "api/v1alpha1/conditions.h"
 #include "api/v1alpha1/runtime_env.h"
 #include "operator/kube/conditions.h"
@@ -23,6 +25,9 @@ RuntimeEnvState runtimeEnvState(const std::optional<nlohmann::json>& rte) {
   s.image = env.spec.image;
   s.currentRevision = env.status.currentRevision;
   s.revisions = env.status.revisions;
+  if (auto st = rte->find("status"); st != rte->end() && st->is_object()) {
+    if (auto a = st->find("advisories"); a != st->end() && a->is_object()) s.advisories = *a;
+  }
   const int64_t gen = env.meta.generation;
   const int64_t observed = env.status.observedGeneration;
   const bool readyTrue = kube::conditionTrue(env.status.conditions, v1::kConditionReady);
@@ -85,6 +90,33 @@ ReleaseRuntime releaseRuntime(const RuntimeEnvState& env, const v1::ModelRelease
   out.pin = chosen;
   out.newPin = true;
   return out;
+}
+
+std::string advisoryHold(const RuntimeEnvState& env, const ReleaseRuntime& rt,
+                         const v1::ModelRelease& r) {
+  if (r.spec.maxSeverity.empty() || !env.advisories.is_object()) return "";
+  auto max = advisories::parseSeverity(r.spec.maxSeverity);
+  if (!max.isOk()) return "";  // the CRD's enum refuses anything else
+  const int64_t revision = rt.pin ? rt.pin->revision : env.currentRevision;
+  if (env.advisories.value("revision", int64_t{-1}) != revision) return "";
+  std::vector<std::string> above;
+  for (const nlohmann::json& a : env.advisories.value("items", nlohmann::json::array())) {
+    auto severity = advisories::parseSeverity(a.value("severity", ""));
+    if (!advisories::exceeds(severity.isOk() ? *severity : advisories::Severity::kUnknown, *max))
+      continue;
+    above.push_back(a.value("id", "") + " (" + a.value("package", "") + " " +
+                    a.value("version", "") + ", " + a.value("severity", "") +
+                    (a.value("fixed", "").empty() ? "" : ", fixed in " + a.value("fixed", "")) +
+                    ")");
+  }
+  if (above.empty()) return "";
+  std::string list;
+  for (size_t i = 0; i < above.size() && i < 3; ++i) list += (i ? ", " : "") + above[i];
+  if (above.size() > 3) list += " and " + std::to_string(above.size() - 3) + " more";
+  return "RuntimeEnv " + quoted(r.spec.runtimeEnvName) + " revision " + std::to_string(revision) +
+         " has " + std::to_string(above.size()) + " advisory(ies) above spec.policy.maxSeverity " +
+         r.spec.maxSeverity + ": " + list +
+         "; nothing starts until the runtime is fixed (docs/supply-chain.md)";
 }
 
 }  // namespace lockstep::controllers

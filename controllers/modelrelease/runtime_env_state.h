@@ -25,6 +25,7 @@ struct RuntimeEnvState {
   std::string notReadyMessage;
   int64_t currentRevision = 0;  // 0: none recorded (a RuntimeEnv from before revisions)
   std::vector<api::v1alpha1::RuntimeRevision> revisions;
+  nlohmann::json advisories;  // status.advisories (null: no advisory source)
 };
 
 RuntimeEnvState runtimeEnvState(const std::optional<nlohmann::json>& runtimeEnv);
@@ -46,5 +47,15 @@ struct ReleaseRuntime {
 };
 
 ReleaseRuntime releaseRuntime(const RuntimeEnvState& env, const api::v1alpha1::ModelRelease& r);
+
+// Why the release may start nothing new because of advisories ("" = it may): with
+// spec.policy.maxSeverity set, the advisories the RuntimeEnv records for the revision
+// the release runs on (its pin, else the current one) above that severity (an unknown
+// severity is above every maximum). Nothing is known, and nothing held, when the
+// RuntimeEnv records no advisories (the operator has no --osv-export) or records them
+// for another revision than the release's.
+inline constexpr const char* kReasonAdvisoriesAboveMaxSeverity = "AdvisoriesAboveMaxSeverity";
+std::string advisoryHold(const RuntimeEnvState& env, const ReleaseRuntime& rt,
+                         const api::v1alpha1::ModelRelease& r);
 
 }  // namespace lockstep::controllers

@@ -108,6 +108,11 @@ std::optional<RuntimeEnvObserved> RuntimeEnvReconciler::observe(const Request& r
       observed.closureConfigMaps.push_back(cm);
   }
   observed.cliImage = cliImage_;
+  if (advisories_) {
+    AdvisorySource::Snapshot snapshot = advisories_->current();
+    observed.advisories = std::move(snapshot.index);
+    observed.advisorySource = std::move(snapshot.description);
+  }
   return observed;
 }
 
@@ -131,6 +136,10 @@ Result RuntimeEnvReconciler::reconcile(const Request& request) {
   }
   if (outcome.statusWritten && metrics_ && !plan.verification.finishedResult.empty()) {
     metrics_->runFinished(plan.verification.finishedResult);
+  }
+  if (metrics_ && observed->advisories) {
+    metrics_->advisories(request.ns, request.name,
+                         plan.status.value("/advisories/bySeverity"_json_pointer, json::object()));
   }
   // Level-based resync: re-derive the status periodically even when nothing was heard;
   // sooner when a verification run is due or going.
@@ -179,6 +188,7 @@ void setupRuntimeEnvController(runtime::Manager& manager, int workers,
   auto reconciler = std::make_shared<RuntimeEnvReconciler>(
       manager.sharedClient(), caches, manager.events(), manager.clock(),
       makePrometheusVerificationMetrics(*manager.metrics().registry()), options.cliImage);
+  reconciler->setAdvisorySource(options.advisories);
   const kube::Indexer* jobCache = &verifyJobs.cache();
 
   const kube::Indexer* rteCache = &rtes.cache();

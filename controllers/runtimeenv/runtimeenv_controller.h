@@ -18,6 +18,7 @@
 #include <memory>
 #include <optional>
 
+#include "controllers/runtimeenv/advisory_source.h"
 #include "controllers/runtimeenv/runtimeenv_plan.h"
 #include "controllers/runtimeenv/verification_metrics.h"
 #include "operator/kube/client.h"
@@ -49,6 +50,10 @@ class RuntimeEnvReconciler final : public runtime::Reconciler {
                        std::string cliImage = "");
 
   runtime::Result reconcile(const runtime::Request& request) override;
+  // The operator's --osv-export (null: none): status.advisories of each RuntimeEnv.
+  void setAdvisorySource(std::shared_ptr<AdvisorySource> source) {
+    advisories_ = std::move(source);
+  }
   // The observe step alone: nullopt when there is nothing to reconcile.
   std::optional<RuntimeEnvObserved> observe(const runtime::Request& request) const;
 
@@ -59,6 +64,7 @@ class RuntimeEnvReconciler final : public runtime::Reconciler {
   kube::Clock& clock_;
   std::shared_ptr<VerificationMetrics> metrics_;
   std::string cliImage_;
+  std::shared_ptr<AdvisorySource> advisories_;
 };
 
 // The longest a RuntimeEnv goes without being re-derived from its spec and lock.
@@ -76,6 +82,7 @@ runtime::UpdateFilter releasePinChanged();
 // (the operator's --cli-image).
 struct RuntimeEnvOptions {
   std::string cliImage;
+  std::shared_ptr<AdvisorySource> advisories;  // --osv-export, loaded; null: none
 };
 
 // Registers the informers, indexes, watches and the controller on `manager`.

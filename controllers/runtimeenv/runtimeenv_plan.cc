@@ -1,5 +1,7 @@
 #include "controllers/runtimeenv/runtimeenv_plan.h"
 
+#include "controllers/runtimeenv/runtimeenv_advisories.h"
+
 #include <algorithm>
 #include <map>
 
@@ -325,6 +327,22 @@ RuntimeEnvPlan planRuntimeEnv(const RuntimeEnvObserved& o, const std::string& no
   }
   RevisionsPlan revisions = planRevisions(in);
   recordRevisions(revisions, status, plan.events);
+
+  // Advisories of the current revision's closure (runtimeenv_advisories.h). A lock that
+  // does not resolve keeps the last match; no source removes it.
+  if (o.advisories == nullptr) {
+    status.erase("advisories");
+  } else if (r.ok) {
+    json advisories =
+        advisoryStatus(o.advisories->match(r.closure.packages), revisions.currentRevision,
+                       r.closure.closureHash, o.advisorySource);
+    bool pinned = false;
+    for (const RuntimeRevision& rev : revisions.revisions)
+      if (rev.number == revisions.currentRevision) pinned = rev.pinned();
+    if (auto e = advisoryEvent(decode::object(oldStatus, "advisories"), advisories, pinned))
+      plan.events.push_back(std::move(*e));
+    status["advisories"] = std::move(advisories);
+  }
 
   planVerificationInto(plan, o, rte, r, resolved, revisions, status, now);
 

@@ -10,12 +10,14 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
 
 #include <nlohmann/json.hpp>
 
+#include "advisories/match.h"
 #include "controllers/common/plan.h"
 #include "controllers/runtimeenv/runtimeenv_revisions.h"
 #include "controllers/runtimeenv/runtimeenv_verification.h"
@@ -45,6 +47,11 @@ struct RuntimeEnvObserved {
   std::vector<kube::ObjectPtr> closureConfigMaps;  // this RuntimeEnv's, one per revision
   std::string cliImage;
   int64_t nowUnix = 0;
+  // The operator's advisory source (--osv-export; runtimeenv_advisories.h): null when
+  // none is configured (status.advisories is then removed), else the loaded index and
+  // what it is ("<path>: N records").
+  std::shared_ptr<const advisories::AdvisoryIndex> advisories;
+  std::string advisorySource;
 };
 
 // An Event on the RuntimeEnv. (ModelReleases mark themselves Stale from the

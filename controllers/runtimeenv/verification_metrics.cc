@@ -2,6 +2,7 @@
 
 #include <prometheus/counter.h>
 #include <prometheus/family.h>
+#include <prometheus/gauge.h>
 #include <prometheus/registry.h>
 
 namespace lockstep::controllers {
@@ -13,7 +14,12 @@ class PrometheusVerificationMetrics final : public VerificationMetrics {
       : runs_(::prometheus::BuildCounter()
                   .Name("lockstep_runtime_verification_total")
                   .Help("Finished scheduled runtime verification runs by result (passed, failed)")
-                  .Register(registry)) {
+                  .Register(registry)),
+        advisories_(::prometheus::BuildGauge()
+                        .Name("lockstep_runtime_advisories")
+                        .Help("OSV advisories affecting a RuntimeEnv's current revision, by "
+                              "severity (docs/supply-chain.md)")
+                        .Register(registry)) {
     // Both series exist from the start, so rate() and alerts see a zero, not nothing.
     runs_.Add({{"result", "passed"}});
     runs_.Add({{"result", "failed"}});
@@ -21,9 +27,17 @@ class PrometheusVerificationMetrics final : public VerificationMetrics {
   void runFinished(const std::string& result) override {
     runs_.Add({{"result", result}}).Increment();
   }
+  void advisories(const std::string& ns, const std::string& name,
+                  const nlohmann::json& bySeverity) override {
+    for (const char* severity : {"critical", "high", "medium", "low", "none", "unknown"}) {
+      const double n = bySeverity.is_object() ? bySeverity.value(severity, 0) : 0;
+      advisories_.Add({{"namespace", ns}, {"runtimeenv", name}, {"severity", severity}}).Set(n);
+    }
+  }
 
  private:
   ::prometheus::Family<::prometheus::Counter>& runs_;
+  ::prometheus::Family<::prometheus::Gauge>& advisories_;
 };
 
 }  // namespace

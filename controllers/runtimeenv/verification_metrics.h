@@ -7,6 +7,8 @@
 #include <memory>
 #include <string>
 
+#include <nlohmann/json.hpp>
+
 namespace prometheus {
 class Registry;
 }  // namespace prometheus
@@ -17,6 +19,11 @@ class VerificationMetrics {
  public:
   virtual ~VerificationMetrics() = default;
   virtual void runFinished(const std::string& result) = 0;
+  // lockstep_runtime_advisories{namespace,runtimeenv,severity}: the advisories of the
+  // RuntimeEnv's current revision by severity (status.advisories.bySeverity; an empty
+  // object zeroes every series of it).
+  virtual void advisories(const std::string& /*ns*/, const std::string& /*name*/,
+                          const nlohmann::json& /*bySeverity*/) {}
 };
 
 std::shared_ptr<VerificationMetrics> makePrometheusVerificationMetrics(

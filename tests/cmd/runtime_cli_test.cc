@@ -52,7 +52,8 @@ TEST(RuntimeArgs, ParsesHistoryAndNamesWhatIsWrong) {
   EXPECT_TRUE(c->json);
   EXPECT_EQ(parseRuntimeArgs({"--help"})->action, RuntimeCommand::Action::kHelp);
   EXPECT_EQ(parseRuntimeArgs({"history"}).status().message(), "history needs a RuntimeEnv name");
-  EXPECT_EQ(parseRuntimeArgs({"list"}).status().message(), "unknown subcommand \"list\" (history)");
+  EXPECT_EQ(parseRuntimeArgs({"list"}).status().message(),
+            "unknown subcommand \"list\" (history, drift)");
   EXPECT_EQ(parseRuntimeArgs({"history", "a", "b"}).status().message(), "unexpected argument b");
   EXPECT_EQ(parseRuntimeArgs({"history", "a", "--bogus"}).status().message(),
             "unknown flag --bogus");
@@ -105,6 +106,63 @@ TEST_F(RuntimeCommandsTest, AMissingRuntimeEnvIsNamed) {
   RuntimeCommand cmd = *parseRuntimeArgs({"history", "nope"});
   EXPECT_EQ(runRuntimeCommand(cmd, "ml", io_), 1);
   EXPECT_EQ(err_.str(), "lockstep: runtime history: no RuntimeEnv \"nope\" in namespace \"ml\"\n");
+}
+
+TEST(RuntimeArgs, ParsesDrift) {
+  auto c = parseRuntimeArgs({"drift", "-A", "-o", "json"});
+  ASSERT_TRUE(c.isOk()) << c.status().toString();
+  EXPECT_EQ(c->action, RuntimeCommand::Action::kDrift);
+  EXPECT_TRUE(c->kube.allNamespaces);
+  EXPECT_TRUE(c->json);
+  EXPECT_EQ(parseRuntimeArgs({"drift", "torch"}).status().message(), "unexpected argument torch");
+}
+
+json podOn(const std::string& name, const std::string& image) {
+  return {{"metadata",
+           {{"name", name},
+            {"namespace", "ml"},
+            {"uid", "uid-" + name},
+            {"labels", {{"lockstep.dev/runtime-env", "torch"}}},
+            {"annotations", {{"lockstep.dev/closure-hash", "sha256:" + std::string(64, 'a')}}}}},
+          {"spec", {{"containers", json::array({{{"name", "main"}, {"image", image}}})}}},
+          {"status", {{"phase", "Running"}}}};
+}
+
+TEST_F(RuntimeCommandsTest, DriftListsEachKindOnceAndNamesTheDriftingPods) {
+  transport_->push(FakeTransport::ok(
+      {{"metadata", {{"name", "ml"}, {"labels", {{"lockstep.dev/enforce", "warn"}}}}}}));
+  transport_->push(FakeTransport::ok(
+      {{"items", json::array({podOn("ok", "reg.example/t@sha256:" + std::string(64, '1')),
+                              podOn("stray", "reg.example/t@sha256:" + std::string(64, '9'))})},
+       {"metadata", json::object()}}));
+  transport_->push(
+      FakeTransport::ok({{"items", json::array({runtimeEnv()})}, {"metadata", json::object()}}));
+  RuntimeCommand cmd = *parseRuntimeArgs({"drift"});
+  EXPECT_EQ(runRuntimeCommand(cmd, "ml", io_), 1) << err_.str();
+  auto reqs = transport_->requests();
+  ASSERT_EQ(reqs.size(), 3u);
+  EXPECT_EQ(reqs[0].path, "/api/v1/namespaces/ml");
+  EXPECT_EQ(reqs[1].path, "/api/v1/namespaces/ml/pods");
+  EXPECT_NE(reqs[1].uri().find("fieldSelector=status.phase"), std::string::npos) << reqs[1].uri();
+  EXPECT_EQ(reqs[2].path, "/apis/lockstep.dev/v1alpha1/namespaces/ml/runtimeenvs");
+  const std::string out = out_.str();
+  EXPECT_NE(out.find("ml\tstray\ttorch\tforeign-image\t"), std::string::npos) << out;
+  EXPECT_EQ(out.find("\tok\t"), std::string::npos) << out;
+}
+
+TEST_F(RuntimeCommandsTest, NoDriftExitsZero) {
+  transport_->push(FakeTransport::ok({{"metadata", {{"name", "ml"}}}}));
+  transport_->push(FakeTransport::ok(
+      {{"items", json::array({podOn("ok", "reg.example/t@sha256:" + std::string(64, '2'))})},
+       {"metadata", json::object()}}));
+  transport_->push(
+      FakeTransport::ok({{"items", json::array({runtimeEnv()})}, {"metadata", json::object()}}));
+  RuntimeCommand cmd = *parseRuntimeArgs({"drift", "-o", "json"});
+  EXPECT_EQ(runRuntimeCommand(cmd, "ml", io_), 0) << err_.str();
+  json reports = json::parse(out_.str());
+  ASSERT_EQ(reports.size(), 1u);
+  EXPECT_EQ(reports[0]["summary"]["pass"], 1);
+  EXPECT_EQ(reports[0]["summary"]["fail"], 0);
 }
 
 }  // namespace

@@ -12,7 +12,10 @@
 #    fallback tag index that oras writes, as cosign does);
 # 3. on both, `oras discover` lists it and `cosign verify-attestation` accepts it from
 #    the registry (TLS to the test CA, credentials from DOCKER_CONFIG), and refuses it
-#    under another key.
+#    under another key;
+# 4. a decision (SLSA VSA) signed by lockstep, pushed the same way: cosign with a Rego
+#    policy (--policy) accepts it for the stage spec digest it names and refuses it for
+#    another (a verdict for other thresholds is not evidence for this release).
 #
 #   cosign_registry_test.sh LOCKSTEP_BINARY
 #
@@ -150,6 +153,37 @@ refused "another subject" offline "$tmp/bundle.json" "$tmp/signer.pub" \
 refused "another predicate type" offline "$tmp/bundle.json" "$tmp/signer.pub" "$subject" \
   https://slsa.dev/verification_summary/v1
 
+step "a decision (SLSA VSA) for stage spec digest A, signed by lockstep evidence sign"
+vsa_type=https://slsa.dev/verification_summary/v1
+spec_a=$(printf 'stage spec A' | sha256sum | cut -d' ' -f1)
+spec_b=$(printf 'stage spec B' | sha256sum | cut -d' ' -f1)
+python3 - "$subject" "$spec_a" >"$tmp/vsa-statement.json" <<'PY'
+import json, sys
+subject, spec = sys.argv[1:]
+print(json.dumps({
+    "_type": "https://in-toto.io/Statement/v1",
+    "subject": [{"name": "models/gpt2-small", "digest": {"sha256": subject.split(":", 1)[1]}}],
+    "predicateType": "https://slsa.dev/verification_summary/v1",
+    "predicate": {"verifier": {"id": "https://lockstep.dev/operator"},
+                  "timeVerified": "2026-12-03T00:00:00Z",
+                  "resourceUri": "models/gpt2-small@" + subject,
+                  "policy": {"uri": "lockstep:stage/eval", "digest": {"sha256": spec}},
+                  "verificationResult": "PASSED", "verifiedLevels": []}},
+    separators=(",", ":")))
+PY
+"$lockstep" evidence sign --key "$tmp/signer.key" "$tmp/vsa-statement.json" >"$tmp/vsa.json"
+for spec in a b; do
+  digest=spec_$spec
+  cat >"$tmp/spec-$spec.rego" <<REGO
+package signature
+
+allow {
+  input.predicateType == "$vsa_type"
+  input.predicate.policy.digest.sha256 == "${!digest}"
+}
+REGO
+done
+
 for kind in referrers distribution; do
   repo=${host[$kind]}/models/gpt2-small
   regca=${ca[$kind]}
@@ -231,6 +265,21 @@ assert "sha256:" + st["subject"][0]["digest"]["sha256"] == sys.argv[2], st["subj
 print("verified statement:", st["predicateType"], "about", sys.argv[2])
 PY
   refused "another key, from $kind" from_registry "$tmp/other.pub"
+
+  step "$kind: the decision as a referrer; cosign's Rego policy checks its stage spec digest"
+  layout manifest "$tmp/vsa.json" "$subject_type" "$subject" "$subject_size" \
+    "$(date -u +%Y-%m-%dT%H:%M:%SZ)" >"$tmp/vsa-referrer.json"
+  oras blob push --ca-file "$regca" "$repo" "$tmp/vsa.json" >/dev/null
+  oras manifest push --ca-file "$regca" --media-type application/vnd.oci.image.manifest.v1+json \
+    "$repo@sha256:$(sha256sum "$tmp/vsa-referrer.json" | cut -d' ' -f1)" "$tmp/vsa-referrer.json" >/dev/null
+  with_policy() { # REGO
+    cosign verify-attestation --key "$tmp/signer.pub" --insecure-ignore-tlog --type "$vsa_type" \
+      --policy "$1" --registry-cacert "$regca" "$repo@$subject"
+  }
+  with_policy "$tmp/spec-a.rego" >/dev/null 2>"$tmp/policy.log" || {
+    cat "$tmp/policy.log" >&2; fail "cosign's policy refused the decision for its own spec digest on $kind"; }
+  echo "accepted: the decision for spec digest A under a policy that wants A"
+  refused "a decision for another stage spec digest, from $kind" with_policy "$tmp/spec-b.rego"
 done
 if [ ${#defects[@]} -gt 0 ]; then
   printf 'FAIL: %s\n' "${defects[@]}" >&2

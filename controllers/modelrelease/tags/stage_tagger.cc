@@ -82,7 +82,14 @@ int64_t StageTagger::run(const json& release, const json& plannedStatus,
   json status = plannedStatus;
   {
     std::lock_guard<std::mutex> lock(mu_);
-    if (auto it = written_.find(uid); it != written_.end()) status["registryTags"] = it->second;
+    // Written last, until the status handed in shows it (then forgotten).
+    if (auto it = written_.find(uid); it != written_.end()) {
+      if (status.contains("registryTags") && status["registryTags"] == it->second) {
+        written_.erase(it);
+      } else {
+        status["registryTags"] = it->second;
+      }
+    }
   }
   StageTagsObserved o{release, status, promotedRelease, promotedPackage, now, nowUnix};
   StageTagsPlan plan = planStageTags(o);

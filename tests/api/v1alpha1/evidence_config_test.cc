@@ -39,6 +39,23 @@ TEST(SigningConfig, ErrorsNameTheField) {
             "spec.repositories[0]: must be a non-empty string");
 }
 
+TEST(SigningConfig, ARegistryCaOfItsOwn) {
+  const std::string ca = "-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----\n";
+  auto spec =
+      decodeSigningConfigSpec({{"keySecretRef", {{"name", "k"}}}, {"registryCABundle", ca}});
+  ASSERT_TRUE(spec.isOk()) << spec.status().toString();
+  EXPECT_EQ(spec->registryCaPem, ca);
+  EXPECT_TRUE(decodeSigningConfigSpec({{"keySecretRef", {{"name", "k"}}}})->registryCaPem.empty());
+  EXPECT_EQ(decodeSigningConfigSpec({{"keySecretRef", {{"name", "k"}}}, {"registryCABundle", "x"}})
+                .status()
+                .message(),
+            "spec.registryCABundle: holds no PEM certificate (-----BEGIN CERTIFICATE-----)");
+  EXPECT_EQ(decodeSigningConfigSpec({{"keySecretRef", {{"name", "k"}}}, {"registryCABundle", 3}})
+                .status()
+                .message(),
+            "spec.registryCABundle: must be PEM text");
+}
+
 json policy() {
   return {{"keys", json::array({{{"name", "prod"}, {"publicKey", kPem}},
                                 {{"name", "ci-bot"}, {"publicKey", kPem}}})},

@@ -82,15 +82,18 @@ class EvidenceClusterTest : public ::testing::Test {
     run({"mkdir", "-p", dir_ + "/docker", dir_ + "/tuf"});
     std::ofstream(dir_ + "/auth.json") << dockerConfig(registry_->password());
     std::ofstream(dir_ + "/docker/config.json") << dockerConfig(registry_->password());
-    // The operator trusts both registries' CAs.
+    // The operator's own --registry-ca-file trusts docker-registry's CA only; the
+    // SigningConfig brings both (registryCABundle), so go-containerregistry's registry
+    // is reached through the config's CA alone.
     ASSERT_EQ(run({"sh", "-c",
                    "cat '" + registry_->caFile() + "' '" + referrers_->caFile() + "' > '" + dir_ +
                        "/cas.pem'"})
                   .exitCode,
               0);
+    const std::string configCas = readFile(dir_ + "/cas.pem");
     ASSERT_EQ(ReleaseWorld::startOperator(
-                  {"--registry-ca-file=" + dir_ + "/cas.pem", "--cluster-name=test-east"},
-                  [] {
+                  {"--registry-ca-file=" + registry_->caFile(), "--cluster-name=test-east"},
+                  [configCas] {
                     kubectl({"delete", "secret", "-n", kOperatorNamespace, "evidence-key",
                              "evidence-registry", "--ignore-not-found"});
                     auto key =
@@ -107,7 +110,8 @@ class EvidenceClusterTest : public ::testing::Test {
                               {{"repositories", json::array({registry_->host() + "/models/",
                                                              referrers_->host() + "/models/"})},
                                {"keySecretRef", {{"name", "evidence-key"}}},
-                               {"registryCredentialsSecretRef", {{"name", "evidence-registry"}}}}}}
+                               {"registryCredentialsSecretRef", {{"name", "evidence-registry"}}},
+                               {"registryCABundle", configCas}}}}
                             .dump());
                     EXPECT_EQ(config.exitCode, 0) << config.err;
                   }),

@@ -194,6 +194,43 @@ TEST(EvidencePlan, TheBomIsDueOnceEveryGatePassedAndDescribesThem) {
       << "the same status and closure give the same bytes";
 }
 
+TEST(EvidencePlan, TheBomCarriesTheRuntimeEnvsAdvisoriesOfThePinnedRevision) {
+  const closure::Closure c = twoPackages();
+  const int64_t pinned = release()["status"]["runtime"]["revision"];
+  json advisories = {{"revision", pinned},
+                     {"items", json::array({{{"id", "GHSA-0000-six"},
+                                             {"aliases", {"CVE-2026-0001"}},
+                                             {"package", "six"},
+                                             {"version", "1.16.0"},
+                                             {"severity", "high"},
+                                             {"score", 7.5},
+                                             {"fixed", "1.17.0"}}})}};
+  auto bom = bomStatement(release(), c, {"east", "0.1.0"}, advisories);
+  ASSERT_TRUE(bom.isOk()) << bom.status().toString();
+  const json doc = json::parse(bom->payload)["predicate"];
+  ASSERT_EQ(doc["vulnerabilities"].size(), 1u) << doc.dump(2);
+  const json& v = doc["vulnerabilities"][0];
+  EXPECT_EQ(v["id"], "GHSA-0000-six");
+  EXPECT_EQ(v["ratings"][0]["severity"], "high");
+  EXPECT_EQ(v["ratings"][0]["score"], 7.5);
+  EXPECT_EQ(v["references"][0]["id"], "CVE-2026-0001");
+  EXPECT_EQ(v["recommendation"], "upgrade six to 1.17.0");
+  EXPECT_EQ(v["affects"][0]["ref"], "pkg:pypi/six@1.16.0");
+  // Advisories of another revision say nothing of the pinned one.
+  advisories["revision"] = pinned + 1;
+  auto other = bomStatement(release(), c, {"east", "0.1.0"}, advisories);
+  ASSERT_TRUE(other.isOk());
+  EXPECT_FALSE(json::parse(other->payload)["predicate"].contains("vulnerabilities"));
+  // One naming no entry of the closure is an error, not a dangling reference.
+  advisories["revision"] = pinned;
+  advisories["items"][0]["package"] = "requests";
+  auto dangling = bomStatement(release(), c, {"east", "0.1.0"}, advisories);
+  ASSERT_FALSE(dangling.isOk());
+  EXPECT_NE(dangling.status().message().find("GHSA-0000-six names requests 1.16.0"),
+            std::string::npos)
+      << dangling.status().message();
+}
+
 TEST(EvidenceStatus, PublishedFailedAndRetriedWithBackOff) {
   auto planned = *plannedStatements(release(), {"east", "0.1.0"});
   const std::string t0 = "2026-12-02T12:00:00Z";

@@ -634,6 +634,54 @@ TEST(ReleasePlan, AClosedChangeWindowStartsNoGateAndNoCanary) {
   EXPECT_TRUE(planRelease(atProd).prod.has_value());
 }
 
+TEST(ReleasePlan, AdvisoriesAboveMaxSeverityStartNoGateAndNoCanary) {
+  json env = runtimeEnv();
+  env["status"]["advisories"] = {{"revision", 0},
+                                 {"items", json::array({{{"id", "GHSA-h5c8-rqwp-cp95"},
+                                                         {"package", "jinja2"},
+                                                         {"version", "3.1.2"},
+                                                         {"severity", "medium"},
+                                                         {"fixed", "3.1.3"}},
+                                                        {{"id", "GHSA-jjg7-2v4v-x38h"},
+                                                         {"package", "idna"},
+                                                         {"version", "3.4"},
+                                                         {"severity", "high"}}})}};
+  json release = ReleaseBuilder().gate("eval").serving("prod").build();
+  release["spec"]["policy"] = {{"maxSeverity", "medium"}};
+  auto plan = planRelease(observed(release, env));
+  EXPECT_TRUE(plan.jobsToCreate.empty());
+  EXPECT_EQ(plan.status["phase"], "Pending");
+  EXPECT_EQ(condition(plan, "Ready", "reason"), "AdvisoriesAboveMaxSeverity");
+  const std::string m = condition(plan, "Ready", "message");
+  EXPECT_NE(m.find("1 advisory(ies) above spec.policy.maxSeverity medium: GHSA-jjg7-2v4v-x38h "
+                   "(idna 3.4, high)"),
+            std::string::npos)
+      << m;
+  EXPECT_EQ(m.find("jinja2"), std::string::npos) << "medium is not above medium: " << m;
+  // A higher bar, or no bar: the gate starts.
+  release["spec"]["policy"]["maxSeverity"] = "high";
+  EXPECT_EQ(planRelease(observed(release, env)).jobsToCreate.size(), 1u);
+  release["spec"].erase("policy");
+  EXPECT_EQ(planRelease(observed(release, env)).jobsToCreate.size(), 1u);
+  // Advisories recorded for another revision say nothing about this one.
+  release["spec"]["policy"] = {{"maxSeverity", "low"}};
+  json other = env;
+  other["status"]["advisories"]["revision"] = 7;
+  EXPECT_EQ(planRelease(observed(release, other)).jobsToCreate.size(), 1u);
+  // The gate passed: the canary does not start while the advisory stands.
+  auto first = planRelease(observed(release, runtimeEnv()));
+  json job = finished(jobFor(first), "Complete");
+  auto o = observed(applied(release, first), env);
+  o.jobs = {job};
+  o.pods = {podOf(job, "Succeeded", "")};
+  auto prod = planRelease(o);
+  EXPECT_EQ(stage(prod, "eval")["phase"], "Succeeded");
+  EXPECT_FALSE(prod.prod.has_value());
+  EXPECT_EQ(condition(prod, "Ready", "reason"), "AdvisoriesAboveMaxSeverity");
+  EXPECT_NE(condition(prod, "Ready", "message").find("stage \"prod\" does not start"),
+            std::string::npos);
+}
+
 TEST(ReleasePlan, MissingOrUnreadyRuntimeWaits) {
   json release = ReleaseBuilder().gate("eval").build();
   auto plan = planRelease(observed(release, std::nullopt));
