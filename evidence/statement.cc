@@ -125,7 +125,8 @@ StatusOr<nlohmann::ordered_json> decisionStatement(const DecisionInput& in) {
   if (!inputs.isOk()) return inputs.status();
   Json approvers = Json::array();
   for (const Approver& a : in.approvers) {
-    Json j{{"user", a.user}, {"groups", a.groups}};
+    Json j{{"user", a.user}};
+    if (a.groupsRecorded) j["groups"] = a.groups;
     if (!a.approvedAt.empty()) j["approvedAt"] = a.approvedAt;
     approvers.push_back(j);
   }

@@ -50,8 +50,9 @@ struct EvalStatementInput {
 
 struct Approver {
   std::string user;
-  std::vector<std::string> groups;
-  std::string approvedAt;  // RFC 3339
+  std::vector<std::string> groups;  // as the API server authenticated the approver
+  std::string approvedAt;           // RFC 3339
+  bool groupsRecorded = true;       // false: unknown (the approval recorded none): omitted
 };
 
 // A statement this decision rests on (an eval statement): its payload's digest.

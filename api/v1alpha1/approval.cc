@@ -31,8 +31,10 @@ std::optional<std::string> decodeApprovalPolicy(const json& stage, const std::st
   } else if (a.is_object()) {
     out.objectForm = true;
     for (const auto& [key, value] : a.items()) {
-      if (key != "policy" && key != "minApprovers" && key != "allowSelfApproval")
-        return path + "." + key + ": unknown field (policy, minApprovers, allowSelfApproval)";
+      if (key != "policy" && key != "minApprovers" && key != "allowSelfApproval" &&
+          key != "fromGroups")
+        return path + "." + key +
+               ": unknown field (policy, minApprovers, allowSelfApproval, fromGroups)";
     }
     auto p = a.find("policy");
     if (p == a.end() || !p->is_string()) return path + ".policy: required: Automatic or Manual";
@@ -46,6 +48,22 @@ std::optional<std::string> decodeApprovalPolicy(const json& stage, const std::st
       if (!s->is_boolean()) return path + ".allowSelfApproval: must be true or false";
       out.allowSelfApproval = s->get<bool>();
     }
+    if (auto g = a.find("fromGroups"); g != a.end()) {
+      const std::string gp = path + ".fromGroups";
+      if (!g->is_array() || g->empty() || g->size() > static_cast<size_t>(kMaxFromGroups))
+        return gp + ": must be a list of 1.." + std::to_string(kMaxFromGroups) +
+               " group names (only approvers in one of them count)";
+      for (size_t i = 0; i < g->size(); ++i) {
+        const json& v = (*g)[i];
+        const std::string ip = gp + "[" + std::to_string(i) + "]";
+        if (!v.is_string() || v.get<std::string>().empty())
+          return ip + ": must be a group name (a non-empty string)";
+        const std::string name = v.get<std::string>();
+        if (std::find(out.fromGroups.begin(), out.fromGroups.end(), name) != out.fromGroups.end())
+          return ip + ": " + quote(name) + " is listed twice";
+        out.fromGroups.push_back(name);
+      }
+    }
   } else {
     return path + ": must be Automatic, Manual or {policy: Manual, minApprovers: N}";
   }
@@ -54,8 +72,8 @@ std::optional<std::string> decodeApprovalPolicy(const json& stage, const std::st
   } else if (policy != "Automatic") {
     return path + (out.objectForm ? ".policy" : "") + ": " + quote(policy) +
            " is not Automatic or Manual";
-  } else if (out.minApprovers != 1 || out.allowSelfApproval) {
-    return path + ": minApprovers and allowSelfApproval need policy Manual";
+  } else if (out.minApprovers != 1 || out.allowSelfApproval || !out.fromGroups.empty()) {
+    return path + ": minApprovers, allowSelfApproval and fromGroups need policy Manual";
   }
   return std::nullopt;
 }
@@ -87,9 +105,46 @@ std::vector<StageApproval> stageApprovals(const json& release, const std::string
     if (key.compare(0, prefix.size(), prefix) != 0) continue;
     auto k = parseApprovalKey(key.substr(prefix.size()));
     if (!k || k->stage != stage) continue;
-    out.push_back({key, value.is_string() ? value.get<std::string>() : std::string()});
+    StageApproval a{key, value.is_string() ? value.get<std::string>() : std::string(), {}, false};
+    auto g = ann->find(approverGroupsKey(key));
+    if (g != ann->end() && g->is_string()) {
+      if (auto groups = decodeApproverGroups(g->get<std::string>())) {
+        a.groups = std::move(*groups);
+        a.groupsRecorded = true;
+      }
+    }
+    out.push_back(std::move(a));
   }
   return out;
+}
+
+std::string approverGroupsKey(const std::string& approvalKey) {
+  const std::string prefix = kApproveAnnotationPrefix;
+  if (approvalKey.compare(0, prefix.size(), prefix) != 0) return "";
+  return kApproverGroupsAnnotationPrefix + approvalKey.substr(prefix.size());
+}
+
+std::string encodeApproverGroups(const std::vector<std::string>& groups) {
+  return json(groups).dump();
+}
+
+std::optional<std::vector<std::string>> decodeApproverGroups(const std::string& value) {
+  json j = json::parse(value, nullptr, /*allow_exceptions=*/false);
+  if (!j.is_array()) return std::nullopt;
+  std::vector<std::string> out;
+  for (const json& g : j) {
+    if (!g.is_string()) return std::nullopt;
+    out.push_back(g.get<std::string>());
+  }
+  return out;
+}
+
+bool inAnyGroup(const std::vector<std::string>& groups,
+                const std::vector<std::string>& fromGroups) {
+  for (const std::string& g : groups) {
+    if (std::find(fromGroups.begin(), fromGroups.end(), g) != fromGroups.end()) return true;
+  }
+  return false;
 }
 
 std::string releaseCreator(const json& release) {
@@ -115,7 +170,8 @@ ApprovalDecision decideApproval(const ApprovalPolicy& policy,
     return d;
   }
   std::vector<std::string> ignored;
-  std::vector<std::string> accounts;  // ServiceAccounts, when they may not approve
+  std::vector<std::string> accounts;   // ServiceAccounts, when they may not approve
+  std::vector<std::string> outsiders;  // not in fromGroups (or no groups recorded)
   for (const StageApproval& a : approvals) {
     if (a.user.empty()) continue;
     if (std::find(d.approvers.begin(), d.approvers.end(), a.user) != d.approvers.end()) continue;
@@ -128,7 +184,14 @@ ApprovalDecision decideApproval(const ApprovalPolicy& policy,
       ignored.push_back(a.user);
       continue;
     }
+    if (!policy.fromGroups.empty() &&
+        !(a.groupsRecorded && inAnyGroup(a.groups, policy.fromGroups))) {
+      if (std::find(outsiders.begin(), outsiders.end(), a.user) == outsiders.end())
+        outsiders.push_back(a.user);
+      continue;
+    }
     d.approvers.push_back(a.user);
+    d.counted.push_back({a.user, a.groups, a.groupsRecorded});
   }
   d.approved = static_cast<int>(d.approvers.size()) >= policy.minApprovers;
   if (!d.approved) {
@@ -141,6 +204,15 @@ ApprovalDecision decideApproval(const ApprovalPolicy& policy,
       d.message += "; ServiceAccount " + quote(accounts.front()) +
                    " does not count: approvers are people (the platform's chart value "
                    "approvals.allowServiceAccounts)";
+    if (!outsiders.empty()) {
+      std::string groups;
+      for (const std::string& g : policy.fromGroups)
+        groups += (groups.empty() ? "" : ", ") + quote(g);
+      d.message +=
+          "; " + quote(outsiders.front()) +
+          " does not count: not in a group the stage takes approvals from (fromGroups: " + groups +
+          ")";
+    }
   }
   return d;
 }

@@ -124,8 +124,19 @@ StatusOr<std::vector<PlannedStatement>> plannedStatements(const json& release,
     d.stageSpecDigest = specDigest;
     d.passed = true;
     d.inputs = inputs;
-    for (const json& u : decode::array(st, "approvers"))
-      if (u.is_string()) d.approvers.push_back({u.get<std::string>(), {}, ""});
+    // Each approver with the groups recorded when they approved (status approvals); a
+    // status written before groups were recorded names the approvers only.
+    if (st.contains("approvals")) {
+      for (const json& a : decode::array(st, "approvals")) {
+        evidence::Approver who{decode::string(a, "user"), {}, "", a.contains("groups")};
+        for (const json& g : decode::array(a, "groups"))
+          if (g.is_string()) who.groups.push_back(g.get<std::string>());
+        if (!who.user.empty()) d.approvers.push_back(std::move(who));
+      }
+    } else {
+      for (const json& u : decode::array(st, "approvers"))
+        if (u.is_string()) d.approvers.push_back({u.get<std::string>(), {}, "", false});
+    }
     d.closureHash = closureHash;
     d.runtimeImage = runtimeImage;
     d.revision = revision;

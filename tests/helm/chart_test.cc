@@ -84,7 +84,8 @@ TEST(HelmChart, BothCertModesRenderObjectsTheApiServerAccepts) {
 }
 
 // The ModelRelease creator webhook (docs/modelrelease.md "Approvals"): a
-// MutatingWebhookConfiguration for CREATE only, Fail, no side effects, never
+// MutatingWebhookConfiguration for CREATE and, to record approvers' groups
+// (issue 29), the UPDATEs that write approvals; Fail, no side effects, never
 // reinvoked, matching exactly the namespaces the validating ModelRelease
 // webhook matches (cluster and namespaced install), certificate-managed alike.
 std::string dumped(const YAML::Node& n) { return n ? YAML::Dump(n) : "<absent>"; }
@@ -121,7 +122,7 @@ TEST(HelmChart, MutatingCreatorWebhookIsScopedLikeTheValidatingOne) {
     EXPECT_EQ(w["clientConfig"]["service"]["path"].as<std::string>(), "/mutate/modelreleases");
     ASSERT_EQ(w["rules"].size(), 1u);
     EXPECT_EQ(w["rules"][0]["operations"].as<std::vector<std::string>>(),
-              std::vector<std::string>{"CREATE"});
+              (std::vector<std::string>{"CREATE", "UPDATE"}));
     EXPECT_EQ(w["rules"][0]["resources"].as<std::vector<std::string>>(),
               std::vector<std::string>{"modelreleases"});
     EXPECT_EQ(w["rules"][0]["apiGroups"][0].as<std::string>(), "lockstep.dev");
@@ -131,7 +132,11 @@ TEST(HelmChart, MutatingCreatorWebhookIsScopedLikeTheValidatingOne) {
     }
     ASSERT_TRUE(releases);
     EXPECT_EQ(dumped(w["namespaceSelector"]), dumped(releases["namespaceSelector"]));
-    EXPECT_EQ(dumped(w["matchConditions"]), dumped(releases["matchConditions"]));
+    ASSERT_EQ(w["matchConditions"].size(), releases["matchConditions"].size() + 1);
+    for (std::size_t i = 0; i < releases["matchConditions"].size(); ++i)
+      EXPECT_EQ(dumped(w["matchConditions"][i]), dumped(releases["matchConditions"][i]));
+    EXPECT_EQ(w["matchConditions"][releases["matchConditions"].size()]["name"].as<std::string>(),
+              "approvals-written");
     EXPECT_EQ(dumped(mutating["metadata"]["annotations"]),
               dumped(validating["metadata"]["annotations"]));
   }

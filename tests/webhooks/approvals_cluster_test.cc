@@ -5,6 +5,8 @@
 // KWOK nodes (tests/cluster/kwok/stages.yaml ends them with the termination
 // message the template asks for). docs/modelrelease.md "Released content
 // cannot change" and "Approval policy and separation of duties".
+#include <cstdio>
+#include <fstream>
 #include <string>
 #include <vector>
 
@@ -288,35 +290,96 @@ TEST_F(ApprovalsClusterTest, MinApproversTwoNeedsTwoDistinctUsers) {
   EXPECT_EQ(stageOf(mr, "ci")["approvers"], json::array({"alice", "dave"}));
 }
 
-// Issue 29: a namespace admin can create a ServiceAccount, bind it to the approver role and
-// approve with its token; with minApprovers 2 that would be one person twice. A ServiceAccount
-// neither approves nor counts (the chart value approvals.allowServiceAccounts is off).
-TEST_F(ApprovalsClusterTest, AServiceAccountCannotBeTheSecondApprover) {
-  ASSERT_EQ(kubectl({"create", "serviceaccount", "approver-bot", "-n", ns_}).exitCode, 0);
+// Issue 29, must-show 2: a namespace admin can create a ServiceAccount, bind it to the
+// approver role and mint its token; with minApprovers 2 that would be one person twice. A
+// ServiceAccount neither approves nor counts (the chart value approvals.allowServiceAccounts is
+// off). fromGroups admits only approvers in the named groups, whatever groups a client writes
+// next to its approval (the mutating webhook records the authenticated ones), and the status
+// records each approver with their groups.
+TEST_F(ApprovalsClusterTest, ApproversArePeopleFromTheNamedGroups) {
+  // erin administers the namespace: she creates the ServiceAccount, binds it and mints a token.
+  ASSERT_EQ(kubectl({"create", "rolebinding", "admin-erin", "-n", ns_, "--clusterrole=admin",
+                     "--user=erin"})
+                .exitCode,
+            0);
+  ASSERT_EQ(as("erin", {"create", "serviceaccount", "approver-bot"}).exitCode, 0);
   const std::string bot = "system:serviceaccount:" + ns_ + ":approver-bot";
-  for (const auto& [binding, role] :
-       {std::pair<std::string, std::string>{"edit-bot", "--role=release-editor"},
-        {"approve-bot", "--clusterrole=lockstep-release-approver"}}) {
-    ASSERT_EQ(kubectl({"create", "rolebinding", binding, "-n", ns_, role,
-                       "--serviceaccount=" + ns_ + ":approver-bot"})
-                  .exitCode,
-              0);
-  }
+  CommandResult bound;
+  ASSERT_TRUE(eventually([&] {  // until `admin` has aggregated the approver role
+    bound = as("erin",
+               {"create", "rolebinding", "approve-bot", "--clusterrole=lockstep-release-approver",
+                "--serviceaccount=" + ns_ + ":approver-bot"});
+    return bound.exitCode == 0;
+  })) << bound.err;
+  CommandResult token = as("erin", {"create", "token", "approver-bot", "--duration=10m"});
+  ASSERT_EQ(token.exitCode, 0) << token.err;
+  std::string tok = token.out;
+  while (!tok.empty() && (tok.back() == '\n' || tok.back() == ' ')) tok.pop_back();
+  // A kubeconfig that authenticates with the token alone (a client certificate would win).
+  json admin = json::parse(kubectl({"config", "view", "--raw", "-o", "json"}).out);
+  const json& cluster = admin["clusters"][0]["cluster"];
+  const std::string botConfig = "/tmp/" + ns_ + "-bot.kubeconfig";
+  std::ofstream(botConfig) << "apiVersion: v1\nkind: Config\nclusters:\n- name: c\n  cluster:\n"
+                           << "    server: " << cluster["server"].get<std::string>()
+                           << "\n    certificate-authority-data: "
+                           << cluster["certificate-authority-data"].get<std::string>()
+                           << "\nusers:\n- name: bot\n  user:\n    token: " << tok
+                           << "\ncontexts:\n- name: c\n  context: {cluster: c, user: bot}\n"
+                           << "current-context: c\n";
+  auto asBot = [&](std::vector<std::string> args) {
+    args.insert(args.begin(), {toolsBin().empty() ? "kubectl" : toolsBin() + "/kubectl",
+                               "--kubeconfig", botConfig});
+    args.insert(args.end(), {"-n", ns_});
+    return run(args);
+  };
+  CommandResult who = asBot({"auth", "whoami", "-o", "jsonpath={.status.userInfo.username}"});
+  ASSERT_EQ(who.out, bot) << who.err;
+
   json ci = gate("ci");
-  ci["approval"] = {{"policy", "Manual"}, {"minApprovers", 2}};
-  createWaiting("bot", json::array({gate("eval"), ci}), "ci");
-  ASSERT_EQ(as("alice", {"annotate", "mr", "bot", "approve.lockstep.dev/ci=alice"}).exitCode, 0);
-  auto r = as(bot, {"annotate", "mr", "bot", "approve.lockstep.dev/ci.2=" + bot});
+  ci["approval"] = {{"policy", "Manual"}, {"minApprovers", 2}, {"fromGroups", {"ml-leads"}}};
+  createWaiting("people", json::array({gate("eval"), ci}), "ci");
+  auto r = as("alice",
+              {"--as-group=ml-leads", "annotate", "mr", "people", "approve.lockstep.dev/ci=alice"});
+  ASSERT_EQ(r.exitCode, 0) << r.err;
+  // The bot's approval is refused, naming the user and the rule.
+  r = asBot({"annotate", "mr", "people", "approve.lockstep.dev/ci.2=" + bot});
   EXPECT_NE(r.exitCode, 0) << "a ServiceAccount approved";
-  EXPECT_NE(r.err.find("is a ServiceAccount: approvers are people"), std::string::npos) << r.err;
-  // The release still waits for a second person.
+  EXPECT_NE(r.err.find("\"" + bot + "\" is a ServiceAccount: approvers are people"),
+            std::string::npos)
+      << r.err;
+  // dave may approve, but not from outside ml-leads, even writing ml-leads as his groups.
+  r = as("dave",
+         {"--as-group=interns", "annotate", "mr", "people", "approve.lockstep.dev/ci.2=dave",
+          R"(approver-groups.lockstep.dev/ci.2=["ml-leads"])"});
+  EXPECT_NE(r.exitCode, 0) << "an approver outside fromGroups approved";
+  EXPECT_NE(r.err.find("user \"dave\" is in none of the groups stage \"ci\" takes approvals "
+                       "from (fromGroups: \"ml-leads\""),
+            std::string::npos)
+      << r.err;
+  // Nobody else counted: the release waits for a second person from ml-leads.
   json mr;
   EXPECT_TRUE(eventually([&] {
-    mr = release("bot");
+    mr = release("people");
     return conditionField(mr, "Ready", "message").find("1 of 2 distinct approver(s)") !=
            std::string::npos;
   })) << mr.dump(2);
   EXPECT_EQ(stageOf(mr, "ci").value("phase", ""), "WaitingForApproval");
+  EXPECT_EQ(mr["metadata"]["annotations"].value("approver-groups.lockstep.dev/ci", ""),
+            R"(["ml-leads","system:authenticated"])")
+      << mr["metadata"].dump(2);
+  r = as("dave",
+         {"--as-group=ml-leads", "annotate", "mr", "people", "approve.lockstep.dev/ci.2=dave"});
+  ASSERT_EQ(r.exitCode, 0) << r.err;
+  ASSERT_TRUE(eventually([&] {
+    mr = release("people");
+    return mr["status"].value("phase", "") == "Validated";
+  })) << mr.dump(2);
+  EXPECT_EQ(stageOf(mr, "ci")["approvers"], json::array({"alice", "dave"}));
+  EXPECT_EQ(stageOf(mr, "ci")["approvals"],
+            json::parse(R"([{"user":"alice","groups":["ml-leads","system:authenticated"]},
+                            {"user":"dave","groups":["ml-leads","system:authenticated"]}])"))
+      << mr["status"].dump(2);
+  std::remove(botConfig.c_str());
 }
 
 // Issue 29: actions only for the present. An approval written for a stage

@@ -155,7 +155,11 @@ class ReleaseBuilder {
     mr_["metadata"]["annotations"][key] = value;
     return *this;
   }
-  ReleaseBuilder& approvedBy(const std::string& stage, const std::string& user) {
+  // The approval of `stage` (or "<stage>.<k>") by `user`, with the groups the
+  // mutating webhook records next to it (a JSON array; "[]": a user in no group).
+  ReleaseBuilder& approvedBy(const std::string& stage, const std::string& user,
+                             const std::string& groups = "[]") {
+    annotate("approver-groups.lockstep.dev/" + stage, groups);
     return annotate("approve.lockstep.dev/" + stage, user);
   }
   ReleaseBuilder& abortedBy(const std::string& user) {

@@ -101,6 +101,65 @@ TEST(CreatorPatch, OnlyCreateIsPatched) {
   EXPECT_TRUE(creatorPatch(status)->empty());
 }
 
+// Issue 29: each approval a write adds or changes is recorded with its writer's groups.
+AdmissionRequest update(json object, json old, const std::string& user,
+                        std::vector<std::string> groups) {
+  AdmissionRequest r = create(std::move(object), user);
+  r.operation = Operation::kUpdate;
+  r.oldObject = std::move(old);
+  r.user.groups = std::move(groups);
+  return r;
+}
+
+json afterGroupsPatch(const AdmissionRequest& r) { return r.object.patch(approverGroupsPatch(r)); }
+
+TEST(ApproverGroupsPatch, RecordsTheGroupsOfEachApprovalWritten) {
+  json old = ReleaseBuilder().annotate("approve.lockstep.dev/ci", "alice").json();
+  old["metadata"]["annotations"]["approver-groups.lockstep.dev/ci"] = R"(["ml-leads"])";
+  json now = old;
+  now["metadata"]["annotations"]["approve.lockstep.dev/ci.2"] = "dave";
+  // A value the client wrote is replaced.
+  now["metadata"]["annotations"]["approver-groups.lockstep.dev/ci.2"] = R"(["ml-leads"])";
+  json a = afterGroupsPatch(
+      update(now, old, "dave", {"interns", "system:authenticated"}))["metadata"]["annotations"];
+  EXPECT_EQ(a["approver-groups.lockstep.dev/ci.2"], R"(["interns","system:authenticated"])");
+  EXPECT_EQ(a["approver-groups.lockstep.dev/ci"], R"(["ml-leads"])") << "alice's is not rewritten";
+  // A user in no group: an empty list, not nothing.
+  EXPECT_EQ(
+      afterGroupsPatch(update(now, old, "dave",
+                              {}))["metadata"]["annotations"]["approver-groups.lockstep.dev/ci.2"],
+      "[]");
+  // Already right: no operation.
+  now["metadata"]["annotations"]["approver-groups.lockstep.dev/ci.2"] = R"(["sre"])";
+  EXPECT_TRUE(approverGroupsPatch(update(now, old, "dave", {"sre"})).empty());
+  // Nothing written, nothing patched; other annotations do not matter.
+  json labelled = old;
+  labelled["metadata"]["annotations"]["team"] = "ml";
+  EXPECT_TRUE(approverGroupsPatch(update(labelled, old, "dave", {"sre"})).empty());
+  // On CREATE too (refused by the validating webhook, but never without its groups).
+  json created = ReleaseBuilder().annotate("approve.lockstep.dev/ci", "alice").json();
+  AdmissionRequest c = create(created, "alice");
+  c.user.groups = {"ml-leads"};
+  EXPECT_EQ(afterGroupsPatch(c)["metadata"]["annotations"]["approver-groups.lockstep.dev/ci"],
+            R"(["ml-leads"])");
+  // The status subresource and DELETE are never patched.
+  AdmissionRequest st = update(now, old, "dave", {"sre", "x"});
+  st.subResource = "status";
+  EXPECT_TRUE(approverGroupsPatch(st).empty());
+  st = update(now, old, "dave", {"sre", "x"});
+  st.operation = Operation::kDelete;
+  EXPECT_TRUE(approverGroupsPatch(st).empty());
+}
+
+TEST(ApproverGroupsPatch, TheGroupsOfARemovedApprovalGoWithIt) {
+  json old = ReleaseBuilder().annotate("approve.lockstep.dev/ci", "alice").json();
+  old["metadata"]["annotations"]["approver-groups.lockstep.dev/ci"] = R"(["ml-leads"])";
+  json now = old;
+  now["metadata"]["annotations"].erase("approve.lockstep.dev/ci");
+  json a = afterGroupsPatch(update(now, old, "carol", {}))["metadata"]["annotations"];
+  EXPECT_FALSE(a.contains("approver-groups.lockstep.dev/ci")) << a.dump();
+}
+
 TEST(CreatorPatch, NoMetadataAddsIt) {
   AdmissionRequest r = create(json{{"kind", "ModelRelease"}});
   EXPECT_EQ(patched(r)["metadata"], json({{"annotations", {{kCreatedBy, "alice"}}}}));
@@ -197,6 +256,27 @@ TEST_F(CreatorWebhookTest, UpdateAndAUserSetValueAnswerWithoutAPatch) {
     EXPECT_FALSE(resp.contains("patch")) << op << ": " << r.body;
     EXPECT_FALSE(resp.contains("patchType")) << op;
   }
+}
+
+TEST_F(CreatorWebhookTest, AnApprovalIsAnsweredWithItsWritersGroups) {
+  json before = ReleaseBuilder().annotate(kCreatedBy, "carol").json();
+  json after = before;
+  after["metadata"]["annotations"]["approve.lockstep.dev/ci"] = "alice";
+  HttpReply r = webhook_.handle(
+      testing::review("UPDATE", after, before, false, "u-3", "",
+                      {{"username", "alice"}, {"groups", {"ml-leads", "system:authenticated"}}}));
+  ASSERT_EQ(r.status, 200) << r.body;
+  json resp = json::parse(r.body)["response"];
+  EXPECT_EQ(resp["allowed"], true);
+  EXPECT_EQ(resp["patchType"], "JSONPatch");
+  json patch = json::parse(unbase64(resp["patch"].get<std::string>()));
+  json stored = after.patch(patch);
+  EXPECT_EQ(stored["metadata"]["annotations"]["approver-groups.lockstep.dev/ci"],
+            R"(["ml-leads","system:authenticated"])");
+  EXPECT_EQ(stored["metadata"]["annotations"][kCreatedBy], "carol") << "never rewritten";
+  auto o = recorder_.outcomes();
+  ASSERT_EQ(o.size(), 1u);
+  EXPECT_TRUE(o[0].checked);
 }
 
 TEST_F(CreatorWebhookTest, MalformedReviewsAreClearErrors) {

@@ -219,8 +219,11 @@ TEST_F(HandlerTest, ApprovalAsksTheAuthorizerAsTheRequestingUser) {
                    {"groups", {"team-a", "system:authenticated"}},
                    {"extra", {{"scopes", {"read", "write"}}}}};
   json before = ReleaseBuilder::good().manual("ci").waitingForApproval("ci").json();
-  json after =
-      ReleaseBuilder::good().manual("ci").waitingForApproval("ci").approvedBy("ci", "alice").json();
+  json after = ReleaseBuilder::good()
+                   .manual("ci")
+                   .waitingForApproval("ci")
+                   .approvedBy("ci", "alice", R"(["team-a","system:authenticated"])")
+                   .json();
   json denied = response(
       releases_.handle(testing::review("UPDATE", after, before, false, "u-1", "", userInfo)));
   EXPECT_EQ(denied["allowed"], false);

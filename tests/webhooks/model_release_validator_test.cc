@@ -476,6 +476,7 @@ struct ActionCase {
   int code = 200;
   std::vector<std::string> mentions = {};
   std::string user = "alice";
+  std::vector<std::string> groups = {};  // request.userInfo.groups
 };
 
 // Stage ci waits for approval; the model's prod is at revision 4 (the driver's world).
@@ -484,6 +485,14 @@ ReleaseBuilder waiting() {
 }
 // In canary, paused at step 1.
 ReleaseBuilder paused() { return ReleaseBuilder().gate("eval").serving("prod").pausedAt(1); }
+// waiting(), with ci taking two approvers from ml-leads or sre (issue 29).
+json fromLeads(ReleaseBuilder b) {
+  json r = b.json();
+  r["spec"]["stages"][1]["approval"] = {
+      {"policy", "Manual"}, {"minApprovers", 2}, {"fromGroups", {"ml-leads", "sre"}}};
+  return r;
+}
+const std::string kLeads = R"(["ml-leads","system:authenticated"])";
 
 std::vector<ActionCase> actionCases() {
   const std::string need =
@@ -752,6 +761,86 @@ std::vector<ActionCase> actionCases() {
        200,
        {},
        "system:serviceaccount:ml:bot"},
+      // Issue 29: the approver's groups, recorded by the mutating webhook; fromGroups.
+      {"an approver in fromGroups admitted",
+       fromLeads(waiting().approvedBy("ci", "alice", kLeads)),
+       fromLeads(waiting()),
+       {{"approve", Access::kAllowed}},
+       {"approve"},
+       Decision::kAllowed,
+       200,
+       {},
+       "alice",
+       {"ml-leads", "system:authenticated"}},
+      {"an approver in none of fromGroups refused, naming them",
+       fromLeads(waiting().approvedBy("ci.2", "dave", R"(["interns"])")),
+       fromLeads(waiting()),
+       {{"approve", Access::kAllowed}},
+       {"approve"},
+       Decision::kDenied,
+       403,
+       {"metadata.annotations[\"approve.lockstep.dev/ci.2\"]: user \"dave\" is in none of the "
+        "groups stage \"ci\" takes approvals from (fromGroups: \"ml-leads\", \"sre\"; the "
+        "user's groups: \"interns\")"},
+       "dave",
+       {"interns"}},
+      {"an approval without its groups refused, naming the mutating webhook",
+       waiting().annotate("approve.lockstep.dev/ci", "alice").json(),
+       waiting().json(),
+       {{"approve", Access::kAllowed}},
+       {"approve"},
+       Decision::kDenied,
+       422,
+       {"metadata.annotations[\"approver-groups.lockstep.dev/ci\"]: required with the approval",
+        "creator.modelreleases.lockstep.dev"}},
+      {"groups that are not the approver's refused",
+       fromLeads(waiting().approvedBy("ci", "dave", kLeads)),
+       fromLeads(waiting()),
+       {{"approve", Access::kAllowed}},
+       {"approve"},
+       Decision::kDenied,
+       403,
+       {"metadata.annotations[\"approver-groups.lockstep.dev/ci\"]: value \"[",
+        "must be your own groups \"[\"interns\"]\" (it records the approver's groups)"},
+       "dave",
+       {"interns"}},
+      {"fromGroups decoded with the stages, bad input named",
+       [] {
+         json r = ReleaseBuilder()
+                      .gate("eval")
+                      .gate("ci")
+                      .annotate("lockstep.dev/created-by", "alice")
+                      .json();
+         r["spec"]["stages"][1]["approval"] = {{"policy", "Manual"},
+                                               {"fromGroups", {"ml-leads", ""}}};
+         return r;
+       }(),
+       nullptr,
+       {},
+       {},
+       Decision::kDenied,
+       422,
+       {"spec.stages[1].approval.fromGroups[1]: must be a group name"}},
+      {"groups changed without their approval refused",
+       fromLeads(waiting().approvedBy("ci", "dave", kLeads)),
+       fromLeads(waiting().approvedBy("ci", "dave", R"(["interns"])")),
+       {},
+       {},
+       Decision::kDenied,
+       403,
+       {"metadata.annotations[\"approver-groups.lockstep.dev/ci\"]: records the groups of the "
+        "user who wrote \"approve.lockstep.dev/ci\" and is written only with that approval"},
+       "alice",
+       {"ml-leads"}},
+      {"groups removed while their approval stands refused",
+       waiting().annotate("approve.lockstep.dev/ci", "bob").json(),
+       waiting().approvedBy("ci", "bob").json(),
+       {},
+       {},
+       Decision::kDenied,
+       422,
+       {"metadata.annotations[\"approver-groups.lockstep.dev/ci\"]: cannot be removed while "
+        "\"approve.lockstep.dev/ci\" stands"}},
       {"anonymous request cannot approve",
        waiting().approvedBy("ci", "").json(),
        waiting().json(),
@@ -779,6 +868,7 @@ TEST_P(ModelReleaseActionTest, Decides) {
   r.runtimeEnv = torch();
   r.prod = ModelProdView{"gpt2-v8", 8080, 4};
   r.user.username = c.user;
+  r.user.groups = c.groups;
   EXPECT_EQ(verbsToAuthorize(r), c.wantVerbs);
   for (const auto& [verb, a] : c.access) {
     if (a == Access::kError) {

@@ -168,6 +168,7 @@ TEST(ReleaseCreator, CannotApproveUnlessTheStageAllowsIt) {
   json old = withPhase(gated().waitingForApproval("ci").json(), "Testing");
   json now = old;
   now["metadata"]["annotations"]["approve.lockstep.dev/ci"] = "carol";
+  now["metadata"]["annotations"]["approver-groups.lockstep.dev/ci"] = "[]";
   Verdict v = review(now, &old, "carol");
   EXPECT_EQ(v.decision, Decision::kDenied);
   EXPECT_EQ(v.code, 403);
@@ -178,12 +179,14 @@ TEST(ReleaseCreator, CannotApproveUnlessTheStageAllowsIt) {
   // Another user may.
   json byBob = old;
   byBob["metadata"]["annotations"]["approve.lockstep.dev/ci"] = "bob";
+  byBob["metadata"]["annotations"]["approver-groups.lockstep.dev/ci"] = "[]";  // the webhook's
   EXPECT_NE(review(byBob, &old, "bob").decision, Decision::kDenied);
   // allowSelfApproval: the creator may.
   json selfOk = old;
   selfOk["spec"]["stages"][1]["approval"] = {{"policy", "Manual"}, {"allowSelfApproval", true}};
   json selfOkNow = selfOk;
   selfOkNow["metadata"]["annotations"]["approve.lockstep.dev/ci"] = "carol";
+  selfOkNow["metadata"]["annotations"]["approver-groups.lockstep.dev/ci"] = "[]";
   EXPECT_NE(review(selfOkNow, &selfOk, "carol").decision, Decision::kDenied)
       << review(selfOkNow, &selfOk, "carol").message;
 }
@@ -202,6 +205,7 @@ TEST(ReleaseApprovals, SecondApproverUsesTheNextSlotAndMustBeAnotherUser) {
       << v.message;
   json bob = old;
   bob["metadata"]["annotations"]["approve.lockstep.dev/ci.2"] = "bob";
+  bob["metadata"]["annotations"]["approver-groups.lockstep.dev/ci.2"] = "[]";
   EXPECT_NE(review(bob, &old, "bob").decision, Decision::kDenied)
       << review(bob, &old, "bob").message;
   // Each approver is RBAC-checked.
@@ -253,6 +257,33 @@ TEST(ReleaseApprovals, AReleaseCreatedBeforeCreatorsWereRecordedIsWarnedOnUpdate
                                "creator (created before Lockstep recorded"),
             std::string::npos)
       << v.warnings[0];
+}
+
+// Issue 29: a release created by a ServiceAccount on someone's behalf (CI, Argo CD): the
+// person behind it is not known, so a one-approver stage is warned about; two approvers or
+// fromGroups are not.
+TEST(ReleaseApprovals, AReleaseCreatedByAServiceAccountIsWarnedAboutItsUnknownAuthor) {
+  const std::string argocd = "system:serviceaccount:argocd:argocd-application-controller";
+  json mr = ReleaseBuilder().gate("eval").gate("ci").manual("ci").json();
+  mr["metadata"]["annotations"]["lockstep.dev/created-by"] = argocd;
+  Verdict v = review(mr, nullptr, argocd);
+  EXPECT_EQ(v.decision, Decision::kWarned) << v.message;
+  ASSERT_EQ(v.warnings.size(), 1u);
+  EXPECT_NE(v.warnings[0].find("spec.stages[1].approval: the release is created by "
+                               "ServiceAccount \"" +
+                               argocd + "\", so its creator check excludes only that"),
+            std::string::npos)
+      << v.warnings[0];
+  EXPECT_NE(v.warnings[0].find("require minApprovers: 2 or fromGroups"), std::string::npos);
+  for (const json& approval : {json{{"policy", "Manual"}, {"minApprovers", 2}},
+                               json{{"policy", "Manual"}, {"fromGroups", {"ml-leads"}}}}) {
+    mr["spec"]["stages"][1]["approval"] = approval;
+    EXPECT_EQ(review(mr, nullptr, argocd).decision, Decision::kAllowed) << approval.dump();
+  }
+  // A person creating it: no warning.
+  mr["spec"]["stages"][1]["approval"] = "Manual";
+  mr["metadata"]["annotations"]["lockstep.dev/created-by"] = "alice";
+  EXPECT_EQ(review(mr, nullptr, "alice").decision, Decision::kAllowed);
 }
 
 TEST(ReleaseApprovals, AnApprovalNeverOutlivesTheContentItApproved) {

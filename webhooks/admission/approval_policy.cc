@@ -24,6 +24,12 @@ const json* createdBy(const json* release) {
   return ja::child(ja::at(release, {"metadata", "annotations"}), v1::kCreatedByAnnotation);
 }
 
+std::string joinQuoted(const std::vector<std::string>& names) {
+  std::string out;
+  for (const std::string& n : names) out += (out.empty() ? "" : ", ") + quote(n);
+  return out;
+}
+
 std::string describe(const json* v) {
   if (v == nullptr) return "<unset>";
   return v->is_string() ? quote(v->get<std::string>()) : "<" + std::string(v->type_name()) + ">";
@@ -114,15 +120,57 @@ void checkApprovalRules(const ModelReleaseReview& r, std::vector<std::string>& i
     }
   }
 
+  // A release created by a ServiceAccount (CI, Argo CD, Flux) on someone's behalf: that
+  // someone is not known here, so nothing keeps them from approving a one-approver stage.
+  if (!update && v1::isServiceAccountUser(r.user.username)) {
+    for (const StagePolicy& p : policies) {
+      if (!p.decoded || !p.policy.manual || p.policy.minApprovers >= 2 ||
+          !p.policy.fromGroups.empty())
+        continue;
+      warnings.push_back("lockstep: spec.stages[" + std::to_string(p.index) +
+                         "].approval: the release is created by ServiceAccount " +
+                         quote(r.user.username) +
+                         ", so its creator check excludes only that ServiceAccount: the person "
+                         "who asked for the release is not known to the API server and may "
+                         "approve it alone; require minApprovers: 2 or fromGroups "
+                         "(docs/security.md \"Who created a release\")");
+    }
+  }
+
   // Approvals this write adds or changes.
   bool approvalAdded = false;
+  const json* annotations = ja::at(r.release, {"metadata", "annotations"});
+  const json* oldAnnotations = ja::at(r.oldRelease, {"metadata", "annotations"});
+  const std::string groups = v1::encodeApproverGroups(r.user.groups);
+  std::vector<std::string> approvalsWritten;
   for (const ReleaseAction& a : changedReleaseActions(r.release, r.oldRelease)) {
     if (a.kind != ReleaseActionKind::kApprove) continue;
     approvalAdded = true;
+    approvalsWritten.push_back(a.annotation);
     const std::string path = "metadata.annotations[" + quote(a.annotation) + "]";
     auto it = std::find_if(policies.begin(), policies.end(),
                            [&](const StagePolicy& p) { return p.name == a.stage; });
     if (it == policies.end()) continue;  // "not a stage of this release" is reported elsewhere
+    // The approver's groups, recorded next to the approval by the mutating webhook.
+    const std::string groupsKey = v1::approverGroupsKey(a.annotation);
+    const json* recorded = ja::child(annotations, groupsKey);
+    const std::string groupsPath = "metadata.annotations[" + quote(groupsKey) + "]";
+    if (recorded == nullptr) {
+      invalid.push_back(groupsPath +
+                        ": required with the approval: the mutating webhook "
+                        "creator.modelreleases.lockstep.dev records the approver's groups on "
+                        "UPDATE (is the chart's MutatingWebhookConfiguration installed?)");
+    } else if (!recorded->is_string() || recorded->get<std::string>() != groups) {
+      forbidden.push_back(groupsPath + ": value " + describe(recorded) +
+                          " must be your own groups " + quote(groups) +
+                          " (it records the approver's groups)");
+    }
+    if (!it->policy.fromGroups.empty() && !v1::inAnyGroup(r.user.groups, it->policy.fromGroups)) {
+      forbidden.push_back(path + ": user " + quote(r.user.username) + " is in none of the groups " +
+                          "stage " + quote(a.stage) + " takes approvals from (fromGroups: " +
+                          joinQuoted(it->policy.fromGroups) + "; the user's groups: " +
+                          (r.user.groups.empty() ? "none" : joinQuoted(r.user.groups)) + ")");
+    }
     if (!a.value.empty() && a.value == creatorName && !it->policy.allowSelfApproval) {
       forbidden.push_back(path + ": user " + quote(a.value) +
                           " created this release and cannot approve it (separation of duties); "
@@ -138,6 +186,32 @@ void checkApprovalRules(const ModelReleaseReview& r, std::vector<std::string>& i
                           "); minApprovers counts distinct users");
         break;
       }
+    }
+  }
+  // Groups annotations are written only with their approval, and stay while it stands.
+  const std::string groupsPrefix = v1::kApproverGroupsAnnotationPrefix;
+  if (annotations != nullptr && annotations->is_object()) {
+    for (const auto& [key, value] : annotations->items()) {
+      if (key.compare(0, groupsPrefix.size(), groupsPrefix) != 0) continue;
+      const json* before = ja::child(oldAnnotations, key);
+      if (before != nullptr && *before == value) continue;
+      const std::string approval = v1::kApproveAnnotationPrefix + key.substr(groupsPrefix.size());
+      if (std::find(approvalsWritten.begin(), approvalsWritten.end(), approval) !=
+          approvalsWritten.end())
+        continue;
+      forbidden.push_back("metadata.annotations[" + quote(key) +
+                          "]: records the groups of the user who wrote " + quote(approval) +
+                          " and is written only with that approval (by the mutating webhook)");
+    }
+  }
+  if (oldAnnotations != nullptr && oldAnnotations->is_object()) {
+    for (const auto& [key, value] : oldAnnotations->items()) {
+      if (key.compare(0, groupsPrefix.size(), groupsPrefix) != 0) continue;
+      if (ja::child(annotations, key) != nullptr) continue;
+      const std::string approval = v1::kApproveAnnotationPrefix + key.substr(groupsPrefix.size());
+      if (ja::child(annotations, approval) == nullptr) continue;
+      invalid.push_back("metadata.annotations[" + quote(key) + "]: cannot be removed while " +
+                        quote(approval) + " stands (it records that approver's groups)");
     }
   }
   if (specChanged && approvalAdded) {

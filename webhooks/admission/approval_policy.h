@@ -10,6 +10,15 @@
 //  - An approval the write adds (approve.lockstep.dev/<stage>[.<k>]) is
 //    refused when its user created the release and the stage does not allow
 //    self-approval, or when the same user already approved that stage.
+//  - An approval the write adds carries its approver's groups
+//    (approver-groups.lockstep.dev/<stage>[.<k>], written by the mutating
+//    webhook from request.userInfo.groups): any other value is refused, as is
+//    a groups annotation written without its approval or removed while its
+//    approval stands. A stage with fromGroups refuses an approver in none of
+//    them, naming the groups.
+//  - A CREATE by a ServiceAccount (CI or GitOps on someone's behalf) with a
+//    Manual stage of one approver and no fromGroups is warned: the person
+//    behind it is not known, and nothing keeps them from approving alone.
 //  - An approval is bound to the content it approved: a write that changes
 //    spec may neither add an approval nor keep existing ones (they approved
 //    the old generation; remove them in the same write).

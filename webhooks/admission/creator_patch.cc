@@ -1,6 +1,8 @@
 #include "webhooks/admission/creator_patch.h"
 
 #include "api/v1alpha1/approval.h"
+#include "api/v1alpha1/keys.h"
+#include "webhooks/admission/release_actions.h"
 
 namespace lockstep::webhooks {
 
@@ -61,6 +63,39 @@ StatusOr<json> creatorPatch(const AdmissionRequest& request) {
       {{"op", "add"},
        {"path", "/metadata/annotations/" + jsonPointerToken(api::v1alpha1::kCreatedByAnnotation)},
        {"value", user}});
+  return patch;
+}
+
+json approverGroupsPatch(const AdmissionRequest& request) {
+  json patch = json::array();
+  if (!request.subResource.empty() ||
+      (request.operation != Operation::kCreate && request.operation != Operation::kUpdate))
+    return patch;
+  if (!request.object.is_object()) return patch;
+  auto metadata = request.object.find("metadata");
+  if (metadata == request.object.end() || !metadata->is_object()) return patch;
+  auto annotations = metadata->find("annotations");
+  if (annotations == metadata->end() || !annotations->is_object()) return patch;
+  const std::string path = "/metadata/annotations/";
+  const std::string groups = api::v1alpha1::encodeApproverGroups(request.user.groups);
+  const json* old = request.oldObject.is_null() ? nullptr : &request.oldObject;
+  for (const ReleaseAction& a : changedReleaseActions(&request.object, old)) {
+    if (a.kind != ReleaseActionKind::kApprove) continue;
+    const std::string key = api::v1alpha1::approverGroupsKey(a.annotation);
+    if (key.empty()) continue;
+    auto it = annotations->find(key);
+    if (it != annotations->end() && it->is_string() && it->get<std::string>() == groups) continue;
+    patch.push_back({{"op", "add"}, {"path", path + jsonPointerToken(key)}, {"value", groups}});
+  }
+  // A groups annotation whose approval is gone (removed, e.g. with a change of spec).
+  const std::string prefix = api::v1alpha1::kApproverGroupsAnnotationPrefix;
+  for (const auto& [key, value] : annotations->items()) {
+    if (key.compare(0, prefix.size(), prefix) != 0) continue;
+    const std::string approval =
+        api::v1alpha1::kApproveAnnotationPrefix + key.substr(prefix.size());
+    if (annotations->contains(approval)) continue;
+    patch.push_back({{"op", "remove"}, {"path", path + jsonPointerToken(key)}});
+  }
   return patch;
 }
 

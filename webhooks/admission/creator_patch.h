@@ -5,8 +5,14 @@
 // API server applies before the validating webhook runs; a value the client
 // already wrote is left alone for the validating webhook, which refuses any
 // value but the requesting user's name (webhooks/admission/approval_policy.h).
-// UPDATE, DELETE and subresources are never patched: the creator is written
-// once, and no UPDATE may change it.
+// UPDATE, DELETE and subresources never get a creator: it is written once,
+// and no UPDATE may change it.
+// The same webhook records each approver's groups (issue 29): for every
+// approve.lockstep.dev/<stage>[.<k>] annotation a CREATE or UPDATE adds or
+// changes, it writes approver-groups.lockstep.dev/<stage>[.<k>] with
+// request.userInfo.groups as a JSON array (replacing whatever the client
+// wrote), and removes a groups annotation whose approval is gone. The
+// validating webhook refuses a groups annotation that is not the approver's.
 // Thread-safety: pure functions.
 #pragma once
 
@@ -31,5 +37,11 @@ std::string jsonPointerToken(std::string_view key);
 // `metadata.annotations` that is not an object, an empty
 // request.userInfo.username.
 StatusOr<nlohmann::json> creatorPatch(const AdmissionRequest& request);
+
+// The JSON Patch operations that record the approvers' groups (see above), to
+// be applied after creatorPatch's (which may add metadata.annotations). Empty
+// for DELETE, subresources and writes that add or change no approval and
+// leave no stale groups annotation.
+nlohmann::json approverGroupsPatch(const AdmissionRequest& request);
 
 }  // namespace lockstep::webhooks

@@ -147,11 +147,17 @@ HttpReply ModelReleaseCreatorWebhook::handle(std::string_view body) {
       v.violations = {patch.status().message()};
       return v;
     }
-    v.checked = req.operation == Operation::kCreate;
+    const bool created = !patch->empty();
+    nlohmann::json groups = approverGroupsPatch(req);
+    for (nlohmann::json& op : groups) patch->push_back(std::move(op));
+    v.checked = req.operation == Operation::kCreate || !groups.empty();
     if (!patch->empty()) {
       v.patch = patch->dump();
       // For the log: what was recorded (a user name, never object content).
-      v.message = "recorded the creator " + req.user.username;
+      v.message = created ? "recorded the creator " + req.user.username : "";
+      if (!groups.empty())
+        v.message += (v.message.empty() ? "" : "; ") + std::string("recorded the groups of ") +
+                     req.user.username;
     }
     return v;
   });

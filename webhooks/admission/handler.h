@@ -98,8 +98,9 @@ class ModelReleaseWebhook final : public AdmissionWebhook {
 };
 
 // The ModelRelease mutating webhook: on CREATE, records the requesting user
-// as the release's creator (creator_patch.h) with a JSON Patch; everything
-// else is allowed unchanged. Bad input (no object, a malformed metadata, no
+// as the release's creator, and on CREATE or UPDATE the groups of the user
+// who approves (creator_patch.h), with a JSON Patch; everything else is
+// allowed unchanged. Bad input (no object, a malformed metadata, no
 // user name) is refused with 400 BadRequest naming the field. No lookups, no
 // calls out.
 class ModelReleaseCreatorWebhook final : public AdmissionWebhook {

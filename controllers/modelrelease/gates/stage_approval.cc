@@ -17,6 +17,13 @@ void recordApprovers(nlohmann::json& st, const v1::ApprovalDecision& d, int64_t 
   for (const std::string& u : d.approvers) by += (by.empty() ? "" : ", ") + u;
   st["approvedBy"] = by;
   st["approvers"] = d.approvers;
+  nlohmann::json approvals = nlohmann::json::array();
+  for (const v1::CountedApprover& a : d.counted) {
+    nlohmann::json entry = {{"user", a.user}};
+    if (a.groupsRecorded) entry["groups"] = a.groups;
+    approvals.push_back(std::move(entry));
+  }
+  st["approvals"] = std::move(approvals);
   st["approvedGeneration"] = generation;
 }
 

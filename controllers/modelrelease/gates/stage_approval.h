@@ -21,7 +21,8 @@ api::v1alpha1::ApprovalDecision stageApproval(const api::v1alpha1::Stage& stage,
                                               const nlohmann::json& release,
                                               const api::v1alpha1::ApprovalRules& rules);
 
-// Writes approvedBy ("alice, bob"), approvers and approvedGeneration into a status.stages entry.
+// Writes approvedBy ("alice, bob"), approvers, approvals (each approver with the groups
+// recorded when they approved) and approvedGeneration into a status.stages entry.
 void recordApprovers(nlohmann::json& stageStatus, const api::v1alpha1::ApprovalDecision& d,
                      int64_t generation);
 

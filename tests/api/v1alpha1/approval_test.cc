@@ -35,6 +35,10 @@ TEST(ApprovalPolicy, StringAndObjectForms) {
   EXPECT_EQ(o.minApprovers, 2);
   EXPECT_TRUE(o.objectForm);
   EXPECT_TRUE(policyOf({{"policy", "Manual"}, {"allowSelfApproval", true}}).allowSelfApproval);
+  ApprovalPolicy g =
+      policyOf({{"policy", "Manual"}, {"minApprovers", 2}, {"fromGroups", {"ml-leads", "sre"}}});
+  EXPECT_EQ(g.fromGroups, (std::vector<std::string>{"ml-leads", "sre"}));
+  EXPECT_TRUE(policyOf("Manual").fromGroups.empty());
 }
 
 TEST(ApprovalPolicy, BadInputNamesTheField) {
@@ -51,6 +55,17 @@ TEST(ApprovalPolicy, BadInputNamesTheField) {
       {{{"policy", "Manual"}, {"approvers", 2}},
        "spec.stages[1].approval.approvers: unknown field"},
       {{{"policy", "Automatic"}, {"minApprovers", 2}}, "need policy Manual"},
+      {{{"policy", "Automatic"}, {"fromGroups", {"ml-leads"}}}, "fromGroups need policy Manual"},
+      {{{"policy", "Manual"}, {"fromGroups", "ml-leads"}},
+       "spec.stages[1].approval.fromGroups: must be a list of 1..10 group names"},
+      {{{"policy", "Manual"}, {"fromGroups", json::array()}},
+       "spec.stages[1].approval.fromGroups: must be a list of 1..10 group names"},
+      {{{"policy", "Manual"}, {"fromGroups", {"ml-leads", ""}}},
+       "spec.stages[1].approval.fromGroups[1]: must be a group name"},
+      {{{"policy", "Manual"}, {"fromGroups", {"ml-leads", 7}}},
+       "spec.stages[1].approval.fromGroups[1]: must be a group name"},
+      {{{"policy", "Manual"}, {"fromGroups", {"sre", "ml-leads", "sre"}}},
+       "spec.stages[1].approval.fromGroups[2]: \"sre\" is listed twice"},
   };
   for (const auto& [approval, want] : rows) {
     std::optional<std::string> err;
@@ -136,6 +151,61 @@ TEST(ApprovalDecision, ServiceAccountsDoNotCountUnlessThePlatformAllows) {
   // A user whose name merely contains the prefix elsewhere is a person.
   EXPECT_FALSE(isServiceAccountUser("alice:system:serviceaccount:ml:x"));
   EXPECT_TRUE(isServiceAccountUser(bot));
+}
+
+TEST(ApproverGroups, RecordedNextToEachApproval) {
+  EXPECT_EQ(approverGroupsKey("approve.lockstep.dev/ci.2"), "approver-groups.lockstep.dev/ci.2");
+  EXPECT_EQ(approverGroupsKey("lockstep.dev/abort"), "");
+  EXPECT_EQ(encodeApproverGroups({"ml-leads", "system:authenticated"}),
+            R"(["ml-leads","system:authenticated"])");
+  EXPECT_EQ(decodeApproverGroups(R"(["a","b"])"), (std::vector<std::string>{"a", "b"}));
+  EXPECT_EQ(decodeApproverGroups("[]"), std::vector<std::string>{});
+  for (const char* bad : {"ml-leads", "[1]", "{\"a\":1}", "[\"a\"", ""})
+    EXPECT_FALSE(decodeApproverGroups(bad).has_value()) << bad;
+  json r = releaseWith({{"approve.lockstep.dev/ci", "alice"},
+                        {"approver-groups.lockstep.dev/ci", R"(["ml-leads"])"},
+                        {"approve.lockstep.dev/ci.2", "bob"},
+                        {"approver-groups.lockstep.dev/ci.2", "not json"},
+                        {"approve.lockstep.dev/ci.3", "dave"}});
+  auto approvals = stageApprovals(r, "ci");
+  ASSERT_EQ(approvals.size(), 3u);
+  EXPECT_TRUE(approvals[0].groupsRecorded);
+  EXPECT_EQ(approvals[0].groups, std::vector<std::string>{"ml-leads"});
+  EXPECT_FALSE(approvals[1].groupsRecorded);
+  EXPECT_FALSE(approvals[2].groupsRecorded);
+}
+
+// Issue 29: approval: {policy: Manual, minApprovers: 2, fromGroups: [ml-leads]} counts only
+// approvers whose recorded groups include ml-leads.
+TEST(ApprovalDecision, FromGroupsCountsOnlyTheirMembers) {
+  json r =
+      releaseWith({{"approve.lockstep.dev/ci", "alice"},
+                   {"approver-groups.lockstep.dev/ci", R"(["ml-leads","system:authenticated"])"},
+                   {"approve.lockstep.dev/ci.2", "dave"},
+                   {"approver-groups.lockstep.dev/ci.2", R"(["interns"])"},
+                   {"approve.lockstep.dev/ci.3", "erin"}});
+  ApprovalPolicy leads =
+      policyOf({{"policy", "Manual"}, {"minApprovers", 2}, {"fromGroups", {"sre", "ml-leads"}}});
+  ApprovalDecision d = decideApproval(leads, stageApprovals(r, "ci"), "carol");
+  EXPECT_FALSE(d.approved);
+  EXPECT_EQ(d.approvers, std::vector<std::string>{"alice"});
+  ASSERT_EQ(d.counted.size(), 1u);
+  EXPECT_EQ(d.counted[0].groups, (std::vector<std::string>{"ml-leads", "system:authenticated"}));
+  EXPECT_NE(d.message.find("\"dave\" does not count: not in a group the stage takes approvals "
+                           "from (fromGroups: \"sre\", \"ml-leads\")"),
+            std::string::npos)
+      << d.message;
+  // erin's approval recorded no groups: she counts only where no groups are named.
+  r["metadata"]["annotations"]["approver-groups.lockstep.dev/ci.2"] = R"(["sre"])";
+  d = decideApproval(leads, stageApprovals(r, "ci"), "carol");
+  EXPECT_TRUE(d.approved);
+  EXPECT_EQ(d.approvers, (std::vector<std::string>{"alice", "dave"}));
+  ApprovalPolicy three = policyOf({{"policy", "Manual"}, {"minApprovers", 3}});
+  d = decideApproval(three, stageApprovals(r, "ci"), "carol");
+  EXPECT_TRUE(d.approved);
+  ASSERT_EQ(d.counted.size(), 3u);
+  EXPECT_EQ(d.counted[2].user, "erin");
+  EXPECT_FALSE(d.counted[2].groupsRecorded);
 }
 
 }  // namespace

@@ -79,12 +79,31 @@ TEST(EvidencePlan, APassedGateGivesItsTestResultAndADecisionCitingIt) {
   EXPECT_EQ(d["predicateType"], evidence::kVerificationSummaryPredicate);
   EXPECT_EQ(d["predicate"]["inputAttestations"][0]["digest"]["sha256"], eval->digest.substr(7));
   EXPECT_EQ(d["predicate"]["lockstep"]["approvers"][0]["user"], "alice");
+  EXPECT_FALSE(d["predicate"]["lockstep"]["approvers"][0].contains("groups"))
+      << "a status naming the approvers only records no groups, not an empty list";
   EXPECT_EQ(d["predicate"]["lockstep"]["revision"], "3");
   EXPECT_EQ(d["predicate"]["timeVerified"], "2026-12-02T10:05:00Z");
   // The same status gives the same bytes: a retry publishes what it meant to.
   auto again = plannedStatements(release(), {"east", "0.1.0"});
   EXPECT_EQ((*again)[0].payload, eval->payload);
   EXPECT_EQ((*again)[1].digest, decision->digest);
+}
+
+// Issue 30: the decision records each approver with the groups the status recorded.
+TEST(EvidencePlan, TheDecisionRecordsTheApproversWithTheirGroups) {
+  json r = release();
+  r["status"]["stages"][0]["approvers"] = json::array({"alice", "dave"});
+  r["status"]["stages"][0]["approvals"] =
+      json::parse(R"([{"user":"alice","groups":["ml-leads","system:authenticated"]},
+                      {"user":"dave"}])");
+  auto planned = plannedStatements(r, {"east", "0.1.0"});
+  ASSERT_TRUE(planned.isOk()) << planned.status().toString();
+  const PlannedStatement* decision = find(*planned, "eval/decision");
+  ASSERT_NE(decision, nullptr);
+  json approvers = json::parse(decision->payload)["predicate"]["lockstep"]["approvers"];
+  EXPECT_EQ(approvers,
+            json::parse(R"([{"user":"alice","groups":["ml-leads","system:authenticated"]},
+                                       {"user":"dave"}])"));
 }
 
 TEST(EvidencePlan, NothingBeforeAStageSucceedsAndAFailedStageIsNoEvidence) {

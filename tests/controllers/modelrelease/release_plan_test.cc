@@ -9,6 +9,7 @@
 
 #include <map>
 #include <string>
+#include <tuple>
 
 #include <gtest/gtest.h>
 
@@ -1384,6 +1385,73 @@ TEST(ReleasePlan, CreatorNeverApprovesAndMinApproversCountsDistinctUsers) {
   // allowSelfApproval lets the creator count.
   release["spec"]["stages"][1]["approval"] = {{"policy", "Manual"}, {"allowSelfApproval", true}};
   EXPECT_EQ(afterEval(release, {{"approve.lockstep.dev/ci", "carol"}}).jobsToCreate.size(), 1u);
+}
+
+// Issue 29: approvers are people, in the groups the stage names; the status records each
+// approver with the groups the API server authenticated them with (the approver-groups
+// annotations the mutating webhook wrote), and a ServiceAccount never counts, even when its
+// approval got in (the platform allowed it then, and no longer does).
+TEST(ReleasePlan, FromGroupsCountsOnlyTheirMembersAndTheStatusKeepsTheirGroups) {
+  json release =
+      ReleaseBuilder().gate("eval").gate("ci").annotate("lockstep.dev/created-by", "carol").build();
+  release["spec"]["stages"][1]["approval"] = {
+      {"policy", "Manual"}, {"minApprovers", 2}, {"fromGroups", {"ml-leads"}}};
+  const std::string leads = R"(["ml-leads","system:authenticated"])";
+  const std::string interns = R"(["interns","system:authenticated"])";
+  const std::string bot = "system:serviceaccount:team:approver-bot";
+  // dave is not in ml-leads; alice's second approver is a ServiceAccount; bob's approval
+  // recorded no groups (written before Lockstep recorded them): none of them count.
+  for (const auto& [who, key, value, groups] :
+       {std::tuple<std::string, std::string, std::string, std::string>{
+            "an outsider", "approve.lockstep.dev/ci.2", "dave", interns},
+        {"a ServiceAccount", "approve.lockstep.dev/ci.2", bot, leads},
+        {"no groups recorded", "approve.lockstep.dev/ci.2", "bob", ""}}) {
+    SCOPED_TRACE(who);
+    std::map<std::string, std::string> annotations = {{"approve.lockstep.dev/ci", "alice"},
+                                                      {"approver-groups.lockstep.dev/ci", leads},
+                                                      {key, value}};
+    if (!groups.empty()) annotations["approver-groups.lockstep.dev/ci.2"] = groups;
+    auto p = afterEval(release, annotations);
+    EXPECT_TRUE(p.jobsToCreate.empty());
+    EXPECT_EQ(stage(p, "ci")["phase"], "WaitingForApproval");
+    EXPECT_NE(condition(p, "Ready", "message").find("1 of 2 distinct approver(s)"),
+              std::string::npos)
+        << condition(p, "Ready", "message");
+  }
+  EXPECT_NE(condition(afterEval(release, {{"approve.lockstep.dev/ci", "alice"},
+                                          {"approver-groups.lockstep.dev/ci", leads},
+                                          {"approve.lockstep.dev/ci.2", "dave"},
+                                          {"approver-groups.lockstep.dev/ci.2", interns}}),
+                      "Ready", "message")
+                .find("\"dave\" does not count: not in a group the stage takes approvals from "
+                      "(fromGroups: \"ml-leads\")"),
+            std::string::npos);
+  const std::map<std::string, std::string> approved = {
+      {"approve.lockstep.dev/ci", "alice"},
+      {"approver-groups.lockstep.dev/ci", leads},
+      {"approve.lockstep.dev/ci.2", "dave"},
+      {"approver-groups.lockstep.dev/ci.2", R"(["ml-leads"])"}};
+  auto go = afterEval(release, approved);
+  ASSERT_EQ(go.jobsToCreate.size(), 1u);
+  EXPECT_EQ(stage(go, "ci")["approvers"], json::array({"alice", "dave"}));
+  EXPECT_EQ(stage(go, "ci")["approvals"],
+            json::parse(R"([{"user":"alice","groups":["ml-leads","system:authenticated"]},
+                            {"user":"dave","groups":["ml-leads"]}])"));
+  // The next reconcile (the ci Job running) keeps them: the status is applied whole.
+  json withApprovals = release;
+  for (const auto& [k, v] : approved) withApprovals["metadata"]["annotations"][k] = v;
+  json eval = finished(jobFor(planRelease(observed(release))), "Complete");
+  auto o = observed(applied(withApprovals, go));
+  o.jobs = {eval, withUid(jobFor(go), "ci-uid")};
+  o.pods = {podOf(eval, "Succeeded", "")};
+  auto running = planRelease(o);
+  EXPECT_EQ(stage(running, "ci")["phase"], "Running") << running.status.dump(2);
+  EXPECT_EQ(stage(running, "ci")["approvals"], stage(go, "ci")["approvals"]);
+  // Without fromGroups, an approval with no recorded groups counts, recorded without groups.
+  release["spec"]["stages"][1]["approval"] = {{"policy", "Manual"}};
+  auto plain = afterEval(release, {{"approve.lockstep.dev/ci", "bob"}});
+  ASSERT_EQ(plain.jobsToCreate.size(), 1u);
+  EXPECT_EQ(stage(plain, "ci")["approvals"], json::parse(R"([{"user":"bob"}])"));
 }
 
 // ---- evidence stages (docs/fleet.md) -------------------------------------------------
