@@ -3,6 +3,8 @@
 #include <openssl/evp.h>
 
 #include <algorithm>
+#include <set>
+#include <tuple>
 
 #include "closure/cuda.h"
 #include "closure/lock_parsers.h"
@@ -12,6 +14,7 @@ namespace {
 
 using internal::Ctx;
 using internal::ParsedLock;
+using internal::RawFile;
 using internal::RawPackage;
 
 bool isHex(char c) {
@@ -250,6 +253,22 @@ StatusOr<Closure> computeUnbounded(std::string_view text, const ClosureOptions& 
       }
     }
     p.digests = std::move(digests);
+    for (const std::string& d : p.digests) {
+      if (d.rfind("sha256:", 0) != 0) continue;
+      LockedFile f;
+      f.ecosystem = p.ecosystem;
+      f.name = p.name;
+      f.version = p.version;
+      f.digest = d;
+      for (const RawFile& rf : raw.files) {
+        if (rf.digest != d) continue;
+        f.url = rf.url;
+        f.fileName = rf.fileName;
+        f.size = rf.size;
+        break;
+      }
+      out.files.push_back(std::move(f));
+    }
     if (p.digests.empty()) {
       const std::string who = "\"" + p.name + (p.version.empty() ? "" : " " + p.version) + "\"";
       if (!options.allowUnhashed) {
@@ -285,6 +304,19 @@ StatusOr<Closure> computeUnbounded(std::string_view text, const ClosureOptions& 
       out.canonicalText += keyed[i].first;
       out.packages.push_back(std::move(keyed[i].second));
     }
+  }
+  std::sort(out.files.begin(), out.files.end(), [](const LockedFile& a, const LockedFile& b) {
+    return std::tie(a.ecosystem, a.name, a.version, a.digest, a.url) <
+           std::tie(b.ecosystem, b.name, b.version, b.digest, b.url);
+  });
+  // One per digest: the same file listed twice (a package under two markers).
+  {
+    std::set<std::string> seen;
+    std::vector<LockedFile> unique;
+    for (LockedFile& f : out.files) {
+      if (seen.insert(f.digest).second) unique.push_back(std::move(f));
+    }
+    out.files = std::move(unique);
   }
   std::sort(out.unhashed.begin(), out.unhashed.end());
   out.unhashed.erase(std::unique(out.unhashed.begin(), out.unhashed.end()), out.unhashed.end());

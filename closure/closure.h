@@ -7,6 +7,7 @@
 // Thread-safety: free functions over values; safe to call concurrently.
 #pragma once
 
+#include <cstdint>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -55,6 +56,20 @@ struct Package {
   bool operator==(const Package& o) const = default;
 };
 
+// One artifact file of the closure: a `sha256:` digest of a package and what the
+// lock says about where it comes from. Not part of the hash (the hash is the
+// packages' lines); the mirror (docs/supply-chain.md) pushes these.
+struct LockedFile {
+  std::string ecosystem;  // the package's, as in Package
+  std::string name;
+  std::string version;
+  std::string digest;    // "sha256:<64 hex>"
+  std::string url;       // where the lock says it is downloaded from; "" (pip, poetry)
+  std::string fileName;  // poetry's explicit `file`; "" otherwise (see the url)
+  int64_t size = -1;     // bytes when the lock says so (uv), else -1
+  bool operator==(const LockedFile& o) const = default;
+};
+
 struct ClosureOptions {
   LockFormat format = LockFormat::kAuto;
   // Per-platform locks only (conda-lock, pixi, flox, nix). Conda ("linux-64") and
@@ -84,6 +99,10 @@ struct Closure {
   std::vector<std::string> unhashed;  // "name version" of those packages
   std::string cuda;                   // "12.4" when the lock pins a CUDA runtime, else ""
   std::string minDriver;              // minimum Linux x86_64 driver for `cuda`, else ""
+  // Every sha256 artifact digest of `packages`, one per digest, sorted by
+  // (ecosystem, name, version, digest). Git commits and Nix store paths are
+  // not files and are not listed.
+  std::vector<LockedFile> files;
   size_t packageCount() const { return packages.size(); }
 };
 

@@ -15,12 +15,22 @@
 
 namespace lockstep::closure::internal {
 
+// What the lock says about one artifact digest of a package: where it is
+// downloaded from and its file name or size, when the format gives them.
+struct RawFile {
+  std::string digest;    // "sha256:<hex>", as in RawPackage::digests
+  std::string url;       // "" when the lock gives none
+  std::string fileName;  // an explicit file name (poetry's `file`), else ""
+  int64_t size = -1;     // uv's `size`, else -1
+};
+
 struct RawPackage {
   std::string ecosystem;
   std::string name;
   std::string version;
   std::vector<std::string> digests;
-  std::string where;  // "uv.lock:12", for errors about this package
+  std::string where;             // "uv.lock:12", for errors about this package
+  std::vector<RawFile> files{};  // sources of some of `digests` (none for pip, nix)
 };
 
 struct ParsedLock {

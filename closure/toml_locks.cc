@@ -241,8 +241,10 @@ std::optional<std::string> str(const toml::table& t, std::string_view key) {
 
 // Adds the sha256 of one {hash = "..."} artifact table; other algorithms are not
 // digests of the contract and are skipped.
+// Its `url` (uv), `file` (poetry) and `size` (uv) are kept beside the digest
+// for the mirror; they are not hashed.
 Status addArtifactHash(const toml::node& artifact, const Ctx& ctx, std::string_view field,
-                       std::vector<std::string>& digests) {
+                       RawPackage& p) {
   const toml::table* t = artifact.as_table();
   if (!t) return ctx.error(lineOf(artifact), field, "expected an inline table");
   const toml::node* h = t->get("hash");
@@ -255,17 +257,25 @@ Status addArtifactHash(const toml::node& artifact, const Ctx& ctx, std::string_v
     return ctx.error(lineOf(*h), std::string(field) + ".hash",
                      "malformed sha256 \"" + *hs + "\" (want sha256:<64 hex>)");
   }
-  digests.push_back(*d);
+  p.digests.push_back(*d);
+  RawFile f;
+  f.digest = *d;
+  f.url = str(*t, "url").value_or("");
+  f.fileName = str(*t, "file").value_or("");
+  if (const toml::node* size = t->get("size")) {
+    if (auto n = size->value<int64_t>(); n && *n >= 0) f.size = *n;
+  }
+  p.files.push_back(std::move(f));
   return Status::ok();
 }
 
 Status addArtifactList(const toml::node* list, const Ctx& ctx, std::string_view field,
-                       std::vector<std::string>& digests) {
+                       RawPackage& p) {
   if (!list) return Status::ok();
   const toml::array* a = list->as_array();
   if (!a) return ctx.error(lineOf(*list), field, "expected an array of tables");
   for (const toml::node& item : *a) {
-    LOCKSTEP_RETURN_IF_ERROR(addArtifactHash(item, ctx, field, digests));
+    LOCKSTEP_RETURN_IF_ERROR(addArtifactHash(item, ctx, field, p));
   }
   return Status::ok();
 }
@@ -334,9 +344,9 @@ StatusOr<ParsedLock> parseUvLock(std::string_view text, const Ctx& ctx) {
         p.digests.push_back("git:" + *commit);
       }
     }
-    LOCKSTEP_RETURN_IF_ERROR(addArtifactList(t->get("wheels"), ctx, "package.wheels", p.digests));
+    LOCKSTEP_RETURN_IF_ERROR(addArtifactList(t->get("wheels"), ctx, "package.wheels", p));
     if (const toml::node* sd = t->get("sdist")) {
-      LOCKSTEP_RETURN_IF_ERROR(addArtifactHash(*sd, ctx, "package.sdist", p.digests));
+      LOCKSTEP_RETURN_IF_ERROR(addArtifactHash(*sd, ctx, "package.sdist", p));
     }
     out.packages.push_back(std::move(p));
   }
@@ -385,11 +395,11 @@ StatusOr<ParsedLock> parsePoetryLock(std::string_view text, const Ctx& ctx) {
       }
     }
     if (const toml::node* files = t->get("files")) {
-      LOCKSTEP_RETURN_IF_ERROR(addArtifactList(files, ctx, "package.files", p.digests));
+      LOCKSTEP_RETURN_IF_ERROR(addArtifactList(files, ctx, "package.files", p));
     } else {
       auto it = metadataFiles.find(normalizePypiName(nv->name));
       if (it != metadataFiles.end()) {
-        LOCKSTEP_RETURN_IF_ERROR(addArtifactList(it->second, ctx, "metadata.files", p.digests));
+        LOCKSTEP_RETURN_IF_ERROR(addArtifactList(it->second, ctx, "metadata.files", p));
       }
     }
     out.packages.push_back(std::move(p));

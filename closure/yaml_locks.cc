@@ -193,6 +193,12 @@ StatusOr<ParsedLock> parseCondaLock(std::string_view text, const Ctx& ctx) {
     p.version = *version;
     p.where = ctx.at(lineOf(e));
     p.digests = std::move(digests);
+    for (const std::string& d : p.digests) {
+      RawFile f;
+      f.digest = d;
+      f.url = scalar(e, "url").value_or("");
+      p.files.push_back(std::move(f));
+    }
     if (p.digests.empty()) {
       if (auto url = scalar(e, "url")) {
         if (auto c = gitCommitFromUrl(*url); c && url->rfind("git+", 0) == 0)
@@ -339,6 +345,16 @@ StatusOr<ParsedLock> parsePixiLock(std::string_view text, const Ctx& ctx) {
     if (kind == "pypi" && scalar(e, "editable").value_or("false") == "true") continue;
     LOCKSTEP_RETURN_IF_ERROR(sha256Of(e, ctx, p.digests));
     const bool remote = loc.find("://") != std::string::npos;
+    for (const std::string& d : p.digests) {
+      RawFile f;
+      f.digest = d;
+      if (remote) {
+        f.url = loc;
+      } else {
+        f.fileName = loc.substr(loc.rfind('/') == std::string::npos ? 0 : loc.rfind('/') + 1);
+      }
+      p.files.push_back(std::move(f));
+    }
     // A local source tree without a digest is the workspace itself (or a path
     // dependency built from the same tree): not part of the runtime. A local
     // archive (.conda, .whl, .tar.gz) is an artifact and needs its sha256.

@@ -210,6 +210,9 @@ spec:
   address: $LOCKSTEP_PROMETHEUS_URL
   allowInsecureHttp: true  # the demo's local Prometheus; in a cluster use https
   timeout: 5s
+  namespaceSelector:       # who may use it: the demo's namespace only
+    matchLabels: {kubernetes.io/metadata.name: ml}
+  allowFreeFormQueries: true  # the demo's release gives its own PromQL
 EOF
 k get analysisproviders
 lockstep() { "$build/cmd/lockstep/lockstep" "$@" --kubeconfig "$LOCKSTEP_KUBECONFIG"; }

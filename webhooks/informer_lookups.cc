@@ -89,6 +89,41 @@ bool InformerAnalysisProviders::exists(std::string_view name) const {
   return cache_.get(std::string(name)) != nullptr;
 }
 
+std::optional<nlohmann::json> InformerAnalysisProviders::providerSpec(std::string_view name) const {
+  auto obj = cache_.get(std::string(name));
+  if (!obj) return std::nullopt;
+  return api::v1alpha1::decode::object(*obj, "spec");
+}
+
+std::optional<nlohmann::json> InformerAnalysisProviders::templateSpec(std::string_view name) const {
+  if (templates_ == nullptr) return std::nullopt;
+  auto obj = templates_->get(std::string(name));
+  if (!obj) return std::nullopt;
+  return api::v1alpha1::decode::object(*obj, "spec");
+}
+
+namespace {
+
+std::map<std::string, std::string> labelsOfObject(const kube::Object& o) {
+  std::map<std::string, std::string> out;
+  namespace decode = api::v1alpha1::decode;
+  for (const auto& [k, v] : decode::object(decode::object(o, "metadata"), "labels").items())
+    if (v.is_string()) out[k] = v.get<std::string>();
+  return out;
+}
+
+}  // namespace
+
+StatusOr<std::map<std::string, std::string>> InformerNamespaceLabels::labelsOf(
+    std::string_view ns) const {
+  if (auto obj = cache_.get(std::string(ns))) return labelsOfObject(*obj);
+  if (!reader_)
+    return unavailable("namespace " + std::string(ns) + " is not in the informer cache");
+  StatusOr<kube::Object> read = reader_->get(kube::resources::kNamespaces, "", std::string(ns));
+  if (!read.isOk()) return read.status();
+  return labelsOfObject(*read);
+}
+
 StatusOr<NamespaceMode> InformerNamespaceModes::modeOf(std::string_view ns) const {
   // Namespaces are cluster-scoped: their cache key is the bare name.
   if (auto obj = cache_.get(std::string(ns))) {

@@ -61,14 +61,34 @@ class InformerModelProds final : public ModelProdLookup {
   const kube::Indexer& releases_;
 };
 
-// AnalysisProviders from an informer's cache (cluster-scoped: key = name).
+// AnalysisProviders (and AnalysisTemplates, when given) from informers'
+// caches (cluster-scoped: key = name).
 class InformerAnalysisProviders final : public AnalysisProviderLookup {
  public:
-  explicit InformerAnalysisProviders(const kube::Indexer& cache) : cache_(cache) {}
+  explicit InformerAnalysisProviders(const kube::Indexer& cache,
+                                     const kube::Indexer* templates = nullptr)
+      : cache_(cache), templates_(templates) {}
   bool exists(std::string_view name) const override;
+  std::optional<nlohmann::json> providerSpec(std::string_view name) const override;
+  std::optional<nlohmann::json> templateSpec(std::string_view name) const override;
 
  private:
   const kube::Indexer& cache_;
+  const kube::Indexer* templates_;
+};
+
+// Namespaces' labels from a Namespace informer; a namespace missing from the
+// cache is read through `reader` (as InformerNamespaceModes does).
+class InformerNamespaceLabels final : public NamespaceLabelLookup {
+ public:
+  explicit InformerNamespaceLabels(const kube::Indexer& cache,
+                                   std::shared_ptr<kube::Client> reader = nullptr)
+      : cache_(cache), reader_(std::move(reader)) {}
+  StatusOr<std::map<std::string, std::string>> labelsOf(std::string_view ns) const override;
+
+ private:
+  const kube::Indexer& cache_;
+  std::shared_ptr<kube::Client> reader_;
 };
 
 // The objects of serving pods' owner chains from the operator's caches:

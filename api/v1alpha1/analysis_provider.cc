@@ -97,7 +97,30 @@ StatusOr<AnalysisProviderSpec> decodeAnalysisProviderSpec(const json& spec) {
     return bad("maxConcurrentQueries", "must be between 1 and " +
                                            std::to_string(kMaxProviderConcurrency) + ", got " +
                                            std::to_string(out.maxConcurrentQueries));
+  if (const json* sel = decode::member(spec, "namespaceSelector");
+      sel != nullptr && !sel->is_null()) {
+    auto selector = decodeLabelSelector(*sel, "spec.namespaceSelector");
+    if (!selector.isOk()) return selector.status();
+    out.namespaceSelector = std::move(*selector);
+  }
+  out.allowFreeFormQueries = decode::boolean(spec, "allowFreeFormQueries", false);
   return out;
+}
+
+bool providerServes(const AnalysisProviderSpec& spec,
+                    const std::map<std::string, std::string>& nsLabels) {
+  return spec.namespaceSelector && selectorMatches(*spec.namespaceSelector, nsLabels);
+}
+
+std::string providerRefusal(const std::string& provider, const AnalysisProviderSpec& spec,
+                            const std::string& ns) {
+  if (!spec.namespaceSelector)
+    return "AnalysisProvider " + quote(provider) + " serves no namespace (it has no " +
+           "spec.namespaceSelector), so not namespace " + quote(ns) +
+           "; the platform opens it to namespaces with spec.namespaceSelector";
+  return "AnalysisProvider " + quote(provider) + " does not serve namespace " + quote(ns) +
+         ": the namespace's labels do not match its spec.namespaceSelector (" +
+         describeSelector(*spec.namespaceSelector) + ")";
 }
 
 }  // namespace lockstep::api::v1alpha1

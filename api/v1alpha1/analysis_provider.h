@@ -11,11 +11,13 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <optional>
 #include <string>
 
 #include <nlohmann/json.hpp>
 
+#include "api/v1alpha1/label_selector.h"
 #include "api/v1alpha1/meta.h"
 #include "common/status.h"
 
@@ -50,7 +52,20 @@ struct AnalysisProviderSpec {
   std::optional<KeyRef> bearerTokenSecretRef;
   int64_t timeoutSeconds = kDefaultProviderTimeoutSeconds;
   int64_t maxConcurrentQueries = kDefaultProviderConcurrency;
+  // Who may use it: the namespaces whose labels match. Absent: none ({}: every
+  // namespace). A release in another namespace is refused at apply and its
+  // measurements are errors (docs/rollouts.md "Providers scoped to tenants").
+  std::optional<LabelSelector> namespaceSelector;
+  // A release may give its own `query`; otherwise only an AnalysisTemplate.
+  bool allowFreeFormQueries = false;
 };
+
+// Whether a release in a namespace labelled `nsLabels` may use the provider.
+bool providerServes(const AnalysisProviderSpec& spec,
+                    const std::map<std::string, std::string>& nsLabels);
+// Why it may not, for a release in namespace `ns` (messages and refusals).
+std::string providerRefusal(const std::string& provider, const AnalysisProviderSpec& spec,
+                            const std::string& ns);
 
 struct AnalysisProvider {
   ObjectMeta meta;

@@ -50,6 +50,20 @@ AnalysisField decodeAnalysis(const json& a) {
   out.provider = decode::string(*p, "provider");
   out.address = decode::string(*p, "address");
   out.query = decode::string(*p, "query");
+  out.templateName = decode::string(*p, "template");
+  if (const json* args = decode::member(*p, "args"); args != nullptr && !args->is_null()) {
+    if (!args->is_object()) {
+      out.argsError = "args: must be a map of argument names to strings";
+    } else {
+      for (const auto& [k, v] : args->items()) {
+        if (!v.is_string()) {
+          out.argsError = "args." + k + ": must be a string";
+          break;
+        }
+        out.args[k] = v.get<std::string>();
+      }
+    }
+  }
   out.min = decode::number(*p, "min");
   out.max = decode::number(*p, "max");
   out.interval = durationField(*p, "interval");
@@ -92,8 +106,19 @@ StatusOr<PrometheusAnalysis> analysisOf(const AnalysisField& a, const std::strin
     return Status(Code::kInvalidArgument,
                   where + ".prometheus needs provider (an AnalysisProvider's name)" +
                       (out.provider.empty() ? std::string() : ", not also address"));
-  if (out.query.empty())
-    return Status(Code::kInvalidArgument, where + ".prometheus.query is required");
+  out.templateName = a.templateName;
+  out.args = a.args;
+  if (out.query.empty() == out.templateName.empty())
+    return Status(Code::kInvalidArgument,
+                  where + ".prometheus needs query or template (an AnalysisTemplate's name)" +
+                      (out.query.empty() ? std::string() : ", not both"));
+  if (!a.argsError.empty())
+    return Status(Code::kInvalidArgument, where + ".prometheus." + a.argsError);
+  if (!out.args.empty() && out.templateName.empty())
+    return Status(Code::kInvalidArgument,
+                  where +
+                      ".prometheus.args: arguments are for a template; this analysis gives a "
+                      "query");
   out.min = a.min;
   out.max = a.max;
   if (!out.min && !out.max)

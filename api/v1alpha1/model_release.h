@@ -105,8 +105,11 @@ struct Serving {
 struct AnalysisField {
   bool prometheusGiven = false;  // analysis.prometheus is an object
   std::string provider;          // an AnalysisProvider's name (the platform's Prometheus)
-  std::string address;  // a release-chosen URL: only with --allow-release-prometheus-address
-  std::string query;
+  std::string address;       // a release-chosen URL: only with --allow-release-prometheus-address
+  std::string query;         // free-form PromQL (only on providers that allow it)
+  std::string templateName;  // or an AnalysisTemplate's name
+  std::map<std::string, std::string> args;  // the template's arguments
+  std::string argsError;                    // a malformed args map ("args.x: must be a string")
   std::optional<double> min;
   std::optional<double> max;
   DurationField interval;
@@ -291,7 +294,12 @@ struct PrometheusAnalysis {
   // or an address the release chose (refused unless the operator runs with
   // --allow-release-prometheus-address; docs/rollouts.md "Analysis providers").
   std::string provider, address;
+  // Exactly one: free-form PromQL (refused by providers without
+  // spec.allowFreeFormQueries), or an AnalysisTemplate and its arguments
+  // (api/v1alpha1/analysis_template.h).
   std::string query;
+  std::string templateName;
+  std::map<std::string, std::string> args;
   std::optional<double> min, max;
   int64_t intervalSeconds = 30;
   // Argo Rollouts' initialDelay: no measurement before weightReachedAt + this.

@@ -44,45 +44,7 @@ StatusOr<std::map<std::string, std::string>> stringMap(const json& m, const std:
 }
 
 StatusOr<ClusterSelector> decodeSelector(const json& s, const std::string& field) {
-  if (!s.is_object()) return bad(field, "must be a label selector {matchLabels, matchExpressions}");
-  ClusterSelector out;
-  if (const json* labels = decode::member(s, "matchLabels"); labels != nullptr) {
-    auto m = stringMap(*labels, field + ".matchLabels");
-    if (!m.isOk()) return m.status();
-    out.matchLabels = std::move(*m);
-  }
-  const json* exprs = decode::member(s, "matchExpressions");
-  if (exprs == nullptr) return out;
-  if (!exprs->is_array()) return bad(field + ".matchExpressions", "must be a list");
-  for (size_t i = 0; i < exprs->size(); ++i) {
-    const std::string f = indexed(field + ".matchExpressions", i);
-    const json& e = (*exprs)[i];
-    if (!e.is_object()) return bad(f, "must be an object {key, operator, values}");
-    LabelRequirement r;
-    auto key = requiredString(e, "key", f + ".key");
-    if (!key.isOk()) return key.status();
-    r.key = *key;
-    auto op = requiredString(e, "operator", f + ".operator");
-    if (!op.isOk()) return op.status();
-    r.op = *op;
-    const bool withValues = r.op == "In" || r.op == "NotIn";
-    if (!withValues && r.op != "Exists" && r.op != "DoesNotExist")
-      return bad(f + ".operator",
-                 shown(e.at("operator")) + " is not In, NotIn, Exists or DoesNotExist");
-    if (const json* values = decode::member(e, "values"); values != nullptr) {
-      if (!values->is_array()) return bad(f + ".values", "must be a list of strings");
-      for (size_t j = 0; j < values->size(); ++j) {
-        if (!(*values)[j].is_string()) return bad(indexed(f + ".values", j), "must be a string");
-        r.values.push_back((*values)[j].get<std::string>());
-      }
-    }
-    if (withValues && r.values.empty())
-      return bad(f + ".values", "must list at least one value for operator " + r.op);
-    if (!withValues && !r.values.empty())
-      return bad(f + ".values", "must be empty for operator " + r.op);
-    out.matchExpressions.push_back(std::move(r));
-  }
-  return out;
+  return decodeLabelSelector(s, "spec." + field);
 }
 
 // An IntOrString: a JSON integer, or a string of digits with or without a trailing '%'.
@@ -221,24 +183,6 @@ Status decodeInventory(const json& spec, ModelRolloutSpec* out) {
 }
 
 }  // namespace
-
-bool selectorMatches(const ClusterSelector& selector,
-                     const std::map<std::string, std::string>& labels) {
-  for (const auto& [k, v] : selector.matchLabels) {
-    auto it = labels.find(k);
-    if (it == labels.end() || it->second != v) return false;
-  }
-  for (const LabelRequirement& r : selector.matchExpressions) {
-    auto it = labels.find(r.key);
-    const bool has = it != labels.end();
-    const bool listed =
-        has && std::find(r.values.begin(), r.values.end(), it->second) != r.values.end();
-    if ((r.op == "In" && !listed) || (r.op == "NotIn" && listed) || (r.op == "Exists" && !has) ||
-        (r.op == "DoesNotExist" && has))
-      return false;
-  }
-  return true;
-}
 
 StatusOr<ModelRolloutSpec> decodeModelRolloutSpec(const json& spec) {
   if (!spec.is_object()) return invalidArgument("spec: must be an object");

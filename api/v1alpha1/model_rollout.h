@@ -30,26 +30,14 @@
 #include <nlohmann/json.hpp>
 
 #include "api/image_ref.h"
+#include "api/v1alpha1/label_selector.h"
 #include "common/status.h"
 
 namespace lockstep::api::v1alpha1 {
 
-// One clusterSelector.matchExpressions entry, as metav1.LabelSelectorRequirement.
-struct LabelRequirement {
-  std::string key;
-  std::string op;  // In | NotIn | Exists | DoesNotExist
-  std::vector<std::string> values;
-};
-
-// A metav1.LabelSelector over the inventory's labels: every matchLabels pair and
-// every requirement must hold; an empty selector ({}) matches every cluster.
-struct ClusterSelector {
-  std::map<std::string, std::string> matchLabels;
-  std::vector<LabelRequirement> matchExpressions;
-};
-
-bool selectorMatches(const ClusterSelector& selector,
-                     const std::map<std::string, std::string>& labels);
+// A clusterSelector: a metav1.LabelSelector over the inventory's labels; an
+// empty selector ({}) matches every cluster.
+using ClusterSelector = LabelSelector;
 
 struct RolloutWave {
   std::string name;

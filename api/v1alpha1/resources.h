@@ -24,6 +24,9 @@ inline const kube::Resource kModelRollouts{kGroup, kVersion, "modelrollouts", "M
 // Cluster-scoped: written by the platform (api/v1alpha1/analysis_provider.h).
 inline const kube::Resource kAnalysisProviders{kGroup, kVersion, "analysisproviders",
                                                "AnalysisProvider", false};
+// Cluster-scoped: the platform's PromQL templates (api/v1alpha1/analysis_template.h).
+inline const kube::Resource kAnalysisTemplates{kGroup, kVersion, "analysistemplates",
+                                               "AnalysisTemplate", false};
 // Cluster-scoped: which key signs which packages' evidence (api/v1alpha1/signing_config.h).
 inline const kube::Resource kSigningConfigs{kGroup, kVersion, "signingconfigs", "SigningConfig",
                                             false};

@@ -231,7 +231,9 @@ int main(int argc, char** argv) {
   lw::InformerModelProds prods(manager.informer(v1::kModels).cache(),
                                manager.informer(serviceOpts).cache(),
                                manager.informer(v1::kModelReleases).cache());
-  lw::InformerAnalysisProviders providers(manager.informer(v1::kAnalysisProviders).cache());
+  lw::InformerAnalysisProviders providers(manager.informer(v1::kAnalysisProviders).cache(),
+                                          &manager.informer(v1::kAnalysisTemplates).cache());
+  lw::InformerNamespaceLabels namespaceLabels(nsInformer.cache(), *authzClient);
   lw::PrometheusRecorder promRecorder(*manager.metrics().registry());
   lw::LogRecorder logRecorder;
   lw::FanoutRecorder recorder{&promRecorder, &logRecorder};
@@ -257,6 +259,7 @@ int main(int argc, char** argv) {
   releaseWebhook.setApprovalRules(releaseOptions.approvalRules);
   releaseWebhook.setModelProds(&prods);
   releaseWebhook.setAnalysisProviders(&providers);
+  releaseWebhook.setNamespaceLabels(&namespaceLabels);
   lw::ModelReleaseCreatorWebhook creatorWebhook(recorder, manager.clock());
 
   lw::ServerOptions so;

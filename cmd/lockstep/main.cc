@@ -37,6 +37,8 @@ const Verb kVerbs[] = {
     {"fleet", "a package's fleet rollout from its registry: waves, clusters, permits, aborts",
      runFleet},
     {"advisories", "OSV advisories (a local export) that affect a lock's closure", runAdvisories},
+    {"mirror", "push a lock's artifact files to an OCI repository; fetch them back offline",
+     runMirror},
     {"version", "print the version", runVersion},
     {"help", "show this help (help VERB for a verb's flags)", runHelp},
 };
@@ -69,6 +71,8 @@ int runHelp(const VerbContext& ctx) {
     fleetUsage(ctx.out, ctx.programName);
   } else if (!ctx.args.empty() && ctx.args[0] == "advisories") {
     advisoriesUsage(ctx.out, ctx.programName);
+  } else if (!ctx.args.empty() && ctx.args[0] == "mirror") {
+    mirrorUsage(ctx.out, ctx.programName);
   } else {
     usage(ctx.out, ctx.programName);
   }

@@ -68,6 +68,8 @@ StatusOr<std::unique_ptr<registry::RegistryClient>> openRegistry(const std::stri
     creds = *found;
   }
   registry::ConnectOptions options;
+  options.timeout = access.timeout;
+  options.maxResponseBytes = access.maxResponseBytes;
   if (!access.certDir.empty()) {
     auto pem = certificates(access.certDir);
     if (!pem.isOk()) return pem.status();

@@ -6,6 +6,7 @@
 // (TLS 1.2+). Thread-safety: functions over values.
 #pragma once
 
+#include <chrono>
 #include <memory>
 #include <string>
 
@@ -15,8 +16,10 @@
 namespace lockstep::cli {
 
 struct RegistryAccess {
-  std::string authFile;  // --authfile; "" the environment's
-  std::string certDir;   // --cert-dir; "" the system roots
+  std::string authFile;                       // --authfile; "" the environment's
+  std::string certDir;                        // --cert-dir; "" the system roots
+  std::chrono::seconds timeout{30};           // per request step
+  size_t maxResponseBytes = size_t{8} << 20;  // the largest answer read
 };
 
 // A client for `host` (PackageRef::apiHost()). Errors name the file read.

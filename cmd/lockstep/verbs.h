@@ -39,11 +39,13 @@ int runDrift(const VerbContext& ctx);
 int runEvidence(const VerbContext& ctx);
 int runAdvisories(const VerbContext& ctx);
 int runFleet(const VerbContext& ctx);
+int runMirror(const VerbContext& ctx);
 void closureHashUsage(std::ostream& os, const std::string& program);
 void verifyEnvUsage(std::ostream& os, const std::string& program);
 void verifyHostUsage(std::ostream& os, const std::string& program);
 void evidenceUsage(std::ostream& os, const std::string& program);
 void advisoriesUsage(std::ostream& os, const std::string& program);
 void fleetUsage(std::ostream& os, const std::string& program);
+void mirrorUsage(std::ostream& os, const std::string& program);
 
 }  // namespace lockstep::cli

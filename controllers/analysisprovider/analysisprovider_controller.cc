@@ -2,6 +2,7 @@
 
 #include <spdlog/spdlog.h>
 
+#include <map>
 #include <utility>
 
 #include "api/v1alpha1/analysis_provider.h"
@@ -150,6 +151,27 @@ void setupAnalysisProviderController(runtime::Manager& manager,
   analysis->setProviderExists([&cache = providers.cache()](const std::string& name) {
     return cache.get("", name) != nullptr;
   });
+  // Who may use a provider: the namespace's labels, from the cache (never a
+  // call at measurement time).
+  kube::Informer& namespaces = manager.informer(v1::kNamespaces);
+  analysis->setNamespaceLabels([&cache = namespaces.cache()](const std::string& ns)
+                                   -> std::optional<std::map<std::string, std::string>> {
+    kube::ObjectPtr o = cache.get("", ns);
+    if (!o) return std::nullopt;
+    std::map<std::string, std::string> labels;
+    const json& l = v1::decode::object(v1::decode::object(*o, "metadata"), "labels");
+    for (const auto& [k, v] : l.items())
+      if (v.is_string()) labels[k] = v.get<std::string>();
+    return labels;
+  });
+  // The platform's query templates (cluster-scoped), read at each ask.
+  kube::Informer& templates = manager.informer(v1::kAnalysisTemplates);
+  analysis->setTemplates(
+      [&cache = templates.cache()](const std::string& name) -> std::optional<json> {
+        kube::ObjectPtr o = cache.get("", name);
+        if (!o) return std::nullopt;
+        return v1::decode::object(*o, "spec");
+      });
   // The health check answered: the provider's status says so.
   analysis->setWakeProvider([&controller](const std::string& name) {
     controller.enqueue({"", name});

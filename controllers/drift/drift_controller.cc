@@ -121,7 +121,7 @@ bool DriftReconciler::reportsServed(const std::string& ns) {
 
 Result DriftReconciler::reconcile(const Request& request) {
   const std::string& ns = request.name;  // one request per Namespace (cluster-scoped)
-  const Result again = Result::after(options_.interval);
+  const auto again = [this] { return Result::after(options_.interval); };
   kube::ObjectPtr namespaceObject = caches_.namespaces.get("", ns);
   if (!namespaceObject) {
     std::lock_guard<std::mutex> lock(mu_);
@@ -163,7 +163,7 @@ Result DriftReconciler::reconcile(const Request& request) {
     if (scan.checked == 0 && scan.findings.empty() && !state.reportExists) {
       std::lock_guard<std::mutex> lock(mu_);
       states_[ns] = std::move(state);
-      return again;
+      return again();
     }
     const int64_t now =
         std::chrono::duration_cast<std::chrono::seconds>(clock_.wallNow().time_since_epoch())
@@ -187,7 +187,7 @@ Result DriftReconciler::reconcile(const Request& request) {
     }
     std::lock_guard<std::mutex> lock(mu_);
     states_[ns] = std::move(state);
-    return again;
+    return again();
   }
 
   // No PolicyReport kind: each finding once as a Warning Event on its pod.
@@ -210,7 +210,7 @@ Result DriftReconciler::reconcile(const Request& request) {
         "lockstep: " + std::string(drift::driftKindName(f->kind)) + ": " + f->message);
     if (!s.isOk()) spdlog::warn("drift: Event for pod {}/{}: {}", ns, f->pod, s.toString());
   }
-  return again;
+  return again();
 }
 
 void setupDriftController(runtime::Manager& manager, DriftOptions options) {

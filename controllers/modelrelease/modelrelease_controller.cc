@@ -252,6 +252,7 @@ Result ModelReleaseReconciler::reconcile(const Request& request) {
     ask.atUnix = observed->gates.nowUnix;
     ask.ns = request.ns;
     ask.name = request.name;
+    ask.model = v1::decodeModelRelease(*observed->release).spec.model;
     observed->prod.measurement = querier_->measure(ask);
     if (observed->prod.measurement) {
       if (!observed->prod.measurement->error.empty())

@@ -13,7 +13,6 @@ namespace {
 using nlohmann::json;
 
 constexpr size_t kSnippetBytes = 200;
-constexpr size_t kSeriesShown = 3;
 
 // The start of a body for a message: printable ASCII only, bounded.
 std::string snippet(std::string_view body) {
@@ -43,22 +42,6 @@ std::string inQuotes(std::string_view s) { return "\"" + snippet(s) + "\""; }
 // address the operator can reach (server-side request forgery).
 std::string unquotedBody(std::string_view body) {
   return body.empty() ? "(empty body)" : "(" + std::to_string(body.size()) + " bytes, not shown)";
-}
-
-// {__name__="x", a="b"} as x{a="b"}; labels in the order Prometheus sent them (sorted).
-std::string seriesName(const json& metric) {
-  if (!metric.is_object()) return "{}";
-  std::string name, labels;
-  for (const auto& [k, v] : metric.items()) {
-    std::string value = v.is_string() ? v.get<std::string>() : v.dump();
-    if (k == "__name__") {
-      name = value;
-      continue;
-    }
-    if (!labels.empty()) labels += ", ";
-    labels += k + "=\"" + value + "\"";
-  }
-  return snippet(name) + "{" + snippet(labels) + "}";
 }
 
 QueryResult badResponse(std::string message) {
@@ -96,19 +79,12 @@ QueryResult decodeVector(const json& result) {
                                 "metric name and label matchers, and that the target is scraped)");
   }
   if (result.size() > 1) {
-    std::string names;
-    for (size_t i = 0; i < result.size() && i < kSeriesShown; ++i) {
-      if (i > 0) names += ", ";
-      names += result[i].is_object() && result[i].contains("metric")
-                   ? seriesName(result[i]["metric"])
-                   : std::string("?");
-    }
-    if (result.size() > kSeriesShown) names += ", ...";
+    // The count only, never the series' labels: the message goes into the
+    // release's status, and a tenant's query must not read other tenants' labels.
     return QueryResult::ofError(ErrorKind::kMultipleSeries,
                                 "query returned " + std::to_string(result.size()) +
                                     " series; it must return exactly one value: aggregate it, "
-                                    "e.g. sum(...) or max(...) (series: " +
-                                    names + ")");
+                                    "e.g. sum(...) or max(...)");
   }
   const json& sample = result[0];
   if (!sample.is_object()) return badResponse("data.result[0] is not an object");

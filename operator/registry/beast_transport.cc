@@ -146,6 +146,8 @@ StatusOr<HttpResponse> BeastTransport::send(const HttpRequest& request) {
     beast::flat_buffer buffer;
     http::response_parser<http::string_body> parser;
     parser.body_limit(options_.maxResponseBytes);
+    // A HEAD answer has a Content-Length and no body.
+    if (request.method == "HEAD") parser.skip(true);
     tcpStream.expires_after(options_.timeout);
     if (auto e = step(ioc, [&](auto h) { http::async_read(stream, buffer, parser, h); }))
       return fail("read", e);

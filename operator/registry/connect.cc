@@ -14,6 +14,7 @@ StatusOr<std::unique_ptr<RegistryClient>> connectRegistry(const std::string& hos
   BeastTransportOptions bt;
   bt.caPem = options.caPem;
   bt.timeout = options.timeout;
+  bt.maxResponseBytes = options.maxResponseBytes;
   TransportFactory factory =
       [bt](const std::string& origin) -> StatusOr<std::shared_ptr<HttpTransport>> {
     auto t = BeastTransport::create(origin, bt);

@@ -16,6 +16,7 @@ namespace lockstep::registry {
 struct ConnectOptions {
   std::string caPem;  // PEM bundle; empty: the system roots
   std::chrono::seconds timeout{30};
+  size_t maxResponseBytes = size_t{8} << 20;  // the largest answer read (a blob, for the mirror)
 };
 
 // InvalidArgument when caPem holds no usable certificate.

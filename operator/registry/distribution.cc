@@ -355,6 +355,28 @@ StatusOr<std::string> RegistryClient::getBlob(const std::string& repository,
   return std::move(resp->body);
 }
 
+StatusOr<std::optional<int64_t>> RegistryClient::blobSize(const std::string& repository,
+                                                          const std::string& digest) {
+  HttpRequest r;
+  r.method = "HEAD";
+  r.target = "/v2/" + repository + "/blobs/" + digest;
+  auto resp = send(r, origin_, repository, "pull");
+  if (!resp.isOk()) return resp.status();
+  if (resp->status == 404) return std::optional<int64_t>();
+  if (resp->status == 307 || resp->status == 302 || resp->status == 303) {
+    // Storage behind a redirect: the registry knows the blob; its size is not said here.
+    return std::optional<int64_t>(-1);
+  }
+  if (resp->status != 200) return httpError(*resp, repository, "HEAD blob " + digest);
+  int64_t size = -1;
+  const std::string length = resp->header("Content-Length");
+  if (!length.empty() && length.size() < 19 &&
+      length.find_first_not_of("0123456789") == std::string::npos) {
+    size = std::stoll(length);
+  }
+  return std::optional<int64_t>(size);
+}
+
 StatusOr<std::string> RegistryClient::pushBlob(const std::string& repository,
                                                const std::string& bytes) {
   const std::string digest = sha256Digest(bytes);

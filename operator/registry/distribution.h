@@ -72,6 +72,10 @@ class RegistryClient {
   // `maxBytes` (a larger blob is refused).
   StatusOr<std::string> getBlob(const std::string& repository, const std::string& digest,
                                 size_t maxBytes = size_t{64} << 20);
+  // HEAD /v2/<repository>/blobs/<digest>: its size (Content-Length) when the
+  // registry has it, nullopt when it answers 404 (the mirror's resume check).
+  StatusOr<std::optional<int64_t>> blobSize(const std::string& repository,
+                                            const std::string& digest);
   // Monolithic blob upload (POST then PUT ?digest=); returns the digest.
   StatusOr<std::string> pushBlob(const std::string& repository, const std::string& bytes);
 

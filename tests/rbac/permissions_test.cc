@@ -36,6 +36,8 @@ TEST(Permissions, ClusterInstallGrantsWatchedRowsClusterWide) {
   EXPECT_FALSE(has(g, {"*", "", "secrets", "get", ""}));
   EXPECT_TRUE(has(g, {"*", "lockstep.dev", "analysisproviders", "watch", ""}));
   EXPECT_FALSE(has(g, {"*", "lockstep.dev", "analysisproviders", "patch", ""}));
+  EXPECT_TRUE(has(g, {"*", "lockstep.dev", "analysistemplates", "watch", ""}));
+  EXPECT_FALSE(has(g, {"*", "lockstep.dev", "analysistemplates", "patch", ""}));
   EXPECT_TRUE(
       has(g, {"lockstep-system", "coordination.k8s.io", "leases", "update", "lockstep-operator"}));
   // The start-up probe's Job create is covered by the cluster-wide one.
@@ -60,7 +62,7 @@ TEST(Permissions, NamespacedInstallGrantsWatchedRowsPerNamespace) {
                   x.resource == "subjectaccessreviews" || x.resource == "tokenreviews" ||
                   x.resource == "signingconfigs" || x.resource == "trustpolicies" ||
                   x.resource == "clusterprofiles" || x.resource == "analysisproviders" ||
-                  x.resource == "analysisproviders/status")
+                  x.resource == "analysisproviders/status" || x.resource == "analysistemplates")
           << toString(x);
     }
   }

@@ -205,7 +205,11 @@ std::string ReleaseWorld::releaseErrorRatio(const std::string& release,
 std::string ReleaseWorld::addProvider(const std::string& address, const json& extra) const {
   const std::string name =
       ns_ + (providers_.empty() ? "" : "-" + std::to_string(providers_.size()));
-  json spec = {{"address", address}};
+  // Open to this world's namespace only, with free-form queries (the tests'
+  // own PromQL); the tenancy tests override both through `extra`.
+  json spec = {{"address", address},
+               {"namespaceSelector", {{"matchLabels", {{"kubernetes.io/metadata.name", ns_}}}}},
+               {"allowFreeFormQueries", true}};
   if (address.rfind("http://", 0) == 0) spec["allowInsecureHttp"] = true;
   if (extra.is_object()) spec.update(extra);
   json provider = {{"apiVersion", "lockstep.dev/v1alpha1"},

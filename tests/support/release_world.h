@@ -106,7 +106,9 @@ class ReleaseWorld {
   std::string releaseErrorRatio(const std::string& release,
                                 const std::string& window = "10s") const;
   // The AnalysisProvider (cluster-scoped) of this world's Prometheus: named after
-  // the namespace, http allowed (a local test Prometheus), deleted at tearDown.
+  // the namespace, http allowed (a local test Prometheus), open to this
+  // namespace only (spec.namespaceSelector) with free-form queries allowed,
+  // deleted at tearDown.
   const std::string& providerName() const { return provider_; }
   // Another provider for `address` (spec fields `extra` merged in), deleted at
   // tearDown; its name, or "" when it could not be created (EXPECT).

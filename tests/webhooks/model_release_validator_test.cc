@@ -1061,5 +1061,102 @@ TEST(ModelReleaseProviders, AnUnknownProviderIsAWarningNamingTheFieldStillAdmitt
   EXPECT_EQ(validateModelRelease(r).decision, Decision::kAllowed);
 }
 
+// The platform's providers and templates, as the informer caches hold them.
+class TenancyLookup final : public AnalysisProviderLookup {
+ public:
+  bool exists(std::string_view name) const override { return providerSpec(name).has_value(); }
+  std::optional<json> providerSpec(std::string_view name) const override {
+    if (name == "team-a")
+      return json{{"address", "https://prometheus:9091"},
+                  {"namespaceSelector", {{"matchLabels", {{"team", "a"}}}}}};
+    if (name == "demo")
+      return json{{"address", "https://prometheus:9091"},
+                  {"namespaceSelector", json::object()},
+                  {"allowFreeFormQueries", true}};
+    return std::nullopt;
+  }
+  std::optional<json> templateSpec(std::string_view name) const override {
+    if (name != "error-ratio") return std::nullopt;
+    return json{{"query", "sum(rate(reqs{ {{selector}}, code=~{{args.codes}} }[{{args.window}}]))"},
+                {"args",
+                 {{{"name", "window"}, {"type", "duration"}, {"default", "1m"}},
+                  {{"name", "codes"}, {"pattern", "[0-9.|]+"}}}}};
+  }
+};
+
+Verdict reviewTenancy(const json& prometheus, const std::map<std::string, std::string>& labels) {
+  static TenancyLookup lookup;
+  json step = {{"weight", 50}, {"analysis", {{"prometheus", prometheus}}}};
+  json mr = ReleaseBuilder("gpt2-v8").serving("prod", json::array({step})).json();
+  ModelReleaseReview r;
+  r.ns = "tenant-b";
+  r.release = &mr;
+  r.runtimeEnv = torch();
+  r.providers = &lookup;
+  r.namespaceLabels = labels;
+  return validateModelRelease(r);
+}
+
+// Must-show 1 at the webhook: B names A's provider and is refused, naming it.
+TEST(ModelReleaseTenancy, AProviderThatDoesNotServeTheNamespaceIsRefusedNamingIt) {
+  json p = {{"provider", "team-a"},
+            {"template", "error-ratio"},
+            {"args", {{"codes", "5.."}}},
+            {"max", 0.1}};
+  Verdict b = reviewTenancy(p, {{"team", "b"}});
+  EXPECT_EQ(b.decision, Decision::kDenied) << b.message;
+  EXPECT_NE(b.message.find("spec.stages[0].canary.steps[0].analysis.prometheus.provider: "
+                           "AnalysisProvider \"team-a\" does not serve namespace \"tenant-b\": "
+                           "the namespace's labels do not match its spec.namespaceSelector "
+                           "(team=a)"),
+            std::string::npos)
+      << b.message;
+  EXPECT_EQ(reviewTenancy(p, {{"team", "a"}}).decision, Decision::kAllowed)
+      << reviewTenancy(p, {{"team", "a"}}).message;
+}
+
+TEST(ModelReleaseTenancy, FreeFormQueriesOnlyOnProvidersThatAllowThem) {
+  Verdict v =
+      reviewTenancy({{"provider", "team-a"}, {"query", "sum(up)"}, {"max", 1}}, {{"team", "a"}});
+  EXPECT_EQ(v.decision, Decision::kDenied);
+  EXPECT_NE(v.message.find("spec.stages[0].canary.steps[0].analysis.prometheus.query: "
+                           "AnalysisProvider \"team-a\" does not run free-form queries"),
+            std::string::npos)
+      << v.message;
+  EXPECT_EQ(reviewTenancy({{"provider", "demo"}, {"query", "sum(up)"}, {"max", 1}}, {}).decision,
+            Decision::kAllowed);
+}
+
+TEST(ModelReleaseTenancy, TemplateArgumentsAreCheckedAtApply) {
+  auto review = [](const json& args) {
+    return reviewTenancy(
+        {{"provider", "team-a"}, {"template", "error-ratio"}, {"args", args}, {"max", 0.1}},
+        {{"team", "a"}});
+  };
+  Verdict hostile = review({{"codes", "5..\"}) or vector(1"}});
+  EXPECT_EQ(hostile.decision, Decision::kDenied);
+  EXPECT_NE(hostile.message.find("spec.stages[0].canary.steps[0].analysis.prometheus.args.codes: "
+                                 "\"5..\"}) or vector(1\" does not match the template's pattern"),
+            std::string::npos)
+      << hostile.message;
+  Verdict undeclared = review({{"codes", "5.."}, {"namespace", "tenant-a"}});
+  EXPECT_NE(undeclared.message.find("prometheus.args.namespace: is not an argument of the "
+                                    "template"),
+            std::string::npos)
+      << undeclared.message;
+  Verdict missing = review(json::object());
+  EXPECT_NE(missing.message.find("prometheus.args.codes: is required"), std::string::npos)
+      << missing.message;
+  Verdict window = review({{"codes", "5.."}, {"window", "1m] or up[1m"}});
+  EXPECT_NE(window.message.find("prometheus.args.window: \"1m] or up[1m\" is not a duration"),
+            std::string::npos)
+      << window.message;
+  EXPECT_EQ(review({{"codes", "5..|4.."}, {"window", "5m"}}).decision, Decision::kAllowed);
+  // A template that does not exist (yet): a warning, as for providers.
+  Verdict unknown =
+      reviewTenancy({{"provider", "team-a"}, {"template", "nope"}, {"max", 0.1}}, {{"team", "a"}});
+  EXPECT_EQ(unknown.decision, Decision::kWarned) << unknown.message;
+}
+
 }  // namespace
 }  // namespace lockstep::webhooks

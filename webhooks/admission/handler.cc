@@ -126,6 +126,10 @@ HttpReply ModelReleaseWebhook::handle(std::string_view body) {
     review.allowPrometheusAddress = allowPrometheusAddress_;
     review.approvalRules = approvalRules_;
     review.providers = providers_;
+    if (namespaceLabels_ != nullptr) {
+      auto labels = namespaceLabels_->labelsOf(req.ns);
+      if (labels.isOk()) review.namespaceLabels = std::move(*labels);
+    }
     if (prods_ != nullptr) {
       const std::string* model = json_access::str(json_access::at(&req.object, {"spec", "model"}));
       if (model != nullptr && !model->empty()) review.prod = prods_->prodOf(req.ns, *model);

@@ -85,8 +85,12 @@ class ModelReleaseWebhook final : public AdmissionWebhook {
   // an unknown one); unset: those checks are skipped. Must outlive the webhook.
   void setModelProds(const ModelProdLookup* prods) { prods_ = prods; }
   void setAnalysisProviders(const AnalysisProviderLookup* providers) { providers_ = providers; }
+  // Namespaces' labels (an AnalysisProvider's spec.namespaceSelector); unset:
+  // that rule is left to the controller. Must outlive the webhook.
+  void setNamespaceLabels(const NamespaceLabelLookup* labels) { namespaceLabels_ = labels; }
 
  private:
+  const NamespaceLabelLookup* namespaceLabels_ = nullptr;
   bool allowPrometheusAddress_ = false;
   api::v1alpha1::ApprovalRules approvalRules_;
   const ModelProdLookup* prods_ = nullptr;

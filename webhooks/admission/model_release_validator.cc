@@ -8,6 +8,8 @@
 #include <vector>
 
 #include "api/image_ref.h"
+#include "api/v1alpha1/analysis_provider.h"
+#include "api/v1alpha1/analysis_template.h"
 #include "api/v1alpha1/conditions.h"
 #include "api/v1alpha1/model_release.h"
 #include "webhooks/admission/analysis_advice.h"
@@ -296,6 +298,77 @@ void adviseProviders(const json* spec, const ModelReleaseReview& r,
     for (std::size_t j = 0; j < steps->size(); ++j)
       advise(ja::child(&(*steps)[j], "analysis"),
              path + ".steps[" + std::to_string(j) + "].analysis");
+  }
+}
+
+// Tenancy of the analyses: the provider serves this namespace, runs free-form
+// queries only if it says so; a template's arguments are its declared ones.
+void checkAnalysisTenancy(const json* spec, const ModelReleaseReview& r,
+                          std::vector<std::string>& violations,
+                          std::vector<std::string>& warnings) {
+  namespace v1 = api::v1alpha1;
+  if (r.providers == nullptr) return;
+  const json* stages = ja::child(spec, "stages");
+  if (!ja::isArray(stages)) return;
+  auto check = [&](const json* analysis, const std::string& path) {
+    const json* p = ja::child(analysis, "prometheus");
+    if (p == nullptr || !p->is_object()) return;
+    const std::string where = path + ".prometheus";
+    const std::string* provider = ja::str(ja::child(p, "provider"));
+    const std::string* query = ja::str(ja::child(p, "query"));
+    const std::string* templ = ja::str(ja::child(p, "template"));
+    if (provider != nullptr && !provider->empty()) {
+      if (auto ps = r.providers->providerSpec(*provider)) {
+        auto decoded = v1::decodeAnalysisProviderSpec(*ps);
+        if (decoded.isOk()) {
+          if (r.namespaceLabels && !v1::providerServes(*decoded, *r.namespaceLabels))
+            violations.push_back(where +
+                                 ".provider: " + v1::providerRefusal(*provider, *decoded, r.ns));
+          if (query != nullptr && !query->empty() && !decoded->allowFreeFormQueries)
+            violations.push_back(where + ".query: AnalysisProvider " + quote(*provider) +
+                                 " does not run free-form queries (its "
+                                 "spec.allowFreeFormQueries is not true); name an "
+                                 "AnalysisTemplate in " +
+                                 where + ".template (kubectl get analysistemplates)");
+        }
+      }
+    }
+    if (templ == nullptr || templ->empty()) return;
+    auto ts = r.providers->templateSpec(*templ);
+    if (!ts) {
+      warnings.push_back("lockstep: " + where + ".template: AnalysisTemplate " + quote(*templ) +
+                         " does not exist (yet); until it does, every measurement of it is an "
+                         "error (kubectl get analysistemplates lists them)");
+      return;
+    }
+    auto t = v1::decodeAnalysisTemplateSpec(*ts);
+    if (!t.isOk()) {
+      warnings.push_back("lockstep: " + where + ".template: AnalysisTemplate " + quote(*templ) +
+                         " is not usable: " + t.status().message());
+      return;
+    }
+    std::map<std::string, std::string> given;
+    if (const json* args = ja::child(p, "args"); args != nullptr && args->is_object()) {
+      for (const auto& [k, v] : args->items()) {
+        if (!v.is_string()) {
+          violations.push_back(where + ".args." + k + ": must be a string");
+          return;
+        }
+        given[k] = v.get<std::string>();
+      }
+    }
+    auto checked = v1::checkTemplateArgs(*t, given, where);
+    if (!checked.isOk()) violations.push_back(checked.status().message());
+  };
+  for (std::size_t i = 0; i < stages->size(); ++i) {
+    const std::string path = "spec.stages[" + std::to_string(i) + "].canary";
+    const json* canary = ja::child(&(*stages)[i], "canary");
+    check(ja::child(canary, "analysis"), path + ".analysis");
+    const json* steps = ja::child(canary, "steps");
+    if (!ja::isArray(steps)) continue;
+    for (std::size_t j = 0; j < steps->size(); ++j)
+      check(ja::child(&(*steps)[j], "analysis"),
+            path + ".steps[" + std::to_string(j) + "].analysis");
   }
 }
 
@@ -670,6 +743,7 @@ Verdict validateModelRelease(const ModelReleaseReview& r) {
       checkAnalysisSources(spec, r.allowPrometheusAddress, v.violations);
       checkServingPort(spec, r, v.violations);
       adviseProviders(spec, r, v.warnings);
+      checkAnalysisTenancy(spec, r, v.violations, v.warnings);
     }
 
     const std::string* hash = ja::str(ja::child(spec, "closureHash"));

@@ -33,6 +33,12 @@
 //    Checked with the stage list.
 //  - An analysis naming an AnalysisProvider that `providers` does not know: a
 //    warning (still admitted: GitOps may create the provider after it).
+//    One that exists: denied, naming the provider, when its
+//    spec.namespaceSelector does not match the namespace's labels, or when the
+//    analysis gives a free-form `query` and the provider does not allow them
+//    (spec.allowFreeFormQueries). A `template` naming an AnalysisTemplate:
+//    its `args` checked against the template's declarations (denied naming
+//    ...prometheus.args.<name>); a template that does not exist: a warning.
 //  - RuntimeEnv: absent or not Ready → allowed with a warning; Ready with a
 //    different status.closureHash → denied on CREATE, a warning on UPDATE
 //    (an existing release whose RuntimeEnv moved on is stale, not invalid).
@@ -80,8 +86,11 @@ struct ModelReleaseReview {
   api::v1alpha1::ApprovalRules approvalRules;  // --allow-service-account-approvers
   // The prod of spec.model (nullopt: none yet, or not looked up).
   std::optional<ModelProdView> prod;
-  // The AnalysisProviders; null: not looked up (no warning).
+  // The AnalysisProviders and AnalysisTemplates; null: not looked up (no warning).
   const AnalysisProviderLookup* providers = nullptr;
+  // The release namespace's labels (a provider's spec.namespaceSelector);
+  // nullopt: not known (the controller checks at measurement time).
+  std::optional<std::map<std::string, std::string>> namespaceLabels;
   // Authorizer answers by verb ("approve", "abort") for verbsToAuthorize().
   std::map<std::string, StatusOr<AccessDecision>, std::less<>> access;
   // The authorizer's answer for secretAccessRequestFor() (nullopt: not asked).

@@ -4,10 +4,13 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
+
+#include <nlohmann/json.hpp>
 
 #include "api/v1alpha1/keys.h"
 #include "common/status.h"
@@ -93,11 +96,26 @@ class ServingObjectLookup {
                                          const std::string& name) const = 0;
 };
 
-// Whether a (cluster-scoped) AnalysisProvider exists. Same contract.
+// Whether a (cluster-scoped) AnalysisProvider exists, its spec and the
+// AnalysisTemplates' specs (nullopt: none of that name). Same contract.
 class AnalysisProviderLookup {
  public:
   virtual ~AnalysisProviderLookup() = default;
   virtual bool exists(std::string_view name) const = 0;
+  virtual std::optional<nlohmann::json> providerSpec(std::string_view /*name*/) const {
+    return std::nullopt;
+  }
+  virtual std::optional<nlohmann::json> templateSpec(std::string_view /*name*/) const {
+    return std::nullopt;
+  }
+};
+
+// A namespace's labels (who may use which AnalysisProvider). An error: not
+// known (the provider rule is then left to the controller). Same contract.
+class NamespaceLabelLookup {
+ public:
+  virtual ~NamespaceLabelLookup() = default;
+  virtual StatusOr<std::map<std::string, std::string>> labelsOf(std::string_view ns) const = 0;
 };
 
 // Looks up the admission mode of a namespace (from its lockstep.dev/enforce

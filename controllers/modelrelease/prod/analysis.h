@@ -22,12 +22,20 @@ using api::v1alpha1::PrometheusAnalysis;
 // interval over a duration pause, else one.
 int effectiveCount(const CanaryStep& step);
 
+// The canary's reason when the analysis' provider refuses the release's
+// namespace or its free-form query (docs/rollouts.md "Providers scoped to tenants").
+inline constexpr const char* kReasonAnalysisRefused = "AnalysisRefused";
+
 // One Prometheus measurement as the shell took it: a value, or an error (query
 // error, HTTP failure, an empty vector, a NaN).
 struct Measurement {
   int64_t atUnix = 0;
   std::optional<double> value;
   std::string error;
+  // The provider refuses this release (its namespace is not served, or a
+  // free-form query on a templates-only provider): no retry can fix it, so
+  // the step fails at once (kReasonAnalysisRefused), never after the error limit.
+  bool refused = false;
 };
 
 enum class AnalysisPhase { kRunning, kPassed, kFailed };

@@ -1,8 +1,10 @@
 #include "controllers/modelrelease/prod/analysis_querier.h"
 
+#include <atomic>
 #include <chrono>
 #include <utility>
 
+#include "api/v1alpha1/analysis_template.h"
 #include "controllers/modelrelease/prod/measurement_executor.h"
 #include "operator/prometheus/client.h"
 
@@ -14,6 +16,19 @@ constexpr const char* kProviderWaker = "ap:";
 constexpr const char* kProbeQuery = "vector(1)";
 
 std::string quote(const std::string& s) { return "\"" + s + "\""; }
+
+int64_t steadyMs() {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(
+             std::chrono::steady_clock::now().time_since_epoch())
+      .count();
+}
+
+// What a release's own address answered that says where it led, not what a
+// Prometheus computed: one kind for all (no port-scan oracle).
+bool revealsTheAddress(prometheus::ErrorKind k) {
+  return k == prometheus::ErrorKind::kUnreachable || k == prometheus::ErrorKind::kTimeout ||
+         k == prometheus::ErrorKind::kHttp || k == prometheus::ErrorKind::kBadResponse;
+}
 
 bool sameConnection(const ProviderConfig& a, const ProviderConfig& b) {
   return a.spec.address == b.spec.address && a.caPem == b.caPem &&
@@ -32,6 +47,8 @@ struct AnalysisProviders::Provider {
   std::unique_ptr<MeasurementExecutor> executor;
   int64_t probeRound = -1;  // guarded by mu: the last probe answer and its round
   QueryAnswer probeAnswer;
+  bool address = false;  // a release's own address (not an AnalysisProvider)
+  std::atomic<int64_t> lastAskMs{0};
 };
 
 AnalysisProviders::AnalysisProviders(AnalysisProvidersOptions options)
@@ -60,6 +77,17 @@ void AnalysisProviders::setWakeProvider(std::function<void(const std::string&)> 
 void AnalysisProviders::setProviderExists(std::function<bool(const std::string&)> exists) {
   std::lock_guard<std::mutex> lock(mu_);
   providerExists_ = std::move(exists);
+}
+
+void AnalysisProviders::setNamespaceLabels(NamespaceLabels labels) {
+  std::lock_guard<std::mutex> lock(mu_);
+  namespaceLabels_ = std::move(labels);
+}
+
+void AnalysisProviders::setTemplates(
+    std::function<std::optional<nlohmann::json>(const std::string&)> templates) {
+  std::lock_guard<std::mutex> lock(mu_);
+  templates_ = std::move(templates);
 }
 
 void AnalysisProviders::wakeWaitingFor(const std::string& name) {
@@ -132,11 +160,16 @@ std::unique_ptr<MeasurementExecutor> AnalysisProviders::makeExecutor(
   so.maxQueued = options_.maxQueued;
   // The client gives up kTransportGrace after the timeout it sends Prometheus.
   so.timeoutMs = (config.spec.timeoutSeconds + prometheus::kTransportGrace.count()) * 1000;
-  auto runner = [shared](const std::string& promql, int64_t atUnix) {
+  const bool opaque = p->address;
+  so.opaqueTimeouts = opaque;
+  auto runner = [shared, opaque, label](const std::string& promql, int64_t atUnix) {
     QueryAnswer a;
     prometheus::QueryResult r = shared->query(promql, atUnix);
     if (r.value) {
       a.value = *r.value;
+    } else if (opaque && revealsTheAddress(r.kind)) {
+      a.error = label + ": analysis provider unreachable";
+      a.timedOut = r.kind == prometheus::ErrorKind::kTimeout;
     } else {
       a.error = r.error.empty() ? std::string("no value") : r.error;
       a.timedOut = r.kind == prometheus::ErrorKind::kTimeout;
@@ -224,6 +257,85 @@ std::optional<QueryAnswer> AnalysisProviders::probe(const std::string& name, int
   return a.answer;
 }
 
+size_t AnalysisProviders::addressExecutors() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  size_t n = 0;
+  for (const auto& [name, p] : providers_) n += p->address ? 1 : 0;
+  return n;
+}
+
+void AnalysisProviders::evictIdleAddresses() {
+  const int64_t now = steadyMs();
+  std::vector<std::shared_ptr<Provider>> gone;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    for (auto it = providers_.begin(); it != providers_.end();) {
+      const Provider& p = *it->second;
+      const int64_t idleMs = now - p.lastAskMs.load();
+      if (p.address && p.executor && idleMs >= options_.addressIdleSeconds * 1000) {
+        // Idle: nothing queued or in flight, and no answer waiting to be
+        // taken (unless nobody asked for longer than an answer is kept).
+        QueryStats s = p.executor->stats();
+        if (s.inFlight == 0 && s.queued == 0 &&
+            (s.answered == 0 || idleMs > p.executor->answerTtlMs())) {
+          gone.push_back(std::move(it->second));
+          it = providers_.erase(it);
+          continue;
+        }
+      }
+      ++it;
+    }
+  }
+  gone.clear();  // their threads are joined here, outside the lock
+}
+
+StatusOr<std::string> AnalysisProviders::queryFor(const MeasurementAsk& ask, Provider& p) const {
+  namespace v1 = api::v1alpha1;
+  const PrometheusAnalysis& a = ask.analysis;
+  NamespaceLabels nsLabels;
+  std::function<std::optional<nlohmann::json>(const std::string&)> templates;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    nsLabels = namespaceLabels_;
+    templates = templates_;
+  }
+  if (!p.address) {
+    v1::AnalysisProviderSpec spec;
+    {
+      std::lock_guard<std::mutex> lock(p.mu);
+      spec = p.config.spec;
+    }
+    // Who may use it: checked at every ask, so a namespace relabelled after
+    // the release was admitted is refused from then on.
+    std::optional<std::map<std::string, std::string>> labels;
+    if (nsLabels) labels = nsLabels(ask.ns);
+    if (!labels)
+      return Status(Code::kUnavailable,
+                    "namespace " + quote(ask.ns) + " is not known to the operator (yet); " +
+                        p.label + " is used only by namespaces its spec.namespaceSelector matches");
+    if (!v1::providerServes(spec, *labels))
+      return Status(Code::kForbidden, v1::providerRefusal(a.provider, spec, ask.ns));
+    if (!a.query.empty() && !spec.allowFreeFormQueries)
+      return Status(Code::kForbidden,
+                    "analysis.prometheus.query: " + p.label +
+                        " does not run free-form queries (its spec.allowFreeFormQueries is not "
+                        "true); name an AnalysisTemplate in analysis.prometheus.template");
+  }
+  if (a.templateName.empty()) return a.query;
+  std::optional<nlohmann::json> spec;
+  if (templates) spec = templates(a.templateName);
+  if (!spec)
+    return Status(Code::kNotFound, "AnalysisTemplate " + quote(a.templateName) +
+                                       " not found (kubectl get analysistemplates)");
+  auto t = v1::decodeAnalysisTemplateSpec(*spec);
+  if (!t.isOk())
+    return Status(Code::kInvalidArgument, "AnalysisTemplate " + quote(a.templateName) +
+                                              " is not usable: " + t.status().message());
+  auto args = v1::checkTemplateArgs(*t, a.args, "analysis.prometheus");
+  if (!args.isOk()) return args.status();
+  return v1::renderAnalysisTemplate(*t, *args, {ask.ns, ask.model, ask.name, "canary"});
+}
+
 std::optional<QueryStats> AnalysisProviders::stats(const std::string& name) const {
   std::shared_ptr<Provider> p = find(name);
   if (!p || !p->executor) return std::nullopt;
@@ -247,6 +359,7 @@ std::optional<Measurement> AnalysisProviders::measure(const MeasurementAsk& ask)
                    "analysis.prometheus.provider");
     }
     name = "address " + a.address;
+    evictIdleAddresses();
     if (!find(name)) {
       ProviderConfig c;
       c.spec.address = a.address;
@@ -256,6 +369,8 @@ std::optional<Measurement> AnalysisProviders::measure(const MeasurementAsk& ask)
       auto fresh = std::make_shared<Provider>();
       fresh->label = "prometheus " + a.address;
       fresh->config = c;
+      fresh->address = true;
+      fresh->lastAskMs = steadyMs();
       std::string why;
       fresh->executor = makeExecutor(fresh->label, kReleaseAddressProvider, c, fresh, why);
       if (!fresh->executor) return error(why);
@@ -282,8 +397,15 @@ std::optional<Measurement> AnalysisProviders::measure(const MeasurementAsk& ask)
     if (!p->disabled.empty()) return error(p->label + " is not usable: " + p->disabled);
   }
   if (!p->executor) return error(p->label + " is not configured yet");
-  QueryScheduler::Ask got =
-      p->executor->ask(ask.key, a.query, ask.atUnix, kReleaseWaker + ask.ns + "/" + ask.name);
+  p->lastAskMs = steadyMs();
+  auto promql = queryFor(ask, *p);
+  if (!promql.isOk()) {
+    Measurement refused = error(promql.status().message());
+    refused.refused = promql.status().code() == Code::kForbidden;
+    return refused;
+  }
+  QueryScheduler::Ask got = p->executor->ask(ask.key, *promql, ask.atUnix,
+                                             kReleaseWaker + ask.ns + "/" + ask.name, ask.ns);
   if (!got.answer) return std::nullopt;
   Measurement m;
   m.atUnix = got.answer->atUnix;

@@ -19,6 +19,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <set>
 #include <string>
@@ -39,6 +40,7 @@ struct MeasurementAsk {
   QueryKey key;
   int64_t atUnix = 0;
   std::string ns, name;  // the release, reconciled again when the answer lands
+  std::string model;     // the release's model (a template's {{model}} and {{selector}})
 };
 
 // Takes canary analysis measurements. Never throws: failures are Measurement errors.
@@ -66,7 +68,10 @@ struct AnalysisProvidersOptions {
   // A release address's queue (when allowed): timeout and concurrency.
   int64_t addressTimeoutSeconds = 10;
   int addressConcurrency = 2;
-  int maxQueued = 256;
+  // A release address's executor (threads and queue) is removed once it has
+  // had nothing queued or in flight and no ask for this long.
+  int64_t addressIdleSeconds = 600;
+  int maxQueued = 256;  // per namespace, per provider
   // lockstep_analysis_* (analysis_metrics.h); null: none.
   std::shared_ptr<AnalysisMetrics> metrics;
 };
@@ -86,6 +91,14 @@ class AnalysisProviders final : public AnalysisQuerier {
   // started; its controller has not reconciled it) makes an ask wait, not
   // fail: the release is woken when configure() sets it up.
   void setProviderExists(std::function<bool(const std::string& name)> exists);
+  // A namespace's labels (the namespace informer's cache; nullopt: not known),
+  // matched against a provider's spec.namespaceSelector at every ask.
+  using NamespaceLabels =
+      std::function<std::optional<std::map<std::string, std::string>>(const std::string& ns)>;
+  void setNamespaceLabels(NamespaceLabels labels);
+  // An AnalysisTemplate's spec (the template informer's cache; nullopt: none).
+  void setTemplates(
+      std::function<std::optional<nlohmann::json>(const std::string& name)> templates);
 
   // (Re)configures a provider: its executor is re-created when the address,
   // CA, timeout or concurrency changed; a new token is used from the next
@@ -98,6 +111,8 @@ class AnalysisProviders final : public AnalysisQuerier {
   // The provider's health check: `vector(1)` once per `round`.
   std::optional<QueryAnswer> probe(const std::string& name, int64_t round, int64_t atUnix);
   std::optional<QueryStats> stats(const std::string& name) const;
+  // Executors of release addresses that exist now (idle ones are evicted).
+  size_t addressExecutors() const;
 
   std::optional<Measurement> measure(const MeasurementAsk& ask) override;
   int64_t pendingRetrySeconds() const override;
@@ -113,6 +128,10 @@ class AnalysisProviders final : public AnalysisQuerier {
                                                     std::string& error);
   void wake(const std::string& waker) const;
   void wakeWaitingFor(const std::string& name);
+  // Removes release-address executors idle for addressIdleSeconds.
+  void evictIdleAddresses();
+  // The PromQL to send for `ask` on provider `p`, or the error (a refusal).
+  StatusOr<std::string> queryFor(const MeasurementAsk& ask, Provider& p) const;
 
   AnalysisProvidersOptions options_;
   mutable std::mutex mu_;
@@ -120,6 +139,8 @@ class AnalysisProviders final : public AnalysisQuerier {
   std::function<void(const std::string&, const std::string&)> wakeRelease_;
   std::function<void(const std::string&)> wakeProvider_;
   std::function<bool(const std::string&)> providerExists_;
+  NamespaceLabels namespaceLabels_;
+  std::function<std::optional<nlohmann::json>(const std::string&)> templates_;
   // Releases ("ns/name") whose ask met a provider that exists but is not
   // configured yet, by provider name; woken by configure().
   std::map<std::string, std::set<std::string>> waitingForConfig_;

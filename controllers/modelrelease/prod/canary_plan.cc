@@ -502,6 +502,19 @@ struct Planner {
         return v;
       };
       verdict = assess();
+      if (verdict->phase == AnalysisPhase::kRunning && o.measurement && o.measurement->refused) {
+        // The provider refuses this release (its namespace, its free-form
+        // query): no retry can fix that; fail the step now, saying why.
+        json m = {{"at", formatRfc3339(o.measurement->atUnix)}, {"error", o.measurement->error}};
+        json& recent = a["measurements"];
+        if (!recent.is_array()) recent = json::array();
+        recent.push_back(m);
+        while (recent.size() > kKeptMeasurements) recent.erase(recent.begin());
+        a["phase"] = "Failed";
+        a["message"] = o.measurement->error;
+        rollBack(kReasonAnalysisRefused, stepName + " analysis: " + o.measurement->error);
+        return false;
+      }
       if (verdict->phase == AnalysisPhase::kRunning && o.measurement &&
           o.measurement->atUnix >= verdict->nextMeasurementAtUnix) {
         recordMeasurement(c, *s.analysis, *o.measurement);

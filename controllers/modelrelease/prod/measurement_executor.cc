@@ -39,11 +39,12 @@ void MeasurementExecutor::tell(const std::vector<std::string>& wakers) const {
 }
 
 QueryScheduler::Ask MeasurementExecutor::ask(const QueryKey& key, const std::string& promql,
-                                             int64_t atUnix, const std::string& waker) {
+                                             int64_t atUnix, const std::string& waker,
+                                             const std::string& tenant) {
   QueryScheduler::Ask out;
   {
     std::lock_guard<std::mutex> lock(mu_);
-    out = scheduler_.ask(key, promql, atUnix, waker, nowMs());
+    out = scheduler_.ask(key, promql, atUnix, waker, nowMs(), tenant);
     reportLocked();
   }
   work_.notify_one();

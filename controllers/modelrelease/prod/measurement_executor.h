@@ -37,9 +37,10 @@ class MeasurementExecutor {
   MeasurementExecutor& operator=(const MeasurementExecutor&) = delete;
 
   QueryScheduler::Ask ask(const QueryKey& key, const std::string& promql, int64_t atUnix,
-                          const std::string& waker);
+                          const std::string& waker, const std::string& tenant = "");
   QueryStats stats() const;
   int64_t timeoutMs() const { return options_.timeoutMs; }
+  int64_t answerTtlMs() const { return options_.answerTtlMs; }
 
  private:
   static int64_t nowMs();

@@ -11,7 +11,8 @@ QueryScheduler::QueryScheduler(QuerySchedulerOptions options) : options_(std::mo
 }
 
 QueryScheduler::Ask QueryScheduler::ask(const QueryKey& key, const std::string& promql,
-                                        int64_t atUnix, const std::string& waker, int64_t nowMs) {
+                                        int64_t atUnix, const std::string& waker, int64_t nowMs,
+                                        const std::string& tenant) {
   Ask out;
   auto it = entries_.find(key);
   if (it != entries_.end()) {
@@ -25,38 +26,57 @@ QueryScheduler::Ask QueryScheduler::ask(const QueryKey& key, const std::string& 
     entries_.erase(it);  // taken once
     return out;
   }
-  if (const int queued = stats().queued; queued >= options_.maxQueued) {
+  if (const int queued = queuedOf(tenant); queued >= options_.maxQueued) {
     ++stats_.refused;
     ++stats_.failed;
     QueryAnswer a;
     a.atUnix = atUnix;
-    a.error = options_.provider + ": " + std::to_string(queued) +
-              " queries already wait for a free slot (maxConcurrentQueries " +
+    a.error = options_.provider + ": " + std::to_string(queued) + " queries of namespace \"" +
+              tenant + "\" already wait for a free slot (maxConcurrentQueries " +
               std::to_string(options_.maxInFlight) + "); not queued";
     out.answer = a;
     return out;
   }
   Entry e;
   e.promql = promql;
+  e.tenant = tenant;
   e.atUnix = atUnix;
   e.waker = waker;
   e.askedMs = nowMs;
   e.deadlineMs = nowMs + options_.timeoutMs;
   entries_.emplace(key, std::move(e));
-  queue_.push_back(key);
+  std::deque<QueryKey>& q = queues_[tenant];
+  if (q.empty()) turns_.push_back(tenant);
+  q.push_back(key);
+  ++queuedBy_[tenant];
   out.pending = true;
   return out;
 }
 
 std::vector<QueryJob> QueryScheduler::start(int64_t /*nowMs*/, int max) {
   std::vector<QueryJob> jobs;
-  while (!queue_.empty() && static_cast<int>(running_.size()) < options_.maxInFlight &&
+  while (!turns_.empty() && static_cast<int>(running_.size()) < options_.maxInFlight &&
          static_cast<int>(jobs.size()) < max) {
-    QueryKey key = queue_.front();
-    queue_.pop_front();
-    auto it = entries_.find(key);
-    if (it == entries_.end() || it->second.state != State::kQueued) continue;  // expired
-    Entry& e = it->second;
+    // The tenant whose turn it is gives its oldest waiting query, then goes last.
+    const std::string tenant = turns_.front();
+    turns_.pop_front();
+    std::deque<QueryKey>& q = queues_[tenant];
+    std::optional<QueryKey> next;
+    while (!q.empty() && !next) {
+      QueryKey key = q.front();
+      q.pop_front();
+      auto it = entries_.find(key);
+      if (it != entries_.end() && it->second.state == State::kQueued) next = key;  // else expired
+    }
+    if (q.empty()) {
+      queues_.erase(tenant);
+    } else {
+      turns_.push_back(tenant);
+    }
+    if (!next) continue;
+    Entry& e = entries_.at(*next);
+    const QueryKey& key = *next;
+    if (--queuedBy_[tenant] <= 0) queuedBy_.erase(tenant);
     e.state = State::kInFlight;
     e.jobId = nextJob_++;
     running_[e.jobId] = key;
@@ -66,6 +86,7 @@ std::vector<QueryJob> QueryScheduler::start(int64_t /*nowMs*/, int max) {
 }
 
 void QueryScheduler::answer(Entry& e, QueryAnswer a, int64_t nowMs) {
+  if (e.state == State::kQueued && --queuedBy_[e.tenant] <= 0) queuedBy_.erase(e.tenant);
   e.state = State::kAnswered;
   e.answeredMs = nowMs;
   a.atUnix = e.atUnix;
@@ -92,9 +113,11 @@ std::string QueryScheduler::finish(uint64_t jobId, const QueryAnswer& a, int64_t
   if (nowMs > it->second.deadlineMs) {
     QueryAnswer late;
     late.timedOut = true;
-    late.error = options_.provider + ": no answer within " +
-                 std::to_string(options_.timeoutMs / 1000) + "s (answered after " +
-                 std::to_string((nowMs - it->second.askedMs) / 1000) + "s)";
+    late.error = options_.opaqueTimeouts
+                     ? options_.provider + ": analysis provider unreachable"
+                     : options_.provider + ": no answer within " +
+                           std::to_string(options_.timeoutMs / 1000) + "s (answered after " +
+                           std::to_string((nowMs - it->second.askedMs) / 1000) + "s)";
     answer(it->second, late, nowMs);
   } else {
     answer(it->second, a, nowMs);
@@ -122,6 +145,7 @@ std::vector<std::string> QueryScheduler::expire(int64_t nowMs) {
                            std::to_string(options_.maxInFlight)
                      : "query sent, no reply after " + std::to_string(inQueueOrFlight) + "s") +
                 ")";
+      if (options_.opaqueTimeouts) a.error = options_.provider + ": analysis provider unreachable";
       answer(e, a, nowMs);  // an in-flight job keeps its slot in running_ until finish()
       wakers.push_back(e.waker);
     }
@@ -143,9 +167,16 @@ QueryStats QueryScheduler::stats() const {
   QueryStats s = stats_;
   s.inFlight = static_cast<int>(running_.size());
   s.queued = 0;
+  for (const auto& [tenant, n] : queuedBy_) s.queued += n;
+  s.answered = 0;
   for (const auto& [key, e] : entries_)
-    if (e.state == State::kQueued) ++s.queued;
+    if (e.state == State::kAnswered) ++s.answered;
   return s;
+}
+
+int QueryScheduler::queuedOf(const std::string& tenant) const {
+  auto it = queuedBy_.find(tenant);
+  return it == queuedBy_.end() ? 0 : it->second;
 }
 
 }  // namespace lockstep::controllers

@@ -4,8 +4,13 @@
 // A release's reconcile asks for a measurement by key (release uid, canary
 // step, measurement index); the first ask queues a query, later asks of the
 // same key find it queued, in flight or answered. At most `maxInFlight`
-// queries run at once; the rest wait in FIFO order, at most `maxQueued` (one
-// more is refused: an error answer at once). Every ask has a deadline,
+// queries run at once; the rest wait in one FIFO queue per tenant (the
+// release's namespace), at most `maxQueued` each (one more is refused: an
+// error answer at once, for that tenant only). A free slot goes to the next
+// tenant in round-robin order that has a query waiting, so a query waits for
+// at most one query of each other tenant ahead of it: one tenant's many
+// queries never starve another's (docs/rollouts.md "Providers scoped to
+// tenants"). Every ask has a deadline,
 // `timeoutMs` after it was first made, queue wait included: past it the
 // answer is a timeout error, never a pass, and a late answer of the query is
 // dropped (its slot is freed only when the query returns, so no more than
@@ -54,6 +59,10 @@ struct QuerySchedulerOptions {
   int64_t timeoutMs = 12000;
   int64_t answerTtlMs = 10 * 60 * 1000;
   std::string provider;  // for messages: "AnalysisProvider prometheus-main"
+  // A release's own address (--allow-release-prometheus-address): a timeout
+  // says "analysis provider unreachable" and nothing about where it waited
+  // (no port-scan oracle).
+  bool opaqueTimeouts = false;
 };
 
 struct QueryStats {
@@ -63,6 +72,7 @@ struct QueryStats {
   int64_t failed = 0;
   int64_t timedOut = 0;
   int64_t refused = 0;
+  int answered = 0;  // answers not taken yet
 };
 
 class QueryScheduler {
@@ -74,8 +84,9 @@ class QueryScheduler {
     bool pending = false;               // queued or in flight
   };
   // `waker` is told (finish/expire return it) when the key's answer lands.
+  // `tenant`: whose queue the query waits in (the release's namespace).
   Ask ask(const QueryKey& key, const std::string& promql, int64_t atUnix, const std::string& waker,
-          int64_t nowMs);
+          int64_t nowMs, const std::string& tenant = "");
   // Moves queued queries in flight, up to maxInFlight (and at most `max` now);
   // the caller runs them.
   std::vector<QueryJob> start(int64_t nowMs, int max = 1 << 30);
@@ -88,6 +99,8 @@ class QueryScheduler {
   // The earliest deadline of an unanswered ask.
   std::optional<int64_t> nextDeadlineMs() const;
   QueryStats stats() const;
+  // Queries waiting in `tenant`'s queue.
+  int queuedOf(const std::string& tenant) const;
   const QuerySchedulerOptions& options() const { return options_; }
 
  private:
@@ -95,6 +108,7 @@ class QueryScheduler {
   struct Entry {
     State state = State::kQueued;
     std::string promql;
+    std::string tenant;
     int64_t atUnix = 0;
     std::string waker;
     int64_t askedMs = 0;
@@ -107,7 +121,9 @@ class QueryScheduler {
 
   QuerySchedulerOptions options_;
   std::map<QueryKey, Entry> entries_;
-  std::deque<QueryKey> queue_;
+  std::map<std::string, std::deque<QueryKey>> queues_;  // by tenant; keys may be answered already
+  std::map<std::string, int> queuedBy_;                 // entries in state kQueued, by tenant
+  std::deque<std::string> turns_;         // tenants with a non-empty queue, next first
   std::map<uint64_t, QueryKey> running_;  // job id -> key (the key may be answered already)
   uint64_t nextJob_ = 1;
   QueryStats stats_;

@@ -111,7 +111,8 @@ TEST(ModelReleaseView, ChecksNameTheField) {
   prod.canary->steps[0].weight = 10;
   prod.canary->analysis->query = "";
   EXPECT_EQ(canarySpecOf(prod).status().message(),
-            "stage \"prod\".canary.analysis.prometheus.query is required");
+            "stage \"prod\".canary.analysis.prometheus needs query or template (an "
+            "AnalysisTemplate's name)");
   prod.canary->analysis->query = "sum(x)";
   ASSERT_TRUE(canarySpecOf(prod).isOk());
   EXPECT_EQ(canarySpecOf(prod)->steps[0].analysis->provider, "prometheus-main");

@@ -1,4 +1,5 @@
-// Analysis providers belong to the platform (issue 20, must-show 4), against
+// Analysis providers belong to the platform (issue 20, must-show 4; issue 29,
+// must-show 1: tenants), against
 // the real control plane: a release names an AnalysisProvider (cluster-scoped)
 // and gives only the query; a release naming its own address is refused; and
 // a provider that never answers (a TCP listener that accepts and never
@@ -14,7 +15,11 @@
 
 #include <atomic>
 #include <chrono>
+#include <ctime>
+#include <iomanip>
+#include <map>
 #include <mutex>
+#include <sstream>
 #include <string>
 #include <thread>
 #include <vector>
@@ -78,6 +83,15 @@ class SilentListener {
 
 json prodStage(json steps, int replicas = 2) {
   return ProdStageBuilder(std::move(steps)).replicas(replicas).noWarmup().build();
+}
+
+// "2026-12-03T08:20:01Z" as Unix seconds (0 if malformed).
+int64_t unixOf(const std::string& rfc3339) {
+  std::tm tm{};
+  std::istringstream in(rfc3339);
+  in >> std::get_time(&tm, "%Y-%m-%dT%H:%M:%S");
+  if (in.fail()) return 0;
+  return static_cast<int64_t>(timegm(&tm));
 }
 
 json readyCondition(const json& o) {
@@ -263,6 +277,170 @@ TEST_F(AnalysisProviderClusterTest, AFailingTlsOrAMissingTokenShowsInReady) {
   EXPECT_NE(readyCondition(b).value("message", "").find("/no-such-token not found"),
             std::string::npos)
       << b.dump(2);
+}
+
+// Must-show 1 of issue 29 (tenants on one cluster; docs/rollouts.md
+// "Providers scoped to tenants"). Tenant A's provider serves only A: B's
+// release naming it is refused at apply, naming it. A shared provider (both
+// namespaces, templates only, ONE query in flight) runs the platform's
+// template for both: B asks for every release's series (release=~".+") and
+// gets none of A's (the operator pins {{namespace}} to B; B's pods are not
+// scraped, so B's every measurement is an empty vector), while A's healthy
+// canary, measured through the same template and the same single slot while
+// B's queries keep coming, promotes on time. (200 queued queries of B are
+// the fake-clock unit test's: QueryScheduler.TwoHundredQueuedQueries...)
+TEST_F(AnalysisProviderClusterTest, TenantBCannotUseOrReadTenantAsAnalysisNorDelayIt) {
+  ASSERT_EQ(fast_.setUp({.nsPrefix = "tenant-a", .prometheus = true}), "");
+  ASSERT_EQ(slow_.setUp({.nsPrefix = "tenant-b", .model = "bmodel"}), "");
+  const std::string tmpl = fast_.ns() + "-ratio";
+  json tmplObject = {
+      {"apiVersion", "lockstep.dev/v1alpha1"},
+      {"kind", "AnalysisTemplate"},
+      {"metadata", {{"name", tmpl}}},
+      {"spec",
+       {{"query",
+         "(sum(rate(lockstep_test_requests_total{namespace={{namespace}},release=~{{args.release}},"
+         "code=\"500\"}[10s])) or vector(0)) / "
+         "sum(rate(lockstep_test_requests_total{namespace={{namespace}},release=~{{args.release}}}"
+         "[10s]))"},
+        {"args", {{{"name", "release"}, {"pattern", "[a-z0-9.+*-]+"}}}}}}};
+  ASSERT_EQ(kubectl({"apply", "-f", "-"}, tmplObject.dump()).exitCode, 0);
+  struct Cleanup {
+    std::string name;
+    ~Cleanup() { kubectl({"delete", "analysistemplate", name, "--ignore-not-found"}); }
+  } cleanup{tmpl};
+  auto templated = [&](const std::string& provider, const std::string& release,
+                       const std::string& interval, int count, int errorLimit = 2,
+                       const std::string& initialDelay = "12s") {
+    return json{{"weight", 50},
+                {"analysis",
+                 {{"prometheus",
+                   {{"provider", provider},
+                    {"template", tmpl},
+                    {"args", {{"release", release}}},
+                    {"max", 0.1},
+                    {"interval", interval},
+                    {"initialDelay", initialDelay},
+                    {"count", count},
+                    {"consecutiveErrorLimit", errorLimit}}}}}};
+  };
+
+  // B names A's provider (open to A only): refused at apply, naming it.
+  CommandResult refused = slow_.createRelease(
+      "b0", testPackage('6'),
+      json::array({prodStage(json::array({templated(fast_.providerName(), "b0", "2s", 3)}))}));
+  EXPECT_NE(refused.exitCode, 0);
+  EXPECT_NE(
+      refused.err.find("spec.stages[0].canary.steps[0].analysis.prometheus.provider: "
+                       "AnalysisProvider \"" +
+                       fast_.providerName() + "\" does not serve namespace \"" + slow_.ns() + "\""),
+      std::string::npos)
+      << refused.err;
+  // A free-form query on a templates-only provider: refused too.
+  const std::string shared = fast_.addProvider(
+      fast_.prom().url(),
+      {{"namespaceSelector",
+        {{"matchExpressions", json::array({{{"key", "kubernetes.io/metadata.name"},
+                                            {"operator", "In"},
+                                            {"values", {fast_.ns(), slow_.ns()}}}})}}},
+       {"allowFreeFormQueries", false},
+       {"maxConcurrentQueries", 1}});
+  ASSERT_FALSE(shared.empty());
+  CommandResult freeForm = slow_.createRelease(
+      "b0", testPackage('6'),
+      json::array({prodStage(json::array({json{{"weight", 50},
+                                               {"analysis",
+                                                {{"prometheus",
+                                                  {{"provider", shared},
+                                                   {"query", "sum(lockstep_test_requests_total)"},
+                                                   {"max", 1}}}}}}}))}));
+  EXPECT_NE(freeForm.exitCode, 0);
+  EXPECT_NE(freeForm.err.find("analysis.prometheus.query: AnalysisProvider \"" + shared +
+                              "\" does not run free-form queries"),
+            std::string::npos)
+      << freeForm.err;
+
+  ASSERT_EQ(fast_
+                .createRelease("a1", testPackage('1'),
+                               json::array({prodStage(json::array({json{{"weight", 100}}}))}))
+                .exitCode,
+            0);
+  ASSERT_EQ(slow_
+                .createRelease("b1", testPackage('2'),
+                               json::array({prodStage(json::array({json{{"weight", 100}}}))}))
+                .exitCode,
+            0);
+  fast_.waitPhase("a1", "Promoted");
+  slow_.waitPhase("b1", "Promoted");
+  // B's canary asks for every release's series (A's exist in this
+  // Prometheus), every second for about 45 s, on the shared provider's one slot.
+  ASSERT_EQ(
+      slow_
+          .createRelease(
+              "b2", testPackage('3'),
+              json::array({prodStage(json::array({templated(shared, ".+", "1s", 100, 45, "0s")}))}))
+          .exitCode,
+      0);
+  ASSERT_TRUE(eventually(
+      [&] {
+        json b = slow_.get("mr", "b2");
+        return !b.is_discarded() && b.contains("/status/canary/weightReachedAt"_json_pointer);
+      },
+      std::chrono::seconds(90)));
+  const auto aCreated = Clock::now();
+  ASSERT_EQ(fast_
+                .createRelease("a2", testPackage('4'),
+                               json::array({prodStage(json::array(
+                                   {templated(shared, "a2", "2s", 3), json{{"weight", 100}}}))}))
+                .exitCode,
+            0);
+  // A's measurements, as its status shows them while the step runs (a
+  // passed step keeps only the counts).
+  std::map<std::string, json> aMeasured;  // by "at"
+  bool bMeasuringMeanwhile = false;
+  ASSERT_TRUE(eventually(
+      [&] {
+        json a = fast_.get("mr", "a2");
+        if (a.is_discarded()) return false;
+        for (const json& m :
+             a.value("/status/canary/analysis/measurements"_json_pointer, json::array())) {
+          aMeasured[m.value("at", "")] = m;
+          if (slow_.get("mr", "b2").value("/status/phase"_json_pointer, "") == "Canary")
+            bMeasuringMeanwhile = true;
+        }
+        return a.value("/status/phase"_json_pointer, "") == "Promoted";
+      },
+      std::chrono::seconds(120)))
+      << fast_.get("mr", "a2").value("status", json()).dump(2);
+  json a2 = fast_.get("mr", "a2");
+  const auto aTook = std::chrono::duration_cast<std::chrono::seconds>(Clock::now() - aCreated);
+  EXPECT_EQ(a2.value("/status/canary/passedSteps/0/analysis/successful"_json_pointer, -1), 3)
+      << a2["status"].dump(2);
+  EXPECT_LE(aTook.count(), 40) << "a2 took " << aTook.count() << "s to promote";
+  // A's measurements were each asked within one interval (2 s) of the
+  // previous one's answer: at most 2 intervals apart, plus a second of rounding.
+  ASSERT_GE(aMeasured.size(), 2u);
+  int64_t previous = 0;
+  for (const auto& [at, m] : aMeasured) {
+    EXPECT_TRUE(m.contains("value")) << m.dump();
+    if (previous > 0) EXPECT_LE(unixOf(at) - previous, 5) << at;
+    previous = unixOf(at);
+  }
+  EXPECT_TRUE(bMeasuringMeanwhile) << "B's queries were not running while A measured";
+
+  // B never read a value: every measurement is an empty vector (its own
+  // namespace has no series), so it rolls back with AnalysisError.
+  json b2 = slow_.waitPhase("b2", "RolledBack", std::chrono::seconds(120));
+  EXPECT_EQ(conditionField(b2, "Stalled", "reason"), "AnalysisError") << b2["status"].dump(2);
+  const json bMeasured =
+      b2.value("/status/canary/analysis/measurements"_json_pointer, json::array());
+  EXPECT_FALSE(bMeasured.empty()) << b2["status"].dump(2);
+  for (const json& m : bMeasured) {
+    EXPECT_FALSE(m.contains("value")) << "B read a value: " << m.dump();
+    EXPECT_NE(m.value("error", "").find("empty vector"), std::string::npos) << m.dump();
+    EXPECT_EQ(m.dump().find(fast_.ns()), std::string::npos) << "A's namespace in B's status";
+  }
+  EXPECT_EQ(fast_.stableRelease(), "a2");
 }
 
 }  // namespace

@@ -45,7 +45,7 @@ class FakeQuerier final : public AnalysisQuerier {
  public:
   std::optional<Measurement> measure(const MeasurementAsk& ask) override {
     ++calls;
-    return Measurement{ask.atUnix, 0.001, ""};
+    return Measurement{ask.atUnix, 0.001, "", false};
   }
   int calls = 0;
 };

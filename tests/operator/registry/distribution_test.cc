@@ -61,6 +61,7 @@ struct FakeRegistry {
   bool tamper = false;
   int tokenRequests = 0;
   std::map<std::string, std::pair<std::string, std::string>> manifests;  // ref -> (type, bytes)
+  std::map<std::string, std::string> blobs;                              // digest -> bytes
   std::shared_ptr<FakeHttp> registry = std::make_shared<FakeHttp>();
   std::shared_ptr<FakeHttp> tokens = std::make_shared<FakeHttp>();
 
@@ -82,6 +83,12 @@ struct FakeRegistry {
       }
       if (auth == Auth::kBasic && authz != basic) {
         return reply(401, "", "", {{"WWW-Authenticate", R"(Basic realm="Registry Realm")"}});
+      }
+      const std::string blobPrefix = std::string("/v2/") + kRepo + "/blobs/";
+      if (r.method == "HEAD" && r.target.rfind(blobPrefix, 0) == 0) {
+        auto it = blobs.find(r.target.substr(blobPrefix.size()));
+        if (it == blobs.end()) return reply(404);
+        return reply(200, "", "", {{"Content-Length", std::to_string(it->second.size())}});
       }
       const std::string prefix = std::string("/v2/") + kRepo + "/manifests/";
       if (r.target.rfind(prefix, 0) != 0) return reply(404);
@@ -152,6 +159,28 @@ TEST(RegistryClientTest, TagPutsTheExactBytesWithTheirMediaType) {
   EXPECT_EQ(*resolved, digest);
   // One token per scope: pull for the reads, pull,push for the write.
   EXPECT_EQ(reg.tokenRequests, 2);
+}
+
+// The mirror's resume check: a HEAD per blob, its size when there, nothing when not.
+TEST(RegistryClientTest, BlobSizeIsTheHeadAnswerAndAbsentIsNotAnError) {
+  FakeRegistry reg;
+  reg.blobs[sha256Digest("wheel bytes")] = "wheel bytes";
+  auto c = reg.client();
+  auto there = c.blobSize(kRepo, sha256Digest("wheel bytes"));
+  ASSERT_TRUE(there.isOk()) << there.status().message();
+  ASSERT_TRUE(there->has_value());
+  EXPECT_EQ(**there, 11);
+  auto absent = c.blobSize(kRepo, sha256Digest("other"));
+  ASSERT_TRUE(absent.isOk()) << absent.status().message();
+  EXPECT_FALSE(absent->has_value());
+  EXPECT_EQ(reg.registry->requests().back().method, "HEAD");
+  EXPECT_EQ(reg.tokenRequests, 1);  // one pull token for both
+  reg.auth = FakeRegistry::Auth::kBasic;
+  reg.basic = "Basic wrong";
+  auto refused = reg.client().blobSize(kRepo, sha256Digest("wheel bytes"));
+  ASSERT_FALSE(refused.isOk());
+  EXPECT_NE(refused.status().message().find("HEAD blob"), std::string::npos)
+      << refused.status().message();
 }
 
 TEST(RegistryClientTest, TagAlreadyThereWritesNothing) {

@@ -28,8 +28,8 @@ using sim::prodStage;
 using sim::promAnalysis;
 using sim::rfc;
 
-Measurement value(int64_t at, double v) { return {at, v, ""}; }
-Measurement error(int64_t at, const std::string& e = "empty result") { return {at, {}, e}; }
+Measurement value(int64_t at, double v) { return {at, v, "", false}; }
+Measurement error(int64_t at, const std::string& e = "empty result") { return {at, {}, e, false}; }
 
 // ---- decoding ---------------------------------------------------------------------------------
 
@@ -588,6 +588,25 @@ TEST(CanaryPlan, AnalysisAsksForMeasurementsAndRecordsThem) {
   EXPECT_EQ(pe.action, CanaryAction::kRollingBack);
   EXPECT_EQ(pe.status["reason"], kReasonAnalysisError);
   EXPECT_EQ(pe.status["analysis"]["errors"], 3);
+}
+
+// The provider refuses the release (its namespace relabelled after admission,
+// say): no error limit to wait for, the step fails at once, saying why.
+TEST(CanaryPlan, ARefusedMeasurementRollsBackAtOnceSayingWhy) {
+  auto spec = specOf({{"analysis", promAnalysis(2)}, {"steps", json::array({{{"weight", 50}}})}});
+  auto p0 = planCanary(observed(spec));
+  auto o = atWeight(after(observed(spec), p0, kT0 + 10), 50);
+  const std::string why =
+      "AnalysisProvider \"team-a\" does not serve namespace \"tenant-b\": the namespace's "
+      "labels do not match its spec.namespaceSelector (team=a)";
+  o.measurement = Measurement{kT0 + 10, {}, why, true};
+  auto p = planCanary(o);
+  EXPECT_EQ(p.action, CanaryAction::kRollingBack);
+  EXPECT_EQ(p.status["reason"], kReasonAnalysisRefused);
+  EXPECT_NE(p.status["message"].get<std::string>().find(why), std::string::npos)
+      << p.status.dump(2);
+  EXPECT_EQ(p.status["analysis"]["measurements"][0]["error"], why);
+  EXPECT_FALSE(p.status["analysis"]["measurements"][0].contains("value"));
 }
 
 // Argo Rollouts' initialDelay: the first measurement waits until the weight has

@@ -143,8 +143,129 @@ TEST(QueryScheduler, AFullQueueRefusesWithAnErrorAtOnce) {
   ASSERT_TRUE(c.answer);
   EXPECT_FALSE(c.pending);
   EXPECT_EQ(c.answer->atUnix, 7);
-  EXPECT_NE(c.answer->error.find("1 queries already wait"), std::string::npos) << c.answer->error;
+  EXPECT_NE(c.answer->error.find("1 queries of namespace \"\" already wait"), std::string::npos)
+      << c.answer->error;
   EXPECT_EQ(s.stats().refused, 1);
+}
+
+// One queue per namespace: a free slot goes to the namespaces in turn, so
+// tenant A's one query waits for at most one of B's, however many B has.
+TEST(QueryScheduler, FreeSlotsGoToTheNamespacesInTurn) {
+  QueryScheduler s(options(1, 60000));
+  for (int i = 0; i < 200; ++i) s.ask({"b", 0, i}, "b", 0, "mr:b/x", 0, "tenant-b");
+  s.ask({"c", 0, 0}, "c", 0, "mr:c/x", 1, "tenant-c");
+  s.ask({"a", 0, 0}, "a", 0, "mr:a/x", 2, "tenant-a");
+  std::vector<std::string> order;
+  for (int i = 0; i < 5; ++i) {
+    auto jobs = s.start(10 + i);
+    ASSERT_EQ(jobs.size(), 1u);
+    order.push_back(jobs[0].promql);
+    s.finish(jobs[0].id, value(1), 10 + i);
+  }
+  EXPECT_EQ(order, (std::vector<std::string>{"b", "c", "a", "b", "b"}));
+  EXPECT_EQ(s.queuedOf("tenant-b"), 197);
+  EXPECT_EQ(s.stats().queued, 197);
+}
+
+// Must-show 1 in pure form, on a fake clock: B keeps 200 queries queued on a
+// provider with 2 slots, each query taking 400 ms; A measures every 10 s.
+// Every one of A's measurements is answered within one interval of its ask
+// (in fact within two queries' time), and none is an error.
+TEST(QueryScheduler, TwoHundredQueuedQueriesOfOneNamespaceDelayAnotherByLessThanAnInterval) {
+  constexpr int64_t kQueryMs = 400, kIntervalMs = 10000, kStepMs = 50;
+  QueryScheduler s(options(2, 12000));
+  std::map<uint64_t, int64_t> running;  // job id -> finishes at
+  int bNext = 0;
+  std::set<int> bPending;
+  auto topUpB = [&](int64_t now) {
+    while (s.queuedOf("tenant-b") < 200) {
+      s.ask({"b", 0, bNext}, "b", 0, "mr:b/x", now, "tenant-b");
+      bPending.insert(bNext++);
+    }
+  };
+  std::optional<int64_t> aAskedAt;
+  int aIndex = 0;
+  std::vector<int64_t> aLatencies;
+  int64_t bAnswered = 0;
+  for (int64_t now = 0; now <= 60000; now += kStepMs) {
+    for (auto it = running.begin(); it != running.end();) {
+      if (it->second > now) {
+        ++it;
+        continue;
+      }
+      s.finish(it->first, value(0), now);
+      it = running.erase(it);
+    }
+    // B takes its answers and asks again at once; A asks every interval.
+    for (auto it = bPending.begin(); it != bPending.end();) {
+      auto got = s.ask({"b", 0, *it}, "b", 0, "mr:b/x", now, "tenant-b");
+      if (got.answer) {
+        ++bAnswered;
+        it = bPending.erase(it);
+      } else {
+        ++it;
+      }
+    }
+    topUpB(now);
+    if (!aAskedAt && now % kIntervalMs == 0) {
+      aAskedAt = now;
+      s.ask({"a", 0, aIndex}, "a", 0, "mr:a/x", now, "tenant-a");
+    }
+    if (aAskedAt) {
+      auto got = s.ask({"a", 0, aIndex}, "a", 0, "mr:a/x", now, "tenant-a");
+      if (got.answer) {
+        EXPECT_TRUE(got.answer->error.empty()) << got.answer->error;
+        aLatencies.push_back(now - *aAskedAt);
+        aAskedAt.reset();
+        ++aIndex;
+      }
+    }
+    for (const QueryJob& j : s.start(now)) running[j.id] = now + kQueryMs;
+  }
+  ASSERT_GE(aLatencies.size(), 6u);
+  for (int64_t l : aLatencies) {
+    EXPECT_LT(l, kIntervalMs);
+    EXPECT_LE(l, 2 * kQueryMs + 2 * kStepMs) << "waits for at most one of B's queries";
+  }
+  EXPECT_GT(bAnswered, 100) << "B's queries still run";
+  EXPECT_EQ(s.stats().refused, 0);
+}
+
+// A full queue is per namespace: B's refusal never touches A's ask.
+TEST(QueryScheduler, AFullQueueOfOneNamespaceRefusesOnlyThatNamespace) {
+  QueryScheduler s(options(1, 60000, 2));
+  s.ask({"b", 0, 0}, "b", 0, "w", 0, "tenant-b");
+  s.start(0);
+  s.ask({"b", 0, 1}, "b", 0, "w", 0, "tenant-b");
+  s.ask({"b", 0, 2}, "b", 0, "w", 0, "tenant-b");
+  auto refused = s.ask({"b", 0, 3}, "b", 0, "w", 0, "tenant-b");
+  ASSERT_TRUE(refused.answer);
+  EXPECT_NE(refused.answer->error.find("2 queries of namespace \"tenant-b\" already wait"),
+            std::string::npos)
+      << refused.answer->error;
+  auto a = s.ask({"a", 0, 0}, "a", 0, "w", 0, "tenant-a");
+  EXPECT_TRUE(a.pending) << "A's queue is its own";
+  EXPECT_FALSE(a.answer);
+  EXPECT_EQ(s.stats().refused, 1);
+}
+
+// A release's own address: a timeout says "unreachable" and nothing about
+// where the query waited (no port-scan oracle).
+TEST(QueryScheduler, OpaqueTimeoutsSayOnlyUnreachable) {
+  QuerySchedulerOptions o = options(1, 1000);
+  o.provider = "prometheus http://10.0.0.7:22";
+  o.opaqueTimeouts = true;
+  QueryScheduler s(o);
+  s.ask({"a", 0, 0}, "up", 0, "w", 0);
+  s.start(0);
+  s.ask({"b", 0, 0}, "up", 0, "w", 0);
+  s.expire(1000);
+  for (const char* k : {"a", "b"}) {
+    auto got = s.ask({k, 0, 0}, "up", 0, "w", 1000);
+    ASSERT_TRUE(got.answer) << k;
+    EXPECT_EQ(got.answer->error, "prometheus http://10.0.0.7:22: analysis provider unreachable")
+        << k;
+  }
 }
 
 // Answers are keyed by release uid, step and measurement index: a release
