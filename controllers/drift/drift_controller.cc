@@ -7,6 +7,7 @@
 #include <prometheus/registry.h>
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
 #include <utility>
 #include <vector>
 
@@ -123,7 +124,11 @@ Result DriftReconciler::reconcile(const Request& request) {
   const std::string& ns = request.name;  // one request per Namespace (cluster-scoped)
   const auto again = [this] { return Result::after(options_.interval); };
   kube::ObjectPtr namespaceObject = caches_.namespaces.get("", ns);
-  if (!namespaceObject) {
+  const bool watched =
+      options_.namespaces.empty() ||
+      std::find(options_.namespaces.begin(), options_.namespaces.end(), ns) !=
+          options_.namespaces.end();
+  if (!namespaceObject || !watched) {
     std::lock_guard<std::mutex> lock(mu_);
     states_.erase(ns);
     metrics_->forget(ns);
@@ -214,6 +219,7 @@ Result DriftReconciler::reconcile(const Request& request) {
 }
 
 void setupDriftController(runtime::Manager& manager, DriftOptions options) {
+  if (options.namespaces.empty()) options.namespaces = manager.watchNamespaces();
   kube::Informer& pods = manager.informer(unfinishedPods());
   kube::Informer& namespaces = manager.informer(v1::kNamespaces);
   kube::Informer& envs = manager.informer(v1::kRuntimeEnvs);

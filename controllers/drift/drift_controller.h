@@ -22,6 +22,7 @@
 #include <mutex>
 #include <set>
 #include <string>
+#include <vector>
 
 #include "operator/kube/client.h"
 #include "operator/kube/event_sink.h"
@@ -39,6 +40,8 @@ struct DriftOptions {
   std::string trustedInitImage;  // the operator's --cli-image ("" = none)
   std::chrono::seconds interval{300};
   size_t maxResults = 1000;  // results per report; the summary counts every pod
+  // A namespaced install scans only these (the manager's watchNamespaces); empty: every one.
+  std::vector<std::string> namespaces;
 };
 
 class DriftMetrics {
