@@ -13,8 +13,7 @@ StatusOr<std::optional<MirrorSpec>> decodeMirrorSpec(const json& runtimeEnv) {
   const json* m = decode::member(decode::object(runtimeEnv, "spec"), "mirror");
   if (m == nullptr || m->is_null()) return std::optional<MirrorSpec>();
   auto wrong = [](const std::string& field, const std::string& what, const json& found) {
-    return Status(Code::kInvalidArgument,
-                  field + ": expected " + what + ", found " + found.dump());
+    return Status(Code::kInvalidArgument, field + ": expected " + what + ", found " + found.dump());
   };
   if (!m->is_object()) return wrong("spec.mirror", "an object", *m);
   MirrorSpec out;
@@ -91,7 +90,8 @@ std::optional<std::string> mirrorBlocksPromotion(const json& runtimeEnv) {
   if (!*spec || !(*spec)->requiredForPromotion) return std::nullopt;
   const json& status = decode::object(runtimeEnv, "status");
   auto mirrored = kube::findCondition(decode::array(status, "conditions"), kConditionMirrored);
-  const int64_t generation = decode::integer(decode::object(runtimeEnv, "metadata"), "generation", 0);
+  const int64_t generation =
+      decode::integer(decode::object(runtimeEnv, "metadata"), "generation", 0);
   const MirrorStatus m = decodeMirrorStatus(decode::object(status, "mirror"));
   const std::string current = decode::string(status, "closureHash");
   if (!mirrored || decode::integer(*mirrored, "observedGeneration", 0) != generation ||

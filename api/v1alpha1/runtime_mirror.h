@@ -48,7 +48,7 @@ StatusOr<std::optional<MirrorSpec>> decodeMirrorSpec(const nlohmann::json& runti
 
 // One artifact the mirror lacks.
 struct MissingArtifact {
-  std::string file;    // the file name, else "name version"
+  std::string file;  // the file name, else "name version"
   std::string purl;
   std::string digest;  // sha256:…
   bool operator==(const MissingArtifact& o) const = default;
@@ -69,9 +69,9 @@ struct MirrorStatus {
   std::string nextCheckAt;
   int64_t artifacts = 0;  // files the closure has
   int64_t missing = 0;
-  bool manifestPresent = false;  // the artifact manifest under its closure tag
+  bool manifestPresent = false;                   // the artifact manifest under its closure tag
   std::vector<MissingArtifact> missingArtifacts;  // the first kMaxMissingListed
-  std::string error;  // Unreachable: why
+  std::string error;                              // Unreachable: why
   bool operator==(const MirrorStatus& o) const = default;
 };
 

@@ -338,8 +338,8 @@ ReleasePlan planRelease(const ReleaseObserved& o) {
         break;
       }
       // The runtime's spec.mirror.requiredForPromotion (api/v1alpha1/runtime_mirror.h).
-      if (auto why = started || !o.runtimeEnv ? std::nullopt
-                                              : v1::mirrorBlocksPromotion(*o.runtimeEnv)) {
+      if (auto why =
+              started || !o.runtimeEnv ? std::nullopt : v1::mirrorBlocksPromotion(*o.runtimeEnv)) {
         sum.phase = gateIndex == 0 ? kPhasePending : kPhaseTesting;
         sum.readyReason = v1::kReasonRuntimeNotMirrored;
         sum.readyMessage = "stage " + quote(s.name) + " does not start: " + *why;

@@ -48,7 +48,8 @@ class KubeMirrorRegistry final : public MirrorRegistry {
     if (lends == annotations.end() || !secretLendsTo(lends->second, repository)) {
       return Status(Code::kForbidden,
                     where + " does not lend its credentials to " + repo + ": its annotation " +
-                        v1::kMirrorRepositoriesAnnotation + " must name that repository or a "
+                        v1::kMirrorRepositoriesAnnotation +
+                        " must name that repository or a "
                         "parent of it (docs/security.md, \"The mirror's credentials\")");
     }
     const std::string type = s->value("type", "");
@@ -129,11 +130,10 @@ void MirrorChecker::start(MirrorCheckRequest request) {
 void MirrorChecker::forget(const std::string& ns, const std::string& name) {
   std::lock_guard<std::mutex> lock(mu_);
   latest_.erase(keyOf(ns, name));
-  queue_.erase(std::remove_if(queue_.begin(), queue_.end(),
-                              [&](const MirrorCheckRequest& r) {
-                                return r.ns == ns && r.name == name;
-                              }),
-               queue_.end());
+  queue_.erase(
+      std::remove_if(queue_.begin(), queue_.end(),
+                     [&](const MirrorCheckRequest& r) { return r.ns == ns && r.name == name; }),
+      queue_.end());
 }
 
 void MirrorChecker::dispatch() {
@@ -173,9 +173,9 @@ MirrorCheckResult MirrorChecker::run(const MirrorCheckRequest& request) {
     result.error = error;
     result.missing.clear();
     result.manifestPresent = false;
-    result.checkedAtUnix = std::chrono::duration_cast<std::chrono::seconds>(
-                               clock_.wallNow().time_since_epoch())
-                               .count();
+    result.checkedAtUnix =
+        std::chrono::duration_cast<std::chrono::seconds>(clock_.wallNow().time_since_epoch())
+            .count();
     return result;
   };
   auto creds = registry_->credentials(request.ns, request.credentialsSecret, request.where);
@@ -184,8 +184,10 @@ MirrorCheckResult MirrorChecker::run(const MirrorCheckRequest& request) {
 
   // The manifest first, on this thread: it also answers whether the registry is there.
   auto first = registry_->open(request.where.registry, *creds);
-  if (!first.isOk()) return finish(MirrorCheckResult::Outcome::kUnreachable, first.status().message());
-  auto tagged = (*first)->resolveTag(request.where.repository, mirror::mirrorTag(request.closureHash));
+  if (!first.isOk())
+    return finish(MirrorCheckResult::Outcome::kUnreachable, first.status().message());
+  auto tagged =
+      (*first)->resolveTag(request.where.repository, mirror::mirrorTag(request.closureHash));
   if (!tagged.isOk() && tagged.status().code() != Code::kNotFound)
     return finish(MirrorCheckResult::Outcome::kUnreachable, tagged.status().message());
   const bool manifestPresent = tagged.isOk();

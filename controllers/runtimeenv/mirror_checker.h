@@ -40,7 +40,8 @@ class MirrorRegistry {
   virtual ~MirrorRegistry() = default;
   // The credentials `secret` lends to `repository` ("" secret: nullopt, anonymous).
   virtual StatusOr<std::optional<registry::Credentials>> credentials(
-      const std::string& ns, const std::string& secret, const mirror::RepositoryRef& repository) = 0;
+      const std::string& ns, const std::string& secret,
+      const mirror::RepositoryRef& repository) = 0;
   // A client for one thread.
   virtual StatusOr<std::unique_ptr<registry::RegistryClient>> open(
       const std::string& host, const std::optional<registry::Credentials>& credentials) = 0;

@@ -212,71 +212,75 @@ void setupRuntimeEnvController(runtime::Manager& manager, int workers,
   checker->setFinished([metrics](const MirrorCheckResult& r) {
     if (!metrics) return;
     metrics->mirrorChecked(r.outcome != MirrorCheckResult::Outcome::kChecked ? "unreachable"
-                           : r.missing.empty() && r.manifestPresent         ? "complete"
-                                                                            : "missing");
+                           : r.missing.empty() && r.manifestPresent          ? "complete"
+                                                                             : "missing");
   });
   reconciler->setMirrorChecker(checker);
   const kube::Indexer* jobCache = &verifyJobs.cache();
 
   const kube::Indexer* rteCache = &rtes.cache();
   const kube::Indexer* releaseCache = &releases.cache();
-  runtime::Controller& controller = runtime::ControllerBuilder(manager, "runtimeenv")
-      .workers(workers)
-      // The RuntimeEnv itself: spec changes, and status changes — admission trusts the
-      // status, so one written by anyone else is re-derived and restored.
-      .forKind(v1::kRuntimeEnvs, runtimeEnvChanged())
-      // Its verification Jobs, by controller owner reference, and their pods
-      // (the failed container's termination message), through their Job.
-      .owns(verifyJobOpts)
-      .watches(verifyPodOpts,
-               [jobCache](const kube::Object& pod) {
-                 std::vector<Request> out;
-                 for (const auto& ref :
-                      pod.value("/metadata/ownerReferences"_json_pointer, json::array())) {
-                   if (ref.value("kind", "") != "Job") continue;
-                   auto job = jobCache->get(kube::namespaceOf(pod), ref.value("name", ""));
-                   if (!job) continue;
-                   for (const auto& owner :
-                        job->value("/metadata/ownerReferences"_json_pointer, json::array())) {
-                     if (owner.value("kind", "") == v1::kRuntimeEnvs.kind)
-                       out.push_back({kube::namespaceOf(pod), owner.value("name", "")});
-                   }
-                 }
-                 return out;
-               })
-      // A ConfigMap change re-resolves every RuntimeEnv reading its lock from it.
-      .watches(v1::kConfigMaps,
-               [rteCache](const kube::Object& cm) {
-                 return requestsFor(
-                     rteCache->byIndex(v1::kRuntimeEnvByConfigMapIndex, kube::objectKey(cm)));
-               })
-      // A release's phase, pin or prod history decides which revisions it pins;
-      // the model's other releases rank the rollback targets, so their RuntimeEnvs too.
-      .watches(
-          v1::kModelReleases,
-          [releaseCache](const kube::Object& mr) { return runtimeEnvsOfModel(mr, *releaseCache); },
-          releasePinChanged())
-      // A Model's record of prod pins the pairs it names: their RuntimeEnvs.
-      .watches(v1::kModels,
-               [](const kube::Object& model) {
-                 std::set<std::string> names;
-                 for (const v1::ModelPin& p : v1::modelPins(v1::decodeModel(model)))
-                   names.insert(p.runtimeEnv);
-                 std::vector<Request> out;
-                 out.reserve(names.size());
-                 for (const std::string& n : names) out.push_back({kube::namespaceOf(model), n});
-                 return out;
-               })
-      // Node driver labels decide compatibleNodes: any node change re-counts for all.
-      .watches(
-          v1::kNodes, [rteCache](const kube::Object&) { return requestsFor(rteCache->list()); },
-          [](const kube::Object& a, const kube::Object& b) {
-            return a.value("/metadata/labels"_json_pointer, json::object()) !=
-                       b.value("/metadata/labels"_json_pointer, json::object()) ||
-                   a.value("/spec/unschedulable"_json_pointer, false) !=
-                       b.value("/spec/unschedulable"_json_pointer, false);
-          })
-      .complete(reconciler);
+  runtime::Controller& controller =
+      runtime::ControllerBuilder(manager, "runtimeenv")
+          .workers(workers)
+          // The RuntimeEnv itself: spec changes, and status changes — admission trusts the
+          // status, so one written by anyone else is re-derived and restored.
+          .forKind(v1::kRuntimeEnvs, runtimeEnvChanged())
+          // Its verification Jobs, by controller owner reference, and their pods
+          // (the failed container's termination message), through their Job.
+          .owns(verifyJobOpts)
+          .watches(verifyPodOpts,
+                   [jobCache](const kube::Object& pod) {
+                     std::vector<Request> out;
+                     for (const auto& ref :
+                          pod.value("/metadata/ownerReferences"_json_pointer, json::array())) {
+                       if (ref.value("kind", "") != "Job") continue;
+                       auto job = jobCache->get(kube::namespaceOf(pod), ref.value("name", ""));
+                       if (!job) continue;
+                       for (const auto& owner :
+                            job->value("/metadata/ownerReferences"_json_pointer, json::array())) {
+                         if (owner.value("kind", "") == v1::kRuntimeEnvs.kind)
+                           out.push_back({kube::namespaceOf(pod), owner.value("name", "")});
+                       }
+                     }
+                     return out;
+                   })
+          // A ConfigMap change re-resolves every RuntimeEnv reading its lock from it.
+          .watches(v1::kConfigMaps,
+                   [rteCache](const kube::Object& cm) {
+                     return requestsFor(
+                         rteCache->byIndex(v1::kRuntimeEnvByConfigMapIndex, kube::objectKey(cm)));
+                   })
+          // A release's phase, pin or prod history decides which revisions it pins;
+          // the model's other releases rank the rollback targets, so their RuntimeEnvs too.
+          .watches(
+              v1::kModelReleases,
+              [releaseCache](const kube::Object& mr) {
+                return runtimeEnvsOfModel(mr, *releaseCache);
+              },
+              releasePinChanged())
+          // A Model's record of prod pins the pairs it names: their RuntimeEnvs.
+          .watches(v1::kModels,
+                   [](const kube::Object& model) {
+                     std::set<std::string> names;
+                     for (const v1::ModelPin& p : v1::modelPins(v1::decodeModel(model)))
+                       names.insert(p.runtimeEnv);
+                     std::vector<Request> out;
+                     out.reserve(names.size());
+                     for (const std::string& n : names)
+                       out.push_back({kube::namespaceOf(model), n});
+                     return out;
+                   })
+          // Node driver labels decide compatibleNodes: any node change re-counts for all.
+          .watches(
+              v1::kNodes, [rteCache](const kube::Object&) { return requestsFor(rteCache->list()); },
+              [](const kube::Object& a, const kube::Object& b) {
+                return a.value("/metadata/labels"_json_pointer, json::object()) !=
+                           b.value("/metadata/labels"_json_pointer, json::object()) ||
+                       a.value("/spec/unschedulable"_json_pointer, false) !=
+                           b.value("/spec/unschedulable"_json_pointer, false);
+              })
+          .complete(reconciler);
   // A finished mirror check wakes its RuntimeEnv (the controller outlives the checker:
   // the reconciler that owns it is owned by the controller).
   checker->setWake([&controller](const std::string& ns, const std::string& name) {

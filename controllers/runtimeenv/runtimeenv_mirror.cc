@@ -33,11 +33,13 @@ std::string plural(int64_t n, const char* one, const char* many) {
   return std::to_string(n) + " " + (n == 1 ? one : many);
 }
 
-std::string shortDigest(const std::string& d) { return d.substr(0, std::min<size_t>(d.size(), 19)); }
+std::string shortDigest(const std::string& d) {
+  return d.substr(0, std::min<size_t>(d.size(), 19));
+}
 
 kube::Condition conditionOf(const v1::MirrorStatus& s) {
-  const std::string where = "mirror " + s.repository + " (closure " + s.closureHash + ", revision " +
-                            std::to_string(s.revision) + ")";
+  const std::string where = "mirror " + s.repository + " (closure " + s.closureHash +
+                            ", revision " + std::to_string(s.revision) + ")";
   if (s.result == v1::kMirrorResultComplete) {
     return {v1::kConditionMirrored, v1::kStatusTrue, v1::kReasonMirrorComplete,
             "all " + plural(s.artifacts, "artifact", "artifacts") +
@@ -48,10 +50,10 @@ kube::Condition conditionOf(const v1::MirrorStatus& s) {
             missingMessage(s)};
   }
   const bool credentials = s.error.rfind("credentials: ", 0) == 0;
-  return {v1::kConditionMirrored, v1::kStatusUnknown,
-          credentials ? v1::kReasonMirrorCredentialsUnavailable : v1::kReasonMirrorUnreachable,
-          "the " + where + " could not be checked: " +
-              (credentials ? s.error.substr(13) : s.error)};
+  return {
+      v1::kConditionMirrored, v1::kStatusUnknown,
+      credentials ? v1::kReasonMirrorCredentialsUnavailable : v1::kReasonMirrorUnreachable,
+      "the " + where + " could not be checked: " + (credentials ? s.error.substr(13) : s.error)};
 }
 
 // An Event when the condition's status, reason or (for missing artifacts) message changes.
@@ -63,9 +65,9 @@ std::optional<MirrorEvent> eventFor(const json& previous, const kube::Condition&
   const bool changed = status != now.status || reason != now.reason ||
                        (now.reason == v1::kReasonArtifactsMissing && message != now.message);
   if (!changed) return std::nullopt;
-  return MirrorEvent{now.status == v1::kStatusTrue ? kube::kEventTypeNormal
-                                                   : kube::kEventTypeWarning,
-                     now.reason, now.message};
+  return MirrorEvent{
+      now.status == v1::kStatusTrue ? kube::kEventTypeNormal : kube::kEventTypeWarning, now.reason,
+      now.message};
 }
 
 std::string trim(const std::string& s) {
@@ -85,8 +87,7 @@ bool secretLendsTo(const std::string& annotation, const mirror::RepositoryRef& r
     std::string entry = trim(annotation.substr(start, end - start));
     while (!entry.empty() && entry.back() == '/') entry.pop_back();
     // A repository has a path: a bare host lends nothing (it would lend every repository).
-    if (entry.find('/') != std::string::npos &&
-        (repo == entry || repo.rfind(entry + "/", 0) == 0))
+    if (entry.find('/') != std::string::npos && (repo == entry || repo.rfind(entry + "/", 0) == 0))
       return true;
     start = end + 1;
   }
@@ -94,9 +95,8 @@ bool secretLendsTo(const std::string& annotation, const mirror::RepositoryRef& r
 }
 
 int64_t nextCheckUnix(const v1::MirrorSpec& spec, int64_t checkedAtUnix, bool unreachable) {
-  return checkedAtUnix +
-         (unreachable ? std::min(spec.intervalSeconds, kRetryUnreachableSeconds)
-                      : spec.intervalSeconds);
+  return checkedAtUnix + (unreachable ? std::min(spec.intervalSeconds, kRetryUnreachableSeconds)
+                                      : spec.intervalSeconds);
 }
 
 std::string missingMessage(const v1::MirrorStatus& s) {
@@ -138,14 +138,14 @@ v1::MirrorStatus recordOf(const MirrorCheckResult& r, const v1::MirrorSpec& spec
   s.artifacts = r.artifacts;
   if (unreachable) {
     s.result = v1::kMirrorResultUnreachable;
-    s.error = (r.outcome == MirrorCheckResult::Outcome::kCredentials ? "credentials: " : "") +
-              r.error;
+    s.error =
+        (r.outcome == MirrorCheckResult::Outcome::kCredentials ? "credentials: " : "") + r.error;
     return s;
   }
   s.manifestPresent = r.manifestPresent;
   s.missing = static_cast<int64_t>(r.missing.size());
-  s.result = s.missing == 0 && s.manifestPresent ? v1::kMirrorResultComplete
-                                                 : v1::kMirrorResultMissing;
+  s.result =
+      s.missing == 0 && s.manifestPresent ? v1::kMirrorResultComplete : v1::kMirrorResultMissing;
   for (size_t i = 0; i < r.missing.size() && i < v1::kMaxMissingListed; ++i)
     s.missingArtifacts.push_back(r.missing[i]);
   return s;
@@ -153,7 +153,13 @@ v1::MirrorStatus recordOf(const MirrorCheckResult& r, const v1::MirrorSpec& spec
 
 MirrorPlan planMirrorCheck(const MirrorInput& in) {
   MirrorPlan plan;
-  if (in.beingDeleted || (!in.spec && in.specError.empty())) {
+  if (in.beingDeleted) {
+    // No more checks; the last record stays until the RuntimeEnv is gone.
+    plan.keep = true;
+    plan.missingGauge = -1;
+    return plan;
+  }
+  if (!in.spec && in.specError.empty()) {
     plan.missingGauge = -1;
     return plan;  // status.mirror and the condition removed
   }
@@ -174,8 +180,8 @@ MirrorPlan planMirrorCheck(const MirrorInput& in) {
     return plan;
   }
   auto files = mirror::planMirror(*in.closure);
-  if (!files.isOk()) return invalid("the closure's files cannot be mirrored: " +
-                                    files.status().message());
+  if (!files.isOk())
+    return invalid("the closure's files cannot be mirrored: " + files.status().message());
 
   // The record for this closure and repository: the checker's latest, else the status's.
   std::optional<v1::MirrorStatus> record;

@@ -63,8 +63,8 @@ struct MirrorInput {
   int64_t revision = 0;
   const closure::Closure* closure = nullptr;
   std::string closureHash;
-  nlohmann::json previousStatus;     // status.mirror as cached (null: none)
-  nlohmann::json previousCondition;  // the Mirrored condition as cached (null: none)
+  nlohmann::json previousStatus;            // status.mirror as cached (null: none)
+  nlohmann::json previousCondition;         // the Mirrored condition as cached (null: none)
   std::optional<MirrorCheckResult> latest;  // the checker's last result for this RuntimeEnv
   int64_t nowUnix = 0;
 };
@@ -76,7 +76,8 @@ struct MirrorEvent {
 };
 
 struct MirrorPlan {
-  // Leave status.mirror and the condition as they are (the lock does not resolve now).
+  // Leave status.mirror and the condition as they are (the lock does not resolve now, or
+  // the RuntimeEnv is being deleted).
   bool keep = false;
   nlohmann::json status;                    // status.mirror (null: remove it)
   std::optional<kube::Condition> mirrored;  // nullopt: remove the condition
@@ -96,11 +97,12 @@ std::string missingMessage(const api::v1alpha1::MirrorStatus& s);
 
 // The record of a finished check as status.mirror has it (the first kMaxMissingListed
 // missing artifacts), with its next check due per `spec`.
-api::v1alpha1::MirrorStatus recordOf(const MirrorCheckResult& r, const api::v1alpha1::MirrorSpec& spec);
+api::v1alpha1::MirrorStatus recordOf(const MirrorCheckResult& r,
+                                     const api::v1alpha1::MirrorSpec& spec);
 
-// True when the credentials Secret's lockstep.dev/mirror-repositories annotation (comma-separated repositories) lends to `repository`:
-// an entry equal to it, or a parent of it ("registry.example/mirror" lends to
-// "registry.example/mirror/torch").
+// True when the credentials Secret's lockstep.dev/mirror-repositories annotation (comma-separated
+// repositories) lends to `repository`: an entry equal to it, or a parent of it
+// ("registry.example/mirror" lends to "registry.example/mirror/torch").
 bool secretLendsTo(const std::string& annotation, const mirror::RepositoryRef& repository);
 
 // When the check after one recorded at `checkedAtUnix` is due.

@@ -1,7 +1,7 @@
 // The RuntimeEnv controller's metrics (docs/observability.md):
 // lockstep_runtime_verification_total{result="passed"|"failed"}, one count per
-// finished verification run; the advisories and the mirror check's. An interface (a fake in tests) and the Prometheus
-// one. Thread-safety: safe for concurrent use.
+// finished verification run; the advisories and the mirror check's. An interface (a fake in tests)
+// and the Prometheus one. Thread-safety: safe for concurrent use.
 #pragma once
 
 #include <cstdint>

@@ -36,14 +36,14 @@ class RuntimeMirrorClusterTest : public ::testing::Test {
     registry_ = ReleaseWorld::registry(error);
     ASSERT_NE(registry_, nullptr) << error;
     // The chart's opt-in: get on Secrets in the watched namespaces (spec.mirror).
-    ASSERT_EQ(ReleaseWorld::startOperator(
-                  {"--registry-ca-file=" + registry_->caFile()},
-                  [] {
-                    for (const auto& o :
-                         renderChart("templates/rbac.yaml", {"mirror.credentials=true"}))
-                      kubectl({"apply", "-n", kOperatorNamespace, "-f", "-"}, o.dump());
-                  }),
-              "");
+    ASSERT_EQ(
+        ReleaseWorld::startOperator(
+            {"--registry-ca-file=" + registry_->caFile()},
+            [] {
+              for (const auto& o : renderChart("templates/rbac.yaml", {"mirror.credentials=true"}))
+                kubectl({"apply", "-n", kOperatorNamespace, "-f", "-"}, o.dump());
+            }),
+        "");
   }
   static void TearDownTestSuite() {
     ReleaseWorld::stopOperator();
@@ -74,8 +74,8 @@ class RuntimeMirrorClusterTest : public ::testing::Test {
                       "--docker-password=" + registry_->password()});
     ASSERT_EQ(r.exitCode, 0) << r.err;
     if (lends.empty()) return;
-    r = kubectl({"annotate", "secret", name, "-n", w_.ns(),
-                 "lockstep.dev/mirror-repositories=" + lends});
+    r = kubectl(
+        {"annotate", "secret", name, "-n", w_.ns(), "lockstep.dev/mirror-repositories=" + lends});
     ASSERT_EQ(r.exitCode, 0) << r.err;
   }
 
@@ -118,10 +118,11 @@ class RuntimeMirrorClusterTest : public ::testing::Test {
 
   // A RuntimeEnv on the test image with `lock` inline and `mirror` as spec.mirror.
   void applyRuntimeEnv(const std::string& name, const std::string& lock, const json& mirror) {
-    json rte = {{"apiVersion", "lockstep.dev/v1alpha1"},
-                {"kind", "RuntimeEnv"},
-                {"metadata", {{"name", name}, {"namespace", w_.ns()}}},
-                {"spec", {{"image", kTestImage}, {"lock", {{"inline", lock}}}, {"mirror", mirror}}}};
+    json rte = {
+        {"apiVersion", "lockstep.dev/v1alpha1"},
+        {"kind", "RuntimeEnv"},
+        {"metadata", {{"name", name}, {"namespace", w_.ns()}}},
+        {"spec", {{"image", kTestImage}, {"lock", {{"inline", lock}}}, {"mirror", mirror}}}};
     auto r = kubectl({"apply", "-f", "-"}, rte.dump());
     ASSERT_EQ(r.exitCode, 0) << r.err;
   }
@@ -186,11 +187,11 @@ TEST_F(RuntimeMirrorClusterTest, APushedLockIsMirroredAndADeletedBlobIsNamedWith
   // Delete beta's blob through the registry's API (storage.delete.enabled).
   const std::string beta = "beta-1.0.0-py3-none-any.whl";
   const std::string digest = digests_[beta];
-  auto deleted = run({"curl", "-s", "-o", "/dev/null", "-w", "%{http_code}", "-X", "DELETE",
-                      "--cacert", registry_->caFile(), "-u",
-                      registry_->username() + ":" + registry_->password(),
-                      "https://" + repo_.substr(0, repo_.find('/')) + "/v2/mirror/" + w_.ns() +
-                          "/blobs/" + digest});
+  auto deleted =
+      run({"curl", "-s", "-o", "/dev/null", "-w", "%{http_code}", "-X", "DELETE", "--cacert",
+           registry_->caFile(), "-u", registry_->username() + ":" + registry_->password(),
+           "https://" + repo_.substr(0, repo_.find('/')) + "/v2/mirror/" + w_.ns() + "/blobs/" +
+               digest});
   ASSERT_EQ(deleted.out, "202") << deleted.out << deleted.err;
   const auto gone = std::chrono::steady_clock::now();
   auto client = registry_->client();
@@ -199,8 +200,8 @@ TEST_F(RuntimeMirrorClusterTest, APushedLockIsMirroredAndADeletedBlobIsNamedWith
   ASSERT_TRUE(size.isOk()) << size.status().toString();
   ASSERT_FALSE(size->has_value()) << "the registry still has the blob";
 
-  rte = waitMirrored("app", "False", "ArtifactsMissing",
-                     std::chrono::seconds(3 * kIntervalSeconds));
+  rte =
+      waitMirrored("app", "False", "ArtifactsMissing", std::chrono::seconds(3 * kIntervalSeconds));
   const auto seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - gone).count();
   std::cerr << "Mirrored=False " << seconds << " s after the blob was deleted (interval "
@@ -208,8 +209,7 @@ TEST_F(RuntimeMirrorClusterTest, APushedLockIsMirroredAndADeletedBlobIsNamedWith
   // Within one interval, plus the check itself and the status write on a loaded machine.
   EXPECT_LT(seconds, kIntervalSeconds + 5.0);
   const std::string message = conditionField(rte, "Mirrored", "message");
-  EXPECT_NE(message.find("1 of 3 artifacts is missing from the mirror " + repo_),
-            std::string::npos)
+  EXPECT_NE(message.find("1 of 3 artifacts is missing from the mirror " + repo_), std::string::npos)
       << message;
   EXPECT_NE(message.find(beta + " (" + digest.substr(0, 19)), std::string::npos) << message;
   const json& after = rte["status"]["mirror"];
@@ -240,9 +240,9 @@ TEST_F(RuntimeMirrorClusterTest, UnlentCredentialsMissingArtifactsAndADownRegist
   auto r = kubectl({"patch", "rte", "torch", "-n", w_.ns(), "--type=merge", "-p", patch.dump()});
   ASSERT_EQ(r.exitCode, 0) << r.err;
   json rte = waitMirrored("torch", "Unknown", "MirrorCredentialsUnavailable");
-  EXPECT_NE(conditionField(rte, "Mirrored", "message")
-                .find("does not lend its credentials to " + repo_),
-            std::string::npos)
+  EXPECT_NE(
+      conditionField(rte, "Mirrored", "message").find("does not lend its credentials to " + repo_),
+      std::string::npos)
       << conditionField(rte, "Mirrored", "message");
   EXPECT_EQ(conditionField(rte, "Mirrored", "message").find(registry_->password()),
             std::string::npos);

@@ -26,15 +26,18 @@ std::string hex(char c) { return std::string(64, c); }
 
 // A uv lock of five registry packages, one wheel each (and the project itself, not mirrored).
 std::string uvLock() {
-  std::string out = "version = 1\nrequires-python = \">=3.9\"\n\n[[package]]\nname = \"app\"\n"
-                    "version = \"0.1.0\"\nsource = { editable = \".\" }\n";
+  std::string out =
+      "version = 1\nrequires-python = \">=3.9\"\n\n[[package]]\nname = \"app\"\n"
+      "version = \"0.1.0\"\nsource = { editable = \".\" }\n";
   const char digits[] = {'a', 'b', 'c', 'd', 'e'};
   for (int i = 0; i < 5; ++i) {
     const std::string name = std::string("pkg") + static_cast<char>('1' + i);
-    out += "\n[[package]]\nname = \"" + name + "\"\nversion = \"1.0\"\n"
+    out += "\n[[package]]\nname = \"" + name +
+           "\"\nversion = \"1.0\"\n"
            "source = { registry = \"https://pypi.example/simple\" }\n"
-           "wheels = [\n    { url = \"https://files.example/" + name +
-           "-1.0-py3-none-any.whl\", hash = \"sha256:" + hex(digits[i]) + "\", size = 10 },\n]\n";
+           "wheels = [\n    { url = \"https://files.example/" +
+           name + "-1.0-py3-none-any.whl\", hash = \"sha256:" + hex(digits[i]) +
+           "\", size = 10 },\n]\n";
   }
   return out;
 }
@@ -183,9 +186,9 @@ TEST(MirrorCheck, MissingArtifactsAreNamedFirstThreeAndCounted) {
   MirrorInput later = input();
   later.previousStatus = p.status;
   later.previousCondition = asCondition(*p.mirrored);
-  later.latest = checked({missing(1, 'a'), missing(2, 'b'), missing(3, 'c'), missing(4, 'd'),
-                          missing(5, 'e')},
-                         true, kNow + 1);
+  later.latest =
+      checked({missing(1, 'a'), missing(2, 'b'), missing(3, 'c'), missing(4, 'd'), missing(5, 'e')},
+              true, kNow + 1);
   MirrorPlan q = planMirrorCheck(later);
   EXPECT_EQ(q.missingGauge, 5);
   ASSERT_EQ(q.events.size(), 1u);
@@ -273,6 +276,15 @@ TEST(MirrorCheck, AnUnresolvedLockLeavesTheRecordAlone) {
   EXPECT_FALSE(p.check);
 }
 
+TEST(MirrorCheck, ARuntimeEnvBeingDeletedIsNotCheckedAgain) {
+  MirrorInput in = input();
+  in.beingDeleted = true;
+  MirrorPlan p = planMirrorCheck(in);
+  EXPECT_TRUE(p.keep);
+  EXPECT_FALSE(p.check);
+  EXPECT_EQ(p.missingGauge, -1);
+}
+
 TEST(MirrorCheck, AMalformedSpecIsInvalidMirrorNamingTheField) {
   MirrorInput in = input();
   in.spec->repository = "not a repository";
@@ -316,8 +328,7 @@ TEST(MirrorCheck, ASecretLendsItselfOnlyToTheRepositoriesItNames) {
   EXPECT_FALSE(secretLendsTo("", repo));
 }
 
-json mirroredRte(const std::string& conditionStatus, int64_t observed = 3,
-                 bool required = true) {
+json mirroredRte(const std::string& conditionStatus, int64_t observed = 3, bool required = true) {
   const std::string hash = theClosure().closureHash;
   return {{"metadata", {{"name", "torch"}, {"generation", 3}}},
           {"spec", {{"mirror", {{"repository", kRepo}, {"requiredForPromotion", required}}}}},
