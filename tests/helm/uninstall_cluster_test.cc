@@ -88,13 +88,13 @@ class UninstallClusterTest : public ::testing::Test {
 TEST_F(UninstallClusterTest, HelmUninstallLeavesNothingThatBlocksOrHangs) {
   // The chart as a platform installs it, its webhooks pointed at the suite's
   // operator (webhook.url, as tools/demo.sh runs it locally).
-  auto installed = helm(
-      {"install", kReleaseName, std::string(LOCKSTEP_SOURCE_DIR) + "/helm/lockstep",
-       "--namespace", kOperatorNamespace, "--take-ownership", "--set",
-       "image.repository=registry.example/lockstep/operator", "--set",
-       "image.digest=sha256:" + std::string(64, '0'), "--set", "admission.mode=webhook", "--set",
-       "webhook.url=https://127.0.0.1:" + std::to_string(sharedWebhookPort()), "--set",
-       "replicas=1"});
+  auto installed =
+      helm({"install", kReleaseName, std::string(LOCKSTEP_SOURCE_DIR) + "/helm/lockstep",
+            "--namespace", kOperatorNamespace, "--take-ownership", "--set",
+            "image.repository=registry.example/lockstep/operator", "--set",
+            "image.digest=sha256:" + std::string(64, '0'), "--set", "admission.mode=webhook",
+            "--set", "webhook.url=https://127.0.0.1:" + std::to_string(sharedWebhookPort()),
+            "--set", "replicas=1"});
   ASSERT_EQ(installed.exitCode, 0) << installed.out << installed.err;
 
   // Prod on v1, v2 paused in its canary: the release-cleanup finalizer on v2,
@@ -126,8 +126,8 @@ TEST_F(UninstallClusterTest, HelmUninstallLeavesNothingThatBlocksOrHangs) {
   // The chart goes (its Deployment would take the operator with it; the
   // suite's operator is a process here, so it is stopped first).
   ASSERT_EQ(ReleaseWorld::op().stop(), "");
-  auto uninstalled = helm({"uninstall", kReleaseName, "--namespace", kOperatorNamespace,
-                           "--wait", "--timeout=120s"});
+  auto uninstalled = helm(
+      {"uninstall", kReleaseName, "--namespace", kOperatorNamespace, "--wait", "--timeout=120s"});
   ASSERT_EQ(uninstalled.exitCode, 0) << uninstalled.out << uninstalled.err;
 
   // No admission left behind that would refuse or hang a write.
@@ -139,12 +139,12 @@ TEST_F(UninstallClusterTest, HelmUninstallLeavesNothingThatBlocksOrHangs) {
     EXPECT_NE(p["metadata"]["name"].get<std::string>().rfind(std::string(kReleaseName) + "-", 0),
               0u)
         << "policy left: " << p["metadata"]["name"];
-  json pod = {{"apiVersion", "v1"},
-              {"kind", "Pod"},
-              {"metadata", {{"name", "after-uninstall"}, {"namespace", ns_}}},
-              {"spec",
-               {{"containers",
-                 json::array({{{"name", "c"}, {"image", "registry.example/app:1"}}})}}}};
+  json pod = {
+      {"apiVersion", "v1"},
+      {"kind", "Pod"},
+      {"metadata", {{"name", "after-uninstall"}, {"namespace", ns_}}},
+      {"spec",
+       {{"containers", json::array({{{"name", "c"}, {"image", "registry.example/app:1"}}})}}}};
   auto created = kubectl({"create", "-f", "-", "--request-timeout=10s"}, pod.dump());
   EXPECT_EQ(created.exitCode, 0) << "a pod without a runtime in a once-enforced namespace: "
                                  << created.err;
