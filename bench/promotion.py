@@ -23,8 +23,16 @@ Per controller, in a namespace of its own (deleted and waited for afterwards):
      by the same query (the error ratio of the release's pods); every FAIL_EVERY-th
      serves ERROR_RATIO errors (the exporter) and must roll back;
   3. SOAK seconds of repeated releases on the canary models (0: none), RSS sampled;
-  4. QUIESCENT more models at one release each (1 replica), then SETTLE seconds:
-     RSS with MODELS + QUIESCENT objects.
+  4. QUIESCENT more models at one release each (1 replica, no GPU), then SETTLE
+     seconds: RSS with MODELS + QUIESCENT objects. Argo's come to rest by its own
+     path (a Rollout with no steps). Lockstep's, with QUIESCENT_PATH=recognized (the
+     default), as an existing fleet's would after its release objects were
+     re-applied: each model's Model records prod's content (the status Lockstep
+     wrote for the first of them, names changed, written by the harness), the
+     release with that content is recognised as prod and the operator's prod
+     healing makes its Deployment and Service (Lockstep at rest without 10,000
+     canaries: at ~0.5 models/s on 2 workers those alone took hours);
+     QUIESCENT_PATH=promoted: a canary each.
 
 Measured, the same way for both (nothing read from a controller's own metrics):
   - API requests: the API server's audit log (only the two controllers' service
@@ -47,7 +55,8 @@ Measured, the same way for both (nothing read from a controller's own metrics):
 
 Environment (full size / smoke): NODES (1000 / 100), MODELS (200 / 20),
 CANARIES (50 / 5), REPLICAS (4), QUIESCENT (9800 / 10: objects in step 4 on top
-of MODELS), SOAK (0 / 0 seconds), SETTLE (60 / 2), CONTROLLERS ("argo lockstep"),
+of MODELS), QUIESCENT_PATH (recognized), QUIESCENT_DEADLINE (0: wait up to TIMEOUT;
+else the RSS is taken then, with the models at rest by then, counted), SOAK (0 / 0 seconds), SETTLE (60 / 2), CONTROLLERS ("argo lockstep"),
 TOGETHER (0 / 1: both controllers at once, each in its namespace), PERF (1: perf
 record of lockstep-operator until the canaries end, in the work dir; KEEP_WORK=1),
 FAIL_EVERY (5), ERROR_RATIO (0.3), SCRAPE (2s / 1s), WINDOW (10s / 3s),
@@ -60,7 +69,9 @@ KEEP_CLUSTER=1), SKIP_BUILD=1, RECORD (1 / 0: write bench/results and
 docs/benchmarks.md). The smoke fails (exit 1) when a canary does not end as
 planned (promoted, or rolled back for the failing ones) or a measure is missing.
 """
+import concurrent.futures
 import datetime
+import hashlib
 import http.client
 import http.server
 import json
@@ -93,6 +104,12 @@ REPLICAS = knob("REPLICAS", "4", "4", int)
 QUIESCENT = knob("QUIESCENT", "9800", "10", int)
 SOAK = knob("SOAK", "0", "0", int)
 SETTLE = knob("SETTLE", "60", "2", int)
+# How Lockstep's quiescent models come to rest: "recognized" (the Model of each
+# records prod's content, as an existing fleet's would, and a release object with
+# that content is recognised as prod, its Deployment and Service made by the
+# operator's healing; docs/benchmarks.md) or "promoted" (each one's own canary).
+QUIESCENT_PATH = knob("QUIESCENT_PATH", "recognized", "recognized")
+QUIESCENT_DEADLINE = knob("QUIESCENT_DEADLINE", "0", "0", int)
 CONTROLLERS = knob("CONTROLLERS", "argo lockstep", "argo lockstep").split()
 FAIL_EVERY = knob("FAIL_EVERY", "5", "5", int)
 ERROR_RATIO = knob("ERROR_RATIO", "0.3", "0.3", float)
@@ -188,7 +205,9 @@ class Cluster:
         log("starting a cluster in", self.dir)
         env = dict(ENV, LOCKSTEP_APISERVER_EXTRA_ARGS=(
             f"--audit-policy-file={policy} --audit-log-path={self.audit} --audit-log-format=json "
-            "--audit-log-maxsize=2000 --audit-log-mode=batch"))
+            "--audit-log-maxsize=2000 --audit-log-mode=batch "
+            # A Service per Lockstep model: tests/cluster/cluster.sh's /24 is full at ~250.
+            "--service-cluster-ip-range=10.0.0.0/16"))
         sh([script, "up", "--dir", self.dir, "--warmup", WARMUP], env=env)
         self.kubeconfig = os.path.join(self.dir, "kubeconfig")
         self.tools = open(os.path.join(self.dir, "tools-bin")).read().strip()
@@ -203,6 +222,58 @@ class Cluster:
             extra = ["--server-side", "--force-conflicts"] if server_side else []
             self.kubectl("apply", *extra, "-f", "-",
                          stdin=json.dumps({"apiVersion": "v1", "kind": "List", "items": objs[i:i + 200]}))
+
+    def bulk(self, method, items, threads=8):
+        """`method` ("POST" or "PATCH") of (path, body) pairs, `threads` at once, through a
+        kubectl proxy on the loopback: kubectl apply creates some 4 objects a second on a
+        loaded machine, too slow for 10,000. A conflict or a server error is retried."""
+        port = free_port()
+        proxy = subprocess.Popen([os.path.join(self.tools, "kubectl"), "proxy", f"--port={port}",
+                                  "--address=127.0.0.1"], env=self.env, stdout=subprocess.DEVNULL,
+                                 stderr=subprocess.DEVNULL)
+        try:
+            def up():
+                try:
+                    c = http.client.HTTPConnection("127.0.0.1", port, timeout=5)
+                    c.request("GET", "/version")
+                    return c.getresponse().status == 200
+                except OSError:
+                    return False
+            wait_for("kubectl proxy", up, 30)
+            local = threading.local()
+
+            def send(item):
+                path, body = item
+                data = json.dumps(body).encode()
+                ctype = "application/merge-patch+json" if method == "PATCH" else "application/json"
+                last = "no answer"
+                for _ in range(10):
+                    if getattr(local, "conn", None) is None:
+                        local.conn = http.client.HTTPConnection("127.0.0.1", port, timeout=60)
+                    try:
+                        local.conn.request(method, path, body=data, headers={"Content-Type": ctype})
+                        r = local.conn.getresponse()
+                        r.read()
+                    except (OSError, http.client.HTTPException) as e:
+                        local.conn, last = None, str(e)
+                        time.sleep(1)
+                        continue
+                    if r.status in (200, 201) or (method == "POST" and r.status == 409):
+                        return
+                    last = f"HTTP {r.status}"
+                    time.sleep(1)
+                raise SystemExit(f"promotion: {method} {path}: {last}")
+            with concurrent.futures.ThreadPoolExecutor(threads) as pool:
+                list(pool.map(send, items))
+        finally:
+            proxy.terminate()
+            proxy.wait()
+
+    def create(self, objs):
+        """Creates namespaced objects of the bench's kinds through bulk()."""
+        plural = {"Rollout": "rollouts", "ModelRelease": "modelreleases", "Model": "models"}
+        self.bulk("POST", [(f"/apis/{o['apiVersion']}/namespaces/{o['metadata']['namespace']}/"
+                            f"{plural[o['kind']]}", o) for o in objs])
 
     def down(self):
         if ENV.get("KEEP_CLUSTER") != "1":
@@ -422,9 +493,11 @@ def error_query(ns, release):
             f'sum(rate(lockstep_test_requests_total{{{sel}}}[{WINDOW}]))')
 
 
-def serve_container():
-    return {"name": "serve", "image": IMAGE, "ports": [{"containerPort": 8080}],
-            "resources": {"limits": {"nvidia.com/gpu": "1"}}}
+def serve_container(gpus=1):
+    c = {"name": "serve", "image": IMAGE, "ports": [{"containerPort": 8080}]}
+    if gpus:
+        c["resources"] = {"limits": {"nvidia.com/gpu": str(gpus)}}
+    return c
 
 
 class Argo:
@@ -471,7 +544,7 @@ class Argo:
             f"--metricsPort={ports[0]}", f"--healthzPort={ports[1]}"],
             self.work, env=dict(ENV, POD_NAMESPACE=SYS_NS))
 
-    def objects(self, model, release, analysed, replicas):
+    def objects(self, model, release, analysed, replicas, gpus=1):
         steps = []
         if analysed:
             for w in STEP_WEIGHTS:
@@ -485,7 +558,7 @@ class Argo:
                  "spec": {"replicas": replicas, "revisionHistoryLimit": 2,
                           "selector": {"matchLabels": {"lockstep.dev/model": model}},
                           "template": {"metadata": {"labels": labels},
-                                       "spec": {"containers": [serve_container()]}},
+                                       "spec": {"containers": [serve_container(gpus)]}},
                           "strategy": {"canary": {"steps": steps}}}}]
 
     def outcomes(self):
@@ -547,13 +620,14 @@ class Lockstep:
                                    "-o", "jsonpath={.status.closureHash}").stdout.strip()
         return p
 
-    def objects(self, model, release, analysed, replicas):
+    def objects(self, model, release, analysed, replicas, gpus=1, digest=None):
         steps = [{"weight": 100}]
         if analysed:
             steps = [{"weight": w, "analysis": {"prometheus": {
                 "provider": "bench-prometheus", "query": error_query(self.ns, release), "max": MAX_ERROR,
                 "interval": INTERVAL, "initialDelay": INITIAL_DELAY, "count": COUNT}}} for w in STEP_WEIGHTS]
-        digest = sh(["sha256sum"], input=release).stdout.split()[0]
+        digest = digest or hashlib.sha256(release.encode()).hexdigest()
+        limits = {"resources": {"limits": {"nvidia.com/gpu": str(gpus)}}} if gpus else {}
         return [{"apiVersion": "lockstep.dev/v1alpha1", "kind": "ModelRelease",
                  "metadata": {"name": release, "namespace": self.ns},
                  "spec": {"model": model, "package": f"registry.example/models/{model}@sha256:{digest}",
@@ -561,9 +635,40 @@ class Lockstep:
                           "stages": [{"name": "prod",
                                       "serving": {"template": {"spec": {"containers": [{
                                           "name": "serve", "ports": [{"containerPort": 8080}],
-                                          "resources": {"limits": {"nvidia.com/gpu": "1"}}}]}},
+                                          **limits}]}},
                                           "replicas": replicas, "port": 8080},
                                       "canary": {"steps": steps}}]}}]
+
+    def at_rest(self, models, watch):
+        """The quiescent models at rest without a canary each (QUIESCENT_PATH=recognized).
+
+        The first is promoted by its own canary; its Model's status (the record of
+        the content prod runs) is then written, names changed, on a Model per other
+        model, as an existing fleet's Models would say, and each model's release is
+        created with that very content (the same package digest, stages and runtime
+        pair). The operator recognises each as prod (docs/rollouts.md, "Content
+        identity": it writes the Model's record and the release's status) and its
+        prod healing creates the stable Deployment and the Service, as for a model
+        whose serving objects were deleted. 1 replica, no GPU."""
+        first, rest = models[0], models[1:]
+        digest = "b" * 64
+        self.c.apply(self.objects(first, f"{first}-v1", False, 1, gpus=0, digest=digest))
+        wait_for(f"{first}-v1 promoted", lambda: self.outcomes().get(f"{first}-v1") == "promoted" and
+                 watch.serving(self.ns, f"{first}-v1") >= 1, TIMEOUT)
+        tmpl = json.loads(self.c.kubectl("get", "models.lockstep.dev", first, "-n", self.ns,
+                                         "-o", "json").stdout)
+        status = tmpl["status"]
+        status["prod"]["uid"] = "bench-an-earlier-object"  # the release object is re-created
+        text = json.dumps(status)
+        meta = json.dumps(tmpl["metadata"].get("labels", {}))
+        self.c.create([{"apiVersion": "lockstep.dev/v1alpha1", "kind": "Model",
+                        "metadata": {"name": m, "namespace": self.ns,
+                                     "labels": json.loads(meta.replace(first, m))},
+                        "spec": tmpl.get("spec", {})} for m in rest])
+        self.c.bulk("PATCH", [(f"/apis/lockstep.dev/v1alpha1/namespaces/{self.ns}/models/{m}/status",
+                               {"status": json.loads(text.replace(first, m))}) for m in rest])
+        log(f"lockstep: {len(rest)} Models record prod's content; creating their releases")
+        self.c.create([o for m in rest for o in self.objects(m, f"{m}-v1", False, 1, gpus=0, digest=digest)])
 
     def outcomes(self):
         phases = {"Promoted": "promoted", "RolledBack": "rolledback"}
@@ -745,14 +850,40 @@ def run_controller(ctl, c, procs, watch, proxy, prom_dir, kubeconfig, last):
 
     if QUIESCENT > 0:
         more = [f"q{i:05d}" for i in range(QUIESCENT)]
-        c.apply([o for m in more for o in ctl.objects(m, f"{m}-v1", False, 1)])
-        wait_for(f"{ctl.name}: {QUIESCENT} more models with a Ready pod",
-                 lambda: all(watch.serving(ns, f"{m}-v1") >= 1 for m in more) and all(
-                     o.get(f"{m}-v1") == "promoted" for o in [ctl.outcomes()] for m in more), TIMEOUT, 10)
+        t_q = time.time()
+        if ctl.name == "lockstep" and QUIESCENT_PATH == "recognized":
+            ctl.at_rest(more, watch)
+        else:
+            c.create([o for m in more for o in ctl.objects(m, f"{m}-v1", False, 1, gpus=0)])
+        # Past QUIESCENT_DEADLINE seconds (0: none) the RSS is taken with the models at rest
+        # by then, and the figure says how many (a partial figure, never passed off as whole).
+        deadline = time.time() + (QUIESCENT_DEADLINE or TIMEOUT)
+        while True:
+            serving = sum(1 for m in more if watch.serving(ns, f"{m}-v1") >= 1)
+            if serving == len(more):
+                o = ctl.outcomes()
+                at_rest = sum(1 for m in more if o.get(f"{m}-v1") == "promoted")
+                if at_rest == len(more):
+                    break
+            else:
+                at_rest = serving
+            if time.time() > deadline:
+                if not QUIESCENT_DEADLINE:
+                    raise SystemExit(f"promotion: timed out after {TIMEOUT}s waiting for {ctl.name}'s "
+                                     f"{QUIESCENT} more models at rest ({at_rest} were)")
+                break
+            time.sleep(10)
+        res["quiescent_s"] = time.time() - t_q
+        res["quiescent_at_rest"] = at_rest
+        log(f"{ctl.name}: {at_rest} of {QUIESCENT} more models at rest (Ready) after {res['quiescent_s']:.0f} s")
         time.sleep(SETTLE)
         cpu_q, rss_q, hwm_q = proc_stat(p.pid)
+        time.sleep(10)
+        cpu_q2, _, _ = proc_stat(p.pid)
         res.update({"quiescent_objects": MODELS + QUIESCENT, "rss_quiescent_mib": rss_q,
-                    "peak_rss_quiescent_mib": hwm_q})
+                    "peak_rss_quiescent_mib": hwm_q, "quiescent_path": QUIESCENT_PATH,
+                    "idle_cpu_share_at_rest": (cpu_q2 - cpu_q) / 10,
+                    "loadavg_at_rest": " ".join(open("/proc/loadavg").read().split()[:3])})
         log(f"{ctl.name}: RSS with {MODELS + QUIESCENT} objects {rss_q:.1f} MiB")
 
     t_stop = time.time()
@@ -837,6 +968,19 @@ def summarize(r):
             x["soak"]["rss_samples"] else None)
     md.append("")
     for x in r["runs"]:
+        if x.get("quiescent_s") is not None:
+            md.append(f"- {x['controller']}: {x.get('quiescent_at_rest', 0):,} of "
+                      f"{x['quiescent_objects'] - s['models']:,} more models at rest after "
+                      f"{x['quiescent_s']:,.0f} s ({'recognised as prod, see below' if x['controller'] == 'lockstep' and x.get('quiescent_path') == 'recognized' else 'its own path'}), "
+                      f"then {s.get('settle', SETTLE)} s; CPU share at rest {x.get('idle_cpu_share_at_rest', 0):.2f} "
+                      f"of a core; load average then {x.get('loadavg_at_rest', '-')}.")
+        if x.get("soak"):
+            sk = x["soak"]
+            md.append(f"- {x['controller']}: soak of {s['soak_s']} s, {sk['rounds']} rounds of releases of the "
+                      f"promoted canary models; RSS {sk['rss_samples'][0][1]:.1f} → {sk['rss_samples'][-1][1]:.1f} MiB "
+                      f"(max {max(v for _, v in sk['rss_samples']):.1f})." if sk["rss_samples"] else
+                      f"- {x['controller']}: soak of {s['soak_s']} s: no round finished.")
+    for x in r["runs"]:
         md.append(f"- {x['controller']}: v1 of {s['models']} models Ready in {fmt(x.get('initial_s'))} s, "
                   f"the canaries in {fmt(x.get('canary_s'))} s; {len(x['step_latency_s'])} step and "
                   f"{len(x['rollback_latency_s'])} rollback samples; {x.get('measurement_errors', 0)} "
@@ -874,7 +1018,9 @@ def main():
     results = {"date": now.strftime("%Y-%m-%d %H:%M UTC"),
                "file": f"promotion-{now.strftime('%Y-%m-%d')}{'-smoke' if SMOKE else ''}.json",
                "command": " ".join(f"{k}={shlex.quote(ENV[k])}" for k in (
-                   "NODES", "MODELS", "CANARIES", "QUIESCENT", "SOAK", "CONTROLLERS", "LOCKSTEP_ARGS", "TOGETHER")
+                   "NODES", "MODELS", "CANARIES", "QUIESCENT", "QUIESCENT_PATH", "QUIESCENT_DEADLINE", "SOAK", "TIMEOUT",
+                   "CONTROLLERS",
+                   "LOCKSTEP_ARGS", "TOGETHER")
                    if k in ENV) + (" OPERATOR=<another lockstep-operator>" if "OPERATOR" in ENV else "") +
                " bench/promotion.sh" + (" --smoke" if SMOKE else ""),
                "loadavg_before": " ".join(open("/proc/loadavg").read().split()[:3]),
@@ -882,7 +1028,8 @@ def main():
                             "quiescent_objects": MODELS + QUIESCENT, "soak_s": SOAK, "fail_every": FAIL_EVERY,
                             "error_ratio": ERROR_RATIO, "scrape": SCRAPE, "window": WINDOW,
                             "initial_delay": INITIAL_DELAY, "interval": INTERVAL, "count": COUNT,
-                            "warmup": WARMUP, "step_weights": STEP_WEIGHTS, "together": TOGETHER},
+                            "warmup": WARMUP, "step_weights": STEP_WEIGHTS, "together": TOGETHER,
+                            "settle": SETTLE, "quiescent_path": QUIESCENT_PATH},
                "runs": []}
     try:
         c = Cluster(work)

@@ -48,6 +48,16 @@ std::vector<std::string> byNodeName(const kube::Object& pod) {
   return {node};
 }
 
+// Whether the release's status says Stalled for a NameConflict (prod/ownership.h).
+bool stalledOnNameConflict(const kube::Object& release) {
+  for (const json& c : v1::decode::array(v1::decode::object(release, "status"), "conditions")) {
+    if (v1::decode::string(c, "type") == v1::kConditionStalled)
+      return v1::decode::string(c, "status") == v1::kStatusTrue &&
+             v1::decode::string(c, "reason") == v1::kReasonNameConflict;
+  }
+  return false;
+}
+
 // The objects of `resource` that carry the label `label` (server-side selector).
 kube::InformerOptions labelled(const kube::Resource& resource, const char* label) {
   kube::InformerOptions o;
@@ -218,9 +228,21 @@ ProdObserved ModelReleaseReconciler::observeProd(const v1::ModelRelease& r) cons
     std::vector<const json*> nodes, pods;
     nodes.reserve(nodeObjects.size());
     pods.reserve(podObjects.size());
-    for (const auto& n : nodeObjects) nodes.push_back(n.get());
+    {
+      // The driver judged once per node version (nodeVerdicts_); gpuCapacityOf
+      // below then checks only what a node's status says (schedulable, GPUs).
+      std::lock_guard lock(nodeVerdictsMu_);
+      if (nodeVerdicts_.size() > 2 * nodeObjects.size() + 16) nodeVerdicts_.clear();  // nodes gone
+      for (const auto& n : nodeObjects) {
+        NodeVerdict& v = nodeVerdicts_[kube::name(*n)];
+        if (v.node.lock() != n || v.minDriver != minDriver) {
+          v = {n, minDriver, gpuNodeCompatible(*n, minDriver)};
+        }
+        if (v.compatible) nodes.push_back(n.get());
+      }
+    }
     for (const auto& pod : podObjects) pods.push_back(pod.get());
-    p.gpu = gpuCapacityOf(gpusPerPod, nodes, pods, minDriver);
+    p.gpu = gpuCapacityOf(gpusPerPod, nodes, pods, /*minDriver=*/"");
   }
   return p;
 }
@@ -236,8 +258,15 @@ Result ModelReleaseReconciler::reconcile(const Request& request) {
   ModelReleasePlan plan = planModelRelease(*observed);
   // A release in its prod stage: what stands at each prod name the labelled
   // caches miss is read (an object without Lockstep's labels is in no cache;
-  // prod/ownership.h decides whether it is ours), then planned again.
-  if ((plan.prod || plan.readProdNames) && !observed->prod.releaseDeleted) {
+  // prod/ownership.h decides whether it is ours), then planned again: before
+  // every plan that writes in prod (the Model, a serving object, the finalizer),
+  // and while the release is stalled on a NameConflict (until the object is
+  // gone). A plan that writes nothing there (waiting for pods, recording a
+  // measurement) reads nothing: a foreign object at a name can change no write
+  // it makes, and is found before the next one.
+  const bool writesInProd = !plan.execution.apply.empty() || !plan.execution.prune.empty() ||
+                            stalledOnNameConflict(*observed->release);
+  if (((plan.prod && writesInProd) || plan.readProdNames) && !observed->prod.releaseDeleted) {
     readProdNames(v1::decodeModelRelease(*observed->release), observed->prod);
     plan = planModelRelease(*observed);
   }

@@ -26,8 +26,10 @@
 #pragma once
 
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 #include "controllers/common/execute.h"
@@ -118,6 +120,17 @@ class ModelReleaseReconciler final : public runtime::Reconciler {
   std::shared_ptr<AnalysisQuerier> querier_;
   // The Models' change windows, compiled once per generation (observe is const).
   mutable ModelWindows windows_;
+  // Each node's GPU compatibility (gpuNodeCompatible), judged once per cached
+  // node object and minimum driver: a cached object never changes (a new
+  // version is a new object), and judging 1,000 nodes in every reconcile of a
+  // release in prod was most of the GPU count's time (bench/promotion.py).
+  struct NodeVerdict {
+    std::weak_ptr<const kube::Object> node;  // the version judged
+    std::string minDriver;
+    bool compatible = false;
+  };
+  mutable std::mutex nodeVerdictsMu_;
+  mutable std::unordered_map<std::string, NodeVerdict> nodeVerdicts_;  // by node name
 };
 
 // Registers informers, indexes, watches, metrics and the controller on `manager`.

@@ -43,13 +43,21 @@ int64_t quantity(const json& q) {
   return n;
 }
 
+// o[key] when `o` is an object that has it, else null: a reference into `o`,
+// never a copy (`cond ? o[key] : json()` copies the member whole: it was most of
+// gpuCapacityOf's time, one pod spec copied per pod per reconcile).
+const json& member(const json& o, const char* key) {
+  static const json kNull;
+  if (!o.is_object()) return kNull;
+  auto i = o.find(key);
+  return i == o.end() ? kNull : *i;
+}
+
 int64_t containerGpus(const json& c) {
-  if (!c.is_object()) return 0;
-  const json& res = c.contains("resources") ? c["resources"] : json();
-  if (!res.is_object()) return 0;
+  const json& res = member(c, "resources");
   for (const char* kind : {"requests", "limits"}) {
-    if (res.contains(kind) && res[kind].is_object() && res[kind].contains(kGpuResource))
-      return quantity(res[kind][kGpuResource]);
+    const json& q = member(member(res, kind), kGpuResource);
+    if (!q.is_null()) return quantity(q);
   }
   return 0;
 }
@@ -78,13 +86,12 @@ int64_t allocatableGpus(const json& node) {
 }  // namespace
 
 int64_t podGpuRequest(const json& spec) {
-  if (!spec.is_object()) return 0;
   int64_t sum = 0, init = 0;
-  if (spec.contains("containers") && spec["containers"].is_array()) {
-    for (const json& c : spec["containers"]) sum += containerGpus(c);
+  if (const json& cs = member(spec, "containers"); cs.is_array()) {
+    for (const json& c : cs) sum += containerGpus(c);
   }
-  if (spec.contains("initContainers") && spec["initContainers"].is_array()) {
-    for (const json& c : spec["initContainers"]) init = std::max(init, containerGpus(c));
+  if (const json& cs = member(spec, "initContainers"); cs.is_array()) {
+    for (const json& c : cs) init = std::max(init, containerGpus(c));
   }
   return std::max(sum, init);
 }
@@ -94,12 +101,12 @@ bool gpuNodeCompatible(const json& node, const std::string& minDriver) {
   if (unschedulable.is_boolean() && unschedulable.get<bool>()) return false;
   if (allocatableGpus(node) <= 0) return false;
   if (minDriver.empty()) return true;
+  // Only the driver labels (a node carries dozens of others).
   std::map<std::string, std::string> labels;
   const json& nodeLabels = field(node, "metadata", "labels");
-  if (nodeLabels.is_object()) {
-    for (const auto& [k, v] : nodeLabels.items()) {
-      if (v.is_string()) labels[k] = v.get<std::string>();
-    }
+  for (const char* key : {"nvidia.com/cuda.driver.major", "nvidia.com/cuda.driver.minor",
+                          "nvidia.com/cuda.driver.rev"}) {
+    if (const json& v = member(nodeLabels, key); v.is_string()) labels[key] = v.get<std::string>();
   }
   auto driver = closure::driverFromGfdLabels(labels);
   return driver && closure::driverSatisfies(*driver, minDriver);
@@ -112,8 +119,7 @@ GpuCapacity gpuCapacityOf(int64_t gpusPerPod, const std::vector<const json*>& no
   for (const json* p : pods) {
     const std::string phase = stringField(*p, "status", "phase");
     if (phase == "Succeeded" || phase == "Failed") continue;
-    const json& spec = p->is_object() && p->contains("spec") ? (*p)["spec"] : json();
-    const int64_t gpus = podGpuRequest(spec);
+    const int64_t gpus = podGpuRequest(member(*p, "spec"));
     if (gpus > 0) used[stringField(*p, "spec", "nodeName")] += gpus;
   }
   GpuCapacity cap;

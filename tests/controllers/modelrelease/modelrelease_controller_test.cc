@@ -499,6 +499,101 @@ TEST_F(ModelReleaseControllerTest, AForeignServiceOnlyAGetFindsIsANameConflictWi
   EXPECT_EQ(condition(status, "Stalled", "reason"), v1::kReasonNameConflict);
 }
 
+// A plan that writes nothing in prod (the canary waits for its pods) reads no
+// name the caches miss: the stable Deployment's name is not looked up in every
+// reconcile until the promotion creates it (bench/promotion.py's audit log:
+// these GETs were a sixth of the operator's requests). A plan that writes there
+// reads them first (AForeignServiceOnlyAGetFindsIsANameConflictWithNoProdWrite).
+TEST_F(ModelReleaseControllerTest, APlanThatWritesNothingInProdReadsNoName) {
+  kube::Object release = finalized(gated());
+  release["spec"]["stages"] = json::array({prodStage(2, 0, oneStep(50))});
+  put(releases_, release);
+  putLockstepModel("v7");
+  serveWrites();
+  ASSERT_TRUE(reconcile().error.isOk());
+  std::vector<kube::Request> first = writes();
+  ASSERT_EQ(first.size(), 3u);
+  int gets = 0;
+  for (const auto& r : transport_->requests()) gets += r.method == "GET" ? 1 : 0;
+  EXPECT_EQ(gets, 3);  // the first plan writes in prod: the three names were read
+
+  // What the first reconcile wrote, as the caches now hold it.
+  kube::Object svc = json::parse(first[0].body);
+  svc["metadata"]["uid"] = "svc-uid";
+  put(services_, svc);
+  kube::Object canary = json::parse(first[1].body);
+  canary["metadata"]["uid"] = "canary-uid";
+  put(deployments_, canary);
+  release["status"] = json::parse(first[2].body)["status"];
+  release["metadata"]["resourceVersion"] = "12";
+  put(releases_, release);
+  const size_t before = transport_->requests().size();
+
+  runtime::Result r = reconcile();
+  EXPECT_TRUE(r.error.isOk()) << r.error.toString();
+  const std::vector<kube::Request> all = transport_->requests();
+  for (size_t i = before; i < all.size(); ++i) {
+    const kube::Request& q = all[i];
+    EXPECT_NE(q.method, "GET") << q.uri();
+    EXPECT_EQ(q.uri().find("/deployments"), std::string::npos) << q.method << " " << q.uri();
+  }
+}
+
+// A release stalled on a NameConflict reads the names in every reconcile, even
+// one whose plan would write nothing in prod: it stays Stalled while the
+// object is there, never flipping back to progressing unseen.
+TEST_F(ModelReleaseControllerTest, AReleaseStalledOnANameConflictReadsTheNamesUntilItIsGone) {
+  kube::Object release = finalized(gated());
+  release["spec"]["stages"] = json::array({prodStage(2, 0, oneStep(50))});
+  put(releases_, release);
+  putLockstepModel("v7");
+  serveWrites();
+  ASSERT_TRUE(reconcile().error.isOk());
+  std::vector<kube::Request> first = writes();
+  ASSERT_EQ(first.size(), 3u);
+  kube::Object svc = json::parse(first[0].body);
+  svc["metadata"]["uid"] = "svc-uid";
+  put(services_, svc);
+  kube::Object canary = json::parse(first[1].body);
+  canary["metadata"]["uid"] = "canary-uid";
+  put(deployments_, canary);
+  json status = json::parse(first[2].body)["status"];
+  kube::setCondition(status["conditions"],
+                     {v1::kConditionStalled, v1::kStatusTrue, v1::kReasonNameConflict,
+                      "Deployment ml/gpt2-stable has no label lockstep.dev/model=gpt2"},
+                     1, "2026-01-01T00:00:00Z");
+  release["status"] = status;
+  release["metadata"]["resourceVersion"] = "12";
+  put(releases_, release);
+  const size_t before = transport_->requests().size();
+  // A team's Deployment at the stable name: no Lockstep label, so in no cache.
+  transport_->setHandler([](const kube::Request& q) -> std::optional<testing::FakeReply> {
+    if (q.method == "GET" && q.uri().find("/deployments/gpt2-stable") != std::string::npos) {
+      return FakeTransport::ok(json{{"apiVersion", "apps/v1"},
+                                    {"kind", "Deployment"},
+                                    {"metadata", {{"name", "gpt2-stable"}, {"namespace", "ml"}}}});
+    }
+    if (q.method == "GET") return FakeTransport::status(404, "NotFound", "not found");
+    return FakeTransport::ok(q.body.empty() ? json::object() : json::parse(q.body));
+  });
+
+  runtime::Result r = reconcile();
+  EXPECT_TRUE(r.error.isOk()) << r.error.toString();
+  bool read = false;
+  const std::vector<kube::Request> all = transport_->requests();
+  for (size_t i = before; i < all.size(); ++i) {
+    const kube::Request& q = all[i];
+    read = read ||
+           (q.method == "GET" && q.uri().find("/deployments/gpt2-stable") != std::string::npos);
+    if (q.method == "GET") continue;
+    const kube::Request& w = q;
+    ASSERT_NE(w.uri().find("/status"), std::string::npos) << w.method << " " << w.uri();
+    EXPECT_EQ(condition(json::parse(w.body)["status"], "Stalled", "reason"),
+              v1::kReasonNameConflict);
+  }
+  EXPECT_TRUE(read);
+}
+
 // A promoted release asked to take prod back (`lockstep model rollback`) whose
 // prod stage cannot run: the request is refused in its status, and the
 // reconcile is terminal — a retry cannot fix the spec.
