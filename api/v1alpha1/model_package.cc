@@ -1,5 +1,6 @@
 #include "api/v1alpha1/model_package.h"
 
+#include <algorithm>
 #include <array>
 #include <cmath>
 #include <limits>
@@ -359,9 +360,14 @@ nlohmann::json encodePackageInfo(const PackageInfo& p) {
     if (m.parameterCount) model["parameterCount"] = *m.parameterCount;
     put("precision", m.precision);
     put("quantization", m.quantization);
-    if (!m.licenses.empty()) model["licenses"] = m.licenses;
-    if (!m.inputTypes.empty()) model["inputTypes"] = m.inputTypes;
-    if (!m.outputTypes.empty()) model["outputTypes"] = m.outputTypes;
+    // At most the CRD's maxItems (20 licenses, 10 types): a longer list is cut.
+    auto list = [&](const char* key, const std::vector<std::string>& v, size_t max) {
+      if (v.empty()) return;
+      model[key] = std::vector<std::string>(v.begin(), v.begin() + std::min(v.size(), max));
+    };
+    list("licenses", m.licenses, 20);
+    list("inputTypes", m.inputTypes, 10);
+    list("outputTypes", m.outputTypes, 10);
     put("configDigest", p.configDigest);
     j["model"] = std::move(model);
   }

@@ -34,6 +34,7 @@
 #include "controllers/modelrelease/model_windows.h"
 #include "controllers/modelrelease/modelrelease_plan.h"
 #include "controllers/modelrelease/package_mount_probe.h"
+#include "controllers/modelrelease/package_reader.h"
 #include "controllers/modelrelease/prod/analysis_querier.h"
 #include "controllers/modelrelease/release_metrics.h"
 #include "controllers/modelrelease/tags/stage_tagger.h"
@@ -58,6 +59,9 @@ struct ModelReleaseOptions {
   // setupModelReleaseController makes one when none is given.
   std::string registryCaPem;
   std::shared_ptr<StageTagger> stageTagger;
+  // Reads each release's package before its first stage (package_reader.h);
+  // setupModelReleaseController makes the registry one (registryCaPem) when none is given.
+  std::shared_ptr<PackageReader> packageReader;
   // The analysis providers (shared with the AnalysisProvider controller);
   // setupModelReleaseController makes one refusing release addresses when none is given.
   std::shared_ptr<AnalysisProviders> analysis;
@@ -116,6 +120,7 @@ class ModelReleaseReconciler final : public runtime::Reconciler {
   std::shared_ptr<ReleaseMetrics> metrics_;
   ModelReleaseOptions options_;
   std::shared_ptr<AnalysisQuerier> querier_;
+  std::unique_ptr<PackageDescriber> packages_;  // null without options_.packageReader
   // The Models' change windows, compiled once per generation (observe is const).
   mutable ModelWindows windows_;
 };
