@@ -96,7 +96,8 @@ Json modelComponent(const MlBomInput& in) {
     if (!model->outputTypes.empty()) params["outputs"] = formats(model->outputTypes);
     if (!params.empty()) card["modelParameters"] = params;
     auto put = [&](const char* key, const std::string& value) {
-      if (!value.empty()) thresholds.push_back(property(std::string("lockstep:modelpack:") + key, value));
+      if (!value.empty())
+        thresholds.push_back(property(std::string("lockstep:modelpack:") + key, value));
     };
     put("name", model->name);
     put("version", model->version);

@@ -140,8 +140,7 @@ bool isModelPackLayerMediaType(std::string_view t) {
   t.remove_prefix(kPrefix.size());
   static constexpr std::array<std::string_view, 5> kKinds = {"weight.config", "weight", "doc",
                                                              "code", "dataset"};
-  static constexpr std::array<std::string_view, 4> kForms = {"raw", "tar", "tar+gzip",
-                                                             "tar+zstd"};
+  static constexpr std::array<std::string_view, 4> kForms = {"raw", "tar", "tar+gzip", "tar+zstd"};
   for (std::string_view kind : kKinds) {
     for (std::string_view form : kForms) {
       std::string want = std::string(kind) + ".v1." + std::string(form);
@@ -154,8 +153,7 @@ bool isModelPackLayerMediaType(std::string_view t) {
 StatusOr<PackageInfo> classifyPackageManifest(std::string_view mediaType,
                                               std::string_view manifestBytes) {
   json m = json::parse(manifestBytes, nullptr, false);
-  if (m.is_discarded() || !m.is_object())
-    return invalidArgument("manifest: not a JSON object");
+  if (m.is_discarded() || !m.is_object()) return invalidArgument("manifest: not a JSON object");
   PackageInfo out;
   out.mediaType = std::string(mediaType);
   if (mediaType == kOciIndex || mediaType == kDockerManifestList) {
@@ -195,10 +193,12 @@ StatusOr<PackageInfo> classifyPackageManifest(std::string_view mediaType,
   }
   out.layers = static_cast<int64_t>(layers.size());
 
-  const bool modelPack = out.artifactType == kModelPackArtifactType ||
-                         (out.artifactType.empty() && out.configMediaType == kModelPackConfigMediaType);
-  const bool image = out.artifactType.empty() && (out.configMediaType == kOciImageConfigMediaType ||
-                                                  out.configMediaType == kDockerImageConfigMediaType);
+  const bool modelPack =
+      out.artifactType == kModelPackArtifactType ||
+      (out.artifactType.empty() && out.configMediaType == kModelPackConfigMediaType);
+  const bool image =
+      out.artifactType.empty() && (out.configMediaType == kOciImageConfigMediaType ||
+                                   out.configMediaType == kDockerImageConfigMediaType);
   if (!modelPack && !image) {
     return invalidArgument(
         std::string(out.artifactType.empty() ? "config.mediaType" : "artifactType") +
@@ -212,11 +212,12 @@ StatusOr<PackageInfo> classifyPackageManifest(std::string_view mediaType,
                              "; a ModelPack manifest's config is " + kModelPackConfigMediaType);
     }
     if (!isSha256(out.configDigest))
-      return invalidArgument("config.digest: " + inQuotes(out.configDigest) + " is not sha256:<hex>");
+      return invalidArgument("config.digest: " + inQuotes(out.configDigest) +
+                             " is not sha256:<hex>");
     for (size_t i = 0; i < layers.size(); ++i) {
       if (!isModelPackLayerMediaType(layers[i].mediaType)) {
-        return invalidArgument("layers[" + std::to_string(i) + "].mediaType: " +
-                               inQuotes(layers[i].mediaType) +
+        return invalidArgument("layers[" + std::to_string(i) +
+                               "].mediaType: " + inQuotes(layers[i].mediaType) +
                                " is not a ModelPack layer media type (model-spec: "
                                "application/vnd.cncf.model.{weight,weight.config,doc,code,"
                                "dataset}.v1.{raw,tar,tar+gzip,tar+zstd})");
@@ -227,8 +228,8 @@ StatusOr<PackageInfo> classifyPackageManifest(std::string_view mediaType,
   out.kind = kPackageKindImage;
   for (size_t i = 0; i < layers.size(); ++i) {
     if (!isImageLayerMediaType(layers[i].mediaType)) {
-      return invalidArgument("layers[" + std::to_string(i) + "].mediaType: " +
-                             inQuotes(layers[i].mediaType) +
+      return invalidArgument("layers[" + std::to_string(i) +
+                             "].mediaType: " + inQuotes(layers[i].mediaType) +
                              " is not an image layer (application/vnd.oci.image.layer.*, "
                              "application/vnd.docker.image.rootfs.*) in an image manifest");
     }
@@ -241,12 +242,28 @@ std::optional<int64_t> parseParamSize(std::string_view s) {
   const char scale = s.back();
   double multiplier = 0;
   switch (scale) {
-    case 'K': case 'k': multiplier = 1e3; break;
-    case 'M': case 'm': multiplier = 1e6; break;
-    case 'B': case 'b': multiplier = 1e9; break;
-    case 'T': case 't': multiplier = 1e12; break;
-    case 'Q': case 'q': multiplier = 1e15; break;
-    default: return std::nullopt;
+    case 'K':
+    case 'k':
+      multiplier = 1e3;
+      break;
+    case 'M':
+    case 'm':
+      multiplier = 1e6;
+      break;
+    case 'B':
+    case 'b':
+      multiplier = 1e9;
+      break;
+    case 'T':
+    case 't':
+      multiplier = 1e12;
+      break;
+    case 'Q':
+    case 'q':
+      multiplier = 1e15;
+      break;
+    default:
+      return std::nullopt;
   }
   std::string_view count = s.substr(0, s.size() - 1);
   // <digits>[.<digit>]

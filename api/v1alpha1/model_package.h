@@ -46,9 +46,9 @@ struct ModelPackConfig {
   std::vector<std::string> licenses;  // SPDX license expressions
   std::vector<std::string> authors;
   // config
-  std::string format;        // "safetensors", "gguf", "onnx", "pt"
-  std::string architecture;  // "transformer", "cnn"
-  std::string paramSize;     // as written: "8b", "6.7B", "100m"
+  std::string format;                     // "safetensors", "gguf", "onnx", "pt"
+  std::string architecture;               // "transformer", "cnn"
+  std::string paramSize;                  // as written: "8b", "6.7B", "100m"
   std::optional<int64_t> parameterCount;  // paramSize read by the spec's grammar
   std::string precision;                  // "bfloat16", "float16,float8_e4m3"
   std::string quantization;               // "awq", "gptq"
@@ -60,14 +60,14 @@ struct ModelPackConfig {
 
 // A package as its manifest (and, for ModelPack, its config) describes it.
 struct PackageInfo {
-  std::string digest;           // the manifest's, sha256:<hex>
-  std::string kind;             // kPackageKind*
-  std::string mediaType;        // the manifest's
-  std::string artifactType;     // the manifest's; "" when it has none
-  std::string configMediaType;  // "" for an index
-  std::string configDigest;     // the config descriptor's digest
-  int64_t layers = 0;           // layers (manifests of an index)
-  int64_t size = 0;             // bytes of the layers, as the descriptors give them
+  std::string digest;                    // the manifest's, sha256:<hex>
+  std::string kind;                      // kPackageKind*
+  std::string mediaType;                 // the manifest's
+  std::string artifactType;              // the manifest's; "" when it has none
+  std::string configMediaType;           // "" for an index
+  std::string configDigest;              // the config descriptor's digest
+  int64_t layers = 0;                    // layers (manifests of an index)
+  int64_t size = 0;                      // bytes of the layers, as the descriptors give them
   std::optional<ModelPackConfig> model;  // ModelPack only, once its config was read
 };
 

@@ -411,7 +411,8 @@ void setupModelReleaseController(runtime::Manager& manager, ModelReleaseOptions 
     options.stageTagger = std::make_shared<StageTagger>(
         manager.sharedClient(), manager.syncEvents(), makeRegistryTagger(options.registryCaPem));
   }
-  if (!options.packageReader) options.packageReader = makeRegistryPackageReader(options.registryCaPem);
+  if (!options.packageReader)
+    options.packageReader = makeRegistryPackageReader(options.registryCaPem);
   if (!options.analysis) options.analysis = std::make_shared<AnalysisProviders>();
   std::shared_ptr<AnalysisProviders> analysis = options.analysis;
   auto reconciler = std::make_shared<ModelReleaseReconciler>(

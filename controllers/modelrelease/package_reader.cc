@@ -100,8 +100,8 @@ std::optional<PackageObserved> PackageDescriber::describe(const nlohmann::json& 
     answer = reader_->read(*ref, *creds);
   }
   if (!answer.unreadable.empty()) {
-    spdlog::info("modelrelease {}/{}: package {} not read: {}", r.meta.ns, r.meta.name,
-                 ref->name(), answer.unreadable);
+    spdlog::info("modelrelease {}/{}: package {} not read: {}", r.meta.ns, r.meta.name, ref->name(),
+                 answer.unreadable);
   }
   std::lock_guard<std::mutex> lock(mu_);
   cache_[key] = {answer, answer.unreadable.empty() ? 0 : nowUnix + kRetrySeconds};

@@ -271,9 +271,9 @@ ReleasePlan planRelease(const ReleaseObserved& o) {
     } else if (!pkg.refused.empty() && !started) {
       sum.phase = kPhaseFailed;
       sum.readyReason = sum.stalledReason = kReasonPackageRefused;
-      sum.readyMessage = sum.stalledMessage = "package " + r.spec.package +
-                                              " is neither an image nor a ModelPack model: " +
-                                              pkg.refused;
+      sum.readyMessage = sum.stalledMessage =
+          "package " + r.spec.package +
+          " is neither an image nor a ModelPack model: " + pkg.refused;
       plan.events.push_back({"Warning", kReasonPackageRefused, sum.readyMessage});
       return finish();
     } else {

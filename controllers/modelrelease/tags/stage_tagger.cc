@@ -49,9 +49,10 @@ StatusOr<std::optional<registry::Credentials>> StageTagger::credentials(const st
   return releaseRegistryCredentials(*client_, ns, secret, host);
 }
 
-StatusOr<std::optional<registry::Credentials>> releaseRegistryCredentials(
-    kube::Client& client, const std::string& ns, const std::string& secret,
-    const std::string& host) {
+StatusOr<std::optional<registry::Credentials>> releaseRegistryCredentials(kube::Client& client,
+                                                                          const std::string& ns,
+                                                                          const std::string& secret,
+                                                                          const std::string& host) {
   if (secret.empty()) return std::optional<registry::Credentials>();
   const std::string where = "Secret " + ns + "/" + secret + " (spec.registryTags.secretRef)";
   auto s = client.get(kube::resources::kSecrets, ns, secret);

@@ -147,9 +147,9 @@ TEST(ModelPackage, ImagesAndIndexesAreImages) {
            {"config",
             {{"mediaType", kDockerImageConfigMediaType},
              {"digest", "sha256:" + std::string(64, 'a')}}},
-           {"layers", json::array({{{"mediaType",
-                                     "application/vnd.docker.image.rootfs.diff.tar.gzip"},
-                                    {"digest", "sha256:" + std::string(64, 'c')}}})}}
+           {"layers",
+            json::array({{{"mediaType", "application/vnd.docker.image.rootfs.diff.tar.gzip"},
+                          {"digest", "sha256:" + std::string(64, 'c')}}})}}
           .dump());
   ASSERT_TRUE(docker.isOk()) << docker.status().toString();
   EXPECT_EQ(docker->kind, kPackageKindImage);
@@ -168,8 +168,7 @@ TEST(ModelPackage, AnUnknownArtifactIsRefusedNamingItsMediaTypes) {
            {"artifactType", "application/vnd.unknown.artifact.v1"},
            {"config",
             {{"mediaType", "application/vnd.oci.empty.v1+json"},
-             {"digest",
-              "sha256:44136fa355b3678a1146ad16f7e8649e94fb4fc21fe77e8310c060f61caaff8a"},
+             {"digest", "sha256:44136fa355b3678a1146ad16f7e8649e94fb4fc21fe77e8310c060f61caaff8a"},
              {"size", 2}}},
            {"layers", json::array({{{"mediaType", "application/vnd.example.unknown.v1"},
                                     {"digest", "sha256:" + std::string(64, 'd')},
@@ -243,18 +242,17 @@ TEST(ModelPackage, MalformedConfigsNameTheField) {
       {"no config", R"({"descriptor": {}, )" + fs + "}", "config: required"},
       {"paramSize number", R"({"descriptor": {}, "config": {"paramSize": 8}, )" + fs + "}",
        "config.paramSize: must be a string, not a number"},
-      {"licenses string",
-       R"({"descriptor": {"licenses": "MIT"}, "config": {}, )" + fs + "}",
+      {"licenses string", R"({"descriptor": {"licenses": "MIT"}, "config": {}, )" + fs + "}",
        "descriptor.licenses: must be an array of strings, not a string"},
       {"inputTypes entry",
-       R"({"descriptor": {}, "config": {"capabilities": {"inputTypes": ["text", 1]}}, )" + fs +
-           "}",
+       R"({"descriptor": {}, "config": {"capabilities": {"inputTypes": ["text", 1]}}, )" + fs + "}",
        "config.capabilities.inputTypes[1]: must be a string, not a number"},
       {"reasoning string",
        R"({"descriptor": {}, "config": {"capabilities": {"reasoning": "yes"}}, )" + fs + "}",
        "config.capabilities.reasoning: must be a boolean, not a string"},
       {"no modelfs", R"({"descriptor": {}, "config": {}})", "modelfs: required"},
-      {"modelfs type", R"({"descriptor": {}, "config": {}, "modelfs": {"type": "rootfs", "diffIds": []}})",
+      {"modelfs type",
+       R"({"descriptor": {}, "config": {}, "modelfs": {"type": "rootfs", "diffIds": []}})",
        "modelfs.type: must be \"layers\", not \"rootfs\""},
       {"no diffIds", R"({"descriptor": {}, "config": {}, "modelfs": {"type": "layers"}})",
        "modelfs.diffIds: required"},

@@ -302,8 +302,9 @@ TEST(ReleasePlan, APackageIsDescribedRefusedOrLeftUnread) {
   o.package = PackageObserved{info.digest, std::nullopt, "", "registry.example: no such host"};
   plan = planRelease(o);
   EXPECT_EQ(plan.jobsToCreate.size(), 1u);
-  EXPECT_EQ(plan.status["package"],
-            json({{"digest", info.digest}, {"message", "not read: registry.example: no such host"}}));
+  EXPECT_EQ(
+      plan.status["package"],
+      json({{"digest", info.digest}, {"message", "not read: registry.example: no such host"}}));
 }
 
 TEST(ReleasePlan, LongNamesGiveShortDeterministicJobNames) {

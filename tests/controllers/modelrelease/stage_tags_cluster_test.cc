@@ -96,8 +96,11 @@ class StageTagsClusterTest : public ::testing::Test {
   }
   // Pushes with tests/cluster/modelpack-push.sh; the package reference by digest.
   std::string pushModelPack(const std::string& repo, const std::string& mode = "") {
-    std::vector<std::string> args = {"bash", sourcePath("tests/cluster/modelpack-push.sh"),
-                                     oras(), registry_->caFile(), registry_->username(),
+    std::vector<std::string> args = {"bash",
+                                     sourcePath("tests/cluster/modelpack-push.sh"),
+                                     oras(),
+                                     registry_->caFile(),
+                                     registry_->username(),
                                      registry_->host() + "/" + repo + ":" + ns_};
     if (!mode.empty()) args.push_back(mode);
     auto pushed = run(args, registry_->password());
@@ -265,7 +268,8 @@ TEST_F(StageTagsClusterTest, AModelPackPackageIsDescribedAndMountedAndAnUnknownO
       "version": "1.0", "format": "safetensors", "architecture": "transformer",
       "paramSize": "0.1m", "parameterCount": 100000, "precision": "float32",
       "licenses": ["MIT"], "inputTypes": ["text"], "outputTypes": ["text"],
-      "configDigest": ")" + pkg["model"].value("configDigest", "") + R"("})"))
+      "configDigest": ")" + pkg["model"].value("configDigest", "") +
+                                      R"("})"))
       << pkg.dump(2);
   // The gate pod mounts the package itself, by digest, as an image volume.
   json pods = kubectlJson({"get", "pods", "-n", ns_, "-l", "lockstep.dev/release=mp"});
@@ -282,8 +286,8 @@ TEST_F(StageTagsClusterTest, AModelPackPackageIsDescribedAndMountedAndAnUnknownO
   EXPECT_EQ(message.rfind("package " + unknown + " is neither an image nor a ModelPack model", 0),
             0u)
       << message;
-  EXPECT_TRUE(
-      kubectlJson({"get", "jobs", "-n", ns_, "-l", "lockstep.dev/release=unknown"})["items"].empty());
+  EXPECT_TRUE(kubectlJson({"get", "jobs", "-n", ns_, "-l", "lockstep.dev/release=unknown"})["items"]
+                  .empty());
 }
 
 }  // namespace
