@@ -20,3 +20,7 @@ set(LOCKSTEP_COST_modelrollout_cluster_test 102)
 # drift_cluster_test passed whole (2 cases, 59 s, 3 Dec 2026, one private cluster, load
 # about 6: `./build/tests/drift/drift_cluster_test`).
 set(LOCKSTEP_COST_drift_cluster_test 59)
+# stage_tags_cluster_test passed whole with its ModelPack case (3 cases, 255 s, 3 Dec 2026,
+# one private cluster, load about 13: `./build/tests/controllers/stage_tags_cluster_test`;
+# the ModelPack case alone 26-30 s).
+set(LOCKSTEP_COST_stage_tags_cluster_test 255)
