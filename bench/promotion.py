@@ -207,7 +207,8 @@ class Cluster:
     def down(self):
         if ENV.get("KEEP_CLUSTER") != "1":
             sh([os.path.join(ROOT, "tests/cluster/cluster.sh"), "down", "--dir", self.dir], check=False)
-            sh(["rm", "-rf", os.path.dirname(self.audit)], check=False)
+            if ENV.get("KEEP_WORK") != "1":  # kept: the audit log, for a diagnosis
+                sh(["rm", "-rf", os.path.dirname(self.audit)], check=False)
 
     def request_total(self):
         """Sum of apiserver_request_total over every label set."""
@@ -523,7 +524,10 @@ class Lockstep:
         self.c.kubectl("apply", "-n", SYS_NS, "-f", "-", stdin=rbac)
         self.c.apply([{"apiVersion": "lockstep.dev/v1alpha1", "kind": "AnalysisProvider",
                        "metadata": {"name": "bench-prometheus"},
-                       "spec": {"address": self.proxy_url, "allowInsecureHttp": True, "timeout": "5s"}}])
+                       "spec": {"address": self.proxy_url, "allowInsecureHttp": True, "timeout": "5s",
+                                "allowFreeFormQueries": True,
+                                "namespaceSelector": {"matchLabels": {
+                                    "kubernetes.io/metadata.name": self.ns}}}}])
 
     def prepare(self):
         lock = open(os.path.join(ROOT, "tests/closure/testdata/lockfiles/pip",
@@ -659,7 +663,7 @@ def run_controller(ctl, c, procs, watch, proxy, prom_dir, kubeconfig, last):
     p = ctl.start(procs, kubeconfig)
     perf = None
     if PERF and ctl.name == "lockstep":  # where its CPU goes (99 Hz, call graphs), until the canaries end
-        perf = subprocess.Popen(["perf", "record", "-F", "99", "-g", "-p", str(p.pid), "-o",
+        perf = subprocess.Popen(["perf", "record", "-F", "99", "--call-graph", "dwarf,16384", "-p", str(p.pid), "-o",
                                  os.path.join(ctl.work, "perf-lockstep.data")],
                                 stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     log(f"{ctl.name}: started (pid {p.pid}); {MODELS} models at v1")

@@ -139,6 +139,17 @@ const std::vector<Permission>& operatorPermissions() {
        "spec.verify: server-side apply of the closure ConfigMaps lockstep-closure-<runtimeenv>-"
        "<revision> (the lock and runtime.json the verification init containers check against); "
        "delete those of revisions no longer current or pinned"},
+      {"runtimeenv-controller",
+       "",
+       {"secrets"},
+       {"get"},
+       kW,
+       {},
+       "spec.mirror, only with the chart value mirror.credentials: the dockerconfigjson Secret "
+       "of spec.mirror.credentialsSecretRef (controllers/runtimeenv/mirror_checker.cc), read when "
+       "a check starts and used only when its annotation lockstep.dev/mirror-repositories lends "
+       "it to the repository; never listed or watched",
+       "mirror.credentials"},
       // RuntimeAdmission controller (controllers/runtimeadmission/), admission.mode=policy.
       {"runtimeadmission-controller",
        "lockstep.dev",

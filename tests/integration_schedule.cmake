@@ -20,7 +20,45 @@ set(LOCKSTEP_COST_modelrollout_cluster_test 102)
 # drift_cluster_test passed whole (2 cases, 59 s, 3 Dec 2026, one private cluster, load
 # about 6: `./build/tests/drift/drift_cluster_test`).
 set(LOCKSTEP_COST_drift_cluster_test 59)
-# stage_tags_cluster_test passed whole with its ModelPack case (3 cases, 255 s, 3 Dec 2026,
-# one private cluster, load about 13: `./build/tests/controllers/stage_tags_cluster_test`;
-# the ModelPack case alone 26-30 s).
+# helm_uninstall_cluster_test passed whole (1 case, 63 s, 3 Dec 2026, one private cluster,
+# load about 3: `./build/tests/helm/helm_uninstall_cluster_test`).
+set(LOCKSTEP_COST_helm_uninstall_cluster_test 63)
+# Passed whole on 3 Dec 2026 at 2dc3777, each binary on a private cluster of its own, two
+# at a time beside three engineers' builds (load average 4-13, so these are slow by about
+# half against CI's): `./build/tests/<dir>/<binary>`. canary_cluster_test (17 cases) is the
+# longest by far: two shards, so that neither cluster waits on it alone at the end.
+set(LOCKSTEP_COST_canary_cluster_test 1473)
+set(LOCKSTEP_SHARDS_canary_cluster_test 2)
+set(LOCKSTEP_COST_canary_faults_cluster_test 634)
+set(LOCKSTEP_COST_prod_ownership_cluster_test 469)
+set(LOCKSTEP_COST_analysis_provider_cluster_test 290)
+set(LOCKSTEP_COST_workloads_cluster_test 171)
+set(LOCKSTEP_COST_modelrelease_controller_test 147)
+set(LOCKSTEP_COST_approvals_cluster_test 86)
+set(LOCKSTEP_COST_kube_integration_test 61)
+set(LOCKSTEP_COST_helm_rbac_cluster_test 52)
+set(LOCKSTEP_COST_runtimeenv_revisions_cluster_test 44)
+set(LOCKSTEP_COST_cluster_smoke_test 41)
+set(LOCKSTEP_COST_helm_match_conditions_test 134)
+set(LOCKSTEP_COST_invariant_monitor_cluster_test 90)
+set(LOCKSTEP_COST_runtimeenv_controller_test 39)
+set(LOCKSTEP_COST_helm_chart_test 35)
+set(LOCKSTEP_COST_evidence_cluster_test 481)
+# stage_tags_cluster_test with its ModelPack case: 3 cases, 255 s whole (3 Dec 2026, one
+# private cluster, load about 13; the ModelPack case alone 26-30 s).
 set(LOCKSTEP_COST_stage_tags_cluster_test 255)
+set(LOCKSTEP_COST_runtimeenv_verification_cluster_test 178)
+set(LOCKSTEP_COST_prometheus_integration_test 86)
+set(LOCKSTEP_COST_kwok_stages_test 56)
+set(LOCKSTEP_COST_metrics_cluster_test 44)
+set(LOCKSTEP_COST_runtime_integration_test 42)
+set(LOCKSTEP_COST_fleet_cli_registry_test 11)
+set(LOCKSTEP_COST_registry_integration_test 9)
+set(LOCKSTEP_COST_certs_cluster_test 68)
+# release_cli_cluster_test: 190 s of cases; the rest was its private cluster's start at load
+# average 19-23 (a CI cluster is up before the tests start).
+set(LOCKSTEP_COST_release_cli_cluster_test 556)
+# runtimeenv_mirror_cluster_test passed whole (2 cases, 3 Dec 2026, one private cluster:
+# 82 s at load about 8, 118 s at load about 12 beside another engineer's cluster tests):
+# `./build/tests/controllers/runtimeenv_mirror_cluster_test`.
+set(LOCKSTEP_COST_runtimeenv_mirror_cluster_test 118)

@@ -110,7 +110,8 @@ std::vector<FlagSpec> operatorFlagSpecs(const std::string& podNamespace) {
        "this cluster's name in the prod records of the evidence (docs/evidence.md); "
        "\"unnamed\" when empty: set it per cluster of a fleet"},
       {"registry-ca-file", "",
-       "registry stage tags: PEM CA bundle registries' certificates are verified against "
+       "registry stage tags, evidence and the mirror check: PEM CA bundle registries' "
+       "certificates are verified against "
        "(empty: the system roots)"},
       {"allow-release-prometheus-address", "false",
        "let a ModelRelease's analysis give its own prometheus.address instead of naming an "

@@ -116,9 +116,20 @@ int main(int argc, char** argv) {
       metricsSecure ? "" : bind + ":" + std::to_string(flags.getInt("metrics-port"));
   lr::Manager manager(*client, mo);
 
-  // Advisories against every RuntimeEnv's closure (docs/supply-chain.md), from a local OSV export.
+  // Private registries' CA (stage tags, evidence, the mirror check); "": the system roots.
+  std::string registryCaPem;
+  if (std::string ca = flags.get("registry-ca-file"); !ca.empty()) {
+    std::ifstream in(ca, std::ios::binary);
+    std::stringstream pem;
+    pem << in.rdbuf();
+    if (!in || pem.str().find("-----BEGIN CERTIFICATE-----") == std::string::npos)
+      return fail("--registry-ca-file " + ca + ": not a readable PEM certificate bundle");
+    registryCaPem = pem.str();
+  }
   lockstep::controllers::RuntimeEnvOptions runtimeEnvOptions;
+  runtimeEnvOptions.registryCaPem = registryCaPem;
   runtimeEnvOptions.cliImage = flags.get("cli-image");
+  // Advisories against every RuntimeEnv's closure (docs/supply-chain.md), from a local OSV export.
   if (std::string osv = flags.get("osv-export"); !osv.empty()) {
     runtimeEnvOptions.advisories =
         std::make_shared<lockstep::controllers::AdvisorySource>(osv, manager.clock());
@@ -166,14 +177,7 @@ int main(int argc, char** argv) {
                    probed.status().toString());
     }
   }
-  if (std::string ca = flags.get("registry-ca-file"); !ca.empty()) {
-    std::ifstream in(ca, std::ios::binary);
-    std::stringstream pem;
-    pem << in.rdbuf();
-    if (!in || pem.str().find("-----BEGIN CERTIFICATE-----") == std::string::npos)
-      return fail("--registry-ca-file " + ca + ": not a readable PEM certificate bundle");
-    releaseOptions.registryCaPem = pem.str();
-  }
+  releaseOptions.registryCaPem = registryCaPem;
   releaseOptions.approvalRules.serviceAccountsApprove =
       flags.getBool("allow-service-account-approvers");
   if (releaseOptions.approvalRules.serviceAccountsApprove)

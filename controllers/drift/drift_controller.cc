@@ -124,10 +124,9 @@ Result DriftReconciler::reconcile(const Request& request) {
   const std::string& ns = request.name;  // one request per Namespace (cluster-scoped)
   const auto again = [this] { return Result::after(options_.interval); };
   kube::ObjectPtr namespaceObject = caches_.namespaces.get("", ns);
-  const bool watched =
-      options_.namespaces.empty() ||
-      std::find(options_.namespaces.begin(), options_.namespaces.end(), ns) !=
-          options_.namespaces.end();
+  const bool watched = options_.namespaces.empty() ||
+                       std::find(options_.namespaces.begin(), options_.namespaces.end(), ns) !=
+                           options_.namespaces.end();
   if (!namespaceObject || !watched) {
     std::lock_guard<std::mutex> lock(mu_);
     states_.erase(ns);

@@ -3,6 +3,7 @@
 #include <map>
 
 #include "api/v1alpha1/conditions.h"
+#include "api/v1alpha1/runtime_mirror.h"
 #include "api/v1alpha1/runtime_verify.h"
 #include "controllers/modelrelease/gates/evidence_stage_plan.h"
 #include "controllers/modelrelease/gates/fleet_permit_plan.h"
@@ -361,6 +362,14 @@ ReleasePlan planRelease(const ReleaseObserved& o) {
                          : v1::verificationBlocksPromotion(*o.runtimeEnv, o.now)) {
         sum.phase = gateIndex == 0 ? kPhasePending : kPhaseTesting;
         sum.readyReason = v1::kReasonRuntimeNotVerified;
+        sum.readyMessage = "stage " + quote(s.name) + " does not start: " + *why;
+        break;
+      }
+      // The runtime's spec.mirror.requiredForPromotion (api/v1alpha1/runtime_mirror.h).
+      if (auto why =
+              started || !o.runtimeEnv ? std::nullopt : v1::mirrorBlocksPromotion(*o.runtimeEnv)) {
+        sum.phase = gateIndex == 0 ? kPhasePending : kPhaseTesting;
+        sum.readyReason = v1::kReasonRuntimeNotMirrored;
         sum.readyMessage = "stage " + quote(s.name) + " does not start: " + *why;
         break;
       }

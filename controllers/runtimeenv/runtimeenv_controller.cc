@@ -113,13 +113,19 @@ std::optional<RuntimeEnvObserved> RuntimeEnvReconciler::observe(const Request& r
     observed.advisories = std::move(snapshot.index);
     observed.advisorySource = std::move(snapshot.description);
   }
+  if (mirror_) observed.mirrorLatest = mirror_->latest(request.ns, request.name);
   return observed;
 }
 
 Result RuntimeEnvReconciler::reconcile(const Request& request) {
   // Observe: caches only.
   std::optional<RuntimeEnvObserved> observed = observe(request);
-  if (!observed) return Result::done();
+  if (!observed) {
+    if (mirror_) mirror_->forget(request.ns, request.name);
+    if (metrics_ && !caches_.runtimeEnvs.get(request.ns, request.name))
+      metrics_->mirrorMissing(request.ns, request.name, -1);
+    return Result::done();
+  }
   // Plan: pure.
   const auto wall = clock_.wallNow();
   const std::string now = kube::formatTime(wall, false);
@@ -141,12 +147,22 @@ Result RuntimeEnvReconciler::reconcile(const Request& request) {
     metrics_->advisories(request.ns, request.name,
                          plan.status.value("/advisories/bySeverity"_json_pointer, json::object()));
   }
+  // The mirror check, off this worker: the checker wakes the RuntimeEnv when it ends.
+  if (plan.mirror.check && mirror_) {
+    MirrorCheckRequest check = *plan.mirror.check;
+    check.ns = request.ns;
+    mirror_->start(std::move(check));
+  }
+  if (metrics_ && plan.mirror.missingGauge)
+    metrics_->mirrorMissing(request.ns, request.name, *plan.mirror.missingGauge);
   // Level-based resync: re-derive the status periodically even when nothing was heard;
   // sooner when a verification run is due or going.
   if (outcome.result.error.isOk() && !outcome.result.requeue &&
       outcome.result.requeueAfter == kube::Clock::Duration::zero()) {
     kube::Clock::Duration after = kRuntimeEnvResync;
     if (int64_t s = plan.verification.requeueAfterSeconds; s > 0)
+      after = std::min<kube::Clock::Duration>(after, std::chrono::seconds(s));
+    if (int64_t s = plan.mirror.requeueAfterSeconds; s > 0)
       after = std::min<kube::Clock::Duration>(after, std::chrono::seconds(s));
     return Result::after(after);
   }
@@ -189,67 +205,87 @@ void setupRuntimeEnvController(runtime::Manager& manager, int workers,
       manager.sharedClient(), caches, manager.events(), manager.clock(),
       makePrometheusVerificationMetrics(*manager.metrics().registry()), options.cliImage);
   reconciler->setAdvisorySource(options.advisories);
+  auto checker = std::make_shared<MirrorChecker>(
+      makeMirrorRegistry(manager.sharedClient(), options.registryCaPem), manager.clock(),
+      options.mirrorConcurrency);
+  std::shared_ptr<VerificationMetrics> metrics = reconciler->metrics();
+  checker->setFinished([metrics](const MirrorCheckResult& r) {
+    if (!metrics) return;
+    metrics->mirrorChecked(r.outcome != MirrorCheckResult::Outcome::kChecked ? "unreachable"
+                           : r.missing.empty() && r.manifestPresent          ? "complete"
+                                                                             : "missing");
+  });
+  reconciler->setMirrorChecker(checker);
   const kube::Indexer* jobCache = &verifyJobs.cache();
 
   const kube::Indexer* rteCache = &rtes.cache();
   const kube::Indexer* releaseCache = &releases.cache();
-  runtime::ControllerBuilder(manager, "runtimeenv")
-      .workers(workers)
-      // The RuntimeEnv itself: spec changes, and status changes — admission trusts the
-      // status, so one written by anyone else is re-derived and restored.
-      .forKind(v1::kRuntimeEnvs, runtimeEnvChanged())
-      // Its verification Jobs, by controller owner reference, and their pods
-      // (the failed container's termination message), through their Job.
-      .owns(verifyJobOpts)
-      .watches(verifyPodOpts,
-               [jobCache](const kube::Object& pod) {
-                 std::vector<Request> out;
-                 for (const auto& ref :
-                      pod.value("/metadata/ownerReferences"_json_pointer, json::array())) {
-                   if (ref.value("kind", "") != "Job") continue;
-                   auto job = jobCache->get(kube::namespaceOf(pod), ref.value("name", ""));
-                   if (!job) continue;
-                   for (const auto& owner :
-                        job->value("/metadata/ownerReferences"_json_pointer, json::array())) {
-                     if (owner.value("kind", "") == v1::kRuntimeEnvs.kind)
-                       out.push_back({kube::namespaceOf(pod), owner.value("name", "")});
-                   }
-                 }
-                 return out;
-               })
-      // A ConfigMap change re-resolves every RuntimeEnv reading its lock from it.
-      .watches(v1::kConfigMaps,
-               [rteCache](const kube::Object& cm) {
-                 return requestsFor(
-                     rteCache->byIndex(v1::kRuntimeEnvByConfigMapIndex, kube::objectKey(cm)));
-               })
-      // A release's phase, pin or prod history decides which revisions it pins;
-      // the model's other releases rank the rollback targets, so their RuntimeEnvs too.
-      .watches(
-          v1::kModelReleases,
-          [releaseCache](const kube::Object& mr) { return runtimeEnvsOfModel(mr, *releaseCache); },
-          releasePinChanged())
-      // A Model's record of prod pins the pairs it names: their RuntimeEnvs.
-      .watches(v1::kModels,
-               [](const kube::Object& model) {
-                 std::set<std::string> names;
-                 for (const v1::ModelPin& p : v1::modelPins(v1::decodeModel(model)))
-                   names.insert(p.runtimeEnv);
-                 std::vector<Request> out;
-                 out.reserve(names.size());
-                 for (const std::string& n : names) out.push_back({kube::namespaceOf(model), n});
-                 return out;
-               })
-      // Node driver labels decide compatibleNodes: any node change re-counts for all.
-      .watches(
-          v1::kNodes, [rteCache](const kube::Object&) { return requestsFor(rteCache->list()); },
-          [](const kube::Object& a, const kube::Object& b) {
-            return a.value("/metadata/labels"_json_pointer, json::object()) !=
-                       b.value("/metadata/labels"_json_pointer, json::object()) ||
-                   a.value("/spec/unschedulable"_json_pointer, false) !=
-                       b.value("/spec/unschedulable"_json_pointer, false);
-          })
-      .complete(reconciler);
+  runtime::Controller& controller =
+      runtime::ControllerBuilder(manager, "runtimeenv")
+          .workers(workers)
+          // The RuntimeEnv itself: spec changes, and status changes — admission trusts the
+          // status, so one written by anyone else is re-derived and restored.
+          .forKind(v1::kRuntimeEnvs, runtimeEnvChanged())
+          // Its verification Jobs, by controller owner reference, and their pods
+          // (the failed container's termination message), through their Job.
+          .owns(verifyJobOpts)
+          .watches(verifyPodOpts,
+                   [jobCache](const kube::Object& pod) {
+                     std::vector<Request> out;
+                     for (const auto& ref :
+                          pod.value("/metadata/ownerReferences"_json_pointer, json::array())) {
+                       if (ref.value("kind", "") != "Job") continue;
+                       auto job = jobCache->get(kube::namespaceOf(pod), ref.value("name", ""));
+                       if (!job) continue;
+                       for (const auto& owner :
+                            job->value("/metadata/ownerReferences"_json_pointer, json::array())) {
+                         if (owner.value("kind", "") == v1::kRuntimeEnvs.kind)
+                           out.push_back({kube::namespaceOf(pod), owner.value("name", "")});
+                       }
+                     }
+                     return out;
+                   })
+          // A ConfigMap change re-resolves every RuntimeEnv reading its lock from it.
+          .watches(v1::kConfigMaps,
+                   [rteCache](const kube::Object& cm) {
+                     return requestsFor(
+                         rteCache->byIndex(v1::kRuntimeEnvByConfigMapIndex, kube::objectKey(cm)));
+                   })
+          // A release's phase, pin or prod history decides which revisions it pins;
+          // the model's other releases rank the rollback targets, so their RuntimeEnvs too.
+          .watches(
+              v1::kModelReleases,
+              [releaseCache](const kube::Object& mr) {
+                return runtimeEnvsOfModel(mr, *releaseCache);
+              },
+              releasePinChanged())
+          // A Model's record of prod pins the pairs it names: their RuntimeEnvs.
+          .watches(v1::kModels,
+                   [](const kube::Object& model) {
+                     std::set<std::string> names;
+                     for (const v1::ModelPin& p : v1::modelPins(v1::decodeModel(model)))
+                       names.insert(p.runtimeEnv);
+                     std::vector<Request> out;
+                     out.reserve(names.size());
+                     for (const std::string& n : names)
+                       out.push_back({kube::namespaceOf(model), n});
+                     return out;
+                   })
+          // Node driver labels decide compatibleNodes: any node change re-counts for all.
+          .watches(
+              v1::kNodes, [rteCache](const kube::Object&) { return requestsFor(rteCache->list()); },
+              [](const kube::Object& a, const kube::Object& b) {
+                return a.value("/metadata/labels"_json_pointer, json::object()) !=
+                           b.value("/metadata/labels"_json_pointer, json::object()) ||
+                       a.value("/spec/unschedulable"_json_pointer, false) !=
+                           b.value("/spec/unschedulable"_json_pointer, false);
+              })
+          .complete(reconciler);
+  // A finished mirror check wakes its RuntimeEnv (the controller outlives the checker:
+  // the reconciler that owns it is owned by the controller).
+  checker->setWake([&controller](const std::string& ns, const std::string& name) {
+    controller.enqueue({ns, name});
+  });
 }
 
 }  // namespace lockstep::controllers

@@ -19,6 +19,7 @@
 #include <optional>
 
 #include "controllers/runtimeenv/advisory_source.h"
+#include "controllers/runtimeenv/mirror_checker.h"
 #include "controllers/runtimeenv/runtimeenv_plan.h"
 #include "controllers/runtimeenv/verification_metrics.h"
 #include "operator/kube/client.h"
@@ -54,6 +55,9 @@ class RuntimeEnvReconciler final : public runtime::Reconciler {
   void setAdvisorySource(std::shared_ptr<AdvisorySource> source) {
     advisories_ = std::move(source);
   }
+  // spec.mirror's checks (null: none run; Mirrored stays MirrorCheckPending).
+  const std::shared_ptr<VerificationMetrics>& metrics() const { return metrics_; }
+  void setMirrorChecker(std::shared_ptr<MirrorChecker> checker) { mirror_ = std::move(checker); }
   // The observe step alone: nullopt when there is nothing to reconcile.
   std::optional<RuntimeEnvObserved> observe(const runtime::Request& request) const;
 
@@ -65,6 +69,7 @@ class RuntimeEnvReconciler final : public runtime::Reconciler {
   std::shared_ptr<VerificationMetrics> metrics_;
   std::string cliImage_;
   std::shared_ptr<AdvisorySource> advisories_;
+  std::shared_ptr<MirrorChecker> mirror_;
 };
 
 // The longest a RuntimeEnv goes without being re-derived from its spec and lock.
@@ -83,6 +88,10 @@ runtime::UpdateFilter releasePinChanged();
 struct RuntimeEnvOptions {
   std::string cliImage;
   std::shared_ptr<AdvisorySource> advisories;  // --osv-export, loaded; null: none
+  // The mirror check (spec.mirror): the registry CA (--registry-ca-file; "" = the system
+  // roots) and how many HEAD requests one check runs at once.
+  std::string registryCaPem;
+  size_t mirrorConcurrency = 8;
 };
 
 // Registers the informers, indexes, watches and the controller on `manager`.

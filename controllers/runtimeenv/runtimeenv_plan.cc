@@ -12,6 +12,7 @@
 #include "api/v1alpha1/model_release.h"
 #include "api/v1alpha1/resources.h"
 #include "api/v1alpha1/runtime_env.h"
+#include "api/v1alpha1/runtime_mirror.h"
 #include "api/v1alpha1/runtime_revision.h"
 #include "api/v1alpha1/runtime_verify.h"
 #include "closure/closure.h"
@@ -222,6 +223,49 @@ void planVerificationInto(RuntimeEnvPlan& plan, const RuntimeEnvObserved& o, con
   for (const VerificationEvent& e : v.events) plan.events.push_back({e.type, e.reason, e.message});
 }
 
+// spec.mirror (runtimeenv_mirror.h): status.mirror, the Mirrored condition, the check.
+void planMirrorInto(RuntimeEnvPlan& plan, const RuntimeEnvObserved& o, const RuntimeEnv& rte,
+                    const Resolution& r, int64_t currentRevision, json& status,
+                    const std::string& now) {
+  MirrorInput in;
+  auto spec = decodeMirrorSpec(*o.runtimeEnv);
+  if (spec.isOk()) {
+    in.spec = *spec;
+  } else {
+    in.specError = spec.status().message();
+  }
+  in.beingDeleted = kube::isBeingDeleted(*o.runtimeEnv);
+  in.name = rte.meta.name;
+  in.revision = currentRevision;
+  if (r.ok) {
+    in.closure = &r.closure;
+    in.closureHash = r.closure.closureHash;
+  }
+  in.previousStatus = status.contains("mirror") ? status["mirror"] : json();
+  json& conditions = status["conditions"];
+  if (auto c = findCondition(conditions, kConditionMirrored)) in.previousCondition = *c;
+  in.latest = o.mirrorLatest;
+  in.nowUnix = o.nowUnix;
+  plan.mirror = planMirrorCheck(in);
+  const MirrorPlan& m = plan.mirror;
+  if (m.keep) return;
+  if (m.status.is_null()) {
+    status.erase("mirror");
+  } else {
+    status["mirror"] = m.status;
+  }
+  if (m.mirrored) {
+    setCondition(conditions, *m.mirrored, rte.meta.generation, now);
+  } else {
+    conditions.erase(std::remove_if(conditions.begin(), conditions.end(),
+                                    [](const json& c) {
+                                      return decode::string(c, "type") == kConditionMirrored;
+                                    }),
+                     conditions.end());
+  }
+  for (const MirrorEvent& e : m.events) plan.events.push_back({e.type, e.reason, e.message});
+}
+
 }  // namespace
 
 bool isDigestPinned(const std::string& image) {
@@ -345,6 +389,7 @@ RuntimeEnvPlan planRuntimeEnv(const RuntimeEnvObserved& o, const std::string& no
   }
 
   planVerificationInto(plan, o, rte, r, resolved, revisions, status, now);
+  planMirrorInto(plan, o, rte, r, revisions.currentRevision, status, now);
 
   const bool pinned = revisions.anyPinned();
   const bool hasFinalizer = kube::hasFinalizer(*o.runtimeEnv, kRuntimeEnvInUseFinalizer);

@@ -19,6 +19,7 @@
 
 #include "advisories/match.h"
 #include "controllers/common/plan.h"
+#include "controllers/runtimeenv/runtimeenv_mirror.h"
 #include "controllers/runtimeenv/runtimeenv_revisions.h"
 #include "controllers/runtimeenv/runtimeenv_verification.h"
 #include "operator/kube/conditions.h"
@@ -52,6 +53,8 @@ struct RuntimeEnvObserved {
   // what it is ("<path>: N records").
   std::shared_ptr<const advisories::AdvisoryIndex> advisories;
   std::string advisorySource;
+  // The mirror checker's latest finished check of this RuntimeEnv (runtimeenv_mirror.h).
+  std::optional<MirrorCheckResult> mirrorLatest;
 };
 
 // An Event on the RuntimeEnv. (ModelReleases mark themselves Stale from the
@@ -70,6 +73,7 @@ struct RuntimeEnvPlan {
   // false removes it (for a RuntimeEnv being deleted, that lets the deletion complete).
   std::optional<bool> inUseFinalizer;
   VerificationPlan verification;
+  MirrorPlan mirror;  // spec.mirror: status.mirror, Mirrored, the check to start
 };
 
 RuntimeEnvPlan planRuntimeEnv(const RuntimeEnvObserved& observed, const std::string& now);

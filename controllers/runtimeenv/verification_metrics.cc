@@ -1,5 +1,8 @@
 #include "controllers/runtimeenv/verification_metrics.h"
 
+#include <map>
+#include <mutex>
+
 #include <prometheus/counter.h>
 #include <prometheus/family.h>
 #include <prometheus/gauge.h>
@@ -19,7 +22,18 @@ class PrometheusVerificationMetrics final : public VerificationMetrics {
                         .Name("lockstep_runtime_advisories")
                         .Help("OSV advisories affecting a RuntimeEnv's current revision, by "
                               "severity (docs/supply-chain.md)")
-                        .Register(registry)) {
+                        .Register(registry)),
+        mirrorMissing_(::prometheus::BuildGauge()
+                           .Name("lockstep_runtime_mirror_missing_artifacts")
+                           .Help("Locked artifacts of a RuntimeEnv's current revision its last "
+                                 "mirror check did not find (docs/supply-chain.md)")
+                           .Register(registry)),
+        mirrorChecks_(::prometheus::BuildCounter()
+                          .Name("lockstep_runtime_mirror_checks_total")
+                          .Help("Finished mirror checks by result (complete, missing, "
+                                "unreachable)")
+                          .Register(registry)) {
+    for (const char* r : {"complete", "missing", "unreachable"}) mirrorChecks_.Add({{"result", r}});
     // Both series exist from the start, so rate() and alerts see a zero, not nothing.
     runs_.Add({{"result", "passed"}});
     runs_.Add({{"result", "failed"}});
@@ -35,9 +49,32 @@ class PrometheusVerificationMetrics final : public VerificationMetrics {
     }
   }
 
+  void mirrorMissing(const std::string& ns, const std::string& name, int64_t missing) override {
+    const std::map<std::string, std::string> labels = {{"namespace", ns}, {"runtimeenv", name}};
+    if (missing < 0) {
+      std::lock_guard<std::mutex> lock(mu_);
+      if (auto it = mirrorSeries_.find(ns + "/" + name); it != mirrorSeries_.end()) {
+        mirrorMissing_.Remove(it->second);
+        mirrorSeries_.erase(it);
+      }
+      return;
+    }
+    ::prometheus::Gauge& g = mirrorMissing_.Add(labels);
+    g.Set(static_cast<double>(missing));
+    std::lock_guard<std::mutex> lock(mu_);
+    mirrorSeries_[ns + "/" + name] = &g;
+  }
+  void mirrorChecked(const std::string& result) override {
+    mirrorChecks_.Add({{"result", result}}).Increment();
+  }
+
  private:
   ::prometheus::Family<::prometheus::Counter>& runs_;
   ::prometheus::Family<::prometheus::Gauge>& advisories_;
+  ::prometheus::Family<::prometheus::Gauge>& mirrorMissing_;
+  ::prometheus::Family<::prometheus::Counter>& mirrorChecks_;
+  std::mutex mu_;
+  std::map<std::string, ::prometheus::Gauge*> mirrorSeries_;  // to remove a series
 };
 
 }  // namespace

@@ -1142,8 +1142,8 @@ TEST_F(CanaryClusterTest, ManualRollbackOnAFullGpuClusterTradesPodsAndKeepsTheMo
 }
 
 // Issue 29 (change windows, must-show 5 on the real control plane, real time):
-// a Deny window that is active now (a daily rule at this UTC minute, three
-// minutes long, inFlight finishStep) holds what would start: v2's canary at
+// a Deny window that is active now (a daily rule at this UTC second, 100 s
+// long, inFlight finishStep) holds what would start: v2's canary at
 // its Indefinite pause is promoted by a person, the step passes, and the next
 // step waits (WaitingForWindow, the window named) at the same weight with no
 // step transition while the window lasts; then it starts and v2 is promoted.
@@ -1159,18 +1159,20 @@ TEST_F(CanaryClusterTest, ADenyWindowHoldsTheNextStepUntilItEnds) {
     return condition(get("mr", "w2"), "Ready", "reason") == "CanaryPaused";
   })) << get("mr", "w2")["status"].dump(2);
 
-  // The window: from the start of this UTC minute, for three minutes.
+  // The window: from this second, for 100 seconds (BYSECOND: a window can
+  // start on any second of the day; 100 s leave the step time to end in it).
   const std::time_t now = std::time(nullptr);
   std::tm utc{};
   gmtime_r(&now, &utc);
   const std::string rule = "FREQ=DAILY;BYHOUR=" + std::to_string(utc.tm_hour) +
-                           ";BYMINUTE=" + std::to_string(utc.tm_min);
-  const auto windowEnds = std::chrono::system_clock::from_time_t(now - utc.tm_sec + 180);
+                           ";BYMINUTE=" + std::to_string(utc.tm_min) +
+                           ";BYSECOND=" + std::to_string(utc.tm_sec);
+  const auto windowEnds = std::chrono::system_clock::from_time_t(now + 100);
   json window = {{"spec",
                   {{"changeWindows", json::array({{{"name", "freeze"},
                                                    {"kind", "Deny"},
                                                    {"rrule", rule},
-                                                   {"duration", "3m"},
+                                                   {"duration", "100s"},
                                                    {"timeZone", "UTC"},
                                                    {"inFlight", "finishStep"}}})}}}};
   ASSERT_EQ(kubectl({"patch", "models.lockstep.dev", "gpt2", "-n", ns_, "--type=merge", "-p",
