@@ -1,4 +1,6 @@
-// The ModelRelease controller's shell: observe (informer caches only) ->
+// The ModelRelease controller's shell: observe (informer caches only; and,
+// once per release before its first stage, its package from the registry:
+// package_reader.h) ->
 // plan (modelrelease_plan.h, pure) -> execute (controllers/common/execute.h:
 // the Model's record and the serving objects, gate Jobs, Events, then the release's
 // status last, by server-side apply on /status guarded by the resourceVersion

@@ -13,8 +13,11 @@
 // with the pods' own credentials; status.package.message says why it was not
 // read, and it is read again after kRetrySeconds.
 //
-// Answers are cached by digest (content is immutable): a description or a
-// refusal for good, a failure to read for kRetrySeconds.
+// It runs on the reconcile worker, once per release before its first stage
+// (a manifest GET and, for ModelPack, one blob GET, each bounded by 10 s).
+// Answers are cached by namespace, repository and digest (content is
+// immutable): a description or a refusal for good, a failure to read for
+// kRetrySeconds.
 // Thread-safety: PackageDescriber is safe for concurrent use.
 #pragma once
 
@@ -66,7 +69,7 @@ class PackageDescriber {
   std::shared_ptr<kube::Client> client_;
   std::shared_ptr<PackageReader> reader_;
   std::mutex mu_;
-  std::map<std::string, Cached> cache_;  // by "registry/repository@digest"
+  std::map<std::string, Cached> cache_;  // by "namespace/registry/repository@digest"
 };
 
 }  // namespace lockstep::controllers
