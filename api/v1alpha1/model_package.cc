@@ -380,7 +380,9 @@ nlohmann::json encodePackageInfo(const PackageInfo& p) {
     // At most the CRD's maxItems (20 licenses, 10 types): a longer list is cut.
     auto list = [&](const char* key, const std::vector<std::string>& v, size_t max) {
       if (v.empty()) return;
-      model[key] = std::vector<std::string>(v.begin(), v.begin() + std::min(v.size(), max));
+      json items = json::array();
+      for (size_t i = 0; i < v.size() && i < max; ++i) items.push_back(v[i]);
+      model[key] = std::move(items);
     };
     list("licenses", m.licenses, 20);
     list("inputTypes", m.inputTypes, 10);
