@@ -739,6 +739,51 @@ TEST(ReleasePlan, AdvisoriesAboveMaxSeverityStartNoGateAndNoCanary) {
             std::string::npos);
 }
 
+// The runtime's spec.mirror.requiredForPromotion (issue 32): gates run, the canary does
+// not start until Mirrored is True for the RuntimeEnv's generation and closure.
+TEST(ReleasePlan, AnIncompleteMirrorHoldsTheCanaryNotTheGates) {
+  json env = runtimeEnv();
+  env["spec"]["mirror"] = {{"repository", "registry.example/mirror/torch"},
+                           {"requiredForPromotion", true}};
+  env["status"]["mirror"] = {{"closureHash", kHash}, {"result", "Missing"}};
+  env["status"]["conditions"].push_back(
+      {{"type", "Mirrored"},
+       {"status", "False"},
+       {"reason", "ArtifactsMissing"},
+       {"message", "1 of 3 artifacts is missing from the mirror registry.example/mirror/torch"},
+       {"observedGeneration", 1}});
+  json release = ReleaseBuilder().gate("eval").serving("prod").build();
+  auto first = planRelease(observed(release, env));
+  ASSERT_EQ(first.jobsToCreate.size(), 1u) << "the gate runs";
+  json job = finished(jobFor(first), "Complete");
+  auto o = observed(applied(release, first), env);
+  o.jobs = {job};
+  o.pods = {podOf(job, "Succeeded", "")};
+  auto held = planRelease(o);
+  EXPECT_EQ(stage(held, "eval")["phase"], "Succeeded");
+  EXPECT_FALSE(held.prod.has_value()) << "no canary";
+  EXPECT_EQ(condition(held, "Ready", "reason"), "RuntimeNotMirrored");
+  EXPECT_EQ(condition(held, "Ready", "message"),
+            "stage \"prod\" does not start: RuntimeEnv \"torch\" requires its mirror for "
+            "promotion: 1 of 3 artifacts is missing from the mirror registry.example/mirror/torch");
+  // Mirrored, but for an older generation: still held.
+  json mirrored = env;
+  mirrored["status"]["conditions"][1]["status"] = "True";
+  mirrored["metadata"]["generation"] = 2;
+  mirrored["status"]["observedGeneration"] = 2;
+  mirrored["status"]["conditions"][0]["observedGeneration"] = 2;
+  o.runtimeEnv = mirrored;
+  EXPECT_FALSE(planRelease(o).prod.has_value());
+  // Mirrored for this generation and closure: the canary starts.
+  mirrored["status"]["conditions"][1]["observedGeneration"] = 2;
+  o.runtimeEnv = mirrored;
+  EXPECT_TRUE(planRelease(o).prod.has_value()) << condition(planRelease(o), "Ready", "message");
+  // Not required: never held.
+  env["spec"]["mirror"]["requiredForPromotion"] = false;
+  o.runtimeEnv = env;
+  EXPECT_TRUE(planRelease(o).prod.has_value());
+}
+
 TEST(ReleasePlan, MissingOrUnreadyRuntimeWaits) {
   json release = ReleaseBuilder().gate("eval").build();
   auto plan = planRelease(observed(release, std::nullopt));
