@@ -54,6 +54,20 @@ Json modelComponent(const MlBomInput& in) {
   c["name"] = in.modelName.empty() ? lastPathComponent(in.package.path) : in.modelName;
   c["properties"] = Json::array(
       {property("lockstep:package", in.package.repository() + "@" + in.package.digest)});
+  const api::v1alpha1::PackageInfo* info =
+      in.packageInfo && in.packageInfo->digest == in.package.digest ? &*in.packageInfo : nullptr;
+  const api::v1alpha1::ModelPackConfig* model = info && info->model ? &*info->model : nullptr;
+  if (info) {
+    c["properties"].push_back(property("lockstep:package:kind", info->kind));
+    c["properties"].push_back(property("lockstep:package:mediaType", info->mediaType));
+    if (!info->artifactType.empty())
+      c["properties"].push_back(property("lockstep:package:artifactType", info->artifactType));
+  }
+  if (model && !model->licenses.empty()) {
+    Json licenses = Json::array();
+    for (const std::string& l : model->licenses) licenses.push_back(Json{{"expression", l}});
+    c["licenses"] = licenses;
+  }
   Json metrics = Json::array();
   Json thresholds = Json::array();
   for (const GateResult& g : in.gates) {
@@ -67,13 +81,36 @@ Json modelComponent(const MlBomInput& in) {
                                     m.passed() ? "true" : "false"));
     }
   }
-  if (!metrics.empty()) {
-    Json card;
-    card["bom-ref"] = "model-card";
-    card["quantitativeAnalysis"] = Json{{"performanceMetrics", metrics}};
-    card["properties"] = thresholds;
-    c["modelCard"] = card;
+  Json card;
+  card["bom-ref"] = "model-card";
+  if (model) {
+    Json params = Json::object();
+    if (!model->architecture.empty()) params["architectureFamily"] = model->architecture;
+    if (!model->family.empty()) params["modelArchitecture"] = model->family;
+    auto formats = [](const std::vector<std::string>& types) {
+      Json out = Json::array();
+      for (const std::string& t : types) out.push_back(Json{{"format", t}});
+      return out;
+    };
+    if (!model->inputTypes.empty()) params["inputs"] = formats(model->inputTypes);
+    if (!model->outputTypes.empty()) params["outputs"] = formats(model->outputTypes);
+    if (!params.empty()) card["modelParameters"] = params;
+    auto put = [&](const char* key, const std::string& value) {
+      if (!value.empty())
+        thresholds.push_back(property(std::string("lockstep:modelpack:") + key, value));
+    };
+    put("name", model->name);
+    put("version", model->version);
+    put("format", model->format);
+    put("paramSize", model->paramSize);
+    if (model->parameterCount) put("parameterCount", std::to_string(*model->parameterCount));
+    put("precision", model->precision);
+    put("quantization", model->quantization);
+    put("configDigest", info->configDigest);
   }
+  if (!metrics.empty()) card["quantitativeAnalysis"] = Json{{"performanceMetrics", metrics}};
+  if (!thresholds.empty()) card["properties"] = thresholds;
+  if (card.size() > 1) c["modelCard"] = card;
   return c;
 }
 

@@ -2,7 +2,13 @@
 // built from the runtime closure that the closure hash covers, so that
 // `lockstep closure-hash --explain` and the BOM list the same packages:
 //   - metadata.component: the model package, a `machine-learning-model`, with a
-//     model card carrying the gate metrics (and their thresholds) when given;
+//     model card carrying the gate metrics (and their thresholds) when given,
+//     and what the package's manifest says (the release's status.package): its
+//     kind, and for a ModelPack model its config — architecture as
+//     modelParameters.architectureFamily, family as modelArchitecture, input and
+//     output types as inputs/outputs formats, format, paramSize, parameter count,
+//     precision and quantization as model card properties `lockstep:modelpack:*`,
+//     licenses as the component's SPDX expressions;
 //   - components: the runtime image (`container`, by digest) when given, and one
 //     `library` per closure package with its version, hashes and purl;
 //   - formulation: one workflow per gate (how the model was evaluated).
@@ -20,6 +26,7 @@
 #include <vector>
 
 #include "api/image_ref.h"
+#include "api/v1alpha1/model_package.h"
 #include "closure/closure.h"
 #include "common/status.h"
 #include "evidence/gate_result.h"
@@ -52,6 +59,8 @@ struct MlBomInput {
   std::string toolVersion;                    // the lockstep version, for metadata.tools
   // Advisories known when the BOM is made; one naming no closure entry is an error.
   std::vector<BomVulnerability> vulnerabilities;
+  // The package's description (status.package); used when its digest is the package's.
+  std::optional<api::v1alpha1::PackageInfo> packageInfo;
 };
 
 // The BOM; kInvalidArgument naming the field for an unpinned package or image.

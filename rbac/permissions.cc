@@ -305,8 +305,8 @@ const std::vector<Permission>& operatorPermissions() {
        {},
        "registry stage tags, only with the chart value registryTags.enabled: the "
        "dockerconfigjson Secret of spec.registryTags.secretRef "
-       "(controllers/modelrelease/tags/stage_tagger.cc), read when a tag is due; never listed or "
-       "watched",
+       "(controllers/modelrelease/tags/stage_tagger.cc), read when a tag is due and when the "
+       "package is read before the first stage (package_reader.cc); never listed or watched",
        "registryTags.enabled"},
       // AnalysisProvider controller (controllers/analysisprovider/analysisprovider_controller.cc).
       {"analysisprovider-controller",

@@ -53,6 +53,9 @@ inline constexpr const char* kReasonGateFailed = "GateFailed";
 inline constexpr const char* kReasonGateTimedOut = "GateTimedOut";
 inline constexpr const char* kReasonAborted = "Aborted";
 inline constexpr const char* kReasonInvalidSpec = "InvalidSpec";
+// Failed before any stage: the package is neither an image nor a ModelPack model
+// (api/v1alpha1/model_package.h); the message names its media types.
+inline constexpr const char* kReasonPackageRefused = "PackageRefused";
 inline constexpr const char* kReasonRuntimeEnvNotFound = "RuntimeEnvNotFound";
 inline constexpr const char* kReasonRuntimeEnvNotReady = "RuntimeEnvNotReady";
 inline constexpr const char* kReasonRuntimeStale = "RuntimeStale";

@@ -255,6 +255,7 @@ ModelRelease decodeModelRelease(const json& object) {
   r.status.previousRelease = decode::string(status, "previousRelease");
   r.status.validatedClosureHash = decode::string(status, "validatedClosureHash");
   r.status.runtime = decodeRuntimePin(object);
+  if (const json* p = decode::member(status, "package")) r.status.package = decodePackageInfo(*p);
   for (const auto& s : decode::array(status, "stages")) {
     StageStatus st;
     st.name = decode::string(s, "name");

@@ -26,6 +26,7 @@
 
 #include "api/v1alpha1/approval.h"
 #include "api/v1alpha1/meta.h"
+#include "api/v1alpha1/model_package.h"
 #include "api/v1alpha1/runtime_revision.h"
 #include "common/status.h"
 
@@ -223,6 +224,10 @@ struct ModelReleaseStatus {
   // status.runtime: the RuntimeEnv revision pinned at the first stage (never
   // changes once written); nullopt: not pinned yet (runtime_revision.h).
   std::optional<RuntimePin> runtime;
+  // status.package: what the package's manifest (and a ModelPack config) says,
+  // read by the controller before the first stage (model_package.h); nullopt
+  // when not read (yet).
+  std::optional<PackageInfo> package;
   std::vector<StageStatus> stages;
   std::vector<RegistryTagStatus> registryTags;
   // status.canary: the canary planner's own record (controllers/modelrelease/

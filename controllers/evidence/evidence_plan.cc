@@ -237,6 +237,8 @@ StatusOr<PlannedStatement> bomStatement(const json& release, const closure::Clos
     in.timestamp = std::max(in.timestamp, in.gates.back().finishedAt);
   }
   in.toolVersion = context.version;
+  if (const json* described = decode::member(status, "package"))
+    in.packageInfo = v1::decodePackageInfo(*described);
   const int64_t pinned = decode::integer(decode::object(status, "runtime"), "revision", -1);
   if (advisories.is_object() && decode::integer(advisories, "revision", -2) == pinned) {
     for (const json& a : decode::array(advisories, "items")) {

@@ -79,7 +79,10 @@ ModelReleaseReconciler::ModelReleaseReconciler(std::shared_ptr<kube::Client> cli
       clock_(clock),
       metrics_(std::move(metrics)),
       options_(std::move(options)),
-      querier_(std::move(querier)) {}
+      querier_(std::move(querier)) {
+  if (options_.packageReader)
+    packages_ = std::make_unique<PackageDescriber>(client_, options_.packageReader);
+}
 
 std::optional<ModelReleaseObserved> ModelReleaseReconciler::observe(const Request& request) const {
   auto release = caches_.releases.get(request.ns, request.name);
@@ -254,6 +257,10 @@ Result ModelReleaseReconciler::reconcile(const Request& request) {
     if (metrics_) metrics_->forgetRelease(request.ns, request.name);
     return Result::done();
   }
+  // The package, read once before the first stage (package_reader.h): the
+  // planner describes it in status.package or refuses it.
+  if (packages_)
+    observed->gates.package = packages_->describe(*observed->release, observed->gates.nowUnix);
   // Plan: pure; once more with a measurement when the plan asks for one.
   ModelReleasePlan plan = planModelRelease(*observed);
   // A release in its prod stage: what stands at each prod name the labelled
@@ -433,6 +440,8 @@ void setupModelReleaseController(runtime::Manager& manager, ModelReleaseOptions 
     options.stageTagger = std::make_shared<StageTagger>(
         manager.sharedClient(), manager.syncEvents(), makeRegistryTagger(options.registryCaPem));
   }
+  if (!options.packageReader)
+    options.packageReader = makeRegistryPackageReader(options.registryCaPem);
   if (!options.analysis) options.analysis = std::make_shared<AnalysisProviders>();
   std::shared_ptr<AnalysisProviders> analysis = options.analysis;
   auto reconciler = std::make_shared<ModelReleaseReconciler>(

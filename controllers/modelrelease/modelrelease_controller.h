@@ -1,4 +1,6 @@
-// The ModelRelease controller's shell: observe (informer caches only) ->
+// The ModelRelease controller's shell: observe (informer caches only; and,
+// once per release before its first stage, its package from the registry:
+// package_reader.h) ->
 // plan (modelrelease_plan.h, pure) -> execute (controllers/common/execute.h:
 // the Model's record and the serving objects, gate Jobs, Events, then the release's
 // status last, by server-side apply on /status guarded by the resourceVersion
@@ -36,6 +38,7 @@
 #include "controllers/modelrelease/model_windows.h"
 #include "controllers/modelrelease/modelrelease_plan.h"
 #include "controllers/modelrelease/package_mount_probe.h"
+#include "controllers/modelrelease/package_reader.h"
 #include "controllers/modelrelease/prod/analysis_querier.h"
 #include "controllers/modelrelease/release_metrics.h"
 #include "controllers/modelrelease/tags/stage_tagger.h"
@@ -60,6 +63,9 @@ struct ModelReleaseOptions {
   // setupModelReleaseController makes one when none is given.
   std::string registryCaPem;
   std::shared_ptr<StageTagger> stageTagger;
+  // Reads each release's package before its first stage (package_reader.h);
+  // setupModelReleaseController makes the registry one (registryCaPem) when none is given.
+  std::shared_ptr<PackageReader> packageReader;
   // The analysis providers (shared with the AnalysisProvider controller);
   // setupModelReleaseController makes one refusing release addresses when none is given.
   std::shared_ptr<AnalysisProviders> analysis;
@@ -118,6 +124,7 @@ class ModelReleaseReconciler final : public runtime::Reconciler {
   std::shared_ptr<ReleaseMetrics> metrics_;
   ModelReleaseOptions options_;
   std::shared_ptr<AnalysisQuerier> querier_;
+  std::unique_ptr<PackageDescriber> packages_;  // null without options_.packageReader
   // The Models' change windows, compiled once per generation (observe is const).
   mutable ModelWindows windows_;
   // Each node's GPU compatibility (gpuNodeCompatible), judged once per cached

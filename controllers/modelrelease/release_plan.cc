@@ -256,6 +256,34 @@ ReleasePlan planRelease(const ReleaseObserved& o) {
     return finish();
   }
 
+  // The package as the shell read it (package_reader.h): described in
+  // status.package; one that is neither an image nor ModelPack fails the
+  // release before its first stage starts (a release already past it, e.g. one
+  // an older operator started, keeps going: nothing it ran is undone).
+  if (o.package) {
+    const PackageObserved& pkg = *o.package;
+    bool started = false;
+    for (const json& st : stages) {
+      const std::string phase = st.value("phase", kStagePending);
+      started = started || phase != kStagePending;
+    }
+    if (pkg.info) {
+      status["package"] = encodePackageInfo(*pkg.info);
+    } else if (!pkg.refused.empty() && !started) {
+      sum.phase = kPhaseFailed;
+      sum.readyReason = sum.stalledReason = kReasonPackageRefused;
+      sum.readyMessage = sum.stalledMessage =
+          "package " + r.spec.package +
+          " is neither an image nor a ModelPack model: " + pkg.refused;
+      plan.events.push_back({"Warning", kReasonPackageRefused, sum.readyMessage});
+      return finish();
+    } else {
+      status["package"] = json{{"digest", pkg.digest},
+                               {"message", pkg.refused.empty() ? "not read: " + pkg.unreadable
+                                                               : "refused: " + pkg.refused}};
+    }
+  }
+
   std::string abortedBy = r.annotation(kAbortAnnotation);
   // An abort ends the release in stage `st` (Failed, reason Aborted, a Warning).
   auto endAborted = [&](json& st, const std::string& stage) {

@@ -32,6 +32,15 @@
 
 namespace lockstep::controllers {
 
+// What the shell (package_reader.h) learnt of the release's package before its
+// first stage.
+struct PackageObserved {
+  std::string digest;                              // the manifest's (spec.package's)
+  std::optional<api::v1alpha1::PackageInfo> info;  // read and accepted
+  std::string refused;     // read: neither an image nor ModelPack, why (names the types)
+  std::string unreadable;  // not read: why; the release goes on
+};
+
 struct ReleaseObserved {
   nlohmann::json release;
   std::optional<nlohmann::json> runtimeEnv;  // spec.runtimeEnvRef, from the cache
@@ -74,6 +83,9 @@ struct ReleaseObserved {
   // one its canary replaced: prod comes back to this release as on a manual
   // rollback, requested by the abort (its message); "" when none.
   std::string fleetRollbackBy;
+  // The package read by the shell; nullopt: not read in this pass (status.package
+  // already describes it, or no reader).
+  std::optional<PackageObserved> package;
 };
 
 // The release reached its prod (serving) stage: prod/prod_plan.h plans the

@@ -4,6 +4,8 @@
 
 #include <gtest/gtest.h>
 
+#include <cstdlib>
+#include <fstream>
 #include <map>
 #include <set>
 
@@ -143,6 +145,64 @@ TEST(MlBom, ModelImageAndDependencies) {
   EXPECT_EQ(bom->at("dependencies")[1].at("dependsOn"), Json::array({"pkg:pypi/six@1.16.0"}));
   EXPECT_FALSE(bom->contains("formulation"));
   EXPECT_EQ(bom->at("metadata").at("timestamp"), "2026-12-02T04:00:00Z");
+}
+
+// A ModelPack package (the release's status.package): its config in the model card,
+// with CycloneDX 1.6's names where they exist and lockstep:modelpack:* properties else.
+TEST(MlBom, ModelPackConfigInTheModelCard) {
+  closure::ClosureOptions options;
+  closure::Closure c = closure::testing::mustCompute(
+      "six==1.16.0 "
+      "--hash=sha256:8abb2f1d86890a2dfb989f9a77cfcfd3e47c2a354b01111771326f8aa26e0254\n",
+      options);
+  MlBomInput in;
+  in.package = ref(kPackage);
+  in.closure = &c;
+  api::v1alpha1::PackageInfo info;
+  info.digest = in.package.digest;
+  info.kind = api::v1alpha1::kPackageKindModelPack;
+  info.mediaType = "application/vnd.oci.image.manifest.v1+json";
+  info.artifactType = api::v1alpha1::kModelPackArtifactType;
+  info.configDigest = "sha256:" + std::string(64, 'c');
+  api::v1alpha1::ModelPackConfig m;
+  m.name = "gpt2-small";
+  m.family = "gpt2";
+  m.architecture = "transformer";
+  m.format = "safetensors";
+  m.paramSize = "124m";
+  m.parameterCount = 124'000'000;
+  m.precision = "float32";
+  m.licenses = {"MIT"};
+  m.inputTypes = {"text"};
+  m.outputTypes = {"text"};
+  info.model = m;
+  in.packageInfo = info;
+  auto bom = makeMlBom(in);
+  ASSERT_TRUE(bom.isOk());
+  const Json& model = bom->at("metadata").at("component");
+  const Json& card = model.at("modelCard");
+  EXPECT_EQ(card.at("modelParameters"),
+            Json::parse(R"({"architectureFamily": "transformer", "modelArchitecture": "gpt2",
+                            "inputs": [{"format": "text"}], "outputs": [{"format": "text"}]})"));
+  std::map<std::string, std::string> props;
+  for (const Json& p : card.at("properties")) props[p.at("name")] = p.at("value");
+  EXPECT_EQ(props["lockstep:modelpack:format"], "safetensors");
+  EXPECT_EQ(props["lockstep:modelpack:paramSize"], "124m");
+  EXPECT_EQ(props["lockstep:modelpack:parameterCount"], "124000000");
+  EXPECT_EQ(props["lockstep:modelpack:precision"], "float32");
+  EXPECT_EQ(props["lockstep:modelpack:configDigest"], info.configDigest);
+  EXPECT_EQ(model.at("licenses"), Json::parse(R"([{"expression": "MIT"}])"));
+  std::map<std::string, std::string> component;
+  for (const Json& p : model.at("properties")) component[p.at("name")] = p.at("value");
+  EXPECT_EQ(component["lockstep:package:kind"], "ModelPack");
+  EXPECT_EQ(component["lockstep:package:artifactType"], api::v1alpha1::kModelPackArtifactType);
+  if (const char* dump = std::getenv("LOCKSTEP_BOM_DUMP")) std::ofstream(dump) << bom->dump(2);
+
+  // A description of another digest (a stale status) is not this package's.
+  in.packageInfo->digest = "sha256:" + std::string(64, 'f');
+  auto other = makeMlBom(in);
+  ASSERT_TRUE(other.isOk());
+  EXPECT_FALSE(other->at("metadata").at("component").contains("modelCard"));
 }
 
 TEST(MlBom, GateMetricsInTheModelCardAndFormulation) {

@@ -46,9 +46,16 @@ StageTagger::StageTagger(std::shared_ptr<kube::Client> client, kube::EventSink& 
 StatusOr<std::optional<registry::Credentials>> StageTagger::credentials(const std::string& ns,
                                                                         const std::string& secret,
                                                                         const std::string& host) {
+  return releaseRegistryCredentials(*client_, ns, secret, host);
+}
+
+StatusOr<std::optional<registry::Credentials>> releaseRegistryCredentials(kube::Client& client,
+                                                                          const std::string& ns,
+                                                                          const std::string& secret,
+                                                                          const std::string& host) {
   if (secret.empty()) return std::optional<registry::Credentials>();
   const std::string where = "Secret " + ns + "/" + secret + " (spec.registryTags.secretRef)";
-  auto s = client_->get(kube::resources::kSecrets, ns, secret);
+  auto s = client.get(kube::resources::kSecrets, ns, secret);
   if (!s.isOk() && s.status().code() == Code::kForbidden) {
     return s.status().withContext(
         "reading " + where +

@@ -43,6 +43,14 @@ class RegistryTagger {
 // against `caPem` (a private registry's CA bundle) or the system roots.
 std::shared_ptr<RegistryTagger> makeRegistryTagger(std::string caPem);
 
+// The credentials for `host` in the kubernetes.io/dockerconfigjson Secret `secret`
+// of `ns` (a release's spec.registryTags.secretRef); nullopt for no Secret or no
+// entry for the host. Errors name the Secret, never its content.
+StatusOr<std::optional<registry::Credentials>> releaseRegistryCredentials(kube::Client& client,
+                                                                          const std::string& ns,
+                                                                          const std::string& secret,
+                                                                          const std::string& host);
+
 class StageTagger {
  public:
   StageTagger(std::shared_ptr<kube::Client> client, kube::EventSink& events,

@@ -251,6 +251,62 @@ TEST(ReleasePlan, TemplateNamingAnotherImageFailsTheStage) {
             std::string::npos);
 }
 
+// The package as the shell read it (package_reader.h): a ModelPack model is described
+// in status.package and its gate Job mounts it as an image volume; a package that is
+// neither an image nor ModelPack fails the release before any Job, naming its types;
+// one the shell could not read goes on, saying why.
+TEST(ReleasePlan, APackageIsDescribedRefusedOrLeftUnread) {
+  PackageInfo info;
+  info.digest = "sha256:" + std::string(64, 'c');
+  info.kind = kPackageKindModelPack;
+  info.mediaType = "application/vnd.oci.image.manifest.v1+json";
+  info.artifactType = kModelPackArtifactType;
+  info.layers = 2;
+  info.model = ModelPackConfig{};
+  info.model->format = "safetensors";
+  info.model->paramSize = "124m";
+  info.model->parameterCount = 124'000'000;
+
+  ReleaseObserved o = observed(ReleaseBuilder().gate("eval").build());
+  o.package = PackageObserved{info.digest, info, "", ""};
+  auto plan = planRelease(o);
+  ASSERT_EQ(plan.jobsToCreate.size(), 1u);
+  EXPECT_EQ(plan.status["package"]["kind"], "ModelPack");
+  EXPECT_EQ(plan.status["package"]["model"]["parameterCount"], 124'000'000);
+  EXPECT_EQ(plan.jobsToCreate[0]["spec"]["template"]["spec"]["volumes"][0]["image"]["reference"],
+            kPackage);
+
+  const std::string why =
+      "manifest sha256:cc…: artifactType: neither an image nor a ModelPack model "
+      "(application/vnd.cncf.model.manifest.v1+json): the manifest has artifactType "
+      "\"application/vnd.unknown.artifact.v1\"";
+  o.package = PackageObserved{info.digest, std::nullopt, why, ""};
+  plan = planRelease(o);
+  EXPECT_TRUE(plan.jobsToCreate.empty());
+  EXPECT_EQ(plan.status["phase"], "Failed");
+  EXPECT_EQ(condition(plan, "Stalled", "reason"), "PackageRefused");
+  EXPECT_EQ(condition(plan, "Ready", "message"),
+            "package " + kPackage + " is neither an image nor a ModelPack model: " + why);
+  ASSERT_EQ(plan.events.size(), 1u);
+  EXPECT_EQ(plan.events[0].reason, "PackageRefused");
+
+  // A release whose first stage already ran (an older operator started it) goes on.
+  json running = planRelease(observed(ReleaseBuilder().gate("eval").build())).status;
+  o = observed(ReleaseBuilder().gate("eval").status(running).build());
+  o.package = PackageObserved{info.digest, std::nullopt, why, ""};
+  plan = planRelease(o);
+  EXPECT_EQ(plan.status["phase"], "Evaluating");
+  EXPECT_EQ(plan.status["package"]["message"], "refused: " + why);
+
+  o = observed(ReleaseBuilder().gate("eval").build());
+  o.package = PackageObserved{info.digest, std::nullopt, "", "registry.example: no such host"};
+  plan = planRelease(o);
+  EXPECT_EQ(plan.jobsToCreate.size(), 1u);
+  EXPECT_EQ(
+      plan.status["package"],
+      json({{"digest", info.digest}, {"message", "not read: registry.example: no such host"}}));
+}
+
 TEST(ReleasePlan, LongNamesGiveShortDeterministicJobNames) {
   std::string longName(80, 'r');
   std::string a = gateJobName(longName, "eval", 1);

@@ -4,8 +4,13 @@
 // tags each release's package `<repo>:<stage>` as its stages pass, keeps
 // `:prod` on the promoted release when a canary is rolled back automatically
 // (Prometheus analysis, must-show 2 of issue 14), and moves `:prod` back when
-// it had been pointed at a release that is then rolled back. The invariant
-// monitor watches every test's model (tests/support/release_world.h).
+// it had been pointed at a release that is then rolled back. On the same
+// registry, a ModelPack model pushed with oras and the model-spec's media types
+// (tests/cluster/modelpack-push.sh) is described in status.package and mounted in
+// its gate pod, and an artifact of an unknown media type is refused before any
+// Job (issue 32, must-show 4). The invariant monitor watches every test's model
+// (tests/support/release_world.h).
+#include <cstdlib>
 #include <string>
 
 #include <gtest/gtest.h>
@@ -80,6 +85,30 @@ class StageTagsClusterTest : public ::testing::Test {
   }
 
   json get(const std::string& name) { return w_.get("mr", name); }
+
+  // oras, from the evidence tools (built and cached by the script when CI did not).
+  static std::string oras() {
+    if (const char* bin = std::getenv("LOCKSTEP_EVIDENCE_TOOLS_BIN"); bin && *bin)
+      return std::string(bin) + "/oras";
+    auto tools = run({sourcePath("tests/cluster/build-evidence-tools.sh")});
+    EXPECT_EQ(tools.exitCode, 0) << tools.err;
+    return tools.out.substr(0, tools.out.find('\n')) + "/oras";
+  }
+  // Pushes with tests/cluster/modelpack-push.sh; the package reference by digest.
+  std::string pushModelPack(const std::string& repo, const std::string& mode = "") {
+    std::vector<std::string> args = {"bash",
+                                     sourcePath("tests/cluster/modelpack-push.sh"),
+                                     oras(),
+                                     registry_->caFile(),
+                                     registry_->username(),
+                                     registry_->host() + "/" + repo + ":" + ns_};
+    if (!mode.empty()) args.push_back(mode);
+    auto pushed = run(args, registry_->password());
+    EXPECT_EQ(pushed.exitCode, 0) << pushed.err;
+    const std::string digest = pushed.out.substr(0, pushed.out.find('\n'));
+    EXPECT_EQ(digest.rfind("sha256:", 0), 0u) << pushed.out;
+    return registry_->host() + "/" + repo + "@" + digest;
+  }
 
   // Waits for phase and for status.registryTags to show every tag in `tags` Tagged.
   json waitTagged(const std::string& name, const std::string& phase,
@@ -207,6 +236,58 @@ TEST_F(StageTagsClusterTest, RollbackMovesProdBackToTheKnownGoodPackage) {
     return sawProd;
   }));
   EXPECT_TRUE(sawProd) << events.dump(2);
+}
+
+// Must-show 4 of issue 32: a ModelPack model (oras with the model-spec's media types;
+// modctl is not served to this project) is read before the first stage: status.package
+// describes its config and the gate pod mounts it as an image volume. An artifact whose
+// blob has an unknown media type is refused before any Job, the type named.
+TEST_F(StageTagsClusterTest, AModelPackPackageIsDescribedAndMountedAndAnUnknownOneRefused) {
+  const std::string model = pushModelPack("models/tiny-modelpack");
+  const std::string unknown = pushModelPack("models/unknown-artifact", "--unknown");
+  ASSERT_FALSE(HasFailure());
+  auto secretRef = json{{"secretRef", {{"name", "pull"}}}};
+  ASSERT_EQ(w_.create(w_.release("mp", model)
+                          .spec("registryTags", secretRef)
+                          .withGate(gateStage("eval", R"({"score": 1})")))
+                .exitCode,
+            0);
+  ASSERT_EQ(w_.create(w_.release("unknown", unknown)
+                          .spec("registryTags", secretRef)
+                          .withGate(gateStage("eval", R"({"score": 1})")))
+                .exitCode,
+            0);
+
+  json mp = w_.waitPhase("mp", "Validated");
+  const json& pkg = mp["status"]["package"];
+  EXPECT_EQ(pkg.value("kind", ""), "ModelPack") << mp["status"].dump(2);
+  EXPECT_EQ(pkg.value("digest", ""), model.substr(model.find('@') + 1));
+  EXPECT_EQ(pkg.value("artifactType", ""), "application/vnd.cncf.model.manifest.v1+json");
+  EXPECT_EQ(pkg.value("layers", 0), 2);
+  EXPECT_EQ(pkg["model"], json::parse(R"({"name": "tiny-gpt2", "family": "gpt2",
+      "version": "1.0", "format": "safetensors", "architecture": "transformer",
+      "paramSize": "0.1m", "parameterCount": 100000, "precision": "float32",
+      "licenses": ["MIT"], "inputTypes": ["text"], "outputTypes": ["text"],
+      "configDigest": ")" + pkg["model"].value("configDigest", "") +
+                                      R"("})"))
+      << pkg.dump(2);
+  // The gate pod mounts the package itself, by digest, as an image volume.
+  json pods = kubectlJson({"get", "pods", "-n", ns_, "-l", "lockstep.dev/release=mp"});
+  ASSERT_EQ(pods["items"].size(), 1u) << pods.dump();
+  bool mounted = false;
+  for (const json& v : pods["items"][0]["spec"]["volumes"])
+    mounted = mounted || v.value("/image/reference"_json_pointer, std::string()) == model;
+  EXPECT_TRUE(mounted) << pods["items"][0]["spec"]["volumes"].dump(2);
+
+  json refused = w_.waitPhase("unknown", "Failed");
+  EXPECT_EQ(condition(refused, "Stalled", "reason"), "PackageRefused") << refused["status"].dump(2);
+  const std::string message = condition(refused, "Ready", "message");
+  EXPECT_NE(message.find("\"application/vnd.example.unknown.v1\""), std::string::npos) << message;
+  EXPECT_EQ(message.rfind("package " + unknown + " is neither an image nor a ModelPack model", 0),
+            0u)
+      << message;
+  EXPECT_TRUE(kubectlJson({"get", "jobs", "-n", ns_, "-l", "lockstep.dev/release=unknown"})["items"]
+                  .empty());
 }
 
 }  // namespace
