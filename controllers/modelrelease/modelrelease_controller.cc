@@ -299,6 +299,32 @@ Result ModelReleaseReconciler::reconcile(const Request& request) {
       measuring = true;
     }
   }
+  // A gate Job is irreversible, and it is created before the status write that
+  // the release's resourceVersion guards: a plan from a release a moment behind
+  // its cache would start a gate the next write refuses to record. A release
+  // object re-created under prod's name (a prune and re-apply) is recognised as
+  // prod in its first reconcile (docs/rollouts.md "Content identity"); a
+  // reconcile that still saw it fresh, with the Model already naming it, started
+  // its eval gate again. So a release's first gate Job starts only from the
+  // release as the API server has it: one quorum read per release, at its start
+  // (a list by name: the operator lists and watches releases, it never gets one).
+  if (!plan.release.jobsToCreate.empty() &&
+      !observed->release->contains("/status/runtime"_json_pointer)) {
+    kube::ListOptions byName;
+    byName.fieldSelector = "metadata.name=" + request.name;
+    std::string ignored;
+    auto live = client_->listPage(v1::kModelReleases, request.ns, byName, &ignored);
+    if (!live.isOk()) return Result::failed(live.status());
+    const std::string liveVersion =
+        live->items.empty() ? "" : kube::resourceVersion(live->items.front());
+    if (liveVersion != kube::resourceVersion(*observed->release)) {
+      spdlog::info(
+          "modelrelease {}: the cache is behind the release (resourceVersion \"{}\" "
+          "against \"{}\"): no gate Job until it catches up",
+          request.key(), liveVersion, kube::resourceVersion(*observed->release));
+      return Result::after(std::chrono::seconds(1));
+    }
+  }
   // Execute: the Model's record and the serving objects, Jobs, Events, the status last.
   ExecutionOutcome outcome = execute(plan.execution, *client_, events_, "modelrelease");
   const std::string model = v1::decodeModelRelease(*observed->release).spec.model;

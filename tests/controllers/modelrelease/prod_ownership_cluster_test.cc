@@ -353,7 +353,9 @@ TEST_F(ProdOwnershipClusterTest, AReleaseReAppliedWithProdsContentIsProdWithNoJo
       << again["status"].dump(2);
   std::this_thread::sleep_for(std::chrono::seconds(5));  // a few reconciles later
   for (const std::string& uid : jobUids())
-    EXPECT_TRUE(firstJobs.count(uid)) << "no gate Job ran again: Job " << uid << " is new";
+    EXPECT_TRUE(firstJobs.count(uid))
+        << "no gate Job ran again: Job " << uid << " is new; the Jobs now:\n"
+        << kubectlJson({"get", "jobs", "-n", ns_, "-l", "lockstep.dev/release=v1"}).dump(2);
   EXPECT_EQ(podNames(), before) << "no pod created or deleted";
   model = get("models.lockstep.dev", "gpt2");
   EXPECT_EQ(model.value("/status/prod/uid"_json_pointer, std::string()),
