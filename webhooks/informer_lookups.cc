@@ -157,9 +157,11 @@ StatusOr<kube::ObjectPtr> InformerServingObjects::find(std::string_view ns, std:
     return kube::ObjectPtr();
   }
   if (kube::ObjectPtr cached = cache->get(std::string(ns), name)) return cached;
-  // Only a ReplicaSet is new enough to miss: the Deployment and the Model
-  // stood long before the pod's first ReplicaSet.
-  if (!reader_ || kind != "ReplicaSet") return kube::ObjectPtr();
+  // A ReplicaSet is new enough to miss, and so is a Deployment the operator has
+  // just made (the first stable of a model at the handover, one healed after a
+  // deletion): its ReplicaSet's first pod can come before the Deployment's watch
+  // event. Only the Model stood long before (and the operator never gets one).
+  if (!reader_ || kind == "Model") return kube::ObjectPtr();
   StatusOr<kube::Object> read = reader_->get(*resource, std::string(ns), name);
   if (read.isOk()) {
     kube::Object o = std::move(*read);

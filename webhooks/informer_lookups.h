@@ -95,9 +95,9 @@ class InformerNamespaceLabels final : public NamespaceLabelLookup {
 // ReplicaSets and Deployments labelled lockstep.dev/model (ReplicaSets
 // slimmed, api/v1alpha1/serving_pod.h) and Models. An object the cache has
 // not seen yet (a ReplicaSet the Deployment controller created a moment
-// before its first pod; only ReplicaSets) is read once through `reader` (a
-// short deadline); NotFound there is "does not exist". Without a reader a miss
-// is "does not exist".
+// before its first pod, or a Deployment the operator just made; not a Model)
+// is read once through `reader` (a short deadline); NotFound there is "does not
+// exist". Without a reader a miss is "does not exist".
 class InformerServingObjects final : public ServingObjectLookup {
  public:
   InformerServingObjects(const kube::Indexer& replicaSets, const kube::Indexer& deployments,

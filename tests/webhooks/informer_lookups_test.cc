@@ -180,5 +180,33 @@ TEST(InformerAnalysisProviders, ClusterScopedByName) {
   EXPECT_FALSE(providers.exists("promethues-main"));
 }
 
+// The serving label's owner chain: a Deployment the operator has just made (the
+// first stable of a model at its handover) can miss the webhook's cache while
+// its ReplicaSet's first pod is reviewed; it is read once from the API server,
+// never taken as "does not exist" (canary_cluster_test's handovers were refused
+// with AdmissionRefused under load). A Model is never read (no get on Models).
+TEST(InformerServingObjects, ADeploymentMissingFromTheCacheIsReadFromTheApiServer) {
+  kube::Indexer replicaSets, deployments, models;
+  auto transport = std::make_shared<FakeTransport>();
+  json dep = {{"apiVersion", "apps/v1"},
+              {"kind", "Deployment"},
+              {"metadata", {{"name", "gpt2-stable"}, {"namespace", "ml"}, {"uid", "dep-1"}}}};
+  transport->push(FakeTransport::ok(dep));
+  InformerServingObjects objects(replicaSets, deployments, models,
+                                 std::make_shared<kube::Client>(transport));
+  StatusOr<kube::ObjectPtr> got = objects.find("ml", "Deployment", "gpt2-stable");
+  ASSERT_TRUE(got.isOk()) << got.status().toString();
+  ASSERT_NE(*got, nullptr) << "a Deployment the API server has exists";
+  EXPECT_EQ(kube::uid(**got), "dep-1");
+  auto reqs = transport->requests();
+  ASSERT_EQ(reqs.size(), 1u);
+  EXPECT_EQ(reqs[0].path, "/apis/apps/v1/namespaces/ml/deployments/gpt2-stable");
+
+  StatusOr<kube::ObjectPtr> model = objects.find("ml", "Model", "gpt2");
+  ASSERT_TRUE(model.isOk());
+  EXPECT_EQ(*model, nullptr);
+  EXPECT_EQ(transport->requests().size(), 1u) << "no read of a Model";
+}
+
 }  // namespace
 }  // namespace lockstep::webhooks
