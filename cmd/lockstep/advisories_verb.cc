@@ -1,5 +1,5 @@
-// `lockstep advisories`: the advisories of a local OSV export that affect a lock's closure
-// (docs/supply-chain.md).
+// `lockstep advisories`: the advisories of a local OSV export, or of an OSV-compatible
+// HTTP endpoint, that affect a lock's closure (docs/supply-chain.md).
 #include <nlohmann/json.hpp>
 
 #include <cstdio>
@@ -8,6 +8,7 @@
 #include <ostream>
 
 #include "advisories/match.h"
+#include "advisories/osv_client.h"
 #include "advisories/osv_export.h"
 #include "closure/closure.h"
 #include "cmd/lockstep/file_include_reader.h"
@@ -154,22 +155,29 @@ nlohmann::ordered_json toJson(const AdvisoryReport& r, const closure::Closure& c
 
 void advisoriesUsage(std::ostream& os, const std::string& program) {
   os << "usage: " << program
-     << " advisories --lock FILE --osv DIR|ZIP [--format F] [--platform P]\n"
-        "                [--environment E] [--max-severity S] [--allow-not-matched] [--json]\n"
+     << " advisories --lock FILE (--osv DIR|ZIP | --osv-url URL [--osv-ca-file F])\n"
+        "                [--format F] [--platform P] [--environment E] [--max-severity S]\n"
+        "                [--allow-not-matched] [--json]\n"
         "\n"
-        "Prints the advisories of a local OSV export that affect the lock's closure, and the\n"
-        "entries that could not be looked up (docs/supply-chain.md).\n"
+        "Prints the advisories of a local OSV export, or of an OSV-compatible HTTP endpoint,\n"
+        "that affect the lock's closure, and the entries that could not be looked up\n"
+        "(docs/supply-chain.md).\n"
         "  --lock FILE          the lock (uv, pip, conda-lock, pixi, poetry, flox, nix); digests\n"
         "                       are not needed to match advisories, so an unhashed lock is read\n"
         "  --osv DIR|ZIP        a directory of OSV JSON files (recursive) or a zip of them\n"
         "                       (osv.dev's PyPI/all.zip)\n"
+        "  --osv-url URL        an OSV API v1 endpoint (https://api.osv.dev or a mirror of it):\n"
+        "                       POST /v1/querybatch, then GET /v1/vulns/{id}\n"
+        "  --osv-ca-file F      PEM bundle the endpoint's certificate is verified against\n"
+        "                       (default: the system roots)\n"
         "  --format, --platform, --environment   as for closure-hash\n"
         "  --max-severity S     none, low, medium, high, critical (default none): advisories\n"
         "                       above it, or of unknown severity, make the exit code 1\n"
         "  --allow-not-matched  exit 0 instead of 3 when entries could not be looked up\n"
         "  --json               one JSON document instead of the table\n"
         "Exit codes: 0 no advisory above the maximum and every entry looked up; 1 an advisory\n"
-        "above the maximum; 2 bad flags, lock or OSV export; 3 none above the maximum, but\n"
+        "above the maximum; 2 bad flags, lock, OSV export or endpoint; 3 none above the maximum, "
+        "but\n"
         "entries were not matched (nothing is known about them).\n";
 }
 
@@ -177,6 +185,8 @@ int runAdvisories(const VerbContext& ctx) {
   Flags flags({
       {"lock", "", "the lock file"},
       {"osv", "", "the OSV export: a directory or a zip"},
+      {"osv-url", "", "an OSV API endpoint"},
+      {"osv-ca-file", "", "the CA bundle of --osv-url"},
       {"format", "", "lock format (default: detect)"},
       {"platform", "", "per-platform locks: the platform"},
       {"environment", "", "pixi environment"},
@@ -202,9 +212,14 @@ int runAdvisories(const VerbContext& ctx) {
   }
   const std::string lock = flags.get("lock");
   const std::string osv = flags.get("osv");
-  if (lock.empty() || osv.empty()) {
-    ctx.err << "advisories: --lock and --osv are required\n";
+  const std::string osvUrl = flags.get("osv-url");
+  if (lock.empty() || osv.empty() == osvUrl.empty()) {
+    ctx.err << "advisories: --lock and one of --osv or --osv-url are required\n";
     advisoriesUsage(ctx.err, ctx.programName);
+    return kExitBadInput;
+  }
+  if (!flags.get("osv-ca-file").empty() && osvUrl.empty()) {
+    ctx.err << "advisories: --osv-ca-file goes with --osv-url\n";
     return kExitBadInput;
   }
   const Severity max = *advisories::parseSeverity(flags.get("max-severity"));
@@ -234,12 +249,30 @@ int runAdvisories(const VerbContext& ctx) {
     ctx.err << "advisories: " << c.status().message() << "\n";
     return kExitBadInput;
   }
-  auto exported = advisories::loadOsvExport(osv);
-  if (!exported.isOk()) {
-    ctx.err << "advisories: " << exported.status().message() << "\n";
-    return kExitBadInput;
+  AdvisoryReport report;
+  if (!osv.empty()) {
+    auto exported = advisories::loadOsvExport(osv);
+    if (!exported.isOk()) {
+      ctx.err << "advisories: " << exported.status().message() << "\n";
+      return kExitBadInput;
+    }
+    report = exported->index.match(c->packages);
+  } else {
+    advisories::OsvClientConfig config;
+    config.url = osvUrl;
+    config.caFile = flags.get("osv-ca-file");
+    auto client = advisories::OsvClient::connect(config);
+    if (!client.isOk()) {
+      ctx.err << "advisories: " << client.status().message() << "\n";
+      return kExitBadInput;
+    }
+    auto found = (*client)->lookup(advisories::osvQueriesFor(c->packages));
+    if (!found.isOk()) {
+      ctx.err << "advisories: " << found.status().message() << "\n";
+      return kExitBadInput;
+    }
+    report = advisories::indexOf(*found).match(c->packages);
   }
-  AdvisoryReport report = exported->index.match(c->packages);
 
   int rc = kExitNone;
   for (const Finding& f : report.findings) {
@@ -249,7 +282,7 @@ int runAdvisories(const VerbContext& ctx) {
     rc = kExitNotMatched;
   }
   if (flags.getBool("json")) {
-    ctx.out << toJson(report, *c, osv, max, rc).dump(2) << "\n";
+    ctx.out << toJson(report, *c, osv.empty() ? osvUrl : osv, max, rc).dump(2) << "\n";
   } else {
     printText(ctx.out, report, max);
   }

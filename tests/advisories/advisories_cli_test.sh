@@ -93,7 +93,7 @@ run "a missing lock exits 2" 2 "advisories: " --lock "$work/none.lock" --osv "$o
 run "a file that is neither exits 2" 2 "neither a directory of OSV JSON files nor a zip" \
   --lock "$pip" --osv "$pip"
 run "a bad severity exits 2" 2 "flag --max-severity" --lock "$pip" --osv "$osv" --max-severity severe
-run "--osv is required" 2 "--lock and --osv are required" --lock "$pip"
+run "--osv or --osv-url is required" 2 "--lock and one of --osv or --osv-url are required" --lock "$pip"
 
 echo "$passes passed, $failures failed"
 [ "$failures" -eq 0 ]
