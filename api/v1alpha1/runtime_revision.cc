@@ -34,6 +34,7 @@ json encodeRevision(const RuntimeRevision& r) {
   putIfSet(j, "firstResolved", r.firstResolved);
   putIfSet(j, "lastResolved", r.lastResolved);
   if (!r.pinnedBy.empty()) j["pinnedBy"] = r.pinnedBy;
+  putIfSet(j, "packages", r.packages);
   return j;
 }
 
@@ -50,6 +51,7 @@ RuntimeRevision decodeRevision(const json& j) {
   for (const json& p : decode::array(j, "pinnedBy")) {
     if (p.is_string()) r.pinnedBy.push_back(p.get<std::string>());
   }
+  r.packages = decode::string(j, "packages");
   return r;
 }
 
@@ -62,6 +64,18 @@ std::vector<RuntimeRevision> decodeRevisions(const json& status) {
   std::sort(out.begin(), out.end(),
             [](const RuntimeRevision& a, const RuntimeRevision& b) { return a.number < b.number; });
   return out;
+}
+
+json advisoriesOfRevision(const json& advisories, int64_t revision) {
+  if (!advisories.is_object()) return nullptr;
+  if (decode::integer(advisories, "revision", -1) == revision) {
+    json top = advisories;
+    top.erase("revisions");
+    return top;
+  }
+  for (const json& e : decode::array(advisories, "revisions"))
+    if (e.is_object() && decode::integer(e, "revision", -1) == revision) return e;
+  return nullptr;
 }
 
 std::optional<RuntimePin> decodeRuntimePin(const json& release) {

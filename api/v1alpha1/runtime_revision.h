@@ -52,6 +52,11 @@ struct RuntimeRevision {
   // (the current revision) or when another pair replaced it (every other one).
   std::string lastResolved;
   std::vector<std::string> pinnedBy;  // release names (same namespace), sorted
+  // What advisory matching needs of its closure, kept from when it was resolved, so a
+  // pinned revision is matched after the lock moved on: one line per entry
+  // ("<ecosystem> <name> <version>"; controllers/runtimeenv/runtimeenv_advisories.h).
+  // "" for a revision recorded before it was kept, or one too large to keep.
+  std::string packages;
 
   bool pinned() const { return !pinnedBy.empty(); }
   bool samePair(const std::string& img, const std::string& hash) const {
@@ -64,6 +69,11 @@ RuntimeRevision decodeRevision(const nlohmann::json& j);
 // status.revisions of a RuntimeEnv status object, in the stored order
 // (ascending number); malformed entries (no number) are skipped.
 std::vector<RuntimeRevision> decodeRevisions(const nlohmann::json& status);
+
+// The advisories RuntimeEnv status.advisories records for `revision`: the top level
+// when it is that revision's (the current one), else its entry in revisions[]; null when
+// none is recorded (docs/supply-chain.md "Advisories of a RuntimeEnv").
+nlohmann::json advisoriesOfRevision(const nlohmann::json& advisories, int64_t revision);
 
 // A release's status.runtime: the revision it pinned at its first gate.
 struct RuntimePin {

@@ -70,7 +70,18 @@ std::vector<FlagSpec> operatorFlagSpecs(const std::string& podNamespace) {
       {"osv-export", "",
        "a local OSV export (a directory of OSV JSON records, or osv.dev's all.zip) the "
        "platform refreshes: each RuntimeEnv's status.advisories lists the records that affect "
-       "its current revision (reloaded when the files change; docs/supply-chain.md)"},
+       "its current and pinned revisions (reloaded when the files change; docs/supply-chain.md)"},
+      {"osv-url", "",
+       "instead of --osv-export, an OSV-compatible HTTP endpoint (the OSV API v1: POST "
+       "/v1/querybatch, GET /v1/vulns/{id}), e.g. https://api.osv.dev or the platform's mirror; "
+       "looked up off the reconcile workers (docs/supply-chain.md)"},
+      {"osv-ca-file", "",
+       "PEM bundle the --osv-url endpoint's certificate is verified against (default: the "
+       "system roots)"},
+      {"osv-refresh", "30m",
+       "how old an --osv-url answer for a closure may grow before it is looked up again "
+       "(a failed lookup is retried after a minute, or this when shorter)",
+       T::kDuration},
       {"drift-scan-interval", "5m",
        "how often every namespace's running pods are scanned for drift from their RuntimeEnvs "
        "(PolicyReports where wgpolicyk8s.io/v1alpha2 is served, else Events; "

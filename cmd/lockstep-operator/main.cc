@@ -129,12 +129,33 @@ int main(int argc, char** argv) {
   lockstep::controllers::RuntimeEnvOptions runtimeEnvOptions;
   runtimeEnvOptions.registryCaPem = registryCaPem;
   runtimeEnvOptions.cliImage = flags.get("cli-image");
-  // Advisories against every RuntimeEnv's closure (docs/supply-chain.md), from a local OSV export.
-  if (std::string osv = flags.get("osv-export"); !osv.empty()) {
-    runtimeEnvOptions.advisories =
-        std::make_shared<lockstep::controllers::AdvisorySource>(osv, manager.clock());
-    if (Status s = runtimeEnvOptions.advisories->load(); !s.isOk())
-      return fail("--osv-export: " + s.toString());
+  // Advisories against every RuntimeEnv's closures (docs/supply-chain.md), from a local OSV
+  // export or an OSV-compatible endpoint.
+  const std::string osvExport = flags.get("osv-export");
+  const std::string osvUrl = flags.get("osv-url");
+  if (!osvExport.empty() && !osvUrl.empty())
+    return fail("--osv-export and --osv-url: give one advisory source, not both");
+  if (!flags.get("osv-ca-file").empty() && osvUrl.empty())
+    return fail("--osv-ca-file goes with --osv-url");
+  if (!osvExport.empty()) {
+    auto source =
+        std::make_shared<lockstep::controllers::OsvExportSource>(osvExport, manager.clock());
+    if (Status s = source->load(); !s.isOk()) return fail("--osv-export: " + s.toString());
+    runtimeEnvOptions.advisories = std::move(source);
+  } else if (!osvUrl.empty()) {
+    lockstep::advisories::OsvClientConfig osv;
+    osv.url = osvUrl;
+    osv.caFile = flags.get("osv-ca-file");
+    auto client = lockstep::advisories::OsvClient::connect(osv);
+    if (!client.isOk()) return fail("--osv-url: " + client.status().message());
+    lockstep::controllers::OsvEndpointOptions endpoint;
+    endpoint.refresh = std::max<std::chrono::seconds>(
+        std::chrono::seconds(1),
+        std::chrono::duration_cast<std::chrono::seconds>(flags.getDuration("osv-refresh")));
+    endpoint.retry = std::min<std::chrono::seconds>(endpoint.refresh, std::chrono::minutes(1));
+    runtimeEnvOptions.advisories = std::make_shared<lockstep::controllers::OsvEndpointSource>(
+        std::move(*client), manager.clock(), endpoint);
+    spdlog::info("advisories: from the OSV endpoint {}", osvUrl);
   }
   lockstep::controllers::setupRuntimeEnvController(manager, flags.getInt("workers"),
                                                    runtimeEnvOptions);

@@ -6,6 +6,7 @@
 #include "api/image_ref.h"
 #include "api/v1alpha1/meta.h"
 #include "api/v1alpha1/model_release.h"
+#include "api/v1alpha1/runtime_revision.h"
 #include "controllers/modelrelease/timestamps.h"
 #include "evidence/ml_bom.h"
 #include "evidence/statement.h"
@@ -240,8 +241,10 @@ StatusOr<PlannedStatement> bomStatement(const json& release, const closure::Clos
   if (const json* described = decode::member(status, "package"))
     in.packageInfo = v1::decodePackageInfo(*described);
   const int64_t pinned = decode::integer(decode::object(status, "runtime"), "revision", -1);
-  if (advisories.is_object() && decode::integer(advisories, "revision", -2) == pinned) {
-    for (const json& a : decode::array(advisories, "items")) {
+  // The pinned revision's advisories: the top level while it is current, else its
+  // entry of revisions[].
+  if (const json ofPinned = v1::advisoriesOfRevision(advisories, pinned); ofPinned.is_object()) {
+    for (const json& a : decode::array(ofPinned, "items")) {
       evidence::BomVulnerability v;
       v.id = decode::string(a, "id");
       for (const json& alias : decode::array(a, "aliases"))

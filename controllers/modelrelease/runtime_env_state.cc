@@ -4,6 +4,7 @@
 
 #include "api/v1alpha1/conditions.h"
 #include "api/v1alpha1/runtime_env.h"
+#include "api/v1alpha1/runtime_revision.h"
 #include "operator/kube/conditions.h"
 
 namespace lockstep::controllers {
@@ -98,9 +99,11 @@ std::string advisoryHold(const RuntimeEnvState& env, const ReleaseRuntime& rt,
   auto max = advisories::parseSeverity(r.spec.maxSeverity);
   if (!max.isOk()) return "";  // the CRD's enum refuses anything else
   const int64_t revision = rt.pin ? rt.pin->revision : env.currentRevision;
-  if (env.advisories.value("revision", int64_t{-1}) != revision) return "";
+  // That revision's match: the top level while it is current, else its revisions[] entry.
+  const nlohmann::json ofRevision = v1::advisoriesOfRevision(env.advisories, revision);
+  if (!ofRevision.is_object()) return "";
   std::vector<std::string> above;
-  for (const nlohmann::json& a : env.advisories.value("items", nlohmann::json::array())) {
+  for (const nlohmann::json& a : ofRevision.value("items", nlohmann::json::array())) {
     auto severity = advisories::parseSeverity(a.value("severity", ""));
     if (!advisories::exceeds(severity.isOk() ? *severity : advisories::Severity::kUnknown, *max))
       continue;

@@ -14,6 +14,7 @@ namespace fs = std::filesystem;
 
 namespace {
 constexpr auto kCheckEvery = std::chrono::minutes(1);
+constexpr int64_t kForgetAfterSeconds = 86'400;  // a day
 
 std::string stamp(const fs::path& p, std::error_code& ec) {
   auto t = fs::last_write_time(p, ec);
@@ -21,12 +22,16 @@ std::string stamp(const fs::path& p, std::error_code& ec) {
   auto size = fs::is_regular_file(p, ec) ? fs::file_size(p, ec) : 0;
   return std::to_string(t.time_since_epoch().count()) + ":" + std::to_string(size);
 }
+
+int64_t unixSeconds(kube::Clock::WallTime t) {
+  return std::chrono::duration_cast<std::chrono::seconds>(t.time_since_epoch()).count();
+}
 }  // namespace
 
-AdvisorySource::AdvisorySource(std::string path, kube::Clock& clock)
+OsvExportSource::OsvExportSource(std::string path, kube::Clock& clock)
     : path_(std::move(path)), clock_(clock) {}
 
-std::string AdvisorySource::fingerprint() const {
+std::string OsvExportSource::fingerprint() const {
   std::error_code ec;
   std::string out = stamp(path_, ec);
   if (fs::is_directory(path_, ec)) {
@@ -38,22 +43,21 @@ std::string AdvisorySource::fingerprint() const {
   return out;
 }
 
-Status AdvisorySource::reload(const std::string& print) {
+Status OsvExportSource::reload(const std::string& print) {
   auto loaded = advisories::loadOsvExport(path_);
   if (!loaded.isOk()) return loaded.status();
-  const size_t records = loaded->index.size();
-  const size_t files = loaded->files;
-  auto index = std::make_shared<const advisories::AdvisoryIndex>(std::move(loaded->index));
+  auto next = std::make_shared<AdvisorySnapshot>();
+  next->source = path_ + ": " + std::to_string(loaded->index.size()) + " records (" +
+                 std::to_string(loaded->files) + " files)";
+  next->index = std::make_shared<const advisories::AdvisoryIndex>(std::move(loaded->index));
   std::lock_guard<std::mutex> lock(mu_);
-  snapshot_.index = std::move(index);
-  snapshot_.description =
-      path_ + ": " + std::to_string(records) + " records (" + std::to_string(files) + " files)";
+  snapshot_ = std::move(next);
   fingerprint_ = print;
-  spdlog::info("advisories: loaded {}", snapshot_.description);
+  spdlog::info("advisories: loaded {}", snapshot_->source);
   return Status::ok();
 }
 
-Status AdvisorySource::load() {
+Status OsvExportSource::load() {
   {
     std::lock_guard<std::mutex> lock(mu_);
     checkedAt_ = clock_.now();
@@ -61,7 +65,7 @@ Status AdvisorySource::load() {
   return reload(fingerprint());
 }
 
-AdvisorySource::Snapshot AdvisorySource::current() {
+std::shared_ptr<const AdvisorySnapshot> OsvExportSource::snapshot() {
   {
     std::lock_guard<std::mutex> lock(mu_);
     if (clock_.now() - checkedAt_ < kCheckEvery) return snapshot_;
@@ -83,6 +87,111 @@ AdvisorySource::Snapshot AdvisorySource::current() {
   }
   std::lock_guard<std::mutex> lock(mu_);
   return snapshot_;
+}
+
+OsvEndpointSource::OsvEndpointSource(std::unique_ptr<advisories::OsvClient> client,
+                                     kube::Clock& clock, OsvEndpointOptions options)
+    : client_(std::move(client)), clock_(clock), options_(options) {
+  auto first = std::make_shared<AdvisorySnapshot>();
+  first->source = client_->url() + " (OSV API)";
+  first->endpoint = true;
+  first->refreshSeconds = options_.refresh.count();
+  first->retrySeconds = options_.retry.count();
+  snapshot_ = std::move(first);
+  dispatcher_ = std::thread([this] { dispatch(); });
+}
+
+OsvEndpointSource::~OsvEndpointSource() {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    stopping_ = true;
+  }
+  work_.notify_all();
+  dispatcher_.join();
+}
+
+std::shared_ptr<const AdvisorySnapshot> OsvEndpointSource::snapshot() {
+  std::lock_guard<std::mutex> lock(mu_);
+  return snapshot_;
+}
+
+void OsvEndpointSource::lookUp(const std::string& ns, const std::string& name,
+                               std::vector<AdvisoryLookup>&& lookups) {
+  const int64_t now = unixSeconds(clock_.wallNow());
+  bool queued = false;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    for (AdvisoryLookup& l : lookups) {
+      waiting_[l.closureHash].insert(ns + "/" + name);
+      askedAt_[l.closureHash] = now;
+      if (!pending_.insert(l.closureHash).second) continue;
+      queue_.push_back(std::move(l));
+      queued = true;
+    }
+  }
+  if (queued) work_.notify_one();
+}
+
+void OsvEndpointSource::run(const AdvisoryLookup& lookup) {
+  auto found = client_->lookup(advisories::osvQueriesFor(lookup.packages));
+  const auto wall = clock_.wallNow();
+  const int64_t now = unixSeconds(wall);
+  std::lock_guard<std::mutex> lock(mu_);
+  auto next = std::make_shared<AdvisorySnapshot>(*snapshot_);
+  AdvisoryAnswer& a = next->byClosure[lookup.closureHash];
+  a.attemptedAtUnix = now;
+  if (found.isOk()) {
+    a.index = std::make_shared<const advisories::AdvisoryIndex>(advisories::indexOf(*found));
+    a.checkedAt = kube::formatTime(wall, false);
+    a.checkedAtUnix = now;
+    a.error.clear();
+    spdlog::info(
+        "advisories: {}: closure {}: {} records for {} package versions ({} requests, {} "
+        "from the cache)",
+        client_->url(), lookup.closureHash, found->records.size(), found->queries, found->requests,
+        found->cached);
+  } else {
+    a.error = found.status().message();
+    spdlog::warn("advisories: closure {}: the OSV endpoint's lookup failed{}: {}",
+                 lookup.closureHash, a.index ? "; keeping its last answer" : "", a.error);
+  }
+  // Answers no RuntimeEnv asked for in a day go.
+  for (auto it = next->byClosure.begin(); it != next->byClosure.end();) {
+    auto asked = askedAt_.find(it->first);
+    if (asked == askedAt_.end() || asked->second + kForgetAfterSeconds < now) {
+      if (asked != askedAt_.end()) askedAt_.erase(asked);
+      it = next->byClosure.erase(it);
+    } else {
+      ++it;
+    }
+  }
+  snapshot_ = std::move(next);
+}
+
+void OsvEndpointSource::dispatch() {
+  while (true) {
+    AdvisoryLookup lookup;
+    {
+      std::unique_lock<std::mutex> lock(mu_);
+      work_.wait(lock, [this] { return stopping_ || !queue_.empty(); });
+      if (stopping_) return;
+      lookup = std::move(queue_.front());
+      queue_.pop_front();
+    }
+    run(lookup);
+    std::set<std::string> wake;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      pending_.erase(lookup.closureHash);
+      wake.swap(waiting_[lookup.closureHash]);
+      waiting_.erase(lookup.closureHash);
+    }
+    if (!wake_) continue;
+    for (const std::string& key : wake) {
+      const size_t slash = key.find('/');
+      wake_(key.substr(0, slash), key.substr(slash + 1));
+    }
+  }
 }
 
 }  // namespace lockstep::controllers

@@ -108,11 +108,7 @@ std::optional<RuntimeEnvObserved> RuntimeEnvReconciler::observe(const Request& r
       observed.closureConfigMaps.push_back(cm);
   }
   observed.cliImage = cliImage_;
-  if (advisories_) {
-    AdvisorySource::Snapshot snapshot = advisories_->current();
-    observed.advisories = std::move(snapshot.index);
-    observed.advisorySource = std::move(snapshot.description);
-  }
+  if (advisories_) observed.advisories = advisories_->snapshot();
   if (mirror_) observed.mirrorLatest = mirror_->latest(request.ns, request.name);
   return observed;
 }
@@ -146,7 +142,11 @@ Result RuntimeEnvReconciler::reconcile(const Request& request) {
   if (metrics_ && observed->advisories) {
     metrics_->advisories(request.ns, request.name,
                          plan.status.value("/advisories/bySeverity"_json_pointer, json::object()));
+    metrics_->pinnedAdvisories(request.ns, request.name, plan.pinnedAdvisories);
   }
+  // The endpoint's lookups, off this worker: the source wakes the RuntimeEnv when they end.
+  if (advisories_ && !plan.advisoryLookups.empty())
+    advisories_->lookUp(request.ns, request.name, std::move(plan.advisoryLookups));
   // The mirror check, off this worker: the checker wakes the RuntimeEnv when it ends.
   if (plan.mirror.check && mirror_) {
     MirrorCheckRequest check = *plan.mirror.check;
@@ -163,6 +163,8 @@ Result RuntimeEnvReconciler::reconcile(const Request& request) {
     if (int64_t s = plan.verification.requeueAfterSeconds; s > 0)
       after = std::min<kube::Clock::Duration>(after, std::chrono::seconds(s));
     if (int64_t s = plan.mirror.requeueAfterSeconds; s > 0)
+      after = std::min<kube::Clock::Duration>(after, std::chrono::seconds(s));
+    if (int64_t s = plan.advisoryRequeueSeconds; s > 0)
       after = std::min<kube::Clock::Duration>(after, std::chrono::seconds(s));
     return Result::after(after);
   }
@@ -286,6 +288,12 @@ void setupRuntimeEnvController(runtime::Manager& manager, int workers,
   checker->setWake([&controller](const std::string& ns, const std::string& name) {
     controller.enqueue({ns, name});
   });
+  // So does an endpoint's finished lookup.
+  if (options.advisories) {
+    options.advisories->setWake([&controller](const std::string& ns, const std::string& name) {
+      controller.enqueue({ns, name});
+    });
+  }
 }
 
 }  // namespace lockstep::controllers

@@ -51,7 +51,7 @@ class RuntimeEnvReconciler final : public runtime::Reconciler {
                        std::string cliImage = "");
 
   runtime::Result reconcile(const runtime::Request& request) override;
-  // The operator's --osv-export (null: none): status.advisories of each RuntimeEnv.
+  // The operator's --osv-export or --osv-url (null: none): status.advisories of each RuntimeEnv.
   void setAdvisorySource(std::shared_ptr<AdvisorySource> source) {
     advisories_ = std::move(source);
   }
@@ -87,7 +87,8 @@ runtime::UpdateFilter releasePinChanged();
 // (the operator's --cli-image).
 struct RuntimeEnvOptions {
   std::string cliImage;
-  std::shared_ptr<AdvisorySource> advisories;  // --osv-export, loaded; null: none
+  // --osv-export (loaded) or --osv-url; null: none. Its wake is set to the controller's queue.
+  std::shared_ptr<AdvisorySource> advisories;
   // The mirror check (spec.mirror): the registry CA (--registry-ca-file; "" = the system
   // roots) and how many HEAD requests one check runs at once.
   std::string registryCaPem;

@@ -1,7 +1,5 @@
 #include "controllers/runtimeenv/runtimeenv_plan.h"
 
-#include "controllers/runtimeenv/runtimeenv_advisories.h"
-
 #include <algorithm>
 #include <map>
 
@@ -266,6 +264,53 @@ void planMirrorInto(RuntimeEnvPlan& plan, const RuntimeEnvObserved& o, const Run
   for (const MirrorEvent& e : m.events) plan.events.push_back({e.type, e.reason, e.message});
 }
 
+// Advisories (runtimeenv_advisories.h) of the current revision's closure and of every
+// pinned revision's stored one. A lock that does not resolve keeps the last match of
+// the current revision; no source removes them.
+void planAdvisoriesInto(RuntimeEnvPlan& plan, const RuntimeEnvObserved& o, const Resolution& r,
+                        const RevisionsPlan& revisions, const json& oldStatus, json& status) {
+  if (o.advisories == nullptr) {
+    status.erase("advisories");
+    return;
+  }
+  AdvisoryInput in;
+  in.source = o.advisories.get();
+  in.previous = decode::object(oldStatus, "advisories");
+  in.nowUnix = o.nowUnix;
+  in.currentRevision = revisions.currentRevision;
+  // A revision's packages: its own, else those of a revision with the same closure.
+  auto packagesOf =
+      [&](const RuntimeRevision& rev) -> std::optional<std::vector<closure::Package>> {
+    if (r.ok && r.closure.closureHash == rev.closureHash) return r.closure.packages;
+    for (const RuntimeRevision& other : revisions.revisions) {
+      if (other.closureHash != rev.closureHash || other.packages.empty()) continue;
+      auto decoded = decodeAdvisoryPackages(other.packages);
+      if (decoded.isOk()) return std::move(*decoded);
+    }
+    return std::nullopt;
+  };
+  for (const RuntimeRevision& rev : revisions.revisions) {
+    const bool current = rev.number == revisions.currentRevision;
+    if (current && r.ok) {
+      in.current = RevisionToMatch{rev.number, r.closure.closureHash, true, rev.pinned(),
+                                   r.closure.packages};
+    } else if (rev.pinned()) {
+      in.pinned.push_back({rev.number, rev.closureHash, current, true, packagesOf(rev)});
+    }
+  }
+  AdvisoryPlan a = planAdvisories(in);
+  if (a.status.is_null()) {
+    status.erase("advisories");
+  } else {
+    status["advisories"] = std::move(a.status);
+  }
+  for (AdvisoryPlan::Event& e : a.events)
+    plan.events.push_back({std::move(e.type), std::move(e.reason), std::move(e.message)});
+  plan.advisoryLookups = std::move(a.lookups);
+  plan.pinnedAdvisories = std::move(a.pinnedBySeverity);
+  plan.advisoryRequeueSeconds = a.requeueAfterSeconds;
+}
+
 }  // namespace
 
 bool isDigestPinned(const std::string& image) {
@@ -354,7 +399,9 @@ RuntimeEnvPlan planRuntimeEnv(const RuntimeEnvObserved& o, const std::string& no
     if (c.closureHash != oldHash) {
       plan.events.push_back({kube::kEventTypeNormal, kReasonResolved, readyMessage});
     }
-    resolved = ResolvedPair{rte.spec.image, c.closureHash, r.lockDigest, cuda, minDriver};
+    resolved = ResolvedPair{rte.spec.image, c.closureHash,
+                            r.lockDigest,   cuda,
+                            minDriver,      encodeAdvisoryPackages(c.packages).value_or("")};
   }
 
   RevisionsInput in;
@@ -372,21 +419,7 @@ RuntimeEnvPlan planRuntimeEnv(const RuntimeEnvObserved& o, const std::string& no
   RevisionsPlan revisions = planRevisions(in);
   recordRevisions(revisions, status, plan.events);
 
-  // Advisories of the current revision's closure (runtimeenv_advisories.h). A lock that
-  // does not resolve keeps the last match; no source removes it.
-  if (o.advisories == nullptr) {
-    status.erase("advisories");
-  } else if (r.ok) {
-    json advisories =
-        advisoryStatus(o.advisories->match(r.closure.packages), revisions.currentRevision,
-                       r.closure.closureHash, o.advisorySource);
-    bool pinned = false;
-    for (const RuntimeRevision& rev : revisions.revisions)
-      if (rev.number == revisions.currentRevision) pinned = rev.pinned();
-    if (auto e = advisoryEvent(decode::object(oldStatus, "advisories"), advisories, pinned))
-      plan.events.push_back(std::move(*e));
-    status["advisories"] = std::move(advisories);
-  }
+  planAdvisoriesInto(plan, o, r, revisions, oldStatus, status);
 
   planVerificationInto(plan, o, rte, r, resolved, revisions, status, now);
   planMirrorInto(plan, o, rte, r, revisions.currentRevision, status, now);

@@ -17,8 +17,8 @@
 
 #include <nlohmann/json.hpp>
 
-#include "advisories/match.h"
 #include "controllers/common/plan.h"
+#include "controllers/runtimeenv/runtimeenv_advisories.h"
 #include "controllers/runtimeenv/runtimeenv_mirror.h"
 #include "controllers/runtimeenv/runtimeenv_revisions.h"
 #include "controllers/runtimeenv/runtimeenv_verification.h"
@@ -48,11 +48,10 @@ struct RuntimeEnvObserved {
   std::vector<kube::ObjectPtr> closureConfigMaps;  // this RuntimeEnv's, one per revision
   std::string cliImage;
   int64_t nowUnix = 0;
-  // The operator's advisory source (--osv-export; runtimeenv_advisories.h): null when
-  // none is configured (status.advisories is then removed), else the loaded index and
-  // what it is ("<path>: N records").
-  std::shared_ptr<const advisories::AdvisoryIndex> advisories;
-  std::string advisorySource;
+  // The operator's advisory source (--osv-export or --osv-url; runtimeenv_advisories.h):
+  // null when none is configured (status.advisories is then removed), else a snapshot
+  // of the loaded export or of the endpoint's last answers.
+  std::shared_ptr<const AdvisorySnapshot> advisories;
   // The mirror checker's latest finished check of this RuntimeEnv (runtimeenv_mirror.h).
   std::optional<MirrorCheckResult> mirrorLatest;
 };
@@ -74,6 +73,12 @@ struct RuntimeEnvPlan {
   std::optional<bool> inUseFinalizer;
   VerificationPlan verification;
   MirrorPlan mirror;  // spec.mirror: status.mirror, Mirrored, the check to start
+  // Advisories (runtimeenv_advisories.h): the closures to ask the endpoint about, the
+  // pinned revisions' advisories by severity (the metric; null without a source) and
+  // when the next endpoint answer falls due (0: none).
+  std::vector<AdvisoryLookup> advisoryLookups;
+  nlohmann::json pinnedAdvisories;
+  int64_t advisoryRequeueSeconds = 0;
 };
 
 RuntimeEnvPlan planRuntimeEnv(const RuntimeEnvObserved& observed, const std::string& now);

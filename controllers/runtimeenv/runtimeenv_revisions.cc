@@ -105,6 +105,7 @@ RevisionsPlan planRevisions(const RevisionsInput& in) {
     match->lockDigest = p.lockDigest;
     match->cuda = p.cuda;
     match->minDriver = p.minDriver;
+    match->packages = p.packages;
     const int64_t next = match->number;
     if (current != 0 && current != next) {
       if (RuntimeRevision* old = find(current)) old->lastResolved = in.now;
@@ -155,6 +156,17 @@ RevisionsPlan planRevisions(const RevisionsInput& in) {
   }
   std::reverse(kept.begin(), kept.end());
   std::reverse(plan.pruned.begin(), plan.pruned.end());
+  // The stored packages' budget: the current and pinned revisions first, newest first.
+  std::vector<RuntimeRevision*> order;
+  for (size_t i = kept.size(); i-- > 0;)
+    if (kept[i].number == current || kept[i].pinned()) order.push_back(&kept[i]);
+  for (size_t i = kept.size(); i-- > 0;)
+    if (kept[i].number != current && !kept[i].pinned()) order.push_back(&kept[i]);
+  size_t stored = 0;
+  for (RuntimeRevision* r : order) {
+    if (stored + r->packages.size() > kMaxRevisionPackagesTotal) r->packages.clear();
+    stored += r->packages.size();
+  }
   plan.revisions = std::move(kept);
   plan.currentRevision = current;
   return plan;

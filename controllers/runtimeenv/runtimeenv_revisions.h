@@ -24,7 +24,14 @@ struct ResolvedPair {
   std::string lockDigest;
   std::string cuda;
   std::string minDriver;
+  // The closure as advisory matching needs it (runtimeenv_advisories.h
+  // encodeAdvisoryPackages); "" when too large to keep.
+  std::string packages;
 };
+
+// All revisions' stored packages together at most this many bytes: the current and
+// pinned revisions keep theirs first, then the newest others.
+inline constexpr size_t kMaxRevisionPackagesTotal = size_t{256} << 10;
 
 struct RevisionsInput {
   std::string runtimeEnv;  // its name: releases name it in spec.runtimeEnvRef
@@ -63,6 +70,9 @@ struct RevisionsPlan {
 //    revision current (its lockDigest, CUDA and driver follow the resolution);
 //    a new pair is a new revision numbered one above the highest recorded;
 //  - a change of current sets lastResolved on both the old and new current;
+//  - the resolved revision keeps the resolution's packages (the same closure hash has
+//    the same packages, so a revision recorded without them gains them when current);
+//    past kMaxRevisionPackagesTotal, unpinned non-current revisions lose theirs first;
 //  - pinnedBy is re-derived from the releases and the Models' records of
 //    prod every time (releasePins);
 //  - kept: the current revision, every pinned one, the highest-numbered one

@@ -23,6 +23,11 @@ class PrometheusVerificationMetrics final : public VerificationMetrics {
                         .Help("OSV advisories affecting a RuntimeEnv's current revision, by "
                               "severity (docs/supply-chain.md)")
                         .Register(registry)),
+        pinnedAdvisories_(::prometheus::BuildGauge()
+                              .Name("lockstep_runtime_pinned_advisories")
+                              .Help("OSV advisories affecting the revisions of a RuntimeEnv that "
+                                    "releases or prod pin, by severity (docs/supply-chain.md)")
+                              .Register(registry)),
         mirrorMissing_(::prometheus::BuildGauge()
                            .Name("lockstep_runtime_mirror_missing_artifacts")
                            .Help("Locked artifacts of a RuntimeEnv's current revision its last "
@@ -48,6 +53,14 @@ class PrometheusVerificationMetrics final : public VerificationMetrics {
       advisories_.Add({{"namespace", ns}, {"runtimeenv", name}, {"severity", severity}}).Set(n);
     }
   }
+  void pinnedAdvisories(const std::string& ns, const std::string& name,
+                        const nlohmann::json& bySeverity) override {
+    for (const char* severity : {"critical", "high", "medium", "low", "none", "unknown"}) {
+      const double n = bySeverity.is_object() ? bySeverity.value(severity, 0) : 0;
+      pinnedAdvisories_.Add({{"namespace", ns}, {"runtimeenv", name}, {"severity", severity}})
+          .Set(n);
+    }
+  }
 
   void mirrorMissing(const std::string& ns, const std::string& name, int64_t missing) override {
     const std::map<std::string, std::string> labels = {{"namespace", ns}, {"runtimeenv", name}};
@@ -71,6 +84,7 @@ class PrometheusVerificationMetrics final : public VerificationMetrics {
  private:
   ::prometheus::Family<::prometheus::Counter>& runs_;
   ::prometheus::Family<::prometheus::Gauge>& advisories_;
+  ::prometheus::Family<::prometheus::Gauge>& pinnedAdvisories_;
   ::prometheus::Family<::prometheus::Gauge>& mirrorMissing_;
   ::prometheus::Family<::prometheus::Counter>& mirrorChecks_;
   std::mutex mu_;

@@ -25,6 +25,11 @@ class VerificationMetrics {
   // object zeroes every series of it).
   virtual void advisories(const std::string& /*ns*/, const std::string& /*name*/,
                           const nlohmann::json& /*bySeverity*/) {}
+  // lockstep_runtime_pinned_advisories{namespace,runtimeenv,severity}: the distinct
+  // advisories (one per vulnerability and package) of the revisions releases or a
+  // Model's prod pin, by severity.
+  virtual void pinnedAdvisories(const std::string& /*ns*/, const std::string& /*name*/,
+                                const nlohmann::json& /*bySeverity*/) {}
   // lockstep_runtime_mirror_missing_artifacts{namespace,runtimeenv}: the files of the
   // current revision the last check did not find in spec.mirror.repository; a negative
   // count removes the series (no spec.mirror).

@@ -645,5 +645,29 @@ TEST(HelmChart, TheHubControllerIsOptIn) {
   EXPECT_NE(on.find("--fleet-poll-interval=30s"), std::string::npos) << on;
 }
 
+TEST(HelmChart, TheOsvEndpointIsAValueWithItsCaMounted) {
+  CommandResult r;
+  auto container = [&](const std::vector<std::string>& set) {
+    auto docs = renderDocs(set, &r);
+    EXPECT_EQ(r.exitCode, 0) << r.err;
+    auto deployments = ofKind(docs, "Deployment");
+    return deployments.empty() ? std::string()
+                               : YAML::Dump(deployments[0]["spec"]["template"]["spec"]);
+  };
+  const std::string off = container({"advisories.caBundleConfigMap=osv-ca"});
+  EXPECT_EQ(off.find("osv"), std::string::npos) << "no URL, no source: " << off;
+  const std::string on =
+      container({"advisories.osvUrl=https://osv.internal", "advisories.caBundleConfigMap=osv-ca",
+                 "advisories.refresh=10m"});
+  EXPECT_NE(on.find("--osv-url=https://osv.internal"), std::string::npos) << on;
+  EXPECT_NE(on.find("--osv-refresh=10m"), std::string::npos) << on;
+  EXPECT_NE(on.find("--osv-ca-file=/etc/lockstep/osv-ca/ca.crt"), std::string::npos) << on;
+  EXPECT_NE(on.find("mountPath: /etc/lockstep/osv-ca"), std::string::npos) << on;
+  EXPECT_NE(on.find("name: osv-ca"), std::string::npos) << on;
+  const std::string roots = container({"advisories.osvUrl=https://api.osv.dev"});
+  EXPECT_NE(roots.find("--osv-url=https://api.osv.dev"), std::string::npos) << roots;
+  EXPECT_EQ(roots.find("--osv-ca-file"), std::string::npos) << roots;
+}
+
 }  // namespace
 }  // namespace lockstep::testing

@@ -106,3 +106,10 @@ only what --api-versions tells it).
 {{- fail (printf "admission.mode must be auto, policy or webhook, got %q" $mode) -}}
 {{- end -}}
 {{- end -}}
+
+{{- /* The OSV endpoint's CA ConfigMap (advisories.caBundleConfigMap), when an endpoint is set; "" otherwise. */ -}}
+{{- define "lockstep.osvCa" -}}
+{{- if and (.Values.advisories).osvUrl (.Values.advisories).caBundleConfigMap -}}
+{{- .Values.advisories.caBundleConfigMap -}}
+{{- end -}}
+{{- end -}}

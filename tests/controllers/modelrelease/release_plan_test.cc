@@ -725,6 +725,20 @@ TEST(ReleasePlan, AdvisoriesAboveMaxSeverityStartNoGateAndNoCanary) {
   json other = env;
   other["status"]["advisories"]["revision"] = 7;
   EXPECT_EQ(planRelease(observed(release, other)).jobsToCreate.size(), 1u);
+  // Unless its entry of revisions[] (a pinned revision after the lock moved on) has them.
+  json pinned = env;
+  pinned["status"]["advisories"] = {
+      {"revision", 7},
+      {"items", json::array()},
+      {"revisions",
+       json::array({{{"revision", 7}, {"items", json::array()}},
+                    {{"revision", 0}, {"items", env["status"]["advisories"]["items"]}}})}};
+  auto held = planRelease(observed(release, pinned));
+  EXPECT_TRUE(held.jobsToCreate.empty());
+  EXPECT_EQ(condition(held, "Ready", "reason"), "AdvisoriesAboveMaxSeverity");
+  EXPECT_NE(condition(held, "Ready", "message").find("revision 0 has 2 advisory(ies)"),
+            std::string::npos)
+      << condition(held, "Ready", "message");
   // The gate passed: the canary does not start while the advisory stands.
   auto first = planRelease(observed(release, runtimeEnv()));
   json job = finished(jobFor(first), "Complete");

@@ -33,7 +33,7 @@ RuntimeRevision rev(int64_t n, const std::string& image, const std::string& h) {
 }
 
 ResolvedPair pair(const std::string& image, const std::string& h) {
-  return ResolvedPair{image, h, "sha256:" + std::string(64, '0'), "12.4", "550.54.14"};
+  return ResolvedPair{image, h, "sha256:" + std::string(64, '0'), "12.4", "550.54.14", ""};
 }
 
 ReleasePinFacts release(const std::string& name, const std::string& phase,
@@ -268,6 +268,42 @@ TEST(PlanRevisions, APinOnAPrunedPairHoldsNothing) {
 // (a prune, `kubectl delete`) leaves its pair pinned by the Model's record,
 // under the release name its stable pods carry, so a lock edit does not leave
 // them unadmissible; the RuntimeEnv says which Model holds it.
+// What advisory matching needs of a closure is kept with its revision: set from the
+// resolution (also on a revision recorded without it), and within a total budget the
+// current and pinned revisions keep theirs before the others.
+TEST(PlanRevisions, TheResolutionsPackagesAreKeptWithinABudgetPinnedFirst) {
+  ResolvedPair resolved = pair(img('a'), hash('1'));
+  resolved.packages = "pypi idna 3.4\n";
+  RevisionsPlan p = planRevisions(input({}, 0, resolved));
+  EXPECT_EQ(p.revisions[0].packages, "pypi idna 3.4\n");
+  // Recorded before packages were kept: the resolution fills them in.
+  RevisionsPlan old = planRevisions(input({rev(1, img('a'), hash('1'))}, 1, resolved));
+  EXPECT_EQ(numbered(old, 1).packages, "pypi idna 3.4\n");
+
+  const std::string big(100 << 10, 'x');  // 100 KiB each: three fit in the 256 KiB
+  std::vector<RuntimeRevision> recorded;
+  for (int64_t n = 1; n <= 4; ++n) {
+    RuntimeRevision r = rev(n, img('a'), hash(static_cast<char>('0' + n)));
+    r.packages = big;
+    recorded.push_back(r);
+  }
+  ResolvedPair current = pair(img('a'), hash('5'));
+  current.packages = big;
+  // v1 pins revision 1, the oldest: it keeps its packages; of the unpinned, only the
+  // current (5) does; 2, 3 and 4 lose theirs.
+  ReleasePinFacts v1 = release("v1", "Promoted", hash('1'));
+  v1.pin = RuntimePin{1, img('a'), hash('1')};
+  RevisionsPlan budget = planRevisions(input(recorded, 4, current, {v1}));
+  EXPECT_EQ(numbered(budget, 1).packages.size(), big.size());
+  EXPECT_EQ(numbered(budget, 5).packages.size(), big.size());
+  EXPECT_TRUE(numbered(budget, 4).packages.empty());
+  EXPECT_TRUE(numbered(budget, 3).packages.empty());
+  EXPECT_TRUE(numbered(budget, 2).packages.empty());
+  size_t total = 0;
+  for (const RuntimeRevision& r : budget.revisions) total += r.packages.size();
+  EXPECT_LE(total, kMaxRevisionPackagesTotal);
+}
+
 TEST(PlanRevisions, TheModelsRecordOfProdPinsWithoutAnyReleaseObject) {
   using api::v1alpha1::ModelPin;
   using api::v1alpha1::ModelPinHold;
