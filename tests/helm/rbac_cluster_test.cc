@@ -200,8 +200,9 @@ TEST_F(OperatorAccount, NamespacedInstallWorksInItsNamespaceOnly) {
   }
   // Back to the cluster install for the next tests.
   applyAll(renderRbac({}));
-  EXPECT_TRUE(eventually([&] { return operatorCan({"list", "configmaps", "--all-namespaces"}); }))
-      << "the cluster install's RBAC did not come back within 60 s";
+  EXPECT_TRUE(eventually([&] {
+    return operatorCan({"list", "configmaps", "--all-namespaces"});
+  })) << "the cluster install's RBAC did not come back within 60 s";
   kubectl({"delete", "role,rolebinding", std::string(kReleaseName) + "-watched", "-n", watched,
            "--ignore-not-found"});
   kubectl({"delete", "namespace", watched, outside, "--wait=false"});

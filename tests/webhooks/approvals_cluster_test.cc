@@ -394,9 +394,8 @@ TEST_F(ApprovalsClusterTest, AnApprovalForAStageNotWaitingYetIsRefused) {
   mr["spec"]["runtimeEnvRef"]["name"] = "not-yet";
   auto r = as("carol", {"create", "-f", "-"}, mr.dump());
   ASSERT_EQ(r.exitCode, 0) << r.err;
-  ASSERT_TRUE(eventually([&] {
-    return statusField(release("early")) == "Pending";
-  })) << release("early").dump(2);
+  ASSERT_TRUE(eventually([&] { return statusField(release("early")) == "Pending"; }))
+      << release("early").dump(2);
   r = as("alice", {"annotate", "mr", "early", "approve.lockstep.dev/ci=alice"});
   EXPECT_NE(r.exitCode, 0) << "an approval of a stage that does not wait was admitted";
   EXPECT_NE(r.err.find("metadata.annotations[\"approve.lockstep.dev/ci\"]: stage \"ci\""),
