@@ -20,6 +20,9 @@ set(LOCKSTEP_COST_modelrollout_cluster_test 102)
 # drift_cluster_test passed whole (2 cases, 59 s, 3 Dec 2026, one private cluster, load
 # about 6: `./build/tests/drift/drift_cluster_test`).
 set(LOCKSTEP_COST_drift_cluster_test 59)
+# runtimeenv_advisories_cluster_test passed whole (1 case, 43-60 s, 3 Dec 2026, one private
+# cluster, load about 9: `./build/tests/controllers/runtimeenv_advisories_cluster_test`).
+set(LOCKSTEP_COST_runtimeenv_advisories_cluster_test 60)
 # helm_uninstall_cluster_test passed whole (1 case, 63 s, 3 Dec 2026, one private cluster,
 # load about 3: `./build/tests/helm/helm_uninstall_cluster_test`).
 set(LOCKSTEP_COST_helm_uninstall_cluster_test 63)
