@@ -156,6 +156,14 @@ nlohmann::json kubectlJson(const std::vector<std::string>& args) {
   return nlohmann::json::parse(r.out, nullptr, false);
 }
 
+std::string statusField(const nlohmann::json& object, const char* field) {
+  if (!object.is_object()) return "";
+  auto status = object.find("status");
+  if (status == object.end() || !status->is_object()) return "";
+  auto v = status->find(field);
+  return v != status->end() && v->is_string() ? v->get<std::string>() : "";
+}
+
 std::string conditionField(const nlohmann::json& object, const std::string& type,
                            const char* field) {
   if (!object.is_object()) return "";
@@ -173,12 +181,27 @@ std::string conditionField(const nlohmann::json& object, const std::string& type
 }
 
 bool eventually(const std::function<bool()>& probe, std::chrono::milliseconds timeout) {
+  // A probe that reads a field the object does not have yet (a status before the
+  // controller's first write) throws a json type error: that is "not yet", not a failure.
+  // The last such error is printed when the wait ends without success.
+  std::string shapeError;
+  auto attempt = [&] {
+    try {
+      return probe();
+    } catch (const nlohmann::json::exception& e) {
+      shapeError = e.what();
+      return false;
+    }
+  };
   auto deadline = std::chrono::steady_clock::now() + timeout;
   while (std::chrono::steady_clock::now() < deadline) {
-    if (probe()) return true;
+    if (attempt()) return true;
     std::this_thread::sleep_for(std::chrono::milliseconds(250));
   }
-  return probe();
+  shapeError.clear();
+  if (attempt()) return true;
+  if (!shapeError.empty()) std::cerr << "eventually: the last probe threw " << shapeError << "\n";
+  return false;
 }
 
 std::string readFile(const std::string& path) {

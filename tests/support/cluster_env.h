@@ -79,7 +79,12 @@ nlohmann::json kubectlJson(const std::vector<std::string>& args);
 std::string conditionField(const nlohmann::json& object, const std::string& type,
                            const char* field = "status");
 
-// Polls `probe` every 250 ms until it returns true or `timeout` passes.
+// A string field of an object's status ("phase"); "" when the object, its status or
+// the field is missing, as it is between a create and the controller's first status write.
+std::string statusField(const nlohmann::json& object, const char* field = "phase");
+
+// Polls `probe` every 250 ms until it returns true or `timeout` passes. A probe that
+// throws a json error (a field not there yet) counts as false for that poll.
 // (Integration tests only: they wait on a real cluster. Unit tests never sleep.)
 bool eventually(const std::function<bool()>& probe,
                 std::chrono::milliseconds timeout = std::chrono::seconds(60));

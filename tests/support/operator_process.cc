@@ -145,6 +145,21 @@ void OperatorProcess::installCrdsAndRbac() {
     for (const auto& o : renderChart(t))
       mustKubectl({"apply", "-n", kOperatorNamespace, "-f", "-"}, o.dump());
   }
+  // The API server authorizes from informers of the RBAC objects: under load a binding
+  // just applied can be a second or more behind, and a test's first request (or its
+  // `auth can-i`) would be denied. Wait until the ServiceAccount holds a grant of the chart.
+  const std::string as =
+      std::string("--as=system:serviceaccount:") + kOperatorNamespace + ":" + kReleaseName;
+  // (The leader-election Lease: granted by every chart since the first, the upgrade test's too.)
+  if (!eventually([&] {
+        return kubectl({"auth", "can-i", "update", "leases/lockstep-operator", "-n",
+                        kOperatorNamespace, as})
+                   .out.rfind("yes", 0) == 0;
+      })) {
+    throw std::runtime_error(
+        "the chart's RBAC was applied, but after 60 s its ServiceAccount "
+        "still may not update leases/lockstep-operator");
+  }
 }
 
 CommandResult patchStatusAsOperator(const std::string& resource, const std::string& ns,

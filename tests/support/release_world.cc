@@ -153,7 +153,7 @@ json ReleaseWorld::waitPhase(const std::string& name, const std::string& phase,
       [&] {
         last = get("mr", name);
         return !last.is_discarded() && last.contains("status") && last["status"].is_object() &&
-               last["status"].value("phase", "") == phase;
+               statusField(last) == phase;
       },
       timeout);
   EXPECT_TRUE(ok) << name << ": phase " << phase << " not reached: "

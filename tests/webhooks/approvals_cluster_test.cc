@@ -140,7 +140,7 @@ TEST_F(ApprovalsClusterTest, RemovingTheWaitingStagesApprovalIsRefusedNamingTheF
   json ci = gate("ci");
   ci["approval"] = "Manual";
   createWaiting("bypass", json::array({gate("eval"), ci}), "ci");
-  ASSERT_EQ(release("bypass")["status"].value("phase", ""), "Testing");
+  ASSERT_EQ(statusField(release("bypass")), "Testing");
   // bob may patch ModelReleases but holds no approve verb: the reproduced bypass.
   auto r = as("bob", {"patch", "mr", "bypass", "--type=json", "-p",
                       R"([{"op":"remove","path":"/spec/stages/1/approval"}])"});
@@ -208,7 +208,7 @@ TEST_F(ApprovalsClusterTest, TheCreatorCannotApproveAnotherApproverCan) {
   json mr;
   ASSERT_TRUE(eventually([&] {
     mr = release("sod");
-    return mr["status"].value("phase", "") == "Validated";
+    return statusField(mr) == "Validated";
   })) << mr.dump(2);
   EXPECT_EQ(stageOf(mr, "ci")["approvedBy"], "alice");
   EXPECT_EQ(stageOf(mr, "ci")["approvedGeneration"], mr["metadata"]["generation"]);
@@ -238,7 +238,7 @@ TEST_F(ApprovalsClusterTest, TheMutatingWebhookRecordsTheCreatorWhoCannotApprove
   ASSERT_EQ(r.exitCode, 0) << r.err;
   ASSERT_TRUE(eventually([&] {
     stored = release("recorded");
-    return stored["status"].value("phase", "") == "Validated";
+    return statusField(stored) == "Validated";
   })) << stored.dump(2);
   EXPECT_EQ(stageOf(stored, "ci")["approvedBy"], "dave");
 
@@ -285,7 +285,7 @@ TEST_F(ApprovalsClusterTest, MinApproversTwoNeedsTwoDistinctUsers) {
   ASSERT_EQ(r.exitCode, 0) << r.err;
   ASSERT_TRUE(eventually([&] {
     mr = release("two");
-    return mr["status"].value("phase", "") == "Validated";
+    return statusField(mr) == "Validated";
   })) << mr.dump(2);
   EXPECT_EQ(stageOf(mr, "ci")["approvers"], json::array({"alice", "dave"}));
 }
@@ -372,7 +372,7 @@ TEST_F(ApprovalsClusterTest, ApproversArePeopleFromTheNamedGroups) {
   ASSERT_EQ(r.exitCode, 0) << r.err;
   ASSERT_TRUE(eventually([&] {
     mr = release("people");
-    return mr["status"].value("phase", "") == "Validated";
+    return statusField(mr) == "Validated";
   })) << mr.dump(2);
   EXPECT_EQ(stageOf(mr, "ci")["approvers"], json::array({"alice", "dave"}));
   EXPECT_EQ(stageOf(mr, "ci")["approvals"],
@@ -394,9 +394,8 @@ TEST_F(ApprovalsClusterTest, AnApprovalForAStageNotWaitingYetIsRefused) {
   mr["spec"]["runtimeEnvRef"]["name"] = "not-yet";
   auto r = as("carol", {"create", "-f", "-"}, mr.dump());
   ASSERT_EQ(r.exitCode, 0) << r.err;
-  ASSERT_TRUE(eventually([&] {
-    return release("early")["status"].value("phase", "") == "Pending";
-  })) << release("early").dump(2);
+  ASSERT_TRUE(eventually([&] { return statusField(release("early")) == "Pending"; }))
+      << release("early").dump(2);
   r = as("alice", {"annotate", "mr", "early", "approve.lockstep.dev/ci=alice"});
   EXPECT_NE(r.exitCode, 0) << "an approval of a stage that does not wait was admitted";
   EXPECT_NE(r.err.find("metadata.annotations[\"approve.lockstep.dev/ci\"]: stage \"ci\""),

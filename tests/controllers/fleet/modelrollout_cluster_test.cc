@@ -395,7 +395,7 @@ TEST_F(ModelRolloutClusterTest, ARolledBackClusterPastMaxFailuresAbortsTheFleet)
   held = registryHolds(d);
   EXPECT_EQ(held.permits.size(), 1u);
   EXPECT_EQ(held.aborts.size(), 1u);
-  EXPECT_EQ(rollout("llama-v8")["status"].value("phase", ""), "Aborted");
+  EXPECT_EQ(statusField(rollout("llama-v8")), "Aborted");
 }
 
 TEST_F(ModelRolloutClusterTest, ARegistryThatIsDownHoldsTheRolloutUntilItIsBack) {

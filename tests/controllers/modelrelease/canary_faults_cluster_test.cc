@@ -127,7 +127,7 @@ class CanaryFaultsTest : public ::testing::Test {
   void promoteBaseline() {
     createRelease("v1", package('1'), json::array({prodStage(json::array({{{"weight", 100}}}))}));
     json v1 = waitPhase("v1", "Promoted");
-    ASSERT_EQ(v1["status"].value("phase", ""), "Promoted");
+    ASSERT_EQ(statusField(v1), "Promoted");
     ASSERT_TRUE(eventually([&] {
       return readyPods() == std::map<std::string, int>{{"stable/v1", 2}};
     })) << json(readyPods()).dump();
