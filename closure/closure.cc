@@ -269,6 +269,12 @@ StatusOr<Closure> computeUnbounded(std::string_view text, const ClosureOptions& 
       }
       out.files.push_back(std::move(f));
     }
+    // A NAR is not among the digests (the store path is): its narHash is the file's.
+    for (const RawFile& rf : raw.files) {
+      if (rf.storePath.empty()) continue;
+      out.files.push_back(LockedFile{p.ecosystem, p.name, p.version, rf.digest, rf.url, rf.fileName,
+                                     rf.size, rf.storePath, rf.references});
+    }
     if (p.digests.empty()) {
       const std::string who = "\"" + p.name + (p.version.empty() ? "" : " " + p.version) + "\"";
       if (!options.allowUnhashed) {
@@ -306,15 +312,16 @@ StatusOr<Closure> computeUnbounded(std::string_view text, const ClosureOptions& 
     }
   }
   std::sort(out.files.begin(), out.files.end(), [](const LockedFile& a, const LockedFile& b) {
-    return std::tie(a.ecosystem, a.name, a.version, a.digest, a.url) <
-           std::tie(b.ecosystem, b.name, b.version, b.digest, b.url);
+    return std::tie(a.ecosystem, a.name, a.version, a.digest, a.storePath, a.url) <
+           std::tie(b.ecosystem, b.name, b.version, b.digest, b.storePath, b.url);
   });
-  // One per digest: the same file listed twice (a package under two markers).
+  // One per digest: the same file listed twice (a package under two markers). Nix: one
+  // per store path (two store paths of the same content share a NAR, each needs its own).
   {
-    std::set<std::string> seen;
+    std::set<std::pair<std::string, std::string>> seen;
     std::vector<LockedFile> unique;
     for (LockedFile& f : out.files) {
-      if (seen.insert(f.digest).second) unique.push_back(std::move(f));
+      if (seen.emplace(f.digest, f.storePath).second) unique.push_back(std::move(f));
     }
     out.files = std::move(unique);
   }

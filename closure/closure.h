@@ -66,7 +66,11 @@ struct LockedFile {
   std::string digest;    // "sha256:<64 hex>"
   std::string url;       // where the lock says it is downloaded from; "" (pip, poetry)
   std::string fileName;  // poetry's explicit `file`; "" otherwise (see the url)
-  int64_t size = -1;     // bytes when the lock says so (uv), else -1
+  int64_t size = -1;     // bytes when the lock says so (uv, nix's narSize), else -1
+  // Nix: the file is the NAR of this store path ("/nix/store/<hash>-<name>"; the digest is
+  // its narHash) and the store paths it refers to, as the lock lists them. Else empty.
+  std::string storePath;
+  std::vector<std::string> references;
   bool operator==(const LockedFile& o) const = default;
 };
 
@@ -100,8 +104,9 @@ struct Closure {
   std::string cuda;                   // "12.4" when the lock pins a CUDA runtime, else ""
   std::string minDriver;              // minimum Linux x86_64 driver for `cuda`, else ""
   // Every sha256 artifact digest of `packages`, one per digest, sorted by
-  // (ecosystem, name, version, digest). Git commits and Nix store paths are
-  // not files and are not listed.
+  // (ecosystem, name, version, digest), and the NAR of each Nix store path whose
+  // narHash the lock gives (one per store path: two paths may have the same NAR).
+  // Git commits are not files and are not listed.
   std::vector<LockedFile> files;
   size_t packageCount() const { return packages.size(); }
 };

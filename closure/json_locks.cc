@@ -6,6 +6,7 @@
 #include <set>
 
 #include "closure/lock_parsers.h"
+#include "closure/nix_hash.h"
 
 namespace lockstep::closure::internal {
 namespace {
@@ -206,11 +207,43 @@ StatusOr<ParsedLock> parseNixPathInfo(std::string_view text, const Ctx& ctx) {
                         std::to_string(root.size()) + " entries; the limit is " +
                             std::to_string(ctx.limits().maxEntries));
   }
-  auto add = [&](const std::string& path, const std::string& field) -> Status {
+  // `info`: the path's narHash, narSize and references, when given, make its NAR a file.
+  auto add = [&](const std::string& path, const std::string& field, const json& info,
+                 const std::string& infoField) -> Status {
     auto name = storeName(path);
     if (!name || path.front() != '/')
       return ctx.error(0, field, "\"" + path + "\" is not a store path");
-    out.packages.push_back(RawPackage{"nix", *name, "", {path}, ctx.source + ": " + field});
+    RawPackage p{"nix", *name, "", {path}, ctx.source + ": " + field};
+    if (auto narHash = info.find("narHash"); narHash != info.end()) {
+      auto digest =
+          narHash->is_string() ? narHashToDigest(narHash->get<std::string>()) : std::nullopt;
+      if (!digest) {
+        return ctx.error(0, infoField + ".narHash",
+                         "not a sha256 NAR hash (sha256:<nix base-32 or hex>, sha256-<base64>)");
+      }
+      RawFile f;
+      f.digest = *digest;
+      f.storePath = path;
+      if (auto size = info.find("narSize"); size != info.end()) {
+        if (!size->is_number_integer() || size->get<long long>() < 0)
+          return ctx.error(0, infoField + ".narSize", "not a non-negative integer");
+        f.size = size->get<int64_t>();
+      }
+      if (auto refs = info.find("references"); refs != info.end()) {
+        if (!refs->is_array())
+          return ctx.error(0, infoField + ".references", "expected an array of store paths");
+        for (size_t i = 0; i < refs->size(); ++i) {
+          const json& r = (*refs)[i];
+          if (!r.is_string() || !isStorePath(r.get<std::string>())) {
+            return ctx.error(0, infoField + ".references[" + std::to_string(i) + "]",
+                             "expected a store path");
+          }
+          f.references.push_back(r.get<std::string>());
+        }
+      }
+      p.files.push_back(std::move(f));
+    }
+    out.packages.push_back(std::move(p));
     return Status::ok();
   };
   if (root.is_array()) {  // Nix < 2.19: [{"path": "/nix/store/...", ...}, ...]
@@ -222,7 +255,7 @@ StatusOr<ParsedLock> parseNixPathInfo(std::string_view text, const Ctx& ctx) {
           !root[i]["valid"].get<bool>()) {
         return ctx.error(0, field, "\"" + *path + "\" is not valid in the store");
       }
-      LOCKSTEP_RETURN_IF_ERROR(add(*path, field));
+      LOCKSTEP_RETURN_IF_ERROR(add(*path, field, root[i], "[" + std::to_string(i) + "]"));
     }
     return out;
   }
@@ -231,7 +264,7 @@ StatusOr<ParsedLock> parseNixPathInfo(std::string_view text, const Ctx& ctx) {
       const std::string field = "\"" + path + "\"";
       if (info.is_null()) return ctx.error(0, field, "path is not valid in the store");
       if (!info.is_object()) return ctx.error(0, field, "expected an object");
-      LOCKSTEP_RETURN_IF_ERROR(add(path, field));
+      LOCKSTEP_RETURN_IF_ERROR(add(path, field, info, field));
     }
     return out;
   }

@@ -22,6 +22,9 @@ struct RawFile {
   std::string url;       // "" when the lock gives none
   std::string fileName;  // an explicit file name (poetry's `file`), else ""
   int64_t size = -1;     // uv's `size`, else -1
+  // Nix: the NAR of this store path (one of RawPackage::digests); `digest` is its narHash.
+  std::string storePath;
+  std::vector<std::string> references;
 };
 
 struct RawPackage {
@@ -30,7 +33,7 @@ struct RawPackage {
   std::string version;
   std::vector<std::string> digests;
   std::string where;             // "uv.lock:12", for errors about this package
-  std::vector<RawFile> files{};  // sources of some of `digests` (none for pip, nix)
+  std::vector<RawFile> files{};  // sources of some of `digests` (none for pip); NARs (nix)
 };
 
 struct ParsedLock {

@@ -7,6 +7,7 @@
 #include <set>
 #include <utility>
 
+#include "closure/nix_hash.h"
 #include "evidence/purl.h"
 #include "operator/registry/reference.h"
 #include "operator/registry/referrers.h"
@@ -61,8 +62,31 @@ std::pair<std::string, std::string> lastSegments(std::string_view url) {
 }
 
 std::string who(const Entry& e) {
+  if (!e.storePath.empty()) return e.ecosystem + " " + e.storePath;
   return e.ecosystem + " " + e.name + (e.version.empty() ? "" : " " + e.version);
 }
+
+bool isNar(const Entry& e) { return !e.storePath.empty(); }
+
+// "/nix/store/<hash>-<name>" -> "<hash>-<name>".
+std::string storeBaseName(std::string_view path) {
+  size_t slash = path.rfind('/');
+  return std::string(slash == std::string_view::npos ? path : path.substr(slash + 1));
+}
+
+std::string joinReferences(const std::vector<std::string>& references) {
+  std::vector<std::string> names;
+  names.reserve(references.size());
+  for (const std::string& r : references) names.push_back(storeBaseName(r));
+  std::sort(names.begin(), names.end());
+  names.erase(std::unique(names.begin(), names.end()), names.end());
+  std::string out;
+  for (const std::string& n : names) out += (out.empty() ? "" : " ") + n;
+  return out;
+}
+
+// Two manifest layers are the same file at the same place: one per store path for NARs.
+std::string layerKey(const Entry& e) { return isNar(e) ? "nix:" + e.storePath : destPath(e); }
 
 bool isDigest(std::string_view d) {
   if (d.size() != 71 || d.substr(0, 7) != "sha256:") return false;
@@ -108,6 +132,7 @@ bool isCondaSubdir(std::string_view subdir) {
 
 std::string mediaTypeFor(std::string_view ecosystem, std::string_view fileName) {
   if (ecosystem == "conda" || endsWith(fileName, ".conda")) return kCondaMediaType;
+  if (ecosystem == "nix" && endsWith(fileName, ".nar")) return kNarMediaType;
   if (ecosystem == "pypi") {
     if (endsWith(fileName, ".whl")) return kWheelMediaType;
     if (endsWith(fileName, ".tar.gz") || endsWith(fileName, ".zip") ||
@@ -137,6 +162,17 @@ StatusOr<Plan> planMirror(const closure::Closure& c) {
     e.digest = f.digest;
     e.size = f.size;
     e.url = f.url;
+    if (!f.storePath.empty()) {
+      if (!closure::splitStorePath(f.storePath)) {
+        return invalidArgument("package " + who(e) + ": \"" + f.storePath +
+                               "\" is not a Nix store path");
+      }
+      e.storePath = f.storePath;
+      e.references = f.references;
+      nameEntry(e, storeBaseName(f.storePath) + ".nar");
+      plan.entries.push_back(std::move(e));
+      continue;
+    }
     auto [last, parent] = lastSegments(f.url);
     std::string name = !f.fileName.empty() ? f.fileName : last;
     if (!name.empty()) {
@@ -153,15 +189,33 @@ StatusOr<Plan> planMirror(const closure::Closure& c) {
     }
     plan.entries.push_back(std::move(e));
   }
+  std::set<std::string> nars;  // store paths whose NAR is an entry
+  for (const Entry& e : plan.entries) {
+    if (isNar(e)) nars.insert(e.storePath);
+  }
   for (const closure::Package& p : c.packages) {
     const std::string id = p.ecosystem + " " + p.name + (p.version.empty() ? "" : " " + p.version);
     if (p.digests.empty()) plan.notMirrored.push_back(id + ": no digest (unhashed)");
     for (const std::string& d : p.digests) {
-      if (d.rfind("sha256:", 0) == 0) continue;
+      if (d.rfind("sha256:", 0) == 0 || nars.count(d)) continue;
       plan.notMirrored.push_back(id + ": " + d +
-                                 (d.rfind("git:", 0) == 0 ? " (a VCS source, not a file)"
-                                                          : " (a Nix store path, not a file)"));
+                                 (d.rfind("git:", 0) == 0
+                                      ? " (a VCS source, not a file)"
+                                      : " (a Nix store path without a narHash in the lock)"));
     }
+  }
+  // A NAR is of no use without the paths it refers to: a binary cache without them fails
+  // `nix copy`. The lock lists them when written by `nix path-info --recursive`.
+  std::set<std::string> absent;
+  for (const Entry& e : plan.entries) {
+    for (const std::string& r : e.references) {
+      if (!nars.count(r)) absent.insert(r);
+    }
+  }
+  for (const std::string& r : absent) {
+    plan.notMirrored.push_back("nix " + r +
+                               ": referred to, but not in the lock with a narHash (write the "
+                               "lock with nix path-info --json --recursive)");
   }
   return plan;
 }
@@ -206,8 +260,15 @@ std::string mirrorTag(std::string_view closureHash) {
   return "closure-" + std::string(hex);
 }
 
-Source pickSource(const Entry& e, const DirIndex& dir) {
-  if (dir.given) {
+Source pickSource(const Entry& e, const DirIndex& dir, std::string_view nixCache) {
+  if (dir.given && isNar(e)) {
+    // Matched by content: the file name is ours. A file of that name with other bytes is
+    // still read, so that the push names both digests.
+    if (auto it = dir.byDigest.find(e.digest); it != dir.byDigest.end())
+      return {Source::kDirFile, it->second};
+    if (auto it = dir.byName.find(e.fileName); it != dir.byName.end())
+      return {Source::kDirFile, it->second};
+  } else if (dir.given) {
     if (!e.fileName.empty()) {
       if (auto it = dir.byName.find(e.fileName); it != dir.byName.end())
         return {Source::kDirFile, it->second};
@@ -216,14 +277,22 @@ Source pickSource(const Entry& e, const DirIndex& dir) {
       return {Source::kDirFile, it->second};
   }
   if (e.url.rfind("https://", 0) == 0) return {Source::kUrl, e.url};
+  if (isNar(e) && !nixCache.empty()) {
+    auto parts = closure::splitStorePath(e.storePath);
+    return {Source::kNixCache,
+            std::string(nixCache) + "/" + (parts ? parts->hashPart : "") + ".narinfo"};
+  }
   std::string why;
   if (dir.given) {
     why = "not in --from-dir " + dir.dir + " (" +
-          (e.fileName.empty() ? "no file with that digest" : "no file " + e.fileName) + ")";
+          (e.fileName.empty() || isNar(e) ? "no file with that digest" : "no file " + e.fileName) +
+          ")";
   } else {
     why = "no --from-dir given";
   }
-  if (e.url.empty()) {
+  if (isNar(e)) {
+    why += ", and no --nix-cache given";
+  } else if (e.url.empty()) {
     why += ", and the lock gives no URL";
   } else {
     why += ", and the lock's URL is not https: " + e.url;
@@ -232,7 +301,7 @@ Source pickSource(const Entry& e, const DirIndex& dir) {
 }
 
 bool needsDigestLookup(const Entry& e, const DirIndex& dir) {
-  return dir.given && (e.fileName.empty() || dir.byName.count(e.fileName) == 0);
+  return dir.given && (isNar(e) || e.fileName.empty() || dir.byName.count(e.fileName) == 0);
 }
 
 StatusOr<std::string> mirrorManifest(const Plan& plan) {
@@ -243,7 +312,7 @@ StatusOr<std::string> mirrorManifest(const Plan& plan) {
       return invalidArgument("mirror manifest: " + who(e) + " " + e.digest +
                              ": no file name or size yet");
     }
-    const std::string path = destPath(e);
+    const std::string path = layerKey(e);
     auto [it, fresh] = paths.emplace(path, e.digest);
     if (!fresh && it->second != e.digest) {
       return invalidArgument("mirror manifest: two files would both be " + path + ": " +
@@ -255,6 +324,10 @@ StatusOr<std::string> mirrorManifest(const Plan& plan) {
     annotations[kPurlAnnotation] = e.purl;
     if (!e.subdir.empty()) annotations[kSubdirAnnotation] = e.subdir;
     if (!e.url.empty()) annotations[kUrlAnnotation] = e.url;
+    if (isNar(e)) {
+      annotations[kStorePathAnnotation] = e.storePath;
+      annotations[kReferencesAnnotation] = joinReferences(e.references);
+    }
     layers.push_back({{"mediaType", e.mediaType},
                       {"digest", e.digest},
                       {"size", e.size},
@@ -325,6 +398,11 @@ StatusOr<MirrorManifest> parseMirrorManifest(std::string_view bytes, const std::
       return invalidArgument(at + ".annotations[\"" + kSubdirAnnotation + "\"]: \"" + e.subdir +
                              "\" is not a conda subdir");
     }
+    e.storePath = str(*a, kStorePathAnnotation);
+    if (!e.storePath.empty() && !closure::splitStorePath(e.storePath)) {
+      return invalidArgument(at + ".annotations[\"" + kStorePathAnnotation + "\"]: \"" +
+                             e.storePath + "\" is not a Nix store path");
+    }
     fromPurl(e);
     out.entries.push_back(std::move(e));
   }
@@ -350,6 +428,8 @@ FetchSet fetchSet(const Plan& plan, const MirrorManifest& manifest) {
     e.name = want.name;
     e.version = want.version;
     e.purl = want.purl;
+    e.storePath = want.storePath;
+    e.references = want.references;
     if (e.ecosystem == "conda" && e.subdir.empty()) e.subdir = want.subdir;
     if (e.ecosystem != "conda") e.subdir.clear();
     out.entries.push_back(std::move(e));
@@ -358,8 +438,46 @@ FetchSet fetchSet(const Plan& plan, const MirrorManifest& manifest) {
 }
 
 std::string destPath(const Entry& e) {
+  if (isNar(e)) {
+    auto nix = closure::digestToNixHash(e.digest);  // "sha256:<base-32>"
+    return "nar/" + (nix ? nix->substr(7) : e.digest.substr(e.digest.find(':') + 1)) + ".nar";
+  }
   if (e.ecosystem == "conda" && !e.subdir.empty()) return e.subdir + "/" + e.fileName;
   return e.fileName;
+}
+
+StatusOr<std::vector<CacheFile>> nixBinaryCache(const std::vector<Entry>& entries) {
+  std::vector<CacheFile> out;
+  std::string storeDir;
+  std::map<std::string, std::string> narinfos;  // "<hash>.narinfo" -> text, sorted
+  for (const Entry& e : entries) {
+    if (!isNar(e)) continue;
+    auto parts = closure::splitStorePath(e.storePath);
+    if (!parts) return invalidArgument(who(e) + ": not a Nix store path");
+    if (storeDir.empty()) storeDir = parts->storeDir;
+    if (parts->storeDir != storeDir) {
+      return invalidArgument(who(e) + ": not in " + storeDir +
+                             " (a binary cache has one store directory)");
+    }
+    auto hash = closure::digestToNixHash(e.digest);
+    if (!hash || e.size < 0) return invalidArgument(who(e) + ": no NAR hash or size");
+    const std::string size = std::to_string(e.size);
+    // Nix's narinfo (libstore/nar-info.cc): "Key: value" lines; an absent Compression
+    // means bzip2, so "none" is written. FileHash/FileSize are of the file as stored.
+    std::string text = "StorePath: " + e.storePath + "\n";
+    text += "URL: " + destPath(e) + "\n";
+    text += "Compression: none\n";
+    text += "FileHash: " + *hash + "\n";
+    text += "FileSize: " + size + "\n";
+    text += "NarHash: " + *hash + "\n";
+    text += "NarSize: " + size + "\n";
+    text += "References: " + joinReferences(e.references) + "\n";
+    narinfos[parts->hashPart + ".narinfo"] = std::move(text);
+  }
+  if (narinfos.empty()) return out;
+  out.push_back({"nix-cache-info", "StoreDir: " + storeDir + "\n"});
+  for (auto& [path, text] : narinfos) out.push_back({path, std::move(text)});
+  return out;
 }
 
 std::string requirementsText(const std::vector<Entry>& entries) {

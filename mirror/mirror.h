@@ -25,12 +25,17 @@ inline constexpr char kWheelMediaType[] = "application/vnd.lockstep.mirror.pypi.
 inline constexpr char kSdistMediaType[] = "application/vnd.lockstep.mirror.pypi.sdist.v1";
 inline constexpr char kCondaMediaType[] = "application/vnd.lockstep.mirror.conda.package.v1";
 inline constexpr char kFileMediaType[] = "application/vnd.lockstep.mirror.file.v1";
+inline constexpr char kNarMediaType[] = "application/vnd.lockstep.mirror.nix.nar.v1";
 
 // Layer annotations. The title is the file name, as `oras pull` names what it writes.
 inline constexpr char kTitleAnnotation[] = "org.opencontainers.image.title";
 inline constexpr char kPurlAnnotation[] = "dev.lockstep.mirror.purl";
 inline constexpr char kUrlAnnotation[] = "dev.lockstep.mirror.url";
 inline constexpr char kSubdirAnnotation[] = "dev.lockstep.mirror.subdir";
+// Nix: the store path a NAR is of, and the store paths it refers to (base names, space
+// separated, as a narinfo's References).
+inline constexpr char kStorePathAnnotation[] = "dev.lockstep.mirror.nix.store-path";
+inline constexpr char kReferencesAnnotation[] = "dev.lockstep.mirror.nix.references";
 // Manifest annotations.
 inline constexpr char kClosureHashAnnotation[] = "dev.lockstep.mirror.closure-hash";
 inline constexpr char kFormatAnnotation[] = "dev.lockstep.mirror.format";
@@ -39,7 +44,7 @@ inline constexpr char kEnvironmentAnnotation[] = "dev.lockstep.mirror.environmen
 
 // One file of the closure.
 struct Entry {
-  std::string ecosystem;  // "pypi", "conda"
+  std::string ecosystem;  // "pypi", "conda", "nix"
   std::string name;       // as in the closure (PEP 503 for pypi)
   std::string version;
   std::string purl;       // "pkg:pypi/alpha@1.0.0"
@@ -49,6 +54,10 @@ struct Entry {
   std::string url;        // where the lock says it is downloaded from, else ""
   std::string subdir;     // conda: the channel subdir ("linux-64", "noarch"); else ""
   std::string mediaType;  // from the file name; "" until the name is known
+  // Nix: the file is this store path's NAR (the digest its narHash, the size its narSize)
+  // and the store paths it refers to, as the lock lists them. Else empty.
+  std::string storePath;
+  std::vector<std::string> references;
   bool operator==(const Entry& o) const = default;
 };
 
@@ -58,13 +67,15 @@ struct Plan {
   std::string platform;     // per-platform locks, else ""
   std::string environment;  // pixi, else ""
   std::vector<Entry> entries;
-  // Closure entries with no file to mirror: "pypi foo 1.0: git:<commit> (a VCS source)".
+  // Closure entries with no file to mirror: "pypi foo 1.0: git:<commit> (a VCS source)",
+  // and Nix references the lock does not list (their NARs are not in the mirror).
   std::vector<std::string> notMirrored;
 };
 
 // The files of `c` (closure::Closure::files) as entries. The file name comes from the
-// lock (poetry) or the last segment of its URL, percent-decoded. InvalidArgument naming
-// the package when the lock's file name is not a plain file name.
+// lock (poetry) or the last segment of its URL, percent-decoded; a NAR's is
+// "<hash>-<name>.nar" of its store path. InvalidArgument naming the package when the lock's
+// file name is not a plain file name, or a NAR's store path is not one.
 StatusOr<Plan> planMirror(const closure::Closure& c);
 
 // A plain file name: not empty, at most 255 bytes, no '/', '\', NUL or control
@@ -97,12 +108,14 @@ struct DirIndex {
   std::map<std::string, std::string> byDigest;  // "sha256:…" -> path (files hashed)
 };
 struct Source {
-  enum Kind { kDirFile, kUrl, kMissing } kind = kMissing;
-  std::string location;  // the path or URL; for kMissing, why
+  enum Kind { kDirFile, kUrl, kNixCache, kMissing } kind = kMissing;
+  std::string location;  // the path or URL (kNixCache: the narinfo's); for kMissing, why
 };
 // The --from-dir file of that name, else the file with that digest, else the lock's
-// https URL, else kMissing with the reason.
-Source pickSource(const Entry& e, const DirIndex& dir);
+// https URL, else kMissing with the reason. A NAR (its name is ours, not the lock's): the
+// file with that digest, else a file of its name (to be refused naming both digests), else
+// the narinfo of its store path in `nixCache` (--nix-cache, parseNixCacheUrl) when given.
+Source pickSource(const Entry& e, const DirIndex& dir, std::string_view nixCache = {});
 // True when an entry needs the directory hashed to be found (no file of its name there).
 bool needsDigestLookup(const Entry& e, const DirIndex& dir);
 
@@ -130,8 +143,22 @@ struct FetchSet {
 };
 FetchSet fetchSet(const Plan& plan, const MirrorManifest& manifest);
 
-// The path of an entry under --dest: "<file>" (a wheelhouse), "<subdir>/<file>" (conda).
+// The path of an entry under --dest: "<file>" (a wheelhouse), "<subdir>/<file>" (conda),
+// "nar/<nix base-32 of the digest>.nar" (a Nix binary cache, as `nix copy --to file://`
+// names an uncompressed NAR).
 std::string destPath(const Entry& e);
+
+// A Nix binary cache (file:// layout) over the NARs of `entries` (the others are
+// skipped): "nix-cache-info" and one "<hash>.narinfo" per store path, each pointing at its
+// NAR's destPath, uncompressed, with the lock's NarHash, NarSize and References, unsigned.
+// Empty without NARs. InvalidArgument for store paths of two store directories or a NAR
+// without a size.
+struct CacheFile {
+  std::string path;  // relative to --dest
+  std::string text;
+  bool operator==(const CacheFile& o) const = default;
+};
+StatusOr<std::vector<CacheFile>> nixBinaryCache(const std::vector<Entry>& entries);
 
 // A requirements file for `pip install --no-index --find-links DIR --require-hashes -r`:
 // per PyPI (name, version), "name==version" with a --hash for each of its files.

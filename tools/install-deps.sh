@@ -45,6 +45,13 @@ packages=(
   # with python3-jsonschema); the ApplicationSet against Argo CD's types needs node and npm,
   # added below only where the machine has none of its own
   python3-yaml
+  # the mirror of a Nix closure (tests/mirror/mirror_nix_test.sh): real Nix makes the store
+  # paths, dumps their NARs and copies them back from the fetched binary cache (private
+  # chroot stores: no daemon, no nixbld users)
+  nix-bin
+  # liblzma (xz-utils' library): `lockstep mirror push --nix-cache` reads the .nar.xz files a
+  # Nix binary cache keeps by default (mirror/xz.cc)
+  liblzma-dev
 )
 # A machine with its own Node.js (e.g. NodeSource's nodejs, which bundles npm) must keep it:
 # Debian's npm depends on Debian's nodejs and cannot be installed beside it.

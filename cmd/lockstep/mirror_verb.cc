@@ -25,6 +25,8 @@
 #include "cmd/lockstep/verbs.h"
 #include "common/flags.h"
 #include "mirror/mirror.h"
+#include "mirror/narinfo.h"
+#include "mirror/xz.h"
 #include "operator/registry/beast_transport.h"
 #include "operator/registry/credentials.h"
 #include "operator/registry/reference.h"
@@ -70,8 +72,9 @@ StatusOr<std::string> fileDigest(const std::string& path) {
   return "sha256:" + hexOf(md, n);
 }
 
-// GET an https URL, following up to 5 redirects.
-StatusOr<std::string> httpsGet(const std::string& url, const RegistryAccess& access) {
+// GET an https URL, following up to 5 redirects; `caPem` empty: the system roots.
+StatusOr<std::string> httpsGet(const std::string& url, const RegistryAccess& access,
+                               const std::string& caPem = "") {
   std::string current = url;
   for (int hop = 0; hop < 6; ++hop) {
     auto split = registry::splitUrl(current);
@@ -80,6 +83,7 @@ StatusOr<std::string> httpsGet(const std::string& url, const RegistryAccess& acc
     registry::BeastTransportOptions options;
     options.timeout = access.timeout;
     options.maxResponseBytes = access.maxResponseBytes;
+    options.caPem = caPem;
     auto t = registry::BeastTransport::create(split->first, options);
     if (!t.isOk()) return t.status().withContext(url);
     registry::HttpRequest req;
@@ -99,6 +103,47 @@ StatusOr<std::string> httpsGet(const std::string& url, const RegistryAccess& acc
     return std::move(resp->body);
   }
   return unavailable(url + ": more than 5 redirects");
+}
+
+// --nix-cache: where it is and the certificates its https server is checked against.
+struct NixCache {
+  std::string url;    // parseNixCacheUrl's; "" when not given
+  std::string caPem;  // --nix-cache-cert-dir's; "" the system roots
+};
+
+StatusOr<std::string> getFromCache(const std::string& url, const NixCache& cache,
+                                   const RegistryAccess& access) {
+  if (url.rfind("file://", 0) == 0) return readFile(url.substr(7), kMaxFileBytes);
+  return httpsGet(url, access, cache.caPem);
+}
+
+// The NAR of `e` from a binary cache: its narinfo (the lock's NarHash and NarSize, a
+// compression read here), the file it names (its FileHash when given), decompressed.
+// The caller still checks the NAR's sha256 against the lock.
+StatusOr<std::string> narFromCache(const Entry& e, const std::string& narInfoUrl,
+                                   const NixCache& cache, const RegistryAccess& access) {
+  auto text = getFromCache(narInfoUrl, cache, access);  // errors name the URL or file
+  if (!text.isOk()) return text.status();
+  auto info = mirror::parseNarInfo(*text, narInfoUrl);
+  if (!info.isOk()) return info.status();
+  LOCKSTEP_RETURN_IF_ERROR(mirror::checkNarInfo(*info, e, narInfoUrl));
+  auto fileUrl = mirror::narFileUrl(cache.url, *info, narInfoUrl);
+  if (!fileUrl.isOk()) return fileUrl.status();
+  auto file = getFromCache(*fileUrl, cache, access);
+  if (!file.isOk()) return file.status();
+  if (!info->fileHash.empty()) {
+    const std::string got = registry::sha256Digest(*file);
+    if (got != info->fileHash) {
+      return invalidArgument(*fileUrl + ": sha256 mismatch: the narinfo's FileHash is " +
+                             info->fileHash + ", the file is " + got);
+    }
+  }
+  if (info->compression == "xz") {
+    auto nar = mirror::xzDecompress(*file, kMaxFileBytes);
+    if (!nar.isOk()) return nar.status().withContext(*fileUrl);
+    return nar;
+  }
+  return file;
 }
 
 // The progress line on a TTY (stderr), redrawn in place; nothing when not a TTY.
@@ -290,6 +335,8 @@ int runPush(const VerbContext& ctx, const std::vector<std::string>& args) {
   Flags flags(commonFlags({
       {"to", "", "the repository: host[:port]/path"},
       {"from-dir", "", "a local wheelhouse or conda channel to take files from"},
+      {"nix-cache", "", "a Nix binary cache (https:// or file://) to take NARs from"},
+      {"nix-cache-cert-dir", "", "*.crt files the --nix-cache server is checked against"},
   }));
   int rc = kExitOk;
   auto common = prepare(ctx, flags, "mirror push", args, "to", rc);
@@ -297,6 +344,24 @@ int runPush(const VerbContext& ctx, const std::vector<std::string>& args) {
   Plan& plan = common->plan;
   const std::string& repository = common->repo.repository;
   const std::string where = common->repo.registry + "/" + repository;
+
+  NixCache nixCache;
+  if (std::string u = flags.get("nix-cache"); !u.empty()) {
+    auto parsed = mirror::parseNixCacheUrl(u);
+    if (!parsed.isOk()) {
+      ctx.err << "mirror push: " << parsed.status().message() << "\n";
+      return kExitUsage;
+    }
+    nixCache.url = *parsed;
+  }
+  if (std::string d = flags.get("nix-cache-cert-dir"); !d.empty()) {
+    auto pem = certificates(d, "--nix-cache-cert-dir");
+    if (!pem.isOk()) {
+      ctx.err << "mirror push: " << pem.status().message() << "\n";
+      return kExitFailure;
+    }
+    nixCache.caPem = *pem;
+  }
 
   mirror::DirIndex dir;
   if (std::string d = flags.get("from-dir"); !d.empty()) {
@@ -312,7 +377,8 @@ int runPush(const VerbContext& ctx, const std::vector<std::string>& args) {
     std::set<std::string> named;
     for (const Entry& e : plan.entries) {
       lookup = lookup || mirror::needsDigestLookup(e, dir);
-      if (!e.fileName.empty()) named.insert(e.fileName);
+      // A NAR's name is ours, not the lock's: its file is found by content.
+      if (!e.fileName.empty() && e.storePath.empty()) named.insert(e.fileName);
     }
     if (lookup) {
       for (const auto& [name, path] : dir.byName) {
@@ -328,12 +394,14 @@ int runPush(const VerbContext& ctx, const std::vector<std::string>& args) {
       plan.entries.size(), common->jobs, common->host, common->access,
       [&](size_t i, registry::RegistryClient& client) {
         Entry& e = plan.entries[i];
-        const mirror::Source source = mirror::pickSource(e, dir);
+        const mirror::Source source = mirror::pickSource(e, dir, nixCache.url);
         if (e.fileName.empty() && source.kind == mirror::Source::kDirFile) {
           mirror::nameEntry(e, baseName(source.location));
         }
         const std::string label =
-            e.name + " " + e.version + " " + (e.fileName.empty() ? e.digest : e.fileName);
+            !e.storePath.empty()
+                ? e.storePath
+                : e.name + " " + e.version + " " + (e.fileName.empty() ? e.digest : e.fileName);
         auto have = client.blobSize(repository, e.digest);
         if (!have.isOk()) {
           progress.failed("mirror push: " + label + ": " + have.status().message());
@@ -354,17 +422,27 @@ int runPush(const VerbContext& ctx, const std::vector<std::string>& args) {
           progress.failed("mirror push: " + label + " " + e.digest + ": " + source.location);
           return;
         }
-        StatusOr<std::string> bytes = source.kind == mirror::Source::kDirFile
-                                          ? readFile(source.location, kMaxFileBytes)
-                                          : httpsGet(source.location, common->access);
+        StatusOr<std::string> bytes =
+            source.kind == mirror::Source::kDirFile ? readFile(source.location, kMaxFileBytes)
+            : source.kind == mirror::Source::kNixCache
+                ? narFromCache(e, source.location, nixCache, common->access)
+                : httpsGet(source.location, common->access);
         if (!bytes.isOk()) {
           progress.failed("mirror push: " + label + ": " + bytes.status().message());
           return;
         }
         const std::string got = registry::sha256Digest(*bytes);
         if (got != e.digest) {
+          const std::string what =
+              e.storePath.empty() ? "" : " of the NAR of " + e.storePath + " (its narHash)";
           progress.failed("mirror push: " + source.location + ": sha256 mismatch: the lock says " +
-                          e.digest + ", the file is " + got + "; not pushed");
+                          e.digest + what + ", the file is " + got + "; not pushed");
+          return;
+        }
+        if (!e.storePath.empty() && e.size >= 0 && static_cast<int64_t>(bytes->size()) != e.size) {
+          progress.failed("mirror push: " + source.location + ": the NAR of " + e.storePath +
+                          " is " + std::to_string(bytes->size()) + " bytes, the lock's narSize " +
+                          std::to_string(e.size) + "; not pushed");
           return;
         }
         e.size = static_cast<int64_t>(bytes->size());
@@ -510,6 +588,12 @@ int runFetch(const VerbContext& ctx, const std::vector<std::string>& args) {
           progress.failed("mirror fetch: " + e.fileName + ": " + blob.status().message());
           return;
         }
+        if (!e.storePath.empty() && e.size >= 0 && static_cast<int64_t>(blob->size()) != e.size) {
+          progress.failed("mirror fetch: " + e.fileName + ": the NAR of " + e.storePath + " is " +
+                          std::to_string(blob->size()) + " bytes, the lock's narSize " +
+                          std::to_string(e.size));
+          return;
+        }
         fs::create_directories(path.parent_path(), fec);
         const fs::path tmp = path.string() + ".lockstep-partial";
         {
@@ -537,6 +621,22 @@ int runFetch(const VerbContext& ctx, const std::vector<std::string>& args) {
             << " files failed\n";
     return kExitFailure;
   }
+  // NARs: a file:// binary cache over them (every narinfo from the lock: two store paths
+  // may share one NAR, downloaded once).
+  auto cache = mirror::nixBinaryCache(plan.entries);
+  if (!cache.isOk()) {
+    ctx.err << "mirror fetch: " << cache.status().message() << "\n";
+    return kExitFailure;
+  }
+  for (const mirror::CacheFile& f : *cache) {
+    const fs::path path = fs::path(dest) / f.path;
+    std::ofstream out(path, std::ios::binary | std::ios::trunc);
+    out << f.text;
+    if (!out) {
+      ctx.err << "mirror fetch: " << path.string() << ": cannot be written\n";
+      return kExitFailure;
+    }
+  }
   bool pypi = false;
   for (const Entry& e : set.entries) pypi = pypi || e.ecosystem == "pypi";
   if (pypi) {
@@ -555,6 +655,11 @@ int runFetch(const VerbContext& ctx, const std::vector<std::string>& args) {
     ctx.out << "install offline: pip install --no-index --find-links " << dest
             << " --require-hashes -r " << dest << "/requirements.txt\n";
   }
+  if (!cache->empty()) {
+    ctx.out << "a Nix binary cache of " << cache->size() - 1
+            << " store paths (unsigned): nix copy --from file://" << fs::absolute(dest).string()
+            << " --no-require-sigs <store path>\n";
+  }
   return kExitOk;
 }
 
@@ -562,21 +667,25 @@ int runFetch(const VerbContext& ctx, const std::vector<std::string>& args) {
 
 void mirrorUsage(std::ostream& os, const std::string& program) {
   os << "usage: " << program
-     << " mirror push  --lock FILE --to REPO [--from-dir DIR] [flags]\n"
+     << " mirror push  --lock FILE --to REPO [--from-dir DIR] [--nix-cache URL] [flags]\n"
         "       "
      << program
      << " mirror fetch --lock FILE --from REPO --dest DIR [flags]\n"
         "\n"
-        "push: every artifact file of the lock's closure (wheels, sdists, conda packages) is\n"
-        "taken from --from-dir (by file name, else by digest) or the lock's https URL, checked\n"
-        "against the lock's sha256 and pushed as a blob under that digest unless the registry\n"
-        "has it; then an artifact manifest listing them is tagged closure-<hex>. Run again to\n"
-        "resume. fetch: the files of that manifest for the lock, verified, written under DIR\n"
-        "(conda packages under DIR/<subdir>/) with DIR/requirements.txt for pip\n"
-        "--require-hashes (docs/supply-chain.md, \"The mirror\").\n"
-        "  --lock FILE          the lock (uv, pip, conda-lock, pixi, poetry)\n"
+        "push: every artifact file of the lock's closure (wheels, sdists, conda packages, Nix\n"
+        "NARs) is taken from --from-dir (by file name, else by digest; a NAR by digest) or the\n"
+        "lock's https URL, checked against the lock's sha256 (a NAR's narHash) and pushed as a\n"
+        "blob under that digest unless the registry has it; then an artifact manifest listing\n"
+        "them is tagged closure-<hex>. Run again to resume. fetch: the files of that manifest\n"
+        "for the lock, verified, written under DIR (conda packages under DIR/<subdir>/) with\n"
+        "DIR/requirements.txt for pip --require-hashes, NARs as a Nix binary cache (DIR/nar/,\n"
+        "DIR/<hash>.narinfo) (docs/supply-chain.md, \"The mirror\").\n"
+        "  --lock FILE          the lock (uv, pip, conda-lock, pixi, poetry, nix path-info)\n"
         "  --to / --from REPO   host[:port]/path of the OCI repository\n"
         "  --from-dir DIR       push: a local wheelhouse or conda channel (searched recursively)\n"
+        "  --nix-cache URL      push: a Nix binary cache (https://… or file:///…) for NARs not\n"
+        "                       in --from-dir (narinfo checked against the lock; none or xz)\n"
+        "  --nix-cache-cert-dir D  *.crt files the --nix-cache server is checked against\n"
         "  --dest DIR           fetch: where to write\n"
         "  --tag T              the manifest's tag (default closure-<hex of the closure hash>)\n"
         "  --format, --platform, --environment   as for closure-hash\n"

@@ -34,13 +34,15 @@ StatusOr<std::string> authFilePath(const RegistryAccess& access) {
   return std::string();
 }
 
-StatusOr<std::string> certificates(const std::string& dir) {
+}  // namespace
+
+StatusOr<std::string> certificates(const std::string& dir, const std::string& flag) {
   std::error_code ec;
   std::vector<std::filesystem::path> files;
   for (const auto& e : std::filesystem::directory_iterator(dir, ec)) {
     if (e.path().extension() == ".crt") files.push_back(e.path());
   }
-  if (ec) return invalidArgument("--cert-dir " + dir + ": " + ec.message());
+  if (ec) return invalidArgument(flag + " " + dir + ": " + ec.message());
   std::sort(files.begin(), files.end());
   std::string pem;
   for (const auto& f : files) {
@@ -49,11 +51,9 @@ StatusOr<std::string> certificates(const std::string& dir) {
     pem += *text + "\n";
   }
   if (pem.find("-----BEGIN CERTIFICATE-----") == std::string::npos)
-    return invalidArgument("--cert-dir " + dir + ": no *.crt file with a PEM certificate");
+    return invalidArgument(flag + " " + dir + ": no *.crt file with a PEM certificate");
   return pem;
 }
-
-}  // namespace
 
 StatusOr<std::unique_ptr<registry::RegistryClient>> openRegistry(const std::string& host,
                                                                  const RegistryAccess& access) {

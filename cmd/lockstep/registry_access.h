@@ -22,6 +22,10 @@ struct RegistryAccess {
   size_t maxResponseBytes = size_t{8} << 20;  // the largest answer read
 };
 
+// The PEM certificates of the *.crt files of `dir`. InvalidArgument naming `flag` and the
+// directory when there are none.
+StatusOr<std::string> certificates(const std::string& dir, const std::string& flag = "--cert-dir");
+
 // A client for `host` (PackageRef::apiHost()). Errors name the file read.
 StatusOr<std::unique_ptr<registry::RegistryClient>> openRegistry(const std::string& host,
                                                                  const RegistryAccess& access);

@@ -310,5 +310,136 @@ TEST(ProgressTest, Line) {
   EXPECT_EQ(humanBytes(512), "512 B");
 }
 
+// ---- Nix NARs ---------------------------------------------------------------
+
+// `nix path-info --json --recursive` (Nix 2.8) of two paths of a test store: "top" refers
+// to "dep".
+const char kNixLock[] =
+    R"([{"path":"/nix/store/3v48v4c4czb950lyipir65701lisxkxg-top","narHash":"sha256-9nIg+WAQEqHLTZpTWkskv/aRvzmN9iX8P/27mE5UXBA=","narSize":168,"references":["/nix/store/d15qq4w4xqa7g8ahbz0lwxvxvhjcd1is-dep"],"registrationTime":1796309723},{"path":"/nix/store/d15qq4w4xqa7g8ahbz0lwxvxvhjcd1is-dep","narHash":"sha256-FVcImz9sWhSb74L5u30+1KrcOHzTY1SsY5uBlqln5/M=","narSize":480,"references":[],"registrationTime":1796309723}])";
+const std::string kTopDigest =
+    "sha256:f67220f9601012a1cb4d9a535a4b24bff691bf398df625fc3ffdbb984e545c10";
+
+TEST(NixTest, PathInfoFixtureIsOneNarPerStorePathNamedByIt) {
+  Plan p = planOf(fixture("../nix/hello-closure.path-info.object.json"));
+  EXPECT_EQ(p.format, "nix");
+  ASSERT_EQ(p.entries.size(), 5u);
+  EXPECT_TRUE(p.notMirrored.empty()) << p.notMirrored.front();  // every reference is listed
+  const Entry* hello = find(p, "wv9sgsqvmn1kfa3jdj7xkz4k4dz0m0c1-hello-2.12.1.nar");
+  ASSERT_NE(hello, nullptr);
+  EXPECT_EQ(hello->ecosystem, "nix");
+  EXPECT_EQ(hello->storePath, "/nix/store/wv9sgsqvmn1kfa3jdj7xkz4k4dz0m0c1-hello-2.12.1");
+  EXPECT_EQ(hello->purl, "pkg:nix/hello-2.12.1");  // evidence/purl.cc's mapping for nix
+  EXPECT_EQ(hello->mediaType, kNarMediaType);
+  EXPECT_EQ(hello->size, 226560);
+  EXPECT_EQ(hello->references.size(), 2u);
+  // The NAR's digest spelled as Nix does: the cache file's name.
+  EXPECT_EQ(destPath(*hello), "nar/1qv1n3k4m5j6h7g8f9d0s1a2z3x4c5v6b7n8m9l0k1j2h3g4f5d6.nar");
+}
+
+TEST(NixTest, AReferenceTheLockDoesNotListIsNamedAsNotMirrored) {
+  // Without --recursive: "top" alone, its reference absent from the lock.
+  std::string text = kNixLock;
+  text = text.substr(0, text.find(",{\"path\":\"/nix/store/d15q")) + "]";
+  Plan p = planOf(text);
+  ASSERT_EQ(p.entries.size(), 1u);
+  ASSERT_EQ(p.notMirrored.size(), 1u);
+  EXPECT_NE(p.notMirrored[0].find("/nix/store/d15qq4w4xqa7g8ahbz0lwxvxvhjcd1is-dep: referred to"),
+            std::string::npos)
+      << p.notMirrored[0];
+  // A store path without a narHash (a Flox lock names outputs only) is not a file.
+  Plan flox = planOf(R"([{"path": "/nix/store/wv9sgsqvmn1kfa3jdj7xkz4k4dz0m0c1-hello"}])");
+  EXPECT_TRUE(flox.entries.empty());
+  ASSERT_EQ(flox.notMirrored.size(), 1u);
+  EXPECT_NE(flox.notMirrored[0].find("without a narHash"), std::string::npos);
+}
+
+TEST(NixTest, ANarIsFoundByContentNeverTrustedByName) {
+  Plan p = planOf(kNixLock);
+  const Entry& top = p.entries[1];
+  ASSERT_EQ(top.digest, kTopDigest);
+  DirIndex dir;
+  dir.given = true;
+  dir.dir = "nars";
+  EXPECT_TRUE(needsDigestLookup(top, dir));
+  dir.byName["3v48v4c4czb950lyipir65701lisxkxg-top.nar"] =
+      "nars/3v48v4c4czb950lyipir65701lisxkxg-top.nar";
+  dir.byDigest[kTopDigest] = "nars/whatever.nar";
+  // The file with the narHash, whatever its name.
+  EXPECT_EQ(pickSource(top, dir).location, "nars/whatever.nar");
+  EXPECT_TRUE(needsDigestLookup(top, dir));  // a file of its name does not spare the hashing
+  // None with that content: the file of its name is read, and the push refuses it naming
+  // both digests.
+  dir.byDigest.clear();
+  EXPECT_EQ(pickSource(top, dir).location, "nars/3v48v4c4czb950lyipir65701lisxkxg-top.nar");
+  dir.byName.clear();
+  Source s = pickSource(top, dir);
+  EXPECT_EQ(s.kind, Source::kMissing);
+  EXPECT_NE(s.location.find("no file with that digest"), std::string::npos) << s.location;
+}
+
+TEST(NixTest, ManifestAnnotatesTheStorePathAndReadsBack) {
+  Plan p = planOf(kNixLock);
+  auto bytes = mirrorManifest(p);
+  ASSERT_TRUE(bytes.isOk()) << bytes.status().message();
+  auto m = nlohmann::json::parse(*bytes);
+  ASSERT_EQ(m["layers"].size(), 2u);
+  const auto& top = m["layers"][1];
+  EXPECT_EQ(top["mediaType"], kNarMediaType);
+  EXPECT_EQ(top["digest"], kTopDigest);
+  EXPECT_EQ(top["size"], 168);
+  EXPECT_EQ(top["annotations"][kTitleAnnotation], "3v48v4c4czb950lyipir65701lisxkxg-top.nar");
+  EXPECT_EQ(top["annotations"][kStorePathAnnotation],
+            "/nix/store/3v48v4c4czb950lyipir65701lisxkxg-top");
+  EXPECT_EQ(top["annotations"][kReferencesAnnotation], "d15qq4w4xqa7g8ahbz0lwxvxvhjcd1is-dep");
+  EXPECT_EQ(top["annotations"][kPurlAnnotation], "pkg:nix/top");
+  auto back = parseMirrorManifest(*bytes, "m");
+  ASSERT_TRUE(back.isOk()) << back.status().message();
+  EXPECT_EQ(back->entries[1].storePath, "/nix/store/3v48v4c4czb950lyipir65701lisxkxg-top");
+  EXPECT_EQ(back->entries[1].ecosystem, "nix");
+  FetchSet set = fetchSet(p, *back);
+  EXPECT_TRUE(set.missing.empty());
+  ASSERT_EQ(set.entries.size(), 2u);
+  EXPECT_EQ(set.entries[1].references, p.entries[1].references);
+  // A store path annotation that is not one is refused.
+  std::string hostile = *bytes;
+  hostile.replace(hostile.find("/nix/store/3v48"), 15, "/nix/store/../x");
+  auto refused = parseMirrorManifest(hostile, "m");
+  ASSERT_FALSE(refused.isOk());
+  EXPECT_NE(refused.status().message().find("is not a Nix store path"), std::string::npos)
+      << refused.status().message();
+}
+
+TEST(NixTest, BinaryCacheIsWhatNixCopyToFileWrites) {
+  Plan p = planOf(kNixLock);
+  auto cache = nixBinaryCache(p.entries);
+  ASSERT_TRUE(cache.isOk()) << cache.status().message();
+  ASSERT_EQ(cache->size(), 3u);
+  EXPECT_EQ((*cache)[0], (CacheFile{"nix-cache-info", "StoreDir: /nix/store\n"}));
+  // `nix copy --to 'file://…?compression=none'` (Nix 2.8) wrote this narinfo for the same
+  // path, and a "CA:" line (the lock's path-info has one, but a narinfo needs none).
+  EXPECT_EQ((*cache)[1].path, "3v48v4c4czb950lyipir65701lisxkxg.narinfo");
+  EXPECT_EQ((*cache)[1].text,
+            "StorePath: /nix/store/3v48v4c4czb950lyipir65701lisxkxg-top\n"
+            "URL: nar/042wai79ifzx7zy2bxld76zr3xmz4i5mllws9p5s24hhc3wj0wpn.nar\n"
+            "Compression: none\n"
+            "FileHash: sha256:042wai79ifzx7zy2bxld76zr3xmz4i5mllws9p5s24hhc3wj0wpn\n"
+            "FileSize: 168\n"
+            "NarHash: sha256:042wai79ifzx7zy2bxld76zr3xmz4i5mllws9p5s24hhc3wj0wpn\n"
+            "NarSize: 168\n"
+            "References: d15qq4w4xqa7g8ahbz0lwxvxvhjcd1is-dep\n");
+  EXPECT_EQ((*cache)[2].path, "d15qq4w4xqa7g8ahbz0lwxvxvhjcd1is.narinfo");
+  EXPECT_NE((*cache)[2].text.find("\nReferences: \n"), std::string::npos) << (*cache)[2].text;
+  EXPECT_EQ(destPath(p.entries[1]), "nar/042wai79ifzx7zy2bxld76zr3xmz4i5mllws9p5s24hhc3wj0wpn.nar");
+  // No NARs, no cache; a NAR of another store directory is refused.
+  EXPECT_TRUE(
+      nixBinaryCache(
+          planOf(fixture("pip/requests-only-mozilla-translations-splitter.requirements.txt"))
+              .entries)
+          ->empty());
+  std::vector<Entry> mixed = p.entries;
+  mixed[1].storePath = "/gnu/store/3v48v4c4czb950lyipir65701lisxkxg-top";
+  EXPECT_FALSE(nixBinaryCache(mixed).isOk());
+}
+
 }  // namespace
 }  // namespace lockstep::mirror

@@ -14,6 +14,8 @@
 
 #include <gtest/gtest.h>
 
+#include "closure/closure.h"
+#include "mirror/mirror.h"
 #include "tests/support/fake_clock.h"
 
 namespace lockstep::controllers {
@@ -198,6 +200,38 @@ TEST(MirrorChecker, OneCheckPerRequestAndTheRuntimeEnvIsWoken) {
   // first check had ended: never a third check.
   const size_t n = fake->requests().size();
   EXPECT_TRUE(n == 3u || n == 6u) << n;
+}
+
+// The NARs of a Nix lock are blobs like any file: one HEAD each under the narHash's sha256,
+// a missing one named by its file name and purl.
+TEST(MirrorChecker, NixNarsAreHeadedAndAMissingOneIsNamed) {
+  auto c = closure::computeClosure(
+      R"([{"path":"/nix/store/3v48v4c4czb950lyipir65701lisxkxg-top","narHash":"sha256-9nIg+WAQEqHLTZpTWkskv/aRvzmN9iX8P/27mE5UXBA=","narSize":168,"references":["/nix/store/d15qq4w4xqa7g8ahbz0lwxvxvhjcd1is-dep"]},)"
+      R"({"path":"/nix/store/d15qq4w4xqa7g8ahbz0lwxvxvhjcd1is-dep","narHash":"sha256-FVcImz9sWhSb74L5u30+1KrcOHzTY1SsY5uBlqln5/M=","narSize":480,"references":[]}])",
+      {});
+  ASSERT_TRUE(c.isOk()) << c.status().toString();
+  auto plan = mirror::planMirror(*c);
+  ASSERT_TRUE(plan.isOk()) << plan.status().toString();
+  MirrorCheckRequest req = request(0);
+  req.artifacts = plan->entries;
+  auto fake = std::make_shared<FakeRegistry>();
+  const std::string dep = "sha256:1557089b3f6c5a149bef82f9bb7d3ed4aadc387cd36354ac639b8196a967e7f3";
+  const std::string top = "sha256:f67220f9601012a1cb4d9a535a4b24bff691bf398df625fc3ffdbb984e545c10";
+  fake->blobs.insert(dep);
+  testing::FakeClock clock;
+  MirrorChecker checker(fake, clock, 2);
+  MirrorCheckResult r = checker.run(req);
+  EXPECT_EQ(r.outcome, MirrorCheckResult::Outcome::kChecked) << r.error;
+  EXPECT_EQ(r.artifacts, 2);
+  ASSERT_EQ(r.missing.size(), 1u);
+  EXPECT_EQ(r.missing[0].file, "3v48v4c4czb950lyipir65701lisxkxg-top.nar");
+  EXPECT_EQ(r.missing[0].purl, "pkg:nix/top");
+  EXPECT_EQ(r.missing[0].digest, top);
+  std::set<std::string> heads;
+  for (const std::string& q : fake->requests()) {
+    if (q.rfind("HEAD ", 0) == 0) heads.insert(q.substr(q.rfind('/') + 1));
+  }
+  EXPECT_EQ(heads, (std::set<std::string>{dep, top}));
 }
 
 }  // namespace

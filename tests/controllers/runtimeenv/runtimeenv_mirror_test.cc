@@ -387,5 +387,46 @@ TEST(MirrorCheck, TheRuntimeEnvPlanCarriesTheMirror) {
   EXPECT_TRUE(warned);
 }
 
+// A Nix path-info lock (`nix path-info --json --recursive`, Nix 2.8): its NARs are
+// artifacts like wheels, one HEAD each under the narHash's sha256.
+TEST(MirrorCheck, NixNarsAreCheckedAndCountedLikeOtherArtifacts) {
+  const std::string lock =
+      R"([{"path":"/nix/store/3v48v4c4czb950lyipir65701lisxkxg-top","narHash":"sha256-9nIg+WAQEqHLTZpTWkskv/aRvzmN9iX8P/27mE5UXBA=","narSize":168,"references":["/nix/store/d15qq4w4xqa7g8ahbz0lwxvxvhjcd1is-dep"]},)"
+      R"({"path":"/nix/store/d15qq4w4xqa7g8ahbz0lwxvxvhjcd1is-dep","narHash":"sha256-FVcImz9sWhSb74L5u30+1KrcOHzTY1SsY5uBlqln5/M=","narSize":480,"references":[]}])";
+  auto c = closure::computeClosure(lock, {});
+  ASSERT_TRUE(c.isOk()) << c.status().toString();
+  MirrorInput in = input();
+  in.closure = &*c;
+  in.closureHash = c->closureHash;
+  MirrorPlan p = planMirrorCheck(in);
+  ASSERT_TRUE(p.check);
+  ASSERT_EQ(p.check->artifacts.size(), 2u);
+  EXPECT_EQ(p.check->artifacts[1].digest,
+            "sha256:f67220f9601012a1cb4d9a535a4b24bff691bf398df625fc3ffdbb984e545c10");
+  EXPECT_EQ(p.check->artifacts[1].fileName, "3v48v4c4czb950lyipir65701lisxkxg-top.nar");
+  EXPECT_NE(p.mirrored->message.find("checking 2 artifacts"), std::string::npos)
+      << p.mirrored->message;
+
+  MirrorCheckResult r;
+  r.repository = kRepo;
+  r.closureHash = c->closureHash;
+  r.revision = 2;
+  r.checkedAtUnix = kNow - 5;
+  r.artifacts = 2;
+  r.manifestPresent = true;
+  r.missing = {
+      {"3v48v4c4czb950lyipir65701lisxkxg-top.nar", "pkg:nix/top", p.check->artifacts[1].digest}};
+  in.latest = r;
+  MirrorPlan q = planMirrorCheck(in);
+  EXPECT_EQ(q.mirrored->reason, kReasonArtifactsMissing);
+  EXPECT_NE(q.mirrored->message.find("1 of 2 artifacts is missing"), std::string::npos)
+      << q.mirrored->message;
+  EXPECT_NE(
+      q.mirrored->message.find("3v48v4c4czb950lyipir65701lisxkxg-top.nar (sha256:f67220f96010"),
+      std::string::npos)
+      << q.mirrored->message;
+  EXPECT_EQ(q.missingGauge, 1);
+}
+
 }  // namespace
 }  // namespace lockstep::controllers
