@@ -5,6 +5,7 @@
 #include <sstream>
 
 #include "api/v1alpha1/approval.h"
+#include "api/v1alpha1/model_package.h"
 #include "webhooks/admission/release_actions.h"
 
 namespace lockstep::cli {
@@ -190,6 +191,37 @@ std::string renderReleaseList(const json& list, bool allNamespaces, kube::Clock:
   return renderTable(rows);
 }
 
+namespace {
+
+// status.package in one line: "ModelPack: safetensors transformer, 100m parameters,
+// float32; 3 layers, 1250000 bytes" ("" when the operator has not read the package).
+std::string describePackage(const json& release) {
+  const json* status = release.contains("status") ? &release["status"] : nullptr;
+  if (status == nullptr || !status->is_object() || !status->contains("package")) return "";
+  auto info = v1::decodePackageInfo((*status)["package"]);
+  if (!info) return "";
+  std::string out = info->kind;
+  if (info->model) {
+    const v1::ModelPackConfig& m = *info->model;
+    std::vector<std::string> parts;
+    std::string what = m.format;
+    if (!m.architecture.empty()) what += (what.empty() ? "" : " ") + m.architecture;
+    if (!what.empty()) parts.push_back(what);
+    if (!m.paramSize.empty()) parts.push_back(m.paramSize + " parameters");
+    if (!m.precision.empty()) parts.push_back(m.precision);
+    if (!m.quantization.empty()) parts.push_back(m.quantization);
+    std::string joined;
+    for (const auto& p : parts) joined += (joined.empty() ? "" : ", ") + p;
+    if (!joined.empty()) out += ": " + joined;
+  }
+  out += (info->model ? "; " : ": ") + std::to_string(info->layers) +
+         (info->kind == v1::kPackageKindImageIndex ? " manifests" : " layers") + ", " +
+         std::to_string(info->size) + " bytes";
+  return out;
+}
+
+}  // namespace
+
 std::string renderReleaseStatus(const json& release) {
   std::ostringstream os;
   std::vector<std::vector<std::string>> summary = {
@@ -208,6 +240,8 @@ std::string renderReleaseStatus(const json& release) {
         std::pair{"Previous:", "previousRelease"}}) {
     if (std::string v = str(release, {"status", path}); !v.empty()) summary.push_back({label, v});
   }
+  if (std::string kind = describePackage(release); !kind.empty())
+    summary.insert(summary.begin() + 4, {"Package kind:", kind});
   if (std::string by = annotation(release, std::string(lw::kAbortAnnotation)); !by.empty())
     summary.push_back({"Abort requested by:", by});
   // Summary values are never "-"-padded: the header row of renderTable is data here.

@@ -165,6 +165,43 @@ TEST(RenderReleaseStatus, ApprovalColumnAndAbort) {
   EXPECT_EQ(page.find("Metrics:"), std::string::npos);
 }
 
+// status.package (issue 32): what the operator read of the package, one line under it.
+TEST(RenderReleaseStatus, DescribesTheModelPackOrImageItRead) {
+  json r = Release().stage("eval").json();
+  EXPECT_EQ(renderReleaseStatus(r).find("Package kind:"), std::string::npos)
+      << "nothing read yet, nothing said";
+  r["status"]["package"] = {{"digest", "sha256:" + std::string(64, 'b')},
+                            {"kind", "ModelPack"},
+                            {"mediaType", "application/vnd.oci.image.manifest.v1+json"},
+                            {"artifactType", "application/vnd.cncf.model.manifest.v1+json"},
+                            {"layers", 3},
+                            {"size", 1250000},
+                            {"model",
+                             {{"format", "safetensors"},
+                              {"architecture", "transformer"},
+                              {"paramSize", "100k"},
+                              {"parameterCount", 100000},
+                              {"precision", "float32"}}}};
+  std::string page = renderReleaseStatus(r);
+  EXPECT_NE(page.find("Package:            " + kPackage +
+                      "\nPackage kind:       ModelPack: "
+                      "safetensors transformer, 100k parameters, float32; 3 layers, 1250000 "
+                      "bytes\nRuntimeEnv:"),
+            std::string::npos)
+      << page;
+  r["status"]["package"] = {{"digest", "sha256:" + std::string(64, 'b')},
+                            {"kind", "ImageIndex"},
+                            {"mediaType", "application/vnd.oci.image.index.v1+json"},
+                            {"layers", 2},
+                            {"size", 900}};
+  page = renderReleaseStatus(r);
+  EXPECT_NE(page.find("Package kind:       ImageIndex: 2 manifests, 900 bytes\n"),
+            std::string::npos)
+      << page;
+  r["status"]["package"] = "not an object";
+  EXPECT_EQ(renderReleaseStatus(r).find("Package kind:"), std::string::npos);
+}
+
 TEST(RenderReleaseStatus, ToleratesFieldsOfTheWrongType) {
   json r = waitingForCi().json();
   r["status"]["stages"][0]["metrics"] = "not an object";
