@@ -23,7 +23,7 @@ StatusOr<RuntimeCommand> parseRuntimeArgs(const std::vector<std::string>& args) 
       positional.push_back(a);
     }
   }
-  if (positional.empty()) return invalidArgument("missing subcommand (history, drift)");
+  if (positional.empty()) return invalidArgument("missing subcommand (history, advisories, drift)");
   const std::string& sub = positional[0];
   if (sub == "help") return cmd;
   if (sub == "drift") {
@@ -31,13 +31,14 @@ StatusOr<RuntimeCommand> parseRuntimeArgs(const std::vector<std::string>& args) 
     cmd.action = RuntimeCommand::Action::kDrift;
     return cmd;
   }
-  if (sub != "history")
-    return invalidArgument("unknown subcommand \"" + sub + "\" (history, drift)");
-  cmd.action = RuntimeCommand::Action::kHistory;
-  if (positional.size() < 2) return invalidArgument("history needs a RuntimeEnv name");
+  if (sub != "history" && sub != "advisories")
+    return invalidArgument("unknown subcommand \"" + sub + "\" (history, advisories, drift)");
+  cmd.action =
+      sub == "history" ? RuntimeCommand::Action::kHistory : RuntimeCommand::Action::kAdvisories;
+  if (positional.size() < 2) return invalidArgument(sub + " needs a RuntimeEnv name");
   if (positional.size() > 2) return invalidArgument("unexpected argument " + positional[2]);
   cmd.name = positional[1];
-  if (cmd.kube.allNamespaces) return invalidArgument("history reads one RuntimeEnv: use -n NS");
+  if (cmd.kube.allNamespaces) return invalidArgument(sub + " reads one RuntimeEnv: use -n NS");
   return cmd;
 }
 
@@ -47,6 +48,10 @@ void runtimeUsage(std::ostream& os, const std::string& program) {
         "  history NAME                  the revisions of RuntimeEnv NAME (image by digest,\n"
         "                                closure hash), the current one, and the releases\n"
         "                                pinning each (-o json: status.revisions as JSON)\n"
+        "  advisories NAME               the OSV advisories the operator matched against the\n"
+        "                                closure of RuntimeEnv NAME's current and pinned\n"
+        "                                revisions (-o json: status.advisories); exit 1 when\n"
+        "                                any, or when a match is not known\n"
         "  drift                         the running pods of the namespace (-A: of every\n"
         "                                namespace) that run what their RuntimeEnv does not\n"
         "                                record, as the operator's drift scan reports them\n"

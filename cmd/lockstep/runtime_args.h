@@ -1,5 +1,6 @@
 // Command line of `lockstep runtime …` (and `kubectl lockstep runtime …`):
 //   history NAME [-o json]
+//   advisories NAME [-o json]
 //   drift [-A] [-o json]      (also `lockstep drift`)
 // with kubectl's connection flags (--kubeconfig, --context, -n/--namespace).
 // Pure: parsing only. Thread-safety: pure functions and values.
@@ -15,7 +16,7 @@
 namespace lockstep::cli {
 
 struct RuntimeCommand {
-  enum class Action { kHelp, kHistory, kDrift };
+  enum class Action { kHelp, kHistory, kAdvisories, kDrift };
   Action action = Action::kHelp;
   std::string name;   // the RuntimeEnv
   bool json = false;  // -o json

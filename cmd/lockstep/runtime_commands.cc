@@ -112,8 +112,19 @@ int runRuntimeCommand(const RuntimeCommand& cmd, const std::string& ns, ReleaseI
     std::string why = rte.status().code() == Code::kNotFound
                           ? "no RuntimeEnv \"" + cmd.name + "\" in namespace \"" + ns + "\""
                           : rte.status().message();
-    io.err << io.program << ": runtime history: " << why << "\n";
+    io.err << io.program << ": runtime "
+           << (cmd.action == RuntimeCommand::Action::kHistory ? "history" : "advisories") << ": "
+           << why << "\n";
     return kExitFailure;
+  }
+  if (cmd.action == RuntimeCommand::Action::kAdvisories) {
+    if (cmd.json) {
+      io.out << rte->value("/status/advisories"_json_pointer, nlohmann::json::object()).dump(2)
+             << "\n";
+    } else {
+      io.out << renderRuntimeAdvisories(*rte);
+    }
+    return runtimeAdvisoriesClean(*rte) ? kExitOk : kExitFailure;
   }
   if (cmd.json) {
     nlohmann::json doc = {

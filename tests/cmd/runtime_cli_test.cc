@@ -53,7 +53,7 @@ TEST(RuntimeArgs, ParsesHistoryAndNamesWhatIsWrong) {
   EXPECT_EQ(parseRuntimeArgs({"--help"})->action, RuntimeCommand::Action::kHelp);
   EXPECT_EQ(parseRuntimeArgs({"history"}).status().message(), "history needs a RuntimeEnv name");
   EXPECT_EQ(parseRuntimeArgs({"list"}).status().message(),
-            "unknown subcommand \"list\" (history, drift)");
+            "unknown subcommand \"list\" (history, advisories, drift)");
   EXPECT_EQ(parseRuntimeArgs({"history", "a", "b"}).status().message(), "unexpected argument b");
   EXPECT_EQ(parseRuntimeArgs({"history", "a", "--bogus"}).status().message(),
             "unknown flag --bogus");
@@ -106,6 +106,76 @@ TEST_F(RuntimeCommandsTest, AMissingRuntimeEnvIsNamed) {
   RuntimeCommand cmd = *parseRuntimeArgs({"history", "nope"});
   EXPECT_EQ(runRuntimeCommand(cmd, "ml", io_), 1);
   EXPECT_EQ(err_.str(), "lockstep: runtime history: no RuntimeEnv \"nope\" in namespace \"ml\"\n");
+}
+
+// Issue 32: `lockstep runtime advisories NAME` prints status.advisories, the current
+// revision's match and each pinned revision's, newest first.
+json withAdvisories() {
+  json rte = runtimeEnv();
+  json idna = {
+      {"id", "GHSA-jjg7-2v4v-x38h"}, {"package", "idna"}, {"version", "3.4"},
+      {"severity", "high"},          {"fixed", "3.7"},    {"summary", "DoS in idna.encode"}};
+  rte["status"]["advisories"] = {{"source", "https://osv.example/v1 (OSV API)"},
+                                 {"revision", 2},
+                                 {"closureHash", "sha256:" + std::string(64, 'b')},
+                                 {"count", 0},
+                                 {"highest", "none"},
+                                 {"packagesLookedUp", 3},
+                                 {"notMatched", 0},
+                                 {"revisions",
+                                  {{{"revision", 1},
+                                    {"closureHash", "sha256:" + std::string(64, 'a')},
+                                    {"count", 1},
+                                    {"highest", "high"},
+                                    {"packagesLookedUp", 3},
+                                    {"notMatched", 1},
+                                    {"items", {idna}}},
+                                   {{"revision", 2}, {"current", true}, {"count", 0}}}}};
+  return rte;
+}
+
+TEST(RuntimeView, AdvisoriesOfTheCurrentAndEachPinnedRevision) {
+  json rte = withAdvisories();
+  std::string out = renderRuntimeAdvisories(rte);
+  EXPECT_EQ(out.substr(0, out.find('\n')),
+            "RuntimeEnv ml/torch: advisories from https://osv.example/v1 (OSV API)");
+  const size_t current = out.find("revision 2 (current), closure sha256:" + std::string(64, 'b') +
+                                  ": 0 advisories; 3 packages looked up, 0 not matched\n");
+  const size_t pinned = out.find("revision 1 (pinned), closure sha256:" + std::string(64, 'a') +
+                                 ": 1 advisory, highest high; 3 packages looked up, 1 not "
+                                 "matched\n");
+  ASSERT_NE(current, std::string::npos) << out;
+  ASSERT_NE(pinned, std::string::npos) << out;
+  EXPECT_LT(current, pinned) << "newest first\n" << out;
+  EXPECT_NE(out.find("GHSA-jjg7-2v4v-x38h  idna     3.4      high      3.7    DoS in idna.encode"),
+            std::string::npos)
+      << out;
+  EXPECT_EQ(out.find("revision 2 (pinned)"), std::string::npos) << "the current one once\n" << out;
+  EXPECT_FALSE(runtimeAdvisoriesClean(rte)) << "the pinned revision has one";
+
+  rte["status"]["advisories"]["revisions"][0] = {
+      {"revision", 1}, {"known", false}, {"reason", "recorded before its closure was stored"}};
+  out = renderRuntimeAdvisories(rte);
+  EXPECT_NE(out.find("revision 1 (pinned): not known: recorded before its closure was stored\n"),
+            std::string::npos)
+      << out;
+  EXPECT_FALSE(runtimeAdvisoriesClean(rte)) << "not known is never clean";
+  rte["status"]["advisories"]["revisions"].erase(0);
+  EXPECT_TRUE(runtimeAdvisoriesClean(rte)) << renderRuntimeAdvisories(rte);
+  rte["status"].erase("advisories");
+  EXPECT_NE(renderRuntimeAdvisories(rte).find("not known, not clean"), std::string::npos);
+  EXPECT_FALSE(runtimeAdvisoriesClean(rte));
+}
+
+TEST_F(RuntimeCommandsTest, AdvisoriesExitOneWhenAnyAndPrintTheStatusAsJson) {
+  transport_->push(FakeTransport::ok(withAdvisories()));
+  RuntimeCommand cmd = *parseRuntimeArgs({"advisories", "torch", "-o", "json"});
+  EXPECT_EQ(cmd.action, RuntimeCommand::Action::kAdvisories);
+  EXPECT_EQ(runRuntimeCommand(cmd, "ml", io_), 1) << err_.str();
+  json doc = json::parse(out_.str());
+  EXPECT_EQ(doc["revisions"][0]["items"][0]["id"], "GHSA-jjg7-2v4v-x38h");
+  EXPECT_EQ(parseRuntimeArgs({"advisories"}).status().message(),
+            "advisories needs a RuntimeEnv name");
 }
 
 TEST(RuntimeArgs, ParsesDrift) {
