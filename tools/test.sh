@@ -49,6 +49,19 @@ build=${LOCKSTEP_BUILD_DIR:-$root/build}
 jobs=${LOCKSTEP_JOBS:-2}
 t0=$SECONDS
 step() { echo "==> [$((SECONDS - t0))s] $*"; }
+# After a failed ctest: each failing check (gtest's "FILE:LINE: Failure" and the lines that
+# say what differed, a test script's "FAIL:") once more, at the end of the output. CI's
+# report keeps the output's head and tail, and a failure in the middle of a long parallel
+# run is otherwise cut away. Exits 1.
+failed_checks() {
+  local log="$build/Testing/Temporary/LastTest.log"
+  if [ -f "$log" ]; then
+    step "the failing checks (from $log; the whole output is above)"
+    grep -a -A6 -E '(: Failure$|FAIL: )' "$log" | grep -av '^{"ts"' | cut -c1-400 | head -n 150 || true
+    grep -a -E '^\[  FAILED  \] [A-Za-z_./]+$' "$log" | sort -u || true
+  fi
+  exit 1
+}
 
 step "Debian packages"
 tools/install-deps.sh
@@ -108,7 +121,7 @@ if [ "$what" = fleet ] || [ "$what" = scale ]; then
 fi
 
 step "unit tests"
-ctest --test-dir "$build" -L unit --output-on-failure -j "$jobs"
+ctest --test-dir "$build" -L unit --output-on-failure -j "$jobs" || failed_checks
 
 if [ "$what" = unit ]; then
   step "lint (clang-format, clang-tidy)"
@@ -152,12 +165,12 @@ previous_marker="$LOCKSTEP_CACHE/previous-$(cat tests/upgrade/previous-commit).b
 kill -0 $! 2>/dev/null && echo $! >"$previous_marker"  # previous.sh writes it too; no gap
 step "integration tests"
 ctest --test-dir "$build" -L integration --output-on-failure -j "$((clusters + 1))" \
-  --resource-spec-file "$build/clusters.json"
+  --resource-spec-file "$build/clusters.json" || failed_checks
 
 # Lockstep's bundles under cosign v3 and oras, offline and on both kinds of registry
 # (tests/evidence/cosign_registry_test.sh, about 15 s).
 step "evidence under the independent tools (ctest -L evtools)"
-ctest --test-dir "$build" -L evtools --output-on-failure --no-tests=error
+ctest --test-dir "$build" -L evtools --output-on-failure --no-tests=error || failed_checks
 
 side_done
 # OCI images (tools/image.sh, docs/install.md): both images from the Release build
@@ -165,7 +178,7 @@ side_done
 # chroot, so they need root), the push and install on the first cluster among them.
 # The Debian packages are cached in $LOCKSTEP_CACHE/image, the Release objects in ccache.
 step "OCI images (tests/image)"
-ctest --test-dir "$build" -L image --output-on-failure
+ctest --test-dir "$build" -L image --output-on-failure || failed_checks
 # The fuzz smoke: each target replays its seeds and corpus (the regression
 # inputs), then runs 5,000 new inputs, at normal priority (libFuzzer's -timeout
 # is wall-clock time). The long run is `tools/test.sh fuzz`.
