@@ -11,7 +11,8 @@
 set -euo pipefail
 lockstep="$(realpath "$1")"
 here="$(cd "$(dirname "$0")" && pwd)"
-registry_sh="$here/../cluster/registry.sh"
+# shellcheck source=tests/mirror/lib.sh
+. "$here/lib.sh"
 lock="$here/../closure/testdata/lockfiles/uv/git-sources-upload-time-astral-uv-check-cache-changes.uv.lock"
 
 fail() {
@@ -21,20 +22,12 @@ fail() {
 
 work="$(mktemp -d "${TMPDIR:-/tmp}/lockstep-fixture-mirror.XXXXXX")"
 cleanup() {
-  "$registry_sh" down --dir "$work/registry" >/dev/null 2>&1 || true
+  mirror_registry_down
   [ -n "${LOCKSTEP_KEEP_WORK:-}" ] || rm -rf "$work"
 }
 trap cleanup EXIT
 
-"$registry_sh" up --dir "$work/registry" --owner-pid $$ >"$work/registry.env" || fail "registry.sh up"
-# shellcheck disable=SC1091
-. "$work/registry.env"
-host="$LOCKSTEP_REGISTRY_HOST"
-mkdir -p "$work/certs"
-cp "$LOCKSTEP_REGISTRY_CA" "$work/certs/ca.crt"
-auth="$(printf '%s:%s' "$LOCKSTEP_REGISTRY_USERNAME" "$LOCKSTEP_REGISTRY_PASSWORD" | base64 -w0)"
-printf '{"auths":{"%s":{"auth":"%s"}}}\n' "$host" "$auth" >"$work/auth.json"
-access=(--authfile "$work/auth.json" --cert-dir "$work/certs")
+mirror_registry_up
 
 echo "--- mirror push (from the lock's URLs)"
 "$lockstep" mirror push --lock "$lock" --to "$host/mirror/check-cache-changes" "${access[@]}" \

@@ -16,7 +16,8 @@
 set -euo pipefail
 lockstep="$(realpath "$1")"
 here="$(cd "$(dirname "$0")" && pwd)"
-registry_sh="$here/../cluster/registry.sh"
+# shellcheck source=tests/mirror/lib.sh
+. "$here/lib.sh"
 
 fail() {
   echo "mirror_nix_test: FAIL: $*" >&2
@@ -29,7 +30,7 @@ work="$(mktemp -d "${TMPDIR:-/tmp}/lockstep-mirror-nix-test.XXXXXX")"
 https_pid=""
 cleanup() {
   [ -z "$https_pid" ] || kill "$https_pid" 2>/dev/null || true
-  "$registry_sh" down --dir "$work/registry" >/dev/null 2>&1 || true
+  mirror_registry_down
   # Store paths are read-only: make them writable to remove them.
   [ -n "${LOCKSTEP_KEEP_WORK:-}" ] || { chmod -R u+w "$work" 2>/dev/null; rm -rf "$work"; }
 }
@@ -83,29 +84,7 @@ nar_of() { # the NAR file of a store path, by the narHash nix reports
 top_nar="$(nar_of "$top")"
 dep_nar="$(nar_of "$dep")"
 
-"$registry_sh" up --dir "$work/registry" --owner-pid $$ >"$work/registry.env" || fail "registry.sh up"
-# shellcheck disable=SC1091
-. "$work/registry.env"
-host="$LOCKSTEP_REGISTRY_HOST"
-mkdir -p "$work/certs"
-cp "$LOCKSTEP_REGISTRY_CA" "$work/certs/ca.crt"
-auth="$(printf '%s:%s' "$LOCKSTEP_REGISTRY_USERNAME" "$LOCKSTEP_REGISTRY_PASSWORD" | base64 -w0)"
-printf '{"auths":{"%s":{"auth":"%s"}}}\n' "$host" "$auth" >"$work/auth.json"
-access=(--authfile "$work/auth.json" --cert-dir "$work/certs")
-rcurl() {
-  curl -s -o /dev/null -w '%{http_code}' --cacert "$LOCKSTEP_REGISTRY_CA" \
-    -u "$LOCKSTEP_REGISTRY_USERNAME:$LOCKSTEP_REGISTRY_PASSWORD" "$@"
-}
-run() { # run WANT_RC OUT_FILE ARGS...
-  local want="$1" out="$2" rc=0
-  shift 2
-  "$lockstep" "$@" >"$out" 2>&1 || rc=$?
-  if [ "$rc" != "$want" ]; then
-    cat "$out" >&2
-    fail "lockstep $* exited $rc, want $want"
-  fi
-}
-expect_in() { grep -qF -- "$2" "$1" || { cat "$1" >&2; fail "\"$2\" not in the output"; }; }
+mirror_registry_up
 
 # 1. Push: both NARs found by content, pushed under their narHash, the manifest tagged.
 hash="$("$lockstep" closure-hash "$lock")"

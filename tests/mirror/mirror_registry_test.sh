@@ -13,7 +13,8 @@
 set -euo pipefail
 lockstep="$(realpath "$1")"
 here="$(cd "$(dirname "$0")" && pwd)"
-registry_sh="$here/../cluster/registry.sh"
+# shellcheck source=tests/mirror/lib.sh
+. "$here/lib.sh"
 
 fail() {
   echo "mirror_registry_test: FAIL: $*" >&2
@@ -32,7 +33,7 @@ done
 
 work="$(mktemp -d "${TMPDIR:-/tmp}/lockstep-mirror-test.XXXXXX")"
 cleanup() {
-  "$registry_sh" down --dir "$work/registry" >/dev/null 2>&1 || true
+  mirror_registry_down
   [ -n "${LOCKSTEP_KEEP_WORK:-}" ] || rm -rf "$work"
 }
 trap cleanup EXIT
@@ -122,34 +123,8 @@ condalock="$work/conda-lock.yml"
   done
 } >"$condalock"
 
-# The registry, its credentials as a docker config, its CA as a --cert-dir.
-"$registry_sh" up --dir "$work/registry" --owner-pid $$ >"$work/registry.env" ||
-  fail "registry.sh up"
-# shellcheck disable=SC1091
-. "$work/registry.env"
-export LOCKSTEP_REGISTRY_HOST LOCKSTEP_REGISTRY_CA LOCKSTEP_REGISTRY_USERNAME LOCKSTEP_REGISTRY_PASSWORD
-host="$LOCKSTEP_REGISTRY_HOST"
-mkdir -p "$work/certs"
-cp "$LOCKSTEP_REGISTRY_CA" "$work/certs/ca.crt"
-auth="$(printf '%s:%s' "$LOCKSTEP_REGISTRY_USERNAME" "$LOCKSTEP_REGISTRY_PASSWORD" | base64 -w0)"
-printf '{"auths":{"%s":{"auth":"%s"}}}\n' "$host" "$auth" >"$work/auth.json"
-access=(--authfile "$work/auth.json" --cert-dir "$work/certs")
-rcurl() {
-  curl -s -o /dev/null -w '%{http_code}' --cacert "$LOCKSTEP_REGISTRY_CA" \
-    -u "$LOCKSTEP_REGISTRY_USERNAME:$LOCKSTEP_REGISTRY_PASSWORD" "$@"
-}
+mirror_registry_up
 
-# run WANT_RC OUT_FILE ARGS...: runs lockstep, checks the exit code.
-run() {
-  local want="$1" out="$2" rc=0
-  shift 2
-  "$lockstep" "$@" >"$out" 2>&1 || rc=$?
-  if [ "$rc" != "$want" ]; then
-    cat "$out" >&2
-    fail "lockstep $* exited $rc, want $want"
-  fi
-}
-expect_in() { grep -qF -- "$2" "$1" || { cat "$1" >&2; fail "\"$2\" not in the output"; }; }
 
 # 1. The uv lock: 4 files (3 wheels, 1 sdist) pushed, the manifest tagged by closure hash.
 hash="$("$lockstep" closure-hash "$uvlock")"
