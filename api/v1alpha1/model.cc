@@ -81,6 +81,9 @@ std::optional<ProdContent> decodeProdContent(const json& status, const char* key
   p.package = decode::string(*m, "package");
   p.runtime = decodeRuntime(decode::object(*m, "runtime"));
   p.since = decode::string(*m, "since");
+  if (const json* st = decode::member(*m, "stages"); st != nullptr && st->is_array())
+    p.stages = *st;
+  p.stagesNotRecorded = decode::string(*m, "stagesNotRecorded");
   return p;
 }
 
@@ -191,7 +194,33 @@ json encodeProdContent(const ProdContent& p) {
   if (!p.package.empty()) out["package"] = p.package;
   if (json rt = encodeRuntime(p.runtime); !rt.empty()) out["runtime"] = std::move(rt);
   if (!p.since.empty()) out["since"] = p.since;
+  if (p.stages.is_array()) out["stages"] = p.stages;
+  if (!p.stagesNotRecorded.empty()) out["stagesNotRecorded"] = p.stagesNotRecorded;
   return out;
+}
+
+void recordStages(ProdContent& p, const json& stages) {
+  const size_t bytes = stages.dump().size();
+  if (bytes > kMaxRecordedStagesBytes) {
+    p.stages = nullptr;
+    p.stagesNotRecorded = "spec.stages of release " + p.release + " is " + std::to_string(bytes) +
+                          " bytes, over the " + std::to_string(kMaxRecordedStagesBytes) +
+                          " the Model records: prod's serving objects cannot be rebuilt once "
+                          "that release object is deleted";
+    return;
+  }
+  p.stages = stages.is_array() ? stages : json::array();
+  p.stagesNotRecorded.clear();
+}
+
+bool stagesMatchContent(const ProdContent& p, const json& stages) {
+  if (p.contentDigest.empty() || !stages.is_array()) return false;
+  ReleaseContent c;
+  c.package = p.package;
+  c.image = p.runtime.image;
+  c.closureHash = p.runtime.closureHash;
+  c.stages = stages;
+  return contentDigest(c) == p.contentDigest;
 }
 
 json encodeHistoryEntry(const ModelHistoryEntry& h) {

@@ -120,6 +120,11 @@ struct ModelRuntime {
   int64_t revision = 0;  // the RuntimeEnv revision number; 0: not recorded
 };
 
+// status.prod.stages is recorded only up to this size (compact JSON, bytes):
+// the Model's status stays far below the API server's object limit
+// (docs/limits.md).
+inline constexpr size_t kMaxRecordedStagesBytes = 64 * 1024;
+
 // status.prod and status.canary: one release's content in prod.
 struct ProdContent {
   std::string release;  // its name (the object may be gone since: prod keeps its content)
@@ -128,7 +133,24 @@ struct ProdContent {
   std::string package;
   ModelRuntime runtime;
   std::string since;  // when it took prod (canary: when it took the slot)
+  // status.prod only: the release object's spec.stages as stored (its serving
+  // template among them), which contentDigest covers with the package and the
+  // pinned pair, so prod's serving objects can be rebuilt once that object is
+  // gone (docs/rollouts.md "Prod heals"). Null: not recorded (a record an
+  // earlier operator wrote, or over kMaxRecordedStagesBytes).
+  nlohmann::json stages;
+  // Why stages is not recorded when it was too large ("" otherwise).
+  std::string stagesNotRecorded;
 };
+
+// Records `stages` (a release's spec.stages) in `p`; over
+// kMaxRecordedStagesBytes they are left out and p.stagesNotRecorded says so.
+void recordStages(ProdContent& p, const nlohmann::json& stages);
+
+// Whether `stages` hash, with p's package and pinned runtime pair, to
+// p.contentDigest (false when p records no digest): a record is followed only
+// when it is the very content prod runs.
+bool stagesMatchContent(const ProdContent& p, const nlohmann::json& stages);
 
 struct ModelHistoryEntry {
   std::string action;  // kModelAction*

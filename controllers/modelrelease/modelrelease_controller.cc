@@ -193,7 +193,9 @@ ProdObserved ModelReleaseReconciler::observeProd(const v1::ModelRelease& r) cons
   // The releases the stable track may run: prod's (the Model's, or, before
   // the Model is built from it, the anchor's), and the canary's recorded known-good.
   std::set<std::string> names;
-  if (p.model) names.insert(v1::decodeModel(*p.model).promoted());
+  const std::optional<v1::Model> recordOf =
+      p.model ? std::optional<v1::Model>(v1::decodeModel(*p.model)) : std::nullopt;
+  if (recordOf) names.insert(recordOf->promoted());
   if (p.legacyAnchor) names.insert(v1::decodeModelAnchor(*p.legacyAnchor).promoted);
   names.insert(v1::decode::string(v1::decode::object(r.status.canary, "knownGood"), "release"));
   names.erase("");
@@ -203,6 +205,10 @@ ProdObserved ModelReleaseReconciler::observeProd(const v1::ModelRelease& r) cons
     auto other = caches_.releases.get(ns, n);
     p.releases[n] = other;
     if (other) envs.insert(v1::decodeModelRelease(*other).spec.runtimeEnvName);
+    // Prod's object gone: its RuntimeEnv as the Model records it (prod is
+    // rebuilt from the record, prod_plan.h).
+    if (!other && recordOf && recordOf->status.prod && n == recordOf->promoted())
+      envs.insert(recordOf->status.prod->runtime.runtimeEnv);
   }
   for (const std::string& e : envs) {
     if (!e.empty()) p.runtimeEnvs[e] = caches_.runtimeEnvs.get(ns, e);
@@ -255,7 +261,7 @@ Result ModelReleaseReconciler::reconcile(const Request& request) {
   std::optional<ModelReleaseObserved> observed = observe(request);
   if (!observed) {
     if (metrics_) metrics_->forgetRelease(request.ns, request.name);
-    return Result::done();
+    return healFromRecord(request);
   }
   // The package, read once before the first stage (package_reader.h): the
   // planner describes it in status.package or refuses it.
@@ -369,6 +375,36 @@ Result ModelReleaseReconciler::reconcile(const Request& request) {
   return Result::done();
 }
 
+Result ModelReleaseReconciler::healFromRecord(const Request& request) {
+  if (caches_.releases.get(request.ns, request.name)) return Result::done();  // not gone
+  for (const auto& modelObject :
+       caches_.models.byIndex(kModelByProdReleaseIndex, request.ns + "/" + request.name)) {
+    const v1::Model m = v1::decodeModel(*modelObject);
+    if (!m.status.prod || m.status.prod->release != request.name) continue;
+    // What observeProd reads of a release, from the record.
+    v1::ModelRelease recorded;
+    recorded.meta = {request.name, request.ns, m.status.prod->uid, 0};
+    recorded.spec.model = m.meta.name;
+    recorded.spec.runtimeEnvName = m.status.prod->runtime.runtimeEnv;
+    ProdObserved p = observeProd(recorded);
+    std::optional<ProdPlan> heal = planRecordedProdHealing(p);
+    if (heal && heal->needsNames) {
+      readProdNames(recorded, p);
+      heal = planRecordedProdHealing(p);
+    }
+    if (!heal) continue;
+    ExecutionPlan x;
+    x.apply = heal->writes;
+    for (const ReleaseEvent& e : heal->events) {
+      spdlog::info("modelrelease {}: Model {}: {}", request.key(), m.meta.name, e.message);
+      x.events.push_back({modelObject, e.type, e.reason, e.message});
+    }
+    ExecutionOutcome outcome = execute(x, *client_, events_, "modelrelease");
+    if (!outcome.result.error.isOk()) return outcome.result;
+  }
+  return Result::done();
+}
+
 void ModelReleaseReconciler::reportServingWriteFailure(const ModelReleaseObserved& observed,
                                                        const ModelReleasePlan& plan,
                                                        const ExecutionOutcome& outcome) {
@@ -461,6 +497,11 @@ void setupModelReleaseController(runtime::Manager& manager, ModelReleaseOptions 
   pods.addIndex(v1::kReleaseByModelIndex, byModelLabel);
   gpuPods.addIndex(kPodByNodeIndex, byNodeName);
   replicaSets.addIndex(v1::kReleaseByModelIndex, byModelLabel);
+  models.addIndex(kModelByProdReleaseIndex, [](const kube::Object& m) {
+    const std::string prod = m.value("/status/prod/release"_json_pointer, std::string());
+    if (prod.empty()) return std::vector<std::string>{};
+    return std::vector<std::string>{kube::namespaceOf(m) + "/" + prod};
+  });
 
   if (!options.stageTagger) {
     options.stageTagger = std::make_shared<StageTagger>(
@@ -480,13 +521,24 @@ void setupModelReleaseController(runtime::Manager& manager, ModelReleaseOptions 
       makePrometheusReleaseMetrics(*manager.metrics().registry()), std::move(options), analysis);
 
   const kube::Indexer* releaseCache = &releases.cache();
+  const kube::Indexer* modelCache = &models.cache();
+  // The release the Model `model` records as prod when its object is gone:
+  // that name stands for prod's record (ModelReleaseReconciler::healFromRecord).
+  auto goneProd = [releaseCache](const kube::Object& model, std::vector<Request>& out) {
+    const std::string prod = model.value("/status/prod/release"_json_pointer, std::string());
+    const std::string ns = kube::namespaceOf(model);
+    if (!prod.empty() && !releaseCache->get(ns, prod)) out.push_back({ns, prod});
+  };
   // A model's Deployments, Model and legacy anchor: every release of that
-  // model (the one in canary scales, a promoted one notices it was superseded).
-  auto releasesOfModel = [releaseCache](const kube::Object& o) {
+  // model (the one in canary scales, a promoted one notices it was superseded),
+  // and prod's record when its release object is gone.
+  auto releasesOfModel = [releaseCache, modelCache, goneProd](const kube::Object& o) {
     std::vector<Request> out;
     for (const std::string& key : byModelLabel(o)) {
       for (const auto& mr : releaseCache->byIndex(v1::kReleaseByModelIndex, key))
         out.push_back({kube::namespaceOf(*mr), kube::name(*mr)});
+      if (auto model = modelCache->get(kube::namespaceOf(o), *kube::label(o, v1::kModelLabel)))
+        goneProd(*model, out);
     }
     return out;
   };
@@ -538,11 +590,12 @@ void setupModelReleaseController(runtime::Manager& manager, ModelReleaseOptions 
           .watches(anchorOpts, releasesOfModel)
           // The Model is named after the model.
           .watches(v1::kModels,
-                   [releaseCache](const kube::Object& model) {
+                   [releaseCache, goneProd](const kube::Object& model) {
                      std::vector<Request> out;
                      const std::string key = kube::objectKey(model);
                      for (const auto& mr : releaseCache->byIndex(v1::kReleaseByModelIndex, key))
                        out.push_back({kube::namespaceOf(*mr), kube::name(*mr)});
+                     goneProd(model, out);
                      return out;
                    })
           .watches(serviceOpts, releasesOfModel)

@@ -74,6 +74,9 @@ struct ModelReleaseOptions {
   int64_t releaseDeletionDeadlineSeconds = kDefaultReleaseDeletionDeadlineSeconds;
 };
 
+// Index of the Model cache: "<namespace>/<status.prod.release>".
+inline constexpr const char* kModelByProdReleaseIndex = "prod-release";
+
 // Index of the GPU pod cache: spec.nodeName.
 inline constexpr const char* kPodByNodeIndex = "node";
 
@@ -85,11 +88,12 @@ class ModelReleaseReconciler final : public runtime::Reconciler {
     const kube::Indexer& jobs;         // label lockstep.dev/release, indexed by owner uid
     const kube::Indexer& pods;         // label lockstep.dev/release, indexed by owner uid and model
     const kube::Indexer& deployments;  // label lockstep.dev/model
-    const kube::Indexer& models;       // Models (the record of each model's prod)
-    const kube::Indexer& anchors;      // ConfigMaps labelled lockstep.dev/model (migration)
-    const kube::Indexer& services;     // Services labelled lockstep.dev/model
-    const kube::Indexer& nodes;        // Nodes (GPU capacity pre-check)
-    const kube::Indexer& gpuPods;      // pods not Succeeded/Failed, indexed by kPodByNodeIndex
+    // Models (the record of each model's prod), indexed by kModelByProdReleaseIndex.
+    const kube::Indexer& models;
+    const kube::Indexer& anchors;   // ConfigMaps labelled lockstep.dev/model (migration)
+    const kube::Indexer& services;  // Services labelled lockstep.dev/model
+    const kube::Indexer& nodes;     // Nodes (GPU capacity pre-check)
+    const kube::Indexer& gpuPods;   // pods not Succeeded/Failed, indexed by kPodByNodeIndex
     // ReplicaSets labelled lockstep.dev/model, slimmed (api/v1alpha1/serving_pod.h),
     // indexed by model: the link between a serving pod and its Deployment.
     const kube::Indexer& replicaSets;
@@ -105,6 +109,9 @@ class ModelReleaseReconciler final : public runtime::Reconciler {
 
  private:
   ProdObserved observeProd(const api::v1alpha1::ModelRelease& release) const;
+  // A release name with no object: when a Model records it as prod, prod heals
+  // from that record (prod_plan.h planRecordedProdHealing; Events on the Model).
+  runtime::Result healFromRecord(const runtime::Request& request);
   // Each of the model's three serving names the labelled caches miss: one GET (an
   // object without Lockstep's labels is in no cache). A failed read (not
   // NotFound) is p.lookupError: nothing in prod is written then.

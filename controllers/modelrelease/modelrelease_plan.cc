@@ -215,7 +215,9 @@ std::optional<ModelReleasePlan> planRecognition(const ModelReleaseObserved& o,
       {v1::kConditionReconciling, v1::kStatusFalse, v1::kReasonRecognizedAsProd, message},
       r.meta.generation, o.gates.now);
   ModelReleasePlan out;
-  out.execution.apply.push_back(recordRecognized(*p.model, r.meta.uid, o.gates.now));
+  out.execution.apply.push_back(
+      recordRecognized(*p.model, r.meta.uid, o.gates.now,
+                       v1::decode::array(v1::decode::object(*o.release, "spec"), "stages")));
   out.execution.events.push_back(
       {o.release, kube::kEventTypeNormal, v1::kReasonRecognizedAsProd, message});
   PlannedApply write;

@@ -4,6 +4,7 @@
 
 #include "api/v1alpha1/keys.h"
 #include "api/v1alpha1/meta.h"
+#include "api/v1alpha1/model_release.h"
 #include "api/v1alpha1/resources.h"
 
 namespace lockstep::controllers {
@@ -116,6 +117,7 @@ std::optional<PlannedApply> recordCanaryEnd(const kube::Object& model, const Can
     if (!sameProd) {
       s.revision = m.nextRevision();
       s.prod = contentOf(r.release, r.now);
+      v1::recordStages(*s.prod, r.release.stages);
     }
     entry.revision = s.revision;
   } else {
@@ -136,6 +138,7 @@ PlannedApply recordRollback(const kube::Object& model, const RollbackRecord& r) 
   v1::ModelStatus s = m.status;
   s.revision = m.nextRevision();
   s.prod = contentOf(r.release, r.now);
+  v1::recordStages(*s.prod, r.release.stages);
   v1::ModelHistoryEntry e = entryOf(v1::kModelActionRollback, r.release, r.now);
   e.revision = s.revision;
   e.from = r.from;
@@ -165,7 +168,7 @@ ProdIdentity prodIdentity(const v1::Model& model, const kube::Object& release) {
 }
 
 PlannedApply recordRecognized(const kube::Object& model, const std::string& uid,
-                              const std::string& now) {
+                              const std::string& now, const json& stages) {
   const v1::Model m = v1::decodeModel(model);
   v1::ModelStatus s = m.status;
   v1::ModelHistoryEntry e;
@@ -179,6 +182,8 @@ PlannedApply recordRecognized(const kube::Object& model, const std::string& uid,
   e.at = now;
   e.reason = "release object re-created with the content prod runs (was uid " + s.prod->uid + ")";
   s.prod->uid = uid;
+  if (!s.prod->stages.is_array() && stages.is_array() && v1::stagesMatchContent(*s.prod, stages))
+    v1::recordStages(*s.prod, stages);
   v1::appendHistory(s.history, std::move(e));
   return modelStatusWrite(model, s,
                           "recording on Model " + kube::name(model) + " that release " +
@@ -214,8 +219,10 @@ std::optional<PlannedApply> adoptAnchor(const kube::Object& model, const kube::O
     p.runtime.closureHash = a.promotedClosureHash;
     p.since = now;
     if (prod && prod->name == a.promoted && prod->package == a.promotedPackage &&
-        (a.promotedClosureHash.empty() || prod->runtime.closureHash == a.promotedClosureHash))
+        (a.promotedClosureHash.empty() || prod->runtime.closureHash == a.promotedClosureHash)) {
       p = contentOf(*prod, now);
+      v1::recordStages(p, prod->stages);
+    }
     s.prod = p;
   }
   if (!a.canary.empty()) {
@@ -240,6 +247,41 @@ std::optional<PlannedApply> adoptAnchor(const kube::Object& model, const kube::O
   v1::appendHistory(s.history, std::move(adopted));
   return modelStatusWrite(model, s,
                           "building Model " + kube::name(model) + " from its anchor ConfigMap");
+}
+
+StatusOr<kube::Object> recordedProdRelease(const v1::Model& model) {
+  if (!model.status.prod)
+    return Status(Code::kNotFound, "Model " + model.meta.name + " records no prod");
+  const v1::ProdContent& rec = *model.status.prod;
+  if (!rec.stages.is_array()) {
+    return Status(Code::kNotFound, !rec.stagesNotRecorded.empty()
+                                       ? rec.stagesNotRecorded
+                                       : "Model " + model.meta.name +
+                                             " records no spec.stages of release " + rec.release +
+                                             " (written before the operator recorded them)");
+  }
+  if (!v1::stagesMatchContent(rec, rec.stages)) {
+    return Status(Code::kInvalid,
+                  "the spec.stages Model " + model.meta.ns + "/" + model.meta.name +
+                      " records for release " + rec.release + " (status.prod.stages) do not " +
+                      "hash, with its package and runtime pair, to status.prod.contentDigest " +
+                      rec.contentDigest + ": the record is refused and never followed");
+  }
+  json spec = {{"model", model.meta.name},
+               {"package", rec.package},
+               {"runtimeEnvRef", {{"name", rec.runtime.runtimeEnv}}},
+               {"closureHash", rec.runtime.closureHash},
+               {"stages", rec.stages}};
+  json status = {{"phase", v1::kPhasePromoted}};
+  if (!rec.runtime.image.empty() && !rec.runtime.closureHash.empty()) {
+    status["runtime"] =
+        v1::encodeRuntimePin({rec.runtime.revision, rec.runtime.image, rec.runtime.closureHash});
+  }
+  json object = kube::newObject(v1::kModelReleases, model.meta.ns, rec.release);
+  object["metadata"]["uid"] = rec.uid;
+  object["spec"] = std::move(spec);
+  object["status"] = std::move(status);
+  return object;
 }
 
 }  // namespace lockstep::controllers

@@ -27,6 +27,7 @@
 
 #include "api/v1alpha1/model.h"
 #include "api/v1alpha1/model_anchor.h"
+#include "common/status.h"
 #include "controllers/common/plan.h"
 #include "operator/kube/object.h"
 
@@ -45,6 +46,9 @@ int64_t highestRollbackRevision(const kube::Object& release);
 struct RecordedRelease {
   std::string name, uid, contentDigest, package;
   api::v1alpha1::ModelRuntime runtime;
+  // Its spec.stages: recorded in status.prod when it takes prod (bounded:
+  // api/v1alpha1/model.h recordStages), never in status.canary.
+  nlohmann::json stages;
 };
 
 // `model` with its canary slot given to `release` (nullopt: freed). The prod
@@ -93,8 +97,21 @@ ProdIdentity prodIdentity(const api::v1alpha1::Model& model, const kube::Object&
 
 // A re-created release with prod's content takes the record over: the Model's
 // status.prod names its uid (the content stays), and a Recognized entry is added.
+// `stages` (its spec.stages, the very content) are recorded when the record
+// has none yet (a record an earlier operator wrote).
 PlannedApply recordRecognized(const kube::Object& model, const std::string& uid,
-                              const std::string& now);
+                              const std::string& now,
+                              const nlohmann::json& stages = nlohmann::json());
+
+// The release the Model records as prod, rebuilt from status.prod as the
+// ModelRelease object it was (name, uid, package, RuntimeEnv, closure hash,
+// spec.stages; status: Promoted on the recorded pair), for when that object
+// is gone: prod's serving objects are built from it exactly as from the
+// object (docs/rollouts.md "Prod heals"). kNotFound: nothing to rebuild from
+// (no prod, or no stages recorded: an earlier operator's record, or over the
+// bound; the message says which); kInvalid: recorded stages that
+// do not hash to status.prod.contentDigest, never followed.
+StatusOr<kube::Object> recordedProdRelease(const api::v1alpha1::Model& model);
 
 // The status write of `model` with `status` (an update of /status guarded by
 // the Model's resourceVersion).

@@ -56,6 +56,29 @@ StatusOr<ServingRelease> servingReleaseOf(const v1::ModelRelease& r, const ProdO
   return out;
 }
 
+// The serving recipe of `who`, whose object is gone: when the Model records
+// it as prod, rebuilt from the record (model_record.h recordedProdRelease),
+// exactly as from the object; else kUnavailable, the track keeps its pods. A
+// record whose stages are not its content digest's: kInvalid,
+// never followed.
+StatusOr<ServingRelease> servingReleaseOfGone(const std::string& who, const std::string& track,
+                                              const ProdObserved& p) {
+  const std::string gone =
+      "release " + who + " is gone; the " + track + " Deployment keeps its pods";
+  if (!p.model) return Status(Code::kUnavailable, gone);
+  const v1::Model model = v1::decodeModel(*p.model);
+  if (model.promoted() != who) return Status(Code::kUnavailable, gone);
+  auto object = recordedProdRelease(model);
+  if (!object.isOk()) {
+    if (object.status().code() == Code::kNotFound && model.status.prod->stagesNotRecorded.empty())
+      return Status(Code::kUnavailable, gone);
+    return Status(
+        object.status().code() == Code::kNotFound ? Code::kUnavailable : object.status().code(),
+        gone + " (" + object.status().message() + ")");
+  }
+  return servingReleaseOf(v1::decodeModelRelease(*object), p);
+}
+
 // The write of a serving object Lockstep builds (docs/rollouts.md "No write
 // over a newcomer"): a create when nothing stood at the name when it was read
 // (AlreadyExists: someone took the name meanwhile, plan again and look), else
@@ -76,8 +99,11 @@ PlannedApply ownedWrite(const kube::Resource& resource, json object, const kube:
 // The write that puts the model's `track` Deployment on release `who` (empty:
 // scaled to zero) with `replicas`: a scale when it already runs `who`, else a
 // server-side apply built from that release's serving template; nullopt when
-// nothing changes. kInvalidArgument: the template cannot run; kUnavailable:
-// the release or its RuntimeEnv is gone.
+// nothing changes. A release gone that the Model records as prod is built
+// from the Model's record (servingReleaseOfGone). kInvalidArgument: the
+// template cannot run; kUnavailable: the release (with nothing recorded to
+// rebuild it from) or its RuntimeEnv is gone; kInvalid: the record
+// is not prod's content.
 StatusOr<std::optional<PlannedApply>> placeTrack(const ServingObjectsInput& in,
                                                  const v1::ModelRelease& self,
                                                  const kube::ObjectPtr& selfObject,
@@ -99,8 +125,7 @@ StatusOr<std::optional<PlannedApply>> placeTrack(const ServingObjectsInput& in,
     } else if (auto other = p.releases.find(who); other != p.releases.end() && other->second) {
       sr = servingReleaseOf(v1::decodeModelRelease(*other->second), p);
     } else {
-      sr = Status(Code::kUnavailable,
-                  "release " + who + " is gone; the " + track + " Deployment keeps its pods");
+      sr = servingReleaseOfGone(who, track, p);
     }
     if (!sr.isOk()) return sr.status();
     auto built = buildServingDeployment(in, track, *sr, replicas);
@@ -168,13 +193,18 @@ std::optional<std::string> promotedMismatch(const v1::ModelRelease& r, const v1:
     // must be running it already, or this release, holding the Model's canary
     // slot by its uid, is taking stable over (the handover: the Model still
     // records the release before it until this one is Promoted).
+    // Or the Model's record rebuilds it (status.prod.stages, the recorded
+    // content): stable is put back on it from there (placeTrack).
     const std::string onStable = templateRelease(p.stableDeployment.get());
     if (onStable == promoted) return std::nullopt;
     const bool handover = onStable == r.meta.name && model.status.canary &&
                           model.status.canary->release == r.meta.name &&
                           model.status.canary->uid == r.meta.uid;
     if (handover) return std::nullopt;
+    auto rebuilt = recordedProdRelease(model);
+    if (rebuilt.isOk()) return std::nullopt;
     why = "no such release exists and the stable Deployment does not run it";
+    if (rebuilt.status().code() == Code::kInvalid) why += " (" + rebuilt.status().message() + ")";
   } else {
     const v1::ModelRelease known = v1::decodeModelRelease(*named->second);
     const std::string canaryPhase = v1::decode::string(known.status.canary, "phase");
@@ -252,6 +282,7 @@ RecordedRelease recordedOf(const v1::ModelRelease& r, const kube::Object& object
   out.runtime.image = pin.image;
   out.runtime.revision = pin.revision;
   out.contentDigest = v1::contentDigest(v1::releaseContent(object, pin));
+  out.stages = v1::decode::array(v1::decode::object(object, "spec"), "stages");
   return out;
 }
 
@@ -533,45 +564,40 @@ ProdPlan planRollbackWrites(const ReleaseObserved& o, const v1::ModelRelease& r,
   return out;
 }
 
-std::optional<ProdPlan> planProdHealing(const v1::ModelRelease& r,
-                                        const kube::ObjectPtr& releaseObject,
-                                        const ProdObserved& p) {
-  if (r.spec.model.empty() || !p.model || kube::isBeingDeleted(*p.model) || p.releaseDeleted)
-    return std::nullopt;
-  const std::string phase =
-      v1::decode::string(v1::decode::object(*releaseObject, "status"), "phase");
-  if (phase != v1::kPhasePromoted) return std::nullopt;
-  const v1::Model model = v1::decodeModel(*p.model);
-  // Prod's by the record (the uid, never the name alone), with no canary or
-  // manual rollback moving the tracks.
-  if (!model.status.prod || model.status.prod->release != r.meta.name ||
-      model.status.prod->uid != r.meta.uid || !model.canaryHolder().empty())
-    return std::nullopt;
-  if (!p.lookupError.isOk() || findNameConflict(r.spec.model, p, "")) return std::nullopt;
-  for (const kube::ObjectPtr& o : {p.stableDeployment, p.service}) {
-    if (o && kube::isBeingDeleted(*o)) return std::nullopt;  // gone soon: heal the next one
-  }
+namespace {
+
+// Prod's Service and stable Deployment as Lockstep builds them from `r`, the
+// release the Model records as prod (its object, or rebuilt from the record),
+// re-applied where they drifted, with a Warning Event each; `source` ends the
+// Events' message, `failuresOn` carries a failed write's Event. No writes:
+// nothing to heal (or nothing may be written now).
+ProdPlan healServingObjects(const v1::ModelRelease& r, const kube::ObjectPtr& failuresOn,
+                            const v1::Model& model, const ProdObserved& p,
+                            const std::string& source) {
   ProdPlan out;
+  if (!p.lookupError.isOk() || findNameConflict(r.spec.model, p, "")) return out;
+  for (const kube::ObjectPtr& o : {p.stableDeployment, p.service}) {
+    if (o && kube::isBeingDeleted(*o)) return out;  // gone soon: heal the next one
+  }
   if ((!p.stableDeployment || !p.service) && !p.namesRead) {
     out.needsNames = true;
     return out;
   }
   const v1::Stage* stage = r.prodStage();
-  if (stage == nullptr) return std::nullopt;
+  if (stage == nullptr) return out;
   auto spec = canarySpecOf(*stage);
-  if (!spec.isOk()) return std::nullopt;
+  if (!spec.isOk()) return out;
   applyModelSpec(*spec, model);
   if (auto port = prodPort(model, p); port && *port != spec->port)
-    return std::nullopt;  // the Service port is the model's; ServicePortConflict says so
+    return out;  // the Service port is the model's; ServicePortConflict says so
   const ServingObjectsInput in = servingInput(r, *spec, p);
   auto restore = [&](PlannedApply w, const std::string& what, const std::string& drift) {
-    w.failureEventOn = releaseObject;
+    w.failureEventOn = failuresOn;
     w.failureEventReason = v1::kReasonServingApplyFailed;
     out.writes.push_back(std::move(w));
     out.events.push_back({kube::kEventTypeWarning, kReasonProdRestored,
                           what + " " + drift + ": restored to release " + r.meta.name +
-                              "'s serving objects (Model " + r.meta.ns + "/" + r.spec.model +
-                              " runs it as prod)"});
+                              "'s serving objects " + source});
   };
   auto sr = servingReleaseOf(r, p);
   if (sr.isOk()) {
@@ -609,7 +635,66 @@ std::optional<ProdPlan> planProdHealing(const v1::ModelRelease& r,
         ownedWrite(v1::kServices, std::move(service), p.service.get(), "Service " + r.spec.model),
         "Service " + r.spec.model, drift);
   }
+  return out;
+}
+
+}  // namespace
+
+std::optional<ProdPlan> planProdHealing(const v1::ModelRelease& r,
+                                        const kube::ObjectPtr& releaseObject,
+                                        const ProdObserved& p) {
+  if (r.spec.model.empty() || !p.model || kube::isBeingDeleted(*p.model) || p.releaseDeleted)
+    return std::nullopt;
+  const std::string phase =
+      v1::decode::string(v1::decode::object(*releaseObject, "status"), "phase");
+  if (phase != v1::kPhasePromoted) return std::nullopt;
+  const v1::Model model = v1::decodeModel(*p.model);
+  // Prod's by the record (the uid, never the name alone), with no canary or
+  // manual rollback moving the tracks.
+  if (!model.status.prod || model.status.prod->release != r.meta.name ||
+      model.status.prod->uid != r.meta.uid || !model.canaryHolder().empty())
+    return std::nullopt;
+  ProdPlan out = healServingObjects(
+      r, releaseObject, model, p, "(Model " + r.meta.ns + "/" + r.spec.model + " runs it as prod)");
+  if (out.needsNames) return out;
+  // A record an earlier operator wrote holds no stages: the release object
+  // prod runs gives them, once, when they are the recorded content (a Model
+  // status write guarded by its resourceVersion, before any serving write).
+  const v1::ProdContent& rec = *model.status.prod;
+  if (!rec.stages.is_array() && rec.stagesNotRecorded.empty()) {
+    const json& stages = v1::decode::array(v1::decode::object(*releaseObject, "spec"), "stages");
+    if (v1::stagesMatchContent(rec, stages)) {
+      v1::ModelStatus s = model.status;
+      v1::recordStages(*s.prod, stages);
+      out.writes.insert(out.writes.begin(),
+                        modelStatusWrite(*p.model, s,
+                                         "recording the stages of release " + r.meta.name +
+                                             " on Model " + r.spec.model + " (status.prod)"));
+    }
+  }
   if (out.writes.empty()) return std::nullopt;
+  return out;
+}
+
+std::optional<ProdPlan> planRecordedProdHealing(const ProdObserved& p) {
+  if (!p.model || kube::isBeingDeleted(*p.model)) return std::nullopt;
+  const v1::Model model = v1::decodeModel(*p.model);
+  if (!model.status.prod || !model.canaryHolder().empty()) return std::nullopt;
+  auto object = recordedProdRelease(model);
+  if (!object.isOk()) {
+    if (object.status().code() == Code::kNotFound) return std::nullopt;
+    ProdPlan refused;
+    refused.events.push_back(
+        {kube::kEventTypeWarning, v1::kReasonAnchorMismatch,
+         object.status().message() + "; prod's serving objects are not rebuilt from it"});
+    return refused;
+  }
+  const v1::ModelRelease r = v1::decodeModelRelease(*object);
+  ProdPlan out = healServingObjects(
+      r, p.model, model, p,
+      "from the record of Model " + model.meta.ns + "/" + model.meta.name +
+          " (status.prod: it runs that release as prod; the release object is gone)");
+  if (out.writes.empty() && !out.needsNames) return std::nullopt;
   return out;
 }
 

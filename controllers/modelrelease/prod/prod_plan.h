@@ -100,9 +100,23 @@ ProdPlan planRollbackWrites(const ReleaseObserved& observed,
 // not prod's (a canary in flight owns the tracks; a foreign object at a name
 // is NameConflict's). Fields Lockstep does not set (e.g. an added env var)
 // are not compared and stay.
+// A record an earlier operator wrote without status.prod.stages gets them
+// here, from this release object, when they hash to its content digest (a
+// guarded Model status write first; docs/rollouts.md "Upgrading").
 std::optional<ProdPlan> planProdHealing(const api::v1alpha1::ModelRelease& release,
                                         const kube::ObjectPtr& releaseObject,
                                         const ProdObserved& prod);
+
+// Prod heals with its release object gone (a GitOps prune, kubectl delete):
+// the Model's record (model_record.h recordedProdRelease) stands for it, and
+// the stable Deployment and Service are built from it exactly as from the
+// object, with the same drift rules and Events (the caller puts them on the
+// Model; `prod` observed for the recorded release, whose object the caller
+// found gone). nullopt: nothing to heal, a canary holds the slot, or nothing
+// is recorded to rebuild from (the release's own message says so when a
+// track needs it). Stages that do not hash to the recorded content digest
+// are refused: no write, a Warning Event kReasonAnchorMismatch saying so.
+std::optional<ProdPlan> planRecordedProdHealing(const ProdObserved& prod);
 
 inline constexpr const char* kReasonProdRestored = "ProdRestored";
 inline constexpr const char* kReasonRollbackTradesPods = "RollbackTradesPods";

@@ -679,6 +679,58 @@ TEST_F(ProdOwnershipClusterTest, ProdHealsAScaledEditedOrDeletedServingObject) {
   EXPECT_EQ(conditionField(v1, "Ready", "status"), "True") << v1["status"].dump(2);
 }
 
+// Issue 28, "prod is an object": v1's release object pruned (a GitOps prune),
+// then its stable Deployment deleted. The Model's record (status.prod.stages,
+// the content its digest covers) stands for the object: the Deployment is
+// re-created on v1's content (a Warning Event ProdRestored on the Model) and
+// 2 Ready pods return. The monitor's validated list is fixed (the release is
+// gone) and N is not (stable is deleted on purpose).
+TEST_F(ProdOwnershipClusterTest, ProdsStableIsRebuiltFromTheModelsRecordOnceItsReleaseIsGone) {
+  w_.stopMonitor();
+  MonitorOptions fixed;
+  fixed.validated = {Triple{testPackage('1'), kTestImage, w_.hash()}};
+  ASSERT_EQ(w_.startMonitor(fixed), "");
+  json oneStep = json::array({json{{"weight", 100}}});
+  ASSERT_EQ(w_.createRelease("v1", testPackage('1'), json::array({prodStage(oneStep)})).exitCode,
+            0);
+  w_.waitPhase("v1", "Promoted");
+  ASSERT_TRUE(eventually([&] { return w_.readyPods()["stable/v1"] == 2; }));
+  const json stages = get("mr", "v1")["spec"]["stages"];
+  json model = get("models.lockstep.dev", "gpt2");
+  EXPECT_EQ(model.value("/status/prod/stages"_json_pointer, json()), stages)
+      << model["status"].dump(2);
+  const json before = get("deployment", "gpt2-stable");
+  const std::string uid = before["metadata"]["uid"];
+
+  ASSERT_EQ(kubectl({"delete", "mr", "v1", "-n", ns_, "--timeout=30s"}).exitCode, 0);
+  ASSERT_FALSE(exists("mr", "v1"));
+  ASSERT_EQ(kubectl({"delete", "deployment", "gpt2-stable", "-n", ns_}).exitCode, 0);
+  json stable;
+  ASSERT_TRUE(eventually(
+      [&] {
+        stable = get("deployment", "gpt2-stable");
+        return !stable.is_discarded() && stable.is_object() &&
+               stable.value("/metadata/uid"_json_pointer, uid) != uid;
+      },
+      std::chrono::seconds(30)))
+      << "the stable Deployment is re-created from the Model's record";
+  EXPECT_EQ(stable["spec"]["template"], before["spec"]["template"]) << "v1's very pod template";
+  EXPECT_EQ(stable.value("/spec/replicas"_json_pointer, 0), 2);
+  EXPECT_EQ(stable.value("/metadata/ownerReferences/0/kind"_json_pointer, std::string()), "Model");
+  EXPECT_TRUE(
+      eventually([&] { return w_.readyPods()["stable/v1"] == 2; }, std::chrono::seconds(90)))
+      << json(w_.readyPods()).dump();
+  const std::string events = eventsOf("gpt2");
+  EXPECT_NE(events.find("ProdRestored: Deployment gpt2-stable is missing: restored to release v1's "
+                        "serving objects from the record of Model " +
+                        ns_ + "/gpt2"),
+            std::string::npos)
+      << events;
+  model = get("models.lockstep.dev", "gpt2");
+  EXPECT_EQ(model.value("/status/prod/release"_json_pointer, std::string()), "v1");
+  EXPECT_FALSE(exists("mr", "v1")) << "prod healed with no release object";
+}
+
 // Issue 29, must-show 4: anyone who may create pods in the namespace (here a
 // tenant with the `edit` role) copies a stable pod of prod. With the serving
 // label the copy is refused naming it; with prod's other labels only it runs

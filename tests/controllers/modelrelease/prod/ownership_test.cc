@@ -1218,6 +1218,267 @@ TEST(ProdHealing, OnlyProdsReleaseByUidWithNoCanaryInFlightHeals) {
       << "a foreign object at a name is NameConflict's";
 }
 
+// --- Prod heals from the Model's record once its release object is gone
+// (prod_plan.h planRecordedProdHealing, placeTrack; docs/rollouts.md "Prod heals"). ---
+
+// v1, Promoted on revision 2 of torch (its pin).
+json pinnedV1() {
+  json r = prodRelease("v1");
+  r["metadata"].erase("finalizers");  // let go of once Promoted
+  r["status"] = {{"phase", v1::kPhasePromoted},
+                 {"canary", {{"phase", "Promoted"}}},
+                 {"runtime", v1::encodeRuntimePin({2, kImage, kHash})}};
+  return r;
+}
+
+// The Model as v1's promotion records it (recordCanaryEnd: the slot was v1's).
+json modelRecording(const json& release, const ProdObserved& p) {
+  CanaryEndRecord rec;
+  rec.release = recordedOf(v1::decodeModelRelease(release), release, p);
+  rec.now = "2026-12-01T11:00:00Z";
+  rec.promoted = true;
+  std::optional<PlannedApply> write = recordCanaryEnd(modelOf("v1"), rec);
+  EXPECT_TRUE(write.has_value());
+  return write ? write->object : json();
+}
+
+// v1 prod by the Model's record (with its stages); the names read, nothing at them.
+ModelReleaseObserved recordedWorld() {
+  ModelReleaseObserved o = observed(pinnedV1());
+  withModel(o, modelRecording(pinnedV1(), o.prod));
+  o.prod.namesRead = true;
+  return o;
+}
+
+const PlannedApply* writeTo(const std::vector<PlannedApply>& writes, const std::string& kind,
+                            const std::string& name) {
+  for (const PlannedApply& a : writes) {
+    const std::string n = a.verb == WriteVerb::kMergePatch ? a.name : kube::name(a.object);
+    if (a.resource.kind == kind && n == name) return &a;
+  }
+  return nullptr;
+}
+
+TEST(RecordedProd, APromotionRecordsTheStagesTheContentDigestCovers) {
+  ModelReleaseObserved o = recordedWorld();
+  const v1::Model m = v1::decodeModel(*o.prod.model);
+  ASSERT_TRUE(m.status.prod.has_value());
+  EXPECT_EQ(m.status.prod->stages, pinnedV1()["spec"]["stages"]);
+  EXPECT_EQ(m.status.prod->stagesNotRecorded, "");
+  EXPECT_TRUE(v1::stagesMatchContent(*m.status.prod, m.status.prod->stages));
+  json other = m.status.prod->stages;
+  other[0]["serving"]["replicas"] = 3;
+  EXPECT_FALSE(v1::stagesMatchContent(*m.status.prod, other)) << "another template";
+  // Round trip: the status as written and read back keeps them.
+  EXPECT_EQ(v1::encodeModelStatus(m.status)["prod"]["stages"], pinnedV1()["spec"]["stages"]);
+
+  // A manual rollback records them too.
+  RollbackRecord rb;
+  rb.release = recordedOf(v1::decodeModelRelease(pinnedV1()), pinnedV1(), o.prod);
+  rb.from = "v2";
+  rb.by = "alice";
+  rb.now = "2026-12-01T12:00:00Z";
+  EXPECT_EQ(writtenModel(recordRollback(modelOf("", "v2"), rb)).prod->stages,
+            pinnedV1()["spec"]["stages"]);
+
+  // Over the bound: not recorded, and the status says so.
+  json big = pinnedV1();
+  big["spec"]["stages"][0]["serving"]["template"]["metadata"]["annotations"]["note"] =
+      std::string(v1::kMaxRecordedStagesBytes, 'x');
+  const v1::Model bigModel = v1::decodeModel(modelRecording(big, o.prod));
+  ASSERT_TRUE(bigModel.status.prod.has_value());
+  EXPECT_TRUE(bigModel.status.prod->stages.is_null());
+  EXPECT_NE(bigModel.status.prod->stagesNotRecorded.find("over the 65536 the Model records"),
+            std::string::npos)
+      << bigModel.status.prod->stagesNotRecorded;
+  EXPECT_FALSE(v1::encodeModelStatus(bigModel.status)["prod"].contains("stages"));
+}
+
+// The gap: v1's object pruned, then its stable Deployment deleted.
+// Prod is rebuilt from the Model's record, exactly as from the object.
+TEST(RecordedProd, StableDeletedWithTheReleaseGoneIsCreatedFromTheRecordAsFromTheRelease) {
+  const ModelReleasePlan fromRelease = planModelRelease(recordedWorld());
+  const PlannedApply* want = writeTo(fromRelease.execution.apply, "Deployment", "gpt2-stable");
+  const PlannedApply* wantService = writeTo(fromRelease.execution.apply, "Service", "gpt2");
+  ASSERT_TRUE(want != nullptr && wantService != nullptr);
+  EXPECT_EQ(want->object["spec"]["template"]["metadata"]["labels"][v1::kReleaseLabel], "v1");
+
+  // The release object gone: only the Model knows v1.
+  const ModelReleaseObserved gone = recordedWorld();
+  std::optional<ProdPlan> heal = planRecordedProdHealing(gone.prod);
+  ASSERT_TRUE(heal.has_value());
+  EXPECT_FALSE(heal->needsNames);
+  const PlannedApply* got = writeTo(heal->writes, "Deployment", "gpt2-stable");
+  ASSERT_NE(got, nullptr);
+  EXPECT_EQ(got->verb, WriteVerb::kCreate);
+  EXPECT_TRUE(got->alreadyExistsIsConflict);
+  EXPECT_EQ(got->object, want->object) << "the same Deployment as from the release object";
+  const PlannedApply* gotService = writeTo(heal->writes, "Service", "gpt2");
+  ASSERT_NE(gotService, nullptr);
+  EXPECT_EQ(gotService->object, wantService->object);
+  EXPECT_EQ(got->failureEventOn, gone.prod.model) << "failures are said on the Model";
+  ASSERT_EQ(heal->events.size(), 2u);
+  EXPECT_EQ(heal->events[0].reason, kReasonProdRestored);
+  EXPECT_NE(heal->events[0].message.find(
+                "Deployment gpt2-stable is missing: restored to release v1's serving objects "
+                "from the record of Model ml/gpt2"),
+            std::string::npos)
+      << heal->events[0].message;
+
+  // Names not read yet: read first (something without Lockstep's labels may stand there).
+  ModelReleaseObserved unread = recordedWorld();
+  unread.prod.namesRead = false;
+  heal = planRecordedProdHealing(unread.prod);
+  ASSERT_TRUE(heal.has_value());
+  EXPECT_TRUE(heal->needsNames);
+  EXPECT_TRUE(heal->writes.empty());
+
+  // A canary in flight owns the tracks.
+  ModelReleaseObserved canary = recordedWorld();
+  json model = *canary.prod.model;
+  model["status"]["canary"] = {{"release", "v2"}};
+  withModel(canary, model);
+  EXPECT_FALSE(planRecordedProdHealing(canary.prod).has_value());
+}
+
+TEST(RecordedProd, AnEditedTemplateIsReAppliedFromTheRecordAndNothingDriftedWritesNothing) {
+  const ModelReleasePlan built = planModelRelease(recordedWorld());
+  json deployment = writeTo(built.execution.apply, "Deployment", "gpt2-stable")->object;
+  json service = writeTo(built.execution.apply, "Service", "gpt2")->object;
+  deployment["metadata"]["uid"] = "stable-uid";
+  service["metadata"]["uid"] = "svc-uid";
+  ModelReleaseObserved o = recordedWorld();
+  o.prod.stableDeployment = share(deployment);
+  o.prod.service = share(service);
+  EXPECT_FALSE(planRecordedProdHealing(o.prod).has_value()) << "nothing drifted";
+
+  json edited = deployment;
+  edited["spec"]["template"]["spec"]["containers"][0]["image"] = "evil:latest";
+  o.prod.stableDeployment = share(edited);
+  std::optional<ProdPlan> heal = planRecordedProdHealing(o.prod);
+  ASSERT_TRUE(heal.has_value());
+  ASSERT_EQ(heal->writes.size(), 1u);
+  const PlannedApply& w = heal->writes[0];
+  EXPECT_EQ(w.verb, WriteVerb::kApply);
+  EXPECT_EQ(w.uid, "stable-uid") << "never onto a Deployment re-created meanwhile";
+  json want = deployment;
+  want["metadata"].erase("uid");
+  EXPECT_EQ(w.object, want);
+  ASSERT_EQ(heal->events.size(), 1u);
+  EXPECT_NE(heal->events[0].message.find("runs image \"evil:latest\""), std::string::npos)
+      << heal->events[0].message;
+}
+
+// v2 aborted mid-handover (stable already re-templated to v2): stable goes
+// back to the known-good v1, whose object is gone. `model`: the Model's record.
+ModelReleaseObserved abortedHandover(json model) {
+  ModelReleaseObserved o = midCanary(false);
+  json r = *o.release;
+  r["status"]["canary"]["phase"] = "RollingBack";
+  r["status"]["canary"]["reason"] = v1::kReasonAborted;
+  r["status"]["canary"]["message"] = "aborted by alice";
+  o.release = share(r);
+  o.gates.release = r;
+  model["status"]["canary"] = {{"release", "v2"}, {"uid", "uid-v2"}};
+  withModel(o, model);
+  json stable = ourDeployment(kTrackStable, "v2", 2);
+  stable["metadata"]["uid"] = "stable-uid";
+  o.prod.stableDeployment = share(stable);
+  o.prod.releases["v1"] = nullptr;
+  return o;
+}
+
+TEST(RecordedProd, AHandoverAbortedAfterProdsReleaseWasPrunedPutsStableBackFromTheRecord) {
+  const json recorded = *recordedWorld().prod.model;
+  // v1's object still there: stable goes back on it.
+  ModelReleaseObserved live = abortedHandover(recorded);
+  live.prod.releases["v1"] = share(pinnedV1());
+  const ModelReleasePlan fromObject = planModelRelease(live);
+  const PlannedApply* want = writeTo(fromObject.execution.apply, "Deployment", "gpt2-stable");
+  ASSERT_NE(want, nullptr) << fromObject.stopError.toString();
+  EXPECT_EQ(want->object["spec"]["template"]["metadata"]["labels"][v1::kReleaseLabel], "v1");
+
+  // Gone: the same write, from the record.
+  const ModelReleasePlan fromRecord = planModelRelease(abortedHandover(recorded));
+  EXPECT_TRUE(fromRecord.stopError.isOk()) << fromRecord.stopError.toString();
+  const PlannedApply* got = writeTo(fromRecord.execution.apply, "Deployment", "gpt2-stable");
+  ASSERT_NE(got, nullptr);
+  EXPECT_EQ(got->verb, WriteVerb::kApply);
+  EXPECT_EQ(got->uid, "stable-uid");
+  EXPECT_EQ(got->object, want->object);
+
+  // No stages recorded (a Model an earlier operator wrote): today's message, stable keeps its pods.
+  json unrecorded = recorded;
+  unrecorded["status"]["prod"].erase("stages");
+  const ModelReleasePlan old = planModelRelease(abortedHandover(unrecorded));
+  EXPECT_TRUE(old.stop);
+  EXPECT_EQ(old.stopError.code(), Code::kUnavailable);
+  EXPECT_EQ(old.stopError.message(), "release v1 is gone; the stable Deployment keeps its pods");
+  EXPECT_EQ(writeTo(old.execution.apply, "Deployment", "gpt2-stable"), nullptr);
+}
+
+TEST(RecordedProd, StagesThatAreNotTheRecordedContentAreRefusedNeverFollowed) {
+  json forged = *recordedWorld().prod.model;
+  forged["status"]["prod"]["stages"][0]["serving"]["replicas"] = 5;
+  // The healing path: no write, a Warning saying why.
+  ModelReleaseObserved o = recordedWorld();
+  withModel(o, forged);
+  std::optional<ProdPlan> heal = planRecordedProdHealing(o.prod);
+  ASSERT_TRUE(heal.has_value());
+  EXPECT_TRUE(heal->writes.empty());
+  ASSERT_EQ(heal->events.size(), 1u);
+  EXPECT_EQ(heal->events[0].reason, v1::kReasonAnchorMismatch);
+  EXPECT_NE(heal->events[0].message.find(
+                "(status.prod.stages) do not hash, with its package and runtime pair, to "
+                "status.prod.contentDigest"),
+            std::string::npos)
+      << heal->events[0].message;
+  EXPECT_NE(heal->events[0].message.find("never followed"), std::string::npos);
+
+  // A later release: stalled on the record (AnchorMismatch, saying why), stable untouched.
+  const ModelReleasePlan plan = planModelRelease(abortedHandover(forged));
+  EXPECT_EQ(writeTo(plan.execution.apply, "Deployment", "gpt2-stable"), nullptr);
+  const std::string why = plan.stopError.message();
+  EXPECT_EQ(plan.stopError.code(), Code::kInvalid) << plan.stopError.toString();
+  EXPECT_NE(why.find("never followed"), std::string::npos) << why;
+}
+
+// Upgrading: a record an earlier operator wrote holds no stages; the release
+// object prod runs gives them once, when they are the recorded content.
+TEST(RecordedProd, ARecordWithoutStagesGetsThemFromProdsReleaseObjectOnce) {
+  ModelReleaseObserved o = recordedWorld();
+  json model = *o.prod.model;
+  model["status"]["prod"].erase("stages");
+  withModel(o, model);
+  const ModelReleasePlan built = planModelRelease(recordedWorld());
+  json deployment = writeTo(built.execution.apply, "Deployment", "gpt2-stable")->object;
+  json service = writeTo(built.execution.apply, "Service", "gpt2")->object;
+  deployment["metadata"]["uid"] = "stable-uid";
+  service["metadata"]["uid"] = "svc-uid";
+  o.prod.stableDeployment = share(deployment);
+  o.prod.service = share(service);
+  ModelReleasePlan plan = planModelRelease(o);
+  ASSERT_EQ(plan.execution.apply.size(), 1u) << "the Model's record, nothing else";
+  const v1::ModelStatus written = writtenModel(plan.execution.apply[0]);
+  EXPECT_EQ(written.prod->stages, pinnedV1()["spec"]["stages"]);
+  EXPECT_EQ(written.prod->contentDigest, v1::decodeModel(model).status.prod->contentDigest);
+  EXPECT_EQ(written.revision, v1::decodeModel(model).status.revision) << "prod did not change";
+
+  // Recorded: nothing more to write.
+  withModel(o, *recordedWorld().prod.model);
+  EXPECT_TRUE(planModelRelease(o).execution.apply.empty());
+
+  // The object's stages are not the recorded content (edited since): not recorded.
+  json edited = pinnedV1();
+  edited["spec"]["stages"][0]["serving"]["replicas"] = 4;
+  ModelReleaseObserved e = o;
+  e.release = share(edited);
+  e.gates.release = edited;
+  withModel(e, model);
+  plan = planModelRelease(e);
+  for (const PlannedApply& a : plan.execution.apply) EXPECT_NE(a.resource.kind, "Model");
+}
+
 }  // namespace
 }  // namespace lockstep::controllers
 
