@@ -56,7 +56,8 @@ Measured, the same way for both (nothing read from a controller's own metrics):
 Environment (full size / smoke): NODES (1000 / 100), MODELS (200 / 20),
 CANARIES (50 / 5), REPLICAS (4), QUIESCENT (9800 / 10: objects in step 4 on top
 of MODELS), QUIESCENT_PATH (recognized), QUIESCENT_DEADLINE (0: wait up to TIMEOUT;
-else the RSS is taken then, with the models at rest by then, counted), SOAK (0 / 0 seconds), SETTLE (60 / 2), CONTROLLERS ("argo lockstep"),
+else the RSS is taken then, with the models at rest by then, counted), SOAK (0 / 0 seconds), SOAK_KEEP (2: Lockstep's superseded
+releases kept per model in the soak, older ones deleted; Argo keeps revisionHistoryLimit 2), SETTLE (60 / 2), CONTROLLERS ("argo lockstep"),
 TOGETHER (0 / 1: both controllers at once, each in its namespace), PERF (1: perf
 record of lockstep-operator until the canaries end, in the work dir; KEEP_WORK=1),
 FAIL_EVERY (5), ERROR_RATIO (0.3), SCRAPE (2s / 1s), WINDOW (10s / 3s),
@@ -103,6 +104,7 @@ CANARIES = knob("CANARIES", "50", "5", int)
 REPLICAS = knob("REPLICAS", "4", "4", int)
 QUIESCENT = knob("QUIESCENT", "9800", "10", int)
 SOAK = knob("SOAK", "0", "0", int)
+SOAK_KEEP = knob("SOAK_KEEP", "2", "2", int)
 SETTLE = knob("SETTLE", "60", "2", int)
 # How Lockstep's quiescent models come to rest: "recognized" (the Model of each
 # records prod's content, as an existing fleet's would, and a release object with
@@ -670,6 +672,10 @@ class Lockstep:
         log(f"lockstep: {len(rest)} Models record prod's content; creating their releases")
         self.c.create([o for m in rest for o in self.objects(m, f"{m}-v1", False, 1, gpus=0, digest=digest)])
 
+    def prune(self, releases):
+        """Superseded release objects deleted (the soak's bounded history)."""
+        self.c.kubectl("delete", "mr", "-n", self.ns, "--wait=false", "--ignore-not-found", *releases)
+
     def outcomes(self):
         phases = {"Promoted": "promoted", "RolledBack": "rolledback"}
         return {mr["metadata"]["name"]: phases.get(mr.get("status", {}).get("phase"))
@@ -910,11 +916,27 @@ def soak(ctl, c, watch, p, canaries, failing):
     while time.time() - t0 < SOAK:
         gen += 1
         c.apply([o for m in good for o in ctl.objects(m, f"{m}-v{gen}", True, REPLICAS)])
-        wait_for("soak round", lambda: all(watch.serving(ctl.ns, f"{m}-v{gen}") >= REPLICAS and
-                                           watch.serving(ctl.ns, prev[m]) == 0 for m in good), TIMEOUT)
+        # A round ends when each controller says its release is promoted (Argo: Healthy on the
+        # new stable ReplicaSet; Lockstep: phase Promoted) and the pods agree: pods alone turn
+        # Ready on Lockstep's canary Deployment before its stable one takes the release over,
+        # and a round that starts then supersedes a release mid-handover instead of after it.
+        def round_done():
+            if not all(watch.serving(ctl.ns, f"{m}-v{gen}") >= REPLICAS and
+                       watch.serving(ctl.ns, prev[m]) == 0 for m in good):
+                return False
+            o = ctl.outcomes()
+            return all(o.get(f"{m}-v{gen}") == "promoted" for m in good)
+        wait_for("soak round", round_done, TIMEOUT)
         prev = {m: f"{m}-v{gen}" for m in good}
+        # A bounded history on both sides: Argo's Rollouts keep revisionHistoryLimit (2) old
+        # ReplicaSets; Lockstep's superseded release objects past the last SOAK_KEEP are
+        # deleted, as a GitOps prune would (otherwise the soak measures a growing object
+        # count, not a leak).
+        if hasattr(ctl, "prune") and gen - SOAK_KEEP - 1 >= 2:
+            ctl.prune([f"{m}-v{gen - SOAK_KEEP - 1}" for m in good])
         samples.append((time.time() - t0, proc_stat(p.pid)[1]))
-    return {"rounds": gen - 2, "rss_samples": samples}
+        log(f"{ctl.name}: soak round {gen - 2} at {samples[-1][0]:.0f} s: RSS {samples[-1][1]:.1f} MiB")
+    return {"rounds": gen - 2, "rss_samples": samples, "kept_releases": SOAK_KEEP}
 
 
 # ---- results ------------------------------------------------------------------------------

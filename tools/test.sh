@@ -25,15 +25,17 @@ case "$what" in
     echo 19 >/proc/self/autogroup 2>/dev/null || true
     idle() { if chrt --idle 0 true 2>/dev/null; then chrt --idle 0 "$@"; else nice -n 19 "$@"; fi; }
     s0=$SECONDS
-    echo "--- lint (clang-format, clang-tidy)"
+    # The benchmark's peer first: the benchmark smoke runs among the integration tests
+    # (bench/CMakeLists.txt) and waits for this build (build.sh holds a lock).
+    echo "--- the benchmark's peer, Argo Rollouts (bench/peers/argo-rollouts/build.sh)"
+    idle bench/peers/argo-rollouts/build.sh >/dev/null
+    echo "--- the benchmark's peer: $((SECONDS - s0)) s; lint (clang-format, clang-tidy)"
     idle tools/lint.sh "$2"
     echo "--- lint: $((SECONDS - s0)) s; the images' Release build (tools/image.sh build)"
     idle tools/image.sh build
     echo "--- images: $((SECONDS - s0)) s; fuzz build (tools/fuzz.sh)"
     LOCKSTEP_FUZZ_BUILD_ONLY=1 idle tools/fuzz.sh
-    echo "--- fuzz build: $((SECONDS - s0)) s; the benchmark's peer, Argo Rollouts (bench/peers/argo-rollouts/build.sh)"
-    idle bench/peers/argo-rollouts/build.sh >/dev/null
-    echo "--- lint, images, fuzz build and the benchmark's peer: $((SECONDS - s0)) s"
+    echo "--- the benchmark's peer, lint, images and the fuzz build: $((SECONDS - s0)) s"
     exit 0 ;;
   *) echo "usage: tools/test.sh [unit|fuzz [SECONDS]|fleet|scale]" >&2; exit 2 ;;
 esac
@@ -184,11 +186,6 @@ ctest --test-dir "$build" -L image --output-on-failure || failed_checks
 # is wall-clock time). The long run is `tools/test.sh fuzz`.
 step "fuzz smoke (tools/fuzz.sh, ${LOCKSTEP_FUZZ_RUNS:-5000} inputs a target)"
 LOCKSTEP_FUZZ_RUNS=${LOCKSTEP_FUZZ_RUNS:-5000} tools/fuzz.sh "${LOCKSTEP_FUZZ_SECONDS:-60}"
-# The benchmark smoke: the promotion benchmark side by side with Argo Rollouts at its
-# small size (100 KWOK nodes, 20 models, 5 canaries, both controllers at once) on a
-# cluster of its own, so the harness cannot rot; it fails when a canary does not end
-# as planned or a measure is missing, and records nothing. The sized run is
-# `bench/promotion.sh` (docs/benchmarks.md).
-step "benchmark smoke (bench/promotion.sh --smoke)"
-BUILD="$build" SKIP_BUILD=1 bench/promotion.sh --smoke
+# (The benchmark smoke, bench/promotion.sh --smoke, ran among the integration tests:
+# ctest test bench_promotion_smoke, bench/CMakeLists.txt.)
 step "all tests passed"

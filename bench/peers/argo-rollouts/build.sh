@@ -26,6 +26,11 @@ fi
 
 key=$(cd "$here" && cat go.mod go.sum tools.go build.sh | sha256sum | cut -c1-16)
 bin="$cache/argo-rollouts-$key"
+# One build at a time (tools/test.sh's side lane and the benchmark smoke may ask at once):
+# the second waits for the first and finds the binary.
+mkdir -p "$cache"
+exec 9>"$cache/argo-rollouts.lock"
+flock 9
 if [ -x "$bin/rollouts-controller" ]; then echo "$bin"; exit 0; fi
 v=$(cd "$here" && go list -m -f '{{.Version}}' "$mod")
 echo "argo-rollouts: go build $mod $v ($(go version | cut -d' ' -f3)), at idle priority" >&2

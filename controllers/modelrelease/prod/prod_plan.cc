@@ -166,8 +166,15 @@ std::optional<std::string> promotedMismatch(const v1::ModelRelease& r, const v1:
   auto named = p.releases.find(promoted);
   if (named == p.releases.end() || !named->second) {
     // A Promoted release may be deleted (prod keeps its pods): then stable
-    // must be running it already.
-    if (templateRelease(p.stableDeployment.get()) == promoted) return std::nullopt;
+    // must be running it already, or this release, holding the Model's canary
+    // slot by its uid, is taking stable over (the handover: the Model still
+    // records the release before it until this one is Promoted).
+    const std::string onStable = templateRelease(p.stableDeployment.get());
+    if (onStable == promoted) return std::nullopt;
+    const bool handover = onStable == r.meta.name && model.status.canary &&
+                          model.status.canary->release == r.meta.name &&
+                          model.status.canary->uid == r.meta.uid;
+    if (handover) return std::nullopt;
     why = "no such release exists and the stable Deployment does not run it";
   } else {
     const v1::ModelRelease known = v1::decodeModelRelease(*named->second);

@@ -9,7 +9,8 @@
 //   - A release deleted mid-canary rolls back first (finalizer
 //     lockstep.dev/release-cleanup): stable stays at N Ready throughout, the
 //     canary is removed, the slot freed, then the object goes. Deleting the
-//     Promoted release never takes prod down.
+//     Promoted release never takes prod down, nor stops the next release's
+//     handover (a GitOps prune deleting it as its successor is applied).
 //   - The Service port belongs to the model: a release on another port than
 //     prod's is refused at apply; one admitted before prod existed stops
 //     ServicePortConflict before its canary, the Service untouched.
@@ -233,6 +234,43 @@ TEST_F(ProdOwnershipClusterTest, DeletingAReleaseMidCanaryRestoresStableThenTheO
   EXPECT_EQ(
       get("models.lockstep.dev", "gpt2").value("/status/prod/release"_json_pointer, std::string()),
       "v3");
+}
+
+// A GitOps prune: v2 replaces v1 in git, so v1 is deleted as soon as v2 is
+// applied. Prod keeps v1's pods until v2's canary takes the stable Deployment
+// over; during that handover the Model still records v1 (gone) while stable
+// already runs v2, and v2 must go on to Promoted (it stalled there with
+// AnchorMismatch before, found by the soak benchmark pruning old releases).
+TEST_F(ProdOwnershipClusterTest, AReleaseWhosePredecessorIsPrunedAtOnceIsPromoted) {
+  w_.stopMonitor();
+  MonitorOptions fixed;  // prod runs releases that no longer exist: the monitor's list is fixed
+  fixed.replicas = 2;
+  fixed.validated = {Triple{testPackage('1'), kTestImage, w_.hash()},
+                     Triple{testPackage('2'), kTestImage, w_.hash()}};
+  ASSERT_EQ(w_.startMonitor(fixed), "");
+  json oneStep = json::array({json{{"weight", 100}}});
+  ASSERT_EQ(w_.createRelease("v1", testPackage('1'), json::array({prodStage(oneStep)})).exitCode,
+            0);
+  w_.waitPhase("v1", "Promoted");
+  ASSERT_TRUE(eventually([&] { return w_.readyPods()["stable/v1"] == 2; }));
+
+  json twoSteps = json::array({json{{"weight", 50}, {"pause", "2s"}}, json{{"weight", 100}}});
+  ASSERT_EQ(w_.createRelease("v2", testPackage('2'), json::array({prodStage(twoSteps)})).exitCode,
+            0);
+  ASSERT_EQ(kubectl({"delete", "mr", "v1", "-n", ns_, "--timeout=30s"}).exitCode, 0);
+  json v2 = w_.waitPhase("v2", "Promoted", std::chrono::seconds(240));
+  EXPECT_EQ(conditionField(v2, "Stalled", "status"), "False") << v2["status"].dump(2);
+  EXPECT_EQ(w_.stableRelease(), "v2");
+  EXPECT_TRUE(eventually([&] {
+    auto r = w_.readyPods();
+    return r["stable/v2"] == 2 && r.size() == 1;
+  })) << json(w_.readyPods()).dump();
+  json model = get("models.lockstep.dev", "gpt2");
+  EXPECT_EQ(model.value("/status/prod/release"_json_pointer, std::string()), "v2")
+      << model["status"].dump(2);
+  EXPECT_EQ(model.value("/status/prod/uid"_json_pointer, std::string()),
+            v2["metadata"]["uid"].get<std::string>());
+  EXPECT_FALSE(model.contains("/status/canary"_json_pointer)) << model["status"].dump(2);
 }
 
 // The Service port belongs to the model (the reproduction: v2 with

@@ -737,6 +737,24 @@ TEST(AnchorTrust, PromotedIsCheckedAgainstTheReleaseItNamesBeforeStableRunsIt) {
   ModelReleaseObserved deleted = trustWorld(nullptr);
   deleted.prod.stableDeployment = share(ourDeployment(kTrackStable, "v1", 2));
   EXPECT_EQ(stalledReason(planModelRelease(deleted)), "");
+
+  // Deleted while this release's handover is in flight (a GitOps prune of old
+  // releases, found by the soak benchmark): stable already runs this release,
+  // which holds the canary slot by its uid; the handover goes on.
+  ModelReleaseObserved handover = trustWorld(nullptr);
+  handover.prod.stableDeployment = share(ourDeployment(kTrackStable, "v2", 2));
+  v1::ProdContent slot;
+  slot.release = "v2";
+  slot.uid = v1::decodeMeta(*handover.release).uid;
+  ASSERT_FALSE(slot.uid.empty());
+  json model = *handover.prod.model;
+  model["status"]["canary"] = {{"release", slot.release}, {"uid", slot.uid}};
+  withModel(handover, model);
+  EXPECT_EQ(stalledReason(planModelRelease(handover)), "");
+  // The slot held by another object of that name (deleted and re-created): no handover.
+  model["status"]["canary"]["uid"] = "another-object";
+  withModel(handover, model);
+  EXPECT_EQ(stalledReason(planModelRelease(handover)), v1::kReasonAnchorMismatch);
 }
 
 TEST(AnchorTrust, AReCreatedModelStartsPastEveryRollbackRequestOfTheModel) {
