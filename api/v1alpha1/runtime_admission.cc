@@ -48,6 +48,14 @@ StatusOr<json> runtimeAdmissionSpec(const std::string& ns, const std::vector<Run
     std::string pinned;
     for (const RuntimeRevision& r : e->status.revisions) {
       if (r.number != e->status.currentRevision && !r.pinned()) continue;
+      if (r.pinnedBy.size() > kRuntimeAdmissionMaxPinsPerRevision) {
+        return Status(Code::kResourceExhausted,
+                      "RuntimeEnv " + ns + "/" + e->meta.name + " revision " +
+                          std::to_string(r.number) + " is pinned by " +
+                          std::to_string(r.pinnedBy.size()) +
+                          " releases; the admission table holds at most " +
+                          std::to_string(kRuntimeAdmissionMaxPinsPerRevision) + " per revision");
+      }
       json rev = {{"number", r.number}, {"closureHash", r.closureHash}};
       splitImage(r.image, rev);
       rev["pinnedBy"] = r.pinnedBy;

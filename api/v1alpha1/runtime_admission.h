@@ -23,11 +23,15 @@ namespace lockstep::api::v1alpha1 {
 // The one table of a namespace (the policy bindings' paramRef.name).
 inline constexpr const char* kRuntimeAdmissionName = "lockstep-runtimes";
 // Bounds (crds/lockstep.dev_runtimeadmissions.yaml says the same): RuntimeEnvs per
-// namespace, admitting revisions per RuntimeEnv, and the table's encoded size. An
-// etcd object may hold 1.5 MiB; the API server evaluates the policy on every pod
-// create, so the table stays far below that.
+// namespace, admitting revisions per RuntimeEnv, releases pinning one revision, and
+// the table's encoded size. An etcd object may hold 1.5 MiB; the API server
+// evaluates the policy on every pod create, so the table stays far below that.
+// Pins per revision: after a lock edit every model in prod pins the revision before
+// it (the Model's record pins what prod runs), so a namespace of a few hundred
+// models has that many; the byte bound is the one a namespace meets first.
 inline constexpr size_t kRuntimeAdmissionMaxEnvs = 128;
 inline constexpr size_t kRuntimeAdmissionMaxRevisions = 32;
+inline constexpr size_t kRuntimeAdmissionMaxPinsPerRevision = 1024;
 inline constexpr size_t kRuntimeAdmissionMaxBytes = 512 * 1024;
 
 // The table's spec for the RuntimeEnvs of one namespace. kResourceExhausted naming

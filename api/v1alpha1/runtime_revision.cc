@@ -34,6 +34,8 @@ json encodeRevision(const RuntimeRevision& r) {
   putIfSet(j, "firstResolved", r.firstResolved);
   putIfSet(j, "lastResolved", r.lastResolved);
   if (!r.pinnedBy.empty()) j["pinnedBy"] = r.pinnedBy;
+  if (r.pinnedByCount > static_cast<int64_t>(r.pinnedBy.size()))
+    j["pinnedByCount"] = r.pinnedByCount;
   putIfSet(j, "packages", r.packages);
   return j;
 }
@@ -51,6 +53,7 @@ RuntimeRevision decodeRevision(const json& j) {
   for (const json& p : decode::array(j, "pinnedBy")) {
     if (p.is_string()) r.pinnedBy.push_back(p.get<std::string>());
   }
+  r.pinnedByCount = decode::integer(j, "pinnedByCount", 0);
   r.packages = decode::string(j, "packages");
   return r;
 }

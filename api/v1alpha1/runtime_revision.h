@@ -39,6 +39,11 @@ inline constexpr const char* kReasonRuntimeImageMismatch = "RuntimeImageMismatch
 // Warning Event: a manual rollback runs a pinned revision that is no longer current.
 inline constexpr const char* kReasonRuntimeMovedOn = "RuntimeMovedOn";
 
+// The most release names one revision's status.revisions[].pinnedBy lists (the CRD's
+// maxItems); the others are counted in pinnedByCount (docs/limits.md).
+inline constexpr size_t kMaxPinnedByListed = 1024;
+inline constexpr const char* kReasonPinsTruncated = "PinsTruncated";
+
 // One entry of status.revisions.
 struct RuntimeRevision {
   int64_t number = 0;
@@ -52,6 +57,10 @@ struct RuntimeRevision {
   // (the current revision) or when another pair replaced it (every other one).
   std::string lastResolved;
   std::vector<std::string> pinnedBy;  // release names (same namespace), sorted
+  // Every pin when pinnedBy lists only the first kMaxPinnedByListed names (0: it lists
+  // them all). A RuntimeEnv's status stays bounded with thousands of models in prod on
+  // one revision; admission admits a pinned revision only for the releases listed.
+  int64_t pinnedByCount = 0;
   // What advisory matching needs of its closure, kept from when it was resolved, so a
   // pinned revision is matched after the lock moved on: one line per entry
   // ("<ecosystem> <name> <version>"; controllers/runtimeenv/runtimeenv_advisories.h).

@@ -160,6 +160,18 @@ void recordRevisions(const RevisionsPlan& plan, json& status,
     events.push_back({kube::kEventTypeNormal, kReasonRevisionRestored,
                       describe(plan.restored) + " is current again"});
   }
+  for (const RevisionsPlan::TruncatedPins& t : plan.truncatedPins) {
+    if (!t.newly) continue;
+    const bool current = t.revision == plan.currentRevision;
+    events.push_back(
+        {kube::kEventTypeWarning, api::v1alpha1::kReasonPinsTruncated,
+         "revision " + std::to_string(t.revision) + " is pinned by " + std::to_string(t.pins) +
+             " releases; status.revisions lists the first " +
+             std::to_string(api::v1alpha1::kMaxPinnedByListed) + " and counts all (pinnedByCount)" +
+             (current ? "; as the current revision it admits the pods of every release"
+                      : "; the pods of the releases not listed are refused on it: split the "
+                        "models over RuntimeEnvs or namespaces (docs/limits.md)")});
+  }
   if (!plan.pruned.empty()) {
     events.push_back({kube::kEventTypeNormal, kReasonRevisionPruned,
                       "pruned unpinned revision(s) " + numbers(plan.pruned) +

@@ -135,7 +135,16 @@ RevisionsPlan planRevisions(const RevisionsInput& in) {
   }
   for (RuntimeRevision& r : revs) {
     const auto& names = pinnedBy[r.number];
-    r.pinnedBy.assign(names.begin(), names.end());
+    const bool wasTruncated = r.pinnedByCount > 0;
+    r.pinnedByCount = 0;
+    if (names.size() <= api::v1alpha1::kMaxPinnedByListed) {
+      r.pinnedBy.assign(names.begin(), names.end());
+      continue;
+    }
+    // The first names in order are listed, all are counted (kMaxPinnedByListed).
+    r.pinnedBy.assign(names.begin(), std::next(names.begin(), api::v1alpha1::kMaxPinnedByListed));
+    r.pinnedByCount = static_cast<int64_t>(names.size());
+    plan.truncatedPins.push_back({r.number, r.pinnedByCount, !wasTruncated});
   }
 
   // Keep the current, the pinned and the highest-numbered revisions, and the

@@ -53,6 +53,13 @@ struct RevisionsPlan {
   // with that pair, 0 when pruned), besides the (release, revision) pins above.
   std::vector<api::v1alpha1::ModelPin> modelPins;
   std::vector<api::v1alpha1::RuntimeRevision> pruned;
+  // Revisions pinned by more releases than pinnedBy lists (kMaxPinnedByListed).
+  struct TruncatedPins {
+    int64_t revision = 0;
+    int64_t pins = 0;    // all of them
+    bool newly = false;  // not truncated in the status read
+  };
+  std::vector<TruncatedPins> truncatedPins;
   // Set when the resolution is a pair never recorded: its new number.
   int64_t created = 0;
   // Set when the current revision changed to one recorded before.

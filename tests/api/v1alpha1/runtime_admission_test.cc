@@ -114,6 +114,34 @@ TEST(RuntimeAdmissionSpec, BoundsAreRefusedWithTheNumbers) {
             std::string::npos)
       << spec.status().message();
 
+  // Releases pinning one revision: the bound is met, then passed by one (the bench's
+  // 200 models on one runtime once passed the CRD's earlier 64, refused by the API
+  // server at every write instead of here).
+  std::vector<std::string> names;
+  for (size_t i = 0; i < kRuntimeAdmissionMaxPinsPerRevision; ++i)
+    names.push_back("m" + std::to_string(i) + "-v1");
+  spec = runtimeAdmissionSpec(
+      "ml",
+      {env("e", "e@" + kB,
+           {revision(1, "e@" + kA, kHash1, names), revision(2, "e@" + kB, kHash2)})},
+      "");
+  ASSERT_TRUE(spec.isOk()) << spec.status().toString();
+  EXPECT_EQ((*spec)["runtimeEnvs"]["e"]["revisions"][0]["pinnedBy"].size(),
+            kRuntimeAdmissionMaxPinsPerRevision);
+  names.push_back("one-more");
+  spec = runtimeAdmissionSpec(
+      "ml",
+      {env("e", "e@" + kB,
+           {revision(1, "e@" + kA, kHash1, names), revision(2, "e@" + kB, kHash2)})},
+      "");
+  ASSERT_FALSE(spec.isOk());
+  EXPECT_EQ(spec.status().code(), Code::kResourceExhausted);
+  EXPECT_NE(spec.status().message().find(
+                "RuntimeEnv ml/e revision 1 is pinned by 1025 releases; the admission table holds "
+                "at most 1024 per revision"),
+            std::string::npos)
+      << spec.status().message();
+
   // Bytes: few RuntimeEnvs, but releases with long names pinning many revisions.
   std::vector<RuntimeEnv> big;
   for (int i = 0; i < 40; ++i) {

@@ -2,6 +2,7 @@
 // pinning rule (api/v1alpha1/runtime_revision.h): pure, no cluster.
 #include "controllers/runtimeenv/runtimeenv_revisions.h"
 
+#include <cstdio>
 #include <string>
 #include <vector>
 
@@ -336,6 +337,52 @@ TEST(PlanRevisions, TheModelsRecordOfProdPinsWithoutAnyReleaseObject) {
   EXPECT_EQ(both.pins.size(), 1u);
   EXPECT_TRUE(both.modelPins.empty());
   EXPECT_EQ(both.describePins(), "v1 (revision 1, promoted)");
+}
+
+// Thousands of models in prod on one revision (the promotion benchmark's 10,000 at
+// rest): the status lists the first kMaxPinnedByListed names and counts all, instead
+// of a write the CRD's maxItems refuses at every reconcile.
+TEST(PlanRevisions, PinsPastTheListedBoundAreCountedAndTheFirstListed) {
+  using api::v1alpha1::kMaxPinnedByListed;
+  using api::v1alpha1::ModelPin;
+  using api::v1alpha1::ModelPinHold;
+  std::vector<RuntimeRevision> recorded = {rev(1, img('a'), hash('1')),
+                                           rev(2, img('a'), hash('2'))};
+  RevisionsInput in = input(recorded, 2, pair(img('a'), hash('2')), {}, 0);
+  const size_t models = kMaxPinnedByListed + 6;
+  for (size_t i = 0; i < models; ++i) {
+    char name[16];
+    std::snprintf(name, sizeof name, "m%05zu-v1", i);
+    in.models.push_back(ModelPin{"m" + std::to_string(i), name, "torch",
+                                 RuntimePin{1, img('a'), hash('1')}, ModelPinHold::kProd});
+  }
+  RevisionsPlan p = planRevisions(in);
+  const RuntimeRevision& one = numbered(p, 1);
+  ASSERT_EQ(one.pinnedBy.size(), kMaxPinnedByListed);
+  EXPECT_EQ(one.pinnedBy.front(), "m00000-v1");
+  EXPECT_EQ(one.pinnedBy.back(), "m01023-v1") << "the first names in order";
+  EXPECT_EQ(one.pinnedByCount, static_cast<int64_t>(models));
+  ASSERT_EQ(p.truncatedPins.size(), 1u);
+  EXPECT_EQ(p.truncatedPins[0].revision, 1);
+  EXPECT_EQ(p.truncatedPins[0].pins, static_cast<int64_t>(models));
+  EXPECT_TRUE(p.truncatedPins[0].newly);
+  EXPECT_TRUE(p.anyPinned());
+  // Encoded with its count, decoded back; the next plan over that status is not new.
+  const RuntimeRevision back = api::v1alpha1::decodeRevision(api::v1alpha1::encodeRevision(one));
+  EXPECT_EQ(back.pinnedByCount, static_cast<int64_t>(models));
+  EXPECT_EQ(back.pinnedBy.size(), kMaxPinnedByListed);
+  in.recorded = p.revisions;
+  RevisionsPlan again = planRevisions(in);
+  ASSERT_EQ(again.truncatedPins.size(), 1u);
+  EXPECT_FALSE(again.truncatedPins[0].newly);
+  // Back under the bound: listed whole, no count written.
+  in.recorded = again.revisions;
+  in.models.resize(3);
+  RevisionsPlan fewer = planRevisions(in);
+  EXPECT_EQ(numbered(fewer, 1).pinnedBy.size(), 3u);
+  EXPECT_EQ(numbered(fewer, 1).pinnedByCount, 0);
+  EXPECT_TRUE(fewer.truncatedPins.empty());
+  EXPECT_FALSE(api::v1alpha1::encodeRevision(numbered(fewer, 1)).contains("pinnedByCount"));
 }
 
 TEST(ReleasePinFacts, DecodesTheReleaseObject) {
