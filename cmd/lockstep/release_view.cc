@@ -5,6 +5,8 @@
 #include <sstream>
 
 #include "api/v1alpha1/approval.h"
+#include "api/v1alpha1/canary_status.h"
+#include "api/v1alpha1/meta.h"
 #include "api/v1alpha1/model_package.h"
 #include "webhooks/admission/release_actions.h"
 
@@ -402,11 +404,15 @@ StatusOr<ActionPlan> planPromote(const json& release, bool full, const std::stri
   if (full) {
     plan.annotation = std::string(lw::kPromoteFullAnnotation);
   } else {
-    const json* step = nullptr;
-    if (release.contains("status") && release["status"].contains("canary"))
-      step = release["status"]["canary"].contains("step") ? &release["status"]["canary"]["step"]
-                                                          : nullptr;
-    int index = step != nullptr && step->is_number_integer() ? step->get<int>() : 0;
+    // The step the canary is at: its annotation names it, so an unreadable
+    // status.canary is refused rather than read as step 0.
+    const json* written = v1::decode::member(v1::decode::object(release, "status"), "canary");
+    const v1::CanaryStatusRead canary =
+        v1::readCanaryStatus(written != nullptr ? *written : json());
+    if (!canary.error.empty())
+      return invalidArgument("release " + id + ": status.canary cannot be read (" + canary.error +
+                             "); the canary's step is unknown");
+    const int64_t index = canary.get() != nullptr ? canary.get()->step.value_or(0) : 0;
     plan.stage = std::to_string(index);
     plan.annotation = std::string(lw::kPromoteAnnotationPrefix) + plan.stage;
   }

@@ -6,6 +6,7 @@
 #include <chrono>
 #include <set>
 
+#include "api/v1alpha1/canary_status.h"
 #include "api/v1alpha1/conditions.h"
 #include "api/v1alpha1/keys.h"
 #include "api/v1alpha1/model.h"
@@ -197,7 +198,7 @@ ProdObserved ModelReleaseReconciler::observeProd(const v1::ModelRelease& r) cons
       p.model ? std::optional<v1::Model>(v1::decodeModel(*p.model)) : std::nullopt;
   if (recordOf) names.insert(recordOf->promoted());
   if (p.legacyAnchor) names.insert(v1::decodeModelAnchor(*p.legacyAnchor).promoted);
-  names.insert(v1::decode::string(v1::decode::object(r.status.canary, "knownGood"), "release"));
+  names.insert(v1::readCanaryStatus(r.status.canary).orEmpty().knownGoodRelease());
   names.erase("");
   names.erase(r.meta.name);
   std::set<std::string> envs = {r.spec.runtimeEnvName};
@@ -439,22 +440,24 @@ void ModelReleaseReconciler::recordMetrics(const Request& request, const ModelRe
                  st.value("currentStage", "-"));
   }
   if (!metrics_) return;
+  // What the written status.canary records (nothing when it is unreadable).
+  const json* written = v1::decode::member(st, "canary");
+  const v1::CanaryStatusRead read = v1::readCanaryStatus(written != nullptr ? *written : json());
+  const v1::CanaryStatus& canary = read.orEmpty();
   // Counted once the result is recorded: a crash before this point re-plans the
   // same transition, so the count is at-least-once and never lost.
   if (statusWritten) {
     for (const StageOutcome& out : p.outcomes)
       metrics_->stageResult(out.stage, out.result, out.durationSeconds);
-    const json& canary = st.value("canary", json::object());
     const std::string before = r.status.canaryPhase;
-    const std::string after = canary.value("phase", "");
+    const std::string after = canary.phase.value_or("");
     if (after != before && after == v1::kReasonRollingBack)
-      metrics_->rollback(r.spec.model, canary.value("reason", ""));
+      metrics_->rollback(r.spec.model, canary.reason.value_or(""));
     if (after != before && after == v1::kPhasePromoted) metrics_->promotion(r.spec.model);
   }
   // The canary step of a release in its prod stage, as applied; gone once it is finished.
-  const json& canary = st.value("canary", json::object());
-  if (p.prod && st.value("phase", "") == v1::kPhaseCanary && canary.contains("step")) {
-    const int step = canary.value("step", 0);
+  if (p.prod && st.value("phase", "") == v1::kPhaseCanary && canary.step) {
+    const int step = static_cast<int>(*canary.step);
     auto spec = v1::canarySpecOf(r.spec.stages.at(p.prod->index));
     const bool known = spec.isOk() && step >= 0 && step < static_cast<int>(spec->steps.size());
     metrics_->canaryStep(request.ns, request.name, r.spec.model, step,
@@ -568,7 +571,7 @@ void setupModelReleaseController(runtime::Manager& manager, ModelReleaseOptions 
                 const v1::ModelRelease r = v1::decodeModelRelease(o);
                 if (!concernedFleetAbort(r)) return out;
                 const std::string known =
-                    v1::decode::string(v1::decode::object(r.status.canary, "knownGood"), "release");
+                    v1::readCanaryStatus(r.status.canary).orEmpty().knownGoodRelease();
                 if (!known.empty()) out.push_back({r.meta.ns, known});
                 return out;
               },

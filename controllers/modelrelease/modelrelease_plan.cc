@@ -1,5 +1,6 @@
 #include "controllers/modelrelease/modelrelease_plan.h"
 
+#include "api/v1alpha1/canary_status.h"
 #include "api/v1alpha1/conditions.h"
 #include "api/v1alpha1/keys.h"
 #include "api/v1alpha1/model.h"
@@ -198,10 +199,12 @@ std::optional<ModelReleasePlan> planRecognition(const ModelReleaseObserved& o,
                       {"finishedAt", o.gates.now}});
   }
   status["stages"] = std::move(stages);
-  status["canary"] = {{"phase", v1::kPhasePromoted},
-                      {"finishedAt", o.gates.now},
-                      {"message", message},
-                      {"modelUid", model.meta.uid}};
+  v1::CanaryStatus canary;
+  canary.phase = v1::kPhasePromoted;
+  canary.finishedAt = o.gates.now;
+  canary.message = message;
+  canary.modelUid = model.meta.uid;
+  status["canary"] = v1::encodeCanaryStatus(canary);
   json& conditions = status["conditions"];
   if (!conditions.is_array()) conditions = json::array();
   kube::setCondition(conditions,

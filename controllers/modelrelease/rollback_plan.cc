@@ -1,5 +1,6 @@
 #include "controllers/modelrelease/rollback_plan.h"
 
+#include "api/v1alpha1/canary_status.h"
 #include "api/v1alpha1/conditions.h"
 #include "api/v1alpha1/model_anchor.h"
 #include "api/v1alpha1/runtime_env.h"
@@ -73,7 +74,7 @@ bool planManualRollback(const ReleaseObserved& o, const v1::ModelRelease& r,
   // gate, unless its pinned revision was pruned or another release is in canary. A release the
   // Model names as prod again (a rollback whose status write was lost) is
   // Promoted again.
-  if (decode::string(decode::object(prevStatus, "canary"), "phase") == kPhasePromoted &&
+  if (readCanaryStatus(r.status.canary).orEmpty().phase == kPhasePromoted &&
       (prevPhase == kPhaseSuperseded || prevPhase == kPhasePromoted)) {
     const std::string from = o.promotedRelease;
     std::string by = from.empty() || from == r.meta.name || o.modelRevision.empty()

@@ -5,6 +5,9 @@
 #include <openssl/ssl.h>
 #include <openssl/x509v3.h>
 
+#include <map>
+#include <mutex>
+
 #include <boost/asio/connect.hpp>
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/asio/ssl.hpp>
@@ -36,6 +39,21 @@ Status configure(asio::ssl::context& ctx, const BeastTransportOptions& o, const 
     return invalidArgument(who + ": the CA bundle cannot be loaded: " + e.what());
   }
   return Status::ok();
+}
+
+// One configured context per distinct CA bundle ("" for the system roots), kept
+// for the process: a handful of bundles at most (the operator's flags).
+StatusOr<std::shared_ptr<asio::ssl::context>> sharedContext(const BeastTransportOptions& o,
+                                                            const std::string& who) {
+  static std::mutex mu;
+  static std::map<std::string, std::shared_ptr<asio::ssl::context>> contexts;
+  std::lock_guard<std::mutex> lock(mu);
+  auto it = contexts.find(o.caPem);
+  if (it != contexts.end()) return it->second;
+  auto ctx = std::make_shared<asio::ssl::context>(asio::ssl::context::tls_client);
+  LOCKSTEP_RETURN_IF_ERROR(configure(*ctx, o, who));
+  contexts.emplace(o.caPem, ctx);
+  return ctx;
 }
 
 // Runs one asynchronous step to completion on `ioc`; the stream's timer bounds it.
@@ -70,9 +88,9 @@ StatusOr<std::shared_ptr<BeastTransport>> BeastTransport::create(
     port = authority.substr(colon + 1);
   }
   if (host.empty() || port.empty()) return invalidArgument("bad registry origin " + origin);
-  asio::ssl::context probe(asio::ssl::context::tls_client);
-  LOCKSTEP_RETURN_IF_ERROR(configure(probe, options, "registry " + authority));
-  return std::shared_ptr<BeastTransport>(new BeastTransport(host, port, options));
+  auto ctx = sharedContext(options, "registry " + authority);
+  if (!ctx.isOk()) return ctx.status();
+  return std::shared_ptr<BeastTransport>(new BeastTransport(host, port, options, *ctx));
 }
 
 StatusOr<HttpResponse> BeastTransport::send(const HttpRequest& request) {
@@ -81,9 +99,7 @@ StatusOr<HttpResponse> BeastTransport::send(const HttpRequest& request) {
       request.method + " " + request.target.substr(0, request.target.find('?'));
   try {
     asio::io_context ioc;
-    asio::ssl::context ctx(asio::ssl::context::tls_client);
-    LOCKSTEP_RETURN_IF_ERROR(configure(ctx, options_, who));
-    beast::ssl_stream<beast::tcp_stream> stream(ioc, ctx);
+    beast::ssl_stream<beast::tcp_stream> stream(ioc, *ctx_);
     SSL* ssl = stream.native_handle();
     boost::system::error_code parseEc;
     (void)asio::ip::make_address(host_, parseEc);

@@ -377,6 +377,25 @@ TEST(PlanPromote, EndsTheCurrentStepsPauseOrSkipsAll) {
       << refused.status().message();
 }
 
+// The step's annotation is named after status.canary.step: an unreadable
+// status.canary is refused, never promoted as step 0.
+TEST(PlanPromote, AnUnreadableCanaryStatusIsRefusedNamingTheField) {
+  json canary = {
+      {"metadata", {{"name", "v2"}, {"namespace", "ml"}}},
+      {"status", {{"phase", "Canary"}, {"canary", {{"phase", "Progressing"}, {"step", "1"}}}}}};
+  auto p = planPromote(canary, false, "alice");
+  ASSERT_FALSE(p.isOk()) << p->annotation;
+  EXPECT_NE(p.status().message().find("status.canary.step: must be an integer"), std::string::npos)
+      << p.status().message();
+  // --full names no step: it goes on.
+  EXPECT_TRUE(planPromote(canary, true, "alice").isOk());
+  // No status.canary yet: step 0.
+  canary["status"].erase("canary");
+  p = planPromote(canary, false, "alice");
+  ASSERT_TRUE(p.isOk()) << p.status().toString();
+  EXPECT_EQ(p->annotation, "promote.lockstep.dev/0");
+}
+
 TEST(WaitState, ReachedWaitingOrEndedElsewhere) {
   EXPECT_EQ(waitState(Release().phase("Validated").json(), "Validated"), WaitState::kReached);
   EXPECT_EQ(waitState(Release().phase("Testing").json(), "Validated"), WaitState::kWaiting);

@@ -1,5 +1,6 @@
 #include "controllers/modelrelease/gates/fleet_check.h"
 
+#include "api/v1alpha1/canary_status.h"
 #include "controllers/modelrelease/gates/evidence_stage.h"
 #include "evidence/statement.h"
 
@@ -98,8 +99,7 @@ std::optional<std::string> concernedFleetAbort(const v1::ModelRelease& r) {
 
 std::string fleetRollbackBy(const v1::ModelRelease& prod, const std::string& candidate) {
   if (candidate.empty() || prod.meta.name == candidate) return "";
-  if (decode::string(decode::object(prod.status.canary, "knownGood"), "release") != candidate)
-    return "";
+  if (v1::readCanaryStatus(prod.status.canary).orEmpty().knownGoodRelease() != candidate) return "";
   std::optional<FleetCheckRequest> request = fleetCheckRequest(prod);
   if (!request || !concernedFleetAbort(prod)) return "";
   const std::optional<FleetCheckObserved> answer =

@@ -9,7 +9,6 @@
 namespace lockstep::controllers {
 
 namespace v1 = api::v1alpha1;
-using nlohmann::json;
 
 int effectiveCount(const CanaryStep& step) {
   if (!step.analysis) return 0;
@@ -78,25 +77,25 @@ AnalysisVerdict assessAnalysis(const AnalysisCounters& c, const PrometheusAnalys
   return v;
 }
 
-AnalysisCounters countersFrom(const json& a) {
+AnalysisCounters countersFrom(const v1::CanaryAnalysisStatus& a) {
   AnalysisCounters c;
-  c.count = static_cast<int>(v1::decode::integer(a, "count", 0));
-  c.successful = static_cast<int>(v1::decode::integer(a, "successful", 0));
-  c.failed = static_cast<int>(v1::decode::integer(a, "failed", 0));
-  c.errors = static_cast<int>(v1::decode::integer(a, "errors", 0));
-  c.consecutiveErrors = static_cast<int>(v1::decode::integer(a, "consecutiveErrors", 0));
-  c.lastAtUnix = parseRfc3339(v1::decode::string(a, "lastMeasuredAt")).value_or(0);
-  c.lastWasError = v1::decode::boolean(a, "lastWasError", false);
+  c.count = static_cast<int>(a.count.value_or(0));
+  c.successful = static_cast<int>(a.successful.value_or(0));
+  c.failed = static_cast<int>(a.failed.value_or(0));
+  c.errors = static_cast<int>(a.errors.value_or(0));
+  c.consecutiveErrors = static_cast<int>(a.consecutiveErrors.value_or(0));
+  c.lastAtUnix = parseRfc3339(a.lastMeasuredAt.value_or("")).value_or(0);
+  c.lastWasError = a.lastWasError.value_or(false);
   return c;
 }
 
-void countersTo(const AnalysisCounters& c, json& a) {
-  a["count"] = c.count;
-  a["successful"] = c.successful;
-  a["failed"] = c.failed;
-  a["errors"] = c.errors;
-  a["consecutiveErrors"] = c.consecutiveErrors;
-  if (c.lastAtUnix > 0) a["lastMeasuredAt"] = formatRfc3339(c.lastAtUnix);
-  a["lastWasError"] = c.lastWasError;
+void countersTo(const AnalysisCounters& c, v1::CanaryAnalysisStatus& a) {
+  a.count = c.count;
+  a.successful = c.successful;
+  a.failed = c.failed;
+  a.errors = c.errors;
+  a.consecutiveErrors = c.consecutiveErrors;
+  if (c.lastAtUnix > 0) a.lastMeasuredAt = formatRfc3339(c.lastAtUnix);
+  a.lastWasError = c.lastWasError;
 }
 }  // namespace lockstep::controllers

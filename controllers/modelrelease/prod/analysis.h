@@ -9,8 +9,7 @@
 #include <optional>
 #include <string>
 
-#include <nlohmann/json.hpp>
-
+#include "api/v1alpha1/canary_status.h"
 #include "api/v1alpha1/model_release.h"
 
 namespace lockstep::controllers {
@@ -70,7 +69,7 @@ AnalysisVerdict assessAnalysis(const AnalysisCounters& c, const PrometheusAnalys
 inline constexpr int64_t kErrorRetrySeconds = 10;
 
 // The counters as status.canary.analysis records them, and back.
-AnalysisCounters countersFrom(const nlohmann::json& analysis);
-void countersTo(const AnalysisCounters& c, nlohmann::json& analysis);
+AnalysisCounters countersFrom(const api::v1alpha1::CanaryAnalysisStatus& analysis);
+void countersTo(const AnalysisCounters& c, api::v1alpha1::CanaryAnalysisStatus& analysis);
 
 }  // namespace lockstep::controllers

@@ -226,7 +226,7 @@ CanaryObserved observeCanary(const v1::ModelRelease& release, const v1::CanarySp
     }
   }
   const int step =
-      co.previous.is_object() ? static_cast<int>(v1::decode::integer(co.previous, "step", 0)) : 0;
+      co.previous.get() != nullptr ? static_cast<int>(co.previous.get()->step.value_or(0)) : 0;
   co.promoteStepBy = release.annotation(v1::kPromoteAnnotationPrefix + std::to_string(step));
   co.promoteFullBy = release.annotation(v1::kPromoteFullAnnotation);
   co.abortBy = release.annotation(v1::kAbortAnnotation);

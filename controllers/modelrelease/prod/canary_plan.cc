@@ -13,12 +13,11 @@
 namespace lockstep::controllers {
 namespace {
 
-namespace decode = api::v1alpha1::decode;
 using namespace api::v1alpha1;  // NOLINT(google-build-using-namespace): the reasons
-using nlohmann::json;
 
-int64_t timeOf(const json& o, const char* key) {
-  return parseRfc3339(decode::string(o, key)).value_or(0);
+// Seconds since the epoch of a status timestamp; 0 when absent or malformed.
+int64_t timeOf(const std::optional<std::string>& at) {
+  return parseRfc3339(at.value_or("")).value_or(0);
 }
 
 // Status phases of status.canary.
@@ -35,6 +34,34 @@ constexpr const char* kPromotionHandover = "Handover";
 constexpr size_t kKeptMeasurements = 10;
 // How often to look again while pods move (watches usually come first).
 constexpr int64_t kPodPollSeconds = 5;
+
+// Appends a measurement to the analysis' recent ones, keeping the last kKeptMeasurements.
+void keep(CanaryAnalysisStatus& a, CanaryMeasurement m) {
+  std::vector<CanaryMeasurement>& recent =
+      a.measurements ? *a.measurements : a.measurements.emplace();
+  recent.push_back(std::move(m));
+  if (recent.size() > kKeptMeasurements)
+    recent.erase(recent.begin(), recent.end() - static_cast<std::ptrdiff_t>(kKeptMeasurements));
+}
+
+// A previous status.canary the decoder refused (api/v1alpha1/canary_status.h):
+// nothing is planned from it. Both Deployments keep their templates and
+// counts, the status stays as written, and the reason names the bad field.
+CanaryPlan unreadableStatus(const CanaryObserved& o) {
+  CanaryPlan plan;
+  plan.action = CanaryAction::kWait;
+  plan.reason = kReasonCanaryStatusUnreadable;
+  plan.message = "status.canary cannot be read (" + o.previous.error +
+                 "): the canary plans nothing from it and prod's Deployments stay as they are "
+                 "until it is repaired";
+  const bool displaced = !o.displacedRelease.empty();
+  plan.replicas = {displaced ? o.displaced.specReplicas : o.canary.specReplicas,
+                   o.stable.specReplicas};
+  plan.stableRelease = o.stableRelease;
+  if (displaced) plan.canaryRelease = o.displacedRelease;
+  plan.status = o.previous.refused;
+  return plan;
+}
 
 // A pod create the API server could not put to an admission webhook (it is
 // unreachable, times out, answers garbage: "failed calling webhook …"): no
@@ -61,28 +88,26 @@ struct Planner {
   // found no webhook to ask ("" when none).
   std::string refused, notCreated;
   CanaryPlan plan;
-  json st;  // status.canary being built
+  CanaryStatus st;  // status.canary being built
   int total = 0;
   bool hasStable = false;
 
   explicit Planner(const CanaryObserved& observed) : o(observed) {}
 
-  std::string knownGoodRelease() const {
-    return decode::string(decode::object(st, "knownGood"), "release");
-  }
+  std::string knownGoodRelease() const { return st.knownGoodRelease(); }
 
   void event(const char* type, const std::string& reason, const std::string& message) {
     plan.events.push_back({type, reason, message});
   }
 
   void startStep(int index) {
-    st["step"] = index;
-    st["stepStartedAt"] = o.now;
+    st.step = index;
+    st.stepStartedAt = o.now;
     restartProgressClock();
-    st.erase("weightReachedAt");
+    st.weightReachedAt.reset();
     // Recreated by a step with analysis. Never an empty object: server-side
     // apply of `analysis: {}` over owned fields stores null, which the schema refuses.
-    st.erase("analysis");
+    st.analysis.reset();
     const CanaryStep& s = o.spec.steps[index];
     event("Normal", "CanaryStepStarted",
           "step " + std::to_string(index + 1) + "/" + std::to_string(o.spec.steps.size()) +
@@ -92,37 +117,33 @@ struct Planner {
   // Appends the step to `passedSteps`, the evidence that every step ran in
   // order (a restart may repeat a step's last plan, never add a second record).
   void recordPassedStep(int index, const CanaryStep& s) {
-    json& passed = st["passedSteps"];
-    if (!passed.is_array()) passed = json::array();
-    if (!passed.empty() && decode::integer(passed.back(), "step", 0) >= index) return;
-    json rec = {{"step", index},
-                {"weight", s.weight},
-                {"startedAt", decode::string(st, "stepStartedAt")},
-                {"weightReachedAt", decode::string(st, "weightReachedAt")},
-                {"passedAt", o.now}};
-    if (st.contains("promotedBy")) rec["promotedBy"] = st["promotedBy"];
+    std::vector<PassedStep>& passed = st.passedSteps ? *st.passedSteps : st.passedSteps.emplace();
+    if (!passed.empty() && passed.back().step >= index) return;
+    PassedStep rec;
+    rec.step = index;
+    rec.weight = s.weight;
+    rec.startedAt = st.stepStartedAt.value_or("");
+    rec.weightReachedAt = st.weightReachedAt.value_or("");
+    rec.passedAt = o.now;
+    rec.promotedBy = st.promotedBy;
     if (s.analysis) {
-      AnalysisCounters c = countersFrom(decode::object(st, "analysis"));
-      rec["analysis"] = {{"count", c.count},
-                         {"successful", c.successful},
-                         {"failed", c.failed},
-                         {"errors", c.errors}};
+      AnalysisCounters c = countersFrom(st.analysis.value_or(CanaryAnalysisStatus{}));
+      rec.analysis = PassedStepAnalysis{c.count, c.successful, c.failed, c.errors};
     }
     passed.push_back(std::move(rec));
   }
 
   void rollBack(const std::string& reason, const std::string& message) {
-    st["phase"] = kCanaryRollingBack;
-    st["reason"] = reason;
-    st["message"] = message;
-    st["rollbackStartedAt"] = o.now;
+    st.phase = kCanaryRollingBack;
+    st.reason = reason;
+    st.message = message;
+    st.rollbackStartedAt = o.now;
     plan.rollbackReason = reason;
     std::string target = knownGoodRelease();
     std::string to = target.empty()
                          ? "no previous release (prod had none); the canary is removed"
-                         : "stable stays on " + target + " (" +
-                               decode::string(decode::object(st, "knownGood"), "package") + ", " +
-                               decode::string(decode::object(st, "knownGood"), "closureHash") + ")";
+                         : "stable stays on " + target + " (" + st.knownGood->package.value_or("") +
+                               ", " + st.knownGood->closureHash.value_or("") + ")";
     event("Warning", "RollingBack", reason + ": " + message + "; " + to);
     if (!target.empty() && o.knownGoodStale) {
       event("Warning", kReasonRollbackTargetStale,
@@ -136,7 +157,7 @@ struct Planner {
   void rollingBack() {
     plan.action = CanaryAction::kRollingBack;
     plan.reason = kReasonRollingBack;
-    plan.message = decode::string(st, "reason") + ": " + decode::string(st, "message");
+    plan.message = st.reason.value_or("") + ": " + st.message.value_or("");
     if (o.stableVerificationFailure) plan.message += "; " + *o.stableVerificationFailure;
     plan.stableRelease = knownGoodRelease();
     int stableTarget = hasStable ? total : 0;
@@ -159,11 +180,11 @@ struct Planner {
     // RolledBack only once the canary is gone and stable has N Ready pods of
     // the known-good pair.
     if (canary.specReplicas == 0 && canary.readyReplicas == 0 && stableRestored) {
-      st["phase"] = kCanaryRolledBack;
-      st["finishedAt"] = o.now;
+      st.phase = kCanaryRolledBack;
+      st.finishedAt = o.now;
       plan.action = CanaryAction::kRolledBack;
       event("Warning", "RolledBack",
-            "canary removed after " + decode::string(st, "reason") +
+            "canary removed after " + st.reason.value_or("") +
                 (knownGoodRelease().empty() ? "" : "; prod runs " + knownGoodRelease()));
       return;
     }
@@ -201,15 +222,15 @@ struct Planner {
     if (o.stableRelease != knownGoodRelease()) stable.readyReplicas = 0;
     std::string waits = restoreStableFirst(o.displaced, stable);
     // The first step's clock starts when its pods can.
-    st["stepStartedAt"] = o.now;
+    st.stepStartedAt = o.now;
     restartProgressClock();
     plan.reason = kReasonCanaryProgressing;
     plan.message = "step 1/" + std::to_string(o.spec.steps.size()) + " starts once the " +
                    std::to_string(o.displaced.specReplicas) + " canary pod(s) of " +
                    o.displacedRelease + " (displaced) are gone; stable " + knownGoodRelease() +
                    " first: " + waits;
-    st["reason"] = plan.reason;
-    st["message"] = plan.message;
+    st.reason = plan.reason;
+    st.message = plan.message;
     plan.requeueAfterSeconds = kPodPollSeconds;
   }
 
@@ -259,10 +280,10 @@ struct Planner {
   void promoting() {
     plan.action = CanaryAction::kPromoting;
     plan.reason = kReasonPromoting;
-    std::string sub = decode::string(st, "promotion");
+    std::string sub = st.promotion.value_or("");
     const int64_t deadline = o.spec.steps.back().progressDeadlineSeconds;
     if (sub.empty() || sub == kPromotionFullWeight) {
-      st["promotion"] = kPromotionFullWeight;
+      st.promotion = kPromotionFullWeight;
       plan.stableRelease = hasStable ? knownGoodRelease() : o.release;
       ReplicaCounts target{total, 0};
       // The stable Deployment already carrying this release means the handover
@@ -274,7 +295,7 @@ struct Planner {
           promotionFailed("all traffic on the canary", target, o.canary, o.stable, false);
           return;
         }
-        st["promotion"] = kPromotionHandover;
+        st.promotion = kPromotionHandover;
         sub = kPromotionHandover;
         restartProgressClock();
       } else {
@@ -298,12 +319,12 @@ struct Planner {
             plan.replicas.canary = o.canary.specReplicas;
             plan.reason = kReasonWaitingForGPUCapacity;
             plan.message = "promotion waits for GPU capacity: " + check.message;
-            if (decode::string(st, "reason") != kReasonWaitingForGPUCapacity)
+            if (st.reason.value_or("") != kReasonWaitingForGPUCapacity)
               event("Warning", kReasonWaitingForGPUCapacity, plan.message);
           }
         }
-        st["reason"] = plan.reason;
-        st["message"] = plan.message;
+        st.reason = plan.reason;
+        st.message = plan.message;
         return;
       }
     }
@@ -316,9 +337,9 @@ struct Planner {
     if (promotionFailed("stable handover", target, o.canary, stable, false)) return;
     if (stable.specReplicas == total && stable.readyReplicas >= total &&
         o.canary.specReplicas == 0) {
-      st["phase"] = kCanaryPromoted;
-      st["finishedAt"] = o.now;
-      st.erase("promotion");
+      st.phase = kCanaryPromoted;
+      st.finishedAt = o.now;
+      st.promotion.reset();
       recordPromoted();
       plan.replicas = {0, total};
       plan.supersede = knownGoodRelease() == o.release ? "" : knownGoodRelease();
@@ -339,13 +360,13 @@ struct Planner {
     plan.action = CanaryAction::kPromoted;
     plan.reason = kReasonPromoted;
     plan.message = "prod runs " + o.package + " on closure " + o.closureHash;
-    st["reason"] = kReasonPromoted;
-    st["message"] = plan.message;
+    st.reason = kReasonPromoted;
+    st.message = plan.message;
   }
 
   void startPromotion(const std::string& why) {
-    st["phase"] = kCanaryPromoting;
-    st["promotion"] = kPromotionFullWeight;
+    st.phase = kCanaryPromoting;
+    st.promotion = kPromotionFullWeight;
     restartProgressClock();
     event("Normal", "Promoting", why);
     promoting();
@@ -358,8 +379,8 @@ struct Planner {
   // count). While the target holds no deadline applies, so a reached pause
   // never counts. `podsToTarget` is what the last plan saw.
   void restartProgressClock() {
-    st["lastProgressAt"] = o.now;
-    st.erase("podsToTarget");
+    st.lastProgressAt = o.now;
+    st.podsToTarget.reset();
   }
 
   // Pods still to add, remove or turn Ready before `target` holds (0: it holds).
@@ -372,16 +393,16 @@ struct Planner {
   }
 
   void trackProgress(int toGo) {
-    const bool seen = st.contains("podsToTarget") && st.contains("lastProgressAt");
-    const int64_t before = seen ? decode::integer(st, "podsToTarget", 0) : -1;
+    const bool seen = st.podsToTarget && st.lastProgressAt;
+    const int64_t before = seen ? *st.podsToTarget : -1;
     // While the target holds (0 → 0) nothing is written: no deadline applies
     // then, and a status that changes on every plan would be a write per reconcile.
-    if (!seen || toGo < before || (before == 0 && toGo > 0)) st["lastProgressAt"] = o.now;
-    st["podsToTarget"] = toGo;
+    if (!seen || toGo < before || (before == 0 && toGo > 0)) st.lastProgressAt = o.now;
+    st.podsToTarget = toGo;
   }
 
   int64_t deadlineAt(int64_t deadlineSeconds) const {
-    return timeOf(st, "lastProgressAt") + deadlineSeconds;
+    return timeOf(st.lastProgressAt) + deadlineSeconds;
   }
   bool pastDeadline(int64_t deadlineSeconds) const {
     return o.nowUnix > deadlineAt(deadlineSeconds);
@@ -391,9 +412,9 @@ struct Planner {
     return std::max<int64_t>(1, std::min(poll, deadlineAt(deadlineSeconds) + 1 - o.nowUnix));
   }
   std::string noProgressFor(int64_t deadlineSeconds) const {
-    return "no progress for " + std::to_string(o.nowUnix - timeOf(st, "lastProgressAt")) +
+    return "no progress for " + std::to_string(o.nowUnix - timeOf(st.lastProgressAt)) +
            "s (progress deadline " + std::to_string(deadlineSeconds) + "s, last progress at " +
-           decode::string(st, "lastProgressAt") + ")" + podsNotCreated();
+           st.lastProgressAt.value_or("") + ")" + podsNotCreated();
   }
   // Why pods are missing when an admission webhook could not be asked.
   std::string podsNotCreated() const {
@@ -403,7 +424,7 @@ struct Planner {
   // One step of the progression; returns true when the step passed and the
   // caller should plan the next one in the same pass.
   bool progressStep() {
-    int index = static_cast<int>(decode::integer(st, "step", 0));
+    int index = static_cast<int>(st.step.value_or(0));
     const CanaryStep& s = o.spec.steps[index];
     std::string stepName =
         "step " + std::to_string(index + 1) + "/" + std::to_string(o.spec.steps.size());
@@ -430,10 +451,10 @@ struct Planner {
         plan.reason = kReasonWaitingForGPUCapacity;
         plan.message = stepName + " waits for GPU capacity: " + check.message;
         plan.replicas = next;
-        if (decode::string(st, "reason") != kReasonWaitingForGPUCapacity)
+        if (st.reason.value_or("") != kReasonWaitingForGPUCapacity)
           event("Warning", kReasonWaitingForGPUCapacity, plan.message);
-        st["reason"] = kReasonWaitingForGPUCapacity;
-        st["message"] = plan.message;
+        st.reason = kReasonWaitingForGPUCapacity;
+        st.message = plan.message;
         plan.requeueAfterSeconds =
             pollUntilDeadline(kPodPollSeconds * 2, s.progressDeadlineSeconds);
         return false;
@@ -469,19 +490,18 @@ struct Planner {
                      (notCreated.empty() ? std::string()
                                          : "; canary pods not created: " + notCreated +
                                                " (no verdict: the progress deadline decides)");
-      st["reason"] = kReasonCanaryProgressing;
-      st["message"] = plan.message;
+      st.reason = kReasonCanaryProgressing;
+      st.message = plan.message;
       plan.requeueAfterSeconds = pollUntilDeadline(kPodPollSeconds, s.progressDeadlineSeconds);
       return false;
     }
-    if (!st.contains("weightReachedAt")) st["weightReachedAt"] = o.now;
-    int64_t reachedAt = timeOf(st, "weightReachedAt");
+    if (!st.weightReachedAt) st.weightReachedAt = o.now;
+    int64_t reachedAt = timeOf(st.weightReachedAt);
 
     // Analysis (measured only once the weight is reached, i.e. on Ready canary pods).
     std::optional<AnalysisVerdict> verdict;
     if (s.analysis) {
-      json& a = st["analysis"];
-      if (!a.is_object()) a = json::object();
+      CanaryAnalysisStatus& a = st.analysis ? *st.analysis : st.analysis.emplace();
       AnalysisCounters c = countersFrom(a);
       int count = effectiveCount(s);
       // Argo Rollouts' initialDelay: the first measurement waits until the
@@ -505,13 +525,12 @@ struct Planner {
       if (verdict->phase == AnalysisPhase::kRunning && o.measurement && o.measurement->refused) {
         // The provider refuses this release (its namespace, its free-form
         // query): no retry can fix that; fail the step now, saying why.
-        json m = {{"at", formatRfc3339(o.measurement->atUnix)}, {"error", o.measurement->error}};
-        json& recent = a["measurements"];
-        if (!recent.is_array()) recent = json::array();
-        recent.push_back(m);
-        while (recent.size() > kKeptMeasurements) recent.erase(recent.begin());
-        a["phase"] = "Failed";
-        a["message"] = o.measurement->error;
+        CanaryMeasurement m;
+        m.at = formatRfc3339(o.measurement->atUnix);
+        m.error = o.measurement->error;
+        keep(a, std::move(m));
+        a.phase = "Failed";
+        a.message = o.measurement->error;
         rollBack(kReasonAnalysisRefused, stepName + " analysis: " + o.measurement->error);
         return false;
       }
@@ -519,22 +538,20 @@ struct Planner {
           o.measurement->atUnix >= verdict->nextMeasurementAtUnix) {
         recordMeasurement(c, *s.analysis, *o.measurement);
         countersTo(c, a);
-        json m = {{"at", formatRfc3339(o.measurement->atUnix)}};
+        CanaryMeasurement m;
+        m.at = formatRfc3339(o.measurement->atUnix);
         if (o.measurement->error.empty() && o.measurement->value) {
-          m["value"] = *o.measurement->value;
+          m.value = *o.measurement->value;
         } else {
-          m["error"] = o.measurement->error.empty() ? "no value" : o.measurement->error;
+          m.error = o.measurement->error.empty() ? "no value" : o.measurement->error;
         }
-        json& recent = a["measurements"];
-        if (!recent.is_array()) recent = json::array();
-        recent.push_back(m);
-        while (recent.size() > kKeptMeasurements) recent.erase(recent.begin());
+        keep(a, std::move(m));
         verdict = assess();
       }
-      a["phase"] = verdict->phase == AnalysisPhase::kRunning  ? "Running"
-                   : verdict->phase == AnalysisPhase::kPassed ? "Passed"
-                                                              : "Failed";
-      a["message"] = verdict->message;
+      a.phase = verdict->phase == AnalysisPhase::kRunning  ? "Running"
+                : verdict->phase == AnalysisPhase::kPassed ? "Passed"
+                                                           : "Failed";
+      a.message = verdict->message;
       if (verdict->phase == AnalysisPhase::kFailed) {
         rollBack(verdict->reason, stepName + " analysis: " + verdict->message);
         return false;
@@ -543,7 +560,7 @@ struct Planner {
 
     // Pause.
     bool promoted = !o.promoteStepBy.empty();
-    if (promoted && !st.contains("promotedBy")) st["promotedBy"] = o.promoteStepBy;
+    if (promoted && !st.promotedBy) st.promotedBy = o.promoteStepBy;
     int64_t pauseEnds = 0;
     bool paused = false;
     if (s.pause == CanaryStep::Pause::kDuration) {
@@ -571,8 +588,8 @@ struct Planner {
                        (pauseEnds > 0 ? "until " + formatRfc3339(pauseEnds)
                                       : std::string("until promoted (lockstep release promote)"));
       }
-      st["reason"] = plan.reason;
-      st["message"] = plan.message;
+      st.reason = plan.reason;
+      st.message = plan.message;
       return false;
     }
 
@@ -591,7 +608,7 @@ struct Planner {
           stepName + " passed at weight " + std::to_string(s.weight) + "%" +
               (verdict ? " (" + verdict->message + ")" : std::string()));
     recordPassedStep(index, s);
-    st.erase("promotedBy");
+    st.promotedBy.reset();
     if (index + 1 < static_cast<int>(o.spec.steps.size())) {
       startStep(index + 1);
       return true;
@@ -608,10 +625,10 @@ struct Planner {
     plan.replicas = {o.canary.specReplicas, o.stable.specReplicas};
     plan.reason = kReasonWaitingForWindow;
     plan.message = what + ": " + o.window->message;
-    if (decode::string(st, "reason") != kReasonWaitingForWindow)
+    if (st.reason.value_or("") != kReasonWaitingForWindow)
       event("Normal", kReasonWaitingForWindow, plan.message);
-    st["reason"] = kReasonWaitingForWindow;
-    st["message"] = plan.message;
+    st.reason = kReasonWaitingForWindow;
+    st.message = plan.message;
     plan.requeueAfterSeconds = o.window->requeueSeconds(o.nowUnix);
   }
 
@@ -619,12 +636,14 @@ struct Planner {
   // pause, a progress deadline or an analysis' delay counts only open time.
   // On reopening every step clock moves on by the time held.
   void resumeAfterWindowPause() {
-    const std::optional<int64_t> since = parseRfc3339(decode::string(st, "windowPausedAt"));
-    st.erase("windowPausedAt");
+    const std::optional<int64_t> since = parseRfc3339(st.windowPausedAt.value_or(""));
+    st.windowPausedAt.reset();
     if (!since || o.nowUnix <= *since) return;
     const int64_t held = o.nowUnix - *since;
-    for (const char* clock : {"stepStartedAt", "weightReachedAt", "lastProgressAt"}) {
-      if (auto t = parseRfc3339(decode::string(st, clock))) st[clock] = formatRfc3339(*t + held);
+    for (std::optional<std::string>* clock :
+         {&st.stepStartedAt, &st.weightReachedAt, &st.lastProgressAt}) {
+      if (!*clock) continue;
+      if (auto t = parseRfc3339(**clock)) *clock = formatRfc3339(*t + held);
     }
   }
 
@@ -635,7 +654,7 @@ struct Planner {
     }
     total = o.spec.replicas;
     hasStable = !knownGoodRelease().empty();
-    std::string phase = decode::string(st, "phase");
+    std::string phase = st.phase.value_or("");
     if (phase == kCanaryPromoted) {
       recordPromoted();
       plan.replicas = {0, total};
@@ -644,8 +663,8 @@ struct Planner {
     }
     if (phase == kCanaryRolledBack) {
       plan.action = CanaryAction::kRolledBack;
-      plan.reason = decode::string(st, "reason");
-      plan.message = decode::string(st, "message");
+      plan.reason = st.reason.value_or("");
+      plan.message = st.message.value_or("");
       plan.replicas = {0, hasStable ? total : 0};
       plan.stableRelease = knownGoodRelease();
       return;
@@ -661,16 +680,16 @@ struct Planner {
                           kReleaseCleanupFinalizer + ")");
     }
     if (!o.abortBy.empty()) {
-      st["abortedBy"] = o.abortBy;
+      st.abortedBy = o.abortBy;
       return rollBack(kReasonAborted, "aborted by " + o.abortBy);
     }
     if (o.fleetAbort) {
-      st["abortedBy"] = "fleet abort";
+      st.abortedBy = "fleet abort";
       return rollBack(evidence::kReasonFleetAborted, *o.fleetAbort);
     }
     // A change window with inFlight abort rolls the canary back like an abort.
     if (o.window && o.window->inFlight == ClosedWindow::InFlight::kAbort) {
-      st["abortedBy"] = "change window";
+      st.abortedBy = "change window";
       return rollBack(kReasonAborted, "aborted by the model's change window (inFlight: abort): " +
                                           o.window->message);
     }
@@ -691,14 +710,13 @@ struct Planner {
     }
     // inFlight pause: the canary holds its weight, its clocks stopped.
     if (o.window && o.window->inFlight == ClosedWindow::InFlight::kPause) {
-      if (!st.contains("windowPausedAt")) st["windowPausedAt"] = o.now;
-      return holdForWindow("step " + std::to_string(decode::integer(st, "step", 0)) +
-                           " paused at its weight");
+      if (!st.windowPausedAt) st.windowPausedAt = o.now;
+      return holdForWindow("step " + std::to_string(st.step.value_or(0)) + " paused at its weight");
     }
-    if (st.contains("windowPausedAt")) resumeAfterWindowPause();
+    if (st.windowPausedAt) resumeAfterWindowPause();
     if (!o.promoteFullBy.empty()) {
       if (o.window) return holdForWindow("promotion (--full)");
-      st["promotedBy"] = o.promoteFullBy;
+      st.promotedBy = o.promoteFullBy;
       return startPromotion("promoted by " + o.promoteFullBy +
                             " (--full: remaining steps skipped)");
     }
@@ -712,28 +730,32 @@ struct Planner {
 }  // namespace
 
 CanaryPlan planCanary(const CanaryObserved& o) {
+  if (!o.previous.error.empty()) return unreadableStatus(o);
   Planner p(o);
-  p.st = o.previous.is_object() ? o.previous : json::object();
-  if (decode::string(p.st, "phase").empty()) {
-    p.st["phase"] = kCanaryProgressing;
-    p.st["capacity"] = capacityModeName(o.spec.capacity);
-    p.st["startedAt"] = o.now;
+  if (const CanaryStatus* previous = o.previous.get()) p.st = *previous;
+  if (p.st.phase.value_or("").empty()) {
+    p.st.phase = kCanaryProgressing;
+    p.st.capacity = capacityModeName(o.spec.capacity);
+    p.st.startedAt = o.now;
     // The rollback target is fixed when the canary starts: later promotions of
     // other releases do not change what this one falls back to.
     if (o.knownGood) {
-      p.st["knownGood"] = {{"release", o.knownGood->release},
-                           {"package", o.knownGood->package},
-                           {"closureHash", o.knownGood->closureHash}};
+      p.st.knownGood =
+          CanaryKnownGood{o.knownGood->release, o.knownGood->package, o.knownGood->closureHash};
     }
     p.startStep(0);
   }
-  int step = static_cast<int>(decode::integer(p.st, "step", 0));
+  int step = static_cast<int>(p.st.step.value_or(0));
   if (step < 0 || step >= static_cast<int>(o.spec.steps.size())) {
     // The spec is immutable in prod; a status from another spec is repaired, not trusted.
-    p.st["step"] = std::clamp(step, 0, static_cast<int>(o.spec.steps.size()) - 1);
+    p.st.step = std::clamp(step, 0, static_cast<int>(o.spec.steps.size()) - 1);
   }
   p.run();
-  p.plan.status = std::move(p.st);
+  if (o.modelUid) {
+    p.st.anchorUid.reset();
+    p.st.modelUid = *o.modelUid;
+  }
+  p.plan.status = encodeCanaryStatus(p.st);
   return std::move(p.plan);
 }
 

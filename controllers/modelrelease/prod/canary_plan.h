@@ -8,8 +8,12 @@
 // analysis bookkeeping analysis.h.
 //
 // All state lives in `status.canary` (current step, step start, weight-reached
-// time, analysis counters, last known-good), so a restarted operator re-plans
-// from the same inputs and neither repeats nor skips a step. No I/O and no
+// time, analysis counters, last known-good; typed in api/v1alpha1/
+// canary_status.h), so a restarted operator re-plans from the same inputs and
+// neither repeats nor skips a step. The planner works on the typed status and
+// encodes it once, into CanaryPlan::status. A previous status the decoder
+// refuses is never acted on: the plan is kWait, reason CanaryStatusUnreadable,
+// with both Deployments as they are and the status as written. No I/O and no
 // clock: `nowUnix` is an input. Thread-safety: pure functions over values.
 #pragma once
 
@@ -20,6 +24,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "api/v1alpha1/canary_status.h"
 #include "api/v1alpha1/keys.h"
 #include "api/v1alpha1/model_release.h"
 #include "controllers/modelrelease/change_window_gate.h"
@@ -42,7 +47,8 @@ struct KnownGood {
 struct CanaryObserved {
   CanarySpec spec;
   std::string release, model, package, closureHash;
-  nlohmann::json previous;    // status.canary as last written (or null)
+  // status.canary as last written, decoded (assign the JSON: absent, decoded or refused).
+  api::v1alpha1::CanaryStatusRead previous;
   TrackObserved canary;       // Ready pods of this release on the canary track
   TrackObserved stable;       // Ready pods of the release the stable track should run
   std::string stableRelease;  // lockstep.dev/release of the stable Deployment's template
@@ -81,6 +87,9 @@ struct CanaryObserved {
   std::optional<std::string> fleetAbort;
   // The release is being deleted (its finalizer holds it): rolled back like an abort.
   bool releaseDeleted = false;
+  // The uid of the Model this canary runs under: when set, the new status
+  // records it (status.canary.modelUid, replacing an earlier version's anchorUid).
+  std::optional<std::string> modelUid;
   std::string now;  // RFC 3339
   int64_t nowUnix = 0;
   // The model's change windows keep it closed (change_window_gate.h): no next
@@ -106,7 +115,7 @@ struct CanaryPlan {
   // Non-empty: <model>-canary keeps this (displaced) release's template and is
   // only scaled to `replicas.canary`; empty: it carries this release's.
   std::string canaryRelease;
-  nlohmann::json status;  // the new status.canary
+  nlohmann::json status;  // the new status.canary (encodeCanaryStatus)
   // The one more observation this plan asks for: take one measurement of the
   // current step's analysis and plan again with it (once).
   bool measureNow = false;

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "api/v1alpha1/canary_status.h"
 #include "api/v1alpha1/conditions.h"
 #include "controllers/modelrelease/release_status.h"
 #include "operator/kube/conditions.h"
@@ -41,7 +42,9 @@ void foldCanaryPlan(ReleasePlan& plan, const CanaryPlan& canary, const json& pre
   const std::string stage = plan.prod ? plan.prod->stage : status.value("currentStage", "");
   json& st = stageOf(status, stage);
   status["canary"] = canary.status;
-  if (canary.status.contains("step")) status["canaryStep"] = canary.status["step"];
+  // What it records, typed (nothing when the planner kept an unreadable one as written).
+  const CanaryStatusRead next = readCanaryStatus(canary.status);
+  if (next.get() != nullptr && next.get()->step) status["canaryStep"] = *next.get()->step;
 
   switch (canary.action) {
     case CanaryAction::kPromoted:
@@ -68,7 +71,8 @@ void foldCanaryPlan(ReleasePlan& plan, const CanaryPlan& canary, const json& pre
       st["message"] = canary.message;
       if (!st.contains("finishedAt")) st["finishedAt"] = now;
       // The rollback's cause (status.canary.reason), not the RollingBack step it went through.
-      std::string reason = canary.status.value("reason", canary.reason);
+      std::string reason =
+          next.get() != nullptr && next.get()->reason ? *next.get()->reason : canary.reason;
       if (reason.empty() || reason == kReasonRollingBack) reason = kReasonRolledBack;
       setAll(status, generation, now, false, false, reason, canary.message, reason);
       break;

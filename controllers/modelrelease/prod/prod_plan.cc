@@ -1,5 +1,6 @@
 #include "controllers/modelrelease/prod/prod_plan.h"
 
+#include "api/v1alpha1/canary_status.h"
 #include "api/v1alpha1/conditions.h"
 #include "api/v1alpha1/model.h"
 #include "api/v1alpha1/resources.h"
@@ -207,7 +208,9 @@ std::optional<std::string> promotedMismatch(const v1::ModelRelease& r, const v1:
     if (rebuilt.status().code() == Code::kInvalid) why += " (" + rebuilt.status().message() + ")";
   } else {
     const v1::ModelRelease known = v1::decodeModelRelease(*named->second);
-    const std::string canaryPhase = v1::decode::string(known.status.canary, "phase");
+    const v1::CanaryStatusRead knownCanary = v1::readCanaryStatus(known.status.canary);
+    const std::string canaryPhase =
+        knownCanary.get() != nullptr ? knownCanary.get()->phase.value_or("") : "";
     const bool reachedProd = canaryPhase == v1::kPhasePromoted ||
                              canaryPhase == v1::kReasonPromoting ||
                              (known.status.phase && *known.status.phase == v1::Phase::kPromoted);
@@ -314,7 +317,18 @@ ProdPlan planProd(const ReleaseObserved& o, const v1::ModelRelease& r,
     stopWith(out, p.lookupError);
     return out;
   }
-  const std::string startedModelUid = v1::decode::string(r.status.canary, "modelUid");
+  // A status.canary the decoder refuses is never acted on (canary_status.h).
+  const v1::CanaryStatusRead started = v1::readCanaryStatus(r.status.canary);
+  if (!started.error.empty()) {
+    stallProdStage(plan, v1::kReasonCanaryStatusUnreadable,
+                   "status.canary cannot be read (" + started.error +
+                       "): the canary plans nothing from it and nothing in prod moved; it goes on "
+                       "once the status is repaired",
+                   prevStatus, generation, o.now, kNameConflictRecheckSeconds);
+    return out;
+  }
+  const std::string startedModelUid =
+      started.get() != nullptr ? started.get()->modelUid.value_or("") : "";
   if (auto conflict = findNameConflict(r.spec.model, p, startedModelUid)) {
     stallProdStage(plan, v1::kReasonNameConflict, conflict->message(r.meta.ns, r.spec.model),
                    prevStatus, generation, o.now, kNameConflictRecheckSeconds);
@@ -361,7 +375,7 @@ ProdPlan planProd(const ReleaseObserved& o, const v1::ModelRelease& r,
                    kNameConflictRecheckSeconds);
     return out;
   }
-  if (model.canaryHolder() != name && !r.status.canary.is_object()) {
+  if (model.canaryHolder() != name && !started.written) {
     // The prod revision goes on past every rollback request a release of the
     // model carries: a re-created Model never makes an old request fire again.
     out.writes.push_back(
@@ -378,17 +392,18 @@ ProdPlan planProd(const ReleaseObserved& o, const v1::ModelRelease& r,
 
   CanaryObserved co = observeCanary(r, *spec, p, o.now, o.nowUnix);
   co.window = o.window;
-  CanaryPlan cp = planCanary(co);
   // The Model this canary runs under (a re-created one is a NameConflict).
-  if (cp.status.is_object()) cp.status.erase("anchorUid");
-  cp.status["modelUid"] = model.meta.uid;
+  co.modelUid = model.meta.uid;
+  CanaryPlan cp = planCanary(co);
+  // What the new status records, typed (the planner's own encoding).
+  const v1::CanaryStatus next = v1::readCanaryStatus(cp.status).status.value_or(v1::CanaryStatus{});
   if (cp.measureNow && !p.measurement) {
-    const int at = static_cast<int>(v1::decode::integer(cp.status, "step", 0));
+    const int at = static_cast<int>(next.step.value_or(0));
     if (at >= 0 && at < static_cast<int>(spec->steps.size()) &&
         spec->steps[static_cast<size_t>(at)].analysis) {
       out.measure = spec->steps[static_cast<size_t>(at)].analysis;
       out.measureStep = at;
-      const AnalysisCounters c = countersFrom(v1::decode::object(cp.status, "analysis"));
+      const AnalysisCounters c = countersFrom(next.analysis.value_or(v1::CanaryAnalysisStatus{}));
       out.measureIndex = c.count + c.errors;
     }
   }
@@ -403,7 +418,7 @@ ProdPlan planProd(const ReleaseObserved& o, const v1::ModelRelease& r,
     rec.release = recordedOf(self, o.release, p);
     rec.now = o.now;
     rec.promoted = cp.action == CanaryAction::kPromoted;
-    rec.rollbackReason = v1::decode::string(cp.status, "reason");
+    rec.rollbackReason = next.reason.value_or("");
     rec.stable = co.knownGood ? co.knownGood->release : std::string();
     record = recordCanaryEnd(*p.model, rec);
   }

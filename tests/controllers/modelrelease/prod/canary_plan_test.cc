@@ -744,6 +744,46 @@ TEST(CanaryRollbackCapacity, RolledBackWaitsForNReadyStablePodsOfTheKnownGood) {
   EXPECT_EQ(planCanary(o2).action, CanaryAction::kRolledBack);
 }
 
+// A previous status.canary the decoder refuses (api/v1alpha1/canary_status.h)
+// is never acted on, not even by an abort: both Deployments keep their
+// templates and counts, the status stays as written, the reason names the field.
+TEST(CanaryPlan, AnUnreadablePreviousStatusIsNeverActedOn) {
+  auto spec = specOf({{"steps", json::array({{{"weight", 50}, {"pause", "1m"}}})}});
+  auto o = after(observed(spec), planCanary(observed(spec)), kT0 + 10);
+  o.canary = {1, 1};
+  o.stable = {3, 3};
+  json written = planCanary(o).status;
+  ASSERT_TRUE(written.contains("podsToTarget")) << written.dump(2);
+  written["podsToTarget"] = "none";
+  o.previous = written;
+  o.abortBy = "alice";
+  o.nowUnix = kT0 + 4000;  // far past the pause and the progress deadline
+  o.now = rfc(o.nowUnix);
+  CanaryPlan p = planCanary(o);
+  EXPECT_EQ(p.action, CanaryAction::kWait);
+  EXPECT_EQ(p.reason, kReasonCanaryStatusUnreadable);
+  EXPECT_NE(p.message.find("status.canary.podsToTarget: must be an integer"), std::string::npos)
+      << p.message;
+  EXPECT_EQ(p.replicas.canary, 1);
+  EXPECT_EQ(p.replicas.stable, 3);
+  EXPECT_EQ(p.stableRelease, "gpt2-v1");
+  EXPECT_EQ(p.canaryRelease, "");
+  EXPECT_EQ(p.status, written) << "kept as written";
+  EXPECT_EQ(p.rollbackReason, "");
+  EXPECT_TRUE(p.events.empty());
+  // A displaced release's pods on the canary Deployment stay its own.
+  o.displacedRelease = "gpt2-v0";
+  o.displaced = {2, 2};
+  o.canary = {0, 0};
+  p = planCanary(o);
+  EXPECT_EQ(p.canaryRelease, "gpt2-v0");
+  EXPECT_EQ(p.replicas.canary, 2);
+  // Repaired, the same observation rolls back on the abort.
+  written["podsToTarget"] = 0;
+  o.previous = written;
+  EXPECT_EQ(planCanary(o).action, CanaryAction::kRollingBack);
+}
+
 // A superseding release: the canary Deployment still runs the displaced
 // release's 2 pods at weight 50 (stable 2). The new release's first step
 

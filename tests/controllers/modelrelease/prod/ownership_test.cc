@@ -12,6 +12,7 @@
 
 #include <gtest/gtest.h>
 
+#include "api/v1alpha1/canary_status.h"
 #include "api/v1alpha1/conditions.h"
 #include "api/v1alpha1/keys.h"
 #include "api/v1alpha1/model.h"
@@ -371,6 +372,41 @@ TEST(ReleaseDeletion, DeletingMidCanaryRollsBackLikeAnAbortAndKeepsTheFinalizer)
   EXPECT_EQ(live.execution.status ? live.execution.status->object["status"]["canary"]["phase"]
                                   : json("Progressing"),
             "Progressing");
+}
+
+// An unreadable status.canary (canary_status.h) stalls the release before any
+// prod write, keeping the status as written; repaired, the canary goes on.
+TEST(UnreadableCanaryStatus, StallsBeforeAnyProdWriteUntilRepaired) {
+  ModelReleaseObserved o = midCanary(false);
+  json r = *o.release;
+  r["status"]["canary"]["step"] = "first";
+  o.release = share(r);
+  o.gates.release = r;
+  ModelReleasePlan plan = planModelRelease(o);
+  EXPECT_TRUE(plan.execution.apply.empty()) << "no Model, Service or Deployment written";
+  ASSERT_TRUE(plan.execution.status.has_value());
+  const json& status = plan.execution.status->object["status"];
+  EXPECT_EQ(status["phase"], v1::kPhaseCanary);
+  EXPECT_EQ(status["canary"], r["status"]["canary"]) << "kept as written";
+  EXPECT_EQ(conditionOf(status, "Stalled", "status"), "True");
+  EXPECT_EQ(conditionOf(status, "Stalled", "reason"), v1::kReasonCanaryStatusUnreadable);
+  EXPECT_NE(
+      conditionOf(status, "Stalled", "message").find("status.canary.step: must be an integer"),
+      std::string::npos)
+      << conditionOf(status, "Stalled", "message");
+  int warnings = 0;
+  for (const PlannedEvent& e : plan.execution.events)
+    warnings += e.reason == v1::kReasonCanaryStatusUnreadable ? 1 : 0;
+  EXPECT_EQ(warnings, 1);
+
+  r["status"]["canary"]["step"] = 0;
+  o.release = share(r);
+  o.gates.release = r;
+  ModelReleasePlan repaired = planModelRelease(o);
+  ASSERT_TRUE(repaired.execution.status.has_value());
+  const json& again = repaired.execution.status->object["status"];
+  EXPECT_NE(conditionOf(again, "Stalled", "reason"), v1::kReasonCanaryStatusUnreadable);
+  EXPECT_EQ(again["canary"]["phase"], "Progressing");
 }
 
 TEST(ReleaseDeletion, OnceRolledBackTheFinalizerGoesAndNothingElseIsWritten) {
