@@ -42,7 +42,8 @@ Status configure(asio::ssl::context& ctx, const BeastTransportOptions& o, const 
 }
 
 // One configured context per distinct CA bundle ("" for the system roots), kept
-// for the process: a handful of bundles at most (the operator's flags).
+// for the process: a handful of bundles (the operator's flags, the SigningConfigs').
+constexpr size_t kMaxSharedContexts = 32;
 StatusOr<std::shared_ptr<asio::ssl::context>> sharedContext(const BeastTransportOptions& o,
                                                             const std::string& who) {
   static std::mutex mu;
@@ -52,6 +53,9 @@ StatusOr<std::shared_ptr<asio::ssl::context>> sharedContext(const BeastTransport
   if (it != contexts.end()) return it->second;
   auto ctx = std::make_shared<asio::ssl::context>(asio::ssl::context::tls_client);
   LOCKSTEP_RETURN_IF_ERROR(configure(*ctx, o, who));
+  // Bundles also come from objects (a SigningConfig's registry CA): a tenant editing
+  // one again and again must not grow this without end. Transports keep their own.
+  if (contexts.size() >= kMaxSharedContexts) contexts.clear();
   contexts.emplace(o.caPem, ctx);
   return ctx;
 }
