@@ -25,6 +25,7 @@
 #include "controllers/modelrelease/prod/ownership.h"
 #include "controllers/modelrelease/prod/serving_objects.h"
 #include "controllers/modelrelease/release_status.h"
+#include "controllers/modelrelease/runtime_env_state.h"
 #include "operator/kube/api_error.h"
 #include "operator/kube/object.h"
 #include "operator/runtime/builder.h"
@@ -611,15 +612,19 @@ void setupModelReleaseController(runtime::Manager& manager, ModelReleaseOptions 
                      y["metadata"].erase("resourceVersion");
                      return x != y;
                    })
-          // A RuntimeEnv's resolved hash or readiness decides whether its releases may advance.
-          .watches(v1::kRuntimeEnvs,
-                   [releaseCache](const kube::Object& rte) {
-                     std::vector<Request> out;
-                     for (const auto& mr : releaseCache->byIndex(v1::kReleaseByRuntimeEnvIndex,
-                                                                 kube::objectKey(rte)))
-                       out.push_back({kube::namespaceOf(*mr), kube::name(*mr)});
-                     return out;
-                   })
+          // A RuntimeEnv's resolved hash or readiness decides whether its releases may
+          // advance; not the names its revisions list as pinned (each release's move
+          // rewrites them).
+          .watches(
+              v1::kRuntimeEnvs,
+              [releaseCache](const kube::Object& rte) {
+                std::vector<Request> out;
+                for (const auto& mr :
+                     releaseCache->byIndex(v1::kReleaseByRuntimeEnvIndex, kube::objectKey(rte)))
+                  out.push_back({kube::namespaceOf(*mr), kube::name(*mr)});
+                return out;
+              },
+              runtimeEnvChangeConcernsReleases)
           .complete(reconciler);
   // An analysis answer landed (or its deadline passed): the release takes it.
   analysis->setWakeRelease([&controller](const std::string& ns, const std::string& name) {

@@ -15,6 +15,24 @@ namespace {
 
 std::string quoted(const std::string& s) { return "\"" + s + "\""; }
 
+// A RuntimeEnv without what runtimeEnvChangeConcernsReleases ignores.
+nlohmann::json withoutPinsAndBookkeeping(nlohmann::json rte) {
+  if (auto m = rte.find("metadata"); m != rte.end() && m->is_object()) {
+    m->erase("resourceVersion");
+    m->erase("managedFields");
+  }
+  if (auto st = rte.find("status"); st != rte.end() && st->is_object()) {
+    if (auto revs = st->find("revisions"); revs != st->end() && revs->is_array()) {
+      for (nlohmann::json& rev : *revs) {
+        if (!rev.is_object()) continue;
+        rev.erase("pinnedBy");
+        rev.erase("pinnedByCount");
+      }
+    }
+  }
+  return rte;
+}
+
 }  // namespace
 
 RuntimeEnvState runtimeEnvState(const std::optional<nlohmann::json>& rte) {
@@ -40,6 +58,10 @@ RuntimeEnvState runtimeEnvState(const std::optional<nlohmann::json>& rte) {
                                 : "it has no Ready condition yet";
   }
   return s;
+}
+
+bool runtimeEnvChangeConcernsReleases(const nlohmann::json& before, const nlohmann::json& after) {
+  return withoutPinsAndBookkeeping(before) != withoutPinsAndBookkeeping(after);
 }
 
 ReleaseRuntime releaseRuntime(const RuntimeEnvState& env, const v1::ModelRelease& r) {

@@ -30,6 +30,15 @@ struct RuntimeEnvState {
 
 RuntimeEnvState runtimeEnvState(const std::optional<nlohmann::json>& runtimeEnv);
 
+// Whether a RuntimeEnv's change can matter to its releases: every change but the
+// names its revisions list as pinning them (status.revisions[].pinnedBy and
+// pinnedByCount, which the RuntimeEnv controller rewrites as its releases move: with
+// 10,000 releases on one RuntimeEnv, each such write would wake all of them) and the
+// object's bookkeeping (resourceVersion, managedFields). The one reader of pinnedBy
+// on the release side, a canary's check of its rollback target (canary_observe.cc),
+// runs on the canary's own polls.
+bool runtimeEnvChangeConcernsReleases(const nlohmann::json& before, const nlohmann::json& after);
+
 // The release's runtime on a Ready RuntimeEnv (env not Ready: only `pin`, as recorded).
 struct ReleaseRuntime {
   // status.runtime; or, when not pinned yet and the current revision fits, the

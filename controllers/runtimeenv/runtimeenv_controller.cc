@@ -6,6 +6,7 @@
 
 #include "api/v1alpha1/conditions.h"
 #include "api/v1alpha1/model.h"
+#include "api/v1alpha1/model_release.h"
 #include "api/v1alpha1/resources.h"
 #include "api/v1alpha1/runtime_env.h"
 #include "api/v1alpha1/runtime_revision.h"
@@ -37,9 +38,13 @@ std::vector<Request> runtimeEnvsOfModel(const kube::Object& mr, const kube::Inde
   const v1::ReleasePinFacts self = v1::releasePinFacts(mr);
   std::set<std::string> names;
   if (!self.runtimeEnv.empty()) names.insert(self.runtimeEnv);
-  for (const auto& other : releases.byIndex(kube::kNamespaceIndex, ns)) {
-    v1::ReleasePinFacts f = v1::releasePinFacts(*other);
-    if (f.model == self.model && !f.runtimeEnv.empty()) names.insert(f.runtimeEnv);
+  // By the model index (a namespace of 10,000 releases relisted would otherwise
+  // cost 10,000 × 10,000 decodes).
+  if (!self.model.empty()) {
+    for (const auto& other : releases.byIndex(v1::kReleaseByModelIndex, ns + "/" + self.model)) {
+      v1::ReleasePinFacts f = v1::releasePinFacts(*other);
+      if (f.model == self.model && !f.runtimeEnv.empty()) names.insert(f.runtimeEnv);
+    }
   }
   std::vector<Request> out;
   out.reserve(names.size());
@@ -188,6 +193,7 @@ void setupRuntimeEnvController(runtime::Manager& manager, int workers,
   kube::Informer& releases = manager.informer(v1::kModelReleases);
   kube::Informer& models = manager.informer(v1::kModels);
   rtes.addIndex(v1::kRuntimeEnvByConfigMapIndex, v1::indexByConfigMap);
+  releases.addIndex(v1::kReleaseByModelIndex, v1::indexByModel);  // runtimeEnvsOfModel
   kube::InformerOptions verifyJobOpts;
   verifyJobOpts.resource = v1::kJobs;
   verifyJobOpts.labelSelector = v1::kVerifyRuntimeEnvLabel;

@@ -221,9 +221,12 @@ struct Planner {
     TrackObserved stable = o.stable;
     if (o.stableRelease != knownGoodRelease()) stable.readyReplicas = 0;
     std::string waits = restoreStableFirst(o.displaced, stable);
-    // The first step's clock starts when its pods can.
-    st.stepStartedAt = o.now;
-    restartProgressClock();
+    // The first step's clocks start when its pods can (run(), once the drain is
+    // over). Unset meanwhile: a clock moved on at every poll would be a status
+    // write every few seconds while nothing changes.
+    st.stepStartedAt.reset();
+    st.lastProgressAt.reset();
+    st.podsToTarget.reset();
     plan.reason = kReasonCanaryProgressing;
     plan.message = "step 1/" + std::to_string(o.spec.steps.size()) + " starts once the " +
                    std::to_string(o.displaced.specReplicas) + " canary pod(s) of " +
@@ -695,6 +698,10 @@ struct Planner {
     }
     if (phase == kCanaryPromoting) return promoting();
     if (displacing()) return drainDisplaced();
+    if (!st.stepStartedAt) {  // a drain just ended (or a status without the clock)
+      st.stepStartedAt = o.now;
+      restartProgressClock();
+    }
 
     // Progressing: failures that need no analysis come first.
     if (o.verificationFailure) {

@@ -339,5 +339,52 @@ TEST(ManualRollback, APrunedRevisionIsRefusedNamingIt) {
   EXPECT_EQ(rr.refusal, refused);
 }
 
+// Which RuntimeEnv changes wake its releases: not the pin lists the RuntimeEnv
+// controller rewrites as releases move (with 10,000 releases on one RuntimeEnv,
+// every such write would wake them all), but everything a release reads.
+TEST(RuntimeEnvWakesReleases, OnlyForWhatAReleaseReadsNotForItsPinLists) {
+  const json before = json::parse(R"({
+    "metadata": {"name": "torch", "namespace": "ml", "resourceVersion": "7", "generation": 2,
+                 "managedFields": [{"manager": "lockstep"}]},
+    "spec": {"image": "img"},
+    "status": {"closureHash": "sha256:a", "currentRevision": 2, "observedGeneration": 2,
+               "conditions": [{"type": "Ready", "status": "True"}],
+               "revisions": [{"number": 1, "closureHash": "sha256:0", "pinnedBy": ["a"]},
+                             {"number": 2, "closureHash": "sha256:a", "pinnedBy": ["b"],
+                              "pinnedByCount": 1}]}})");
+  json pins = before;
+  pins["metadata"]["resourceVersion"] = "8";
+  pins["metadata"]["managedFields"] = json::array();
+  pins["status"]["revisions"][0]["pinnedBy"] = json::array();
+  pins["status"]["revisions"][1]["pinnedBy"] = {"b", "c"};
+  pins["status"]["revisions"][1]["pinnedByCount"] = 2;
+  EXPECT_FALSE(runtimeEnvChangeConcernsReleases(before, pins));
+  EXPECT_FALSE(runtimeEnvChangeConcernsReleases(before, before));
+
+  json hashMoved = pins;
+  hashMoved["status"]["closureHash"] = "sha256:b";
+  EXPECT_TRUE(runtimeEnvChangeConcernsReleases(before, hashMoved));
+  json notReady = pins;
+  notReady["status"]["conditions"][0]["status"] = "False";
+  EXPECT_TRUE(runtimeEnvChangeConcernsReleases(before, notReady));
+  json pruned = pins;
+  pruned["status"]["revisions"].erase(0);
+  EXPECT_TRUE(runtimeEnvChangeConcernsReleases(before, pruned));
+  json newRevision = pins;
+  newRevision["status"]["revisions"].push_back({{"number", 3}, {"closureHash", "sha256:c"}});
+  newRevision["status"]["currentRevision"] = 3;
+  EXPECT_TRUE(runtimeEnvChangeConcernsReleases(before, newRevision));
+  json advisories = pins;
+  advisories["status"]["advisories"] = {{"revision", 2}};
+  EXPECT_TRUE(runtimeEnvChangeConcernsReleases(before, advisories));
+  json deleting = pins;
+  deleting["metadata"]["deletionTimestamp"] = "2026-12-01T10:00:00Z";
+  EXPECT_TRUE(runtimeEnvChangeConcernsReleases(before, deleting));
+  json edited = pins;
+  edited["metadata"]["generation"] = 3;
+  edited["spec"]["image"] = "img2";
+  EXPECT_TRUE(runtimeEnvChangeConcernsReleases(before, edited));
+}
+
 }  // namespace
 }  // namespace lockstep::controllers

@@ -286,6 +286,11 @@ void World::reconcile(bool crashBeforeStatus) {
     event("operator killed before its status write");
     return;
   }
+  if (!p.canaryRelease.empty() && p.status != status && status.is_object() &&
+      p.status.value("message", "") == status.value("message", ""))
+    ++drainWritesWithoutNews;
+  if (p.canaryRelease.empty() && lastDisplacedWriteAt > 0 && firstPlanAfterDrainAt < 0)
+    firstPlanAfterDrainAt = now;
   status = p.status;
   plans.push_back(p);
   stepsSeen_.push_back(static_cast<int>(status.value("step", 0)));

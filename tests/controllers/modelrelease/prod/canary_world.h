@@ -168,7 +168,11 @@ class World {
   int minServing = 1 << 30;                  // the fewest serving pods at any event
   // Ready stable pods of the known-good (as the shell counts them) when RolledBack was planned.
   int stableReadyAtRolledBack = -1;
-  int64_t lastDisplacedWriteAt = 0;  // the last plan that scaled the displaced release
+  int64_t lastDisplacedWriteAt = 0;    // the last plan that scaled the displaced release
+  int64_t firstPlanAfterDrainAt = -1;  // the first plan after that one that did not
+  // Plans that drained a displaced release and changed the status while its message
+  // (what the drain waits for) stayed the same: a status write per poll for nothing.
+  int drainWritesWithoutNews = 0;
   int ownCanaryPodsAtTakeover = -1;  // the canary's count when its template became the release's
   int displacedLiveAtTakeover = -1;  // the displaced release's pods not yet deleted then
 

@@ -344,8 +344,11 @@ TEST(CanaryRollbackCapacity, SupersedingReleaseStartsItsFirstStepFromZeroPods) {
     EXPECT_EQ(w.displacedLiveAtTakeover, 0) << "the displaced canary was drained first";
     EXPECT_EQ(w.ownCanaryPodsAtTakeover, targetReplicaCounts(4, 25, mode).canary)
         << "the first step's share, not the displaced canary's";
-    EXPECT_EQ(w.status["stepStartedAt"], rfc(w.lastDisplacedWriteAt))
+    EXPECT_EQ(w.status["stepStartedAt"], rfc(w.firstPlanAfterDrainAt))
         << "the step's clock starts when the displaced pods are gone";
+    EXPECT_GT(w.firstPlanAfterDrainAt, w.lastDisplacedWriteAt);
+    EXPECT_EQ(w.drainWritesWithoutNews, 0)
+        << "a drain's polls write the status only when what it waits for changed";
     EXPECT_GE(w.minServing, mode == CapacityMode::kSurge ? 4 : 3);
     EXPECT_EQ(w.violations, std::vector<std::string>());
   }
