@@ -15,6 +15,13 @@ namespace v1 = api::v1alpha1;
 // The largest ModelPack config read (the spec's example is 301 bytes).
 constexpr size_t kMaxConfigBytes = size_t{1} << 20;
 
+// The registry did not answer: no address, no connection, no TLS, a timeout,
+// 429 or 5xx (registry::codeForHttpStatus), as opposed to an answer about the
+// package (404, 401, 403, a bad manifest).
+bool registryDown(const Status& s) {
+  return s.code() == Code::kUnavailable || s.code() == Code::kDeadlineExceeded;
+}
+
 class RegistryPackageReader final : public PackageReader {
  public:
   explicit RegistryPackageReader(std::string caPem) : caPem_(std::move(caPem)) {}
@@ -29,11 +36,13 @@ class RegistryPackageReader final : public PackageReader {
     auto client = registry::connectRegistry(ref.apiHost(), creds, options);
     if (!client.isOk()) {
       out.unreadable = client.status().message();
+      out.registryDown = registryDown(client.status());
       return out;
     }
     auto manifest = (*client)->getManifest(ref.repository, ref.digest);
     if (!manifest.isOk()) {
       out.unreadable = manifest.status().message();
+      out.registryDown = registryDown(manifest.status());
       return out;
     }
     auto info = v1::classifyPackageManifest(manifest->mediaType, manifest->bytes);
@@ -90,11 +99,24 @@ std::optional<PackageObserved> PackageDescriber::describe(const nlohmann::json& 
       return it->second.answer;
   }
   PackageObserved answer;
+  answer.digest = ref->digest;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto it = down_.find(ref->registry);
+    if (it != down_.end() && nowUnix < it->second.until) {
+      answer.registryDown = true;
+      answer.unreadable = "registry " + ref->registry + " not asked: it did not answer " +
+                          std::to_string(kRegistryDownSeconds - (it->second.until - nowUnix)) +
+                          "s ago (" + it->second.why + "); asked again from " +
+                          std::to_string(it->second.until - nowUnix) + "s on";
+      cache_[key] = {answer, it->second.until};
+      return answer;
+    }
+  }
   std::string secret;
   if (auto tags = v1::registryTagsOf(release); tags.isOk()) secret = tags->secretName;
   auto creds = releaseRegistryCredentials(*client_, r.meta.ns, secret, ref->registry);
   if (!creds.isOk()) {
-    answer.digest = ref->digest;
     answer.unreadable = creds.status().message();
   } else {
     answer = reader_->read(*ref, *creds);
@@ -104,6 +126,11 @@ std::optional<PackageObserved> PackageDescriber::describe(const nlohmann::json& 
                  answer.unreadable);
   }
   std::lock_guard<std::mutex> lock(mu_);
+  if (answer.registryDown) {
+    down_[ref->registry] = {nowUnix + kRegistryDownSeconds, answer.unreadable};
+  } else {
+    down_.erase(ref->registry);  // it answered (or was not asked: no credentials)
+  }
   cache_[key] = {answer, answer.unreadable.empty() ? 0 : nowUnix + kRetrySeconds};
   return answer;
 }

@@ -17,7 +17,9 @@
 // (a manifest GET and, for ModelPack, one blob GET, each bounded by 10 s).
 // Answers are cached by namespace, repository and digest (content is
 // immutable): a description or a refusal for good, a failure to read for
-// kRetrySeconds.
+// kRetrySeconds. A registry that does not answer at all is not asked again for
+// kRegistryDownSeconds, for any package: the releases of 10,000 models on one
+// registry that never answers would otherwise hold the workers 10 s each.
 // Thread-safety: PackageDescriber is safe for concurrent use.
 #pragma once
 
@@ -53,6 +55,7 @@ std::shared_ptr<PackageReader> makeRegistryPackageReader(std::string caPem);
 class PackageDescriber {
  public:
   static constexpr int64_t kRetrySeconds = 300;
+  static constexpr int64_t kRegistryDownSeconds = 30;
 
   PackageDescriber(std::shared_ptr<kube::Client> client, std::shared_ptr<PackageReader> reader);
 
@@ -70,6 +73,11 @@ class PackageDescriber {
   std::shared_ptr<PackageReader> reader_;
   std::mutex mu_;
   std::map<std::string, Cached> cache_;  // by "namespace/registry/repository@digest"
+  struct Down {
+    int64_t until = 0;
+    std::string why;  // the failure that put it down
+  };
+  std::map<std::string, Down> down_;  // by registry host
 };
 
 }  // namespace lockstep::controllers

@@ -39,6 +39,9 @@ struct PackageObserved {
   std::optional<api::v1alpha1::PackageInfo> info;  // read and accepted
   std::string refused;     // read: neither an image nor ModelPack, why (names the types)
   std::string unreadable;  // not read: why; the release goes on
+  // Not read because the registry itself did not answer (no address, no connection,
+  // no TLS, a timeout, 429 or 5xx), not because of this package or its credentials.
+  bool registryDown = false;
 };
 
 struct ReleaseObserved {
