@@ -74,7 +74,14 @@ std::string readMeasurement(const json& j, const std::string& path, CanaryMeasur
                     [&](const std::string& key, const json& value,
                         const std::string& at) -> std::optional<std::string> {
                       if (key == "at") return read(value, at, out.at);
-                      if (key == "value") return read(value, at, out.value);
+                      if (key == "value") {
+                        if (value.is_number_integer()) {
+                          std::optional<int64_t> integer;
+                          // Past 64 bits: read as a number only.
+                          if (read(value, at, integer).empty()) out.valueAsInteger = integer;
+                        }
+                        return read(value, at, out.value);
+                      }
                       if (key == "error") return read(value, at, out.error);
                       return std::nullopt;
                     });
@@ -167,7 +174,11 @@ json encodeKnownGood(const CanaryKnownGood& k) {
 json encodeMeasurement(const CanaryMeasurement& m) {
   json out = withExtra(m.extra);
   put(out, "at", m.at);
-  put(out, "value", m.value);
+  if (m.value && m.valueAsInteger && static_cast<double>(*m.valueAsInteger) == *m.value) {
+    out["value"] = *m.valueAsInteger;
+  } else {
+    put(out, "value", m.value);
+  }
   put(out, "error", m.error);
   return out;
 }
@@ -306,6 +317,14 @@ CanaryStatusRead readCanaryStatus(const json& written) {
     out.refused = written;
   }
   return out;
+}
+
+CanaryStatusRead readReleaseCanary(const json& release) {
+  if (!release.is_object()) return {};
+  const auto status = release.find("status");
+  if (status == release.end() || !status->is_object()) return {};
+  const auto canary = status->find("canary");
+  return canary == status->end() ? CanaryStatusRead() : readCanaryStatus(*canary);
 }
 
 }  // namespace lockstep::api::v1alpha1

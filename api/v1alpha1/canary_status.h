@@ -46,6 +46,11 @@ struct CanaryMeasurement {
   std::optional<std::string> at;
   std::optional<double> value;
   std::optional<std::string> error;
+  // `value` as written when it was a JSON integer: the API server gives the
+  // operator's 0.0 back as 0. Encoded as written while `value` is still that
+  // number, so a status read and written back, and the prod record built from
+  // it (controllers/evidence/evidence_plan.h), keep their bytes.
+  std::optional<int64_t> valueAsInteger;
   nlohmann::json extra = nlohmann::json::object();
 };
 
@@ -132,5 +137,11 @@ struct CanaryStatusRead {
 };
 
 CanaryStatusRead readCanaryStatus(const nlohmann::json& written);
+
+// The status.canary of `release` (a ModelRelease object as the API server
+// gives it), read: for readers of the raw object (the CLI, the evidence
+// planner, the admission webhook). decodeModelRelease() reads it the same way
+// into ModelReleaseStatus::canary.
+CanaryStatusRead readReleaseCanary(const nlohmann::json& release);
 
 }  // namespace lockstep::api::v1alpha1

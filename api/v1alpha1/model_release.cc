@@ -277,8 +277,7 @@ ModelRelease decodeModelRelease(const json& object) {
          decode::string(t, "message"), decode::integer(t, "attempts", 0),
          decode::string(t, "lastAttemptAt")});
   }
-  if (const json* c = decode::member(status, "canary"); c != nullptr) r.status.canary = *c;
-  r.status.canaryPhase = decode::string(decode::object(status, "canary"), "phase");
+  r.status.canary = readReleaseCanary(object);
   r.status.rollback = decode::object(status, "rollback");
   r.status.evidenceChecks = decode::array(status, "evidenceChecks");
   r.status.conditions = decode::array(status, "conditions");

@@ -25,6 +25,7 @@
 #include <nlohmann/json.hpp>
 
 #include "api/v1alpha1/approval.h"
+#include "api/v1alpha1/canary_status.h"
 #include "api/v1alpha1/meta.h"
 #include "api/v1alpha1/model_package.h"
 #include "api/v1alpha1/runtime_revision.h"
@@ -231,9 +232,12 @@ struct ModelReleaseStatus {
   std::vector<StageStatus> stages;
   std::vector<RegistryTagStatus> registryTags;
   // status.canary: the canary planner's own record (controllers/modelrelease/
-  // prod/canary_plan.h); null when no canary started.
-  nlohmann::json canary;
-  std::string canaryPhase;  // status.canary.phase
+  // prod/canary_plan.h), decoded once here (canary_status.h): absent when no
+  // canary started, or refused with the error naming the malformed member (the
+  // value as written kept in `refused`). Readers go through it, never through
+  // the JSON: one with no use for a refused one says so (`error`), none reads
+  // it as empty.
+  CanaryStatusRead canary;
   // status.rollback: the last manual rollback to this release, or why it was
   // refused ({from, requestedBy, revision, at | refused}); empty when none.
   nlohmann::json rollback = nlohmann::json::object();

@@ -4,6 +4,7 @@
 #include <map>
 #include <set>
 
+#include "api/v1alpha1/canary_status.h"
 #include "api/v1alpha1/meta.h"
 
 namespace lockstep::api::v1alpha1 {
@@ -145,13 +146,15 @@ ReleasePinFacts releasePinFacts(const json& release) {
   f.runtimeImage = decode::string(spec, "runtimeImage");
   f.phase = decode::string(status, "phase");
   f.pin = decodeRuntimePin(release);
-  const json& canary = decode::object(status, "canary");
-  f.promotedOnce = decode::string(canary, "phase") == "Promoted";
+  // An unreadable status.canary cannot show that prod never ran the release:
+  // it is held as one that did (a pin is never dropped on a guess).
+  const CanaryStatusRead canary = readReleaseCanary(release);
+  f.promotedOnce = !canary.error.empty() || canary.orEmpty().phase == "Promoted";
   if (f.promotedOnce) {
     for (const json& st : decode::array(status, "stages")) {
       later(f.lastProdAt, decode::string(st, "finishedAt"));
     }
-    later(f.lastProdAt, decode::string(canary, "finishedAt"));
+    later(f.lastProdAt, canary.orEmpty().finishedAt.value_or(""));
     later(f.lastProdAt, decode::string(decode::object(status, "rollback"), "at"));
   }
   return f;

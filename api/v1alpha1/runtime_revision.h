@@ -128,7 +128,9 @@ struct ReleasePinFacts {
   std::string runtimeImage;  // spec.runtimeImage ("" = any)
   std::string phase;         // status.phase ("" = not written)
   std::optional<RuntimePin> pin;
-  // True once its canary completed (status.canary.phase Promoted): it was prod once.
+  // True once its canary completed (status.canary.phase Promoted): it was prod
+  // once. Also true when status.canary cannot be read (canary_status.h): such
+  // a release keeps its pin rather than lose it on a guess.
   bool promotedOnce = false;
   // The last time prod ran it (RFC 3339; compared as text): the latest of its
   // stages' finishedAt, status.canary.finishedAt and status.rollback.at.

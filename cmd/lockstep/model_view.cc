@@ -113,8 +113,14 @@ StatusOr<ModelRollbackPlan> planModelRollback(const json& modelObject,
     return Status(Code::kNotFound, "release " + quote(plan.target) + " of model " + quote(model) +
                                        " does not exist");
   const v1::ModelRelease target = v1::decodeModelRelease(it->second);
-  const std::string& canaryPhase = target.status.canaryPhase;
-  if (canaryPhase != "Promoted")
+  // Whether prod ran it is what its status.canary records: an unreadable one
+  // is said, never read as "never promoted".
+  if (!target.status.canary.error.empty())
+    return Status(Code::kInvalidArgument,
+                  "release " + quote(plan.target) + ": status.canary cannot be read (" +
+                      target.status.canary.error +
+                      "): whether prod ran it is unknown; repair its status first");
+  if (target.status.canary.orEmpty().phase != "Promoted")
     return Status(Code::kInvalidArgument,
                   "release " + quote(plan.target) + " was never promoted (phase " +
                       quote(target.status.phase ? std::string(v1::phaseName(*target.status.phase))

@@ -406,9 +406,7 @@ StatusOr<ActionPlan> planPromote(const json& release, bool full, const std::stri
   } else {
     // The step the canary is at: its annotation names it, so an unreadable
     // status.canary is refused rather than read as step 0.
-    const json* written = v1::decode::member(v1::decode::object(release, "status"), "canary");
-    const v1::CanaryStatusRead canary =
-        v1::readCanaryStatus(written != nullptr ? *written : json());
+    const v1::CanaryStatusRead canary = v1::readReleaseCanary(release);
     if (!canary.error.empty())
       return invalidArgument("release " + id + ": status.canary cannot be read (" + canary.error +
                              "); the canary's step is unknown");

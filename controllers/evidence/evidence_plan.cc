@@ -4,6 +4,7 @@
 #include <map>
 
 #include "api/image_ref.h"
+#include "api/v1alpha1/canary_status.h"
 #include "api/v1alpha1/meta.h"
 #include "api/v1alpha1/model_release.h"
 #include "api/v1alpha1/runtime_revision.h"
@@ -151,10 +152,14 @@ StatusOr<std::vector<PlannedStatement>> plannedStatements(const json& release,
     out.push_back(std::move(p));
   }
 
-  // The prod record, once the canary ended.
-  const json& canary = decode::object(status, "canary");
-  const std::string canaryPhase = decode::string(canary, "phase");
-  const std::string finishedAt = decode::string(canary, "finishedAt");
+  // The prod record, once the canary ended; an unreadable status.canary
+  // cannot tell whether it did, nor give the record's bytes.
+  const v1::CanaryStatusRead read = v1::readReleaseCanary(release);
+  if (!read.error.empty())
+    return invalidArgument("prod record: " + read.error + ": the canary's end cannot be read");
+  const v1::CanaryStatus& canary = read.orEmpty();
+  const std::string canaryPhase = canary.phase.value_or("");
+  const std::string finishedAt = canary.finishedAt.value_or("");
   if ((canaryPhase == v1::kPhasePromoted || canaryPhase == v1::kPhaseRolledBack) &&
       !finishedAt.empty()) {
     const v1::ObjectMeta meta = v1::decodeMeta(release);
@@ -170,20 +175,31 @@ StatusOr<std::vector<PlannedStatement>> plannedStatements(const json& release,
     in.closureHash = decode::string(runtime, "closureHash");
     in.runtimeImage = decode::string(runtime, "image");
     in.revision = revision;
+    // The bytes are those of the status as read (canary_status.h keeps the
+    // members it does not know and each number's form): the same status, the
+    // same statement.
     if (canaryPhase == v1::kPhaseRolledBack) {
-      in.reason = decode::string(canary, "reason");
-      in.message = decode::string(canary, "message");
-      json failed = {{"step", decode::integer(canary, "step", 0)}};
-      if (const json* a = decode::member(canary, "analysis"); a != nullptr && a->is_object()) {
-        json analysis = json::object();
-        for (const char* k : {"count", "successful", "failed", "errors", "measurements"})
-          if (a->contains(k)) analysis[k] = (*a)[k];
-        failed["analysis"] = analysis;
+      in.reason = canary.reason.value_or("");
+      in.message = canary.message.value_or("");
+      json failed = {{"step", canary.step.value_or(0)}};
+      if (canary.analysis) {
+        // The step's counters and measurements, not its phase or message.
+        v1::CanaryAnalysisStatus counted;
+        counted.count = canary.analysis->count;
+        counted.successful = canary.analysis->successful;
+        counted.failed = canary.analysis->failed;
+        counted.errors = canary.analysis->errors;
+        counted.measurements = canary.analysis->measurements;
+        v1::CanaryStatus only;
+        only.analysis = std::move(counted);
+        failed["analysis"] = v1::encodeCanaryStatus(only)["analysis"];
       }
       in.failedStep = failed;
-      in.restoredPackage = decode::string(decode::object(canary, "knownGood"), "package");
+      in.restoredPackage = canary.knownGood ? canary.knownGood->package.value_or("") : "";
     }
-    in.canarySteps = decode::array(canary, "passedSteps");
+    v1::CanaryStatus passed;
+    passed.passedSteps = canary.passedSteps;
+    in.canarySteps = v1::encodeCanaryStatus(passed).value("passedSteps", json::array());
     in.inputs = decisions;
     auto statement = evidence::prodRecordStatement(in);
     if (!statement.isOk()) return statement.status().withContext("prod record");

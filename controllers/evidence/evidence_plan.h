@@ -39,7 +39,11 @@ struct EvidenceContext {
 // Every statement the release's status warrants, in dependency order (an eval
 // statement before the decision that cites it, the decisions before the prod
 // record). kInvalidArgument naming the stage and field for a status the
-// statements cannot be made from (a package not pinned by digest).
+// statements cannot be made from (a package not pinned by digest, a
+// status.canary the decoder refuses: "prod record: status.canary.step: must be
+// an integer"). The prod record is made from status.canary as decoded
+// (api/v1alpha1/canary_status.h), whose encoding keeps the bytes of the status
+// as the API server gives it.
 StatusOr<std::vector<PlannedStatement>> plannedStatements(const nlohmann::json& release,
                                                           const EvidenceContext& context);
 

@@ -199,7 +199,7 @@ ProdObserved ModelReleaseReconciler::observeProd(const v1::ModelRelease& r) cons
       p.model ? std::optional<v1::Model>(v1::decodeModel(*p.model)) : std::nullopt;
   if (recordOf) names.insert(recordOf->promoted());
   if (p.legacyAnchor) names.insert(v1::decodeModelAnchor(*p.legacyAnchor).promoted);
-  names.insert(v1::readCanaryStatus(r.status.canary).orEmpty().knownGoodRelease());
+  names.insert(r.status.canary.orEmpty().knownGoodRelease());
   names.erase("");
   names.erase(r.meta.name);
   std::set<std::string> envs = {r.spec.runtimeEnvName};
@@ -450,7 +450,7 @@ void ModelReleaseReconciler::recordMetrics(const Request& request, const ModelRe
   if (statusWritten) {
     for (const StageOutcome& out : p.outcomes)
       metrics_->stageResult(out.stage, out.result, out.durationSeconds);
-    const std::string before = r.status.canaryPhase;
+    const std::string before = r.status.canary.orEmpty().phase.value_or("");
     const std::string after = canary.phase.value_or("");
     if (after != before && after == v1::kReasonRollingBack)
       metrics_->rollback(r.spec.model, canary.reason.value_or(""));
@@ -571,8 +571,7 @@ void setupModelReleaseController(runtime::Manager& manager, ModelReleaseOptions 
                   return out;
                 const v1::ModelRelease r = v1::decodeModelRelease(o);
                 if (!concernedFleetAbort(r)) return out;
-                const std::string known =
-                    v1::readCanaryStatus(r.status.canary).orEmpty().knownGoodRelease();
+                const std::string known = r.status.canary.orEmpty().knownGoodRelease();
                 if (!known.empty()) out.push_back({r.meta.ns, known});
                 return out;
               },

@@ -2,6 +2,7 @@
 
 #include <map>
 
+#include "api/v1alpha1/canary_status.h"
 #include "api/v1alpha1/conditions.h"
 #include "api/v1alpha1/runtime_mirror.h"
 #include "api/v1alpha1/runtime_verify.h"
@@ -219,8 +220,16 @@ ReleasePlan planRelease(const ReleaseObserved& o) {
           st["message"] = sum.readyMessage;
         }
       }
-      if (status.contains("canary") && status["canary"].is_object())
-        status["canary"]["finishedAt"] = o.now;
+      // Its canary ends now. An unreadable status.canary is kept as written
+      // (never rewritten from a guess); the message says why it has no end.
+      if (const CanaryStatus* canary = r.status.canary.get(); canary != nullptr) {
+        CanaryStatus ended = *canary;
+        ended.finishedAt = o.now;
+        status["canary"] = encodeCanaryStatus(ended);
+      } else if (!r.status.canary.error.empty()) {
+        sum.readyMessage += "; status.canary cannot be read (" + r.status.canary.error +
+                            "): its end is not recorded";
+      }
       // Prod is another release's now: its Degraded no longer describes it.
       for (auto it = conditions.begin(); it != conditions.end();) {
         it = decode::string(*it, "type") == kConditionDegraded ? conditions.erase(it) : it + 1;
@@ -327,7 +336,9 @@ ReleasePlan planRelease(const ReleaseObserved& o) {
       // A canary already running goes on on its pinned revision (its pods stay
       // admitted, docs/rollouts.md "When the runtime moves on during a
       // canary"); one not started waits like a gate.
-      bool started = status.contains("canary") && status["canary"].is_object();
+      // An unreadable status.canary counts as started: the canary planner
+      // stalls on it (CanaryStatusUnreadable) rather than start another.
+      const bool started = r.status.canary.written;
       // An abort ends a release whose canary has not started in whatever it
       // waits for (the runtime, its verification, an approval): no canary pod
       // is ever made. A started canary rolls back (prod/canary_plan.h).

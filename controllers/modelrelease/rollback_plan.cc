@@ -74,7 +74,11 @@ bool planManualRollback(const ReleaseObserved& o, const v1::ModelRelease& r,
   // gate, unless its pinned revision was pruned or another release is in canary. A release the
   // Model names as prod again (a rollback whose status write was lost) is
   // Promoted again.
-  if (readCanaryStatus(r.status.canary).orEmpty().phase == kPhasePromoted &&
+  // An unreadable status.canary cannot tell whether prod ever ran the release:
+  // a request for it is refused with the decoder's error.
+  const bool promotedOnce = r.status.canary.orEmpty().phase == kPhasePromoted;
+  const std::string& canaryError = r.status.canary.error;
+  if ((promotedOnce || !canaryError.empty()) &&
       (prevPhase == kPhaseSuperseded || prevPhase == kPhasePromoted)) {
     const std::string from = o.promotedRelease;
     std::string by = from.empty() || from == r.meta.name || o.modelRevision.empty()
@@ -84,7 +88,8 @@ bool planManualRollback(const ReleaseObserved& o, const v1::ModelRelease& r,
     // (the release its canary replaced) as a person would (gates/fleet_check.h).
     if (by.empty() && !from.empty() && from != r.meta.name && !o.modelRevision.empty())
       by = o.fleetRollbackBy;
-    const bool restoredBefore = prevPhase == kPhaseSuperseded && from == r.meta.name;
+    const bool restoredBefore =
+        promotedOnce && prevPhase == kPhaseSuperseded && from == r.meta.name;
     if (!by.empty() || restoredBefore) {
       // The stable pods run the release's pinned pair (v1::rollbackRuntime):
       // refused only when that revision was pruned.
@@ -92,7 +97,10 @@ bool planManualRollback(const ReleaseObserved& o, const v1::ModelRelease& r,
       if (o.runtimeEnv) env = v1::decodeRuntimeEnv(*o.runtimeEnv);
       const v1::RollbackRuntime runtime = v1::rollbackRuntime(r, env ? &*env : nullptr);
       std::string refusal;
-      if (!by.empty() && !o.canaryRelease.empty()) {
+      if (!canaryError.empty()) {
+        refusal = "status.canary cannot be read (" + canaryError +
+                  "): whether prod ran this release is unknown; repair the status first";
+      } else if (!by.empty() && !o.canaryRelease.empty()) {
         refusal = "release " + quote(o.canaryRelease) + " is in canary on model " +
                   quote(r.spec.model) + "; abort it first";
       } else if (!by.empty() && !runtime.refusal.empty()) {

@@ -252,6 +252,25 @@ TEST_F(ModelCommandsTest, RollbackToAStaleRuntimeWritesNothing) {
       << err_.str();
 }
 
+// A target whose status.canary cannot be read: the CLI prints the decoder's
+// error naming the member and writes nothing (never "never promoted", never a crash).
+TEST_F(ModelCommandsTest, RollbackToAReleaseWithAnUnreadableCanaryStatusSaysWhy) {
+  json unreadable = release("gpt2-v6", "Promoted");
+  unreadable["status"]["canary"]["step"] = "2";
+  transport_->push(FakeTransport::ok(whoami("alice")));
+  transport_->push(FakeTransport::ok(model("gpt2-v8")));
+  transport_->push(FakeTransport::list({unreadable, release("gpt2-v8", "Promoted")}, "10"));
+  transport_->push(FakeTransport::ok(runtimeEnv()));
+  EXPECT_EQ(run({"rollback", "gpt2", "--to", "gpt2-v6"}), 1);
+  EXPECT_LE(transport_->requestCount(), 4u);  // no PATCH
+  for (const auto& r : transport_->requests()) EXPECT_NE(r.method, "PATCH");
+  EXPECT_NE(err_.str().find("release \"gpt2-v6\": status.canary cannot be read "
+                            "(status.canary.step: must be an integer): whether prod ran it is "
+                            "unknown"),
+            std::string::npos)
+      << err_.str();
+}
+
 TEST_F(ModelCommandsTest, HistoryOfAModelNeverInProdSaysSo) {
   transport_->push(
       FakeTransport::status(404, "NotFound", "models.lockstep.dev \"bert\" not found"));

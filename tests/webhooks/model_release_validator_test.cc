@@ -714,6 +714,20 @@ std::vector<ActionCase> actionCases() {
        Decision::kDenied,
        422,
        {"step 1 is not paused (canary \"CanaryProgressing\"); promote it once it pauses"}},
+      // An unreadable status.canary is no step (canary_status.h): never read as step 0.
+      {"promote of step 0 with an unreadable status.canary refused",
+       [] {
+         json r = paused().annotate("promote.lockstep.dev/0", "alice").json();
+         r["status"]["canary"]["step"] = "1";
+         return r;
+       }(),
+       paused().json(),
+       {},
+       {},
+       Decision::kDenied,
+       422,
+       {"metadata.annotations[\"promote.lockstep.dev/0\"]: status.canary cannot be read "
+        "(status.canary.step: must be an integer): the step paused now is unknown"}},
       {"promote of a release not in canary refused",
        waiting().annotate("lockstep.dev/promote-full", "alice").json(),
        waiting().json(),

@@ -10,6 +10,7 @@
 #include "api/image_ref.h"
 #include "api/v1alpha1/analysis_provider.h"
 #include "api/v1alpha1/analysis_template.h"
+#include "api/v1alpha1/canary_status.h"
 #include "api/v1alpha1/conditions.h"
 #include "api/v1alpha1/model_release.h"
 #include "webhooks/admission/analysis_advice.h"
@@ -489,14 +490,20 @@ std::optional<std::string> notForNow(const ModelReleaseReview& r, const ReleaseA
   if (a.kind == ReleaseActionKind::kAbort) return std::nullopt;
   const json& status = decode::object(*r.release, "status");
   const std::string phase = decode::string(status, "phase");
-  const json& canary = decode::object(status, "canary");
   if (a.kind == ReleaseActionKind::kPromote) {
     if (phase != api::v1alpha1::kPhaseCanary)
       return "the release is not in canary (phase " + quote(phase.empty() ? "unset" : phase) +
              "); a promote is for the step paused now";
     if (a.annotation == kPromoteFullAnnotation) return std::nullopt;
-    const int64_t at = decode::integer(canary, "step", 0);
-    const std::string reason = decode::string(canary, "reason");
+    // The step paused now, as status.canary records it: an unreadable one is
+    // no step (never step 0).
+    const api::v1alpha1::CanaryStatusRead read = api::v1alpha1::readReleaseCanary(*r.release);
+    if (!read.error.empty())
+      return "status.canary cannot be read (" + read.error +
+             "): the step paused now is unknown; a promote waits until the status is repaired";
+    const api::v1alpha1::CanaryStatus& canary = read.orEmpty();
+    const int64_t at = canary.step.value_or(0);
+    const std::string reason = canary.reason.value_or("");
     if (a.stage != std::to_string(at))
       return "the canary is at step " + std::to_string(at) + ", not step " + a.stage +
              "; a promote is for the step paused now (a promote written early would end a "

@@ -99,7 +99,7 @@ std::optional<std::string> concernedFleetAbort(const v1::ModelRelease& r) {
 
 std::string fleetRollbackBy(const v1::ModelRelease& prod, const std::string& candidate) {
   if (candidate.empty() || prod.meta.name == candidate) return "";
-  if (v1::readCanaryStatus(prod.status.canary).orEmpty().knownGoodRelease() != candidate) return "";
+  if (prod.status.canary.orEmpty().knownGoodRelease() != candidate) return "";
   std::optional<FleetCheckRequest> request = fleetCheckRequest(prod);
   if (!request || !concernedFleetAbort(prod)) return "";
   const std::optional<FleetCheckObserved> answer =

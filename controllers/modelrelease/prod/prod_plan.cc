@@ -208,7 +208,7 @@ std::optional<std::string> promotedMismatch(const v1::ModelRelease& r, const v1:
     if (rebuilt.status().code() == Code::kInvalid) why += " (" + rebuilt.status().message() + ")";
   } else {
     const v1::ModelRelease known = v1::decodeModelRelease(*named->second);
-    const v1::CanaryStatusRead knownCanary = v1::readCanaryStatus(known.status.canary);
+    const v1::CanaryStatusRead& knownCanary = known.status.canary;
     const std::string canaryPhase =
         knownCanary.get() != nullptr ? knownCanary.get()->phase.value_or("") : "";
     const bool reachedProd = canaryPhase == v1::kPhasePromoted ||
@@ -218,7 +218,11 @@ std::optional<std::string> promotedMismatch(const v1::ModelRelease& r, const v1:
       why = "that release is of model " + known.spec.model;
     } else if (!reachedProd) {
       why = "that release never reached prod (its status shows no promotion" +
-            std::string(canaryPhase.empty() ? "" : "; canary phase " + canaryPhase) + ")";
+            std::string(canaryPhase.empty() ? "" : "; canary phase " + canaryPhase) +
+            (knownCanary.error.empty()
+                 ? std::string()
+                 : "; status.canary cannot be read (" + knownCanary.error + ")") +
+            ")";
     } else if (!rec.package.empty() && rec.package != known.spec.package) {
       why =
           "the Model records package " + rec.package + " but that release is " + known.spec.package;
@@ -318,7 +322,7 @@ ProdPlan planProd(const ReleaseObserved& o, const v1::ModelRelease& r,
     return out;
   }
   // A status.canary the decoder refuses is never acted on (canary_status.h).
-  const v1::CanaryStatusRead started = v1::readCanaryStatus(r.status.canary);
+  const v1::CanaryStatusRead& started = r.status.canary;
   if (!started.error.empty()) {
     stallProdStage(plan, v1::kReasonCanaryStatusUnreadable,
                    "status.canary cannot be read (" + started.error +

@@ -260,5 +260,44 @@ TEST(CanaryStatusRead, AbsentDecodedOrRefused) {
   EXPECT_EQ(read.refused, bad) << "kept as written";
 }
 
+// The API server gives a number the operator wrote as 0.0 back as the integer
+// 0: read and written back it stays 0 (the bytes of a status, and of the prod
+// record built from it, do not change); changed by a planner it is the new number.
+TEST(CanaryStatus, AMeasurementWrittenAsAnIntegerKeepsItsForm) {
+  json written = everyField();
+  written["analysis"]["measurements"] = json::parse(
+      R"([{"value": 0}, {"value": 1}, {"value": -3}, {"value": 0.5}, {"value": 2.0}
+])");
+  auto s = decodeCanaryStatus(written);
+  ASSERT_TRUE(s.isOk()) << s.status().message();
+  EXPECT_EQ((*s->analysis->measurements)[1].value, 1.0);
+  EXPECT_EQ(encodeCanaryStatus(*s).dump(), written.dump());
+  (*s->analysis->measurements)[0].value = 0.25;
+  (*s->analysis->measurements)[1].value = 1.0;
+  json changed = encodeCanaryStatus(*s)["analysis"]["measurements"];
+  EXPECT_EQ(changed[0].dump(), R"({"value":0.25})");
+  EXPECT_EQ(changed[1].dump(), R"({"value":1})") << "the same number: as written";
+  CanaryMeasurement fresh;
+  fresh.value = 1.0;
+  CanaryAnalysisStatus a;
+  a.measurements = std::vector<CanaryMeasurement>{fresh};
+  CanaryStatus planned;
+  planned.analysis = a;
+  EXPECT_EQ(encodeCanaryStatus(planned)["analysis"]["measurements"][0].dump(), R"({"value":1.0})")
+      << "a number the planner measured is written as one";
+}
+
+// readReleaseCanary(): a ModelRelease object's status.canary, read.
+TEST(CanaryStatusRead, OfAReleaseObject) {
+  EXPECT_FALSE(readReleaseCanary(json()).written);
+  EXPECT_FALSE(readReleaseCanary({{"status", {{"phase", "Pending"}}}}).written);
+  EXPECT_FALSE(readReleaseCanary({{"status", "broken"}}).written);
+  CanaryStatusRead read = readReleaseCanary({{"status", {{"canary", everyField()}}}});
+  ASSERT_NE(read.get(), nullptr);
+  EXPECT_EQ(read.get()->knownGoodRelease(), "gpt2-v1");
+  read = readReleaseCanary({{"status", {{"canary", {{"step", -1.5}}}}}});
+  EXPECT_EQ(read.error, "status.canary.step: must be an integer");
+}
+
 }  // namespace
 }  // namespace lockstep::api::v1alpha1

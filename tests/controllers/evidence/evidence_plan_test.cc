@@ -166,6 +166,73 @@ TEST(EvidencePlan, TheProdRecordFollowsTheCanarysEndAndCitesTheDecisions) {
   EXPECT_EQ(plannedStatements(r, {})->size(), 2u);
 }
 
+// The prod record's bytes are those of status.canary as the API server gives
+// it back (a measurement of 0.0 written by the operator comes back as the
+// integer 0; members a newer operator wrote are kept): read through the typed
+// status.canary (api/v1alpha1/canary_status.h) the statement, and so its
+// digest, is byte for byte what it was when the JSON was copied as it was.
+// A change here republishes every prod record under a new digest.
+const char* kPromotedCanary = R"({
+  "phase": "Promoted", "capacity": "surge", "step": 1, "promotion": "FullWeight",
+  "startedAt": "2026-12-02T10:10:00Z", "finishedAt": "2026-12-02T11:00:00Z",
+  "modelUid": "m-1", "futureTop": {"b": 2, "a": [1, 0.5]},
+  "knownGood": {"release": "v0", "package": "registry.example/models/gpt2@sha256:00"},
+  "passedSteps": [
+    {"step": 0, "weight": 25, "startedAt": "2026-12-02T10:10:00Z",
+     "weightReachedAt": "2026-12-02T10:12:00Z", "passedAt": "2026-12-02T10:20:00Z",
+     "analysis": {"count": 3, "successful": 3, "failed": 0, "errors": 0, "futureCounter": 7}},
+    {"step": 1, "weight": 100, "passedAt": "2026-12-02T10:50:00Z", "promotedBy": "alice",
+     "futureStep": "x"}]})";
+
+const char* kRolledBackCanary = R"({
+  "phase": "RolledBack", "step": 1, "reason": "AnalysisFailed",
+  "message": "error-rate 1 > 0.05", "finishedAt": "2026-12-02T11:00:00Z",
+  "knownGood": {"release": "v0", "package": "registry.example/models/gpt2@sha256:00",
+                "closureHash": "sha256:11", "futureKnown": true},
+  "analysis": {"phase": "Failed", "message": "m", "count": 4, "successful": 1, "failed": 2,
+               "errors": 1, "consecutiveErrors": 0, "lastWasError": false,
+               "measurements": [{"at": "2026-12-02T10:40:00Z", "value": 0},
+                                {"at": "2026-12-02T10:45:00Z", "value": 1},
+                                {"at": "2026-12-02T10:50:00Z", "value": 0.25},
+                                {"at": "2026-12-02T10:55:00Z", "value": -3},
+                                {"at": "2026-12-02T10:56:00Z", "value": 1e300},
+                                {"at": "2026-12-02T10:58:00Z", "error": "no data", "futureM": 1}]},
+  "passedSteps": [{"step": 0, "weight": 25, "analysis": {"count": 3, "successful": 3}}]})";
+
+TEST(EvidencePlan, TheProdRecordsBytesAreThoseOfTheStatusAsTheApiServerGivesIt) {
+  json r = release();
+  r["status"]["canary"] = json::parse(kPromotedCanary);
+  auto promoted = plannedStatements(r, {"east", "0.1.0"});
+  ASSERT_TRUE(promoted.isOk()) << promoted.status().toString();
+  ASSERT_EQ(promoted->back().name, "prod/promoted");
+  EXPECT_EQ(promoted->back().digest,
+            "sha256:b749a6875cadffb037d00cde409ee5d7838dca7ebb3e3d383743774c0363b70d")
+      << promoted->back().payload;
+  r["status"]["canary"] = json::parse(kRolledBackCanary);
+  auto rolledBack = plannedStatements(r, {"east", "0.1.0"});
+  ASSERT_TRUE(rolledBack.isOk()) << rolledBack.status().toString();
+  ASSERT_EQ(rolledBack->back().name, "prod/rolled-back");
+  EXPECT_EQ(rolledBack->back().digest,
+            "sha256:ccc12c3abffe6c30b1bd1623f8dc549abc85d9fe128ce1c000883af9b8b0415a")
+      << rolledBack->back().payload;
+  // The integers stay integers, the numbers numbers.
+  EXPECT_NE(rolledBack->back().payload.find(R"("value":0})"), std::string::npos);
+  EXPECT_NE(rolledBack->back().payload.find(R"("value":0.25})"), std::string::npos);
+}
+
+// A status.canary the decoder refuses cannot say whether the canary ended nor
+// give the record's bytes: an error naming the member, never a record from defaults.
+TEST(EvidencePlan, AnUnreadableCanaryStatusIsAnErrorNamingTheMember) {
+  json r = release();
+  r["status"]["canary"] = json::parse(kPromotedCanary);
+  r["status"]["canary"]["passedSteps"][1]["weight"] = "100";
+  auto planned = plannedStatements(r, {"east", "0.1.0"});
+  ASSERT_FALSE(planned.isOk());
+  EXPECT_EQ(planned.status().message(),
+            "prod record: status.canary.passedSteps[1].weight: must be an integer: the canary's "
+            "end cannot be read");
+}
+
 TEST(EvidencePlan, APackageNotPinnedIsRefusedNamingTheField) {
   json r = release();
   r["spec"]["package"] = "registry.example/models/gpt2:latest";

@@ -647,6 +647,14 @@ TEST(ReleasePlan, AnAbortWhileTheProdStageWaitsForItsRuntimeEndsTheRelease) {
     EXPECT_EQ(stage(plan, "prod")["message"], "aborted by bob");
     EXPECT_TRUE(hasEvent(plan, "Aborted", "aborted by bob during stage \"prod\""));
   }
+  // A status.canary written but unreadable (not an object) is a started
+  // canary: the canary planner stalls on it (CanaryStatusUnreadable), the
+  // abort does not end it as one that never started.
+  json unreadable = release;
+  unreadable["status"] = {{"phase", "Canary"}, {"canary", "Progressing"}};
+  auto started = planRelease(observed(unreadable));
+  EXPECT_TRUE(started.prod.has_value()) << started.status.dump(2);
+  EXPECT_NE(started.status["phase"], "Failed");
   // Without the abort it waits.
   json waiting = ReleaseBuilder().serving("prod").build();
   auto plan = planRelease(observed(waiting, std::nullopt));
@@ -922,6 +930,38 @@ TEST(ReleasePlan, PromotedReleaseIsSupersededWhenProdRunsAnother) {
   EXPECT_NE(planRelease(o).status["phase"], "Superseded");
 }
 
+// Superseded, the canary's end is recorded in its status.canary (typed,
+// canary_status.h: every other member kept as written, those it does not know
+// too); an unreadable one is kept as written and the message says why it has no end.
+TEST(ReleasePlan, ASupersededCanaryRecordsItsEndOrSaysWhyItCannot) {
+  json release = ReleaseBuilder().serving("prod").build();
+  const json canary = {{"phase", "Progressing"},
+                       {"step", 1},
+                       {"futureMember", {{"kept", true}}},
+                       {"analysis", {{"measurements", json::array({{{"value", 0}}})}}}};
+  release["status"] = {{"phase", "Canary"}, {"stages", json::array()}, {"canary", canary}};
+  auto o = observed(release);
+  o.canaryRelease = "newer";
+  o.promotedRelease = "older";
+  auto plan = planRelease(o);
+  EXPECT_EQ(plan.status["phase"], "Superseded");
+  json ended = canary;
+  ended["finishedAt"] = kNow;
+  EXPECT_EQ(plan.status["canary"], ended);
+  EXPECT_EQ(plan.status["canary"].dump(), ended.dump()) << "the same bytes, 0 stays 0";
+
+  release["status"]["canary"]["step"] = "1";
+  o.release = release;
+  plan = planRelease(o);
+  EXPECT_EQ(plan.status["phase"], "Superseded");
+  EXPECT_EQ(plan.status["canary"], release["status"]["canary"]) << "kept as written";
+  EXPECT_NE(condition(plan, "Ready", "message")
+                .find("took the canary of model \"gpt2\"; status.canary cannot be read "
+                      "(status.canary.step: must be an integer): its end is not recorded"),
+            std::string::npos)
+      << condition(plan, "Ready", "message");
+}
+
 // A stable pod of `release` as the model's pod cache holds it.
 json stablePod(const std::string& release, int i, bool ready = true,
                const std::string& hash = kHash) {
@@ -1053,6 +1093,22 @@ TEST(ReleasePlan, ManualRollbackIsRefusedOnAStaleRuntimeOrDuringACanary) {
   never["status"]["canary"]["phase"] = "RolledBack";
   never["metadata"]["annotations"]["rollback.lockstep.dev/4"] = "alice";
   EXPECT_FALSE(planRelease(atRevision(never)).modelRollback.has_value());
+
+  // An unreadable status.canary cannot tell: the request is refused with the
+  // decoder's error naming the member, not ignored.
+  json unreadable = supersededRelease();
+  unreadable["status"]["canary"]["passedSteps"] = json::array({{{"weight", 50}}});
+  plan = planRelease(atRevision(unreadable));
+  EXPECT_FALSE(plan.status.contains("rollback")) << "no request, nothing said";
+  EXPECT_EQ(plan.status["phase"], "Superseded");
+  unreadable["metadata"]["annotations"]["rollback.lockstep.dev/4"] = "alice";
+  plan = planRelease(atRevision(unreadable));
+  EXPECT_FALSE(plan.modelRollback.has_value());
+  EXPECT_EQ(plan.status["phase"], "Superseded");
+  EXPECT_EQ(plan.status["rollback"].value("refused", ""),
+            "status.canary cannot be read (status.canary.passedSteps[0].step: is required): "
+            "whether prod ran this release is unknown; repair the status first");
+  EXPECT_TRUE(hasEvent(plan, "RollbackRefused", "status.canary.passedSteps[0].step"));
 }
 
 TEST(ReleasePlan, AWindowWithRollbacksDenyRefusesAManualRollback) {

@@ -412,6 +412,19 @@ TEST(ReleasePinFacts, DecodesTheReleaseObject) {
   f = api::v1alpha1::releasePinFacts(mr);
   EXPECT_TRUE(f.deleting);
   EXPECT_FALSE(f.pin.has_value());
+
+  // Without the rollback: the canary's end is the last time prod ran it.
+  mr["status"].erase("rollback");
+  EXPECT_EQ(api::v1alpha1::releasePinFacts(mr).lastProdAt, "2026-11-03T00:00:00Z");
+  // A canary that rolled back: never prod.
+  mr["status"]["canary"] = {{"phase", "RolledBack"}, {"step", 1}};
+  EXPECT_FALSE(api::v1alpha1::releasePinFacts(mr).promotedOnce);
+  // Unreadable (canary_status.h): it cannot show prod never ran it, so it is
+  // held as one prod did; its stages give the time.
+  mr["status"]["canary"]["step"] = "1";
+  f = api::v1alpha1::releasePinFacts(mr);
+  EXPECT_TRUE(f.promotedOnce);
+  EXPECT_EQ(f.lastProdAt, "2026-11-01T00:00:00Z");
 }
 
 }  // namespace

@@ -709,6 +709,10 @@ TEST(AnchorTrust, PromotedIsCheckedAgainstTheReleaseItNamesBeforeStableRunsIt) {
   json neverPromoted = prodRelease("v1", kOldPackage);
   neverPromoted["status"] = {{"phase", v1::kPhaseRolledBack},
                              {"canary", {{"phase", "RolledBack"}}}};
+  // Its status.canary unreadable: it is not read as one that never started.
+  json unreadable = prodRelease("v1", kOldPackage);
+  unreadable["status"] = {{"phase", v1::kPhaseSuperseded},
+                          {"canary", {{"phase", "Promoted"}, {"step", "1"}}}};
   json otherModel = promotedV1();
   otherModel["spec"]["model"] = "llama";
   json otherPackage = promotedV1();
@@ -718,6 +722,9 @@ TEST(AnchorTrust, PromotedIsCheckedAgainstTheReleaseItNamesBeforeStableRunsIt) {
   for (const Bad& b :
        std::vector<Bad>{{"gone, stable not running it", nullptr, "no such release exists"},
                         {"never promoted", neverPromoted, "never reached prod"},
+                        {"unreadable status.canary", unreadable,
+                         "never reached prod (its status shows no promotion; status.canary "
+                         "cannot be read (status.canary.step: must be an integer))"},
                         {"another model", otherModel, "of model llama"},
                         {"another package", otherPackage, "records package " + kOldPackage},
                         {"another closure", otherClosure, "records closure " + kHash}}) {
