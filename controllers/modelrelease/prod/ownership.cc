@@ -70,7 +70,7 @@ std::vector<kube::ObjectPtr> servingPodsOf(const std::string& model, const ProdO
   const v1::NamespacedLookup lookup = lookupIn(p, model);
   std::vector<kube::ObjectPtr> out;
   for (const kube::ObjectPtr& pod : pods) {
-    const std::string track = kube::label(*pod, v1::kTrackLabel).value_or("");
+    const std::string track(kube::viewPod(*pod).meta.labels.get(v1::kTrackLabel));
     if (v1::countsAsServing(*pod, model, track, lookup)) out.push_back(pod);
   }
   return out;
