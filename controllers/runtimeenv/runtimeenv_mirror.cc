@@ -19,16 +19,6 @@ constexpr int64_t kRetryUnreachableSeconds = 60;
 // While a check runs, look again this often should its wake-up be lost.
 constexpr int64_t kPendingPollSeconds = 30;
 
-int64_t unixOf(const std::string& t) {
-  kube::Clock::WallTime w;
-  if (!kube::parseTime(t, &w)) return 0;
-  return std::chrono::duration_cast<std::chrono::seconds>(w.time_since_epoch()).count();
-}
-
-std::string timeOf(int64_t unix) {
-  return kube::formatTime(kube::Clock::WallTime(std::chrono::seconds(unix)), false);
-}
-
 std::string plural(int64_t n, const char* one, const char* many) {
   return std::to_string(n) + " " + (n == 1 ? one : many);
 }
@@ -132,9 +122,9 @@ v1::MirrorStatus recordOf(const MirrorCheckResult& r, const v1::MirrorSpec& spec
   s.repository = r.repository;
   s.revision = r.revision;
   s.closureHash = r.closureHash;
-  s.checkedAt = timeOf(r.checkedAtUnix);
+  s.checkedAt = kube::timeOfUnixSeconds(r.checkedAtUnix);
   const bool unreachable = r.outcome != MirrorCheckResult::Outcome::kChecked;
-  s.nextCheckAt = timeOf(nextCheckUnix(spec, r.checkedAtUnix, unreachable));
+  s.nextCheckAt = kube::timeOfUnixSeconds(nextCheckUnix(spec, r.checkedAtUnix, unreachable));
   s.artifacts = r.artifacts;
   if (unreachable) {
     s.result = v1::kMirrorResultUnreachable;
@@ -191,11 +181,12 @@ MirrorPlan planMirrorCheck(const MirrorInput& in) {
     record = previous;
     // The interval may have changed since it was written.
     const bool unreachable = previous.result == v1::kMirrorResultUnreachable;
-    record->nextCheckAt = timeOf(nextCheckUnix(spec, unixOf(previous.checkedAt), unreachable));
+    record->nextCheckAt = kube::timeOfUnixSeconds(
+        nextCheckUnix(spec, kube::unixSecondsOf(previous.checkedAt), unreachable));
   }
   if (in.latest && in.latest->closureHash == in.closureHash &&
       in.latest->repository == spec.repository &&
-      (!record || in.latest->checkedAtUnix > unixOf(record->checkedAt))) {
+      (!record || in.latest->checkedAtUnix > kube::unixSecondsOf(record->checkedAt))) {
     record = recordOf(*in.latest, spec);
   }
 
@@ -203,7 +194,7 @@ MirrorPlan planMirrorCheck(const MirrorInput& in) {
   if (record) {
     plan.status = v1::encodeMirrorStatus(*record);
     plan.mirrored = conditionOf(*record);
-    due = unixOf(record->nextCheckAt);
+    due = kube::unixSecondsOf(record->nextCheckAt);
     if (record->result != v1::kMirrorResultUnreachable) plan.missingGauge = record->missing;
   } else {
     // Nothing checked for this closure yet: an older record (another revision or

@@ -29,16 +29,6 @@ constexpr int64_t kJobGoneAfterSeconds = 60;
 constexpr int64_t kPodLagSeconds = 10;
 constexpr size_t kMaxMessage = 1024;
 
-int64_t unixOf(const std::string& t) {
-  kube::Clock::WallTime w;
-  if (!kube::parseTime(t, &w)) return 0;
-  return std::chrono::duration_cast<std::chrono::seconds>(w.time_since_epoch()).count();
-}
-
-std::string timeOf(int64_t unix) {
-  return kube::formatTime(kube::Clock::WallTime(std::chrono::seconds(unix)), false);
-}
-
 struct Target {
   std::string product;
   std::string node;
@@ -246,7 +236,7 @@ bool foldResults(const VerificationInput& in, VerificationStatus& v, int64_t& re
     if (r.result != kResultRunning) continue;
     const kube::Object* job = findJob(in, r.job);
     if (job == nullptr) {
-      if (in.nowUnix - unixOf(v.startedAt) > kJobGoneAfterSeconds) {
+      if (in.nowUnix - kube::unixSecondsOf(v.startedAt) > kJobGoneAfterSeconds) {
         r.result = kResultFailed;
         r.message = "Job " + r.job + " is gone (deleted before it finished)";
         r.finishedAt = in.now;
@@ -266,7 +256,7 @@ bool foldResults(const VerificationInput& in, VerificationStatus& v, int64_t& re
     if (auto failed = jobCondition(*job, "Failed")) {
       std::string node = r.node;
       auto why = failureOf(in, r.job, &node);
-      const int64_t since = unixOf(decode::string(*failed, "lastTransitionTime"));
+      const int64_t since = kube::unixSecondsOf(decode::string(*failed, "lastTransitionTime"));
       if (!why && in.nowUnix - since < kPodLagSeconds) {
         open = true;  // the pod's final status may not be in the cache yet
         requeue = requeue == 0 ? 2 : std::min<int64_t>(requeue, 2);
@@ -381,7 +371,7 @@ VerificationPlan planVerification(const VerificationInput& in) {
   // Due: never ran, a new revision (at once), or the schedule's next time came.
   const bool newRevision = v.run == 0 || v.revision != in.revision;
   std::optional<int64_t> next;
-  if (v.run > 0) next = verify::nextRun(*schedule, unixOf(v.startedAt));
+  if (v.run > 0) next = verify::nextRun(*schedule, kube::unixSecondsOf(v.startedAt));
   const bool scheduled = !running && next && *next <= in.nowUnix;
   if (newRevision || scheduled) {
     std::vector<Target> targets = targetsOf(in);
@@ -427,11 +417,11 @@ VerificationPlan planVerification(const VerificationInput& in) {
       plan.jobsToDelete.push_back(kube::name(*j));
   }
 
-  v.nextRunAt = next ? timeOf(*next) : "";
+  v.nextRunAt = next ? kube::timeOfUnixSeconds(*next) : "";
   v.staleAfter.clear();
   if (v.verdict.run > 0) {
-    if (auto due = verify::nextRun(*schedule, unixOf(v.verdict.startedAt)))
-      v.staleAfter = timeOf(*due + spec.timeoutSeconds);
+    if (auto due = verify::nextRun(*schedule, kube::unixSecondsOf(v.verdict.startedAt)))
+      v.staleAfter = kube::timeOfUnixSeconds(*due + spec.timeoutSeconds);
   }
   if (v.verdict.run > 0) {
     const bool passed = v.verdict.result == kResultPassed;

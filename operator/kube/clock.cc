@@ -78,4 +78,14 @@ bool parseTime(const std::string& text, Clock::WallTime* out) {
   return true;
 }
 
+int64_t unixSecondsOf(const std::string& text) {
+  Clock::WallTime w;
+  if (!parseTime(text, &w)) return 0;
+  return std::chrono::duration_cast<std::chrono::seconds>(w.time_since_epoch()).count();
+}
+
+std::string timeOfUnixSeconds(int64_t seconds) {
+  return formatTime(Clock::WallTime(std::chrono::seconds(seconds)), false);
+}
+
 }  // namespace lockstep::kube

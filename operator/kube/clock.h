@@ -10,6 +10,7 @@
 
 #include <chrono>
 #include <condition_variable>
+#include <cstdint>
 #include <mutex>
 #include <string>
 
@@ -47,5 +48,9 @@ class SystemClock final : public Clock {
 std::string formatTime(Clock::WallTime t, bool micro);
 // Parses both forms (and numeric offsets); false on malformed input.
 bool parseTime(const std::string& text, Clock::WallTime* out);
+// Seconds since the epoch of a metav1.Time; 0 when `text` is empty or malformed.
+int64_t unixSecondsOf(const std::string& text);
+// A metav1.Time ("2024-05-01T10:00:00Z") of seconds since the epoch.
+std::string timeOfUnixSeconds(int64_t seconds);
 
 }  // namespace lockstep::kube

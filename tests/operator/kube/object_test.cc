@@ -64,5 +64,15 @@ TEST(ClockTest, FormatsAndParsesKubernetesTimes) {
   EXPECT_FALSE(parseTime("2024-05-01T10:00:00", &t));
 }
 
+TEST(ClockTest, UnixSecondsOfKubernetesTimes) {
+  EXPECT_EQ(unixSecondsOf("2024-05-01T10:00:00Z"), 1714557600);
+  EXPECT_EQ(unixSecondsOf("2024-05-01T12:00:00+02:00"), 1714557600);
+  EXPECT_EQ(unixSecondsOf("2024-05-01T10:00:00.9Z"), 1714557600) << "whole seconds";
+  EXPECT_EQ(unixSecondsOf(""), 0);
+  EXPECT_EQ(unixSecondsOf("yesterday"), 0);
+  EXPECT_EQ(timeOfUnixSeconds(1714557600), "2024-05-01T10:00:00Z");
+  EXPECT_EQ(timeOfUnixSeconds(0), "1970-01-01T00:00:00Z");
+}
+
 }  // namespace
 }  // namespace lockstep::kube
