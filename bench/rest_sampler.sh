@@ -4,23 +4,24 @@
 # counts come from here. Every INTERVAL seconds one line:
 #   unix time, VmHWM kB, VmRSS kB, pods Running, Lockstep releases Promoted (or Argo
 #   Rollouts Healthy), Deployments, CPU (utime+stime, 1/100 s)
-# of the newest process whose command line matches PATTERN, until it exits.
+# of the newest process named NAME (its executable's name, as pgrep -x matches it: the
+# kernel keeps 15 characters), until it exits.
 #
-#   bench/rest_sampler.sh KUBECONFIG PATTERN OUT [INTERVAL]
+#   bench/rest_sampler.sh KUBECONFIG NAME OUT [INTERVAL]
 #   e.g. bench/rest_sampler.sh /tmp/lockstep-promotion-XXXX/cluster/kubeconfig \
-#          'cmd/lockstep-operator --kubeconfig' rest10k-lockstep.txt 30
+#          lockstep-operat rest10k-lockstep.txt 30        (Argo: rollouts-contro)
 set -euo pipefail
-kubeconfig=$1 pattern=$2 out=$3 interval=${4:-30}
+kubeconfig=$1 name=$2 out=$3 interval=${4:-30}
 tools=$(cat "$(dirname "$kubeconfig")/tools-bin")
 k() { KUBECONFIG=$kubeconfig "$tools/kubectl" "$@"; }
 pid=""
 for _ in $(seq 600); do
-  pid=$(pgrep -n -f -- "$pattern" || true)
+  pid=$(pgrep -n -x -- "$name" || true)
   [ -n "$pid" ] && break
   sleep 1
 done
-[ -n "$pid" ] || { echo "rest_sampler: no process matches '$pattern'" >&2; exit 1; }
-echo "# pid $pid ($pattern), every ${interval}s: unix time, VmHWM kB, VmRSS kB, pods Running," \
+[ -n "$pid" ] || { echo "rest_sampler: no process named '$name'" >&2; exit 1; }
+echo "# pid $pid ($name), every ${interval}s: unix time, VmHWM kB, VmRSS kB, pods Running," \
   "releases Promoted / Rollouts Healthy, Deployments, CPU (utime+stime, 1/100 s)" >>"$out"
 while [ -r "/proc/$pid/status" ]; do
   hwm=$(awk '/^VmHWM/ {print $2}' "/proc/$pid/status")

@@ -22,7 +22,8 @@ echo "lint: clang-format clean (${#all[@]} files)"
 # Only api/ decodes a Lockstep object (a ModelRelease, a RuntimeEnv, a model's
 # anchor ConfigMap): no JSON pointer into their fields anywhere else. The
 # fields are the kinds' vocabulary (crds/, api/v1alpha1/); core objects (pods,
-# Deployments, nodes, Secrets) are read where they are used.
+# Deployments, nodes, Secrets) are read where they are used (Pods, Nodes and
+# Deployments through the typed views of operator/kube/views.h).
 lockstep_fields='"/(spec/(model|package|runtimeEnvRef|closureHash|stages|registryTags|lock|image|accelerator|allowUnhashed)|status/(closureHash|shortHash|minDriver|cuda|compatibleNodes|packageCount|canary|canaryStep|currentStage|stages|rollback|registryTags|validatedClosureHash|promotedPackage|previousRelease|packageMount)|data/(promoted|canary|history|revision|"))'
 mapfile -t outside_api < <(git ls-files '*.cc' '*.h' | grep -Ev '^(api|tests|bench)/')
 if decoded=$(grep -nE 'json_pointer' "${outside_api[@]}" | grep -E "$lockstep_fields"); then

@@ -5,7 +5,11 @@
 // is slimmed before it is cached to what those readers use, so 10,000 pods cost
 // a few MiB: name, namespace, uid, resourceVersion, labels, the lockstep.dev/
 // annotations, deletionTimestamp, spec.nodeName, each container's name, image
-// and resources, image volumes' references, status.phase.
+// and resources, image volumes' references, status.phase. The GPU pre-check
+// reads them through kube::PodView (operator/kube/views.h): its gpuRequest,
+// phase, nodeName and terminating() read the same of a slimmed pod (a test
+// holds it); the view's other fields (conditions, container statuses, owner
+// references) read as absent here.
 // Thread-safety: the informer's.
 #pragma once
 

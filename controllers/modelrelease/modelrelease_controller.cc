@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <chrono>
 #include <set>
+#include <string_view>
 
 #include "api/v1alpha1/canary_status.h"
 #include "api/v1alpha1/conditions.h"
@@ -28,6 +29,7 @@
 #include "controllers/modelrelease/runtime_env_state.h"
 #include "operator/kube/api_error.h"
 #include "operator/kube/object.h"
+#include "operator/kube/views.h"
 #include "operator/runtime/builder.h"
 
 namespace lockstep::controllers {
@@ -45,9 +47,9 @@ std::vector<std::string> byModelLabel(const kube::Object& o) {
 }
 
 std::vector<std::string> byNodeName(const kube::Object& pod) {
-  std::string node = pod.value("/spec/nodeName"_json_pointer, std::string());
+  const std::string_view node = kube::viewPod(pod).nodeName;  // not a string: "", not a throw
   if (node.empty()) return {};
-  return {node};
+  return {std::string(node)};
 }
 
 // Whether the release's status says Stalled for a NameConflict (prod/ownership.h).

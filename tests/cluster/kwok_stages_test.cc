@@ -152,7 +152,9 @@ TEST_F(KwokStagesTest, AnImageThatCannotBePulledIsErrImagePullThenImagePullBackO
 TEST_F(KwokStagesTest, ACrashingContainerRestartsAndIsInCrashLoopBackOff) {
   createPod("crash",
             {{"lockstep.dev/test-warmup", "500ms"},
-             {"lockstep.dev/test-crash-after", "1s"},
+             // Ready this long before each crash: longer than a poll of `state` (a
+             // kubectl) takes on a loaded machine, or the Ready state goes unseen.
+             {"lockstep.dev/test-crash-after", "5s"},
              {"lockstep.dev/test-crash-backoff", "1s"}},
             /*serving=*/true);
   auto seen = watch(

@@ -3,7 +3,9 @@
 #include <algorithm>
 #include <cstddef>
 #include <map>
+#include <optional>
 #include <set>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -13,105 +15,89 @@
 #include "controllers/common/verify_containers.h"
 #include "controllers/modelrelease/gates/fleet_check.h"
 #include "controllers/modelrelease/prod/serving_objects.h"
+#include "operator/kube/views.h"
 
 namespace lockstep::controllers {
 namespace {
 
 namespace v1 = api::v1alpha1;
-namespace decode = api::v1alpha1::decode;
 using api::v1alpha1::kReleaseLabel;
+using kube::DeploymentView;
+using kube::PodView;
 using nlohmann::json;
 
-bool podReady(const json& pod) {
-  const json& conditions = v1::decode::array(decode::object(pod, "status"), "conditions");
-  for (const json& c : conditions) {
-    if (decode::string(c, "type") == "Ready") return decode::string(c, "status") == "True";
-  }
-  return false;
-}
-
-bool terminating(const json& pod) {
-  return !decode::string(decode::object(pod, "metadata"), "deletionTimestamp").empty();
-}
-
-}  // namespace
-
-namespace {
-
-// Ready pods of `release` on `track` among `pods` (countReadyPods), over the
-// cached objects themselves: observeCanary runs in every reconcile of a release
-// in prod, and copying the model's pods was a third of its time.
-int countReady(const std::vector<const json*>& pods, const std::string& track,
+// Ready pods of `release` on `track` among `pods` (countReadyPods), each
+// decoded once (kube::PodView): observeCanary runs in every reconcile of a
+// release in prod, and copying the model's pods was a third of its time.
+int countReady(const std::vector<PodView>& pods, const std::string& track,
                const std::string& release) {
-  auto nodeOf = [](const json& p) { return decode::string(decode::object(p, "spec"), "nodeName"); };
-  std::map<std::string, size_t> terminatingOn;
-  for (const json* p : pods) {
-    if (terminating(*p) && !nodeOf(*p).empty()) ++terminatingOn[nodeOf(*p)];
+  std::map<std::string_view, size_t> terminatingOn;
+  for (const PodView& p : pods) {
+    if (p.terminating() && !p.nodeName.empty()) ++terminatingOn[p.nodeName];
   }
   // Each terminating pod hides one Ready pod of its node, the youngest (its
   // replacement), never the node's other pods.
-  std::map<std::string, std::vector<const json*>> readyBeside;
+  std::map<std::string_view, std::vector<const PodView*>> readyBeside;
   if (!terminatingOn.empty()) {
-    for (const json* p : pods) {
-      if (!terminating(*p) && podReady(*p) && terminatingOn.count(nodeOf(*p)) != 0)
-        readyBeside[nodeOf(*p)].push_back(p);
+    for (const PodView& p : pods) {
+      if (!p.terminating() && p.ready && terminatingOn.count(p.nodeName) != 0)
+        readyBeside[p.nodeName].push_back(&p);
     }
   }
-  std::set<const json*> hidden;
+  std::set<const PodView*> hidden;
   for (auto& [node, ready] : readyBeside) {
-    auto key = [](const json* p) {
-      const json& meta = decode::object(*p, "metadata");
-      return std::make_pair(decode::string(meta, "creationTimestamp"),
-                            decode::string(meta, "name"));
+    auto key = [](const PodView* p) {
+      return std::make_pair(p->meta.creationTimestamp, p->meta.name);
     };
     std::sort(ready.begin(), ready.end(),
-              [&](const json* a, const json* b) { return key(a) > key(b); });
+              [&](const PodView* a, const PodView* b) { return key(a) > key(b); });
     const size_t n = std::min(terminatingOn[node], ready.size());
     hidden.insert(ready.begin(), ready.begin() + static_cast<std::ptrdiff_t>(n));
   }
   int n = 0;
-  for (const json* p : pods) {
-    const json& labels = decode::object(decode::object(*p, "metadata"), "labels");
-    if (decode::string(labels, kTrackLabel) != track ||
-        decode::string(labels, kReleaseLabel) != release)
+  for (const PodView& p : pods) {
+    if (p.meta.labels.get(kTrackLabel) != track || p.meta.labels.get(kReleaseLabel) != release)
       continue;
-    if (terminating(*p) || !podReady(*p) || hidden.count(p) != 0) continue;
+    if (p.terminating() || !p.ready || hidden.count(&p) != 0) continue;
     ++n;
   }
   return n;
+}
+
+std::string templateReleaseOf(const DeploymentView& d) {
+  return std::string(d.templateLabels.get(kReleaseLabel));
 }
 
 }  // namespace
 
 int countReadyPods(const std::vector<json>& pods, const std::string& track,
                    const std::string& release) {
-  std::vector<const json*> ptrs;
-  ptrs.reserve(pods.size());
-  for (const json& p : pods) ptrs.push_back(&p);
-  return countReady(ptrs, track, release);
+  std::vector<PodView> views;
+  views.reserve(pods.size());
+  for (const json& p : pods) views.push_back(kube::viewPod(p));
+  return countReady(views, track, release);
 }
 
 std::string templateRelease(const kube::Object* deployment) {
   if (deployment == nullptr) return "";
-  return deployment->value("/spec/template/metadata/labels/lockstep.dev~1release"_json_pointer,
-                           std::string());
+  return templateReleaseOf(kube::viewDeployment(*deployment));
 }
 
 int specReplicas(const kube::Object* deployment) {
   if (deployment == nullptr) return 0;
-  return deployment->value("/spec/replicas"_json_pointer, 1);
+  return static_cast<int>(kube::viewDeployment(*deployment).replicas());
 }
 
 namespace {
 
 // The message of a ReplicaFailure (FailedCreate: e.g. refused by admission) the
 // Deployment controller copied from the canary's ReplicaSet.
-std::vector<std::string> replicaFailures(const kube::Object* deployment) {
+std::vector<std::string> replicaFailures(const std::optional<DeploymentView>& deployment) {
   std::vector<std::string> out;
-  if (deployment == nullptr) return out;
-  for (const json& c : deployment->value("/status/conditions"_json_pointer, json::array())) {
-    if (c.value("type", "") == "ReplicaFailure" && c.value("status", "") == "True")
-      out.push_back(c.value("reason", "") + ": " + c.value("message", ""));
+  if (!deployment) return out;
+  for (const kube::ConditionView& c : deployment->conditions) {
+    if (c.type == "ReplicaFailure" && c.isTrue())
+      out.push_back(std::string(c.reason) + ": " + std::string(c.message));
   }
   return out;
 }
@@ -120,14 +106,9 @@ std::vector<std::string> replicaFailures(const kube::Object* deployment) {
 // said some node lacks a resource ("0/5 nodes are available: 2 Insufficient
 // nvidia.com/gpu, ..."), i.e. when freeing a pod's resources could help
 // (not when every node is cordoned or tainted).
-bool unschedulable(const json& p, bool forLackOf) {
-  const json& status = decode::object(p, "status");
-  if (terminating(p) || decode::string(status, "phase") != "Pending") return false;
-  for (const json& c : decode::array(status, "conditions")) {
-    if (decode::string(c, "type") == "PodScheduled" && decode::string(c, "status") == "False")
-      return !forLackOf || decode::string(c, "message").find("Insufficient ") != std::string::npos;
-  }
-  return false;
+bool unschedulable(const PodView& p, bool forLackOf) {
+  if (p.terminating() || p.phase != "Pending" || !p.unschedulable) return false;
+  return !forLackOf || p.scheduleFailureMessage.find("Insufficient ") != std::string_view::npos;
 }
 
 // The known-good's stable pods could not be re-created: they run on its pinned
@@ -155,11 +136,16 @@ bool rollbackTargetStale(const v1::RuntimeEnv& env, const v1::ModelRelease& kg) 
 CanaryObserved observeCanary(const v1::ModelRelease& release, const v1::CanarySpec& spec,
                              const ProdObserved& prod, const std::string& now, int64_t nowUnix) {
   const std::string& name = release.meta.name;
-  const kube::Object* canaryDep = prod.canaryDeployment.get();
-  const kube::Object* stableDep = prod.stableDeployment.get();
-  std::vector<const json*> pods;  // the cached objects, not copies
+  // The serving objects, each decoded once (the views point into the cached objects).
+  std::optional<DeploymentView> canaryDep, stableDep;
+  if (prod.canaryDeployment) canaryDep = kube::viewDeployment(*prod.canaryDeployment);
+  if (prod.stableDeployment) stableDep = kube::viewDeployment(*prod.stableDeployment);
+  auto replicasOf = [](const std::optional<DeploymentView>& d) {
+    return d ? static_cast<int>(d->replicas()) : 0;
+  };
+  std::vector<PodView> pods;
   pods.reserve(prod.pods.size());
-  for (const auto& p : prod.pods) pods.push_back(p.get());
+  for (const auto& p : prod.pods) pods.push_back(kube::viewPod(*p));
 
   CanaryObserved co;
   co.spec = spec;
@@ -168,47 +154,45 @@ CanaryObserved observeCanary(const v1::ModelRelease& release, const v1::CanarySp
   co.package = release.spec.package;
   co.closureHash = release.spec.closureHash;
   co.previous = release.status.canary;
-  co.stableRelease = templateRelease(stableDep);
+  co.stableRelease = stableDep ? templateReleaseOf(*stableDep) : "";
   // A canary Deployment still carrying the displaced release: its pods are
   // that release's, and this release's canary starts from zero pods.
-  const std::string canaryTemplate = templateRelease(canaryDep);
+  const std::string canaryTemplate = canaryDep ? templateReleaseOf(*canaryDep) : "";
   const bool displaced = !canaryTemplate.empty() && canaryTemplate != name;
-  co.canary.specReplicas = displaced ? 0 : specReplicas(canaryDep);
+  co.canary.specReplicas = displaced ? 0 : replicasOf(canaryDep);
   co.canary.readyReplicas = countReady(pods, kTrackCanary, name);
   if (displaced) {
     co.displacedRelease = canaryTemplate;
-    co.displaced = {specReplicas(canaryDep), countReady(pods, kTrackCanary, canaryTemplate)};
+    co.displaced = {replicasOf(canaryDep), countReady(pods, kTrackCanary, canaryTemplate)};
   }
-  co.stable.specReplicas = specReplicas(stableDep);
+  co.stable.specReplicas = replicasOf(stableDep);
   co.stable.readyReplicas =
       co.stableRelease.empty() ? 0 : countReady(pods, kTrackStable, co.stableRelease);
-  for (const json* pod : pods) {
-    const json& p = *pod;
-    if (terminating(p)) ++co.podsTerminating;
-    const json& labels = decode::object(decode::object(p, "metadata"), "labels");
-    const std::string track = decode::string(labels, kTrackLabel);
-    const std::string of = decode::string(labels, kReleaseLabel);
+  for (size_t i = 0; i < pods.size(); ++i) {
+    const PodView& p = pods[i];
+    const json& object = *prod.pods[i];
+    if (p.terminating()) ++co.podsTerminating;
+    const std::string_view track = p.meta.labels.get(kTrackLabel);
+    const std::string_view of = p.meta.labels.get(kReleaseLabel);
     if (track == kTrackStable && !co.stableRelease.empty() && of == co.stableRelease &&
         unschedulable(p, /*forLackOf=*/true))
       ++co.stablePendingUnschedulable;
     if (track == kTrackStable && !co.stableVerificationFailure && !co.stableRelease.empty() &&
         of == co.stableRelease) {
-      if (auto why = containerFailure(p, true))
-        co.stableVerificationFailure =
-            "stable pod " + decode::string(decode::object(p, "metadata"), "name") + " (release " +
-            of + "): runtime verification failed: " + *why;
+      if (auto why = containerFailure(object, true))
+        co.stableVerificationFailure = "stable pod " + std::string(p.meta.name) + " (release " +
+                                       std::string(of) + "): runtime verification failed: " + *why;
     }
     // This release's pods: on the canary track, and on the stable track once
     // its promotion handed the stable Deployment over (a Promoted release's
     // plan never reads these).
     if (of != name || (track != kTrackCanary && track != kTrackStable)) continue;
-    for (const json& cs : decode::array(decode::object(p, "status"), "containerStatuses"))
-      co.canaryRestarts += static_cast<int>(decode::integer(cs, "restartCount", 0));
+    co.canaryRestarts += static_cast<int>(p.restarts());
     if (track == kTrackCanary && unschedulable(p, /*forLackOf=*/false))
       ++co.canaryPendingUnschedulable;
-    if (!co.verificationFailure) co.verificationFailure = containerFailure(p, true);
+    if (!co.verificationFailure) co.verificationFailure = containerFailure(object, true);
   }
-  if (templateRelease(canaryDep) == name) co.admissionRefusals = replicaFailures(canaryDep);
+  if (canaryTemplate == name) co.admissionRefusals = replicaFailures(canaryDep);
   if (co.stableRelease == name) {
     for (std::string& f : replicaFailures(stableDep)) co.admissionRefusals.push_back(std::move(f));
   }

@@ -437,6 +437,9 @@ struct Planner {
     ReplicaCounts target = targetReplicaCounts(total, s.weight, o.spec.capacity);
     if (!hasStable) target = {targetReplicaCounts(total, s.weight, CapacityMode::kDrain).canary, 0};
     ReplicaCounts next = nextReplicaCounts(total, target, o.canary, o.stable, o.spec.capacity);
+    // No stable track: no prod whose Ready pods a scale-down must keep (the surge
+    // mode's floor of N would hold a canary above its step's share for good).
+    if (!hasStable && next.canary > target.canary) next.canary = target.canary;
     trackProgress(podsToTarget(target, o.canary, o.stable));
 
     // GPU pre-check before adding canary pods.

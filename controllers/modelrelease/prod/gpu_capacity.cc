@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <map>
+#include <string_view>
 
 #include "closure/cuda.h"
 
@@ -28,85 +29,20 @@ GpuCheck gpuPreCheck(const GpuCapacity& capacity, int podsToAdd) {
   return out;
 }
 
-namespace {
-
-int64_t quantity(const json& q) {
-  if (q.is_number_integer()) return std::max<int64_t>(0, q.get<int64_t>());
-  if (!q.is_string()) return 0;
-  const auto& t = q.get_ref<const std::string&>();
-  if (t.empty() || t.size() > 12) return 0;
-  int64_t n = 0;
-  for (char c : t) {
-    if (c < '0' || c > '9') return 0;  // GPUs are whole devices: "2", never "500m"
-    n = n * 10 + (c - '0');
-  }
-  return n;
-}
-
-// o[key] when `o` is an object that has it, else null: a reference into `o`,
-// never a copy (`cond ? o[key] : json()` copies the member whole: it was most of
-// gpuCapacityOf's time, one pod spec copied per pod per reconcile).
-const json& member(const json& o, const char* key) {
-  static const json kNull;
-  if (!o.is_object()) return kNull;
-  auto i = o.find(key);
-  return i == o.end() ? kNull : *i;
-}
-
-int64_t containerGpus(const json& c) {
-  const json& res = member(c, "resources");
-  for (const char* kind : {"requests", "limits"}) {
-    const json& q = member(member(res, kind), kGpuResource);
-    if (!q.is_null()) return quantity(q);
-  }
-  return 0;
-}
-
-// o[a][b] when both are there, else null (no JSON pointer parsed per call: this
-// runs for every node and pod in every reconcile of a release in prod).
-const json& field(const json& o, const char* a, const char* b) {
-  static const json kNull;
-  if (!o.is_object()) return kNull;
-  auto i = o.find(a);
-  if (i == o.end() || !i->is_object()) return kNull;
-  auto j = i->find(b);
-  return j == i->end() ? kNull : *j;
-}
-
-std::string stringField(const json& o, const char* a, const char* b) {
-  const json& v = field(o, a, b);
-  return v.is_string() ? v.get<std::string>() : std::string();
-}
-
-int64_t allocatableGpus(const json& node) {
-  const json& alloc = field(node, "status", "allocatable");
-  return alloc.is_object() && alloc.contains(kGpuResource) ? quantity(alloc[kGpuResource]) : 0;
-}
-
-}  // namespace
-
-int64_t podGpuRequest(const json& spec) {
-  int64_t sum = 0, init = 0;
-  if (const json& cs = member(spec, "containers"); cs.is_array()) {
-    for (const json& c : cs) sum += containerGpus(c);
-  }
-  if (const json& cs = member(spec, "initContainers"); cs.is_array()) {
-    for (const json& c : cs) init = std::max(init, containerGpus(c));
-  }
-  return std::max(sum, init);
-}
+int64_t podGpuRequest(const json& spec) { return kube::gpuRequestOf(spec); }
 
 bool gpuNodeCompatible(const json& node, const std::string& minDriver) {
-  const json& unschedulable = field(node, "spec", "unschedulable");
-  if (unschedulable.is_boolean() && unschedulable.get<bool>()) return false;
-  if (allocatableGpus(node) <= 0) return false;
+  return gpuNodeCompatible(kube::viewNode(node), minDriver);
+}
+
+bool gpuNodeCompatible(const kube::NodeView& node, const std::string& minDriver) {
+  if (node.unschedulable || node.allocatableGpus <= 0) return false;
   if (minDriver.empty()) return true;
   // Only the driver labels (a node carries dozens of others).
   std::map<std::string, std::string> labels;
-  const json& nodeLabels = field(node, "metadata", "labels");
   for (const char* key : {"nvidia.com/cuda.driver.major", "nvidia.com/cuda.driver.minor",
                           "nvidia.com/cuda.driver.rev"}) {
-    if (const json& v = member(nodeLabels, key); v.is_string()) labels[key] = v.get<std::string>();
+    if (auto v = node.meta.labels.find(key)) labels[key] = std::string(*v);
   }
   auto driver = closure::driverFromGfdLabels(labels);
   return driver && closure::driverSatisfies(*driver, minDriver);
@@ -114,20 +50,21 @@ bool gpuNodeCompatible(const json& node, const std::string& minDriver) {
 
 GpuCapacity gpuCapacityOf(int64_t gpusPerPod, const std::vector<const json*>& nodes,
                           const std::vector<const json*>& pods, const std::string& minDriver) {
-  // GPUs requested on each node, in one pass over the pods.
-  std::map<std::string, int64_t, std::less<>> used;
+  // GPUs requested on each node, in one pass over the pods (each viewed once,
+  // in place: kube::PodView copies nothing of a cached pod).
+  std::map<std::string_view, int64_t, std::less<>> used;
   for (const json* p : pods) {
-    const std::string phase = stringField(*p, "status", "phase");
-    if (phase == "Succeeded" || phase == "Failed") continue;
-    const int64_t gpus = podGpuRequest(member(*p, "spec"));
-    if (gpus > 0) used[stringField(*p, "spec", "nodeName")] += gpus;
+    const kube::PodView pod = kube::viewPod(*p);
+    if (pod.phase == "Succeeded" || pod.phase == "Failed") continue;
+    if (pod.gpuRequest > 0) used[pod.nodeName] += pod.gpuRequest;
   }
   GpuCapacity cap;
   cap.gpusPerPod = gpusPerPod;
-  for (const json* node : nodes) {
-    if (!gpuNodeCompatible(*node, minDriver)) continue;
-    auto u = used.find(stringField(*node, "metadata", "name"));
-    cap.freePerNode.push_back(allocatableGpus(*node) - (u == used.end() ? 0 : u->second));
+  for (const json* n : nodes) {
+    const kube::NodeView node = kube::viewNode(*n);
+    if (!gpuNodeCompatible(node, minDriver)) continue;
+    auto u = used.find(node.meta.name);
+    cap.freePerNode.push_back(node.allocatableGpus - (u == used.end() ? 0 : u->second));
   }
   return cap;
 }

@@ -10,6 +10,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "operator/kube/views.h"
+
 namespace lockstep::controllers {
 
 // Free GPUs (allocatable minus requested by scheduled, non-terminated pods) on
@@ -27,16 +29,19 @@ struct GpuCheck {
 // Whether `podsToAdd` new pods of `gpusPerPod` GPUs each fit, node by node.
 GpuCheck gpuPreCheck(const GpuCapacity& capacity, int podsToAdd);
 
-inline constexpr const char* kGpuResource = "nvidia.com/gpu";
+using kube::kGpuResource;
 
 // The nvidia.com/gpu a pod spec asks for, as the scheduler counts it: the
 // larger of the sum over its containers and its largest init container; a
-// container's request, else its limit. Malformed quantities count as 0.
+// container's request, else its limit. Malformed quantities count as 0
+// (kube::gpuRequestOf; operator/kube/views.h says which are malformed).
 int64_t podGpuRequest(const nlohmann::json& podSpec);
 
-// Whether `node` can run the RuntimeEnv's pods: schedulable, and its GPU
-// feature discovery driver labels (nvidia.com/cuda.driver.*) satisfy
-// `minDriver` ("" = any node that reports GPUs).
+// Whether `node` can run the RuntimeEnv's pods: schedulable (not cordoned), it
+// has allocatable GPUs, and its GPU feature discovery driver labels
+// (nvidia.com/cuda.driver.*) satisfy `minDriver` ("" = any node that reports
+// GPUs). Taints are not read (a serving template may tolerate them).
+bool gpuNodeCompatible(const kube::NodeView& node, const std::string& minDriver);
 bool gpuNodeCompatible(const nlohmann::json& node, const std::string& minDriver);
 
 // Free GPUs on each compatible node among `nodes`: allocatable nvidia.com/gpu

@@ -4,6 +4,7 @@
 #include "api/v1alpha1/model_anchor.h"
 #include "api/v1alpha1/serving_pod.h"
 #include "controllers/modelrelease/prod/serving_objects.h"
+#include "operator/kube/views.h"
 
 namespace lockstep::controllers {
 namespace {
@@ -69,7 +70,7 @@ std::vector<kube::ObjectPtr> servingPodsOf(const std::string& model, const ProdO
   const v1::NamespacedLookup lookup = lookupIn(p, model);
   std::vector<kube::ObjectPtr> out;
   for (const kube::ObjectPtr& pod : pods) {
-    const std::string track = kube::label(*pod, v1::kTrackLabel).value_or("");
+    const std::string track(kube::viewPod(*pod).meta.labels.get(v1::kTrackLabel));
     if (v1::countsAsServing(*pod, model, track, lookup)) out.push_back(pod);
   }
   return out;
@@ -77,7 +78,9 @@ std::vector<kube::ObjectPtr> servingPodsOf(const std::string& model, const ProdO
 
 bool servingLabelSelectable(const std::string& model, const ProdObserved& p) {
   for (const kube::ObjectPtr& d : {p.stableDeployment, p.canaryDeployment}) {
-    if (d && replicasAt(*d, "/spec/replicas") > 0 && !v1::templateServes(*d)) return false;
+    // An unset spec.replicas counts as none here (the API server always sets it).
+    if (d && kube::viewDeployment(*d).specReplicas.value_or(0) > 0 && !v1::templateServes(*d))
+      return false;
   }
   for (const auto& [name, rs] : p.replicaSets) {
     const std::optional<kube::OwnerReference> owner = kube::controllerOf(*rs);

@@ -1,6 +1,10 @@
 #include "controllers/modelrelease/prod/serving_objects.h"
 
+#include <optional>
+#include <string_view>
+
 #include "api/v1alpha1/model.h"
+#include "operator/kube/views.h"
 
 namespace lockstep::controllers {
 namespace {
@@ -147,12 +151,17 @@ const json& at(const json& o, const json::json_pointer& ptr) {
 
 std::string shown(const json& v) { return v.is_null() ? "unset" : v.dump(); }
 
-// Each key of `want` (an object of strings) with the same value in `have`.
-std::string mapDrift(const json& want, const json& have, const std::string& field) {
-  if (!want.is_object()) return "";
-  for (const auto& [k, v] : want.items()) {
-    const json got = have.is_object() && have.contains(k) ? have.at(k) : json();
-    if (got != v) return field + "[\"" + k + "\"] is " + shown(got) + ", not " + v.dump();
+// Each key of `want` with the same value in `have` (a value that is not a
+// string reads as unset: kube::StringMapView); `skip` is not compared.
+std::string mapDrift(const kube::StringMapView& want, const kube::StringMapView& have,
+                     const std::string& field, std::string_view skip) {
+  for (const auto& [k, v] : want.copy()) {
+    if (k == skip) continue;
+    const std::optional<std::string_view> got = have.find(k);
+    if (got != v) {
+      return field + "[\"" + k + "\"] is " + (got ? json(*got).dump() : "unset") + ", not " +
+             json(v).dump();
+    }
   }
   return "";
 }
@@ -181,28 +190,31 @@ std::string containersDrift(const json& want, const json& have, const std::strin
 }  // namespace
 
 std::string deploymentDrift(const json& desired, const json& current) {
-  const json& want = at(desired, "/spec/replicas"_json_pointer);
-  const json& have = at(current, "/spec/replicas"_json_pointer);
+  const kube::DeploymentView want = kube::viewDeployment(desired);
+  const kube::DeploymentView have = kube::viewDeployment(current);
   // An unset spec.replicas is 1 (the API server's default).
-  if ((have.is_null() ? json(1) : have) != want)
-    return "spec.replicas is " + shown(have) + ", not " + shown(want);
-  for (const char* part : {"labels", "annotations"}) {
-    const json::json_pointer ptr("/spec/template/metadata/" + std::string(part));
-    json want = at(desired, ptr);
-    // Not re-templated for the serving label alone: no pod restarts on an
-    // operator upgrade (the Service keeps the earlier selector meanwhile).
-    if (want.is_object() && !at(current, ptr).contains(v1::kServingLabel))
-      want.erase(v1::kServingLabel);
-    std::string d = mapDrift(want, at(current, ptr), "spec.template.metadata." + std::string(part));
-    if (!d.empty()) return d;
+  if (have.replicas() != want.replicas()) {
+    return "spec.replicas is " +
+           (have.specReplicas ? std::to_string(*have.specReplicas) : std::string("unset")) +
+           ", not " + std::to_string(want.replicas());
   }
+  // Not re-templated for the serving label alone: no pod restarts on an
+  // operator upgrade (the Service keeps the earlier selector meanwhile).
+  const std::string_view serving = v1::kServingLabel;
+  std::string d =
+      mapDrift(want.templateLabels, have.templateLabels, "spec.template.metadata.labels",
+               have.templateLabels.contains(serving) ? "" : serving);
+  if (d.empty()) {
+    d = mapDrift(want.templateAnnotations, have.templateAnnotations,
+                 "spec.template.metadata.annotations",
+                 have.templateAnnotations.contains(serving) ? "" : serving);
+  }
+  if (!d.empty()) return d;
   // The containers the release's template and runtime pair make; not the init
   // containers the operator's own settings add (verify on start, package
   // fetch), which an operator upgrade may change without prod being touched.
   const json::json_pointer ptr("/spec/template/spec/containers");
-  std::string d =
-      containersDrift(at(desired, ptr), at(current, ptr), "spec.template.spec.containers");
-  return d;
+  return containersDrift(at(desired, ptr), at(current, ptr), "spec.template.spec.containers");
 }
 
 std::string serviceDrift(const json& desired, const json& current) {

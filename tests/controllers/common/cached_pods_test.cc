@@ -4,6 +4,8 @@
 
 #include <gtest/gtest.h>
 
+#include "operator/kube/views.h"
+
 namespace lockstep::controllers {
 namespace {
 
@@ -43,6 +45,37 @@ TEST(SlimPod, KeepsWhatTheReadersUseAndDropsTheRest) {
   EXPECT_EQ(pod["spec"]["volumes"],
             (json::array({{{"name", "model"}, {"image", {{"reference", "models/m@sha256:3"}}}}})));
   EXPECT_EQ(pod["status"], (json{{"phase", "Running"}}));
+}
+
+// The GPU pre-check reads cached pods through kube::PodView (prod/gpu_capacity.cc):
+// what it reads of a slimmed pod is what it would read of the whole pod.
+TEST(SlimPod, TheGpuCapacityViewReadsTheSameOfASlimmedPod) {
+  const kube::Object whole = json::parse(R"({
+    "apiVersion": "v1", "kind": "Pod",
+    "metadata": {"name": "trainer-0", "namespace": "team-a", "uid": "u9",
+                 "deletionTimestamp": "2026-12-03T00:00:00Z",
+                 "labels": {"lockstep.dev/track": "stable", "lockstep.dev/release": "m-v1"},
+                 "ownerReferences": [{"kind": "Job", "name": "trainer", "uid": "j"}]},
+    "spec": {"nodeName": "gpu-b",
+             "containers": [{"name": "a", "resources": {"requests": {"nvidia.com/gpu": "1"}}},
+                            {"name": "b", "resources": {"limits": {"nvidia.com/gpu": 1}}}],
+             "initContainers": [{"name": "warm", "image": "w",
+                                 "resources": {"limits": {"nvidia.com/gpu": "4"}}}]},
+    "status": {"phase": "Pending",
+               "conditions": [{"type": "PodScheduled", "status": "True"}]}})");
+  kube::Object slim = whole;
+  slimPod(slim);
+  const kube::PodView w = kube::viewPod(whole);
+  const kube::PodView s = kube::viewPod(slim);
+  EXPECT_EQ(w.gpuRequest, 4);  // the init container's 4 over the containers' 2
+  EXPECT_EQ(s.gpuRequest, w.gpuRequest);
+  EXPECT_EQ(s.nodeName, w.nodeName);
+  EXPECT_EQ(s.phase, w.phase);
+  EXPECT_EQ(s.terminating(), w.terminating());
+  EXPECT_EQ(s.meta.key(), w.meta.key());
+  EXPECT_EQ(s.meta.uid, w.meta.uid);
+  EXPECT_EQ(s.meta.labels.copy(), w.meta.labels.copy());
+  EXPECT_TRUE(s.problems.empty()) << s.problems.front();
 }
 
 TEST(UnfinishedPods, OneInformerForEveryReader) {

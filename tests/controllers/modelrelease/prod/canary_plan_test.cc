@@ -699,6 +699,30 @@ TEST(CanaryPlan, FirstReleaseOfAModelHasNoStable) {
   EXPECT_EQ(rb.replicas.stable, 0);
 }
 
+// A first release's canary above its step's share (seen in CI under load: 2 Ready
+// canary pods for a share of 1, surge mode) comes down to it: with no stable
+// track there is no prod whose N Ready pods the surge floor must keep, and
+// holding it ran the step into its progress deadline.
+TEST(CanaryPlan, AFirstReleasesCanaryAboveItsShareComesDownToIt) {
+  for (const char* capacity : {"surge", "drain"}) {
+    SCOPED_TRACE(capacity);
+    auto spec = specOf({{"capacity", capacity}, {"steps", json::array({{{"weight", 50}}})}});
+    auto o = observed(spec);
+    o.knownGood.reset();
+    o.stableRelease.clear();
+    o.stable = {0, 0};
+    o.canary = {spec.replicas, spec.replicas};
+    auto p = planCanary(o);
+    EXPECT_EQ(p.action, CanaryAction::kProgress) << p.message;
+    EXPECT_EQ(p.replicas.canary, spec.replicas / 2);
+    EXPECT_EQ(p.replicas.stable, 0);
+    o = after(o, p, kT0 + 5);
+    o.canary = {spec.replicas / 2, spec.replicas / 2};
+    auto reached = planCanary(o);
+    EXPECT_EQ(reached.status["weightReachedAt"], rfc(kT0 + 5)) << reached.status.dump();
+  }
+}
+
 TEST(CanaryPlan, PassedStepIsRecordedOnceWithWhoEndedItsPause) {
   auto o = atFirstOfTwoIndefinitePauses();
   auto p1 = planCanary(o);
