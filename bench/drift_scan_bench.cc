@@ -18,6 +18,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "bench/cpu_timing.h"
 #include "drift/pod_drift.h"
 #include "webhooks/admission/pod_validator.h"
 
@@ -28,16 +29,8 @@ using lockstep::webhooks::RevisionView;
 using lockstep::webhooks::RuntimeEnvView;
 using nlohmann::json;
 
-double cpuSeconds() {
-  timespec ts{};
-  clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
-  return static_cast<double>(ts.tv_sec) + static_cast<double>(ts.tv_nsec) * 1e-9;
-}
-
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  return v.size() % 2 ? v[v.size() / 2] : (v[v.size() / 2 - 1] + v[v.size() / 2]) / 2;
-}
+using lockstep::bench::cpuSeconds;
+using lockstep::bench::median;
 
 }  // namespace
 
