@@ -86,7 +86,7 @@ if [ "$what" != unit ]; then
 fi
 
 step "C++ build"
-cmake -S . -B "$build" -G Ninja -DCMAKE_CXX_COMPILER_LAUNCHER=ccache >/dev/null
+cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Check -DCMAKE_CXX_COMPILER_LAUNCHER=ccache >/dev/null
 cmake --build "$build" -j "$jobs"
 
 # Starts $1 local clusters and writes ctest's resource spec naming them.

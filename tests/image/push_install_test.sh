@@ -95,7 +95,12 @@ if k rollout status -n "$ns" "deployment/$name" --timeout=120s >/dev/null; then
   if [ "$pods" = "$repository@$digest" ]; then pass "its pods (KWOK) run $pods"
   else fail "the pods run '$pods'"; fi
 else
-  k get pods -n "$ns" -o wide >&2
+  # What stopped it: the ReplicaSet's FailedCreate events name an admission refusal,
+  # and the cluster's admission configurations show whose it was.
+  k get deploy,rs,pods -n "$ns" -o wide >&2
+  k get events -n "$ns" --sort-by=.lastTimestamp >&2
+  k get validatingwebhookconfigurations,mutatingwebhookconfigurations >&2
+  k get validatingadmissionpolicybindings >&2
   fail "the Deployment did not roll out"
 fi
 finish
