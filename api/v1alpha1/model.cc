@@ -102,6 +102,10 @@ std::string contentDigest(const ReleaseContent& c) {
   return "sha256:" + sha256Hex(std::string(kContentDomain) + doc.dump());
 }
 
+std::string canonicalDigest(std::string_view domain, const json& j) {
+  return "sha256:" + sha256Hex(std::string(domain) + canonical(j).dump());
+}
+
 ReleaseContent releaseContent(const json& release, const RuntimePin& pin) {
   const json& spec = decode::object(release, "spec");
   ReleaseContent c;

@@ -19,6 +19,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -68,6 +69,11 @@ struct ReleaseContent {
 // under reordering and reformatting; changes when any of the package digest,
 // the image digest, the closure hash or a stage field changes.
 std::string contentDigest(const ReleaseContent& c);
+
+// "sha256:<64 hex>" over `domain` followed by the canonical JSON of `j` (as
+// contentDigest: object keys sorted, an integral number written as an
+// integer, no formatting).
+std::string canonicalDigest(std::string_view domain, const nlohmann::json& j);
 
 // The content of the ModelRelease `release` (its spec) on the pinned pair
 // `pin` (its status.runtime, or the pair it would run on).

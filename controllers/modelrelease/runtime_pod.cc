@@ -158,7 +158,7 @@ Status prepareRuntimePod(json& tmpl, const RuntimePod& pod) {
   }
   volumes.push_back({{"name", kPackageVolume}, {"emptyDir", json::object()}});
   json fetch = {
-      {"name", "lockstep-fetch-package"},
+      {"name", kFetchPackageContainer},
       {"image", pod.runtimeImage},
       {"command", pod.fetchCommand},
       {"env", json::array({envVar("LOCKSTEP_PACKAGE", pod.package),

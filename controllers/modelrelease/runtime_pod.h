@@ -29,6 +29,8 @@ const char* packageMountName(PackageMount m);
 
 inline constexpr const char* kPackageVolume = "lockstep-package";
 inline constexpr const char* kModelDir = "/model";
+// InitContainer mode: the init container that fetches the package into kPackageVolume.
+inline constexpr const char* kFetchPackageContainer = "lockstep-fetch-package";
 
 struct RuntimePod {
   std::string owner;       // in messages: `stage "eval"`, `the serving template of release v7`

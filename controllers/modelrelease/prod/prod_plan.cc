@@ -97,41 +97,67 @@ PlannedApply ownedWrite(const kube::Resource& resource, json object, const kube:
   return a;
 }
 
+// The Deployment `<model>-<track>` built from release `who`'s serving
+// template with `replicas` (a release gone that the Model records as prod:
+// from the Model's record, servingReleaseOfGone).
+StatusOr<json> buildTrack(const ServingObjectsInput& in, const v1::ModelRelease& self,
+                          const std::string& track, const std::string& who, int replicas,
+                          const ProdObserved& p) {
+  StatusOr<ServingRelease> sr = Status(Code::kUnavailable, "");
+  if (who == self.meta.name) {
+    sr = servingReleaseOf(self, p);
+  } else if (auto other = p.releases.find(who); other != p.releases.end() && other->second) {
+    sr = servingReleaseOf(v1::decodeModelRelease(*other->second), p);
+  } else {
+    sr = servingReleaseOfGone(who, track, p);
+  }
+  if (!sr.isOk()) return sr.status();
+  return buildServingDeployment(in, track, *sr, replicas);
+}
+
 // The write that puts the model's `track` Deployment on release `who` (empty:
-// scaled to zero) with `replicas`: a scale when it already runs `who`, else a
-// server-side apply built from that release's serving template; nullopt when
-// nothing changes. A release gone that the Model records as prod is built
-// from the Model's record (servingReleaseOfGone). kInvalidArgument: the
-// template cannot run; kUnavailable: the release (with nothing recorded to
-// rebuild it from) or its RuntimeEnv is gone; kInvalid: the record
-// is not prod's content.
-StatusOr<std::optional<PlannedApply>> placeTrack(const ServingObjectsInput& in,
-                                                 const v1::ModelRelease& self,
-                                                 const kube::ObjectPtr& selfObject,
-                                                 const std::string& track, const std::string& who,
-                                                 int replicas, const kube::Object* current,
-                                                 const ProdObserved& p) {
+// scaled to zero) with `replicas`: a scale when it already runs `who` as
+// Lockstep builds it, else a server-side apply built from that release's
+// serving template; nullopt when nothing changes. A Deployment that carries
+// `who` but whose template drifted (serving_objects.h deploymentDrift: an
+// edited env var, package volume, image, ...) is applied again, and
+// `restored` (when given) says what drifted, for a ProdRestored Event; when
+// `who` cannot be built now (its RuntimeEnv gone, a displaced release) that
+// Deployment is only scaled, as before. A release gone that the Model records
+// as prod is built from the Model's record (servingReleaseOfGone).
+// kInvalidArgument: the template cannot run; kUnavailable: the release (with
+// nothing recorded to rebuild it from) or its RuntimeEnv is gone; kInvalid:
+// the record is not prod's content.
+StatusOr<std::optional<PlannedApply>> placeTrack(
+    const ServingObjectsInput& in, const v1::ModelRelease& self, const kube::ObjectPtr& selfObject,
+    const std::string& track, const std::string& who, int replicas, const kube::Object* current,
+    const ProdObserved& p, std::string* restored = nullptr) {
   const std::string name = servingDeploymentName(in.model, track);
   std::optional<PlannedApply> out;
-  if (who.empty() || (current != nullptr && templateRelease(current) == who)) {
+  std::optional<json> reapply;
+  if (!who.empty() && current != nullptr && templateRelease(current) == who) {
+    if (auto built = buildTrack(in, self, track, who, replicas, p); built.isOk()) {
+      json scaled = *built;
+      scaled["spec"]["replicas"] = specReplicas(current);
+      if (std::string drift = deploymentDrift(scaled, *current); !drift.empty()) {
+        if (restored != nullptr) *restored = drift;
+        reapply = std::move(*built);
+      }
+    }
+  }
+  if (!reapply && (who.empty() || (current != nullptr && templateRelease(current) == who))) {
     const int want = who.empty() ? 0 : replicas;
     if (current == nullptr || specReplicas(current) == want) return out;
     out = plannedMergePatch(v1::kDeployments, in.ns, name, json{{"spec", {{"replicas", want}}}},
                             "scaling Deployment " + name + " to " + std::to_string(want));
     out->uid = v1::decodeMeta(*current).uid;
   } else {
-    StatusOr<ServingRelease> sr = Status(Code::kUnavailable, "");
-    if (who == self.meta.name) {
-      sr = servingReleaseOf(self, p);
-    } else if (auto other = p.releases.find(who); other != p.releases.end() && other->second) {
-      sr = servingReleaseOf(v1::decodeModelRelease(*other->second), p);
-    } else {
-      sr = servingReleaseOfGone(who, track, p);
+    if (!reapply) {
+      auto built = buildTrack(in, self, track, who, replicas, p);
+      if (!built.isOk()) return built.status();
+      reapply = std::move(*built);
     }
-    if (!sr.isOk()) return sr.status();
-    auto built = buildServingDeployment(in, track, *sr, replicas);
-    if (!built.isOk()) return built.status();
-    out = ownedWrite(v1::kDeployments, std::move(*built), current,
+    out = ownedWrite(v1::kDeployments, std::move(*reapply), current,
                      "Deployment " + name + " (release " + who + ")");
   }
   out->failureEventOn = selfObject;
@@ -447,11 +473,14 @@ ProdPlan planProd(const ReleaseObserved& o, const v1::ModelRelease& r,
                                     ? name
                                     : std::string();
   const bool stableFirst = cp.replicas.stable >= co.stable.specReplicas;
+  std::vector<ReleaseEvent> restoredEvents;
   for (bool stableTurn : {stableFirst, !stableFirst}) {
-    auto w = stableTurn ? placeTrack(in, self, releaseObject, kTrackStable, cp.stableRelease,
-                                     cp.replicas.stable, stableDep, p)
-                        : placeTrack(in, self, releaseObject, kTrackCanary, canaryWho,
-                                     cp.replicas.canary, canaryDep, p);
+    std::string drift;
+    const std::string& who = stableTurn ? cp.stableRelease : canaryWho;
+    auto w = stableTurn ? placeTrack(in, self, releaseObject, kTrackStable, who, cp.replicas.stable,
+                                     stableDep, p, &drift)
+                        : placeTrack(in, self, releaseObject, kTrackCanary, who, cp.replicas.canary,
+                                     canaryDep, p, &drift);
     if (!w.isOk() && w.status().code() == Code::kInvalidArgument) {
       failProdStage(plan, w.status().message(), prevStatus, generation, o.now);
       return out;
@@ -461,7 +490,18 @@ ProdPlan planProd(const ReleaseObserved& o, const v1::ModelRelease& r,
       return out;
     }
     if (*w) out.writes.push_back(std::move(**w));
+    // A track's template edited during the canary: put back from the
+    // release that owns the track (docs/rollouts.md "Prod heals").
+    if (!drift.empty()) {
+      restoredEvents.push_back(
+          {kube::kEventTypeWarning, kReasonProdRestored,
+           "Deployment " +
+               servingDeploymentName(r.spec.model, stableTurn ? kTrackStable : kTrackCanary) + " " +
+               drift + ": restored to release " + who + "'s serving objects (release " + name +
+               "'s canary holds the slot)"});
+    }
   }
+  for (ReleaseEvent& e : restoredEvents) plan.events.push_back(std::move(e));
   if (record) out.writes.insert(out.writes.begin(), std::move(*record));
   foldCanaryPlan(plan, cp, prevStatus, generation, o.now);
   out.canary = std::move(cp);
@@ -643,8 +683,31 @@ ProdPlan healServingObjects(const v1::ModelRelease& r, const kube::ObjectPtr& fa
         restore(ownedWrite(v1::kDeployments, std::move(*built), p.stableDeployment.get(),
                            "Deployment " + name + " (release " + r.meta.name + ")"),
                 "Deployment " + name, drift);
+      } else if (auto hash = templateHashPatch(*built, *p.stableDeployment)) {
+        // Its template holds Lockstep's (e.g. built before the annotation
+        // existed): the hash recorded on the Deployment's metadata, no pod restarts.
+        PlannedApply w = plannedMergePatch(
+            v1::kDeployments, r.meta.ns, name, std::move(*hash),
+            "recording the template hash of Deployment " + name + " (release " + r.meta.name + ")");
+        w.uid = v1::decodeMeta(*p.stableDeployment).uid;
+        w.failureEventOn = failuresOn;
+        w.failureEventReason = v1::kReasonServingApplyFailed;
+        out.writes.push_back(std::move(w));
       }
     }
+  }
+  // No canary holds the slot: the canary track runs no pods (a rolled-back
+  // release's pods scaled up again would take traffic).
+  if (const kube::ObjectPtr& canary = p.canaryDeployment;
+      canary && !kube::isBeingDeleted(*canary) && specReplicas(canary.get()) != 0) {
+    const std::string name = servingDeploymentName(r.spec.model, kTrackCanary);
+    PlannedApply w =
+        plannedMergePatch(v1::kDeployments, r.meta.ns, name, json{{"spec", {{"replicas", 0}}}},
+                          "scaling Deployment " + name + " to 0");
+    w.uid = v1::decodeMeta(*canary).uid;
+    restore(std::move(w), "Deployment " + name,
+            "spec.replicas is " + std::to_string(specReplicas(canary.get())) +
+                ", not 0 (no canary holds the slot)");
   }
   json service = buildModelService(in);
   const std::string drift =

@@ -74,7 +74,9 @@ RecordedRelease recordedOf(const api::v1alpha1::ModelRelease& release, const kub
                            const ProdObserved& prod);
 
 // `plan` is planRelease's with plan.prod set; it gets the canary folded in (or
-// the stage failed as InvalidSpec).
+// the stage failed as InvalidSpec). A track that carries its release but
+// whose template drifted (serving_objects.h deploymentDrift) is applied again
+// from that release, with a Warning Event kReasonProdRestored in plan.events.
 ProdPlan planProd(const ReleaseObserved& observed, const api::v1alpha1::ModelRelease& release,
                   const kube::ObjectPtr& releaseObject, const ProdObserved& prod,
                   ReleasePlan& plan);
@@ -91,15 +93,20 @@ ProdPlan planRollbackWrites(const ReleaseObserved& observed,
 
 // Prod heals (docs/rollouts.md "Prod heals"): while no canary holds the slot,
 // the release the Model records as prod (by uid), Promoted, keeps the
-// model's stable Deployment and Service as Lockstep builds them from it. A
-// Deployment deleted, scaled, or with a container's image, a template label
-// or annotation changed, or a Service deleted or
-// re-pointed (selector, port), is re-applied with a Warning Event
-// kReasonProdRestored naming what drifted; Degraded follows the Ready pods
-// meanwhile (serving_health.h). nullopt: nothing to heal, or this release is
-// not prod's (a canary in flight owns the tracks; a foreign object at a name
-// is NameConflict's). Fields Lockstep does not set (e.g. an added env var)
-// are not compared and stay.
+// model's stable Deployment and Service as Lockstep builds them from it, and
+// the canary Deployment at 0 replicas. A Deployment deleted, scaled, or whose
+// template no longer contains a field Lockstep sets (serving_objects.h
+// deploymentDrift: a container's image, a template label or annotation, the
+// package it mounts, a LOCKSTEP_* env var, args, a probe, ...), a canary
+// Deployment scaled up, or a Service deleted or re-pointed (selector, port),
+// is re-applied (scaled) with a Warning Event kReasonProdRestored naming what
+// drifted; Degraded follows the Ready pods meanwhile (serving_health.h). A
+// stable Deployment without drift but without its template hash gets it by a
+// metadata-only patch (no Event, no restart). nullopt: nothing to heal, or
+// this release is not prod's (a canary in flight owns the tracks: planProd
+// puts an edited track back; a foreign object at a name is NameConflict's).
+// Fields Lockstep does not set (e.g. an added env var) are not compared and
+// stay.
 // A record an earlier operator wrote without status.prod.stages gets them
 // here, from this release object, when they hash to its content digest (a
 // guarded Model status write first; docs/rollouts.md "Upgrading").

@@ -1,5 +1,6 @@
 #include "controllers/modelrelease/prod/serving_objects.h"
 
+#include <algorithm>
 #include <optional>
 #include <string_view>
 
@@ -58,7 +59,37 @@ json serviceSelector(const ServingObjectsInput& in) {
   return s;
 }
 
+// The pod template without what the operator's own settings add (the
+// verification init containers and their volumes, the package fetch init
+// container, the package volume, whose form the mount mode decides): what an
+// operator upgrade never changes by itself for a release.
+json lockstepPart(const json& tmpl) {
+  json t = tmpl;
+  if (!t.is_object() || !t.contains("spec") || !t["spec"].is_object()) return t;
+  json& spec = t["spec"];
+  auto drop = [&](const char* list, std::initializer_list<std::string_view> names) {
+    if (!spec.contains(list) || !spec[list].is_array()) return;
+    json kept = json::array();
+    for (const json& item : spec[list]) {
+      const std::string name = item.is_object() ? item.value("name", "") : "";
+      if (std::find(names.begin(), names.end(), name) == names.end()) kept.push_back(item);
+    }
+    if (kept.empty()) {
+      spec.erase(list);
+    } else {
+      spec[list] = std::move(kept);
+    }
+  };
+  drop("initContainers", {kVerifyEnvContainer, kVerifyHostContainer, kFetchPackageContainer});
+  drop("volumes", {kClosureVolume, kRuntimeVolume, kPackageVolume});
+  return t;
+}
+
 }  // namespace
+
+std::string templateHash(const json& tmpl) {
+  return v1::canonicalDigest("lockstep serving template\n", lockstepPart(tmpl));
+}
 
 bool serviceHolds(const json& want, const json& current) {
   // No owner reference wanted (no anchor yet) means none at all, not "any".
@@ -131,6 +162,7 @@ StatusOr<json> buildServingDeployment(const ServingObjectsInput& in, const std::
           {kTrackLabel, track},
           {kReleaseLabel, r.release},
           {"app.kubernetes.io/managed-by", "lockstep"}}},
+        {"annotations", {{kTemplateHashAnnotation, templateHash(tmpl)}}},
         {"ownerReferences", modelOwnerRefs(in)}}},
       {"spec",
        {{"replicas", replicas},
@@ -187,6 +219,143 @@ std::string containersDrift(const json& want, const json& have, const std::strin
   return "";
 }
 
+// At most 160 characters of `v`'s JSON (a whole container in an Event is noise).
+std::string brief(const json& v) {
+  std::string s = shown(v);
+  if (s.size() > 160) s = s.substr(0, 157) + "...";
+  return s;
+}
+
+// A value the API server omits when it is set (omitempty): Lockstep setting
+// it is no drift when the live object lacks the key.
+bool zeroValue(const json& v) {
+  if (v.is_null()) return true;
+  if (v.is_string()) return v.get_ref<const std::string&>().empty();
+  if (v.is_boolean()) return !v.get<bool>();
+  if (v.is_number()) return v.get<double>() == 0;
+  return v.empty();  // [] or {}
+}
+
+// Fields of the pod spec never compared: the API server rewrites quantities
+// (0.5 is 500m, 1024Mi is 1Gi), so what Lockstep set reads back otherwise.
+bool notCompared(const std::string& key) { return key == "resources" || key == "sizeLimit"; }
+
+// The key a list item is matched by in the live list (as server-side apply
+// merges it): mountPath (volumeMounts), name (containers, env, volumes,
+// ports), containerPort; nullopt: the list is compared whole, in order.
+std::optional<std::string> mergeKey(const json& item) {
+  if (!item.is_object()) return std::nullopt;
+  for (const char* k : {"mountPath", "name", "containerPort"}) {
+    if (item.contains(k) && item[k].is_primitive()) return std::string(k);
+  }
+  return std::nullopt;
+}
+
+bool sameValue(const json& a, const json& b) {
+  if (a.is_number() && b.is_number()) return a.get<double>() == b.get<double>();
+  return a == b;
+}
+
+// Where `have` (the live value) does not contain `want` (what Lockstep set):
+// every key of an object (but notCompared ones; a zero value may be absent),
+// every item of a list of named items under its merge key, a list of values
+// whole, a value equal. "" when it does; else "<path> is <live>, not <want>".
+std::string containsDrift(const json& want, const json& have, const std::string& path) {
+  if (want.is_object()) {
+    if (!have.is_object()) return path + " is " + brief(have) + ", not " + brief(want);
+    for (const auto& [k, v] : want.items()) {
+      if (notCompared(k)) continue;
+      const std::string where = path + "." + k;
+      auto it = have.find(k);
+      if (it == have.end()) {
+        if (zeroValue(v)) continue;
+        return where + " is unset, not " + brief(v);
+      }
+      if (std::string d = containsDrift(v, *it, where); !d.empty()) return d;
+    }
+    return "";
+  }
+  if (want.is_array()) {
+    if (want.empty()) return "";
+    if (!have.is_array()) return path + " is " + brief(have) + ", not " + brief(want);
+    const std::optional<std::string> key = mergeKey(want[0]);
+    bool keyed = key.has_value();
+    for (const json& w : want) keyed = keyed && mergeKey(w) == key;
+    if (!keyed) {
+      // A list of values (command, args) is one value: named whole.
+      const bool values =
+          std::none_of(want.begin(), want.end(), [](const json& w) { return w.is_structured(); });
+      if (have.size() != want.size() ||
+          (values && !std::equal(want.begin(), want.end(), have.begin(), sameValue)))
+        return path + " is " + brief(have) + ", not " + brief(want);
+      for (size_t i = 0; i < want.size(); ++i) {
+        if (std::string d = containsDrift(want[i], have[i], path + "[" + std::to_string(i) + "]");
+            !d.empty())
+          return d;
+      }
+      return "";
+    }
+    for (const json& w : want) {
+      const json& id = w[*key];
+      const std::string where = path + "[" + id.dump() + "]";
+      auto it = std::find_if(have.begin(), have.end(), [&](const json& h) {
+        return h.is_object() && h.contains(*key) && sameValue(h[*key], id);
+      });
+      if (it == have.end()) return where + " is unset, not " + brief(w);
+      if (std::string d = containsDrift(w, *it, where); !d.empty()) return d;
+    }
+    return "";
+  }
+  if (sameValue(want, have)) return "";
+  return path + " is " + brief(have) + ", not " + brief(want);
+}
+
+const json& member(const json& o, const char* key) {
+  static const json kNull;
+  return o.is_object() && o.contains(key) ? o.at(key) : kNull;
+}
+
+const json* named(const json& list, std::string_view name) {
+  if (!list.is_array()) return nullptr;
+  for (const json& item : list) {
+    if (item.is_object() && item.value("name", "") == name) return &item;
+  }
+  return nullptr;
+}
+
+// The package the live pods mount, where the operator's settings put it: the
+// image volume's reference (ImageVolume mode), the fetch init container's
+// LOCKSTEP_PACKAGE (InitContainer mode). Either form is the package's; a
+// switch of the mount mode alone is not drift (no restart on an upgrade).
+std::string packageDrift(const json& desired, const json& current) {
+  const json& wantPackage =
+      at(desired, "/spec/template/metadata/annotations/lockstep.dev~1package"_json_pointer);
+  if (!wantPackage.is_string()) return "";
+  const json& spec = at(current, "/spec/template/spec"_json_pointer);
+  const std::string volumes = "spec.template.spec.volumes[\"" + std::string(kPackageVolume) + "\"]";
+  const json* volume = named(member(spec, "volumes"), kPackageVolume);
+  if (volume == nullptr) return volumes + " is unset";
+  if (volume->contains("image")) {
+    const json ref =
+        volume->at("image").is_object() ? volume->at("image").value("reference", json()) : json();
+    if (ref != wantPackage)
+      return volumes + ".image.reference is " + shown(ref) + ", not " + wantPackage.dump();
+    return "";
+  }
+  const json* fetch = named(member(spec, "initContainers"), kFetchPackageContainer);
+  if (fetch == nullptr) {
+    return volumes + " is neither the package's image volume nor filled by init container " +
+           kFetchPackageContainer;
+  }
+  const json* env = named(member(*fetch, "env"), "LOCKSTEP_PACKAGE");
+  const json value = env != nullptr ? env->value("value", json()) : json();
+  if (value != wantPackage) {
+    return "spec.template.spec.initContainers[\"" + std::string(kFetchPackageContainer) +
+           "\"].env[\"LOCKSTEP_PACKAGE\"].value is " + shown(value) + ", not " + wantPackage.dump();
+  }
+  return "";
+}
+
 }  // namespace
 
 std::string deploymentDrift(const json& desired, const json& current) {
@@ -214,7 +383,21 @@ std::string deploymentDrift(const json& desired, const json& current) {
   // containers the operator's own settings add (verify on start, package
   // fetch), which an operator upgrade may change without prod being touched.
   const json::json_pointer ptr("/spec/template/spec/containers");
-  return containersDrift(at(desired, ptr), at(current, ptr), "spec.template.spec.containers");
+  d = containersDrift(at(desired, ptr), at(current, ptr), "spec.template.spec.containers");
+  if (d.empty()) d = packageDrift(desired, current);
+  if (!d.empty()) return d;
+  // Every other field Lockstep sets in the pod spec, in the live one.
+  const json::json_pointer tmpl("/spec/template");
+  return containsDrift(at(lockstepPart(at(desired, tmpl)), "/spec"_json_pointer),
+                       at(current, "/spec/template/spec"_json_pointer), "spec.template.spec");
+}
+
+std::optional<json> templateHashPatch(const json& desired, const json& current) {
+  const kube::StringMapView want(&field(desired, "metadata", "annotations"));
+  const kube::StringMapView have(&field(current, "metadata", "annotations"));
+  const std::optional<std::string_view> hash = want.find(kTemplateHashAnnotation);
+  if (!hash || have.find(kTemplateHashAnnotation) == hash) return std::nullopt;
+  return json{{"metadata", {{"annotations", {{kTemplateHashAnnotation, std::string(*hash)}}}}}};
 }
 
 std::string serviceDrift(const json& desired, const json& current) {

@@ -7,6 +7,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -67,15 +68,45 @@ StatusOr<nlohmann::json> buildServingDeployment(const ServingObjectsInput& in,
                                                 const std::string& track, const ServingRelease& r,
                                                 int replicas);
 
+// The Deployment annotation (its metadata, never the pod template's: writing
+// it restarts no pod) naming the pod template Lockstep applied: templateHash
+// of it.
+inline constexpr const char* kTemplateHashAnnotation = "lockstep.dev/template-hash";
+
+// "sha256:<64 hex>" over the canonical JSON of what Lockstep sets in the pod
+// template `tmpl` as buildServingDeployment builds it (before the API server
+// defaults anything): its labels, annotations and spec, but for what the
+// operator's own settings add (the verification init containers and volumes,
+// the package fetch init container, the package volume's form): an operator
+// upgrade that changes only those changes no hash. The package reference is
+// in it (the lockstep.dev/package annotation).
+std::string templateHash(const nlohmann::json& tmpl);
+
 // How `current` (the live Deployment) differs from `desired` (as
-// buildServingDeployment builds it) in what Lockstep sets and the API server
-// never defaults: spec.replicas, every template label and annotation Lockstep
-// sets (but the serving label: a template an earlier version built keeps its
-// pods until the next release re-templates it), and each container's name and image (in order; not
-// the init containers the operator's own settings add); the owner reference is ownership.h's
-// (without the Model's, it is not Lockstep's). "" when it matches; else what differs, e.g.
-// "spec.replicas is 0, not 2".
+// buildServingDeployment builds it) in what Lockstep sets: spec.replicas,
+// every template label and annotation Lockstep sets (but the serving label: a
+// template an earlier version built keeps its pods until the next release
+// re-templates it), each container's name and image (in order), the package
+// the pods mount (the image volume's reference, or the fetch init
+// container's LOCKSTEP_PACKAGE), and every other field Lockstep sets in the
+// pod spec (the LOCKSTEP_* env, command, args, probes, ports, volumeMounts,
+// volumes, the template's own init containers, ...): each must be in the live
+// template with the same value ("contains": what the API server defaults,
+// e.g. imagePullPolicy, and fields someone added are no drift; a list of
+// named items is matched by name or mountPath, a list of values whole; a
+// zero value Lockstep sets may be absent, the API server omits it). Not
+// compared: `resources` (the API server rewrites quantities: 0.5 is 500m),
+// the init containers and volumes the operator's own settings add, and the
+// owner reference (ownership.h's: without the Model's, it is not Lockstep's).
+// "" when it matches; else what differs, e.g. "spec.replicas is 0, not 2".
 std::string deploymentDrift(const nlohmann::json& desired, const nlohmann::json& current);
+
+// The merge patch recording `desired`'s kTemplateHashAnnotation on `current`
+// when it is missing or another (a Deployment an earlier version built, or one
+// whose template holds what Lockstep builds now): metadata only, no pod
+// restarts. nullopt when it is there. Meant for a Deployment without drift.
+std::optional<nlohmann::json> templateHashPatch(const nlohmann::json& desired,
+                                                const nlohmann::json& current);
 
 // The same for the Service (buildModelService): "" when serviceHolds; else
 // its selector or ports' port and targetPort named, or its labels, type or

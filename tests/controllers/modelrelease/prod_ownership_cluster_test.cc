@@ -623,9 +623,11 @@ TEST_F(ProdOwnershipClusterTest, WithTheOperatorDownAReleaseAndItsNamespaceCanBe
 }
 
 // Issue 28, must-show 3: prod heals. With v1 prod (N=2), the stable
-// Deployment scaled to 0, its container's image swapped, the Deployment
-// deleted, and the Service deleted are each restored by the operator (a
-// Warning Event ProdRestored naming the drift), back to N Ready pods on v1.
+// Deployment scaled to 0, its container's image swapped, an env var Lockstep
+// sets edited, the package the pods mount edited, the Deployment deleted, and
+// the Service deleted are each restored by the operator (a Warning Event
+// ProdRestored naming the drift), back to N Ready pods on v1; the canary
+// Deployment scaled up while no canary holds the slot goes back to 0.
 TEST_F(ProdOwnershipClusterTest, ProdHealsAScaledEditedOrDeletedServingObject) {
   w_.stopMonitor();  // prod is taken below N on purpose
   json oneStep = json::array({json{{"weight", 100}}});
@@ -658,6 +660,66 @@ TEST_F(ProdOwnershipClusterTest, ProdHealsAScaledEditedOrDeletedServingObject) {
                 .exitCode,
             0);
   restored("image swapped");
+
+  // What the container and the pod spec carry besides the image (issue 28's
+  // audit): an env var Lockstep sets, and the package the pods mount.
+  auto liveEnv = [&](const std::string& var) {
+    for (const json& e :
+         stable().value("/spec/template/spec/containers/0/env"_json_pointer, json::array()))
+      if (e.value("name", "") == var) return e.value("value", "");
+    return std::string();
+  };
+  ASSERT_EQ(liveEnv("LOCKSTEP_RELEASE"), "v1");
+  ASSERT_EQ(kubectl({"set", "env", "deployment/gpt2-stable", "-n", ns_, "-c", name,
+                     "LOCKSTEP_RELEASE=v0"})
+                .exitCode,
+            0);
+  EXPECT_TRUE(
+      eventually([&] { return liveEnv("LOCKSTEP_RELEASE") == "v1"; }, std::chrono::seconds(30)))
+      << stable()["spec"]["template"].dump(2);
+  restored("env edited");
+
+  // The package: the image volume's reference (ImageVolume mode) or the
+  // fetch init container's LOCKSTEP_PACKAGE (InitContainer mode).
+  const json spec = stable()["spec"]["template"]["spec"];
+  std::string path;
+  for (size_t i = 0; i < spec.value("volumes", json::array()).size(); ++i) {
+    const json& v = spec["volumes"][i];
+    if (v.value("name", "") == "lockstep-package" && v.contains("image"))
+      path = "/spec/template/spec/volumes/" + std::to_string(i) + "/image/reference";
+  }
+  for (size_t i = 0; path.empty() && i < spec.value("initContainers", json::array()).size(); ++i) {
+    const json& c = spec["initContainers"][i];
+    if (c.value("name", "") != "lockstep-fetch-package") continue;
+    for (size_t j = 0; j < c.value("env", json::array()).size(); ++j) {
+      if (c["env"][j].value("name", "") == "LOCKSTEP_PACKAGE")
+        path = "/spec/template/spec/initContainers/" + std::to_string(i) + "/env/" +
+               std::to_string(j) + "/value";
+    }
+  }
+  ASSERT_FALSE(path.empty()) << spec.dump(2);
+  const json::json_pointer at(path);
+  ASSERT_EQ(stable().value(at, std::string()), testPackage('1'));
+  const json edit = json::array({{{"op", "replace"}, {"path", path}, {"value", testPackage('9')}}});
+  ASSERT_EQ(
+      kubectl({"patch", "deployment", "gpt2-stable", "-n", ns_, "--type=json", "-p", edit.dump()})
+          .exitCode,
+      0);
+  EXPECT_TRUE(eventually([&] { return stable().value(at, std::string()) == testPackage('1'); },
+                         std::chrono::seconds(30)))
+      << "the package the pods mount is v1's again: " << stable()["spec"]["template"].dump(2);
+  restored("package edited");
+
+  // No canary holds the slot: the canary track scaled up goes back to 0.
+  ASSERT_TRUE(exists("deployment", "gpt2-canary"));
+  ASSERT_EQ(kubectl({"scale", "deployment", "gpt2-canary", "-n", ns_, "--replicas=2"}).exitCode, 0);
+  EXPECT_TRUE(eventually(
+      [&] {
+        return get("deployment", "gpt2-canary").value("/spec/replicas"_json_pointer, -1) == 0;
+      },
+      std::chrono::seconds(30)))
+      << get("deployment", "gpt2-canary").dump(2);
+
   const std::string uid = stable()["metadata"]["uid"];
   ASSERT_EQ(kubectl({"delete", "deployment", "gpt2-stable", "-n", ns_}).exitCode, 0);
   restored("deleted");
@@ -674,6 +736,13 @@ TEST_F(ProdOwnershipClusterTest, ProdHealsAScaledEditedOrDeletedServingObject) {
     EXPECT_NE(events.find(said), std::string::npos) << said << "\n" << events;
   EXPECT_NE(events.find("runs image \"registry.example/someone/else:latest\""), std::string::npos)
       << events;
+  for (const std::string& said :
+       {"ProdRestored: Deployment gpt2-stable spec.template.spec.containers[\"" + name +
+            "\"].env[\"LOCKSTEP_RELEASE\"].value is \"v0\", not \"v1\"",
+        std::string(" is \"") + testPackage('9') + "\", not \"" + testPackage('1') + "\"",
+        std::string("ProdRestored: Deployment gpt2-canary spec.replicas is 2, not 0 (no canary "
+                    "holds the slot)")})
+    EXPECT_NE(events.find(said), std::string::npos) << said << "\n" << events;
   json v1 = get("mr", "v1");
   EXPECT_EQ(v1["status"]["phase"], "Promoted");
   EXPECT_EQ(conditionField(v1, "Ready", "status"), "True") << v1["status"].dump(2);

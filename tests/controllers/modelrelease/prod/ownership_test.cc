@@ -1178,6 +1178,20 @@ TEST(ProdHealing, AnEditedTemplateIsAppliedAgain) {
          d["spec"]["template"]["metadata"]["annotations"].erase("lockstep.dev/closure-hash");
        },
        "annotations[\"lockstep.dev/closure-hash\"] is unset"},
+      {"a LOCKSTEP_* env var edited",
+       [](json& d) {
+         for (json& e : d["spec"]["template"]["spec"]["containers"][0]["env"]) {
+           if (e["name"] == "LOCKSTEP_PACKAGE") e["value"] = kOldPackage;
+         }
+       },
+       "spec.template.spec.containers[\"server\"].env[\"LOCKSTEP_PACKAGE\"].value is \""},
+      {"the package image volume's reference edited",
+       [](json& d) {
+         for (json& v : d["spec"]["template"]["spec"]["volumes"]) {
+           if (v["name"] == "lockstep-package") v["image"]["reference"] = kOldPackage;
+         }
+       },
+       "spec.template.spec.volumes[\"lockstep-package\"].image.reference is \""},
   };
   for (const Case& c : cases) {
     SCOPED_TRACE(c.name);
@@ -1198,6 +1212,67 @@ TEST(ProdHealing, AnEditedTemplateIsAppliedAgain) {
     ASSERT_EQ(events.size(), 1u);
     EXPECT_NE(events[0].find(c.says), std::string::npos) << events[0];
   }
+}
+
+// A Deployment an earlier version built has no template hash: it gets it by a
+// metadata-only patch (no pod restarts, nothing drifted: no Event).
+TEST(ProdHealing, AStableDeploymentWithoutTheTemplateHashGetsItWithoutARestart) {
+  auto [deployment, service] = builtServingObjects();
+  const json hash = deployment["metadata"]["annotations"][kTemplateHashAnnotation];
+  ASSERT_TRUE(hash.is_string());
+  deployment["metadata"].erase("annotations");
+  ModelReleaseObserved o = promotedProd();
+  o.prod.stableDeployment = share(deployment);
+  o.prod.service = share(service);
+  ModelReleasePlan plan = planModelRelease(o);
+  ASSERT_TRUE(writesTo(plan.execution, "Deployment", "gpt2-stable"));
+  for (const PlannedApply& a : plan.execution.apply) {
+    if (a.resource.kind != "Deployment") continue;
+    EXPECT_EQ(a.verb, WriteVerb::kMergePatch);
+    EXPECT_EQ(a.object, json({{"metadata", {{"annotations", {{kTemplateHashAnnotation, hash}}}}}}))
+        << "metadata only: the pod template is not touched";
+    EXPECT_EQ(a.uid, "stable-uid");
+  }
+  EXPECT_TRUE(restoredEvents(plan).empty());
+}
+
+// No canary holds the slot: the canary track runs no pods. Scaled up (a
+// rolled-back release's pods back with traffic), it goes back to 0.
+TEST(ProdHealing, TheCanaryScaledUpWhileTheSlotIsFreeGoesBackToZero) {
+  auto [deployment, service] = builtServingObjects();
+  json canary = ourDeployment(kTrackCanary, "v2", 0);
+  canary["metadata"]["uid"] = "canary-uid";
+  ModelReleaseObserved o = promotedProd();
+  o.prod.stableDeployment = share(deployment);
+  o.prod.service = share(service);
+  o.prod.canaryDeployment = share(canary);
+  EXPECT_FALSE(writesTo(planModelRelease(o).execution, "Deployment", "gpt2-canary"))
+      << "at 0: nothing to do";
+
+  canary["spec"]["replicas"] = 2;
+  o.prod.canaryDeployment = share(canary);
+  ModelReleasePlan plan = planModelRelease(o);
+  ASSERT_TRUE(writesTo(plan.execution, "Deployment", "gpt2-canary"));
+  EXPECT_FALSE(writesTo(plan.execution, "Deployment", "gpt2-stable"));
+  for (const PlannedApply& a : plan.execution.apply) {
+    if (a.resource.kind != "Deployment") continue;
+    EXPECT_EQ(a.verb, WriteVerb::kMergePatch);
+    EXPECT_EQ(a.object, json({{"spec", {{"replicas", 0}}}}));
+    EXPECT_EQ(a.uid, "canary-uid");
+  }
+  auto events = restoredEvents(plan);
+  ASSERT_EQ(events.size(), 1u);
+  EXPECT_EQ(events[0].rfind("Deployment gpt2-canary spec.replicas is 2, not 0 (no canary holds the "
+                            "slot): restored to release v1",
+                            0),
+            0u)
+      << events[0];
+
+  // A canary in flight owns the track.
+  json model = *o.prod.model;
+  model["status"]["canary"] = {{"release", "v2"}};
+  withModel(o, model);
+  EXPECT_FALSE(writesTo(planModelRelease(o).execution, "Deployment", "gpt2-canary"));
 }
 
 TEST(ProdHealing, ARepointedServiceIsAppliedAgain) {
@@ -1410,6 +1485,116 @@ TEST(RecordedProd, AnEditedTemplateIsReAppliedFromTheRecordAndNothingDriftedWrit
   ASSERT_EQ(heal->events.size(), 1u);
   EXPECT_NE(heal->events[0].message.find("runs image \"evil:latest\""), std::string::npos)
       << heal->events[0].message;
+}
+
+TEST(RecordedProd, TheCanaryScaledUpIsScaledBackToZeroFromTheRecordToo) {
+  ModelReleaseObserved o = recordedWorld();
+  const ModelReleasePlan built = planModelRelease(o);
+  json deployment = writeTo(built.execution.apply, "Deployment", "gpt2-stable")->object;
+  json service = writeTo(built.execution.apply, "Service", "gpt2")->object;
+  deployment["metadata"]["uid"] = "stable-uid";
+  service["metadata"]["uid"] = "svc-uid";
+  json canary = ourDeployment(kTrackCanary, "v2", 3);
+  canary["metadata"]["uid"] = "canary-uid";
+  o.prod.stableDeployment = share(deployment);
+  o.prod.service = share(service);
+  o.prod.canaryDeployment = share(canary);
+  std::optional<ProdPlan> heal = planRecordedProdHealing(o.prod);
+  ASSERT_TRUE(heal.has_value());
+  ASSERT_EQ(heal->writes.size(), 1u);
+  EXPECT_EQ(heal->writes[0].name, "gpt2-canary");
+  EXPECT_EQ(heal->writes[0].object, json({{"spec", {{"replicas", 0}}}}));
+  ASSERT_EQ(heal->events.size(), 1u);
+  EXPECT_NE(heal->events[0].message.find("Deployment gpt2-canary spec.replicas is 3, not 0"),
+            std::string::npos)
+      << heal->events[0].message;
+}
+
+// v2's canary at its first step over v1's stable (v1's object there), both
+// Deployments as the canary's plan builds them.
+ModelReleaseObserved canaryOverV1() {
+  ModelReleaseObserved o = midCanary(false);
+  json v1r = prodRelease("v1", kOldPackage);
+  v1r["status"] = {{"phase", v1::kPhasePromoted}};
+  o.prod.releases["v1"] = share(v1r);
+  o.prod.stableDeployment = nullptr;
+  o.prod.canaryDeployment = nullptr;
+  o.prod.namesRead = true;
+  const ModelReleasePlan built = planModelRelease(o);
+  for (const PlannedApply& a : built.execution.apply) {
+    if (a.resource.kind != "Deployment") continue;
+    json d = a.object;
+    d["metadata"]["uid"] = kube::name(d) + "-uid";
+    (kube::name(d) == "gpt2-stable" ? o.prod.stableDeployment : o.prod.canaryDeployment) = share(d);
+  }
+  EXPECT_TRUE(o.prod.stableDeployment && o.prod.canaryDeployment);
+  return o;
+}
+
+// During a canary its plan owns both tracks, and puts a track's edited
+// template back from the release that owns the track (v1 on stable, v2 on
+// the canary), with the same ProdRestored Event.
+TEST(ProdHealing, DuringACanaryAnEditedTrackIsPutBackFromTheReleaseThatOwnsIt) {
+  ModelReleaseObserved o = canaryOverV1();
+  ModelReleasePlan plan = planModelRelease(o);
+  EXPECT_FALSE(writesTo(plan.execution, "Deployment", "gpt2-stable")) << "nothing drifted";
+  EXPECT_FALSE(writesTo(plan.execution, "Deployment", "gpt2-canary")) << "nothing drifted";
+  EXPECT_TRUE(restoredEvents(plan).empty());
+
+  const json cleanStable = *o.prod.stableDeployment;
+  const json cleanCanary = *o.prod.canaryDeployment;
+  json stable = cleanStable;
+  for (json& e : stable["spec"]["template"]["spec"]["containers"][0]["env"]) {
+    if (e["name"] == "LOCKSTEP_PACKAGE") e["value"] = kPackage;
+  }
+  o.prod.stableDeployment = share(stable);
+  json canary = cleanCanary;
+  for (json& v : canary["spec"]["template"]["spec"]["volumes"]) {
+    if (v["name"] == "lockstep-package") v["image"]["reference"] = kOldPackage;
+  }
+  o.prod.canaryDeployment = share(canary);
+  plan = planModelRelease(o);
+  const PlannedApply* s = writeTo(plan.execution.apply, "Deployment", "gpt2-stable");
+  const PlannedApply* c = writeTo(plan.execution.apply, "Deployment", "gpt2-canary");
+  ASSERT_TRUE(s != nullptr && c != nullptr);
+  EXPECT_EQ(s->verb, WriteVerb::kApply);
+  EXPECT_EQ(s->uid, "gpt2-stable-uid");
+  json want = cleanStable;
+  want["metadata"].erase("uid");
+  EXPECT_EQ(s->object, want) << "v1's template, as built";
+  EXPECT_EQ(c->verb, WriteVerb::kApply);
+  want = cleanCanary;
+  want["metadata"].erase("uid");
+  EXPECT_EQ(c->object, want) << "v2's template, as built";
+  auto events = restoredEvents(plan);
+  ASSERT_EQ(events.size(), 2u);
+  std::string all = events[0] + "\n" + events[1];
+  EXPECT_NE(
+      all.find("Deployment gpt2-stable spec.template.spec.containers[\"server\"].env[\"LOCKSTEP_"
+               "PACKAGE\"].value is \"" +
+               kPackage + "\", not \"" + kOldPackage +
+               "\": restored to release v1's serving objects (release v2's canary holds the "
+               "slot)"),
+      std::string::npos)
+      << all;
+  EXPECT_NE(
+      all.find("Deployment gpt2-canary spec.template.spec.volumes[\"lockstep-package\"].image."
+               "reference is \"" +
+               kOldPackage + "\", not \"" + kPackage +
+               "\": restored to release v2's serving objects"),
+      std::string::npos)
+      << all;
+
+  // Scaled only: still a scale, the template untouched.
+  json scaled = cleanStable;
+  scaled["spec"]["replicas"] = 0;
+  o.prod.stableDeployment = share(scaled);
+  o.prod.canaryDeployment = share(cleanCanary);
+  plan = planModelRelease(o);
+  s = writeTo(plan.execution.apply, "Deployment", "gpt2-stable");
+  ASSERT_TRUE(s != nullptr);
+  EXPECT_EQ(s->verb, WriteVerb::kMergePatch);
+  EXPECT_TRUE(restoredEvents(plan).empty());
 }
 
 // v2 aborted mid-handover (stable already re-templated to v2): stable goes

@@ -2,6 +2,8 @@
 #include "controllers/modelrelease/prod/serving_objects.h"
 
 #include <ctime>
+#include <functional>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -169,6 +171,216 @@ TEST(ServingLabel, ATemplateWithoutItIsNoDrift) {
   EXPECT_EQ(deploymentDrift(*built, earlier), "");
   earlier["spec"]["template"]["metadata"]["labels"]["lockstep.dev/serving"] = "no";
   EXPECT_NE(deploymentDrift(*built, earlier), "");
+}
+
+}  // namespace
+}  // namespace lockstep::controllers
+
+namespace lockstep::controllers {
+namespace {
+
+// A serving template as a team writes it: args, a port, a probe, its own env
+// var (one empty), resources and a ConfigMap volume of its own.
+ServingRelease richRelease() {
+  ServingRelease r = servingRelease();
+  r.podTemplate = {
+      {"spec",
+       {{"containers",
+         json::array(
+             {{{"name", "server"},
+               {"args", {"--port", "8080"}},
+               {"ports", json::array({{{"containerPort", 8080}}})},
+               {"env", json::array({{{"name", "MODE"}, {"value", "fast"}},
+                                    {{"name", "EMPTY"}, {"value", ""}}})},
+               {"readinessProbe",
+                {{"httpGet", {{"path", "/healthz"}, {"port", 8080}}}, {"initialDelaySeconds", 0}}},
+               {"resources", {{"requests", {{"cpu", "0.5"}}}}},
+               {"volumeMounts",
+                json::array({{{"name", "config"}, {"mountPath", "/etc/gpt2"}}})}}})},
+        {"volumes",
+         json::array({{{"name", "config"}, {"configMap", {{"name", "gpt2-config"}}}}})}}}};
+  return r;
+}
+
+json builtRich(PackageMount mount = PackageMount::kImageVolume,
+               std::optional<VerifyContainers> verify = std::nullopt) {
+  ServingObjectsInput in{"gpt2", "ml", 8080, CapacityMode::kSurge, mount, {"fetch"}, "model-uid"};
+  ServingRelease r = richRelease();
+  r.verify = std::move(verify);
+  auto built = buildServingDeployment(in, kTrackStable, r, 2);
+  EXPECT_TRUE(built.isOk()) << built.status().toString();
+  return built.isOk() ? *built : json();
+}
+
+VerifyContainers someVerify() {
+  VerifyContainers v;
+  v.cliImage = "registry.example/lockstep@sha256:" + std::string(64, '9');
+  v.runtimeImage = kImage;
+  v.closureConfigMap = "lockstep-closure-torch-1";
+  return v;
+}
+
+// The live Deployment as the API server returns `built`: defaults filled in,
+// zero values omitted, quantities canonical.
+json asServed(json d) {
+  json& spec = d["spec"]["template"]["spec"];
+  for (json& c : spec["containers"]) {
+    c["imagePullPolicy"] = "IfNotPresent";
+    c["terminationMessagePath"] = "/dev/termination-log";
+    c["terminationMessagePolicy"] = "File";
+    if (c.contains("ports")) c["ports"][0]["protocol"] = "TCP";
+    if (c.contains("readinessProbe")) {
+      json& probe = c["readinessProbe"];
+      probe.erase("initialDelaySeconds");
+      probe["httpGet"]["scheme"] = "HTTP";
+      probe.update({{"periodSeconds", 10}, {"timeoutSeconds", 1}, {"failureThreshold", 3}});
+    }
+    for (json& e : c["env"]) {
+      if (e["value"] == "") e.erase("value");
+    }
+    if (c.contains("resources")) c["resources"]["requests"]["cpu"] = "500m";
+  }
+  spec["volumes"][0]["configMap"]["defaultMode"] = 420;  // the template's own, first
+  spec.update({{"dnsPolicy", "ClusterFirst"},
+               {"restartPolicy", "Always"},
+               {"schedulerName", "default-scheduler"},
+               {"securityContext", json::object()}});
+  d["metadata"]["uid"] = "stable-uid";
+  d["status"] = {{"readyReplicas", 2}};
+  return d;
+}
+
+json& container(json& d) { return d["spec"]["template"]["spec"]["containers"][0]; }
+json& env(json& d, const std::string& name) {
+  for (json& e : container(d)["env"]) {
+    if (e["name"] == name) return e;
+  }
+  ADD_FAILURE() << "no env " << name;
+  static json none;
+  return none;
+}
+
+// The hash is Lockstep's template (docs/rollouts.md "Prod heals"): on the
+// Deployment's metadata, never the pod template's; the same whatever the
+// operator's own settings add; another for another package.
+TEST(TemplateHash, OnTheDeploymentOverWhatLockstepSetsNotTheOperatorsSettings) {
+  const json plain = builtRich();
+  const std::string hash = plain["metadata"]["annotations"].value(kTemplateHashAnnotation, "");
+  EXPECT_EQ(hash.rfind("sha256:", 0), 0u) << plain["metadata"].dump();
+  EXPECT_EQ(hash, templateHash(plain["spec"]["template"]));
+  EXPECT_FALSE(
+      plain["spec"]["template"]["metadata"]["annotations"].contains(kTemplateHashAnnotation))
+      << "in the pod template it would restart pods";
+  EXPECT_EQ(builtRich(PackageMount::kInitContainer,
+                      someVerify())["metadata"]["annotations"][kTemplateHashAnnotation],
+            hash)
+      << "the package fetch and the verification init containers are the operator's settings";
+  ServingObjectsInput in{"gpt2", "ml",       8080, CapacityMode::kSurge, PackageMount::kImageVolume,
+                         {},     "model-uid"};
+  ServingRelease other = richRelease();
+  other.package = "registry.example/models/gpt2@sha256:" + std::string(64, 'b');
+  EXPECT_NE((*buildServingDeployment(in, kTrackStable, other,
+                                     2))["metadata"]["annotations"][kTemplateHashAnnotation],
+            hash);
+
+  // Missing (built before the annotation existed) or another: a metadata-only patch.
+  json served = asServed(plain);
+  EXPECT_FALSE(templateHashPatch(plain, served).has_value());
+  served["metadata"].erase("annotations");
+  EXPECT_EQ(templateHashPatch(plain, served),
+            json({{"metadata", {{"annotations", {{kTemplateHashAnnotation, hash}}}}}}));
+  served["metadata"]["annotations"][kTemplateHashAnnotation] = "sha256:old";
+  EXPECT_TRUE(templateHashPatch(plain, served).has_value());
+}
+
+// What the API server defaults or omits, what someone adds next to
+// Lockstep's, and the operator's own init containers and mount mode are no
+// drift: re-applying would change nothing (server-side apply keeps others'
+// fields), and an operator upgrade restarts no pod by itself.
+TEST(TemplateDrift, DefaultsAdditionsAndTheOperatorsSettingsAreNoDrift) {
+  const json want = builtRich();
+  json served = asServed(want);
+  EXPECT_EQ(deploymentDrift(want, served), "");
+
+  env(served, "MODE");  // present
+  container(served)["env"].push_back({{"name", "EXTRA"}, {"value", "1"}});
+  container(served)["resources"]["limits"] = {{"memory", "1Gi"}};
+  EXPECT_EQ(deploymentDrift(want, served), "") << "fields Lockstep does not set stay";
+
+  // Built by an operator with --cli-image verification and the fetch mode.
+  json other = asServed(builtRich(PackageMount::kInitContainer, someVerify()));
+  EXPECT_EQ(deploymentDrift(want, other), "");
+  EXPECT_EQ(deploymentDrift(builtRich(PackageMount::kInitContainer, someVerify()), served), "");
+}
+
+TEST(TemplateDrift, AnEditOfWhatLockstepSetsIsDriftNamingTheField) {
+  struct Case {
+    const char* name;
+    std::function<void(json&)> edit;
+    const char* says;
+  };
+  const std::string other = "registry.example/models/gpt2@sha256:" + std::string(64, 'b');
+  const Case cases[] = {
+      {"a LOCKSTEP_* env var", [](json& d) { env(d, "LOCKSTEP_RELEASE")["value"] = "gpt2-v1"; },
+       R"(spec.template.spec.containers["server"].env["LOCKSTEP_RELEASE"].value is "gpt2-v1", not "gpt2-v2")"},
+      {"the template's env var", [](json& d) { env(d, "MODE")["value"] = "slow"; },
+       R"(env["MODE"].value is "slow", not "fast")"},
+      {"the package image volume's reference",
+       [&](json& d) {
+         for (json& v : d["spec"]["template"]["spec"]["volumes"]) {
+           if (v["name"] == "lockstep-package") v["image"]["reference"] = other;
+         }
+       },
+       R"(spec.template.spec.volumes["lockstep-package"].image.reference is "registry.example/models/gpt2@sha256:bbbb)"},
+      {"args",
+       [](json& d) {
+         container(d)["args"] = {"--port", "9090"};
+       },
+       R"(spec.template.spec.containers["server"].args is ["--port","9090"], not ["--port","8080"])"},
+      {"a probe", [](json& d) { container(d)["readinessProbe"]["httpGet"]["path"] = "/"; },
+       R"(.readinessProbe.httpGet.path is "/", not "/healthz")"},
+      {"a probe removed", [](json& d) { container(d).erase("readinessProbe"); },
+       R"(containers["server"].readinessProbe is unset)"},
+      {"the package mount made writable",
+       [](json& d) {
+         for (json& m : container(d)["volumeMounts"]) {
+           if (m["mountPath"] == "/model") m["readOnly"] = false;
+         }
+       },
+       R"(volumeMounts["/model"].readOnly is false, not true)"},
+      {"the package mount removed",
+       [](json& d) {
+         json kept = json::array();
+         for (json& m : container(d)["volumeMounts"]) {
+           if (m["mountPath"] != "/model") kept.push_back(m);
+         }
+         container(d)["volumeMounts"] = kept;
+       },
+       R"(volumeMounts["/model"] is unset)"},
+      {"the template's volume",
+       [](json& d) { d["spec"]["template"]["spec"]["volumes"][0]["configMap"]["name"] = "other"; },
+       R"(spec.template.spec.volumes["config"].configMap.name is "other", not "gpt2-config")"},
+  };
+  const json want = builtRich();
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.name);
+    json served = asServed(want);
+    c.edit(served);
+    const std::string drift = deploymentDrift(want, served);
+    EXPECT_NE(drift.find(c.says), std::string::npos) << drift;
+  }
+
+  // The fetch init container's package (InitContainer mode) is the package too.
+  const json fetched = builtRich(PackageMount::kInitContainer);
+  json served = asServed(fetched);
+  for (json& e : served["spec"]["template"]["spec"]["initContainers"][0]["env"]) {
+    if (e["name"] == "LOCKSTEP_PACKAGE") e["value"] = other;
+  }
+  EXPECT_NE(
+      deploymentDrift(fetched, served)
+          .find(R"(initContainers["lockstep-fetch-package"].env["LOCKSTEP_PACKAGE"].value is)"),
+      std::string::npos)
+      << deploymentDrift(fetched, served);
 }
 
 }  // namespace
