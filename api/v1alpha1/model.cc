@@ -217,6 +217,25 @@ void recordStages(ProdContent& p, const json& stages) {
   p.stagesNotRecorded.clear();
 }
 
+bool recordShowsProdRan(const Model& model, const std::string& name, const std::string& uid,
+                        const std::string& contentDigest) {
+  auto same = [&](const std::string& n, const std::string& u, const std::string& digest) {
+    if (n != name) return false;
+    if (u.empty()) return true;  // adopted from an anchor: the name is all it knows
+    return u == uid || (!digest.empty() && digest == contentDigest);
+  };
+  if (model.status.prod &&
+      same(model.status.prod->release, model.status.prod->uid, model.status.prod->contentDigest))
+    return true;
+  for (const ModelHistoryEntry& h : model.status.history) {
+    if (h.action != kModelActionPromoted && h.action != kModelActionRollback &&
+        h.action != kModelActionRecognized && h.action != kModelActionAdopted)
+      continue;
+    if (same(h.release, h.uid, h.contentDigest)) return true;
+  }
+  return false;
+}
+
 bool stagesMatchContent(const ProdContent& p, const json& stages) {
   if (p.contentDigest.empty() || !stages.is_array()) return false;
   ReleaseContent c;

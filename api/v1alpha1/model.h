@@ -213,6 +213,16 @@ struct Model {
   }
 };
 
+// Whether `model`'s record shows that prod ran the release object `name`/`uid`
+// whose content digest is `contentDigest` ("" when it has no pinned pair): its
+// prod or a history entry that put it in prod (Promoted, Rollback, Recognized,
+// Adopted), matched by uid, or by name with the same content digest (the
+// object re-created with the very content prod ran). An entry that records no
+// uid (one adopted from an anchor ConfigMap) matches by name. A manual rollback
+// targets only such a release: status.canary alone is not the operator's record.
+bool recordShowsProdRan(const Model& model, const std::string& name, const std::string& uid,
+                        const std::string& contentDigest);
+
 // The owner reference every serving object of the model carries (controller: true).
 nlohmann::json modelOwnerReference(const std::string& name, const std::string& uid);
 

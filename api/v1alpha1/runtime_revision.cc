@@ -4,6 +4,7 @@
 #include <map>
 #include <set>
 
+#include "api/image_ref.h"
 #include "api/v1alpha1/canary_status.h"
 #include "api/v1alpha1/meta.h"
 
@@ -21,8 +22,31 @@ void later(std::string& latest, const std::string& t) {
 }
 
 bool inFlight(const std::string& phase) {
-  return phase == "Evaluating" || phase == "Testing" || phase == "Validated" || phase == "Canary" ||
-         phase == "Promoted";
+  return phase == "Evaluating" || phase == "Testing" || phase == "Canary" || phase == "Promoted";
+}
+
+// Per model, the names of the last `keep` releases of `list`, newest `at` first (the
+// name breaks ties).
+std::set<std::string> newestPerModel(std::vector<const ReleasePinFacts*> list,
+                                     std::string ReleasePinFacts::*at, bool promotedFirst,
+                                     int64_t keep) {
+  std::map<std::string, std::vector<const ReleasePinFacts*>> byModel;
+  for (const ReleasePinFacts* r : list) byModel[r->model].push_back(r);
+  std::set<std::string> out;
+  for (auto& [model, of] : byModel) {
+    std::sort(of.begin(), of.end(), [&](const ReleasePinFacts* a, const ReleasePinFacts* b) {
+      if (promotedFirst) {
+        bool ap = a->phase == "Promoted";
+        bool bp = b->phase == "Promoted";
+        if (ap != bp) return ap;
+      }
+      if (a->*at != b->*at) return a->*at > b->*at;
+      return a->name < b->name;
+    });
+    for (size_t i = 0; i < of.size() && i < static_cast<size_t>(std::max<int64_t>(keep, 0)); ++i)
+      out.insert(of[i]->name);
+  }
+  return out;
 }
 
 }  // namespace
@@ -101,12 +125,17 @@ std::string describePin(const RuntimePin& pin) {
          pin.closureHash + ")";
 }
 
+bool sameRuntimeImage(const std::string& a, const std::string& b) {
+  return a == b || sameImage(a, b);
+}
+
 std::optional<RuntimePin> pinFor(const std::vector<RuntimeRevision>& revisions,
                                  int64_t currentRevision, const std::string& closureHash,
                                  const std::string& runtimeImage) {
   const RuntimeRevision* chosen = nullptr;
   for (const RuntimeRevision& rev : revisions) {
-    if (rev.closureHash != closureHash || (!runtimeImage.empty() && rev.image != runtimeImage))
+    if (rev.closureHash != closureHash ||
+        (!runtimeImage.empty() && !sameRuntimeImage(rev.image, runtimeImage)))
       continue;
     if (rev.number == currentRevision) {
       chosen = &rev;
@@ -146,6 +175,10 @@ ReleasePinFacts releasePinFacts(const json& release) {
   f.runtimeImage = decode::string(spec, "runtimeImage");
   f.phase = decode::string(status, "phase");
   f.pin = decodeRuntimePin(release);
+  if (f.phase == "Validated") {
+    for (const json& st : decode::array(status, "stages"))
+      later(f.validatedAt, decode::string(st, "finishedAt"));
+  }
   // An unreadable status.canary cannot show that prod never ran the release:
   // it is held as one that did (a pin is never dropped on a guess).
   const CanaryStatusRead canary = readReleaseCanary(release);
@@ -164,32 +197,25 @@ std::vector<ReleasePin> releasePins(const std::string& runtimeEnv,
                                     const std::vector<ReleasePinFacts>& releases,
                                     const std::vector<RuntimeRevision>& revisions,
                                     int64_t currentRevision, int64_t historyLimit) {
-  // The rollback targets: per model, the last `historyLimit` releases prod ran.
-  std::set<std::string> rollbackTargets;
-  {
-    std::map<std::string, std::vector<const ReleasePinFacts*>> byModel;
-    for (const ReleasePinFacts& r : releases) {
-      if (r.promotedOnce && !r.deleting) byModel[r.model].push_back(&r);
-    }
-    for (auto& [model, list] : byModel) {
-      // The Promoted one first (prod runs it now), then newest first; the name breaks ties.
-      std::sort(list.begin(), list.end(), [](const ReleasePinFacts* a, const ReleasePinFacts* b) {
-        bool ap = a->phase == "Promoted";
-        bool bp = b->phase == "Promoted";
-        if (ap != bp) return ap;
-        if (a->lastProdAt != b->lastProdAt) return a->lastProdAt > b->lastProdAt;
-        return a->name < b->name;
-      });
-      const auto keep = static_cast<size_t>(std::max<int64_t>(historyLimit, 0));
-      for (size_t i = 0; i < list.size() && i < keep; ++i) rollbackTargets.insert(list[i]->name);
-    }
+  // The rollback targets: per model, the last `historyLimit` releases prod ran (the
+  // Promoted one first: prod runs it now). The validated ones held: per model, the
+  // last `historyLimit` validated.
+  std::vector<const ReleasePinFacts*> ran, validated;
+  for (const ReleasePinFacts& r : releases) {
+    if (r.deleting) continue;
+    if (r.promotedOnce) ran.push_back(&r);
+    if (r.phase == "Validated") validated.push_back(&r);
   }
+  const std::set<std::string> rollbackTargets =
+      newestPerModel(ran, &ReleasePinFacts::lastProdAt, true, historyLimit);
+  const std::set<std::string> heldValidated =
+      newestPerModel(validated, &ReleasePinFacts::validatedAt, false, historyLimit);
 
   std::vector<ReleasePin> out;
   for (const ReleasePinFacts& r : releases) {
     if (r.runtimeEnv != runtimeEnv || r.deleting) continue;
     PinHold hold = PinHold::kNone;
-    if (inFlight(r.phase)) {
+    if (inFlight(r.phase) || heldValidated.count(r.name) != 0) {
       hold = r.phase == "Promoted" ? PinHold::kPromoted : PinHold::kInFlight;
     } else if (rollbackTargets.count(r.name) != 0) {
       hold = PinHold::kRollbackTarget;

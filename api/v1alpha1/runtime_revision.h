@@ -96,6 +96,11 @@ nlohmann::json encodeRuntimePin(const RuntimePin& pin);
 // "revision 3 (repo@sha256:…, closure sha256:…)", for messages.
 std::string describePin(const RuntimePin& pin);
 
+// A release's spec.runtimeImage names a revision's image when both are the same
+// pinned image in any spelling ("torch@sha256:x" is "docker.io/library/torch@sha256:x",
+// as admission compares them: api::sameImage), or the same text.
+bool sameRuntimeImage(const std::string& a, const std::string& b);
+
 // THE pin rule (docs/contracts.md "Runtime revisions"), shared by the release
 // side (status.runtime, written when the release's first stage starts) and
 // releasePins() (a release not pinned yet): the revision a release with
@@ -135,6 +140,9 @@ struct ReleasePinFacts {
   // The last time prod ran it (RFC 3339; compared as text): the latest of its
   // stages' finishedAt, status.canary.finishedAt and status.rollback.at.
   std::string lastProdAt;
+  // When a Validated release passed its last gate (its stages' latest finishedAt;
+  // "" unless status.phase is Validated).
+  std::string validatedAt;
   bool deleting = false;  // metadata.deletionTimestamp set
 };
 ReleasePinFacts releasePinFacts(const nlohmann::json& release);
@@ -144,8 +152,10 @@ enum class PinHold { kNone, kInFlight, kPromoted, kRollbackTarget };
 
 // Which revision each release pins (the rule of docs/contracts.md):
 //  - the releases considered are those naming `runtimeEnv`, not being deleted;
-//  - a release holds its pin while it is in a gate (Evaluating, Testing),
-//    Validated, in the canary or Promoted, and while it is among the last `historyLimit`
+//  - a release holds its pin while it is in a gate (Evaluating, Testing), in the
+//    canary or Promoted; Validated while it is among the last `historyLimit` releases
+//    of its model validated (by validatedAt; a gate-only release's pin does not
+//    outlive `historyLimit` newer validations); and while it is among the last `historyLimit`
 //    releases of its model that prod ran (rollback targets, by lastProdAt;
 //    all releases of the model count, whatever their RuntimeEnv);
 //  - the revision held is the one whose pair equals status.runtime's; a

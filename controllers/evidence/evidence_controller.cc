@@ -172,8 +172,31 @@ Result EvidenceReconciler::publishEvidence(const json& release) {
   auto planned = plannedStatements(release, options_.context);
   std::string bomError;  // the BOM could not be made (no lock for the pinned closure)
   if (!planned.isOk()) {
-    spdlog::debug("evidence {}: {}", key, planned.status().message());
+    const std::string why = planned.status().message();
+    auto pkg = api::parseImageRef(decode::string(decode::object(release, "spec"), "package"));
+    if (!pkg.isOk() || !pkg->pinned()) {  // a package by tag gets no evidence, by design
+      spdlog::debug("evidence {}: {}", key, why);
+      return Result::done();
+    }
+    // Anything else is a status the operator cannot read (status.canary, say): no
+    // statement is made for this release until it is readable, and the user is told.
+    bool raise = false;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      auto [it, added] = unplanned_.try_emplace(meta.uid, why);
+      raise = added || it->second != why;
+      it->second = why;
+    }
+    if (raise) {
+      spdlog::warn("evidence {}: no statement is made: {}", key, why);
+      (void)events_.warning(release, "EvidenceNotPlanned",
+                            "no evidence statement is made for this release: " + why);
+    }
     return Result::done();
+  }
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    unplanned_.erase(meta.uid);
   }
   if (planned->empty()) return Result::done();
   const std::string package = decode::string(decode::object(release, "spec"), "package");

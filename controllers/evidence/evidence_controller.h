@@ -123,6 +123,9 @@ class EvidenceReconciler final : public runtime::Reconciler {
   // status.evidence as last written, by release UID (only this controller writes it).
   // status.evidence this controller wrote, by release uid, until the cache delivers it.
   std::map<std::string, nlohmann::json> written_;
+  // Why a pinned release's statements cannot be planned (a status the operator cannot
+  // read), by release uid: the Warning is raised once per reason, not per reconcile.
+  std::map<std::string, std::string> unplanned_;
   // Evidence stages read: by "uid/stage", the request key, when to read again and
   // the registry failures in a row.
   struct Recheck {

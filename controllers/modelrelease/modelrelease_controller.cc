@@ -15,6 +15,7 @@
 #include "api/v1alpha1/model_release.h"
 #include "api/v1alpha1/resources.h"
 #include "api/v1alpha1/runtime_env.h"
+#include "api/v1alpha1/runtime_revision.h"
 #include "api/v1alpha1/serving_pod.h"
 #include "controllers/common/cached_pods.h"
 #include "controllers/common/execute.h"
@@ -120,6 +121,12 @@ std::optional<ModelReleaseObserved> ModelReleaseReconciler::observe(const Reques
     o.promotedRelease = m.promoted();
     o.canaryRelease = m.canaryHolder();
     o.modelRevision = modelObject ? m.prodRevision() : std::string();
+    if (modelObject) {
+      const std::optional<v1::RuntimePin> pin = v1::decodeRuntimePin(*release);
+      o.modelRecordsProdRan = v1::recordShowsProdRan(
+          m, r.meta.name, r.meta.uid,
+          pin ? v1::contentDigest(v1::releaseContent(*release, *pin)) : std::string());
+    }
     // The last manual rollback to this release, as the Model recorded it (a
     // status write lost after the Model moved is re-derived from it).
     const std::vector<v1::ModelHistoryEntry>& history = m.status.history;

@@ -65,6 +65,9 @@ struct ReleaseObserved {
   std::string promotedRelease;
   std::string canaryRelease;
   std::string modelRevision;  // the Model's status.revision ("" when there is no Model)
+  // The Model's record shows prod ran this release (v1::recordShowsProdRan): only then
+  // is it a manual rollback's target. True when there is no Model (nothing to check).
+  bool modelRecordsProdRan = true;
   // The Model history's last entry is a Rollback to this release: from where.
   std::string rollbackFrom;
   // The model's change windows, when they keep it closed now (change_window_gate.h).

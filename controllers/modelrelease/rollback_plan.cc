@@ -100,6 +100,13 @@ bool planManualRollback(const ReleaseObserved& o, const v1::ModelRelease& r,
       if (!canaryError.empty()) {
         refusal = "status.canary cannot be read (" + canaryError +
                   "): whether prod ran this release is unknown; repair the status first";
+      } else if (!by.empty() && !o.modelRecordsProdRan) {
+        refusal =
+            "the Model's record (status.prod, status.history) does not show that prod ran "
+            "this release object (uid " +
+            r.meta.uid +
+            ") or its content; status.canary "
+            "alone does not make a rollback target";
       } else if (!by.empty() && !o.canaryRelease.empty()) {
         refusal = "release " + quote(o.canaryRelease) + " is in canary on model " +
                   quote(r.spec.model) + "; abort it first";

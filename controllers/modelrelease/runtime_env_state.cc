@@ -104,7 +104,7 @@ ReleaseRuntime releaseRuntime(const RuntimeEnvState& env, const v1::ModelRelease
   std::optional<v1::RuntimePin> chosen =
       v1::pinFor(env.revisions, env.currentRevision, r.spec.closureHash, "");
   if (!chosen || chosen->revision != env.currentRevision) return out;
-  if (!r.spec.runtimeImage.empty() && r.spec.runtimeImage != chosen->image) {
+  if (!r.spec.runtimeImage.empty() && !v1::sameRuntimeImage(r.spec.runtimeImage, chosen->image)) {
     out.mismatch = "spec.runtimeImage " + r.spec.runtimeImage + " is not the image of " + rte +
                    "'s current " + v1::describePin(*chosen) +
                    "; the release was packaged for another runtime image";

@@ -92,6 +92,37 @@ TEST(ContentDigest, OfAReleaseReadsItsSpecAndThePinnedPair) {
   EXPECT_NE(contentDigest(releaseContent(release, pin)), contentDigest(content()));
 }
 
+// What a manual rollback may target: a release the Model's record shows prod ran.
+TEST(ModelRecord, ShowsProdRanByUidByContentOrByNameForAnAdoptedEntry) {
+  Model m;
+  ProdContent prod;
+  prod.release = "v3";
+  prod.uid = "u3";
+  prod.contentDigest = "sha256:33";
+  m.status.prod = prod;
+  auto entry = [](const char* action, const char* release, const char* uid, const char* digest) {
+    ModelHistoryEntry h;
+    h.action = action;
+    h.release = release;
+    h.uid = uid;
+    h.contentDigest = digest;
+    return h;
+  };
+  m.status.history = {entry(kModelActionAdopted, "v0", "", ""),
+                      entry(kModelActionPromoted, "v1", "u1", "sha256:11"),
+                      entry(kModelActionRolledBack, "v2", "u2", "sha256:22"),
+                      entry(kModelActionRollback, "v1", "u1", "sha256:11")};
+  EXPECT_TRUE(recordShowsProdRan(m, "v3", "u3", "")) << "prod, by uid";
+  EXPECT_TRUE(recordShowsProdRan(m, "v1", "u1", "")) << "a promotion, by uid";
+  EXPECT_TRUE(recordShowsProdRan(m, "v1", "u9", "sha256:11")) << "re-created with that content";
+  EXPECT_FALSE(recordShowsProdRan(m, "v1", "u9", "sha256:99")) << "re-created, other content";
+  EXPECT_FALSE(recordShowsProdRan(m, "v1", "u9", "")) << "re-created, no pinned pair";
+  EXPECT_FALSE(recordShowsProdRan(m, "v2", "u2", "sha256:22")) << "a canary that rolled back";
+  EXPECT_FALSE(recordShowsProdRan(m, "v4", "u4", "")) << "never in the record";
+  EXPECT_TRUE(recordShowsProdRan(m, "v0", "u0", "")) << "adopted from an anchor: by name";
+  EXPECT_FALSE(recordShowsProdRan(m, "u1", "v1", "")) << "name and uid are not swapped";
+}
+
 TEST(ModelView, DecodesSpecAndStatusAndEncodesTheStatusBack) {
   json model = json::parse(R"({
     "apiVersion": "lockstep.dev/v1alpha1", "kind": "Model",

@@ -1111,6 +1111,24 @@ TEST(ReleasePlan, ManualRollbackIsRefusedOnAStaleRuntimeOrDuringACanary) {
   EXPECT_TRUE(hasEvent(plan, "RollbackRefused", "status.canary.passedSteps[0].step"));
 }
 
+// Issue 28: "the operator never trusts a status field that it cannot re-derive". A
+// release whose status.canary says Promoted (forged, or restored from a backup) but that
+// the Model's record never put in prod is refused as a rollback target.
+TEST(ReleasePlan, ManualRollbackToAReleaseTheModelNeverRecordedIsRefused) {
+  json release = supersededRelease();
+  release["metadata"]["annotations"]["rollback.lockstep.dev/4"] = "alice";
+  auto o = atRevision(release);
+  ASSERT_TRUE(planRelease(o).modelRollback.has_value()) << "recorded: the rollback goes ahead";
+  o.modelRecordsProdRan = false;
+  auto plan = planRelease(o);
+  EXPECT_FALSE(plan.modelRollback.has_value());
+  EXPECT_EQ(plan.status["phase"], "Superseded");
+  EXPECT_NE(plan.status["rollback"].value("refused", "").find("does not show that prod ran"),
+            std::string::npos)
+      << plan.status["rollback"];
+  EXPECT_TRUE(hasEvent(plan, "RollbackRefused", "status.canary alone"));
+}
+
 TEST(ReleasePlan, AWindowWithRollbacksDenyRefusesAManualRollback) {
   json release = supersededRelease();
   release["metadata"]["annotations"]["rollback.lockstep.dev/4"] = "alice";

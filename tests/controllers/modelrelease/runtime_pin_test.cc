@@ -203,6 +203,32 @@ TEST(ReleaseRuntime, ARuntimeImageThatIsNotTheCurrentOneIsAFailureNamingBoth) {
   EXPECT_EQ(plan.jobsToCreate.size(), 1u);
 }
 
+// spec.runtimeImage in another spelling of the revision's image (as admission compares
+// images: api::sameImage) is that image: the release pins, and releasePins() agrees.
+TEST(ReleaseRuntime, ARuntimeImageInAnotherSpellingOfTheCurrentOneIsThatImage) {
+  const std::string digest = "sha256:" + std::string(64, '7');
+  std::vector<v1::RuntimeRevision> revs = {rev(1, "docker.io/library/torch@" + digest, hash('a'))};
+  for (const std::string spelling :
+       {"torch@" + digest, "index.docker.io/library/torch:2.5@" + digest,
+        "docker.io/library/torch@" + digest}) {
+    json r = release();
+    r["spec"]["runtimeImage"] = spelling;
+    auto plan = planRelease(observed(r, runtimeEnv(revs, 1)));
+    EXPECT_NE(plan.status.value("phase", ""), "Failed") << spelling << plan.status.dump();
+    EXPECT_EQ(plan.status["runtime"]["revision"], 1) << spelling;
+    EXPECT_EQ(plan.jobsToCreate.size(), 1u) << spelling;
+    auto p = v1::pinFor(revs, 1, hash('a'), spelling);
+    ASSERT_TRUE(p) << spelling;
+    EXPECT_EQ(p->image, "docker.io/library/torch@" + digest) << "the revision's own spelling";
+  }
+  // Another repository with the same digest is another image.
+  json r = release();
+  r["spec"]["runtimeImage"] = "registry.example/torch@" + digest;
+  EXPECT_EQ(condition(planRelease(observed(r, runtimeEnv(revs, 1))), "Stalled", "reason"),
+            v1::kReasonRuntimeImageMismatch);
+  EXPECT_FALSE(v1::pinFor(revs, 1, hash('a'), "registry.example/torch@" + digest));
+}
+
 // ---- the pin at the first gate, gate Jobs from it ---------------------------------------
 
 TEST(ReleasePin, TheFirstGatePinsTheCurrentRevisionAndEveryJobRunsThePinnedPair) {

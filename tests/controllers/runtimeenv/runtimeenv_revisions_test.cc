@@ -2,6 +2,7 @@
 // pinning rule (api/v1alpha1/runtime_revision.h): pure, no cluster.
 #include "controllers/runtimeenv/runtimeenv_revisions.h"
 
+#include <algorithm>
 #include <cstdio>
 #include <string>
 #include <vector>
@@ -207,6 +208,49 @@ TEST(PlanRevisions, TerminalReleasesPinOnlyAsRollbackTargets) {
   RevisionsPlan q = planRevisions(input(recorded, 5, pair(img('a'), hash('5')), releases, 2));
   EXPECT_EQ(numbered(q, 3).pinnedBy, (std::vector<std::string>{"p3"}));
   EXPECT_EQ(numbered(q, 1).pinnedBy, (std::vector<std::string>{"b1"}));
+}
+
+// Gate-only releases (CI runs) end Validated: per model, the last `limit` validated
+// hold their pins, and older ones let their revisions go (issue 28: "a Validated release
+// of a model without prod stops pinning after revisionHistoryLimit newer validations").
+TEST(PlanRevisions, ValidatedReleasesPinOnlyTheNewestLimitOfTheirModel) {
+  std::vector<RuntimeRevision> recorded;
+  for (int i = 1; i <= 6; ++i) recorded.push_back(rev(i, img('a'), hash(char('0' + i))));
+  std::vector<ReleasePinFacts> releases;
+  for (int i = 1; i <= 4; ++i) {
+    ReleasePinFacts f = release("ci" + std::to_string(i), "Validated", hash(char('0' + i)));
+    f.validatedAt = "2026-11-0" + std::to_string(i) + "T00:00:00Z";
+    f.pin = RuntimePin{i, img('a'), hash(char('0' + i))};
+    releases.push_back(f);
+  }
+  RevisionsPlan p = planRevisions(input(recorded, 6, pair(img('a'), hash('6')), releases, 2));
+  EXPECT_EQ(numbered(p, 4).pinnedBy, (std::vector<std::string>{"ci4"}));
+  EXPECT_EQ(numbered(p, 3).pinnedBy, (std::vector<std::string>{"ci3"}));
+  for (int64_t old : {1, 2}) {
+    const auto it = std::find_if(p.revisions.begin(), p.revisions.end(),
+                                 [&](const RuntimeRevision& r) { return r.number == old; });
+    EXPECT_TRUE(it == p.revisions.end() || !it->pinned()) << "revision " << old;
+  }
+  // Limit 2 keeps 2 unpinned besides the current and the pinned: 5 and 2 stay, 1 goes.
+  EXPECT_EQ(numbers(p.pruned), (std::vector<int64_t>{1}));
+
+  // Another model's validations and a release being deleted do not count towards gpt2's.
+  ReleasePinFacts bert = release("b1", "Validated", hash('5'), "bert");
+  bert.validatedAt = "2026-11-09T00:00:00Z";
+  ReleasePinFacts gone = release("ci9", "Validated", hash('5'));
+  gone.validatedAt = "2026-11-09T00:00:00Z";
+  gone.deleting = true;
+  releases.push_back(bert);
+  releases.push_back(gone);
+  RevisionsPlan q = planRevisions(input(recorded, 6, pair(img('a'), hash('6')), releases, 2));
+  EXPECT_EQ(numbered(q, 3).pinnedBy, (std::vector<std::string>{"ci3"}));
+  EXPECT_EQ(numbered(q, 4).pinnedBy, (std::vector<std::string>{"ci4"}));
+  EXPECT_EQ(numbered(q, 5).pinnedBy, (std::vector<std::string>{"b1"}));
+
+  // In a gate, the canary or Promoted, a release pins whatever the validations.
+  releases.push_back(release("t1", "Testing", hash('1')));
+  RevisionsPlan r = planRevisions(input(recorded, 6, pair(img('a'), hash('6')), releases, 2));
+  EXPECT_EQ(numbered(r, 1).pinnedBy, (std::vector<std::string>{"t1"}));
 }
 
 TEST(PlanRevisions, PrunesUnpinnedRevisionsBeyondTheLimit) {
