@@ -27,7 +27,7 @@ bool inFlight(const std::string& phase) {
 
 // Per model, the names of the last `keep` releases of `list`, newest `at` first (the
 // name breaks ties).
-std::set<std::string> newestPerModel(std::vector<const ReleasePinFacts*> list,
+std::set<std::string> newestPerModel(const std::vector<const ReleasePinFacts*>& list,
                                      std::string ReleasePinFacts::*at, bool promotedFirst,
                                      int64_t keep) {
   std::map<std::string, std::vector<const ReleasePinFacts*>> byModel;

@@ -13,6 +13,7 @@
 #
 # The cache key hashes every file under tests/evidence-tools/ and this script.
 # Builds run at idle priority where the kernel allows it (the machine is shared);
+# concurrent callers wait for one build (a lock beside the cache dir).
 # GOFLAGS and GOMAXPROCS from the environment apply (e.g. GOFLAGS=-p=1).
 # Environment: LOCKSTEP_CACHE (default ~/.cache/lockstep).
 set -euo pipefail
@@ -28,6 +29,12 @@ bin="$cache/evtools-$key"
 want=(registry oras cosign)
 
 have_all() { for b in "${want[@]}"; do [ -x "$bin/$b" ] || return 1; done; }
+if have_all; then echo "$bin"; exit 0; fi
+# One build at a time: tools/test.sh starts it in the background, and the tests that
+# need the tools call this script too; they wait here for that build, then find it done.
+mkdir -p "$cache"
+exec 9>"$bin.lock"
+flock 9
 if have_all; then echo "$bin"; exit 0; fi
 
 modver() { # module version pinned in a tool module's go.mod
