@@ -43,7 +43,8 @@ say() { printf '\n\033[1m== %s\033[0m\n' "$*"; }
 
 say "packages and build"
 tools/install-deps.sh
-cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Check -DCMAKE_CXX_COMPILER_LAUNCHER=ccache >/dev/null
+cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE="${LOCKSTEP_BUILD_TYPE:-RelWithDebInfo}" \
+  -DCMAKE_CXX_COMPILER_LAUNCHER=ccache >/dev/null
 cmake --build "$build" -j "${LOCKSTEP_JOBS:-2}" --target lockstep-operator lockstep lockstep-test-exporter
 
 say "local cluster"

@@ -12,7 +12,9 @@
 # docs/testing.md "Test commands" says what each runs and how often, and where CI's
 # time goes. Heavy builds are cached outside the source tree in $LOCKSTEP_CACHE
 # (default ~/.cache/lockstep): the Go-built control plane, ccache objects, clang-tidy
-# verdicts. Cluster tests run on $LOCKSTEP_TEST_CLUSTERS local clusters (default 1),
+# verdicts. LOCKSTEP_BUILD_TYPE picks the CMake build type (default RelWithDebInfo; Check
+# builds without debug information, CMakeLists.txt). Cluster tests run on
+# $LOCKSTEP_TEST_CLUSTERS local clusters (default 1),
 # one test binary per cluster at a time (ctest resource groups, CMakeLists.txt), the
 # longest first, and the tests that need no cluster beside them.
 set -euo pipefail
@@ -89,7 +91,8 @@ if [ "$what" != unit ]; then
 fi
 
 step "C++ build"
-cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Check -DCMAKE_CXX_COMPILER_LAUNCHER=ccache >/dev/null
+cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE="${LOCKSTEP_BUILD_TYPE:-RelWithDebInfo}" \
+  -DCMAKE_CXX_COMPILER_LAUNCHER=ccache >/dev/null
 cmake --build "$build" -j "$jobs"
 
 # Starts $1 local clusters and writes ctest's resource spec naming them.

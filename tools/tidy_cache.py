@@ -9,8 +9,7 @@ decides clang-tidy's verdict on that translation unit:
 - clang-tidy's version and every .clang-tidy file of the repository;
 - the file's compile command (compile_commands.json), with the clone's and the
   build folder's absolute paths replaced by placeholders, so that another clone
-  of the same commit gets the same key, and without the optimisation and debug
-  flags (-O*, -g*), which change only the code generated;
+  of the same commit gets the same key;
 - the content of every file the translation unit read when it was last built:
   the .cc itself, each project header, each system header (ninja's deps log,
   `ninja -t deps`; a Debian upgrade of a library changes its headers, so the key).
@@ -25,16 +24,9 @@ source changed after it.
 import hashlib
 import json
 import os
-import re
 import shlex
 import subprocess
 import sys
-
-
-# Flags that change only the code generated, never what clang-tidy reads: the optimisation
-# level and debug information (the Check build and RelWithDebInfo differ in these alone),
-# so switching between them keeps the verdicts.
-CODEGEN_ONLY = re.compile(r"^-(O[0-3sz]?|Og|Ofast|g.*)$")
 
 
 def sha(data: bytes) -> str:
@@ -118,7 +110,7 @@ def main() -> int:
         key.update(norm(entry["directory"]).encode() + b"\0")
         key.update(" ".join(norm(a) if a.startswith("/") else
                             a.replace(build, "@BUILD@").replace(root, "@ROOT@")
-                            for a in args if not CODEGEN_ONLY.match(a)).encode() + b"\0")
+                            for a in args).encode() + b"\0")
         for shown, path in sorted({(norm(p), p) for p in deps[obj]}):
             key.update(f"{shown} {digest(path)}\n".encode())
         print(name, key.hexdigest())
