@@ -647,7 +647,12 @@ TEST_F(ModelReleaseControllerTest, AnInvalidManualRollbackIsTerminalWithAConditi
   put(releases_, release);
   kube::Object model = kube::newObject(v1::kModels, "ml", "gpt2");
   model["metadata"]["uid"] = "model-uid";
-  model["status"] = {{"revision", 3}, {"prod", {{"release", "v8"}}}};
+  // The Model's record: v7 was prod before v8 (a rollback targets only what it records).
+  model["status"] = {
+      {"revision", 3},
+      {"prod", {{"release", "v8"}}},
+      {"history", json::array({{{"action", "Promoted"}, {"release", "v7"}, {"uid", "uid-v7"}},
+                               {{"action", "Promoted"}, {"release", "v8"}}})}};
   put(models_, model);
   serveWrites();
 
