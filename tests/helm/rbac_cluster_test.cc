@@ -332,6 +332,15 @@ TEST_F(OperatorAccount, OnlyTheOperatorWritesLockstepStatus) {
           patchStatus({"rte", "torch", "-n", ns}, "merge", forged, mallory));
   refused("mallory: merge patch of an AnalysisProvider's status",
           patchStatus({"analysisprovider", provider}, "merge", forged, mallory));
+  // The Model: its status is the record of what prod runs (issue 28: "status is the trust root").
+  json model = {{"apiVersion", "lockstep.dev/v1alpha1"},
+                {"kind", "Model"},
+                {"metadata", {{"name", "gpt2"}, {"namespace", ns}}}};
+  ASSERT_EQ(kubectl({"apply", "-f", "-"}, model.dump()).exitCode, 0);
+  refused(
+      "mallory: merge patch of a Model's status",
+      patchStatus({"models.lockstep.dev", "gpt2", "-n", ns}, "merge",
+                  R"({"status":{"revision":99,"prod":{"release":"forged","uid":"u"}}})", mallory));
   refused("mallory: merge patch of a new kind's status",
           patchStatus({"statusprobe", "p", "-n", ns}, "merge", forged, mallory));
   refused("the cluster's admin: merge patch of a RuntimeEnv's status",
@@ -340,6 +349,9 @@ TEST_F(OperatorAccount, OnlyTheOperatorWritesLockstepStatus) {
   EXPECT_EQ(kubectlJson({"get", "rte", "torch", "-n", ns})["status"].value("closureHash", ""),
             hash);
   EXPECT_NE(statusField(kubectlJson({"get", "mr", "v1", "-n", ns})), "Promoted");
+  EXPECT_NE(kubectlJson({"get", "models.lockstep.dev", "gpt2", "-n", ns})
+                .value("/status/prod/release"_json_pointer, std::string()),
+            "forged");
 
   // The operator still writes: a changed lock is a new closure hash in status.
   json rte = kubectlJson({"get", "rte", "torch", "-n", ns});
