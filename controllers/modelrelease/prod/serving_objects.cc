@@ -4,6 +4,7 @@
 #include <optional>
 #include <string_view>
 
+#include "api/v1alpha1/meta.h"
 #include "api/v1alpha1/model.h"
 #include "operator/kube/views.h"
 
@@ -310,11 +311,6 @@ std::string containsDrift(const json& want, const json& have, const std::string&
   return path + " is " + brief(have) + ", not " + brief(want);
 }
 
-const json& member(const json& o, const char* key) {
-  static const json kNull;
-  return o.is_object() && o.contains(key) ? o.at(key) : kNull;
-}
-
 const json* named(const json& list, std::string_view name) {
   if (!list.is_array()) return nullptr;
   for (const json& item : list) {
@@ -333,7 +329,7 @@ std::string packageDrift(const json& desired, const json& current) {
   if (!wantPackage.is_string()) return "";
   const json& spec = at(current, "/spec/template/spec"_json_pointer);
   const std::string volumes = "spec.template.spec.volumes[\"" + std::string(kPackageVolume) + "\"]";
-  const json* volume = named(member(spec, "volumes"), kPackageVolume);
+  const json* volume = named(v1::decode::array(spec, "volumes"), kPackageVolume);
   if (volume == nullptr) return volumes + " is unset";
   if (volume->contains("image")) {
     const json ref =
@@ -342,12 +338,12 @@ std::string packageDrift(const json& desired, const json& current) {
       return volumes + ".image.reference is " + shown(ref) + ", not " + wantPackage.dump();
     return "";
   }
-  const json* fetch = named(member(spec, "initContainers"), kFetchPackageContainer);
+  const json* fetch = named(v1::decode::array(spec, "initContainers"), kFetchPackageContainer);
   if (fetch == nullptr) {
     return volumes + " is neither the package's image volume nor filled by init container " +
            kFetchPackageContainer;
   }
-  const json* env = named(member(*fetch, "env"), "LOCKSTEP_PACKAGE");
+  const json* env = named(v1::decode::array(*fetch, "env"), "LOCKSTEP_PACKAGE");
   const json value = env != nullptr ? env->value("value", json()) : json();
   if (value != wantPackage) {
     return "spec.template.spec.initContainers[\"" + std::string(kFetchPackageContainer) +

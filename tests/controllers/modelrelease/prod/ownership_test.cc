@@ -1089,6 +1089,18 @@ std::vector<std::string> restoredEvents(const ModelReleasePlan& plan) {
   return out;
 }
 
+// Every Deployment write of `plan` is a merge patch of `want` onto the Deployment of uid `uid`
+// (the one that was read: never onto one re-created meanwhile).
+void expectDeploymentMergePatches(const ModelReleasePlan& plan, const json& want,
+                                  const std::string& uid) {
+  for (const PlannedApply& a : plan.execution.apply) {
+    if (a.resource.kind != "Deployment") continue;
+    EXPECT_EQ(a.verb, WriteVerb::kMergePatch) << a.what;
+    EXPECT_EQ(a.object, want) << a.what;
+    EXPECT_EQ(a.uid, uid) << a.what;
+  }
+}
+
 TEST(ProdHealing, MissingServingObjectsAreCreatedOnceTheNamesWereRead) {
   ModelReleaseObserved o = promotedProd();
   o.prod.namesRead = false;
@@ -1142,12 +1154,7 @@ TEST(ProdHealing, AScaledStableDeploymentIsScaledBackWithItsTemplateUntouched) {
   o.prod.service = share(service);
   ModelReleasePlan plan = planModelRelease(o);
   ASSERT_TRUE(writesTo(plan.execution, "Deployment", "gpt2-stable"));
-  for (const PlannedApply& a : plan.execution.apply) {
-    if (a.resource.kind != "Deployment") continue;
-    EXPECT_EQ(a.verb, WriteVerb::kMergePatch);
-    EXPECT_EQ(a.object, json({{"spec", {{"replicas", 2}}}}));
-    EXPECT_EQ(a.uid, "stable-uid") << "never onto a Deployment re-created meanwhile";
-  }
+  expectDeploymentMergePatches(plan, json({{"spec", {{"replicas", 2}}}}), "stable-uid");
   auto events = restoredEvents(plan);
   ASSERT_EQ(events.size(), 1u);
   EXPECT_NE(events[0].find("Deployment gpt2-stable spec.replicas is 0, not 2"), std::string::npos)
@@ -1226,13 +1233,10 @@ TEST(ProdHealing, AStableDeploymentWithoutTheTemplateHashGetsItWithoutARestart) 
   o.prod.service = share(service);
   ModelReleasePlan plan = planModelRelease(o);
   ASSERT_TRUE(writesTo(plan.execution, "Deployment", "gpt2-stable"));
-  for (const PlannedApply& a : plan.execution.apply) {
-    if (a.resource.kind != "Deployment") continue;
-    EXPECT_EQ(a.verb, WriteVerb::kMergePatch);
-    EXPECT_EQ(a.object, json({{"metadata", {{"annotations", {{kTemplateHashAnnotation, hash}}}}}}))
-        << "metadata only: the pod template is not touched";
-    EXPECT_EQ(a.uid, "stable-uid");
-  }
+  // Metadata only: the pod template is not touched.
+  expectDeploymentMergePatches(
+      plan, json({{"metadata", {{"annotations", {{kTemplateHashAnnotation, hash}}}}}}),
+      "stable-uid");
   EXPECT_TRUE(restoredEvents(plan).empty());
 }
 
@@ -1254,12 +1258,7 @@ TEST(ProdHealing, TheCanaryScaledUpWhileTheSlotIsFreeGoesBackToZero) {
   ModelReleasePlan plan = planModelRelease(o);
   ASSERT_TRUE(writesTo(plan.execution, "Deployment", "gpt2-canary"));
   EXPECT_FALSE(writesTo(plan.execution, "Deployment", "gpt2-stable"));
-  for (const PlannedApply& a : plan.execution.apply) {
-    if (a.resource.kind != "Deployment") continue;
-    EXPECT_EQ(a.verb, WriteVerb::kMergePatch);
-    EXPECT_EQ(a.object, json({{"spec", {{"replicas", 0}}}}));
-    EXPECT_EQ(a.uid, "canary-uid");
-  }
+  expectDeploymentMergePatches(plan, json({{"spec", {{"replicas", 0}}}}), "canary-uid");
   auto events = restoredEvents(plan);
   ASSERT_EQ(events.size(), 1u);
   EXPECT_EQ(events[0].rfind("Deployment gpt2-canary spec.replicas is 2, not 0 (no canary holds the "
