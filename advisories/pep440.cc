@@ -7,8 +7,8 @@
 namespace lockstep::advisories {
 namespace {
 
-bool isDigit(char c) { return c >= '0' && c <= '9'; }
-bool isAlnum(char c) { return isDigit(c) || (c >= 'a' && c <= 'z'); }
+bool isDigitPep440(char c) { return c >= '0' && c <= '9'; }
+bool isAlnum(char c) { return isDigitPep440(c) || (c >= 'a' && c <= 'z'); }
 bool isSep(char c) { return c == '-' || c == '_' || c == '.'; }
 bool isSpace(char c) {
   return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\f' || c == '\v';
@@ -28,7 +28,7 @@ std::strong_ordering compareNumbers(const std::string& a, const std::string& b) 
 }
 
 bool allDigits(const std::string& s) {
-  return !s.empty() && std::all_of(s.begin(), s.end(), isDigit);
+  return !s.empty() && std::all_of(s.begin(), s.end(), isDigitPep440);
 }
 
 // A label and what PEP 440 normalises it to; longest spellings first so that "alpha"
@@ -69,7 +69,7 @@ class Pep440Parser {
       if (first.empty()) return bad("expected a release number after the epoch");
     }
     v.release_.push_back(stripZeros(first));
-    while (peek() == '.' && isDigit(peek(1))) {
+    while (peek() == '.' && isDigitPep440(peek(1))) {
       ++pos_;
       v.release_.push_back(stripZeros(digits()));
     }
@@ -93,7 +93,7 @@ class Pep440Parser {
     // Post-release: "-N", or [sep] label [sep] [number].
     {
       size_t save = pos_;
-      if (peek() == '-' && isDigit(peek(1))) {
+      if (peek() == '-' && isDigitPep440(peek(1))) {
         ++pos_;
         v.hasPost_ = true;
         v.post_ = stripZeros(digits());
@@ -147,13 +147,13 @@ class Pep440Parser {
   char peek(size_t ahead = 0) const { return pos_ + ahead < s_.size() ? s_[pos_ + ahead] : '\0'; }
   std::string digits() {
     size_t start = pos_;
-    while (isDigit(peek())) ++pos_;
+    while (isDigitPep440(peek())) ++pos_;
     return s_.substr(start, pos_ - start);
   }
   // "[sep] digits" after a label, or nothing (the number is then 0): a separator not
   // followed by a digit belongs to what comes next ("1.0a.dev1").
   std::string optionalNumber() {
-    if (isSep(peek()) && isDigit(peek(1))) ++pos_;
+    if (isSep(peek()) && isDigitPep440(peek(1))) ++pos_;
     std::string d = digits();
     return d.empty() ? "0" : stripZeros(d);
   }

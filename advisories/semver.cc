@@ -5,10 +5,12 @@
 namespace lockstep::advisories {
 namespace {
 
-bool isDigit(char c) { return c >= '0' && c <= '9'; }
-bool numeric(std::string_view s) { return !s.empty() && std::all_of(s.begin(), s.end(), isDigit); }
+bool isDigitSemver(char c) { return c >= '0' && c <= '9'; }
+bool numeric(std::string_view s) {
+  return !s.empty() && std::all_of(s.begin(), s.end(), isDigitSemver);
+}
 bool identifierChar(char c) {
-  return isDigit(c) || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '-';
+  return isDigitSemver(c) || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '-';
 }
 
 std::vector<std::string_view> split(std::string_view s, char sep) {
@@ -23,7 +25,7 @@ std::vector<std::string_view> split(std::string_view s, char sep) {
   }
 }
 
-std::strong_ordering compareNumbers(const std::string& a, const std::string& b) {
+std::strong_ordering compareNumbersSemver(const std::string& a, const std::string& b) {
   if (a.size() != b.size()) return a.size() <=> b.size();
   return a.compare(b) <=> 0;
 }
@@ -68,7 +70,7 @@ StatusOr<SemVer> SemVer::parse(std::string_view text) {
 
 std::strong_ordering SemVer::operator<=>(const SemVer& o) const {
   for (size_t i = 0; i < 3; ++i) {
-    if (auto c = compareNumbers(core_[i], o.core_[i]); std::is_neq(c)) return c;
+    if (auto c = compareNumbersSemver(core_[i], o.core_[i]); std::is_neq(c)) return c;
   }
   // A pre-release sorts before its release.
   if (pre_.empty() || o.pre_.empty()) return pre_.empty() <=> o.pre_.empty();
@@ -78,7 +80,7 @@ std::strong_ordering SemVer::operator<=>(const SemVer& o) const {
     bool bn = numeric(o.pre_[i]);
     // Numeric identifiers sort before alphanumeric ones.
     if (an != bn) return bn <=> an;
-    auto c = an ? compareNumbers(pre_[i], o.pre_[i]) : (pre_[i].compare(o.pre_[i]) <=> 0);
+    auto c = an ? compareNumbersSemver(pre_[i], o.pre_[i]) : (pre_[i].compare(o.pre_[i]) <=> 0);
     if (std::is_neq(c)) return c;
   }
   return pre_.size() <=> o.pre_.size();

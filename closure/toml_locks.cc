@@ -232,7 +232,7 @@ StatusOr<toml::table> parseToml(std::string_view text, const Ctx& ctx) {
 }
 
 // A string field of a table, or nullopt (absent or not a string).
-std::optional<std::string> str(const toml::table& t, std::string_view key) {
+std::optional<std::string> strTomlLocks(const toml::table& t, std::string_view key) {
   const toml::node* n = t.get(key);
   if (!n) return std::nullopt;
   if (auto v = n->value<std::string>()) return *v;
@@ -260,8 +260,8 @@ Status addArtifactHash(const toml::node& artifact, const Ctx& ctx, std::string_v
   p.digests.push_back(*d);
   RawFile f;
   f.digest = *d;
-  f.url = str(*t, "url").value_or("");
-  f.fileName = str(*t, "file").value_or("");
+  f.url = strTomlLocks(*t, "url").value_or("");
+  f.fileName = strTomlLocks(*t, "file").value_or("");
   if (const toml::node* size = t->get("size")) {
     if (auto n = size->value<int64_t>(); n && *n >= 0) f.size = *n;
   }
@@ -298,9 +298,9 @@ struct NameVersion {
 };
 
 StatusOr<NameVersion> nameVersion(const toml::table& t, const Ctx& ctx, bool versionRequired) {
-  auto name = str(t, "name");
+  auto name = strTomlLocks(t, "name");
   if (!name) return ctx.error(lineOf(t), "package.name", "missing or not a string");
-  auto version = str(t, "version");
+  auto version = strTomlLocks(t, "version");
   if (!version && (versionRequired || t.contains("version"))) {
     return ctx.error(lineOf(t), "package.version", "missing or not a string for \"" + *name + "\"");
   }
@@ -334,7 +334,7 @@ StatusOr<ParsedLock> parseUvLock(std::string_view text, const Ctx& ctx) {
     if (!nv.isOk()) return nv.status();
     RawPackage p{"pypi", nv->name, nv->version, {}, ctx.at(lineOf(*t))};
     if (source) {
-      if (auto git = str(*source, "git")) {
+      if (auto git = strTomlLocks(*source, "git")) {
         auto commit = gitCommitFromUrl(*git);
         if (!commit) {
           return ctx.error(
@@ -381,10 +381,10 @@ StatusOr<ParsedLock> parsePoetryLock(std::string_view text, const Ctx& ctx) {
     if (const toml::node* srcNode = t->get("source")) {
       const toml::table* source = srcNode->as_table();
       if (!source) return ctx.error(lineOf(*srcNode), "package.source", "expected a table");
-      std::string type = str(*source, "type").value_or("");
+      std::string type = strTomlLocks(*source, "type").value_or("");
       if (type == "directory") continue;  // a local tree: the project or a path dependency
       if (type == "git") {
-        auto ref = str(*source, "resolved_reference");
+        auto ref = strTomlLocks(*source, "resolved_reference");
         if (!ref || !isFullCommit(*ref)) {
           return ctx.error(lineOf(*srcNode), "package.source.resolved_reference",
                            "git source of \"" + nv->name + "\" has no full resolved commit");

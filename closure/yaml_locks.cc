@@ -18,7 +18,7 @@ constexpr size_t kMaxIndentNesting = 200;
 // with variants share theirs); more would make matching quadratic.
 constexpr size_t kMaxEntriesPerLocation = 64;
 
-int lineOf(const YamlNode& n) { return n.line(); }
+int lineOfYamlLocks(const YamlNode& n) { return n.line(); }
 
 // Bytes that matter after a line's indentation: flow brackets and the line end.
 constexpr std::array<bool, 256> kFlowOrLineEnd = [] {
@@ -111,11 +111,13 @@ Status sha256Of(const YamlNode& entry, const Ctx& ctx, std::vector<std::string>&
   };
   const YamlNode node = pick();
   if (!node || node.IsNull()) return Status::ok();
-  if (!node.IsScalar()) return ctx.error(lineOf(node), "sha256", "expected a string");
+  if (!node.IsScalar()) return ctx.error(lineOfYamlLocks(node), "sha256", "expected a string");
   const std::string_view raw = node.Scalar();
   if (raw.empty()) return Status::ok();
   auto d = canonicalSha256(raw);
-  if (!d) return ctx.error(lineOf(node), "sha256", "malformed sha256 \"" + std::string(raw) + "\"");
+  if (!d)
+    return ctx.error(lineOfYamlLocks(node), "sha256",
+                     "malformed sha256 \"" + std::string(raw) + "\"");
   digests.push_back(*d);
   return Status::ok();
 }
@@ -125,7 +127,7 @@ const std::vector<std::string> kCondaDefaults = {"linux-64"};
 // A list of package entries longer than the limit is refused before it is read.
 Status checkEntryCount(const YamlNode& list, const Ctx& ctx, std::string_view field) {
   if (list.childCount() > ctx.limits().maxEntries) {
-    return ctx.tooLarge(lineOf(list), field,
+    return ctx.tooLarge(lineOfYamlLocks(list), field,
                         std::to_string(list.childCount()) + " entries; the limit is " +
                             std::to_string(ctx.limits().maxEntries));
   }
@@ -140,11 +142,12 @@ StatusOr<ParsedLock> parseCondaLock(std::string_view text, const Ctx& ctx) {
   const YamlNode root = tree->root();
   if (!root.IsMap()) return ctx.error(1, "", "a conda-lock file is a YAML mapping");
   if (auto v = scalar(root, "version"); v && *v != "1" && *v != "2") {
-    return ctx.error(lineOf(root["version"]), "version", "unsupported conda-lock version " + *v);
+    return ctx.error(lineOfYamlLocks(root["version"]), "version",
+                     "unsupported conda-lock version " + *v);
   }
   const YamlNode pkgs = root["package"];
   if (!pkgs || !pkgs.IsSequence())
-    return ctx.error(lineOf(root), "package", "missing or not a list");
+    return ctx.error(lineOfYamlLocks(root), "package", "missing or not a list");
   LOCKSTEP_RETURN_IF_ERROR(checkEntryCount(pkgs, ctx, "package"));
 
   std::vector<std::string> platforms;  // in lock order
@@ -168,7 +171,7 @@ StatusOr<ParsedLock> parseCondaLock(std::string_view text, const Ctx& ctx) {
   ParsedLock out;
   out.platform = *platform;
   for (const YamlNode& e : items(pkgs)) {
-    if (!e.IsMap()) return ctx.error(lineOf(e), "package", "expected a mapping");
+    if (!e.IsMap()) return ctx.error(lineOfYamlLocks(e), "package", "expected a mapping");
     // Digests of every platform are checked, so a damaged entry is an error
     // even when another platform is selected.
     std::vector<std::string> digests;
@@ -176,9 +179,11 @@ StatusOr<ParsedLock> parseCondaLock(std::string_view text, const Ctx& ctx) {
     auto name = scalar(e, "name");
     auto version = scalar(e, "version");
     auto plat = scalar(e, "platform");
-    if (!name) return ctx.error(lineOf(e), "package.name", "missing");
-    if (!version) return ctx.error(lineOf(e), "package.version", "missing for \"" + *name + "\"");
-    if (!plat) return ctx.error(lineOf(e), "package.platform", "missing for \"" + *name + "\"");
+    if (!name) return ctx.error(lineOfYamlLocks(e), "package.name", "missing");
+    if (!version)
+      return ctx.error(lineOfYamlLocks(e), "package.version", "missing for \"" + *name + "\"");
+    if (!plat)
+      return ctx.error(lineOfYamlLocks(e), "package.platform", "missing for \"" + *name + "\"");
     if (*plat != out.platform) continue;
     std::string manager = scalar(e, "manager").value_or("conda");
     RawPackage p;
@@ -187,11 +192,12 @@ StatusOr<ParsedLock> parseCondaLock(std::string_view text, const Ctx& ctx) {
     } else if (manager == "pip") {
       p.ecosystem = "pypi";
     } else {
-      return ctx.error(lineOf(e), "package.manager", "unknown manager \"" + manager + "\"");
+      return ctx.error(lineOfYamlLocks(e), "package.manager",
+                       "unknown manager \"" + manager + "\"");
     }
     p.name = *name;
     p.version = *version;
-    p.where = ctx.at(lineOf(e));
+    p.where = ctx.at(lineOfYamlLocks(e));
     p.digests = std::move(digests);
     for (const std::string& d : p.digests) {
       RawFile f;
@@ -223,7 +229,7 @@ StatusOr<ParsedLock> parsePixiLock(std::string_view text, const Ctx& ctx) {
   if (!root.IsMap()) return ctx.error(1, "", "a pixi.lock file is a YAML mapping");
   const YamlNode envs = root["environments"];
   if (!envs || !envs.IsMap())
-    return ctx.error(lineOf(root), "environments", "missing or not a mapping");
+    return ctx.error(lineOfYamlLocks(root), "environments", "missing or not a mapping");
   std::string envName = ctx.options.environment.empty() ? "default" : ctx.options.environment;
   const YamlNode env = envs[envName];
   if (!env) {
@@ -231,11 +237,12 @@ StatusOr<ParsedLock> parsePixiLock(std::string_view text, const Ctx& ctx) {
     for (const auto& [k, v] : entries(envs)) {
       if (k.IsScalar()) names.emplace_back(k.Scalar());
     }
-    return ctx.error(lineOf(envs), "environments",
+    return ctx.error(lineOfYamlLocks(envs), "environments",
                      "environment \"" + envName +
                          "\" is not in the lock; available: " + joinCommaBounded(names));
   }
-  if (!env.IsMap()) return ctx.error(lineOf(env), "environments." + envName, "expected a mapping");
+  if (!env.IsMap())
+    return ctx.error(lineOfYamlLocks(env), "environments." + envName, "expected a mapping");
   const YamlNode byPlatform = env["packages"];
   std::vector<std::string> platforms;
   if (byPlatform && byPlatform.IsMap()) {
@@ -243,11 +250,11 @@ StatusOr<ParsedLock> parsePixiLock(std::string_view text, const Ctx& ctx) {
       if (k.IsScalar()) platforms.emplace_back(k.Scalar());
     }
   } else if (byPlatform && !byPlatform.IsNull()) {
-    return ctx.error(lineOf(byPlatform), "environments." + envName + ".packages",
+    return ctx.error(lineOfYamlLocks(byPlatform), "environments." + envName + ".packages",
                      "expected a mapping");
   }
   if (platforms.empty()) {
-    return ctx.error(lineOf(env), "environments." + envName + ".packages",
+    return ctx.error(lineOfYamlLocks(env), "environments." + envName + ".packages",
                      "environment \"" + envName + "\" lists no platforms");
   }
   auto platform = selectPlatform(ctx, ctx.options.platform, platforms, kCondaDefaults);
@@ -258,11 +265,11 @@ StatusOr<ParsedLock> parsePixiLock(std::string_view text, const Ctx& ctx) {
   std::map<std::pair<std::string, std::string>, std::vector<YamlNode>> index;
   const YamlNode pkgs = root["packages"];
   if (pkgs && !pkgs.IsNull() && !pkgs.IsSequence()) {
-    return ctx.error(lineOf(pkgs), "packages", "expected a list");
+    return ctx.error(lineOfYamlLocks(pkgs), "packages", "expected a list");
   }
   LOCKSTEP_RETURN_IF_ERROR(checkEntryCount(pkgs, ctx, "packages"));
   for (const YamlNode& e : items(pkgs)) {
-    if (!e.IsMap()) return ctx.error(lineOf(e), "packages", "expected a mapping");
+    if (!e.IsMap()) return ctx.error(lineOfYamlLocks(e), "packages", "expected a mapping");
     std::string kind, loc;
     if (auto c = scalar(e, "conda")) {
       kind = "conda";
@@ -275,13 +282,14 @@ StatusOr<ParsedLock> parsePixiLock(std::string_view text, const Ctx& ctx) {
       loc = scalar(e, "url").value_or(scalar(e, "path").value_or(""));
     }
     if (kind.empty() || loc.empty()) {
-      return ctx.error(lineOf(e), "packages", "entry has neither conda/pypi location nor kind+url");
+      return ctx.error(lineOfYamlLocks(e), "packages",
+                       "entry has neither conda/pypi location nor kind+url");
     }
     std::vector<std::string> unused;
     LOCKSTEP_RETURN_IF_ERROR(sha256Of(e, ctx, unused));
     auto& same = index[{kind, loc}];
     if (same.size() >= kMaxEntriesPerLocation) {
-      return ctx.tooLarge(lineOf(e), "packages",
+      return ctx.tooLarge(lineOfYamlLocks(e), "packages",
                           "more than " + std::to_string(kMaxEntriesPerLocation) +
                               " entries share the location \"" + loc + "\"");
     }
@@ -294,14 +302,15 @@ StatusOr<ParsedLock> parsePixiLock(std::string_view text, const Ctx& ctx) {
   const YamlNode list = byPlatform[out.platform];
   if (!list.IsSequence()) {
     if (list.IsNull()) return out;
-    return ctx.error(lineOf(list), "environments." + envName + ".packages." + out.platform,
+    return ctx.error(lineOfYamlLocks(list), "environments." + envName + ".packages." + out.platform,
                      "expected a list");
   }
   LOCKSTEP_RETURN_IF_ERROR(
       checkEntryCount(list, ctx, "environments." + envName + ".packages." + out.platform));
   for (const YamlNode& ref : items(list)) {
     if (!ref.IsMap())
-      return ctx.error(lineOf(ref), "environments." + envName + ".packages", "expected a mapping");
+      return ctx.error(lineOfYamlLocks(ref), "environments." + envName + ".packages",
+                       "expected a mapping");
     std::string kind, loc;
     if (auto c = scalar(ref, "conda")) {
       kind = "conda";
@@ -310,7 +319,7 @@ StatusOr<ParsedLock> parsePixiLock(std::string_view text, const Ctx& ctx) {
       kind = "pypi";
       loc = *p;
     } else {
-      return ctx.error(lineOf(ref), "environments." + envName + ".packages",
+      return ctx.error(lineOfYamlLocks(ref), "environments." + envName + ".packages",
                        "entry is neither conda nor pypi");
     }
     // Match by location, then by any other key the reference gives (e.g. build).
@@ -331,17 +340,17 @@ StatusOr<ParsedLock> parsePixiLock(std::string_view text, const Ctx& ctx) {
       }
     }
     if (candidates.empty()) {
-      return ctx.error(lineOf(ref), "environments." + envName + ".packages",
+      return ctx.error(lineOfYamlLocks(ref), "environments." + envName + ".packages",
                        "\"" + loc + "\" has no matching entry in packages");
     }
     if (candidates.size() > 1) {
-      return ctx.error(lineOf(ref), "environments." + envName + ".packages",
+      return ctx.error(lineOfYamlLocks(ref), "environments." + envName + ".packages",
                        "\"" + loc + "\" matches several entries in packages; give its build");
     }
     const YamlNode& e = candidates.front();
     RawPackage p;
     p.ecosystem = kind;
-    p.where = ctx.at(lineOf(e));
+    p.where = ctx.at(lineOfYamlLocks(e));
     if (kind == "pypi" && scalar(e, "editable").value_or("false") == "true") continue;
     LOCKSTEP_RETURN_IF_ERROR(sha256Of(e, ctx, p.digests));
     const bool remote = loc.find("://") != std::string::npos;
@@ -367,14 +376,15 @@ StatusOr<ParsedLock> parsePixiLock(std::string_view text, const Ctx& ctx) {
     if (kind == "conda" && (!name || !version)) {
       std::string n, v;
       if (!splitCondaArchive(loc, n, v)) {
-        return ctx.error(lineOf(e), "packages",
+        return ctx.error(lineOfYamlLocks(e), "packages",
                          "cannot read name-version-build from \"" + loc + "\"");
       }
       if (!name) name = n;
       if (!version) version = v;
     }
-    if (!name) return ctx.error(lineOf(e), "packages.name", "missing for \"" + loc + "\"");
-    if (!version) return ctx.error(lineOf(e), "packages.version", "missing for \"" + loc + "\"");
+    if (!name) return ctx.error(lineOfYamlLocks(e), "packages.name", "missing for \"" + loc + "\"");
+    if (!version)
+      return ctx.error(lineOfYamlLocks(e), "packages.version", "missing for \"" + loc + "\"");
     p.name = *name;
     p.version = *version;
     if (p.digests.empty() && isGitUrl(loc)) {

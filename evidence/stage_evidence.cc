@@ -18,7 +18,7 @@ std::string stringAt(const json& j, const char* key) {
                                                                    : "";
 }
 
-std::string quote(const std::string& s) { return "\"" + s + "\""; }
+std::string quoteStageEvidence(const std::string& s) { return "\"" + s + "\""; }
 
 // The digest part of "REPOSITORY@sha256:…"; the text itself when it has no '@'.
 std::string imageDigest(const std::string& image) {
@@ -92,9 +92,9 @@ StatusOr<std::vector<TrustedKey>> trustedKeys(const api::v1alpha1::TrustPolicySp
   for (size_t i = 0; i < policy.keys.size(); ++i) {
     const api::v1alpha1::TrustPolicyKey& k = policy.keys[i];
     // Every key is parsed: a broken one makes the whole policy invalid.
-    auto parsed =
-        parseP256PublicKey(k.publicKey, "TrustPolicy " + quote(policyName) + " spec.keys[" +
-                                            std::to_string(i) + "] " + quote(k.name));
+    auto parsed = parseP256PublicKey(k.publicKey, "TrustPolicy " + quoteStageEvidence(policyName) +
+                                                      " spec.keys[" + std::to_string(i) + "] " +
+                                                      quoteStageEvidence(k.name));
     if (!parsed.isOk()) return parsed.status();
     if (names.count(k.name)) out.push_back(TrustedKey{k.name, *parsed});
   }
@@ -105,7 +105,7 @@ StageEvidenceResult checkStageEvidence(const std::vector<ReferrerBundle>& referr
                                        const api::v1alpha1::TrustPolicySpec& policy,
                                        const EvidenceRequirement& want) {
   StageEvidenceResult out;
-  const std::string policyName = "TrustPolicy " + quote(want.policyName);
+  const std::string policyName = "TrustPolicy " + quoteStageEvidence(want.policyName);
   auto hold = [&](const std::string& reason, const std::string& message) {
     out.passed = false;
     out.reason = reason;
@@ -121,9 +121,10 @@ StageEvidenceResult checkStageEvidence(const std::vector<ReferrerBundle>& referr
     const std::vector<TrustedKey>& trusted = *keys;
     if (trusted.empty()) {
       return hold(kReasonEvidenceUntrusted, policyName + " trusts no key for stage " +
-                                                quote(stage) + " of " + want.packageName);
+                                                quoteStageEvidence(stage) + " of " +
+                                                want.packageName);
     }
-    const std::string where = "stage " + quote(stage) + ": ";
+    const std::string where = "stage " + quoteStageEvidence(stage) + ": ";
     // Every referrer that verifies under a key trusted for this stage, by payload digest.
     std::map<std::string, Verified> byPayload;
     Held held;
@@ -161,17 +162,19 @@ StageEvidenceResult checkStageEvidence(const std::vector<ReferrerBundle>& referr
       const json own = predicate.value("lockstep", json::object());
       std::string mismatch;
       if (!v->passed) {
-        mismatch = "its verificationResult is " + quote(stringAt(predicate, "verificationResult"));
+        mismatch = "its verificationResult is " +
+                   quoteStageEvidence(stringAt(predicate, "verificationResult"));
       } else if (auto spec = want.specDigests.find(stage);
                  spec != want.specDigests.end() && v->stageSpecDigest != spec->second) {
         mismatch = "it is for stage spec " + v->stageSpecDigest + ", not " + spec->second;
       } else if (!want.closureHash.empty() && stringAt(own, "closureHash") != want.closureHash) {
-        mismatch = "it was made on closure " + quote(stringAt(own, "closureHash")) +
+        mismatch = "it was made on closure " + quoteStageEvidence(stringAt(own, "closureHash")) +
                    ", not the pinned " + want.closureHash;
       } else if (!want.runtimeImageDigest.empty() &&
                  imageDigest(stringAt(own, "runtimeImage")) != want.runtimeImageDigest) {
-        mismatch = "it was made on runtime image " + quote(stringAt(own, "runtimeImage")) +
-                   ", not one with digest " + want.runtimeImageDigest;
+        mismatch = "it was made on runtime image " +
+                   quoteStageEvidence(stringAt(own, "runtimeImage")) + ", not one with digest " +
+                   want.runtimeImageDigest;
       }
       if (!mismatch.empty()) {
         held.note(2, kReasonEvidenceMismatch,
@@ -197,7 +200,7 @@ StageEvidenceResult checkStageEvidence(const std::vector<ReferrerBundle>& referr
       if (it == byPayload.end()) {
         return hold(kReasonEvidenceMissing,
                     where + "the decision in referrer " + decision->referrer->manifestDigest +
-                        " cites " + quote(stringAt(input, "name")) + " (" + digest +
+                        " cites " + quoteStageEvidence(stringAt(input, "name")) + " (" + digest +
                         "), which no referrer signed by a trusted key holds");
       }
       found.push_back({stage, it->second.statement.predicateType, digest,

@@ -57,7 +57,7 @@ StatusOr<Json> inputAttestations(const std::vector<InputAttestation>& in) {
   return inputs;
 }
 
-Json statement(Json subjects, const char* predicateType, Json predicate) {
+Json inTotoStatement(Json subjects, const char* predicateType, Json predicate) {
   return Json{{"_type", kStatementType},
               {"subject", std::move(subjects)},
               {"predicateType", predicateType},
@@ -113,7 +113,7 @@ StatusOr<nlohmann::ordered_json> evalStatement(const EvalStatementInput& in) {
                  {"warnedTests", Json::array()},
                  {"failedTests", failed},
                  {"lockstep", own}};
-  return statement(*subjects, kTestResultPredicate, predicate);
+  return inTotoStatement(*subjects, kTestResultPredicate, predicate);
 }
 
 StatusOr<nlohmann::ordered_json> decisionStatement(const DecisionInput& in) {
@@ -147,7 +147,7 @@ StatusOr<nlohmann::ordered_json> decisionStatement(const DecisionInput& in) {
   // VSA v1 reserves the SLSA_ prefix; a custom level names what was verified.
   predicate["verifiedLevels"] = Json::array({in.passed ? "LOCKSTEP_STAGE_PASSED" : "FAILED"});
   predicate["lockstep"] = own;
-  return statement(*subjects, kVerificationSummaryPredicate, predicate);
+  return inTotoStatement(*subjects, kVerificationSummaryPredicate, predicate);
 }
 
 StatusOr<nlohmann::ordered_json> prodRecordStatement(const ProdRecordInput& in) {
@@ -175,7 +175,7 @@ StatusOr<nlohmann::ordered_json> prodRecordStatement(const ProdRecordInput& in) 
   if (in.failedStep.is_object()) predicate["failedStep"] = Json(in.failedStep);
   if (!in.restoredPackage.empty()) predicate["restoredPackage"] = in.restoredPackage;
   predicate["inputAttestations"] = *inputs;
-  return statement(*subjects, kProdRecordPredicate, predicate);
+  return inTotoStatement(*subjects, kProdRecordPredicate, predicate);
 }
 
 }  // namespace lockstep::evidence

@@ -22,7 +22,7 @@ std::string sha256Of(const nlohmann::json& descriptor) {
   return "sha256:" + d.at("sha256").get<std::string>();
 }
 
-std::string stringAt(const nlohmann::json& j, const char* key) {
+std::string stringAtVerify(const nlohmann::json& j, const char* key) {
   return j.is_object() && j.contains(key) && j.at(key).is_string() ? j.at(key).get<std::string>()
                                                                    : "";
 }
@@ -89,11 +89,11 @@ StatusOr<VerifiedStatement> verifyBundle(std::string_view bundleText,
   if (s.is_discarded() || !s.is_object()) {
     return refuse(Refusal::kMalformed, "the signed payload is not a JSON object");
   }
-  if (stringAt(s, "_type") != kStatementType) {
+  if (stringAtVerify(s, "_type") != kStatementType) {
     return refuse(Refusal::kMalformed,
-                  "_type \"" + stringAt(s, "_type") + "\" is not " + kStatementType);
+                  "_type \"" + stringAtVerify(s, "_type") + "\" is not " + kStatementType);
   }
-  v.predicateType = stringAt(s, "predicateType");
+  v.predicateType = stringAtVerify(s, "predicateType");
   if (!want.predicateType.empty() && v.predicateType != want.predicateType) {
     return refuse(Refusal::kOtherPredicate,
                   "predicateType " + v.predicateType + ", not " + want.predicateType);
@@ -115,7 +115,7 @@ StatusOr<VerifiedStatement> verifyBundle(std::string_view bundleText,
   }
 
   const nlohmann::json predicate = s.value("predicate", nlohmann::json::object());
-  v.stage = stringAt(predicate.value("lockstep", nlohmann::json::object()), "stage");
+  v.stage = stringAtVerify(predicate.value("lockstep", nlohmann::json::object()), "stage");
   if (v.predicateType == kCycloneDxBomPredicate) {
     // An ML-BOM is a record, not a verdict: it passes once its signature and subject do.
     v.stage = "bom";
@@ -123,7 +123,7 @@ StatusOr<VerifiedStatement> verifyBundle(std::string_view bundleText,
   } else if (v.predicateType == kProdRecordPredicate) {
     // A prod record passes when the release was promoted (served as prod).
     v.stage = "prod";
-    v.passed = stringAt(predicate, "outcome") == "Promoted";
+    v.passed = stringAtVerify(predicate, "outcome") == "Promoted";
   } else if (v.predicateType == kWavePermitPredicate || v.predicateType == kFleetAbortPredicate) {
     // A hub's permit or abort is a record, trusted for the fleet stage: its
     // signature is what counts (docs/fleet.md "Fleet statements").
@@ -131,12 +131,12 @@ StatusOr<VerifiedStatement> verifyBundle(std::string_view bundleText,
     v.passed = true;
   } else if (v.predicateType == kVerificationSummaryPredicate) {
     v.stageSpecDigest = sha256Of(predicate.value("policy", nlohmann::json::object()));
-    v.passed = stringAt(predicate, "verificationResult") == "PASSED";
+    v.passed = stringAtVerify(predicate, "verificationResult") == "PASSED";
   } else {
     for (const nlohmann::json& c : predicate.value("configuration", nlohmann::json::array())) {
-      if (stringAt(c, "mediaType") == kStageSpecMediaType) v.stageSpecDigest = sha256Of(c);
+      if (stringAtVerify(c, "mediaType") == kStageSpecMediaType) v.stageSpecDigest = sha256Of(c);
     }
-    v.passed = stringAt(predicate, "result") == "PASSED";
+    v.passed = stringAtVerify(predicate, "result") == "PASSED";
   }
   if (!want.stage.empty() && v.stage != want.stage) {
     return refuse(Refusal::kOtherStage,

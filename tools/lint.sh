@@ -57,9 +57,14 @@ if [ "${LOCKSTEP_TIDY_CACHE:-on}" != off ] && [ -f "$build/build.ninja" ]; then
 else
   for f in "${product[@]}"; do todo+=("$f" -); done
 fi
+# clang-tidy reads each file's own compile command: a unity build's (LOCKSTEP_UNITY, the
+# default) compile_commands.json lists the batches that include the files, so
+# tools/tidy_cache.py writes one entry a file, the command CMake gives it without unity,
+# into $build/lint/compile_commands.json.
+python3 tools/tidy_cache.py --compile-db "$build"
 # One file a run, so that a clean file's key can be written; its findings on stdout.
 tidy_one() { # build file key
-  clang-tidy -p "$1" --quiet "$2" 2>/dev/null || return 1
+  clang-tidy -p "$1/lint" --quiet "$2" 2>/dev/null || return 1
   if [ "$3" != - ]; then touch "$3"; fi
 }
 export -f tidy_one

@@ -23,7 +23,9 @@ bool endsWith(std::string_view s, std::string_view suffix) {
   return s.size() >= suffix.size() && s.substr(s.size() - suffix.size()) == suffix;
 }
 
-bool startsWith(std::string_view s, std::string_view p) { return s.substr(0, p.size()) == p; }
+bool startsWithEnvInventory(std::string_view s, std::string_view p) {
+  return s.substr(0, p.size()) == p;
+}
 
 std::string_view trim(std::string_view s) {
   while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
@@ -38,8 +40,8 @@ Status fieldError(const std::string& where, std::string_view field, std::string_
 
 // A lowercase 64-hex sha256 as "sha256:<hex>", from "<hex>", "sha256:<hex>" or "sha256=<hex>".
 std::optional<std::string> sha256Of(std::string_view raw) {
-  if (startsWith(lowerAscii(raw.substr(0, 7)), "sha256:") ||
-      startsWith(lowerAscii(raw.substr(0, 7)), "sha256=")) {
+  if (startsWithEnvInventory(lowerAscii(raw.substr(0, 7)), "sha256:") ||
+      startsWithEnvInventory(lowerAscii(raw.substr(0, 7)), "sha256=")) {
     raw.remove_prefix(7);
   }
   if (raw.size() != 64) return std::nullopt;
@@ -80,8 +82,8 @@ StatusOr<PythonDist> readDist(const Tree& tree, const std::string& dir, bool egg
 
 std::string joinPath(const std::string& dir, const std::string& name) {
   if (dir.empty()) return name;
-  if (dir.back() == '/') return dir + (startsWith(name, "/") ? name.substr(1) : name);
-  return dir + (startsWith(name, "/") ? "" : "/") + name;
+  if (dir.back() == '/') return dir + (startsWithEnvInventory(name, "/") ? name.substr(1) : name);
+  return dir + (startsWithEnvInventory(name, "/") ? "" : "/") + name;
 }
 
 StatusOr<CondaRecord> parseCondaRecord(std::string_view text, const std::string& where) {
@@ -178,7 +180,7 @@ Status parseDirectUrl(std::string_view text, const std::string& where, PythonDis
     if (raw.empty()) {
       if (auto h = archive->find("hash"); h != archive->end() && h->is_string()) {
         const auto& v = h->get_ref<const std::string&>();
-        if (startsWith(lowerAscii(v), "sha256")) raw = v;
+        if (startsWithEnvInventory(lowerAscii(v), "sha256")) raw = v;
       }
     }
     if (!raw.empty()) {
@@ -210,7 +212,7 @@ StatusOr<std::vector<std::string>> findSitePackages(const Tree& tree, const std:
     auto entries = tree.list(libDir);
     if (!entries.isOk()) continue;
     for (const DirEntry& e : *entries) {
-      if (!e.isDir || !startsWith(e.name, "python")) continue;
+      if (!e.isDir || !startsWithEnvInventory(e.name, "python")) continue;
       for (const char* sub : {"site-packages", "dist-packages"}) {
         const std::string dir = joinPath(joinPath(libDir, e.name), sub);
         if (tree.exists(dir)) out.push_back(dir);

@@ -6,7 +6,9 @@
 namespace lockstep::verify {
 namespace {
 
-bool startsWith(std::string_view s, std::string_view p) { return s.substr(0, p.size()) == p; }
+bool startsWithHostFacts(std::string_view s, std::string_view p) {
+  return s.substr(0, p.size()) == p;
+}
 
 bool isDigit(char c) { return c >= '0' && c <= '9'; }
 
@@ -25,7 +27,7 @@ bool isDottedNumber(std::string_view s) {
   return dot;
 }
 
-std::string_view trim(std::string_view s) {
+std::string_view trimHostFacts(std::string_view s) {
   while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
   while (!s.empty() &&
          (s.back() == ' ' || s.back() == '\t' || s.back() == '\r' || s.back() == '\n'))
@@ -60,7 +62,7 @@ size_t HostFacts::visibleGpuCount() const {
 StatusOr<std::string> parseDriverVersionFile(std::string_view text, const std::string& where) {
   size_t nl = text.find('\n');
   std::string_view first = text.substr(0, nl);
-  if (!startsWith(first, "NVRM version:")) {
+  if (!startsWithHostFacts(first, "NVRM version:")) {
     return invalidArgument(where + ": line 1: expected \"NVRM version: ...\"");
   }
   // The version is the first dotted number after "Kernel Module" (proprietary:
@@ -82,8 +84,8 @@ StatusOr<HostFacts> parseNvidiaSmi(std::string_view text) {
   int lineNo = 0;
   while (pos < text.size()) {
     size_t nl = text.find('\n', pos);
-    std::string_view line =
-        trim(text.substr(pos, nl == std::string_view::npos ? std::string_view::npos : nl - pos));
+    std::string_view line = trimHostFacts(
+        text.substr(pos, nl == std::string_view::npos ? std::string_view::npos : nl - pos));
     pos = nl == std::string_view::npos ? text.size() : nl + 1;
     ++lineNo;
     if (line.empty()) continue;
@@ -93,14 +95,14 @@ StatusOr<HostFacts> parseNvidiaSmi(std::string_view text) {
       return invalidArgument("nvidia-smi: line " + std::to_string(lineNo) +
                              ": expected \"driver_version, pci.bus_id, name\"");
     }
-    std::string driver(trim(line.substr(0, c1)));
+    std::string driver(trimHostFacts(line.substr(0, c1)));
     if (!isDottedNumber(driver)) {
       return invalidArgument("nvidia-smi: line " + std::to_string(lineNo) + ": driver_version \"" +
                              driver + "\" is not a version");
     }
     f.driverVersion = driver;
-    f.gpus.push_back({std::string(trim(line.substr(c1 + 1, c2 - c1 - 1))),
-                      std::string(trim(line.substr(c2 + 1)))});
+    f.gpus.push_back({std::string(trimHostFacts(line.substr(c1 + 1, c2 - c1 - 1))),
+                      std::string(trimHostFacts(line.substr(c2 + 1)))});
   }
   if (f.driverVersion.empty()) return invalidArgument("nvidia-smi: no GPU listed");
   return f;
@@ -109,10 +111,10 @@ StatusOr<HostFacts> parseNvidiaSmi(std::string_view text) {
 std::optional<SharedLibrary> classifyLibrary(const std::string& fileName) {
   SharedLibrary lib;
   std::string_view rest;
-  if (startsWith(fileName, "libcudart.so")) {
+  if (startsWithHostFacts(fileName, "libcudart.so")) {
     lib.kind = "cudart";
     rest = std::string_view(fileName).substr(12);
-  } else if (startsWith(fileName, "libnccl.so")) {
+  } else if (startsWithHostFacts(fileName, "libnccl.so")) {
     lib.kind = "nccl";
     rest = std::string_view(fileName).substr(10);
   } else {
@@ -148,7 +150,7 @@ std::vector<std::string> defaultLibraryDirs(const Tree& tree, const std::string&
       auto pys = tree.list(under(root, joinPath(prefix, lib)));
       if (!pys.isOk()) continue;
       for (const DirEntry& e : *pys) {
-        if (!e.isDir || !startsWith(e.name, "python")) continue;
+        if (!e.isDir || !startsWithHostFacts(e.name, "python")) continue;
         const std::string nvidia =
             joinPath(prefix, std::string(lib) + "/" + e.name + "/site-packages/nvidia");
         for (const char* sub : {"cuda_runtime/lib", "nccl/lib"}) {
@@ -187,7 +189,7 @@ StatusOr<HostFacts> collectHostFacts(const Tree& tree, const HostProbe& probe) {
         size_t m = info->find("Model:");
         if (m != std::string::npos) {
           size_t nl = info->find('\n', m);
-          g.model = std::string(trim(std::string_view(*info).substr(m + 6, nl - m - 6)));
+          g.model = std::string(trimHostFacts(std::string_view(*info).substr(m + 6, nl - m - 6)));
         }
       }
       f.gpus.push_back(std::move(g));
@@ -195,7 +197,7 @@ StatusOr<HostFacts> collectHostFacts(const Tree& tree, const HostProbe& probe) {
   }
   if (auto dev = tree.list(under(f.root, "/dev")); dev.isOk()) {
     for (const DirEntry& e : *dev) {
-      if (startsWith(e.name, "nvidia") && e.name.size() > 6 &&
+      if (startsWithHostFacts(e.name, "nvidia") && e.name.size() > 6 &&
           std::all_of(e.name.begin() + 6, e.name.end(), isDigit)) {
         f.gpuDevices.push_back(e.name);
       }
@@ -230,7 +232,7 @@ StatusOr<HostFacts> collectHostFacts(const Tree& tree, const HostProbe& probe) {
   }
   if (auto uv = tree.list(under(f.root, "/dev/infiniband")); uv.isOk()) {
     for (const DirEntry& e : *uv) {
-      if (startsWith(e.name, "uverbs")) f.uverbs.push_back(e.name);
+      if (startsWithHostFacts(e.name, "uverbs")) f.uverbs.push_back(e.name);
     }
   }
   const std::string ibDir = under(f.root, "/sys/class/infiniband");
@@ -243,10 +245,10 @@ StatusOr<HostFacts> collectHostFacts(const Tree& tree, const HostProbe& probe) {
           IbPort port;
           // "4: ACTIVE"
           if (auto s = tree.read(joinPath(joinPath(portsDir, p.name), "state"), 4096); s.isOk()) {
-            std::string_view v = trim(*s);
+            std::string_view v = trimHostFacts(*s);
             size_t colon = v.find(':');
-            port.state =
-                std::string(trim(colon == std::string_view::npos ? v : v.substr(colon + 1)));
+            port.state = std::string(
+                trimHostFacts(colon == std::string_view::npos ? v : v.substr(colon + 1)));
           }
           dev.ports[p.name] = port;
         }

@@ -7,7 +7,8 @@ namespace {
 
 using nlohmann::json;
 
-Status fieldError(const std::string& where, std::string_view field, std::string_view reason) {
+Status fieldErrorRuntimeSpec(const std::string& where, std::string_view field,
+                             std::string_view reason) {
   return invalidArgument(where + ": " + std::string(field) + ": " + std::string(reason));
 }
 
@@ -57,21 +58,22 @@ StatusOr<RuntimeSpec> parseRuntimeJson(std::string_view text, const std::string&
                           {"minDriver", &spec.minDriver}}) {
     auto it = j.find(key);
     if (it == j.end() || it->is_null()) continue;
-    if (!it->is_string()) return fieldError(where, key, "not a string");
+    if (!it->is_string()) return fieldErrorRuntimeSpec(where, key, "not a string");
     *out = it->get<std::string>();
   }
   if (auto it = j.find("rdma"); it != j.end() && !it->is_null()) {
-    if (!it->is_boolean()) return fieldError(where, "rdma", "not a boolean");
+    if (!it->is_boolean()) return fieldErrorRuntimeSpec(where, "rdma", "not a boolean");
     spec.rdma = it->get<bool>();
   }
   if (auto it = j.find("packages"); it != j.end() && !it->is_null()) {
-    if (!it->is_array()) return fieldError(where, "packages", "not a list of canonical lines");
+    if (!it->is_array())
+      return fieldErrorRuntimeSpec(where, "packages", "not a list of canonical lines");
     std::vector<closure::Package> pkgs;
     std::string text;
     for (size_t i = 0; i < it->size(); ++i) {
       const json& line = (*it)[i];
       const std::string field = "packages[" + std::to_string(i) + "]";
-      if (!line.is_string()) return fieldError(where, field, "not a string");
+      if (!line.is_string()) return fieldErrorRuntimeSpec(where, field, "not a string");
       auto p = parseCanonicalLine(line.get<std::string>(), where + ": " + field);
       if (!p.isOk()) return p.status();
       pkgs.push_back(std::move(*p));
@@ -79,11 +81,11 @@ StatusOr<RuntimeSpec> parseRuntimeJson(std::string_view text, const std::string&
     text = closure::canonicalText(pkgs);
     const std::string hash = closure::closureHashOfCanonicalText(text);
     if (spec.closureHash.empty()) {
-      return fieldError(where, "closureHash", "missing (needed to check `packages`)");
+      return fieldErrorRuntimeSpec(where, "closureHash", "missing (needed to check `packages`)");
     }
     if (hash != spec.closureHash) {
-      return fieldError(where, "packages",
-                        "the lines hash to " + hash + ", not closureHash " + spec.closureHash);
+      return fieldErrorRuntimeSpec(
+          where, "packages", "the lines hash to " + hash + ", not closureHash " + spec.closureHash);
     }
     spec.packages = std::move(pkgs);
   }

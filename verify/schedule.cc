@@ -45,7 +45,8 @@ int value(std::string_view token, const Field& f) {
   return -1;
 }
 
-Status fieldError(std::string_view text, size_t index, const Field& f, const std::string& why) {
+Status fieldErrorSchedule(std::string_view text, size_t index, const Field& f,
+                          const std::string& why) {
   return Status(Code::kInvalidArgument, "schedule \"" + std::string(text) + "\": field " +
                                             std::to_string(index + 1) + " (" + f.name +
                                             "): " + why);
@@ -62,8 +63,8 @@ Status parsePart(std::string_view text, size_t index, const Field& f, std::strin
     bool digits = !s.empty() && s.size() <= 3;
     for (char c : s) digits = digits && std::isdigit(static_cast<unsigned char>(c)) != 0;
     if (!digits || std::stoi(std::string(s)) == 0)
-      return fieldError(text, index, f,
-                        "step \"" + std::string(s) + "\" is not a whole number of at least 1");
+      return fieldErrorSchedule(
+          text, index, f, "step \"" + std::string(s) + "\" is not a whole number of at least 1");
     step = std::stoi(std::string(s));
   }
   int lo = f.min;
@@ -73,29 +74,29 @@ Status parsePart(std::string_view text, size_t index, const Field& f, std::strin
     std::string_view a = range.substr(0, dash);
     lo = value(a, f);
     if (lo < 0)
-      return fieldError(text, index, f,
-                        "\"" + std::string(a) + "\" is not a number" +
-                            (f.names ? " or a three-letter name" : ""));
+      return fieldErrorSchedule(text, index, f,
+                                "\"" + std::string(a) + "\" is not a number" +
+                                    (f.names ? " or a three-letter name" : ""));
     if (dash != std::string_view::npos) {
       std::string_view b = range.substr(dash + 1);
       hi = value(b, f);
       if (hi < 0)
-        return fieldError(text, index, f,
-                          "\"" + std::string(b) + "\" is not a number" +
-                              (f.names ? " or a three-letter name" : ""));
+        return fieldErrorSchedule(text, index, f,
+                                  "\"" + std::string(b) + "\" is not a number" +
+                                      (f.names ? " or a three-letter name" : ""));
     } else if (part.find('/') == std::string_view::npos) {
       hi = lo;  // a single value; `a/n` runs from a to the field's maximum
     }
     for (int v : {lo, hi}) {
       if (v < f.min || v > f.max)
-        return fieldError(text, index, f,
-                          std::to_string(v) + " is out of range " + std::to_string(f.min) + "-" +
-                              std::to_string(f.max));
+        return fieldErrorSchedule(text, index, f,
+                                  std::to_string(v) + " is out of range " + std::to_string(f.min) +
+                                      "-" + std::to_string(f.max));
     }
     if (lo > hi)
-      return fieldError(text, index, f,
-                        "range " + std::string(range) + " runs backwards (" + std::to_string(lo) +
-                            " > " + std::to_string(hi) + ")");
+      return fieldErrorSchedule(text, index, f,
+                                "range " + std::string(range) + " runs backwards (" +
+                                    std::to_string(lo) + " > " + std::to_string(hi) + ")");
   }
   for (int v = lo; v <= hi; v += step) bits[static_cast<size_t>(v)] = true;
   return Status::ok();
@@ -170,7 +171,8 @@ StatusOr<Schedule> parseSchedule(std::string_view text) {
       if (comma == std::string_view::npos) comma = list.size();
       std::string_view part = list.substr(pos, comma - pos);
       if (part.empty())
-        return fieldError(text, i, f, "empty list element in \"" + std::string(list) + "\"");
+        return fieldErrorSchedule(text, i, f,
+                                  "empty list element in \"" + std::string(list) + "\"");
       if (Status st = parsePart(text, i, f, part, bits); !st.isOk()) return st;
       pos = comma + 1;
     }

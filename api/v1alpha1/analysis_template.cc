@@ -10,9 +10,9 @@ namespace {
 
 using nlohmann::json;
 
-std::string quote(const std::string& s) { return "\"" + s + "\""; }
+std::string quoteAnalysisTemplate(const std::string& s) { return "\"" + s + "\""; }
 
-Status bad(const std::string& field, const std::string& why) {
+Status badAnalysisTemplate(const std::string& field, const std::string& why) {
   return invalidArgument(field + ": " + why);
 }
 
@@ -45,7 +45,8 @@ StatusOr<std::vector<Placeholder>> placeholders(const std::string& q) {
     while (i + 2 < q.size() && q[i + 2] == '{') ++i;  // a literal '{' before it
     size_t close = q.find("}}", i + 2);
     if (close == std::string::npos)
-      return bad("spec.query", "\"{{\" at offset " + std::to_string(i) + " is never closed");
+      return badAnalysisTemplate("spec.query",
+                                 "\"{{\" at offset " + std::to_string(i) + " is never closed");
     std::string inner = q.substr(i + 2, close - i - 2);
     const size_t a = inner.find_first_not_of(" \t");
     const size_t b = inner.find_last_not_of(" \t");
@@ -89,13 +90,17 @@ const char* typeRule(TemplateArgType t) {
 // `v` checked as a value of `arg`; the error names `field`.
 Status checkValue(const TemplateArg& arg, const std::string& v, const std::string& field) {
   if (v.size() > kMaxTemplateArgLength)
-    return bad(field, "is " + std::to_string(v.size()) + " characters long, more than " +
-                          std::to_string(kMaxTemplateArgLength));
+    return badAnalysisTemplate(field, "is " + std::to_string(v.size()) +
+                                          " characters long, more than " +
+                                          std::to_string(kMaxTemplateArgLength));
   if (!matchesType(arg.type, v))
-    return bad(field, quote(v) + " is not a " + templateArgTypeName(arg.type) + " (" +
-                          typeRule(arg.type) + ")");
+    return badAnalysisTemplate(field, quoteAnalysisTemplate(v) + " is not a " +
+                                          templateArgTypeName(arg.type) + " (" +
+                                          typeRule(arg.type) + ")");
   if (!arg.pattern.empty() && !std::regex_match(v, std::regex(arg.pattern)))
-    return bad(field, quote(v) + " does not match the template's pattern " + quote(arg.pattern));
+    return badAnalysisTemplate(field, quoteAnalysisTemplate(v) +
+                                          " does not match the template's pattern " +
+                                          quoteAnalysisTemplate(arg.pattern));
   return Status::ok();
 }
 
@@ -148,26 +153,29 @@ std::string promqlString(const std::string& s) {
 
 StatusOr<AnalysisTemplateSpec> decodeAnalysisTemplateSpec(const json& spec) {
   AnalysisTemplateSpec out;
-  if (!spec.is_object()) return bad("spec", "must be an object {query, args}");
+  if (!spec.is_object()) return badAnalysisTemplate("spec", "must be an object {query, args}");
   const json* query = decode::member(spec, "query");
   if (query == nullptr || !query->is_string() || query->get<std::string>().empty())
-    return bad("spec.query", "is required (a PromQL query)");
+    return badAnalysisTemplate("spec.query", "is required (a PromQL query)");
   out.query = query->get<std::string>();
   std::set<std::string> declared;
   if (const json* args = decode::member(spec, "args"); args != nullptr && !args->is_null()) {
-    if (!args->is_array()) return bad("spec.args", "must be a list of {name, type, default}");
+    if (!args->is_array())
+      return badAnalysisTemplate("spec.args", "must be a list of {name, type, default}");
     for (size_t i = 0; i < args->size(); ++i) {
       const std::string f = "spec.args[" + std::to_string(i) + "]";
       const json& a = (*args)[i];
-      if (!a.is_object()) return bad(f, "must be an object {name, type, default}");
+      if (!a.is_object()) return badAnalysisTemplate(f, "must be an object {name, type, default}");
       TemplateArg arg;
       arg.name = decode::string(a, "name");
       if (!identifier(arg.name))
-        return bad(f + ".name", quote(arg.name) +
-                                    " is not a name (a letter, then letters, digits or _; at most "
-                                    "63)");
+        return badAnalysisTemplate(
+            f + ".name", quoteAnalysisTemplate(arg.name) +
+                             " is not a name (a letter, then letters, digits or _; at most "
+                             "63)");
       if (!declared.insert(arg.name).second)
-        return bad(f + ".name", quote(arg.name) + " is declared twice");
+        return badAnalysisTemplate(f + ".name",
+                                   quoteAnalysisTemplate(arg.name) + " is declared twice");
       const std::string type = decode::string(a, "type");
       if (type.empty() || type == "string") {
         arg.type = TemplateArgType::kString;
@@ -176,16 +184,18 @@ StatusOr<AnalysisTemplateSpec> decodeAnalysisTemplateSpec(const json& spec) {
       } else if (type == "number") {
         arg.type = TemplateArgType::kNumber;
       } else {
-        return bad(f + ".type", quote(type) + " is not string, duration or number");
+        return badAnalysisTemplate(
+            f + ".type", quoteAnalysisTemplate(type) + " is not string, duration or number");
       }
       arg.pattern = decode::string(a, "pattern");
       if (!arg.pattern.empty()) {
         if (arg.type != TemplateArgType::kString)
-          return bad(f + ".pattern", "applies to type string only");
+          return badAnalysisTemplate(f + ".pattern", "applies to type string only");
         try {
           std::regex check(arg.pattern);
         } catch (const std::regex_error& e) {
-          return bad(f + ".pattern", quote(arg.pattern) + " is not a regular expression");
+          return badAnalysisTemplate(
+              f + ".pattern", quoteAnalysisTemplate(arg.pattern) + " is not a regular expression");
         }
       }
       if (const json* d = decode::member(a, "default"); d != nullptr && !d->is_null()) {
@@ -204,26 +214,29 @@ StatusOr<AnalysisTemplateSpec> decodeAnalysisTemplateSpec(const json& spec) {
     if (p.name.rfind("args.", 0) == 0) {
       const std::string name = p.name.substr(5);
       if (declared.count(name) == 0)
-        return bad("spec.query", "{{" + p.name + "}} names an argument spec.args does not declare");
+        return badAnalysisTemplate(
+            "spec.query", "{{" + p.name + "}} names an argument spec.args does not declare");
       used.insert(name);
     } else if (operatorPlaceholders().count(p.name) == 0) {
-      return bad("spec.query",
-                 "{{" + p.name +
-                     "}} is not a placeholder (selector, namespace, model, release, track, pod, "
-                     "args.<name>)");
+      return badAnalysisTemplate(
+          "spec.query",
+          "{{" + p.name +
+              "}} is not a placeholder (selector, namespace, model, release, track, pod, "
+              "args.<name>)");
     }
     if (p.name == "selector" || p.name == "namespace") pinned = true;
   }
   if (!pinned)
-    return bad("spec.query",
-               "uses neither {{selector}} nor {{namespace}}: its series would not be pinned to the "
-               "measured release's namespace");
+    return badAnalysisTemplate(
+        "spec.query",
+        "uses neither {{selector}} nor {{namespace}}: its series would not be pinned to the "
+        "measured release's namespace");
   for (const TemplateArg& a : out.args)
     if (used.count(a.name) == 0)
-      return bad("spec.args", "argument " + quote(a.name) +
-                                  " is declared but spec.query never "
-                                  "uses {{args." +
-                                  a.name + "}}");
+      return badAnalysisTemplate("spec.args", "argument " + quoteAnalysisTemplate(a.name) +
+                                                  " is declared but spec.query never "
+                                                  "uses {{args." +
+                                                  a.name + "}}");
   return out;
 }
 
@@ -237,16 +250,18 @@ StatusOr<std::map<std::string, std::string>> checkTemplateArgs(
     if (!known) {
       std::string names;
       for (const TemplateArg& a : spec.args) names += (names.empty() ? "" : ", ") + a.name;
-      return bad(where + ".args." + name, "is not an argument of the template (it declares: " +
-                                              (names.empty() ? std::string("none") : names) + ")");
+      return badAnalysisTemplate(where + ".args." + name,
+                                 "is not an argument of the template (it declares: " +
+                                     (names.empty() ? std::string("none") : names) + ")");
     }
   }
   for (const TemplateArg& a : spec.args) {
     auto it = given.find(a.name);
     if (it == given.end()) {
       if (!a.defaultValue)
-        return bad(where + ".args." + a.name,
-                   "is required (a " + std::string(templateArgTypeName(a.type)) + ")");
+        return badAnalysisTemplate(
+            where + ".args." + a.name,
+            "is required (a " + std::string(templateArgTypeName(a.type)) + ")");
       out[a.name] = *a.defaultValue;
       continue;
     }

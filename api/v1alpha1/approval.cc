@@ -9,7 +9,7 @@ namespace {
 
 using nlohmann::json;
 
-std::string quote(const std::string& s) { return "\"" + s + "\""; }
+std::string quoteApproval(const std::string& s) { return "\"" + s + "\""; }
 
 bool allDigits(const std::string& s) {
   return !s.empty() && std::all_of(s.begin(), s.end(), [](char c) { return c >= '0' && c <= '9'; });
@@ -60,7 +60,7 @@ std::optional<std::string> decodeApprovalPolicy(const json& stage, const std::st
           return ip + ": must be a group name (a non-empty string)";
         const std::string name = v.get<std::string>();
         if (std::find(out.fromGroups.begin(), out.fromGroups.end(), name) != out.fromGroups.end())
-          return ip + ": " + quote(name) + " is listed twice";
+          return ip + ": " + quoteApproval(name) + " is listed twice";
         out.fromGroups.push_back(name);
       }
     }
@@ -70,7 +70,7 @@ std::optional<std::string> decodeApprovalPolicy(const json& stage, const std::st
   if (policy == "Manual") {
     out.manual = true;
   } else if (policy != "Automatic") {
-    return path + (out.objectForm ? ".policy" : "") + ": " + quote(policy) +
+    return path + (out.objectForm ? ".policy" : "") + ": " + quoteApproval(policy) +
            " is not Automatic or Manual";
   } else if (out.minApprovers != 1 || out.allowSelfApproval || !out.fromGroups.empty()) {
     return path + ": minApprovers, allowSelfApproval and fromGroups need policy Manual";
@@ -198,18 +198,18 @@ ApprovalDecision decideApproval(const ApprovalPolicy& policy,
     d.message = "waiting for manual approval: " + std::to_string(d.approvers.size()) + " of " +
                 std::to_string(policy.minApprovers) + " distinct approver(s)";
     if (!ignored.empty())
-      d.message += "; the release's creator " + quote(ignored.front()) +
+      d.message += "; the release's creator " + quoteApproval(ignored.front()) +
                    " cannot approve it (allowSelfApproval is false)";
     if (!accounts.empty())
-      d.message += "; ServiceAccount " + quote(accounts.front()) +
+      d.message += "; ServiceAccount " + quoteApproval(accounts.front()) +
                    " does not count: approvers are people (the platform's chart value "
                    "approvals.allowServiceAccounts)";
     if (!outsiders.empty()) {
       std::string groups;
       for (const std::string& g : policy.fromGroups)
-        groups += (groups.empty() ? "" : ", ") + quote(g);
+        groups += (groups.empty() ? "" : ", ") + quoteApproval(g);
       d.message +=
-          "; " + quote(outsiders.front()) +
+          "; " + quoteApproval(outsiders.front()) +
           " does not count: not in a group the stage takes approvals from (fromGroups: " + groups +
           ")";
     }

@@ -9,7 +9,7 @@ namespace {
 
 using nlohmann::json;
 
-Status bad(const std::string& field, const std::string& why) {
+Status badLabelSelector(const std::string& field, const std::string& why) {
   return invalidArgument(field + ": " + why);
 }
 
@@ -24,9 +24,9 @@ std::string shown(const json& v) {
 StatusOr<std::string> requiredString(const json& parent, const std::string& key,
                                      const std::string& field) {
   const json* v = decode::member(parent, key);
-  if (v == nullptr) return bad(field, "is required");
+  if (v == nullptr) return badLabelSelector(field, "is required");
   if (!v->is_string() || v->get<std::string>().empty())
-    return bad(field, "must be a non-empty string");
+    return badLabelSelector(field, "must be a non-empty string");
   return v->get<std::string>();
 }
 
@@ -51,22 +51,24 @@ bool selectorMatches(const LabelSelector& selector,
 }
 
 StatusOr<LabelSelector> decodeLabelSelector(const json& s, const std::string& field) {
-  if (!s.is_object()) return bad(field, "must be a label selector {matchLabels, matchExpressions}");
+  if (!s.is_object())
+    return badLabelSelector(field, "must be a label selector {matchLabels, matchExpressions}");
   LabelSelector out;
   if (const json* labels = decode::member(s, "matchLabels"); labels != nullptr) {
-    if (!labels->is_object()) return bad(field + ".matchLabels", "must be a map of strings");
+    if (!labels->is_object())
+      return badLabelSelector(field + ".matchLabels", "must be a map of strings");
     for (const auto& [k, v] : labels->items()) {
-      if (!v.is_string()) return bad(field + ".matchLabels." + k, "must be a string");
+      if (!v.is_string()) return badLabelSelector(field + ".matchLabels." + k, "must be a string");
       out.matchLabels[k] = v.get<std::string>();
     }
   }
   const json* exprs = decode::member(s, "matchExpressions");
   if (exprs == nullptr) return out;
-  if (!exprs->is_array()) return bad(field + ".matchExpressions", "must be a list");
+  if (!exprs->is_array()) return badLabelSelector(field + ".matchExpressions", "must be a list");
   for (size_t i = 0; i < exprs->size(); ++i) {
     const std::string f = indexed(field + ".matchExpressions", i);
     const json& e = (*exprs)[i];
-    if (!e.is_object()) return bad(f, "must be an object {key, operator, values}");
+    if (!e.is_object()) return badLabelSelector(f, "must be an object {key, operator, values}");
     LabelRequirement r;
     auto key = requiredString(e, "key", f + ".key");
     if (!key.isOk()) return key.status();
@@ -76,19 +78,20 @@ StatusOr<LabelSelector> decodeLabelSelector(const json& s, const std::string& fi
     r.op = *op;
     const bool withValues = r.op == "In" || r.op == "NotIn";
     if (!withValues && r.op != "Exists" && r.op != "DoesNotExist")
-      return bad(f + ".operator",
-                 shown(e.at("operator")) + " is not In, NotIn, Exists or DoesNotExist");
+      return badLabelSelector(
+          f + ".operator", shown(e.at("operator")) + " is not In, NotIn, Exists or DoesNotExist");
     if (const json* values = decode::member(e, "values"); values != nullptr) {
-      if (!values->is_array()) return bad(f + ".values", "must be a list of strings");
+      if (!values->is_array()) return badLabelSelector(f + ".values", "must be a list of strings");
       for (size_t j = 0; j < values->size(); ++j) {
-        if (!(*values)[j].is_string()) return bad(indexed(f + ".values", j), "must be a string");
+        if (!(*values)[j].is_string())
+          return badLabelSelector(indexed(f + ".values", j), "must be a string");
         r.values.push_back((*values)[j].get<std::string>());
       }
     }
     if (withValues && r.values.empty())
-      return bad(f + ".values", "must list at least one value for operator " + r.op);
+      return badLabelSelector(f + ".values", "must list at least one value for operator " + r.op);
     if (!withValues && !r.values.empty())
-      return bad(f + ".values", "must be empty for operator " + r.op);
+      return badLabelSelector(f + ".values", "must be empty for operator " + r.op);
     out.matchExpressions.push_back(std::move(r));
   }
   return out;

@@ -22,7 +22,7 @@ std::optional<E> parseName(std::string_view name, const std::string_view (&names
   return std::nullopt;
 }
 
-std::string quote(const std::string& s) { return "\"" + s + "\""; }
+std::string quoteModelRelease(const std::string& s) { return "\"" + s + "\""; }
 
 DurationField durationField(const json& j, std::string_view key) {
   DurationField d;
@@ -126,13 +126,15 @@ StatusOr<PrometheusAnalysis> analysisOf(const AnalysisField& a, const std::strin
   if (!a.interval.text.empty()) {
     if (!a.interval.value || a.interval.value->count() <= 0)
       return Status(Code::kInvalidArgument, where + ".prometheus.interval " +
-                                                quote(a.interval.text) + " is not a duration");
+                                                quoteModelRelease(a.interval.text) +
+                                                " is not a duration");
     out.intervalSeconds = a.interval.value->count();
   }
   if (!a.initialDelay.text.empty()) {
     if (!a.initialDelay.value || a.initialDelay.value->count() < 0)
       return Status(Code::kInvalidArgument, where + ".prometheus.initialDelay " +
-                                                quote(a.initialDelay.text) + " is not a duration");
+                                                quoteModelRelease(a.initialDelay.text) +
+                                                " is not a duration");
     out.initialDelaySeconds = a.initialDelay.value->count();
   }
   out.count = static_cast<int>(a.count);
@@ -147,7 +149,8 @@ StatusOr<PrometheusAnalysis> analysisOf(const AnalysisField& a, const std::strin
 // A positive duration, or the error naming `field`.
 StatusOr<int64_t> positiveSeconds(const DurationField& d, const std::string& field) {
   if (!d.value || d.value->count() <= 0)
-    return Status(Code::kInvalidArgument, field + " " + quote(d.text) + " is not a duration");
+    return Status(Code::kInvalidArgument,
+                  field + " " + quoteModelRelease(d.text) + " is not a duration");
   return d.value->count();
 }
 
@@ -319,7 +322,7 @@ Status checkStages(const ModelReleaseSpec& spec) {
 }
 
 StatusOr<CanarySpec> canarySpecOf(const Stage& stage) {
-  const std::string where = "stage " + quote(stage.name);
+  const std::string where = "stage " + quoteModelRelease(stage.name);
   if (!stage.serving) return Status(Code::kInvalidArgument, where + " has no serving");
   CanarySpec out;
   out.podTemplate = stage.serving->podTemplate;
@@ -333,8 +336,9 @@ StatusOr<CanarySpec> canarySpecOf(const Stage& stage) {
   } else if (canary.capacity == "drain") {
     out.capacity = CapacityMode::kDrain;
   } else {
-    return Status(Code::kInvalidArgument,
-                  where + ".canary.capacity " + quote(canary.capacity) + " is not surge or drain");
+    return Status(Code::kInvalidArgument, where + ".canary.capacity " +
+                                              quoteModelRelease(canary.capacity) +
+                                              " is not surge or drain");
   }
   int64_t deadline = 600;
   if (!canary.progressDeadline.text.empty()) {
@@ -360,8 +364,8 @@ StatusOr<CanarySpec> canarySpecOf(const Stage& stage) {
     } else if (!f.pause.empty()) {
       auto secs = parseStageDuration(f.pause);
       if (!secs)
-        return Status(Code::kInvalidArgument,
-                      w + ".pause " + quote(f.pause) + " is not a duration or Indefinite");
+        return Status(Code::kInvalidArgument, w + ".pause " + quoteModelRelease(f.pause) +
+                                                  " is not a duration or Indefinite");
       s.pause = CanaryStep::Pause::kDuration;
       s.pauseSeconds = *secs;
     }

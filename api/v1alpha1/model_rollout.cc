@@ -11,33 +11,33 @@ namespace {
 
 using nlohmann::json;
 
-Status bad(const std::string& field, const std::string& why) {
+Status badModelRollout(const std::string& field, const std::string& why) {
   return invalidArgument("spec." + field + ": " + why);
 }
 
-std::string indexed(const std::string& field, size_t i) {
+std::string indexedModelRollout(const std::string& field, size_t i) {
   return field + "[" + std::to_string(i) + "]";
 }
 
 // A value as an error message quotes it: strings in quotes, anything else as JSON.
-std::string shown(const json& v) {
+std::string shownModelRollout(const json& v) {
   return v.is_string() ? "\"" + v.get<std::string>() + "\"" : v.dump();
 }
 
-StatusOr<std::string> requiredString(const json& parent, const std::string& key,
-                                     const std::string& field) {
+StatusOr<std::string> requiredStringModelRollout(const json& parent, const std::string& key,
+                                                 const std::string& field) {
   const json* v = decode::member(parent, key);
-  if (v == nullptr) return bad(field, "is required");
+  if (v == nullptr) return badModelRollout(field, "is required");
   if (!v->is_string() || v->get<std::string>().empty())
-    return bad(field, "must be a non-empty string");
+    return badModelRollout(field, "must be a non-empty string");
   return v->get<std::string>();
 }
 
 StatusOr<std::map<std::string, std::string>> stringMap(const json& m, const std::string& field) {
-  if (!m.is_object()) return bad(field, "must be a map of strings");
+  if (!m.is_object()) return badModelRollout(field, "must be a map of strings");
   std::map<std::string, std::string> out;
   for (const auto& [k, v] : m.items()) {
-    if (!v.is_string()) return bad(field + "." + k, "must be a string");
+    if (!v.is_string()) return badModelRollout(field + "." + k, "must be a string");
     out[k] = v.get<std::string>();
   }
   return out;
@@ -59,30 +59,36 @@ StatusOr<IntOrPercent> intOrPercent(const json& v, const std::string& field, int
     const bool digits =
         !text.empty() && text.size() <= 9 &&
         std::all_of(text.begin(), text.end(), [](char c) { return c >= '0' && c <= '9'; });
-    if (!digits) return bad(field, shown(v) + " is not an integer or a percentage (\"20%\")");
+    if (!digits)
+      return badModelRollout(field,
+                             shownModelRollout(v) + " is not an integer or a percentage (\"20%\")");
     out.value = std::stoll(text);
   } else {
-    return bad(field, shown(v) + " is not an integer or a percentage (\"20%\")");
+    return badModelRollout(field,
+                           shownModelRollout(v) + " is not an integer or a percentage (\"20%\")");
   }
-  if (out.percent && out.value > 100) return bad(field, shown(v) + " is more than 100%");
+  if (out.percent && out.value > 100)
+    return badModelRollout(field, shownModelRollout(v) + " is more than 100%");
   if (out.value < minCount)
-    return bad(field,
-               shown(v) + " is less than " + std::to_string(minCount) + (out.percent ? "%" : ""));
+    return badModelRollout(field, shownModelRollout(v) + " is less than " +
+                                      std::to_string(minCount) + (out.percent ? "%" : ""));
   return out;
 }
 
 // A duration field ("10m", "1h30m"); "0" reads as 0 s, as Go's time.ParseDuration.
 StatusOr<int64_t> duration(const json& v, const std::string& field) {
-  if (!v.is_string()) return bad(field, shown(v) + " is not a duration (\"10m\", \"1h30m\")");
+  if (!v.is_string())
+    return badModelRollout(field, shownModelRollout(v) + " is not a duration (\"10m\", \"1h30m\")");
   const std::string text = v.get<std::string>();
   if (text == "0") return 0;
   auto secs = parseStageDuration(text);
-  if (!secs) return bad(field, shown(v) + " is not a duration (\"10m\", \"1h30m\")");
+  if (!secs)
+    return badModelRollout(field, shownModelRollout(v) + " is not a duration (\"10m\", \"1h30m\")");
   return *secs;
 }
 
 Status decodeStrategy(const json& s, RolloutStrategy* out) {
-  if (!s.is_object()) return bad("strategy", "must be an object");
+  if (!s.is_object()) return badModelRollout("strategy", "must be an object");
   if (const json* v = decode::member(s, "maxConcurrency"); v != nullptr) {
     auto c = intOrPercent(*v, "strategy.maxConcurrency", 1);
     if (!c.isOk()) return c.status();
@@ -103,8 +109,8 @@ Status decodeStrategy(const json& s, RolloutStrategy* out) {
     auto d = duration(*v, "strategy.progressDeadline");
     if (!d.isOk()) return d.status();
     if (*d <= 0)
-      return bad("strategy.progressDeadline",
-                 "must be longer than 0s (omit it, or write None, for no deadline)");
+      return badModelRollout("strategy.progressDeadline",
+                             "must be longer than 0s (omit it, or write None, for no deadline)");
     out->progressDeadlineSeconds = *d;
   }
   return Status::ok();
@@ -113,33 +119,39 @@ Status decodeStrategy(const json& s, RolloutStrategy* out) {
 Status decodeWaves(const json& spec, ModelRolloutSpec* out) {
   const json* waves = decode::member(spec, "waves");
   if (waves == nullptr || !waves->is_array() || waves->empty())
-    return bad("waves", "must list at least one wave {name, clusters, clusterSelector}");
+    return badModelRollout("waves",
+                           "must list at least one wave {name, clusters, clusterSelector}");
   // Where each named cluster was first listed: "spec.waves[0] (first)".
   std::map<std::string, std::pair<size_t, std::string>> namedIn;
   for (size_t i = 0; i < waves->size(); ++i) {
-    const std::string field = indexed("waves", i);
+    const std::string field = indexedModelRollout("waves", i);
     const json& w = (*waves)[i];
-    if (!w.is_object()) return bad(field, "must be an object {name, clusters, clusterSelector}");
+    if (!w.is_object())
+      return badModelRollout(field, "must be an object {name, clusters, clusterSelector}");
     RolloutWave wave;
-    auto name = requiredString(w, "name", field + ".name");
+    auto name = requiredStringModelRollout(w, "name", field + ".name");
     if (!name.isOk()) return name.status();
     wave.name = *name;
     for (size_t j = 0; j < out->waves.size(); ++j)
       if (out->waves[j].name == wave.name)
-        return bad(field + ".name",
-                   "\"" + wave.name + "\" is already the name of spec." + indexed("waves", j));
+        return badModelRollout(
+            field + ".name",
+            "\"" + wave.name + "\" is already the name of spec." + indexedModelRollout("waves", j));
     if (const json* clusters = decode::member(w, "clusters"); clusters != nullptr) {
-      if (!clusters->is_array()) return bad(field + ".clusters", "must be a list of cluster names");
+      if (!clusters->is_array())
+        return badModelRollout(field + ".clusters", "must be a list of cluster names");
       for (size_t j = 0; j < clusters->size(); ++j) {
-        const std::string f = indexed(field + ".clusters", j);
+        const std::string f = indexedModelRollout(field + ".clusters", j);
         const json& c = (*clusters)[j];
         if (!c.is_string() || c.get<std::string>().empty())
-          return bad(f, "must be a non-empty cluster name");
+          return badModelRollout(f, "must be a non-empty cluster name");
         const std::string n = c.get<std::string>();
         if (auto seen = namedIn.find(n); seen != namedIn.end()) {
-          if (seen->second.first == i) return bad(f, "\"" + n + "\" is listed twice in this wave");
-          return bad(f, "\"" + n + "\" is already in spec." + indexed("waves", seen->second.first) +
-                            " (" + seen->second.second + "): a cluster belongs to one wave");
+          if (seen->second.first == i)
+            return badModelRollout(f, "\"" + n + "\" is listed twice in this wave");
+          return badModelRollout(f, "\"" + n + "\" is already in spec." +
+                                        indexedModelRollout("waves", seen->second.first) + " (" +
+                                        seen->second.second + "): a cluster belongs to one wave");
         }
         namedIn[n] = {i, wave.name};
         wave.clusters.push_back(n);
@@ -151,7 +163,7 @@ Status decodeWaves(const json& spec, ModelRolloutSpec* out) {
       wave.clusterSelector = std::move(*s);
     }
     if (wave.clusters.empty() && !wave.clusterSelector)
-      return bad(field, "names no clusters and has no clusterSelector");
+      return badModelRollout(field, "names no clusters and has no clusterSelector");
     out->waves.push_back(std::move(wave));
   }
   return Status::ok();
@@ -160,18 +172,18 @@ Status decodeWaves(const json& spec, ModelRolloutSpec* out) {
 Status decodeInventory(const json& spec, ModelRolloutSpec* out) {
   const json* inv = decode::member(spec, "inventory");
   if (inv == nullptr) return Status::ok();
-  if (!inv->is_array()) return bad("inventory", "must be a list of {name, labels}");
+  if (!inv->is_array()) return badModelRollout("inventory", "must be a list of {name, labels}");
   std::set<std::string> names;
   for (size_t i = 0; i < inv->size(); ++i) {
-    const std::string field = indexed("inventory", i);
+    const std::string field = indexedModelRollout("inventory", i);
     const json& e = (*inv)[i];
-    if (!e.is_object()) return bad(field, "must be an object {name, labels}");
+    if (!e.is_object()) return badModelRollout(field, "must be an object {name, labels}");
     InventoryCluster c;
-    auto name = requiredString(e, "name", field + ".name");
+    auto name = requiredStringModelRollout(e, "name", field + ".name");
     if (!name.isOk()) return name.status();
     c.name = *name;
     if (!names.insert(c.name).second)
-      return bad(field + ".name", "\"" + c.name + "\" is listed twice");
+      return badModelRollout(field + ".name", "\"" + c.name + "\" is listed twice");
     if (const json* labels = decode::member(e, "labels"); labels != nullptr) {
       auto m = stringMap(*labels, field + ".labels");
       if (!m.isOk()) return m.status();
@@ -187,15 +199,16 @@ Status decodeInventory(const json& spec, ModelRolloutSpec* out) {
 StatusOr<ModelRolloutSpec> decodeModelRolloutSpec(const json& spec) {
   if (!spec.is_object()) return invalidArgument("spec: must be an object");
   ModelRolloutSpec out;
-  auto package = requiredString(spec, "package", "package");
+  auto package = requiredStringModelRollout(spec, "package", "package");
   if (!package.isOk()) return package.status();
   out.package = *package;
   auto ref = parseImageRef(out.package);
-  if (!ref.isOk()) return bad("package", ref.status().message());
+  if (!ref.isOk()) return badModelRollout("package", ref.status().message());
   if (!ref->pinned())
-    return bad("package", "\"" + out.package + "\" is not pinned by digest (@sha256:<64 hex>)");
+    return badModelRollout("package",
+                           "\"" + out.package + "\" is not pinned by digest (@sha256:<64 hex>)");
   out.packageRef = *ref;
-  auto model = requiredString(spec, "model", "model");
+  auto model = requiredStringModelRollout(spec, "model", "model");
   if (!model.isOk()) return model.status();
   out.model = *model;
   LOCKSTEP_RETURN_IF_ERROR(decodeWaves(spec, &out));
@@ -203,10 +216,10 @@ StatusOr<ModelRolloutSpec> decodeModelRolloutSpec(const json& spec) {
   if (const json* s = decode::member(spec, "strategy"); s != nullptr)
     LOCKSTEP_RETURN_IF_ERROR(decodeStrategy(*s, &out.strategy));
   if (const json* sc = decode::member(spec, "signingConfig"); sc != nullptr) {
-    if (!sc->is_string()) return bad("signingConfig", "must be a string");
+    if (!sc->is_string()) return badModelRollout("signingConfig", "must be a string");
     out.signingConfig = sc->get<std::string>();
   }
-  auto trust = requiredString(spec, "trustPolicy", "trustPolicy");
+  auto trust = requiredStringModelRollout(spec, "trustPolicy", "trustPolicy");
   if (!trust.isOk()) return trust.status();
   out.trustPolicy = *trust;
   return out;

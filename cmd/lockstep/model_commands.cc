@@ -19,9 +19,9 @@ using api::v1alpha1::kModelReleases;
 using api::v1alpha1::kRuntimeEnvs;
 using nlohmann::json;
 
-std::string quote(const std::string& s) { return "\"" + s + "\""; }
+std::string quoteModelCommands(const std::string& s) { return "\"" + s + "\""; }
 
-int report(ReleaseIo& io, const std::string& what, const Status& s) {
+int reportModelCommands(ReleaseIo& io, const std::string& what, const Status& s) {
   io.err << io.program << ": " << what << ": " << s.message() << "\n";
   return kExitFailure;
 }
@@ -29,17 +29,17 @@ int report(ReleaseIo& io, const std::string& what, const Status& s) {
 StatusOr<json> getModel(ReleaseIo& io, const std::string& ns, const std::string& model) {
   auto a = io.client.get(api::v1alpha1::kModels, ns, model);
   if (!a.isOk() && a.status().code() == Code::kNotFound)
-    return Status(Code::kNotFound, "model " + quote(model) +
-                                       " has never reached prod in namespace " + quote(ns) +
-                                       " (no Model " + quote(model) + ")");
+    return Status(Code::kNotFound,
+                  "model " + quoteModelCommands(model) + " has never reached prod in namespace " +
+                      quoteModelCommands(ns) + " (no Model " + quoteModelCommands(model) + ")");
   return a;
 }
 
 int history(const ModelCommand& cmd, const std::string& ns, ReleaseIo& io) {
   auto model = getModel(io, ns, cmd.model);
-  if (!model.isOk()) return report(io, "history", model.status());
+  if (!model.isOk()) return reportModelCommands(io, "history", model.status());
   auto h = modelHistory(*model);
-  if (!h.isOk()) return report(io, "history", h.status());
+  if (!h.isOk()) return reportModelCommands(io, "history", h.status());
   if (cmd.json) {
     json doc = {{"model", cmd.model},
                 {"promoted", api::v1alpha1::decodeModel(*model).promoted()},
@@ -56,14 +56,14 @@ int history(const ModelCommand& cmd, const std::string& ns, ReleaseIo& io) {
 
 int rollback(const ModelCommand& cmd, const std::string& ns, ReleaseIo& io) {
   auto user = whoAmI(io.client);
-  if (!user.isOk()) return report(io, "finding your user name", user.status());
+  if (!user.isOk()) return reportModelCommands(io, "finding your user name", user.status());
   constexpr int kConflictAttempts = 3;
   ModelRollbackPlan plan;
   for (int attempt = 1;; ++attempt) {
     auto model = getModel(io, ns, cmd.model);
-    if (!model.isOk()) return report(io, "rollback", model.status());
+    if (!model.isOk()) return reportModelCommands(io, "rollback", model.status());
     auto listed = io.client.list(kModelReleases, ns);
-    if (!listed.isOk()) return report(io, "listing ModelReleases", listed.status());
+    if (!listed.isOk()) return reportModelCommands(io, "listing ModelReleases", listed.status());
     std::map<std::string, json> releases;
     for (const json& r : listed->items) {
       const api::v1alpha1::ModelRelease view = api::v1alpha1::decodeModelRelease(r);
@@ -77,18 +77,20 @@ int rollback(const ModelCommand& cmd, const std::string& ns, ReleaseIo& io) {
       if (e.isOk()) {
         envs[env] = *e;
       } else if (e.status().code() != Code::kNotFound) {
-        return report(io, "reading RuntimeEnv " + quote(env), e.status());
+        return reportModelCommands(io, "reading RuntimeEnv " + quoteModelCommands(env), e.status());
       }
     }
     auto planned = planModelRollback(*model, releases, envs, cmd.to, *user);
     if (!planned.isOk())
-      return report(io, "cannot roll back model " + quote(cmd.model), planned.status());
+      return reportModelCommands(io, "cannot roll back model " + quoteModelCommands(cmd.model),
+                                 planned.status());
     plan = *planned;
     if (!plan.runtimeMovedOn.empty())
       io.err << io.program << ": warning: " << plan.runtimeMovedOn << "\n";
     if (!plan.alreadyBy.empty()) {
-      io.out << "rollback of model " << quote(cmd.model) << " to release " << quote(plan.target)
-             << " was already requested by " << plan.alreadyBy << "\n";
+      io.out << "rollback of model " << quoteModelCommands(cmd.model) << " to release "
+             << quoteModelCommands(plan.target) << " was already requested by " << plan.alreadyBy
+             << "\n";
       break;
     }
     const json& target = releases.at(plan.target);
@@ -100,10 +102,12 @@ int rollback(const ModelCommand& cmd, const std::string& ns, ReleaseIo& io) {
         attempt < kConflictAttempts)
       continue;
     if (!written.isOk())
-      return report(io, "requesting the rollback on release " + quote(ns + "/" + plan.target),
-                    written.status());
-    io.out << "model " << quote(cmd.model) << ": rollback from " << quote(plan.from) << " to "
-           << quote(plan.target) << " requested by " << *user << " (prod revision " << plan.revision
+      return reportModelCommands(
+          io, "requesting the rollback on release " + quoteModelCommands(ns + "/" + plan.target),
+          written.status());
+    io.out << "model " << quoteModelCommands(cmd.model) << ": rollback from "
+           << quoteModelCommands(plan.from) << " to " << quoteModelCommands(plan.target)
+           << " requested by " << *user << " (prod revision " << plan.revision
            << "); no gate runs again\n";
     break;
   }
@@ -114,7 +118,7 @@ int rollback(const ModelCommand& cmd, const std::string& ns, ReleaseIo& io) {
   std::condition_variable cv;  // never notified: waitUntil sleeps on the clock
   while (true) {
     auto model = getModel(io, ns, cmd.model);
-    if (!model.isOk()) return report(io, "wait", model.status());
+    if (!model.isOk()) return reportModelCommands(io, "wait", model.status());
     const bool recorded = api::v1alpha1::decodeModel(*model).promoted() == plan.target;
     auto target = io.client.get(kModelReleases, ns, plan.target);
     if (target.isOk()) {
@@ -135,8 +139,8 @@ int rollback(const ModelCommand& cmd, const std::string& ns, ReleaseIo& io) {
       const std::string reason = ready ? api::v1alpha1::decode::string(*ready, "reason") : "";
       const std::string message = ready ? api::v1alpha1::decode::string(*ready, "message") : "";
       if (recorded && ready && api::v1alpha1::decode::string(*ready, "status") == "True") {
-        io.out << "model " << quote(cmd.model) << ": prod runs release " << quote(plan.target)
-               << " (" << message << ")\n";
+        io.out << "model " << quoteModelCommands(cmd.model) << ": prod runs release "
+               << quoteModelCommands(plan.target) << " (" << message << ")\n";
         return kExitOk;
       }
       if (recorded && reason == api::v1alpha1::kReasonRollbackDeadlineExceeded) {
@@ -146,8 +150,8 @@ int rollback(const ModelCommand& cmd, const std::string& ns, ReleaseIo& io) {
     }
     if (io.clock.now() >= deadline) {
       io.err << io.program << ": timed out after " << cmd.timeout.count()
-             << "s waiting for prod of model " << quote(cmd.model) << " to run release "
-             << quote(plan.target) << "\n";
+             << "s waiting for prod of model " << quoteModelCommands(cmd.model)
+             << " to run release " << quoteModelCommands(plan.target) << "\n";
       return kExitFailure;
     }
     std::unique_lock<std::mutex> lock(mu);
@@ -160,11 +164,14 @@ int remove(const ModelCommand& cmd, const std::string& ns, ReleaseIo& io) {
   del.propagationPolicy = "Background";
   Status s = io.client.remove(api::v1alpha1::kModels, ns, cmd.model, del);
   if (!s.isOk() && s.code() == Code::kNotFound)
-    return report(io, "delete",
-                  Status(Code::kNotFound, "model " + quote(cmd.model) +
-                                              " is not in prod in namespace " + quote(ns)));
-  if (!s.isOk()) return report(io, "deleting Model " + quote(cmd.model), s);
-  io.out << "model " << quote(cmd.model) << " taken out of prod: Model " << quote(cmd.model)
+    return reportModelCommands(
+        io, "delete",
+        Status(Code::kNotFound, "model " + quoteModelCommands(cmd.model) +
+                                    " is not in prod in namespace " + quoteModelCommands(ns)));
+  if (!s.isOk())
+    return reportModelCommands(io, "deleting Model " + quoteModelCommands(cmd.model), s);
+  io.out << "model " << quoteModelCommands(cmd.model) << " taken out of prod: Model "
+         << quoteModelCommands(cmd.model)
          << " deleted; garbage collection removes its Service and Deployments\n";
   return kExitOk;
 }

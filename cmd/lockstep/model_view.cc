@@ -12,7 +12,7 @@ namespace {
 namespace v1 = api::v1alpha1;
 using nlohmann::json;
 
-std::string quote(const std::string& s) { return "\"" + s + "\""; }
+std::string quoteModelView(const std::string& s) { return "\"" + s + "\""; }
 
 std::string shortHash(const std::string& h) {
   auto colon = h.find(':');
@@ -80,12 +80,13 @@ StatusOr<ModelRollbackPlan> planModelRollback(const json& modelObject,
   plan.from = m.promoted();
   plan.revision = m.prodRevision();
   if (plan.from.empty())
-    return Status(Code::kInvalidArgument,
-                  "model " + quote(model) + " runs no promoted release; nothing to roll back");
+    return Status(Code::kInvalidArgument, "model " + quoteModelView(model) +
+                                              " runs no promoted release; nothing to roll back");
   if (const std::string canary = m.canaryHolder(); !canary.empty())
-    return Status(Code::kInvalidArgument,
-                  "release " + quote(canary) + " is in canary on model " + quote(model) +
-                      "; abort it first (lockstep release abort " + canary + ")");
+    return Status(Code::kInvalidArgument, "release " + quoteModelView(canary) +
+                                              " is in canary on model " + quoteModelView(model) +
+                                              "; abort it first (lockstep release abort " + canary +
+                                              ")");
   auto parsed = modelHistory(modelObject);
   if (!parsed.isOk()) return parsed.status();
   const json& history = *parsed;
@@ -101,31 +102,32 @@ StatusOr<ModelRollbackPlan> planModelRollback(const json& modelObject,
         plan.target = r;
     }
     if (plan.target.empty())
-      return Status(Code::kInvalidArgument, "model " + quote(model) +
+      return Status(Code::kInvalidArgument, "model " + quoteModelView(model) +
                                                 " has no earlier promoted release to go back to " +
                                                 "(lockstep model history " + model + ")");
   }
   if (plan.target == plan.from)
     return Status(Code::kInvalidArgument,
-                  "release " + quote(plan.target) + " is what prod runs already");
+                  "release " + quoteModelView(plan.target) + " is what prod runs already");
   auto it = releases.find(plan.target);
   if (it == releases.end())
-    return Status(Code::kNotFound, "release " + quote(plan.target) + " of model " + quote(model) +
-                                       " does not exist");
+    return Status(Code::kNotFound, "release " + quoteModelView(plan.target) + " of model " +
+                                       quoteModelView(model) + " does not exist");
   const v1::ModelRelease target = v1::decodeModelRelease(it->second);
   // Whether prod ran it is what its status.canary records: an unreadable one
   // is said, never read as "never promoted".
   if (!target.status.canary.error.empty())
     return Status(Code::kInvalidArgument,
-                  "release " + quote(plan.target) + ": status.canary cannot be read (" +
+                  "release " + quoteModelView(plan.target) + ": status.canary cannot be read (" +
                       target.status.canary.error +
                       "): whether prod ran it is unknown; repair its status first");
   if (target.status.canary.orEmpty().phase != "Promoted")
-    return Status(Code::kInvalidArgument,
-                  "release " + quote(plan.target) + " was never promoted (phase " +
-                      quote(target.status.phase ? std::string(v1::phaseName(*target.status.phase))
-                                                : std::string()) +
-                      "); only a release prod ran before can take prod back without its gates");
+    return Status(
+        Code::kInvalidArgument,
+        "release " + quoteModelView(plan.target) + " was never promoted (phase " +
+            quoteModelView(target.status.phase ? std::string(v1::phaseName(*target.status.phase))
+                                               : std::string()) +
+            "); only a release prod ran before can take prod back without its gates");
   // Exactly the pair it pinned; refused only when that revision was pruned.
   std::optional<v1::RuntimeEnv> env;
   if (auto rte = runtimeEnvs.find(target.spec.runtimeEnvName); rte != runtimeEnvs.end())

@@ -17,7 +17,7 @@ const kube::Resource kSelfSubjectReviews{"authentication.k8s.io", "v1", "selfsub
                                          "SelfSubjectReview", false};
 constexpr int kConflictAttempts = 3;
 
-std::string quote(const std::string& s) { return "\"" + s + "\""; }
+std::string quoteReleaseCommands(const std::string& s) { return "\"" + s + "\""; }
 
 // A failed read or write as one line: what was attempted, and the server's words.
 int report(ReleaseIo& io, const std::string& what, const Status& s) {
@@ -35,7 +35,8 @@ int report(ReleaseIo& io, const std::string& what, const Status& s) {
 StatusOr<json> getRelease(ReleaseIo& io, const std::string& ns, const std::string& name) {
   auto r = io.client.get(kModelReleases, ns, name);
   if (!r.isOk() && r.status().code() == Code::kNotFound) {
-    return Status(Code::kNotFound, "release " + quote(ns + "/" + name) + " not found");
+    return Status(Code::kNotFound,
+                  "release " + quoteReleaseCommands(ns + "/" + name) + " not found");
   }
   return r;
 }
@@ -77,13 +78,13 @@ int act(const ReleaseCommand& cmd, const std::string& ns, ReleaseIo& io) {
                 : promote ? planPromote(*release, cmd.full, *user)
                           : planAbort(*release);
     if (!plan.isOk()) return report(io, "cannot " + verb, plan.status());
-    const std::string id = quote(releaseId(*release));
+    const std::string id = quoteReleaseCommands(releaseId(*release));
     if (!plan->alreadyBy.empty()) {
       if (promote) {
         io.out << "release " << id << " was already promoted (" << plan->annotation << ") by "
                << plan->alreadyBy << "\n";
       } else if (approve) {
-        io.out << "stage " << quote(plan->stage) << " of release " << id
+        io.out << "stage " << quoteReleaseCommands(plan->stage) << " of release " << id
                << " is already approved by " << plan->alreadyBy << "\n";
       } else {
         io.out << "abort of release " << id << " was already requested by " << plan->alreadyBy
@@ -100,9 +101,10 @@ int act(const ReleaseCommand& cmd, const std::string& ns, ReleaseIo& io) {
       continue;  // the release moved on between read and write: decide again
     }
     if (!written.isOk()) {
-      std::string what = approve   ? "approving stage " + quote(plan->stage) + " of release " + id
-                         : promote ? "promoting release " + id
-                                   : "aborting release " + id;
+      std::string what =
+          approve   ? "approving stage " + quoteReleaseCommands(plan->stage) + " of release " + id
+          : promote ? "promoting release " + id
+                    : "aborting release " + id;
       return report(io, what, written.status());
     }
     if (promote) {
@@ -111,8 +113,8 @@ int act(const ReleaseCommand& cmd, const std::string& ns, ReleaseIo& io) {
                           : "canary step " + plan->stage + " promoted")
              << " by " << *user << "\n";
     } else if (approve) {
-      io.out << "stage " << quote(plan->stage) << " of release " << id << " approved by " << *user
-             << "\n";
+      io.out << "stage " << quoteReleaseCommands(plan->stage) << " of release " << id
+             << " approved by " << *user << "\n";
     } else {
       io.out << "release " << id << ": abort requested by " << *user
              << " (the controller stops the running gate Job; the release ends Failed)\n";
@@ -132,19 +134,21 @@ int wait(const ReleaseCommand& cmd, const std::string& ns, ReleaseIo& io) {
     last = *release;
     switch (waitState(last, cmd.forPhase)) {
       case WaitState::kReached:
-        io.out << "release " << quote(releaseId(last)) << " reached phase " << cmd.forPhase << "\n";
+        io.out << "release " << quoteReleaseCommands(releaseId(last)) << " reached phase "
+               << cmd.forPhase << "\n";
         return kExitOk;
       case WaitState::kEndedElsewhere:
-        io.err << io.program << ": release " << quote(releaseId(last)) << " ended in "
-               << releaseSummary(last) << "; it will never reach " << cmd.forPhase << "\n";
+        io.err << io.program << ": release " << quoteReleaseCommands(releaseId(last))
+               << " ended in " << releaseSummary(last) << "; it will never reach " << cmd.forPhase
+               << "\n";
         return kExitFailure;
       case WaitState::kWaiting:
         break;
     }
     if (io.clock.now() >= deadline) {
       io.err << io.program << ": timed out after " << cmd.timeout.count()
-             << "s waiting for release " << quote(releaseId(last)) << " to reach phase "
-             << cmd.forPhase << " (now " << releaseSummary(last) << ")\n";
+             << "s waiting for release " << quoteReleaseCommands(releaseId(last))
+             << " to reach phase " << cmd.forPhase << " (now " << releaseSummary(last) << ")\n";
       return kExitFailure;
     }
     std::unique_lock<std::mutex> lock(mu);

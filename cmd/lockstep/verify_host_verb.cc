@@ -21,16 +21,16 @@
 namespace lockstep::cli {
 namespace {
 
-constexpr const char* kVerb = "verify-host";
+constexpr const char* kHostVerb = "verify-host";
 
-std::string envOr(const char* name) {
+std::string hostEnvOr(const char* name) {
   const char* v = std::getenv(name);
   return v == nullptr ? "" : v;
 }
 
 // `exe` in a directory of $PATH, or "".
 std::string findOnPath(const std::string& exe) {
-  std::string dirs = envOr("PATH");
+  std::string dirs = hostEnvOr("PATH");
   for (char& c : dirs) c = c == ':' ? ',' : c;
   for (const std::string& dir : splitComma(dirs)) {
     std::string path = dir + "/" + exe;
@@ -141,10 +141,10 @@ int runVerifyHost(const VerbContext& ctx) {
       {"lib-dir", "", "library directories"},
       {"json", "false", "print JSON", FlagType::kBool},
   });
-  std::vector<const char*> argv{kVerb};
+  std::vector<const char*> argv{kHostVerb};
   for (const auto& a : ctx.args) argv.push_back(a.c_str());
   if (Status s = flags.parse(static_cast<int>(argv.size()), argv.data()); !s.isOk()) {
-    ctx.err << kVerb << ": " << s.message() << "\n";
+    ctx.err << kHostVerb << ": " << s.message() << "\n";
     verifyHostUsage(ctx.err, ctx.programName);
     return kExitUsage;
   }
@@ -157,7 +157,7 @@ int runVerifyHost(const VerbContext& ctx) {
   if (std::string g = flags.get("gpus"); !g.empty()) {
     auto n = parseNonNegativeInt(g);
     if (!n.isOk()) {
-      ctx.err << kVerb << ": --gpus: " << n.status().message() << "\n";
+      ctx.err << kHostVerb << ": --gpus: " << n.status().message() << "\n";
       return kExitUsage;
     }
     want.gpus = *n;
@@ -169,7 +169,7 @@ int runVerifyHost(const VerbContext& ctx) {
   if (!in.lockPath.empty() || !in.runtimeJsonPath.empty()) {
     auto runtime = resolveRuntime(in);
     if (!runtime.isOk()) {
-      return reportError(ctx.out, ctx.err, kVerb, json, runtime.status().message());
+      return reportError(ctx.out, ctx.err, kHostVerb, json, runtime.status().message());
     }
     want.cuda = runtime->cuda;
     want.rdma = runtime->rdma;
@@ -178,19 +178,19 @@ int runVerifyHost(const VerbContext& ctx) {
   }
   want.rdma = want.rdma || flags.getBool("rdma");
   want.ncclIbHca = flags.get("nccl-ib-hca");
-  if (want.ncclIbHca.empty()) want.ncclIbHca = envOr("NCCL_IB_HCA");
+  if (want.ncclIbHca.empty()) want.ncclIbHca = hostEnvOr("NCCL_IB_HCA");
 
   verify::FsTree tree;
   verify::HostProbe probe;
   const std::string root = flags.get("root");
   probe.root = root.empty() ? "/" : root;
   if (auto top = tree.list(probe.root); !top.isOk()) {
-    return reportError(ctx.out, ctx.err, kVerb, json, "--root: " + top.status().message());
+    return reportError(ctx.out, ctx.err, kHostVerb, json, "--root: " + top.status().message());
   }
   probe.libraryDirs = splitComma(flags.get("lib-dir"));
   if (root.empty()) {
     // The job's own library path first, as the dynamic loader searches it.
-    std::string ld = envOr("LD_LIBRARY_PATH");
+    std::string ld = hostEnvOr("LD_LIBRARY_PATH");
     for (char& c : ld) c = c == ':' ? ',' : c;
     for (const auto& d : splitComma(ld)) probe.libraryDirs.push_back(d);
   }
@@ -198,7 +198,8 @@ int runVerifyHost(const VerbContext& ctx) {
     probe.libraryDirs.push_back(d);
   }
   auto facts = verify::collectHostFacts(tree, probe);
-  if (!facts.isOk()) return reportError(ctx.out, ctx.err, kVerb, json, facts.status().message());
+  if (!facts.isOk())
+    return reportError(ctx.out, ctx.err, kHostVerb, json, facts.status().message());
   std::vector<std::string> extraNotes;
   if (root.empty()) {
     if (std::string smi = findOnPath("nvidia-smi"); !smi.empty()) {
@@ -238,9 +239,9 @@ int runVerifyHost(const VerbContext& ctx) {
     if (!report.minDriver.empty()) summary += " needs driver >= " + report.minDriver;
     if (want.rdma) summary += ", RDMA declared";
     if (report.match()) {
-      ctx.out << kVerb << ": OK: " << summary << "\n";
+      ctx.out << kHostVerb << ": OK: " << summary << "\n";
     } else {
-      ctx.out << kVerb << ": MISMATCH: " << summary << "; " << report.differences.size()
+      ctx.out << kHostVerb << ": MISMATCH: " << summary << "; " << report.differences.size()
               << " check(s) failed (" << source << ")\n";
       for (const auto& d : report.differences) ctx.out << "  " << verify::describe(d) << "\n";
     }

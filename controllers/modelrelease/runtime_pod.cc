@@ -8,6 +8,7 @@
 #include "api/v1alpha1/runtime_env.h"
 #include "api/v1alpha1/runtime_revision.h"
 #include "api/v1alpha1/runtime_verify.h"
+#include "controllers/modelrelease/release_status.h"
 
 namespace lockstep::controllers {
 namespace {
@@ -29,8 +30,6 @@ json& arrayAt(json& parent, const char* key) {
 json envVar(const std::string& name, const std::string& value) {
   return {{"name", name}, {"value", value}};
 }
-
-std::string quote(const std::string& s) { return "\"" + s + "\""; }
 
 Status prepareContainer(json& c, const RuntimePod& pod) {
   std::string image =

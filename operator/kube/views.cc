@@ -67,8 +67,8 @@ class Problems {
 };
 
 // A string member; ABSENT "", MISTYPED "" with a problem when `problems`.
-std::string_view str(const json* o, std::string_view key, Problems* problems = nullptr,
-                     const At& at = {}) {
+std::string_view strViews(const json* o, std::string_view key, Problems* problems = nullptr,
+                          const At& at = {}) {
   const json* m = member(o, key);
   if (m == nullptr || m->is_null()) return {};
   if (!m->is_string()) {
@@ -145,25 +145,25 @@ MetaView viewMeta(const json& o, Problems& problems) {
     problems.add(At{}, "metadata", *meta, "is not an object (read as empty)");
     meta = nullptr;
   }
-  m.name = str(meta, "name");
-  m.ns = str(meta, "namespace");
+  m.name = strViews(meta, "name");
+  m.ns = strViews(meta, "namespace");
   problems.setName(m.ns, m.name);
   // name and namespace are reported once the key is known.
   const At at{"metadata"};
-  str(meta, "name", &problems, at);
-  str(meta, "namespace", &problems, at);
-  m.uid = str(meta, "uid", &problems, at);
-  m.creationTimestamp = str(meta, "creationTimestamp", &problems, at);
-  m.deletionTimestamp = str(meta, "deletionTimestamp", &problems, at);
+  strViews(meta, "name", &problems, at);
+  strViews(meta, "namespace", &problems, at);
+  m.uid = strViews(meta, "uid", &problems, at);
+  m.creationTimestamp = strViews(meta, "creationTimestamp", &problems, at);
+  m.deletionTimestamp = strViews(meta, "deletionTimestamp", &problems, at);
   m.generation = count(meta, "generation", problems, at, "0").value_or(0);
   m.labels = StringMapView(object(meta, "labels", problems, at));
   m.annotations = StringMapView(object(meta, "annotations", problems, at));
   forEachEntry(meta, "ownerReferences", problems, "metadata", [&](const json& r, const At& at) {
     OwnerRefView ref;
-    ref.apiVersion = str(&r, "apiVersion", &problems, at);
-    ref.kind = str(&r, "kind", &problems, at);
-    ref.name = str(&r, "name", &problems, at);
-    ref.uid = str(&r, "uid", &problems, at);
+    ref.apiVersion = strViews(&r, "apiVersion", &problems, at);
+    ref.kind = strViews(&r, "kind", &problems, at);
+    ref.name = strViews(&r, "name", &problems, at);
+    ref.uid = strViews(&r, "uid", &problems, at);
     ref.controller = flag(&r, "controller", problems, at);
     m.ownerReferences.push_back(ref);
   });
@@ -173,8 +173,8 @@ MetaView viewMeta(const json& o, Problems& problems) {
 std::vector<ConditionView> viewConditions(const json* status, Problems& problems) {
   std::vector<ConditionView> out;
   forEachEntry(status, "conditions", problems, "status", [&](const json& c, const At& at) {
-    out.push_back({str(&c, "type", &problems, at), str(&c, "status", &problems, at),
-                   str(&c, "reason", &problems, at), str(&c, "message", &problems, at)});
+    out.push_back({strViews(&c, "type", &problems, at), strViews(&c, "status", &problems, at),
+                   strViews(&c, "reason", &problems, at), strViews(&c, "message", &problems, at)});
   });
   return out;
 }
@@ -291,8 +291,8 @@ PodView viewPod(const Object& pod) {
   v.meta = viewMeta(pod, problems);
   const json* spec = object(&pod, "spec", problems, At{});
   const json* status = object(&pod, "status", problems, At{});
-  v.nodeName = str(spec, "nodeName", &problems, At{"spec"});
-  v.phase = str(status, "phase", &problems, At{"status"});
+  v.nodeName = strViews(spec, "nodeName", &problems, At{"spec"});
+  v.phase = strViews(status, "phase", &problems, At{"status"});
   v.conditions = viewConditions(status, problems);
   v.ready = readyIn(v.conditions);
   for (const ConditionView& c : v.conditions) {
@@ -305,7 +305,7 @@ PodView viewPod(const Object& pod) {
   }
   forEachEntry(status, "containerStatuses", problems, "status", [&](const json& c, const At& at) {
     ContainerStatusView cs;
-    cs.name = str(&c, "name", &problems, at);
+    cs.name = strViews(&c, "name", &problems, at);
     cs.restartCount = count(&c, "restartCount", problems, at, "0").value_or(0);
     cs.ready = flag(&c, "ready", problems, at);
     v.containers.push_back(cs);
@@ -329,8 +329,8 @@ NodeView viewNode(const Object& node) {
           .value_or(0);
   v.unschedulable = flag(spec, "unschedulable", problems, At{"spec"});
   forEachEntry(spec, "taints", problems, "spec", [&](const json& t, const At& at) {
-    v.taints.push_back({str(&t, "key", &problems, at), str(&t, "value", &problems, at),
-                        str(&t, "effect", &problems, at)});
+    v.taints.push_back({strViews(&t, "key", &problems, at), strViews(&t, "value", &problems, at),
+                        strViews(&t, "effect", &problems, at)});
   });
   v.conditions = viewConditions(status, problems);
   v.ready = readyIn(v.conditions);

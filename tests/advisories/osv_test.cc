@@ -105,7 +105,7 @@ TEST(OsvParse, WithdrawnIsRecorded) {
   EXPECT_TRUE(r->withdrawn);
 }
 
-OsvRecord rec(const std::string& text) {
+OsvRecord recOsv(const std::string& text) {
   auto r = parseOsvRecord(text, "t.json");
   EXPECT_TRUE(r.isOk()) << r.status().message();
   return r.isOk() ? *r : OsvRecord{};
@@ -113,7 +113,7 @@ OsvRecord rec(const std::string& text) {
 
 TEST(OsvSeverity, CvssV3FirstThenV2ThenTheDatabasesWord) {
   // v3 computed even when the database says otherwise.
-  auto both = rec(R"({"id": "X",
+  auto both = recOsv(R"({"id": "X",
     "severity": [{"type": "CVSS_V2", "score": "AV:N/AC:L/Au:N/C:N/I:N/A:P"},
                  {"type": "CVSS_V3", "score": "CVSS:3.1/AV:N/AC:L/PR:N/UI:N/S:U/C:H/I:H/A:H"}],
     "database_specific": {"severity": "LOW"}})");
@@ -122,39 +122,39 @@ TEST(OsvSeverity, CvssV3FirstThenV2ThenTheDatabasesWord) {
   EXPECT_DOUBLE_EQ(s.score, 9.8);
   EXPECT_EQ(s.basis, "CVSS:3.1/AV:N/AC:L/PR:N/UI:N/S:U/C:H/I:H/A:H");
 
-  auto v2 = rec(
+  auto v2 = recOsv(
       R"({"id": "X", "severity": [{"type": "CVSS_V2", "score": "AV:N/AC:L/Au:N/C:N/I:N/A:C"}]})");
   EXPECT_EQ(rateSeverity(v2, nullptr).severity, Severity::kHigh);
   EXPECT_DOUBLE_EQ(rateSeverity(v2, nullptr).score, 7.8);
 
-  auto word = rec(R"({"id": "X", "database_specific": {"severity": "MODERATE"}})");
+  auto word = recOsv(R"({"id": "X", "database_specific": {"severity": "MODERATE"}})");
   EXPECT_EQ(rateSeverity(word, nullptr).severity, Severity::kMedium);
   EXPECT_EQ(rateSeverity(word, nullptr).basis, "database_specific.severity MODERATE");
 
   // A v4 vector alone is not scored: unknown, and the basis says why.
-  auto v4 = rec(R"({"id": "X", "severity": [{"type": "CVSS_V4",
+  auto v4 = recOsv(R"({"id": "X", "severity": [{"type": "CVSS_V4",
     "score": "CVSS:4.0/AV:N/AC:L/AT:N/PR:N/UI:N/VC:H/VI:H/VA:H/SC:N/SI:N/SA:N"}]})");
   EXPECT_EQ(rateSeverity(v4, nullptr).severity, Severity::kUnknown);
   EXPECT_EQ(rateSeverity(v4, nullptr).basis, "only a CVSS v4 vector (not scored)");
   // ... but the database's word is used when there is one.
-  auto v4word = rec(R"({"id": "X", "severity": [{"type": "CVSS_V4",
+  auto v4word = recOsv(R"({"id": "X", "severity": [{"type": "CVSS_V4",
     "score": "CVSS:4.0/AV:N/AC:L/AT:N/PR:N/UI:N/VC:H/VI:H/VA:H/SC:N/SI:N/SA:N"}],
     "database_specific": {"severity": "CRITICAL"}})");
   EXPECT_EQ(rateSeverity(v4word, nullptr).severity, Severity::kCritical);
 
-  auto none = rec(R"({"id": "X"})");
+  auto none = recOsv(R"({"id": "X"})");
   EXPECT_EQ(rateSeverity(none, nullptr).severity, Severity::kUnknown);
   EXPECT_EQ(rateSeverity(none, nullptr).basis, "no severity in the record");
 
   // A bad vector is skipped for the next source; alone it leaves the severity unknown
   // with the vector's error as the basis.
-  auto bad = rec(R"({"id": "X", "severity": [{"type": "CVSS_V3", "score": "CVSS:3.1/AV:Q"}]})");
+  auto bad = recOsv(R"({"id": "X", "severity": [{"type": "CVSS_V3", "score": "CVSS:3.1/AV:Q"}]})");
   EXPECT_EQ(rateSeverity(bad, nullptr).severity, Severity::kUnknown);
   EXPECT_NE(rateSeverity(bad, nullptr).basis.find("CVSS vector"), std::string::npos);
 }
 
 TEST(OsvSeverity, AnAffectedEntrysOwnSeverityComesFirst) {
-  auto r = rec(R"({"id": "X",
+  auto r = recOsv(R"({"id": "X",
     "severity": [{"type": "CVSS_V3", "score": "CVSS:3.1/AV:N/AC:L/PR:N/UI:N/S:U/C:H/I:H/A:H"}],
     "affected": [
       {"package": {"ecosystem": "PyPI", "name": "a"},

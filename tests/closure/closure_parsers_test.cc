@@ -11,8 +11,8 @@ namespace {
 
 using testing::mustCompute;
 
-const std::string kA(64, 'a');
-const std::string kB(64, 'b');
+const std::string kClosureParsersA(64, 'a');
+const std::string kClosureParsersB(64, 'b');
 const std::string kC(64, 'c');
 const std::string kCommit = "0ed5d7f18fa3153834cbac0aa57e8092b217cc16";
 
@@ -23,7 +23,7 @@ ClosureOptions opts(LockFormat f = LockFormat::kAuto) {
   return o;
 }
 
-Status errorOf(const std::string& text, const ClosureOptions& o) {
+Status errorOfClosureParsers(const std::string& text, const ClosureOptions& o) {
   auto r = computeClosure(text, o);
   EXPECT_FALSE(r.isOk()) << "parsed: " << (r.isOk() ? r->canonicalText : "");
   return r.status();
@@ -33,12 +33,15 @@ Status errorOf(const std::string& text, const ClosureOptions& o) {
 
 TEST(Canonical, LinesSortedDedupedTabSeparated) {
   std::vector<Package> ps = {
-      {"pypi", "b", "1", {"sha256:" + kB, "sha256:" + kA, "sha256:" + kA}},
+      {"pypi",
+       "b",
+       "1",
+       {"sha256:" + kClosureParsersB, "sha256:" + kClosureParsersA, "sha256:" + kClosureParsersA}},
       {"conda", "a", "2", {"sha256:" + kC}},
-      {"pypi", "b", "1", {"sha256:" + kA, "sha256:" + kB}},
+      {"pypi", "b", "1", {"sha256:" + kClosureParsersA, "sha256:" + kClosureParsersB}},
   };
-  EXPECT_EQ(canonicalText(ps),
-            "conda\ta\t2\tsha256:" + kC + "\npypi\tb\t1\tsha256:" + kA + ",sha256:" + kB + "\n");
+  EXPECT_EQ(canonicalText(ps), "conda\ta\t2\tsha256:" + kC + "\npypi\tb\t1\tsha256:" +
+                                   kClosureParsersA + ",sha256:" + kClosureParsersB + "\n");
   EXPECT_EQ(closureHashOfCanonicalText(""), "sha256:" + sha256Hex("lockstep-closure-v1\n"));
 }
 
@@ -56,10 +59,10 @@ TEST(Pip, ContinuationsMarkersExtrasAndLocalVersions) {
       "--index-url https://example.invalid/simple\n"
       "Torch==2.3.1+cu121 ; sys_platform == \"linux\" \\\n"
       "    --hash=sha256:" +
-      kA +
+      kClosureParsersA +
       " \\\n"
       "    --hash=sha256:" +
-      kB +
+      kClosureParsersB +
       "\n"
       "    # via -r requirements.in\n"
       "etils[epath,epy]==1.13.0 --hash sha256:" +
@@ -70,17 +73,17 @@ TEST(Pip, ContinuationsMarkersExtrasAndLocalVersions) {
   Closure c = mustCompute(t, opts());
   EXPECT_EQ(c.format, LockFormat::kPip);
   EXPECT_EQ(c.canonicalText, "pypi\tetils\t1.13.0\tsha256:" + kC +
-                                 "\npypi\ttorch\t2.3.1+cu121\tsha256:" + kA + ",sha256:" + kB +
-                                 "\n");
+                                 "\npypi\ttorch\t2.3.1+cu121\tsha256:" + kClosureParsersA +
+                                 ",sha256:" + kClosureParsersB + "\n");
   EXPECT_EQ(c.cuda, "12.1");
 }
 
 TEST(Pip, IncludesResolveThroughTheReader) {
-  MapIncludeReader reader(
-      std::map<std::string, std::string>{{"base.txt", "numpy==1.26.4 --hash=sha256:" + kA + "\n"}});
+  MapIncludeReader reader(std::map<std::string, std::string>{
+      {"base.txt", "numpy==1.26.4 --hash=sha256:" + kClosureParsersA + "\n"}});
   ClosureOptions o = opts(LockFormat::kPip);
   o.includes = &reader;
-  Closure c = mustCompute("-r base.txt\nsix==1.16.0 --hash=sha256:" + kB + "\n", o);
+  Closure c = mustCompute("-r base.txt\nsix==1.16.0 --hash=sha256:" + kClosureParsersB + "\n", o);
   EXPECT_EQ(c.packageCount(), 2u);
   EXPECT_EQ(mustCompute("--requirement=./base.txt\n", o).packageCount(), 1u);
 }
@@ -88,26 +91,32 @@ TEST(Pip, IncludesResolveThroughTheReader) {
 TEST(Pip, IncludeErrors) {
   MapIncludeReader reader(std::map<std::string, std::string>{{"self.txt", "-r self.txt\n"}});
   ClosureOptions o = opts(LockFormat::kPip);
-  EXPECT_NE(errorOf("-r base.txt\n", o).message().find("needs a file reader"), std::string::npos);
-  o.includes = &reader;
-  EXPECT_NE(errorOf("-r ../x.txt\n", o).message().find("same directory"), std::string::npos);
-  EXPECT_NE(errorOf("-r sub/x.txt\n", o).message().find("same directory"), std::string::npos);
-  EXPECT_NE(errorOf("-r missing.txt\n", o).message().find("lock:1: -r: cannot read"),
+  EXPECT_NE(errorOfClosureParsers("-r base.txt\n", o).message().find("needs a file reader"),
             std::string::npos);
-  EXPECT_NE(errorOf("-r self.txt\n", o).message().find("self.txt:1: -r:"), std::string::npos);
+  o.includes = &reader;
+  EXPECT_NE(errorOfClosureParsers("-r ../x.txt\n", o).message().find("same directory"),
+            std::string::npos);
+  EXPECT_NE(errorOfClosureParsers("-r sub/x.txt\n", o).message().find("same directory"),
+            std::string::npos);
+  EXPECT_NE(errorOfClosureParsers("-r missing.txt\n", o).message().find("lock:1: -r: cannot read"),
+            std::string::npos);
+  EXPECT_NE(errorOfClosureParsers("-r self.txt\n", o).message().find("self.txt:1: -r:"),
+            std::string::npos);
 }
 
 TEST(Pip, UnpinnedAndUnhashedAreErrorsWithLine) {
-  Status s = errorOf("six==1.16.0 --hash=sha256:" + kA + "\nrequests>=2\n", opts(LockFormat::kPip));
+  Status s = errorOfClosureParsers(
+      "six==1.16.0 --hash=sha256:" + kClosureParsersA + "\nrequests>=2\n", opts(LockFormat::kPip));
   EXPECT_EQ(s.code(), Code::kInvalidArgument);
   EXPECT_NE(s.message().find("lock:2: requirement: \"requests\" is not pinned"), std::string::npos)
       << s.message();
-  s = errorOf("six==1.16.0\n", opts(LockFormat::kPip));
+  s = errorOfClosureParsers("six==1.16.0\n", opts(LockFormat::kPip));
   EXPECT_NE(s.message().find("lock:1: digest: package \"six 1.16.0\""), std::string::npos)
       << s.message();
-  s = errorOf("six==1.16.0 --hash=sha256:abc\n", opts(LockFormat::kPip));
+  s = errorOfClosureParsers("six==1.16.0 --hash=sha256:abc\n", opts(LockFormat::kPip));
   EXPECT_NE(s.message().find("lock:1: --hash: malformed sha256"), std::string::npos) << s.message();
-  s = errorOf("six==1.16.0\n    --hash=sha256:" + kA + "\n", opts(LockFormat::kPip));
+  s = errorOfClosureParsers("six==1.16.0\n    --hash=sha256:" + kClosureParsersA + "\n",
+                            opts(LockFormat::kPip));
   EXPECT_NE(s.message().find("lock:2: --hash: hash outside a requirement"), std::string::npos)
       << s.message();
 }
@@ -123,14 +132,14 @@ TEST(Pip, AllowUnhashedIsWeak) {
 
 TEST(Pip, OtherAlgorithmsAreNotDigestsAndVcsPinsAreCommits) {
   ClosureOptions o = opts(LockFormat::kPip);
-  Closure c = mustCompute("six==1.16.0 --hash=sha512:00 --hash=sha256:" + kA +
+  Closure c = mustCompute("six==1.16.0 --hash=sha512:00 --hash=sha256:" + kClosureParsersA +
                               "\n"
                               "tqdm @ git+https://git.example/tqdm/tqdm.git@" +
                               kCommit + "\n",
                           o);
-  EXPECT_EQ(c.canonicalText,
-            "pypi\tsix\t1.16.0\tsha256:" + kA + "\npypi\ttqdm\t\tgit:" + kCommit + "\n");
-  EXPECT_NE(errorOf("tqdm @ git+https://git.example/tqdm/tqdm.git@v4.0\n", o)
+  EXPECT_EQ(c.canonicalText, "pypi\tsix\t1.16.0\tsha256:" + kClosureParsersA +
+                                 "\npypi\ttqdm\t\tgit:" + kCommit + "\n");
+  EXPECT_NE(errorOfClosureParsers("tqdm @ git+https://git.example/tqdm/tqdm.git@v4.0\n", o)
                 .message()
                 .find("not pinned"),
             std::string::npos);
@@ -149,19 +158,19 @@ TEST(Uv, RootGitAndArtifacts) {
       "[[package]]\nname = \"Six\"\nversion = \"1.16.0\"\nsource = { registry = "
       "\"https://pypi.example/simple\" }\n"
       "sdist = { url = \"https://x/six.tar.gz\", hash = \"sha256:" +
-      kA +
+      kClosureParsersA +
       "\" }\n"
       "wheels = [{ url = \"https://x/six.whl\", hash = \"SHA256:" +
       std::string(64, 'B') + "\" }]\n";
   Closure c = mustCompute(t, opts());
   EXPECT_EQ(c.format, LockFormat::kUv);
-  EXPECT_EQ(c.canonicalText, "pypi\tdep\t1.0\tgit:" + kCommit +
-                                 "\npypi\tsix\t1.16.0\tsha256:" + kA + ",sha256:" + kB + "\n");
+  EXPECT_EQ(c.canonicalText, "pypi\tdep\t1.0\tgit:" + kCommit + "\npypi\tsix\t1.16.0\tsha256:" +
+                                 kClosureParsersA + ",sha256:" + kClosureParsersB + "\n");
 }
 
 TEST(Uv, TomlSyntaxErrorHasLine) {
-  Status s =
-      errorOf("version = 1\n\n[[package]]\nname = \"x\nversion = \"1\"\n", opts(LockFormat::kUv));
+  Status s = errorOfClosureParsers("version = 1\n\n[[package]]\nname = \"x\nversion = \"1\"\n",
+                                   opts(LockFormat::kUv));
   EXPECT_NE(s.message().find("lock:4: toml: "), std::string::npos) << s.message();
 }
 
@@ -179,18 +188,19 @@ TEST(Poetry, V1MetadataFilesAndV2FilesAndGit) {
       "\"directory\"\nurl = \"../mine\"\n\n"
       "[metadata]\nlock-version = \"1.1\"\ncontent-hash = \"x\"\n\n"
       "[metadata.files]\nsix = [\n    {file = \"six.whl\", hash = \"sha256:" +
-      kA + "\"},\n]\ntqdm = []\n";
+      kClosureParsersA + "\"},\n]\ntqdm = []\n";
   Closure c = mustCompute(v1, opts());
   EXPECT_EQ(c.format, LockFormat::kPoetry);
-  EXPECT_EQ(c.canonicalText,
-            "pypi\tsix\t1.16.0\tsha256:" + kA + "\npypi\ttqdm\t4.67.1\tgit:" + kCommit + "\n");
+  EXPECT_EQ(c.canonicalText, "pypi\tsix\t1.16.0\tsha256:" + kClosureParsersA +
+                                 "\npypi\ttqdm\t4.67.1\tgit:" + kCommit + "\n");
   std::string v2 =
       "[[package]]\nname = \"six\"\nversion = \"1.16.0\"\nfiles = [\n"
       "    {file = \"six.whl\", hash = \"sha256:" +
-      kA +
+      kClosureParsersA +
       "\"},\n]\n\n"
       "[metadata]\nlock-version = \"2.0\"\ncontent-hash = \"x\"\n";
-  EXPECT_EQ(mustCompute(v2, opts()).canonicalText, "pypi\tsix\t1.16.0\tsha256:" + kA + "\n");
+  EXPECT_EQ(mustCompute(v2, opts()).canonicalText,
+            "pypi\tsix\t1.16.0\tsha256:" + kClosureParsersA + "\n");
 }
 
 // ---- conda-lock -----------------------------------------------------------
@@ -204,15 +214,16 @@ std::string condaEntry(const std::string& name, const std::string& platform, con
 
 TEST(CondaLock, PlatformSelectionAndAliases) {
   std::string t = "version: 1\nmetadata:\n  platforms: [linux-64, osx-arm64]\npackage:\n" +
-                  condaEntry("Zlib", "linux-64", kA) + condaEntry("zlib", "osx-arm64", kB);
+                  condaEntry("Zlib", "linux-64", kClosureParsersA) +
+                  condaEntry("zlib", "osx-arm64", kClosureParsersB);
   Closure c = mustCompute(t, opts());
   EXPECT_EQ(c.platform, "linux-64");
-  EXPECT_EQ(c.canonicalText, "conda\tzlib\t1.0\tsha256:" + kA + "\n");
+  EXPECT_EQ(c.canonicalText, "conda\tzlib\t1.0\tsha256:" + kClosureParsersA + "\n");
   ClosureOptions o = opts();
   o.platform = "aarch64-darwin";
   EXPECT_EQ(mustCompute(t, o).platform, "osx-arm64");
   o.platform = "win-64";
-  Status s = errorOf(t, o);
+  Status s = errorOfClosureParsers(t, o);
   EXPECT_NE(
       s.message().find("platform \"win-64\" is not in the lock; available: linux-64, osx-arm64"),
       std::string::npos)
@@ -221,7 +232,7 @@ TEST(CondaLock, PlatformSelectionAndAliases) {
 
 TEST(CondaLock, V2LayoutWithCategories) {
   std::string t = "version: 2\nmetadata:\n  platforms: [linux-64]\npackage:\n" +
-                  condaEntry("python", "linux-64", kA, "  categories:\n  - main\n");
+                  condaEntry("python", "linux-64", kClosureParsersA, "  categories:\n  - main\n");
   EXPECT_EQ(mustCompute(t, opts()).packageCount(), 1u);
 }
 
@@ -230,16 +241,18 @@ TEST(CondaLock, Md5OnlyIsUnhashedAndBadShaIsAnError) {
       "version: 1\npackage:\n- name: zlib\n  version: '1.0'\n  manager: conda\n  platform: "
       "linux-64\n"
       "  url: https://x/zlib-1.0-0.conda\n  hash:\n    md5: 0123\n";
-  EXPECT_NE(errorOf(md5only, opts()).message().find("lock:3: digest: package \"zlib 1.0\""),
-            std::string::npos);
+  EXPECT_NE(
+      errorOfClosureParsers(md5only, opts()).message().find("lock:3: digest: package \"zlib 1.0\""),
+      std::string::npos);
   std::string bad = "version: 1\npackage:\n" + condaEntry("zlib", "osx-arm64", "abc");
-  Status s = errorOf(bad, opts());
+  Status s = errorOfClosureParsers(bad, opts());
   EXPECT_NE(s.message().find("malformed sha256"), std::string::npos) << s.message();
   EXPECT_NE(s.message().find("lock:10: sha256: malformed"), std::string::npos) << s.message();
 }
 
 TEST(CondaLock, YamlSyntaxErrorHasLine) {
-  Status s = errorOf("version: 1\npackage:\n- name: [unclosed\n", opts(LockFormat::kCondaLock));
+  Status s = errorOfClosureParsers("version: 1\npackage:\n- name: [unclosed\n",
+                                   opts(LockFormat::kCondaLock));
   EXPECT_NE(s.message().find("lock:"), std::string::npos);
   EXPECT_NE(s.message().find(": yaml: "), std::string::npos) << s.message();
 }
@@ -254,7 +267,8 @@ TEST(CondaLock, QuotedNullIsTextPlainNullIsNoDigest) {
     EXPECT_TRUE(c.weak) << plain;
   }
   for (const char* text : {"'null'", "\"~\"", "!!str null", "nULL"}) {
-    Status s = errorOf("version: 1\npackage:\n" + condaEntry("zlib", "linux-64", text), o);
+    Status s =
+        errorOfClosureParsers("version: 1\npackage:\n" + condaEntry("zlib", "linux-64", text), o);
     EXPECT_NE(s.message().find("lock:10: sha256: malformed sha256"), std::string::npos)
         << text << ": " << s.message();
   }
@@ -262,15 +276,17 @@ TEST(CondaLock, QuotedNullIsTextPlainNullIsNoDigest) {
 
 TEST(CondaLock, InvalidUtf8IsRefusedWithItsLine) {
   // yaml-cpp passed bytes through; YAML text is Unicode, and libyaml refuses it.
-  Status s = errorOf("version: 1\npackage:\n- name: zl\xFFib\n", opts(LockFormat::kCondaLock));
+  Status s = errorOfClosureParsers("version: 1\npackage:\n- name: zl\xFFib\n",
+                                   opts(LockFormat::kCondaLock));
   EXPECT_EQ(s.code(), Code::kInvalidArgument);
   EXPECT_NE(s.message().find("lock:3: yaml: invalid leading UTF-8 octet"), std::string::npos)
       << s.message();
 }
 
 TEST(CondaLock, AnEmptyEntryIsNamedByItsOwnLine) {
-  Status s = errorOf("version: 1\npackage:\n-\n" + condaEntry("zlib", "linux-64", kA),
-                     opts(LockFormat::kCondaLock));
+  Status s = errorOfClosureParsers(
+      "version: 1\npackage:\n-\n" + condaEntry("zlib", "linux-64", kClosureParsersA),
+      opts(LockFormat::kCondaLock));
   EXPECT_NE(s.message().find("lock:3: package: expected a mapping"), std::string::npos)
       << s.message();
 }
@@ -289,10 +305,10 @@ std::string pixiV6() {
          "      osx-arm64:\n      - conda: https://x/osx-arm64/python-3.12.7-h2_0.conda\n"
          "packages:\n"
          "- conda: https://x/linux-64/python-3.12.7-h1_0.conda\n  sha256: " +
-         kA +
+         kClosureParsersA +
          "\n  md5: 00\n"
          "- conda: https://x/osx-arm64/python-3.12.7-h2_0.conda\n  sha256: " +
-         kB +
+         kClosureParsersB +
          "\n"
          "- conda: https://x/noarch/cuda-version-12.4-h3_3.conda\n  sha256: " +
          kC +
@@ -307,13 +323,13 @@ TEST(Pixi, DefaultAndNamedEnvironments) {
   Closure c = mustCompute(pixiV6(), opts());
   EXPECT_EQ(c.format, LockFormat::kPixi);
   EXPECT_EQ(c.environment, "default");
-  EXPECT_EQ(c.canonicalText,
-            "conda\tpython\t3.12.7\tsha256:" + kA + "\npypi\ttqdm\t4.67.1\tgit:" + kCommit + "\n");
+  EXPECT_EQ(c.canonicalText, "conda\tpython\t3.12.7\tsha256:" + kClosureParsersA +
+                                 "\npypi\ttqdm\t4.67.1\tgit:" + kCommit + "\n");
   ClosureOptions o = opts();
   o.environment = "cuda";  // two platforms, none requested: linux-64 is the default
   EXPECT_EQ(mustCompute(pixiV6(), o).platform, "linux-64");
   o.platform = "win-64";
-  EXPECT_NE(errorOf(pixiV6(), o).message().find("available: linux-64, osx-arm64"),
+  EXPECT_NE(errorOfClosureParsers(pixiV6(), o).message().find("available: linux-64, osx-arm64"),
             std::string::npos);
 }
 
@@ -326,7 +342,7 @@ TEST(Pixi, NamedEnvironmentPlatformAndCuda) {
   EXPECT_EQ(c.cuda, "12.4");
   EXPECT_EQ(c.minDriver, "550.54.14");
   o.environment = "gpu";
-  EXPECT_NE(errorOf(pixiV6(), o)
+  EXPECT_NE(errorOfClosureParsers(pixiV6(), o)
                 .message()
                 .find("environment \"gpu\" is not in the lock; available: default, cuda"),
             std::string::npos);
@@ -336,7 +352,7 @@ TEST(Pixi, UnknownReferenceIsAnError) {
   std::string t = pixiV6();
   t.replace(t.find("- conda: https://x/linux-64/python-3.12.7-h1_0.conda\n  sha256"), 9,
             "- conda: https://y");
-  Status s = errorOf(t, opts());
+  Status s = errorOfClosureParsers(t, opts());
   EXPECT_NE(s.message().find("has no matching entry in packages"), std::string::npos)
       << s.message();
 }
@@ -348,8 +364,9 @@ TEST(Pixi, V5KindEntriesMatchedByUrlAndBuild) {
       "packages:\n"
       "- kind: conda\n  name: zlib\n  version: '1.3'\n  build: h1_0\n  subdir: linux-64\n"
       "  url: https://x/linux-64/zlib-1.3-h1_0.conda\n  sha256: " +
-      kA + "\n";
-  EXPECT_EQ(mustCompute(t, opts()).canonicalText, "conda\tzlib\t1.3\tsha256:" + kA + "\n");
+      kClosureParsersA + "\n";
+  EXPECT_EQ(mustCompute(t, opts()).canonicalText,
+            "conda\tzlib\t1.3\tsha256:" + kClosureParsersA + "\n");
 }
 
 // pixi v6 writes one location per package: `conda:` or `pypi:`, each a URL, a
@@ -361,15 +378,17 @@ std::string pixiOne(const std::string& kind, const std::string& loc, const std::
 }
 
 TEST(PixiSources, CondaUrlArchiveUsesItsSha256) {
-  Closure c = mustCompute(
-      pixiOne("conda", "https://x/linux-64/zlib-1.3-h1_0.conda", "  sha256: " + kA + "\n"), opts());
-  EXPECT_EQ(c.canonicalText, "conda\tzlib\t1.3\tsha256:" + kA + "\n");
+  Closure c = mustCompute(pixiOne("conda", "https://x/linux-64/zlib-1.3-h1_0.conda",
+                                  "  sha256: " + kClosureParsersA + "\n"),
+                          opts());
+  EXPECT_EQ(c.canonicalText, "conda\tzlib\t1.3\tsha256:" + kClosureParsersA + "\n");
 }
 
 TEST(PixiSources, CondaPathArchiveUsesItsSha256) {
-  Closure c = mustCompute(
-      pixiOne("conda", "./channel/linux-64/tool-1.0-h0_0.conda", "  sha256: " + kB + "\n"), opts());
-  EXPECT_EQ(c.canonicalText, "conda\ttool\t1.0\tsha256:" + kB + "\n");
+  Closure c = mustCompute(pixiOne("conda", "./channel/linux-64/tool-1.0-h0_0.conda",
+                                  "  sha256: " + kClosureParsersB + "\n"),
+                          opts());
+  EXPECT_EQ(c.canonicalText, "conda\ttool\t1.0\tsha256:" + kClosureParsersB + "\n");
 }
 
 TEST(PixiSources, CondaPathSourceIsTheProjectAndLeftOut) {
@@ -388,25 +407,28 @@ TEST(PixiSources, CondaGitSourceUsesItsCommit) {
       opts());
   EXPECT_EQ(c.canonicalText, "conda\tpkg\t0.2.0\tgit:" + kCommit + "\n");
   // Not pinned to a full commit: no digest, so unhashed.
-  Status s = errorOf(pixiOne("conda", "git+https://git.example/org/pkg.git?branch=main",
-                             "  name: pkg\n  version: 0.2.0\n"),
-                     opts());
+  Status s =
+      errorOfClosureParsers(pixiOne("conda", "git+https://git.example/org/pkg.git?branch=main",
+                                    "  name: pkg\n  version: 0.2.0\n"),
+                            opts());
   EXPECT_NE(s.message().find("\"pkg 0.2.0\" has no artifact digest"), std::string::npos)
       << s.message();
 }
 
 TEST(PixiSources, PypiUrlUsesItsSha256) {
-  Closure c = mustCompute(pixiOne("pypi", "https://files.example/idna-3.7-py3-none-any.whl",
-                                  "  name: idna\n  version: '3.7'\n  sha256: " + kA + "\n"),
-                          opts());
-  EXPECT_EQ(c.canonicalText, "pypi\tidna\t3.7\tsha256:" + kA + "\n");
+  Closure c =
+      mustCompute(pixiOne("pypi", "https://files.example/idna-3.7-py3-none-any.whl",
+                          "  name: idna\n  version: '3.7'\n  sha256: " + kClosureParsersA + "\n"),
+                  opts());
+  EXPECT_EQ(c.canonicalText, "pypi\tidna\t3.7\tsha256:" + kClosureParsersA + "\n");
 }
 
 TEST(PixiSources, PypiPathArchiveUsesItsSha256) {
-  Closure c = mustCompute(pixiOne("pypi", "./dist/my_lib-0.1-py3-none-any.whl",
-                                  "  name: my_lib\n  version: '0.1'\n  sha256: " + kB + "\n"),
-                          opts());
-  EXPECT_EQ(c.canonicalText, "pypi\tmy-lib\t0.1\tsha256:" + kB + "\n");
+  Closure c =
+      mustCompute(pixiOne("pypi", "./dist/my_lib-0.1-py3-none-any.whl",
+                          "  name: my_lib\n  version: '0.1'\n  sha256: " + kClosureParsersB + "\n"),
+                  opts());
+  EXPECT_EQ(c.canonicalText, "pypi\tmy-lib\t0.1\tsha256:" + kClosureParsersB + "\n");
 }
 
 TEST(PixiSources, PypiPathDirectoryAndEditableAreLeftOut) {
@@ -448,14 +470,17 @@ TEST(Flox, SystemSelectionAndOutputs) {
 }
 
 TEST(Nix, BadStorePathAndInvalidPathAreErrors) {
-  EXPECT_NE(
-      errorOf(R"([{"path": "/nix/store/short-x"}])", opts()).message().find("is not a store path"),
-      std::string::npos);
-  EXPECT_NE(errorOf(R"({"/nix/store/wv9sgsqvmn1kfa3jdj7xkz4k4dz0m0c1-hello-2.12.1": null})", opts())
+  EXPECT_NE(errorOfClosureParsers(R"([{"path": "/nix/store/short-x"}])", opts())
+                .message()
+                .find("is not a store path"),
+            std::string::npos);
+  EXPECT_NE(errorOfClosureParsers(
+                R"({"/nix/store/wv9sgsqvmn1kfa3jdj7xkz4k4dz0m0c1-hello-2.12.1": null})", opts())
                 .message()
                 .find("not valid in the store"),
             std::string::npos);
-  Status s = errorOf("[{\"path\":\n \"/nix/store/wv9sgsqvmn1kfa3", opts(LockFormat::kNix));
+  Status s =
+      errorOfClosureParsers("[{\"path\":\n \"/nix/store/wv9sgsqvmn1kfa3", opts(LockFormat::kNix));
   EXPECT_NE(s.message().find("lock:2: json: "), std::string::npos) << s.message();
 }
 
@@ -466,7 +491,7 @@ TEST(Detect, ByContent) {
             LockFormat::kUv);
   EXPECT_EQ(*detectFormat("[[package]]\nname = \"x\"\n[metadata]\nlock-version = \"2.0\"\n"),
             LockFormat::kPoetry);
-  EXPECT_EQ(*detectFormat("six==1.0 --hash=sha256:" + kA + "\n"), LockFormat::kPip);
+  EXPECT_EQ(*detectFormat("six==1.0 --hash=sha256:" + kClosureParsersA + "\n"), LockFormat::kPip);
   EXPECT_EQ(*detectFormat("# only comments\n--require-hashes\n"), LockFormat::kPip);
   EXPECT_EQ(*detectFormat("version: 1\nmetadata: {}\npackage: []\n"), LockFormat::kCondaLock);
   EXPECT_EQ(*detectFormat("version: 6\nenvironments: {}\npackages: []\n"), LockFormat::kPixi);
@@ -490,7 +515,9 @@ TEST(Detect, FormatNames) {
 TEST(Options, EnvironmentOnlyForPixi) {
   ClosureOptions o = opts();
   o.environment = "cuda";
-  EXPECT_NE(errorOf("six==1.0 --hash=sha256:" + kA + "\n", o).message().find("only pixi"),
+  EXPECT_NE(errorOfClosureParsers("six==1.0 --hash=sha256:" + kClosureParsersA + "\n", o)
+                .message()
+                .find("only pixi"),
             std::string::npos);
 }
 

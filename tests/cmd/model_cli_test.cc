@@ -55,8 +55,8 @@ json model(const std::string& promoted, const std::string& canary = "", int64_t 
           {"status", status}};
 }
 
-json release(const std::string& name, const std::string& canaryPhase,
-             const std::string& hash = kHashA) {
+json releaseModelCli(const std::string& name, const std::string& canaryPhase,
+                     const std::string& hash = kHashA) {
   return {
       {"apiVersion", "lockstep.dev/v1alpha1"},
       {"kind", "ModelRelease"},
@@ -65,11 +65,11 @@ json release(const std::string& name, const std::string& canaryPhase,
       {"status", {{"phase", "Superseded"}, {"canary", {{"phase", canaryPhase}}}}}};
 }
 
-json withReady(json release, const std::string& status, const std::string& reason,
+json withReady(json releaseModelCli, const std::string& status, const std::string& reason,
                const std::string& message) {
-  release["status"]["conditions"] = json::array(
+  releaseModelCli["status"]["conditions"] = json::array(
       {{{"type", "Ready"}, {"status", status}, {"reason", reason}, {"message", message}}});
-  return release;
+  return releaseModelCli;
 }
 
 json runtimeEnv(const std::string& hash = kHashA) {
@@ -108,8 +108,8 @@ TEST(ModelArgs, ParsesEachSubcommandAndRefusesMisplacedFlags) {
 TEST(ModelView, RollbackGoesToTheReleaseProdRanBefore) {
   auto plan = planModelRollback(
       model("gpt2-v8"),
-      releasesOf({release("gpt2-v6", "Promoted"), release("gpt2-v7", "RolledBack"),
-                  release("gpt2-v8", "Promoted")}),
+      releasesOf({releaseModelCli("gpt2-v6", "Promoted"), releaseModelCli("gpt2-v7", "RolledBack"),
+                  releaseModelCli("gpt2-v8", "Promoted")}),
       {{"torch", runtimeEnv()}}, "", "alice");
   ASSERT_TRUE(plan.isOk()) << plan.status().toString();
   EXPECT_EQ(plan->target, "gpt2-v6");  // v7 never ran prod: it was rolled back
@@ -120,8 +120,9 @@ TEST(ModelView, RollbackGoesToTheReleaseProdRanBefore) {
 }
 
 TEST(ModelView, RollbackRefusalsSayWhyAndWhatToDo) {
-  auto all = releasesOf({release("gpt2-v6", "Promoted"), release("gpt2-v7", "RolledBack"),
-                         release("gpt2-v8", "Promoted")});
+  auto all =
+      releasesOf({releaseModelCli("gpt2-v6", "Promoted"), releaseModelCli("gpt2-v7", "RolledBack"),
+                  releaseModelCli("gpt2-v8", "Promoted")});
   auto msg = [&](const json& a, const std::map<std::string, json>& rs,
                  const std::map<std::string, json>& envs, const std::string& to) {
     auto p = planModelRollback(a, rs, envs, to, "alice");
@@ -140,7 +141,7 @@ TEST(ModelView, RollbackRefusalsSayWhyAndWhatToDo) {
             std::string::npos);
   EXPECT_NE(msg(model("gpt2-v8"), all, fresh, "gpt2-v1").find("does not exist"), std::string::npos);
   EXPECT_NE(msg(model(""), all, fresh, "").find("runs no promoted release"), std::string::npos);
-  EXPECT_NE(msg(model("gpt2-v8"), releasesOf({release("gpt2-v8", "Promoted")}), fresh, "")
+  EXPECT_NE(msg(model("gpt2-v8"), releasesOf({releaseModelCli("gpt2-v8", "Promoted")}), fresh, "")
                 .find("no earlier promoted release"),
             std::string::npos);
 }
@@ -179,31 +180,32 @@ class ModelCommandsTest : public ::testing::Test {
   ReleaseIo io_{client_, clock_, out_, err_, "lockstep"};
 };
 
-json whoami(const std::string& user) {
+json whoamiModelCli(const std::string& user) {
   return {{"apiVersion", "authentication.k8s.io/v1"},
           {"kind", "SelfSubjectReview"},
           {"status", {{"userInfo", {{"username", user}}}}}};
 }
 
 void ModelCommandsTest::pushRollbackOfV8ToV6() {
-  transport_->push(FakeTransport::ok(whoami("alice")));
+  transport_->push(FakeTransport::ok(whoamiModelCli("alice")));
   transport_->push(FakeTransport::ok(model("gpt2-v8")));
-  transport_->push(
-      FakeTransport::list({release("gpt2-v6", "Promoted"), release("gpt2-v8", "Promoted")}, "10"));
+  transport_->push(FakeTransport::list(
+      {releaseModelCli("gpt2-v6", "Promoted"), releaseModelCli("gpt2-v8", "Promoted")}, "10"));
   transport_->push(FakeTransport::ok(runtimeEnv()));
-  transport_->push(FakeTransport::ok(release("gpt2-v6", "Promoted")));  // the patch's answer
+  transport_->push(
+      FakeTransport::ok(releaseModelCli("gpt2-v6", "Promoted")));  // the patch's answer
 }
 
 TEST_F(ModelCommandsTest, RollbackAnnotatesTheTargetWithTheRevisionAndWaits) {
   pushRollbackOfV8ToV6();
   transport_->push(FakeTransport::ok(model("gpt2-v8")));  // wait: not yet
-  transport_->push(FakeTransport::ok(release("gpt2-v6", "Promoted")));
+  transport_->push(FakeTransport::ok(releaseModelCli("gpt2-v6", "Promoted")));
   // The Model records it, but its pods are not Ready yet: still waiting.
   transport_->push(FakeTransport::ok(model("gpt2-v6", "", 3)));
-  transport_->push(FakeTransport::ok(
-      withReady(release("gpt2-v6", "Promoted"), "False", "ManualRollback", "waiting for 2 Ready")));
+  transport_->push(FakeTransport::ok(withReady(releaseModelCli("gpt2-v6", "Promoted"), "False",
+                                               "ManualRollback", "waiting for 2 Ready")));
   transport_->push(FakeTransport::ok(model("gpt2-v6", "", 3)));  // prod serves it
-  transport_->push(FakeTransport::ok(withReady(release("gpt2-v6", "Promoted"), "True",
+  transport_->push(FakeTransport::ok(withReady(releaseModelCli("gpt2-v6", "Promoted"), "True",
                                                "ManualRollback", "2/2 stable pods Ready")));
   EXPECT_EQ(run({"rollback", "gpt2", "--wait"}), 0) << err_.str();
   auto reqs = transport_->requests();
@@ -228,7 +230,7 @@ TEST_F(ModelCommandsTest, RollbackWaitFailsWithTheDeadlineMessage) {
   pushRollbackOfV8ToV6();
   transport_->push(FakeTransport::ok(model("gpt2-v6", "", 3)));
   transport_->push(FakeTransport::ok(
-      withReady(release("gpt2-v6", "Promoted"), "False", "RollbackDeadlineExceeded",
+      withReady(releaseModelCli("gpt2-v6", "Promoted"), "False", "RollbackDeadlineExceeded",
                 "model \"gpt2\" rolled back from \"gpt2-v8\" by alice did not complete within "
                 "600s")));
   EXPECT_EQ(run({"rollback", "gpt2", "--wait"}), 1);
@@ -239,10 +241,10 @@ TEST_F(ModelCommandsTest, RollbackWaitFailsWithTheDeadlineMessage) {
 }
 
 TEST_F(ModelCommandsTest, RollbackToAStaleRuntimeWritesNothing) {
-  transport_->push(FakeTransport::ok(whoami("alice")));
+  transport_->push(FakeTransport::ok(whoamiModelCli("alice")));
   transport_->push(FakeTransport::ok(model("gpt2-v8")));
-  transport_->push(
-      FakeTransport::list({release("gpt2-v6", "Promoted"), release("gpt2-v8", "Promoted")}, "10"));
+  transport_->push(FakeTransport::list(
+      {releaseModelCli("gpt2-v6", "Promoted"), releaseModelCli("gpt2-v8", "Promoted")}, "10"));
   transport_->push(FakeTransport::ok(runtimeEnv(kHashB)));
   EXPECT_EQ(run({"rollback", "gpt2"}), 1);
   EXPECT_EQ(transport_->requestCount(), 4u);  // no PATCH
@@ -255,11 +257,11 @@ TEST_F(ModelCommandsTest, RollbackToAStaleRuntimeWritesNothing) {
 // A target whose status.canary cannot be read: the CLI prints the decoder's
 // error naming the member and writes nothing (never "never promoted", never a crash).
 TEST_F(ModelCommandsTest, RollbackToAReleaseWithAnUnreadableCanaryStatusSaysWhy) {
-  json unreadable = release("gpt2-v6", "Promoted");
+  json unreadable = releaseModelCli("gpt2-v6", "Promoted");
   unreadable["status"]["canary"]["step"] = "2";
-  transport_->push(FakeTransport::ok(whoami("alice")));
+  transport_->push(FakeTransport::ok(whoamiModelCli("alice")));
   transport_->push(FakeTransport::ok(model("gpt2-v8")));
-  transport_->push(FakeTransport::list({unreadable, release("gpt2-v8", "Promoted")}, "10"));
+  transport_->push(FakeTransport::list({unreadable, releaseModelCli("gpt2-v8", "Promoted")}, "10"));
   transport_->push(FakeTransport::ok(runtimeEnv()));
   EXPECT_EQ(run({"rollback", "gpt2", "--to", "gpt2-v6"}), 1);
   EXPECT_LE(transport_->requestCount(), 4u);  // no PATCH

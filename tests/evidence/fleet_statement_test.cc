@@ -18,35 +18,36 @@ namespace {
 
 using nlohmann::json;
 
-const std::string kHex = "ab12" + std::string(60, '0');
-const std::string kPackage = "registry.example/models/llama@sha256:" + kHex;
-constexpr int64_t kT0 = 1796029200;  // 2026-11-30T09:00:00Z
+const std::string kFleetStatementHex = "ab12" + std::string(60, '0');
+const std::string kPackage = "registry.example/models/llama@sha256:" + kFleetStatementHex;
+constexpr int64_t kFleetStatementT0 = 1796029200;  // 2026-11-30T09:00:00Z
 
-api::ImageRef package() { return *api::parseImageRef(kPackage); }
+api::ImageRef packageFleetStatement() { return *api::parseImageRef(kPackage); }
 
-WavePermit permit() {
+WavePermit permitFleetStatement() {
   WavePermit p;
-  p.package = package();
+  p.package = packageFleetStatement();
   p.rollout = "ml/llama-v7";
   p.rolloutUid = "uid-1";
   p.wave = "rest";
   p.waveIndex = 1;
   p.clusters = {"c", "d"};
-  p.issuedAt = kT0;
+  p.issuedAt = kFleetStatementT0;
   p.model = "llama";
   return p;
 }
 
 FleetAbort abort() {
   FleetAbort a;
-  a.package = package();
+  a.package = packageFleetStatement();
   a.rollout = "ml/llama-v7";
   a.rolloutUid = "uid-1";
   a.wave = "first";
-  a.failures = {{"b", kOutcomeRolledBack, kT0 + 60, "analysis error-rate failed"},
-                {"c", kOutcomeTimedOut, kT0 + 1800, "no prod record within progressDeadline 30m"}};
+  a.failures = {{"b", kOutcomeRolledBack, kFleetStatementT0 + 60, "analysis error-rate failed"},
+                {"c", kOutcomeTimedOut, kFleetStatementT0 + 1800,
+                 "no prod record within progressDeadline 30m"}};
   a.maxFailures = 1;
-  a.issuedAt = kT0 + 1900;
+  a.issuedAt = kFleetStatementT0 + 1900;
   a.model = "llama";
   return a;
 }
@@ -58,28 +59,29 @@ json verified(const StatusOr<nlohmann::ordered_json>& s) {
 }
 
 TEST(WavePermit, IsAnInTotoStatementAboutThePackage) {
-  auto s = wavePermitStatement(permit());
+  auto s = wavePermitStatement(permitFleetStatement());
   ASSERT_TRUE(s.isOk()) << s.status().toString();
   EXPECT_EQ(s->dump(),
             R"({"_type":"https://in-toto.io/Statement/v1","subject":[{"name":"registry.example/)"
             R"(models/llama","digest":{"sha256":")" +
-                kHex +
+                kFleetStatementHex +
                 R"("}}],"predicateType":"https://lockstep.dev/attestation/wave-permit/v1",)"
                 R"("predicate":{"rollout":"ml/llama-v7","rolloutUid":"uid-1","wave":"rest",)"
                 R"("waveIndex":1,"clusters":["c","d"],"issuedAt":"2026-11-30T09:00:00Z",)"
                 R"("model":"llama"}})");
-  EXPECT_EQ(wavePermitStatement(permit())->dump(), s->dump()) << "the same inputs, the same bytes";
+  EXPECT_EQ(wavePermitStatement(permitFleetStatement())->dump(), s->dump())
+      << "the same inputs, the same bytes";
 }
 
 TEST(WavePermit, RoundTripsAndSaysWhomItPermits) {
-  auto p = parseWavePermit(verified(wavePermitStatement(permit())));
+  auto p = parseWavePermit(verified(wavePermitStatement(permitFleetStatement())));
   ASSERT_TRUE(p.isOk()) << p.status().toString();
-  EXPECT_EQ(*p, permit());
+  EXPECT_EQ(*p, permitFleetStatement());
   EXPECT_TRUE(permits(*p, "c"));
   EXPECT_TRUE(permits(*p, "d"));
   EXPECT_FALSE(permits(*p, "b"));
 
-  WavePermit open = permit();
+  WavePermit open = permitFleetStatement();
   open.clusters.clear();
   open.allClusters = true;
   open.wave = kOpenPermitWave;
@@ -95,25 +97,25 @@ TEST(WavePermit, RoundTripsAndSaysWhomItPermits) {
 }
 
 TEST(WavePermit, BuilderRefusesWhatNoClusterCouldUse) {
-  WavePermit p = permit();
+  WavePermit p = permitFleetStatement();
   p.package.digest.clear();
   EXPECT_EQ(wavePermitStatement(p).status().message(),
             "subject: package registry.example/models/llama is not pinned by digest (@sha256:…)");
-  p = permit();
+  p = permitFleetStatement();
   p.clusters.clear();
   EXPECT_EQ(wavePermitStatement(p).status().message(),
             "clusters: must name at least one cluster (or allClusters)");
-  p = permit();
+  p = permitFleetStatement();
   p.allClusters = true;
   EXPECT_EQ(wavePermitStatement(p).status().message(),
             "clusters: must be empty in the open permit (allClusters)");
-  p = permit();
+  p = permitFleetStatement();
   p.clusters = {"c", "c"};
   EXPECT_EQ(wavePermitStatement(p).status().message(), "clusters[1]: \"c\" is listed twice");
 }
 
 TEST(WavePermit, ParserNamesTheField) {
-  const json good = verified(wavePermitStatement(permit()));
+  const json good = verified(wavePermitStatement(permitFleetStatement()));
   auto errorOf = [](const json& s) { return parseWavePermit(s).status().message(); };
   json s = good;
   s["predicate"]["clusters"][1] = "";
@@ -180,7 +182,7 @@ TEST(FleetAbort, ErrorsNameTheField) {
 
 ProdRecordInput record(const std::string& outcome) {
   ProdRecordInput in;
-  in.package = package();
+  in.package = packageFleetStatement();
   in.outcome = outcome;
   in.cluster = "b";
   in.ns = "ml";
@@ -200,10 +202,10 @@ ProdRecordInput record(const std::string& outcome) {
 TEST(ProdRecord, ParsesWhatTheClustersPublish) {
   auto r = parseProdRecord(verified(prodRecordStatement(record("Promoted"))));
   ASSERT_TRUE(r.isOk()) << r.status().toString();
-  EXPECT_EQ(r->package.digest, "sha256:" + kHex);
+  EXPECT_EQ(r->package.digest, "sha256:" + kFleetStatementHex);
   EXPECT_EQ(r->cluster, "b");
   EXPECT_EQ(r->outcome, kOutcomePromoted);
-  EXPECT_EQ(r->since, kT0 + 300) << "fractions of a second dropped";
+  EXPECT_EQ(r->since, kFleetStatementT0 + 300) << "fractions of a second dropped";
   EXPECT_EQ(r->releaseUid, "rel-uid");
   EXPECT_EQ(r->closureHash, "sha256:" + std::string(64, 'c'));
   EXPECT_EQ(r->runtimeImage, "registry.example/runtimes/torch@sha256:" + std::string(64, 'd'));
@@ -232,15 +234,16 @@ TEST(ProdRecord, ErrorsNameTheField) {
   s["predicate"]["release"] = "llama-v7";
   EXPECT_EQ(parseProdRecord(s).status().message(),
             "predicate.release: must be an object {name, uid}");
-  EXPECT_EQ(parseProdRecord(verified(wavePermitStatement(permit()))).status().message(),
-            std::string("predicateType: \"") + kWavePermitPredicate + "\" is not " +
-                kProdRecordPredicate);
+  EXPECT_EQ(
+      parseProdRecord(verified(wavePermitStatement(permitFleetStatement()))).status().message(),
+      std::string("predicateType: \"") + kWavePermitPredicate + "\" is not " +
+          kProdRecordPredicate);
 }
 
 TEST(StatementTime, IsRfc3339UtcInWholeSeconds) {
-  EXPECT_EQ(statementTime(kT0), "2026-11-30T09:00:00Z");
-  EXPECT_EQ(parseStatementTime("2026-11-30T09:00:00Z"), kT0);
-  EXPECT_EQ(parseStatementTime("2026-11-30T10:00:00.999+01:00"), kT0);
+  EXPECT_EQ(statementTime(kFleetStatementT0), "2026-11-30T09:00:00Z");
+  EXPECT_EQ(parseStatementTime("2026-11-30T09:00:00Z"), kFleetStatementT0);
+  EXPECT_EQ(parseStatementTime("2026-11-30T10:00:00.999+01:00"), kFleetStatementT0);
   EXPECT_EQ(parseStatementTime("2026-11-30"), std::nullopt);
 }
 
@@ -257,10 +260,10 @@ TEST(WavePermit, VerifiesAsAFleetStageRecord) {
   ASSERT_TRUE(signer.isOk()) << signer.status().toString();
   auto key = parseP256PublicKey(read("signer.pub"), "signer.pub");
   ASSERT_TRUE(key.isOk()) << key.status().toString();
-  auto bundle = signStatement(wavePermitStatement(permit())->dump(), **signer);
+  auto bundle = signStatement(wavePermitStatement(permitFleetStatement())->dump(), **signer);
   ASSERT_TRUE(bundle.isOk()) << bundle.status().toString();
   Expectation want;
-  want.subjectDigest = "sha256:" + kHex;
+  want.subjectDigest = "sha256:" + kFleetStatementHex;
   want.predicateType = kWavePermitPredicate;
   want.stage = kFleetStage;
   auto v = verifyBundle(bundle->dump(), {{"hub", *key}}, want, "permit");
@@ -269,7 +272,7 @@ TEST(WavePermit, VerifiesAsAFleetStageRecord) {
   EXPECT_TRUE(v->passed) << "a permit is a record: its signature is what counts";
   auto p = parseWavePermit(v->statement);
   ASSERT_TRUE(p.isOk()) << p.status().toString();
-  EXPECT_EQ(*p, permit());
+  EXPECT_EQ(*p, permitFleetStatement());
 
   bundle = signStatement(fleetAbortStatement(abort())->dump(), **signer);
   ASSERT_TRUE(bundle.isOk()) << bundle.status().toString();

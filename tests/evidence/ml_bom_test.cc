@@ -17,7 +17,7 @@ namespace {
 
 using Json = nlohmann::ordered_json;
 
-constexpr char kPackage[] =
+constexpr char kMlBomPackage[] =
     "registry.example/models/gpt2-small@sha256:"
     "ab12000000000000000000000000000000000000000000000000000000000000";
 constexpr char kImage[] =
@@ -105,7 +105,7 @@ TEST(MlBom, EveryLockFixtureListsEachClosurePackageOnceWithItsHashes) {
         closure::testing::mustCompute(closure::testing::readFileOrDie(dir + "/" + file), options);
     ASSERT_GT(c.packageCount(), 0u) << file;
     MlBomInput in;
-    in.package = ref(kPackage);
+    in.package = ref(kMlBomPackage);
     in.closure = &c;
     in.runtimeImage = ref(kImage);
     auto bom = makeMlBom(in);
@@ -123,7 +123,7 @@ TEST(MlBom, ModelImageAndDependencies) {
       "--hash=sha256:8abb2f1d86890a2dfb989f9a77cfcfd3e47c2a354b01111771326f8aa26e0254\n",
       options);
   MlBomInput in;
-  in.package = ref(kPackage);
+  in.package = ref(kMlBomPackage);
   in.closure = &c;
   in.runtimeImage = ref(kImage);
   in.timestamp = "2026-12-02T04:00:00Z";
@@ -156,7 +156,7 @@ TEST(MlBom, ModelPackConfigInTheModelCard) {
       "--hash=sha256:8abb2f1d86890a2dfb989f9a77cfcfd3e47c2a354b01111771326f8aa26e0254\n",
       options);
   MlBomInput in;
-  in.package = ref(kPackage);
+  in.package = ref(kMlBomPackage);
   in.closure = &c;
   api::v1alpha1::PackageInfo info;
   info.digest = in.package.digest;
@@ -220,7 +220,7 @@ TEST(MlBom, GateMetricsInTheModelCardAndFormulation) {
   eval.startedAt = "2026-12-02T04:00:00Z";
   eval.finishedAt = "2026-12-02T04:05:00Z";
   MlBomInput in;
-  in.package = ref(kPackage);
+  in.package = ref(kMlBomPackage);
   in.closure = &c;
   in.gates = {eval};
   auto bom = makeMlBom(in);
@@ -255,7 +255,7 @@ TEST(MlBom, RefusesUnpinnedReferences) {
   ASSERT_FALSE(bom.isOk());
   EXPECT_EQ(bom.status().message(),
             "ML-BOM: package registry.example/models/gpt2 is not pinned by digest (@sha256:…)");
-  in.package = ref(kPackage);
+  in.package = ref(kMlBomPackage);
   in.runtimeImage = ref("registry.example/runtimes/torch:latest");
   EXPECT_EQ(makeMlBom(in).status().message(),
             "ML-BOM: runtime image registry.example/runtimes/torch is not pinned by digest "

@@ -23,11 +23,11 @@ using Json = nlohmann::ordered_json;
 constexpr char kSubject[] =
     "sha256:ab12000000000000000000000000000000000000000000000000000000000000";
 constexpr char kSpec[] = "sha256:5e0c000000000000000000000000000000000000000000000000000000000000";
-constexpr char kPackage[] =
+constexpr char kSigningPackage[] =
     "registry.example/models/gpt2-small@sha256:"
     "ab12000000000000000000000000000000000000000000000000000000000000";
 
-std::string testdata(const std::string& name) {
+std::string testdataSigning(const std::string& name) {
   std::ifstream in(std::string(LOCKSTEP_EVIDENCE_TESTDATA) + "/" + name, std::ios::binary);
   EXPECT_TRUE(in.good()) << name;
   std::stringstream ss;
@@ -36,13 +36,13 @@ std::string testdata(const std::string& name) {
 }
 
 std::shared_ptr<const PublicKey> publicKey(const std::string& file) {
-  auto k = parseP256PublicKey(testdata(file), file);
+  auto k = parseP256PublicKey(testdataSigning(file), file);
   EXPECT_TRUE(k.isOk()) << k.status().message();
   return k.isOk() ? *k : nullptr;
 }
 
 std::unique_ptr<Signer> signer(const std::string& file) {
-  auto k = parseP256PrivateKey(testdata(file), file);
+  auto k = parseP256PrivateKey(testdataSigning(file), file);
   EXPECT_TRUE(k.isOk()) << k.status().message();
   return k.isOk() ? std::move(*k) : nullptr;
 }
@@ -72,7 +72,8 @@ TEST(Dsse, PaeIsTheSpecsExample) {
 }
 
 TEST(Dsse, PaeMatchesTheOpensslVector) {
-  EXPECT_EQ(pae(kInTotoPayloadType, testdata("statement.json")), testdata("statement.pae"));
+  EXPECT_EQ(pae(kInTotoPayloadType, testdataSigning("statement.json")),
+            testdataSigning("statement.pae"));
 }
 
 TEST(Dsse, EnvelopeRoundTripsAndTakesUrlSafeBase64) {
@@ -94,17 +95,17 @@ TEST(Dsse, EnvelopeRoundTripsAndTakesUrlSafeBase64) {
 TEST(EcdsaP256, VerifiesTheOpensslSignatureAndHint) {
   auto key = publicKey("signer.pub");
   ASSERT_NE(key, nullptr);
-  EXPECT_TRUE(key->verify(testdata("statement.pae"), testdata("statement.sig")));
-  EXPECT_FALSE(
-      publicKey("other.pub")->verify(testdata("statement.pae"), testdata("statement.sig")));
-  std::string changed = testdata("statement.pae");
+  EXPECT_TRUE(key->verify(testdataSigning("statement.pae"), testdataSigning("statement.sig")));
+  EXPECT_FALSE(publicKey("other.pub")
+                   ->verify(testdataSigning("statement.pae"), testdataSigning("statement.sig")));
+  std::string changed = testdataSigning("statement.pae");
   changed[changed.size() - 10] ^= 1;
-  EXPECT_FALSE(key->verify(changed, testdata("statement.sig")));
+  EXPECT_FALSE(key->verify(changed, testdataSigning("statement.sig")));
   // base64(sha256(DER SubjectPublicKeyInfo)), as openssl pkey | openssl dgst computed it.
-  std::string hint = testdata("signer.hint");
+  std::string hint = testdataSigning("signer.hint");
   hint.pop_back();  // the newline
   EXPECT_EQ(key->hint(), hint);
-  EXPECT_EQ(key->pem(), testdata("signer.pub"));
+  EXPECT_EQ(key->pem(), testdataSigning("signer.pub"));
 }
 
 TEST(EcdsaP256, SignsWhatTheKeyVerifies) {
@@ -118,21 +119,21 @@ TEST(EcdsaP256, SignsWhatTheKeyVerifies) {
 }
 
 TEST(EcdsaP256, RefusesOtherKeys) {
-  EXPECT_EQ(parseP256PublicKey(testdata("p384.pub"), "p384.pub").status().message(),
+  EXPECT_EQ(parseP256PublicKey(testdataSigning("p384.pub"), "p384.pub").status().message(),
             "p384.pub: not a P-256 (prime256v1) key");
-  EXPECT_EQ(parseP256PrivateKey(testdata("p384.key"), "p384.key").status().message(),
+  EXPECT_EQ(parseP256PrivateKey(testdataSigning("p384.key"), "p384.key").status().message(),
             "p384.key: not a P-256 (prime256v1) key");
   auto garbage = parseP256PublicKey("not a key", "key.pem");
   ASSERT_FALSE(garbage.isOk());
   EXPECT_EQ(garbage.status().message().rfind("key.pem: not a PEM public key: ", 0), 0u)
       << garbage.status().message();
   // A public key is no private key.
-  EXPECT_FALSE(parseP256PrivateKey(testdata("signer.pub"), "signer.pub").isOk());
+  EXPECT_FALSE(parseP256PrivateKey(testdataSigning("signer.pub"), "signer.pub").isOk());
 }
 
 TEST(Verify, AcceptsTheOpensslBundle) {
   Refusal why = Refusal::kMalformed;
-  auto v = verifyBundle(testdata("bundle.json"), {{"signer", publicKey("signer.pub")}},
+  auto v = verifyBundle(testdataSigning("bundle.json"), {{"signer", publicKey("signer.pub")}},
                         evalExpectation(), "bundle.json", &why);
   ASSERT_TRUE(v.isOk()) << v.status().message();
   EXPECT_EQ(why, Refusal::kNone);
@@ -141,14 +142,14 @@ TEST(Verify, AcceptsTheOpensslBundle) {
   EXPECT_EQ(v->stage, "eval");
   EXPECT_EQ(v->stageSpecDigest, kSpec);
   EXPECT_TRUE(v->passed);
-  EXPECT_EQ(v->payload, testdata("statement.json"));
+  EXPECT_EQ(v->payload, testdataSigning("statement.json"));
 }
 
 TEST(Verify, RefusesAStatementAboutAnotherDigest) {
   Expectation want = evalExpectation();
   want.subjectDigest = "sha256:cd34000000000000000000000000000000000000000000000000000000000000";
   Refusal why = Refusal::kNone;
-  auto v = verifyBundle(testdata("bundle.json"), {{"signer", publicKey("signer.pub")}}, want,
+  auto v = verifyBundle(testdataSigning("bundle.json"), {{"signer", publicKey("signer.pub")}}, want,
                         "bundle.json", &why);
   EXPECT_EQ(why, Refusal::kOtherSubject);
   EXPECT_EQ(v.status().message(),
@@ -159,15 +160,15 @@ TEST(Verify, RefusesAStatementAboutAnotherDigest) {
 
 TEST(Verify, RefusesAKeyThatIsNotTrusted) {
   Refusal why = Refusal::kNone;
-  auto v = verifyBundle(testdata("bundle.json"), {{"other", publicKey("other.pub")}},
+  auto v = verifyBundle(testdataSigning("bundle.json"), {{"other", publicKey("other.pub")}},
                         evalExpectation(), "bundle.json", &why);
   EXPECT_EQ(why, Refusal::kUntrustedKey);
-  std::string hint = testdata("signer.hint");
+  std::string hint = testdataSigning("signer.hint");
   hint.pop_back();
   EXPECT_EQ(v.status().message(), "bundle.json: signed by a key that is not trusted (key hint " +
                                       hint + "; trusted: other)");
   // Without a hint the verifier tries every trusted key, and still refuses.
-  Json j = Json::parse(testdata("bundle.json"));
+  Json j = Json::parse(testdataSigning("bundle.json"));
   j["verificationMaterial"]["publicKey"].erase("hint");
   j["dsseEnvelope"]["signatures"][0].erase("keyid");
   v = verifyBundle(j.dump(), {{"other", publicKey("other.pub")}}, evalExpectation(), "b", &why);
@@ -184,7 +185,7 @@ TEST(Verify, RefusesAKeyThatIsNotTrusted) {
 
 TEST(Verify, RefusesAPayloadChangedAfterSigning) {
   // One byte: the measured accuracy 0.84 becomes 0.94.
-  const std::string tampered = withPayload(testdata("bundle.json"), [](std::string& p) {
+  const std::string tampered = withPayload(testdataSigning("bundle.json"), [](std::string& p) {
     const size_t at = p.find("\"value\":0.84");
     ASSERT_NE(at, std::string::npos);
     p[at + 10] = '9';
@@ -202,7 +203,7 @@ TEST(Verify, RefusesAVerdictForAnotherStageSpec) {
   Expectation want = evalExpectation();
   want.stageSpecDigest = "sha256:5e0d000000000000000000000000000000000000000000000000000000000000";
   Refusal why = Refusal::kNone;
-  auto v = verifyBundle(testdata("bundle.json"), {{"signer", publicKey("signer.pub")}}, want,
+  auto v = verifyBundle(testdataSigning("bundle.json"), {{"signer", publicKey("signer.pub")}}, want,
                         "bundle.json", &why);
   EXPECT_EQ(why, Refusal::kOtherSpec);
   EXPECT_EQ(v.status().message(),
@@ -212,13 +213,14 @@ TEST(Verify, RefusesAVerdictForAnotherStageSpec) {
                 "stage changed since (thresholds, gate); no evidence for it");
   want = evalExpectation();
   want.stage = "ci";
-  v = verifyBundle(testdata("bundle.json"), {{"signer", publicKey("signer.pub")}}, want, "b", &why);
+  v = verifyBundle(testdataSigning("bundle.json"), {{"signer", publicKey("signer.pub")}}, want, "b",
+                   &why);
   EXPECT_EQ(why, Refusal::kOtherStage);
   EXPECT_EQ(v.status().message(), "b: a statement for stage \"eval\", not \"ci\"");
 }
 
 TEST(Verify, RefusesMalformedBundles) {
-  const std::string good = testdata("bundle.json");
+  const std::string good = testdataSigning("bundle.json");
   auto refusal = [](const std::string& text) {
     Refusal why = Refusal::kNone;
     auto v =
@@ -261,7 +263,7 @@ class Statements : public ::testing::Test {
     g.metrics = {{"accuracy", 0.84, 0.82, std::nullopt}};
     return g;
   }
-  api::ImageRef package() const { return *api::parseImageRef(kPackage); }
+  api::ImageRef package() const { return *api::parseImageRef(kSigningPackage); }
   std::unique_ptr<Signer> signer_ = signer("signer.key");
   std::vector<TrustedKey> keys_ = {{"signer", publicKey("signer.pub")}};
 };

@@ -20,14 +20,15 @@ constexpr char kDigest[] =
     "sha256:ab12000000000000000000000000000000000000000000000000000000000000";
 constexpr char kOtherDigest[] =
     "sha256:cd34000000000000000000000000000000000000000000000000000000000000";
-constexpr char kSpec[] = "sha256:5e0c000000000000000000000000000000000000000000000000000000000000";
+constexpr char kStageEvidenceSpec[] =
+    "sha256:5e0c000000000000000000000000000000000000000000000000000000000000";
 constexpr char kClosure[] =
     "sha256:c105000000000000000000000000000000000000000000000000000000000000";
 constexpr char kImageDigest[] =
     "sha256:1a6e000000000000000000000000000000000000000000000000000000000000";
-constexpr char kPackageName[] = "registry.example/models/gpt2";
+constexpr char kStageEvidencePackageName[] = "registry.example/models/gpt2";
 
-std::string testdata(const std::string& name) {
+std::string testdataStageEvidence(const std::string& name) {
   std::ifstream in(std::string(LOCKSTEP_EVIDENCE_TESTDATA) + "/" + name, std::ios::binary);
   EXPECT_TRUE(in.good()) << name;
   std::stringstream ss;
@@ -35,8 +36,8 @@ std::string testdata(const std::string& name) {
   return ss.str();
 }
 
-api::ImageRef package(const std::string& digest = kDigest) {
-  auto r = api::parseImageRef(std::string(kPackageName) + "@" + digest);
+api::ImageRef packageStageEvidence(const std::string& digest = kDigest) {
+  auto r = api::parseImageRef(std::string(kStageEvidencePackageName) + "@" + digest);
   EXPECT_TRUE(r.isOk());
   return *r;
 }
@@ -52,9 +53,9 @@ StageStatements statements(const std::string& stage, const std::string& digest =
                                                       kImageDigest,
                            bool passed = true) {
   EvalStatementInput e;
-  e.package = package(digest);
+  e.package = packageStageEvidence(digest);
   e.gate.stage = stage;
-  e.gate.stageSpecDigest = kSpec;
+  e.gate.stageSpecDigest = kStageEvidenceSpec;
   e.gate.metrics = {{"accuracy", passed ? 0.9 : 0.1, 0.5, std::nullopt}};
   e.closureHash = closure;
   e.runtimeImage = image;
@@ -63,9 +64,9 @@ StageStatements statements(const std::string& stage, const std::string& digest =
   StageStatements out;
   out.eval = eval->dump();
   DecisionInput d;
-  d.package = package(digest);
+  d.package = packageStageEvidence(digest);
   d.stage = stage;
-  d.stageSpecDigest = kSpec;
+  d.stageSpecDigest = kStageEvidenceSpec;
   d.passed = passed;
   d.inputs = {{stage, sha256Digest(out.eval)}};
   d.closureHash = closure;
@@ -76,9 +77,9 @@ StageStatements statements(const std::string& stage, const std::string& digest =
   return out;
 }
 
-ReferrerBundle signedBy(const std::string& payload, const std::string& keyFile,
-                        const std::string& name) {
-  auto signer = parseP256PrivateKey(testdata(keyFile), keyFile);
+ReferrerBundle signedByStageEvidence(const std::string& payload, const std::string& keyFile,
+                                     const std::string& name) {
+  auto signer = parseP256PrivateKey(testdataStageEvidence(keyFile), keyFile);
   EXPECT_TRUE(signer.isOk());
   auto bundle = signStatement(payload, **signer);
   EXPECT_TRUE(bundle.isOk());
@@ -87,16 +88,17 @@ ReferrerBundle signedBy(const std::string& payload, const std::string& keyFile,
           name, bundle->dump(), ""};
 }
 
-v1::TrustPolicySpec policy(const std::vector<std::string>& stages = {}) {
+v1::TrustPolicySpec policyStageEvidence(const std::vector<std::string>& stages = {}) {
   v1::TrustPolicySpec p;
-  p.keys = {{"fleet", testdata("signer.pub")}, {"other", testdata("other.pub")}};
+  p.keys = {{"fleet", testdataStageEvidence("signer.pub")},
+            {"other", testdataStageEvidence("other.pub")}};
   p.rules = {{{"registry.example/models/"}, stages, {"fleet"}}};
   return p;
 }
 
 EvidenceRequirement requirement(std::vector<std::string> stages = {"eval", "ci"}) {
   EvidenceRequirement w;
-  w.packageName = kPackageName;
+  w.packageName = kStageEvidencePackageName;
   w.packageDigest = kDigest;
   w.stages = std::move(stages);
   w.closureHash = kClosure;
@@ -109,14 +111,14 @@ std::vector<ReferrerBundle> published(const std::string& keyFile = "signer.key")
   std::vector<ReferrerBundle> out;
   for (const char* stage : {"eval", "ci"}) {
     StageStatements s = statements(stage);
-    out.push_back(signedBy(s.eval, keyFile, std::string(stage) + "/test-result"));
-    out.push_back(signedBy(s.decision, keyFile, std::string(stage) + "/decision"));
+    out.push_back(signedByStageEvidence(s.eval, keyFile, std::string(stage) + "/test-result"));
+    out.push_back(signedByStageEvidence(s.decision, keyFile, std::string(stage) + "/decision"));
   }
   return out;
 }
 
 TEST(StageEvidence, PassesOnTrustedDecisionsAndTheStatementsTheyCite) {
-  StageEvidenceResult r = checkStageEvidence(published(), policy(), requirement());
+  StageEvidenceResult r = checkStageEvidence(published(), policyStageEvidence(), requirement());
   ASSERT_TRUE(r.passed) << r.message;
   EXPECT_EQ(r.reason, "");
   // Per stage: the decision and the eval statement it cites.
@@ -126,7 +128,7 @@ TEST(StageEvidence, PassesOnTrustedDecisionsAndTheStatementsTheyCite) {
   EXPECT_EQ(r.statements[1].predicateType, kTestResultPredicate);
   EXPECT_EQ(r.statements[1].payloadDigest, sha256Digest(statements("eval").eval));
   EXPECT_EQ(r.statements[0].signedBy, "fleet");
-  EXPECT_EQ(r.statements[0].specDigest, kSpec);
+  EXPECT_EQ(r.statements[0].specDigest, kStageEvidenceSpec);
   EXPECT_EQ(r.statements[2].stage, "ci");
   EXPECT_NE(r.message.find("verified 4 statements for stages eval, ci, signed by fleet"),
             std::string::npos)
@@ -135,7 +137,7 @@ TEST(StageEvidence, PassesOnTrustedDecisionsAndTheStatementsTheyCite) {
 }
 
 TEST(StageEvidence, NothingPublishedIsMissingAndNamesTheStage) {
-  StageEvidenceResult r = checkStageEvidence({}, policy(), requirement());
+  StageEvidenceResult r = checkStageEvidence({}, policyStageEvidence(), requirement());
   EXPECT_FALSE(r.passed);
   EXPECT_EQ(r.reason, kReasonEvidenceMissing);
   EXPECT_NE(r.message.find("stage \"eval\": no decision signed by a key TrustPolicy \"fleet\" "
@@ -148,7 +150,7 @@ TEST(StageEvidence, NothingPublishedIsMissingAndNamesTheStage) {
 TEST(StageEvidence, OnlyOneStagePublishedHoldsOnTheOther) {
   std::vector<ReferrerBundle> refs = published();
   refs.resize(2);  // eval's only
-  StageEvidenceResult r = checkStageEvidence(refs, policy(), requirement());
+  StageEvidenceResult r = checkStageEvidence(refs, policyStageEvidence(), requirement());
   EXPECT_FALSE(r.passed);
   EXPECT_EQ(r.reason, kReasonEvidenceMissing);
   EXPECT_EQ(r.message.rfind("stage \"ci\":", 0), 0u) << r.message;
@@ -156,7 +158,8 @@ TEST(StageEvidence, OnlyOneStagePublishedHoldsOnTheOther) {
 }
 
 TEST(StageEvidence, SignedByAnUntrustedKeyIsUntrusted) {
-  StageEvidenceResult r = checkStageEvidence(published("other.key"), policy(), requirement());
+  StageEvidenceResult r =
+      checkStageEvidence(published("other.key"), policyStageEvidence(), requirement());
   EXPECT_FALSE(r.passed);
   EXPECT_EQ(r.reason, kReasonEvidenceUntrusted);
   EXPECT_NE(r.message.find("not trusted"), std::string::npos) << r.message;
@@ -164,7 +167,8 @@ TEST(StageEvidence, SignedByAnUntrustedKeyIsUntrusted) {
 
 TEST(StageEvidence, AKeyTrustedForAnotherStageOnlyIsUntrusted) {
   // The rule trusts "fleet" for eval only: ci's decision is not evidence.
-  StageEvidenceResult r = checkStageEvidence(published(), policy({"eval"}), requirement());
+  StageEvidenceResult r =
+      checkStageEvidence(published(), policyStageEvidence({"eval"}), requirement());
   EXPECT_FALSE(r.passed);
   EXPECT_EQ(r.reason, kReasonEvidenceUntrusted);
   EXPECT_NE(r.message.find("trusts no key for stage \"ci\""), std::string::npos) << r.message;
@@ -173,7 +177,7 @@ TEST(StageEvidence, AKeyTrustedForAnotherStageOnlyIsUntrusted) {
 TEST(StageEvidence, AnotherRuntimeIsAMismatchNamingBothClosures) {
   EvidenceRequirement w = requirement();
   w.closureHash = "sha256:" + std::string(64, '9');
-  StageEvidenceResult r = checkStageEvidence(published(), policy(), w);
+  StageEvidenceResult r = checkStageEvidence(published(), policyStageEvidence(), w);
   EXPECT_FALSE(r.passed);
   EXPECT_EQ(r.reason, kReasonEvidenceMismatch);
   EXPECT_NE(r.message.find(std::string("made on closure \"") + kClosure + "\", not the pinned " +
@@ -185,7 +189,7 @@ TEST(StageEvidence, AnotherRuntimeIsAMismatchNamingBothClosures) {
 TEST(StageEvidence, AnotherRuntimeImageDigestIsAMismatchButAMirrorRepositoryIsNot) {
   EvidenceRequirement w = requirement();
   w.runtimeImageDigest = "sha256:" + std::string(64, '7');
-  StageEvidenceResult r = checkStageEvidence(published(), policy(), w);
+  StageEvidenceResult r = checkStageEvidence(published(), policyStageEvidence(), w);
   EXPECT_EQ(r.reason, kReasonEvidenceMismatch);
   EXPECT_NE(r.message.find("runtime image"), std::string::npos) << r.message;
   // Statements about the same image digest under another repository pass.
@@ -193,31 +197,36 @@ TEST(StageEvidence, AnotherRuntimeImageDigestIsAMismatchButAMirrorRepositoryIsNo
   for (const char* stage : {"eval", "ci"}) {
     StageStatements s =
         statements(stage, kDigest, kClosure, std::string("mirror.internal/rt@") + kImageDigest);
-    refs.push_back(signedBy(s.eval, "signer.key", std::string(stage) + "/test-result"));
-    refs.push_back(signedBy(s.decision, "signer.key", std::string(stage) + "/decision"));
+    refs.push_back(
+        signedByStageEvidence(s.eval, "signer.key", std::string(stage) + "/test-result"));
+    refs.push_back(
+        signedByStageEvidence(s.decision, "signer.key", std::string(stage) + "/decision"));
   }
-  EXPECT_TRUE(checkStageEvidence(refs, policy(), requirement()).passed);
+  EXPECT_TRUE(checkStageEvidence(refs, policyStageEvidence(), requirement()).passed);
 }
 
 TEST(StageEvidence, APinnedSpecDigestMustMatch) {
   EvidenceRequirement w = requirement();
   w.specDigests["ci"] = "sha256:" + std::string(64, '5');
-  StageEvidenceResult r = checkStageEvidence(published(), policy(), w);
+  StageEvidenceResult r = checkStageEvidence(published(), policyStageEvidence(), w);
   EXPECT_EQ(r.reason, kReasonEvidenceMismatch);
-  EXPECT_NE(r.message.find(std::string("it is for stage spec ") + kSpec), std::string::npos)
+  EXPECT_NE(r.message.find(std::string("it is for stage spec ") + kStageEvidenceSpec),
+            std::string::npos)
       << r.message;
-  w.specDigests["ci"] = kSpec;
-  EXPECT_TRUE(checkStageEvidence(published(), policy(), w).passed);
+  w.specDigests["ci"] = kStageEvidenceSpec;
+  EXPECT_TRUE(checkStageEvidence(published(), policyStageEvidence(), w).passed);
 }
 
 TEST(StageEvidence, AStatementAboutAnotherPackageAttachedHereIsAMismatch) {
   std::vector<ReferrerBundle> refs;
   for (const char* stage : {"eval", "ci"}) {
     StageStatements s = statements(stage, kOtherDigest);
-    refs.push_back(signedBy(s.eval, "signer.key", std::string(stage) + "/test-result"));
-    refs.push_back(signedBy(s.decision, "signer.key", std::string(stage) + "/decision"));
+    refs.push_back(
+        signedByStageEvidence(s.eval, "signer.key", std::string(stage) + "/test-result"));
+    refs.push_back(
+        signedByStageEvidence(s.decision, "signer.key", std::string(stage) + "/decision"));
   }
-  StageEvidenceResult r = checkStageEvidence(refs, policy(), requirement());
+  StageEvidenceResult r = checkStageEvidence(refs, policyStageEvidence(), requirement());
   EXPECT_EQ(r.reason, kReasonEvidenceMismatch);
   EXPECT_NE(r.message.find(std::string("about ") + kOtherDigest), std::string::npos) << r.message;
 }
@@ -227,10 +236,12 @@ TEST(StageEvidence, AFailedDecisionIsNoEvidence) {
   for (const char* stage : {"eval", "ci"}) {
     StageStatements s =
         statements(stage, kDigest, kClosure, std::string("r.example/rt@") + kImageDigest, false);
-    refs.push_back(signedBy(s.eval, "signer.key", std::string(stage) + "/test-result"));
-    refs.push_back(signedBy(s.decision, "signer.key", std::string(stage) + "/decision"));
+    refs.push_back(
+        signedByStageEvidence(s.eval, "signer.key", std::string(stage) + "/test-result"));
+    refs.push_back(
+        signedByStageEvidence(s.decision, "signer.key", std::string(stage) + "/decision"));
   }
-  StageEvidenceResult r = checkStageEvidence(refs, policy(), requirement());
+  StageEvidenceResult r = checkStageEvidence(refs, policyStageEvidence(), requirement());
   EXPECT_FALSE(r.passed);
   EXPECT_EQ(r.reason, kReasonEvidenceMismatch);
 }
@@ -238,13 +249,13 @@ TEST(StageEvidence, AFailedDecisionIsNoEvidence) {
 TEST(StageEvidence, ADecisionWhoseCitedStatementIsGoneOrUntrustedHolds) {
   std::vector<ReferrerBundle> refs = published();
   refs.erase(refs.begin());  // eval's test-result
-  StageEvidenceResult r = checkStageEvidence(refs, policy(), requirement());
+  StageEvidenceResult r = checkStageEvidence(refs, policyStageEvidence(), requirement());
   EXPECT_EQ(r.reason, kReasonEvidenceMissing);
   EXPECT_NE(r.message.find("cites \"eval\""), std::string::npos) << r.message;
   // The cited statement signed by an untrusted key does not count either.
   refs = published();
-  refs[0] = signedBy(statements("eval").eval, "other.key", "eval/test-result");
-  r = checkStageEvidence(refs, policy(), requirement());
+  refs[0] = signedByStageEvidence(statements("eval").eval, "other.key", "eval/test-result");
+  r = checkStageEvidence(refs, policyStageEvidence(), requirement());
   EXPECT_EQ(r.reason, kReasonEvidenceMissing);
 }
 
@@ -255,13 +266,13 @@ TEST(StageEvidence, AlteredPayloadIsUntrusted) {
   nlohmann::json b = nlohmann::json::parse(refs[3].bundle);
   a["dsseEnvelope"]["signatures"] = b["dsseEnvelope"]["signatures"];
   refs[1].bundle = a.dump();
-  StageEvidenceResult r = checkStageEvidence(refs, policy(), requirement());
+  StageEvidenceResult r = checkStageEvidence(refs, policyStageEvidence(), requirement());
   EXPECT_EQ(r.reason, kReasonEvidenceUntrusted);
   EXPECT_NE(r.message.find("altered"), std::string::npos) << r.message;
 }
 
 TEST(StageEvidence, ABrokenPolicyKeyIsInvalidAndNamed) {
-  v1::TrustPolicySpec p = policy();
+  v1::TrustPolicySpec p = policyStageEvidence();
   p.keys[1].publicKey = "not a key";
   StageEvidenceResult r = checkStageEvidence(published(), p, requirement());
   EXPECT_EQ(r.reason, kReasonEvidenceInvalid);
@@ -272,7 +283,7 @@ TEST(StageEvidence, ABrokenPolicyKeyIsInvalidAndNamed) {
 TEST(StageEvidence, AnUnreadableReferrerIsShownWhenNothingElseIsThere) {
   StageEvidenceResult r =
       checkStageEvidence({{"sha256:" + std::string(64, 'e'), "eval/decision", "", "HTTP 500"}},
-                         policy(), requirement());
+                         policyStageEvidence(), requirement());
   EXPECT_EQ(r.reason, kReasonEvidenceMissing);
   EXPECT_NE(r.message.find("could not be read: HTTP 500"), std::string::npos) << r.message;
 }

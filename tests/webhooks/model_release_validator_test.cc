@@ -20,23 +20,23 @@ using testing::kEnvImage;
 using testing::ReleaseBuilder;
 using testing::sha;
 
-RuntimeEnvView torch() { return {"torch", "ml", kEnvHash, kEnvImage, true}; }
+RuntimeEnvView torchModelReleaseValidator() { return {"torch", "ml", kEnvHash, kEnvImage, true}; }
 
-struct Case {
+struct CaseModelReleaseValidator {
   std::string name;
   Operation op = Operation::kCreate;
   json release;
   json oldRelease = nullptr;
-  std::optional<RuntimeEnvView> env = torch();
+  std::optional<RuntimeEnvView> env = torchModelReleaseValidator();
   Decision want = Decision::kAllowed;
   std::vector<std::string> mentions = {};
   std::string subResource = "";
 };
 
-std::vector<Case> cases() {
-  RuntimeEnvView notReady = torch();
+std::vector<CaseModelReleaseValidator> casesModelReleaseValidator() {
+  RuntimeEnvView notReady = torchModelReleaseValidator();
   notReady.ready = false;
-  RuntimeEnvView other = torch();
+  RuntimeEnvView other = torchModelReleaseValidator();
   other.closureHash = sha('9');
   auto good = [] { return ReleaseBuilder::good(); };
   return {
@@ -45,63 +45,63 @@ std::vector<Case> cases() {
        Operation::kCreate,
        good().set("package", "registry.example/models/gpt2:v7").json(),
        nullptr,
-       torch(),
+       torchModelReleaseValidator(),
        Decision::kDenied,
        {"spec.package: \"registry.example/models/gpt2:v7\" must be a reference by digest"}},
       {"package with tag and digest denied",
        Operation::kCreate,
        good().set("package", "registry.example/models/gpt2:v7@" + sha('b')).json(),
        nullptr,
-       torch(),
+       torchModelReleaseValidator(),
        Decision::kDenied,
        {"spec.package:", "without a tag"}},
       {"package with short digest denied",
        Operation::kCreate,
        good().set("package", "registry.example/models/gpt2@sha256:ab12").json(),
        nullptr,
-       torch(),
+       torchModelReleaseValidator(),
        Decision::kDenied,
        {"spec.package:", "not a valid OCI reference"}},
       {"package missing denied",
        Operation::kCreate,
        good().erase("package").json(),
        nullptr,
-       torch(),
+       torchModelReleaseValidator(),
        Decision::kDenied,
        {"spec.package: required"}},
       {"package of wrong type denied",
        Operation::kCreate,
        good().set("package", 42).json(),
        nullptr,
-       torch(),
+       torchModelReleaseValidator(),
        Decision::kDenied,
        {"spec.package: required"}},
       {"closure hash malformed denied",
        Operation::kCreate,
        good().set("closureHash", "9c0e").json(),
        nullptr,
-       torch(),
+       torchModelReleaseValidator(),
        Decision::kDenied,
        {"spec.closureHash: \"9c0e\" is not sha256:<64 lowercase hex>"}},
       {"closure hash uppercase denied",
        Operation::kCreate,
        good().set("closureHash", "sha256:" + std::string(64, 'C')).json(),
        nullptr,
-       torch(),
+       torchModelReleaseValidator(),
        Decision::kDenied,
        {"spec.closureHash:"}},
       {"runtimeEnvRef missing denied",
        Operation::kCreate,
        good().erase("runtimeEnvRef").json(),
        nullptr,
-       torch(),
+       torchModelReleaseValidator(),
        Decision::kDenied,
        {"spec.runtimeEnvRef.name: required"}},
       {"no stages denied",
        Operation::kCreate,
        ReleaseBuilder().json(),
        nullptr,
-       torch(),
+       torchModelReleaseValidator(),
        Decision::kDenied,
        {"spec.stages: at least one stage is required"}},
       {"gates only admitted", Operation::kCreate, ReleaseBuilder().gate("eval").gate("ci").json()},
@@ -111,35 +111,35 @@ std::vector<Case> cases() {
        Operation::kCreate,
        ReleaseBuilder().gate("eval").gate("eval").serving("prod").json(),
        nullptr,
-       torch(),
+       torchModelReleaseValidator(),
        Decision::kDenied,
        {"spec.stages[1].name: duplicate stage name \"eval\" (first at spec.stages[0].name)"}},
       {"gate after prod denied",
        Operation::kCreate,
        ReleaseBuilder().gate("eval").serving("prod").gate("ci").json(),
        nullptr,
-       torch(),
+       torchModelReleaseValidator(),
        Decision::kDenied,
        {"spec.stages[1]: the serving stage \"prod\" must be the last stage"}},
       {"two serving stages denied",
        Operation::kCreate,
        ReleaseBuilder().gate("eval").serving("prod").serving("prod2").json(),
        nullptr,
-       torch(),
+       torchModelReleaseValidator(),
        Decision::kDenied,
        {"spec.stages[2]: only one serving stage is allowed (another at spec.stages[1])"}},
       {"prod name on a gate denied",
        Operation::kCreate,
        ReleaseBuilder().gate("prod").json(),
        nullptr,
-       torch(),
+       torchModelReleaseValidator(),
        Decision::kDenied,
        {"spec.stages[0].name: \"prod\" is reserved for the serving stage"}},
       {"eval name on serving denied",
        Operation::kCreate,
        ReleaseBuilder().serving("eval").json(),
        nullptr,
-       torch(),
+       torchModelReleaseValidator(),
        Decision::kDenied,
        {"spec.stages[0].name: \"eval\" is reserved for a gate stage"}},
       {"stage with both gate and serving denied",
@@ -148,7 +148,7 @@ std::vector<Case> cases() {
            .rawStage({{"name", "x"}, {"gate", json::object()}, {"serving", json::object()}})
            .json(),
        nullptr,
-       torch(),
+       torchModelReleaseValidator(),
        Decision::kDenied,
        {"spec.stages[0]: must have exactly one of gate"}},
       {"evidence stage allowed",
@@ -162,7 +162,7 @@ std::vector<Case> cases() {
            .serving("prod")
            .json(),
        nullptr,
-       torch(),
+       torchModelReleaseValidator(),
        Decision::kAllowed,
        {}},
       {"fleet serving stage allowed",
@@ -175,7 +175,7 @@ std::vector<Case> cases() {
                       {"fleet", {{"trustPolicy", "hub"}}}})
            .json(),
        nullptr,
-       torch(),
+       torchModelReleaseValidator(),
        Decision::kAllowed,
        {}},
       {"fleet on a gate, and a fleet without a policy, denied",
@@ -188,7 +188,7 @@ std::vector<Case> cases() {
                       {"fleet", json::object()}})
            .json(),
        nullptr,
-       torch(),
+       torchModelReleaseValidator(),
        Decision::kDenied,
        {"spec.stages[0].fleet: only the serving stage waits for a fleet's wave permit",
         "spec.stages[1].fleet.trustPolicy: required"}},
@@ -200,7 +200,7 @@ std::vector<Case> cases() {
                       {"evidence", {{"stages", {"eval"}}, {"trustPolicy", "fleet"}}}})
            .json(),
        nullptr,
-       torch(),
+       torchModelReleaseValidator(),
        Decision::kDenied,
        {"spec.stages[0]: must have exactly one of gate (eval/ci stages), evidence"}},
       {"evidence stage without stages, policy, with a stray spec digest and approval denied",
@@ -214,7 +214,7 @@ std::vector<Case> cases() {
                   {"specDigests", {{"ci", "sha256:" + std::string(64, 'a')}, {"eval", "x"}}}}}})
            .json(),
        nullptr,
-       torch(),
+       torchModelReleaseValidator(),
        Decision::kDenied,
        {"spec.stages[0].evidence.stages[1]: \"eval\" is listed twice",
         "spec.stages[0].evidence.trustPolicy: required",
@@ -225,28 +225,28 @@ std::vector<Case> cases() {
        Operation::kCreate,
        ReleaseBuilder().rawStage({{"name", "x"}}).json(),
        nullptr,
-       torch(),
+       torchModelReleaseValidator(),
        Decision::kDenied,
        {"spec.stages[0]: must have exactly one of gate"}},
       {"stage name not a DNS label denied",
        Operation::kCreate,
        ReleaseBuilder().gate("Eval_1").json(),
        nullptr,
-       torch(),
+       torchModelReleaseValidator(),
        Decision::kDenied,
        {"spec.stages[0].name: \"Eval_1\" must be a DNS label"}},
       {"stage name missing denied",
        Operation::kCreate,
        ReleaseBuilder().rawStage({{"gate", json::object()}}).json(),
        nullptr,
-       torch(),
+       torchModelReleaseValidator(),
        Decision::kDenied,
        {"spec.stages[0].name: required"}},
       {"stage not an object denied",
        Operation::kCreate,
        ReleaseBuilder().rawStage("eval").json(),
        nullptr,
-       torch(),
+       torchModelReleaseValidator(),
        Decision::kDenied,
        {"spec.stages[0]: must be an object"}},
       {"canary steps increasing admitted", Operation::kCreate,
@@ -258,14 +258,14 @@ std::vector<Case> cases() {
        Operation::kCreate,
        ReleaseBuilder().serving("prod", json::array({{{"weight", 50}}, {{"weight", 10}}})).json(),
        nullptr,
-       torch(),
+       torchModelReleaseValidator(),
        Decision::kDenied,
        {"spec.stages[0].canary.steps[1].weight: 10 must be greater than the previous step's 50"}},
       {"canary weight out of range denied",
        Operation::kCreate,
        ReleaseBuilder().serving("prod", json::array({{{"weight", 150}}})).json(),
        nullptr,
-       torch(),
+       torchModelReleaseValidator(),
        Decision::kDenied,
        {"spec.stages[0].canary.steps[0].weight: 150 is not in 1..100"}},
       {"RuntimeEnv missing warns",
@@ -301,7 +301,7 @@ std::vector<Case> cases() {
        Operation::kUpdate,
        good().set("package", "registry.example/models/gpt2@" + sha('d')).json(),
        good().json(),
-       torch(),
+       torchModelReleaseValidator(),
        Decision::kDenied,
        {"spec.package: field is immutable (was \"registry.example/models/gpt2@" + sha('b') + "\""}},
       {"runtimeEnvRef changed on update denied",
@@ -315,7 +315,7 @@ std::vector<Case> cases() {
        Operation::kUpdate,
        good().set("closureHash", sha('d')).json(),
        good().json(),
-       torch(),
+       torchModelReleaseValidator(),
        Decision::kDenied,
        {"spec.closureHash: field is immutable"}},
       {"unchanged invalid stages do not block metadata updates", Operation::kUpdate,
@@ -325,14 +325,14 @@ std::vector<Case> cases() {
        Operation::kUpdate,
        ReleaseBuilder().gate("eval").gate("eval").json(),
        ReleaseBuilder().gate("eval").json(),
-       torch(),
+       torchModelReleaseValidator(),
        Decision::kDenied,
        {"duplicate stage name"}},
       {"status subresource not checked",
        Operation::kUpdate,
        ReleaseBuilder().json(),
        ReleaseBuilder().json(),
-       torch(),
+       torchModelReleaseValidator(),
        Decision::kAllowed,
        {},
        "status"},
@@ -354,7 +354,7 @@ std::vector<Case> cases() {
            .gateWith("ci", {{"main", ""}, {"tests", "python@" + sha('a')}})
            .json(),
        nullptr,
-       torch(),
+       torchModelReleaseValidator(),
        Decision::kDenied,
        {"spec.stages[1].gate.template.spec.containers[1]: stage \"ci\" container \"tests\" image "
         "\"python@" +
@@ -367,7 +367,7 @@ std::vector<Case> cases() {
                      {{"fetch", "registry.example/runtimes/torch@" + sha('e')}})
            .json(),
        nullptr,
-       torch(),
+       torchModelReleaseValidator(),
        Decision::kDenied,
        {"spec.stages[0].gate.template.spec.initContainers[0]: stage \"eval\" init container "
         "\"fetch\" image",
@@ -376,7 +376,7 @@ std::vector<Case> cases() {
        Operation::kCreate,
        ReleaseBuilder().gateWith("eval", {{"eval", "registry.example/runtimes/torch:2.5"}}).json(),
        nullptr,
-       torch(),
+       torchModelReleaseValidator(),
        Decision::kDenied,
        {"container \"eval\" image \"registry.example/runtimes/torch:2.5\" is not pinned by "
         "digest"}},
@@ -384,14 +384,14 @@ std::vector<Case> cases() {
        Operation::kCreate,
        ReleaseBuilder().gate("eval").servingWith("prod", "nginx:1.27").json(),
        nullptr,
-       torch(),
+       torchModelReleaseValidator(),
        Decision::kDenied,
        {"spec.stages[1].serving.template.spec.containers[0]: stage \"prod\" container \"server\""}},
       {"template image invalid denied",
        Operation::kCreate,
        ReleaseBuilder().gateWith("eval", {{"eval", "Not/A Valid:ref"}}).json(),
        nullptr,
-       torch(),
+       torchModelReleaseValidator(),
        Decision::kDenied,
        {"container \"eval\" image \"Not/A Valid:ref\" is invalid"}},
       {"template image pinned but RuntimeEnv missing warns",
@@ -417,23 +417,23 @@ std::vector<Case> cases() {
        Operation::kUpdate,
        ReleaseBuilder().gateWith("eval", {{"eval", "python:3.12"}}).json(),
        ReleaseBuilder().gateWith("eval", {{"eval", ""}}).json(),
-       torch(),
+       torchModelReleaseValidator(),
        Decision::kDenied,
        {"container \"eval\" image \"python:3.12\" is not pinned by digest"}},
       {"spec missing denied",
        Operation::kCreate,
        json{{"metadata", {{"name", "x"}}}},
        nullptr,
-       torch(),
+       torchModelReleaseValidator(),
        Decision::kDenied,
        {"spec: required", "ModelRelease \"ml/x\""}},
   };
 }
 
-class ModelReleaseValidatorTest : public ::testing::TestWithParam<Case> {};
+class ModelReleaseValidatorTest : public ::testing::TestWithParam<CaseModelReleaseValidator> {};
 
 TEST_P(ModelReleaseValidatorTest, Decides) {
-  const Case& c = GetParam();
+  const CaseModelReleaseValidator& c = GetParam();
   ModelReleaseReview r;
   r.operation = c.op;
   r.ns = "ml";
@@ -454,8 +454,9 @@ TEST_P(ModelReleaseValidatorTest, Decides) {
   if (c.want == Decision::kAllowed) EXPECT_TRUE(v.violations.empty() && v.warnings.empty()) << all;
 }
 
-INSTANTIATE_TEST_SUITE_P(Table, ModelReleaseValidatorTest, ::testing::ValuesIn(cases()),
-                         [](const ::testing::TestParamInfo<Case>& info) {
+INSTANTIATE_TEST_SUITE_P(Table, ModelReleaseValidatorTest,
+                         ::testing::ValuesIn(casesModelReleaseValidator()),
+                         [](const ::testing::TestParamInfo<CaseModelReleaseValidator>& info) {
                            std::string n;
                            for (char ch : info.param.name)
                              n += std::isalnum(static_cast<unsigned char>(ch)) ? ch : '_';
@@ -879,7 +880,7 @@ TEST_P(ModelReleaseActionTest, Decides) {
   r.name = "gpt2-v7";
   r.release = &c.release;
   r.oldRelease = c.oldRelease.is_null() ? nullptr : &c.oldRelease;
-  r.runtimeEnv = torch();
+  r.runtimeEnv = torchModelReleaseValidator();
   r.prod = ModelProdView{"gpt2-v8", 8080, 4};
   r.user.username = c.user;
   r.user.groups = c.groups;
@@ -918,7 +919,7 @@ TEST(ModelReleaseActions, AServiceAccountApprovesWhereThePlatformAllowsIt) {
   r.name = "gpt2-v7";
   r.release = &release;
   r.oldRelease = &old;
-  r.runtimeEnv = torch();
+  r.runtimeEnv = torchModelReleaseValidator();
   r.user.username = "system:serviceaccount:ml:bot";
   r.approvalRules.serviceAccountsApprove = true;
   EXPECT_EQ(verbsToAuthorize(r), std::set<std::string>{"approve"});
@@ -933,7 +934,7 @@ TEST(ModelReleaseActions, InvalidSpecAndForgedApprovalReportsBoth) {
   r.operation = Operation::kCreate;
   r.ns = "ml";
   r.release = &release;
-  r.runtimeEnv = torch();
+  r.runtimeEnv = torchModelReleaseValidator();
   r.user.username = "alice";
   Verdict v = validateModelRelease(r);
   EXPECT_EQ(v.code, 422);
@@ -997,7 +998,7 @@ Verdict reviewWithProd(const json& release, std::optional<ModelProdView> prod,
   r.ns = "ml";
   r.release = &release;
   r.oldRelease = old;
-  r.runtimeEnv = torch();
+  r.runtimeEnv = torchModelReleaseValidator();
   r.prod = std::move(prod);
   return validateModelRelease(r);
 }
@@ -1057,7 +1058,7 @@ TEST(ModelReleaseProviders, AnUnknownProviderIsAWarningNamingTheFieldStillAdmitt
   ModelReleaseReview r;
   r.ns = "ml";
   r.release = &mr;
-  r.runtimeEnv = torch();
+  r.runtimeEnv = torchModelReleaseValidator();
   r.providers = &providers;
   Verdict v = validateModelRelease(r);
   EXPECT_EQ(v.decision, Decision::kWarned) << v.message;
@@ -1105,7 +1106,7 @@ Verdict reviewTenancy(const json& prometheus, const std::map<std::string, std::s
   ModelReleaseReview r;
   r.ns = "tenant-b";
   r.release = &mr;
-  r.runtimeEnv = torch();
+  r.runtimeEnv = torchModelReleaseValidator();
   r.providers = &lookup;
   r.namespaceLabels = labels;
   return validateModelRelease(r);

@@ -23,7 +23,7 @@ const std::string kHash3 = sha('d');
 
 // Revisions: 1 (image1, hash1) pinned by v1, 2 (image1, hash2) unpinned, 3 (image2, hash3)
 // current. Revision 0 never existed; a revision 4+ would be newer than the record.
-RuntimeEnvView torch(bool ready = true) {
+RuntimeEnvView torchPodRevisionAdmission(bool ready = true) {
   RuntimeEnvView v{"torch", "ml", kHash3, kImage2, ready};
   v.currentRevision = 3;
   v.revisions = {{1, kImage1, kHash1, {"v1"}}, {2, kImage1, kHash2, {}}, {3, kImage2, kHash3, {}}};
@@ -35,7 +35,7 @@ PodBuilder podOn(const std::string& image, const std::string& hash) {
 }
 
 Verdict check(const nlohmann::json& pod, NamespaceMode mode = NamespaceMode::kUnset,
-              std::optional<RuntimeEnvView> env = torch()) {
+              std::optional<RuntimeEnvView> env = torchPodRevisionAdmission()) {
   PodReview r;
   r.ns = "ml";
   r.pod = &pod;
@@ -130,10 +130,12 @@ TEST(PodRevisionAdmission, WarnModeWarnsWithTheSameText) {
 TEST(PodRevisionAdmission, PinnedRevisionsStayAdmissibleWhileTheLockIsBroken) {
   // A lock edit that does not resolve: Ready=False. The current revision admits nothing, but
   // prod pods of the pinning release are still admitted (a lock edit never takes prod down).
-  EXPECT_EQ(check(podOn(kImage1, kHash1).release("v1").json(), NamespaceMode::kUnset, torch(false))
+  EXPECT_EQ(check(podOn(kImage1, kHash1).release("v1").json(), NamespaceMode::kUnset,
+                  torchPodRevisionAdmission(false))
                 .decision,
             Decision::kAllowed);
-  Verdict v = check(podOn(kImage2, kHash3).json(), NamespaceMode::kUnset, torch(false));
+  Verdict v =
+      check(podOn(kImage2, kHash3).json(), NamespaceMode::kUnset, torchPodRevisionAdmission(false));
   EXPECT_EQ(v.decision, Decision::kDenied);
   EXPECT_NE(v.message.find("is not Ready"), std::string::npos) << v.message;
   EXPECT_NE(v.message.find("(not Ready)"), std::string::npos) << v.message;
@@ -152,7 +154,7 @@ TEST(PodRevisionAdmission, UpdatesAreCheckedAgainstThePodsRevision) {
     r.ns = "ml";
     r.pod = pod;
     r.oldPod = &old;
-    r.runtimeEnv = torch();
+    r.runtimeEnv = torchPodRevisionAdmission();
     EXPECT_EQ(validatePod(r).decision, want);
   }
 }

@@ -14,7 +14,7 @@ namespace ja = json_access;
 namespace v1 = api::v1alpha1;
 using nlohmann::json;
 
-std::string quote(const std::string& s) { return "\"" + s + "\""; }
+std::string quoteApprovalPolicy(const std::string& s) { return "\"" + s + "\""; }
 
 std::string createdByPath() {
   return std::string("metadata.annotations[\"") + v1::kCreatedByAnnotation + "\"]";
@@ -24,15 +24,16 @@ const json* createdBy(const json* release) {
   return ja::child(ja::at(release, {"metadata", "annotations"}), v1::kCreatedByAnnotation);
 }
 
-std::string joinQuoted(const std::vector<std::string>& names) {
+std::string joinQuotedApprovalPolicy(const std::vector<std::string>& names) {
   std::string out;
-  for (const std::string& n : names) out += (out.empty() ? "" : ", ") + quote(n);
+  for (const std::string& n : names) out += (out.empty() ? "" : ", ") + quoteApprovalPolicy(n);
   return out;
 }
 
-std::string describe(const json* v) {
+std::string describeApprovalPolicy(const json* v) {
   if (v == nullptr) return "<unset>";
-  return v->is_string() ? quote(v->get<std::string>()) : "<" + std::string(v->type_name()) + ">";
+  return v->is_string() ? quoteApprovalPolicy(v->get<std::string>())
+                        : "<" + std::string(v->type_name()) + ">";
 }
 
 int64_t generation(const json* release) {
@@ -77,8 +78,8 @@ void checkApprovalRules(const ModelReleaseReview& r, std::vector<std::string>& i
   const json* creator = createdBy(r.release);
   if (!update) {
     if (creator != nullptr && (!creator->is_string() || *creator != r.user.username)) {
-      forbidden.push_back(createdByPath() + ": value " + describe(creator) +
-                          " must be your own user name " + quote(r.user.username) +
+      forbidden.push_back(createdByPath() + ": value " + describeApprovalPolicy(creator) +
+                          " must be your own user name " + quoteApprovalPolicy(r.user.username) +
                           " (it records who created the release)");
     }
   } else {
@@ -86,8 +87,9 @@ void checkApprovalRules(const ModelReleaseReview& r, std::vector<std::string>& i
     bool same = (creator == nullptr && before == nullptr) ||
                 (creator != nullptr && before != nullptr && *creator == *before);
     if (!same) {
-      invalid.push_back(createdByPath() + ": field is immutable (was " + describe(before) +
-                        ", now " + describe(creator) + "); it records who created the release");
+      invalid.push_back(createdByPath() + ": field is immutable (was " +
+                        describeApprovalPolicy(before) + ", now " +
+                        describeApprovalPolicy(creator) + "); it records who created the release");
     }
   }
   const std::string creatorName = v1::releaseCreator(update ? *r.oldRelease : *r.release);
@@ -109,7 +111,7 @@ void checkApprovalRules(const ModelReleaseReview& r, std::vector<std::string>& i
                           " is set on CREATE by the mutating webhook "
                           "creator.modelreleases.lockstep.dev (is the chart's "
                           "MutatingWebhookConfiguration installed?); or set it to your user name " +
-                          quote(r.user.username) + " (separation of duties)");
+                          quoteApprovalPolicy(r.user.username) + " (separation of duties)");
       } else {
         // A release created before Lockstep recorded creators.
         warnings.push_back("lockstep: " + where +
@@ -129,7 +131,7 @@ void checkApprovalRules(const ModelReleaseReview& r, std::vector<std::string>& i
         continue;
       warnings.push_back("lockstep: spec.stages[" + std::to_string(p.index) +
                          "].approval: the release is created by ServiceAccount " +
-                         quote(r.user.username) +
+                         quoteApprovalPolicy(r.user.username) +
                          ", so its creator check excludes only that ServiceAccount: the person "
                          "who asked for the release is not known to the API server and may "
                          "approve it alone; require minApprovers: 2 or fromGroups "
@@ -147,43 +149,44 @@ void checkApprovalRules(const ModelReleaseReview& r, std::vector<std::string>& i
     if (a.kind != ReleaseActionKind::kApprove) continue;
     approvalAdded = true;
     approvalsWritten.push_back(a.annotation);
-    const std::string path = "metadata.annotations[" + quote(a.annotation) + "]";
+    const std::string path = "metadata.annotations[" + quoteApprovalPolicy(a.annotation) + "]";
     auto it = std::find_if(policies.begin(), policies.end(),
                            [&](const StagePolicy& p) { return p.name == a.stage; });
     if (it == policies.end()) continue;  // "not a stage of this release" is reported elsewhere
     // The approver's groups, recorded next to the approval by the mutating webhook.
     const std::string groupsKey = v1::approverGroupsKey(a.annotation);
     const json* recorded = ja::child(annotations, groupsKey);
-    const std::string groupsPath = "metadata.annotations[" + quote(groupsKey) + "]";
+    const std::string groupsPath = "metadata.annotations[" + quoteApprovalPolicy(groupsKey) + "]";
     if (recorded == nullptr) {
       invalid.push_back(groupsPath +
                         ": required with the approval: the mutating webhook "
                         "creator.modelreleases.lockstep.dev records the approver's groups on "
                         "UPDATE (is the chart's MutatingWebhookConfiguration installed?)");
     } else if (!recorded->is_string() || recorded->get<std::string>() != groups) {
-      forbidden.push_back(groupsPath + ": value " + describe(recorded) +
-                          " must be your own groups " + quote(groups) +
+      forbidden.push_back(groupsPath + ": value " + describeApprovalPolicy(recorded) +
+                          " must be your own groups " + quoteApprovalPolicy(groups) +
                           " (it records the approver's groups)");
     }
     if (!it->policy.fromGroups.empty() && !v1::inAnyGroup(r.user.groups, it->policy.fromGroups)) {
-      forbidden.push_back(path + ": user " + quote(r.user.username) + " is in none of the groups " +
-                          "stage " + quote(a.stage) + " takes approvals from (fromGroups: " +
-                          joinQuoted(it->policy.fromGroups) + "; the user's groups: " +
-                          (r.user.groups.empty() ? "none" : joinQuoted(r.user.groups)) + ")");
+      forbidden.push_back(
+          path + ": user " + quoteApprovalPolicy(r.user.username) + " is in none of the groups " +
+          "stage " + quoteApprovalPolicy(a.stage) + " takes approvals from (fromGroups: " +
+          joinQuotedApprovalPolicy(it->policy.fromGroups) + "; the user's groups: " +
+          (r.user.groups.empty() ? "none" : joinQuotedApprovalPolicy(r.user.groups)) + ")");
     }
     if (!a.value.empty() && a.value == creatorName && !it->policy.allowSelfApproval) {
-      forbidden.push_back(path + ": user " + quote(a.value) +
+      forbidden.push_back(path + ": user " + quoteApprovalPolicy(a.value) +
                           " created this release and cannot approve it (separation of duties); "
                           "another user must approve stage " +
-                          quote(a.stage) +
+                          quoteApprovalPolicy(a.stage) +
                           ", unless the stage sets approval: {policy: Manual, "
                           "allowSelfApproval: true}");
     }
     for (const v1::StageApproval& other : v1::stageApprovals(*r.release, a.stage)) {
       if (other.annotation != a.annotation && !a.value.empty() && other.user == a.value) {
-        invalid.push_back(path + ": user " + quote(a.value) + " already approved stage " +
-                          quote(a.stage) + " (" + other.annotation +
-                          "); minApprovers counts distinct users");
+        invalid.push_back(path + ": user " + quoteApprovalPolicy(a.value) +
+                          " already approved stage " + quoteApprovalPolicy(a.stage) + " (" +
+                          other.annotation + "); minApprovers counts distinct users");
         break;
       }
     }
@@ -199,8 +202,9 @@ void checkApprovalRules(const ModelReleaseReview& r, std::vector<std::string>& i
       if (std::find(approvalsWritten.begin(), approvalsWritten.end(), approval) !=
           approvalsWritten.end())
         continue;
-      forbidden.push_back("metadata.annotations[" + quote(key) +
-                          "]: records the groups of the user who wrote " + quote(approval) +
+      forbidden.push_back("metadata.annotations[" + quoteApprovalPolicy(key) +
+                          "]: records the groups of the user who wrote " +
+                          quoteApprovalPolicy(approval) +
                           " and is written only with that approval (by the mutating webhook)");
     }
   }
@@ -210,8 +214,9 @@ void checkApprovalRules(const ModelReleaseReview& r, std::vector<std::string>& i
       if (ja::child(annotations, key) != nullptr) continue;
       const std::string approval = v1::kApproveAnnotationPrefix + key.substr(groupsPrefix.size());
       if (ja::child(annotations, approval) == nullptr) continue;
-      invalid.push_back("metadata.annotations[" + quote(key) + "]: cannot be removed while " +
-                        quote(approval) + " stands (it records that approver's groups)");
+      invalid.push_back("metadata.annotations[" + quoteApprovalPolicy(key) +
+                        "]: cannot be removed while " + quoteApprovalPolicy(approval) +
+                        " stands (it records that approver's groups)");
     }
   }
   if (specChanged && approvalAdded) {
@@ -223,7 +228,7 @@ void checkApprovalRules(const ModelReleaseReview& r, std::vector<std::string>& i
       for (const v1::StageApproval& a : v1::stageApprovals(*r.oldRelease, p.name)) {
         if (ja::child(ja::at(r.release, {"metadata", "annotations"}), a.annotation) == nullptr)
           continue;
-        invalid.push_back("metadata.annotations[" + quote(a.annotation) +
+        invalid.push_back("metadata.annotations[" + quoteApprovalPolicy(a.annotation) +
                           "]: approves generation " + std::to_string(generation(r.oldRelease)) +
                           " of the spec, which this write changes; remove the approval in the "
                           "same write (an approval is bound to the content it approved)");

@@ -28,7 +28,7 @@ using api::isSha256Digest;
 using api::parseImageRef;
 using nlohmann::json;
 
-std::string quote(std::string_view s) { return "\"" + std::string(s) + "\""; }
+std::string quoteModelReleaseValidator(std::string_view s) { return "\"" + std::string(s) + "\""; }
 
 bool isDnsLabel(std::string_view s) {
   if (s.empty() || s.size() > 63) return false;
@@ -40,7 +40,7 @@ bool isDnsLabel(std::string_view s) {
 
 std::string describe(const json* v) {
   if (v == nullptr || v->is_null()) return "<unset>";
-  if (v->is_string()) return quote(v->get_ref<const std::string&>());
+  if (v->is_string()) return quoteModelReleaseValidator(v->get_ref<const std::string&>());
   return "<" + std::string(v->type_name()) + ">";
 }
 
@@ -53,10 +53,10 @@ void checkPackage(const json* spec, std::vector<std::string>& out) {
   }
   StatusOr<ImageRef> ref = parseImageRef(*s);
   if (!ref.isOk()) {
-    out.push_back("spec.package: " + quote(*s) +
+    out.push_back("spec.package: " + quoteModelReleaseValidator(*s) +
                   " is not a valid OCI reference: " + ref.status().message());
   } else if (!ref->pinned() || !ref->tag.empty()) {
-    out.push_back("spec.package: " + quote(*s) +
+    out.push_back("spec.package: " + quoteModelReleaseValidator(*s) +
                   " must be a reference by digest only (repo@sha256:<64 hex>), without a tag");
   }
 }
@@ -67,7 +67,8 @@ void checkClosureHash(const json* spec, std::vector<std::string>& out) {
     out.emplace_back(
         "spec.closureHash: required: sha256:<64 lowercase hex> from the package's runtime.json");
   } else if (!isSha256Digest(*s)) {
-    out.push_back("spec.closureHash: " + quote(*s) + " is not sha256:<64 lowercase hex>");
+    out.push_back("spec.closureHash: " + quoteModelReleaseValidator(*s) +
+                  " is not sha256:<64 lowercase hex>");
   }
 }
 
@@ -78,7 +79,7 @@ void checkModel(const json* spec, std::vector<std::string>& out) {
   if (m == nullptr || m->empty()) {
     out.emplace_back("spec.model: required");
   } else if (!isDnsLabel(*m) || (m->front() >= '0' && m->front() <= '9') || m->size() > 56) {
-    out.push_back("spec.model: " + quote(*m) +
+    out.push_back("spec.model: " + quoteModelReleaseValidator(*m) +
                   " must be a DNS-1035 label of at most 56 characters (lowercase alphanumerics "
                   "and '-', starting with a letter): it names the model's Service");
   }
@@ -148,7 +149,8 @@ void checkEvidenceStage(const json& stage, const std::string& path, std::vector<
       if (n == nullptr || !isDnsLabel(*n)) {
         out.push_back(p + ".stages[" + std::to_string(i) + "]: must be a stage name");
       } else if (!names.insert(*n).second) {
-        out.push_back(p + ".stages[" + std::to_string(i) + "]: " + quote(*n) + " is listed twice");
+        out.push_back(p + ".stages[" + std::to_string(i) + "]: " + quoteModelReleaseValidator(*n) +
+                      " is listed twice");
       }
     }
   }
@@ -161,7 +163,8 @@ void checkEvidenceStage(const json& stage, const std::string& path, std::vector<
     } else {
       for (const auto& [k, v] : digests->items()) {
         if (!names.empty() && names.count(k) == 0)
-          out.push_back(p + ".specDigests." + k + ": " + quote(k) + " is not in .stages");
+          out.push_back(p + ".specDigests." + k + ": " + quoteModelReleaseValidator(k) +
+                        " is not in .stages");
         if (!v.is_string() || !api::isSha256Digest(v.get<std::string>()))
           out.push_back(p + ".specDigests." + k + ": must be sha256:<64 lowercase hex>");
       }
@@ -194,10 +197,10 @@ void checkStages(const json* spec, std::vector<std::string>& out) {
     if (name == nullptr || name->empty()) {
       out.push_back(path + ".name: required");
     } else if (!isDnsLabel(*name)) {
-      out.push_back(path + ".name: " + quote(*name) +
+      out.push_back(path + ".name: " + quoteModelReleaseValidator(*name) +
                     " must be a DNS label (lowercase alphanumerics and '-', at most 63)");
     } else if (auto [it, inserted] = seen.emplace(*name, i); !inserted) {
-      out.push_back(path + ".name: duplicate stage name " + quote(*name) +
+      out.push_back(path + ".name: duplicate stage name " + quoteModelReleaseValidator(*name) +
                     " (first at spec.stages[" + std::to_string(it->second) + "].name)");
     }
     bool gate = ja::child(&stage, "gate") != nullptr;
@@ -224,7 +227,7 @@ void checkStages(const json* spec, std::vector<std::string>& out) {
     }
     std::string nm = name != nullptr ? *name : "";
     if (serving && (nm == "eval" || nm == "ci")) {
-      out.push_back(path + ".name: " + quote(nm) +
+      out.push_back(path + ".name: " + quoteModelReleaseValidator(nm) +
                     " is reserved for a gate stage, but the stage has serving");
     }
     if (gate && nm == "prod") {
@@ -238,7 +241,7 @@ void checkStages(const json* spec, std::vector<std::string>& out) {
       } else {
         servingAt = i;
         if (i != n - 1) {
-          out.push_back(path + ": the serving stage " + quote(nm) +
+          out.push_back(path + ": the serving stage " + quoteModelReleaseValidator(nm) +
                         " must be the last stage (gates come before prod)");
         }
       }
@@ -266,9 +269,10 @@ void checkServingPort(const json* spec, const ModelReleaseReview& r,
     if (want == r.prod->port) continue;
     const std::string have = std::to_string(r.prod->port);
     out.push_back("spec.stages[" + std::to_string(i) + "].serving.port: " + std::to_string(want) +
-                  " differs from port " + have + " on which model " + quote(model) +
-                  " serves in prod (Service " + quote(r.ns + "/" + model) + ", release " +
-                  quote(r.prod->release) +
+                  " differs from port " + have + " on which model " +
+                  quoteModelReleaseValidator(model) + " serves in prod (Service " +
+                  quoteModelReleaseValidator(r.ns + "/" + model) + ", release " +
+                  quoteModelReleaseValidator(r.prod->release) +
                   " runs prod): the Service port belongs to the model; keep port " + have +
                   ", or retire the model first (lockstep model delete " + model +
                   ") to serve it on another port");
@@ -286,7 +290,7 @@ void adviseProviders(const json* spec, const ModelReleaseReview& r,
     const std::string* name = ja::str(ja::at(analysis, {"prometheus", "provider"}));
     if (name == nullptr || name->empty() || r.providers->exists(*name)) return;
     warnings.push_back("lockstep: " + path + ".prometheus.provider: AnalysisProvider " +
-                       quote(*name) +
+                       quoteModelReleaseValidator(*name) +
                        " does not exist (yet); until it does, every measurement of it is an "
                        "error (kubectl get analysisproviders lists them)");
   };
@@ -326,7 +330,8 @@ void checkAnalysisTenancy(const json* spec, const ModelReleaseReview& r,
             violations.push_back(where +
                                  ".provider: " + v1::providerRefusal(*provider, *decoded, r.ns));
           if (query != nullptr && !query->empty() && !decoded->allowFreeFormQueries)
-            violations.push_back(where + ".query: AnalysisProvider " + quote(*provider) +
+            violations.push_back(where + ".query: AnalysisProvider " +
+                                 quoteModelReleaseValidator(*provider) +
                                  " does not run free-form queries (its "
                                  "spec.allowFreeFormQueries is not true); name an "
                                  "AnalysisTemplate in " +
@@ -337,14 +342,16 @@ void checkAnalysisTenancy(const json* spec, const ModelReleaseReview& r,
     if (templ == nullptr || templ->empty()) return;
     auto ts = r.providers->templateSpec(*templ);
     if (!ts) {
-      warnings.push_back("lockstep: " + where + ".template: AnalysisTemplate " + quote(*templ) +
+      warnings.push_back("lockstep: " + where + ".template: AnalysisTemplate " +
+                         quoteModelReleaseValidator(*templ) +
                          " does not exist (yet); until it does, every measurement of it is an "
                          "error (kubectl get analysistemplates lists them)");
       return;
     }
     auto t = v1::decodeAnalysisTemplateSpec(*ts);
     if (!t.isOk()) {
-      warnings.push_back("lockstep: " + where + ".template: AnalysisTemplate " + quote(*templ) +
+      warnings.push_back("lockstep: " + where + ".template: AnalysisTemplate " +
+                         quoteModelReleaseValidator(*templ) +
                          " is not usable: " + t.status().message());
       return;
     }
@@ -388,38 +395,42 @@ void checkTemplateImage(const std::string& path, const std::string& who, const s
   const std::string unset = "leave image unset (the controller sets the RuntimeEnv's image)";
   StatusOr<ImageRef> found = parseImageRef(image);
   if (!found.isOk()) {
-    out.push_back(path + ": " + who + " image " + quote(image) + " is invalid (" +
-                  found.status().message() + "); " + unset);
+    out.push_back(path + ": " + who + " image " + quoteModelReleaseValidator(image) +
+                  " is invalid (" + found.status().message() + "); " + unset);
     return;
   }
   if (!r.runtimeEnv) {
     if (!found->pinned()) {
-      out.push_back(path + ": " + who + " image " + quote(image) +
+      out.push_back(path + ": " + who + " image " + quoteModelReleaseValidator(image) +
                     " is not pinned by digest, so it can never be the RuntimeEnv's image; " +
                     unset);
     } else {
-      warnings.push_back("lockstep: " + path + ": " + who + " image " + quote(image) +
-                         " is not checked: RuntimeEnv " + envId + " does not exist yet");
+      warnings.push_back("lockstep: " + path + ": " + who + " image " +
+                         quoteModelReleaseValidator(image) + " is not checked: RuntimeEnv " +
+                         envId + " does not exist yet");
     }
     return;
   }
   StatusOr<ImageRef> expected = parseImageRef(r.runtimeEnv->image);
   if (!expected.isOk() || !expected->pinned()) {
-    out.push_back(path + ": " + who + " image " + quote(image) + " cannot match RuntimeEnv " +
-                  envId + " spec.image " + quote(r.runtimeEnv->image) +
+    out.push_back(path + ": " + who + " image " + quoteModelReleaseValidator(image) +
+                  " cannot match RuntimeEnv " + envId + " spec.image " +
+                  quoteModelReleaseValidator(r.runtimeEnv->image) +
                   ", which is not pinned by digest; " + unset);
     return;
   }
-  std::string want = "; expected " + quote(expected->repository() + "@" + expected->digest) +
+  std::string want = "; expected " +
+                     quoteModelReleaseValidator(expected->repository() + "@" + expected->digest) +
                      " (RuntimeEnv " + envId + " spec.image) or no image";
   if (!found->pinned()) {
-    out.push_back(path + ": " + who + " image " + quote(image) + " is not pinned by digest" + want);
+    out.push_back(path + ": " + who + " image " + quoteModelReleaseValidator(image) +
+                  " is not pinned by digest" + want);
   } else if (found->repository() != expected->repository()) {
-    out.push_back(path + ": " + who + " image " + quote(image) +
+    out.push_back(path + ": " + who + " image " + quoteModelReleaseValidator(image) +
                   " is not the image of RuntimeEnv " + envId + want);
   } else if (found->digest != expected->digest) {
-    out.push_back(path + ": " + who + " image " + quote(image) + " has digest " +
-                  quote(found->digest) + want);
+    out.push_back(path + ": " + who + " image " + quoteModelReleaseValidator(image) +
+                  " has digest " + quoteModelReleaseValidator(found->digest) + want);
   }
 }
 
@@ -428,7 +439,7 @@ void checkTemplateImages(const json* spec, const ModelReleaseReview& r,
   const json* stages = ja::child(spec, "stages");
   if (!ja::isArray(stages)) return;
   std::string envName = ja::strOr(ja::at(spec, {"runtimeEnvRef", "name"}));
-  std::string envId = quote(r.ns + "/" + envName);
+  std::string envId = quoteModelReleaseValidator(r.ns + "/" + envName);
   for (std::size_t i = 0; i < stages->size(); ++i) {
     const json* stage = &(*stages)[i];
     std::string stageName = ja::strOr(ja::child(stage, "name"));
@@ -444,8 +455,9 @@ void checkTemplateImages(const json* spec, const ModelReleaseReview& r,
           std::string path = "spec.stages[" + std::to_string(i) + "]." + std::string(kind) +
                              ".template.spec." + std::string(list.field) + "[" + std::to_string(j) +
                              "]";
-          std::string who = "stage " + quote(stageName) + " " + std::string(list.noun) + " " +
-                            quote(ja::strOr(ja::child(c, "name")));
+          std::string who = "stage " + quoteModelReleaseValidator(stageName) + " " +
+                            std::string(list.noun) + " " +
+                            quoteModelReleaseValidator(ja::strOr(ja::child(c, "name")));
           if (!image->is_string()) {
             out.push_back(path + ".image: " + who + ": must be a string");
           } else if (!image->get_ref<const std::string&>().empty()) {
@@ -463,7 +475,7 @@ std::string releaseId(const ModelReleaseReview& r) {
   std::string name = r.name;
   if (name.empty()) name = ja::strOr(ja::at(r.release, {"metadata", "name"}));
   if (name.empty()) name = ja::strOr(ja::at(r.release, {"metadata", "generateName"})) + "*";
-  return quote(r.ns + "/" + name);
+  return quoteModelReleaseValidator(r.ns + "/" + name);
 }
 
 std::vector<std::string> stageNames(const json* release) {
@@ -476,7 +488,7 @@ std::vector<std::string> stageNames(const json* release) {
 }
 
 std::string annotationPath(const ReleaseAction& a) {
-  return "metadata.annotations[" + quote(a.annotation) + "]";
+  return "metadata.annotations[" + quoteModelReleaseValidator(a.annotation) + "]";
 }
 
 // Actions only for the present (issue 29): a promote only for the current
@@ -492,7 +504,8 @@ std::optional<std::string> notForNow(const ModelReleaseReview& r, const ReleaseA
   const std::string phase = decode::string(status, "phase");
   if (a.kind == ReleaseActionKind::kPromote) {
     if (phase != api::v1alpha1::kPhaseCanary)
-      return "the release is not in canary (phase " + quote(phase.empty() ? "unset" : phase) +
+      return "the release is not in canary (phase " +
+             quoteModelReleaseValidator(phase.empty() ? "unset" : phase) +
              "); a promote is for the step paused now";
     if (a.annotation == kPromoteFullAnnotation) return std::nullopt;
     // The step paused now, as status.canary records it: an unreadable one is
@@ -511,13 +524,16 @@ std::optional<std::string> notForNow(const ModelReleaseReview& r, const ReleaseA
     if (reason != api::v1alpha1::kReasonCanaryPaused &&
         reason != api::v1alpha1::kReasonAnalysisRunning)
       return "step " + a.stage + " is not paused (" +
-             (reason.empty() ? std::string("not at its weight yet") : "canary " + quote(reason)) +
+             (reason.empty() ? std::string("not at its weight yet")
+                             : "canary " + quoteModelReleaseValidator(reason)) +
              "); promote it once it pauses";
     return std::nullopt;
   }
   if (a.kind == ReleaseActionKind::kRollback) {
     if (!r.prod)
-      return "model " + quote(decode::string(decode::object(*r.release, "spec"), "model")) +
+      return "model " +
+             quoteModelReleaseValidator(
+                 decode::string(decode::object(*r.release, "spec"), "model")) +
              " has no prod to roll back";
     const std::string current = std::to_string(r.prod->revision);
     if (a.stage != current)
@@ -531,11 +547,13 @@ std::optional<std::string> notForNow(const ModelReleaseReview& r, const ReleaseA
     if (decode::string(st, "name") != a.stage) continue;
     const std::string sp = decode::string(st, "phase");
     if (sp == api::v1alpha1::kStageWaitingForApproval) return std::nullopt;
-    return "stage " + quote(a.stage) + " is " + quote(sp.empty() ? "Pending" : sp) +
+    return "stage " + quoteModelReleaseValidator(a.stage) + " is " +
+           quoteModelReleaseValidator(sp.empty() ? "Pending" : sp) +
            ", not WaitingForApproval; approve it once it waits (an approval given before "
            "the stage's gates ran approves what nobody has seen)";
   }
-  return "stage " + quote(a.stage) + " has not been reached yet; approve it once it waits";
+  return "stage " + quoteModelReleaseValidator(a.stage) +
+         " has not been reached yet; approve it once it waits";
 }
 
 // The checks that need no authorizer. Problems go to `invalid` (the write is
@@ -547,9 +565,10 @@ bool precheckAction(const ModelReleaseReview& r, const ReleaseAction& a,
   if (a.kind == ReleaseActionKind::kApprove &&
       std::find(stages.begin(), stages.end(), a.stage) == stages.end()) {
     std::string known;
-    for (const std::string& s : stages) known += (known.empty() ? "" : ", ") + quote(s);
+    for (const std::string& s : stages)
+      known += (known.empty() ? "" : ", ") + quoteModelReleaseValidator(s);
     invalid.push_back(
-        annotationPath(a) + ": " + quote(a.stage) +
+        annotationPath(a) + ": " + quoteModelReleaseValidator(a.stage) +
         " is not a stage of this release (stages: " + (known.empty() ? "none" : known) + ")");
     ok = false;
   }
@@ -558,7 +577,7 @@ bool precheckAction(const ModelReleaseReview& r, const ReleaseAction& a,
         !a.stage.empty() && a.stage.size() <= 3 &&
         std::all_of(a.stage.begin(), a.stage.end(), [](char c) { return c >= '0' && c <= '9'; });
     if (!digits) {
-      invalid.push_back(annotationPath(a) + ": " + quote(a.stage) +
+      invalid.push_back(annotationPath(a) + ": " + quoteModelReleaseValidator(a.stage) +
                         " is not a canary step index (promote.lockstep.dev/<0-based step>)");
       ok = false;
     }
@@ -566,7 +585,7 @@ bool precheckAction(const ModelReleaseReview& r, const ReleaseAction& a,
   if (a.kind == ReleaseActionKind::kRollback &&
       (a.stage.empty() || a.stage.size() > 18 ||
        !std::all_of(a.stage.begin(), a.stage.end(), [](char c) { return c >= '0' && c <= '9'; }))) {
-    invalid.push_back(annotationPath(a) + ": " + quote(a.stage) +
+    invalid.push_back(annotationPath(a) + ": " + quoteModelReleaseValidator(a.stage) +
                       " is not a prod revision of the model (rollback.lockstep.dev/<revision>, "
                       "as `lockstep model rollback` writes it)");
     ok = false;
@@ -583,7 +602,7 @@ bool precheckAction(const ModelReleaseReview& r, const ReleaseAction& a,
     ok = false;
   } else if (a.kind == ReleaseActionKind::kApprove && !r.approvalRules.serviceAccountsApprove &&
              api::v1alpha1::isServiceAccountUser(r.user.username)) {
-    forbidden.push_back(annotationPath(a) + ": " + quote(r.user.username) +
+    forbidden.push_back(annotationPath(a) + ": " + quoteModelReleaseValidator(r.user.username) +
                         " is a ServiceAccount: approvers are people (anyone who may create a "
                         "ServiceAccount could approve as many times as they like); approve as "
                         "yourself, or the platform sets the chart value "
@@ -594,10 +613,11 @@ bool precheckAction(const ModelReleaseReview& r, const ReleaseAction& a,
                            : a.kind == ReleaseActionKind::kPromote ? "who promoted"
                            : a.kind == ReleaseActionKind::kRollback
                                ? "who rolled the model back"
-                               : "the approver of stage " + quote(a.stage);
-    forbidden.push_back(annotationPath(a) + ": value " + quote(a.value) +
-                        " must be your own user name " + quote(r.user.username) + " (it records " +
-                        recorded + ")");
+                               : "the approver of stage " + quoteModelReleaseValidator(a.stage);
+    forbidden.push_back(annotationPath(a) + ": value " + quoteModelReleaseValidator(a.value) +
+                        " must be your own user name " +
+                        quoteModelReleaseValidator(r.user.username) + " (it records " + recorded +
+                        ")");
     ok = false;
   }
   return ok;
@@ -606,11 +626,12 @@ bool precheckAction(const ModelReleaseReview& r, const ReleaseAction& a,
 void checkActionAccess(const ModelReleaseReview& r, const ReleaseAction& a,
                        std::vector<std::string>& forbidden) {
   const std::string verb(a.verb());
-  const std::string user = quote(r.user.username);
-  const std::string need = "RBAC verb " + quote(verb) + " on resource " +
-                           quote(kModelReleasesResource) + " in API group " +
-                           quote(kLockstepGroup) + " is required (the ClusterRole " +
-                           std::string(kApproverClusterRole) + " grants it)";
+  const std::string user = quoteModelReleaseValidator(r.user.username);
+  const std::string need = "RBAC verb " + quoteModelReleaseValidator(verb) + " on resource " +
+                           quoteModelReleaseValidator(kModelReleasesResource) + " in API group " +
+                           quoteModelReleaseValidator(kLockstepGroup) +
+                           " is required (the ClusterRole " + std::string(kApproverClusterRole) +
+                           " grants it)";
   auto it = r.access.find(verb);
   if (it == r.access.end()) {
     forbidden.push_back(annotationPath(a) + ": permission to " + verb + " was not checked; " +
@@ -648,8 +669,8 @@ void checkSecretAccess(const ModelReleaseReview& r, std::vector<std::string>& fo
   const std::optional<AccessRequest> q = secretAccessRequestFor(r);
   if (!q) return;
   const std::string path = "spec.registryTags.secretRef.name";
-  const std::string secret = quote(r.ns + "/" + q->name);
-  const std::string user = quote(r.user.username);
+  const std::string secret = quoteModelReleaseValidator(r.ns + "/" + q->name);
+  const std::string user = quoteModelReleaseValidator(r.user.username);
   const std::string need =
       "RBAC verb \"get\" on resource \"secrets\" (core API group) for Secret " + secret +
       " is required to name it: the operator would push this release's registry tags with "
@@ -755,7 +776,7 @@ Verdict validateModelRelease(const ModelReleaseReview& r) {
 
     const std::string* hash = ja::str(ja::child(spec, "closureHash"));
     if (envName != nullptr && !envName->empty()) {
-      std::string envId = quote(r.ns + "/" + *envName);
+      std::string envId = quoteModelReleaseValidator(r.ns + "/" + *envName);
       if (!r.runtimeEnv) {
         v.warnings.push_back("lockstep: spec.runtimeEnvRef.name: RuntimeEnv " + envId +
                              " does not exist yet; the release waits for it");
@@ -763,8 +784,9 @@ Verdict validateModelRelease(const ModelReleaseReview& r) {
         v.warnings.push_back("lockstep: spec.runtimeEnvRef.name: RuntimeEnv " + envId +
                              " is not Ready yet; spec.closureHash is checked when it is");
       } else if (hash != nullptr && isSha256Digest(*hash) && *hash != r.runtimeEnv->closureHash) {
-        std::string m = "spec.closureHash: " + quote(*hash) + " differs from RuntimeEnv " + envId +
-                        " status.closureHash " + quote(r.runtimeEnv->closureHash) +
+        std::string m = "spec.closureHash: " + quoteModelReleaseValidator(*hash) +
+                        " differs from RuntimeEnv " + envId + " status.closureHash " +
+                        quoteModelReleaseValidator(r.runtimeEnv->closureHash) +
                         "; the package was built for another runtime closure";
         if (update) {
           v.warnings.push_back("lockstep: " + m + " (release is stale)");

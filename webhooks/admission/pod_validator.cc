@@ -38,7 +38,7 @@ struct ContainerImage {
   std::string image;
 };
 
-std::string quote(std::string_view s) { return "\"" + std::string(s) + "\""; }
+std::string quotePodValidator(std::string_view s) { return "\"" + std::string(s) + "\""; }
 
 const std::string* label(const json* obj, std::string_view key) {
   return ja::str(ja::child(ja::at(obj, {"metadata", "labels"}), key));
@@ -94,35 +94,38 @@ void dropTrustedInits(std::vector<ContainerImage>& containers, const std::string
 std::string podIdentity(const PodReview& r) {
   std::string ns = r.ns.empty() ? ja::strOr(ja::at(r.pod, {"metadata", "namespace"})) : r.ns;
   std::string name = ja::strOr(ja::at(r.pod, {"metadata", "name"}));
-  if (!name.empty()) return "pod " + quote(ns + "/" + name);
+  if (!name.empty()) return "pod " + quotePodValidator(ns + "/" + name);
   std::string generateName = ja::strOr(ja::at(r.pod, {"metadata", "generateName"}));
   if (!generateName.empty())
-    return "pod " + quote(ns + "/" + generateName + "*") + " (generateName)";
-  return "pod in namespace " + quote(ns);
+    return "pod " + quotePodValidator(ns + "/" + generateName + "*") + " (generateName)";
+  return "pod in namespace " + quotePodValidator(ns);
 }
 
 void checkImage(const ContainerImage& c, const RuntimeEnvView& env, const ImageRef& expected,
                 std::vector<std::string>& violations) {
   // The messages are built only for a violation: admitted pods are the hot path.
-  auto who = [&] { return std::string(c.noun) + " " + quote(c.name); };
-  auto want = [&] { return "expected " + quote(expected.repository() + "@" + expected.digest); };
+  auto who = [&] { return std::string(c.noun) + " " + quotePodValidator(c.name); };
+  auto want = [&] {
+    return "expected " + quotePodValidator(expected.repository() + "@" + expected.digest);
+  };
   if (c.image.empty()) {
     violations.push_back(who() + " has no image; " + want());
     return;
   }
   StatusOr<ImageRef> found = parseImageRef(c.image);
   if (!found.isOk()) {
-    violations.push_back(who() + " image " + quote(c.image) + " is invalid (" +
+    violations.push_back(who() + " image " + quotePodValidator(c.image) + " is invalid (" +
                          found.status().message() + "); " + want());
   } else if (!found->pinned()) {
-    violations.push_back(who() + " image " + quote(c.image) + " is not pinned by digest; " +
-                         want());
+    violations.push_back(who() + " image " + quotePodValidator(c.image) +
+                         " is not pinned by digest; " + want());
   } else if (found->domain != expected.domain || found->path != expected.path) {
-    violations.push_back(who() + " image " + quote(c.image) + " is not the image of RuntimeEnv " +
-                         quote(env.name) + "; " + want());
+    violations.push_back(who() + " image " + quotePodValidator(c.image) +
+                         " is not the image of RuntimeEnv " + quotePodValidator(env.name) + "; " +
+                         want());
   } else if (found->digest != expected.digest) {
-    violations.push_back(who() + " image " + quote(c.image) + " has digest " +
-                         quote(found->digest) + "; " + want());
+    violations.push_back(who() + " image " + quotePodValidator(c.image) + " has digest " +
+                         quotePodValidator(found->digest) + "; " + want());
   }
 }
 
@@ -131,7 +134,7 @@ void checkImage(const ContainerImage& c, const RuntimeEnvView& env, const ImageR
 void checkAgainstCurrent(const PodReview& r, const std::string& envName, bool checkAnnotation,
                          const std::vector<ContainerImage>& containers,
                          std::vector<std::string>& violations) {
-  auto envId = [&] { return quote(r.ns + "/" + envName); };
+  auto envId = [&] { return quotePodValidator(r.ns + "/" + envName); };
   const RuntimeEnvView& env = *r.runtimeEnv;
   if (!env.ready || env.closureHash.empty()) {
     violations.push_back("RuntimeEnv " + envId() + " is not Ready");
@@ -141,17 +144,18 @@ void checkAgainstCurrent(const PodReview& r, const std::string& envName, bool ch
     const std::string* hash = annotation(r.pod, kClosureHashAnnotation);
     if (hash == nullptr || hash->empty()) {
       violations.push_back("annotation " + std::string(kClosureHashAnnotation) +
-                           " is missing; expected " + quote(env.closureHash) + " (RuntimeEnv " +
-                           envId() + " status.closureHash)");
+                           " is missing; expected " + quotePodValidator(env.closureHash) +
+                           " (RuntimeEnv " + envId() + " status.closureHash)");
     } else if (*hash != env.closureHash) {
       violations.push_back("annotation " + std::string(kClosureHashAnnotation) + " is " +
-                           quote(*hash) + "; expected " + quote(env.closureHash) + " (RuntimeEnv " +
-                           envId() + " status.closureHash)");
+                           quotePodValidator(*hash) + "; expected " +
+                           quotePodValidator(env.closureHash) + " (RuntimeEnv " + envId() +
+                           " status.closureHash)");
     }
   }
   StatusOr<ImageRef> expected = parseImageRef(env.image);
   if (!expected.isOk() || !expected->pinned()) {
-    violations.push_back("RuntimeEnv " + envId() + " spec.image " + quote(env.image) +
+    violations.push_back("RuntimeEnv " + envId() + " spec.image " + quotePodValidator(env.image) +
                          " is not pinned by digest; no container image can match it");
     return;
   }
@@ -170,13 +174,13 @@ bool runsRevision(const PodReview& r, const std::vector<ContainerImage>& contain
 }
 
 std::string describeRevision(const RevisionView& rev) {
-  return "revision " + std::to_string(rev.number) + " (image " + quote(rev.image) + ", closure " +
-         quote(rev.closureHash) + ")";
+  return "revision " + std::to_string(rev.number) + " (image " + quotePodValidator(rev.image) +
+         ", closure " + quotePodValidator(rev.closureHash) + ")";
 }
 
 std::string joinQuoted(const std::vector<std::string>& names) {
   std::string out;
-  for (const std::string& n : names) out += (out.empty() ? "" : ", ") + quote(n);
+  for (const std::string& n : names) out += (out.empty() ? "" : ", ") + quotePodValidator(n);
   return out;
 }
 
@@ -188,7 +192,7 @@ std::string revisionSummary(const PodReview& r, const std::string& envName,
   const RuntimeEnvView& env = *r.runtimeEnv;
   std::string claims = "the pod claims closure ";
   const std::string* hash = annotation(r.pod, kClosureHashAnnotation);
-  claims += hash == nullptr ? std::string("(none)") : quote(*hash);
+  claims += hash == nullptr ? std::string("(none)") : quotePodValidator(*hash);
   std::vector<std::string> images;
   for (const ContainerImage& c : containers) {
     if (std::find(images.begin(), images.end(), c.image) == images.end()) images.push_back(c.image);
@@ -196,9 +200,9 @@ std::string revisionSummary(const PodReview& r, const std::string& envName,
   if (!images.empty()) claims += " on image(s) " + joinQuoted(images);
   claims += release == nullptr || release->empty()
                 ? " and names no release (label " + std::string(kReleaseLabel) + ")"
-                : " for release " + quote(*release);
+                : " for release " + quotePodValidator(*release);
 
-  std::string out = claims + "; RuntimeEnv " + quote(r.ns + "/" + envName);
+  std::string out = claims + "; RuntimeEnv " + quotePodValidator(r.ns + "/" + envName);
   if (ownRevision != nullptr) {
     out += " has it as " + describeRevision(*ownRevision) + ", pinned only by release(s) " +
            joinQuoted(ownRevision->pinnedBy);
@@ -241,7 +245,7 @@ void checkAgainstEnv(const PodReview& r, const std::string& envName, bool checkA
                      const std::vector<ContainerImage>& containers,
                      std::vector<std::string>& violations) {
   if (!r.runtimeEnv) {
-    violations.push_back("RuntimeEnv " + quote(r.ns + "/" + envName) + " (label " +
+    violations.push_back("RuntimeEnv " + quotePodValidator(r.ns + "/" + envName) + " (label " +
                          std::string(kRuntimeEnvLabel) + ") does not exist");
     return;
   }
@@ -274,7 +278,7 @@ void checkImageVolumes(const json* pod, std::vector<std::string>& violations) {
   for (const json& v : *volumes) {
     const json* image = ja::child(&v, "image");
     if (image == nullptr) continue;
-    std::string who = "image volume " + quote(ja::strOr(ja::child(&v, "name")));
+    std::string who = "image volume " + quotePodValidator(ja::strOr(ja::child(&v, "name")));
     std::string ref = ja::strOr(ja::child(image, "reference"));
     if (ref.empty()) {
       violations.push_back(who + " has no reference; it must be pinned by digest");
@@ -282,10 +286,10 @@ void checkImageVolumes(const json* pod, std::vector<std::string>& violations) {
     }
     StatusOr<ImageRef> parsed = parseImageRef(ref);
     if (!parsed.isOk()) {
-      violations.push_back(who + " reference " + quote(ref) + " is invalid (" +
+      violations.push_back(who + " reference " + quotePodValidator(ref) + " is invalid (" +
                            parsed.status().message() + ")");
     } else if (!parsed->pinned()) {
-      violations.push_back(who + " reference " + quote(ref) +
+      violations.push_back(who + " reference " + quotePodValidator(ref) +
                            " is not pinned by digest; expected <repository>@sha256:<digest>");
     }
   }
@@ -344,12 +348,12 @@ const json& podFieldMask() {
 Status checkTrustedInitImage(const std::string& image) {
   StatusOr<ImageRef> ref = parseImageRef(image);
   if (!ref.isOk()) {
-    return Status(Code::kInvalidArgument,
-                  "CLI image " + quote(image) + " is invalid: " + ref.status().message());
+    return Status(Code::kInvalidArgument, "CLI image " + quotePodValidator(image) +
+                                              " is invalid: " + ref.status().message());
   }
   if (!ref->pinned()) {
     return Status(Code::kInvalidArgument,
-                  "CLI image " + quote(image) +
+                  "CLI image " + quotePodValidator(image) +
                       " is not pinned by digest: admission trusts the verification init "
                       "containers only on <repository>@sha256:<digest> (a tag can be moved)");
   }
@@ -417,10 +421,11 @@ Verdict validatePod(const PodReview& r) {
   v.checked = true;
   if (!droppedEnv.empty()) {
     v.violations.push_back("label " + std::string(kRuntimeEnvLabel) +
-                           " cannot be removed from a running pod (it was " + quote(droppedEnv) +
+                           " cannot be removed from a running pod (it was " +
+                           quotePodValidator(droppedEnv) +
                            "); delete the pod and create it again instead");
   } else if (envName == nullptr || envName->empty()) {
-    v.violations.push_back("namespace " + quote(r.ns) + " requires label " +
+    v.violations.push_back("namespace " + quotePodValidator(r.ns) + " requires label " +
                            std::string(kRuntimeEnvLabel) + " naming the pod's RuntimeEnv (mode " +
                            std::string(namespaceModeName(r.mode)) + ")");
   } else {

@@ -11,7 +11,7 @@ namespace {
 namespace ja = json_access;
 using nlohmann::json;
 
-std::string describe(const json* v) {
+std::string describeReleaseImmutability(const json* v) {
   if (v == nullptr || v->is_null()) return "<unset>";
   if (v->is_string()) return "\"" + v->get<std::string>() + "\"";
   if (v->is_number() || v->is_boolean()) return v->dump();
@@ -87,7 +87,8 @@ void checkReleasedContent(const json* release, const json* oldRelease,
       }
     }
     out.push_back(where + ": field is immutable once the release has left Pending (phase " + phase +
-                  "; was " + describe(y) + ", now " + describe(x) +
+                  "; was " + describeReleaseImmutability(y) + ", now " +
+                  describeReleaseImmutability(x) +
                   "): what is validated cannot change; create a new ModelRelease instead");
   }
 }

@@ -6,6 +6,7 @@
 
 #include "api/v1alpha1/analysis_template.h"
 #include "controllers/modelrelease/prod/measurement_executor.h"
+#include "controllers/modelrelease/release_status.h"
 #include "operator/prometheus/client.h"
 
 namespace lockstep::controllers {
@@ -14,8 +15,6 @@ namespace {
 constexpr const char* kReleaseWaker = "mr:";
 constexpr const char* kProviderWaker = "ap:";
 constexpr const char* kProbeQuery = "vector(1)";
-
-std::string quote(const std::string& s) { return "\"" + s + "\""; }
 
 int64_t steadyMs() {
   return std::chrono::duration_cast<std::chrono::milliseconds>(

@@ -21,7 +21,7 @@ constexpr int64_t kMaxBackoffSeconds = 300;
 
 std::string str(const json& o, const char* key) { return v1::decode::string(o, key); }
 
-const json* entryOf(const json& entries, const std::string& tag) {
+const json* entryOfStageTagPlan(const json& entries, const std::string& tag) {
   if (!entries.is_array()) return nullptr;
   for (const json& e : entries)
     if (str(e, "tag") == tag) return &e;
@@ -69,7 +69,7 @@ StageTagsPlan planStageTags(const StageTagsObserved& o) {
   }
   const json entries = o.status.value("registryTags", json::array());
   for (const StageTagTarget& t : plan.wanted) {
-    const json* e = entryOf(entries, t.tag);
+    const json* e = entryOfStageTagPlan(entries, t.tag);
     const std::string digest = digestOf(t.package);
     if (e == nullptr || str(*e, "digest") != digest) {
       plan.due.push_back(t);
@@ -95,7 +95,7 @@ StageTagsStatus foldStageTagResults(const json& status, const std::vector<StageT
   out.entries = status.value("registryTags", json::array());
   if (!out.entries.is_array()) out.entries = json::array();
   for (const StageTagResult& r : results) {
-    const json* prev = entryOf(out.entries, r.target.tag);
+    const json* prev = entryOfStageTagPlan(out.entries, r.target.tag);
     // A pass planned from a cache that had not seen our last write finds the
     // tag already in place: the recorded entry (and where the tag was before
     // Lockstep moved it) stays as it is.
@@ -126,7 +126,7 @@ StageTagsStatus foldStageTagResults(const json& status, const std::vector<StageT
   std::vector<std::string> tagged;
   std::vector<std::string> failed;
   for (const StageTagTarget& t : wanted) {
-    const json* e = entryOf(out.entries, t.tag);
+    const json* e = entryOfStageTagPlan(out.entries, t.tag);
     if (e != nullptr && str(*e, "digest") == digestOf(t.package) &&
         str(*e, "phase") == kTagPhaseTagged) {
       tagged.push_back(t.tag);

@@ -87,7 +87,7 @@ std::string fieldPath(const json::json_pointer& p) {
   return out;
 }
 
-std::string errorOf(const json& j) {
+std::string errorOfCanaryStatus(const json& j) {
   auto s = decodeCanaryStatus(j);
   return s.isOk() ? "(decoded)" : s.status().message();
 }
@@ -168,7 +168,7 @@ TEST(CanaryStatus, EveryMalformedMemberIsNamed) {
       bad[at] = "0.1";
       want = "must be a number";
     }
-    EXPECT_EQ(errorOf(bad), fieldPath(at) + ": " + want) << at.to_string();
+    EXPECT_EQ(errorOfCanaryStatus(bad), fieldPath(at) + ": " + want) << at.to_string();
   }
 }
 
@@ -201,12 +201,12 @@ TEST(CanaryStatus, MalformedShapesAreNamed) {
   for (const Case& c : cases) {
     json bad = good;
     c.breakIt(bad);
-    EXPECT_EQ(errorOf(bad), c.error);
+    EXPECT_EQ(errorOfCanaryStatus(bad), c.error);
   }
   // The planner's own range repairs are not the decoder's: any integer step decodes.
   json negative = good;
   negative["step"] = -1;
-  EXPECT_EQ(errorOf(negative), "(decoded)");
+  EXPECT_EQ(errorOfCanaryStatus(negative), "(decoded)");
   // The path is the caller's.
   auto named = decodeCanaryStatus({{"step", true}}, "items[3].status.canary");
   ASSERT_FALSE(named.isOk());

@@ -18,10 +18,10 @@ namespace {
 
 using nlohmann::json;
 
-constexpr const char* kHost = "registry.example";
-constexpr const char* kRepo = "models/gpt2";
+constexpr const char* kReferrersHost = "registry.example";
+constexpr const char* kReferrersRepo = "models/gpt2";
 
-HttpResponse reply(int status, std::string body = "", Headers headers = {}) {
+HttpResponse replyReferrers(int status, std::string body = "", Headers headers = {}) {
   HttpResponse r;
   r.status = status;
   r.body = std::move(body);
@@ -44,18 +44,18 @@ class MemoryRegistry final : public HttpTransport {
 
   StatusOr<HttpResponse> send(const HttpRequest& r) override {
     requests.push_back(r);
-    const std::string base = std::string("/v2/") + kRepo;
+    const std::string base = std::string("/v2/") + kReferrersRepo;
     if (r.method == "POST" && r.target == base + "/blobs/uploads/")
-      return reply(202, "", {{"Location", base + "/blobs/uploads/u1?state=x"}});
+      return replyReferrers(202, "", {{"Location", base + "/blobs/uploads/u1?state=x"}});
     if (r.method == "PUT" && r.target.rfind(base + "/blobs/uploads/u1", 0) == 0) {
       blobs[sha256Digest(r.body)] = r.body;
-      return reply(201);
+      return replyReferrers(201);
     }
     const std::string bprefix = base + "/blobs/";
     if (r.method == "GET" && r.target.rfind(bprefix + "sha256:", 0) == 0) {
       auto it = blobs.find(r.target.substr(bprefix.size()));
-      if (it == blobs.end()) return reply(404);
-      return reply(200, it->second);
+      if (it == blobs.end()) return replyReferrers(404);
+      return replyReferrers(200, it->second);
     }
     const std::string mprefix = base + "/manifests/";
     if (r.target.rfind(mprefix, 0) == 0) {
@@ -63,7 +63,8 @@ class MemoryRegistry final : public HttpTransport {
       if (r.method == "PUT") {
         if (failPutsLeft > 0) {
           --failPutsLeft;
-          return reply(429, R"({"errors":[{"code":"TOOMANYREQUESTS","message":"slow down"}]})");
+          return replyReferrers(429,
+                                R"({"errors":[{"code":"TOOMANYREQUESTS","message":"slow down"}]})");
         }
         std::string digest = sha256Digest(r.body);
         if (ref.rfind("sha256-", 0) == 0 && clobberIndexPuts > 0) {
@@ -74,7 +75,7 @@ class MemoryRegistry final : public HttpTransport {
           } else {
             manifests[sha256Digest(before->second.second)] = before->second;
           }
-          return reply(201, "", {{"Docker-Content-Digest", digest}});
+          return replyReferrers(201, "", {{"Docker-Content-Digest", digest}});
         }
         manifests[ref] = {r.header("Content-Type"), r.body};
         manifests[digest] = manifests[ref];
@@ -82,16 +83,17 @@ class MemoryRegistry final : public HttpTransport {
         json m = json::parse(r.body);
         if (referrersApi && m.contains("subject"))
           h.emplace_back("OCI-Subject", m["subject"]["digest"].get<std::string>());
-        return reply(201, "", h);
+        return replyReferrers(201, "", h);
       }
       auto it = manifests.find(ref);
       if (it == manifests.end())
-        return reply(404, R"({"errors":[{"code":"MANIFEST_UNKNOWN","message":"unknown"}]})");
-      return reply(200, it->second.second, {{"Content-Type", it->second.first}});
+        return replyReferrers(404,
+                              R"({"errors":[{"code":"MANIFEST_UNKNOWN","message":"unknown"}]})");
+      return replyReferrers(200, it->second.second, {{"Content-Type", it->second.first}});
     }
     const std::string rprefix = base + "/referrers/";
     if (r.target.rfind(rprefix, 0) == 0) {
-      if (!referrersApi) return reply(404, "404 page not found\n");
+      if (!referrersApi) return replyReferrers(404, "404 page not found\n");
       std::string subject = r.target.substr(rprefix.size());
       json index = {{"schemaVersion", 2}, {"mediaType", kOciIndex}, {"manifests", json::array()}};
       for (const auto& [ref, tm] : manifests) {
@@ -106,9 +108,9 @@ class MemoryRegistry final : public HttpTransport {
         if (!d->annotations.empty()) e["annotations"] = d->annotations;
         index["manifests"].push_back(e);
       }
-      return reply(200, index.dump(), {{"Content-Type", kOciIndex}});
+      return replyReferrers(200, index.dump(), {{"Content-Type", kOciIndex}});
     }
-    return reply(404);
+    return replyReferrers(404);
   }
 };
 
@@ -125,7 +127,7 @@ struct World {
     reg->manifests[subjectDigest] = {kOciManifest, kPackage};
   }
   RegistryClient client() {
-    RegistryClient c(kHost, std::nullopt,
+    RegistryClient c(kReferrersHost, std::nullopt,
                      [this](const std::string&) -> StatusOr<std::shared_ptr<HttpTransport>> {
                        return std::shared_ptr<HttpTransport>(reg);
                      });
@@ -201,16 +203,16 @@ TEST(ReferrersIndex, MalformedIndexNamesTheField) {
 TEST(RegistryReferrers, PushedWithTheApiAreListedByIt) {
   World w;
   auto c = w.client();
-  auto subject = c.describe(kRepo, w.subjectDigest);
+  auto subject = c.describe(kReferrersRepo, w.subjectDigest);
   ASSERT_TRUE(subject.isOk()) << subject.status().toString();
   EXPECT_EQ(subject->size, static_cast<int64_t>(kPackage.size()));
-  auto pushed = c.pushReferrer(kRepo, *subject, w.bundle("B1", "https://p/eval"));
+  auto pushed = c.pushReferrer(kReferrersRepo, *subject, w.bundle("B1", "https://p/eval"));
   ASSERT_TRUE(pushed.isOk()) << pushed.status().toString();
   EXPECT_EQ(w.reg->blobs.count(sha256Digest("B1")), 1u);
   EXPECT_EQ(w.reg->blobs.count(sha256Digest(kEmptyBlob)), 1u);
   EXPECT_EQ(w.reg->manifests.count(referrersTag(w.subjectDigest)), 0u)
       << "a registry that indexed the subject gets no fallback tag";
-  auto list = c.referrers(kRepo, w.subjectDigest);
+  auto list = c.referrers(kReferrersRepo, w.subjectDigest);
   ASSERT_TRUE(list.isOk()) << list.status().toString();
   EXPECT_FALSE(list->viaTag);
   ASSERT_EQ(list->descriptors.size(), 1u);
@@ -223,19 +225,19 @@ TEST(RegistryReferrers, WithoutTheApiTheFallbackTagIndexHoldsEveryReferrer) {
   World w;
   w.reg->referrersApi = false;
   auto c = w.client();
-  auto none = c.referrers(kRepo, w.subjectDigest);
+  auto none = c.referrers(kReferrersRepo, w.subjectDigest);
   ASSERT_TRUE(none.isOk()) << none.status().toString();
   EXPECT_TRUE(none->viaTag);
   EXPECT_TRUE(none->descriptors.empty());
-  auto subject = c.describe(kRepo, w.subjectDigest);
+  auto subject = c.describe(kReferrersRepo, w.subjectDigest);
   ASSERT_TRUE(subject.isOk());
-  auto p1 = c.pushReferrer(kRepo, *subject, w.bundle("B1", "https://p/eval"));
-  auto p2 = c.pushReferrer(kRepo, *subject, w.bundle("B2", "https://p/decision"));
+  auto p1 = c.pushReferrer(kReferrersRepo, *subject, w.bundle("B1", "https://p/eval"));
+  auto p2 = c.pushReferrer(kReferrersRepo, *subject, w.bundle("B2", "https://p/decision"));
   ASSERT_TRUE(p1.isOk() && p2.isOk());
-  auto again = c.pushReferrer(kRepo, *subject, w.bundle("B1", "https://p/eval"));
+  auto again = c.pushReferrer(kReferrersRepo, *subject, w.bundle("B1", "https://p/eval"));
   ASSERT_TRUE(again.isOk());
   EXPECT_EQ(again->digest, p1->digest);
-  auto list = c.referrers(kRepo, w.subjectDigest);
+  auto list = c.referrers(kReferrersRepo, w.subjectDigest);
   ASSERT_TRUE(list.isOk()) << list.status().toString();
   EXPECT_TRUE(list->viaTag);
   ASSERT_EQ(list->descriptors.size(), 2u) << "pushed twice, listed once";
@@ -251,9 +253,9 @@ TEST(RegistryReferrers, ARefusedPushIsAnErrorNamingTheRegistryAndNothingIsIndexe
   w.reg->referrersApi = false;
   w.reg->failPutsLeft = 1;
   auto c = w.client();
-  auto subject = c.describe(kRepo, w.subjectDigest);
+  auto subject = c.describe(kReferrersRepo, w.subjectDigest);
   ASSERT_TRUE(subject.isOk());
-  auto pushed = c.pushReferrer(kRepo, *subject, w.bundle("B1", "https://p/eval"));
+  auto pushed = c.pushReferrer(kReferrersRepo, *subject, w.bundle("B1", "https://p/eval"));
   ASSERT_FALSE(pushed.isOk());
   EXPECT_EQ(pushed.status().code(), Code::kUnavailable) << pushed.status().toString();
   EXPECT_NE(pushed.status().message().find("registry registry.example, repository models/gpt2"),
@@ -262,8 +264,8 @@ TEST(RegistryReferrers, ARefusedPushIsAnErrorNamingTheRegistryAndNothingIsIndexe
   EXPECT_NE(pushed.status().message().find("HTTP 429"), std::string::npos);
   EXPECT_EQ(w.reg->manifests.count(referrersTag(w.subjectDigest)), 0u);
   // The retry lands.
-  ASSERT_TRUE(c.pushReferrer(kRepo, *subject, w.bundle("B1", "https://p/eval")).isOk());
-  EXPECT_EQ(c.referrers(kRepo, w.subjectDigest)->descriptors.size(), 1u);
+  ASSERT_TRUE(c.pushReferrer(kReferrersRepo, *subject, w.bundle("B1", "https://p/eval")).isOk());
+  EXPECT_EQ(c.referrers(kReferrersRepo, w.subjectDigest)->descriptors.size(), 1u);
 }
 
 }  // namespace
@@ -271,23 +273,23 @@ TEST(RegistryReferrers, AnEntryAConcurrentWriterDroppedFromTheFallbackIndexIsAdd
   World w;
   w.reg->referrersApi = false;
   auto c = w.client();
-  auto subject = c.describe(kRepo, w.subjectDigest);
+  auto subject = c.describe(kReferrersRepo, w.subjectDigest);
   ASSERT_TRUE(subject.isOk());
-  ASSERT_TRUE(c.pushReferrer(kRepo, *subject, w.bundle("B1", "https://p/eval")).isOk());
+  ASSERT_TRUE(c.pushReferrer(kReferrersRepo, *subject, w.bundle("B1", "https://p/eval")).isOk());
   EXPECT_EQ(w.settles, std::vector<int>({1})) << "written, paused, read back";
   // Another writer's older read overwrites the next two writes of B2.
   w.reg->clobberIndexPuts = 2;
   w.settles.clear();
-  auto p2 = c.pushReferrer(kRepo, *subject, w.bundle("B2", "https://p/decision"));
+  auto p2 = c.pushReferrer(kReferrersRepo, *subject, w.bundle("B2", "https://p/decision"));
   ASSERT_TRUE(p2.isOk()) << p2.status().toString();
   EXPECT_EQ(w.settles, std::vector<int>({1, 2, 3}));
-  auto list = c.referrers(kRepo, w.subjectDigest);
+  auto list = c.referrers(kReferrersRepo, w.subjectDigest);
   ASSERT_TRUE(list.isOk());
   ASSERT_EQ(list->descriptors.size(), 2u) << "B1 kept, B2 there in the end";
   EXPECT_EQ(list->descriptors[1].digest, p2->digest);
   // Overwritten every time: an error that says so, for the caller to retry later.
   w.reg->clobberIndexPuts = 100;
-  auto lost = c.pushReferrer(kRepo, *subject, w.bundle("B3", "https://p/prod"));
+  auto lost = c.pushReferrer(kReferrersRepo, *subject, w.bundle("B3", "https://p/prod"));
   ASSERT_FALSE(lost.isOk());
   EXPECT_EQ(lost.status().code(), Code::kUnavailable);
   EXPECT_NE(lost.status().message().find("lost this entry to concurrent writers 6 times"),
@@ -298,20 +300,20 @@ TEST(RegistryReferrers, AnEntryAConcurrentWriterDroppedFromTheFallbackIndexIsAdd
 TEST(BundleReferrers, ACacheReadsEachBundleOnceAndOnlyTheListAgain) {
   World w;
   auto c = w.client();
-  auto subject = c.describe(kRepo, w.subjectDigest);
+  auto subject = c.describe(kReferrersRepo, w.subjectDigest);
   ASSERT_TRUE(subject.isOk());
   Artifact a{"application/vnd.dev.sigstore.bundle.v0.3+json",
              R"({"bundle":1})",
              {{"dev.sigstore.bundle.content", "dsse-envelope"}}};
-  ASSERT_TRUE(c.pushReferrer(kRepo, *subject, a).isOk());
+  ASSERT_TRUE(c.pushReferrer(kReferrersRepo, *subject, a).isOk());
   BundleCache cache;
-  auto first = readBundleReferrers(c, kRepo, w.subjectDigest, &cache);
+  auto first = readBundleReferrers(c, kReferrersRepo, w.subjectDigest, &cache);
   ASSERT_TRUE(first.isOk()) << first.status().toString();
   ASSERT_EQ(first->referrers.size(), 1u);
   EXPECT_EQ(first->referrers[0].bundle, R"({"bundle":1})");
   EXPECT_EQ(cache.size(), 1u);
   w.reg->requests.clear();
-  auto again = readBundleReferrers(c, kRepo, w.subjectDigest, &cache);
+  auto again = readBundleReferrers(c, kReferrersRepo, w.subjectDigest, &cache);
   ASSERT_TRUE(again.isOk());
   ASSERT_EQ(again->referrers.size(), 1u);
   EXPECT_EQ(again->referrers[0].bundle, R"({"bundle":1})");
@@ -319,7 +321,7 @@ TEST(BundleReferrers, ACacheReadsEachBundleOnceAndOnlyTheListAgain) {
   EXPECT_NE(w.reg->requests[0].target.find("/referrers/"), std::string::npos);
   // Without a cache every bundle is read again.
   w.reg->requests.clear();
-  ASSERT_TRUE(readBundleReferrers(c, kRepo, w.subjectDigest).isOk());
+  ASSERT_TRUE(readBundleReferrers(c, kReferrersRepo, w.subjectDigest).isOk());
   EXPECT_EQ(w.reg->requests.size(), 3u) << "the list, the manifest, the blob";
 }
 

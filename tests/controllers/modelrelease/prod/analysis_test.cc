@@ -15,7 +15,7 @@ namespace {
 using namespace api::v1alpha1;  // NOLINT(google-build-using-namespace): reasons, CanarySpec
 using nlohmann::json;
 
-const int64_t kT0 = 1796032800;  // 2026-11-30T10:00:00Z
+const int64_t kAnalysisT0 = 1796032800;  // 2026-11-30T10:00:00Z
 
 PrometheusAnalysis analysis(int failureLimit = 0, int errorLimit = 4) {
   PrometheusAnalysis a;
@@ -41,20 +41,27 @@ TEST(CanaryAnalysis, Table) {
     int64_t nextAt;  // when running
   };
   const std::vector<Row> rows = {
-      {"no measurement yet: due at the start", 0, 4, 3, {}, AnalysisPhase::kRunning, "", kT0},
+      {"no measurement yet: due at the start",
+       0,
+       4,
+       3,
+       {},
+       AnalysisPhase::kRunning,
+       "",
+       kAnalysisT0},
       {"one pass of three: next after interval",
        0,
        4,
        3,
-       {value(kT0, 0.001)},
+       {value(kAnalysisT0, 0.001)},
        AnalysisPhase::kRunning,
        "",
-       kT0 + 30},
+       kAnalysisT0 + 30},
       {"count reached",
        0,
        4,
        2,
-       {value(kT0, 0.001), value(kT0 + 30, 0.0)},
+       {value(kAnalysisT0, 0.001), value(kAnalysisT0 + 30, 0.0)},
        AnalysisPhase::kPassed,
        "",
        0},
@@ -62,7 +69,7 @@ TEST(CanaryAnalysis, Table) {
        0,
        4,
        3,
-       {value(kT0, 0.5)},
+       {value(kAnalysisT0, 0.5)},
        AnalysisPhase::kFailed,
        kReasonAnalysisFailed,
        0},
@@ -70,7 +77,7 @@ TEST(CanaryAnalysis, Table) {
        1,
        4,
        3,
-       {value(kT0, 0.5), value(kT0 + 30, 0.0), value(kT0 + 60, 0.0)},
+       {value(kAnalysisT0, 0.5), value(kAnalysisT0 + 30, 0.0), value(kAnalysisT0 + 60, 0.0)},
        AnalysisPhase::kPassed,
        "",
        0},
@@ -78,7 +85,7 @@ TEST(CanaryAnalysis, Table) {
        1,
        4,
        5,
-       {value(kT0, 0.5), value(kT0 + 30, 0.7)},
+       {value(kAnalysisT0, 0.5), value(kAnalysisT0 + 30, 0.7)},
        AnalysisPhase::kFailed,
        kReasonAnalysisFailed,
        0},
@@ -86,31 +93,31 @@ TEST(CanaryAnalysis, Table) {
        0,
        4,
        1,
-       {error(kT0)},
+       {error(kAnalysisT0)},
        AnalysisPhase::kRunning,
        "",
-       kT0 + 10},
+       kAnalysisT0 + 10},
       {"errors do not count toward count",
        0,
        4,
        1,
-       {error(kT0), error(kT0 + 10)},
+       {error(kAnalysisT0), error(kAnalysisT0 + 10)},
        AnalysisPhase::kRunning,
        "",
-       kT0 + 20},
+       kAnalysisT0 + 20},
       {"consecutive errors up to the limit are tolerated",
        0,
        2,
        1,
-       {error(kT0), error(kT0 + 10)},
+       {error(kAnalysisT0), error(kAnalysisT0 + 10)},
        AnalysisPhase::kRunning,
        "",
-       kT0 + 20},
+       kAnalysisT0 + 20},
       {"consecutive errors > limit fail: never a silent pass",
        0,
        2,
        1,
-       {error(kT0), error(kT0 + 10), error(kT0 + 20)},
+       {error(kAnalysisT0), error(kAnalysisT0 + 10), error(kAnalysisT0 + 20)},
        AnalysisPhase::kFailed,
        kReasonAnalysisError,
        0},
@@ -118,15 +125,16 @@ TEST(CanaryAnalysis, Table) {
        0,
        2,
        3,
-       {error(kT0), error(kT0 + 10), value(kT0 + 20, 0.0), error(kT0 + 50), error(kT0 + 60)},
+       {error(kAnalysisT0), error(kAnalysisT0 + 10), value(kAnalysisT0 + 20, 0.0),
+        error(kAnalysisT0 + 50), error(kAnalysisT0 + 60)},
        AnalysisPhase::kRunning,
        "",
-       kT0 + 70},
+       kAnalysisT0 + 70},
       {"NaN is an error",
        0,
        0,
        1,
-       {value(kT0, std::nan(""))},
+       {value(kAnalysisT0, std::nan(""))},
        AnalysisPhase::kFailed,
        kReasonAnalysisError,
        0},
@@ -136,7 +144,7 @@ TEST(CanaryAnalysis, Table) {
     PrometheusAnalysis a = analysis(r.failureLimit, r.errorLimit);
     AnalysisCounters c;
     for (const Measurement& m : r.ms) recordMeasurement(c, a, m);
-    AnalysisVerdict v = assessAnalysis(c, a, r.count, kT0);
+    AnalysisVerdict v = assessAnalysis(c, a, r.count, kAnalysisT0);
     EXPECT_EQ(v.phase, r.want) << v.message;
     EXPECT_EQ(v.reason, r.reason);
     if (r.want == AnalysisPhase::kRunning) {
@@ -150,8 +158,8 @@ TEST(CanaryAnalysis, MinBoundAndDerivedCount) {
   a.max.reset();
   a.min = 0.9;
   AnalysisCounters c;
-  recordMeasurement(c, a, value(kT0, 0.95));
-  recordMeasurement(c, a, value(kT0 + 30, 0.5));
+  recordMeasurement(c, a, value(kAnalysisT0, 0.95));
+  recordMeasurement(c, a, value(kAnalysisT0 + 30, 0.5));
   EXPECT_EQ(c.successful, 1);
   EXPECT_EQ(c.failed, 1);
   CanaryStep s;

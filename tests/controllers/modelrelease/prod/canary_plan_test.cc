@@ -28,8 +28,10 @@ using sim::prodStage;
 using sim::promAnalysis;
 using sim::rfc;
 
-Measurement value(int64_t at, double v) { return {at, v, "", false}; }
-Measurement error(int64_t at, const std::string& e = "empty result") { return {at, {}, e, false}; }
+Measurement valueCanaryPlan(int64_t at, double v) { return {at, v, "", false}; }
+Measurement errorCanaryPlan(int64_t at, const std::string& e = "empty result") {
+  return {at, {}, e, false};
+}
 
 // ---- decoding ---------------------------------------------------------------------------------
 
@@ -347,7 +349,7 @@ TEST(CanaryPlan, AutomaticRollbackTable) {
       {"bad metric",
        [](CanaryObserved& o) {
          o = atWeight(o, 50);
-         o.measurement = value(o.nowUnix, 0.2);
+         o.measurement = valueCanaryPlan(o.nowUnix, 0.2);
        },
        kT0 + 30, kReasonAnalysisFailed, 2, 3},
   };
@@ -565,7 +567,7 @@ TEST(CanaryPlan, AnalysisAsksForMeasurementsAndRecordsThem) {
   auto p1 = planCanary(o);
   EXPECT_TRUE(p1.measureNow);
   EXPECT_EQ(p1.reason, kReasonAnalysisRunning);
-  o.measurement = value(kT0 + 10, 0.001);
+  o.measurement = valueCanaryPlan(kT0 + 10, 0.001);
   auto p2 = planCanary(o);  // the same pass, with the measurement taken
   EXPECT_FALSE(p2.measureNow);
   EXPECT_EQ(p2.requeueAfterSeconds, 30);
@@ -573,7 +575,7 @@ TEST(CanaryPlan, AnalysisAsksForMeasurementsAndRecordsThem) {
   EXPECT_EQ(p2.status["analysis"]["measurements"][0]["value"], 0.001);
   // A measurement taken too early (a duplicate reconcile) is not recorded.
   auto o3 = after(o, p2, kT0 + 20);
-  o3.measurement = value(kT0 + 20, 0.5);
+  o3.measurement = valueCanaryPlan(kT0 + 20, 0.5);
   auto p3 = planCanary(o3);
   EXPECT_EQ(p3.status["analysis"]["count"], 1);
   EXPECT_EQ(p3.status["analysis"]["failed"], 0);
@@ -582,7 +584,7 @@ TEST(CanaryPlan, AnalysisAsksForMeasurementsAndRecordsThem) {
   CanaryPlan pe = p2;
   for (int i = 0; i < 3; ++i) {
     oe = after(oe, pe, kT0 + 40 + 10 * i);
-    oe.measurement = error(kT0 + 40 + 10 * i, "connection refused");
+    oe.measurement = errorCanaryPlan(kT0 + 40 + 10 * i, "connection refused");
     pe = planCanary(oe);
   }
   EXPECT_EQ(pe.action, CanaryAction::kRollingBack);
@@ -625,7 +627,7 @@ TEST(CanaryPlan, InitialDelayHoldsTheFirstMeasurementAfterTheWeightIsReady) {
   EXPECT_EQ(p1.requeueAfterSeconds, 60);
   // A measurement offered early (another reconcile) is not recorded.
   auto o2 = after(o, p1, kT0 + 40);
-  o2.measurement = value(kT0 + 40, 0.5);
+  o2.measurement = valueCanaryPlan(kT0 + 40, 0.5);
   auto p2 = planCanary(o2);
   EXPECT_FALSE(p2.measureNow);
   EXPECT_EQ(p2.status["analysis"].value("count", 0), 0);
@@ -634,7 +636,7 @@ TEST(CanaryPlan, InitialDelayHoldsTheFirstMeasurementAfterTheWeightIsReady) {
   // Due at weightReachedAt + 1m.
   auto o3 = after(o2, p2, kT0 + 70);
   EXPECT_TRUE(planCanary(o3).measureNow);
-  o3.measurement = value(kT0 + 70, 0.5);
+  o3.measurement = valueCanaryPlan(kT0 + 70, 0.5);
   auto p3 = planCanary(o3);
   EXPECT_EQ(p3.action, CanaryAction::kRollingBack);
   EXPECT_EQ(p3.status["reason"], kReasonAnalysisFailed);

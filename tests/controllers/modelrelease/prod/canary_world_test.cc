@@ -21,7 +21,7 @@ namespace {
 using namespace api::v1alpha1;  // NOLINT(google-build-using-namespace): reasons
 using nlohmann::json;
 
-CanarySpec specOf(const json& canary) {
+CanarySpec specOfCanaryWorld(const json& canary) {
   CanarySpec s;
   EXPECT_EQ(decodeCanarySpec(prodStage(canary), s), std::nullopt);
   return s;
@@ -29,11 +29,11 @@ CanarySpec specOf(const json& canary) {
 
 // Three steps (25%, 50%, 75%), two measurements each, one-minute pauses.
 CanarySpec threeSteps(const char* capacity = "surge") {
-  return specOf({{"capacity", capacity},
-                 {"analysis", promAnalysis(2)},
-                 {"steps", json::array({{{"weight", 25}, {"pause", "1m"}},
-                                        {{"weight", 50}, {"pause", "1m"}},
-                                        {{"weight", 75}}})}});
+  return specOfCanaryWorld({{"capacity", capacity},
+                            {"analysis", promAnalysis(2)},
+                            {"steps", json::array({{{"weight", 25}, {"pause", "1m"}},
+                                                   {{"weight", 50}, {"pause", "1m"}},
+                                                   {{"weight", 75}}})}});
 }
 
 struct Case {
@@ -177,10 +177,10 @@ TEST(CanaryWorld, AJustReadyCanaryIsMeasuredAsAnEmptyVectorUntilScraped) {
   // initialDelay of two scrape intervals: the first measurement finds the series.
   json analysis = promAnalysis(2);
   analysis["prometheus"]["initialDelay"] = "30s";
-  World delayed(specOf({{"analysis", analysis},
-                        {"steps", json::array({{{"weight", 25}, {"pause", "1m"}},
-                                               {{"weight", 50}, {"pause", "1m"}},
-                                               {{"weight", 75}}})}}),
+  World delayed(specOfCanaryWorld({{"analysis", analysis},
+                                   {"steps", json::array({{{"weight", 25}, {"pause", "1m"}},
+                                                          {{"weight", 50}, {"pause", "1m"}},
+                                                          {{"weight", 75}}})}}),
                 nodePerPod());
   delayed.run();
   EXPECT_EQ(delayed.phase(), "Promoted");
@@ -286,8 +286,8 @@ TEST(CanaryWorld, ACrashingCanaryIsRolledBackWhileStableServes) {
 // template still the known-good's); the user aborts; the operator reconciles
 // every 5 s while stable pods warm up for `warmup` seconds.
 World rolledBackFromFullWeight(CapacityMode mode, Knobs k) {
-  World w(specOf({{"capacity", capacityModeName(mode)},
-                  {"steps", json::array({{{"weight", 100}, {"pause", "Indefinite"}}})}}),
+  World w(specOfCanaryWorld({{"capacity", capacityModeName(mode)},
+                             {"steps", json::array({{{"weight", 100}, {"pause", "Indefinite"}}})}}),
           k);
   w.startAtFullWeight();
   w.annotations[kAbortAnnotation] = "bob";
@@ -331,10 +331,11 @@ TEST(CanaryRollbackCapacity, SupersedingReleaseStartsItsFirstStepFromZeroPods) {
     SCOPED_TRACE(capacityModeName(mode));
     Knobs k;
     k.warmup = 20;
-    World w(specOf({{"capacity", capacityModeName(mode)},
-                    {"steps", json::array({{{"weight", 25}, {"pause", "1m"}},
-                                           {{"weight", 100}, {"pause", "Indefinite"}}})}}),
-            k);
+    World w(
+        specOfCanaryWorld({{"capacity", capacityModeName(mode)},
+                           {"steps", json::array({{{"weight", 25}, {"pause", "1m"}},
+                                                  {{"weight", 100}, {"pause", "Indefinite"}}})}}),
+        k);
     w.startDisplacing("gpt2-v1b", 2);
     for (int i = 0; i < 100 && w.ownCanaryPodsAtTakeover < 0; ++i) {
       w.reconcile();

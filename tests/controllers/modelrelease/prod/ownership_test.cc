@@ -31,10 +31,11 @@ namespace {
 namespace v1 = api::v1alpha1;
 using nlohmann::json;
 
-const std::string kHash = "sha256:" + std::string(64, 'a');
+const std::string kOwnershipHash = "sha256:" + std::string(64, 'a');
 const std::string kImage = "registry.example/runtimes/torch@sha256:" + std::string(64, '1');
-const std::string kPackage = "registry.example/models/gpt2@sha256:" + std::string(64, 'c');
-const std::string kOldPackage = "registry.example/models/gpt2@sha256:" + std::string(64, 'b');
+const std::string kOwnershipPackage = "registry.example/models/gpt2@sha256:" + std::string(64, 'c');
+const std::string kOwnershipOldPackage =
+    "registry.example/models/gpt2@sha256:" + std::string(64, 'b');
 
 kube::ObjectPtr share(const json& o) { return std::make_shared<const kube::Object>(o); }
 
@@ -47,8 +48,9 @@ json modelOf(const std::string& canary, const std::string& promoted = "",
   m["status"] = {{"revision", 0}};
   if (!canary.empty()) m["status"]["canary"] = {{"release", canary}};
   if (!promoted.empty()) {
-    m["status"]["prod"] = {
-        {"release", promoted}, {"package", kOldPackage}, {"runtime", {{"closureHash", kHash}}}};
+    m["status"]["prod"] = {{"release", promoted},
+                           {"package", kOwnershipOldPackage},
+                           {"runtime", {{"closureHash", kOwnershipHash}}}};
     m["status"]["revision"] = 1;
   }
   return m;
@@ -64,13 +66,13 @@ json anchorOf(const std::string& canary, const std::string& promoted = "",
   cm["data"] = {{v1::kAnchorCanary, canary}};
   if (!promoted.empty()) {
     cm["data"][v1::kAnchorPromoted] = promoted;
-    cm["data"][v1::kAnchorPromotedPackage] = kOldPackage;
-    cm["data"][v1::kAnchorPromotedClosureHash] = kHash;
+    cm["data"][v1::kAnchorPromotedPackage] = kOwnershipOldPackage;
+    cm["data"][v1::kAnchorPromotedClosureHash] = kOwnershipHash;
     cm["data"][v1::kAnchorRevision] = "4";
     cm["data"][v1::kAnchorHistory] = json::array({{{"action", "Promoted"},
                                                    {"release", promoted},
-                                                   {"package", kOldPackage},
-                                                   {"closureHash", kHash},
+                                                   {"package", kOwnershipOldPackage},
+                                                   {"closureHash", kOwnershipHash},
                                                    {"at", "2026-11-30T08:00:00Z"}}})
                                          .dump();
   }
@@ -89,9 +91,9 @@ ServingObjectsInput inputFor(const std::string& modelUid = "model-uid") {
 // `replicas`, owned by the Model `modelUid`.
 json ourDeployment(const std::string& track, const std::string& release, int replicas,
                    const std::string& modelUid = "model-uid") {
-  ServingRelease r{release, kPackage,
-                   kHash,   "torch",
-                   kImage,  {{"spec", {{"containers", json::array({{{"name", "srv"}}})}}}}};
+  ServingRelease r{release,        kOwnershipPackage,
+                   kOwnershipHash, "torch",
+                   kImage,         {{"spec", {{"containers", json::array({{{"name", "srv"}}})}}}}};
   auto d = buildServingDeployment(inputFor(modelUid), track, r, replicas);
   EXPECT_TRUE(d.isOk()) << d.status().toString();
   return *d;
@@ -193,12 +195,12 @@ TEST(NameConflict, AReCreatedModelIsAConflict) {
 
 // --- The whole plan (planModelRelease): a release in its prod stage. ---
 
-json prodRelease(const std::string& name, const std::string& package = kPackage) {
+json prodRelease(const std::string& name, const std::string& package = kOwnershipPackage) {
   json r = testing::modelRelease(name)
                .model("gpt2")
                .package(package)
                .runtimeEnv("torch")
-               .closureHash(kHash)
+               .closureHash(kOwnershipHash)
                .uid("uid-" + name)
                .withProdStage(
                    testing::prodStage(json::array({testing::canaryStep(50, "1h")})).replicas(2))
@@ -208,7 +210,7 @@ json prodRelease(const std::string& name, const std::string& package = kPackage)
   return r;
 }
 
-ModelReleaseObserved observed(const json& release) {
+ModelReleaseObserved observedOwnership(const json& release) {
   ModelReleaseObserved o;
   o.release = share(release);
   o.gates.release = release;
@@ -217,7 +219,7 @@ ModelReleaseObserved observed(const json& release) {
           .image(kImage)
           .status(
               {{"observedGeneration", 1},
-               {"closureHash", kHash},
+               {"closureHash", kOwnershipHash},
                {"conditions", {{{"type", "Ready"}, {"status", "True"}, {"reason", "Resolved"}}}}})
           .build();
   o.gates.now = "2026-12-01T12:00:00Z";
@@ -256,7 +258,7 @@ bool writesTo(const ExecutionPlan& x, const std::string& kind, const std::string
 }
 
 TEST(NameConflictPlan, AForeignServiceStopsTheReleaseBeforeAnyProdWrite) {
-  ModelReleaseObserved o = observed(prodRelease("v2"));
+  ModelReleaseObserved o = observedOwnership(prodRelease("v2"));
   o.prod.service = share(teamService());  // the Model does not exist yet
   ModelReleasePlan plan = planModelRelease(o);
 
@@ -282,7 +284,7 @@ TEST(NameConflictPlan, AForeignServiceStopsTheReleaseBeforeAnyProdWrite) {
   // The same conflict observed again: no second Event, the status stays.
   json again = prodRelease("v2");
   again["status"] = status;
-  ModelReleaseObserved o2 = observed(again);
+  ModelReleaseObserved o2 = observedOwnership(again);
   o2.prod.service = share(teamService());
   ModelReleasePlan plan2 = planModelRelease(o2);
   EXPECT_TRUE(plan2.execution.apply.empty());
@@ -294,7 +296,7 @@ TEST(NameConflictPlan, AForeignServiceStopsTheReleaseBeforeAnyProdWrite) {
 TEST(NameConflictPlan, AForeignStableDeploymentIsFoundBeforeTheFirstCanaryStarts) {
   // The first release: no stable track would be written before its promotion,
   // yet the conflict is found before any canary pod.
-  ModelReleaseObserved o = observed(prodRelease("v1"));
+  ModelReleaseObserved o = observedOwnership(prodRelease("v1"));
   withModel(o, modelOf("v1"));
   json foreign = kube::newObject(v1::kDeployments, "ml", "gpt2-stable");
   foreign["spec"] = {{"replicas", 3}, {"selector", {{"matchLabels", {{"app", "gpt2"}}}}}};
@@ -318,7 +320,7 @@ TEST(NameConflictPlan, AForeignStableDeploymentIsFoundBeforeTheFirstCanaryStarts
 TEST(ReleaseDeletion, ReachingProdAddsTheFinalizerBeforeAnyProdWrite) {
   json r = prodRelease("v2");
   r["metadata"].erase("finalizers");
-  ModelReleaseObserved o = observed(r);
+  ModelReleaseObserved o = observedOwnership(r);
   ModelReleasePlan plan = planModelRelease(o);
   ASSERT_EQ(plan.execution.apply.size(), 1u);
   const PlannedApply& a = plan.execution.apply[0];
@@ -334,21 +336,23 @@ TEST(ReleaseDeletion, ReachingProdAddsTheFinalizerBeforeAnyProdWrite) {
 // stable in surge) on top of the known-good v1.
 ModelReleaseObserved midCanary(bool deleted) {
   json r = prodRelease("v2");
-  r["status"] = {
-      {"phase", v1::kPhaseCanary},
-      {"currentStage", "prod"},
-      {"stages", json::array({{{"name", "prod"}, {"phase", "Running"}}})},
-      {"canary",
-       {{"phase", "Progressing"},
-        {"step", 0},
-        {"startedAt", "2026-12-01T11:59:00Z"},
-        {"stepStartedAt", "2026-12-01T11:59:00Z"},
-        {"weightReachedAt", "2026-12-01T11:59:30Z"},
-        {"capacity", "surge"},
-        {"modelUid", "model-uid"},
-        {"knownGood", {{"release", "v1"}, {"package", kOldPackage}, {"closureHash", kHash}}}}}};
+  r["status"] = {{"phase", v1::kPhaseCanary},
+                 {"currentStage", "prod"},
+                 {"stages", json::array({{{"name", "prod"}, {"phase", "Running"}}})},
+                 {"canary",
+                  {{"phase", "Progressing"},
+                   {"step", 0},
+                   {"startedAt", "2026-12-01T11:59:00Z"},
+                   {"stepStartedAt", "2026-12-01T11:59:00Z"},
+                   {"weightReachedAt", "2026-12-01T11:59:30Z"},
+                   {"capacity", "surge"},
+                   {"modelUid", "model-uid"},
+                   {"knownGood",
+                    {{"release", "v1"},
+                     {"package", kOwnershipOldPackage},
+                     {"closureHash", kOwnershipHash}}}}}};
   if (deleted) r["metadata"]["deletionTimestamp"] = "2026-12-01T11:59:50Z";
-  ModelReleaseObserved o = observed(r);
+  ModelReleaseObserved o = observedOwnership(r);
   withModel(o, modelOf("v2", "v1"));
   o.prod.service = share(buildModelService(inputFor()));
   o.prod.stableDeployment = share(ourDeployment(kTrackStable, "v1", 2));
@@ -414,7 +418,7 @@ TEST(ReleaseDeletion, OnceRolledBackTheFinalizerGoesAndNothingElseIsWritten) {
   json r = *o.release;
   r["status"]["phase"] = v1::kPhaseRolledBack;
   r["status"]["canary"]["phase"] = "RolledBack";
-  o = observed(r);
+  o = observedOwnership(r);
   withModel(o, modelOf("", "v1"));  // the rollback freed the slot
   o.prod.stableDeployment = share(ourDeployment(kTrackStable, "v1", 2));
   o.prod.canaryDeployment = share(ourDeployment(kTrackCanary, "v2", 0));
@@ -431,7 +435,7 @@ TEST(ReleaseDeletion, DeletingAPromotedReleaseNeverTouchesProd) {
   json r = prodRelease("v2");
   r["metadata"]["deletionTimestamp"] = "2026-12-01T11:59:50Z";
   r["status"] = {{"phase", v1::kPhasePromoted}, {"canary", {{"phase", "Promoted"}}}};
-  ModelReleaseObserved o = observed(r);
+  ModelReleaseObserved o = observedOwnership(r);
   withModel(o, modelOf("", "v2"));
   o.prod.service = share(buildModelService(inputFor()));
   o.prod.stableDeployment = share(ourDeployment(kTrackStable, "v2", 2));
@@ -449,7 +453,7 @@ TEST(ReleaseDeletion, AReleaseHoldingTheSlotWithoutACanaryFreesItBeforeItGoes) {
   json r = prodRelease("v2");
   r["metadata"]["deletionTimestamp"] = "2026-12-01T11:59:50Z";
   r["status"] = {{"phase", v1::kPhaseFailed}};
-  ModelReleaseObserved o = observed(r);
+  ModelReleaseObserved o = observedOwnership(r);
   withModel(o, modelOf("v2", "v1"));
   o.prod.stableDeployment = share(ourDeployment(kTrackStable, "v1", 2));
   o.prod.releaseDeleted = true;
@@ -528,7 +532,7 @@ TEST(ReleaseDeletion, PastItsDeadlineTheFinalizerGoesWithAWarning) {
   json r = *done.release;
   r["status"]["phase"] = v1::kPhaseRolledBack;
   r["status"]["canary"]["phase"] = "RolledBack";
-  done = observed(r);
+  done = observedOwnership(r);
   withModel(done, modelOf("", "v1"));
   done.prod.stableDeployment = share(ourDeployment(kTrackStable, "v1", 2));
   done.prod.canaryDeployment = share(ourDeployment(kTrackCanary, "v2", 0));
@@ -547,7 +551,7 @@ TEST(ReleaseDeletion, PastItsDeadlineTheFinalizerGoesWithAWarning) {
 ModelReleaseObserved portWorld(int port) {
   json r = prodRelease("v2");
   r["spec"]["stages"][0]["serving"]["port"] = port;
-  ModelReleaseObserved o = observed(r);
+  ModelReleaseObserved o = observedOwnership(r);
   withModel(o, modelOf("", "v1"));
   o.prod.service = share(buildModelService(inputFor()));  // port 8080
   o.prod.stableDeployment = share(ourDeployment(kTrackStable, "v1", 2));
@@ -591,7 +595,7 @@ TEST(ServicePort, WithoutProdAnyPortMayStartAndWithoutAServiceTheReleasesPortCou
   // Prod runs v1 but its Service is gone: v1's own serving port is the model's.
   o = portWorld(8000);
   o.prod.service = nullptr;
-  json v1r = prodRelease("v1", kOldPackage);
+  json v1r = prodRelease("v1", kOwnershipOldPackage);
   v1r["status"] = {{"phase", v1::kPhasePromoted}, {"canary", {{"phase", "Promoted"}}}};
   o.prod.releases["v1"] = share(v1r);
   plan = planModelRelease(o);
@@ -602,11 +606,11 @@ TEST(ServicePort, WithoutProdAnyPortMayStartAndWithoutAServiceTheReleasesPortCou
 
 TEST(ServicePort, AManualRollbackToAReleaseOnAnotherPortIsRefused) {
   // v1 (on 9000, admitted before prod existed) was promoted once; prod runs v2 on 8080.
-  json r = prodRelease("v1", kOldPackage);
+  json r = prodRelease("v1", kOwnershipOldPackage);
   r["spec"]["stages"][0]["serving"]["port"] = 9000;
   r["metadata"]["annotations"] = {{"rollback.lockstep.dev/1", "alice"}};
   r["status"] = {{"phase", v1::kPhaseSuperseded}, {"canary", {{"phase", "Promoted"}}}};
-  ModelReleaseObserved o = observed(r);
+  ModelReleaseObserved o = observedOwnership(r);
   withModel(o, modelOf("", "v2"));
   o.prod.service = share(buildModelService(inputFor()));  // port 8080
   o.prod.stableDeployment = share(ourDeployment(kTrackStable, "v2", 2));
@@ -627,10 +631,10 @@ TEST(ServicePort, AManualRollbackToAReleaseOnAnotherPortIsRefused) {
 // traded at a time) instead of leaving a surge pod Pending forever.
 TEST(ManualRollbackCapacity, AFullClusterTradesOnePodAtATimeAndTheModelsReplicasStay) {
   auto world = [](std::vector<int64_t> freePerNode) {
-    json r = prodRelease("v1", kOldPackage);  // written with serving.replicas 2, surge
+    json r = prodRelease("v1", kOwnershipOldPackage);  // written with serving.replicas 2, surge
     r["metadata"]["annotations"] = {{"rollback.lockstep.dev/1", "alice"}};
     r["status"] = {{"phase", v1::kPhaseSuperseded}, {"canary", {{"phase", "Promoted"}}}};
-    ModelReleaseObserved o = observed(r);
+    ModelReleaseObserved o = observedOwnership(r);
     json model = modelOf("", "v2");
     model["spec"]["replicas"] = 3;
     withModel(o, model);
@@ -674,7 +678,7 @@ TEST(ManualRollbackCapacity, AFullClusterTradesOnePodAtATimeAndTheModelsReplicas
 
 // v2 about to claim the slot while the Model says prod runs `named`.
 ModelReleaseObserved trustWorld(const json& named) {
-  ModelReleaseObserved o = observed(prodRelease("v2"));
+  ModelReleaseObserved o = observedOwnership(prodRelease("v2"));
   withModel(o, modelOf("", "v1"));
   o.prod.service = share(buildModelService(inputFor()));
   o.prod.releases["v1"] = named.is_null() ? nullptr : share(named);
@@ -682,7 +686,7 @@ ModelReleaseObserved trustWorld(const json& named) {
 }
 
 json promotedV1() {
-  json v1r = prodRelease("v1", kOldPackage);
+  json v1r = prodRelease("v1", kOwnershipOldPackage);
   v1r["status"] = {{"phase", v1::kPhasePromoted}, {"canary", {{"phase", "Promoted"}}}};
   return v1r;
 }
@@ -706,28 +710,28 @@ TEST(AnchorTrust, PromotedIsCheckedAgainstTheReleaseItNamesBeforeStableRunsIt) {
     json named;
     std::string why;
   };
-  json neverPromoted = prodRelease("v1", kOldPackage);
+  json neverPromoted = prodRelease("v1", kOwnershipOldPackage);
   neverPromoted["status"] = {{"phase", v1::kPhaseRolledBack},
                              {"canary", {{"phase", "RolledBack"}}}};
   // Its status.canary unreadable: it is not read as one that never started.
-  json unreadable = prodRelease("v1", kOldPackage);
+  json unreadable = prodRelease("v1", kOwnershipOldPackage);
   unreadable["status"] = {{"phase", v1::kPhaseSuperseded},
                           {"canary", {{"phase", "Promoted"}, {"step", "1"}}}};
   json otherModel = promotedV1();
   otherModel["spec"]["model"] = "llama";
   json otherPackage = promotedV1();
-  otherPackage["spec"]["package"] = kPackage;
+  otherPackage["spec"]["package"] = kOwnershipPackage;
   json otherClosure = promotedV1();
   otherClosure["spec"]["closureHash"] = "sha256:" + std::string(64, 'e');
-  for (const Bad& b :
-       std::vector<Bad>{{"gone, stable not running it", nullptr, "no such release exists"},
-                        {"never promoted", neverPromoted, "never reached prod"},
-                        {"unreadable status.canary", unreadable,
-                         "never reached prod (its status shows no promotion; status.canary "
-                         "cannot be read (status.canary.step: must be an integer))"},
-                        {"another model", otherModel, "of model llama"},
-                        {"another package", otherPackage, "records package " + kOldPackage},
-                        {"another closure", otherClosure, "records closure " + kHash}}) {
+  for (const Bad& b : std::vector<Bad>{
+           {"gone, stable not running it", nullptr, "no such release exists"},
+           {"never promoted", neverPromoted, "never reached prod"},
+           {"unreadable status.canary", unreadable,
+            "never reached prod (its status shows no promotion; status.canary "
+            "cannot be read (status.canary.step: must be an integer))"},
+           {"another model", otherModel, "of model llama"},
+           {"another package", otherPackage, "records package " + kOwnershipOldPackage},
+           {"another closure", otherClosure, "records closure " + kOwnershipHash}}) {
     ModelReleasePlan plan = planModelRelease(trustWorld(b.named));
     EXPECT_TRUE(plan.execution.apply.empty()) << b.name << ": nothing in prod written";
     EXPECT_EQ(stalledReason(plan), v1::kReasonAnchorMismatch) << b.name;
@@ -775,7 +779,7 @@ TEST(AnchorTrust, AReCreatedModelStartsPastEveryRollbackRequestOfTheModel) {
   EXPECT_EQ(highestRollbackRevision(prodRelease("v1")), 0);
 
   // No Model (it was deleted): one is created with defaults, then looked at again.
-  ModelReleaseObserved o = observed(prodRelease("v4"));
+  ModelReleaseObserved o = observedOwnership(prodRelease("v4"));
   o.prod.highestRollbackRevision = 5;
   ModelReleasePlan plan = planModelRelease(o);
   ASSERT_EQ(plan.execution.apply.size(), 1u);
@@ -807,7 +811,7 @@ TEST(AnchorTrust, AReCreatedModelStartsPastEveryRollbackRequestOfTheModel) {
 TEST(Migration, TheAnchorBecomesAModelKeepingHistoryThenServingIsReOwnedThenTheAnchorGoes) {
   // An earlier version ran v1 in prod: the anchor owns the Service and stable.
   json v1r = promotedV1Release();
-  ModelReleaseObserved o = observed(v1r);
+  ModelReleaseObserved o = observedOwnership(v1r);
   json legacyOwner = json::array({{{"apiVersion", "v1"},
                                    {"kind", "ConfigMap"},
                                    {"name", "lockstep-model-gpt2"},
@@ -839,12 +843,12 @@ TEST(Migration, TheAnchorBecomesAModelKeepingHistoryThenServingIsReOwnedThenTheA
   ASSERT_TRUE(adopted.prod);
   EXPECT_EQ(adopted.prod->release, "v1");
   EXPECT_EQ(adopted.prod->uid, "uid-v1");
-  EXPECT_EQ(adopted.prod->package, kOldPackage);
+  EXPECT_EQ(adopted.prod->package, kOwnershipOldPackage);
   EXPECT_EQ(adopted.prod->contentDigest.rfind("sha256:", 0), 0u);
   EXPECT_EQ(adopted.revision, 4);
   ASSERT_EQ(adopted.history.size(), 2u);
   EXPECT_EQ(adopted.history[0].action, "Promoted");
-  EXPECT_EQ(adopted.history[0].runtime.closureHash, kHash);
+  EXPECT_EQ(adopted.history[0].runtime.closureHash, kOwnershipHash);
   EXPECT_EQ(adopted.history[1].action, "Adopted");
   EXPECT_TRUE(plan.stop);
   // Nothing else moved: no Service or Deployment written, the anchor kept.
@@ -891,18 +895,21 @@ TEST(Migration, TheAnchorBecomesAModelKeepingHistoryThenServingIsReOwnedThenTheA
 // The Model after v1 (package kOldPackage, pinned to revision 2) was promoted
 // as the object `uid`; prod's stable Deployment runs v1 with 2 pods.
 ModelReleaseObserved prodRunsV1(const json& release, const std::string& uid = "uid-v1-deleted") {
-  ModelReleaseObserved o = observed(release);
-  json recorded = prodRelease("v1", kOldPackage);
-  const v1::RuntimePin pin{2, kImage, kHash};
+  ModelReleaseObserved o = observedOwnership(release);
+  json recorded = prodRelease("v1", kOwnershipOldPackage);
+  const v1::RuntimePin pin{2, kImage, kOwnershipHash};
   json model = modelOf("", "v1");
   model["status"]["revision"] = 3;
   model["status"]["prod"] = {
       {"release", "v1"},
       {"uid", uid},
       {"contentDigest", v1::contentDigest(v1::releaseContent(recorded, pin))},
-      {"package", kOldPackage},
+      {"package", kOwnershipOldPackage},
       {"runtime",
-       {{"runtimeEnv", "torch"}, {"image", kImage}, {"closureHash", kHash}, {"revision", 2}}}};
+       {{"runtimeEnv", "torch"},
+        {"image", kImage},
+        {"closureHash", kOwnershipHash},
+        {"revision", 2}}}};
   withModel(o, model);
   o.prod.service = share(buildModelService(inputFor()));
   o.prod.stableDeployment = share(ourDeployment(kTrackStable, "v1", 2));
@@ -921,9 +928,9 @@ bool writesAnyServingObject(const ExecutionPlan& x) {
 TEST(ContentIdentity, AReleaseReCreatedWithProdsContentIsPromotedWithNoGateCanaryOrPod) {
   json again = testing::modelRelease("v1")
                    .model("gpt2")
-                   .package(kOldPackage)
+                   .package(kOwnershipOldPackage)
                    .runtimeEnv("torch")
-                   .closureHash(kHash)
+                   .closureHash(kOwnershipHash)
                    .uid("uid-v1")
                    .withStage("eval")
                    .withProdStage(
@@ -934,7 +941,7 @@ TEST(ContentIdentity, AReleaseReCreatedWithProdsContentIsPromotedWithNoGateCanar
   json recorded = again;
   ModelReleaseObserved o = prodRunsV1(again);
   {
-    const v1::RuntimePin pin{2, kImage, kHash};
+    const v1::RuntimePin pin{2, kImage, kOwnershipHash};
     json model = *o.prod.model;
     model["status"]["prod"]["contentDigest"] = v1::contentDigest(v1::releaseContent(recorded, pin));
     withModel(o, model);
@@ -953,7 +960,8 @@ TEST(ContentIdentity, AReleaseReCreatedWithProdsContentIsPromotedWithNoGateCanar
   const json& status = plan.execution.status->object["status"];
   EXPECT_EQ(status["phase"], v1::kPhasePromoted);
   EXPECT_EQ(status["canary"]["phase"], v1::kPhasePromoted);
-  EXPECT_EQ(status["runtime"], v1::encodeRuntimePin({2, kImage, kHash})) << "the recorded pair";
+  EXPECT_EQ(status["runtime"], v1::encodeRuntimePin({2, kImage, kOwnershipHash}))
+      << "the recorded pair";
   EXPECT_EQ(conditionOf(status, "Ready", "status"), "True");
   EXPECT_EQ(conditionOf(status, "Ready", "reason"), v1::kReasonRecognizedAsProd);
   for (const json& st : status["stages"]) EXPECT_EQ(st["phase"], "Succeeded") << st.dump();
@@ -962,7 +970,7 @@ TEST(ContentIdentity, AReleaseReCreatedWithProdsContentIsPromotedWithNoGateCanar
 // The same name with other content is a new release: it never takes prod
 // under that name, and prod (stable v1, 2 pods) is never scaled down for it.
 TEST(ContentIdentity, TheSameNameWithOtherContentNeverTakesProdAndNeverScalesStableDown) {
-  json other = prodRelease("v1", kPackage);  // another package under prod's name
+  json other = prodRelease("v1", kOwnershipPackage);  // another package under prod's name
   ModelReleasePlan plan = planModelRelease(prodRunsV1(other));
   EXPECT_TRUE(plan.execution.apply.empty()) << "no claim, no Service, no Deployment written";
   EXPECT_EQ(stalledReason(plan), v1::kReasonContentMismatch);
@@ -984,7 +992,7 @@ TEST(ContentIdentity, TheSameNameWithOtherContentNeverTakesProdAndNeverScalesSta
 // and a v1 with other content stands at that name.
 TEST(ContentIdentity, AKnownGoodIsNeverFollowedByNameToAnotherContent) {
   ModelReleaseObserved o = prodRunsV1(prodRelease("v2"));
-  json impostor = prodRelease("v1", kPackage);
+  json impostor = prodRelease("v1", kOwnershipPackage);
   impostor["status"] = {{"phase", v1::kPhasePromoted}, {"canary", {{"phase", "Promoted"}}}};
   o.prod.releases["v1"] = share(impostor);
   // Stable runs v1's recorded content: v2 goes on (claims the slot) as with v1 deleted.
@@ -1003,7 +1011,7 @@ TEST(ContentIdentity, AKnownGoodIsNeverFollowedByNameToAnotherContent) {
 
 TEST(NoWriteOverANewcomer, MissingNamesAreCreatedExistingOnesAppliedUnderTheirUid) {
   // The first canary: no Service, no canary Deployment yet.
-  ModelReleaseObserved o = observed(prodRelease("v1"));
+  ModelReleaseObserved o = observedOwnership(prodRelease("v1"));
   withModel(o, modelOf("v1"));
   ModelReleasePlan plan = planModelRelease(o);
   int creates = 0;
@@ -1057,7 +1065,7 @@ TEST(NoWriteOverANewcomer, MissingNamesAreCreatedExistingOnesAppliedUnderTheirUi
 ModelReleaseObserved promotedProd() {
   json r = prodRelease("v1");
   r["status"] = {{"phase", v1::kPhasePromoted}, {"canary", {{"phase", "Promoted"}}}};
-  ModelReleaseObserved o = observed(r);
+  ModelReleaseObserved o = observedOwnership(r);
   json model = modelOf("", "v1");
   model["status"]["prod"]["uid"] = "uid-v1";
   withModel(o, model);
@@ -1188,14 +1196,14 @@ TEST(ProdHealing, AnEditedTemplateIsAppliedAgain) {
       {"a LOCKSTEP_* env var edited",
        [](json& d) {
          for (json& e : d["spec"]["template"]["spec"]["containers"][0]["env"]) {
-           if (e["name"] == "LOCKSTEP_PACKAGE") e["value"] = kOldPackage;
+           if (e["name"] == "LOCKSTEP_PACKAGE") e["value"] = kOwnershipOldPackage;
          }
        },
        "spec.template.spec.containers[\"server\"].env[\"LOCKSTEP_PACKAGE\"].value is \""},
       {"the package image volume's reference edited",
        [](json& d) {
          for (json& v : d["spec"]["template"]["spec"]["volumes"]) {
-           if (v["name"] == "lockstep-package") v["image"]["reference"] = kOldPackage;
+           if (v["name"] == "lockstep-package") v["image"]["reference"] = kOwnershipOldPackage;
          }
        },
        "spec.template.spec.volumes[\"lockstep-package\"].image.reference is \""},
@@ -1344,7 +1352,7 @@ json pinnedV1() {
   r["metadata"].erase("finalizers");  // let go of once Promoted
   r["status"] = {{"phase", v1::kPhasePromoted},
                  {"canary", {{"phase", "Promoted"}}},
-                 {"runtime", v1::encodeRuntimePin({2, kImage, kHash})}};
+                 {"runtime", v1::encodeRuntimePin({2, kImage, kOwnershipHash})}};
   return r;
 }
 
@@ -1361,7 +1369,7 @@ json modelRecording(const json& release, const ProdObserved& p) {
 
 // v1 prod by the Model's record (with its stages); the names read, nothing at them.
 ModelReleaseObserved recordedWorld() {
-  ModelReleaseObserved o = observed(pinnedV1());
+  ModelReleaseObserved o = observedOwnership(pinnedV1());
   withModel(o, modelRecording(pinnedV1(), o.prod));
   o.prod.namesRead = true;
   return o;
@@ -1513,7 +1521,7 @@ TEST(RecordedProd, TheCanaryScaledUpIsScaledBackToZeroFromTheRecordToo) {
 // Deployments as the canary's plan builds them.
 ModelReleaseObserved canaryOverV1() {
   ModelReleaseObserved o = midCanary(false);
-  json v1r = prodRelease("v1", kOldPackage);
+  json v1r = prodRelease("v1", kOwnershipOldPackage);
   v1r["status"] = {{"phase", v1::kPhasePromoted}};
   o.prod.releases["v1"] = share(v1r);
   o.prod.stableDeployment = nullptr;
@@ -1544,12 +1552,12 @@ TEST(ProdHealing, DuringACanaryAnEditedTrackIsPutBackFromTheReleaseThatOwnsIt) {
   const json cleanCanary = *o.prod.canaryDeployment;
   json stable = cleanStable;
   for (json& e : stable["spec"]["template"]["spec"]["containers"][0]["env"]) {
-    if (e["name"] == "LOCKSTEP_PACKAGE") e["value"] = kPackage;
+    if (e["name"] == "LOCKSTEP_PACKAGE") e["value"] = kOwnershipPackage;
   }
   o.prod.stableDeployment = share(stable);
   json canary = cleanCanary;
   for (json& v : canary["spec"]["template"]["spec"]["volumes"]) {
-    if (v["name"] == "lockstep-package") v["image"]["reference"] = kOldPackage;
+    if (v["name"] == "lockstep-package") v["image"]["reference"] = kOwnershipOldPackage;
   }
   o.prod.canaryDeployment = share(canary);
   plan = planModelRelease(o);
@@ -1571,7 +1579,7 @@ TEST(ProdHealing, DuringACanaryAnEditedTrackIsPutBackFromTheReleaseThatOwnsIt) {
   EXPECT_NE(
       all.find("Deployment gpt2-stable spec.template.spec.containers[\"server\"].env[\"LOCKSTEP_"
                "PACKAGE\"].value is \"" +
-               kPackage + "\", not \"" + kOldPackage +
+               kOwnershipPackage + "\", not \"" + kOwnershipOldPackage +
                "\": restored to release v1's serving objects (release v2's canary holds the "
                "slot)"),
       std::string::npos)
@@ -1579,7 +1587,7 @@ TEST(ProdHealing, DuringACanaryAnEditedTrackIsPutBackFromTheReleaseThatOwnsIt) {
   EXPECT_NE(
       all.find("Deployment gpt2-canary spec.template.spec.volumes[\"lockstep-package\"].image."
                "reference is \"" +
-               kOldPackage + "\", not \"" + kPackage +
+               kOwnershipOldPackage + "\", not \"" + kOwnershipPackage +
                "\": restored to release v2's serving objects"),
       std::string::npos)
       << all;

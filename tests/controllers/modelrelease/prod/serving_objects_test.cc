@@ -15,16 +15,18 @@ namespace {
 using namespace api::v1alpha1;  // NOLINT(google-build-using-namespace): reasons, CanarySpec
 using nlohmann::json;
 
-const std::string kHash = "sha256:" + std::string(64, 'a');
-const std::string kImage = "registry.example/runtimes/torch@sha256:" + std::string(64, '1');
-const std::string kPackage = "registry.example/models/gpt2@sha256:" + std::string(64, 'c');
+const std::string kServingObjectsHash = "sha256:" + std::string(64, 'a');
+const std::string kServingObjectsImage =
+    "registry.example/runtimes/torch@sha256:" + std::string(64, '1');
+const std::string kServingObjectsPackage =
+    "registry.example/models/gpt2@sha256:" + std::string(64, 'c');
 
 ServingRelease servingRelease() {
   return {"gpt2-v2",
-          kPackage,
-          kHash,
+          kServingObjectsPackage,
+          kServingObjectsHash,
           "torch",
-          kImage,
+          kServingObjectsImage,
           {{"spec",
             {{"containers", json::array({{{"name", "server"}, {"args", {"--port", "8080"}}}})}}}}};
 }
@@ -50,11 +52,11 @@ TEST(CanaryObjects, DeploymentRunsThePackageByDigestOnTheValidatedRuntime) {
   EXPECT_EQ(t["metadata"]["labels"]["lockstep.dev/model"], "gpt2");
   EXPECT_EQ(t["metadata"]["labels"]["lockstep.dev/release"], "gpt2-v2");
   EXPECT_EQ(t["metadata"]["labels"]["lockstep.dev/runtime-env"], "torch");
-  EXPECT_EQ(t["metadata"]["annotations"]["lockstep.dev/closure-hash"], kHash);
+  EXPECT_EQ(t["metadata"]["annotations"]["lockstep.dev/closure-hash"], kServingObjectsHash);
   const json& c = t["spec"]["containers"][0];
-  EXPECT_EQ(c["image"], kImage);
+  EXPECT_EQ(c["image"], kServingObjectsImage);
   EXPECT_EQ(c["volumeMounts"][0]["readOnly"], true);
-  EXPECT_EQ(t["spec"]["volumes"][0]["image"]["reference"], kPackage);
+  EXPECT_EQ(t["spec"]["volumes"][0]["image"]["reference"], kServingObjectsPackage);
   // Every selector label is on the pods.
   for (const auto& [k, v] : d["spec"]["selector"]["matchLabels"].items())
     EXPECT_EQ(t["metadata"]["labels"][k], v) << k;
@@ -122,7 +124,7 @@ TEST(CanaryObjects, DrainStrategyInitContainerModeAndForeignImage) {
   EXPECT_EQ(d["spec"]["strategy"]["rollingUpdate"]["maxUnavailable"], 1);
   EXPECT_TRUE(d["metadata"]["ownerReferences"].empty());
   EXPECT_EQ(d["spec"]["template"]["spec"]["initContainers"][0]["name"], "lockstep-fetch-package");
-  EXPECT_EQ(d["spec"]["template"]["spec"]["initContainers"][0]["image"], kImage);
+  EXPECT_EQ(d["spec"]["template"]["spec"]["initContainers"][0]["image"], kServingObjectsImage);
   auto r = servingRelease();
   r.podTemplate["spec"]["containers"][0]["image"] = "docker.io/library/python:3.12";
   auto bad = buildServingDeployment(in, kTrackStable, r, 4);
@@ -215,7 +217,7 @@ json builtRich(PackageMount mount = PackageMount::kImageVolume,
 VerifyContainers someVerify() {
   VerifyContainers v;
   v.cliImage = "registry.example/lockstep@sha256:" + std::string(64, '9');
-  v.runtimeImage = kImage;
+  v.runtimeImage = kServingObjectsImage;
   v.closureConfigMap = "lockstep-closure-torch-1";
   return v;
 }
