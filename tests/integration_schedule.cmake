@@ -37,8 +37,9 @@ set(LOCKSTEP_COST_canary_faults_cluster_test 634)
 # (AReleaseReAppliedWithProdsContentIsProdWithNoJobOrPod: its eval gate ran again after the
 # re-applied release was recognised as prod): a reconcile on a cache a moment behind the
 # release started a gate Job (fixed at 996e1d5: the first gate Job starts only from the
-# release as the API server has it). It stays one ctest test per case until it has passed
-# whole in CI with the fix.
+# release as the API server has it). It passed whole since (3 December 2026, on one
+# private cluster: 11 cases, about 60 s each), and runs whole in the long suite since 4 December.
+set(LOCKSTEP_COST_prod_ownership_cluster_test 660)
 set(LOCKSTEP_COST_analysis_provider_cluster_test 290)
 set(LOCKSTEP_COST_workloads_cluster_test 171)
 set(LOCKSTEP_COST_modelrelease_controller_test 147)
@@ -63,10 +64,20 @@ set(LOCKSTEP_COST_runtime_integration_test 42)
 set(LOCKSTEP_COST_fleet_cli_registry_test 11)
 set(LOCKSTEP_COST_registry_integration_test 9)
 set(LOCKSTEP_COST_certs_cluster_test 68)
-# release_cli_cluster_test: 190 s of cases; the rest was its private cluster's start at load
-# average 19-23 (a CI cluster is up before the tests start).
-set(LOCKSTEP_COST_release_cli_cluster_test 556)
+# release_cli_cluster_test: 190 s of cases (556 s with its private cluster's start at load
+# average 19-23; a CI cluster is up before the tests start).
+set(LOCKSTEP_COST_release_cli_cluster_test 200)
 # runtimeenv_mirror_cluster_test passed whole (2 cases, 3 Dec 2026, one private cluster:
 # 82 s at load about 8, 118 s at load about 12 beside another engineer's cluster tests):
 # `./build/tests/controllers/runtimeenv_mirror_cluster_test`.
 set(LOCKSTEP_COST_runtimeenv_mirror_cluster_test 118)
+
+# The long suites (label long: tools/test.sh long, out of CI since 4 December 2026, when CI's
+# integration step took 46 minutes of its 90): each whole binary above runs there; in CI,
+# their SMOKE cases (tests/controllers/CMakeLists.txt), one ctest test each, with these
+# costs (the cases' seconds from the whole runs above, and a set-up).
+set(LOCKSTEP_SMOKE_COST_canary_cluster_test 260)
+set(LOCKSTEP_SMOKE_COST_canary_faults_cluster_test 110)
+set(LOCKSTEP_SMOKE_COST_evidence_cluster_test 110)
+set(LOCKSTEP_SMOKE_COST_stage_tags_cluster_test 110)
+set(LOCKSTEP_SMOKE_COST_prod_ownership_cluster_test 150)

@@ -5,6 +5,12 @@
 # meant for product code). Non-zero on any finding.
 #
 #   tools/lint.sh [build-dir]     (a configured build dir with compile_commands.json; default build)
+#
+# LOCKSTEP_LINT_SCOPE=changed (the test command in CI) runs clang-tidy only on the product
+# files that changed since tools/lint-base, the last commit linted whole and clean, or that
+# include a changed file (tools/lint_scope.py); clang-format and the layering rule still read
+# every file. `tools/lint.sh` alone (and `tools/test.sh unit`) checks every file: after a clean
+# whole run, write the commit into tools/lint-base.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 build=${1:-build}
@@ -34,6 +40,14 @@ fi
 echo "lint: only api/ decodes Lockstep objects (${#outside_api[@]} files)"
 
 mapfile -t product < <(git ls-files 'common/*.cc' 'api/*.cc' 'operator/*.cc' 'closure/*.cc' 'advisories/*.cc' 'mirror/*.cc' 'changewindows/*.cc' 'evidence/*.cc' 'verify/*.cc' 'controllers/*.cc' 'webhooks/*.cc' 'cmd/*.cc' 'rbac/*.cc')
+if [ "${LOCKSTEP_LINT_SCOPE:-all}" = changed ]; then
+  base=$(grep -Eo '^[0-9a-f]{40}' tools/lint-base)
+  mapfile -t product < <(python3 tools/lint_scope.py "$base" "${product[@]}")
+  if ((${#product[@]} == 0)); then
+    echo "lint: clang-tidy: no product file changed since tools/lint-base ($base)"
+    exit 0
+  fi
+fi
 # clang-tidy is the slow part (about 15 s of CPU a file): a file found clean is
 # remembered in $LOCKSTEP_CACHE/clang-tidy under a key over its content, every
 # header it includes, its compile command, .clang-tidy and clang-tidy's version

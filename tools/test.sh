@@ -8,12 +8,15 @@
 #   tools/test.sh fuzz [S]   the long fuzz run: every target S seconds (default 300)
 #   tools/test.sh fleet      the multi-cluster suite (ctest label fleet), on local clusters
 #   tools/test.sh scale      the scale suite (ctest label scale), on local clusters
+#   tools/test.sh long       the long suites (ctest label long: the longest single-cluster
+#                            binaries whole, CI runs their smoke cases) and the evidence under
+#                            cosign and oras (label evtools), on local clusters
 #
 # docs/testing.md "Test commands" says what each runs and how often, and where CI's
 # time goes. Heavy builds are cached outside the source tree in $LOCKSTEP_CACHE
 # (default ~/.cache/lockstep): the Go-built control plane, ccache objects, clang-tidy
-# verdicts. LOCKSTEP_BUILD_TYPE picks the CMake build type (default RelWithDebInfo; Check
-# builds without debug information, CMakeLists.txt). Cluster tests run on
+# verdicts. LOCKSTEP_BUILD_TYPE picks the CMake build type (default Check: the product at -O2
+# without debug information, the tests at -O1, CMakeLists.txt). Cluster tests run on
 # $LOCKSTEP_TEST_CLUSTERS local clusters (default 1),
 # one test binary per cluster at a time (ctest resource groups, CMakeLists.txt), the
 # longest first, and the tests that need no cluster beside them.
@@ -22,7 +25,7 @@ cd "$(dirname "$0")/.."
 root=$(pwd)
 what=${1:-all}
 case "$what" in
-  all | unit | fuzz | fleet | scale) ;;
+  all | unit | fuzz | fleet | scale | long) ;;
   _side) # tools/test.sh's side lane (below), in a session of its own: BUILD_DIR
     echo 19 >/proc/self/autogroup 2>/dev/null || true
     idle() { if chrt --idle 0 true 2>/dev/null; then chrt --idle 0 "$@"; else nice -n 19 "$@"; fi; }
@@ -32,14 +35,15 @@ case "$what" in
     echo "--- the benchmark's peer, Argo Rollouts (bench/peers/argo-rollouts/build.sh)"
     idle bench/peers/argo-rollouts/build.sh >/dev/null
     echo "--- the benchmark's peer: $((SECONDS - s0)) s; lint (clang-format, clang-tidy)"
-    idle tools/lint.sh "$2"
-    echo "--- lint: $((SECONDS - s0)) s; the images' Release build (tools/image.sh build)"
+    # clang-tidy on what changed since tools/lint-base only (tools/lint.sh says how).
+    LOCKSTEP_LINT_SCOPE=changed idle tools/lint.sh "$2"
+    echo "--- lint: $((SECONDS - s0)) s; the images (tools/image.sh build, from this build's binaries)"
     idle tools/image.sh build
     echo "--- images: $((SECONDS - s0)) s; fuzz build (tools/fuzz.sh)"
     LOCKSTEP_FUZZ_BUILD_ONLY=1 idle tools/fuzz.sh
     echo "--- the benchmark's peer, lint, images and the fuzz build: $((SECONDS - s0)) s"
     exit 0 ;;
-  *) echo "usage: tools/test.sh [unit|fuzz [SECONDS]|fleet|scale]" >&2; exit 2 ;;
+  *) echo "usage: tools/test.sh [unit|fuzz [SECONDS]|fleet|scale|long]" >&2; exit 2 ;;
 esac
 export LOCKSTEP_CACHE=${LOCKSTEP_CACHE:-$HOME/.cache/lockstep}
 export CCACHE_DIR=${CCACHE_DIR:-$LOCKSTEP_CACHE/ccache}
@@ -50,6 +54,11 @@ export CCACHE_BASEDIR=${CCACHE_BASEDIR:-$root}
 export CCACHE_NOHASHDIR=${CCACHE_NOHASHDIR:-1}
 mkdir -p "$LOCKSTEP_CACHE" "$CCACHE_DIR"
 build=${LOCKSTEP_BUILD_DIR:-$root/build}
+# The images (tools/image.sh, tests/image) are made of this build's binaries: the Check
+# product is optimised as a release is (-O2, NDEBUG), and a second, Release build of the
+# product would cost CI a third of its CPU on a cold machine. `tools/image.sh build` alone
+# still makes a Release build of its own (build-release/).
+export LOCKSTEP_RELEASE_BUILD_DIR=${LOCKSTEP_RELEASE_BUILD_DIR:-$build}
 jobs=${LOCKSTEP_JOBS:-2}
 t0=$SECONDS
 step() { echo "==> [$((SECONDS - t0))s] $*"; }
@@ -80,18 +89,21 @@ fi
 if [ "$what" != unit ]; then
   step "control plane binaries (cached after the first build)"
   # Build the Go tools beside the C++ build: both are long on a cold machine. The
-  # clusters wait for the control plane only. The evidence tools (cosign, oras,
-  # go-containerregistry's registry: docs/testing.md "The evidence tools"; 20 minutes
-  # and more on a cold machine) build in the background at idle priority after it: the
-  # tests that use them call build-evidence-tools.sh, which waits for that build.
+  # clusters wait for the control plane only. The evidence tools that the tests need
+  # (docs/testing.md "The evidence tools": in CI go-containerregistry's registry; the long
+  # suites need cosign and oras too, half an hour and more on a cold machine) build in
+  # the background at idle priority after it: the tests that use them call
+  # build-evidence-tools.sh, which waits for that build.
+  evtools=(registry)
+  if [ "$what" = long ]; then evtools=(registry oras cosign); fi
   { tests/cluster/build-tools.sh && echo "control plane built" &&
-    { tests/cluster/build-evidence-tools.sh >"$LOCKSTEP_CACHE.evtools-build.log" 2>&1 & }; } \
+    { tests/cluster/build-evidence-tools.sh "${evtools[@]}" >"$LOCKSTEP_CACHE.evtools-build.log" 2>&1 & }; } \
     >"$LOCKSTEP_CACHE.tools-build.log" 2>&1 &
   tools_pid=$!
 fi
 
 step "C++ build"
-cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE="${LOCKSTEP_BUILD_TYPE:-RelWithDebInfo}" \
+cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE="${LOCKSTEP_BUILD_TYPE:-Check}" \
   -DCMAKE_CXX_COMPILER_LAUNCHER=ccache >/dev/null
 cmake --build "$build" -j "$jobs"
 
@@ -116,11 +128,15 @@ start_clusters() {
 }
 clusters=${LOCKSTEP_TEST_CLUSTERS:-1}
 
-if [ "$what" = fleet ] || [ "$what" = scale ]; then
+if [ "$what" = fleet ] || [ "$what" = scale ] || [ "$what" = long ]; then
   start_clusters "$clusters"
-  step "$what suite (ctest -L $what)"
-  ctest --test-dir "$build" -L "^$what\$" --output-on-failure -j "$((clusters + 1))" \
-    --resource-spec-file "$build/clusters.json" --no-tests=error
+  labels="^$what\$"
+  # The long suites and the evidence under cosign v3 and oras, offline and on both kinds of
+  # registry (tests/evidence/cosign_registry_test.sh, about 15 s).
+  if [ "$what" = long ]; then labels='^(long|evtools)$'; fi
+  step "$what suite (ctest -L '$labels')"
+  ctest --test-dir "$build" -L "$labels" --output-on-failure -j "$((clusters + 1))" \
+    --resource-spec-file "$build/clusters.json" --no-tests=error || failed_checks
   step "$what suite passed"
   exit 0
 fi
@@ -172,14 +188,11 @@ step "integration tests"
 ctest --test-dir "$build" -L integration --output-on-failure -j "$((clusters + 1))" \
   --resource-spec-file "$build/clusters.json" || failed_checks
 
-# Lockstep's bundles under cosign v3 and oras, offline and on both kinds of registry
-# (tests/evidence/cosign_registry_test.sh, about 15 s).
-step "evidence under the independent tools (ctest -L evtools)"
-ctest --test-dir "$build" -L evtools --output-on-failure --no-tests=error || failed_checks
-
+# (Lockstep's bundles under cosign v3 and oras, ctest label evtools, run with the long
+# suites: tools/test.sh long. Building cosign and oras takes longer than CI has.)
 side_done
-# OCI images (tools/image.sh, docs/install.md): both images from the Release build
-# in build-release/ (built above), and their checks (tests/image, label "image"; they
+# OCI images (tools/image.sh, docs/install.md): both images from this build's binaries
+# (made above), and their checks (tests/image, label "image"; they
 # chroot, so they need root), the push and install on the first cluster among them.
 # The Debian packages are cached in $LOCKSTEP_CACHE/image, the Release objects in ccache.
 step "OCI images (tests/image)"

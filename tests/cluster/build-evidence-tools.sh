@@ -9,9 +9,14 @@
 #   oras      the ORAS CLI (oras.land/oras/cmd/oras)
 #   cosign    cosign v3 (github.com/sigstore/cosign/v3/cmd/cosign)
 #
-#   tests/cluster/build-evidence-tools.sh      # build what is missing, print the dir
+#   tests/cluster/build-evidence-tools.sh [TOOL...]   # build what is missing, print the dir
 #
-# The cache key hashes every file under tests/evidence-tools/ and this script.
+# TOOL: registry, oras, cosign (default: all three). CI's integration tests need only the
+# registry (a few minutes of CPU); cosign and oras (half an hour and more of CPU on a cold
+# machine) serve the long suites and the evtools test (tools/test.sh long).
+# The cache key hashes every file under tests/evidence-tools/ and the build recipe's
+# version below (change it with the recipe: go build's flags, the binaries' names), not
+# this script's text, so that an edit elsewhere here does not rebuild cosign.
 # Builds run at idle priority where the kernel allows it (the machine is shared);
 # concurrent callers wait for one build (a lock beside the cache dir).
 # GOFLAGS and GOMAXPROCS from the environment apply (e.g. GOFLAGS=-p=1).
@@ -24,9 +29,14 @@ cache="${LOCKSTEP_CACHE:-$HOME/.cache/lockstep}"
 idle() { if chrt --idle 0 true 2>/dev/null; then chrt --idle 0 nice -n 19 "$@"; else nice -n 19 "$@"; fi; }
 log() { echo "build-evidence-tools: $*" >&2; }
 
-key=$( (cat "$0" && cd "$tools" && find . -type f | LC_ALL=C sort | xargs cat) | sha256sum | cut -c1-16)
+recipe=2
+key=$( (echo "recipe $recipe" && cd "$tools" && find . -type f | LC_ALL=C sort | xargs cat) | sha256sum | cut -c1-16)
 bin="$cache/evtools-$key"
-want=(registry oras cosign)
+want=("$@")
+[ ${#want[@]} -gt 0 ] || want=(registry oras cosign)
+for b in "${want[@]}"; do
+  case "$b" in registry | oras | cosign) ;; *) log "unknown tool $b (registry, oras, cosign)"; exit 2 ;; esac
+done
 
 have_all() { for b in "${want[@]}"; do [ -x "$bin/$b" ] || return 1; done; }
 if have_all; then echo "$bin"; exit 0; fi
@@ -40,24 +50,33 @@ if have_all; then echo "$bin"; exit 0; fi
 modver() { # module version pinned in a tool module's go.mod
   (cd "$tools/$1" && go list -m -f '{{.Version}}' "$2")
 }
-# build DIR OUT LDFLAGS PACKAGE: one binary, timed
+# build DIR OUT LDFLAGS PACKAGE: one binary, timed, into $bin (a temporary name, then
+# renamed: a binary there is whole)
 build() {
   local t0=$SECONDS
   (cd "$tools/$1" && CGO_ENABLED=0 idle go build -trimpath -buildvcs=false \
-    -ldflags "-s -w $3" -o "$bin.tmp/$2" "$4")
+    -ldflags "-s -w $3" -o "$bin/.$2.tmp" "$4")
+  mv "$bin/.$2.tmp" "$bin/$2"
   log "$2 built in $((SECONDS - t0))s"
 }
 
-rm -rf "$bin.tmp" && mkdir -p "$bin.tmp"
+mkdir -p "$bin"
 start=$SECONDS
-log "registry: go-containerregistry $(modver registry github.com/google/go-containerregistry) ($(go version | cut -d' ' -f3))"
-build registry registry "" .
-log "oras $(modver oras oras.land/oras)"
-build oras oras "" oras.land/oras/cmd/oras
-v=$(modver cosign github.com/sigstore/cosign/v3)
-log "cosign $v"
-build cosign cosign "-X sigs.k8s.io/release-utils/version.gitVersion=$v \
-  -X sigs.k8s.io/release-utils/version.gitTreeState=clean" github.com/sigstore/cosign/v3/cmd/cosign
-rm -rf "$bin" && mv "$bin.tmp" "$bin"
-log "built in $((SECONDS - start))s into $bin"
+for b in "${want[@]}"; do
+  [ -x "$bin/$b" ] && continue
+  case "$b" in
+    registry)
+      log "registry: go-containerregistry $(modver registry github.com/google/go-containerregistry) ($(go version | cut -d' ' -f3))"
+      build registry registry "" . ;;
+    oras)
+      log "oras $(modver oras oras.land/oras)"
+      build oras oras "" oras.land/oras/cmd/oras ;;
+    cosign)
+      v=$(modver cosign github.com/sigstore/cosign/v3)
+      log "cosign $v"
+      build cosign cosign "-X sigs.k8s.io/release-utils/version.gitVersion=$v \
+  -X sigs.k8s.io/release-utils/version.gitTreeState=clean" github.com/sigstore/cosign/v3/cmd/cosign ;;
+  esac
+done
+log "${want[*]} ready in $((SECONDS - start))s in $bin"
 echo "$bin"

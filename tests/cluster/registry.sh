@@ -118,7 +118,7 @@ do_down() {
 referrers_bin() {
   local d=${LOCKSTEP_EVIDENCE_TOOLS_BIN:-}
   if [ -z "$d" ]; then
-    d=$("$(cd "$(dirname "$0")" && pwd)/build-evidence-tools.sh") || die "building the evidence tools failed"
+    d=$("$(cd "$(dirname "$0")" && pwd)/build-evidence-tools.sh" registry) || die "building the evidence tools failed"
   fi
   [ -x "$d/registry" ] || die "no registry binary in $d (tests/cluster/build-evidence-tools.sh)"
   echo "$d/registry"

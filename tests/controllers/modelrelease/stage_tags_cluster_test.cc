@@ -13,6 +13,8 @@
 #include <cstdlib>
 #include <string>
 
+#include <unistd.h>
+
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
@@ -88,9 +90,10 @@ class StageTagsClusterTest : public ::testing::Test {
 
   // oras, from the evidence tools (built and cached by the script when CI did not).
   static std::string oras() {
-    if (const char* bin = std::getenv("LOCKSTEP_EVIDENCE_TOOLS_BIN"); bin && *bin)
+    if (const char* bin = std::getenv("LOCKSTEP_EVIDENCE_TOOLS_BIN");
+        bin && *bin && access((std::string(bin) + "/oras").c_str(), X_OK) == 0)
       return std::string(bin) + "/oras";
-    auto tools = run({sourcePath("tests/cluster/build-evidence-tools.sh")});
+    auto tools = run({sourcePath("tests/cluster/build-evidence-tools.sh"), "oras"});
     EXPECT_EQ(tools.exitCode, 0) << tools.err;
     return tools.out.substr(0, tools.out.find('\n')) + "/oras";
   }
