@@ -20,6 +20,7 @@
 #include "controllers/common/cached_pods.h"
 #include "controllers/common/execute.h"
 #include "controllers/modelrelease/gates/fleet_check.h"
+#include "controllers/modelrelease/model_controller.h"
 #include "controllers/modelrelease/prod/canary_observe.h"
 #include "controllers/modelrelease/prod/fold.h"
 #include "controllers/modelrelease/prod/gpu_capacity.h"
@@ -638,6 +639,12 @@ void setupModelReleaseController(runtime::Manager& manager, ModelReleaseOptions 
   analysis->setWakeRelease([&controller](const std::string& ns, const std::string& name) {
     controller.enqueue({ns, name});
   });
+  // The Model's conditions, over the same caches (model_controller.h).
+  setupModelController(
+      manager,
+      ModelReconciler::Caches{models.cache(), releases.cache(), deployments.cache(),
+                              services.cache(), pods.cache(), replicaSets.cache()},
+      ModelInformers{deployOpts, serviceOpts, podOpts}, 1);
 }
 
 }  // namespace lockstep::controllers

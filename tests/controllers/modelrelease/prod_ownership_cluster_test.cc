@@ -748,6 +748,113 @@ TEST_F(ProdOwnershipClusterTest, ProdHealsAScaledEditedOrDeletedServingObject) {
   EXPECT_EQ(conditionField(v1, "Ready", "status"), "True") << v1["status"].dump(2);
 }
 
+// Issue 28: the Model controller. A Model no release names is reconciled
+// (Ready=False NoProd, observedGeneration follows spec edits); once v1 is
+// Promoted the Model says Ready=True Serving with 2/2 pods on v1's pair; a
+// stable pod that stops being Ready (its kubelet says so) makes it Degraded,
+// StableNotReady, with a ProdDegraded Warning Event on the Model, and Ready
+// again (ProdServing) once the pod is; every condition carries the
+// generation it was computed for.
+TEST_F(ProdOwnershipClusterTest, TheModelSaysWhetherProdServesWhatItRecords) {
+  w_.stopMonitor();  // a stable pod is taken out of Ready on purpose
+  auto condition = [&](const std::string& model, const std::string& type, const char* field) {
+    return conditionField(get("models.lockstep.dev", model), type, field);
+  };
+  auto modelEvents = [&](const std::string& model) {
+    json events = kubectlJson({"get", "events", "-n", ns_, "--field-selector",
+                               "involvedObject.kind=Model,involvedObject.name=" + model});
+    std::string out;
+    if (events.is_discarded()) return out;
+    for (const json& e : events["items"])
+      out += e.value("reason", "") + ": " + e.value("message", "") + "\n";
+    return out;
+  };
+
+  // A Model of its own: nothing names it.
+  const json lonely = {{"apiVersion", "lockstep.dev/v1alpha1"},
+                       {"kind", "Model"},
+                       {"metadata", {{"name", "lonely"}, {"namespace", ns_}}},
+                       {"spec", json::object()}};
+  ASSERT_EQ(kubectl({"apply", "-f", "-"}, lonely.dump()).exitCode, 0);
+  EXPECT_TRUE(eventually([&] { return condition("lonely", "Ready", "reason") == "NoProd"; },
+                         std::chrono::seconds(30)))
+      << get("models.lockstep.dev", "lonely").dump(2);
+  EXPECT_EQ(condition("lonely", "Ready", "status"), "False");
+  EXPECT_NE(condition("lonely", "Ready", "message").find("no ModelRelease names it"),
+            std::string::npos);
+  EXPECT_EQ(condition("lonely", "Degraded", "status"), "False");
+  EXPECT_EQ(
+      get("models.lockstep.dev", "lonely").value("/status/observedGeneration"_json_pointer, 0), 1);
+  ASSERT_EQ(kubectl({"patch", "models.lockstep.dev", "lonely", "-n", ns_, "--type=merge", "-p",
+                     R"({"spec":{"replicas":3}})"})
+                .exitCode,
+            0);
+  EXPECT_TRUE(eventually(
+      [&] {
+        return get("models.lockstep.dev", "lonely")
+                   .value("/status/observedGeneration"_json_pointer, 0) == 2;
+      },
+      std::chrono::seconds(30)));
+
+  json oneStep = json::array({json{{"weight", 100}}});
+  ASSERT_EQ(w_.createRelease("v1", testPackage('1'), json::array({prodStage(oneStep)})).exitCode,
+            0);
+  w_.waitPhase("v1", "Promoted");
+  ASSERT_TRUE(eventually([&] { return w_.readyPods()["stable/v1"] == 2; }));
+  EXPECT_TRUE(eventually([&] { return condition("gpt2", "Ready", "status") == "True"; },
+                         std::chrono::seconds(30)))
+      << get("models.lockstep.dev", "gpt2")["status"].dump(2);
+  EXPECT_EQ(condition("gpt2", "Ready", "reason"), "Serving");
+  EXPECT_NE(condition("gpt2", "Ready", "message").find("2/2 pods of v1 Ready on its pair"),
+            std::string::npos)
+      << condition("gpt2", "Ready", "message");
+  EXPECT_NE(condition("gpt2", "Ready", "message").find(w_.hash()), std::string::npos);
+  EXPECT_EQ(condition("gpt2", "Degraded", "status"), "False");
+  EXPECT_EQ(condition("gpt2", "Progressing", "status"), "False");
+
+  // One stable pod's kubelet reports it not Ready.
+  json pods = kubectlJson({"get", "pods", "-n", ns_, "-l", "lockstep.dev/track=stable"});
+  ASSERT_FALSE(pods.is_discarded());
+  ASSERT_FALSE(pods["items"].empty());
+  const std::string pod = pods["items"][0]["metadata"]["name"];
+  auto setReady = [&](const char* ready) {
+    json conditions = pods["items"][0]["status"]["conditions"];
+    for (json& c : conditions)
+      if (c.value("type", "") == "Ready" || c.value("type", "") == "ContainersReady")
+        c["status"] = ready;
+    const json patch = {{"status", {{"conditions", conditions}}}};
+    return kubectl({"patch", "pod", pod, "-n", ns_, "--subresource=status", "--type=strategic",
+                    "-p", patch.dump()})
+        .exitCode;
+  };
+  ASSERT_EQ(setReady("False"), 0);
+  EXPECT_TRUE(eventually([&] { return condition("gpt2", "Degraded", "status") == "True"; },
+                         std::chrono::seconds(30)))
+      << get("models.lockstep.dev", "gpt2")["status"].dump(2);
+  EXPECT_EQ(condition("gpt2", "Degraded", "reason"), "StableNotReady");
+  EXPECT_EQ(condition("gpt2", "Ready", "status"), "False");
+  EXPECT_NE(condition("gpt2", "Ready", "message").find("1/2 pods of v1"), std::string::npos)
+      << condition("gpt2", "Ready", "message");
+  EXPECT_TRUE(
+      eventually([&] { return modelEvents("gpt2").find("ProdDegraded: ") != std::string::npos; },
+                 std::chrono::seconds(30)))
+      << modelEvents("gpt2");
+
+  ASSERT_EQ(setReady("True"), 0);
+  EXPECT_TRUE(eventually([&] { return condition("gpt2", "Ready", "status") == "True"; },
+                         std::chrono::seconds(30)))
+      << get("models.lockstep.dev", "gpt2")["status"].dump(2);
+  EXPECT_EQ(condition("gpt2", "Degraded", "status"), "False");
+  EXPECT_TRUE(eventually(
+      [&] { return modelEvents("gpt2").find("ProdServing: 2/2 pods of v1") != std::string::npos; },
+      std::chrono::seconds(30)))
+      << modelEvents("gpt2");
+  const json model = get("models.lockstep.dev", "gpt2");
+  for (const json& c : model["status"]["conditions"])
+    EXPECT_EQ(c.value("observedGeneration", -1), model["metadata"].value("generation", 0))
+        << c.dump();
+}
+
 // Issue 28, "prod is an object": v1's release object pruned (a GitOps prune),
 // then its stable Deployment deleted. The Model's record (status.prod.stages,
 // the content its digest covers) stands for the object: the Deployment is

@@ -1,0 +1,71 @@
+// The Model controller's shell: for each Model it reads, from the caches it
+// shares with the ModelRelease controller, the model's Service, its two
+// Deployments, its serving pods and how many releases name it, plans the
+// Model's conditions (prod/model_conditions.h: Ready, Progressing, Degraded)
+// and writes them, with status.observedGeneration, by an update of /status
+// guarded by the resourceVersion it planned from (the verb the ModelRelease
+// controller's record write uses; it keeps the conditions as it read them).
+// A write only when something changed; a Warning Event when prod becomes
+// Degraded and a Normal one when it serves as recorded again.
+//
+// It writes no serving object: the ModelRelease controller is the one writer
+// of prod (its record first, then the Deployments and the Service, and prod's
+// healing from the record once the release object is gone), so two
+// controllers never race on a Deployment. A Model no release names is
+// reconciled too: Ready=False, NoProd.
+//
+// Watches: Models (spec, deletion, and the record: status.prod and canary;
+// not its own conditions), the Deployments and Services it owns, and the
+// serving pods of the model (Ready, deletion, labels and annotations).
+// Thread-safety: reconcile() may run on several workers for different keys.
+#pragma once
+
+#include <memory>
+
+#include "operator/kube/client.h"
+#include "operator/kube/clock.h"
+#include "operator/kube/event_sink.h"
+#include "operator/kube/indexer.h"
+#include "operator/kube/informer.h"
+#include "operator/runtime/manager.h"
+#include "operator/runtime/reconciler.h"
+
+namespace lockstep::controllers {
+
+inline constexpr const char* kReasonModelDegraded = "ProdDegraded";
+inline constexpr const char* kReasonModelServing = "ProdServing";
+
+class ModelReconciler final : public runtime::Reconciler {
+ public:
+  struct Caches {
+    const kube::Indexer& models;
+    const kube::Indexer& releases;     // indexed by kReleaseByModelIndex
+    const kube::Indexer& deployments;  // label lockstep.dev/model
+    const kube::Indexer& services;     // label lockstep.dev/model
+    const kube::Indexer& pods;         // label lockstep.dev/release, indexed by model
+    const kube::Indexer& replicaSets;  // label lockstep.dev/model, slimmed, indexed by model
+  };
+  ModelReconciler(std::shared_ptr<kube::Client> client, Caches caches, kube::EventSink& events,
+                  kube::Clock& clock);
+
+  runtime::Result reconcile(const runtime::Request& request) override;
+
+ private:
+  std::shared_ptr<kube::Client> client_;
+  Caches caches_;
+  kube::EventSink& events_;
+  kube::Clock& clock_;
+};
+
+// The informers' options of the model's objects, as setupModelReleaseController
+// registers them (one informer each, shared).
+struct ModelInformers {
+  kube::InformerOptions deployments, services, pods;
+};
+
+// Registers the Model controller on `manager` over the ModelRelease
+// controller's caches (setupModelReleaseController calls it).
+void setupModelController(runtime::Manager& manager, const ModelReconciler::Caches& caches,
+                          const ModelInformers& informers, int workers = 1);
+
+}  // namespace lockstep::controllers

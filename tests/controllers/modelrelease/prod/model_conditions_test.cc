@@ -1,0 +1,272 @@
+// The Model's own conditions (controllers/modelrelease/prod/model_conditions.h):
+// Ready, Progressing and Degraded from the record and the objects prod is made of.
+#include "controllers/modelrelease/prod/model_conditions.h"
+
+#include <gtest/gtest.h>
+
+#include <memory>
+#include <string>
+
+#include "operator/kube/conditions.h"
+
+namespace lockstep::controllers::model_conditions_test {
+namespace {
+
+using nlohmann::json;
+
+const std::string kHashA = "sha256:" + std::string(64, 'a');
+const std::string kHashB = "sha256:" + std::string(64, 'b');
+const std::string kPkg = "registry.example/models/gpt2@sha256:" + std::string(64, 'c');
+constexpr const char* kNow = "2026-12-04T10:00:00Z";
+constexpr const char* kLater = "2026-12-04T11:00:00Z";
+
+kube::ObjectPtr ptr(json o) { return std::make_shared<const kube::Object>(std::move(o)); }
+
+json prodRecord(const std::string& release = "gpt2-v1", const std::string& hash = kHashA) {
+  return {{"release", release},
+          {"uid", "u-" + release},
+          {"contentDigest", "sha256:" + std::string(64, 'd')},
+          {"package", kPkg},
+          {"runtime",
+           {{"runtimeEnv", "torch"},
+            {"image", "registry.example/rt@sha256:" + std::string(64, 'e')},
+            {"closureHash", hash},
+            {"revision", 2}}},
+          {"since", "2026-12-04T09:00:00Z"}};
+}
+
+// Model gpt2 in ml: spec.replicas 2 (the record keeps no stages: N from the spec).
+json model(std::optional<json> prod, std::optional<json> canary = std::nullopt) {
+  json m = {{"apiVersion", "lockstep.dev/v1alpha1"},
+            {"kind", "Model"},
+            {"metadata",
+             {{"name", "gpt2"}, {"namespace", "ml"}, {"uid", "model-uid"}, {"generation", 3}}},
+            {"spec", {{"replicas", 2}}},
+            {"status", {{"revision", prod ? 1 : 0}, {"history", json::array()}}}};
+  if (prod) m["status"]["prod"] = *prod;
+  if (canary) m["status"]["canary"] = *canary;
+  return m;
+}
+
+json deployment(const std::string& track, const std::string& release, const std::string& hash,
+                int replicas) {
+  return {{"metadata", {{"name", "gpt2-" + track}, {"namespace", "ml"}, {"generation", 4}}},
+          {"spec",
+           {{"replicas", replicas},
+            {"template",
+             {{"metadata",
+               {{"labels", {{"lockstep.dev/release", release}, {"lockstep.dev/track", track}}},
+                {"annotations",
+                 {{"lockstep.dev/closure-hash", hash}, {"lockstep.dev/package", kPkg}}}}}}}}},
+          {"status",
+           {{"observedGeneration", 4},
+            {"replicas", replicas},
+            {"updatedReplicas", replicas},
+            {"readyReplicas", replicas}}}};
+}
+
+json pod(const std::string& name, const std::string& track, const std::string& release,
+         const std::string& hash, bool ready, bool terminating = false) {
+  json p = {
+      {"metadata",
+       {{"name", name},
+        {"namespace", "ml"},
+        {"labels",
+         {{"lockstep.dev/model", "gpt2"},
+          {"lockstep.dev/track", track},
+          {"lockstep.dev/release", release}}},
+        {"annotations", {{"lockstep.dev/closure-hash", hash}, {"lockstep.dev/package", kPkg}}}}},
+      {"status",
+       {{"conditions", json::array({{{"type", "Ready"}, {"status", ready ? "True" : "False"}}})}}}};
+  if (terminating) p["metadata"]["deletionTimestamp"] = "2026-12-04T09:59:00Z";
+  return p;
+}
+
+// Prod on gpt2-v1 with two Ready stable pods on its pair, the Service there.
+ModelObserved serving() {
+  ModelObserved o;
+  o.model = ptr(model(prodRecord()));
+  o.service = ptr({{"metadata", {{"name", "gpt2"}, {"namespace", "ml"}}}});
+  o.stableDeployment = ptr(deployment("stable", "gpt2-v1", kHashA, 2));
+  o.pods = {ptr(pod("s1", "stable", "gpt2-v1", kHashA, true)),
+            ptr(pod("s2", "stable", "gpt2-v1", kHashA, true))};
+  o.releases = 1;
+  return o;
+}
+
+json condition(const ModelConditions& c, const char* type) {
+  auto found = kube::findCondition(c.conditions, type);
+  EXPECT_TRUE(found.has_value()) << type;
+  return found.value_or(json::object());
+}
+
+std::string reason(const ModelConditions& c, const char* type) {
+  return condition(c, type).value("reason", "");
+}
+std::string status(const ModelConditions& c, const char* type) {
+  return condition(c, type).value("status", "");
+}
+std::string message(const ModelConditions& c, const char* type) {
+  return condition(c, type).value("message", "");
+}
+
+TEST(ModelConditions, AModelNoReleaseNamesIsReconciledAndSaysSo) {
+  ModelObserved o;
+  o.model = ptr(model(std::nullopt));
+  const ModelConditions c = planModelConditions(o, kNow);
+  EXPECT_TRUE(c.changed);
+  EXPECT_EQ(c.observedGeneration, 3);
+  EXPECT_EQ(status(c, "Ready"), "False");
+  EXPECT_EQ(reason(c, "Ready"), kModelReasonNoProd);
+  EXPECT_NE(message(c, "Ready").find("no ModelRelease names it"), std::string::npos)
+      << message(c, "Ready");
+  EXPECT_EQ(status(c, "Degraded"), "False");
+  EXPECT_EQ(status(c, "Progressing"), "False");
+  EXPECT_EQ(condition(c, "Ready").value("observedGeneration", 0), 3);
+
+  o.releases = 2;
+  EXPECT_NE(message(planModelConditions(o, kNow), "Ready").find("2 ModelRelease(s) name it"),
+            std::string::npos);
+}
+
+TEST(ModelConditions, ProdServingItsRecordedPairIsReady) {
+  const ModelConditions c = planModelConditions(serving(), kNow);
+  EXPECT_TRUE(c.ready);
+  EXPECT_EQ(status(c, "Ready"), "True");
+  EXPECT_EQ(reason(c, "Ready"), kModelReasonServing);
+  EXPECT_NE(message(c, "Ready").find("2/2 pods of gpt2-v1 Ready on its pair"), std::string::npos)
+      << message(c, "Ready");
+  EXPECT_NE(message(c, "Ready").find(kHashA), std::string::npos);
+  EXPECT_EQ(status(c, "Degraded"), "False");
+  EXPECT_EQ(reason(c, "Degraded"), kModelReasonAsRecorded);
+  EXPECT_EQ(status(c, "Progressing"), "False");
+}
+
+TEST(ModelConditions, OnlyReadyLivePodsOnTheRecordedPairCount) {
+  ModelObserved o = serving();
+  o.pods = {ptr(pod("s1", "stable", "gpt2-v1", kHashA, true)),
+            ptr(pod("s2", "stable", "gpt2-v1", kHashA, true, /*terminating=*/true)),
+            ptr(pod("s3", "stable", "gpt2-v1", kHashB, true)),   // another closure
+            ptr(pod("s4", "stable", "gpt2-v1", kHashA, false)),  // not Ready
+            ptr(pod("s5", "stable", "gpt2-v0", kHashA, true))};  // another release
+  const ModelConditions c = planModelConditions(o, kNow);
+  EXPECT_FALSE(c.ready);
+  EXPECT_EQ(c.readyPods, 1);
+  EXPECT_EQ(reason(c, "Ready"), kModelReasonStableNotReady);
+  EXPECT_NE(message(c, "Ready").find("1/2 pods of gpt2-v1"), std::string::npos)
+      << message(c, "Ready");
+  // Nothing in flight explains it.
+  EXPECT_EQ(status(c, "Degraded"), "True");
+  EXPECT_EQ(reason(c, "Degraded"), kModelReasonStableNotReady);
+}
+
+TEST(ModelConditions, AStableRollOutIsProgressingNotDegraded) {
+  ModelObserved o = serving();
+  json d = deployment("stable", "gpt2-v1", kHashA, 2);
+  d["metadata"]["generation"] = 5;  // not observed by the Deployment controller yet
+  o.stableDeployment = ptr(d);
+  o.pods.pop_back();
+  ModelConditions c = planModelConditions(o, kNow);
+  EXPECT_EQ(status(c, "Progressing"), "True");
+  EXPECT_EQ(reason(c, "Progressing"), kModelReasonStableRollingOut);
+  EXPECT_EQ(status(c, "Ready"), "False");
+  EXPECT_EQ(status(c, "Degraded"), "False");
+
+  // A Deployment past its progress deadline is stuck, not rolling: Degraded says so.
+  d["status"]["conditions"] = json::array(
+      {{{"type", "Progressing"}, {"status", "False"}, {"reason", "ProgressDeadlineExceeded"}}});
+  o.stableDeployment = ptr(d);
+  c = planModelConditions(o, kNow);
+  EXPECT_EQ(status(c, "Progressing"), "False");
+  EXPECT_EQ(status(c, "Degraded"), "True");
+}
+
+TEST(ModelConditions, AMissingOrForeignTemplateOrServiceIsNamed) {
+  ModelObserved o = serving();
+  o.stableDeployment = nullptr;
+  ModelConditions c = planModelConditions(o, kNow);
+  EXPECT_EQ(reason(c, "Ready"), kModelReasonStableMissing);
+  EXPECT_EQ(message(c, "Ready"), "Deployment ml/gpt2-stable does not exist");
+  EXPECT_EQ(status(c, "Degraded"), "True");
+
+  o = serving();
+  o.stableDeployment = ptr(deployment("stable", "gpt2-v1", kHashB, 2));
+  c = planModelConditions(o, kNow);
+  EXPECT_EQ(reason(c, "Ready"), kModelReasonStableNotOnProd);
+  EXPECT_NE(message(c, "Ready").find("closure hash " + kHashB + ", the Model pins " + kHashA),
+            std::string::npos)
+      << message(c, "Ready");
+
+  o = serving();
+  o.stableDeployment = ptr(deployment("stable", "gpt2-v0", kHashA, 2));
+  c = planModelConditions(o, kNow);
+  EXPECT_EQ(reason(c, "Ready"), kModelReasonStableNotOnProd);
+  EXPECT_NE(message(c, "Ready").find("runs release gpt2-v0, the Model records gpt2-v1"),
+            std::string::npos)
+      << message(c, "Ready");
+
+  o = serving();
+  o.service = nullptr;
+  c = planModelConditions(o, kNow);
+  EXPECT_EQ(reason(c, "Ready"), kModelReasonServiceMissing);
+  EXPECT_EQ(message(c, "Ready"), "Service ml/gpt2 does not exist");
+}
+
+TEST(ModelConditions, ACanaryIsProgressingAndStableIsJudgedOnItsShare) {
+  ModelObserved o = serving();
+  json canary = prodRecord("gpt2-v2", kHashA);  // the same pair as prod: still not prod's pods
+  canary["since"] = "2026-12-04T09:30:00Z";
+  o.model = ptr(model(prodRecord(), canary));
+  o.stableDeployment = ptr(deployment("stable", "gpt2-v1", kHashA, 1));
+  o.canaryDeployment = ptr(deployment("canary", "gpt2-v2", kHashA, 1));
+  o.pods = {ptr(pod("s1", "stable", "gpt2-v1", kHashA, true)),
+            ptr(pod("c1", "canary", "gpt2-v1", kHashA, true))};
+  ModelConditions c = planModelConditions(o, kNow);
+  EXPECT_EQ(status(c, "Progressing"), "True");
+  EXPECT_EQ(reason(c, "Progressing"), kModelReasonCanaryInFlight);
+  EXPECT_NE(message(c, "Progressing").find("gpt2-v2 holds the canary slot"), std::string::npos);
+  EXPECT_EQ(c.want, 1);
+  EXPECT_EQ(c.readyPods, 1);  // the canary track's pod does not count while a canary runs
+  EXPECT_EQ(status(c, "Ready"), "True");
+  EXPECT_EQ(status(c, "Degraded"), "False");
+
+  // The hand-over after a promotion: no canary in the slot, the canary
+  // track's pods on prod's pair serve it while stable takes them over.
+  o.model = ptr(model(prodRecord()));
+  o.stableDeployment = ptr(deployment("stable", "gpt2-v1", kHashA, 2));
+  o.pods = {ptr(pod("s1", "stable", "gpt2-v1", kHashA, true)),
+            ptr(pod("c1", "canary", "gpt2-v1", kHashA, true))};
+  c = planModelConditions(o, kNow);
+  EXPECT_EQ(c.readyPods, 2);
+  EXPECT_TRUE(c.ready);
+}
+
+TEST(ModelConditions, PlanningTwiceWritesNothingAndKeepsTransitionTimes) {
+  ModelObserved o = serving();
+  const ModelConditions first = planModelConditions(o, kNow);
+  json m = *o.model;
+  m["status"]["conditions"] = first.conditions;
+  m["status"]["observedGeneration"] = first.observedGeneration;
+  o.model = ptr(m);
+  const ModelConditions again = planModelConditions(o, kLater);
+  EXPECT_FALSE(again.changed);
+  EXPECT_EQ(again.conditions, first.conditions);
+
+  // A pod down: Ready moves (a new transition time), Progressing keeps its own.
+  o.pods.pop_back();
+  const ModelConditions down = planModelConditions(o, kLater);
+  EXPECT_TRUE(down.changed);
+  EXPECT_EQ(condition(down, "Ready").value("lastTransitionTime", ""), kLater);
+  EXPECT_EQ(condition(down, "Progressing").value("lastTransitionTime", ""), kNow);
+
+  // A spec edit: observedGeneration follows even when no condition changes.
+  m["metadata"]["generation"] = 4;
+  o = serving();
+  o.model = ptr(m);
+  const ModelConditions edited = planModelConditions(o, kLater);
+  EXPECT_TRUE(edited.changed);
+  EXPECT_EQ(edited.observedGeneration, 4);
+}
+
+}  // namespace
+}  // namespace lockstep::controllers::model_conditions_test
