@@ -139,7 +139,7 @@ StatusOr<std::optional<PlannedApply>> placeTrack(
     if (auto built = buildTrack(in, self, track, who, replicas, p); built.isOk()) {
       json scaled = *built;
       scaled["spec"]["replicas"] = specReplicas(current);
-      if (std::string drift = deploymentDrift(scaled, *current); !drift.empty()) {
+      if (std::string drift = deploymentDrift(scaled, *current, in.fetchCommand); !drift.empty()) {
         if (restored != nullptr) *restored = drift;
         reapply = std::move(*built);
       }
@@ -663,15 +663,16 @@ ProdPlan healServingObjects(const v1::ModelRelease& r, const kube::ObjectPtr& fa
     auto built = buildServingDeployment(in, kTrackStable, *sr, spec->replicas);
     if (built.isOk()) {
       const std::string name = servingDeploymentName(r.spec.model, kTrackStable);
-      const std::string drift = p.stableDeployment ? deploymentDrift(*built, *p.stableDeployment)
-                                                   : std::string("is missing");
+      const std::string drift = p.stableDeployment
+                                    ? deploymentDrift(*built, *p.stableDeployment, in.fetchCommand)
+                                    : std::string("is missing");
       // Scaled only: scaled back, its template untouched (no pod restarts
       // when only the operator's own settings changed since).
       bool scaledOnly = false;
       if (!drift.empty() && p.stableDeployment) {
         json scaled = *built;
         scaled["spec"]["replicas"] = specReplicas(p.stableDeployment.get());
-        scaledOnly = deploymentDrift(scaled, *p.stableDeployment).empty();
+        scaledOnly = deploymentDrift(scaled, *p.stableDeployment, in.fetchCommand).empty();
       }
       if (scaledOnly) {
         PlannedApply w = plannedMergePatch(

@@ -322,8 +322,15 @@ const json* named(const json& list, std::string_view name) {
 // The package the live pods mount, where the operator's settings put it: the
 // image volume's reference (ImageVolume mode), the fetch init container's
 // LOCKSTEP_PACKAGE (InitContainer mode). Either form is the package's; a
-// switch of the mount mode alone is not drift (no restart on an upgrade).
-std::string packageDrift(const json& desired, const json& current) {
+// switch of the mount mode alone is not drift (no restart on an upgrade). The
+// fetch form is the package's only as the operator builds it: an emptyDir
+// filled by kFetchPackageContainer on the runtime image with the operator's
+// fetch command and no args. An emptyDir swapped in for the image volume and
+// filled by a command of someone's own (the pod webhook checks images, never
+// commands), or a volume that keeps its content (a PVC, a hostPath), would
+// mount another model under the package's name.
+std::string packageDrift(const json& desired, const json& current,
+                         const std::vector<std::string>& fetchCommand) {
   const json& wantPackage =
       at(desired, "/spec/template/metadata/annotations/lockstep.dev~1package"_json_pointer);
   if (!wantPackage.is_string()) return "";
@@ -343,18 +350,47 @@ std::string packageDrift(const json& desired, const json& current) {
     return volumes + " is neither the package's image volume nor filled by init container " +
            kFetchPackageContainer;
   }
+  for (const auto& [key, value] : volume->items()) {
+    if (key != "name" && key != "emptyDir")
+      return volumes + " is a " + key + " volume, not the package's image volume or an emptyDir";
+  }
+  if (!volume->contains("emptyDir"))
+    return volumes + " is neither the package's image volume nor an emptyDir";
+  const std::string fetchAt =
+      "spec.template.spec.initContainers[\"" + std::string(kFetchPackageContainer) + "\"]";
+  // The fetch container as the operator builds it: desired's own (InitContainer
+  // mode), else the runtime image the serving containers run and the
+  // operator's fetch command.
+  const json& desiredSpec = at(desired, "/spec/template/spec"_json_pointer);
+  const json* wantFetch =
+      named(v1::decode::array(desiredSpec, "initContainers"), kFetchPackageContainer);
+  const json& containers = v1::decode::array(desiredSpec, "containers");
+  const json wantImage = wantFetch != nullptr ? wantFetch->value("image", json())
+                         : containers.empty() ? json()
+                                              : containers.front().value("image", json());
+  const json wantCommand =
+      wantFetch != nullptr ? wantFetch->value("command", json()) : json(fetchCommand);
+  const json image = fetch->value("image", json());
+  if (wantImage.is_string() && image != wantImage)
+    return fetchAt + ".image is " + shown(image) + ", not " + wantImage.dump();
+  const json command = fetch->value("command", json());
+  if (wantCommand.is_array() && !wantCommand.empty() && command != wantCommand)
+    return fetchAt + ".command is " + shown(command) + ", not " + wantCommand.dump();
+  if (const json args = fetch->value("args", json()); args.is_array() && !args.empty())
+    return fetchAt + ".args is " + args.dump() + ", not unset";
   const json* env = named(v1::decode::array(*fetch, "env"), "LOCKSTEP_PACKAGE");
   const json value = env != nullptr ? env->value("value", json()) : json();
   if (value != wantPackage) {
-    return "spec.template.spec.initContainers[\"" + std::string(kFetchPackageContainer) +
-           "\"].env[\"LOCKSTEP_PACKAGE\"].value is " + shown(value) + ", not " + wantPackage.dump();
+    return fetchAt + ".env[\"LOCKSTEP_PACKAGE\"].value is " + shown(value) + ", not " +
+           wantPackage.dump();
   }
   return "";
 }
 
 }  // namespace
 
-std::string deploymentDrift(const json& desired, const json& current) {
+std::string deploymentDrift(const json& desired, const json& current,
+                            const std::vector<std::string>& fetchCommand) {
   const kube::DeploymentView want = kube::viewDeployment(desired);
   const kube::DeploymentView have = kube::viewDeployment(current);
   // An unset spec.replicas is 1 (the API server's default).
@@ -380,7 +416,7 @@ std::string deploymentDrift(const json& desired, const json& current) {
   // fetch), which an operator upgrade may change without prod being touched.
   const json::json_pointer ptr("/spec/template/spec/containers");
   d = containersDrift(at(desired, ptr), at(current, ptr), "spec.template.spec.containers");
-  if (d.empty()) d = packageDrift(desired, current);
+  if (d.empty()) d = packageDrift(desired, current, fetchCommand);
   if (!d.empty()) return d;
   // Every other field Lockstep sets in the pod spec, in the live one.
   const json::json_pointer tmpl("/spec/template");

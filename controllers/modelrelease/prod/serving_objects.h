@@ -98,8 +98,14 @@ std::string templateHash(const nlohmann::json& tmpl);
 // compared: `resources` (the API server rewrites quantities: 0.5 is 500m),
 // the init containers and volumes the operator's own settings add, and the
 // owner reference (ownership.h's: without the Model's, it is not Lockstep's).
+// The package volume is compared by the package it carries in either mount
+// mode, and in the fetch form only as the operator builds it (an emptyDir, the
+// fetch init container on the runtime image with `fetchCommand`, the
+// operator's --package-fetch-command, and no args; desired's own fetch
+// container when it has one).
 // "" when it matches; else what differs, e.g. "spec.replicas is 0, not 2".
-std::string deploymentDrift(const nlohmann::json& desired, const nlohmann::json& current);
+std::string deploymentDrift(const nlohmann::json& desired, const nlohmann::json& current,
+                            const std::vector<std::string>& fetchCommand);
 
 // The merge patch recording `desired`'s kTemplateHashAnnotation on `current`
 // when it is missing or another (a Deployment an earlier version built, or one

