@@ -155,7 +155,7 @@ std::optional<ModelReleaseObserved> ModelReleaseReconciler::observe(const Reques
       serving.stableRelease = templateRelease(out.prod.stableDeployment.get());
       serving.stableSpecReplicas = specReplicas(out.prod.stableDeployment.get());
       if (m.spec.replicas) serving.modelReplicas = static_cast<int>(*m.spec.replicas);
-      for (const auto& pod : out.prod.pods) serving.pods.push_back(*pod);
+      serving.pods = out.prod.pods;
       o.serving = std::move(serving);
     }
   }

@@ -3,22 +3,14 @@
 #include "api/v1alpha1/keys.h"
 #include "api/v1alpha1/runtime_revision.h"
 #include "controllers/common/verify_containers.h"
+#include "operator/kube/views.h"
 
 namespace lockstep::controllers {
 namespace {
 
 namespace v1 = api::v1alpha1;
-namespace decode = api::v1alpha1::decode;
-using nlohmann::json;
 
-constexpr const char* kPackageAnnotation = "lockstep.dev/package";
-
-bool ready(const json& pod) {
-  for (const json& c : decode::array(decode::object(pod, "status"), "conditions")) {
-    if (decode::string(c, "type") == "Ready") return decode::string(c, "status") == "True";
-  }
-  return false;
-}
+constexpr std::string_view kPackageAnnotation = "lockstep.dev/package";
 
 }  // namespace
 
@@ -33,23 +25,19 @@ ServingHealth servingHealth(const v1::ModelRelease& r, const ServingObserved& s)
   // hash (status.runtime; the package's own before anything was pinned).
   const std::string hash = r.status.runtime ? r.status.runtime->closureHash : r.spec.closureHash;
   std::string verificationFailure;  // the first stable pod of the release failing its onStart check
-  for (const json& p : s.pods) {
-    const json& meta = decode::object(p, "metadata");
-    const json& labels = decode::object(meta, "labels");
-    const json& annotations = decode::object(meta, "annotations");
-    if (decode::string(labels, v1::kTrackLabel) != "stable" ||
-        decode::string(labels, v1::kReleaseLabel) != r.meta.name ||
-        !decode::string(meta, "deletionTimestamp").empty())
+  for (const kube::ObjectPtr& p : s.pods) {
+    const kube::PodView pod = kube::viewPod(*p);
+    if (pod.meta.labels.get(v1::kTrackLabel) != "stable" ||
+        pod.meta.labels.get(v1::kReleaseLabel) != r.meta.name || pod.terminating())
       continue;
     if (verificationFailure.empty()) {
-      if (auto why = containerFailure(p, /*verificationOnly=*/true))
+      if (auto why = containerFailure(*p, /*verificationOnly=*/true))
         verificationFailure =
-            "stable pod " + decode::string(meta, "name") + ": runtime verification failed: " + *why;
+            "stable pod " + std::string(pod.meta.name) + ": runtime verification failed: " + *why;
     }
-    if (!ready(p)) continue;
-    const std::string podHash =
-        decode::string(annotations, std::string(v1::kClosureHashAnnotation));
-    const std::string podPackage = decode::string(annotations, kPackageAnnotation);
+    if (!pod.ready) continue;
+    const std::string_view podHash = pod.meta.annotations.get(v1::kClosureHashAnnotation);
+    const std::string_view podPackage = pod.meta.annotations.get(kPackageAnnotation);
     if ((!podHash.empty() && podHash != hash) ||
         (!podPackage.empty() && podPackage != r.spec.package))
       continue;

@@ -13,6 +13,7 @@
 #include <nlohmann/json.hpp>
 
 #include "api/v1alpha1/model_release.h"
+#include "operator/kube/object.h"
 
 namespace lockstep::controllers {
 
@@ -21,7 +22,9 @@ struct ServingObserved {
   std::string stableRelease;  // lockstep.dev/release of its template; "" when there is none
   int stableSpecReplicas = 0;
   int modelReplicas = 0;  // the Model's spec.replicas (prod's N for every release); 0: unset
-  std::vector<nlohmann::json> pods;  // the model's pods (lockstep.dev/model)
+  // The model's serving pods (ownership.h servingPodsOf), the cached objects
+  // themselves (never copied: a release in prod is reconciled on every pod event).
+  std::vector<kube::ObjectPtr> pods;
 };
 
 struct ServingHealth {

@@ -984,7 +984,8 @@ ServingObserved servingOf(const std::string& release, int ready, int total = -1)
   ServingObserved s;
   s.stableRelease = release;
   s.stableSpecReplicas = total < 0 ? ready : total;
-  for (int i = 0; i < s.stableSpecReplicas; ++i) s.pods.push_back(stablePod(release, i, i < ready));
+  for (int i = 0; i < s.stableSpecReplicas; ++i)
+    s.pods.push_back(std::make_shared<const kube::Object>(stablePod(release, i, i < ready)));
   return s;
 }
 
@@ -1205,10 +1206,11 @@ TEST(ReleasePlan, ManualRollbackIsReadyOnlyWithNReadyStablePodsOnItsPair) {
   };
   // Two of three Ready, a third Ready on another closure hash, a fourth Terminating.
   ServingObserved mixed = servingOf("gpt2-v7", 2, 2);
-  mixed.pods.push_back(stablePod("gpt2-v7", 7, true, kOtherHash));
+  mixed.pods.push_back(
+      std::make_shared<const kube::Object>(stablePod("gpt2-v7", 7, true, kOtherHash)));
   json terminating = stablePod("gpt2-v7", 8);
   terminating["metadata"]["deletionTimestamp"] = kNow;
-  mixed.pods.push_back(terminating);
+  mixed.pods.push_back(std::make_shared<const kube::Object>(terminating));
   auto p = at(mixed);
   EXPECT_EQ(p.status["phase"], "Promoted");
   EXPECT_EQ(condition(p, "Ready"), "False");
@@ -1335,7 +1337,8 @@ TEST(ReleasePlan, APromotedReleasesReadyFollowsTheStableDeployment) {
   // A stable pod re-created on a node where its onStart check fails
   // (spec.verify.onStart): Degraded names the pod and the check's report.
   ServingObserved failing = servingOf("gpt2-v7", 2, 3);
-  failing.pods[2]["status"]["initContainerStatuses"] =
+  json failingPod = *failing.pods[2];
+  failingPod["status"]["initContainerStatuses"] =
       json::array({{{"name", "verify-host"},
                     {"restartCount", 2},
                     {"state", {{"waiting", {{"reason", "CrashLoopBackOff"}}}}},
@@ -1344,6 +1347,7 @@ TEST(ReleasePlan, APromotedReleasesReadyFollowsTheStableDeployment) {
                        {{"exitCode", 1},
                         {"reason", "Error"},
                         {"message", "driver 535 < 570 (CUDA 12.8)"}}}}}}});
+  failing.pods[2] = std::make_shared<const kube::Object>(std::move(failingPod));
   p = step(failing);
   EXPECT_EQ(condition(p, "Degraded"), "True");
   const std::string degraded = condition(p, "Degraded", "message");
