@@ -94,7 +94,8 @@ namespace {
 // Deployment controller copied from the canary's ReplicaSet.
 std::vector<std::string> replicaFailures(const std::optional<DeploymentView>& deployment) {
   std::vector<std::string> out;
-  if (!deployment) return out;
+  // Not yet about the template the spec holds now.
+  if (!deployment || deployment->observedGeneration < deployment->meta.generation) return out;
   for (const kube::ConditionView& c : deployment->conditions) {
     if (c.type == "ReplicaFailure" && c.isTrue())
       out.push_back(std::string(c.reason) + ": " + std::string(c.message));
@@ -134,7 +135,8 @@ bool rollbackTargetStale(const v1::RuntimeEnv& env, const v1::ModelRelease& kg) 
 }  // namespace
 
 CanaryObserved observeCanary(const v1::ModelRelease& release, const v1::CanarySpec& spec,
-                             const ProdObserved& prod, const std::string& now, int64_t nowUnix) {
+                             const ProdObserved& prod, const std::string& now, int64_t nowUnix,
+                             const std::set<std::string>& editedTracks) {
   const std::string& name = release.meta.name;
   // The serving objects, each decoded once (the views point into the cached objects).
   std::optional<DeploymentView> canaryDep, stableDep;
@@ -192,8 +194,9 @@ CanaryObserved observeCanary(const v1::ModelRelease& release, const v1::CanarySp
       ++co.canaryPendingUnschedulable;
     if (!co.verificationFailure) co.verificationFailure = containerFailure(object, true);
   }
-  if (canaryTemplate == name) co.admissionRefusals = replicaFailures(canaryDep);
-  if (co.stableRelease == name) {
+  if (canaryTemplate == name && editedTracks.count(kTrackCanary) == 0)
+    co.admissionRefusals = replicaFailures(canaryDep);
+  if (co.stableRelease == name && editedTracks.count(kTrackStable) == 0) {
     for (std::string& f : replicaFailures(stableDep)) co.admissionRefusals.push_back(std::move(f));
   }
   const v1::Model model = prod.model ? v1::decodeModel(*prod.model) : v1::Model{};

@@ -7,6 +7,7 @@
 // Thread-safety: pure functions.
 #pragma once
 
+#include <set>
 #include <string>
 #include <vector>
 
@@ -31,8 +32,16 @@ std::string templateRelease(const kube::Object* deployment);
 // A Deployment's spec.replicas (1 when unset); 0 when there is no Deployment.
 int specReplicas(const kube::Object* deployment);
 
+// A refusal (a ReplicaFailure the Deployment controller copied from a track's
+// ReplicaSet) is the release's verdict only while that track's live template
+// is the release's: `editedTracks` names the tracks whose template drifted
+// from what the release builds (a hand edit the plan puts back this same
+// reconcile; prod_plan.cc), and a Deployment whose status predates its spec
+// (status.observedGeneration < generation: the put-back template not yet
+// rolled) says nothing yet. Both are left out of admissionRefusals.
 CanaryObserved observeCanary(const api::v1alpha1::ModelRelease& release,
                              const api::v1alpha1::CanarySpec& spec, const ProdObserved& prod,
-                             const std::string& now, int64_t nowUnix);
+                             const std::string& now, int64_t nowUnix,
+                             const std::set<std::string>& editedTracks = {});
 
 }  // namespace lockstep::controllers

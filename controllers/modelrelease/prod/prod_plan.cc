@@ -1,5 +1,8 @@
 #include "controllers/modelrelease/prod/prod_plan.h"
 
+#include <set>
+#include <utility>
+
 #include "api/v1alpha1/canary_status.h"
 #include "api/v1alpha1/conditions.h"
 #include "api/v1alpha1/model.h"
@@ -421,6 +424,22 @@ ProdPlan planProd(const ReleaseObserved& o, const v1::ModelRelease& r,
     self.status.runtime = v1::decodeRuntimePin(json{{"status", plan.status}});
 
   CanaryObserved co = observeCanary(r, *spec, p, o.now, o.nowUnix);
+  if (!co.admissionRefusals.empty()) {
+    // A refusal of a template that is not the release's (a hand edit that
+    // placeTrack puts back below) is not the release's verdict: observed
+    // again without the tracks whose template drifted.
+    const ServingObjectsInput built = servingInput(r, *spec, p);
+    std::set<std::string> edited;
+    for (const auto& [track, dep] : {std::pair{kTrackCanary, p.canaryDeployment.get()},
+                                     std::pair{kTrackStable, p.stableDeployment.get()}}) {
+      if (dep == nullptr || templateRelease(dep) != name) continue;
+      auto want = buildTrack(built, self, track, name, specReplicas(dep), p);
+      if (!want.isOk()) continue;
+      (*want)["spec"]["replicas"] = specReplicas(dep);
+      if (!deploymentDrift(*want, *dep, built.fetchCommand).empty()) edited.insert(track);
+    }
+    if (!edited.empty()) co = observeCanary(r, *spec, p, o.now, o.nowUnix, edited);
+  }
   co.window = o.window;
   // The Model this canary runs under (a re-created one is a NameConflict).
   co.modelUid = model.meta.uid;

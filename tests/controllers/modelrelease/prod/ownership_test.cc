@@ -1604,6 +1604,57 @@ TEST(ProdHealing, DuringACanaryAnEditedTrackIsPutBackFromTheReleaseThatOwnsIt) {
   EXPECT_TRUE(restoredEvents(plan).empty());
 }
 
+// A refusal is the release's verdict only for the release's own template
+// (docs/rollouts.md "Prod heals", "During a canary"): the canary Deployment's
+// ReplicaFailure with v2's template as built rolls v2 back (AdmissionRefused);
+// the same failure on a hand-edited template is the edit's, which the plan
+// puts back without a rollback; and a status older than the Deployment's spec
+// (the put-back template not rolled yet) says nothing yet.
+TEST(ProdHealing, ARefusalOfAHandEditedCanaryTemplateIsHealedNotRolledBack) {
+  ModelReleaseObserved o = canaryOverV1();
+  const json clean = *o.prod.canaryDeployment;
+  auto refused = [](json d) {
+    d["metadata"]["generation"] = 3;
+    d["status"]["observedGeneration"] = 3;
+    d["status"]["conditions"] =
+        json::array({{{"type", "ReplicaFailure"},
+                      {"status", "True"},
+                      {"reason", "FailedCreate"},
+                      {"message",
+                       "pods \"gpt2-canary-5d9-x\" is forbidden: admission webhook "
+                       "\"pods.lockstep.dev\" denied the request: closure hash mismatch"}}});
+    return d;
+  };
+  auto canaryStatus = [](const ModelReleasePlan& plan) {
+    return plan.execution.status ? plan.execution.status->object["status"]["canary"]
+                                 : json::object();
+  };
+
+  o.prod.canaryDeployment = share(refused(clean));
+  ModelReleasePlan plan = planModelRelease(o);
+  EXPECT_EQ(canaryStatus(plan).value("phase", ""), "RollingBack");
+  EXPECT_EQ(canaryStatus(plan).value("reason", ""), v1::kReasonAdmissionRefused);
+
+  json edited = refused(clean);
+  for (json& e : edited["spec"]["template"]["spec"]["containers"][0]["env"]) {
+    if (e["name"] == "LOCKSTEP_RELEASE") e["value"] = "v0";
+  }
+  o.prod.canaryDeployment = share(edited);
+  plan = planModelRelease(o);
+  EXPECT_NE(canaryStatus(plan).value("phase", ""), "RollingBack") << canaryStatus(plan).dump(2);
+  const PlannedApply* c = writeTo(plan.execution.apply, "Deployment", "gpt2-canary");
+  ASSERT_NE(c, nullptr) << "the edit is put back";
+  EXPECT_EQ(c->object["spec"]["template"], clean["spec"]["template"]);
+  EXPECT_FALSE(restoredEvents(plan).empty());
+
+  // Put back, the Deployment controller not caught up yet: nothing to judge.
+  json stale = refused(clean);
+  stale["metadata"]["generation"] = 4;
+  o.prod.canaryDeployment = share(stale);
+  plan = planModelRelease(o);
+  EXPECT_NE(canaryStatus(plan).value("phase", ""), "RollingBack") << canaryStatus(plan).dump(2);
+}
+
 // v2 aborted mid-handover (stable already re-templated to v2): stable goes
 // back to the known-good v1, whose object is gone. `model`: the Model's record.
 ModelReleaseObserved abortedHandover(json model) {
