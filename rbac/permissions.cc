@@ -287,7 +287,8 @@ const std::vector<Permission>& operatorPermissions() {
        kW,
        {},
        "prod stage: the record of prod (canary slot, promotions, rollbacks), an update of /status "
-       "guarded by the resourceVersion, written before the serving objects change"},
+       "guarded by the resourceVersion, written before the serving objects change; the Model "
+       "controller's conditions (Ready, Progressing, Degraded), the same guarded update"},
       {"modelrelease-controller",
        "",
        {"configmaps"},
