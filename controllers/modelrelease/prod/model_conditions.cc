@@ -100,11 +100,13 @@ ModelConditions planModelConditions(const ModelObserved& o, const std::string& n
                        model.status.canary->since};
   } else if (stable && rollingOut(*stable)) {
     progressing = {v1::kConditionProgressing, "True", kModelReasonStableRollingOut,
-                   "Deployment " + std::string(stable->meta.name) + " is rolling out (" +
-                       std::to_string(stable->updatedReplicas) + "/" +
-                       std::to_string(stable->replicas()) + " pods on its template)"};
+                   "Deployment " + std::string(stable->meta.name) + " is rolling out"};
   }
 
+  // While a canary or a roll-out is in flight the messages carry no live
+  // count: every Ready pod would otherwise be a write of the Model, beside the
+  // release's own status writes (docs/benchmarks.md counts them).
+  const bool inFlight = progressing.status == "True";
   if (!model.status.prod) {
     ready.reason = kModelReasonNoProd;
     ready.message = "no release of model " + name + " has been promoted yet (" +
@@ -141,13 +143,17 @@ ModelConditions planModelConditions(const ModelObserved& o, const std::string& n
       ready.message = "Service " + ns + "/" + name + " does not exist";
     } else if (out.readyPods < out.want) {
       ready.reason = kModelReasonStableNotReady;
-      ready.message = std::to_string(out.readyPods) + "/" + std::to_string(out.want) + " pods of " +
-                      prod.release + " Ready on its pair (" + pairOf(prod) + ")";
+      ready.message = inFlight ? "pods of " + prod.release + " not all Ready on its pair yet (" +
+                                     pairOf(prod) + "): " + progressing.message
+                               : std::to_string(out.readyPods) + "/" + std::to_string(out.want) +
+                                     " pods of " + prod.release + " Ready on its pair (" +
+                                     pairOf(prod) + ")";
     } else {
       out.ready = true;
       ready = {v1::kConditionReady, "True", kModelReasonServing,
-               std::to_string(out.readyPods) + "/" + std::to_string(out.want) + " pods of " +
-                   prod.release + " Ready on its pair (" + pairOf(prod) + ")"};
+               (inFlight ? std::string()
+                         : std::to_string(out.want) + "/" + std::to_string(out.want) + " ") +
+                   "pods of " + prod.release + " Ready on its pair (" + pairOf(prod) + ")"};
     }
   }
 

@@ -21,6 +21,10 @@
 //                explains it (reason: Ready's); else False (AsRecorded, or
 //                NoProd before the first promotion).
 //
+// While Progressing is True, the messages carry no live pod count (each
+// Ready pod of a roll-out would be a write of the Model); the counts return
+// once nothing is in flight ("2/2 pods of v1 Ready on its pair (…)").
+//
 // Which pods count: the model's serving pods (ownership.h servingPodsOf: the
 // owner chain leads to the Model), Ready and not terminating, whose
 // lockstep.dev/closure-hash and lockstep.dev/package annotations are the

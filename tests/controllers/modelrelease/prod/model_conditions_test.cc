@@ -229,6 +229,17 @@ TEST(ModelConditions, ACanaryIsProgressingAndStableIsJudgedOnItsShare) {
   EXPECT_EQ(c.readyPods, 1);  // the canary track's pod does not count while a canary runs
   EXPECT_EQ(status(c, "Ready"), "True");
   EXPECT_EQ(status(c, "Degraded"), "False");
+  // In flight, no live count: another Ready pod is no write of the Model.
+  EXPECT_EQ(message(c, "Ready").find("1/1"), std::string::npos) << message(c, "Ready");
+  {
+    json m = *o.model;
+    m["status"]["conditions"] = c.conditions;
+    m["status"]["observedGeneration"] = c.observedGeneration;
+    ModelObserved more = o;
+    more.model = ptr(m);
+    more.pods.push_back(ptr(pod("s2", "stable", "gpt2-v1", kHashA, true)));
+    EXPECT_FALSE(planModelConditions(more, kLater).changed);
+  }
 
   // The hand-over after a promotion: no canary in the slot, the canary
   // track's pods on prod's pair serve it while stable takes them over.
