@@ -812,6 +812,10 @@ TEST_F(ProdOwnershipClusterTest, TheModelSaysWhetherProdServesWhatItRecords) {
       << get("models.lockstep.dev", "gpt2")["status"].dump(2);
   EXPECT_EQ(condition("gpt2", "Ready", "reason"), "Serving");
   EXPECT_NE(condition("gpt2", "Ready", "message").find(w_.hash()), std::string::npos);
+  // What docs/rollouts.md offers scripts.
+  const CommandResult wait = kubectl(
+      {"wait", "--for=condition=Ready", "models.lockstep.dev/gpt2", "-n", ns_, "--timeout=30s"});
+  EXPECT_EQ(wait.exitCode, 0) << wait.err;
   EXPECT_EQ(condition("gpt2", "Degraded", "status"), "False");
   EXPECT_EQ(condition("gpt2", "Progressing", "status"), "False");
 
