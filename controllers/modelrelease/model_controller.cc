@@ -45,12 +45,20 @@ std::vector<Request> modelNamedByLabel(const kube::Object& o) {
 }  // namespace
 
 ModelReconciler::ModelReconciler(std::shared_ptr<kube::Client> client, Caches caches,
-                                 kube::EventSink& events, kube::Clock& clock)
-    : client_(std::move(client)), caches_(caches), events_(events), clock_(clock) {}
+                                 kube::EventSink& events, kube::Clock& clock,
+                                 std::shared_ptr<ReleaseMetrics> metrics)
+    : client_(std::move(client)),
+      caches_(caches),
+      events_(events),
+      clock_(clock),
+      metrics_(std::move(metrics)) {}
 
 Result ModelReconciler::reconcile(const Request& request) {
   kube::ObjectPtr object = caches_.models.get(request.ns, request.name);
-  if (!object || kube::isBeingDeleted(*object)) return Result::done();
+  if (!object || kube::isBeingDeleted(*object)) {
+    if (metrics_) metrics_->forgetModel(request.ns, request.name);
+    return Result::done();
+  }
   const std::string& ns = request.ns;
   const std::string& model = request.name;
 
@@ -81,6 +89,8 @@ Result ModelReconciler::reconcile(const Request& request) {
   o.releases = static_cast<int>(caches_.releases.byIndex(v1::kReleaseByModelIndex, key).size());
 
   const ModelConditions planned = planModelConditions(o, kube::formatTime(clock_.wallNow(), false));
+  const std::string degraded = statusOfCondition(planned.conditions, v1::kConditionDegraded);
+  if (metrics_) metrics_->modelState(ns, model, planned.ready, degraded == "True");
   if (!planned.changed) return Result::done();
 
   v1::ModelStatus status = v1::decodeModel(*object).status;
@@ -91,7 +101,6 @@ Result ModelReconciler::reconcile(const Request& request) {
   x.status = modelStatusWrite(*object, status, "conditions of Model " + key);
   x.status->ignoreNotFound = true;
   const std::string wasDegraded = statusOfCondition(before, v1::kConditionDegraded);
-  const std::string degraded = statusOfCondition(planned.conditions, v1::kConditionDegraded);
   if (degraded != wasDegraded) {
     auto c = kube::findCondition(planned.conditions, v1::kConditionDegraded);
     if (degraded == "True") {
@@ -109,9 +118,10 @@ Result ModelReconciler::reconcile(const Request& request) {
 }
 
 void setupModelController(runtime::Manager& manager, const ModelReconciler::Caches& caches,
-                          const ModelInformers& informers, int workers) {
-  auto reconciler = std::make_shared<ModelReconciler>(manager.sharedClient(), caches,
-                                                      manager.syncEvents(), manager.clock());
+                          const ModelInformers& informers, std::shared_ptr<ReleaseMetrics> metrics,
+                          int workers) {
+  auto reconciler = std::make_shared<ModelReconciler>(
+      manager.sharedClient(), caches, manager.syncEvents(), manager.clock(), std::move(metrics));
   runtime::ControllerBuilder(manager, "model")
       .workers(workers)
       // Spec edits, deletion, and the record the ModelRelease controller

@@ -6,7 +6,8 @@
 // guarded by the resourceVersion it planned from (the verb the ModelRelease
 // controller's record write uses; it keeps the conditions as it read them).
 // A write only when something changed; a Warning Event when prod becomes
-// Degraded and a Normal one when it serves as recorded again.
+// Degraded and a Normal one when it serves as recorded again; the gauges
+// lockstep_model_ready and lockstep_model_degraded on every reconcile.
 //
 // It writes no serving object: the ModelRelease controller is the one writer
 // of prod (its record first, then the Deployments and the Service, and prod's
@@ -22,6 +23,7 @@
 
 #include <memory>
 
+#include "controllers/modelrelease/release_metrics.h"
 #include "operator/kube/client.h"
 #include "operator/kube/clock.h"
 #include "operator/kube/event_sink.h"
@@ -46,7 +48,7 @@ class ModelReconciler final : public runtime::Reconciler {
     const kube::Indexer& replicaSets;  // label lockstep.dev/model, slimmed, indexed by model
   };
   ModelReconciler(std::shared_ptr<kube::Client> client, Caches caches, kube::EventSink& events,
-                  kube::Clock& clock);
+                  kube::Clock& clock, std::shared_ptr<ReleaseMetrics> metrics = nullptr);
 
   runtime::Result reconcile(const runtime::Request& request) override;
 
@@ -55,6 +57,7 @@ class ModelReconciler final : public runtime::Reconciler {
   Caches caches_;
   kube::EventSink& events_;
   kube::Clock& clock_;
+  std::shared_ptr<ReleaseMetrics> metrics_;  // lockstep_model_ready, _degraded; may be null
 };
 
 // The informers' options of the model's objects, as setupModelReleaseController
@@ -66,6 +69,7 @@ struct ModelInformers {
 // Registers the Model controller on `manager` over the ModelRelease
 // controller's caches (setupModelReleaseController calls it).
 void setupModelController(runtime::Manager& manager, const ModelReconciler::Caches& caches,
-                          const ModelInformers& informers, int workers = 1);
+                          const ModelInformers& informers, std::shared_ptr<ReleaseMetrics> metrics,
+                          int workers = 1);
 
 }  // namespace lockstep::controllers

@@ -525,14 +525,16 @@ void setupModelReleaseController(runtime::Manager& manager, ModelReleaseOptions 
     options.packageReader = makeRegistryPackageReader(options.registryCaPem);
   if (!options.analysis) options.analysis = std::make_shared<AnalysisProviders>();
   std::shared_ptr<AnalysisProviders> analysis = options.analysis;
+  // One set of families on the registry, shared with the Model controller.
+  std::shared_ptr<ReleaseMetrics> metrics =
+      makePrometheusReleaseMetrics(*manager.metrics().registry());
   auto reconciler = std::make_shared<ModelReleaseReconciler>(
       manager.sharedClient(),
       ModelReleaseReconciler::Caches{releases.cache(), rtes.cache(), jobs.cache(), pods.cache(),
                                      deployments.cache(), models.cache(), anchors.cache(),
                                      services.cache(), nodes.cache(), gpuPods.cache(),
                                      replicaSets.cache()},
-      manager.syncEvents(), manager.clock(),
-      makePrometheusReleaseMetrics(*manager.metrics().registry()), std::move(options), analysis);
+      manager.syncEvents(), manager.clock(), metrics, std::move(options), analysis);
 
   const kube::Indexer* releaseCache = &releases.cache();
   const kube::Indexer* modelCache = &models.cache();
@@ -644,7 +646,7 @@ void setupModelReleaseController(runtime::Manager& manager, ModelReleaseOptions 
       manager,
       ModelReconciler::Caches{models.cache(), releases.cache(), deployments.cache(),
                               services.cache(), pods.cache(), replicaSets.cache()},
-      ModelInformers{deployOpts, serviceOpts, podOpts}, 1);
+      ModelInformers{deployOpts, serviceOpts, podOpts}, metrics, 1);
 }
 
 }  // namespace lockstep::controllers

@@ -40,7 +40,38 @@ class PrometheusReleaseMetrics final : public ReleaseMetrics {
         canaryWeights_(::prometheus::BuildGauge()
                            .Name("lockstep_release_canary_weight")
                            .Help("Target weight (percent) of each release's current canary step")
+                           .Register(registry)),
+        modelReady_(::prometheus::BuildGauge()
+                        .Name("lockstep_model_ready")
+                        .Help("1 when the model's prod serves what its Model records (the "
+                              "Model's Ready condition), else 0")
+                        .Register(registry)),
+        modelDegraded_(::prometheus::BuildGauge()
+                           .Name("lockstep_model_degraded")
+                           .Help("1 when the model's prod is recorded, not Ready, and nothing in "
+                                 "flight explains it (the Model's Degraded condition), else 0")
                            .Register(registry)) {}
+
+  void modelState(const std::string& ns, const std::string& model, bool ready,
+                  bool degraded) override {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto& [readyGauge, degradedGauge] = models_[ns + "/" + model];
+    if (readyGauge == nullptr) {
+      const ::prometheus::Labels labels{{"namespace", ns}, {"model", model}};
+      readyGauge = &modelReady_.Add(labels);
+      degradedGauge = &modelDegraded_.Add(labels);
+    }
+    readyGauge->Set(ready ? 1 : 0);
+    degradedGauge->Set(degraded ? 1 : 0);
+  }
+  void forgetModel(const std::string& ns, const std::string& model) override {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto it = models_.find(ns + "/" + model);
+    if (it == models_.end()) return;
+    modelReady_.Remove(it->second.first);
+    modelDegraded_.Remove(it->second.second);
+    models_.erase(it);
+  }
 
   void canaryStep(const std::string& ns, const std::string& release, const std::string& model,
                   int step, int weight) override {
@@ -82,8 +113,12 @@ class PrometheusReleaseMetrics final : public ReleaseMetrics {
   ::prometheus::Family<::prometheus::Counter>& rollbacks_;
   ::prometheus::Family<::prometheus::Gauge>& canarySteps_;
   ::prometheus::Family<::prometheus::Gauge>& canaryWeights_;
-  std::mutex mu_;  // guards canary_
+  ::prometheus::Family<::prometheus::Gauge>& modelReady_;
+  ::prometheus::Family<::prometheus::Gauge>& modelDegraded_;
+  std::mutex mu_;  // guards canary_ and models_
   std::map<std::string, std::pair<::prometheus::Gauge*, ::prometheus::Gauge*>> canary_;
+  // "<namespace>/<model>": its ready and degraded gauges.
+  std::map<std::string, std::pair<::prometheus::Gauge*, ::prometheus::Gauge*>> models_;
 };
 
 }  // namespace

@@ -1,6 +1,7 @@
 // The ModelRelease controller's metrics (docs/observability.md): gate stage
-// results and durations, promotions, rollbacks by reason, and the canary step
-// and weight of each release in prod. An interface (a fake in tests) and the
+// results and durations, promotions, rollbacks by reason, the canary step
+// and weight of each release in prod, and (the Model controller's) whether
+// each model's prod is Ready and Degraded. An interface (a fake in tests) and the
 // Prometheus one. Thread-safety: safe for concurrent use.
 #pragma once
 
@@ -26,6 +27,12 @@ class ReleaseMetrics {
   virtual void canaryStep(const std::string& ns, const std::string& release,
                           const std::string& model, int step, int weight) = 0;
   virtual void forgetRelease(const std::string& ns, const std::string& release) = 0;
+  // The Model controller (model_controller.h): whether model `model`'s prod is
+  // Ready and Degraded (its conditions); forgetModel drops its series once the
+  // Model is gone or being deleted.
+  virtual void modelState(const std::string& ns, const std::string& model, bool ready,
+                          bool degraded) = 0;
+  virtual void forgetModel(const std::string& ns, const std::string& model) = 0;
 };
 
 // lockstep_release_* families on `registry`.

@@ -5,6 +5,7 @@
 // the resourceVersion it was planned from; a Conflict is retried, an invalid
 // spec or rollback request is a condition and no retry.
 #include "controllers/modelrelease/modelrelease_controller.h"
+#include "controllers/modelrelease/model_controller.h"
 
 #include <gtest/gtest.h>
 
@@ -67,6 +68,14 @@ class RecordingMetrics : public ReleaseMetrics {
   }
   void forgetRelease(const std::string& ns, const std::string& release) override {
     calls.push_back("forgetRelease " + ns + "/" + release);
+  }
+  void modelState(const std::string& ns, const std::string& model, bool ready,
+                  bool degraded) override {
+    calls.push_back("modelState " + ns + "/" + model + " ready=" + std::to_string(ready) +
+                    " degraded=" + std::to_string(degraded));
+  }
+  void forgetModel(const std::string& ns, const std::string& model) override {
+    calls.push_back("forgetModel " + ns + "/" + model);
   }
   std::vector<std::string> calls;
 };
@@ -700,6 +709,112 @@ TEST_F(ModelReleaseControllerTest, ADeletedReleaseIsDone) {
   EXPECT_TRUE(r.error.isOk());
   EXPECT_FALSE(r.requeue);
   EXPECT_TRUE(transport_->requests().empty());
+}
+
+// The Model controller's shell (model_controller.h) over the same caches: a
+// Model no release names gets NoProd; a recorded prod without Ready pods is
+// Degraded, with one ProdDegraded Event and the gauges; a Model whose status
+// already says so is not written again; a gone Model's series are dropped;
+// the write is guarded by the Model's resourceVersion (a Conflict retries).
+TEST_F(ModelReleaseControllerTest, TheModelControllerWritesTheModelsConditionsAndGauges) {
+  serveWrites();
+  ModelReconciler models{client_,
+                         {models_, releases_, deployments_, services_, pods_, replicaSets_},
+                         events_,
+                         clock_,
+                         metrics_};
+  kube::Object model = kube::newObject(v1::kModels, "ml", "gpt2");
+  model["metadata"]["uid"] = "model-uid";
+  model["metadata"]["resourceVersion"] = "5";
+  model["metadata"]["generation"] = 1;
+  put(models_, model);
+  auto statusWrites = [&] {
+    std::vector<kube::Request> out;
+    for (const kube::Request& r : writes())
+      if (r.uri().find("/models/gpt2/status") != std::string::npos) out.push_back(r);
+    return out;
+  };
+
+  runtime::Result r = models.reconcile({"ml", "gpt2"});
+  EXPECT_TRUE(r.error.isOk()) << r.error.toString();
+  auto sent = statusWrites();
+  ASSERT_EQ(sent.size(), 1u);
+  EXPECT_EQ(sent[0].method, "PUT");
+  json body = json::parse(sent[0].body);
+  EXPECT_EQ(body["metadata"]["resourceVersion"], "5") << "guarded by the version it read";
+  EXPECT_EQ(condition(body["status"], "Ready", "reason"), "NoProd");
+  EXPECT_EQ(body["status"]["observedGeneration"], 1);
+  EXPECT_EQ(metrics_->calls.back(), "modelState ml/gpt2 ready=0 degraded=0");
+  EXPECT_TRUE(events_.events().empty());
+
+  // Prod recorded (v1 on its pair), the stable Deployment and Service the
+  // Model's, rolled out, but no Ready pod: Degraded, said once.
+  model["status"] = {
+      {"revision", 1},
+      {"prod",
+       {{"release", "v1"},
+        {"uid", "uid-v1"},
+        {"package", kPackage},
+        {"runtime", {{"runtimeEnv", "torch"}, {"image", kImage}, {"closureHash", kHash}}}}}};
+  model["spec"] = {{"replicas", 2}};
+  put(models_, model);
+  kube::Object stable = kube::newObject(v1::kDeployments, "ml", "gpt2-stable");
+  stable["metadata"]["labels"] = {{v1::kModelLabel, "gpt2"}};
+  stable["metadata"]["generation"] = 2;
+  stable["metadata"]["ownerReferences"] =
+      json::array({v1::modelOwnerReference("gpt2", "model-uid")});
+  stable["spec"] = {
+      {"replicas", 2},
+      {"template",
+       {{"metadata",
+         {{"labels", {{v1::kReleaseLabel, "v1"}}},
+          {"annotations",
+           {{"lockstep.dev/closure-hash", kHash}, {"lockstep.dev/package", kPackage}}}}}}}};
+  stable["status"] = {{"observedGeneration", 2}, {"replicas", 2}, {"updatedReplicas", 2}};
+  put(deployments_, stable);
+  putLockstepService("svc-uid");
+  r = models.reconcile({"ml", "gpt2"});
+  EXPECT_TRUE(r.error.isOk()) << r.error.toString();
+  sent = statusWrites();
+  ASSERT_EQ(sent.size(), 2u);
+  body = json::parse(sent[1].body);
+  EXPECT_EQ(condition(body["status"], "Degraded", "status"), "True");
+  EXPECT_EQ(condition(body["status"], "Degraded", "reason"), "StableNotReady");
+  EXPECT_EQ(body["status"]["prod"]["release"], "v1") << "the record kept as read";
+  auto recorded = events_.events();
+  ASSERT_EQ(recorded.size(), 1u);
+  EXPECT_EQ(recorded[0].involvedKind, "Model");
+  EXPECT_EQ(recorded[0].reason, kReasonModelDegraded);
+  EXPECT_NE(recorded[0].message.find("0/2 pods of v1 Ready on its pair"), std::string::npos)
+      << recorded[0].message;
+  EXPECT_EQ(metrics_->calls.back(), "modelState ml/gpt2 ready=0 degraded=1");
+
+  // The write landed: the same plan writes nothing and says nothing again.
+  model["status"] = body["status"];
+  model["metadata"]["resourceVersion"] = "6";
+  put(models_, model);
+  r = models.reconcile({"ml", "gpt2"});
+  EXPECT_TRUE(r.error.isOk()) << r.error.toString();
+  EXPECT_EQ(statusWrites().size(), 2u);
+  EXPECT_EQ(events_.events().size(), 1u);
+
+  // A stale cache: the guarded write conflicts and the reconcile is retried.
+  model["spec"]["replicas"] = 3;
+  model["metadata"]["generation"] = 2;
+  put(models_, model);
+  transport_->setHandler([](const kube::Request& q) -> std::optional<testing::FakeReply> {
+    if (q.method == "PUT")
+      return FakeTransport::status(409, "Conflict", "the object has been modified");
+    return FakeTransport::status(404, "NotFound", "not found");
+  });
+  r = models.reconcile({"ml", "gpt2"});
+  EXPECT_EQ(r.error.code(), Code::kConflict) << r.error.toString();
+  EXPECT_FALSE(r.terminal) << "planned again from the newer Model";
+
+  models_.erase("ml/gpt2");
+  r = models.reconcile({"ml", "gpt2"});
+  EXPECT_TRUE(r.error.isOk());
+  EXPECT_EQ(metrics_->calls.back(), "forgetModel ml/gpt2");
 }
 
 }  // namespace
