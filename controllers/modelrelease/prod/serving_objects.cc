@@ -327,8 +327,9 @@ const json* named(const json& list, std::string_view name) {
 // filled by kFetchPackageContainer on the runtime image with the operator's
 // fetch command and no args. An emptyDir swapped in for the image volume and
 // filled by a command of someone's own (the pod webhook checks images, never
-// commands), or a volume that keeps its content (a PVC, a hostPath), would
-// mount another model under the package's name.
+// commands), or a volume that keeps its content (a PVC, a hostPath), or
+// another container that mounts the volume writable, would mount another
+// model under the package's name.
 std::string packageDrift(const json& desired, const json& current,
                          const std::vector<std::string>& fetchCommand) {
   const json& wantPackage =
@@ -378,6 +379,20 @@ std::string packageDrift(const json& desired, const json& current,
     return fetchAt + ".command is " + shown(command) + ", not " + wantCommand.dump();
   if (const json args = fetch->value("args", json()); args.is_array() && !args.empty())
     return fetchAt + ".args is " + args.dump() + ", not unset";
+  // Only the fetch writes the package: any other container or init container
+  // mounting the volume (a sidecar, an init container after the fetch) reads it.
+  for (const char* list : {"initContainers", "containers"}) {
+    for (const json& c : v1::decode::array(spec, list)) {
+      if (&c == fetch) continue;
+      for (const json& m : v1::decode::array(c, "volumeMounts")) {
+        if (m.value("name", "") != kPackageVolume || m.value("readOnly", false)) continue;
+        return "spec.template.spec." + std::string(list) + "[\"" + c.value("name", "") +
+               "\"].volumeMounts[\"" + m.value("mountPath", "") +
+               "\"] mounts the package volume writable: only " + kFetchPackageContainer +
+               " writes it";
+      }
+    }
+  }
   const json* env = named(v1::decode::array(*fetch, "env"), "LOCKSTEP_PACKAGE");
   const json value = env != nullptr ? env->value("value", json()) : json();
   if (value != wantPackage) {

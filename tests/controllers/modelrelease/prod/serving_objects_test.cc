@@ -414,6 +414,17 @@ TEST(TemplateDrift, AFetchOfSomeonesOwnIsDriftAMountModeSwitchIsNot) {
   };
   // The operator's own fetch: no drift in either direction of a mode switch.
   EXPECT_EQ(deploymentDrift(want, fetchForm, kServingObjectsFetch), "");
+  {
+    // An init container of someone's own that only reads the package is no drift.
+    json reader = fetchForm;
+    reader["spec"]["template"]["spec"]["initContainers"].push_back(
+        {{"name", "reader"},
+         {"image", kServingObjectsImage},
+         {"volumeMounts",
+          json::array(
+              {{{"name", "lockstep-package"}, {"mountPath", "/model"}, {"readOnly", true}}})}});
+    EXPECT_EQ(deploymentDrift(want, reader, kServingObjectsFetch), "");
+  }
   EXPECT_EQ(
       deploymentDrift(builtRich(PackageMount::kInitContainer), fetchForm, kServingObjectsFetch),
       "");
@@ -444,6 +455,16 @@ TEST(TemplateDrift, AFetchOfSomeonesOwnIsDriftAMountModeSwitchIsNot) {
          v["persistentVolumeClaim"] = {{"claimName", "prefilled"}};
        },
        R"(volumes["lockstep-package"] is a persistentVolumeClaim volume, not the package's image volume or an emptyDir)"},
+      {"an init container of someone's own after the fetch, writing the package",
+       [](json& d) {
+         d["spec"]["template"]["spec"]["initContainers"].push_back(
+             {{"name", "swap"},
+              {"image", kServingObjectsImage},
+              {"command", {"sh", "-c", "cp /evil/* /model/"}},
+              {"volumeMounts",
+               json::array({{{"name", "lockstep-package"}, {"mountPath", "/model"}}})}});
+       },
+       R"(spec.template.spec.initContainers["swap"].volumeMounts["/model"] mounts the package volume writable: only lockstep-fetch-package writes it)"},
   };
   for (const Case& c : cases) {
     SCOPED_TRACE(c.name);
