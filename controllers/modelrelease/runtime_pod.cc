@@ -123,7 +123,7 @@ Status prepareRuntimePod(json& tmpl, const RuntimePod& pod) {
   labels["lockstep.dev/runtime-env"] = pod.runtimeEnv;
   json& annotations = objectAt(meta, "annotations");
   annotations["lockstep.dev/closure-hash"] = pod.closureHash;
-  annotations["lockstep.dev/package"] = pod.package;
+  annotations[kPackageAnnotation] = pod.package;
   if (pod.runtimeRevision > 0)
     annotations[api::v1alpha1::kRuntimeRevisionAnnotation] = std::to_string(pod.runtimeRevision);
 

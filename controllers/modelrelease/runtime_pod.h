@@ -28,6 +28,10 @@ enum class PackageMount { kImageVolume, kInitContainer };
 const char* packageMountName(PackageMount m);
 
 inline constexpr const char* kPackageVolume = "lockstep-package";
+// The annotation naming the package (by digest) a runtime pod mounts; serving
+// pods count toward a release only with its package (serving_health.h, the
+// Model's conditions).
+inline constexpr const char* kPackageAnnotation = "lockstep.dev/package";
 inline constexpr const char* kModelDir = "/model";
 // InitContainer mode: the init container that fetches the package into kPackageVolume.
 inline constexpr const char* kFetchPackageContainer = "lockstep-fetch-package";

@@ -3,14 +3,13 @@
 #include "api/v1alpha1/keys.h"
 #include "api/v1alpha1/runtime_revision.h"
 #include "controllers/common/verify_containers.h"
+#include "controllers/modelrelease/runtime_pod.h"
 #include "operator/kube/views.h"
 
 namespace lockstep::controllers {
 namespace {
 
 namespace v1 = api::v1alpha1;
-
-constexpr std::string_view kPackageAnnotation = "lockstep.dev/package";
 
 }  // namespace
 

@@ -9,6 +9,7 @@
 #include "api/v1alpha1/model_release.h"
 #include "controllers/modelrelease/prod/model_record.h"
 #include "controllers/modelrelease/prod/serving_objects.h"
+#include "controllers/modelrelease/runtime_pod.h"
 #include "operator/kube/conditions.h"
 #include "operator/kube/views.h"
 
@@ -17,8 +18,6 @@ namespace {
 
 namespace v1 = api::v1alpha1;
 using nlohmann::json;
-
-constexpr std::string_view kPackageAnnotationKey = "lockstep.dev/package";
 
 // The recorded release's serving replicas, from the stages the record keeps;
 // nullopt when it keeps none (an earlier operator's record, or over the bound).
@@ -39,7 +38,7 @@ bool onRecord(const kube::StringMapView& labels, const kube::StringMapView& anno
   if (!prod.runtime.closureHash.empty() &&
       annotations.get(v1::kClosureHashAnnotation) != prod.runtime.closureHash)
     return false;
-  return prod.package.empty() || annotations.get(kPackageAnnotationKey) == prod.package;
+  return prod.package.empty() || annotations.get(kPackageAnnotation) == prod.package;
 }
 
 // "gpt2-stable runs release gpt2-v1, the Model records gpt2-v2"; the first difference.
@@ -57,7 +56,7 @@ std::string templateDifference(const kube::DeploymentView& d, const v1::ProdCont
            prod.runtime.closureHash;
   }
   return head + "runs " + prod.release + " with package " +
-         std::string(d.templateAnnotations.get(kPackageAnnotationKey)) + ", the Model records " +
+         std::string(d.templateAnnotations.get(kPackageAnnotation)) + ", the Model records " +
          prod.package;
 }
 
