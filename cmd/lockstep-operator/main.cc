@@ -12,6 +12,8 @@
 #include <iostream>
 #include <memory>
 #include <sstream>
+#include <string>
+#include <vector>
 
 #include <spdlog/spdlog.h>
 
@@ -19,6 +21,7 @@
 #include "api/v1alpha1/resources.h"
 #include "api/v1alpha1/serving_pod.h"
 #include "cmd/lockstep-operator/flags.h"
+#include "cmd/lockstep/uninstall_cleanup.h"
 #include "controllers/analysisprovider/analysisprovider_controller.h"
 #include "controllers/drift/drift_controller.h"
 #include "controllers/evidence/evidence_controller.h"
@@ -62,6 +65,12 @@ struct NoCaBundlePatcher final : lw::CaBundlePatcher {
 }  // namespace
 
 int main(int argc, char** argv) {
+  // The chart's post-delete hook (templates/uninstall-cleanup.yaml) runs the operator image,
+  // which every install has: `lockstep-operator uninstall-cleanup …` is the CLI's verb.
+  if (argc > 1 && std::string(argv[1]) == "uninstall-cleanup") {
+    return lockstep::cli::uninstallCleanupMain(std::vector<std::string>(argv + 2, argv + argc),
+                                               std::cout, std::cerr, "lockstep-operator");
+  }
   const char* podNs = std::getenv("POD_NAMESPACE");
   lockstep::Flags flags(lockstep::operator_main::operatorFlagSpecs(podNs ? podNs : ""));
   if (auto rc = flags.parseCommandLine(argc, argv, "lockstep-operator", std::cout, std::cerr)) {

@@ -6,6 +6,7 @@
 #include "cmd/lockstep/model_args.h"
 #include "cmd/lockstep/release_args.h"
 #include "cmd/lockstep/runtime_args.h"
+#include "cmd/lockstep/uninstall_cleanup.h"
 #include "cmd/lockstep/verbs.h"
 
 namespace lockstep::cli {
@@ -17,6 +18,10 @@ int runVersion(const VerbContext& ctx) {
 }
 
 int runHelp(const VerbContext& ctx);
+
+int runUninstallCleanupVerb(const VerbContext& ctx) {
+  return uninstallCleanupMain(ctx.args, ctx.out, ctx.err, ctx.programName);
+}
 
 const Verb kVerbs[] = {
     {"closure-hash", "print the closure hash v1 of a lock file (or runtime.json with --json)",
@@ -39,6 +44,9 @@ const Verb kVerbs[] = {
     {"advisories", "OSV advisories (a local export) that affect a lock's closure", runAdvisories},
     {"mirror", "push a lock's artifact files to an OCI repository; fetch them back offline",
      runMirror},
+    {"uninstall-cleanup",
+     "after helm uninstall: wait for the operator to go, free Lockstep's finalizers",
+     runUninstallCleanupVerb},
     {"version", "print the version", runVersion},
     {"help", "show this help (help VERB for a verb's flags)", runHelp},
 };
@@ -47,7 +55,7 @@ void usage(std::ostream& os, const std::string& program) {
   os << "usage: " << program << " VERB [flags]\n\nverbs:\n";
   for (const Verb& v : kVerbs) {
     std::string name = v.name;
-    name.resize(14, ' ');
+    name.resize(19, ' ');
     os << "  " << name << v.summary << "\n";
   }
 }
@@ -73,6 +81,8 @@ int runHelp(const VerbContext& ctx) {
     advisoriesUsage(ctx.out, ctx.programName);
   } else if (!ctx.args.empty() && ctx.args[0] == "mirror") {
     mirrorUsage(ctx.out, ctx.programName);
+  } else if (!ctx.args.empty() && ctx.args[0] == "uninstall-cleanup") {
+    uninstallCleanupUsage(ctx.out, ctx.programName);
   } else {
     usage(ctx.out, ctx.programName);
   }
