@@ -54,8 +54,8 @@ Status freeObject(kube::Client& client, const kube::Resource& r, json object,
   return kube::retryOnConflict([&]() -> Status {
     if (!first) {
       auto fresh = client.get(r, ns, name);
-      if (!fresh.isOk()) return fresh.status().code() == Code::kNotFound ? Status::ok()
-                                                                          : fresh.status();
+      if (!fresh.isOk())
+        return fresh.status().code() == Code::kNotFound ? Status::ok() : fresh.status();
       object = std::move(*fresh);
     }
     first = false;
@@ -89,7 +89,7 @@ std::optional<std::vector<std::string>> finalizersKept(const json& object) {
   bool any = false;
   for (const json& f : *list) {
     if (!f.is_string()) continue;
-    const std::string& s = f.get_ref<const std::string&>();
+    const auto& s = f.get_ref<const std::string&>();
     if (isLockstepFinalizer(s)) {
       any = true;
     } else {
@@ -222,8 +222,8 @@ int runUninstallCleanup(const UninstallCleanupCommand& cmd, ReleaseIo& io) {
       }
       if (!list.isOk()) {
         io.err << me << "listing " << r->kind << "s"
-               << (scope.empty() ? "" : " in namespace " + scope) << ": "
-               << list.status().message() << "\n";
+               << (scope.empty() ? "" : " in namespace " + scope) << ": " << list.status().message()
+               << "\n";
         ++failures;
         continue;
       }
@@ -239,8 +239,7 @@ int runUninstallCleanup(const UninstallCleanupCommand& cmd, ReleaseIo& io) {
         }
         if (freed.empty()) continue;  // deleted or freed meanwhile
         ++freedCount;
-        io.out << "freed " << r->kind << " " << objectName(object) << ": " << joined(freed)
-               << "\n";
+        io.out << "freed " << r->kind << " " << objectName(object) << ": " << joined(freed) << "\n";
       }
     }
   }
@@ -256,8 +255,8 @@ int runUninstallCleanup(const UninstallCleanupCommand& cmd, ReleaseIo& io) {
   return kExitOk;
 }
 
-int uninstallCleanupMain(const std::vector<std::string>& args, std::ostream& out,
-                         std::ostream& err, const std::string& program) {
+int uninstallCleanupMain(const std::vector<std::string>& args, std::ostream& out, std::ostream& err,
+                         const std::string& program) {
   auto cmd = parseUninstallCleanupArgs(args);
   if (!cmd.isOk()) {
     err << program << " uninstall-cleanup: " << cmd.status().message() << "\n";

@@ -29,11 +29,11 @@ namespace lockstep::cli {
 
 struct UninstallCleanupCommand {
   bool help = false;
-  std::string operatorNamespace;         // --operator-namespace (required)
-  std::string operatorSelector;          // --operator-selector: label selector of its pods
-  std::vector<std::string> namespaces;   // --namespaces a,b; empty = every namespace
+  std::string operatorNamespace;          // --operator-namespace (required)
+  std::string operatorSelector;           // --operator-selector: label selector of its pods
+  std::vector<std::string> namespaces;    // --namespaces a,b; empty = every namespace
   std::chrono::seconds waitTimeout{120};  // --wait-timeout: for the operator's pods to go
-  KubeFlags kube;                        // --kubeconfig, --context
+  KubeFlags kube;                         // --kubeconfig, --context
 };
 
 // Parses the arguments after `uninstall-cleanup`. Errors (kInvalidArgument) name the
@@ -64,7 +64,7 @@ int runUninstallCleanup(const UninstallCleanupCommand& cmd, ReleaseIo& io);
 
 // Parse, connect (--kubeconfig, $KUBECONFIG, in-cluster, ~/.kube/config) and run:
 // the whole verb, for the `lockstep` CLI and `lockstep-operator uninstall-cleanup`.
-int uninstallCleanupMain(const std::vector<std::string>& args, std::ostream& out,
-                         std::ostream& err, const std::string& program);
+int uninstallCleanupMain(const std::vector<std::string>& args, std::ostream& out, std::ostream& err,
+                         const std::string& program);
 
 }  // namespace lockstep::cli

@@ -12,8 +12,7 @@
 #include "tests/support/fake_clock.h"
 #include "tests/support/fake_transport.h"
 
-namespace lockstep::cli {
-namespace uninstall_cleanup_test {
+namespace lockstep::cli::uninstall_cleanup_test {
 
 using nlohmann::json;
 using testing::FakeClock;
@@ -21,22 +20,23 @@ using testing::FakeTransport;
 
 json withFinalizers(const std::string& kind, const std::string& ns, const std::string& name,
                     const std::string& rv, const std::vector<std::string>& finalizers) {
-  return {{"apiVersion", "lockstep.dev/v1alpha1"},
-          {"kind", kind},
-          {"metadata",
-           {{"name", name}, {"namespace", ns}, {"resourceVersion", rv}, {"finalizers", finalizers}}}};
+  return {
+      {"apiVersion", "lockstep.dev/v1alpha1"},
+      {"kind", kind},
+      {"metadata",
+       {{"name", name}, {"namespace", ns}, {"resourceVersion", rv}, {"finalizers", finalizers}}}};
 }
 
 TEST(UninstallCleanupPure, KeepsEveryForeignFinalizerInOrder) {
-  auto kept = finalizersKept(withFinalizers(
-      "RuntimeEnv", "ml", "torch", "7",
-      {"example.com/backup", "lockstep.dev/runtimeenv-in-use", "lockstep.dev/release-cleanup",
-       "lockstep.dev/other", "kubernetes"}));
+  auto kept = finalizersKept(
+      withFinalizers("RuntimeEnv", "ml", "torch", "7",
+                     {"example.com/backup", "lockstep.dev/runtimeenv-in-use",
+                      "lockstep.dev/release-cleanup", "lockstep.dev/other", "kubernetes"}));
   ASSERT_TRUE(kept.has_value());
   EXPECT_EQ(*kept,
             (std::vector<std::string>{"example.com/backup", "lockstep.dev/other", "kubernetes"}));
-  auto onlyOurs =
-      finalizersKept(withFinalizers("ModelRelease", "ml", "v2", "8", {"lockstep.dev/release-cleanup"}));
+  auto onlyOurs = finalizersKept(
+      withFinalizers("ModelRelease", "ml", "v2", "8", {"lockstep.dev/release-cleanup"}));
   ASSERT_TRUE(onlyOurs.has_value());
   EXPECT_TRUE(onlyOurs->empty());
   EXPECT_FALSE(
@@ -48,8 +48,9 @@ TEST(UninstallCleanupPure, KeepsEveryForeignFinalizerInOrder) {
 TEST(UninstallCleanupPure, ThePatchIsGuardedByTheResourceVersion) {
   json o = withFinalizers("RuntimeEnv", "ml", "torch", "42",
                           {"example.com/backup", "lockstep.dev/runtimeenv-in-use"});
-  EXPECT_EQ(finalizersPatch(o, *finalizersKept(o)),
-            json::parse(R"({"metadata":{"finalizers":["example.com/backup"],"resourceVersion":"42"}})"));
+  EXPECT_EQ(
+      finalizersPatch(o, *finalizersKept(o)),
+      json::parse(R"({"metadata":{"finalizers":["example.com/backup"],"resourceVersion":"42"}})"));
   EXPECT_EQ(finalizersPatch(o, {}),
             json::parse(R"({"metadata":{"finalizers":[],"resourceVersion":"42"}})"));
 }
@@ -57,7 +58,8 @@ TEST(UninstallCleanupPure, ThePatchIsGuardedByTheResourceVersion) {
 TEST(UninstallCleanupPure, PodsThatMayStillRun) {
   std::vector<json> pods = {
       {{"metadata", {{"name", "op-1"}, {"namespace", "ls"}}}, {"status", {{"phase", "Running"}}}},
-      {{"metadata", {{"name", "op-2"}, {"namespace", "ls"}, {"deletionTimestamp", "2026-12-05T01:00:00Z"}}},
+      {{"metadata",
+        {{"name", "op-2"}, {"namespace", "ls"}, {"deletionTimestamp", "2026-12-05T01:00:00Z"}}},
        {"status", {{"phase", "Running"}}}},
       {{"metadata", {{"name", "op-3"}, {"namespace", "ls"}}}, {"status", {{"phase", "Succeeded"}}}},
       {{"metadata", {{"name", "op-4"}, {"namespace", "ls"}}}, {"status", {{"phase", "Failed"}}}}};
@@ -84,11 +86,11 @@ TEST(UninstallCleanupArgs, ParsesAndNamesWhatIsWrong) {
             "unknown flag --bogus");
   EXPECT_EQ(parseUninstallCleanupArgs({"--operator-namespace=ls", "x"}).status().message(),
             "unexpected argument x");
-  EXPECT_EQ(
-      parseUninstallCleanupArgs({"--operator-namespace=ls", "--operator-selector=a", "--wait-timeout=soon"})
-          .status()
-          .message(),
-      "--wait-timeout: invalid duration \"soon\" (examples: 90s, 5m, 1h30m)");
+  EXPECT_EQ(parseUninstallCleanupArgs(
+                {"--operator-namespace=ls", "--operator-selector=a", "--wait-timeout=soon"})
+                .status()
+                .message(),
+            "--wait-timeout: invalid duration \"soon\" (examples: 90s, 5m, 1h30m)");
   EXPECT_EQ(parseUninstallCleanupArgs({"--operator-namespace"}).status().message(),
             "--operator-namespace needs a value");
 }
@@ -112,7 +114,9 @@ class UninstallCleanupRunTest : public ::testing::Test {
       }
       for (const char* plural : {"runtimeenvs", "modelreleases", "models"}) {
         if (r.method == "GET" && r.path == base + plural) {
-          if (!served_) return FakeTransport::status(404, "NotFound", "the server could not find the requested resource");
+          if (!served_)
+            return FakeTransport::status(404, "NotFound",
+                                         "the server could not find the requested resource");
           std::vector<json> items;
           for (const auto& [path, o] : objects_)
             if (path.find(std::string("/") + plural + "/") != std::string::npos) items.push_back(o);
@@ -142,8 +146,9 @@ class UninstallCleanupRunTest : public ::testing::Test {
     });
   }
   void add(const std::string& plural, const json& o) {
-    objects_["/apis/lockstep.dev/v1alpha1/namespaces/" + o["metadata"]["namespace"].get<std::string>() +
-             "/" + plural + "/" + o["metadata"]["name"].get<std::string>()] = o;
+    objects_["/apis/lockstep.dev/v1alpha1/namespaces/" +
+             o["metadata"]["namespace"].get<std::string>() + "/" + plural + "/" +
+             o["metadata"]["name"].get<std::string>()] = o;
   }
   json finalizersOf(const std::string& path) {
     return objects_.at("/apis/lockstep.dev/v1alpha1/namespaces/" + path)["metadata"]["finalizers"];
@@ -242,14 +247,13 @@ TEST_F(UninstallCleanupRunTest, WatchedNamespacesOnly) {
   std::vector<std::string> lists;
   for (const kube::Request& r : transport_->requests())
     if (r.path.find("/apis/lockstep.dev/") == 0) lists.push_back(r.path);
-  EXPECT_EQ(lists, (std::vector<std::string>{
-                       "/apis/lockstep.dev/v1alpha1/namespaces/t1/runtimeenvs",
-                       "/apis/lockstep.dev/v1alpha1/namespaces/t2/runtimeenvs",
-                       "/apis/lockstep.dev/v1alpha1/namespaces/t1/modelreleases",
-                       "/apis/lockstep.dev/v1alpha1/namespaces/t2/modelreleases",
-                       "/apis/lockstep.dev/v1alpha1/namespaces/t1/models",
-                       "/apis/lockstep.dev/v1alpha1/namespaces/t2/models"}));
+  EXPECT_EQ(lists,
+            (std::vector<std::string>{"/apis/lockstep.dev/v1alpha1/namespaces/t1/runtimeenvs",
+                                      "/apis/lockstep.dev/v1alpha1/namespaces/t2/runtimeenvs",
+                                      "/apis/lockstep.dev/v1alpha1/namespaces/t1/modelreleases",
+                                      "/apis/lockstep.dev/v1alpha1/namespaces/t2/modelreleases",
+                                      "/apis/lockstep.dev/v1alpha1/namespaces/t1/models",
+                                      "/apis/lockstep.dev/v1alpha1/namespaces/t2/models"}));
 }
 
-}  // namespace uninstall_cleanup_test
-}  // namespace lockstep::cli
+}  // namespace lockstep::cli::uninstall_cleanup_test

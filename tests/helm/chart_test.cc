@@ -4,6 +4,7 @@
 // enabled, and the ServiceMonitor scrapes the port the operator serves metrics on.
 #include <yaml-cpp/yaml.h>
 
+#include <map>
 #include <set>
 #include <string>
 
@@ -667,6 +668,146 @@ TEST(HelmChart, TheOsvEndpointIsAValueWithItsCaMounted) {
   const std::string roots = container({"advisories.osvUrl=https://api.osv.dev"});
   EXPECT_NE(roots.find("--osv-url=https://api.osv.dev"), std::string::npos) << roots;
   EXPECT_EQ(roots.find("--osv-ca-file"), std::string::npos) << roots;
+}
+
+// ---- helm uninstall (docs/install.md "Uninstalling") ----------------------------------------
+
+// The post-delete hook of templates/uninstall-cleanup.yaml: every object of it, by kind.
+std::vector<YAML::Node> uninstallHook(const std::vector<YAML::Node>& docs) {
+  std::vector<YAML::Node> out;
+  for (const YAML::Node& d : docs)
+    if (d["metadata"]["name"] &&
+        d["metadata"]["name"].as<std::string>().find("uninstall-cleanup") != std::string::npos)
+      out.push_back(d);
+  return out;
+}
+
+// "apiGroup resource verb" for every rule of `role`.
+std::set<std::string> grants(const YAML::Node& role) {
+  std::set<std::string> out;
+  for (const YAML::Node& rule : role["rules"])
+    for (const YAML::Node& g : rule["apiGroups"])
+      for (const YAML::Node& r : rule["resources"])
+        for (const YAML::Node& v : rule["verbs"])
+          out.insert(g.as<std::string>() + " " + r.as<std::string>() + " " + v.as<std::string>());
+  return out;
+}
+
+TEST(HelmChart, UninstallCleanupHookIsLeastPrivilegeLockedDownAndOrdered) {
+  CommandResult r;
+  auto docs = renderDocs({}, &r);
+  ASSERT_EQ(r.exitCode, 0) << r.err;
+  auto hook = uninstallHook(docs);
+  std::map<std::string, YAML::Node> byKind;
+  for (const YAML::Node& o : hook) {
+    const std::string kind = o["kind"].as<std::string>();
+    EXPECT_EQ(byKind.count(kind), 0u) << "two " << kind;
+    byKind[kind] = o;
+    EXPECT_EQ(o["metadata"]["name"].as<std::string>(), "lockstep-uninstall-cleanup");
+    const YAML::Node a = o["metadata"]["annotations"];
+    ASSERT_TRUE(a) << kind;
+    EXPECT_EQ(a["helm.sh/hook"].as<std::string>(""), "post-delete") << kind;
+    EXPECT_EQ(a["helm.sh/hook-delete-policy"].as<std::string>(""),
+              "before-hook-creation,hook-succeeded")
+        << kind;
+  }
+  ASSERT_EQ(byKind.size(), 6u) << r.out;
+  auto weight = [&](const std::string& kind) {
+    return std::stoi(
+        byKind[kind]["metadata"]["annotations"]["helm.sh/hook-weight"].as<std::string>());
+  };
+  // The ServiceAccount, then what it may do, then the bindings, then the Job.
+  EXPECT_LT(weight("ServiceAccount"), weight("ClusterRole"));
+  EXPECT_LT(weight("ServiceAccount"), weight("Role"));
+  EXPECT_LT(weight("ClusterRole"), weight("ClusterRoleBinding"));
+  EXPECT_LT(weight("Role"), weight("RoleBinding"));
+  EXPECT_LT(weight("ClusterRoleBinding"), weight("Job"));
+  EXPECT_LT(weight("RoleBinding"), weight("Job"));
+
+  // Least privilege: its finalizers on Lockstep's three kinds, and the operator's pods.
+  EXPECT_EQ(
+      grants(byKind["ClusterRole"]),
+      (std::set<std::string>{"lockstep.dev runtimeenvs get", "lockstep.dev runtimeenvs list",
+                             "lockstep.dev runtimeenvs patch", "lockstep.dev modelreleases get",
+                             "lockstep.dev modelreleases list", "lockstep.dev modelreleases patch",
+                             "lockstep.dev models get", "lockstep.dev models list",
+                             "lockstep.dev models patch"}));
+  EXPECT_EQ(grants(byKind["Role"]), std::set<std::string>{" pods list"});
+  EXPECT_EQ(byKind["Role"]["metadata"]["namespace"].as<std::string>(), "lockstep-system");
+  for (const char* binding : {"ClusterRoleBinding", "RoleBinding"}) {
+    const YAML::Node b = byKind[binding];
+    EXPECT_EQ(b["roleRef"]["name"].as<std::string>(), "lockstep-uninstall-cleanup") << binding;
+    ASSERT_EQ(b["subjects"].size(), 1u) << binding;
+    EXPECT_EQ(b["subjects"][0]["kind"].as<std::string>(), "ServiceAccount") << binding;
+    EXPECT_EQ(b["subjects"][0]["name"].as<std::string>(), "lockstep-uninstall-cleanup") << binding;
+    EXPECT_EQ(b["subjects"][0]["namespace"].as<std::string>(), "lockstep-system") << binding;
+  }
+
+  // The Job: the operator image, bounded, non-root, read-only, no capabilities.
+  const YAML::Node job = byKind["Job"];
+  EXPECT_GT(job["spec"]["activeDeadlineSeconds"].as<int>(0), 0);
+  EXPECT_GE(job["spec"]["backoffLimit"].as<int>(-1), 0);
+  const YAML::Node pod = job["spec"]["template"]["spec"];
+  EXPECT_EQ(pod["serviceAccountName"].as<std::string>(), "lockstep-uninstall-cleanup");
+  EXPECT_TRUE(pod["automountServiceAccountToken"].as<bool>(false));
+  EXPECT_EQ(pod["restartPolicy"].as<std::string>(), "Never");
+  EXPECT_TRUE(pod["securityContext"]["runAsNonRoot"].as<bool>(false));
+  EXPECT_EQ(pod["securityContext"]["seccompProfile"]["type"].as<std::string>(""), "RuntimeDefault");
+  ASSERT_EQ(pod["containers"].size(), 1u);
+  const YAML::Node c = pod["containers"][0];
+  EXPECT_EQ(c["image"].as<std::string>(),
+            "registry.example/lockstep/lockstep-operator@sha256:" + std::string(64, '0'));
+  EXPECT_FALSE(c["securityContext"]["allowPrivilegeEscalation"].as<bool>(true));
+  EXPECT_TRUE(c["securityContext"]["readOnlyRootFilesystem"].as<bool>(false));
+  ASSERT_EQ(c["securityContext"]["capabilities"]["drop"].size(), 1u);
+  EXPECT_EQ(c["securityContext"]["capabilities"]["drop"][0].as<std::string>(), "ALL");
+  std::vector<std::string> args;
+  for (const YAML::Node& a : c["args"]) args.push_back(a.as<std::string>());
+  EXPECT_EQ(args, (std::vector<std::string>{
+                      "uninstall-cleanup", "--operator-namespace=lockstep-system",
+                      "--operator-selector=app.kubernetes.io/name=lockstep,app.kubernetes.io/"
+                      "instance=lockstep",
+                      "--wait-timeout=2m"}));
+  // The selector is the Deployment's, and the hook's own pod is not under it.
+  const YAML::Node deployment = ofKind(docs, "Deployment").at(0);
+  std::string selector;
+  for (const auto& kv : deployment["spec"]["selector"]["matchLabels"])
+    selector += (selector.empty() ? "" : ",") + kv.first.as<std::string>() + "=" +
+                kv.second.as<std::string>();
+  EXPECT_EQ("--operator-selector=" + selector, args[2]);
+  const YAML::Node labels = job["spec"]["template"]["metadata"]["labels"];
+  bool matches = true;
+  for (const auto& kv : deployment["spec"]["selector"]["matchLabels"])
+    matches = matches && labels[kv.first.as<std::string>()] &&
+              labels[kv.first.as<std::string>()].as<std::string>() == kv.second.as<std::string>();
+  EXPECT_FALSE(matches) << "the hook would wait for its own pod: " << dumped(labels);
+}
+
+TEST(HelmChart, UninstallCleanupHookFollowsWatchNamespacesAndTurnsOff) {
+  CommandResult r;
+  auto hook = uninstallHook(renderDocs({"watchNamespaces={ml-a,ml-b}"}, &r));
+  ASSERT_EQ(r.exitCode, 0) << r.err;
+  std::set<std::string> objects;
+  for (const YAML::Node& o : hook)
+    objects.insert(o["kind"].as<std::string>() + " " +
+                   o["metadata"]["namespace"].as<std::string>("-"));
+  // No cluster-wide grant: a Role in each watched namespace (and the pods one).
+  EXPECT_EQ(objects,
+            (std::set<std::string>{"ServiceAccount lockstep-system", "Role lockstep-system",
+                                   "RoleBinding lockstep-system", "Role ml-a", "RoleBinding ml-a",
+                                   "Role ml-b", "RoleBinding ml-b", "Job lockstep-system"}));
+  for (const YAML::Node& o : hook) {
+    if (o["kind"].as<std::string>() == "Role" &&
+        o["metadata"]["namespace"].as<std::string>() != "lockstep-system")
+      EXPECT_EQ(grants(o).size(), 9u) << dumped(o);
+    if (o["kind"].as<std::string>() == "Job")
+      EXPECT_NE(dumped(o).find("--namespaces=ml-a,ml-b"), std::string::npos) << dumped(o);
+  }
+
+  auto off = uninstallHook(renderDocs({"uninstallCleanup.enabled=false"}, &r));
+  ASSERT_EQ(r.exitCode, 0) << r.err;
+  EXPECT_TRUE(off.empty()) << r.out;
+  EXPECT_EQ(r.out.find("post-delete"), std::string::npos);
 }
 
 }  // namespace

@@ -1,19 +1,35 @@
 // `helm uninstall` with Lockstep's objects still in the cluster (issue 28,
-// must-show 5) against the real control plane and the real helm:
+// must-show 5: "`helm uninstall` leaves nothing stuck") against the real control
+// plane and the real helm:
 //   - the chart is installed with `helm install` (taking over the pieces the
 //     release world applied, so the operator that serves is the suite's);
 //   - a runtime in use, a Promoted release and a release paused in its canary
 //     carry Lockstep's finalizers when the operator stops and the chart goes;
-//   - `helm uninstall` completes and leaves no admission (webhook
-//     configurations, policies) that would refuse or hang a later write: a
-//     plain pod is admitted in the tenant's namespace at once;
-//   - the finalizers left are exactly the two that docs/install.md names, and
-//     step 3 of its "Uninstalling" section, run as written, frees them: then
-//     the tenant's namespace and the operator's own namespace are deleted.
-// docs/install.md ("Uninstalling") is the contract; the snippet is read from it,
-// so the page cannot drift from what was tested.
+//   - `helm uninstall` runs the chart's post-delete hook
+//     (templates/uninstall-cleanup.yaml): its ServiceAccount, roles and bindings
+//     exist while its Job runs, and the Job's command frees both finalizers;
+//     helm completes, deletes the hook's objects, and leaves no admission
+//     (webhook configurations, policies) that would refuse or hang a later
+//     write: a plain pod is admitted in the tenant's namespace at once;
+//   - no Lockstep finalizer is left and the tenant's namespace and the
+//     operator's own namespace are deleted;
+//   - the documented fallback (docs/install.md, step 3 of "Without the hook"),
+//     read from the page and run as written, frees a finalizer left by hand.
+// What KWOK cannot show: its nodes run no container, so the hook Job's pod is
+// "Running" for the lockstep.dev/test-duration the test gives it (a pod
+// annotation, uninstallCleanup.podAnnotations) and then "Succeeded" whatever
+// happened. In that window the test does the kubelet's part: it reads the
+// command from the hook pod helm created (image entrypoint lockstep-operator,
+// the pod's args), mints a token for the pod's ServiceAccount (TokenRequest,
+// `kubectl create token`) so the hook's own RBAC is what is exercised, and runs
+// the locally built lockstep-operator with exactly those args, checking its
+// exit code and output. Not shown here: the container starting from the image,
+// and the in-cluster configuration (the mounted token, CA and
+// KUBERNETES_SERVICE_HOST, which the operator's own Deployment reads the same way);
+// the test authenticates with a kubeconfig holding that token instead.
 #include <chrono>
 #include <fstream>
+#include <future>
 #include <set>
 #include <sstream>
 #include <string>
@@ -28,8 +44,8 @@ namespace {
 
 using nlohmann::json;
 
-// The shell of step 3 in docs/install.md's "Uninstalling": from the line that
-// starts the loop over the kinds to the end of that code block.
+// The shell of the fallback in docs/install.md's "Uninstalling" (step 3 without the
+// hook): from the line that starts the loop over the kinds to the end of that code block.
 std::string documentedStepThree() {
   std::ifstream in(std::string(LOCKSTEP_SOURCE_DIR) + "/docs/install.md");
   std::string line, out;
@@ -85,16 +101,34 @@ class UninstallClusterTest : public ::testing::Test {
   std::string ns_;
 };
 
-TEST_F(UninstallClusterTest, HelmUninstallLeavesNothingThatBlocksOrHangs) {
+// A kubeconfig for `token`, against the test cluster's server and CA.
+std::string tokenKubeconfig(const std::string& token) {
+  json view = kubectlJson({"config", "view", "--raw", "--minify"});
+  if (view.is_discarded()) return "";
+  json cluster = view["clusters"][0]["cluster"];
+  json config = {
+      {"apiVersion", "v1"},
+      {"kind", "Config"},
+      {"clusters", json::array({{{"name", "c"}, {"cluster", cluster}}})},
+      {"users", json::array({{{"name", "u"}, {"user", {{"token", token}}}}})},
+      {"contexts", json::array({{{"name", "x"}, {"context", {{"cluster", "c"}, {"user", "u"}}}}})},
+      {"current-context", "x"}};
+  std::string path = clusterDir() + "/" + uniqueName("hook-sa") + ".kubeconfig";
+  std::ofstream(path) << config.dump();
+  return path;
+}
+
+TEST_F(UninstallClusterTest, HelmUninstallFreesLockstepsFinalizersAndLeavesNothingStuck) {
   // The chart as a platform installs it, its webhooks pointed at the suite's
-  // operator (webhook.url, as tools/demo.sh runs it locally).
-  auto installed =
-      helm({"install", kReleaseName, std::string(LOCKSTEP_SOURCE_DIR) + "/helm/lockstep",
-            "--namespace", kOperatorNamespace, "--take-ownership", "--set",
-            "image.repository=registry.example/lockstep/operator", "--set",
-            "image.digest=sha256:" + std::string(64, '0'), "--set", "admission.mode=webhook",
-            "--set", "webhook.url=https://127.0.0.1:" + std::to_string(sharedWebhookPort()),
-            "--set", "replicas=1"});
+  // operator (webhook.url, as tools/demo.sh runs it locally). The hook pod's
+  // annotation keeps it "Running" under KWOK long enough to run its command.
+  auto installed = helm(
+      {"install", kReleaseName, std::string(LOCKSTEP_SOURCE_DIR) + "/helm/lockstep", "--namespace",
+       kOperatorNamespace, "--take-ownership", "--set",
+       "image.repository=registry.example/lockstep/operator", "--set",
+       "image.digest=sha256:" + std::string(64, '0'), "--set", "admission.mode=webhook", "--set",
+       "webhook.url=https://127.0.0.1:" + std::to_string(sharedWebhookPort()), "--set",
+       "replicas=1", "--set", "uninstallCleanup.podAnnotations.lockstep\\.dev/test-duration=90s"});
   ASSERT_EQ(installed.exitCode, 0) << installed.out << installed.err;
 
   // Prod on v1, v2 paused in its canary: the release-cleanup finalizer on v2,
@@ -122,13 +156,87 @@ TEST_F(UninstallClusterTest, HelmUninstallLeavesNothingThatBlocksOrHangs) {
       },
       std::chrono::seconds(120)))
       << ::testing::PrintToString(left) << w_.get("mr", "v2")["status"].dump(2);
+  // A foreign finalizer beside Lockstep's: the hook keeps it.
+  ASSERT_EQ(
+      kubectl({"-n", ns_, "patch", "runtimeenvs.lockstep.dev", "torch", "--type=json", "-p",
+               R"([{"op":"add","path":"/metadata/finalizers/-","value":"example.com/keep"}])"})
+          .exitCode,
+      0);
 
   // The chart goes (its Deployment would take the operator with it; the
   // suite's operator is a process here, so it is stopped first).
   ASSERT_EQ(ReleaseWorld::op().stop(), "");
-  auto uninstalled = helm(
-      {"uninstall", kReleaseName, "--namespace", kOperatorNamespace, "--wait", "--timeout=120s"});
+  auto uninstalling = std::async(std::launch::async, [this] {
+    return helm(
+        {"uninstall", kReleaseName, "--namespace", kOperatorNamespace, "--wait", "--timeout=300s"});
+  });
+
+  // The kubelet's part (KWOK runs no container): the hook pod helm created, its
+  // ServiceAccount's token, its command with the locally built binary.
+  json hookPod;
+  ASSERT_TRUE(eventually(
+      [&] {
+        json pods = kubectlJson({"-n", kOperatorNamespace, "get", "pods", "-l",
+                                 "app.kubernetes.io/component=uninstall-cleanup"});
+        if (pods.is_discarded() || pods["items"].empty()) return false;
+        hookPod = pods["items"][0];
+        return true;
+      },
+      std::chrono::seconds(120)))
+      << "no hook pod; helm: "
+      << (uninstalling.wait_for(std::chrono::seconds(0)) == std::future_status::ready
+              ? uninstalling.get().err
+              : std::string("still running"));
+  const std::string sa = hookPod["spec"]["serviceAccountName"].get<std::string>();
+  EXPECT_EQ(sa, std::string(kReleaseName) + "-uninstall-cleanup");
+  const json& container = hookPod["spec"]["containers"][0];
+  EXPECT_EQ(container["image"].get<std::string>(),
+            "registry.example/lockstep/operator@sha256:" + std::string(64, '0'))
+      << "the operator image, whose entrypoint is lockstep-operator";
+  EXPECT_FALSE(container.contains("command")) << container.dump();
+  std::vector<std::string> command = {LOCKSTEP_OPERATOR_BIN};
+  for (const json& a : container["args"]) command.push_back(a.get<std::string>());
+  auto token = kubectl({"-n", kOperatorNamespace, "create", "token", sa, "--duration=10m"});
+  ASSERT_EQ(token.exitCode, 0) << token.err;
+  std::string tokenText = token.out;
+  while (!tokenText.empty() && (tokenText.back() == '\n' || tokenText.back() == ' '))
+    tokenText.pop_back();
+  const std::string asHook = tokenKubeconfig(tokenText);
+  ASSERT_FALSE(asHook.empty());
+  command.insert(command.begin(), {"env", "-u", "KUBECONFIG", "KUBECONFIG=" + asHook});
+  auto cleaned = run(command);
+  EXPECT_EQ(cleaned.exitCode, 0) << ::testing::PrintToString(command) << cleaned.out << cleaned.err;
+  EXPECT_NE(cleaned.out.find("freed ModelRelease " + ns_ + "/v2: lockstep.dev/release-cleanup"),
+            std::string::npos)
+      << cleaned.out << cleaned.err;
+  EXPECT_NE(cleaned.out.find("freed RuntimeEnv " + ns_ + "/torch: lockstep.dev/runtimeenv-in-use"),
+            std::string::npos)
+      << cleaned.out << cleaned.err;
+  // The hook's token can do no more than that: not delete them, nor touch Secrets.
+  for (const std::vector<std::string>& denied :
+       {std::vector<std::string>{"delete", "modelreleases.lockstep.dev"},
+        std::vector<std::string>{"update", "modelreleases.lockstep.dev"},
+        std::vector<std::string>{"get", "secrets"}}) {
+    auto can = run({toolsBin() + "/kubectl", "--kubeconfig=" + asHook, "auth", "can-i", denied[0],
+                    denied[1], "-n", ns_});
+    EXPECT_EQ(can.out, "no\n") << denied[0] << " " << denied[1] << can.err;
+  }
+
+  auto uninstalled = uninstalling.get();
   ASSERT_EQ(uninstalled.exitCode, 0) << uninstalled.out << uninstalled.err;
+  // The hook's objects are gone with it (hook-succeeded).
+  for (const std::vector<std::string>& o :
+       {std::vector<std::string>{"-n", kOperatorNamespace, "get", "job"},
+        std::vector<std::string>{"-n", kOperatorNamespace, "get", "serviceaccount"},
+        std::vector<std::string>{"-n", kOperatorNamespace, "get", "role"},
+        std::vector<std::string>{"-n", kOperatorNamespace, "get", "rolebinding"},
+        std::vector<std::string>{"get", "clusterrole"},
+        std::vector<std::string>{"get", "clusterrolebinding"}}) {
+    std::vector<std::string> args = o;
+    args.push_back(std::string(kReleaseName) + "-uninstall-cleanup");
+    EXPECT_NE(kubectl(args).err.find("NotFound"), std::string::npos)
+        << ::testing::PrintToString(args);
+  }
 
   // No admission left behind that would refuse or hang a write.
   for (const char* kind : {"validatingwebhookconfiguration", "mutatingwebhookconfiguration"})
@@ -149,10 +257,22 @@ TEST_F(UninstallClusterTest, HelmUninstallLeavesNothingThatBlocksOrHangs) {
   EXPECT_EQ(created.exitCode, 0) << "a pod without a runtime in a once-enforced namespace: "
                                  << created.err;
 
-  // Exactly the finalizers the page names are left, and its step 3 frees them.
-  EXPECT_EQ(finalizersIn(ns_), expected);
+  // Nothing of Lockstep's is left; the foreign finalizer is.
+  EXPECT_EQ(finalizersIn(ns_),
+            std::set<std::string>{"runtimeenvs.lockstep.dev/torch example.com/keep"});
+  ASSERT_EQ(kubectl({"-n", ns_, "patch", "runtimeenvs.lockstep.dev", "torch", "--type=merge", "-p",
+                     R"({"metadata":{"finalizers":null}})"})
+                .exitCode,
+            0);
+
+  // The documented fallback (helm uninstall --no-hooks, or the hook turned off): a
+  // finalizer left as the operator leaves it, freed by the page's loop run as written.
+  ASSERT_EQ(kubectl({"-n", ns_, "patch", "modelreleases.lockstep.dev", "v2", "--type=merge", "-p",
+                     R"({"metadata":{"finalizers":["lockstep.dev/release-cleanup"]}})"})
+                .exitCode,
+            0);
   const std::string step = documentedStepThree();
-  ASSERT_NE(step.find("finalizers"), std::string::npos) << "docs/install.md step 3 not found";
+  ASSERT_NE(step.find("finalizers"), std::string::npos) << "docs/install.md fallback not found";
   auto freed = run({"env", "KUBECONFIG=" + kubeconfigPath(),
                     "PATH=" + toolsBin() + ":/usr/local/bin:/usr/bin:/bin", "bash", "-euo",
                     "pipefail", "-c", step});
