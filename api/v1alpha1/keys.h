@@ -41,6 +41,15 @@ inline constexpr const char* kAbortAnnotation = "lockstep.dev/abort";
 inline constexpr const char* kPromoteAnnotationPrefix = "promote.lockstep.dev/";  // + step index
 inline constexpr const char* kPromoteFullAnnotation = "lockstep.dev/promote-full";
 inline constexpr const char* kRollbackAnnotationPrefix = "rollback.lockstep.dev/";  // + revision
+// On a Model (docs/rollouts.md "Manual rollback of a model"), the rollback
+// request is rollback.lockstep.dev/<revision>: <user> with, optionally,
+// rollback-to.lockstep.dev/<revision>: <release> naming the target (unset: the
+// release prod ran before the current one). The ValidatingAdmissionPolicy of
+// the chart (templates/model-rollback-policy.yaml) admits either only from a
+// user who may `rollback` that Model, as the user's own name, at its current
+// revision.
+inline constexpr const char* kRollbackToAnnotationPrefix =
+    "rollback-to.lockstep.dev/";  // + revision
 
 // The finalizer a ModelRelease carries while its prod stage may hold canary
 // pods or the model's canary slot (docs/modelrelease.md "Deleting a release"):

@@ -7,6 +7,8 @@
 #include <cmath>
 #include <set>
 
+#include "api/v1alpha1/keys.h"
+
 namespace lockstep::api::v1alpha1 {
 namespace {
 
@@ -152,6 +154,9 @@ Model decodeModel(const json& object) {
   const json& metadata = decode::object(object, "metadata");
   m.resourceVersion = decode::string(metadata, "resourceVersion");
   m.deleting = !decode::string(metadata, "deletionTimestamp").empty();
+  for (const auto& [k, v] : decode::object(metadata, "annotations").items()) {
+    if (v.is_string()) m.annotations[k] = v.get<std::string>();
+  }
   const json& spec = decode::object(object, "spec");
   if (const json* p = decode::member(spec, "port"); p != nullptr && p->is_number_integer())
     m.spec.port = p->get<int64_t>();
@@ -215,6 +220,29 @@ void recordStages(ProdContent& p, const json& stages) {
   }
   p.stages = stages.is_array() ? stages : json::array();
   p.stagesNotRecorded.clear();
+}
+
+std::string previousProdRelease(const Model& model,
+                                const std::function<bool(const std::string&)>& exists) {
+  const std::string current = model.promoted();
+  const std::vector<ModelHistoryEntry>& history = model.status.history;
+  for (auto it = history.rbegin(); it != history.rend(); ++it) {
+    if (it->action != kModelActionPromoted && it->action != kModelActionRollback) continue;
+    if (it->release.empty() || it->release == current) continue;
+    if (exists(it->release)) return it->release;
+  }
+  return "";
+}
+
+std::optional<ModelRollbackAsk> modelRollbackAsk(const Model& model, const std::string& revision) {
+  if (revision.empty()) return std::nullopt;
+  auto by = model.annotations.find(kRollbackAnnotationPrefix + revision);
+  if (by == model.annotations.end() || by->second.empty()) return std::nullopt;
+  ModelRollbackAsk ask{by->second, ""};
+  if (auto to = model.annotations.find(kRollbackToAnnotationPrefix + revision);
+      to != model.annotations.end())
+    ask.to = to->second;
+  return ask;
 }
 
 bool recordShowsProdRan(const Model& model, const std::string& name, const std::string& uid,

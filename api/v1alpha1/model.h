@@ -17,6 +17,8 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
+#include <map>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -197,7 +199,8 @@ struct ModelStatus {
 struct Model {
   ObjectMeta meta;
   std::string resourceVersion;
-  bool deleting = false;  // metadata.deletionTimestamp set
+  std::map<std::string, std::string> annotations;  // metadata.annotations (string values)
+  bool deleting = false;                           // metadata.deletionTimestamp set
   ModelSpec spec;
   ModelStatus status;
 
@@ -222,6 +225,22 @@ struct Model {
 // targets only such a release: status.canary alone is not the operator's record.
 bool recordShowsProdRan(const Model& model, const std::string& name, const std::string& uid,
                         const std::string& contentDigest);
+
+// The release a rollback with no target goes back to: the newest release of
+// `model`'s history (Promoted or Rollback entries, newest first) other than the
+// one prod runs now for which `exists` holds; "" when none. The CLI's and the
+// controller's default, and so an Argo CD action's (which names no target).
+std::string previousProdRelease(const Model& model,
+                                const std::function<bool(const std::string&)>& exists);
+
+// A rollback asked on the Model itself at prod revision `revision`
+// (kRollbackAnnotationPrefix + revision: the user; kRollbackToAnnotationPrefix +
+// revision: the target, "" for previousProdRelease). nullopt when none is asked.
+struct ModelRollbackAsk {
+  std::string by;  // the requesting user, as admission checked it
+  std::string to;  // the named target; "": the default
+};
+std::optional<ModelRollbackAsk> modelRollbackAsk(const Model& model, const std::string& revision);
 
 // The owner reference every serving object of the model carries (controller: true).
 nlohmann::json modelOwnerReference(const std::string& name, const std::string& uid);

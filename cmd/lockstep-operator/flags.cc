@@ -134,6 +134,12 @@ std::vector<FlagSpec> operatorFlagSpecs(const std::string& podNamespace) {
        "create a ServiceAccount and its token in a namespace then approves as many times as they "
        "like: this weakens separation of duties); off by default: approvers are people",
        T::kBool},
+      {"model-rollback-requests", "false",
+       "act on manual rollbacks requested on Models (annotations rollback.lockstep.dev/<revision> "
+       "and rollback-to.lockstep.dev/<revision>); set only where the chart's model-rollback "
+       "ValidatingAdmissionPolicy admits them (verb rollback on models, the writer's own name): "
+       "without it anyone who may edit a Model could roll prod back",
+       T::kBool},
       {"log-format", "text", "text or json", T::kChoice, {"text", "json"}},
       {"log-level",
        "info",

@@ -212,6 +212,11 @@ int main(int argc, char** argv) {
       flags.getBool("allow-service-account-approvers");
   if (releaseOptions.approvalRules.serviceAccountsApprove)
     spdlog::warn("--allow-service-account-approvers: ServiceAccounts may approve release stages");
+  releaseOptions.modelRollbackRequests = flags.getBool("model-rollback-requests");
+  if (!releaseOptions.modelRollbackRequests)
+    spdlog::info(
+        "rollback requests written on Models are ignored (no --model-rollback-requests: the "
+        "chart's model-rollback policy is not installed)");
   spdlog::info("gate pods mount the package as {}",
                lockstep::controllers::packageMountName(releaseOptions.mount));
   // Canary analysis queries the platform's AnalysisProviders, on their own threads.

@@ -93,17 +93,20 @@ int rollback(const ModelCommand& cmd, const std::string& ns, ReleaseIo& io) {
              << "\n";
       break;
     }
-    const json& target = releases.at(plan.target);
-    json patch = {{"metadata",
-                   {{"resourceVersion", kube::resourceVersion(target)},
-                    {"annotations", {{plan.annotation, *user}}}}}};
-    auto written = io.client.mergePatch(kModelReleases, ns, plan.target, patch);
+    // On the Model, guarded by its resourceVersion: the request is for prod as
+    // read here (the chart's model-rollback policy checks the revision, the
+    // user's name and verb rollback on the Model).
+    json patch = {
+        {"metadata",
+         {{"resourceVersion", kube::resourceVersion(*model)},
+          {"annotations", {{plan.annotation, *user}, {plan.targetAnnotation, plan.target}}}}}};
+    auto written = io.client.mergePatch(api::v1alpha1::kModels, ns, cmd.model, patch);
     if (!written.isOk() && written.status().code() == Code::kConflict &&
         attempt < kConflictAttempts)
       continue;
     if (!written.isOk())
       return reportModelCommands(
-          io, "requesting the rollback on release " + quoteModelCommands(ns + "/" + plan.target),
+          io, "requesting the rollback on Model " + quoteModelCommands(ns + "/" + cmd.model),
           written.status());
     io.out << "model " << quoteModelCommands(cmd.model) << ": rollback from "
            << quoteModelCommands(plan.from) << " to " << quoteModelCommands(plan.target)

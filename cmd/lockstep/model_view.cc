@@ -87,20 +87,15 @@ StatusOr<ModelRollbackPlan> planModelRollback(const json& modelObject,
                                               " is in canary on model " + quoteModelView(model) +
                                               "; abort it first (lockstep release abort " + canary +
                                               ")");
-  auto parsed = modelHistory(modelObject);
-  if (!parsed.isOk()) return parsed.status();
-  const json& history = *parsed;
+  // A history that cannot be read is said, never read as "no earlier release".
+  if (auto parsed = modelHistory(modelObject); !parsed.isOk()) return parsed.status();
 
   plan.target = to;
   if (plan.target.empty()) {
-    // The newest release prod ran before the current one, that still exists.
-    for (auto it = history.rbegin(); it != history.rend() && plan.target.empty(); ++it) {
-      const std::string action = it->is_object() ? it->value("action", "") : "";
-      const std::string r = it->is_object() ? it->value("release", "") : "";
-      if ((action == v1::kModelActionPromoted || action == v1::kModelActionRollback) &&
-          r != plan.from && releases.count(r))
-        plan.target = r;
-    }
+    // The newest release prod ran before the current one, that still exists
+    // (the controller's default for a request that names no target).
+    plan.target =
+        v1::previousProdRelease(m, [&](const std::string& r) { return releases.count(r) > 0; });
     if (plan.target.empty())
       return Status(Code::kInvalidArgument, "model " + quoteModelView(model) +
                                                 " has no earlier promoted release to go back to " +
@@ -136,7 +131,12 @@ StatusOr<ModelRollbackPlan> planModelRollback(const json& modelObject,
   if (!runtime.refusal.empty()) return Status(Code::kInvalidArgument, runtime.refusal);
   plan.runtimeMovedOn = runtime.movedOnMessage;
   plan.annotation = std::string(api::v1alpha1::kRollbackAnnotationPrefix) + plan.revision;
-  if (target.annotation(plan.annotation) == user) plan.alreadyBy = user;
+  plan.targetAnnotation = std::string(api::v1alpha1::kRollbackToAnnotationPrefix) + plan.revision;
+  auto by = m.annotations.find(plan.annotation);
+  auto named = m.annotations.find(plan.targetAnnotation);
+  if (by != m.annotations.end() && by->second == user && named != m.annotations.end() &&
+      named->second == plan.target)
+    plan.alreadyBy = user;
   return plan;
 }
 

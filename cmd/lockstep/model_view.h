@@ -27,11 +27,14 @@ std::string renderModelHistory(const nlohmann::json& model, const nlohmann::json
 
 // What `lockstep model rollback MODEL [--to RELEASE]` will write.
 struct ModelRollbackPlan {
-  std::string target;      // the release prod goes back to
-  std::string from;        // the release prod runs now
-  std::string revision;    // the model's prod revision the request names
-  std::string annotation;  // rollback.lockstep.dev/<revision>, to set to the user's name
-  std::string alreadyBy;   // set: the same request is already written (nothing to write)
+  std::string target;    // the release prod goes back to
+  std::string from;      // the release prod runs now
+  std::string revision;  // the model's prod revision the request names
+  // On the Model: rollback.lockstep.dev/<revision>, to set to the user's name, and
+  // rollback-to.lockstep.dev/<revision>, to set to the target.
+  std::string annotation;
+  std::string targetAnnotation;
+  std::string alreadyBy;  // set: the same request is already written (nothing to write)
   // Set: the target runs its pinned runtime revision, which is no longer the
   // RuntimeEnv's current one (printed as a warning; the rollback goes ahead).
   std::string runtimeMovedOn;

@@ -90,6 +90,29 @@ ModelReleaseReconciler::ModelReleaseReconciler(std::shared_ptr<kube::Client> cli
     packages_ = std::make_unique<PackageDescriber>(client_, options_.packageReader);
 }
 
+void ModelReleaseReconciler::modelRollbackRequestsFor(const v1::Model& m, const v1::ModelRelease& r,
+                                                      ReleaseObserved& o) const {
+  const std::string& name = r.meta.name;
+  const std::string current = m.promoted();
+  // The default target: the newest release prod ran before, that is still a
+  // release of this model (the CLI's rule, v1::previousProdRelease).
+  auto exists = [&](const std::string& candidate) {
+    auto obj = caches_.releases.get(r.meta.ns, candidate);
+    return obj && v1::decodeModelRelease(*obj).spec.model == m.meta.name;
+  };
+  if (auto ask = v1::modelRollbackAsk(m, m.prodRevision());
+      ask && !current.empty() && current != name) {
+    const std::string target = ask->to.empty() ? v1::previousProdRelease(m, exists) : ask->to;
+    if (target == name) o.modelRollbackBy = ask->by;
+  }
+  // The request the last rollback (to this release) spent: prod's previous revision.
+  if (m.status.revision > 1 && !o.rollbackFrom.empty()) {
+    if (auto ask = v1::modelRollbackAsk(m, std::to_string(m.status.revision - 1));
+        ask && (ask->to.empty() || ask->to == name))
+      o.spentModelRollbackBy = ask->by;
+  }
+}
+
 std::optional<ModelReleaseObserved> ModelReleaseReconciler::observe(const Request& request) const {
   auto release = caches_.releases.get(request.ns, request.name);
   // A deleted release is reconciled only while it carries the cleanup
@@ -140,6 +163,8 @@ std::optional<ModelReleaseObserved> ModelReleaseReconciler::observe(const Reques
       if (auto prod = caches_.releases.get(request.ns, o.promotedRelease))
         o.fleetRollbackBy = fleetRollbackBy(v1::decodeModelRelease(*prod), request.name);
     }
+    // A rollback asked on the Model, when this release is its target.
+    if (modelObject && options_.modelRollbackRequests) modelRollbackRequestsFor(m, r, o);
     if (modelObject) {
       o.rollbackDeadlineSeconds = m.spec.rollbackDeadlineSeconds;
       o.window = windows_.closedAt(*modelObject, o.nowUnix);
@@ -233,9 +258,17 @@ ProdObserved ModelReleaseReconciler::observeProd(const v1::ModelRelease& r) cons
       r.status.phase && isTerminalPhase(std::string(v1::phaseName(*r.status.phase)));
   // A finished release counts GPUs only when asked to take prod back (a manual
   // rollback's one-pod trade, prod_plan.h planRollbackWrites).
-  const bool rollbackAsked = p.model && !r.annotation(std::string(v1::kRollbackAnnotationPrefix) +
-                                                      v1::decodeModel(*p.model).prodRevision())
-                                             .empty();
+  bool rollbackAsked = false;
+  if (p.model) {
+    const v1::Model m = v1::decodeModel(*p.model);
+    rollbackAsked =
+        !r.annotation(std::string(v1::kRollbackAnnotationPrefix) + m.prodRevision()).empty();
+    if (!rollbackAsked && options_.modelRollbackRequests) {
+      ReleaseObserved asked;
+      modelRollbackRequestsFor(m, r, asked);
+      rollbackAsked = !asked.modelRollbackBy.empty();
+    }
+  }
   if (gpusPerPod > 0 && (!finished || rollbackAsked)) {
     std::string minDriver;
     if (auto rte = p.runtimeEnvs[r.spec.runtimeEnvName])

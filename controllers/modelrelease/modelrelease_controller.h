@@ -34,6 +34,8 @@
 #include <unordered_map>
 #include <vector>
 
+#include "api/v1alpha1/model.h"
+#include "api/v1alpha1/model_release.h"
 #include "controllers/common/execute.h"
 #include "controllers/modelrelease/model_windows.h"
 #include "controllers/modelrelease/modelrelease_plan.h"
@@ -58,6 +60,10 @@ struct ModelReleaseOptions {
   std::string cliImage;
   // The platform's approval rules (--allow-service-account-approvers).
   api::v1alpha1::ApprovalRules approvalRules;
+  // Act on rollback requests written on Models (--model-rollback-requests): only
+  // where the chart's model-rollback policy admits them (verb rollback, the
+  // writer's own name, the current revision); off, a Model's request is ignored.
+  bool modelRollbackRequests = false;
   // Registry stage tags (tags/stage_tagger.h): the CA bundle registries are
   // verified against (empty: the system roots), and the tagger;
   // setupModelReleaseController makes one when none is given.
@@ -109,6 +115,11 @@ class ModelReleaseReconciler final : public runtime::Reconciler {
 
  private:
   ProdObserved observeProd(const api::v1alpha1::ModelRelease& release) const;
+  // o.modelRollbackBy and o.spentModelRollbackBy: the rollbacks asked on Model
+  // `m` whose target is `release` (o.rollbackFrom set first).
+  void modelRollbackRequestsFor(const api::v1alpha1::Model& m,
+                                const api::v1alpha1::ModelRelease& release,
+                                ReleaseObserved& o) const;
   // A release name with no object: when a Model records it as prod, prod heals
   // from that record (prod_plan.h planRecordedProdHealing; Events on the Model).
   runtime::Result healFromRecord(const runtime::Request& request);

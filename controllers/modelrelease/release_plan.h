@@ -89,6 +89,14 @@ struct ReleaseObserved {
   // one its canary replaced: prod comes back to this release as on a manual
   // rollback, requested by the abort (its message); "" when none.
   std::string fleetRollbackBy;
+  // A rollback asked on the Model (rollback.lockstep.dev/<revision> there, with
+  // rollback-to.lockstep.dev/<revision> or the default target, v1::modelRollbackAsk)
+  // whose target is this release: the requesting user at the Model's current
+  // revision, and at the revision before it (the request a rollback to this
+  // release spent, for a status write lost after the Model moved). "" when none,
+  // or when the operator runs without --model-rollback-requests.
+  std::string modelRollbackBy;
+  std::string spentModelRollbackBy;
   // The package read by the shell; nullopt: not read in this pass (status.package
   // already describes it, or no reader).
   std::optional<PackageObserved> package;

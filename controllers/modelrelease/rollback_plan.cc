@@ -84,6 +84,10 @@ bool planManualRollback(const ReleaseObserved& o, const v1::ModelRelease& r,
     std::string by = from.empty() || from == r.meta.name || o.modelRevision.empty()
                          ? std::string()
                          : r.annotation(std::string(kRollbackAnnotationPrefix) + o.modelRevision);
+    // Asked on the Model (`lockstep model rollback`, an Argo CD action): the
+    // same request, written where a Model's editor with verb rollback writes it.
+    if (by.empty() && !from.empty() && from != r.meta.name && !o.modelRevision.empty())
+      by = o.modelRollbackBy;
     // A fleet abort for the wave of the release prod runs asks for this one
     // (the release its canary replaced) as a person would (gates/fleet_check.h).
     if (by.empty() && !from.empty() && from != r.meta.name && !o.modelRevision.empty())
@@ -133,9 +137,10 @@ bool planManualRollback(const ReleaseObserved& o, const v1::ModelRelease& r,
           // The rollback ran (the Model moved to this release) but its status
           // write was lost: re-derive the record from the Model and the request.
           const std::string spent = previousRevision(o.modelRevision);
-          const std::string requester =
+          std::string requester =
               spent.empty() ? std::string()
                             : r.annotation(std::string(kRollbackAnnotationPrefix) + spent);
+          if (requester.empty() && !spent.empty()) requester = o.spentModelRollbackBy;
           if (!requester.empty()) {
             rollback = {{"from", o.rollbackFrom},
                         {"requestedBy", requester},

@@ -116,7 +116,30 @@ TEST(ModelView, RollbackGoesToTheReleaseProdRanBefore) {
   EXPECT_EQ(plan->from, "gpt2-v8");
   EXPECT_EQ(plan->revision, "2");
   EXPECT_EQ(plan->annotation, "rollback.lockstep.dev/2");
+  EXPECT_EQ(plan->targetAnnotation, "rollback-to.lockstep.dev/2");
   EXPECT_TRUE(plan->alreadyBy.empty());
+}
+
+// The request lives on the Model: written there by this user for this target
+// already, the CLI writes nothing again; another user's, or another target's,
+// is a new request (it re-signs the Model's annotations).
+TEST(ModelView, ARequestOnTheModelIsNotWrittenTwice) {
+  auto all =
+      releasesOf({releaseModelCli("gpt2-v6", "Promoted"), releaseModelCli("gpt2-v7", "RolledBack"),
+                  releaseModelCli("gpt2-v8", "Promoted")});
+  json asked = model("gpt2-v8");
+  asked["metadata"]["annotations"] = {{"rollback.lockstep.dev/2", "alice"},
+                                      {"rollback-to.lockstep.dev/2", "gpt2-v6"}};
+  auto same = planModelRollback(asked, all, {{"torch", runtimeEnv()}}, "", "alice");
+  ASSERT_TRUE(same.isOk()) << same.status().toString();
+  EXPECT_EQ(same->alreadyBy, "alice");
+  auto other = planModelRollback(asked, all, {{"torch", runtimeEnv()}}, "", "bob");
+  ASSERT_TRUE(other.isOk());
+  EXPECT_TRUE(other->alreadyBy.empty());
+  asked["metadata"]["annotations"]["rollback-to.lockstep.dev/2"] = "gpt2-v7";
+  auto elsewhere = planModelRollback(asked, all, {{"torch", runtimeEnv()}}, "", "alice");
+  ASSERT_TRUE(elsewhere.isOk());
+  EXPECT_TRUE(elsewhere->alreadyBy.empty());
 }
 
 TEST(ModelView, RollbackRefusalsSayWhyAndWhatToDo) {
@@ -196,7 +219,7 @@ void ModelCommandsTest::pushRollbackOfV8ToV6() {
       FakeTransport::ok(releaseModelCli("gpt2-v6", "Promoted")));  // the patch's answer
 }
 
-TEST_F(ModelCommandsTest, RollbackAnnotatesTheTargetWithTheRevisionAndWaits) {
+TEST_F(ModelCommandsTest, RollbackAnnotatesTheModelWithTheRevisionAndTargetAndWaits) {
   pushRollbackOfV8ToV6();
   transport_->push(FakeTransport::ok(model("gpt2-v8")));  // wait: not yet
   transport_->push(FakeTransport::ok(releaseModelCli("gpt2-v6", "Promoted")));
@@ -211,12 +234,14 @@ TEST_F(ModelCommandsTest, RollbackAnnotatesTheTargetWithTheRevisionAndWaits) {
   auto reqs = transport_->requests();
   ASSERT_EQ(reqs.size(), 11u);
   EXPECT_EQ(reqs[1].path, "/apis/lockstep.dev/v1alpha1/namespaces/ml/models/gpt2");
+  // On the Model, guarded by the resourceVersion it was read at.
   EXPECT_EQ(reqs[4].method, "PATCH");
-  EXPECT_EQ(reqs[4].path, "/apis/lockstep.dev/v1alpha1/namespaces/ml/modelreleases/gpt2-v6");
-  EXPECT_EQ(json::parse(reqs[4].body),
-            (json{{"metadata",
-                   {{"resourceVersion", "7gpt2-v6"},
-                    {"annotations", {{"rollback.lockstep.dev/2", "alice"}}}}}}));
+  EXPECT_EQ(reqs[4].path, "/apis/lockstep.dev/v1alpha1/namespaces/ml/models/gpt2");
+  EXPECT_EQ(json::parse(reqs[4].body), (json{{"metadata",
+                                              {{"resourceVersion", "9"},
+                                               {"annotations",
+                                                {{"rollback.lockstep.dev/2", "alice"},
+                                                 {"rollback-to.lockstep.dev/2", "gpt2-v6"}}}}}}));
   EXPECT_NE(out_.str().find("rollback from \"gpt2-v8\" to \"gpt2-v6\" requested by alice"),
             std::string::npos)
       << out_.str();

@@ -139,8 +139,9 @@ void OperatorProcess::installCrdsAndRbac() {
   // The ServiceAccount, RBAC and the ValidatingAdmissionPolicies keeping the
   // model anchors and every Lockstep status the operator's alone (they name
   // the ServiceAccount the operator runs as here).
-  for (const char* t : {"templates/serviceaccount.yaml", "templates/rbac.yaml",
-                        "templates/anchor-policy.yaml", "templates/status-policy.yaml"}) {
+  for (const char* t :
+       {"templates/serviceaccount.yaml", "templates/rbac.yaml", "templates/anchor-policy.yaml",
+        "templates/status-policy.yaml", "templates/model-rollback-policy.yaml"}) {
     if (!exists(chartDir() + "/" + t)) continue;  // an earlier release's chart lacks it
     for (const auto& o : renderChart(t))
       mustKubectl({"apply", "-n", kOperatorNamespace, "-f", "-"}, o.dump());
@@ -251,6 +252,10 @@ std::string OperatorProcess::startOnce(const std::vector<std::string>& extraArgs
                                    "--port-file=" + dir_ + "/port",
                                    "--leader-elect",
                                    "--log-format=json"};
+  // Rollback requests on Models, as the chart sets it beside its model-rollback
+  // policy (an earlier release's chart, and operator, have neither).
+  if (exists(chartDir() + "/templates/model-rollback-policy.yaml"))
+    args.emplace_back("--model-rollback-requests");
   args.insert(args.end(), extraArgs.begin(), extraArgs.end());
   pid_ = fork();
   if (pid_ == 0) {

@@ -685,6 +685,66 @@ TEST_F(ModelReleaseControllerTest, AnInvalidManualRollbackIsTerminalWithAConditi
   EXPECT_TRUE(warned);
 }
 
+// A rollback asked on the Model (`lockstep model rollback`, the Argo CD action):
+// the release it targets (named, or by default the one prod ran before) sees
+// the requesting user, only with --model-rollback-requests (where the chart's
+// policy checks the writer); a request for an earlier revision is spent, and
+// read back only for the release a Rollback entry put in prod.
+TEST_F(ModelReleaseControllerTest, ARollbackAskedOnTheModelReachesItsTargetOnly) {
+  for (const char* name : {"v6", "v7"}) put(releases_, gated(name));
+  kube::Object model = kube::newObject(v1::kModels, "ml", "gpt2");
+  model["metadata"]["uid"] = "model-uid";
+  model["status"] = {{"revision", 3},
+                     {"prod", {{"release", "v8"}}},
+                     {"history", json::array({{{"action", "Promoted"}, {"release", "v6"}},
+                                              {{"action", "Promoted"}, {"release", "v7"}},
+                                              {{"action", "Promoted"}, {"release", "v8"}}})}};
+  model["metadata"]["annotations"] = {{"rollback.lockstep.dev/3", "alice"}};
+  put(models_, model);
+  ModelReleaseOptions on;
+  on.modelRollbackRequests = true;
+  ModelReleaseReconciler asked{client_,
+                               {releases_, runtimeEnvs_, jobs_, pods_, deployments_, models_,
+                                anchors_, services_, nodes_, gpuPods_, replicaSets_},
+                               events_,
+                               clock_,
+                               metrics_,
+                               on,
+                               querier_};
+  auto by = [&](const ModelReleaseReconciler& rec, const std::string& name) {
+    auto o = rec.observe({"ml", name});
+    return o ? o->gates.modelRollbackBy : std::string("(not observed)");
+  };
+  // No target named: the newest release prod ran before v8 (v7).
+  EXPECT_EQ(by(asked, "v7"), "alice");
+  EXPECT_EQ(by(asked, "v6"), "");
+  EXPECT_EQ(by(reconciler_, "v7"), "") << "off without --model-rollback-requests";
+  // v7 gone from the model (its object names another model): v6 is the default.
+  kube::Object elsewhere = gated();
+  elsewhere["spec"]["model"] = "bert";
+  put(releases_, elsewhere);
+  EXPECT_EQ(by(asked, "v6"), "alice");
+  EXPECT_EQ(by(asked, "v7"), "");
+  // A named target is that release alone.
+  model["metadata"]["annotations"]["rollback-to.lockstep.dev/3"] = "v6";
+  put(models_, model);
+  put(releases_, gated());
+  EXPECT_EQ(by(asked, "v6"), "alice");
+  EXPECT_EQ(by(asked, "v7"), "");
+  // Prod moved on (revision 4): the request at 3 is spent; it is read back only
+  // by the release a Rollback entry to it made prod.
+  model["status"]["revision"] = 4;
+  model["status"]["prod"]["release"] = "v6";
+  model["status"]["history"].push_back(
+      {{"action", "Rollback"}, {"release", "v6"}, {"from", "v8"}, {"revision", 4}});
+  put(models_, model);
+  auto o = asked.observe({"ml", "v6"});
+  ASSERT_TRUE(o.has_value());
+  EXPECT_EQ(o->gates.modelRollbackBy, "");
+  EXPECT_EQ(o->gates.spentModelRollbackBy, "alice");
+  EXPECT_EQ(asked.observe({"ml", "v7"})->gates.spentModelRollbackBy, "");
+}
+
 // A deleting release that never reached prod: the plan removes the finalizer
 // and writes no status; the metrics still forget it, and nothing throws (the
 // status left null was once read with value()).

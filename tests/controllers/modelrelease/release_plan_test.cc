@@ -1066,6 +1066,38 @@ TEST(ReleasePlan, ManualRollbackRestoresAPromotedReleaseWithoutAnyGate) {
   EXPECT_EQ(planRelease(later).status["phase"], "Superseded");
 }
 
+// The same request asked on the Model (the shell found this release its
+// target: modelRollbackBy): the same rollback, recorded as that user's; a
+// status write lost after the Model moved is re-derived from the Model's spent
+// request.
+TEST(ReleasePlan, ARollbackAskedOnTheModelIsTheSameRollback) {
+  json release = supersededRelease();
+  auto request = atRevision(release);
+  request.serving = servingOf("gpt2-v8", 1);
+  request.modelRollbackBy = "alice";
+  auto plan = planRelease(request);
+  ASSERT_TRUE(plan.modelRollback.has_value());
+  EXPECT_EQ(plan.modelRollback->from, "gpt2-v8");
+  EXPECT_EQ(plan.modelRollback->by, "alice");
+  EXPECT_EQ(plan.modelRollback->revision, "4");
+  EXPECT_EQ(plan.status["phase"], "Promoted");
+  EXPECT_EQ(plan.status["rollback"]["requestedBy"], "alice");
+  EXPECT_TRUE(hasEvent(plan, "ManualRollback", "alice"));
+
+  // Crash after the Model moved, before the status write: the Model names this
+  // release as prod at revision 5 with a Rollback entry from v8.
+  auto after = atRevision(release, "5");
+  after.promotedRelease = "gpt2-v7";
+  after.rollbackFrom = "gpt2-v8";
+  after.spentModelRollbackBy = "alice";
+  after.serving = servingOf("gpt2-v7", 1);
+  auto healed = planRelease(after);
+  EXPECT_FALSE(healed.modelRollback.has_value()) << "the Model moved already";
+  EXPECT_EQ(healed.status["phase"], "Promoted");
+  EXPECT_EQ(healed.status["rollback"]["requestedBy"], "alice");
+  EXPECT_EQ(healed.status["rollback"]["revision"], "4");
+}
+
 TEST(ReleasePlan, ManualRollbackIsRefusedOnAStaleRuntimeOrDuringACanary) {
   json release = supersededRelease();
   release["metadata"]["annotations"]["rollback.lockstep.dev/4"] = "alice";
