@@ -700,7 +700,7 @@ TEST(HelmChart, UninstallCleanupHookIsLeastPrivilegeLockedDownAndOrdered) {
   auto hook = uninstallHook(docs);
   std::map<std::string, YAML::Node> byKind;
   for (const YAML::Node& o : hook) {
-    const std::string kind = o["kind"].as<std::string>();
+    const auto kind = o["kind"].as<std::string>();
     EXPECT_EQ(byKind.count(kind), 0u) << "two " << kind;
     byKind[kind] = o;
     EXPECT_EQ(o["metadata"]["name"].as<std::string>(), "lockstep-uninstall-cleanup");
