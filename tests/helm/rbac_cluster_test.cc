@@ -218,33 +218,33 @@ TEST_F(OperatorAccount, NamespacedInstallWorksInItsNamespaceOnly) {
 TEST_F(OperatorAccount, OnlyAUserWhoMayRollBackAsksAModelToRollBack) {
   const std::string ns = uniqueName("mrb");
   ASSERT_EQ(kubectl({"create", "namespace", ns}).exitCode, 0);
-  json editor = {{"apiVersion", "rbac.authorization.k8s.io/v1"},
-                 {"kind", "ClusterRole"},
-                 {"metadata", {{"name", "lockstep-test-model-editor"}}},
-                 {"rules", json::array({{{"apiGroups", {"lockstep.dev"}},
-                                         {"resources", {"models"}},
-                                         {"verbs", {"get", "list", "create", "update", "patch"}}}})}};
+  json editor = {
+      {"apiVersion", "rbac.authorization.k8s.io/v1"},
+      {"kind", "ClusterRole"},
+      {"metadata", {{"name", "lockstep-test-model-editor"}}},
+      {"rules", json::array({{{"apiGroups", {"lockstep.dev"}},
+                              {"resources", {"models"}},
+                              {"verbs", {"get", "list", "create", "update", "patch"}}}})}};
   ASSERT_EQ(kubectl({"apply", "-f", "-"}, editor.dump()).exitCode, 0);
   ASSERT_EQ(kubectl({"create", "rolebinding", "model-editor", "-n", ns,
                      "--clusterrole=lockstep-test-model-editor", "--user=eve", "--user=alice"})
                 .exitCode,
             0);
-  ASSERT_EQ(kubectl({"create", "rolebinding", "approver", "-n", ns,
-                     std::string("--clusterrole=") + kReleaseName + "-release-approver",
-                     "--user=alice"})
-                .exitCode,
-            0);
+  ASSERT_EQ(
+      kubectl({"create", "rolebinding", "approver", "-n", ns,
+               std::string("--clusterrole=") + kReleaseName + "-release-approver", "--user=alice"})
+          .exitCode,
+      0);
   ASSERT_TRUE(eventually([&] {
-    return kubectl({"auth", "can-i", "rollback", "models.lockstep.dev/gpt2", "-n", ns,
-                    "--as=alice"})
+    return kubectl(
+               {"auth", "can-i", "rollback", "models.lockstep.dev/gpt2", "-n", ns, "--as=alice"})
                    .out.rfind("yes", 0) == 0 &&
            kubectl({"auth", "can-i", "patch", "models.lockstep.dev/gpt2", "-n", ns, "--as=eve"})
                    .out.rfind("yes", 0) == 0;
   }));
-  EXPECT_EQ(
-      kubectl({"auth", "can-i", "rollback", "models.lockstep.dev/gpt2", "-n", ns, "--as=eve"})
-          .out.rfind("no", 0),
-      0u);
+  EXPECT_EQ(kubectl({"auth", "can-i", "rollback", "models.lockstep.dev/gpt2", "-n", ns, "--as=eve"})
+                .out.rfind("no", 0),
+            0u);
   // The Model, its prod at revision 2 (the status as the operator writes it).
   json model = {{"apiVersion", "lockstep.dev/v1alpha1"},
                 {"kind", "Model"},
@@ -260,23 +260,22 @@ TEST_F(OperatorAccount, OnlyAUserWhoMayRollBackAsksAModelToRollBack) {
 
   auto annotate = [&](const std::string& as, const std::vector<std::string>& kv) {
     std::vector<std::string> args = {"annotate", "--overwrite", "models.lockstep.dev/gpt2", "-n",
-                                     ns, "--as=" + as};
+                                     ns,         "--as=" + as};
     args.insert(args.end(), kv.begin(), kv.end());
     return kubectl(args);
   };
   auto refused = [&](const std::string& what, const CommandResult& r, const std::string& says) {
     SCOPED_TRACE(what);
     EXPECT_NE(r.exitCode, 0) << "admitted";
-    EXPECT_NE(r.err.find("ValidatingAdmissionPolicy '" + std::string(kReleaseName) +
-                         "-model-rollback'"),
-              std::string::npos)
+    EXPECT_NE(
+        r.err.find("ValidatingAdmissionPolicy '" + std::string(kReleaseName) + "-model-rollback'"),
+        std::string::npos)
         << r.err;
     EXPECT_NE(r.err.find(says), std::string::npos) << r.err;
   };
   // The binding reaches the API server asynchronously.
-  ASSERT_TRUE(eventually([&] {
-    return annotate("eve", {"rollback.lockstep.dev/2=eve"}).exitCode != 0;
-  }));
+  ASSERT_TRUE(
+      eventually([&] { return annotate("eve", {"rollback.lockstep.dev/2=eve"}).exitCode != 0; }));
   refused("eve may edit the Model but not roll it back",
           annotate("eve", {"rollback.lockstep.dev/2=eve"}),
           "user eve may not rollback this Model: RBAC verb \"rollback\" on resource \"models\"");
