@@ -46,12 +46,13 @@ std::vector<Request> modelNamedByLabel(const kube::Object& o) {
 
 ModelReconciler::ModelReconciler(std::shared_ptr<kube::Client> client, Caches caches,
                                  kube::EventSink& events, kube::Clock& clock,
-                                 std::shared_ptr<ReleaseMetrics> metrics)
+                                 std::shared_ptr<ReleaseMetrics> metrics, bool rollbackRequests)
     : client_(std::move(client)),
       caches_(caches),
       events_(events),
       clock_(clock),
-      metrics_(std::move(metrics)) {}
+      metrics_(std::move(metrics)),
+      rollbackRequests_(rollbackRequests) {}
 
 Result ModelReconciler::reconcile(const Request& request) {
   kube::ObjectPtr object = caches_.models.get(request.ns, request.name);
@@ -91,13 +92,32 @@ Result ModelReconciler::reconcile(const Request& request) {
   const ModelConditions planned = planModelConditions(o, kube::formatTime(clock_.wallNow(), false));
   const std::string degraded = statusOfCondition(planned.conditions, v1::kConditionDegraded);
   if (metrics_) metrics_->modelState(ns, model, planned.ready, degraded == "True");
-  if (!planned.changed) return Result::done();
+  const v1::Model decoded = v1::decodeModel(*object);
+  ExecutionPlan x;
+  // A rollback asked on the Model that no release will act on: said once.
+  if (rollbackRequests_) {
+    auto isReleaseOfModel = [&](const std::string& name) {
+      auto r = caches_.releases.get(ns, name);
+      return r && v1::decodeModelRelease(*r).spec.model == model;
+    };
+    const std::optional<std::string> why = unresolvableRollback(decoded, isReleaseOfModel);
+    std::lock_guard lock(warnedMu_);
+    if (!why) {
+      warned_.erase(key);
+    } else if (auto& said = warned_[key]; said != uid + " " + *why) {
+      said = uid + " " + *why;
+      x.events.push_back({object, kube::kEventTypeWarning, v1::kReasonRollbackRefused, *why});
+    }
+  }
+  if (!planned.changed) {
+    if (x.events.empty()) return Result::done();
+    return execute(x, *client_, events_, "model").result;
+  }
 
-  v1::ModelStatus status = v1::decodeModel(*object).status;
+  v1::ModelStatus status = decoded.status;
   const json before = status.conditions;
   status.conditions = planned.conditions;
   status.observedGeneration = planned.observedGeneration;
-  ExecutionPlan x;
   x.status = modelStatusWrite(*object, status, "conditions of Model " + key);
   x.status->ignoreNotFound = true;
   const std::string wasDegraded = statusOfCondition(before, v1::kConditionDegraded);
@@ -119,9 +139,10 @@ Result ModelReconciler::reconcile(const Request& request) {
 
 void setupModelController(runtime::Manager& manager, const ModelReconciler::Caches& caches,
                           const ModelInformers& informers, std::shared_ptr<ReleaseMetrics> metrics,
-                          int workers) {
-  auto reconciler = std::make_shared<ModelReconciler>(
-      manager.sharedClient(), caches, manager.syncEvents(), manager.clock(), std::move(metrics));
+                          int workers, bool rollbackRequests) {
+  auto reconciler =
+      std::make_shared<ModelReconciler>(manager.sharedClient(), caches, manager.syncEvents(),
+                                        manager.clock(), std::move(metrics), rollbackRequests);
   runtime::ControllerBuilder(manager, "model")
       .workers(workers)
       // Spec edits, deletion, and the record the ModelRelease controller
@@ -134,7 +155,9 @@ void setupModelController(runtime::Manager& manager, const ModelReconciler::Cach
                  return kube::generation(a) != kube::generation(b) ||
                         kube::isBeingDeleted(a) != kube::isBeingDeleted(b) ||
                         part(a, "/status/prod") != part(b, "/status/prod") ||
-                        part(a, "/status/canary") != part(b, "/status/canary");
+                        part(a, "/status/canary") != part(b, "/status/canary") ||
+                        // A rollback request written on it (unresolvableRollback).
+                        part(a, "/metadata/annotations") != part(b, "/metadata/annotations");
                })
       .owns(informers.deployments)
       .owns(informers.services)

@@ -21,7 +21,10 @@
 // Thread-safety: reconcile() may run on several workers for different keys.
 #pragma once
 
+#include <map>
 #include <memory>
+#include <mutex>
+#include <string>
 
 #include "controllers/modelrelease/release_metrics.h"
 #include "operator/kube/client.h"
@@ -47,8 +50,12 @@ class ModelReconciler final : public runtime::Reconciler {
     const kube::Indexer& pods;         // label lockstep.dev/release, indexed by model
     const kube::Indexer& replicaSets;  // label lockstep.dev/model, slimmed, indexed by model
   };
+  // rollbackRequests: the operator acts on rollback requests written on Models
+  // (--model-rollback-requests); then one whose target no release is gets a
+  // RollbackRefused Warning on the Model (prod/model_conditions.h unresolvableRollback).
   ModelReconciler(std::shared_ptr<kube::Client> client, Caches caches, kube::EventSink& events,
-                  kube::Clock& clock, std::shared_ptr<ReleaseMetrics> metrics = nullptr);
+                  kube::Clock& clock, std::shared_ptr<ReleaseMetrics> metrics = nullptr,
+                  bool rollbackRequests = false);
 
   runtime::Result reconcile(const runtime::Request& request) override;
 
@@ -58,6 +65,11 @@ class ModelReconciler final : public runtime::Reconciler {
   kube::EventSink& events_;
   kube::Clock& clock_;
   std::shared_ptr<ReleaseMetrics> metrics_;  // lockstep_model_ready, _degraded; may be null
+  bool rollbackRequests_ = false;
+  // The unresolvable rollback requests already warned about, per Model key (its
+  // uid and the message): one Warning per request, not one per reconcile.
+  std::mutex warnedMu_;
+  std::map<std::string, std::string> warned_;
 };
 
 // The informers' options of the model's objects, as setupModelReleaseController
@@ -70,6 +82,6 @@ struct ModelInformers {
 // controller's caches (setupModelReleaseController calls it).
 void setupModelController(runtime::Manager& manager, const ModelReconciler::Caches& caches,
                           const ModelInformers& informers, std::shared_ptr<ReleaseMetrics> metrics,
-                          int workers = 1);
+                          int workers = 1, bool rollbackRequests = false);
 
 }  // namespace lockstep::controllers

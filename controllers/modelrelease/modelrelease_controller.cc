@@ -558,6 +558,7 @@ void setupModelReleaseController(runtime::Manager& manager, ModelReleaseOptions 
     options.packageReader = makeRegistryPackageReader(options.registryCaPem);
   if (!options.analysis) options.analysis = std::make_shared<AnalysisProviders>();
   std::shared_ptr<AnalysisProviders> analysis = options.analysis;
+  const bool modelRollbackRequests = options.modelRollbackRequests;
   // One set of families on the registry, shared with the Model controller.
   std::shared_ptr<ReleaseMetrics> metrics =
       makePrometheusReleaseMetrics(*manager.metrics().registry());
@@ -679,7 +680,7 @@ void setupModelReleaseController(runtime::Manager& manager, ModelReleaseOptions 
       manager,
       ModelReconciler::Caches{models.cache(), releases.cache(), deployments.cache(),
                               services.cache(), pods.cache(), replicaSets.cache()},
-      ModelInformers{deployOpts, serviceOpts, podOpts}, metrics, 1);
+      ModelInformers{deployOpts, serviceOpts, podOpts}, metrics, 1, modelRollbackRequests);
 }
 
 }  // namespace lockstep::controllers

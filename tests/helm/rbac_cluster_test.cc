@@ -208,6 +208,111 @@ TEST_F(OperatorAccount, NamespacedInstallWorksInItsNamespaceOnly) {
   kubectl({"delete", "namespace", watched, outside, "--wait=false"});
 }
 
+// Issue 28 ("manual rollback is a Model action, verb-checked"): a rollback is
+// asked on the Model (rollback.lockstep.dev/<revision>: <user>, optionally
+// rollback-to.lockstep.dev/<revision>: <release>), and the chart's policy
+// (templates/model-rollback-policy.yaml) admits such a write only from a user
+// with verb rollback on that Model, as their own name, at the Model's current
+// revision. "eve" may edit Models (get, update, patch) but not roll them back;
+// "alice" may also roll back (the chart's release-approver ClusterRole).
+TEST_F(OperatorAccount, OnlyAUserWhoMayRollBackAsksAModelToRollBack) {
+  const std::string ns = uniqueName("mrb");
+  ASSERT_EQ(kubectl({"create", "namespace", ns}).exitCode, 0);
+  json editor = {
+      {"apiVersion", "rbac.authorization.k8s.io/v1"},
+      {"kind", "ClusterRole"},
+      {"metadata", {{"name", "lockstep-test-model-editor"}}},
+      {"rules", json::array({{{"apiGroups", {"lockstep.dev"}},
+                              {"resources", {"models"}},
+                              {"verbs", {"get", "list", "create", "update", "patch"}}}})}};
+  ASSERT_EQ(kubectl({"apply", "-f", "-"}, editor.dump()).exitCode, 0);
+  ASSERT_EQ(kubectl({"create", "rolebinding", "model-editor", "-n", ns,
+                     "--clusterrole=lockstep-test-model-editor", "--user=eve", "--user=alice"})
+                .exitCode,
+            0);
+  ASSERT_EQ(
+      kubectl({"create", "rolebinding", "approver", "-n", ns,
+               std::string("--clusterrole=") + kReleaseName + "-release-approver", "--user=alice"})
+          .exitCode,
+      0);
+  ASSERT_TRUE(eventually([&] {
+    return kubectl(
+               {"auth", "can-i", "rollback", "models.lockstep.dev/gpt2", "-n", ns, "--as=alice"})
+                   .out.rfind("yes", 0) == 0 &&
+           kubectl({"auth", "can-i", "patch", "models.lockstep.dev/gpt2", "-n", ns, "--as=eve"})
+                   .out.rfind("yes", 0) == 0;
+  }));
+  EXPECT_EQ(kubectl({"auth", "can-i", "rollback", "models.lockstep.dev/gpt2", "-n", ns, "--as=eve"})
+                .out.rfind("no", 0),
+            0u);
+  // The Model, its prod at revision 2 (the status as the operator writes it).
+  json model = {{"apiVersion", "lockstep.dev/v1alpha1"},
+                {"kind", "Model"},
+                {"metadata", {{"name", "gpt2"}, {"namespace", ns}}},
+                {"spec", json::object()}};
+  ASSERT_EQ(kubectl({"create", "-f", "-"}, model.dump()).exitCode, 0);
+  // (The operator may update models/status, never patch it.)
+  json stored = kubectlJson({"get", "models.lockstep.dev", "gpt2", "-n", ns});
+  stored["status"] = {{"revision", 2}, {"prod", {{"release", "v2"}}}};
+  auto status = kubectl({"replace", "--subresource=status", "-f", "-", "--as=" + kOperatorUser},
+                        stored.dump());
+  ASSERT_EQ(status.exitCode, 0) << status.err;
+
+  auto annotate = [&](const std::string& as, const std::vector<std::string>& kv) {
+    std::vector<std::string> args = {"annotate", "--overwrite", "models.lockstep.dev/gpt2", "-n",
+                                     ns,         "--as=" + as};
+    args.insert(args.end(), kv.begin(), kv.end());
+    return kubectl(args);
+  };
+  auto refused = [&](const std::string& what, const CommandResult& r, const std::string& says) {
+    SCOPED_TRACE(what);
+    EXPECT_NE(r.exitCode, 0) << "admitted";
+    EXPECT_NE(
+        r.err.find("ValidatingAdmissionPolicy '" + std::string(kReleaseName) + "-model-rollback'"),
+        std::string::npos)
+        << r.err;
+    EXPECT_NE(r.err.find(says), std::string::npos) << r.err;
+  };
+  // The binding reaches the API server asynchronously.
+  ASSERT_TRUE(
+      eventually([&] { return annotate("eve", {"rollback.lockstep.dev/2=eve"}).exitCode != 0; }));
+  refused("eve may edit the Model but not roll it back",
+          annotate("eve", {"rollback.lockstep.dev/2=eve"}),
+          "user eve may not rollback this Model: RBAC verb \"rollback\" on resource \"models\"");
+  // An edit that is no request is hers to make.
+  auto plain = annotate("eve", {"team=search"});
+  EXPECT_EQ(plain.exitCode, 0) << plain.err;
+  refused("alice, in someone else's name", annotate("alice", {"rollback.lockstep.dev/2=bob"}),
+          "must hold your own user name \"alice\"");
+  refused("alice, against prod as it was", annotate("alice", {"rollback.lockstep.dev/1=alice"}),
+          "the model's prod is at revision 2");
+  refused("alice, a target with no request of hers",
+          annotate("alice", {"rollback-to.lockstep.dev/2=v1"}), "must hold your own user name");
+  refused("alice, a target that is no release name",
+          annotate("alice", {"rollback.lockstep.dev/2=alice", "rollback-to.lockstep.dev/2=V1!"}),
+          "names the release to go back to");
+  auto asked =
+      annotate("alice", {"rollback.lockstep.dev/2=alice", "rollback-to.lockstep.dev/2=v1"});
+  EXPECT_EQ(asked.exitCode, 0) << asked.err;
+  // Eve can neither redirect nor withdraw alice's request.
+  refused("eve redirects the request", annotate("eve", {"rollback-to.lockstep.dev/2=v0"}),
+          "user eve may not rollback this Model");
+  refused("eve withdraws the request", annotate("eve", {"rollback.lockstep.dev/2-"}),
+          "user eve may not rollback this Model");
+  json now = kubectlJson({"get", "models.lockstep.dev", "gpt2", "-n", ns});
+  EXPECT_EQ(now["metadata"]["annotations"].value("rollback.lockstep.dev/2", ""), "alice");
+  EXPECT_EQ(now["metadata"]["annotations"].value("rollback-to.lockstep.dev/2", ""), "v1");
+  // A Model created with a request: there is no prod to roll back.
+  json made = model;
+  made["metadata"]["name"] = "bert";
+  made["metadata"]["annotations"] = {{"rollback.lockstep.dev/0", "alice"}};
+  refused("a created Model asking for a rollback",
+          kubectl({"create", "-f", "-", "--as=alice"}, made.dump()),
+          "the model's prod is at revision 0 (no prod yet)");
+  kubectl({"delete", "namespace", ns, "--wait=false"});
+  kubectl({"delete", "clusterrole", "lockstep-test-model-editor"});
+}
+
 // Issue 28 (must-show 6): the status of every Lockstep kind is the operator's
 // alone. RBAC lets user "mallory" write `*/status` in lockstep.dev (a wildcard
 // tenant role, plus update/patch on modelreleases/status and runtimeenvs/status

@@ -172,4 +172,28 @@ ModelConditions planModelConditions(const ModelObserved& o, const std::string& n
   return out;
 }
 
+std::optional<std::string> unresolvableRollback(
+    const v1::Model& m, const std::function<bool(const std::string&)>& isReleaseOfModel) {
+  const std::optional<v1::ModelRollbackAsk> ask = v1::modelRollbackAsk(m, m.prodRevision());
+  if (!ask) return std::nullopt;
+  const std::string head = "rollback of model \"" + m.meta.name + "\" at prod revision " +
+                           m.prodRevision() + " asked by " + ask->by + " ";
+  const std::string current = m.promoted();
+  if (current.empty()) return head + "refused: the model runs no promoted release";
+  if (!ask->to.empty()) {
+    if (ask->to == current)
+      return head + "refused: release \"" + ask->to + "\" is what prod runs already";
+    if (!isReleaseOfModel(ask->to))
+      return head + "refused: release \"" + ask->to + "\" (rollback-to.lockstep.dev/" +
+             m.prodRevision() + ") is not a ModelRelease of this model in namespace " + m.meta.ns;
+    return std::nullopt;
+  }
+  if (v1::previousProdRelease(m, isReleaseOfModel).empty())
+    return head +
+           "refused: no release prod ran before the current one still exists (name one with "
+           "rollback-to.lockstep.dev/" +
+           m.prodRevision() + ")";
+  return std::nullopt;
+}
+
 }  // namespace lockstep::controllers

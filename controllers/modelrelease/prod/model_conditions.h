@@ -34,11 +34,14 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include <nlohmann/json.hpp>
 
+#include "api/v1alpha1/model.h"
 #include "operator/kube/object.h"
 
 namespace lockstep::controllers {
@@ -80,5 +83,14 @@ struct ModelConditions {
 
 // `now`: RFC 3339, the lastTransitionTime of a condition whose status changes.
 ModelConditions planModelConditions(const ModelObserved& observed, const std::string& now);
+
+// A rollback asked on Model `m` at its current revision (v1::modelRollbackAsk)
+// that no release will act on: its named target, or the default
+// (v1::previousProdRelease), is not a release of the model (`isReleaseOfModel`)
+// or is what prod runs already. Why, for one RollbackRefused Warning on the
+// Model (the release that a resolvable request targets reports in its own
+// status.rollback); nullopt when none is asked or its target is a release.
+std::optional<std::string> unresolvableRollback(
+    const api::v1alpha1::Model& m, const std::function<bool(const std::string&)>& isReleaseOfModel);
 
 }  // namespace lockstep::controllers

@@ -1019,13 +1019,15 @@ TEST_F(CanaryClusterTest, ManualRollbackAfterALockEditRunsTheOldPairAndRefusesAP
             std::string::npos)
       << refused.err;
   EXPECT_NE(refused.err.find("pruned"), std::string::npos) << refused.err;
-  // The controller refuses the same request (as the annotation the CLI would write).
+  // The controller refuses the same request, written on the Model as the CLI
+  // would write it (the chart's model-rollback policy admits it: verb rollback,
+  // the writer's own name, the current revision).
   const std::string revision =
       std::to_string(get("models.lockstep.dev", "gpt2").value("/status/revision"_json_pointer, 0));
-  ASSERT_EQ(kubectl({"annotate", "mr", "r2", "-n", ns_,
-                     "rollback.lockstep.dev/" + revision + "=" + whoAmI()})
-                .exitCode,
-            0);
+  auto asked = kubectl({"annotate", "models.lockstep.dev", "gpt2", "-n", ns_,
+                        "rollback.lockstep.dev/" + revision + "=" + whoAmI(),
+                        "rollback-to.lockstep.dev/" + revision + "=r2"});
+  ASSERT_EQ(asked.exitCode, 0) << asked.err;
   ASSERT_TRUE(eventually([&] {
     return get("mr", "r2").value("/status/rollback/refused"_json_pointer, std::string()) != "";
   })) << get("mr", "r2")["status"].dump(2);

@@ -776,6 +776,51 @@ TEST_F(ModelReleaseControllerTest, ADeletedReleaseIsDone) {
 // Degraded, with one ProdDegraded Event and the gauges; a Model whose status
 // already says so is not written again; a gone Model's series are dropped;
 // the write is guarded by the Model's resourceVersion (a Conflict retries).
+// A rollback asked on the Model whose target no release is: one
+// RollbackRefused Warning on the Model per request (not per reconcile), and
+// none when the operator does not act on Model requests at all.
+TEST_F(ModelReleaseControllerTest, TheModelControllerSaysOnceThatARollbackHasNoTarget) {
+  serveWrites();
+  kube::Object model = kube::newObject(v1::kModels, "ml", "gpt2");
+  model["metadata"]["uid"] = "model-uid";
+  model["metadata"]["resourceVersion"] = "5";
+  model["metadata"]["annotations"] = {{"rollback.lockstep.dev/3", "alice"},
+                                      {"rollback-to.lockstep.dev/3", "v5"}};
+  model["status"] = {{"revision", 3}, {"prod", {{"release", "v8"}}}};
+  put(models_, model);
+  auto refusals = [&] {
+    std::vector<std::string> out;
+    for (const auto& e : events_.events())
+      if (e.reason == v1::kReasonRollbackRefused) out.push_back(e.message);
+    return out;
+  };
+  ModelReconciler off{client_,
+                      {models_, releases_, deployments_, services_, pods_, replicaSets_},
+                      events_,
+                      clock_,
+                      metrics_};
+  off.reconcile({"ml", "gpt2"});
+  EXPECT_TRUE(refusals().empty()) << "without --model-rollback-requests nothing acts on it";
+  ModelReconciler on{client_,  {models_, releases_, deployments_, services_, pods_, replicaSets_},
+                     events_,  clock_,
+                     metrics_, true};
+  on.reconcile({"ml", "gpt2"});
+  on.reconcile({"ml", "gpt2"});
+  ASSERT_EQ(refusals().size(), 1u);
+  EXPECT_NE(refusals()[0].find("release \"v5\" (rollback-to.lockstep.dev/3) is not a "
+                               "ModelRelease of this model"),
+            std::string::npos)
+      << refusals()[0];
+  // Another request is said again; a resolvable one is not.
+  model["metadata"]["annotations"]["rollback-to.lockstep.dev/3"] = "v4";
+  put(models_, model);
+  on.reconcile({"ml", "gpt2"});
+  EXPECT_EQ(refusals().size(), 2u);
+  put(releases_, gated("v4"));
+  on.reconcile({"ml", "gpt2"});
+  EXPECT_EQ(refusals().size(), 2u);
+}
+
 TEST_F(ModelReleaseControllerTest, TheModelControllerWritesTheModelsConditionsAndGauges) {
   serveWrites();
   ModelReconciler models{client_,

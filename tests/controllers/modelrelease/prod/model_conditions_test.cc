@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <memory>
+#include <set>
 #include <string>
 
 #include "operator/kube/conditions.h"
@@ -277,6 +278,52 @@ TEST(ModelConditions, PlanningTwiceWritesNothingAndKeepsTransitionTimes) {
   const ModelConditions edited = planModelConditions(o, kLater);
   EXPECT_TRUE(edited.changed);
   EXPECT_EQ(edited.observedGeneration, 4);
+}
+
+// A rollback asked on the Model that no release will act on is said (once, by
+// the shell); one a release will act on is that release's to report.
+TEST(ModelConditions, ARollbackRequestNoReleaseWillTakeIsSaid) {
+  api::v1alpha1::Model m;
+  m.meta.name = "gpt2";
+  m.meta.ns = "ml";
+  m.status.revision = 3;
+  auto release = [](const std::string& name) {
+    api::v1alpha1::ModelHistoryEntry e;
+    e.action = api::v1alpha1::kModelActionPromoted;
+    e.release = name;
+    return e;
+  };
+  m.status.history = {release("v6"), release("v7"), release("v8")};
+  std::set<std::string> live = {"v6", "v7", "v8"};
+  auto isRelease = [&](const std::string& n) { return live.count(n) > 0; };
+  EXPECT_FALSE(unresolvableRollback(m, isRelease)) << "nothing asked";
+  m.annotations["rollback.lockstep.dev/3"] = "alice";
+  EXPECT_EQ(unresolvableRollback(m, isRelease).value_or(""),
+            "rollback of model \"gpt2\" at prod revision 3 asked by alice refused: the model "
+            "runs no promoted release");
+  m.status.prod = api::v1alpha1::ProdContent{};
+  m.status.prod->release = "v8";
+  EXPECT_FALSE(unresolvableRollback(m, isRelease)) << "v7 takes it";
+  live = {"v8"};
+  EXPECT_NE(unresolvableRollback(m, isRelease)
+                .value_or("")
+                .find("no release prod ran before the current one still exists"),
+            std::string::npos);
+  m.annotations["rollback-to.lockstep.dev/3"] = "v5";
+  EXPECT_NE(unresolvableRollback(m, isRelease)
+                .value_or("")
+                .find("release \"v5\" (rollback-to.lockstep.dev/3) is not a ModelRelease of "
+                      "this model in namespace ml"),
+            std::string::npos);
+  m.annotations["rollback-to.lockstep.dev/3"] = "v8";
+  EXPECT_NE(unresolvableRollback(m, isRelease).value_or("").find("is what prod runs already"),
+            std::string::npos);
+  live = {"v5", "v8"};
+  m.annotations["rollback-to.lockstep.dev/3"] = "v5";
+  EXPECT_FALSE(unresolvableRollback(m, isRelease)) << "v5 says in its own status";
+  // A request at an earlier revision is spent: nothing to say.
+  m.status.revision = 4;
+  EXPECT_FALSE(unresolvableRollback(m, isRelease));
 }
 
 }  // namespace
