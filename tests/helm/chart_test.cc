@@ -4,6 +4,7 @@
 // enabled, and the ServiceMonitor scrapes the port the operator serves metrics on.
 #include <yaml-cpp/yaml.h>
 
+#include <algorithm>
 #include <map>
 #include <set>
 #include <string>
@@ -573,6 +574,47 @@ TEST(HelmChart, StatusPolicyCoversEveryLockstepStatusForTheOperatorOnly) {
   ASSERT_EQ(r.exitCode, 0) << r.err;
   EXPECT_FALSE(named(ofKind(off, "ValidatingAdmissionPolicy"), "lockstep-status"));
   EXPECT_TRUE(named(ofKind(off, "ValidatingAdmissionPolicy"), "lockstep-model-anchors"));
+}
+
+// A rollback asked on a Model (docs/rollouts.md "Manual rollback of a model"):
+// the policy that checks it and the operator flag that acts on it come together,
+// and the approver role holds verb rollback on models; off, neither is there.
+TEST(HelmChart, TheModelRollbackPolicyAndTheOperatorFlagComeTogether) {
+  CommandResult r;
+  auto docs = renderDocs({}, &r);
+  ASSERT_EQ(r.exitCode, 0) << r.err;
+  const YAML::Node policy =
+      named(ofKind(docs, "ValidatingAdmissionPolicy"), "lockstep-model-rollback");
+  ASSERT_TRUE(policy) << "no ValidatingAdmissionPolicy lockstep-model-rollback";
+  EXPECT_EQ(policy["spec"]["failurePolicy"].as<std::string>(), "Fail");
+  using Names = std::vector<std::string>;
+  const YAML::Node rules = policy["spec"]["matchConstraints"]["resourceRules"];
+  ASSERT_EQ(rules.size(), 1u);
+  EXPECT_EQ(rules[0]["resources"].as<Names>(), Names{"models"});
+  EXPECT_EQ(rules[0]["operations"].as<Names>(), (Names{"CREATE", "UPDATE"}));
+  EXPECT_NE(dumped(policy["spec"]["validations"]).find("check('rollback').allowed()"),
+            std::string::npos);
+  EXPECT_TRUE(named(ofKind(docs, "ValidatingAdmissionPolicyBinding"), "lockstep-model-rollback"));
+  EXPECT_NE(
+      dumped(named(ofKind(docs, "Deployment"), "lockstep")).find("--model-rollback-requests=true"),
+      std::string::npos);
+  bool approverMayRollBackModels = false;
+  for (const YAML::Node& rule :
+       named(ofKind(docs, "ClusterRole"), "lockstep-release-approver")["rules"]) {
+    const Names resources = rule["resources"].as<Names>();
+    const Names verbs = rule["verbs"].as<Names>();
+    if (std::find(resources.begin(), resources.end(), "models") != resources.end() &&
+        std::find(verbs.begin(), verbs.end(), "rollback") != verbs.end())
+      approverMayRollBackModels = true;
+  }
+  EXPECT_TRUE(approverMayRollBackModels);
+
+  auto off = renderDocs({"modelRollbackPolicy.enabled=false"}, &r);
+  ASSERT_EQ(r.exitCode, 0) << r.err;
+  EXPECT_FALSE(named(ofKind(off, "ValidatingAdmissionPolicy"), "lockstep-model-rollback"));
+  EXPECT_NE(
+      dumped(named(ofKind(off, "Deployment"), "lockstep")).find("--model-rollback-requests=false"),
+      std::string::npos);
 }
 
 // admission.mode (docs/security.md "Admission inside the API server"): auto picks policy
