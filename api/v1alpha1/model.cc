@@ -226,12 +226,11 @@ std::string previousProdRelease(const Model& model,
                                 const std::function<bool(const std::string&)>& exists) {
   const std::string current = model.promoted();
   const std::vector<ModelHistoryEntry>& history = model.status.history;
-  for (auto it = history.rbegin(); it != history.rend(); ++it) {
-    if (it->action != kModelActionPromoted && it->action != kModelActionRollback) continue;
-    if (it->release.empty() || it->release == current) continue;
-    if (exists(it->release)) return it->release;
-  }
-  return "";
+  auto found = std::find_if(history.rbegin(), history.rend(), [&](const ModelHistoryEntry& e) {
+    return (e.action == kModelActionPromoted || e.action == kModelActionRollback) &&
+           !e.release.empty() && e.release != current && exists(e.release);
+  });
+  return found == history.rend() ? std::string() : found->release;
 }
 
 std::optional<ModelRollbackAsk> modelRollbackAsk(const Model& model, const std::string& revision) {
