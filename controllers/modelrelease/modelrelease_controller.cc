@@ -301,13 +301,34 @@ ProdObserved ModelReleaseReconciler::observeProd(const v1::ModelRelease& r) cons
   return p;
 }
 
+std::optional<CanaryProgress> ModelReleaseReconciler::progressOf(const Request& request,
+                                                                 const std::string& uid) {
+  std::lock_guard lock(progressMu_);
+  auto it = progress_.find(request.key());
+  if (it == progress_.end() || it->second.uid != uid) return std::nullopt;
+  return it->second.progress;
+}
+
+void ModelReleaseReconciler::keepProgress(const Request& request, const std::string& uid,
+                                          const std::optional<CanaryProgress>& progress) {
+  std::lock_guard lock(progressMu_);
+  if (progress) {
+    progress_[request.key()] = {uid, *progress};
+  } else {
+    progress_.erase(request.key());
+  }
+}
+
 Result ModelReleaseReconciler::reconcile(const Request& request) {
   // Observe: caches only.
   std::optional<ModelReleaseObserved> observed = observe(request);
   if (!observed) {
     if (metrics_) metrics_->forgetRelease(request.ns, request.name);
+    keepProgress(request, "", std::nullopt);
     return healFromRecord(request);
   }
+  const std::string uid = v1::decodeMeta(*observed->release).uid;
+  observed->prod.progress = progressOf(request, uid);
   // The package, read once before the first stage (package_reader.h): the
   // planner describes it in status.package or refuses it.
   if (packages_)
@@ -393,6 +414,11 @@ Result ModelReleaseReconciler::reconcile(const Request& request) {
     return Result::after(std::chrono::seconds(plan.stopRequeueSeconds));
   }
   if (plan.execution.status && !outcome.statusWritten) return outcome.result;  // gone meanwhile
+  // The status the next plan reads is this plan's (written, or as it was):
+  // so is the progress clock it goes on from. A plan without a canary (a
+  // finished release, another stage) keeps none.
+  keepProgress(request, uid,
+               plan.prod && plan.prod->canary ? plan.prod->canary->progress : std::nullopt);
   recordMetrics(request, plan, *observed->release, outcome.statusWritten);
 
   int64_t requeue = plan.release.requeueAfterSeconds;

@@ -154,6 +154,20 @@ class ModelReleaseReconciler final : public runtime::Reconciler {
     std::string minDriver;
     bool compatible = false;
   };
+  // The canary's progress clock of each release in its canary, by namespace/name
+  // (prod/canary_progress.h): the last plan's, kept here so that a pod turning
+  // Ready is no status write. Gone with the process: a restarted operator or a
+  // new leader starts each clock again at its first plan (a deadline only later).
+  struct ProgressRecord {
+    std::string uid;  // the release object it was taken for
+    CanaryProgress progress;
+  };
+  std::mutex progressMu_;
+  std::unordered_map<std::string, ProgressRecord> progress_;
+  std::optional<CanaryProgress> progressOf(const runtime::Request& request,
+                                           const std::string& uid);
+  void keepProgress(const runtime::Request& request, const std::string& uid,
+                    const std::optional<CanaryProgress>& progress);
   mutable std::mutex nodeVerdictsMu_;
   mutable std::unordered_map<std::string, NodeVerdict> nodeVerdicts_;  // by node name
 };

@@ -156,6 +156,7 @@ CanaryObserved observeCanary(const v1::ModelRelease& release, const v1::CanarySp
   co.package = release.spec.package;
   co.closureHash = release.spec.closureHash;
   co.previous = release.status.canary;
+  co.progress = prod.progress;
   co.stableRelease = stableDep ? templateReleaseOf(*stableDep) : "";
   // A canary Deployment still carrying the displaced release: its pods are
   // that release's, and this release's canary starts from zero pods.

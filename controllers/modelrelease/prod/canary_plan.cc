@@ -91,6 +91,7 @@ struct Planner {
   CanaryStatus st;  // status.canary being built
   int total = 0;
   bool hasStable = false;
+  bool clockLost = false;  // no record of the progress clock in this stage (loadClock)
 
   explicit Planner(const CanaryObserved& observed) : o(observed) {}
 
@@ -261,7 +262,7 @@ struct Planner {
       return true;
     }
     const int64_t deadline = o.spec.steps.back().progressDeadlineSeconds;
-    trackProgress(podsToTarget(target, canary, stable));
+    trackProgress(podsToTarget(target, canary, stable), deadline);
     if (!pastDeadline(deadline)) return false;
     const std::string counts = "canary " + std::to_string(canary.readyReplicas) + "/" +
                                std::to_string(target.canary) + " Ready, stable " +
@@ -303,9 +304,9 @@ struct Planner {
         restartProgressClock();
       } else {
         plan.replicas = nextReplicaCounts(total, target, o.canary, o.stable, o.spec.capacity);
-        plan.message = "moving all replicas to the canary (" +
-                       std::to_string(o.canary.readyReplicas) + "/" + std::to_string(total) +
-                       " Ready) before the stable Deployment takes " + o.release + podsNotCreated();
+        plan.message = "moving all " + std::to_string(total) +
+                       " replicas to the canary before the stable Deployment takes " + o.release +
+                       podsNotCreated();
         plan.requeueAfterSeconds = pollUntilDeadline(kPodPollSeconds, deadline);
         // The same GPU pre-check as a step's: a canary pod is added only where
         // it fits (in drain, after the stable pod it replaces gave its GPU back).
@@ -350,9 +351,8 @@ struct Planner {
       return;
     }
     plan.replicas = nextReplicaCounts(total, target, o.canary, stable, o.spec.capacity);
-    plan.message = "stable Deployment takes " + o.release + " (" +
-                   std::to_string(stable.readyReplicas) + "/" + std::to_string(total) + " Ready)" +
-                   podsNotCreated();
+    plan.message = "stable Deployment takes " + o.release + " (" + std::to_string(total) +
+                   " pods Ready; the canary drains)" + podsNotCreated();
     if (o.stableVerificationFailure) plan.message += "; " + *o.stableVerificationFailure;
     plan.requeueAfterSeconds = pollUntilDeadline(kPodPollSeconds, deadline);
   }
@@ -395,7 +395,74 @@ struct Planner {
            std::max(0, target.stable - stable.readyReplicas);
   }
 
-  void trackProgress(int toGo) {
+  // The clock as the last plan left it: the shell's record when it was taken
+  // in this very stage; else (a restart, a new leader, another stage) it is
+  // lost, and trackProgress bounds it from status.canary's (lastClockKnown).
+  void loadClock() {
+    const std::optional<CanaryProgress>& r = o.progress;
+    if (r && r->step == st.step.value_or(0) && r->phase == st.phase.value_or("") &&
+        r->promotion == st.promotion.value_or("") &&
+        r->stepStartedAt == st.stepStartedAt.value_or("") && !r->lastProgressAt.empty()) {
+      st.lastProgressAt = r->lastProgressAt;
+      st.podsToTarget = r->podsToTarget;
+    } else {
+      clockLost = true;
+    }
+  }
+
+  // The deadline of the stage the status is in: the step's, or the last
+  // step's during promotion.
+  int64_t stageDeadlineSeconds() const {
+    if (st.phase.value_or("") == kCanaryPromoting) return o.spec.steps.back().progressDeadlineSeconds;
+    const auto i = static_cast<size_t>(std::clamp<int64_t>(
+        st.step.value_or(0), 0, static_cast<int64_t>(o.spec.steps.size()) - 1));
+    return o.spec.steps[i].progressDeadlineSeconds;
+  }
+
+  // The clock for the shell's memory, and what status.canary records of it.
+  // Written: when the step, the phase, the promotion stage or the step's
+  // start changed (a rollback decided is a phase change), and when the clock
+  // moved more than half the deadline past the written one (a checkpoint, so
+  // that a lost clock is bounded: lastClockKnown). Else the clock as written
+  // stays: a pod turning Ready is no status write.
+  void persistClock(const CanaryStatus& written) {
+    const std::string phase = st.phase.value_or("");
+    if ((phase == kCanaryProgressing || phase == kCanaryPromoting) && st.lastProgressAt &&
+        st.podsToTarget) {
+      plan.progress = CanaryProgress{st.step.value_or(0),     phase,
+                                     st.promotion.value_or(""), st.stepStartedAt.value_or(""),
+                                     *st.lastProgressAt,        *st.podsToTarget};
+    }
+    const bool sameStage = written.phase == st.phase && written.step == st.step &&
+                           written.promotion == st.promotion &&
+                           written.stepStartedAt == st.stepStartedAt;
+    if (!sameStage) return;
+    const bool checkpoint = plan.progress && written.lastProgressAt &&
+                            timeOf(st.lastProgressAt) >
+                                timeOf(written.lastProgressAt) + stageDeadlineSeconds() / 2;
+    if (checkpoint || (plan.progress && !written.lastProgressAt)) return;
+    st.lastProgressAt = written.lastProgressAt;
+    st.podsToTarget = written.podsToTarget;
+  }
+
+  // A lost clock (no record of this stage) is bounded from the written one:
+  // the true last progress lies between it and half a deadline later
+  // (persistClock's checkpoint), and not after `now`. So the clock resumes
+  // at min(now, written + deadline/2): a deadline later than the lost
+  // clock's by at most half a deadline, never earlier, however often the
+  // operator restarts. No written clock: `now`.
+  void lastClockKnown(int toGo, int64_t deadlineSeconds) {
+    int64_t at = o.nowUnix;
+    if (st.lastProgressAt) at = std::min(at, timeOf(st.lastProgressAt) + deadlineSeconds / 2);
+    if (at != timeOf(st.lastProgressAt)) st.lastProgressAt = formatRfc3339(at);
+    st.podsToTarget = toGo;
+  }
+
+  void trackProgress(int toGo, int64_t deadlineSeconds) {
+    if (clockLost) {
+      clockLost = false;
+      return lastClockKnown(toGo, deadlineSeconds);
+    }
     const bool seen = st.podsToTarget && st.lastProgressAt;
     const int64_t before = seen ? *st.podsToTarget : -1;
     // While the target holds (0 → 0) nothing is written: no deadline applies
@@ -440,7 +507,7 @@ struct Planner {
     // No stable track: no prod whose Ready pods a scale-down must keep (the surge
     // mode's floor of N would hold a canary above its step's share for good).
     if (!hasStable && next.canary > target.canary) next.canary = target.canary;
-    trackProgress(podsToTarget(target, o.canary, o.stable));
+    trackProgress(podsToTarget(target, o.canary, o.stable), s.progressDeadlineSeconds);
 
     // GPU pre-check before adding canary pods.
     if (next.canary > o.canary.specReplicas && o.gpu) {
@@ -489,10 +556,12 @@ struct Planner {
         return false;
       }
       plan.reason = kReasonCanaryProgressing;
-      plan.message = stepName + ": scaling to weight " + std::to_string(s.weight) + "% (canary " +
-                     std::to_string(o.canary.readyReplicas) + "/" + std::to_string(target.canary) +
-                     " Ready, stable " + std::to_string(o.stable.readyReplicas) + "/" +
-                     std::to_string(target.stable) + ")" +
+      // No live pod count: a message that changed with every Ready pod was a
+      // status write per pod (the Deployments show the counts; the deadline's
+      // rollback message says them).
+      plan.message = stepName + ": scaling to weight " + std::to_string(s.weight) + "% (" +
+                     std::to_string(target.canary) + " canary and " +
+                     std::to_string(target.stable) + " stable pods Ready)" +
                      (notCreated.empty() ? std::string()
                                          : "; canary pods not created: " + notCreated +
                                                " (no verdict: the progress deadline decides)");
@@ -743,6 +812,7 @@ CanaryPlan planCanary(const CanaryObserved& o) {
   if (!o.previous.error.empty()) return unreadableStatus(o);
   Planner p(o);
   if (const CanaryStatus* previous = o.previous.get()) p.st = *previous;
+  const CanaryStatus written = p.st;
   if (p.st.phase.value_or("").empty()) {
     p.st.phase = kCanaryProgressing;
     p.st.capacity = capacityModeName(o.spec.capacity);
@@ -760,7 +830,9 @@ CanaryPlan planCanary(const CanaryObserved& o) {
     // The spec is immutable in prod; a status from another spec is repaired, not trusted.
     p.st.step = std::clamp(step, 0, static_cast<int>(o.spec.steps.size()) - 1);
   }
+  p.loadClock();
   p.run();
+  p.persistClock(written);
   if (o.modelUid) {
     p.st.anchorUid.reset();
     p.st.modelUid = *o.modelUid;

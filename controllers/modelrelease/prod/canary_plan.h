@@ -10,7 +10,10 @@
 // All state lives in `status.canary` (current step, step start, weight-reached
 // time, analysis counters, last known-good; typed in api/v1alpha1/
 // canary_status.h), so a restarted operator re-plans from the same inputs and
-// neither repeats nor skips a step. The planner works on the typed status and
+// neither repeats nor skips a step. The one exception is the progress clock
+// between a step's start and its end (CanaryProgress): kept in the shell's
+// memory, since a status write per Ready-count change was most of the
+// canary's writes; losing it only makes a deadline later. The planner works on the typed status and
 // encodes it once, into CanaryPlan::status. A previous status the decoder
 // refuses is never acted on: the plan is kWait, reason CanaryStatusUnreadable,
 // with both Deployments as they are and the status as written. No I/O and no
@@ -29,6 +32,7 @@
 #include "api/v1alpha1/model_release.h"
 #include "controllers/modelrelease/change_window_gate.h"
 #include "controllers/modelrelease/prod/analysis.h"
+#include "controllers/modelrelease/prod/canary_progress.h"
 #include "controllers/modelrelease/prod/gpu_capacity.h"
 #include "controllers/modelrelease/prod/replica_math.h"
 #include "controllers/modelrelease/release_event.h"
@@ -96,6 +100,9 @@ struct CanaryObserved {
   // step and no promotion start; `pause` holds the weight with the step's
   // clocks stopped (status.canary.windowPausedAt); `abort` rolls back.
   std::optional<ClosedWindow> window;
+  // The progress clock the last plan of this release kept (CanaryProgress);
+  // nullopt: none in memory.
+  std::optional<CanaryProgress> progress;
 };
 
 enum class CanaryAction {
@@ -124,6 +131,9 @@ struct CanaryPlan {
   std::string rollbackReason;   // set once, on the transition (metric + Event)
   std::string supersede;        // the release to mark Superseded on promotion
   std::vector<ReleaseEvent> events;
+  // The progress clock to keep in memory for the next plan (nullopt: no clock
+  // runs: a finished canary, a displaced one still draining).
+  std::optional<CanaryProgress> progress;
 };
 
 CanaryPlan planCanary(const CanaryObserved& observed);

@@ -13,6 +13,7 @@
 
 #include "common/status.h"
 #include "controllers/modelrelease/prod/analysis.h"
+#include "controllers/modelrelease/prod/canary_progress.h"
 #include "controllers/modelrelease/prod/gpu_capacity.h"
 #include "controllers/modelrelease/runtime_pod.h"
 #include "operator/kube/object.h"
@@ -51,6 +52,9 @@ struct ProdObserved {
   int64_t highestRollbackRevision = 0;
   // The free GPUs per compatible node, when the serving template asks for GPUs.
   std::optional<GpuCapacity> gpu;
+  // The canary's progress clock as the last plan of this release left it (the
+  // shell's memory; nullopt after a restart): CanaryObserved::progress.
+  std::optional<CanaryProgress> progress;
   // Taken because the previous plan of this reconcile asked (ProdPlan::measure).
   std::optional<Measurement> measurement;
   // A read of one of the serving names failed (not NotFound): nothing in prod is

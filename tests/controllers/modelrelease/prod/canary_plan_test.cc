@@ -93,9 +93,11 @@ CanaryObserved observed(const CanarySpec& spec, int64_t now = kT0) {
   return o;
 }
 
-// Re-plans with the plan's status as the previous one, as after a status write.
+// Re-plans with the plan's status as the previous one, as after a status
+// write, and its progress clock as the shell keeps it in memory.
 CanaryObserved after(CanaryObserved o, const CanaryPlan& p, int64_t now) {
   o.previous = p.status;
+  o.progress = p.progress;
   o.now = rfc(now);
   o.nowUnix = now;
   o.measurement.reset();
@@ -362,7 +364,9 @@ TEST(CanaryPlan, AutomaticRollbackTable) {
     if (c.sinceLastProgress) {
       auto seen = planCanary(after(o, p0, kT0 + 1));
       ASSERT_EQ(seen.action, o.gpu ? CanaryAction::kWait : CanaryAction::kProgress);
-      EXPECT_EQ(seen.status["lastProgressAt"], rfc(kT0 + 1));
+      ASSERT_TRUE(seen.progress);
+      EXPECT_EQ(seen.progress->lastProgressAt, rfc(kT0 + 1)) << "the clock the shell keeps";
+      EXPECT_EQ(seen.status["lastProgressAt"], rfc(kT0)) << "a pod turning Ready is no write";
       // One second before the deadline: still waiting.
       EXPECT_NE(planCanary(after(o, seen, kT0 + 601)).action, CanaryAction::kRollingBack);
       o = after(o, seen, c.at);

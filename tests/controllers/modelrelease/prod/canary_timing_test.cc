@@ -3,7 +3,9 @@
 // deadline"), never during a pause whose weight holds; promotion has the same
 // deadline and health checks as a step; an Indefinite pause with analysis
 // measures until promoted.
+#include <map>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include <gtest/gtest.h>
@@ -104,12 +106,103 @@ TEST(ProgressDeadline, CountsFromTheLastProgressNotFromTheStepsStart) {
   EXPECT_EQ(w.phase(), "Promoted") << w.reason() << ": " << w.status.value("message", "");
   EXPECT_GE(w.now - kT0, 16 * 60) << "four pods warmed up one after another";
   EXPECT_EQ(w.violations, std::vector<std::string>()) << w.report();
-  // The status shows the last progress while the pods move.
+  // The clock of the last progress runs while the pods move (the shell's
+  // memory; status.canary records it at the step's start).
   bool seen = false;
   for (const CanaryPlan& p : w.plans) {
-    if (p.status.contains("lastProgressAt") && p.status.contains("podsToTarget")) seen = true;
+    if (p.progress && p.progress->podsToTarget > 0 && p.status.contains("lastProgressAt"))
+      seen = true;
   }
   EXPECT_TRUE(seen);
+}
+
+// Pods that stop progressing roll the step back one deadline after the last
+// progress, the clock kept in the shell's memory between status writes. An
+// operator restarted meanwhile (a new leader: no memory), once or before every
+// plan, resumes the clock from the written one (the step's start) plus half
+// the deadline: the deadline fires, later, never earlier.
+TEST(ProgressDeadline, FiresFromTheInMemoryClockAndAfterARestartOnlyLater) {
+  int64_t withoutRestart = 0;
+  for (const char* restarts : {"none", "once at +90s", "before every plan"}) {
+    SCOPED_TRACE(restarts);
+    const std::string r = restarts;
+    World w(specOf({{"progressDeadline", "2m"}, {"steps", json::array({{{"weight", 50}}})}}));
+    w.knobs.neverReady = kRelease;  // its pods never turn Ready
+    for (int i = 0; i < 200 && w.phase() != "RollingBack"; ++i) {
+      if (r == "before every plan" || (r == "once at +90s" && w.now - kT0 == 90)) w.restart();
+      w.reconcile();
+      ASSERT_EQ(w.writesWithoutNews, 0) << w.firstWriteWithoutNews;
+      w.tick(5);
+    }
+    ASSERT_EQ(w.phase(), "RollingBack") << w.status.dump();
+    EXPECT_EQ(w.reason(), kReasonProgressDeadlineExceeded) << w.status.value("message", "");
+    const int64_t rolledBackAt = timeAt(w.status, "rollbackStartedAt");
+    const int64_t lastProgress = timeAt(w.status, "lastProgressAt");
+    // The rollback records the clock it decided on.
+    EXPECT_GT(rolledBackAt - lastProgress, 120);
+    EXPECT_LE(rolledBackAt - lastProgress, 125);
+    EXPECT_NE(w.status.value("message", "").find("last progress at " + rfc(lastProgress)),
+              std::string::npos)
+        << w.status.value("message", "");
+    const int64_t started = timeAt(w.status, "stepStartedAt");
+    if (r == "none") {
+      EXPECT_GT(lastProgress, started) << "the canary pod's creation was the last progress";
+      EXPECT_LT(lastProgress, started + 60);
+      withoutRestart = rolledBackAt;
+    } else {
+      EXPECT_EQ(lastProgress, started + 60) << "the written clock plus half the deadline";
+      EXPECT_GT(rolledBackAt, withoutRestart) << "a restart makes the deadline later";
+    }
+    EXPECT_EQ(w.violations, std::vector<std::string>()) << w.report();
+  }
+}
+
+// ---- status writes: only news -------------------------------------------------------------------
+
+// The Ready pods of both tracks, as the planner sees them.
+std::pair<int, int> readyPodsOf(const World& w) {
+  const CanaryObserved o = w.observe();
+  return {o.canary.readyReplicas, o.stable.readyReplicas};
+}
+
+// Two steps and the promotion, reconciled every second (every pod's change
+// is seen; pods warm up for 20 s, one at a time): a status write happens only
+// when something a user or a restarted operator needs changed (the phase, the
+// step, the reason, the promotion stage, the step's clocks), checked at every
+// reconcile; a pod turning Ready is none. Per step: its start, and its weight
+// reached (the pause); the promotion: its start, the handover, Promoted.
+TEST(StatusWrites, APodTurningReadyIsNoStatusWrite) {
+  for (const char* capacity : {"surge", "drain"}) {
+    SCOPED_TRACE(capacity);
+    Knobs k;
+    k.warmup = 20;
+    World w(specOf({{"capacity", capacity},
+                    {"steps", json::array({{{"weight", 25}, {"pause", "1m"}},
+                                           {{"weight", 50}, {"pause", "1m"}}})}}),
+            k);
+    std::map<std::string, int> writes;  // by stage
+    int readyChanges = 0;
+    std::pair<int, int> ready = readyPodsOf(w);
+    for (int i = 0; i < 3600 && w.phase() != "Promoted" && w.phase() != "RolledBack"; ++i) {
+      const int before = w.statusWrites;
+      w.reconcile();
+      ASSERT_EQ(w.writesWithoutNews, 0) << w.firstWriteWithoutNews;
+      if (w.statusWrites > before) {
+        const std::string phase = w.status.value("phase", "");
+        ++writes[phase == "Progressing" ? "step " + std::to_string(w.status.value("step", 0))
+                                        : std::string("promotion")];
+      }
+      w.tick(1);
+      const std::pair<int, int> now = readyPodsOf(w);
+      if (now != ready) ++readyChanges;
+      ready = now;
+    }
+    ASSERT_EQ(w.phase(), "Promoted") << w.reason() << ": " << w.status.value("message", "");
+    EXPECT_GE(readyChanges, 12) << "pods turned Ready and went, one by one";
+    EXPECT_EQ(writes, (std::map<std::string, int>{{"step 0", 2}, {"step 1", 2}, {"promotion", 3}}))
+        << "writes: " << ::testing::PrintToString(writes);
+    EXPECT_EQ(w.violations, std::vector<std::string>()) << w.report();
+  }
 }
 
 // ---- promotion: a step's health checks and deadline ----------------------------------------

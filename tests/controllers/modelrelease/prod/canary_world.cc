@@ -209,6 +209,7 @@ CanaryObserved World::observe() const {
     }
     prod.gpu = gpuCapacityOf(knobs.gpusPerPod, nodes, all, "");
   }
+  prod.progress = progress;
   return observeCanary(r, spec, prod, rfc(now), now);
 }
 
@@ -284,8 +285,32 @@ void World::reconcile(bool crashBeforeStatus) {
   }
   if (crashBeforeStatus) {
     event("operator killed before its status write");
+    restart();
     return;
   }
+  if (p.status != status || p.message != message) {
+    ++statusWrites;
+    // News: anything but the progress clock and the messages.
+    auto news = [](json s) {
+      if (s.is_object()) {
+        s.erase("lastProgressAt");
+        s.erase("podsToTarget");
+        s.erase("message");
+      }
+      return s;
+    };
+    const std::string reasonBefore = plans.empty() ? "" : plans.back().reason;
+    if (status.is_object() && news(p.status) == news(status) && p.reason == reasonBefore) {
+      ++writesWithoutNews;
+      if (firstWriteWithoutNews.empty()) {
+        firstWriteWithoutNews = "at +" + std::to_string(now - kT0) + "s: message \"" + message +
+                                "\" -> \"" + p.message + "\"; status.canary " + status.dump() +
+                                " -> " + p.status.dump();
+      }
+    }
+  }
+  message = p.message;
+  progress = p.progress;
   if (!p.canaryRelease.empty() && p.status != status && status.is_object() &&
       p.status.value("message", "") == status.value("message", ""))
     ++drainWritesWithoutNews;

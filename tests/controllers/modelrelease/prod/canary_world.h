@@ -173,6 +173,20 @@ class World {
   // Plans that drained a displaced release and changed the status while its message
   // (what the drain waits for) stayed the same: a status write per poll for nothing.
   int drainWritesWithoutNews = 0;
+  // The shell's in-memory progress clock (CanaryProgress): the last written
+  // plan's; lost when the operator is killed (reconcile(true), restart()).
+  std::optional<CanaryProgress> progress;
+  // Status writes (status.canary, or the release's reason or message, changed),
+  // and those that carried no news: only the progress clock (lastProgressAt,
+  // podsToTarget) or a message changed, the phase, step, reason, promotion
+  // stage, the step's clocks and everything else as written. Checked at every
+  // reconcile; the first such write is described in firstWriteWithoutNews.
+  int statusWrites = 0;
+  int writesWithoutNews = 0;
+  std::string firstWriteWithoutNews;
+  std::string message;  // the release's message (plan.message) as last written
+  // The operator restarts (a new leader): the in-memory clock is gone.
+  void restart() { progress.reset(); }
   int ownCanaryPodsAtTakeover = -1;  // the canary's count when its template became the release's
   int displacedLiveAtTakeover = -1;  // the displaced release's pods not yet deleted then
 
