@@ -164,8 +164,7 @@ class ModelReleaseReconciler final : public runtime::Reconciler {
   };
   std::mutex progressMu_;
   std::unordered_map<std::string, ProgressRecord> progress_;
-  std::optional<CanaryProgress> progressOf(const runtime::Request& request,
-                                           const std::string& uid);
+  std::optional<CanaryProgress> progressOf(const runtime::Request& request, const std::string& uid);
   void keepProgress(const runtime::Request& request, const std::string& uid,
                     const std::optional<CanaryProgress>& progress);
   mutable std::mutex nodeVerdictsMu_;

@@ -413,9 +413,10 @@ struct Planner {
   // The deadline of the stage the status is in: the step's, or the last
   // step's during promotion.
   int64_t stageDeadlineSeconds() const {
-    if (st.phase.value_or("") == kCanaryPromoting) return o.spec.steps.back().progressDeadlineSeconds;
-    const auto i = static_cast<size_t>(std::clamp<int64_t>(
-        st.step.value_or(0), 0, static_cast<int64_t>(o.spec.steps.size()) - 1));
+    if (st.phase.value_or("") == kCanaryPromoting)
+      return o.spec.steps.back().progressDeadlineSeconds;
+    const auto i = static_cast<size_t>(
+        std::clamp<int64_t>(st.step.value_or(0), 0, static_cast<int64_t>(o.spec.steps.size()) - 1));
     return o.spec.steps[i].progressDeadlineSeconds;
   }
 
@@ -429,7 +430,7 @@ struct Planner {
     const std::string phase = st.phase.value_or("");
     if ((phase == kCanaryProgressing || phase == kCanaryPromoting) && st.lastProgressAt &&
         st.podsToTarget) {
-      plan.progress = CanaryProgress{st.step.value_or(0),     phase,
+      plan.progress = CanaryProgress{st.step.value_or(0),       phase,
                                      st.promotion.value_or(""), st.stepStartedAt.value_or(""),
                                      *st.lastProgressAt,        *st.podsToTarget};
     }
@@ -437,9 +438,9 @@ struct Planner {
                            written.promotion == st.promotion &&
                            written.stepStartedAt == st.stepStartedAt;
     if (!sameStage) return;
-    const bool checkpoint = plan.progress && written.lastProgressAt &&
-                            timeOf(st.lastProgressAt) >
-                                timeOf(written.lastProgressAt) + stageDeadlineSeconds() / 2;
+    const bool checkpoint =
+        plan.progress && written.lastProgressAt &&
+        timeOf(st.lastProgressAt) > timeOf(written.lastProgressAt) + stageDeadlineSeconds() / 2;
     if (checkpoint || (plan.progress && !written.lastProgressAt)) return;
     st.lastProgressAt = written.lastProgressAt;
     st.podsToTarget = written.podsToTarget;
