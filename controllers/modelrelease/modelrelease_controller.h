@@ -157,7 +157,7 @@ class ModelReleaseReconciler final : public runtime::Reconciler {
   // The canary's progress clock of each release in its canary, by namespace/name
   // (prod/canary_progress.h): the last plan's, kept here so that a pod turning
   // Ready is no status write. Gone with the process: a restarted operator or a
-  // new leader starts each clock again at its first plan (a deadline only later).
+  // new leader resumes each clock from the written one (a deadline only later).
   struct ProgressRecord {
     std::string uid;  // the release object it was taken for
     CanaryProgress progress;

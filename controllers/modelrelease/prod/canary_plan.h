@@ -11,10 +11,10 @@
 // time, analysis counters, last known-good; typed in api/v1alpha1/
 // canary_status.h), so a restarted operator re-plans from the same inputs and
 // neither repeats nor skips a step. The one exception is the progress clock
-// between a step's start and its end (CanaryProgress): kept in the shell's
+// between a stage's start and its end (CanaryProgress): kept in the shell's
 // memory, since a status write per Ready-count change was most of the
-// canary's writes; losing it only makes a deadline later. The planner works on the typed status and
-// encodes it once, into CanaryPlan::status. A previous status the decoder
+// canary's writes; losing it only makes a deadline later. The planner works
+// on the typed status and encodes it once, into CanaryPlan::status. A previous status the decoder
 // refuses is never acted on: the plan is kWait, reason CanaryStatusUnreadable,
 // with both Deployments as they are and the status as written. No I/O and no
 // clock: `nowUnix` is an input. Thread-safety: pure functions over values.

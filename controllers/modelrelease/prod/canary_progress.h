@@ -11,10 +11,12 @@ namespace lockstep::controllers {
 
 // It holds for the step, phase and promotion stage it was taken in (a record
 // of another one is not used). status.canary records the clock only when one
-// of those changes or a rollback is decided, so a change of a Ready count is
-// no status write. With no record (a restarted operator, a new leader) the
-// clock restarts at the plan's `now`: a deadline only ever comes later than
-// the lost record's, never earlier.
+// of those changes, a rollback is decided, or the clock moved more than half
+// the deadline past the written one, so a change of a Ready count is no
+// status write. With no record (a restarted operator; a new leader, since a
+// leader that loses its lease exits) the clock resumes at the written one
+// plus half the deadline, or the plan's `now` if sooner: a deadline only
+// ever comes later than the lost record's, never earlier.
 struct CanaryProgress {
   int64_t step = 0;
   std::string phase, promotion, stepStartedAt;  // the stage it was taken in
