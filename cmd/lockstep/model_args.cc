@@ -76,7 +76,7 @@ void modelUsage(std::ostream& os, const std::string& program) {
         "       [--wait [--timeout=5m]]  release prod ran before) without running any gate;\n"
         "                                refused when its runtime no longer resolves to the\n"
         "                                closure hash it was validated on, or while a canary\n"
-        "                                runs (RBAC verb rollback on modelreleases)\n"
+        "                                runs (RBAC verb rollback on the Model)\n"
         "  delete MODEL --yes            take the model out of prod: deletes its Model\n"
         "                                (models.lockstep.dev), and garbage collection\n"
         "                                removes its Service and Deployments\n"

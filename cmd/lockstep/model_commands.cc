@@ -124,6 +124,13 @@ int rollback(const ModelCommand& cmd, const std::string& ns, ReleaseIo& io) {
     if (!model.isOk()) return reportModelCommands(io, "wait", model.status());
     const bool recorded = api::v1alpha1::decodeModel(*model).promoted() == plan.target;
     auto target = io.client.get(kModelReleases, ns, plan.target);
+    // Deleted while the request waited: nothing will act on it (the Model
+    // controller says so in a RollbackRefused Event on the Model).
+    if (!target.isOk() && target.status().code() == Code::kNotFound && !recorded) {
+      io.err << io.program << ": release " << quoteModelCommands(plan.target)
+             << " was deleted before prod went back to it; the rollback will not run\n";
+      return kExitFailure;
+    }
     if (target.isOk()) {
       const auto release = api::v1alpha1::decodeModelRelease(*target);
       const json& rb = release.status.rollback;

@@ -1,8 +1,8 @@
 // Runs a parsed `lockstep model …` command against the API server through a
 // kube::Client (any Transport: the real one from the CLI's main, a scripted one
-// in tests). Reads the model's anchor ConfigMap and releases, decides with
-// model_view.h, then writes at most one merge patch (rollback: the annotation
-// on the target release, guarded by the resourceVersion read) or one delete.
+// in tests). Reads the model's Model and releases, decides with model_view.h,
+// then writes at most one merge patch (rollback: the request annotations on the
+// Model, guarded by the resourceVersion read) or one delete.
 // Thread-safety: one command at a time per ReleaseIo.
 #pragma once
 

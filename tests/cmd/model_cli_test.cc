@@ -250,6 +250,18 @@ TEST_F(ModelCommandsTest, RollbackAnnotatesTheModelWithTheRevisionAndTargetAndWa
       << out_.str();
 }
 
+// The target deleted while --wait waits: nothing will act on the request, so
+// the CLI says so at once instead of waiting out its timeout.
+TEST_F(ModelCommandsTest, RollbackWaitEndsWhenTheTargetIsDeleted) {
+  pushRollbackOfV8ToV6();
+  transport_->push(FakeTransport::ok(model("gpt2-v8")));  // prod has not moved
+  transport_->push(FakeTransport::status(404, "NotFound", "modelreleases \"gpt2-v6\" not found"));
+  EXPECT_EQ(run({"rollback", "gpt2", "--wait"}), 1);
+  EXPECT_NE(err_.str().find("release \"gpt2-v6\" was deleted before prod went back to it"),
+            std::string::npos)
+      << err_.str();
+}
+
 // Issue 28: --wait ends with the rollback's clear failure past the Model's deadline.
 TEST_F(ModelCommandsTest, RollbackWaitFailsWithTheDeadlineMessage) {
   pushRollbackOfV8ToV6();
