@@ -457,6 +457,14 @@ std::vector<std::string> indexByModel(const json& modelRelease) {
   return {decode::string(decode::object(modelRelease, "metadata"), "namespace") + "/" + model};
 }
 
+bool takesRollbackRequests(const ModelRelease& release) {
+  const bool ran = !release.status.canary.error.empty() ||
+                   release.status.canary.orEmpty().phase == kPhasePromoted;
+  const std::string phase =
+      release.status.phase ? std::string(phaseName(*release.status.phase)) : "";
+  return ran && (phase == kPhasePromoted || phase == kPhaseSuperseded);
+}
+
 RollbackRuntime rollbackRuntime(const ModelRelease& target, const RuntimeEnv* env) {
   RollbackRuntime out;
   const std::string rte = "RuntimeEnv \"" + target.spec.runtimeEnvName + "\"";

@@ -270,6 +270,14 @@ ModelRelease decodeModelRelease(const nlohmann::json& object);
 
 struct RuntimeEnv;
 
+// Whether this release object is one a manual rollback acts on at all: it ran
+// in prod (status.canary.phase Promoted, or a status.canary the planner cannot
+// read, which it then refuses in status.rollback) and is Promoted or Superseded
+// now. Another object under the name (re-created with other content, never
+// promoted) is not: a request for it would go unanswered, so the default
+// target skips it and the Model controller says so (docs/rollouts.md).
+bool takesRollbackRequests(const ModelRelease& release);
+
 // Whether a manual rollback to `target` can run its runtime, and on which pair
 // (docs/rollouts.md "Manual rollback"; the CLI and the controller share it).
 // It runs exactly the release's pinned pair (runtimeOf), refused only when the

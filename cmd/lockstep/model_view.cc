@@ -94,8 +94,10 @@ StatusOr<ModelRollbackPlan> planModelRollback(const json& modelObject,
   if (plan.target.empty()) {
     // The newest release prod ran before the current one, that still exists
     // (the controller's default for a request that names no target).
-    plan.target =
-        v1::previousProdRelease(m, [&](const std::string& r) { return releases.count(r) > 0; });
+    plan.target = v1::previousProdRelease(m, [&](const std::string& r) {
+      auto it = releases.find(r);
+      return it != releases.end() && v1::takesRollbackRequests(v1::decodeModelRelease(it->second));
+    });
     if (plan.target.empty())
       return Status(Code::kInvalidArgument, "model " + quoteModelView(model) +
                                                 " has no earlier promoted release to go back to " +

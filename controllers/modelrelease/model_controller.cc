@@ -96,11 +96,14 @@ Result ModelReconciler::reconcile(const Request& request) {
   ExecutionPlan x;
   // A rollback asked on the Model that no release will act on: said once.
   if (rollbackRequests_) {
-    auto isReleaseOfModel = [&](const std::string& name) {
+    auto releaseOfModel = [&](const std::string& name) -> std::optional<v1::ModelRelease> {
       auto r = caches_.releases.get(ns, name);
-      return r && v1::decodeModelRelease(*r).spec.model == model;
+      if (!r) return std::nullopt;
+      v1::ModelRelease release = v1::decodeModelRelease(*r);
+      if (release.spec.model != model) return std::nullopt;
+      return release;
     };
-    const std::optional<std::string> why = unresolvableRollback(decoded, isReleaseOfModel);
+    const std::optional<std::string> why = unresolvableRollback(decoded, releaseOfModel);
     std::lock_guard lock(warnedMu_);
     if (!why) {
       warned_.erase(key);

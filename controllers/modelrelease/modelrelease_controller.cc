@@ -98,7 +98,9 @@ void ModelReleaseReconciler::modelRollbackRequestsFor(const v1::Model& m, const 
   // release of this model (the CLI's rule, v1::previousProdRelease).
   auto exists = [&](const std::string& candidate) {
     auto obj = caches_.releases.get(r.meta.ns, candidate);
-    return obj && v1::decodeModelRelease(*obj).spec.model == m.meta.name;
+    if (!obj) return false;
+    const v1::ModelRelease c = v1::decodeModelRelease(*obj);
+    return c.spec.model == m.meta.name && v1::takesRollbackRequests(c);
   };
   if (auto ask = v1::modelRollbackAsk(m, m.prodRevision());
       ask && !current.empty() && current != name) {

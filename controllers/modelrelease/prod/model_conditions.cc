@@ -173,26 +173,37 @@ ModelConditions planModelConditions(const ModelObserved& o, const std::string& n
 }
 
 std::optional<std::string> unresolvableRollback(
-    const v1::Model& m, const std::function<bool(const std::string&)>& isReleaseOfModel) {
+    const v1::Model& m,
+    const std::function<std::optional<v1::ModelRelease>(const std::string&)>& releaseOfModel) {
   const std::optional<v1::ModelRollbackAsk> ask = v1::modelRollbackAsk(m, m.prodRevision());
   if (!ask) return std::nullopt;
   const std::string head = "rollback of model \"" + m.meta.name + "\" at prod revision " +
                            m.prodRevision() + " asked by " + ask->by + " ";
   const std::string current = m.promoted();
   if (current.empty()) return head + "refused: the model runs no promoted release";
-  if (!ask->to.empty()) {
-    if (ask->to == current)
-      return head + "refused: release \"" + ask->to + "\" is what prod runs already";
-    if (!isReleaseOfModel(ask->to))
-      return head + "refused: release \"" + ask->to + "\" (rollback-to.lockstep.dev/" +
-             m.prodRevision() + ") is not a ModelRelease of this model in namespace " + m.meta.ns;
+  if (ask->to.empty()) {
+    auto takes = [&](const std::string& name) {
+      const std::optional<v1::ModelRelease> r = releaseOfModel(name);
+      return r && v1::takesRollbackRequests(*r);
+    };
+    if (v1::previousProdRelease(m, takes).empty())
+      return head +
+             "refused: no release prod ran before the current one still exists (name one with "
+             "rollback-to.lockstep.dev/" +
+             m.prodRevision() + ")";
     return std::nullopt;
   }
-  if (v1::previousProdRelease(m, isReleaseOfModel).empty())
-    return head +
-           "refused: no release prod ran before the current one still exists (name one with "
-           "rollback-to.lockstep.dev/" +
-           m.prodRevision() + ")";
+  if (ask->to == current)
+    return head + "refused: release \"" + ask->to + "\" is what prod runs already";
+  const std::optional<v1::ModelRelease> target = releaseOfModel(ask->to);
+  if (!target)
+    return head + "refused: release \"" + ask->to + "\" (rollback-to.lockstep.dev/" +
+           m.prodRevision() + ") is not a ModelRelease of this model in namespace " + m.meta.ns;
+  if (!v1::takesRollbackRequests(*target))
+    return head + "refused: release \"" + ask->to + "\" never ran in prod (phase " +
+           (target->status.phase ? std::string(v1::phaseName(*target->status.phase))
+                                 : std::string("Pending")) +
+           "); only a release prod ran before can take prod back without its gates";
   return std::nullopt;
 }
 

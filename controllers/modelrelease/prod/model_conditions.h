@@ -42,6 +42,7 @@
 #include <nlohmann/json.hpp>
 
 #include "api/v1alpha1/model.h"
+#include "api/v1alpha1/model_release.h"
 #include "operator/kube/object.h"
 
 namespace lockstep::controllers {
@@ -86,11 +87,15 @@ ModelConditions planModelConditions(const ModelObserved& observed, const std::st
 
 // A rollback asked on Model `m` at its current revision (v1::modelRollbackAsk)
 // that no release will act on: its named target, or the default
-// (v1::previousProdRelease), is not a release of the model (`isReleaseOfModel`)
-// or is what prod runs already. Why, for one RollbackRefused Warning on the
-// Model (the release that a resolvable request targets reports in its own
-// status.rollback); nullopt when none is asked or its target is a release.
+// (v1::previousProdRelease), is not a release of the model (`releaseOfModel`:
+// the release by name, nullopt when there is none of this model), is what prod
+// runs already, or is an object that never ran in prod
+// (v1::takesRollbackRequests). Why, for one RollbackRefused Warning on the
+// Model (the release that a request does reach reports in its own
+// status.rollback); nullopt when none is asked or a release will answer it.
 std::optional<std::string> unresolvableRollback(
-    const api::v1alpha1::Model& m, const std::function<bool(const std::string&)>& isReleaseOfModel);
+    const api::v1alpha1::Model& m,
+    const std::function<std::optional<api::v1alpha1::ModelRelease>(const std::string&)>&
+        releaseOfModel);
 
 }  // namespace lockstep::controllers

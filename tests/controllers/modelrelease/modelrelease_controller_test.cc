@@ -691,7 +691,13 @@ TEST_F(ModelReleaseControllerTest, AnInvalidManualRollbackIsTerminalWithAConditi
 // policy checks the writer); a request for an earlier revision is spent, and
 // read back only for the release a Rollback entry put in prod.
 TEST_F(ModelReleaseControllerTest, ARollbackAskedOnTheModelReachesItsTargetOnly) {
-  for (const char* name : {"v6", "v7"}) put(releases_, gated(name));
+  // Releases prod ran (Superseded, their canary Promoted): they take requests.
+  auto ran = [](const std::string& name) {
+    kube::Object r = gated(name);
+    r["status"] = {{"phase", v1::kPhaseSuperseded}, {"canary", {{"phase", "Promoted"}}}};
+    return r;
+  };
+  for (const char* name : {"v6", "v7"}) put(releases_, ran(name));
   kube::Object model = kube::newObject(v1::kModels, "ml", "gpt2");
   model["metadata"]["uid"] = "model-uid";
   model["status"] = {{"revision", 3},
@@ -720,15 +726,18 @@ TEST_F(ModelReleaseControllerTest, ARollbackAskedOnTheModelReachesItsTargetOnly)
   EXPECT_EQ(by(asked, "v6"), "");
   EXPECT_EQ(by(reconciler_, "v7"), "") << "off without --model-rollback-requests";
   // v7 gone from the model (its object names another model): v6 is the default.
-  kube::Object elsewhere = gated();
+  kube::Object elsewhere = ran("v7");
   elsewhere["spec"]["model"] = "bert";
   put(releases_, elsewhere);
   EXPECT_EQ(by(asked, "v6"), "alice");
   EXPECT_EQ(by(asked, "v7"), "");
+  // v7 re-created with other content, never promoted: the default skips it too.
+  put(releases_, gated("v7"));
+  EXPECT_EQ(by(asked, "v6"), "alice");
   // A named target is that release alone.
   model["metadata"]["annotations"]["rollback-to.lockstep.dev/3"] = "v6";
   put(models_, model);
-  put(releases_, gated());
+  put(releases_, ran("v7"));
   EXPECT_EQ(by(asked, "v6"), "alice");
   EXPECT_EQ(by(asked, "v7"), "");
   // Prod moved on (revision 4): the request at 3 is spent; it is read back only
@@ -816,9 +825,17 @@ TEST_F(ModelReleaseControllerTest, TheModelControllerSaysOnceThatARollbackHasNoT
   put(models_, model);
   on.reconcile({"ml", "gpt2"});
   EXPECT_EQ(refusals().size(), 2u);
+  // v4 exists but never ran in prod: it would not answer, so that is said.
   put(releases_, gated("v4"));
   on.reconcile({"ml", "gpt2"});
-  EXPECT_EQ(refusals().size(), 2u);
+  ASSERT_EQ(refusals().size(), 3u);
+  EXPECT_NE(refusals()[2].find("release \"v4\" never ran in prod"), std::string::npos)
+      << refusals()[2];
+  kube::Object ran = gated("v4");
+  ran["status"] = {{"phase", v1::kPhaseSuperseded}, {"canary", {{"phase", "Promoted"}}}};
+  put(releases_, ran);
+  on.reconcile({"ml", "gpt2"});
+  EXPECT_EQ(refusals().size(), 3u) << "v4 answers in its own status";
 }
 
 TEST_F(ModelReleaseControllerTest, TheModelControllerWritesTheModelsConditionsAndGauges) {

@@ -295,7 +295,17 @@ TEST(ModelConditions, ARollbackRequestNoReleaseWillTakeIsSaid) {
   };
   m.status.history = {release("v6"), release("v7"), release("v8")};
   std::set<std::string> live = {"v6", "v7", "v8"};
-  auto isRelease = [&](const std::string& n) { return live.count(n) > 0; };
+  std::set<std::string> neverPromoted;
+  auto isRelease = [&](const std::string& n) -> std::optional<api::v1alpha1::ModelRelease> {
+    if (!live.count(n)) return std::nullopt;
+    api::v1alpha1::ModelRelease r;
+    r.meta.name = n;
+    if (!neverPromoted.count(n)) {
+      r.status.phase = api::v1alpha1::Phase::kSuperseded;
+      r.status.canary = nlohmann::json{{"phase", api::v1alpha1::kPhasePromoted}};
+    }
+    return r;
+  };
   EXPECT_FALSE(unresolvableRollback(m, isRelease)) << "nothing asked";
   m.annotations["rollback.lockstep.dev/3"] = "alice";
   EXPECT_EQ(unresolvableRollback(m, isRelease).value_or(""),
@@ -321,6 +331,20 @@ TEST(ModelConditions, ARollbackRequestNoReleaseWillTakeIsSaid) {
   live = {"v5", "v8"};
   m.annotations["rollback-to.lockstep.dev/3"] = "v5";
   EXPECT_FALSE(unresolvableRollback(m, isRelease)) << "v5 says in its own status";
+  // The same name, an object that never ran in prod (re-created): it would not answer.
+  neverPromoted = {"v5"};
+  EXPECT_NE(unresolvableRollback(m, isRelease)
+                .value_or("")
+                .find("release \"v5\" never ran in prod (phase Pending)"),
+            std::string::npos);
+  m.annotations.erase("rollback-to.lockstep.dev/3");
+  live = {"v7", "v8"};
+  neverPromoted = {"v7"};
+  EXPECT_NE(unresolvableRollback(m, isRelease)
+                .value_or("")
+                .find("no release prod ran before the current one still exists"),
+            std::string::npos)
+      << "the default skips an object that never ran in prod";
   // A request at an earlier revision is spent: nothing to say.
   m.status.revision = 4;
   EXPECT_FALSE(unresolvableRollback(m, isRelease));
