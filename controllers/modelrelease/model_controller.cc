@@ -58,6 +58,10 @@ Result ModelReconciler::reconcile(const Request& request) {
   kube::ObjectPtr object = caches_.models.get(request.ns, request.name);
   if (!object || kube::isBeingDeleted(*object)) {
     if (metrics_) metrics_->forgetModel(request.ns, request.name);
+    {
+      std::lock_guard lock(warnedMu_);
+      warned_.erase(request.ns + "/" + request.name);
+    }
     return Result::done();
   }
   const std::string& ns = request.ns;

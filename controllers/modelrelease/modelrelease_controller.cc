@@ -171,7 +171,7 @@ std::optional<ModelReleaseObserved> ModelReleaseReconciler::observe(const Reques
       o.rollbackDeadlineSeconds = m.spec.rollbackDeadlineSeconds;
       o.window = windows_.closedAt(*modelObject, o.nowUnix);
     }
-    out.prod = observeProd(r);
+    out.prod = observeProd(r, !o.modelRollbackBy.empty());
     out.prod.releaseDeleted = kube::isBeingDeleted(*release);
     // A release prod runs or ran: its Ready follows the stable Deployment
     // (serving_health.h; its stable pods carry its label, so their events
@@ -207,7 +207,8 @@ void ModelReleaseReconciler::readProdNames(const v1::ModelRelease& r, ProdObserv
   read(p.canaryDeployment, v1::kDeployments, servingDeploymentName(model, kTrackCanary));
 }
 
-ProdObserved ModelReleaseReconciler::observeProd(const v1::ModelRelease& r) const {
+ProdObserved ModelReleaseReconciler::observeProd(const v1::ModelRelease& r,
+                                                 bool rollbackAskedOnModel) const {
   ProdObserved p;
   const std::string& ns = r.meta.ns;
   const std::string& model = r.spec.model;
@@ -260,17 +261,10 @@ ProdObserved ModelReleaseReconciler::observeProd(const v1::ModelRelease& r) cons
       r.status.phase && isTerminalPhase(std::string(v1::phaseName(*r.status.phase)));
   // A finished release counts GPUs only when asked to take prod back (a manual
   // rollback's one-pod trade, prod_plan.h planRollbackWrites).
-  bool rollbackAsked = false;
-  if (p.model) {
-    const v1::Model m = v1::decodeModel(*p.model);
-    rollbackAsked =
-        !r.annotation(std::string(v1::kRollbackAnnotationPrefix) + m.prodRevision()).empty();
-    if (!rollbackAsked && options_.modelRollbackRequests) {
-      ReleaseObserved asked;
-      modelRollbackRequestsFor(m, r, asked);
-      rollbackAsked = !asked.modelRollbackBy.empty();
-    }
-  }
+  const bool rollbackAsked =
+      rollbackAskedOnModel || (p.model && !r.annotation(std::string(v1::kRollbackAnnotationPrefix) +
+                                                        v1::decodeModel(*p.model).prodRevision())
+                                               .empty());
   if (gpusPerPod > 0 && (!finished || rollbackAsked)) {
     std::string minDriver;
     if (auto rte = p.runtimeEnvs[r.spec.runtimeEnvName])

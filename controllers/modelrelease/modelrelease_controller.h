@@ -114,7 +114,10 @@ class ModelReleaseReconciler final : public runtime::Reconciler {
   std::optional<ModelReleaseObserved> observe(const runtime::Request& request) const;
 
  private:
-  ProdObserved observeProd(const api::v1alpha1::ModelRelease& release) const;
+  // rollbackAskedOnModel: observe() found a rollback asked on the Model for this
+  // release (modelRollbackRequestsFor), which counts GPUs for a finished one.
+  ProdObserved observeProd(const api::v1alpha1::ModelRelease& release,
+                           bool rollbackAskedOnModel = false) const;
   // o.modelRollbackBy and o.spentModelRollbackBy: the rollbacks asked on Model
   // `m` whose target is `release` (o.rollbackFrom set first).
   void modelRollbackRequestsFor(const api::v1alpha1::Model& m,

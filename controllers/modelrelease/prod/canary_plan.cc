@@ -351,8 +351,8 @@ struct Planner {
       return;
     }
     plan.replicas = nextReplicaCounts(total, target, o.canary, stable, o.spec.capacity);
-    plan.message = "stable Deployment takes " + o.release + " (" + std::to_string(total) +
-                   " pods Ready; the canary drains)" + podsNotCreated();
+    plan.message = "stable Deployment takes " + o.release + ": waiting for its " +
+                   std::to_string(total) + " pods Ready while the canary drains" + podsNotCreated();
     if (o.stableVerificationFailure) plan.message += "; " + *o.stableVerificationFailure;
     plan.requeueAfterSeconds = pollUntilDeadline(kPodPollSeconds, deadline);
   }
@@ -560,9 +560,9 @@ struct Planner {
       // No live pod count: a message that changed with every Ready pod was a
       // status write per pod (the Deployments show the counts; the deadline's
       // rollback message says them).
-      plan.message = stepName + ": scaling to weight " + std::to_string(s.weight) + "% (" +
-                     std::to_string(target.canary) + " canary and " +
-                     std::to_string(target.stable) + " stable pods Ready)" +
+      plan.message = stepName + ": scaling to weight " + std::to_string(s.weight) +
+                     "%: waiting for " + std::to_string(target.canary) + " canary and " +
+                     std::to_string(target.stable) + " stable pods Ready" +
                      (notCreated.empty() ? std::string()
                                          : "; canary pods not created: " + notCreated +
                                                " (no verdict: the progress deadline decides)");

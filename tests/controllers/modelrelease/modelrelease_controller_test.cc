@@ -206,14 +206,16 @@ class ModelReleaseControllerTest : public ::testing::Test {
   testing::FakeClock clock_;
   std::shared_ptr<FakeQuerier> querier_ = std::make_shared<FakeQuerier>();
   std::shared_ptr<RecordingMetrics> metrics_ = std::make_shared<RecordingMetrics>();
-  ModelReleaseReconciler reconciler_{client_,
-                                     {releases_, runtimeEnvs_, jobs_, pods_, deployments_, models_,
-                                      anchors_, services_, nodes_, gpuPods_, replicaSets_},
-                                     events_,
-                                     clock_,
-                                     metrics_,
-                                     ModelReleaseOptions{},
-                                     querier_};
+  // A reconciler over the same caches and fakes, with other options.
+  std::unique_ptr<ModelReleaseReconciler> reconcilerWith(ModelReleaseOptions options) {
+    return std::make_unique<ModelReleaseReconciler>(
+        client_,
+        ModelReleaseReconciler::Caches{releases_, runtimeEnvs_, jobs_, pods_, deployments_, models_,
+                                       anchors_, services_, nodes_, gpuPods_, replicaSets_},
+        events_, clock_, metrics_, std::move(options), querier_);
+  }
+  std::unique_ptr<ModelReleaseReconciler> defaultReconciler_ = reconcilerWith({});
+  ModelReleaseReconciler& reconciler_ = *defaultReconciler_;
 };
 
 TEST_F(ModelReleaseControllerTest, ObservePlanExecuteCreatesTheGateJobThenWritesStatusLast) {
@@ -709,14 +711,8 @@ TEST_F(ModelReleaseControllerTest, ARollbackAskedOnTheModelReachesItsTargetOnly)
   put(models_, model);
   ModelReleaseOptions on;
   on.modelRollbackRequests = true;
-  ModelReleaseReconciler asked{client_,
-                               {releases_, runtimeEnvs_, jobs_, pods_, deployments_, models_,
-                                anchors_, services_, nodes_, gpuPods_, replicaSets_},
-                               events_,
-                               clock_,
-                               metrics_,
-                               on,
-                               querier_};
+  std::unique_ptr<ModelReleaseReconciler> withOptions = reconcilerWith(on);
+  const ModelReleaseReconciler& asked = *withOptions;
   auto by = [&](const ModelReleaseReconciler& rec, const std::string& name) {
     auto o = rec.observe({"ml", name});
     return o ? o->gates.modelRollbackBy : std::string("(not observed)");
