@@ -269,30 +269,39 @@ ProdObserved ModelReleaseReconciler::observeProd(const v1::ModelRelease& r,
     std::string minDriver;
     if (auto rte = p.runtimeEnvs[r.spec.runtimeEnvName])
       minDriver = v1::decodeRuntimeEnv(*rte).status.minDriver;
-    // The cached objects themselves (held by these lists while counting), not
-    // copies, each node's compatibility judged once: a reconcile used to copy every
-    // compatible node and its pods, then count node by pod (bench/promotion.py's
-    // profile at 1,000 nodes: 91 % of the operator's CPU).
-    const std::vector<kube::ObjectPtr> nodeObjects = caches_.nodes.list();
-    const std::vector<kube::ObjectPtr> podObjects = caches_.gpuPods.list();
-    std::vector<const json*> nodes, pods;
-    nodes.reserve(nodeObjects.size());
-    pods.reserve(podObjects.size());
-    {
-      // The driver judged once per node version (nodeVerdicts_); gpuCapacityOf
-      // below then checks only what a node's status says (schedulable, GPUs).
-      std::lock_guard lock(nodeVerdictsMu_);
-      if (nodeVerdicts_.size() > 2 * nodeObjects.size() + 16) nodeVerdicts_.clear();  // nodes gone
-      for (const auto& n : nodeObjects) {
-        NodeVerdict& v = nodeVerdicts_[kube::name(*n)];
-        if (v.node.lock() != n || v.minDriver != minDriver) {
-          v = {n, minDriver, gpuNodeCompatible(*n, minDriver)};
+    // Counted again only when a node or GPU pod changed since the last count
+    // (gpuCounts_: the versions are read before the caches' content).
+    const uint64_t nodesVersion = caches_.nodes.version();
+    const uint64_t podsVersion = caches_.gpuPods.version();
+    GpuCapacity gpu;
+    gpu.gpusPerPod = gpusPerPod;
+    gpu.freePerNode = gpuCounts_.freePerNode(minDriver, nodesVersion, podsVersion, [&] {
+      // The cached objects themselves (held by these lists while counting), not
+      // copies, each node's compatibility judged once: a reconcile used to copy every
+      // compatible node and its pods, then count node by pod (bench/promotion.py's
+      // profile at 1,000 nodes: 91 % of the operator's CPU).
+      const std::vector<kube::ObjectPtr> nodeObjects = caches_.nodes.list();
+      const std::vector<kube::ObjectPtr> podObjects = caches_.gpuPods.list();
+      std::vector<const json*> nodes, pods;
+      nodes.reserve(nodeObjects.size());
+      pods.reserve(podObjects.size());
+      {
+        // The driver judged once per node version (nodeVerdicts_); gpuCapacityOf
+        // below then checks only what a node's status says (schedulable, GPUs).
+        std::lock_guard lock(nodeVerdictsMu_);
+        if (nodeVerdicts_.size() > 2 * nodeObjects.size() + 16) nodeVerdicts_.clear();  // gone
+        for (const auto& n : nodeObjects) {
+          NodeVerdict& v = nodeVerdicts_[kube::name(*n)];
+          if (v.node.lock() != n || v.minDriver != minDriver) {
+            v = {n, minDriver, gpuNodeCompatible(*n, minDriver)};
+          }
+          if (v.compatible) nodes.push_back(n.get());
         }
-        if (v.compatible) nodes.push_back(n.get());
       }
-    }
-    for (const auto& pod : podObjects) pods.push_back(pod.get());
-    p.gpu = gpuCapacityOf(gpusPerPod, nodes, pods, /*minDriver=*/"");
+      for (const auto& pod : podObjects) pods.push_back(pod.get());
+      return gpuCapacityOf(gpusPerPod, nodes, pods, /*minDriver=*/"").freePerNode;
+    });
+    p.gpu = std::move(gpu);
   }
   return p;
 }

@@ -42,6 +42,7 @@
 #include "controllers/modelrelease/package_mount_probe.h"
 #include "controllers/modelrelease/package_reader.h"
 #include "controllers/modelrelease/prod/analysis_querier.h"
+#include "controllers/modelrelease/prod/gpu_capacity.h"
 #include "controllers/modelrelease/release_metrics.h"
 #include "controllers/modelrelease/tags/stage_tagger.h"
 #include "operator/kube/client.h"
@@ -172,6 +173,9 @@ class ModelReleaseReconciler final : public runtime::Reconciler {
                     const std::optional<CanaryProgress>& progress);
   mutable std::mutex nodeVerdictsMu_;
   mutable std::unordered_map<std::string, NodeVerdict> nodeVerdicts_;  // by node name
+  // The last GPU count per minimum driver, taken again only when the node or
+  // GPU pod cache moved (prod/gpu_capacity.h).
+  mutable GpuCountMemo gpuCounts_;
 };
 
 // Registers informers, indexes, watches, metrics and the controller on `manager`.

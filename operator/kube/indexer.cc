@@ -114,6 +114,7 @@ ObjectPtr Indexer::upsert(const ObjectPtr& obj) {
   }
   items_[key] = obj;
   indexLocked(key, *obj);
+  version_.fetch_add(1, std::memory_order_acq_rel);
   return old;
 }
 
@@ -124,6 +125,7 @@ ObjectPtr Indexer::erase(const std::string& key) {
   ObjectPtr old = it->second;
   unindexLocked(key, *old);
   items_.erase(it);
+  version_.fetch_add(1, std::memory_order_acq_rel);
   return old;
 }
 
@@ -137,6 +139,7 @@ std::map<std::string, ObjectPtr> Indexer::replace(const std::vector<ObjectPtr>& 
     items_[key] = obj;
     indexLocked(key, *obj);
   }
+  version_.fetch_add(1, std::memory_order_acq_rel);
   return previous;
 }
 

@@ -5,6 +5,8 @@
 // Thread-safety: safe for concurrent use; add indexes before the first write.
 #pragma once
 
+#include <atomic>
+#include <cstdint>
 #include <functional>
 #include <map>
 #include <memory>
@@ -49,6 +51,10 @@ class Indexer {
   size_t size() const;
   // Objects whose index `index` contains `value`; empty if the index is unknown.
   std::vector<ObjectPtr> byIndex(const std::string& index, const std::string& value) const;
+  // A number that changes with every write (upsert, erase, replace), never with a
+  // read: a reader that derived something from the content can tell it still holds.
+  // Read it before reading the content (a write in between only makes it older).
+  uint64_t version() const { return version_.load(std::memory_order_acquire); }
 
   // Writers (the informer). Return the previous object, if any.
   ObjectPtr upsert(const ObjectPtr& obj);
@@ -61,6 +67,7 @@ class Indexer {
   void unindexLocked(const std::string& key, const Object& obj);
 
   mutable std::shared_mutex mu_;
+  std::atomic<uint64_t> version_{0};
   std::map<std::string, ObjectPtr> items_;
   std::map<std::string, IndexFunc> indexFuncs_;
   // index name -> value -> keys

@@ -337,6 +337,32 @@ NodeView viewNode(const Object& node) {
   return v;
 }
 
+PodGpuView viewPodGpu(const Object& pod) {
+  PodGpuView v;
+  // A spec or status that is not an object reads as absent, as in viewPod.
+  const json* spec = member(&pod, "spec");
+  if (spec != nullptr && !spec->is_object()) spec = nullptr;
+  v.nodeName = strViews(spec, "nodeName");
+  v.phase = strViews(member(&pod, "status"), "phase");
+  if (spec != nullptr) v.gpuRequest = gpuRequestOf(*spec);
+  return v;
+}
+
+NodeGpuView viewNodeGpu(const Object& node) {
+  NodeGpuView v;
+  const json* meta = member(&node, "metadata");
+  v.name = strViews(meta, "name");
+  const json* labels = member(meta, "labels");
+  if (labels != nullptr && labels->is_object()) v.labels = StringMapView(labels);
+  const json* allocatable = member(member(&node, "status"), "allocatable");
+  const json* gpus = member(allocatable, kGpuResource);
+  if (gpus != nullptr && !gpus->is_null()) v.allocatableGpus = wholeQuantity(*gpus).value_or(0);
+  const json* unschedulable = member(member(&node, "spec"), "unschedulable");
+  v.unschedulable =
+      unschedulable != nullptr && unschedulable->is_boolean() && unschedulable->get<bool>();
+  return v;
+}
+
 DeploymentView viewDeployment(const Object& deployment) {
   DeploymentView v;
   Problems problems(v.problems, "Deployment");

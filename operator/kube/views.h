@@ -164,13 +164,34 @@ struct DeploymentView {
   std::vector<std::string> problems;
 };
 
+// What a GPU count reads of a pod and of a node, and nothing else: the same
+// fields, read the same way (ABSENT and MISTYPED alike) as viewPod and viewNode
+// read them, without the rest of those views (metadata, conditions, container
+// statuses) or their problem lines. The shell counts every cached GPU pod and
+// node in a reconcile of a release in prod (controllers/modelrelease/prod/gpu_capacity.h).
+struct PodGpuView {
+  std::string_view nodeName;  // spec.nodeName, as PodView::nodeName
+  std::string_view phase;     // status.phase, as PodView::phase
+  int64_t gpuRequest = 0;     // as PodView::gpuRequest
+};
+struct NodeGpuView {
+  std::string_view name;        // metadata.name, as NodeView::meta.name
+  int64_t allocatableGpus = 0;  // as NodeView::allocatableGpus
+  bool unschedulable = false;   // as NodeView::unschedulable
+  StringMapView labels;         // metadata.labels, as NodeView::meta.labels
+};
+
 PodView viewPod(const Object& pod);
 NodeView viewNode(const Object& node);
+PodGpuView viewPodGpu(const Object& pod);
+NodeGpuView viewNodeGpu(const Object& node);
 DeploymentView viewDeployment(const Object& deployment);
 // A view holds pointers into the object: never of a temporary.
 PodView viewPod(Object&&) = delete;
 NodeView viewNode(Object&&) = delete;
 DeploymentView viewDeployment(Object&&) = delete;
+PodGpuView viewPodGpu(Object&&) = delete;
+NodeGpuView viewNodeGpu(Object&&) = delete;
 
 // kGpuResource a pod spec asks for, as the scheduler counts it: the larger of
 // the sum over its containers and its largest init container; a container's

@@ -32,17 +32,17 @@ GpuCheck gpuPreCheck(const GpuCapacity& capacity, int podsToAdd) {
 int64_t podGpuRequest(const json& spec) { return kube::gpuRequestOf(spec); }
 
 bool gpuNodeCompatible(const json& node, const std::string& minDriver) {
-  return gpuNodeCompatible(kube::viewNode(node), minDriver);
+  return gpuNodeCompatible(kube::viewNodeGpu(node), minDriver);
 }
 
-bool gpuNodeCompatible(const kube::NodeView& node, const std::string& minDriver) {
+bool gpuNodeCompatible(const kube::NodeGpuView& node, const std::string& minDriver) {
   if (node.unschedulable || node.allocatableGpus <= 0) return false;
   if (minDriver.empty()) return true;
   // Only the driver labels (a node carries dozens of others).
   std::map<std::string, std::string> labels;
   for (const char* key : {"nvidia.com/cuda.driver.major", "nvidia.com/cuda.driver.minor",
                           "nvidia.com/cuda.driver.rev"}) {
-    if (auto v = node.meta.labels.find(key)) labels[key] = std::string(*v);
+    if (auto v = node.labels.find(key)) labels[key] = std::string(*v);
   }
   auto driver = closure::driverFromGfdLabels(labels);
   return driver && closure::driverSatisfies(*driver, minDriver);
@@ -50,20 +50,20 @@ bool gpuNodeCompatible(const kube::NodeView& node, const std::string& minDriver)
 
 GpuCapacity gpuCapacityOf(int64_t gpusPerPod, const std::vector<const json*>& nodes,
                           const std::vector<const json*>& pods, const std::string& minDriver) {
-  // GPUs requested on each node, in one pass over the pods (each viewed once,
-  // in place: kube::PodView copies nothing of a cached pod).
+  // GPUs requested on each node, in one pass over the pods (each read once, in
+  // place, only the three fields counted: kube::PodGpuView).
   std::map<std::string_view, int64_t, std::less<>> used;
   for (const json* p : pods) {
-    const kube::PodView pod = kube::viewPod(*p);
+    const kube::PodGpuView pod = kube::viewPodGpu(*p);
     if (pod.phase == "Succeeded" || pod.phase == "Failed") continue;
     if (pod.gpuRequest > 0) used[pod.nodeName] += pod.gpuRequest;
   }
   GpuCapacity cap;
   cap.gpusPerPod = gpusPerPod;
   for (const json* n : nodes) {
-    const kube::NodeView node = kube::viewNode(*n);
+    const kube::NodeGpuView node = kube::viewNodeGpu(*n);
     if (!gpuNodeCompatible(node, minDriver)) continue;
-    auto u = used.find(node.meta.name);
+    auto u = used.find(node.name);
     cap.freePerNode.push_back(node.allocatableGpus - (u == used.end() ? 0 : u->second));
   }
   return cap;
@@ -77,5 +77,22 @@ GpuCapacity gpuCapacityOf(int64_t gpusPerPod, const std::vector<json>& nodes,
   for (const json& x : nodes) n.push_back(&x);
   for (const json& x : pods) p.push_back(&x);
   return gpuCapacityOf(gpusPerPod, n, p, minDriver);
+}
+
+std::vector<int64_t> GpuCountMemo::freePerNode(const std::string& minDriver, uint64_t nodesVersion,
+                                               uint64_t podsVersion, const Count& count) {
+  {
+    std::lock_guard lock(mu_);
+    auto it = last_.find(minDriver);
+    if (it != last_.end() && it->second.nodesVersion == nodesVersion &&
+        it->second.podsVersion == podsVersion)
+      return it->second.freePerNode;
+  }
+  // Counted outside the lock (the other worker may count the same at once).
+  std::vector<int64_t> free = count();
+  std::lock_guard lock(mu_);
+  if (last_.size() >= 64 && last_.count(minDriver) == 0) last_.clear();  // drivers gone
+  last_[minDriver] = {nodesVersion, podsVersion, free};
+  return free;
 }
 }  // namespace lockstep::controllers

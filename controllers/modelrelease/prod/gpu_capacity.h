@@ -1,10 +1,14 @@
 // GPU capacity for the canary (pure, docs/rollouts.md "GPU capacity"): the
 // nvidia.com/gpu a serving pod asks for, which nodes can run the RuntimeEnv's
 // pods, the free GPUs on each, and whether new canary pods fit, node by node.
-// Thread-safety: pure functions over values.
+// Thread-safety: pure functions over values; GpuCountMemo is safe for
+// concurrent use.
 #pragma once
 
 #include <cstdint>
+#include <functional>
+#include <map>
+#include <mutex>
 #include <string>
 #include <vector>
 
@@ -41,7 +45,7 @@ int64_t podGpuRequest(const nlohmann::json& podSpec);
 // has allocatable GPUs, and its GPU feature discovery driver labels
 // (nvidia.com/cuda.driver.*) satisfy `minDriver` ("" = any node that reports
 // GPUs). Taints are not read (a serving template may tolerate them).
-bool gpuNodeCompatible(const kube::NodeView& node, const std::string& minDriver);
+bool gpuNodeCompatible(const kube::NodeGpuView& node, const std::string& minDriver);
 bool gpuNodeCompatible(const nlohmann::json& node, const std::string& minDriver);
 
 // Free GPUs on each compatible node among `nodes`: allocatable nvidia.com/gpu
@@ -55,4 +59,27 @@ GpuCapacity gpuCapacityOf(int64_t gpusPerPod, const std::vector<nlohmann::json>&
 GpuCapacity gpuCapacityOf(int64_t gpusPerPod, const std::vector<const nlohmann::json*>& nodes,
                           const std::vector<const nlohmann::json*>& pods,
                           const std::string& minDriver);
+
+// The free GPUs per node of the last count for each minimum driver, with the
+// versions of the node and pod caches it was counted from (kube::Indexer::version).
+// A reconcile whose caches have not moved since takes that count instead of
+// counting again: a promotion reconciles its releases several times per change of
+// a pod or node (bench/promotion.py's profile: the count was the reconcile's
+// largest part), and the count reads nothing else.
+class GpuCountMemo {
+ public:
+  using Count = std::function<std::vector<int64_t>()>;
+  // The count for `minDriver` at `nodesVersion` and `podsVersion` (read before the
+  // caches' content), from `count` unless the last one was taken at both.
+  std::vector<int64_t> freePerNode(const std::string& minDriver, uint64_t nodesVersion,
+                                   uint64_t podsVersion, const Count& count);
+
+ private:
+  struct Taken {
+    uint64_t nodesVersion = 0, podsVersion = 0;
+    std::vector<int64_t> freePerNode;
+  };
+  std::mutex mu_;
+  std::map<std::string, Taken> last_;  // by minimum driver
+};
 }  // namespace lockstep::controllers

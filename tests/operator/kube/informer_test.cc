@@ -208,6 +208,33 @@ TEST(IndexerTest, CustomIndexAndReplace) {
   EXPECT_EQ(idx.size(), 0u);
 }
 
+// Every write moves the version, a read never does: a reader that derived
+// something from the content can tell whether it still holds (the GPU count).
+TEST(IndexerTest, VersionMovesWithEveryWriteAndNoRead) {
+  Indexer idx;
+  uint64_t v = idx.version();
+  auto moved = [&] {
+    const uint64_t now = idx.version();
+    const bool m = now != v;
+    v = now;
+    return m;
+  };
+  idx.upsert(std::make_shared<const Object>(testObject("n1", "a", "1")));
+  EXPECT_TRUE(moved());
+  idx.upsert(std::make_shared<const Object>(testObject("n1", "a", "2")));  // a new version
+  EXPECT_TRUE(moved());
+  (void)idx.get("n1/a");
+  (void)idx.list();
+  (void)idx.byIndex(kNamespaceIndex, "n1");
+  EXPECT_FALSE(moved());
+  idx.replace({std::make_shared<const Object>(testObject("n1", "b", "3"))});
+  EXPECT_TRUE(moved());
+  EXPECT_FALSE(idx.erase("n1/gone"));  // nothing there: nothing changed
+  EXPECT_FALSE(moved());
+  EXPECT_TRUE(idx.erase("n1/b"));
+  EXPECT_TRUE(moved());
+}
+
 // A namespaced install: one list+watch per namespace, one cache, never a
 // request for all namespaces (the operator's Role does not allow one).
 TEST(InformerNamespaces, ListsEachNamespaceIntoOneCache) {

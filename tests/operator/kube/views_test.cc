@@ -320,6 +320,79 @@ TEST(NodeView, MalformedAndMissingFields) {
   EXPECT_TRUE(n.problems.empty());
 }
 
+// The GPU count's views read what the full views read of the same fields, for
+// the objects above with each of those fields (and their parents) malformed or gone.
+TEST(GpuViews, ReadTheirFieldsAsTheFullViews) {
+  std::vector<std::pair<std::string, json>> pods = {{"as sent", kPod}, {"pending", kPendingPod}};
+  auto podWith = [&](const std::string& what, const char* at, const json& value) {
+    json pod = kPod;
+    const json::json_pointer ptr(at);
+    if (value.is_null()) {
+      pod[ptr.parent_pointer()].erase(ptr.back());
+    } else {
+      pod[ptr] = value;
+    }
+    pods.emplace_back(what, pod);
+  };
+  podWith("no spec", "/spec", nullptr);
+  podWith("spec as a string", "/spec", "x");
+  podWith("no status", "/status", nullptr);
+  podWith("status as an array", "/status", json::array({"Running"}));
+  podWith("phase as a number", "/status/phase", 2);
+  podWith("nodeName as an object", "/spec/nodeName", json::object());
+  podWith("containers as an object", "/spec/containers", json::object());
+  podWith("a GPU request of \"1k\"", "/spec/containers/0/resources/requests/nvidia.com~1gpu", "1k");
+  podWith("a GPU request of 3", "/spec/containers/0/resources/requests/nvidia.com~1gpu", 3);
+  pods.emplace_back("not an object", json::array());
+  for (const auto& [what, pod] : pods) {
+    SCOPED_TRACE("pod " + what);
+    const PodView full = viewPod(pod);
+    const PodGpuView gpu = viewPodGpu(pod);
+    EXPECT_EQ(gpu.nodeName, full.nodeName);
+    EXPECT_EQ(gpu.phase, full.phase);
+    EXPECT_EQ(gpu.gpuRequest, full.gpuRequest);
+  }
+  EXPECT_EQ(viewPodGpu(kPod).gpuRequest, 1);  // the table reads something
+  EXPECT_NE(viewPodGpu(kPod).nodeName, "");
+  EXPECT_NE(viewPodGpu(kPod).phase, "");
+
+  std::vector<std::pair<std::string, json>> nodes = {{"as sent", kNode}};
+  auto nodeWith = [&](const std::string& what, const char* at, const json& value) {
+    json node = kNode;
+    const json::json_pointer ptr(at);
+    if (value.is_null()) {
+      node[ptr.parent_pointer()].erase(ptr.back());
+    } else {
+      node[ptr] = value;
+    }
+    nodes.emplace_back(what, node);
+  };
+  nodeWith("cordoned", "/spec/unschedulable", true);
+  nodeWith("unschedulable as a string", "/spec/unschedulable", "true");
+  nodeWith("spec as a string", "/spec", "x");
+  nodeWith("no status", "/status", nullptr);
+  nodeWith("allocatable as an array", "/status/allocatable", json::array({"8"}));
+  nodeWith("GPUs as a JSON integer", "/status/allocatable/nvidia.com~1gpu", 4);
+  nodeWith("GPUs of \"1k\"", "/status/allocatable/nvidia.com~1gpu", "1k");
+  nodeWith("no GPUs", "/status/allocatable/nvidia.com~1gpu", nullptr);
+  nodeWith("labels as an array", "/metadata/labels", json::array({"a"}));
+  nodeWith("a driver label as a number", "/metadata/labels/nvidia.com~1cuda.driver.major", 570);
+  nodeWith("metadata as a string", "/metadata", "x");
+  nodeWith("name as a number", "/metadata/name", 7);
+  for (const auto& [what, node] : nodes) {
+    SCOPED_TRACE("node " + what);
+    const NodeView full = viewNode(node);
+    const NodeGpuView gpu = viewNodeGpu(node);
+    EXPECT_EQ(gpu.name, full.meta.name);
+    EXPECT_EQ(gpu.allocatableGpus, full.allocatableGpus);
+    EXPECT_EQ(gpu.unschedulable, full.unschedulable);
+    EXPECT_EQ(gpu.labels.copy(), full.meta.labels.copy());
+  }
+  EXPECT_EQ(viewNodeGpu(kNode).allocatableGpus, 7);
+  EXPECT_EQ(viewNodeGpu(kNode).name, "gpu-a");
+  EXPECT_EQ(viewNodeGpu(kNode).labels.get("nvidia.com/cuda.driver.major"), "570");
+}
+
 const json kDeployment = json::parse(R"({
   "apiVersion": "apps/v1", "kind": "Deployment",
   "metadata": {"name": "gpt2-stable", "namespace": "ml", "uid": "dep-uid", "generation": 4,

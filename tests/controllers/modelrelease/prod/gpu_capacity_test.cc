@@ -83,5 +83,36 @@ TEST(CanaryPlan, PodGpuRequestCountsLikeTheScheduler) {
   EXPECT_EQ(podGpuRequest(json("not a spec")), 0);
 }
 
+// The memo counts again exactly when the node or the pod cache moved, per
+// minimum driver, and hands back what the last count found otherwise.
+TEST(CanaryGpu, CountMemoCountsAgainOnlyWhenACacheMoved) {
+  GpuCountMemo memo;
+  int counts = 0;
+  std::vector<int64_t> found = {3, 1};
+  auto count = [&] {
+    ++counts;
+    return found;
+  };
+  EXPECT_EQ(memo.freePerNode("550", 1, 1, count), (std::vector<int64_t>{3, 1}));
+  EXPECT_EQ(counts, 1);
+  found = {0, 0};  // what a count would find now: not asked while nothing moved
+  EXPECT_EQ(memo.freePerNode("550", 1, 1, count), (std::vector<int64_t>{3, 1}));
+  EXPECT_EQ(counts, 1);
+  EXPECT_EQ(memo.freePerNode("550", 1, 2, count), (std::vector<int64_t>{0, 0}));  // a pod moved
+  EXPECT_EQ(counts, 2);
+  found = {5};
+  EXPECT_EQ(memo.freePerNode("550", 2, 2, count), (std::vector<int64_t>{5}));  // a node moved
+  EXPECT_EQ(counts, 3);
+  // Another driver has a count of its own; the first one's is kept.
+  found = {9};
+  EXPECT_EQ(memo.freePerNode("", 2, 2, count), (std::vector<int64_t>{9}));
+  EXPECT_EQ(counts, 4);
+  EXPECT_EQ(memo.freePerNode("550", 2, 2, count), (std::vector<int64_t>{5}));
+  EXPECT_EQ(counts, 4);
+  // A version that went back (a cache re-created) is a move as well.
+  EXPECT_EQ(memo.freePerNode("550", 1, 2, count), (std::vector<int64_t>{9}));
+  EXPECT_EQ(counts, 5);
+}
+
 }  // namespace
 }  // namespace lockstep::controllers
