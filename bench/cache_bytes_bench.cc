@@ -17,12 +17,17 @@
 // the Model and ModelRelease as the recognised path leaves them. Each copy
 // is parsed from the object's JSON text (as the reflector decodes it), given
 // its own name, transformed and held as the cache holds it (a
-// shared_ptr<const Object>); the bytes are glibc's mallinfo2() in-use delta
-// over `copies` objects, divided by `copies`; the median over the
-// repetitions is printed.
+// shared_ptr<const Object>); the bytes are the allocator's in-use delta over
+// `copies` objects, divided by `copies` (the operator's allocator: jemalloc's
+// stats.allocated, or glibc's mallinfo2() with LOCKSTEP_ALLOCATOR=system);
+// the median over the repetitions is printed.
 #include <malloc.h>
+#if LOCKSTEP_BENCH_JEMALLOC
+#include <jemalloc/jemalloc.h>
+#endif
 
 #include <algorithm>
+#include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <functional>
@@ -387,10 +392,27 @@ json release() {
   return r;
 }
 
+#if LOCKSTEP_BENCH_JEMALLOC
+constexpr const char* kAllocator = "jemalloc stats.allocated";
+size_t heapInUse() {
+  uint64_t epoch = 1;
+  size_t len = sizeof(epoch);
+  mallctl("epoch", &epoch, &len, &epoch, len);
+  size_t allocated = 0;
+  len = sizeof(allocated);
+  if (mallctl("stats.allocated", &allocated, &len, nullptr, 0) != 0) {
+    std::fprintf(stderr, "bench_cache_bytes: jemalloc has no stats.allocated\n");
+    std::exit(1);
+  }
+  return allocated;
+}
+#else
+constexpr const char* kAllocator = "glibc mallinfo2";
 size_t heapInUse() {
   const struct mallinfo2 m = mallinfo2();
   return m.uordblks + m.hblkhd;
 }
+#endif
 
 using Transform = std::function<void(kube::Object&)>;
 
@@ -416,6 +438,7 @@ double median(std::vector<double> v) {
 
 double measure(const std::string& text, const Transform& t, int copies, int reps) {
   std::vector<double> v;
+  v.reserve(static_cast<size_t>(reps));
   for (int r = 0; r < reps; ++r) v.push_back(bytesPerObject(text, t, copies));
   return median(v);
 }
@@ -462,7 +485,8 @@ int main(int argc, char** argv) {
     }
     return 0;
   }
-  std::printf("copies %d, repetitions %d; heap bytes per cached object (median)\n", copies, reps);
+  std::printf("copies %d, repetitions %d, %s; heap bytes per cached object (median)\n", copies,
+              reps, kAllocator);
   std::printf("%-36s %8s %8s %8s %8s\n", "cache", "text", "whole", "before", "after");
   double sumWhole = 0, sumBefore = 0, sumAfter = 0;
   for (const Row& r : rows) {
@@ -479,8 +503,10 @@ int main(int argc, char** argv) {
               sumAfter);
   // The cache's own entry: the key and the namespace and owner-uid indexes.
   std::vector<double> idx;
+  idx.reserve(static_cast<size_t>(reps));
   for (int r = 0; r < reps; ++r) {
     std::vector<kube::ObjectPtr> objs;
+    objs.reserve(static_cast<size_t>(copies));
     for (int i = 0; i < copies; ++i) {
       kube::Object o = p;
       o["metadata"]["name"] = "pod-" + std::to_string(i);

@@ -13,8 +13,7 @@
 #include "controllers/modelrelease/prod/serving_objects.h"
 #include "operator/kube/views.h"
 
-namespace lockstep::controllers {
-namespace cached_serving_objects_test {
+namespace lockstep::controllers::cached_serving_objects_test {
 
 using nlohmann::json;
 namespace v1 = api::v1alpha1;
@@ -365,5 +364,4 @@ TEST(CachedServingObjects, OneInformerPerKindForEveryReader) {
     EXPECT_TRUE(static_cast<bool>(o.transform)) << o.resource.resource;
 }
 
-}  // namespace cached_serving_objects_test
-}  // namespace lockstep::controllers
+}  // namespace lockstep::controllers::cached_serving_objects_test
