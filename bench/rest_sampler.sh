@@ -8,14 +8,16 @@
 # kernel keeps 15 characters), until it exits.
 #
 #   bench/rest_sampler.sh KUBECONFIG NAME OUT [INTERVAL]
+#   PID=<pid> bench/rest_sampler.sh ...   (that process: another run's operator may be newer)
 #   e.g. bench/rest_sampler.sh /tmp/lockstep-promotion-XXXX/cluster/kubeconfig \
 #          lockstep-operat rest10k-lockstep.txt 30        (Argo: rollouts-contro)
 set -euo pipefail
 kubeconfig=$1 name=$2 out=$3 interval=${4:-30}
 tools=$(cat "$(dirname "$kubeconfig")/tools-bin")
 k() { KUBECONFIG=$kubeconfig "$tools/kubectl" "$@"; }
-pid=""
+pid=${PID:-}
 for _ in $(seq 600); do
+  [ -n "$pid" ] && break
   pid=$(pgrep -n -x -- "$name" || true)
   [ -n "$pid" ] && break
   sleep 1

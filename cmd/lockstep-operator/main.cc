@@ -23,6 +23,7 @@
 #include "cmd/lockstep-operator/flags.h"
 #include "cmd/lockstep/uninstall_cleanup.h"
 #include "controllers/analysisprovider/analysisprovider_controller.h"
+#include "controllers/common/cached_serving_objects.h"
 #include "controllers/drift/drift_controller.h"
 #include "controllers/evidence/evidence_controller.h"
 #include "controllers/fleet/modelrollout_controller.h"
@@ -264,9 +265,8 @@ int main(int argc, char** argv) {
   lw::InformerRuntimeEnvs envs(rteInformer.cache());
   lw::InformerNamespaceModes modes(nsInformer.cache(), *authzClient);
   // The model's prod (the Service port rule) from the controller's caches.
-  lockstep::kube::InformerOptions serviceOpts;
-  serviceOpts.resource = v1::kServices;
-  serviceOpts.labelSelector = v1::kModelLabel;
+  // The controllers' informers, slimmed alike (controllers/common/cached_serving_objects.h).
+  const lockstep::kube::InformerOptions serviceOpts = lockstep::controllers::modelServices();
   lw::InformerModelProds prods(manager.informer(v1::kModels).cache(),
                                manager.informer(serviceOpts).cache(),
                                manager.informer(v1::kModelReleases).cache());
@@ -283,9 +283,7 @@ int main(int argc, char** argv) {
   replicaSetOpts.resource = v1::kReplicaSets;
   replicaSetOpts.labelSelector = v1::kModelLabel;
   replicaSetOpts.transform = v1::slimReplicaSet;
-  lockstep::kube::InformerOptions deploymentOpts;
-  deploymentOpts.resource = v1::kDeployments;
-  deploymentOpts.labelSelector = v1::kModelLabel;
+  const lockstep::kube::InformerOptions deploymentOpts = lockstep::controllers::modelDeployments();
   lw::InformerServingObjects servingObjects(manager.informer(replicaSetOpts).cache(),
                                             manager.informer(deploymentOpts).cache(),
                                             manager.informer(v1::kModels).cache(), *authzClient);

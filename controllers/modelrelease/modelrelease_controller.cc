@@ -18,6 +18,7 @@
 #include "api/v1alpha1/runtime_revision.h"
 #include "api/v1alpha1/serving_pod.h"
 #include "controllers/common/cached_pods.h"
+#include "controllers/common/cached_serving_objects.h"
 #include "controllers/common/execute.h"
 #include "controllers/modelrelease/gates/fleet_check.h"
 #include "controllers/modelrelease/model_controller.h"
@@ -547,10 +548,12 @@ void setupModelReleaseController(runtime::Manager& manager, ModelReleaseOptions 
   kube::Informer& releases = manager.informer(v1::kModelReleases);
   kube::Informer& rtes = manager.informer(v1::kRuntimeEnvs);
   const kube::InformerOptions jobOpts = labelled(v1::kJobs, v1::kReleaseLabel);
-  const kube::InformerOptions podOpts = labelled(v1::kPods, v1::kReleaseLabel);
-  const kube::InformerOptions deployOpts = labelled(v1::kDeployments, v1::kModelLabel);
+  // Slimmed to what their readers read (controllers/common/cached_serving_objects.h),
+  // the same options as the webhooks' lookups (cmd/lockstep-operator/main.cc).
+  const kube::InformerOptions podOpts = releasePods();
+  const kube::InformerOptions deployOpts = modelDeployments();
   const kube::InformerOptions anchorOpts = labelled(v1::kConfigMaps, v1::kModelLabel);
-  const kube::InformerOptions serviceOpts = labelled(v1::kServices, v1::kModelLabel);
+  const kube::InformerOptions serviceOpts = modelServices();
   // The same options as the pod webhook's (cmd/lockstep-operator/main.cc): one informer.
   kube::InformerOptions replicaSetOpts = labelled(v1::kReplicaSets, v1::kModelLabel);
   replicaSetOpts.transform = v1::slimReplicaSet;

@@ -17,13 +17,14 @@
 //     read from the page and run as written, frees a finalizer left by hand.
 // What KWOK cannot show: its nodes run no container, so the hook Job's pod is
 // "Running" for the lockstep.dev/test-duration the test gives it (a pod
-// annotation, uninstallCleanup.podAnnotations) and then "Succeeded" whatever
-// happened. In that window the test does the kubelet's part: it reads the
-// command from the hook pod helm created (image entrypoint lockstep-operator,
-// the pod's args), mints a token for the pod's ServiceAccount (TokenRequest,
-// `kubectl create token`) so the hook's own RBAC is what is exercised, and runs
-// the locally built lockstep-operator with exactly those args, checking its
-// exit code and output. Not shown here: the container starting from the image,
+// annotation, uninstallCleanup.podAnnotations; longer than the test). The test
+// does the kubelet's part: it reads the command from the hook pod helm created
+// (image entrypoint lockstep-operator, the pod's args), mints a token for the
+// pod's ServiceAccount (TokenRequest, `kubectl create token`) so the hook's own
+// RBAC is what is exercised, runs the locally built lockstep-operator with
+// exactly those args, checking its exit code and output, and then ends the pod
+// with that exit code (Succeeded or Failed), so the Job's outcome, and helm's,
+// is the command's. Not shown here: the container starting from the image,
 // and the in-cluster configuration (the mounted token, CA and
 // KUBERNETES_SERVICE_HOST, which the operator's own Deployment reads the same way);
 // the test authenticates with a kubeconfig holding that token instead.
@@ -118,17 +119,41 @@ std::string tokenKubeconfig(const std::string& token) {
   return path;
 }
 
+// Ends `pod` (Running under KWOK) as the kubelet would once its one container
+// exited with `exitCode`: phase Succeeded or Failed, the container terminated.
+// "" or what went wrong.
+std::string endPod(const json& pod, int exitCode) {
+  json containers = json::array();
+  for (const json& c : pod["spec"]["containers"])
+    containers.push_back(
+        {{"name", c["name"]},
+         {"image", c["image"]},
+         {"ready", false},
+         {"restartCount", 0},
+         {"state",
+          {{"terminated",
+            {{"exitCode", exitCode}, {"reason", exitCode == 0 ? "Completed" : "Error"}}}}}});
+  json status = {
+      {"status",
+       {{"phase", exitCode == 0 ? "Succeeded" : "Failed"}, {"containerStatuses", containers}}}};
+  auto r = kubectl({"-n", pod["metadata"]["namespace"].get<std::string>(), "patch", "pod",
+                    pod["metadata"]["name"].get<std::string>(), "--subresource=status",
+                    "--type=merge", "-p", status.dump()});
+  return r.exitCode == 0 ? "" : r.err;
+}
+
 TEST_F(UninstallClusterTest, HelmUninstallFreesLockstepsFinalizersAndLeavesNothingStuck) {
   // The chart as a platform installs it, its webhooks pointed at the suite's
   // operator (webhook.url, as tools/demo.sh runs it locally). The hook pod's
-  // annotation keeps it "Running" under KWOK long enough to run its command.
+  // annotation keeps it "Running" under KWOK for longer than the test: the test
+  // ends it itself once it has run its command (below).
   auto installed = helm(
       {"install", kReleaseName, std::string(LOCKSTEP_SOURCE_DIR) + "/helm/lockstep", "--namespace",
        kOperatorNamespace, "--take-ownership", "--set",
        "image.repository=registry.example/lockstep/operator", "--set",
        "image.digest=sha256:" + std::string(64, '0'), "--set", "admission.mode=webhook", "--set",
        "webhook.url=https://127.0.0.1:" + std::to_string(sharedWebhookPort()), "--set",
-       "replicas=1", "--set", "uninstallCleanup.podAnnotations.lockstep\\.dev/test-duration=90s"});
+       "replicas=1", "--set", "uninstallCleanup.podAnnotations.lockstep\\.dev/test-duration=900s"});
   ASSERT_EQ(installed.exitCode, 0) << installed.out << installed.err;
 
   // Prod on v1, v2 paused in its canary: the release-cleanup finalizer on v2,
@@ -167,8 +192,10 @@ TEST_F(UninstallClusterTest, HelmUninstallFreesLockstepsFinalizersAndLeavesNothi
   // suite's operator is a process here, so it is stopped first).
   ASSERT_EQ(ReleaseWorld::op().stop(), "");
   auto uninstalling = std::async(std::launch::async, [this] {
-    return helm(
-        {"uninstall", kReleaseName, "--namespace", kOperatorNamespace, "--wait", "--timeout=300s"});
+    // --debug: helm's log of the hooks (each created, watched, deleted) goes to
+    // stderr, so a failure below says what helm saw.
+    return helm({"uninstall", kReleaseName, "--namespace", kOperatorNamespace, "--wait",
+                 "--timeout=300s", "--debug"});
   });
 
   // The kubelet's part (KWOK runs no container): the hook pod helm created, its
@@ -185,8 +212,14 @@ TEST_F(UninstallClusterTest, HelmUninstallFreesLockstepsFinalizersAndLeavesNothi
       std::chrono::seconds(120)))
       << "no hook pod; helm: "
       << (uninstalling.wait_for(std::chrono::seconds(0)) == std::future_status::ready
-              ? uninstalling.get().err
-              : std::string("still running"));
+              ? [&] {
+                  auto r = uninstalling.get();
+                  return "exit " + std::to_string(r.exitCode) + "\n" + r.out + r.err;
+                }()
+              : std::string("still running"))
+      << "\nin " << kOperatorNamespace << ":\n"
+      << kubectl({"-n", kOperatorNamespace, "get", "jobs,pods", "-o", "wide"}).out
+      << kubectl({"-n", kOperatorNamespace, "get", "events", "--sort-by=.lastTimestamp"}).out;
   const std::string sa = hookPod["spec"]["serviceAccountName"].get<std::string>();
   EXPECT_EQ(sa, std::string(kReleaseName) + "-uninstall-cleanup");
   const json& container = hookPod["spec"]["containers"][0];
@@ -206,6 +239,9 @@ TEST_F(UninstallClusterTest, HelmUninstallFreesLockstepsFinalizersAndLeavesNothi
   command.insert(command.begin(), {"env", "-u", "KUBECONFIG", "KUBECONFIG=" + asHook});
   auto cleaned = run(command);
   EXPECT_EQ(cleaned.exitCode, 0) << ::testing::PrintToString(command) << cleaned.out << cleaned.err;
+  // The kubelet's report: the container ended with the command's exit code, so
+  // the Job (and helm, which waits for it) sees the outcome of the real command.
+  ASSERT_EQ(endPod(hookPod, cleaned.exitCode), "");
   EXPECT_NE(cleaned.out.find("freed ModelRelease " + ns_ + "/v2: lockstep.dev/release-cleanup"),
             std::string::npos)
       << cleaned.out << cleaned.err;

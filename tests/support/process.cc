@@ -17,17 +17,29 @@ namespace lockstep::testing {
 
 CommandResult run(const std::vector<std::string>& argv, const std::string& input) {
   CommandResult result;
+  // Close-on-exec: a program another thread starts meanwhile (a test runs helm
+  // in one thread and polls with kubectl in another) must not hold these pipes
+  // open, or this call would read until that program ends, not this one.
   int in[2], out[2], err[2];
-  if (pipe(in) != 0 || pipe(out) != 0 || pipe(err) != 0) {
+  if (pipe2(in, O_CLOEXEC) != 0 || pipe2(out, O_CLOEXEC) != 0 || pipe2(err, O_CLOEXEC) != 0) {
     result.err = std::strerror(errno);
     return result;
   }
   pid_t pid = fork();
   if (pid == 0) {
-    dup2(in[0], 0);
-    dup2(out[1], 1);
-    dup2(err[1], 2);
-    for (int fd : {in[0], in[1], out[0], out[1], err[0], err[1]}) close(fd);
+    // dup2 clears close-on-exec on the copy; a pipe end that already is the
+    // target keeps it, so clear that by hand.
+    auto redirect = [](int from, int to) {
+      if (from == to)
+        fcntl(to, F_SETFD, 0);
+      else
+        dup2(from, to);
+    };
+    redirect(in[0], 0);
+    redirect(out[1], 1);
+    redirect(err[1], 2);
+    for (int fd : {in[0], in[1], out[0], out[1], err[0], err[1]})
+      if (fd > 2) close(fd);
     std::vector<char*> args;
     for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
     args.push_back(nullptr);

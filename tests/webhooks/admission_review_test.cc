@@ -162,7 +162,7 @@ TEST(AdmissionReviewDecode, InvalidJsonAnywhereIsNamed) {
 // The plain "allowed" answer is written without a DOM: byte for byte what
 // the DOM writes, for any uid (quotes, control characters, invalid UTF-8).
 TEST(AdmissionReviewEncode, AllowedAnswerIsTheSameBytesAsTheDom) {
-  for (const std::string uid :
+  for (const std::string& uid :
        {std::string("3f0c1d2e-bench"), std::string("a\"b\\c\n\t\x01"), std::string("caf\xc3\xa9"),
         std::string("bad\xff\xfe"), std::string()}) {
     AdmissionResponse resp;

@@ -451,7 +451,9 @@ TEST_P(ModelReleaseValidatorTest, Decides) {
     EXPECT_EQ(v.code, 422);
     EXPECT_EQ(v.reason, "Invalid");
   }
-  if (c.want == Decision::kAllowed) EXPECT_TRUE(v.violations.empty() && v.warnings.empty()) << all;
+  if (c.want == Decision::kAllowed) {
+    EXPECT_TRUE(v.violations.empty() && v.warnings.empty()) << all;
+  }
 }
 
 INSTANTIATE_TEST_SUITE_P(Table, ModelReleaseValidatorTest,

@@ -104,7 +104,9 @@ TEST(CanaryStatus, EveryFieldRoundTrips) {
   for (const CanaryMeasurement& m : s->analysis->measurements.value()) EXPECT_TRUE(m.extra.empty());
   for (const PassedStep& p : *s->passedSteps) {
     EXPECT_TRUE(p.extra.empty());
-    if (p.analysis) EXPECT_TRUE(p.analysis->extra.empty());
+    if (p.analysis) {
+      EXPECT_TRUE(p.analysis->extra.empty());
+    }
   }
   EXPECT_EQ(s->step, 2);
   EXPECT_EQ(s->podsToTarget, 0);

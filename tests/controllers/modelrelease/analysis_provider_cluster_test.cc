@@ -423,7 +423,9 @@ TEST_F(AnalysisProviderClusterTest, TenantBCannotUseOrReadTenantAsAnalysisNorDel
   int64_t previous = 0;
   for (const auto& [at, m] : aMeasured) {
     EXPECT_TRUE(m.contains("value")) << m.dump();
-    if (previous > 0) EXPECT_LE(unixOf(at) - previous, 5) << at;
+    if (previous > 0) {
+      EXPECT_LE(unixOf(at) - previous, 5) << at;
+    }
     previous = unixOf(at);
   }
   EXPECT_TRUE(bMeasuringMeanwhile) << "B's queries were not running while A measured";
