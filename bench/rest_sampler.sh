@@ -9,7 +9,7 @@
 #
 #   bench/rest_sampler.sh KUBECONFIG NAME OUT [INTERVAL]
 #   PID=<pid> bench/rest_sampler.sh ...   (that process: another run's operator may be newer)
-#   e.g. bench/rest_sampler.sh /tmp/lockstep-promotion-XXXX/cluster/kubeconfig \
+#   e.g. bench/rest_sampler.sh WORK/cluster/kubeconfig \
 #          lockstep-operat rest10k-lockstep.txt 30        (Argo: rollouts-contro)
 set -euo pipefail
 kubeconfig=$1 name=$2 out=$3 interval=${4:-30}
