@@ -17,6 +17,7 @@
 #include "controllers/modelrelease/prod/ownership.h"
 #include "controllers/modelrelease/prod/prod_observed.h"
 #include "controllers/modelrelease/prod/serving_objects.h"
+#include "controllers/modelrelease/watch_filters.h"
 #include "operator/kube/conditions.h"
 #include "operator/kube/object.h"
 #include "operator/kube/views.h"
@@ -166,8 +167,9 @@ void setupModelController(runtime::Manager& manager, const ModelReconciler::Cach
                         // A rollback request written on it (unresolvableRollback).
                         part(a, "/metadata/annotations") != part(b, "/metadata/annotations");
                })
-      .owns(informers.deployments)
-      .owns(informers.services)
+      // What the conditions read of them (watch_filters.h).
+      .owns(informers.deployments, deploymentChangeConcernsModel)
+      .owns(informers.services, serviceChangeConcernsModel)
       // Serving pods: readiness, deletion and what they run.
       .watches(informers.pods, modelNamedByLabel,
                [](const kube::Object& a, const kube::Object& b) {

@@ -16,8 +16,10 @@
 // reconciled too: Ready=False, NoProd.
 //
 // Watches: Models (spec, deletion, and the record: status.prod and canary;
-// not its own conditions), the Deployments and Services it owns, and the
-// serving pods of the model (Ready, deletion, labels and annotations).
+// not its own conditions), the Deployments and Services it owns (what the
+// conditions read of them: not a Deployment's Ready counts, nor a Service's
+// spec; watch_filters.h), and the serving pods of the model (Ready, deletion,
+// labels and annotations).
 // Thread-safety: reconcile() may run on several workers for different keys.
 #pragma once
 

@@ -30,6 +30,7 @@
 #include "controllers/modelrelease/prod/serving_objects.h"
 #include "controllers/modelrelease/release_status.h"
 #include "controllers/modelrelease/runtime_env_state.h"
+#include "controllers/modelrelease/watch_filters.h"
 #include "operator/kube/api_error.h"
 #include "operator/kube/object.h"
 #include "operator/kube/views.h"
@@ -613,19 +614,26 @@ void setupModelReleaseController(runtime::Manager& manager, ModelReleaseOptions 
     const std::string ns = kube::namespaceOf(model);
     if (!prod.empty() && !releaseCache->get(ns, prod)) out.push_back({ns, prod});
   };
-  // A model's Deployments, Model and legacy anchor: every release of that
-  // model (the one in canary scales, a promoted one notices it was superseded),
-  // and prod's record when its release object is gone.
-  auto releasesOfModel = [releaseCache, modelCache, goneProd](const kube::Object& o) {
+  // A model's legacy anchor: every release of that model (any of them takes
+  // the migration), and prod's record when its release object is gone. Its
+  // Deployments, Service and ReplicaSets: the releases that read them
+  // (watch_filters.h releaseReadsModelObjects: the one in canary scales, the
+  // one prod runs follows its pods; not one that finished without prod).
+  auto releasesOf = [releaseCache, modelCache, goneProd](const kube::Object& o, bool readersOnly) {
     std::vector<Request> out;
     for (const std::string& key : byModelLabel(o)) {
-      for (const auto& mr : releaseCache->byIndex(v1::kReleaseByModelIndex, key))
-        out.push_back({kube::namespaceOf(*mr), kube::name(*mr)});
-      if (auto model = modelCache->get(kube::namespaceOf(o), *kube::label(o, v1::kModelLabel)))
-        goneProd(*model, out);
+      const kube::ObjectPtr model =
+          modelCache->get(kube::namespaceOf(o), *kube::label(o, v1::kModelLabel));
+      for (const auto& mr : releaseCache->byIndex(v1::kReleaseByModelIndex, key)) {
+        if (!readersOnly || releaseReadsModelObjects(*mr, model.get()))
+          out.push_back({kube::namespaceOf(*mr), kube::name(*mr)});
+      }
+      if (model) goneProd(*model, out);
     }
     return out;
   };
+  auto releasesOfModel = [releasesOf](const kube::Object& o) { return releasesOf(o, false); };
+  auto releasesReadingIt = [releasesOf](const kube::Object& o) { return releasesOf(o, true); };
   runtime::Controller& controller =
       runtime::ControllerBuilder(manager, "modelrelease")
           .workers(workers)
@@ -661,30 +669,38 @@ void setupModelReleaseController(runtime::Manager& manager, ModelReleaseOptions 
               })
           // Its Jobs, by controller owner reference.
           .owns(jobOpts)
-          // Pods of those Jobs, by the release label the Job's template carries.
-          .watches(podOpts,
-                   [](const kube::Object& pod) {
-                     std::vector<Request> out;
-                     if (auto r = kube::label(pod, v1::kReleaseLabel))
-                       out.push_back({kube::namespaceOf(pod), *r});
-                     return out;
-                   })
-          .watches(deployOpts, releasesOfModel)
+          // Pods of those Jobs and serving pods, by the release label they
+          // carry; not an update of nothing but the resourceVersion (watch_filters.h).
+          .watches(
+              podOpts,
+              [](const kube::Object& pod) {
+                std::vector<Request> out;
+                if (auto r = kube::label(pod, v1::kReleaseLabel))
+                  out.push_back({kube::namespaceOf(pod), *r});
+                return out;
+              },
+              changedBeyondResourceVersion)
+          // Not the replica counts the Deployment controller keeps (a release
+          // counts Ready pods itself; watch_filters.h).
+          .watches(deployOpts, releasesReadingIt, deploymentChangeConcernsReleases)
           .watches(anchorOpts, releasesOfModel)
-          // The Model is named after the model.
-          .watches(v1::kModels,
-                   [releaseCache, goneProd](const kube::Object& model) {
-                     std::vector<Request> out;
-                     const std::string key = kube::objectKey(model);
-                     for (const auto& mr : releaseCache->byIndex(v1::kReleaseByModelIndex, key))
-                       out.push_back({kube::namespaceOf(*mr), kube::name(*mr)});
-                     goneProd(model, out);
-                     return out;
-                   })
-          .watches(serviceOpts, releasesOfModel)
+          // The Model is named after the model; not the conditions the Model
+          // controller writes (watch_filters.h).
+          .watches(
+              v1::kModels,
+              [releaseCache, goneProd](const kube::Object& model) {
+                std::vector<Request> out;
+                const std::string key = kube::objectKey(model);
+                for (const auto& mr : releaseCache->byIndex(v1::kReleaseByModelIndex, key))
+                  out.push_back({kube::namespaceOf(*mr), kube::name(*mr)});
+                goneProd(model, out);
+                return out;
+              },
+              modelChangeConcernsReleases)
+          .watches(serviceOpts, releasesReadingIt, changedBeyondResourceVersion)
           // A ReplicaSet the pods of which were seen first (the link that makes them
           // count) and the ones that drain: the Service's serving label.
-          .watches(replicaSetOpts, releasesOfModel,
+          .watches(replicaSetOpts, releasesReadingIt,
                    [](const kube::Object& a, const kube::Object& b) {
                      json x = a, y = b;  // slimmed: the links, template labels and replicas
                      x["metadata"].erase("resourceVersion");

@@ -20,8 +20,9 @@
 // promote, rollback), the Jobs they own, pods labelled with a release (gate
 // pods carry the gate's metrics in their termination message; serving pods
 // their readiness), RuntimeEnvs (a moved closure hash makes releases stale),
-// and the models' Models, Deployments and anchors of an earlier version
-// (every release of the model). The
+// and the models' Models, Deployments, Services, ReplicaSets and anchors of
+// an earlier version (the releases of the model that read them, on the fields
+// they read: watch_filters.h). The
 // GPU capacity comes from a cache of the pods that are not finished, indexed
 // by node name.
 // Thread-safety: reconcile() may run on several workers for different keys.

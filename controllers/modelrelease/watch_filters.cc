@@ -1,0 +1,101 @@
+#include "controllers/modelrelease/watch_filters.h"
+
+#include <initializer_list>
+#include <string>
+#include <string_view>
+#include <tuple>
+#include <vector>
+
+#include "api/v1alpha1/keys.h"
+#include "api/v1alpha1/meta.h"
+#include "api/v1alpha1/model_release.h"
+#include "operator/kube/views.h"
+
+namespace lockstep::controllers {
+namespace {
+
+namespace v1 = api::v1alpha1;
+using nlohmann::json;
+
+// `o` without metadata.resourceVersion and managedFields, and without the
+// members `dropped` of its status.
+json comparable(const kube::Object& o, std::initializer_list<const char*> dropped = {}) {
+  json c = o;
+  if (auto m = c.find("metadata"); m != c.end() && m->is_object()) {
+    m->erase("resourceVersion");
+    m->erase("managedFields");
+  }
+  if (auto s = c.find("status"); s != c.end() && s->is_object()) {
+    for (const char* member : dropped) s->erase(member);
+  }
+  return c;
+}
+
+using ConditionFields = std::tuple<std::string, std::string, std::string, std::string>;
+
+// The Deployment's conditions of `type` as kube::viewDeployment reads them.
+std::vector<ConditionFields> conditionsOfType(const kube::Object& d, std::string_view type) {
+  std::vector<ConditionFields> out;
+  for (const kube::ConditionView& c : kube::viewDeployment(d).conditions) {
+    if (c.type == type)
+      out.emplace_back(std::string(c.type), std::string(c.status), std::string(c.reason),
+                       std::string(c.message));
+  }
+  return out;
+}
+
+// What prod/model_conditions.cc rollingOut reads of the conditions.
+bool progressDeadlineExceeded(const kube::Object& d) {
+  for (const kube::ConditionView& c : kube::viewDeployment(d).conditions) {
+    if (c.type == "Progressing" && c.reason == "ProgressDeadlineExceeded") return true;
+  }
+  return false;
+}
+
+}  // namespace
+
+bool deploymentChangeConcernsModel(const kube::Object& oldObj, const kube::Object& newObj) {
+  if (progressDeadlineExceeded(oldObj) != progressDeadlineExceeded(newObj)) return true;
+  const auto drop = {"readyReplicas", "availableReplicas", "conditions"};
+  return comparable(oldObj, drop) != comparable(newObj, drop);
+}
+
+bool serviceChangeConcernsModel(const kube::Object& oldObj, const kube::Object& newObj) {
+  const json& a = v1::decode::object(oldObj, "metadata");
+  const json& b = v1::decode::object(newObj, "metadata");
+  const json* x = v1::decode::member(a, "ownerReferences");
+  const json* y = v1::decode::member(b, "ownerReferences");
+  return (x == nullptr) != (y == nullptr) || (x != nullptr && *x != *y);
+}
+
+bool deploymentChangeConcernsReleases(const kube::Object& oldObj, const kube::Object& newObj) {
+  if (conditionsOfType(oldObj, "ReplicaFailure") != conditionsOfType(newObj, "ReplicaFailure"))
+    return true;
+  const auto drop = {"readyReplicas", "availableReplicas", "replicas", "updatedReplicas",
+                     "conditions"};
+  return comparable(oldObj, drop) != comparable(newObj, drop);
+}
+
+bool modelChangeConcernsReleases(const kube::Object& oldObj, const kube::Object& newObj) {
+  const auto drop = {"conditions", "observedGeneration"};
+  return comparable(oldObj, drop) != comparable(newObj, drop);
+}
+
+bool changedBeyondResourceVersion(const kube::Object& oldObj, const kube::Object& newObj) {
+  return comparable(oldObj) != comparable(newObj);
+}
+
+bool releaseReadsModelObjects(const kube::Object& release, const kube::Object* model) {
+  const std::string phase = v1::decode::string(v1::decode::object(release, "status"), "phase");
+  if (phase != v1::kPhaseFailed && phase != v1::kPhaseRolledBack && phase != v1::kPhaseValidated)
+    return true;
+  if (kube::isBeingDeleted(release) || kube::hasFinalizer(release, v1::kReleaseCleanupFinalizer))
+    return true;
+  if (model == nullptr) return false;
+  const std::string name = kube::name(release);
+  const json& status = v1::decode::object(*model, "status");
+  return v1::decode::string(v1::decode::object(status, "prod"), "release") == name ||
+         v1::decode::string(v1::decode::object(status, "canary"), "release") == name;
+}
+
+}  // namespace lockstep::controllers

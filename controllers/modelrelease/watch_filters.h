@@ -1,0 +1,60 @@
+// What wakes the Model and ModelRelease controllers (pure): the update
+// filters of their watches (runtime::UpdateFilter: an update (old, new)
+// enqueues only when it returns true), and which releases of a model an event
+// of the model's serving objects concerns. Each filter compares old and new on
+// the fields its reconciler reads and lets every other change pass, so a field
+// a reader starts to read is not missed by a filter that listed the ones to
+// keep; the fields it drops are named below with their readers. An update
+// with nothing but a new resourceVersion (a relist, a change of a field the
+// informer's transform dropped: controllers/common/cached_serving_objects.h)
+// enqueues no one. docs/benchmarks.md counts the reconciles these save.
+//
+// Model controller (model_controller.h, prod/model_conditions.h):
+//   - its Deployments: not status.readyReplicas or availableReplicas (it
+//     counts Ready pods itself), nor status.conditions but for whether
+//     Progressing says ProgressDeadlineExceeded (a stuck roll-out is not
+//     rolling out);
+//   - its Service: whether it exists (add, delete) and its owner references.
+// ModelRelease controller (modelrelease_controller.h):
+//   - the model's Deployments: not status.readyReplicas, availableReplicas,
+//     replicas or updatedReplicas (a release counts Ready pods itself,
+//     prod/canary_observe.cc), nor status.conditions but ReplicaFailure (an
+//     admission refusal, canary_observe.cc replicaFailures);
+//   - the Model: not status.conditions or status.observedGeneration (the
+//     Model controller's own writes; no release reads them);
+//   - pods and Services: every change but the resourceVersion.
+// Thread-safety: pure functions.
+#pragma once
+
+#include "operator/kube/object.h"
+
+namespace lockstep::controllers {
+
+// The Model controller's filter of its Deployments' updates.
+bool deploymentChangeConcernsModel(const kube::Object& oldObj, const kube::Object& newObj);
+// The Model controller's filter of its Service's updates.
+bool serviceChangeConcernsModel(const kube::Object& oldObj, const kube::Object& newObj);
+// The ModelRelease controller's filter of the model's Deployments' updates.
+bool deploymentChangeConcernsReleases(const kube::Object& oldObj, const kube::Object& newObj);
+// The ModelRelease controller's filter of the Models' updates.
+bool modelChangeConcernsReleases(const kube::Object& oldObj, const kube::Object& newObj);
+// Any change but metadata.resourceVersion (and managedFields): the
+// ModelRelease controller's filter of pods and Services.
+bool changedBeyondResourceVersion(const kube::Object& oldObj, const kube::Object& newObj);
+
+// Whether an event of a model's Deployments, Service or ReplicaSets concerns
+// `release` (a ModelRelease of that model; `model`: its Model, or null when
+// there is none). Not a release that finished without running prod and holds
+// nothing there: Failed, RolledBack or Validated, not being deleted, without
+// the cleanup finalizer (a finished release lets go of it in a reconcile
+// after its status write), named by the Model neither as prod nor as the
+// canary slot's holder. Such a release reads the model's objects for nothing
+// (no rollback takes prod back to it: api/v1alpha1 takesRollbackRequests; its
+// plan is release_plan.cc's finished branch). Every other release is
+// concerned: a release in its gates, in its canary, Promoted or Superseded
+// (Ready follows the stable Deployment; a rollback target), and one without a
+// phase yet (prod's content recognised, docs/rollouts.md "Content identity").
+// The Model's own events and the anchors' go to every release of the model.
+bool releaseReadsModelObjects(const kube::Object& release, const kube::Object* model);
+
+}  // namespace lockstep::controllers
