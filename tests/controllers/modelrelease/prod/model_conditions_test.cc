@@ -8,6 +8,7 @@
 #include <set>
 #include <string>
 
+#include "controllers/modelrelease/watch_filters.h"
 #include "operator/kube/conditions.h"
 
 namespace lockstep::controllers::model_conditions_test {
@@ -348,6 +349,52 @@ TEST(ModelConditions, ARollbackRequestNoReleaseWillTakeIsSaid) {
   // A request at an earlier revision is spent: nothing to say.
   m.status.revision = 4;
   EXPECT_FALSE(unresolvableRollback(m, isRelease));
+}
+
+// The Model controller's filter of its Deployments (watch_filters.h) drops an
+// update only when the conditions planned from it are the same: the Ready
+// counts and the conditions' wording the Deployment controller writes, in a
+// rolled-out, a rolling and a stuck Deployment.
+TEST(ModelConditions, WhatTheDeploymentFilterDropsChangesNoCondition) {
+  const json conditions = json::array(
+      {{{"type", "Available"}, {"status", "False"}, {"reason", "MinimumReplicasUnavailable"}},
+       {{"type", "Progressing"}, {"status", "True"}, {"reason", "ReplicaSetUpdated"}}});
+  json rolledOut = deployment("stable", "gpt2-v1", kHashA, 2);
+  rolledOut["status"]["conditions"] = conditions;
+  json rolling = rolledOut;
+  rolling["status"]["updatedReplicas"] = 1;
+  json stuck = rolling;
+  stuck["status"]["conditions"][1]["reason"] = "ProgressDeadlineExceeded";
+  for (const json& before : {rolledOut, rolling, stuck}) {
+    json after = before;
+    after["status"]["readyReplicas"] = 0;
+    after["status"]["availableReplicas"] = 2;
+    after["status"]["conditions"][0]["status"] = "True";
+    after["status"]["conditions"][0]["reason"] = "MinimumReplicasAvailable";
+    after["status"]["conditions"].push_back(
+        {{"type", "ReplicaFailure"}, {"status", "True"}, {"reason", "FailedCreate"}});
+    if (before["status"]["conditions"][1]["reason"] != "ProgressDeadlineExceeded")
+      after["status"]["conditions"][1]["reason"] = "NewReplicaSetAvailable";
+    ASSERT_FALSE(deploymentChangeConcernsModel(before, after)) << before.dump();
+    ModelObserved a = serving();
+    a.pods.pop_back();  // 1/2: StableNotReady, Degraded unless rolling
+    ModelObserved b = a;
+    a.stableDeployment = ptr(before);
+    b.stableDeployment = ptr(after);
+    EXPECT_EQ(planModelConditions(a, kNow).conditions, planModelConditions(b, kNow).conditions)
+        << before.dump();
+  }
+  // What it lets through does change them: the roll-out ends, or gets stuck.
+  ModelObserved a = serving(), b = serving();
+  a.pods.pop_back();
+  b.pods.pop_back();
+  a.stableDeployment = ptr(rolling);
+  b.stableDeployment = ptr(rolledOut);
+  EXPECT_TRUE(deploymentChangeConcernsModel(rolling, rolledOut));
+  EXPECT_NE(planModelConditions(a, kNow).conditions, planModelConditions(b, kNow).conditions);
+  b.stableDeployment = ptr(stuck);
+  EXPECT_TRUE(deploymentChangeConcernsModel(rolling, stuck));
+  EXPECT_NE(planModelConditions(a, kNow).conditions, planModelConditions(b, kNow).conditions);
 }
 
 }  // namespace
