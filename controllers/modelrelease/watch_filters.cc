@@ -9,6 +9,7 @@
 #include "api/v1alpha1/keys.h"
 #include "api/v1alpha1/meta.h"
 #include "api/v1alpha1/model_release.h"
+#include "controllers/modelrelease/prod/model_conditions.h"
 #include "operator/kube/views.h"
 
 namespace lockstep::controllers {
@@ -44,20 +45,24 @@ std::vector<ConditionFields> conditionsOfType(const kube::Object& d, std::string
   return out;
 }
 
-// What prod/model_conditions.cc rollingOut reads of the conditions.
-bool progressDeadlineExceeded(const kube::Object& d) {
-  for (const kube::ConditionView& c : kube::viewDeployment(d).conditions) {
-    if (c.type == "Progressing" && c.reason == "ProgressDeadlineExceeded") return true;
-  }
-  return false;
-}
-
 }  // namespace
 
 bool deploymentChangeConcernsModel(const kube::Object& oldObj, const kube::Object& newObj) {
-  if (progressDeadlineExceeded(oldObj) != progressDeadlineExceeded(newObj)) return true;
-  const auto drop = {"readyReplicas", "availableReplicas", "conditions"};
-  return comparable(oldObj, drop) != comparable(newObj, drop);
+  if (stableRollingOut(kube::viewDeployment(oldObj)) !=
+      stableRollingOut(kube::viewDeployment(newObj)))
+    return true;
+  // The rest of what it reads: the template, spec.replicas, the serving
+  // rule's links (name, uid, labels, owner references), deletion.
+  auto rest = [](const kube::Object& d) {
+    json c = comparable(d);
+    c.erase("status");
+    if (auto m = c.find("metadata"); m != c.end() && m->is_object()) {
+      m->erase("generation");
+      m->erase("annotations");
+    }
+    return c;
+  };
+  return rest(oldObj) != rest(newObj);
 }
 
 bool serviceChangeConcernsModel(const kube::Object& oldObj, const kube::Object& newObj) {

@@ -10,10 +10,10 @@
 // enqueues no one. docs/benchmarks.md counts the reconciles these save.
 //
 // Model controller (model_controller.h, prod/model_conditions.h):
-//   - its Deployments: not status.readyReplicas or availableReplicas (it
-//     counts Ready pods itself), nor status.conditions but for whether
-//     Progressing says ProgressDeadlineExceeded (a stuck roll-out is not
-//     rolling out);
+//   - its Deployments: of status and metadata.generation only whether the
+//     stable one rolls out (prod/model_conditions.h stableRollingOut: it
+//     counts Ready pods itself), and not metadata.annotations (the Deployment
+//     controller's revision);
 //   - its Service: whether it exists (add, delete) and its owner references.
 // ModelRelease controller (modelrelease_controller.h):
 //   - the model's Deployments: not status.readyReplicas, availableReplicas,

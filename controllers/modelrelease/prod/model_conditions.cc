@@ -60,15 +60,6 @@ std::string templateDifference(const kube::DeploymentView& d, const v1::ProdCont
          prod.package;
 }
 
-bool rollingOut(const kube::DeploymentView& d) {
-  for (const kube::ConditionView& c : d.conditions) {
-    // Stuck, not rolling: Degraded may say so.
-    if (c.type == "Progressing" && c.reason == "ProgressDeadlineExceeded") return false;
-  }
-  return d.observedGeneration < d.meta.generation || d.updatedReplicas < d.replicas() ||
-         d.statusReplicas > d.updatedReplicas;
-}
-
 std::string pairOf(const v1::ProdContent& prod) {
   std::string out = "package " + prod.package;
   if (!prod.runtime.closureHash.empty()) out += ", closure hash " + prod.runtime.closureHash;
@@ -79,6 +70,15 @@ std::string pairOf(const v1::ProdContent& prod) {
 }
 
 }  // namespace
+
+bool stableRollingOut(const kube::DeploymentView& d) {
+  for (const kube::ConditionView& c : d.conditions) {
+    // Stuck, not rolling: Degraded may say so.
+    if (c.type == "Progressing" && c.reason == "ProgressDeadlineExceeded") return false;
+  }
+  return d.observedGeneration < d.meta.generation || d.updatedReplicas < d.replicas() ||
+         d.statusReplicas > d.updatedReplicas;
+}
 
 ModelConditions planModelConditions(const ModelObserved& o, const std::string& now) {
   const v1::Model model = v1::decodeModel(*o.model);
@@ -97,7 +97,7 @@ ModelConditions planModelConditions(const ModelObserved& o, const std::string& n
     progressing = {v1::kConditionProgressing, "True", kModelReasonCanaryInFlight,
                    "release " + model.status.canary->release + " holds the canary slot since " +
                        model.status.canary->since};
-  } else if (stable && rollingOut(*stable)) {
+  } else if (stable && stableRollingOut(*stable)) {
     progressing = {v1::kConditionProgressing, "True", kModelReasonStableRollingOut,
                    "Deployment " + std::string(stable->meta.name) + " is rolling out"};
   }

@@ -44,6 +44,7 @@
 #include "api/v1alpha1/model.h"
 #include "api/v1alpha1/model_release.h"
 #include "operator/kube/object.h"
+#include "operator/kube/views.h"
 
 namespace lockstep::controllers {
 
@@ -81,6 +82,12 @@ struct ModelConditions {
   // (lastTransitionTime kept when a status does not change): a write is due.
   bool changed = false;
 };
+
+// Whether the stable Deployment `d` rolls out (Progressing StableRollingOut):
+// the Deployment controller has not observed its generation, or fewer pods
+// than wanted run its template; not when Progressing says
+// ProgressDeadlineExceeded (stuck: Degraded may say so).
+bool stableRollingOut(const kube::DeploymentView& d);
 
 // `now`: RFC 3339, the lastTransitionTime of a condition whose status changes.
 ModelConditions planModelConditions(const ModelObserved& observed, const std::string& now);

@@ -87,22 +87,36 @@ std::vector<Change> modelReadsOfDeployment() {
       {"observedGeneration", [](json& d) { d["status"]["observedGeneration"] = 2; }},
       {"status.replicas", [](json& d) { d["status"]["replicas"] = 5; }},
       {"updatedReplicas", [](json& d) { d["status"]["updatedReplicas"] = 3; }},
-      {"progress deadline exceeded",
-       [](json& d) { d["status"]["conditions"][1]["reason"] = "ProgressDeadlineExceeded"; }},
   };
 }
 
-TEST(WatchFilters, ModelDropsItsDeploymentsReadyCountsAndConditionWording) {
+TEST(WatchFilters, ModelDropsItsDeploymentsCountsUnlessTheRollOutStartsOrEnds) {
   const json d = deployment();
   EXPECT_FALSE(deploymentChangeConcernsModel(d, onePodMoreReady(d)));
   json rv = d;
   rv["metadata"]["resourceVersion"] = "101";
   EXPECT_FALSE(deploymentChangeConcernsModel(d, rv));
+  json revision = d;
+  revision["metadata"]["annotations"]["deployment.kubernetes.io/revision"] = "3";
+  EXPECT_FALSE(deploymentChangeConcernsModel(d, revision));
   expectEachPasses(deploymentChangeConcernsModel, d, modelReadsOfDeployment());
-  // A stuck roll-out that starts again passes too.
-  json stuck = d;
+  // Rolling (2 of 4 pods on the template): one more updated pod, a new
+  // generation observed at once, are still rolling; the last one is not, and
+  // neither is one stuck past its progress deadline.
+  json rolling = d;
+  rolling["status"]["updatedReplicas"] = 2;
+  json more = rolling;
+  more["status"]["updatedReplicas"] = 3;
+  EXPECT_FALSE(deploymentChangeConcernsModel(rolling, more));
+  json observed = more;
+  observed["metadata"]["generation"] = 4;
+  observed["status"]["observedGeneration"] = 4;
+  EXPECT_FALSE(deploymentChangeConcernsModel(more, observed));
+  EXPECT_TRUE(deploymentChangeConcernsModel(more, d));
+  json stuck = rolling;
   stuck["status"]["conditions"][1]["reason"] = "ProgressDeadlineExceeded";
-  EXPECT_TRUE(deploymentChangeConcernsModel(stuck, d));
+  EXPECT_TRUE(deploymentChangeConcernsModel(rolling, stuck));
+  EXPECT_TRUE(deploymentChangeConcernsModel(stuck, rolling));
 }
 
 TEST(WatchFilters, ModelReadsOfItsServiceTheOwnerOnly) {
