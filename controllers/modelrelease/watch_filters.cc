@@ -2,13 +2,12 @@
 
 #include <initializer_list>
 #include <string>
-#include <string_view>
-#include <tuple>
 #include <vector>
 
 #include "api/v1alpha1/keys.h"
 #include "api/v1alpha1/meta.h"
 #include "api/v1alpha1/model_release.h"
+#include "controllers/modelrelease/prod/canary_observe.h"
 #include "controllers/modelrelease/prod/model_conditions.h"
 #include "operator/kube/views.h"
 
@@ -30,19 +29,6 @@ json comparable(const kube::Object& o, std::initializer_list<const char*> droppe
     for (const char* member : dropped) s->erase(member);
   }
   return c;
-}
-
-using ConditionFields = std::tuple<std::string, std::string, std::string, std::string>;
-
-// The Deployment's conditions of `type` as kube::viewDeployment reads them.
-std::vector<ConditionFields> conditionsOfType(const kube::Object& d, std::string_view type) {
-  std::vector<ConditionFields> out;
-  for (const kube::ConditionView& c : kube::viewDeployment(d).conditions) {
-    if (c.type == type)
-      out.emplace_back(std::string(c.type), std::string(c.status), std::string(c.reason),
-                       std::string(c.message));
-  }
-  return out;
 }
 
 }  // namespace
@@ -74,11 +60,14 @@ bool serviceChangeConcernsModel(const kube::Object& oldObj, const kube::Object& 
 }
 
 bool deploymentChangeConcernsReleases(const kube::Object& oldObj, const kube::Object& newObj) {
-  if (conditionsOfType(oldObj, "ReplicaFailure") != conditionsOfType(newObj, "ReplicaFailure"))
-    return true;
-  const auto drop = {"readyReplicas", "availableReplicas", "replicas", "updatedReplicas",
-                     "conditions"};
-  return comparable(oldObj, drop) != comparable(newObj, drop);
+  if (admissionRefusalsOf(&oldObj) != admissionRefusalsOf(&newObj)) return true;
+  // The rest of what they read: metadata, spec (the template, replicas).
+  auto rest = [](const kube::Object& d) {
+    json c = comparable(d);
+    c.erase("status");
+    return c;
+  };
+  return rest(oldObj) != rest(newObj);
 }
 
 bool modelChangeConcernsReleases(const kube::Object& oldObj, const kube::Object& newObj) {

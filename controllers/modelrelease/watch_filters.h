@@ -16,10 +16,10 @@
 //     controller's revision);
 //   - its Service: whether it exists (add, delete) and its owner references.
 // ModelRelease controller (modelrelease_controller.h):
-//   - the model's Deployments: not status.readyReplicas, availableReplicas,
-//     replicas or updatedReplicas (a release counts Ready pods itself,
-//     prod/canary_observe.cc), nor status.conditions but ReplicaFailure (an
-//     admission refusal, canary_observe.cc replicaFailures);
+//   - the model's Deployments: of status only the admission refusals
+//     (prod/canary_observe.h admissionRefusalsOf: ReplicaFailure once the
+//     status is about the spec); not the replica counts (a release counts
+//     Ready pods itself), nor a status.observedGeneration that reveals none;
 //   - the Model: not status.conditions or status.observedGeneration (the
 //     Model controller's own writes; no release reads them);
 //   - pods and Services: every change but the resourceVersion.

@@ -134,6 +134,11 @@ bool rollbackTargetStale(const v1::RuntimeEnv& env, const v1::ModelRelease& kg) 
 
 }  // namespace
 
+std::vector<std::string> admissionRefusalsOf(const kube::Object* deployment) {
+  if (deployment == nullptr) return {};
+  return replicaFailures(kube::viewDeployment(*deployment));
+}
+
 CanaryObserved observeCanary(const v1::ModelRelease& release, const v1::CanarySpec& spec,
                              const ProdObserved& prod, const std::string& now, int64_t nowUnix,
                              const std::set<std::string>& editedTracks) {

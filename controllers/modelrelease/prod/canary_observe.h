@@ -39,6 +39,11 @@ int specReplicas(const kube::Object* deployment);
 // reconcile; prod_plan.cc), and a Deployment whose status predates its spec
 // (status.observedGeneration < generation: the put-back template not yet
 // rolled) says nothing yet. Both are left out of admissionRefusals.
+// The refusals of `deployment` as observeCanary reads them (before its
+// editedTracks): each ReplicaFailure=True's "reason: message", none while its
+// status predates its spec; none when there is no Deployment.
+std::vector<std::string> admissionRefusalsOf(const kube::Object* deployment);
+
 CanaryObserved observeCanary(const api::v1alpha1::ModelRelease& release,
                              const api::v1alpha1::CanarySpec& spec, const ProdObserved& prod,
                              const std::string& now, int64_t nowUnix,

@@ -141,43 +141,56 @@ TEST(WatchFilters, ModelReadsOfItsServiceTheOwnerOnly) {
   EXPECT_TRUE(serviceChangeConcernsModel(none, s));
 }
 
-TEST(WatchFilters, ReleasesDropTheDeploymentControllersCounts) {
+json replicaFailure(const std::string& message) {
+  return {{"type", "ReplicaFailure"},
+          {"status", "True"},
+          {"reason", "FailedCreate"},
+          {"message", message}};
+}
+
+TEST(WatchFilters, ReleasesReadOfADeploymentsStatusOnlyItsAdmissionRefusals) {
   const json d = deployment();
   EXPECT_FALSE(deploymentChangeConcernsReleases(d, onePodMoreReady(d)));
   json counts = onePodMoreReady(d);
   counts["status"]["replicas"] = 5;
   counts["status"]["updatedReplicas"] = 1;
   EXPECT_FALSE(deploymentChangeConcernsReleases(d, counts));
+  // A generation observed with no refusal to reveal.
+  json behind = d;
+  behind["status"]["observedGeneration"] = 2;
+  EXPECT_FALSE(deploymentChangeConcernsReleases(behind, d));
   std::vector<Change> reads = {
       {"generation", [](json& x) { x["metadata"]["generation"] = 4; }},
       {"deletion", [](json& x) { x["metadata"]["deletionTimestamp"] = "2026-12-05T08:00:00Z"; }},
       {"owner", [](json& x) { x["metadata"]["ownerReferences"][0]["uid"] = "other"; }},
       {"uid", [](json& x) { x["metadata"]["uid"] = "d-uid-2"; }},
+      {"labels", [](json& x) { x["metadata"]["labels"]["lockstep.dev/model"] = "llama"; }},
       {"annotations",
        [](json& x) { x["metadata"]["annotations"]["deployment.kubernetes.io/revision"] = "3"; }},
       {"spec.replicas", [](json& x) { x["spec"]["replicas"] = 2; }},
       {"template container",
        [](json& x) { x["spec"]["template"]["spec"]["containers"][0]["image"] = "other"; }},
-      {"observedGeneration", [](json& x) { x["status"]["observedGeneration"] = 2; }},
       {"ReplicaFailure",
-       [](json& x) {
-         x["status"]["conditions"].push_back({{"type", "ReplicaFailure"},
-                                              {"status", "True"},
-                                              {"reason", "FailedCreate"},
-                                              {"message", "admission webhook denied"}});
-       }},
+       [](json& x) { x["status"]["conditions"].push_back(replicaFailure("denied")); }},
   };
   expectEachPasses(deploymentChangeConcernsReleases, d, reads);
-  // A ReplicaFailure's message changing passes; one going away passes.
+  // A refusal's message changing passes, and one going away; one the status
+  // reveals as it catches up with the spec passes, and one it hides.
   json failing = d;
-  failing["status"]["conditions"].push_back({{"type", "ReplicaFailure"},
-                                             {"status", "True"},
-                                             {"reason", "FailedCreate"},
-                                             {"message", "quota"}});
+  failing["status"]["conditions"].push_back(replicaFailure("quota"));
   json other = failing;
-  other["status"]["conditions"][2]["message"] = "admission webhook denied";
+  other["status"]["conditions"][2] = replicaFailure("admission webhook denied");
   EXPECT_TRUE(deploymentChangeConcernsReleases(failing, other));
   EXPECT_TRUE(deploymentChangeConcernsReleases(failing, d));
+  json notYet = failing;
+  notYet["status"]["observedGeneration"] = 2;
+  EXPECT_TRUE(deploymentChangeConcernsReleases(notYet, failing));
+  EXPECT_TRUE(deploymentChangeConcernsReleases(failing, notYet));
+  // Not one that is False.
+  json falseOne = d;
+  falseOne["status"]["conditions"].push_back(replicaFailure("gone"));
+  falseOne["status"]["conditions"][2]["status"] = "False";
+  EXPECT_FALSE(deploymentChangeConcernsReleases(d, falseOne));
 }
 
 TEST(WatchFilters, ReleasesDropTheModelsOwnConditions) {
