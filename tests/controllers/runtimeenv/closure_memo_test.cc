@@ -5,6 +5,7 @@
 #include "controllers/runtimeenv/closure_memo.h"
 
 #include <string>
+#include <vector>
 
 #include <gtest/gtest.h>
 
@@ -12,8 +13,7 @@
 #include "api/v1alpha1/resources.h"
 #include "tests/support/builders.h"
 
-namespace lockstep::controllers {
-namespace closure_memo_test {
+namespace lockstep::controllers::closure_memo_test {
 
 using nlohmann::json;
 
@@ -119,27 +119,25 @@ TEST(ClosureMemoTest, EachRuntimeEnvHasItsOwnEntry) {
 
 // Objects without the versions (not from the API server) cannot be told apart by them.
 TEST(ClosureMemoTest, ObjectsWithoutVersionsAreResolvedEveryTime) {
-  ClosureMemo memo;
-  CountingResolve count;
-  const kube::Object cm = cmOf("c1", "100");
-  kube::Object noUid = rteOf("torch", "", 1);
-  memo.resolution(noUid, &cm, count.fn());
-  memo.resolution(noUid, &cm, count.fn());
-  EXPECT_EQ(count.calls, 2);
-  const kube::Object noGeneration = rteOf("torch", "u1", 0);
-  memo.resolution(noGeneration, &cm, count.fn());
-  memo.resolution(noGeneration, &cm, count.fn());
-  EXPECT_EQ(count.calls, 4);
-  const kube::Object rte = rteOf("torch", "u1", 1);
-  const kube::Object cmNoVersion = cmOf("c1", "");
-  memo.resolution(rte, &cmNoVersion, count.fn());
-  memo.resolution(rte, &cmNoVersion, count.fn());
-  EXPECT_EQ(count.calls, 6);
-  const kube::Object cmNoUid = cmOf("", "100");
-  memo.resolution(rte, &cmNoUid, count.fn());
-  memo.resolution(rte, &cmNoUid, count.fn());
-  EXPECT_EQ(count.calls, 8);
-  EXPECT_EQ(memo.size(), 0u);
+  struct Case {
+    std::string what;
+    kube::Object runtimeEnv;
+    kube::Object configMap;
+  };
+  const std::vector<Case> cases = {
+      {"RuntimeEnv without uid", rteOf("torch", "", 1), cmOf("c1", "100")},
+      {"RuntimeEnv without generation", rteOf("torch", "u1", 0), cmOf("c1", "100")},
+      {"ConfigMap without resourceVersion", rteOf("torch", "u1", 1), cmOf("c1", "")},
+      {"ConfigMap without uid", rteOf("torch", "u1", 1), cmOf("", "100")},
+  };
+  for (const Case& c : cases) {
+    ClosureMemo memo;
+    CountingResolve count;
+    memo.resolution(c.runtimeEnv, &c.configMap, count.fn());
+    memo.resolution(c.runtimeEnv, &c.configMap, count.fn());
+    EXPECT_EQ(count.calls, 2) << c.what;
+    EXPECT_EQ(memo.size(), 0u) << c.what;
+  }
 }
 
 TEST(ClosureMemoTest, ForgetDropsTheRuntimeEnv) {
@@ -191,5 +189,4 @@ TEST(ClosureMemoTest, KeepsWhatResolveLockGives) {
   EXPECT_EQ(kept->lockText, kReqLock);
 }
 
-}  // namespace closure_memo_test
-}  // namespace lockstep::controllers
+}  // namespace lockstep::controllers::closure_memo_test
