@@ -2,6 +2,7 @@
 
 #include "api/v1alpha1/keys.h"
 #include "api/v1alpha1/model_anchor.h"
+#include "operator/kube/fields.h"
 
 namespace lockstep::api::v1alpha1 {
 namespace {
@@ -101,12 +102,7 @@ void slimReplicaSet(kube::Object& rs) {
   static const char* const kMeta[] = {"name",       "namespace",        "uid",
                                       "labels",     "ownerReferences",  "resourceVersion",
                                       "generation", "deletionTimestamp"};
-  json meta = json::object();
-  if (rs.contains("metadata") && rs["metadata"].is_object()) {
-    for (const char* k : kMeta) {
-      if (rs["metadata"].contains(k)) meta[k] = rs["metadata"][k];
-    }
-  }
+  json meta = rs.contains("metadata") ? kube::takeFields(rs["metadata"], kMeta) : json::object();
   json slim = {{"apiVersion", rs.value("apiVersion", "apps/v1")},
                {"kind", rs.value("kind", "ReplicaSet")},
                {"metadata", std::move(meta)}};

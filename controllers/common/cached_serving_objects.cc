@@ -3,9 +3,11 @@
 #include <string>
 #include <string_view>
 #include <utility>
+#include <vector>
 
 #include "api/v1alpha1/keys.h"
 #include "api/v1alpha1/resources.h"
+#include "operator/kube/fields.h"
 
 namespace lockstep::controllers {
 
@@ -23,25 +25,14 @@ constexpr const char* kKeptMetadata[] = {
 
 // `o` with only `keep` of its top-level members; apiVersion and kind too.
 json only(json& o, std::initializer_list<const char*> keep) {
-  json out = json::object();
-  if (!o.is_object()) return out;
-  for (const char* k : {"apiVersion", "kind"}) {
-    if (auto it = o.find(k); it != o.end()) out[k] = std::move(*it);
-  }
-  for (const char* k : keep) {
-    if (auto it = o.find(k); it != o.end()) out[k] = std::move(*it);
-  }
-  return out;
+  std::vector<const char*> fields = {"apiVersion", "kind"};
+  fields.insert(fields.end(), keep);
+  return kube::takeFields(o, fields);
 }
 
 json slimMetadata(json& o) {
-  json out = json::object();
   auto it = o.find("metadata");
-  if (it == o.end() || !it->is_object()) return out;
-  for (const char* k : kKeptMetadata) {
-    if (auto f = it->find(k); f != it->end()) out[k] = std::move(*f);
-  }
-  return out;
+  return it == o.end() ? json::object() : kube::takeFields(*it, kKeptMetadata);
 }
 
 // Each container's name, image and resources (kube::gpuRequestOf reads the
@@ -62,12 +53,7 @@ json eachOnly(json& list, std::initializer_list<const char*> keep) {
   json out = json::array();
   if (!list.is_array()) return out;
   for (json& e : list) {
-    if (!e.is_object()) continue;
-    json kept = json::object();
-    for (const char* k : keep) {
-      if (auto it = e.find(k); it != e.end()) kept[k] = std::move(*it);
-    }
-    out.push_back(std::move(kept));
+    if (e.is_object()) out.push_back(kube::takeFields(e, keep));
   }
   return out;
 }

@@ -4,8 +4,10 @@
 
 #include <algorithm>
 #include <chrono>
+#include <future>
 #include <set>
 #include <string_view>
+#include <vector>
 
 #include "api/v1alpha1/canary_status.h"
 #include "api/v1alpha1/conditions.h"
@@ -194,19 +196,40 @@ std::optional<ModelReleaseObserved> ModelReleaseReconciler::observe(const Reques
 void ModelReleaseReconciler::readProdNames(const v1::ModelRelease& r, ProdObserved& p) const {
   const std::string& ns = r.meta.ns;
   const std::string& model = r.spec.model;
-  auto read = [&](kube::ObjectPtr& at, const kube::Resource& resource, const std::string& name) {
-    if (at) return;
-    auto got = client_->get(resource, ns, name);
-    if (got.isOk()) {
-      at = std::make_shared<const kube::Object>(std::move(*got));
-    } else if (got.status().code() != Code::kNotFound && p.lookupError.isOk()) {
-      p.lookupError = got.status().withContext("reading " + resource.kind + " " + ns + "/" + name);
-    }
+  // The names the caches miss, read at once: each GET waits on the API server,
+  // and a first release misses two or three of them (its stable Deployment does
+  // not exist until the handover) in every plan that writes in prod. Results are
+  // taken in this order, so the first error named is the same as one by one.
+  struct Name {
+    kube::ObjectPtr* at;
+    const kube::Resource* resource;
+    std::string name;
   };
+  std::vector<Name> missing;
+  for (Name n :
+       {Name{&p.service, &v1::kServices, model},
+        Name{&p.stableDeployment, &v1::kDeployments, servingDeploymentName(model, kTrackStable)},
+        Name{&p.canaryDeployment, &v1::kDeployments, servingDeploymentName(model, kTrackCanary)}}) {
+    if (!*n.at) missing.push_back(std::move(n));
+  }
+  std::vector<std::future<StatusOr<kube::Object>>> others;
+  for (size_t i = 1; i < missing.size(); ++i) {
+    others.push_back(std::async(std::launch::async, [this, &ns, &n = missing[i]] {
+      return client_->get(*n.resource, ns, n.name);
+    }));
+  }
+  std::vector<StatusOr<kube::Object>> got;
+  if (!missing.empty()) got.push_back(client_->get(*missing[0].resource, ns, missing[0].name));
+  for (auto& f : others) got.push_back(f.get());
+  for (size_t i = 0; i < missing.size(); ++i) {
+    if (got[i].isOk()) {
+      *missing[i].at = std::make_shared<const kube::Object>(std::move(*got[i]));
+    } else if (got[i].status().code() != Code::kNotFound && p.lookupError.isOk()) {
+      p.lookupError = got[i].status().withContext("reading " + missing[i].resource->kind + " " +
+                                                  ns + "/" + missing[i].name);
+    }
+  }
   p.namesRead = true;
-  read(p.service, v1::kServices, model);
-  read(p.stableDeployment, v1::kDeployments, servingDeploymentName(model, kTrackStable));
-  read(p.canaryDeployment, v1::kDeployments, servingDeploymentName(model, kTrackCanary));
 }
 
 ProdObserved ModelReleaseReconciler::observeProd(const v1::ModelRelease& r,

@@ -86,9 +86,13 @@ std::optional<RuntimeEnvObserved> RuntimeEnvReconciler::observe(const Request& r
     return std::nullopt;
   RuntimeEnvObserved observed;
   observed.runtimeEnv = rte;
-  if (std::string cmKey = v1::decodeRuntimeEnv(*rte).configMapKey(); !cmKey.empty()) {
+  const v1::RuntimeEnv decoded = v1::decodeRuntimeEnv(*rte);
+  if (std::string cmKey = decoded.configMapKey(); !cmKey.empty()) {
     observed.configMap = caches_.configMaps.get(cmKey);
   }
+  observed.lock = closures_.resolution(*rte, observed.configMap.get(), [&] {
+    return resolveLock(decoded, observed.configMap.get());
+  });
   observed.nodes = caches_.nodes.list();
   // Pins and each model's rollback targets come from the namespace's releases.
   // (ModelReleases compute their own Stale condition from the cached RuntimeEnv,
@@ -122,6 +126,7 @@ Result RuntimeEnvReconciler::reconcile(const Request& request) {
   // Observe: caches only.
   std::optional<RuntimeEnvObserved> observed = observe(request);
   if (!observed) {
+    closures_.forget(request.ns, request.name);
     if (mirror_) mirror_->forget(request.ns, request.name);
     if (metrics_ && !caches_.runtimeEnvs.get(request.ns, request.name))
       metrics_->mirrorMissing(request.ns, request.name, -1);

@@ -19,6 +19,7 @@
 #include <optional>
 
 #include "controllers/runtimeenv/advisory_source.h"
+#include "controllers/runtimeenv/closure_memo.h"
 #include "controllers/runtimeenv/mirror_checker.h"
 #include "controllers/runtimeenv/runtimeenv_plan.h"
 #include "controllers/runtimeenv/verification_metrics.h"
@@ -59,7 +60,10 @@ class RuntimeEnvReconciler final : public runtime::Reconciler {
   const std::shared_ptr<VerificationMetrics>& metrics() const { return metrics_; }
   void setMirrorChecker(std::shared_ptr<MirrorChecker> checker) { mirror_ = std::move(checker); }
   // The observe step alone: nullopt when there is nothing to reconcile.
+  // It resolves the lock too, through the memo: observed.lock.
   std::optional<RuntimeEnvObserved> observe(const runtime::Request& request) const;
+  // Each RuntimeEnv's last lock resolution; a reconcile that finds one gone drops it.
+  const ClosureMemo& closureMemo() const { return closures_; }
 
  private:
   std::shared_ptr<kube::Client> client_;
@@ -70,6 +74,7 @@ class RuntimeEnvReconciler final : public runtime::Reconciler {
   std::string cliImage_;
   std::shared_ptr<AdvisorySource> advisories_;
   std::shared_ptr<MirrorChecker> mirror_;
+  mutable ClosureMemo closures_;
 };
 
 // The longest a RuntimeEnv goes without being re-derived from its spec and lock.

@@ -1,7 +1,6 @@
 #include "controllers/runtimeenv/runtimeenv_plan.h"
 
 #include <algorithm>
-#include <map>
 
 #include "api/image_ref.h"
 #include "api/v1alpha1/conditions.h"
@@ -15,7 +14,6 @@
 #include "api/v1alpha1/runtime_verify.h"
 #include "closure/closure.h"
 #include "closure/cuda.h"
-#include "closure/include_reader.h"
 #include "operator/kube/event_sink.h"
 
 namespace lockstep::controllers {
@@ -25,103 +23,6 @@ using nlohmann::json;
 using namespace api::v1alpha1;  // NOLINT(google-build-using-namespace): the kinds' vocabulary
 using kube::findCondition;
 using kube::setCondition;
-
-// The outcome of resolving the lock: a closure or a classified failure.
-struct Resolution {
-  bool ok = false;
-  std::string reason;
-  std::string message;
-  closure::Closure closure;
-  std::string lockDigest;  // sha256 of the lock file's bytes
-  std::string lockText;
-};
-
-Resolution resolve(const RuntimeEnv& rte, const kube::ObjectPtr& configMap) {
-  const LockSource& lock = rte.spec.lock;
-  Resolution r;
-  const std::string& image = rte.spec.image;
-  if (!isDigestPinned(image)) {
-    r.reason = kReasonImageNotPinned;
-    r.message = "spec.image \"" + image +
-                "\" is not pinned by digest; use repo@sha256:<64 hex> so pods can be checked "
-                "against the exact image built from this lock";
-    return r;
-  }
-  std::string text;
-  std::string source;
-  // pip `-r other.txt` resolves to other keys of the same ConfigMap.
-  std::map<std::string, std::string> siblings;
-  if (lock.inlineText) {
-    text = *lock.inlineText;
-    source = "spec.lock.inline";
-  } else if (lock.configMapRef) {
-    const std::string& cm = lock.configMapRef->name;
-    const std::string& key = lock.configMapRef->key;
-    source = "configmap/" + cm + "[" + key + "]";
-    if (!configMap) {
-      r.reason = kReasonLockNotFound;
-      r.message = "ConfigMap \"" + cm + "\" named by spec.lock.configMapRef does not exist";
-      return r;
-    }
-    const json& data = decode::object(*configMap, "data");
-    if (!data.contains(key) || !data[key].is_string()) {
-      r.reason = kReasonLockNotFound;
-      r.message = "ConfigMap \"" + cm + "\" has no key \"" + key + "\" in data";
-      if (decode::object(*configMap, "binaryData").contains(key)) {
-        r.message += " (it is in binaryData; a lock file is text: put it in data)";
-      }
-      return r;
-    }
-    text = data[key].get<std::string>();
-    for (const auto& [k, v] : data.items()) {
-      if (v.is_string()) siblings[k] = v.get<std::string>();
-    }
-  } else {
-    r.reason = kReasonLockParseError;
-    r.message = "spec.lock needs inline or configMapRef";
-    return r;
-  }
-
-  closure::ClosureOptions options;
-  if (lock.format) {
-    auto f = closure::parseFormatName(*lock.format);
-    if (!f.isOk()) {
-      r.reason = kReasonLockParseError;
-      r.message = "spec.lock.format: " + f.status().message();
-      return r;
-    }
-    options.format = *f;
-  }
-  options.platform = lock.platform;
-  options.environment = lock.environment;
-  options.allowUnhashed = rte.spec.allowUnhashed;
-  options.sourceName = source;
-  closure::MapIncludeReader includes(std::move(siblings));
-  options.includes = &includes;
-  closure::RejectReason why = closure::RejectReason::kNone;
-  auto c = closure::computeClosure(text, options, &why);
-  if (!c.isOk()) {
-    switch (why) {
-      case closure::RejectReason::kUnhashedPackage:
-        r.reason = kReasonUnhashedPackage;
-        break;
-      case closure::RejectReason::kTooLarge:
-        r.reason = kReasonLockTooLarge;
-        break;
-      default:
-        r.reason = kReasonLockParseError;
-        break;
-    }
-    r.message = c.status().message();
-    return r;
-  }
-  r.ok = true;
-  r.reason = kReasonResolved;
-  r.lockDigest = "sha256:" + closure::sha256Hex(text);
-  r.lockText = std::move(text);
-  r.closure = std::move(*c);
-  return r;
-}
 
 std::string numbers(const std::vector<RuntimeRevision>& revisions) {
   std::string out;
@@ -182,7 +83,7 @@ void recordRevisions(const RevisionsPlan& plan, json& status,
 // Scheduled verification (runtimeenv_verification.h) of the current revision:
 // status.verification, the Verified condition, its Jobs and closure ConfigMap.
 void planVerificationInto(RuntimeEnvPlan& plan, const RuntimeEnvObserved& o, const RuntimeEnv& rte,
-                          const Resolution& r, const std::optional<ResolvedPair>& resolved,
+                          const LockResolution& r, const std::optional<ResolvedPair>& resolved,
                           const RevisionsPlan& revisions, json& status, const std::string& now) {
   VerificationInput in;
   in.runtimeEnv = o.runtimeEnv;
@@ -235,7 +136,7 @@ void planVerificationInto(RuntimeEnvPlan& plan, const RuntimeEnvObserved& o, con
 
 // spec.mirror (runtimeenv_mirror.h): status.mirror, the Mirrored condition, the check.
 void planMirrorInto(RuntimeEnvPlan& plan, const RuntimeEnvObserved& o, const RuntimeEnv& rte,
-                    const Resolution& r, int64_t currentRevision, json& status,
+                    const LockResolution& r, int64_t currentRevision, json& status,
                     const std::string& now) {
   MirrorInput in;
   auto spec = decodeMirrorSpec(*o.runtimeEnv);
@@ -279,7 +180,7 @@ void planMirrorInto(RuntimeEnvPlan& plan, const RuntimeEnvObserved& o, const Run
 // Advisories (runtimeenv_advisories.h) of the current revision's closure and of every
 // pinned revision's stored one. A lock that does not resolve keeps the last match of
 // the current revision; no source removes them.
-void planAdvisoriesInto(RuntimeEnvPlan& plan, const RuntimeEnvObserved& o, const Resolution& r,
+void planAdvisoriesInto(RuntimeEnvPlan& plan, const RuntimeEnvObserved& o, const LockResolution& r,
                         const RevisionsPlan& revisions, const json& oldStatus, json& status) {
   if (o.advisories == nullptr) {
     status.erase("advisories");
@@ -340,7 +241,9 @@ RuntimeEnvPlan planRuntimeEnv(const RuntimeEnvObserved& o, const std::string& no
   json& conditions = status["conditions"];
   if (!conditions.is_array()) conditions = json::array();
 
-  Resolution r = resolve(rte, o.configMap);
+  std::optional<LockResolution> resolvedHere;
+  if (!o.lock) resolvedHere = resolveLock(rte, o.configMap.get());
+  const LockResolution& r = o.lock ? *o.lock : *resolvedHere;
   std::optional<ResolvedPair> resolved;
   const std::string& oldHash = rte.status.closureHash;
   const auto oldReady = findCondition(rte.status.conditions, kConditionReady);

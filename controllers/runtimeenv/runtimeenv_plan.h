@@ -19,6 +19,7 @@
 
 #include "controllers/common/plan.h"
 #include "controllers/runtimeenv/runtimeenv_advisories.h"
+#include "controllers/runtimeenv/runtimeenv_lock.h"
 #include "controllers/runtimeenv/runtimeenv_mirror.h"
 #include "controllers/runtimeenv/runtimeenv_revisions.h"
 #include "controllers/runtimeenv/runtimeenv_verification.h"
@@ -33,6 +34,9 @@ struct RuntimeEnvObserved {
   kube::ObjectPtr runtimeEnv;
   // The ConfigMap named by spec.lock.configMapRef; null when absent (or inline lock).
   kube::ObjectPtr configMap;
+  // The lock resolved from those two when the shell has it already (its ClosureMemo,
+  // closure_memo.h); null: the plan resolves it (resolveLock).
+  std::shared_ptr<const LockResolution> lock;
   std::vector<kube::ObjectPtr> nodes;
   // Every ModelRelease of the RuntimeEnv's namespace (pins, and the rollback
   // targets of each model, are derived from them).

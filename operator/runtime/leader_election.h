@@ -6,6 +6,9 @@
 // cannot renew for renewDeadline it stops leading (onStoppedLeading) — also
 // while a renew call hangs — and must stop acting. On stop() a leader
 // releases the Lease by clearing holderIdentity so a successor need not wait.
+// A leader renews with one request, as client-go's fast path does: a PUT of
+// the Lease it last wrote (its resourceVersion guards it); only when that is
+// refused (another writer, a lost object) does it read the Lease first.
 // Defaults: 15 s lease, 10 s renew deadline, 2 s retry.
 // Thread-safety: run() on one thread; stop()/isLeader()/leader() from any.
 #pragma once
@@ -68,6 +71,9 @@ class LeaderElector {
   void lose(const std::string& why);
   void release();
   void watchdog();
+  // The leader's renewal from the Lease it last wrote; false: read it first.
+  bool tryFastRenew();
+  void observeOwnWrite(const kube::Object& lease);
 
   std::shared_ptr<kube::Client> client_;
   LeaderElectionConfig config_;
@@ -86,6 +92,9 @@ class LeaderElector {
   std::string observedRecord_;
   std::string observedHolder_;
   Clock::TimePoint observedTime_{};
+  // The Lease as this candidate's last create or update returned it (empty:
+  // none, or a fast renewal was refused since).
+  kube::Object ownLease_;
   std::string reportedLeader_;
 };
 

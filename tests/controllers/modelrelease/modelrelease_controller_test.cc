@@ -7,6 +7,10 @@
 #include "controllers/modelrelease/modelrelease_controller.h"
 #include "controllers/modelrelease/model_controller.h"
 
+#include <algorithm>
+#include <condition_variable>
+#include <mutex>
+
 #include <gtest/gtest.h>
 
 #include "api/v1alpha1/conditions.h"
@@ -384,6 +388,74 @@ TEST_F(ModelReleaseControllerTest, ProdStageAppliesServingObjectsFromTheCachesTh
   EXPECT_EQ(status["phase"], v1::kPhaseCanary);
   EXPECT_EQ(status["canary"]["step"], 0);
   EXPECT_EQ(querier_->calls, 0);
+}
+
+// The prod names the caches miss (here all three: a first release) are read at
+// once, not one GET after another: each answer waits here until all three are
+// asked (at most 2 s), and the plan is the one the names read one by one give.
+TEST_F(ModelReleaseControllerTest, TheNamesTheCachesMissAreReadAtOnce) {
+  kube::Object release = finalized(gated());
+  release["spec"]["stages"] = json::array({prodStage(2, 1, oneStep(50))});
+  put(releases_, release);
+  putLockstepModel("v7");
+  kube::Object node = testing::gpuNode("gpu-0", "570", "124", "06");
+  node["status"]["allocatable"] = {{"nvidia.com/gpu", "4"}};
+  put(nodes_, node);
+  std::mutex mu;
+  std::condition_variable cv;
+  int inFlight = 0, mostInFlight = 0;
+  transport_->setHandler([&](const kube::Request& r) -> std::optional<testing::FakeReply> {
+    if (auto listed = releaseList(r)) return listed;
+    if (r.method == "GET") {
+      std::unique_lock<std::mutex> l(mu);
+      mostInFlight = std::max(mostInFlight, ++inFlight);
+      cv.notify_all();
+      cv.wait_for(l, std::chrono::seconds(2), [&] { return mostInFlight >= 3; });
+      --inFlight;
+      return FakeTransport::status(404, "NotFound", "not found");
+    }
+    return FakeTransport::ok(r.body.empty() ? json::object() : json::parse(r.body));
+  });
+
+  runtime::Result r = reconcile();
+  EXPECT_TRUE(r.error.isOk()) << r.error.toString();
+  EXPECT_EQ(mostInFlight, 3) << "the three names were not read at once";
+  int gets = 0;
+  for (const auto& q : transport_->requests()) gets += q.method == "GET" ? 1 : 0;
+  EXPECT_EQ(gets, 3);
+  std::vector<std::string> uris = requests();
+  ASSERT_EQ(uris.size(), 3u);
+  EXPECT_EQ(uris[0], "POST /api/v1/namespaces/ml/services?fieldManager=lockstep-operator");
+  EXPECT_EQ(uris[1], "POST /apis/apps/v1/namespaces/ml/deployments?fieldManager=lockstep-operator");
+  EXPECT_EQ(uris[2], std::string("PATCH ") + kStatusUri);
+}
+
+// An error reading one of the names read at once is named, and nothing is
+// written in prod; the other names' NotFound changes nothing of that.
+TEST_F(ModelReleaseControllerTest, AnErrorReadingOneOfTheNamesReadAtOnceStopsTheProdWrites) {
+  kube::Object release = finalized(gated());
+  release["spec"]["stages"] = json::array({prodStage(2, 1, oneStep(50))});
+  put(releases_, release);
+  putLockstepModel("v7");
+  kube::Object node = testing::gpuNode("gpu-0", "570", "124", "06");
+  node["status"]["allocatable"] = {{"nvidia.com/gpu", "4"}};
+  put(nodes_, node);
+  transport_->setHandler([this](const kube::Request& r) -> std::optional<testing::FakeReply> {
+    if (auto listed = releaseList(r)) return listed;
+    if (r.method == "GET" && r.uri().find("/deployments/gpt2-canary") != std::string::npos)
+      return FakeTransport::status(403, "Forbidden", "deployments is forbidden");
+    if (r.method == "GET") return FakeTransport::status(404, "NotFound", "not found");
+    return FakeTransport::ok(r.body.empty() ? json::object() : json::parse(r.body));
+  });
+
+  runtime::Result r = reconcile();
+  for (const auto& w : requests()) {
+    EXPECT_EQ(w.find("/services"), std::string::npos) << w;
+    EXPECT_EQ(w.find("/deployments"), std::string::npos) << w;
+  }
+  std::string said = r.error.toString();
+  for (const auto& w : writes()) said += " " + w.body;
+  EXPECT_NE(said.find("Deployment ml/gpt2-canary"), std::string::npos) << said;
 }
 
 // The canary's pods run the revision the release pins as the canary starts

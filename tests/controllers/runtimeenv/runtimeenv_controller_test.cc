@@ -267,5 +267,49 @@ TEST_F(RuntimeEnvControllerTest, ObserveSharesTheCachedObjects) {
   EXPECT_EQ(observed->nodes[0], nodes_.get("gpu-0"));
 }
 
+// The lock is resolved once per version of the RuntimeEnv's spec and of its ConfigMap
+// (closure_memo.h), not in every reconcile; a RuntimeEnv that is gone is forgotten.
+TEST_F(RuntimeEnvControllerTest, ObserveResolvesTheLockOncePerInputVersion) {
+  auto rte = [](int64_t generation) {
+    return testing::runtimeEnv("torch")
+        .image(kImage)
+        .configMapLock("locks", "req.txt")
+        .uid("u1")
+        .generation(generation)
+        .build();
+  };
+  kube::Object cm = testing::configMap("locks", {{"req.txt", kLock}});
+  cm["metadata"]["uid"] = "c1";
+  cm["metadata"]["resourceVersion"] = "10";
+  put(runtimeEnvs_, rte(1));
+  put(configMaps_, cm);
+  auto first = reconciler_.observe({"ml", "torch"});
+  ASSERT_TRUE(first.has_value() && first->lock != nullptr);
+  EXPECT_TRUE(first->lock->ok) << first->lock->message;
+  EXPECT_EQ(first->lock->closure.packageCount(), 2u);
+  // A status write or a node or release change: the same inputs, the same resolution.
+  kube::Object written = rte(1);
+  written["status"]["closureHash"] = first->lock->closure.closureHash;
+  put(runtimeEnvs_, written);
+  EXPECT_EQ(reconciler_.observe({"ml", "torch"})->lock, first->lock);
+  // The spec moved: resolved again.
+  put(runtimeEnvs_, rte(2));
+  auto second = reconciler_.observe({"ml", "torch"});
+  EXPECT_NE(second->lock, first->lock);
+  EXPECT_EQ(reconciler_.observe({"ml", "torch"})->lock, second->lock);
+  // The ConfigMap moved: resolved again, from its new data.
+  cm["metadata"]["resourceVersion"] = "11";
+  cm["data"]["req.txt"] = "numpy==1.26.4 --hash=sha256:" + std::string(64, 'a') + "\n";
+  put(configMaps_, cm);
+  auto third = reconciler_.observe({"ml", "torch"});
+  EXPECT_NE(third->lock, second->lock);
+  EXPECT_EQ(third->lock->closure.packageCount(), 1u);
+  EXPECT_EQ(reconciler_.closureMemo().size(), 1u);
+  // Gone: the reconcile that finds it absent drops its entry.
+  runtimeEnvs_.erase("ml/torch");
+  EXPECT_TRUE(reconcile().error.isOk());
+  EXPECT_EQ(reconciler_.closureMemo().size(), 0u);
+}
+
 }  // namespace
 }  // namespace lockstep::controllers

@@ -94,6 +94,27 @@ TEST(RuntimeEnvPlan, ResolvesInlineLockAndMatchesTheCliHash) {
   EXPECT_EQ(p.events[1].reason, kReasonRevisionCreated);
 }
 
+// The shell hands in the lock resolved already (its ClosureMemo): the plan takes it
+// and does not resolve the lock again.
+TEST(RuntimeEnvPlan, TakesTheLockTheShellResolved) {
+  Observed o{RteBuilder("torch").build(), std::nullopt, testNodes()};
+  RuntimeEnvObserved shared = o.shared();
+  LockResolution kept = resolveLock(decodeRuntimeEnv(o.runtimeEnv), nullptr);
+  ASSERT_TRUE(kept.ok);
+  kept.closure.closureHash = "sha256:" + hex64('c');  // not what this spec's lock gives
+  shared.lock = std::make_shared<const LockResolution>(kept);
+  RuntimeEnvPlan p = planRuntimeEnv(shared, kNow);
+  EXPECT_EQ(p.status["closureHash"], "sha256:" + hex64('c'));
+
+  LockResolution failed;
+  failed.reason = kReasonLockParseError;
+  failed.message = "kept failure";
+  shared.lock = std::make_shared<const LockResolution>(failed);
+  p = planRuntimeEnv(shared, kNow);
+  EXPECT_EQ(readyCondition(p)["reason"], kReasonLockParseError);
+  EXPECT_EQ(readyCondition(p)["message"], "kept failure");
+}
+
 TEST(RuntimeEnvPlan, CountsCompatibleNodesByCudaRelease) {
   struct Case {
     std::string runtime;

@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <future>
+#include <map>
 
 #include <gtest/gtest.h>
 
@@ -29,6 +30,7 @@ class LeaseServer {
       return unavailable("connection reset after hanging");
     }
     if (failWrites && r.method != "GET") return unavailable("injected");
+    ++requests[r.method];  // answered, refusals included
     if (r.method == "GET") {
       if (lease.is_null()) return FakeTransport::status(404, "NotFound", "leases not found");
       return FakeTransport::ok(lease);
@@ -58,6 +60,16 @@ class LeaseServer {
                      {"renewTime", "2024-05-01T10:00:00.000000Z"},
                      {"leaseTransitions", 3}};
   }
+  // Another writer changes the Lease (a label, say) and so its resourceVersion.
+  void touch() {
+    std::lock_guard<std::mutex> l(mu);
+    lease["metadata"]["labels"]["touched"] = "yes";
+    lease["metadata"]["resourceVersion"] = std::to_string(++rv);
+  }
+  int count(const std::string& method) {
+    std::lock_guard<std::mutex> l(mu);
+    return requests[method];
+  }
   void setHangWrites(bool on) {
     std::lock_guard<std::mutex> l(mu);
     hangWrites = on;
@@ -71,6 +83,7 @@ class LeaseServer {
   std::condition_variable hangCv;
   nlohmann::json lease;
   int rv = 0;
+  std::map<std::string, int> requests;  // by method
   bool failWrites = false;
   bool hangWrites = false;
   int hanging = 0;
@@ -178,6 +191,67 @@ TEST_F(LeaderElectionTest, LeadsUntilStoppedThenReleases) {
   auto spec = server_.spec();
   EXPECT_EQ(spec["holderIdentity"], "");
   EXPECT_EQ(spec["leaseDurationSeconds"], 1);
+}
+
+// client-go's fast path: a leader renews with one PUT of the Lease it last
+// wrote, no GET; the renewals still move renewTime.
+TEST_F(LeaderElectionTest, ALeaderRenewsWithOneWriteAndNoRead) {
+  std::promise<void> started;
+  LeaderCallbacks cb;
+  cb.onStartedLeading = [&] { started.set_value(); };
+  LeaderElector e(client_, config("a"), cb, clock_);
+  auto result = std::async(std::launch::async, [&] { return e.run(); });
+  struct StopOnExit {
+    LeaderElector& e;
+    ~StopOnExit() { e.stop(); }
+  } stopOnExit{e};
+  started.get_future().wait();
+  ASSERT_TRUE(clock_.waitForWaiters(2));  // renew loop and watchdog
+  const int gets = server_.count("GET"), puts = server_.count("PUT");
+  std::string renewTime = server_.spec()["renewTime"];
+  for (int i = 0; i < 5; ++i) {
+    clock_.advance(2s);
+    ASSERT_TRUE(clock_.waitForWaiters(2));
+    EXPECT_NE(server_.spec()["renewTime"], renewTime) << "renewal " << i;
+    renewTime = server_.spec()["renewTime"];
+  }
+  EXPECT_EQ(server_.count("GET"), gets) << "a leader's renewal read the Lease";
+  EXPECT_EQ(server_.count("PUT"), puts + 5);
+  EXPECT_TRUE(e.isLeader());
+}
+
+// The Lease changed under the leader (another writer): the fast PUT is
+// refused, and the same attempt reads the Lease and renews from it: still
+// leading, no renewal missed. The next renewal is fast again.
+TEST_F(LeaderElectionTest, ARefusedFastRenewalReadsTheLeaseAndRenewsInTheSameAttempt) {
+  std::promise<void> started;
+  std::atomic<int> stoppedCalls{0};
+  LeaderCallbacks cb;
+  cb.onStartedLeading = [&] { started.set_value(); };
+  cb.onStoppedLeading = [&] { ++stoppedCalls; };
+  LeaderElector e(client_, config("a"), cb, clock_);
+  auto result = std::async(std::launch::async, [&] { return e.run(); });
+  struct StopOnExit {
+    LeaderElector& e;
+    ~StopOnExit() { e.stop(); }
+  } stopOnExit{e};
+  started.get_future().wait();
+  ASSERT_TRUE(clock_.waitForWaiters(2));
+  server_.touch();
+  const int gets = server_.count("GET"), puts = server_.count("PUT");
+  const std::string before = server_.spec()["renewTime"];
+  clock_.advance(2s);
+  ASSERT_TRUE(clock_.waitForWaiters(2));
+  EXPECT_EQ(server_.count("GET"), gets + 1);
+  EXPECT_EQ(server_.count("PUT"), puts + 2) << "the refused fast PUT, then the renewal";
+  EXPECT_NE(server_.spec()["renewTime"], before);
+  EXPECT_EQ(server_.spec()["holderIdentity"], "a");
+  EXPECT_TRUE(e.isLeader());
+  clock_.advance(2s);
+  ASSERT_TRUE(clock_.waitForWaiters(2));
+  EXPECT_EQ(server_.count("GET"), gets + 1) << "fast again after the read";
+  EXPECT_EQ(server_.count("PUT"), puts + 3);
+  EXPECT_EQ(stoppedCalls, 0);
 }
 
 // Failed renewals (the API server refuses the write) lose leadership at the renew
