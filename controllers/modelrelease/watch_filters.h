@@ -1,10 +1,10 @@
 // What wakes the Model and ModelRelease controllers (pure): the update
 // filters of their watches (runtime::UpdateFilter: an update (old, new)
 // enqueues only when it returns true), and which releases of a model an event
-// of the model's serving objects concerns. Each filter compares old and new on
-// the fields its reconciler reads and lets every other change pass, so a field
-// a reader starts to read is not missed by a filter that listed the ones to
-// keep; the fields it drops are named below with their readers. An update
+// of the model's serving objects concerns. Each filter drops a change only of
+// fields its reconciler does not read (named below, with the readers that
+// decide) or that leaves what it derives from them as it was, and lets every
+// other change pass: a field a reader starts to read later is not missed. An update
 // with nothing but a new resourceVersion (a relist, a change of a field the
 // informer's transform dropped: controllers/common/cached_serving_objects.h)
 // enqueues no one. docs/benchmarks.md counts the reconciles these save.
