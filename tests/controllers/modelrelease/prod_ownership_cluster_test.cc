@@ -834,6 +834,12 @@ TEST_F(ProdOwnershipClusterTest, TheModelSaysWhetherProdServesWhatItRecords) {
                     "-p", patch.dump()})
         .exitCode;
   };
+  // The world's warm-up stage would make the pod Ready again after the warm-up
+  // (3 s), before a loaded machine's operator may have looked: the test-outcome
+  // annotation keeps KWOK from touching its readiness until it is removed.
+  ASSERT_EQ(
+      kubectl({"annotate", "pod", pod, "-n", ns_, "lockstep.dev/test-outcome=unready"}).exitCode,
+      0);
   ASSERT_EQ(setReady("False"), 0);
   EXPECT_TRUE(eventually([&] { return condition("gpt2", "Degraded", "status") == "True"; },
                          std::chrono::seconds(30)))
@@ -847,6 +853,7 @@ TEST_F(ProdOwnershipClusterTest, TheModelSaysWhetherProdServesWhatItRecords) {
                  std::chrono::seconds(30)))
       << modelEvents("gpt2");
 
+  ASSERT_EQ(kubectl({"annotate", "pod", pod, "-n", ns_, "lockstep.dev/test-outcome-"}).exitCode, 0);
   ASSERT_EQ(setReady("True"), 0);
   EXPECT_TRUE(eventually([&] { return condition("gpt2", "Ready", "status") == "True"; },
                          std::chrono::seconds(30)))
