@@ -167,6 +167,18 @@ class ModelReleaseControllerTest : public ::testing::Test {
       if (r.method != "GET") out.push_back(r);
     return out;
   }
+  // Release v7 gated and finalized, entering its prod stage (one step of 50 %,
+  // 2 replicas), its Model Lockstep's, one node with 4 GPUs: nothing of prod
+  // exists yet, so each prod name is missing from the caches.
+  void putReleaseEnteringProd() {
+    kube::Object release = finalized(gated());
+    release["spec"]["stages"] = json::array({prodStage(2, 1, oneStep(50))});
+    put(releases_, release);
+    putLockstepModel("v7");
+    kube::Object node = testing::gpuNode("gpu-0", "570", "124", "06");
+    node["status"]["allocatable"] = {{"nvidia.com/gpu", "4"}};
+    put(nodes_, node);
+  }
   static kube::Object gated(const std::string& name = "v7") {
     kube::Object r = testing::modelRelease(name)
                          .runtimeEnv("torch")
@@ -364,13 +376,7 @@ TEST_F(ModelReleaseControllerTest, FirstReleaseInProdCreatesTheModelAndLooksAgai
 }
 
 TEST_F(ModelReleaseControllerTest, ProdStageAppliesServingObjectsFromTheCachesThenStatus) {
-  kube::Object release = finalized(gated());
-  release["spec"]["stages"] = json::array({prodStage(2, 1, oneStep(50))});
-  put(releases_, release);
-  putLockstepModel("v7");
-  kube::Object node = testing::gpuNode("gpu-0", "570", "124", "06");
-  node["status"]["allocatable"] = {{"nvidia.com/gpu", "4"}};
-  put(nodes_, node);
+  putReleaseEnteringProd();
   serveWrites();
 
   runtime::Result r = reconcile();
@@ -394,13 +400,7 @@ TEST_F(ModelReleaseControllerTest, ProdStageAppliesServingObjectsFromTheCachesTh
 // once, not one GET after another: each answer waits here until all three are
 // asked (at most 2 s), and the plan is the one the names read one by one give.
 TEST_F(ModelReleaseControllerTest, TheNamesTheCachesMissAreReadAtOnce) {
-  kube::Object release = finalized(gated());
-  release["spec"]["stages"] = json::array({prodStage(2, 1, oneStep(50))});
-  put(releases_, release);
-  putLockstepModel("v7");
-  kube::Object node = testing::gpuNode("gpu-0", "570", "124", "06");
-  node["status"]["allocatable"] = {{"nvidia.com/gpu", "4"}};
-  put(nodes_, node);
+  putReleaseEnteringProd();
   std::mutex mu;
   std::condition_variable cv;
   int inFlight = 0, mostInFlight = 0;
@@ -433,13 +433,7 @@ TEST_F(ModelReleaseControllerTest, TheNamesTheCachesMissAreReadAtOnce) {
 // An error reading one of the names read at once is named, and nothing is
 // written in prod; the other names' NotFound changes nothing of that.
 TEST_F(ModelReleaseControllerTest, AnErrorReadingOneOfTheNamesReadAtOnceStopsTheProdWrites) {
-  kube::Object release = finalized(gated());
-  release["spec"]["stages"] = json::array({prodStage(2, 1, oneStep(50))});
-  put(releases_, release);
-  putLockstepModel("v7");
-  kube::Object node = testing::gpuNode("gpu-0", "570", "124", "06");
-  node["status"]["allocatable"] = {{"nvidia.com/gpu", "4"}};
-  put(nodes_, node);
+  putReleaseEnteringProd();
   transport_->setHandler([this](const kube::Request& r) -> std::optional<testing::FakeReply> {
     if (auto listed = releaseList(r)) return listed;
     if (r.method == "GET" && r.uri().find("/deployments/gpt2-canary") != std::string::npos)

@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <future>
 #include <map>
+#include <memory>
 
 #include <gtest/gtest.h>
 
@@ -193,19 +194,34 @@ TEST_F(LeaderElectionTest, LeadsUntilStoppedThenReleases) {
   EXPECT_EQ(spec["leaseDurationSeconds"], 1);
 }
 
+// A candidate run() on its own thread, leading once constructed; stopped and
+// joined when it goes out of scope, whatever the test asserted.
+class Leading {
+ public:
+  Leading(std::shared_ptr<kube::Client> client, LeaderElectionConfig config, FakeClock& clock) {
+    std::promise<void> started;
+    LeaderCallbacks cb;
+    cb.onStartedLeading = [&started] { started.set_value(); };
+    cb.onStoppedLeading = [this] { ++stoppedCalls; };
+    elector = std::make_unique<LeaderElector>(std::move(client), std::move(config), cb, clock);
+    result = std::async(std::launch::async, [this] { return elector->run(); });
+    started.get_future().wait();
+  }
+  ~Leading() {
+    elector->stop();
+    result.wait();
+  }
+  Leading(const Leading&) = delete;
+  Leading& operator=(const Leading&) = delete;
+  std::unique_ptr<LeaderElector> elector;
+  std::future<Status> result;
+  std::atomic<int> stoppedCalls{0};
+};
+
 // client-go's fast path: a leader renews with one PUT of the Lease it last
 // wrote, no GET; the renewals still move renewTime.
 TEST_F(LeaderElectionTest, ALeaderRenewsWithOneWriteAndNoRead) {
-  std::promise<void> started;
-  LeaderCallbacks cb;
-  cb.onStartedLeading = [&] { started.set_value(); };
-  LeaderElector e(client_, config("a"), cb, clock_);
-  auto result = std::async(std::launch::async, [&] { return e.run(); });
-  struct StopOnExit {
-    LeaderElector& e;
-    ~StopOnExit() { e.stop(); }
-  } stopOnExit{e};
-  started.get_future().wait();
+  Leading a(client_, config("a"), clock_);
   ASSERT_TRUE(clock_.waitForWaiters(2));  // renew loop and watchdog
   const int gets = server_.count("GET"), puts = server_.count("PUT");
   std::string renewTime = server_.spec()["renewTime"];
@@ -217,25 +233,14 @@ TEST_F(LeaderElectionTest, ALeaderRenewsWithOneWriteAndNoRead) {
   }
   EXPECT_EQ(server_.count("GET"), gets) << "a leader's renewal read the Lease";
   EXPECT_EQ(server_.count("PUT"), puts + 5);
-  EXPECT_TRUE(e.isLeader());
+  EXPECT_TRUE(a.elector->isLeader());
 }
 
 // The Lease changed under the leader (another writer): the fast PUT is
 // refused, and the same attempt reads the Lease and renews from it: still
 // leading, no renewal missed. The next renewal is fast again.
 TEST_F(LeaderElectionTest, ARefusedFastRenewalReadsTheLeaseAndRenewsInTheSameAttempt) {
-  std::promise<void> started;
-  std::atomic<int> stoppedCalls{0};
-  LeaderCallbacks cb;
-  cb.onStartedLeading = [&] { started.set_value(); };
-  cb.onStoppedLeading = [&] { ++stoppedCalls; };
-  LeaderElector e(client_, config("a"), cb, clock_);
-  auto result = std::async(std::launch::async, [&] { return e.run(); });
-  struct StopOnExit {
-    LeaderElector& e;
-    ~StopOnExit() { e.stop(); }
-  } stopOnExit{e};
-  started.get_future().wait();
+  Leading a(client_, config("a"), clock_);
   ASSERT_TRUE(clock_.waitForWaiters(2));
   server_.touch();
   const int gets = server_.count("GET"), puts = server_.count("PUT");
@@ -246,12 +251,12 @@ TEST_F(LeaderElectionTest, ARefusedFastRenewalReadsTheLeaseAndRenewsInTheSameAtt
   EXPECT_EQ(server_.count("PUT"), puts + 2) << "the refused fast PUT, then the renewal";
   EXPECT_NE(server_.spec()["renewTime"], before);
   EXPECT_EQ(server_.spec()["holderIdentity"], "a");
-  EXPECT_TRUE(e.isLeader());
+  EXPECT_TRUE(a.elector->isLeader());
   clock_.advance(2s);
   ASSERT_TRUE(clock_.waitForWaiters(2));
   EXPECT_EQ(server_.count("GET"), gets + 1) << "fast again after the read";
   EXPECT_EQ(server_.count("PUT"), puts + 3);
-  EXPECT_EQ(stoppedCalls, 0);
+  EXPECT_EQ(a.stoppedCalls, 0);
 }
 
 // Failed renewals (the API server refuses the write) lose leadership at the renew
