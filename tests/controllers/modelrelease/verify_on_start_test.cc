@@ -361,7 +361,9 @@ TEST(VerifyOnStart, AStablePodsFailedCheckIsNamedInTheRollbackAndHandoverMessage
   // A rollback to v0 waiting for its stable pods: the message names the pod.
   CanaryObserved o;
   o.spec.replicas = 2;
-  o.spec.steps = {api::v1alpha1::CanaryStep{.weight = 100}};
+  api::v1alpha1::CanaryStep whole;
+  whole.weight = 100;
+  o.spec.steps = {whole};
   o.release = "v1";
   o.model = "gpt2";
   o.knownGood = KnownGood{"v0", "pkg-v0", kHash};
