@@ -693,13 +693,18 @@ void setupModelReleaseController(runtime::Manager& manager, ModelReleaseOptions 
           // Its Jobs, by controller owner reference.
           .owns(jobOpts)
           // Pods of those Jobs and serving pods, by the release label they
-          // carry; not an update of nothing but the resourceVersion (watch_filters.h).
+          // carry, and a serving pod also wakes the canary slot's holder, which
+          // waits on the stable track's pods (watch_filters.h releasesWokenByPod);
+          // not an update of nothing but the resourceVersion.
           .watches(
               podOpts,
-              [](const kube::Object& pod) {
+              [modelCache](const kube::Object& pod) {
                 std::vector<Request> out;
-                if (auto r = kube::label(pod, v1::kReleaseLabel))
-                  out.push_back({kube::namespaceOf(pod), *r});
+                const std::string ns = kube::namespaceOf(pod);
+                const std::optional<std::string> m = kube::label(pod, v1::kModelLabel);
+                const kube::ObjectPtr model = m ? modelCache->get(ns, *m) : nullptr;
+                for (std::string& r : releasesWokenByPod(pod, model.get()))
+                  out.push_back({ns, std::move(r)});
                 return out;
               },
               changedBeyondResourceVersion)

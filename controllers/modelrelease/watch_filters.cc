@@ -1,6 +1,7 @@
 #include "controllers/modelrelease/watch_filters.h"
 
 #include <initializer_list>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -90,6 +91,17 @@ bool releaseReadsModelObjects(const kube::Object& release, const kube::Object* m
   const json& status = v1::decode::object(*model, "status");
   return v1::decode::string(v1::decode::object(status, "prod"), "release") == name ||
          v1::decode::string(v1::decode::object(status, "canary"), "release") == name;
+}
+
+std::vector<std::string> releasesWokenByPod(const kube::Object& pod, const kube::Object* model) {
+  std::vector<std::string> out;
+  const std::optional<std::string> own = kube::label(pod, v1::kReleaseLabel);
+  if (own && !own->empty()) out.push_back(*own);
+  if (model == nullptr || !kube::label(pod, v1::kTrackLabel)) return out;
+  const std::string holder = v1::decode::string(
+      v1::decode::object(v1::decode::object(*model, "status"), "canary"), "release");
+  if (!holder.empty() && holder != own.value_or("")) out.push_back(holder);
+  return out;
 }
 
 }  // namespace lockstep::controllers

@@ -26,6 +26,9 @@
 // Thread-safety: pure functions.
 #pragma once
 
+#include <string>
+#include <vector>
+
 #include "operator/kube/object.h"
 
 namespace lockstep::controllers {
@@ -56,5 +59,18 @@ bool changedBeyondResourceVersion(const kube::Object& oldObj, const kube::Object
 // phase yet (prod's content recognised, docs/rollouts.md "Content identity").
 // The Model's own events and the anchors' go to every release of the model.
 bool releaseReadsModelObjects(const kube::Object& release, const kube::Object* model);
+
+// The releases an event of `pod` wakes (`model`: the Model its model label
+// names, or null): the release named by its release label (a gate Job's pod,
+// a serving pod of that release), and, for a serving pod (it carries the track
+// label) of another release, the release that holds the model's canary slot.
+// That release waits on the stable track's pods, which carry the known-good
+// release's label: a rollback restores stable to N Ready pods before the canary
+// goes, each canary step shrinks stable only once the new canary pods are
+// Ready and the ones it took out are gone, and the handover waits for stable's
+// new pods. Without this its 5 s poll was the only wake (docs/benchmarks.md
+// "The sized run on a quiet machine"). Not the release prod runs: it is woken
+// by its own pods, and the canary's pods tell it nothing.
+std::vector<std::string> releasesWokenByPod(const kube::Object& pod, const kube::Object* model);
 
 }  // namespace lockstep::controllers

@@ -282,4 +282,40 @@ TEST(WatchFilters, FinishedReleasesWithoutProdReadNoModelObjects) {
   EXPECT_TRUE(releaseReadsModelObjects(mistyped, &model));
 }
 
+json pod(const char* release, const char* track) {
+  json p = {
+      {"apiVersion", "v1"},
+      {"kind", "Pod"},
+      {"metadata",
+       {{"name", "gpt2-pod"}, {"namespace", "ml"}, {"labels", {{"lockstep.dev/model", "gpt2"}}}}}};
+  if (release != nullptr) p["metadata"]["labels"]["lockstep.dev/release"] = release;
+  if (track != nullptr) p["metadata"]["labels"]["lockstep.dev/track"] = track;
+  return p;
+}
+
+using Names = std::vector<std::string>;
+
+TEST(WatchFilters, AServingPodOfAnotherReleaseWakesTheCanarySlotsHolder) {
+  json model = json::parse(R"({"metadata": {"name": "gpt2", "namespace": "ml"},
+    "status": {"prod": {"release": "gpt2-v1"}, "canary": {"release": "gpt2-v2"}}})");
+  // A stable pod of prod's release: prod's release and the canary holder, which
+  // waits on stable (a rollback restoring it, a step shrinking it, the handover).
+  EXPECT_EQ(releasesWokenByPod(pod("gpt2-v1", "stable"), &model), (Names{"gpt2-v1", "gpt2-v2"}));
+  // The holder's own pod: the holder once; prod's release is not woken by it.
+  EXPECT_EQ(releasesWokenByPod(pod("gpt2-v2", "canary"), &model), (Names{"gpt2-v2"}));
+  // A gate Job's pod (no track label): its release only.
+  EXPECT_EQ(releasesWokenByPod(pod("gpt2-v3", nullptr), &model), (Names{"gpt2-v3"}));
+  // No canary in flight, or no Model: the pod's release only.
+  json noCanary = model;
+  noCanary["status"].erase("canary");
+  EXPECT_EQ(releasesWokenByPod(pod("gpt2-v1", "stable"), &noCanary), (Names{"gpt2-v1"}));
+  EXPECT_EQ(releasesWokenByPod(pod("gpt2-v1", "stable"), nullptr), (Names{"gpt2-v1"}));
+  // A serving pod whose release label is gone (hand-edited) still wakes the holder.
+  EXPECT_EQ(releasesWokenByPod(pod(nullptr, "stable"), &model), (Names{"gpt2-v2"}));
+  // A mistyped canary record names no one.
+  json mistyped = model;
+  mistyped["status"]["canary"]["release"] = 7;
+  EXPECT_EQ(releasesWokenByPod(pod("gpt2-v1", "stable"), &mistyped), (Names{"gpt2-v1"}));
+}
+
 }  // namespace lockstep::controllers::watch_filters_test
