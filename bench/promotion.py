@@ -60,7 +60,10 @@ else the RSS is taken then, with the models at rest by then, counted), SOAK (0 /
 releases kept per model in the soak, older ones deleted; Argo keeps revisionHistoryLimit 2), SETTLE (60 / 2), CONTROLLERS ("argo lockstep"),
 TOGETHER (0 / 1: both controllers at once, each in its namespace), PERF (1: perf
 record of lockstep-operator until the canaries end, in the work dir; KEEP_WORK=1),
-FAIL_EVERY (5), ERROR_RATIO (0.3), SCRAPE (2s / 1s), WINDOW (10s / 3s),
+FAIL_EVERY (5), ERROR_RATIO (0.3), ARGO_CAPACITY (default: the Rollout's own maxSurge and
+maxUnavailable, 25 % each, so a 4-pod Rollout may be one pod short while it moves; surge:
+maxSurge 1, maxUnavailable 0, Lockstep's default capacity rule, never fewer than REPLICAS
+Ready: the same work pod for pod), SCRAPE (2s / 1s), WINDOW (10s / 3s),
 INITIAL_DELAY (12s / 4s), INTERVAL (2s / 1s), COUNT (3 / 2), WARMUP (3s / 1s),
 TIMEOUT (1800 / 240 s per wait), BUILD (build), OPERATOR (another lockstep-operator
 binary, for a before/after), LOCKSTEP_ARGS (extra operator flags: a diagnosis, not
@@ -124,6 +127,9 @@ WARMUP = knob("WARMUP", "3s", "1s")
 TIMEOUT = knob("TIMEOUT", "1800", "240", int)
 RECORD = knob("RECORD", "1", "0") == "1"
 TOGETHER = knob("TOGETHER", "0", "1") == "1"
+ARGO_CAPACITY = ENV.get("ARGO_CAPACITY", "default")
+if ARGO_CAPACITY not in ("default", "surge"):
+    sys.exit(f"promotion: ARGO_CAPACITY must be default or surge, not {ARGO_CAPACITY!r}")
 PERF = ENV.get("PERF") == "1"
 MAX_ERROR = 0.05
 STEP_WEIGHTS = [25, 50, 100]
@@ -561,7 +567,10 @@ class Argo:
                           "selector": {"matchLabels": {"lockstep.dev/model": model}},
                           "template": {"metadata": {"labels": labels},
                                        "spec": {"containers": [serve_container(gpus)]}},
-                          "strategy": {"canary": {"steps": steps}}}}]
+                          "strategy": {"canary": dict(
+                              {"steps": steps},
+                              **({"maxSurge": 1, "maxUnavailable": 0}
+                                 if ARGO_CAPACITY == "surge" else {}))}}}]
 
     def outcomes(self):
         """{release: 'promoted' | 'rolledback' | None (still going)} as the controller reports it."""
@@ -959,7 +968,10 @@ def summarize(r):
           f"{'/'.join(map(str, s['step_weights']))}, each analysed: {s['count']} measurements {s['interval']} "
           f"apart after {s['initial_delay']}, error ratio over [{s['window']}] ≤ {MAX_ERROR}, Prometheus "
           f"scraping every {s['scrape']}), every {s['fail_every']}th failing ({s['error_ratio']:.0%} errors); "
-          f"pods Ready {s['warmup']} after they start. Then {s['quiescent_objects']:,} objects for memory. " +
+          f"pods Ready {s['warmup']} after they start. " +
+          ("Argo's Rollouts move at maxSurge 1, maxUnavailable 0, Lockstep's surge rule (`ARGO_CAPACITY=surge`). "
+           if s.get("argo_capacity") == "surge" else "") +
+          f"Then {s['quiescent_objects']:,} objects for memory. " +
           ("Both controllers ran at once (the smoke: these figures are not the comparison)"
            if s.get("together") else "The controllers take turns") +
           "; ratios are Lockstep / Argo (≤ 1.0 is the goal).\n",
@@ -1042,7 +1054,7 @@ def main():
                "command": " ".join(f"{k}={shlex.quote(ENV[k])}" for k in (
                    "NODES", "MODELS", "CANARIES", "QUIESCENT", "QUIESCENT_PATH", "QUIESCENT_DEADLINE", "SOAK", "TIMEOUT",
                    "CONTROLLERS",
-                   "LOCKSTEP_ARGS", "TOGETHER")
+                   "LOCKSTEP_ARGS", "TOGETHER", "ARGO_CAPACITY")
                    if k in ENV) + (" OPERATOR=<another lockstep-operator>" if "OPERATOR" in ENV else "") +
                " bench/promotion.sh" + (" --smoke" if SMOKE else ""),
                "loadavg_before": " ".join(open("/proc/loadavg").read().split()[:3]),
@@ -1051,6 +1063,7 @@ def main():
                             "error_ratio": ERROR_RATIO, "scrape": SCRAPE, "window": WINDOW,
                             "initial_delay": INITIAL_DELAY, "interval": INTERVAL, "count": COUNT,
                             "warmup": WARMUP, "step_weights": STEP_WEIGHTS, "together": TOGETHER,
+                            "argo_capacity": ARGO_CAPACITY,
                             "settle": SETTLE, "quiescent_path": QUIESCENT_PATH},
                "runs": []}
     try:
