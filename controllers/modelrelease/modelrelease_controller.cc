@@ -301,30 +301,9 @@ ProdObserved ModelReleaseReconciler::observeProd(const v1::ModelRelease& r,
     GpuCapacity gpu;
     gpu.gpusPerPod = gpusPerPod;
     gpu.freePerNode = gpuCounts_.freePerNode(minDriver, nodesVersion, podsVersion, [&] {
-      // The cached objects themselves (held by these lists while counting), not
-      // copies, each node's compatibility judged once: a reconcile used to copy every
-      // compatible node and its pods, then count node by pod (bench/promotion.py's
-      // profile at 1,000 nodes: 91 % of the operator's CPU).
-      const std::vector<kube::ObjectPtr> nodeObjects = caches_.nodes.list();
-      const std::vector<kube::ObjectPtr> podObjects = caches_.gpuPods.list();
-      std::vector<const json*> nodes, pods;
-      nodes.reserve(nodeObjects.size());
-      pods.reserve(podObjects.size());
-      {
-        // The driver judged once per node version (nodeVerdicts_); gpuCapacityOf
-        // below then checks only what a node's status says (schedulable, GPUs).
-        std::lock_guard lock(nodeVerdictsMu_);
-        if (nodeVerdicts_.size() > 2 * nodeObjects.size() + 16) nodeVerdicts_.clear();  // gone
-        for (const auto& n : nodeObjects) {
-          NodeVerdict& v = nodeVerdicts_[kube::name(*n)];
-          if (v.node.lock() != n || v.minDriver != minDriver) {
-            v = {n, minDriver, gpuNodeCompatible(*n, minDriver)};
-          }
-          if (v.compatible) nodes.push_back(n.get());
-        }
-      }
-      for (const auto& pod : podObjects) pods.push_back(pod.get());
-      return gpuCapacityOf(gpusPerPod, nodes, pods, /*minDriver=*/"").freePerNode;
+      // The cached objects themselves, each node and pod read only when its
+      // object changed since the last count (gpuTally_).
+      return gpuTally_.freePerNode(caches_.nodes.list(), caches_.gpuPods.list(), minDriver);
     });
     p.gpu = std::move(gpu);
   }

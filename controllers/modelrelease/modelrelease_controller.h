@@ -150,15 +150,6 @@ class ModelReleaseReconciler final : public runtime::Reconciler {
   std::unique_ptr<PackageDescriber> packages_;  // null without options_.packageReader
   // The Models' change windows, compiled once per generation (observe is const).
   mutable ModelWindows windows_;
-  // Each node's GPU compatibility (gpuNodeCompatible), judged once per cached
-  // node object and minimum driver: a cached object never changes (a new
-  // version is a new object), and judging 1,000 nodes in every reconcile of a
-  // release in prod was most of the GPU count's time (bench/promotion.py).
-  struct NodeVerdict {
-    std::weak_ptr<const kube::Object> node;  // the version judged
-    std::string minDriver;
-    bool compatible = false;
-  };
   // The canary's progress clock of each release in its canary, by namespace/name
   // (prod/canary_progress.h): the last plan's, kept here so that a pod turning
   // Ready is no status write. Gone with the process: a restarted operator or a
@@ -172,11 +163,12 @@ class ModelReleaseReconciler final : public runtime::Reconciler {
   std::optional<CanaryProgress> progressOf(const runtime::Request& request, const std::string& uid);
   void keepProgress(const runtime::Request& request, const std::string& uid,
                     const std::optional<CanaryProgress>& progress);
-  mutable std::mutex nodeVerdictsMu_;
-  mutable std::unordered_map<std::string, NodeVerdict> nodeVerdicts_;  // by node name
   // The last GPU count per minimum driver, taken again only when the node or
   // GPU pod cache moved (prod/gpu_capacity.h).
   mutable GpuCountMemo gpuCounts_;
+  // What the count reads of each node and GPU pod, read again only for an object
+  // that changed (prod/gpu_capacity.h GpuTally).
+  mutable GpuTally gpuTally_;
 };
 
 // Registers informers, indexes, watches, metrics and the controller on `manager`.

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <map>
 #include <string_view>
+#include <unordered_map>
 
 #include "closure/cuda.h"
 
@@ -95,4 +96,38 @@ std::vector<int64_t> GpuCountMemo::freePerNode(const std::string& minDriver, uin
   last_[minDriver] = {nodesVersion, podsVersion, free};
   return free;
 }
+std::vector<int64_t> GpuTally::freePerNode(const std::vector<kube::ObjectPtr>& nodes,
+                                           const std::vector<kube::ObjectPtr>& pods,
+                                           const std::string& minDriver) {
+  std::lock_guard lock(mu_);
+  // Objects gone from the caches: forgotten by starting over now and then.
+  if (nodes_.size() > 2 * nodes.size() + 16) nodes_.clear();
+  if (pods_.size() > 2 * pods.size() + 16) pods_.clear();
+  std::unordered_map<std::string_view, int64_t> used;
+  for (const kube::ObjectPtr& p : pods) {
+    // A live object at this address is the one these facts were read from; a
+    // freed one's facts have expired.
+    PodFacts& f = pods_[p.get()];
+    if (f.version.expired()) {
+      const kube::PodGpuView pod = kube::viewPodGpu(*p);
+      const bool finished = pod.phase == "Succeeded" || pod.phase == "Failed";
+      f = {p, std::string(pod.nodeName), finished ? 0 : pod.gpuRequest};
+    }
+    if (f.gpus > 0) used[f.nodeName] += f.gpus;
+  }
+  std::vector<int64_t> free;
+  for (const kube::ObjectPtr& n : nodes) {
+    NodeFacts& f = nodes_[n.get()];
+    if (f.version.expired() || f.minDriver != minDriver) {
+      const kube::NodeGpuView node = kube::viewNodeGpu(*n);
+      f = {n, std::string(node.name), node.allocatableGpus, minDriver,
+           gpuNodeCompatible(node, minDriver)};
+    }
+    if (!f.compatible) continue;
+    auto u = used.find(f.name);
+    free.push_back(f.allocatableGpus - (u == used.end() ? 0 : u->second));
+  }
+  return free;
+}
+
 }  // namespace lockstep::controllers

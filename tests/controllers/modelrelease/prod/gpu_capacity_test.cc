@@ -2,6 +2,7 @@
 #include "controllers/modelrelease/prod/gpu_capacity.h"
 
 #include <ctime>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -112,6 +113,55 @@ TEST(CanaryGpu, CountMemoCountsAgainOnlyWhenACacheMoved) {
   // A version that went back (a cache re-created) is a move as well.
   EXPECT_EQ(memo.freePerNode("550", 1, 2, count), (std::vector<int64_t>{9}));
   EXPECT_EQ(counts, 5);
+}
+
+std::vector<kube::ObjectPtr> objects(const std::vector<json>& xs) {
+  std::vector<kube::ObjectPtr> out;
+  for (const json& x : xs) out.push_back(std::make_shared<const kube::Object>(x));
+  return out;
+}
+
+// What gpuCapacityOf counts over the same objects.
+std::vector<int64_t> counted(const std::vector<kube::ObjectPtr>& nodes,
+                             const std::vector<kube::ObjectPtr>& pods, const std::string& driver) {
+  std::vector<json> n, p;
+  for (const auto& x : nodes) n.push_back(*x);
+  for (const auto& x : pods) p.push_back(*x);
+  return gpuCapacityOf(1, n, p, driver).freePerNode;
+}
+
+TEST(CanaryGpu, TheTallyCountsAsGpuCapacityOfAcrossNewVersionsOfItsObjects) {
+  GpuTally tally;
+  std::vector<kube::ObjectPtr> nodes =
+      objects({gpuNode("gpu-a", "8", "570"), gpuNode("gpu-b", "8", "570"),
+               gpuNode("gpu-old", "8", "525"), gpuNode("gpu-off", "8", "570", true)});
+  std::vector<kube::ObjectPtr> pods =
+      objects({boundPod("gpu-a", 4), boundPod("gpu-a", 8, "Succeeded"), boundPod("gpu-b", 2),
+               boundPod("gpu-old", 1), boundPod("", 1)});
+  auto expectAsCounted = [&](const std::string& driver, const std::vector<int64_t>& want) {
+    EXPECT_EQ(counted(nodes, pods, driver), want);  // the pure count agrees with the case
+    EXPECT_EQ(tally.freePerNode(nodes, pods, driver), want);
+  };
+  expectAsCounted("550.54.14", {4, 6});
+  expectAsCounted("550.54.14", {4, 6});  // nothing changed
+  expectAsCounted("", {4, 6, 7});        // another floor: each node judged against it
+  // A pod's new version: bound elsewhere, then finished; a pod gone, one added.
+  pods[2] = objects({boundPod("gpu-a", 2)})[0];
+  expectAsCounted("550.54.14", {2, 8});
+  pods[0] = objects({boundPod("gpu-a", 4, "Failed")})[0];
+  expectAsCounted("550.54.14", {6, 8});
+  pods.erase(pods.begin() + 2);
+  pods.push_back(objects({boundPod("gpu-b", 3)})[0]);
+  expectAsCounted("550.54.14", {8, 5});
+  // A node's new version: cordoned, a driver upgrade, more GPUs.
+  nodes[0] = objects({gpuNode("gpu-a", "8", "570", true)})[0];
+  nodes[2] = objects({gpuNode("gpu-old", "8", "570")})[0];
+  nodes[1] = objects({gpuNode("gpu-b", "16", "570")})[0];
+  expectAsCounted("550.54.14", {13, 7});
+  // Objects gone and come back as new objects of the same names.
+  nodes = objects({gpuNode("gpu-a", "4", "570")});
+  pods = objects({boundPod("gpu-a", 1)});
+  expectAsCounted("550.54.14", {3});
 }
 
 }  // namespace
