@@ -561,16 +561,16 @@ class Argo:
                                         "args": [{"name": "release", "value": release}]}}]
         labels = {"lockstep.dev/model": model, "lockstep.dev/release": release,
                   "lockstep.dev/track": "rollout"}
+        canary = {"steps": steps}
+        if ARGO_CAPACITY == "surge":  # Lockstep's surge rule: never fewer than REPLICAS Ready
+            canary.update(maxSurge=1, maxUnavailable=0)
         return [{"apiVersion": "argoproj.io/v1alpha1", "kind": "Rollout",
                  "metadata": {"name": model, "namespace": self.ns},
                  "spec": {"replicas": replicas, "revisionHistoryLimit": 2,
                           "selector": {"matchLabels": {"lockstep.dev/model": model}},
                           "template": {"metadata": {"labels": labels},
                                        "spec": {"containers": [serve_container(gpus)]}},
-                          "strategy": {"canary": dict(
-                              {"steps": steps},
-                              **({"maxSurge": 1, "maxUnavailable": 0}
-                                 if ARGO_CAPACITY == "surge" else {}))}}}]
+                          "strategy": {"canary": canary}}}]
 
     def outcomes(self):
         """{release: 'promoted' | 'rolledback' | None (still going)} as the controller reports it."""

@@ -49,6 +49,15 @@ bool gpuNodeCompatible(const kube::NodeGpuView& node, const std::string& minDriv
   return driver && closure::driverSatisfies(*driver, minDriver);
 }
 
+namespace {
+
+// The GPUs a pod holds on its node: its request until it is Succeeded or Failed.
+int64_t gpusHeld(const kube::PodGpuView& pod) {
+  return pod.phase == "Succeeded" || pod.phase == "Failed" ? 0 : pod.gpuRequest;
+}
+
+}  // namespace
+
 GpuCapacity gpuCapacityOf(int64_t gpusPerPod, const std::vector<const json*>& nodes,
                           const std::vector<const json*>& pods, const std::string& minDriver) {
   // GPUs requested on each node, in one pass over the pods (each read once, in
@@ -56,8 +65,7 @@ GpuCapacity gpuCapacityOf(int64_t gpusPerPod, const std::vector<const json*>& no
   std::map<std::string_view, int64_t, std::less<>> used;
   for (const json* p : pods) {
     const kube::PodGpuView pod = kube::viewPodGpu(*p);
-    if (pod.phase == "Succeeded" || pod.phase == "Failed") continue;
-    if (pod.gpuRequest > 0) used[pod.nodeName] += pod.gpuRequest;
+    if (const int64_t held = gpusHeld(pod); held > 0) used[pod.nodeName] += held;
   }
   GpuCapacity cap;
   cap.gpusPerPod = gpusPerPod;
@@ -110,8 +118,7 @@ std::vector<int64_t> GpuTally::freePerNode(const std::vector<kube::ObjectPtr>& n
     PodFacts& f = pods_[p.get()];
     if (f.version.expired()) {
       const kube::PodGpuView pod = kube::viewPodGpu(*p);
-      const bool finished = pod.phase == "Succeeded" || pod.phase == "Failed";
-      f = {p, std::string(pod.nodeName), finished ? 0 : pod.gpuRequest};
+      f = {p, std::string(pod.nodeName), gpusHeld(pod)};
     }
     if (f.gpus > 0) used[f.nodeName] += f.gpus;
   }
