@@ -186,6 +186,7 @@ std::optional<ModelReleaseObserved> ModelReleaseReconciler::observe(const Reques
       serving.stableRelease = templateRelease(out.prod.stableDeployment.get());
       serving.stableSpecReplicas = specReplicas(out.prod.stableDeployment.get());
       if (m.spec.replicas) serving.modelReplicas = static_cast<int>(*m.spec.replicas);
+      serving.canaryRelease = o.canaryRelease;
       serving.pods = out.prod.pods;
       o.serving = std::move(serving);
     }

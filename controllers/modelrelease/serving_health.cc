@@ -1,5 +1,7 @@
 #include "controllers/modelrelease/serving_health.h"
 
+#include <algorithm>
+
 #include "api/v1alpha1/keys.h"
 #include "api/v1alpha1/runtime_revision.h"
 #include "controllers/common/verify_containers.h"
@@ -24,8 +26,15 @@ ServingHealth servingHealth(const v1::ModelRelease& r, const ServingObserved& s)
   // hash (status.runtime; the package's own before anything was pinned).
   const std::string hash = r.status.runtime ? r.status.runtime->closureHash : r.spec.closureHash;
   std::string verificationFailure;  // the first stable pod of the release failing its onStart check
+  const bool sharedWithCanary = !s.canaryRelease.empty() && s.canaryRelease != r.meta.name;
   for (const kube::ObjectPtr& p : s.pods) {
     const kube::PodView pod = kube::viewPod(*p);
+    if (sharedWithCanary && pod.ready && !pod.terminating() &&
+        pod.meta.labels.get(v1::kTrackLabel) == "canary" &&
+        pod.meta.labels.get(v1::kReleaseLabel) == s.canaryRelease) {
+      ++h.canaryReady;
+      continue;
+    }
     if (pod.meta.labels.get(v1::kTrackLabel) != "stable" ||
         pod.meta.labels.get(v1::kReleaseLabel) != r.meta.name || pod.terminating())
       continue;
@@ -49,7 +58,13 @@ ServingHealth servingHealth(const v1::ModelRelease& r, const ServingObserved& s)
     if (h.ready > 0) h.message += " (" + std::to_string(h.ready) + " pod(s) of it still Ready)";
     return h;
   }
-  h.message = std::to_string(h.ready) + "/" + std::to_string(h.want) + " stable pods Ready";
+  if (sharedWithCanary) {
+    h.message = std::to_string(std::min(h.ready + h.canaryReady, h.want)) + "/" +
+                std::to_string(h.want) + " pods Ready (stable, and the canary of " +
+                s.canaryRelease + ")";
+  } else {
+    h.message = std::to_string(h.ready) + "/" + std::to_string(h.want) + " stable pods Ready";
+  }
   if (!h.healthy() && !verificationFailure.empty()) h.message += "; " + verificationFailure;
   return h;
 }

@@ -1325,6 +1325,93 @@ TEST(ReleasePlan, ManualRollbackCountsTheModelsReplicasAndFailsPastItsDeadline) 
   EXPECT_EQ(condition(p, "Degraded"), "False");
 }
 
+// A canary of another release moves prod's pods from stable to itself on
+// purpose (the surge rule keeps N Ready between the tracks): the Promoted
+// release is not Degraded for it, says so once, and its status does not move
+// with each step; a pod down is still prod short. Before, each step of every
+// canary turned the serving release Degraded with a Warning Event and rewrote
+// its status (7 writes a canary in the bench's audit log).
+TEST(ReleasePlan, APromotedReleaseSharesProdWithAnotherReleasesCanaryWithoutBeingDegraded) {
+  json release = ReleaseBuilder().serving("prod").build();
+  release["spec"]["stages"][0]["serving"]["replicas"] = 4;
+  release["status"] = {{"phase", "Promoted"},
+                       {"canary", {{"phase", "Promoted"}}},
+                       {"stages", json::array({{{"name", "prod"}, {"phase", "Succeeded"}}})},
+                       {"conditions", json::array({{{"type", "Ready"},
+                                                    {"status", "True"},
+                                                    {"reason", "Promoted"},
+                                                    {"message", "prod runs it"}}})}};
+  auto o = observed(release);
+  o.promotedRelease = "gpt2-v7";
+  // Stable on gpt2-v7 with `stable` Ready pods of `stableSpec`, and the canary
+  // of gpt2-v8 with `canary` pods, `canaryReady` of them Ready.
+  auto shared = [](int stable, int stableSpec, int canary, int canaryReady) {
+    ServingObserved s = servingOf("gpt2-v7", stable, stableSpec);
+    s.canaryRelease = "gpt2-v8";
+    for (int i = 0; i < canary; ++i) {
+      json pod = stablePod("gpt2-v8", 10 + i, i < canaryReady, "sha256:other");
+      pod["metadata"]["labels"]["lockstep.dev/track"] = "canary";
+      pod["metadata"]["name"] = "gpt2-canary-" + std::to_string(i);
+      s.pods.push_back(std::make_shared<const kube::Object>(std::move(pod)));
+    }
+    return s;
+  };
+  auto step = [&](ServingObserved s) {
+    o.serving = std::move(s);
+    ReleasePlan p = planRelease(o);
+    o.release = applied(o.release, p);
+    return p;
+  };
+  auto p = step(servingOf("gpt2-v7", 4));
+  EXPECT_EQ(condition(p, "Degraded", "message"), "4/4 stable pods Ready");
+
+  // The canary starts: one status write that says prod is shared.
+  p = step(shared(4, 4, 1, 0));
+  EXPECT_TRUE(p.statusChanged);
+  EXPECT_EQ(condition(p, "Degraded"), "False");
+  EXPECT_EQ(condition(p, "Degraded", "message"),
+            "4/4 pods Ready (stable, and the canary of gpt2-v8)");
+  EXPECT_TRUE(p.events.empty());
+  // Its steps: a surge pod, stable shrinking while the canary grows, a stable
+  // pod terminating: Ready, no write, no Event.
+  for (const ServingObserved& s :
+       {shared(4, 4, 1, 1), shared(3, 3, 1, 1), shared(3, 3, 2, 1), shared(2, 2, 2, 2),
+        shared(2, 2, 3, 3), shared(1, 1, 3, 3), shared(0, 0, 4, 4)}) {
+    p = step(s);
+    EXPECT_EQ(condition(p, "Ready"), "True") << condition(p, "Ready", "message");
+    EXPECT_EQ(condition(p, "Degraded"), "False");
+    EXPECT_FALSE(p.statusChanged) << condition(p, "Degraded", "message");
+    EXPECT_TRUE(p.events.empty());
+  }
+  // A pod down with the canary on: prod is short, and says so.
+  p = step(shared(2, 2, 2, 1));
+  EXPECT_EQ(condition(p, "Ready"), "False");
+  EXPECT_EQ(condition(p, "Degraded"), "True");
+  EXPECT_EQ(condition(p, "Degraded", "message"),
+            "3/4 pods Ready (stable, and the canary of gpt2-v8)");
+  EXPECT_TRUE(hasEvent(p, "ProdShortOfReadyPods", "3/4 pods Ready"));
+  // The canary's own pods count, not another release's or a terminating one.
+  ServingObserved foreign = shared(2, 2, 2, 2);
+  {
+    json pod = *foreign.pods.back();
+    pod["metadata"]["deletionTimestamp"] = "2026-12-06T00:00:00Z";
+    foreign.pods.back() = std::make_shared<const kube::Object>(std::move(pod));
+    json other = *foreign.pods[2];
+    other["metadata"]["labels"]["lockstep.dev/release"] = "gpt2-v9";
+    foreign.pods[2] = std::make_shared<const kube::Object>(std::move(other));
+  }
+  p = step(foreign);
+  EXPECT_EQ(condition(p, "Degraded"), "True");
+  EXPECT_EQ(condition(p, "Degraded", "message"),
+            "2/4 pods Ready (stable, and the canary of gpt2-v8)");
+
+  // The canary rolled back, the slot free: stable alone again.
+  p = step(servingOf("gpt2-v7", 4));
+  EXPECT_EQ(condition(p, "Degraded"), "False");
+  EXPECT_EQ(condition(p, "Degraded", "message"), "4/4 stable pods Ready");
+  EXPECT_TRUE(hasEvent(p, "StablePodsReady", "recovered: 4/4 stable pods Ready"));
+}
+
 // Issue 20: a Promoted release keeps being observed. Ready follows the stable
 // Deployment; Degraded says when prod is short of Ready pods, with an Event
 // on each change; only the release the anchor names as promoted.
