@@ -91,6 +91,7 @@ struct Planner {
   CanaryStatus st;  // status.canary being built
   int total = 0;
   bool hasStable = false;
+  bool straight = false;  // this pass sends a first release straight to stable (straightToStable)
   bool clockLost = false;  // no record of the progress clock in this stage (loadClock)
 
   explicit Planner(const CanaryObserved& observed) : o(observed) {}
@@ -293,8 +294,9 @@ struct Planner {
       // The stable Deployment already carrying this release means the handover
       // started and its status write was lost: continue it, never flip back.
       bool handedOver = o.stableRelease == o.release;
-      if (handedOver || (o.canary.specReplicas == total && o.canary.readyReplicas >= total &&
-                         o.stable.specReplicas == 0 && o.stable.readyReplicas == 0)) {
+      if (handedOver || straight ||
+          (o.canary.specReplicas == total && o.canary.readyReplicas >= total &&
+           o.stable.specReplicas == 0 && o.stable.readyReplicas == 0)) {
         if (o.verificationFailure || !refused.empty() || o.canaryRestarts > 0) {
           promotionFailed("all traffic on the canary", target, o.canary, o.stable, false);
           return;
@@ -723,6 +725,25 @@ struct Planner {
     }
   }
 
+  // A first release (no stable track: nothing promoted before it) whose canary
+  // is one step of 100 % with no analysis and no pause has nothing to compare
+  // and no prod to protect: the canary would only make its N pods, then hand
+  // them over to the stable Deployment one by one, creating every pod twice.
+  // Its pods go straight to the stable Deployment instead (the handover from
+  // an empty canary track; Argo Rollouts' first rollout skips its steps too).
+  // Only from the start: nothing on the canary track, no closed change window,
+  // and room for all N pods where the template requests GPUs (else the step
+  // waits for capacity as any other does).
+  bool straightToStable() const {
+    if (hasStable || st.step.value_or(0) != 0 || o.spec.steps.size() != 1 || o.window) return false;
+    const CanaryStep& s = o.spec.steps.front();
+    if (s.weight != 100 || s.analysis || s.pause != CanaryStep::Pause::kNone) return false;
+    if (o.canary.specReplicas != 0 || o.canary.readyReplicas != 0 || o.stable.specReplicas != 0 ||
+        !o.displacedRelease.empty() || st.weightReachedAt)
+      return false;
+    return !o.gpu || gpuPreCheck(*o.gpu, total).go;
+  }
+
   void run() {
     for (const std::string& m : o.admissionRefusals) {
       std::string& slot = webhookUnreachable(m) ? notCreated : refused;
@@ -799,6 +820,12 @@ struct Planner {
       st.promotedBy = o.promoteFullBy;
       return startPromotion("promoted by " + o.promoteFullBy +
                             " (--full: remaining steps skipped)");
+    }
+    if (straightToStable()) {
+      straight = true;
+      return startPromotion(
+          "a first release with one step of 100% and no analysis: its " + std::to_string(total) +
+          " pods go straight to the stable Deployment (no stable track to compare with)");
     }
     // Each pass may finish a step and plan the next one; bounded by the step count.
     for (size_t guard = 0; guard <= o.spec.steps.size(); ++guard) {

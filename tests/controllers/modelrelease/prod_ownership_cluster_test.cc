@@ -630,8 +630,10 @@ TEST_F(ProdOwnershipClusterTest, WithTheOperatorDownAReleaseAndItsNamespaceCanBe
 // Deployment scaled up while no canary holds the slot goes back to 0.
 TEST_F(ProdOwnershipClusterTest, ProdHealsAScaledEditedOrDeletedServingObject) {
   w_.stopMonitor();  // prod is taken below N on purpose
-  json oneStep = json::array({json{{"weight", 100}}});
-  ASSERT_EQ(w_.createRelease("v1", testPackage('1'), json::array({prodStage(oneStep)})).exitCode,
+  // Two steps: a first release of one step of 100 % goes straight to stable
+  // and never makes the canary Deployment this test scales at its end.
+  json twoSteps = json::array({json{{"weight", 50}}, json{{"weight", 100}}});
+  ASSERT_EQ(w_.createRelease("v1", testPackage('1'), json::array({prodStage(twoSteps)})).exitCode,
             0);
   w_.waitPhase("v1", "Promoted");
   ASSERT_TRUE(eventually([&] { return w_.readyPods()["stable/v1"] == 2; }));

@@ -705,6 +705,106 @@ TEST(CanaryPlan, FirstReleaseOfAModelHasNoStable) {
   EXPECT_EQ(rb.replicas.stable, 0);
 }
 
+// A first release whose canary is one step of 100 % without analysis or pause
+// (also: no steps at all) has nothing to compare and no prod to protect: its
+// pods go straight to the stable Deployment, created once (the bench's 200
+// models at v1 made N canary pods, then N stable pods one by one).
+CanaryObserved firstRelease(const CanarySpec& spec) {
+  auto o = observed(spec);
+  o.knownGood.reset();
+  o.stableRelease.clear();
+  o.stable = {0, 0};
+  return o;
+}
+
+TEST(CanaryPlan, AFirstReleaseWithOneFullStepAndNoAnalysisGoesStraightToStable) {
+  for (json canary : {json{{"steps", json::array({{{"weight", 100}}})}}, json::object()}) {
+    SCOPED_TRACE(canary.dump());
+    auto spec = specOf(canary);
+    auto o = firstRelease(spec);
+    auto p = planCanary(o);
+    EXPECT_EQ(p.action, CanaryAction::kPromoting) << p.message;
+    EXPECT_EQ(p.status["phase"], "Promoting");
+    EXPECT_EQ(p.status["promotion"], "Handover") << p.status.dump(2);
+    EXPECT_EQ(p.stableRelease, "gpt2-v2");
+    EXPECT_EQ(p.replicas.canary, 0) << "no canary pod";
+    EXPECT_EQ(p.replicas.stable, spec.replicas) << "all N at once: nothing serves yet";
+    bool said = false;
+    for (const ReleaseEvent& e : p.events)
+      said = said || (e.reason == "Promoting" &&
+                      e.message.find("straight to the stable Deployment") != std::string::npos);
+    EXPECT_TRUE(said);
+    // The stable Deployment carries it; its pods come up: Promoted.
+    o = after(o, p, kT0 + 5);
+    o.stableRelease = "gpt2-v2";
+    o.stable = {spec.replicas, spec.replicas - 1};
+    p = planCanary(o);
+    EXPECT_EQ(p.action, CanaryAction::kPromoting);
+    EXPECT_EQ(p.replicas.stable, spec.replicas);
+    o = after(o, p, kT0 + 8);
+    o.stable = {spec.replicas, spec.replicas};
+    p = planCanary(o);
+    EXPECT_EQ(p.action, CanaryAction::kPromoted) << p.message;
+    EXPECT_EQ(p.replicas.stable, spec.replicas);
+    EXPECT_EQ(p.replicas.canary, 0);
+    EXPECT_EQ(p.supersede, "");
+    // Its health checks still hold during it: a crash-looping pod rolls it back
+    // (at once: there is no known-good to restore), its pods scaled to zero.
+    auto crashing = after(firstRelease(spec), planCanary(firstRelease(spec)), kT0 + 5);
+    crashing.stableRelease = "gpt2-v2";
+    crashing.stable = {spec.replicas, 0};
+    crashing.canaryRestarts = 2;
+    const CanaryPlan rb = planCanary(crashing);
+    EXPECT_EQ(rb.action, CanaryAction::kRolledBack) << rb.message;
+    EXPECT_EQ(rb.rollbackReason, kReasonCanaryRestarting);
+    EXPECT_EQ(rb.replicas.stable, 0);
+    EXPECT_EQ(rb.replicas.canary, 0);
+  }
+}
+
+// Every other first release keeps its canary: something to measure or wait
+// for, more than one step, pods already on the canary track (a canary started
+// by an earlier version), a closed window, or no room for N GPU pods.
+TEST(CanaryPlan, AFirstReleaseKeepsItsCanaryWhenItHasSomethingToDoThere) {
+  const json analysis = {{"prometheus",
+                          {{"provider", "prom"}, {"query", "q"}, {"max", 0.1}, {"count", 1}}}};
+  struct Case {
+    const char* name;
+    json canary;
+    std::function<void(CanaryObserved&)> edit;
+  };
+  const Case cases[] = {
+      {"analysis", {{"steps", json::array({{{"weight", 100}, {"analysis", analysis}}})}}, {}},
+      {"pause", {{"steps", json::array({{{"weight", 100}, {"pause", "1m"}}})}}, {}},
+      {"two steps", {{"steps", json::array({{{"weight", 50}}, {{"weight", 100}}})}}, {}},
+      {"a partial step", {{"steps", json::array({{{"weight", 50}}})}}, {}},
+      {"canary pods already", json::object(),
+       [](CanaryObserved& o) { o.canary = {o.spec.replicas, 1}; }},
+      {"closed window", json::object(),
+       [](CanaryObserved& o) {
+         o.window = closedBy(ClosedWindow::InFlight::kFinishStep, kT0 + 1000);
+       }},
+      {"no GPUs for all N", json::object(),
+       [](CanaryObserved& o) { o.gpu = GpuCapacity{1, {1, 2}}; }},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.name);
+    auto o = firstRelease(specOf(c.canary));
+    if (c.edit) c.edit(o);
+    auto p = planCanary(o);
+    EXPECT_NE(p.action, CanaryAction::kPromoting) << p.message;
+    EXPECT_NE(p.status.value("phase", ""), "Promoting");
+    EXPECT_EQ(p.replicas.stable, 0) << p.message;
+  }
+  // With room for all N: straight to stable.
+  auto o = firstRelease(specOf(json::object()));
+  o.gpu = GpuCapacity{1, {2, 2}};
+  EXPECT_EQ(planCanary(o).action, CanaryAction::kPromoting);
+  // A release with a stable track (a known-good) keeps its canary.
+  auto later = observed(specOf(json::object()));
+  EXPECT_EQ(planCanary(later).action, CanaryAction::kProgress);
+}
+
 // A first release's canary above its step's share (seen in CI under load: 2 Ready
 // canary pods for a share of 1, surge mode) comes down to it: with no stable
 // track there is no prod whose N Ready pods the surge floor must keep, and
