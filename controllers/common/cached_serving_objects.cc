@@ -144,6 +144,26 @@ kube::InformerOptions modelServices() {
   return labelledWith(v1::kServices, v1::kModelLabel, slimService);
 }
 
+void trimToOwnership(kube::Object& o) {
+  if (!o.is_object()) return;
+  json out = only(o, {});
+  auto m = o.find("metadata");
+  out["metadata"] = m == o.end() || !m->is_object()
+                        ? json::object()
+                        : kube::takeFields(*m, {"name", "namespace", "uid", "resourceVersion",
+                                                "labels", "ownerReferences", "deletionTimestamp"});
+  o = std::move(out);
+}
+
+kube::InformerOptions unlabelledMetadata(const kube::Resource& resource) {
+  kube::InformerOptions o;
+  o.resource = resource;
+  o.labelSelector = std::string("!") + v1::kModelLabel;
+  o.metadataOnly = true;
+  o.transform = trimToOwnership;
+  return o;
+}
+
 kube::InformerOptions releasePods() {
   return labelledWith(v1::kPods, v1::kReleaseLabel, slimReleasePod);
 }

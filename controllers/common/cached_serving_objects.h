@@ -86,4 +86,15 @@ kube::InformerOptions modelDeployments();
 kube::InformerOptions modelServices();
 kube::InformerOptions releasePods();
 
+// The other half of a resource: the objects WITHOUT the lockstep.dev/model
+// label (selector `!lockstep.dev/model`), metadata only (the API server's
+// PartialObjectMetadata), trimmed to name, namespace, uid, resourceVersion,
+// labels, ownerReferences and deletionTimestamp. With the labelled cache it
+// says what stands at a name without a GET: an object in neither is absent
+// (the prod stage's ownership check, prod/ownership.h, reads only those fields,
+// and an object without the label is never Lockstep's). Lockstep's own objects
+// carry the label, so their events never reach this watch.
+kube::InformerOptions unlabelledMetadata(const kube::Resource& resource);
+void trimToOwnership(kube::Object& object);
+
 }  // namespace lockstep::controllers

@@ -197,7 +197,11 @@ std::optional<ModelReleaseObserved> ModelReleaseReconciler::observe(const Reques
 void ModelReleaseReconciler::readProdNames(const v1::ModelRelease& r, ProdObserved& p) const {
   const std::string& ns = r.meta.ns;
   const std::string& model = r.spec.model;
-  // The names the caches miss, read at once: each GET waits on the API server,
+  // The names the caches miss. With the caches of unlabelled objects (the
+  // other half of each resource, metadata only) the answer is there: what they
+  // hold stands at the name and is not Lockstep's; a name neither half holds is
+  // free (a create of it that meets a newcomer is refused AlreadyExists and
+  // planned again). Without them, read at once: each GET waits on the API server,
   // and a first release misses two or three of them (its stable Deployment does
   // not exist until the handover) in every plan that writes in prod. Results are
   // taken in this order, so the first error named is the same as one by one.
@@ -205,13 +209,20 @@ void ModelReleaseReconciler::readProdNames(const v1::ModelRelease& r, ProdObserv
     kube::ObjectPtr* at;
     const kube::Resource* resource;
     std::string name;
+    const kube::Indexer* unlabelled;
   };
   std::vector<Name> missing;
-  for (Name n :
-       {Name{&p.service, &v1::kServices, model},
-        Name{&p.stableDeployment, &v1::kDeployments, servingDeploymentName(model, kTrackStable)},
-        Name{&p.canaryDeployment, &v1::kDeployments, servingDeploymentName(model, kTrackCanary)}}) {
-    if (!*n.at) missing.push_back(std::move(n));
+  for (Name n : {Name{&p.service, &v1::kServices, model, caches_.unlabelledServices},
+                 Name{&p.stableDeployment, &v1::kDeployments,
+                      servingDeploymentName(model, kTrackStable), caches_.unlabelledDeployments},
+                 Name{&p.canaryDeployment, &v1::kDeployments,
+                      servingDeploymentName(model, kTrackCanary), caches_.unlabelledDeployments}}) {
+    if (*n.at) continue;
+    if (n.unlabelled != nullptr) {
+      *n.at = n.unlabelled->get(ns, n.name);
+      continue;
+    }
+    missing.push_back(std::move(n));
   }
   std::vector<std::future<StatusOr<kube::Object>>> others;
   for (size_t i = 1; i < missing.size(); ++i) {
@@ -575,6 +586,10 @@ void setupModelReleaseController(runtime::Manager& manager, ModelReleaseOptions 
   // (controllers/common/cached_pods.h).
   kube::Informer& nodes = manager.informer(v1::kNodes);
   kube::Informer& gpuPods = manager.informer(unfinishedPods());
+  // What stands at a prod name without Lockstep's label (a team's own Service
+  // or Deployment): metadata only, so the ownership check needs no GET.
+  kube::Informer& unlabelledDeployments = manager.informer(unlabelledMetadata(v1::kDeployments));
+  kube::Informer& unlabelledServices = manager.informer(unlabelledMetadata(v1::kServices));
   releases.addIndex(v1::kReleaseByRuntimeEnvIndex, v1::indexByRuntimeEnv);
   releases.addIndex(v1::kReleaseByModelIndex, v1::indexByModel);
   jobs.addIndex(kube::kOwnerUidIndex, kube::ownerUidIndexFunc());
@@ -605,7 +620,8 @@ void setupModelReleaseController(runtime::Manager& manager, ModelReleaseOptions 
       ModelReleaseReconciler::Caches{releases.cache(), rtes.cache(), jobs.cache(), pods.cache(),
                                      deployments.cache(), models.cache(), anchors.cache(),
                                      services.cache(), nodes.cache(), gpuPods.cache(),
-                                     replicaSets.cache()},
+                                     replicaSets.cache(), &unlabelledDeployments.cache(),
+                                     &unlabelledServices.cache()},
       manager.syncEvents(), manager.clock(), metrics, std::move(options), analysis);
 
   const kube::Indexer* releaseCache = &releases.cache();

@@ -105,6 +105,12 @@ class ModelReleaseReconciler final : public runtime::Reconciler {
     // ReplicaSets labelled lockstep.dev/model, slimmed (api/v1alpha1/serving_pod.h),
     // indexed by model: the link between a serving pod and its Deployment.
     const kube::Indexer& replicaSets;
+    // Deployments and Services WITHOUT the lockstep.dev/model label, metadata only
+    // (cached_serving_objects.h unlabelledMetadata): with the labelled caches they
+    // say what stands at a prod name, so a name neither holds is read with no GET.
+    // Null: each name the labelled caches miss is read with a GET.
+    const kube::Indexer* unlabelledDeployments = nullptr;
+    const kube::Indexer* unlabelledServices = nullptr;
   };
   ModelReleaseReconciler(std::shared_ptr<kube::Client> client, Caches caches,
                          kube::EventSink& events, kube::Clock& clock,

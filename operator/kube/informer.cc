@@ -11,6 +11,7 @@ ReflectorOptions reflectorOptions(const InformerOptions& o, const std::string& n
   r.ns = ns;
   r.labelSelector = o.labelSelector;
   r.fieldSelector = o.fieldSelector;
+  r.metadataOnly = o.metadataOnly;
   r.minWatchTimeout = o.minWatchTimeout;
   r.watchStallSlack = o.watchStallSlack;
   r.backoff = o.backoff;

@@ -48,6 +48,9 @@ struct InformerOptions {
   std::vector<std::string> namespaces;
   std::string labelSelector;  // server-side
   std::string fieldSelector;
+  // Lists and watches the objects' metadata only (PartialObjectMetadata: no spec,
+  // no status); for a cache that only says what stands at a name.
+  bool metadataOnly = false;
   // Applied to every listed or watched object before caching: cached objects are
   // shared by every reader and never copied per reconcile, so keep them small.
   ObjectTransform transform = stripManagedFields;

@@ -97,6 +97,7 @@ Status Reflector::list() {
     ListOptions o;
     o.labelSelector = options_.labelSelector;
     o.fieldSelector = options_.fieldSelector;
+    o.metadataOnly = options_.metadataOnly;
     o.resourceVersion = version;
     if (!version.empty()) {
       // As client-go: a list at a resourceVersion goes unpaginated. With a limit the
@@ -136,6 +137,7 @@ Status Reflector::listAndWatch() {
     WatchOptions wo;
     wo.labelSelector = options_.labelSelector;
     wo.fieldSelector = options_.fieldSelector;
+    wo.metadataOnly = options_.metadataOnly;
     wo.resourceVersion = lastSyncResourceVersion();
     wo.allowWatchBookmarks = true;
     wo.timeoutSeconds = static_cast<int>(static_cast<double>(options_.minWatchTimeout.count()) *

@@ -54,6 +54,7 @@ struct ReflectorOptions {
   std::string ns;  // "" = all namespaces
   std::string labelSelector;
   std::string fieldSelector;
+  bool metadataOnly = false;  // list and watch the objects' metadata only (request.h)
   int64_t pageSize = 500;
   std::chrono::seconds minWatchTimeout{300};
   // > 0: cancel and re-open a watch open longer than its timeoutSeconds plus this (off by

@@ -23,6 +23,15 @@ Request withJsonHeaders(Request r) {
   return r;
 }
 
+// Asks for the objects' metadata only (the API server's PartialObjectMetadata
+// transformation; a server that cannot answers with the whole objects after the
+// comma, which the reader's metadata-only transform then trims).
+Request withMetadataHeaders(Request r, const char* as) {
+  r.headers.emplace_back("Accept", std::string("application/json;as=") + as +
+                                       ";g=meta.k8s.io;v=v1,application/json");
+  return r;
+}
+
 void addWriteOptions(Request& req, const WriteOptions& o) {
   if (!o.fieldManager.empty()) req.query.emplace_back("fieldManager", o.fieldManager);
   if (o.dryRun) req.query.emplace_back("dryRun", "All");
@@ -125,6 +134,7 @@ Request listRequest(const Resource& r, const std::string& ns, const ListOptions&
   if (o.limit > 0) req.query.emplace_back("limit", std::to_string(o.limit));
   if (o.timeoutSeconds > 0)
     req.query.emplace_back("timeoutSeconds", std::to_string(o.timeoutSeconds));
+  if (o.metadataOnly) return withMetadataHeaders(std::move(req), "PartialObjectMetadataList");
   return withJsonHeaders(std::move(req));
 }
 
@@ -140,6 +150,7 @@ Request watchRequest(const Resource& r, const std::string& ns, const WatchOption
   if (o.allowWatchBookmarks) req.query.emplace_back("allowWatchBookmarks", "true");
   if (o.timeoutSeconds > 0)
     req.query.emplace_back("timeoutSeconds", std::to_string(o.timeoutSeconds));
+  if (o.metadataOnly) return withMetadataHeaders(std::move(req), "PartialObjectMetadata");
   return withJsonHeaders(std::move(req));
 }
 

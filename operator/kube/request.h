@@ -38,6 +38,10 @@ struct ListOptions {
   int64_t limit = 0;                 // page size; 0 = everything at once
   std::string continueToken;
   int timeoutSeconds = 0;
+  // The objects' metadata only (PartialObjectMetadataList, as client-go's
+  // metadata informers ask): items carry apiVersion, kind and metadata, no spec
+  // or status.
+  bool metadataOnly = false;
 };
 
 struct WatchOptions {
@@ -46,6 +50,7 @@ struct WatchOptions {
   std::string resourceVersion;
   bool allowWatchBookmarks = true;
   int timeoutSeconds = 0;  // server-side timeout; the client's idle timeout must exceed it
+  bool metadataOnly = false;  // events carry PartialObjectMetadata objects (ListOptions)
 };
 
 struct Preconditions {

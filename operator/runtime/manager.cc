@@ -96,7 +96,8 @@ kube::Informer& Manager::informer(const kube::InformerOptions& options) {
   for (auto& i : informers_) {
     const auto& e = i->options();
     if (e.resource == o.resource && e.ns == o.ns && e.namespaces == o.namespaces &&
-        e.labelSelector == o.labelSelector && e.fieldSelector == o.fieldSelector) {
+        e.labelSelector == o.labelSelector && e.fieldSelector == o.fieldSelector &&
+        e.metadataOnly == o.metadataOnly) {
       return *i;
     }
   }

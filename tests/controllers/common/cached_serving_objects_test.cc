@@ -10,6 +10,7 @@
 #include "controllers/common/verify_containers.h"
 #include "controllers/modelrelease/gates/gate_verdict.h"
 #include "controllers/modelrelease/prod/canary_observe.h"
+#include "controllers/modelrelease/prod/ownership.h"
 #include "controllers/modelrelease/prod/serving_objects.h"
 #include "operator/kube/views.h"
 
@@ -351,6 +352,55 @@ TEST(SlimReleasePod, TheServingRuleCountsTheSamePodsOverTheSlimmedCaches) {
   EXPECT_EQ(v1::countsAsServing(slimmed(pod, slimReleasePod), "gpt2", kTrackStable,
                                 lookupOver(slimmed(dep, slimDeployment))),
             whole);
+}
+
+// The caches of unlabelled objects: the other half of each resource (no
+// lockstep.dev/model label), metadata only, trimmed to what the ownership
+// check reads; the NameConflict found from a trimmed object is the one found
+// from the whole object a GET returns.
+TEST(CachedServingObjects, TheUnlabelledCachesKeepWhatTheOwnershipCheckReads) {
+  for (const kube::Resource* r : {&kube::resources::kDeployments, &kube::resources::kServices}) {
+    const kube::InformerOptions o = unlabelledMetadata(*r);
+    EXPECT_EQ(o.resource.resource, r->resource);
+    EXPECT_EQ(o.labelSelector, std::string("!") + v1::kModelLabel);
+    EXPECT_TRUE(o.metadataOnly);
+    EXPECT_TRUE(static_cast<bool>(o.transform));
+  }
+  kube::Object team = {
+      {"apiVersion", "apps/v1"},
+      {"kind", "Deployment"},
+      {"metadata",
+       {{"name", "gpt2-stable"},
+        {"namespace", "ml"},
+        {"uid", "team-uid"},
+        {"resourceVersion", "7"},
+        {"labels", {{"app", "gpt2"}}},
+        {"annotations", {{"kubectl.kubernetes.io/last-applied-configuration", std::string(900, 'x')}}},
+        {"ownerReferences", json::array({{{"kind", "Model"}, {"name", "gpt2"}, {"uid", "old"}}})},
+        {"managedFields", json::array({{{"manager", "kubectl"}}})}}},
+      {"spec", {{"replicas", 3}}},
+      {"status", {{"replicas", 3}}}};
+  kube::Object trimmed = team;
+  trimToOwnership(trimmed);
+  EXPECT_EQ(trimmed["metadata"],
+            (json{{"name", "gpt2-stable"},
+                  {"namespace", "ml"},
+                  {"uid", "team-uid"},
+                  {"resourceVersion", "7"},
+                  {"labels", {{"app", "gpt2"}}},
+                  {"ownerReferences",
+                   json::array({{{"kind", "Model"}, {"name", "gpt2"}, {"uid", "old"}}})}}));
+  EXPECT_FALSE(trimmed.contains("spec"));
+  EXPECT_FALSE(trimmed.contains("status"));
+  EXPECT_EQ(trimmed["kind"], "Deployment");
+  ProdObserved whole, fromCache;
+  whole.stableDeployment = std::make_shared<const kube::Object>(team);
+  fromCache.stableDeployment = std::make_shared<const kube::Object>(trimmed);
+  const auto a = findNameConflict("gpt2", whole, "");
+  const auto b = findNameConflict("gpt2", fromCache, "");
+  ASSERT_TRUE(a.has_value());
+  ASSERT_TRUE(b.has_value());
+  EXPECT_EQ(a->message("ml", "gpt2"), b->message("ml", "gpt2"));
 }
 
 TEST(CachedServingObjects, OneInformerPerKindForEveryReader) {

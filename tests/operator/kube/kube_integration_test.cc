@@ -418,6 +418,50 @@ TEST_F(KubeIntegrationTest, InformerRelistsAfterCompactionAndMatchesTheServer) {
   informer.stop();
 }
 
+// A metadata-only informer with a "has no such label" selector, against the
+// real API server: it holds the unlabelled objects as PartialObjectMetadata
+// (no data), never a labelled one, and follows a label added (the object
+// leaves) and a new unlabelled object (it comes), as the operator's caches of
+// foreign objects at a model's names rely on (cached_serving_objects.h).
+TEST_F(KubeIntegrationTest, AMetadataOnlyInformerHoldsTheUnlabelledObjectsMetadata) {
+  std::string ns = makeNamespace();
+  auto configMap = [&](const std::string& name, bool labelled) {
+    Object cm = newObject(resources::kConfigMaps, ns, name);
+    cm["data"] = {{"big", std::string(4096, 'x')}};
+    if (labelled) cm["metadata"]["labels"] = {{"lockstep.dev/model", "gpt2"}};
+    return cm;
+  };
+  ASSERT_TRUE(client().create(resources::kConfigMaps, configMap("team", false)).isOk());
+  ASSERT_TRUE(client().create(resources::kConfigMaps, configMap("ours", true)).isOk());
+  InformerOptions io;
+  io.resource = resources::kConfigMaps;
+  io.ns = ns;
+  io.labelSelector = "!lockstep.dev/model";
+  io.metadataOnly = true;
+  Informer informer(*client_, io);
+  informer.start();
+  ASSERT_TRUE(informer.waitForSync(60s));
+  ObjectPtr team = informer.cache().get(ns, "team");
+  ASSERT_NE(team, nullptr);
+  EXPECT_EQ(team->value("kind", ""), "PartialObjectMetadata") << team->dump();
+  EXPECT_FALSE(team->contains("data")) << team->dump();
+  EXPECT_FALSE(uid(*team).empty());
+  EXPECT_EQ(informer.cache().get(ns, "ours"), nullptr);
+
+  ASSERT_TRUE(client()
+                  .mergePatch(resources::kConfigMaps, ns, "team",
+                              {{"metadata", {{"labels", {{"lockstep.dev/model", "gpt2"}}}}}})
+                  .isOk());
+  EXPECT_TRUE(eventually([&] { return informer.cache().get(ns, "team") == nullptr; }, 30s))
+      << "a label added takes the object out";
+  ASSERT_TRUE(client().create(resources::kConfigMaps, configMap("later", false)).isOk());
+  EXPECT_TRUE(eventually([&] { return informer.cache().get(ns, "later") != nullptr; }, 30s));
+  ObjectPtr later = informer.cache().get(ns, "later");
+  ASSERT_NE(later, nullptr);
+  EXPECT_FALSE(later->contains("data")) << "watch events carry metadata only: " << later->dump();
+  informer.stop();
+}
+
 TEST_F(KubeIntegrationTest, InformerSurvivesAnApiserverRestartMidWatch) {
   std::string ns = makeNamespace();
   ASSERT_TRUE(client().create(kWidgets, widget(ns, "before", 1)).isOk());

@@ -64,6 +64,27 @@ TEST(RequestTest, WatchGolden) {
             "&timeoutSeconds=300&watch=true");
 }
 
+// A metadata-only list or watch asks for PartialObjectMetadata (as client-go's
+// metadata informers), with plain JSON as the fallback; a selector without a
+// label ("!key") is escaped.
+TEST(RequestTest, MetadataOnlyListAndWatchAskForPartialObjectMetadata) {
+  ListOptions l;
+  l.labelSelector = "!lockstep.dev/model";
+  l.metadataOnly = true;
+  Request r = listRequest(resources::kConfigMaps, "ml", l);
+  EXPECT_EQ(r.uri(), "/api/v1/namespaces/ml/configmaps?labelSelector=%21lockstep.dev%2Fmodel");
+  EXPECT_EQ(r.header("Accept"),
+            "application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1,application/json");
+  WatchOptions w;
+  w.metadataOnly = true;
+  r = watchRequest(resources::kConfigMaps, "ml", w);
+  EXPECT_EQ(r.header("Accept"),
+            "application/json;as=PartialObjectMetadata;g=meta.k8s.io;v=v1,application/json");
+  // Not asked: the whole objects.
+  EXPECT_EQ(listRequest(resources::kConfigMaps, "ml", {}).header("Accept"), "application/json");
+  EXPECT_EQ(watchRequest(resources::kConfigMaps, "ml", {}).header("Accept"), "application/json");
+}
+
 TEST(RequestTest, CreateUpdateGolden) {
   nlohmann::json obj = {{"apiVersion", "v1"}, {"kind", "ConfigMap"}, {"metadata", {{"name", "c"}}}};
   Request c = createRequest(resources::kConfigMaps, "ns", obj, {"lockstep"});
