@@ -733,14 +733,18 @@ struct Planner {
   // an empty canary track; Argo Rollouts' first rollout skips its steps too).
   // Only from the start: nothing on the canary track, no closed change window,
   // and room for all N pods where the template requests GPUs (else the step
-  // waits for capacity as any other does).
+  // waits for capacity as any other does). A stable Deployment that already
+  // carries this release is this path begun, its status write lost (a
+  // Conflict, a restart): it goes on, never back to the canary.
   bool straightToStable() const {
     if (hasStable || st.step.value_or(0) != 0 || o.spec.steps.size() != 1 || o.window) return false;
     const CanaryStep& s = o.spec.steps.front();
     if (s.weight != 100 || s.analysis || s.pause != CanaryStep::Pause::kNone) return false;
-    if (o.canary.specReplicas != 0 || o.canary.readyReplicas != 0 || o.stable.specReplicas != 0 ||
+    if (o.canary.specReplicas != 0 || o.canary.readyReplicas != 0 ||
         !o.displacedRelease.empty() || st.weightReachedAt)
       return false;
+    if (o.stableRelease == o.release) return true;
+    if (o.stable.specReplicas != 0) return false;
     return !o.gpu || gpuPreCheck(*o.gpu, total).go;
   }
 

@@ -754,6 +754,17 @@ TEST(CanaryPlan, AFirstReleaseWithOneFullStepAndNoAnalysisGoesStraightToStable) 
     crashing.stableRelease = "gpt2-v2";
     crashing.stable = {spec.replicas, 0};
     crashing.canaryRestarts = 2;
+    // Its status write lost (a Conflict, a restart) after the stable Deployment
+    // took the release: the next plan, from the status before, goes on with
+    // the handover and never moves the pods to a canary.
+    auto lost = firstRelease(spec);
+    lost.stableRelease = "gpt2-v2";
+    lost.stable = {spec.replicas, 1};
+    const CanaryPlan again = planCanary(lost);
+    EXPECT_EQ(again.action, CanaryAction::kPromoting) << again.message;
+    EXPECT_EQ(again.status["promotion"], "Handover");
+    EXPECT_EQ(again.replicas.canary, 0);
+    EXPECT_EQ(again.replicas.stable, spec.replicas);
     const CanaryPlan rb = planCanary(crashing);
     EXPECT_EQ(rb.action, CanaryAction::kRolledBack) << rb.message;
     EXPECT_EQ(rb.rollbackReason, kReasonCanaryRestarting);
