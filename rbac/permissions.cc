@@ -251,9 +251,10 @@ const std::vector<Permission>& operatorPermissions() {
        {"get", "list", "watch", "create", "patch"},
        kW,
        {},
-       "prod stage: informer on <model>-stable/-canary; get of such a name the labelled "
-       "informer misses (a foreign object: NameConflict); server-side apply (create: the first "
-       "apply) and replica patches"},
+       "prod stage: informer on <model>-stable/-canary; a metadata-only informer on the "
+       "Deployments without the label lockstep.dev/model (what stands at such a name: a foreign "
+       "object is a NameConflict; get only where that cache is not set up); server-side apply "
+       "(create: the first apply) and replica patches"},
       {"modelrelease-controller",
        "apps",
        {"replicasets"},
@@ -269,9 +270,10 @@ const std::vector<Permission>& operatorPermissions() {
        {"get", "list", "watch", "create", "patch"},
        kW,
        {},
-       "prod stage: informer on the models' Services (label lockstep.dev/model); get of the name "
-       "<model> when it misses it (NameConflict); server-side apply of the model's Service "
-       "(create: its first apply)"},
+       "prod stage: informer on the models' Services (label lockstep.dev/model), and a "
+       "metadata-only one on the Services without that label (a foreign object at the name "
+       "<model>: NameConflict); server-side apply of the model's Service (create: its first "
+       "apply)"},
       {"modelrelease-controller",
        "lockstep.dev",
        {"models"},

@@ -1325,15 +1325,10 @@ TEST(ReleasePlan, ManualRollbackCountsTheModelsReplicasAndFailsPastItsDeadline) 
   EXPECT_EQ(condition(p, "Degraded"), "False");
 }
 
-// A canary of another release moves prod's pods from stable to itself on
-// purpose (the surge rule keeps N Ready between the tracks): the Promoted
-// release is not Degraded for it, says so once, and its status does not move
-// with each step; a pod down is still prod short. Before, each step of every
-// canary turned the serving release Degraded with a Warning Event and rewrote
-// its status (7 writes a canary in the bench's audit log).
-TEST(ReleasePlan, APromotedReleaseSharesProdWithAnotherReleasesCanaryWithoutBeingDegraded) {
+// A release prod runs: Promoted, `replicas` serving replicas, Ready.
+json promotedServingRelease(int replicas) {
   json release = ReleaseBuilder().serving("prod").build();
-  release["spec"]["stages"][0]["serving"]["replicas"] = 4;
+  release["spec"]["stages"][0]["serving"]["replicas"] = replicas;
   release["status"] = {{"phase", "Promoted"},
                        {"canary", {{"phase", "Promoted"}}},
                        {"stages", json::array({{{"name", "prod"}, {"phase", "Succeeded"}}})},
@@ -1341,6 +1336,17 @@ TEST(ReleasePlan, APromotedReleaseSharesProdWithAnotherReleasesCanaryWithoutBein
                                                     {"status", "True"},
                                                     {"reason", "Promoted"},
                                                     {"message", "prod runs it"}}})}};
+  return release;
+}
+
+// A canary of another release moves prod's pods from stable to itself on
+// purpose (the surge rule keeps N Ready between the tracks): the Promoted
+// release is not Degraded for it, says so once, and its status does not move
+// with each step; a pod down is still prod short. Before, each step of every
+// canary turned the serving release Degraded with a Warning Event and rewrote
+// its status (7 writes a canary in the bench's audit log).
+TEST(ReleasePlan, APromotedReleaseSharesProdWithAnotherReleasesCanaryWithoutBeingDegraded) {
+  json release = promotedServingRelease(4);
   auto o = observed(release);
   o.promotedRelease = "gpt2-v7";
   // Stable on gpt2-v7 with `stable` Ready pods of `stableSpec`, and the canary
@@ -1416,15 +1422,7 @@ TEST(ReleasePlan, APromotedReleaseSharesProdWithAnotherReleasesCanaryWithoutBein
 // Deployment; Degraded says when prod is short of Ready pods, with an Event
 // on each change; only the release the anchor names as promoted.
 TEST(ReleasePlan, APromotedReleasesReadyFollowsTheStableDeployment) {
-  json release = ReleaseBuilder().serving("prod").build();
-  release["spec"]["stages"][0]["serving"]["replicas"] = 3;
-  release["status"] = {{"phase", "Promoted"},
-                       {"canary", {{"phase", "Promoted"}}},
-                       {"stages", json::array({{{"name", "prod"}, {"phase", "Succeeded"}}})},
-                       {"conditions", json::array({{{"type", "Ready"},
-                                                    {"status", "True"},
-                                                    {"reason", "Promoted"},
-                                                    {"message", "prod runs it"}}})}};
+  json release = promotedServingRelease(3);
   auto o = observed(release);
   o.promotedRelease = "gpt2-v7";
   auto step = [&](ServingObserved s) {
