@@ -617,11 +617,10 @@ void setupModelReleaseController(runtime::Manager& manager, ModelReleaseOptions 
       makePrometheusReleaseMetrics(*manager.metrics().registry());
   auto reconciler = std::make_shared<ModelReleaseReconciler>(
       manager.sharedClient(),
-      ModelReleaseReconciler::Caches{releases.cache(), rtes.cache(), jobs.cache(), pods.cache(),
-                                     deployments.cache(), models.cache(), anchors.cache(),
-                                     services.cache(), nodes.cache(), gpuPods.cache(),
-                                     replicaSets.cache(), &unlabelledDeployments.cache(),
-                                     &unlabelledServices.cache()},
+      ModelReleaseReconciler::Caches{
+          releases.cache(), rtes.cache(), jobs.cache(), pods.cache(), deployments.cache(),
+          models.cache(), anchors.cache(), services.cache(), nodes.cache(), gpuPods.cache(),
+          replicaSets.cache(), &unlabelledDeployments.cache(), &unlabelledServices.cache()},
       manager.syncEvents(), manager.clock(), metrics, std::move(options), analysis);
 
   const kube::Indexer* releaseCache = &releases.cache();

@@ -33,8 +33,8 @@ struct ServingObserved {
 };
 
 struct ServingHealth {
-  int want = 0;            // N: the Model's replicas, else the serving stage's
-  int ready = 0;           // Ready, not terminating stable pods of the release on its pair
+  int want = 0;   // N: the Model's replicas, else the serving stage's
+  int ready = 0;  // Ready, not terminating stable pods of the release on its pair
   // Ready, not terminating canary pods of the release holding the slot, when it
   // is another release (they count toward N: a canary shares prod).
   int canaryReady = 0;

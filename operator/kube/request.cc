@@ -27,8 +27,8 @@ Request withJsonHeaders(Request r) {
 // transformation; a server that cannot answers with the whole objects after the
 // comma, which the reader's metadata-only transform then trims).
 Request withMetadataHeaders(Request r, const char* as) {
-  r.headers.emplace_back("Accept", std::string("application/json;as=") + as +
-                                       ";g=meta.k8s.io;v=v1,application/json");
+  r.headers.emplace_back(
+      "Accept", std::string("application/json;as=") + as + ";g=meta.k8s.io;v=v1,application/json");
   return r;
 }
 

@@ -49,7 +49,7 @@ struct WatchOptions {
   std::string fieldSelector;
   std::string resourceVersion;
   bool allowWatchBookmarks = true;
-  int timeoutSeconds = 0;  // server-side timeout; the client's idle timeout must exceed it
+  int timeoutSeconds = 0;     // server-side timeout; the client's idle timeout must exceed it
   bool metadataOnly = false;  // events carry PartialObjectMetadata objects (ListOptions)
 };
 

@@ -91,7 +91,7 @@ struct Planner {
   CanaryStatus st;  // status.canary being built
   int total = 0;
   bool hasStable = false;
-  bool straight = false;  // this pass sends a first release straight to stable (straightToStable)
+  bool straight = false;   // this pass sends a first release straight to stable (straightToStable)
   bool clockLost = false;  // no record of the progress clock in this stage (loadClock)
 
   explicit Planner(const CanaryObserved& observed) : o(observed) {}
@@ -740,8 +740,8 @@ struct Planner {
     if (hasStable || st.step.value_or(0) != 0 || o.spec.steps.size() != 1 || o.window) return false;
     const CanaryStep& s = o.spec.steps.front();
     if (s.weight != 100 || s.analysis || s.pause != CanaryStep::Pause::kNone) return false;
-    if (o.canary.specReplicas != 0 || o.canary.readyReplicas != 0 ||
-        !o.displacedRelease.empty() || st.weightReachedAt)
+    if (o.canary.specReplicas != 0 || o.canary.readyReplicas != 0 || !o.displacedRelease.empty() ||
+        st.weightReachedAt)
       return false;
     if (o.stableRelease == o.release) return true;
     if (o.stable.specReplicas != 0) return false;

@@ -234,19 +234,9 @@ class ModelReleaseControllerTest : public ::testing::Test {
   std::unique_ptr<ModelReleaseReconciler> reconcilerWithUnlabelledCaches() {
     return std::make_unique<ModelReleaseReconciler>(
         client_,
-        ModelReleaseReconciler::Caches{releases_,
-                                       runtimeEnvs_,
-                                       jobs_,
-                                       pods_,
-                                       deployments_,
-                                       models_,
-                                       anchors_,
-                                       services_,
-                                       nodes_,
-                                       gpuPods_,
-                                       replicaSets_,
-                                       &unlabelledDeployments_,
-                                       &unlabelledServices_},
+        ModelReleaseReconciler::Caches{releases_, runtimeEnvs_, jobs_, pods_, deployments_, models_,
+                                       anchors_, services_, nodes_, gpuPods_, replicaSets_,
+                                       &unlabelledDeployments_, &unlabelledServices_},
         events_, clock_, metrics_, ModelReleaseOptions{}, querier_);
   }
   std::unique_ptr<ModelReleaseReconciler> defaultReconciler_ = reconcilerWith({});

@@ -777,8 +777,8 @@ TEST(CanaryPlan, AFirstReleaseWithOneFullStepAndNoAnalysisGoesStraightToStable) 
 // for, more than one step, pods already on the canary track (a canary started
 // by an earlier version), a closed window, or no room for N GPU pods.
 TEST(CanaryPlan, AFirstReleaseKeepsItsCanaryWhenItHasSomethingToDoThere) {
-  const json analysis = {{"prometheus",
-                          {{"provider", "prom"}, {"query", "q"}, {"max", 0.1}, {"count", 1}}}};
+  const json analysis = {
+      {"prometheus", {{"provider", "prom"}, {"query", "q"}, {"max", 0.1}, {"count", 1}}}};
   struct Case {
     const char* name;
     json canary;
@@ -790,13 +790,17 @@ TEST(CanaryPlan, AFirstReleaseKeepsItsCanaryWhenItHasSomethingToDoThere) {
       {"two steps", {{"steps", json::array({{{"weight", 50}}, {{"weight", 100}}})}}, {}},
       {"a partial step", {{"steps", json::array({{{"weight", 50}}})}}, {}},
       {"canary pods already", json::object(),
-       [](CanaryObserved& o) { o.canary = {o.spec.replicas, 1}; }},
+       [](CanaryObserved& o) {
+         o.canary = {o.spec.replicas, 1};
+       }},
       {"closed window", json::object(),
        [](CanaryObserved& o) {
          o.window = closedBy(ClosedWindow::InFlight::kFinishStep, kT0 + 1000);
        }},
       {"no GPUs for all N", json::object(),
-       [](CanaryObserved& o) { o.gpu = GpuCapacity{1, {1, 2}}; }},
+       [](CanaryObserved& o) {
+         o.gpu = GpuCapacity{1, {1, 2}};
+       }},
   };
   for (const Case& c : cases) {
     SCOPED_TRACE(c.name);
