@@ -260,6 +260,7 @@ struct ModelPin {
   std::string runtimeEnv;
   RuntimePin pair;  // revision: the number recorded with it (0: unknown)
   ModelPinHold hold = ModelPinHold::kProd;
+  bool operator==(const ModelPin&) const = default;
 };
 
 // The pairs the Model's record holds pinned (docs/contracts.md "Runtime

@@ -89,6 +89,7 @@ struct RuntimePin {
   int64_t revision = 0;
   std::string image;
   std::string closureHash;
+  bool operator==(const RuntimePin&) const = default;
 };
 // nullopt when the release has no (well-formed) status.runtime.
 std::optional<RuntimePin> decodeRuntimePin(const nlohmann::json& release);

@@ -67,6 +67,12 @@ runtime::UpdateFilter releasePinChanged() {
   };
 }
 
+runtime::UpdateFilter modelPinsChanged() {
+  return [](const kube::Object& a, const kube::Object& b) {
+    return v1::modelPins(v1::decodeModel(a)) != v1::modelPins(v1::decodeModel(b));
+  };
+}
+
 RuntimeEnvReconciler::RuntimeEnvReconciler(std::shared_ptr<kube::Client> client, Caches caches,
                                            kube::EventSink& events, kube::Clock& clock,
                                            std::shared_ptr<VerificationMetrics> metrics,
@@ -94,12 +100,15 @@ std::optional<RuntimeEnvObserved> RuntimeEnvReconciler::observe(const Request& r
     return resolveLock(decoded, observed.configMap.get());
   });
   observed.nodes = caches_.nodes.list();
+  observed.nodeDrivers = nodeDrivers_.counts(caches_.nodes);
   // Pins and each model's rollback targets come from the namespace's releases.
   // (ModelReleases compute their own Stale condition from the cached RuntimeEnv,
   // controllers/modelrelease: this controller writes only RuntimeEnvs.)
   observed.releases = caches_.releases.byIndex(kube::kNamespaceIndex, request.ns);
+  observed.releaseFacts = pinFacts_.releases(request.ns, observed.releases);
   if (caches_.models != nullptr)
     observed.models = caches_.models->byIndex(kube::kNamespaceIndex, request.ns);
+  observed.modelPins = pinFacts_.modelPins(request.ns, observed.models);
   // Scheduled verification: this RuntimeEnv's Jobs (by owner), their pods, its closure ConfigMap.
   const std::string uid = kube::uid(*rte);
   if (caches_.verifyJobs != nullptr) {
@@ -127,6 +136,8 @@ Result RuntimeEnvReconciler::reconcile(const Request& request) {
   std::optional<RuntimeEnvObserved> observed = observe(request);
   if (!observed) {
     closures_.forget(request.ns, request.name);
+    if (caches_.runtimeEnvs.byIndex(kube::kNamespaceIndex, request.ns).empty())
+      pinFacts_.forget(request.ns);
     if (mirror_) mirror_->forget(request.ns, request.name);
     if (metrics_ && !caches_.runtimeEnvs.get(request.ns, request.name))
       metrics_->mirrorMissing(request.ns, request.name, -1);
@@ -283,7 +294,8 @@ void setupRuntimeEnvController(runtime::Manager& manager, int workers,
                      for (const std::string& n : names)
                        out.push_back({kube::namespaceOf(model), n});
                      return out;
-                   })
+                   },
+                   modelPinsChanged())
           // Node driver labels decide compatibleNodes: any node change re-counts for all.
           .watches(
               v1::kNodes, [rteCache](const kube::Object&) { return requestsFor(rteCache->list()); },

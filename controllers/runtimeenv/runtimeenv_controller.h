@@ -20,6 +20,7 @@
 
 #include "controllers/runtimeenv/advisory_source.h"
 #include "controllers/runtimeenv/closure_memo.h"
+#include "controllers/runtimeenv/derived_memo.h"
 #include "controllers/runtimeenv/mirror_checker.h"
 #include "controllers/runtimeenv/runtimeenv_plan.h"
 #include "controllers/runtimeenv/verification_metrics.h"
@@ -64,6 +65,9 @@ class RuntimeEnvReconciler final : public runtime::Reconciler {
   std::optional<RuntimeEnvObserved> observe(const runtime::Request& request) const;
   // Each RuntimeEnv's last lock resolution; a reconcile that finds one gone drops it.
   const ClosureMemo& closureMemo() const { return closures_; }
+  // The nodes' driver counts and the namespace's pin facts (derived_memo.h).
+  const NodeDriverMemo& nodeDriverMemo() const { return nodeDrivers_; }
+  const PinFactsMemo& pinFactsMemo() const { return pinFacts_; }
 
  private:
   std::shared_ptr<kube::Client> client_;
@@ -75,6 +79,8 @@ class RuntimeEnvReconciler final : public runtime::Reconciler {
   std::shared_ptr<AdvisorySource> advisories_;
   std::shared_ptr<MirrorChecker> mirror_;
   mutable ClosureMemo closures_;
+  mutable NodeDriverMemo nodeDrivers_;
+  mutable PinFactsMemo pinFacts_;
 };
 
 // The longest a RuntimeEnv goes without being re-derived from its spec and lock.
@@ -87,6 +93,11 @@ runtime::UpdateFilter runtimeEnvChanged();
 // The ModelRelease updates that can change a pin: phase, status.runtime, model,
 // RuntimeEnv, closure hash, prod history, deletion.
 runtime::UpdateFilter releasePinChanged();
+
+// The Model updates that can change a pin: the pairs its record of prod holds
+// (prod's, the canary's, the history's; modelPins). A canary's steps, its
+// conditions and its other status fields do not.
+runtime::UpdateFilter modelPinsChanged();
 
 // The lockstep CLI image verification Jobs run verify-env and verify-host from
 // (the operator's --cli-image).

@@ -231,6 +231,23 @@ bool isDigestPinned(const std::string& image) {
   return ref.isOk() && ref->pinned();
 }
 
+NodeDriverCounts countNodeDrivers(const std::vector<kube::ObjectPtr>& nodes) {
+  NodeDriverCounts counts;
+  for (const auto& node : nodes) {
+    if (decode::boolean(decode::object(*node, "spec"), "unschedulable", false)) continue;
+    if (auto driver = closure::driverFromGfdLabels(kube::labels(*node))) ++counts.byDriver[*driver];
+  }
+  return counts;
+}
+
+int64_t compatibleNodes(const NodeDriverCounts& counts, const std::string& minDriver) {
+  int64_t compatible = 0;
+  for (const auto& [driver, n] : counts.byDriver) {
+    if (closure::driverSatisfies(driver, minDriver)) compatible += n;
+  }
+  return compatible;
+}
+
 RuntimeEnvPlan planRuntimeEnv(const RuntimeEnvObserved& o, const std::string& now) {
   RuntimeEnvPlan plan;
   const RuntimeEnv rte = decodeRuntimeEnv(*o.runtimeEnv);
@@ -287,12 +304,8 @@ RuntimeEnvPlan planRuntimeEnv(const RuntimeEnvObserved& o, const std::string& no
     if (!cuda.empty()) {
       status["cuda"] = cuda;
       if (!minDriver.empty()) status["minDriver"] = minDriver;
-      int64_t compatible = 0;
-      for (const auto& node : o.nodes) {
-        if (decode::boolean(decode::object(*node, "spec"), "unschedulable", false)) continue;
-        auto driver = closure::driverFromGfdLabels(kube::labels(*node));
-        if (driver && closure::driverSatisfies(*driver, minDriver)) ++compatible;
-      }
+      const int64_t compatible =
+          compatibleNodes(o.nodeDrivers ? *o.nodeDrivers : countNodeDrivers(o.nodes), minDriver);
       status["compatibleNodes"] = compatible;
       if (compatible == 0) {
         std::string m = "no schedulable node reports an NVIDIA driver >= " +
@@ -326,10 +339,18 @@ RuntimeEnvPlan planRuntimeEnv(const RuntimeEnvObserved& o, const std::string& no
   in.resolved = resolved;  // a copy: the verification plan reads it too
   in.historyLimit = rte.spec.revisionHistoryLimit;
   in.now = now;
-  in.releases.reserve(o.releases.size());
-  for (const auto& mr : o.releases) in.releases.push_back(releasePinFacts(*mr));
-  for (const auto& m : o.models) {
-    for (ModelPin& p : modelPins(decodeModel(*m))) in.models.push_back(std::move(p));
+  if (o.releaseFacts) {
+    in.releases = *o.releaseFacts;
+  } else {
+    in.releases.reserve(o.releases.size());
+    for (const auto& mr : o.releases) in.releases.push_back(releasePinFacts(*mr));
+  }
+  if (o.modelPins) {
+    in.models = *o.modelPins;
+  } else {
+    for (const auto& m : o.models) {
+      for (ModelPin& p : modelPins(decodeModel(*m))) in.models.push_back(std::move(p));
+    }
   }
   RevisionsPlan revisions = planRevisions(in);
   recordRevisions(revisions, status, plan.events);

@@ -10,6 +10,7 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <optional>
 #include <string>
@@ -17,6 +18,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "api/v1alpha1/model.h"
+#include "api/v1alpha1/runtime_revision.h"
 #include "controllers/common/plan.h"
 #include "controllers/runtimeenv/runtimeenv_advisories.h"
 #include "controllers/runtimeenv/runtimeenv_lock.h"
@@ -28,6 +31,16 @@
 
 namespace lockstep::controllers {
 
+// The schedulable nodes by the NVIDIA driver their GPU feature discovery labels
+// report (nvidia.com/cuda.driver.*): what status.compatibleNodes is counted from.
+struct NodeDriverCounts {
+  std::map<std::string, int64_t> byDriver;  // "570.124.06" -> nodes
+  bool operator==(const NodeDriverCounts&) const = default;
+};
+NodeDriverCounts countNodeDrivers(const std::vector<kube::ObjectPtr>& nodes);
+// The nodes of `counts` whose driver satisfies `minDriver` ("" = any driver).
+int64_t compatibleNodes(const NodeDriverCounts& counts, const std::string& minDriver);
+
 // Everything one reconcile of a RuntimeEnv reads: the informer caches' own
 // shared objects, never copies.
 struct RuntimeEnvObserved {
@@ -38,12 +51,20 @@ struct RuntimeEnvObserved {
   // closure_memo.h); null: the plan resolves it (resolveLock).
   std::shared_ptr<const LockResolution> lock;
   std::vector<kube::ObjectPtr> nodes;
+  // Their driver counts when the shell has them already (its NodeDriverMemo,
+  // derived_memo.h); null: the plan counts `nodes`.
+  std::shared_ptr<const NodeDriverCounts> nodeDrivers;
   // Every ModelRelease of the RuntimeEnv's namespace (pins, and the rollback
   // targets of each model, are derived from them).
   std::vector<kube::ObjectPtr> releases;
   // Every Model of the namespace: the pairs their records of prod hold stay
   // pinned, whether or not a release object still exists.
   std::vector<kube::ObjectPtr> models;
+  // releasePinFacts of each of `releases` and modelPins of each of `models` when
+  // the shell has derived them already (its PinFactsMemo, derived_memo.h);
+  // nullopt: the plan derives them.
+  std::optional<std::vector<api::v1alpha1::ReleasePinFacts>> releaseFacts;
+  std::optional<std::vector<api::v1alpha1::ModelPin>> modelPins;
   // Scheduled verification (runtimeenv_verification.h): the RuntimeEnv's
   // verification Jobs and their pods, its closure ConfigMaps (one per revision),
   // the CLI image the Jobs run the checks on, and the clock as Unix seconds.

@@ -159,6 +159,15 @@ json applied(json release, const ReleasePlan& plan) {
   return release;
 }
 
+// One reconcile of `o` with prod's pods as `serving`: the plan, with its status
+// written back to o.release for the next one.
+ReleasePlan planWithServing(ReleaseObserved& o, ServingObserved serving) {
+  o.serving = std::move(serving);
+  ReleasePlan p = planRelease(o);
+  o.release = applied(o.release, p);
+  return p;
+}
+
 const json& stage(const ReleasePlan& p, const std::string& name) {
   for (const json& s : p.status["stages"]) {
     if (s["name"] == name) return s;
@@ -1362,12 +1371,7 @@ TEST(ReleasePlan, APromotedReleaseSharesProdWithAnotherReleasesCanaryWithoutBein
     }
     return s;
   };
-  auto step = [&](ServingObserved s) {
-    o.serving = std::move(s);
-    ReleasePlan p = planRelease(o);
-    o.release = applied(o.release, p);
-    return p;
-  };
+  auto step = [&](ServingObserved s) { return planWithServing(o, std::move(s)); };
   auto p = step(servingOf("gpt2-v7", 4));
   EXPECT_EQ(condition(p, "Degraded", "message"), "4/4 stable pods Ready");
 
@@ -1425,12 +1429,7 @@ TEST(ReleasePlan, APromotedReleasesReadyFollowsTheStableDeployment) {
   json release = promotedServingRelease(3);
   auto o = observed(release);
   o.promotedRelease = "gpt2-v7";
-  auto step = [&](ServingObserved s) {
-    o.serving = std::move(s);
-    ReleasePlan p = planRelease(o);
-    o.release = applied(o.release, p);
-    return p;
-  };
+  auto step = [&](ServingObserved s) { return planWithServing(o, std::move(s)); };
   auto p = step(servingOf("gpt2-v7", 3));
   EXPECT_EQ(condition(p, "Ready"), "True");
   EXPECT_EQ(condition(p, "Ready", "message"), "prod runs it") << "a healthy prod keeps it";

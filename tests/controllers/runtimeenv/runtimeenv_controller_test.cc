@@ -10,6 +10,7 @@
 #include "api/v1alpha1/conditions.h"
 #include "api/v1alpha1/keys.h"
 #include "api/v1alpha1/runtime_env.h"
+#include "api/v1alpha1/runtime_revision.h"
 #include "tests/support/builders.h"
 #include "tests/support/fake_clock.h"
 #include "tests/support/fake_event_sink.h"
@@ -265,6 +266,51 @@ TEST_F(RuntimeEnvControllerTest, ObserveSharesTheCachedObjects) {
   EXPECT_EQ(observed->configMap, configMaps_.get("ml", "locks"));
   ASSERT_EQ(observed->nodes.size(), 1u);
   EXPECT_EQ(observed->nodes[0], nodes_.get("gpu-0"));
+}
+
+// The nodes' driver counts and the releases' pin facts are what the plan would
+// derive, taken from the memos (derived_memo.h) while nothing moved: a reconcile
+// woken by anything else derives none of them again, and a changed release alone
+// is derived again.
+TEST_F(RuntimeEnvControllerTest, ObserveDerivesPinFactsAndNodeCountsOncePerVersion) {
+  put(runtimeEnvs_, testing::runtimeEnv("torch").image(kImage).inlineLock(kLock).build());
+  auto release = [](const std::string& name, const std::string& rv) {
+    kube::Object r = testing::modelRelease(name).model("gpt2").runtimeEnv("torch").uid(name).build();
+    r["metadata"]["resourceVersion"] = rv;
+    r["status"]["phase"] = "Promoting";
+    return r;
+  };
+  put(releases_, release("v1", "10"));
+  put(releases_, release("v2", "11"));
+  auto observed = reconciler_.observe({"ml", "torch"});
+  ASSERT_TRUE(observed.has_value());
+  ASSERT_TRUE(observed->releaseFacts.has_value());
+  ASSERT_EQ(observed->releaseFacts->size(), 2u);
+  for (size_t i = 0; i < observed->releases.size(); ++i) {
+    EXPECT_EQ((*observed->releaseFacts)[i].name,
+              v1::releasePinFacts(*observed->releases[i]).name);
+    EXPECT_EQ((*observed->releaseFacts)[i].phase, "Promoting");
+  }
+  ASSERT_TRUE(observed->nodeDrivers);
+  EXPECT_EQ(*observed->nodeDrivers, countNodeDrivers(nodes_.list()));
+  EXPECT_EQ(reconciler_.pinFactsMemo().derivations(), 2u);
+  EXPECT_EQ(reconciler_.nodeDriverMemo().countings(), 1u);
+
+  reconciler_.observe({"ml", "torch"});
+  EXPECT_EQ(reconciler_.pinFactsMemo().derivations(), 2u);
+  EXPECT_EQ(reconciler_.nodeDriverMemo().countings(), 1u);
+
+  kube::Object v2 = release("v2", "12");
+  v2["status"]["phase"] = "Promoted";
+  put(releases_, v2);
+  put(nodes_, testing::gpuNode("gpu-1", "535", "183", "01"));
+  observed = reconciler_.observe({"ml", "torch"});
+  EXPECT_EQ(reconciler_.pinFactsMemo().derivations(), 3u);
+  EXPECT_EQ(reconciler_.nodeDriverMemo().countings(), 2u);
+  EXPECT_EQ(compatibleNodes(*observed->nodeDrivers, ""), 2);
+  bool promoted = false;
+  for (const auto& f : *observed->releaseFacts) promoted |= f.name == "v2" && f.phase == "Promoted";
+  EXPECT_TRUE(promoted);
 }
 
 // The lock is resolved once per version of the RuntimeEnv's spec and of its ConfigMap
