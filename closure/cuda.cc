@@ -141,9 +141,9 @@ std::optional<std::string> driverFromGfdLabels(const std::map<std::string, std::
     auto it = labels.find(key);
     return it == labels.end() ? "" : it->second;
   };
-  std::string major = get("nvidia.com/cuda.driver.major");
-  std::string minor = get("nvidia.com/cuda.driver.minor");
-  std::string rev = get("nvidia.com/cuda.driver.rev");
+  std::string major = get(kGfdDriverMajorLabel);
+  std::string minor = get(kGfdDriverMinorLabel);
+  std::string rev = get(kGfdDriverRevLabel);
   if (!components(major) || !components(minor) || major.find('.') != std::string::npos ||
       minor.find('.') != std::string::npos) {
     return std::nullopt;

@@ -40,6 +40,11 @@ const std::vector<CudaDriverRow>& cudaDriverTable();
 // satisfied by anything; an unparsable nodeDriver satisfies nothing.
 bool driverSatisfies(const std::string& nodeDriver, const std::string& minDriver);
 
+// The GPU feature discovery labels the driver version is read from.
+inline constexpr const char* kGfdDriverMajorLabel = "nvidia.com/cuda.driver.major";
+inline constexpr const char* kGfdDriverMinorLabel = "nvidia.com/cuda.driver.minor";
+inline constexpr const char* kGfdDriverRevLabel = "nvidia.com/cuda.driver.rev";
+
 // Builds "major.minor.rev" from GPU feature discovery labels
 // nvidia.com/cuda.driver.major / .minor / .rev (rev may be absent or empty);
 // nullopt when major or minor is missing or not numeric.

@@ -6,27 +6,20 @@ namespace lockstep::controllers {
 
 namespace v1 = api::v1alpha1;
 
-std::shared_ptr<const NodeDriverCounts> NodeDriverMemo::counts(const kube::Indexer& nodes) {
-  // The version is read before the list: a change between them moves it past the
-  // kept one, so the next call counts again (never a stale count kept as fresh).
-  const uint64_t version = nodes.version();
-  {
-    std::lock_guard lock(mu_);
-    if (version_ == version && counts_) return counts_;
-  }
-  auto counted = std::make_shared<const NodeDriverCounts>(countNodeDrivers(nodes.list()));
-  std::lock_guard lock(mu_);
-  ++countings_;
-  if (!version_ || *version_ <= version) {
-    version_ = version;
-    counts_ = counted;
-  }
-  return counted;
+kube::IndexFunc nodeDriverIndexFunc() {
+  return [](const kube::Object& node) {
+    std::vector<std::string> out;
+    if (auto driver = schedulableNodeDriver(node)) out.push_back(std::move(*driver));
+    return out;
+  };
 }
 
-uint64_t NodeDriverMemo::countings() const {
-  std::lock_guard lock(mu_);
-  return countings_;
+NodeDriverCounts nodeDriverCounts(const kube::Indexer& nodes) {
+  if (!nodes.hasIndex(kNodeDriverIndex)) return countNodeDrivers(nodes.list());
+  NodeDriverCounts counts;
+  for (const auto& [driver, n] : nodes.indexSizes(kNodeDriverIndex))
+    counts.byDriver.emplace(driver, static_cast<int64_t>(n));
+  return counts;
 }
 
 template <class T, class Derive>

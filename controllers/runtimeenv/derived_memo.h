@@ -1,5 +1,5 @@
-// What a RuntimeEnv reconcile derives from the objects of other kinds, kept
-// between reconciles so that it is derived again only when they change.
+// What a RuntimeEnv reconcile derives from the objects of other kinds, kept so
+// that it is derived again only when they change.
 //
 // A RuntimeEnv is re-planned on every release pin change, Model pin change,
 // node change, status write and resync, and each plan read every node's
@@ -9,18 +9,20 @@
 // run (docs/benchmarks.md, "The RuntimeEnv's re-plan"), for answers that had
 // not changed.
 //
-// - NodeDriverMemo: the schedulable nodes' driver counts, kept by the node
-//   cache's version (any node added, changed or removed moves it), shared by
-//   every RuntimeEnv.
+// - The node cache's index kNodeDriverIndex: each schedulable node under the
+//   driver it reports, kept by the informer as each node changes (a node's
+//   heartbeat rewrites its status, so a count per cache version would count
+//   again for nearly every reconcile at 1,000 nodes); the count reads the
+//   index's sizes, one per driver.
 // - PinFactsMemo: each release's pin facts and each Model's pins, kept by the
 //   object's uid and resourceVersion (every write moves it). An object without
 //   those (not from the API server) is derived every time. Bounded: each call
 //   keeps only the objects it was given, that is the namespace's live ones;
 //   forget() drops a namespace that holds no RuntimeEnv.
 //
-// Thread-safety: both are safe for concurrent use. Derivations run outside
-// the lock; two concurrent calls for one namespace both derive (correct, and
-// the later one's kept).
+// Thread-safety: safe for concurrent use. Derivations run outside the lock;
+// two concurrent calls for one namespace both derive (correct, and the later
+// one's kept).
 #pragma once
 
 #include <cstddef>
@@ -40,20 +42,12 @@
 
 namespace lockstep::controllers {
 
-class NodeDriverMemo {
- public:
-  // The driver counts of `nodes`' objects: the kept ones while its version has
-  // not moved since they were counted.
-  std::shared_ptr<const NodeDriverCounts> counts(const kube::Indexer& nodes);
-  // How many times the nodes were counted (tests).
-  uint64_t countings() const;
-
- private:
-  mutable std::mutex mu_;
-  std::optional<uint64_t> version_;
-  std::shared_ptr<const NodeDriverCounts> counts_;
-  uint64_t countings_ = 0;
-};
+// The node cache's index of schedulable nodes by driver (schedulableNodeDriver).
+inline constexpr const char* kNodeDriverIndex = "lockstep.dev/schedulable-driver";
+kube::IndexFunc nodeDriverIndexFunc();
+// The driver counts of the cache `nodes`: from its kNodeDriverIndex, or, in a
+// cache without that index, by reading every node.
+NodeDriverCounts nodeDriverCounts(const kube::Indexer& nodes);
 
 class PinFactsMemo {
  public:

@@ -100,7 +100,7 @@ std::optional<RuntimeEnvObserved> RuntimeEnvReconciler::observe(const Request& r
     return resolveLock(decoded, observed.configMap.get());
   });
   observed.nodes = caches_.nodes.list();
-  observed.nodeDrivers = nodeDrivers_.counts(caches_.nodes);
+  observed.nodeDrivers = std::make_shared<const NodeDriverCounts>(nodeDriverCounts(caches_.nodes));
   // Pins and each model's rollback targets come from the namespace's releases.
   // (ModelReleases compute their own Stale condition from the cached RuntimeEnv,
   // controllers/modelrelease: this controller writes only RuntimeEnvs.)
@@ -209,6 +209,7 @@ void setupRuntimeEnvController(runtime::Manager& manager, int workers,
   kube::Informer& releases = manager.informer(v1::kModelReleases);
   kube::Informer& models = manager.informer(v1::kModels);
   rtes.addIndex(v1::kRuntimeEnvByConfigMapIndex, v1::indexByConfigMap);
+  nodes.addIndex(kNodeDriverIndex, nodeDriverIndexFunc());  // compatibleNodes
   releases.addIndex(v1::kReleaseByModelIndex, v1::indexByModel);  // runtimeEnvsOfModel
   kube::InformerOptions verifyJobOpts;
   verifyJobOpts.resource = v1::kJobs;

@@ -65,8 +65,7 @@ class RuntimeEnvReconciler final : public runtime::Reconciler {
   std::optional<RuntimeEnvObserved> observe(const runtime::Request& request) const;
   // Each RuntimeEnv's last lock resolution; a reconcile that finds one gone drops it.
   const ClosureMemo& closureMemo() const { return closures_; }
-  // The nodes' driver counts and the namespace's pin facts (derived_memo.h).
-  const NodeDriverMemo& nodeDriverMemo() const { return nodeDrivers_; }
+  // The namespace's pin facts (derived_memo.h).
   const PinFactsMemo& pinFactsMemo() const { return pinFacts_; }
 
  private:
@@ -79,7 +78,6 @@ class RuntimeEnvReconciler final : public runtime::Reconciler {
   std::shared_ptr<AdvisorySource> advisories_;
   std::shared_ptr<MirrorChecker> mirror_;
   mutable ClosureMemo closures_;
-  mutable NodeDriverMemo nodeDrivers_;
   mutable PinFactsMemo pinFacts_;
 };
 

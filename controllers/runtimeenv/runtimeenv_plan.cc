@@ -231,11 +231,20 @@ bool isDigestPinned(const std::string& image) {
   return ref.isOk() && ref->pinned();
 }
 
+std::optional<std::string> schedulableNodeDriver(const kube::Object& node) {
+  if (decode::boolean(decode::object(node, "spec"), "unschedulable", false)) return std::nullopt;
+  std::map<std::string, std::string> gfd;
+  for (const char* key : {closure::kGfdDriverMajorLabel, closure::kGfdDriverMinorLabel,
+                          closure::kGfdDriverRevLabel}) {
+    if (auto v = kube::label(node, key)) gfd.emplace(key, std::move(*v));
+  }
+  return closure::driverFromGfdLabels(gfd);
+}
+
 NodeDriverCounts countNodeDrivers(const std::vector<kube::ObjectPtr>& nodes) {
   NodeDriverCounts counts;
   for (const auto& node : nodes) {
-    if (decode::boolean(decode::object(*node, "spec"), "unschedulable", false)) continue;
-    if (auto driver = closure::driverFromGfdLabels(kube::labels(*node))) ++counts.byDriver[*driver];
+    if (auto driver = schedulableNodeDriver(*node)) ++counts.byDriver[*driver];
   }
   return counts;
 }

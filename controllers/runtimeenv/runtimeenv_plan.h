@@ -37,6 +37,9 @@ struct NodeDriverCounts {
   std::map<std::string, int64_t> byDriver;  // "570.124.06" -> nodes
   bool operator==(const NodeDriverCounts&) const = default;
 };
+// The driver `node` reports when it is schedulable; nullopt when it is cordoned or
+// reports none (or one that does not parse). Reads three labels, not the whole map.
+std::optional<std::string> schedulableNodeDriver(const kube::Object& node);
 NodeDriverCounts countNodeDrivers(const std::vector<kube::ObjectPtr>& nodes);
 // The nodes of `counts` whose driver satisfies `minDriver` ("" = any driver).
 int64_t compatibleNodes(const NodeDriverCounts& counts, const std::string& minDriver);
@@ -51,8 +54,8 @@ struct RuntimeEnvObserved {
   // closure_memo.h); null: the plan resolves it (resolveLock).
   std::shared_ptr<const LockResolution> lock;
   std::vector<kube::ObjectPtr> nodes;
-  // Their driver counts when the shell has them already (its NodeDriverMemo,
-  // derived_memo.h); null: the plan counts `nodes`.
+  // Their driver counts when the shell has them already (the node cache's
+  // kNodeDriverIndex, derived_memo.h); null: the plan counts `nodes`.
   std::shared_ptr<const NodeDriverCounts> nodeDrivers;
   // Every ModelRelease of the RuntimeEnv's namespace (pins, and the rollback
   // targets of each model, are derived from them).

@@ -85,6 +85,15 @@ std::vector<ObjectPtr> Indexer::byIndex(const std::string& index, const std::str
   return out;
 }
 
+std::map<std::string, size_t> Indexer::indexSizes(const std::string& index) const {
+  std::shared_lock lock(mu_);
+  std::map<std::string, size_t> out;
+  auto idx = indexes_.find(index);
+  if (idx == indexes_.end()) return out;
+  for (const auto& [value, keys] : idx->second) out.emplace(value, keys.size());
+  return out;
+}
+
 void Indexer::indexLocked(const std::string& key, const Object& obj) {
   for (const auto& [name, fn] : indexFuncs_) {
     for (const auto& v : fn(obj)) indexes_[name][v].insert(key);

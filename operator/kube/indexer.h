@@ -51,6 +51,10 @@ class Indexer {
   size_t size() const;
   // Objects whose index `index` contains `value`; empty if the index is unknown.
   std::vector<ObjectPtr> byIndex(const std::string& index, const std::string& value) const;
+  // Each value of index `index` and how many objects it holds; empty if the index
+  // is unknown. A count kept as the objects change: reading it costs the number of
+  // values, not of objects.
+  std::map<std::string, size_t> indexSizes(const std::string& index) const;
   // A number that changes with every write (upsert, erase, replace), never with a
   // read: a reader that derived something from the content can tell it still holds.
   // Read it before reading the content (a write in between only makes it older).

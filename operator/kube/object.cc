@@ -61,18 +61,27 @@ std::map<std::string, std::string> annotations(const Object& o) {
   return it == m.end() ? std::map<std::string, std::string>{} : stringMap(*it);
 }
 
+namespace {
+
+// One entry of metadata.<map>, looked up where it is (not a copy of the whole map):
+// a string value, as labels() and annotations() keep only those.
+std::optional<std::string> metadataEntry(const Object& o, const char* map, const std::string& key) {
+  const auto& m = metadata(o);
+  auto it = m.find(map);
+  if (it == m.end() || !it->is_object()) return std::nullopt;
+  auto v = it->find(key);
+  if (v == it->end() || !v->is_string()) return std::nullopt;
+  return v->get<std::string>();
+}
+
+}  // namespace
+
 std::optional<std::string> label(const Object& o, const std::string& key) {
-  auto l = labels(o);
-  auto it = l.find(key);
-  if (it == l.end()) return std::nullopt;
-  return it->second;
+  return metadataEntry(o, "labels", key);
 }
 
 std::optional<std::string> annotation(const Object& o, const std::string& key) {
-  auto a = annotations(o);
-  auto it = a.find(key);
-  if (it == a.end()) return std::nullopt;
-  return it->second;
+  return metadataEntry(o, "annotations", key);
 }
 
 std::vector<OwnerReference> ownerReferences(const Object& o) {

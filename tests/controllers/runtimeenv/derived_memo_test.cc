@@ -1,11 +1,13 @@
-// NodeDriverMemo and PinFactsMemo (controllers/runtimeenv/derived_memo.h): the
-// nodes are counted once per version of the node cache, and a release's pin
-// facts or a Model's pins are derived once per uid and resourceVersion; what
-// they answer is what deriving afresh answers, and they keep nothing that is gone.
+// What the RuntimeEnv controller keeps of other objects (controllers/runtimeenv/
+// derived_memo.h): the node cache's driver index counts what reading every node
+// counts, through every kind of node change; a release's pin facts or a Model's
+// pins are derived once per uid and resourceVersion, answer what deriving afresh
+// answers, and nothing that is gone is kept.
 // Also modelPinsChanged(), the filter that keeps a Model's other status writes
 // from waking its RuntimeEnvs.
 #include "controllers/runtimeenv/derived_memo.h"
 
+#include <map>
 #include <string>
 #include <vector>
 
@@ -39,12 +41,13 @@ kube::Object pinningRelease(const std::string& name, int64_t revision) {
 // A Model whose prod runs `release` on revision `revision` of RuntimeEnv torch.
 kube::Object prodModel(const std::string& name, const std::string& release, int64_t revision) {
   v1::Model m = v1::decodeModel(json{{"metadata", {{"name", name}, {"namespace", "ml"}}}});
-  m.status.prod = v1::ProdContent{release,
-                                  "u-" + release,
-                                  "sha256:c",
-                                  "p",
-                                  {"torch", "i@sha256:" + std::string(64, 'a'), "sha256:h", revision},
-                                  ""};
+  v1::ProdContent prod;
+  prod.release = release;
+  prod.uid = "u-" + release;
+  prod.contentDigest = "sha256:c";
+  prod.package = "p";
+  prod.runtime = {"torch", "i@sha256:" + std::string(64, 'a'), "sha256:h", revision};
+  m.status.prod = prod;
   return json{{"apiVersion", "lockstep.dev/v1alpha1"},
               {"kind", "Model"},
               {"metadata", {{"name", name}, {"namespace", "ml"}}},
@@ -59,32 +62,50 @@ std::vector<v1::ModelPin> pinsAfresh(const std::vector<kube::ObjectPtr>& models)
   return out;
 }
 
-TEST(NodeDriverMemoTest, CountsOncePerNodeCacheVersion) {
-  kube::Indexer nodes;
-  nodes.upsert(testing::share(testing::gpuNode("gpu-0", "570", "124", "06")));
-  nodes.upsert(testing::share(testing::gpuNode("gpu-1", "535", "183", "01")));
-  nodes.upsert(testing::share(testing::cpuNode("cpu-0")));
-  NodeDriverMemo memo;
-  auto first = memo.counts(nodes);
-  auto second = memo.counts(nodes);
-  EXPECT_EQ(memo.countings(), 1u);
-  EXPECT_EQ(first, second);
-  EXPECT_EQ(*first, countNodeDrivers(nodes.list()));
-  EXPECT_EQ(compatibleNodes(*first, "550.54.14"), 1);
-  EXPECT_EQ(compatibleNodes(*first, ""), 2) << "the CPU node reports no driver";
+TEST(NodeDriverIndexTest, CountsWhatReadingEveryNodeCountsThroughEveryChange) {
+  kube::Indexer indexed;
+  indexed.addIndex(kNodeDriverIndex, nodeDriverIndexFunc());
+  kube::Indexer plain;  // no index: nodeDriverCounts reads every node
+  auto put = [&](const kube::Object& node) {
+    indexed.upsert(testing::share(node));
+    plain.upsert(testing::share(node));
+  };
+  auto agree = [&](const std::string& when) {
+    const NodeDriverCounts counted = countNodeDrivers(indexed.list());
+    EXPECT_EQ(nodeDriverCounts(indexed), counted) << when;
+    EXPECT_EQ(nodeDriverCounts(plain), counted) << when;
+    return counted;
+  };
+  put(testing::gpuNode("gpu-0", "570", "124", "06"));
+  put(testing::gpuNode("gpu-1", "570", "124", "06"));
+  put(testing::gpuNode("gpu-2", "535", "183", "01"));
+  put(testing::cpuNode("cpu-0"));
+  NodeDriverCounts c = agree("four nodes");
+  EXPECT_EQ(c.byDriver, (std::map<std::string, int64_t>{{"535.183.01", 1}, {"570.124.06", 2}}));
+  EXPECT_EQ(compatibleNodes(c, "550.54.14"), 2);
+  EXPECT_EQ(compatibleNodes(c, ""), 3) << "the CPU node reports no driver";
 
-  // A node cordoned: counted again, without it.
   kube::Object cordoned = testing::gpuNode("gpu-0", "570", "124", "06");
   cordoned["spec"]["unschedulable"] = true;
-  nodes.upsert(testing::share(cordoned));
-  auto third = memo.counts(nodes);
-  EXPECT_EQ(memo.countings(), 2u);
-  EXPECT_EQ(compatibleNodes(*third, "550.54.14"), 0);
-  EXPECT_EQ(*third, countNodeDrivers(nodes.list()));
+  put(cordoned);
+  EXPECT_EQ(compatibleNodes(agree("gpu-0 cordoned"), "550.54.14"), 1);
 
-  nodes.erase("gpu-1");
-  EXPECT_EQ(compatibleNodes(*memo.counts(nodes), ""), 0);
-  EXPECT_EQ(memo.countings(), 3u);
+  put(testing::gpuNode("gpu-2", "580", "65", "06"));  // its driver upgraded
+  EXPECT_EQ(compatibleNodes(agree("gpu-2 upgraded"), "550.54.14"), 2);
+
+  kube::Object garbled = testing::gpuNode("gpu-1", "570", "124", "06");
+  garbled["metadata"]["labels"]["nvidia.com/cuda.driver.major"] = "five-seventy";
+  put(garbled);
+  EXPECT_EQ(compatibleNodes(agree("gpu-1's driver unreadable"), ""), 1);
+
+  indexed.erase("gpu-2");
+  plain.erase("gpu-2");
+  EXPECT_TRUE(agree("gpu-2 gone").byDriver.empty());
+
+  kube::Object heartbeat = testing::cpuNode("cpu-0");
+  heartbeat["status"]["conditions"] = json::array({{{"type", "Ready"}, {"status", "True"}}});
+  put(heartbeat);
+  agree("a heartbeat");
 }
 
 TEST(PinFactsMemoTest, DerivesOncePerUidAndResourceVersion) {

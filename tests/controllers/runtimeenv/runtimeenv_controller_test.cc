@@ -34,6 +34,7 @@ class RuntimeEnvControllerTest : public ::testing::Test {
  protected:
   RuntimeEnvControllerTest() {
     runtimeEnvs_.addIndex(v1::kRuntimeEnvByConfigMapIndex, v1::indexByConfigMap);
+    nodes_.addIndex(kNodeDriverIndex, nodeDriverIndexFunc());  // as setupRuntimeEnvController
     nodes_.upsert(testing::share(testing::gpuNode("gpu-0", "570", "124", "06")));
   }
   static std::shared_ptr<kube::Client> operatorClient(std::shared_ptr<FakeTransport> t) {
@@ -268,11 +269,11 @@ TEST_F(RuntimeEnvControllerTest, ObserveSharesTheCachedObjects) {
   EXPECT_EQ(observed->nodes[0], nodes_.get("gpu-0"));
 }
 
-// The nodes' driver counts and the releases' pin facts are what the plan would
-// derive, taken from the memos (derived_memo.h) while nothing moved: a reconcile
-// woken by anything else derives none of them again, and a changed release alone
-// is derived again.
-TEST_F(RuntimeEnvControllerTest, ObserveDerivesPinFactsAndNodeCountsOncePerVersion) {
+// The nodes' driver counts (from the node cache's index) and the releases' pin
+// facts (from the memo) are what the plan would derive (derived_memo.h): a
+// reconcile woken by anything else derives no pin facts again, a changed release
+// alone is derived again, and a new node is counted.
+TEST_F(RuntimeEnvControllerTest, ObserveDerivesPinFactsOncePerVersionAndCountsNodesByIndex) {
   put(runtimeEnvs_, testing::runtimeEnv("torch").image(kImage).inlineLock(kLock).build());
   auto release = [](const std::string& name, const std::string& rv) {
     kube::Object r = testing::modelRelease(name).model("gpt2").runtimeEnv("torch").uid(name).build();
@@ -294,11 +295,9 @@ TEST_F(RuntimeEnvControllerTest, ObserveDerivesPinFactsAndNodeCountsOncePerVersi
   ASSERT_TRUE(observed->nodeDrivers);
   EXPECT_EQ(*observed->nodeDrivers, countNodeDrivers(nodes_.list()));
   EXPECT_EQ(reconciler_.pinFactsMemo().derivations(), 2u);
-  EXPECT_EQ(reconciler_.nodeDriverMemo().countings(), 1u);
 
   reconciler_.observe({"ml", "torch"});
   EXPECT_EQ(reconciler_.pinFactsMemo().derivations(), 2u);
-  EXPECT_EQ(reconciler_.nodeDriverMemo().countings(), 1u);
 
   kube::Object v2 = release("v2", "12");
   v2["status"]["phase"] = "Promoted";
@@ -306,7 +305,6 @@ TEST_F(RuntimeEnvControllerTest, ObserveDerivesPinFactsAndNodeCountsOncePerVersi
   put(nodes_, testing::gpuNode("gpu-1", "535", "183", "01"));
   observed = reconciler_.observe({"ml", "torch"});
   EXPECT_EQ(reconciler_.pinFactsMemo().derivations(), 3u);
-  EXPECT_EQ(reconciler_.nodeDriverMemo().countings(), 2u);
   EXPECT_EQ(compatibleNodes(*observed->nodeDrivers, ""), 2);
   bool promoted = false;
   for (const auto& f : *observed->releaseFacts) promoted |= f.name == "v2" && f.phase == "Promoted";

@@ -2,6 +2,7 @@
 #include "operator/kube/informer.h"
 
 #include <algorithm>
+#include <map>
 
 #include <gtest/gtest.h>
 
@@ -206,6 +207,35 @@ TEST(IndexerTest, CustomIndexAndReplace) {
   EXPECT_TRUE(idx.byIndex("no-such-index", "x").empty());
   EXPECT_TRUE(idx.erase("n3/c"));
   EXPECT_EQ(idx.size(), 0u);
+}
+
+// indexSizes counts each value's objects as they come, change and go: what a
+// reader sums without walking the objects (the RuntimeEnv's compatible nodes).
+TEST(IndexerTest, IndexSizesFollowEveryWrite) {
+  Indexer idx;
+  idx.addIndex("by-phase", [](const Object& o) {
+    const std::string phase = o.value("status", nlohmann::json::object()).value("phase", "");
+    return phase.empty() ? std::vector<std::string>{} : std::vector<std::string>{phase};
+  });
+  auto put = [&](const std::string& name, const std::string& phase) {
+    Object o = testObject("n1", name, "1");
+    if (!phase.empty()) o["status"]["phase"] = phase;
+    idx.upsert(std::make_shared<const Object>(o));
+  };
+  using Sizes = std::map<std::string, size_t>;
+  put("a", "Running");
+  put("b", "Running");
+  put("c", "Pending");
+  put("d", "");  // indexed under no value
+  EXPECT_EQ(idx.indexSizes("by-phase"), (Sizes{{"Pending", 1}, {"Running", 2}}));
+  put("c", "Running");  // changed
+  EXPECT_EQ(idx.indexSizes("by-phase"), (Sizes{{"Running", 3}})) << "an emptied value is gone";
+  idx.erase("n1/a");
+  EXPECT_EQ(idx.indexSizes("by-phase"), (Sizes{{"Running", 2}}));
+  idx.replace({std::make_shared<const Object>(testObject("n2", "e", "2"))});
+  EXPECT_TRUE(idx.indexSizes("by-phase").empty());
+  EXPECT_EQ(idx.indexSizes(kNamespaceIndex), (Sizes{{"n2", 1}}));
+  EXPECT_TRUE(idx.indexSizes("no-such-index").empty());
 }
 
 // Every write moves the version, a read never does: a reader that derived

@@ -53,6 +53,28 @@ TEST(ObjectTest, BuildersAndOwnerReferences) {
   EXPECT_EQ(objectKey(newObject(resources::kNodes, "x", "n")), "n");
 }
 
+// label() and annotation() answer what labels() and annotations() hold: string
+// values only, nothing from a map that is not an object.
+TEST(ObjectTest, OneLabelOrAnnotationIsWhatTheWholeMapSays) {
+  const Object o = nlohmann::json::parse(R"({"metadata": {
+    "labels": {"app": "x", "empty": "", "count": 3, "nothing": null},
+    "annotations": {"a": "b", "list": ["c"]}}})");
+  for (const std::string key : {"app", "empty", "count", "nothing", "absent"}) {
+    const auto all = labels(o);
+    const auto it = all.find(key);
+    EXPECT_EQ(label(o, key), it == all.end() ? std::nullopt : std::optional(it->second)) << key;
+  }
+  EXPECT_EQ(label(o, "empty"), "");
+  EXPECT_FALSE(label(o, "count")) << "a number is no label value";
+  EXPECT_EQ(annotation(o, "a"), "b");
+  EXPECT_FALSE(annotation(o, "list"));
+  const Object notMaps = nlohmann::json::parse(R"({"metadata": {"labels": "app=x",
+                                                                 "annotations": ["a"]}})");
+  EXPECT_FALSE(label(notMaps, "app"));
+  EXPECT_FALSE(annotation(notMaps, "a"));
+  EXPECT_FALSE(label(nlohmann::json::array(), "app"));
+}
+
 TEST(ClockTest, FormatsAndParsesKubernetesTimes) {
   Clock::WallTime t;
   ASSERT_TRUE(parseTime("2024-05-01T10:00:00.123456Z", &t));
