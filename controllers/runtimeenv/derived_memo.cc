@@ -24,8 +24,7 @@ NodeDriverCounts nodeDriverCounts(const kube::Indexer& nodes) {
 
 template <class T, class Derive>
 std::vector<T> PinFactsMemo::derive(std::map<std::string, ByName<T>>& kept, const std::string& ns,
-                                    const std::vector<kube::ObjectPtr>& objects,
-                                    const Derive& fn) {
+                                    const std::vector<kube::ObjectPtr>& objects, const Derive& fn) {
   ByName<T> old;
   {
     std::lock_guard lock(mu_);

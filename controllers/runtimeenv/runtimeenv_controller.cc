@@ -209,7 +209,7 @@ void setupRuntimeEnvController(runtime::Manager& manager, int workers,
   kube::Informer& releases = manager.informer(v1::kModelReleases);
   kube::Informer& models = manager.informer(v1::kModels);
   rtes.addIndex(v1::kRuntimeEnvByConfigMapIndex, v1::indexByConfigMap);
-  nodes.addIndex(kNodeDriverIndex, nodeDriverIndexFunc());  // compatibleNodes
+  nodes.addIndex(kNodeDriverIndex, nodeDriverIndexFunc());        // compatibleNodes
   releases.addIndex(v1::kReleaseByModelIndex, v1::indexByModel);  // runtimeEnvsOfModel
   kube::InformerOptions verifyJobOpts;
   verifyJobOpts.resource = v1::kJobs;
@@ -285,18 +285,18 @@ void setupRuntimeEnvController(runtime::Manager& manager, int workers,
               },
               releasePinChanged())
           // A Model's record of prod pins the pairs it names: their RuntimeEnvs.
-          .watches(v1::kModels,
-                   [](const kube::Object& model) {
-                     std::set<std::string> names;
-                     for (const v1::ModelPin& p : v1::modelPins(v1::decodeModel(model)))
-                       names.insert(p.runtimeEnv);
-                     std::vector<Request> out;
-                     out.reserve(names.size());
-                     for (const std::string& n : names)
-                       out.push_back({kube::namespaceOf(model), n});
-                     return out;
-                   },
-                   modelPinsChanged())
+          .watches(
+              v1::kModels,
+              [](const kube::Object& model) {
+                std::set<std::string> names;
+                for (const v1::ModelPin& p : v1::modelPins(v1::decodeModel(model)))
+                  names.insert(p.runtimeEnv);
+                std::vector<Request> out;
+                out.reserve(names.size());
+                for (const std::string& n : names) out.push_back({kube::namespaceOf(model), n});
+                return out;
+              },
+              modelPinsChanged())
           // Node driver labels decide compatibleNodes: any node change re-counts for all.
           .watches(
               v1::kNodes, [rteCache](const kube::Object&) { return requestsFor(rteCache->list()); },

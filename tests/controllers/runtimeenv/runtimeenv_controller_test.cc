@@ -276,7 +276,8 @@ TEST_F(RuntimeEnvControllerTest, ObserveSharesTheCachedObjects) {
 TEST_F(RuntimeEnvControllerTest, ObserveDerivesPinFactsOncePerVersionAndCountsNodesByIndex) {
   put(runtimeEnvs_, testing::runtimeEnv("torch").image(kImage).inlineLock(kLock).build());
   auto release = [](const std::string& name, const std::string& rv) {
-    kube::Object r = testing::modelRelease(name).model("gpt2").runtimeEnv("torch").uid(name).build();
+    kube::Object r =
+        testing::modelRelease(name).model("gpt2").runtimeEnv("torch").uid(name).build();
     r["metadata"]["resourceVersion"] = rv;
     r["status"]["phase"] = "Promoting";
     return r;
@@ -288,8 +289,7 @@ TEST_F(RuntimeEnvControllerTest, ObserveDerivesPinFactsOncePerVersionAndCountsNo
   ASSERT_TRUE(observed->releaseFacts.has_value());
   ASSERT_EQ(observed->releaseFacts->size(), 2u);
   for (size_t i = 0; i < observed->releases.size(); ++i) {
-    EXPECT_EQ((*observed->releaseFacts)[i].name,
-              v1::releasePinFacts(*observed->releases[i]).name);
+    EXPECT_EQ((*observed->releaseFacts)[i].name, v1::releasePinFacts(*observed->releases[i]).name);
     EXPECT_EQ((*observed->releaseFacts)[i].phase, "Promoting");
   }
   ASSERT_TRUE(observed->nodeDrivers);
