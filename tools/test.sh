@@ -118,7 +118,16 @@ start_clusters() {
   local spec='{"version": {"major": 1, "minor": 0}, "local": [{"cluster": ['
   for i in $(seq 0 $(($1 - 1))); do
     cluster_dirs+=("$(mktemp -d /tmp/lockstep-ci.XXXXXX)")
-    tests/cluster/cluster.sh up --dir "${cluster_dirs[$i]}" >/dev/null
+    # A cluster that does not come up is not a test's verdict: its logs are shown and
+    # it is started once more, afresh; a second failure ends the run.
+    if ! tests/cluster/cluster.sh up --dir "${cluster_dirs[$i]}" >/dev/null; then
+      tail -n 20 "${cluster_dirs[$i]}"/logs/*.log 2>/dev/null || true
+      tests/cluster/cluster.sh down --dir "${cluster_dirs[$i]}" || true
+      rm -rf "${cluster_dirs[$i]}"
+      cluster_dirs[i]=$(mktemp -d /tmp/lockstep-ci.XXXXXX)
+      echo "test.sh: cluster $i did not come up; starting it again in ${cluster_dirs[$i]}" >&2
+      tests/cluster/cluster.sh up --dir "${cluster_dirs[$i]}" >/dev/null
+    fi
     spec+="$([ "$i" -gt 0 ] && echo , || true){\"id\": \"$i\", \"slots\": 1}"
   done
   spec+=']}]}'

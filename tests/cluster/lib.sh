@@ -19,8 +19,33 @@
 log() { echo "${prog:-lib.sh}: $*" >&2; }
 die() { log "$*"; exit 1; }
 
+# A port the kernel hands out for bind(0) is in the ephemeral range, which every
+# outgoing connection also draws its local port from: between this check and the
+# service's bind, a client could take it (a CI run lost its second cluster's etcd
+# so, 6 December 2026). So the port is picked below that range, where only an
+# explicit bind takes one, and checked free; bind(0) only when there is no room.
 free_port() {
-  python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1]); s.close()'
+  python3 - <<'PY'
+import random, socket
+try:
+    low = int(open("/proc/sys/net/ipv4/ip_local_port_range").read().split()[0])
+except (OSError, ValueError, IndexError):
+    low = 0
+for _ in range(200):
+    if low <= 11000:
+        break
+    port = random.randrange(10000, low)
+    s = socket.socket()
+    try:
+        s.bind(("127.0.0.1", port))
+    except OSError:
+        continue
+    finally:
+        s.close()
+    print(port)
+    raise SystemExit
+s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1]); s.close()
+PY
 }
 
 pidfile() { echo "$dir/pids/$1.pid"; }
