@@ -277,9 +277,9 @@ do_up() {
   bin=$("$here/build-tools.sh")
   mkdir -p "$dir"
   echo "$bin" >"$dir/tools-bin"
-  API_PORT=$(free_port); ETCD_PORT=$(free_port); ETCD_PEER_PORT=$(free_port)
-  ETCD_METRICS_PORT=$(free_port); CM_PORT=$(free_port); SCHED_PORT=$(free_port)
-  KWOK_PORT=$(free_port)
+  # Distinct: each pick is released before the next, so one at a time could repeat.
+  { read -r API_PORT; read -r ETCD_PORT; read -r ETCD_PEER_PORT; read -r ETCD_METRICS_PORT
+    read -r CM_PORT; read -r SCHED_PORT; read -r KWOK_PORT; } < <(free_ports 7)
   for v in API_PORT ETCD_PORT ETCD_PEER_PORT ETCD_METRICS_PORT CM_PORT SCHED_PORT KWOK_PORT; do
     echo "$v=${!v}"
   done >"$dir/ports.env"

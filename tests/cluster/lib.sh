@@ -4,7 +4,7 @@
 # The caller sets `prog` (its name in messages) and, for the process helpers,
 # `dir` (its state directory: pids/ and logs/ live there). Functions:
 #   log MSG / die MSG          a message on stderr, prefixed with $prog (die exits 1)
-#   free_port                  a free TCP port on 127.0.0.1 (bound, then released)
+#   free_port / free_ports N   a free TCP port on 127.0.0.1 (bound, then released) / N distinct ones
 #   pidfile NAME / is_running NAME
 #   start NAME BINARY ARGS...  runs in its own session, logs to $dir/logs/NAME.log
 #   stop NAME                  TERM, KILL after 5 s; only the pid this script started
@@ -24,29 +24,35 @@ die() { log "$*"; exit 1; }
 # service's bind, a client could take it (a CI run lost its second cluster's etcd
 # so, 6 December 2026). So the port is picked below that range, where only an
 # explicit bind takes one, and checked free; bind(0) only when there is no room.
-free_port() {
-  python3 - <<'PY'
-import random, socket
+free_ports() { # N: N distinct free ports, one per line
+  python3 - "${1:-1}" <<'PY'
+import random, socket, sys
+want = int(sys.argv[1])
 try:
     low = int(open("/proc/sys/net/ipv4/ip_local_port_range").read().split()[0])
 except (OSError, ValueError, IndexError):
     low = 0
-for _ in range(200):
-    if low <= 11000:
-        break
-    port = random.randrange(10000, low)
+def free(port):
     s = socket.socket()
     try:
         s.bind(("127.0.0.1", port))
+        return s.getsockname()[1]
     except OSError:
-        continue
+        return None
     finally:
         s.close()
-    print(port)
-    raise SystemExit
-s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1]); s.close()
+ports = []
+tries = 0
+while len(ports) < want:
+    tries += 1
+    # Below the ephemeral range while there is room and luck; else the kernel's pick.
+    port = free(random.randrange(10000, low)) if low > 11000 and tries <= 200 * want else free(0)
+    if port and port not in ports:
+        ports.append(port)
+print("\n".join(map(str, ports)))
 PY
 }
+free_port() { free_ports 1; }
 
 pidfile() { echo "$dir/pids/$1.pid"; }
 
